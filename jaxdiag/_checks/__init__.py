@@ -1,0 +1,15 @@
+"""Every check, in the order they run. Each module exposes `CHECKS`; a check yields `Finding`s built from the
+rule catalog (`jaxdiag._rules`) and never touches JAX internals except through `jaxdiag._compat`."""
+
+from __future__ import annotations
+
+from . import _batching, _custom_vmap, _ffi, _grad, _registration
+from ._base import Check
+
+ALL_CHECKS: list[Check] = [
+    *_registration.CHECKS,
+    *_batching.CHECKS,
+    *_custom_vmap.CHECKS,
+    *_ffi.CHECKS,
+    *_grad.CHECKS,
+]

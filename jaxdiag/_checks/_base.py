@@ -1,0 +1,121 @@
+"""What a check is and what it gets: the `Subject` under test and a `Context` with seeded inputs and caches."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from .._inputs import ArgSpec, choose_batch_size, draw
+from .._report import Finding, Location
+
+COMMANDS = ("batching", "grad")
+
+
+class SkipCheck(Exception):
+    """Raised by a check that cannot run here; the message says why (shown as the check's detail)."""
+
+
+@dataclass
+class Subject:
+    """One thing to check: the target itself, or a user primitive / custom function found inside it.
+
+    `call(*args)` applies it to positional arrays: `prim.bind(*args, **params)` for a primitive, `obj(*args)`
+    otherwise. `specs` describe one example (no batch axis); `domain` is where example values come from.
+    """
+
+    label: str
+    kind: str
+    obj: Any
+    specs: list[ArgSpec]
+    params: dict[str, Any] = field(default_factory=dict)
+    domain: str = "normal"
+    location: Location | None = None
+    module: str = ""
+    parent: "Subject | None" = None
+    eqn_location: Location | None = None  # the line in the parent function that created this call
+
+    def call(self, *args: Any) -> Any:
+        if self.kind == "primitive":
+            return self.obj.bind(*args, **self.params)
+        return self.obj(*args)
+
+    @property
+    def name(self) -> str:
+        if self.kind == "primitive":
+            return self.obj.name
+        fn = getattr(self.obj, "fun", None) or self.obj
+        return getattr(fn, "__name__", None) or self.label
+
+
+@dataclass
+class Options:
+    command: str = "batching"  # "batching", "grad" or "check" (check runs both families)
+    seed: int = 0
+    in_axes: Any = None
+    out_axes: Any = None
+    order: int = 1
+    include_jax: bool = False
+
+    def runs(self, family: str) -> bool:
+        return self.command == "check" or self.command == family
+
+
+class Context:
+    """Per (subject, check): seeded RNG, example inputs, shared caches across checks of the same subject."""
+
+    def __init__(self, subject: Subject, options: Options, check_name: str, cache: dict[str, Any]):
+        self.subject = subject
+        self.options = options
+        self.check_name = check_name
+        self.cache = cache  # shared by all checks of this subject: reuse traces and reference results
+        seed = zlib.crc32(f"{options.seed}:{subject.label}:{check_name}".encode())
+        self.rng = np.random.default_rng(seed)
+
+    @property
+    def specs(self) -> list[ArgSpec]:
+        return self.subject.specs
+
+    def call(self, *args: Any) -> Any:
+        return self.subject.call(*args)
+
+    def example(self) -> list[np.ndarray]:
+        """One example's arguments (the same for every check of this subject)."""
+        if "example" not in self.cache:
+            rng = np.random.default_rng(zlib.crc32(f"{self.options.seed}:{self.subject.label}:example".encode()))
+            self.cache["example"] = [draw(s, rng, self.subject.domain) for s in self.specs]
+        return self.cache["example"]
+
+    def draw(self, spec: ArgSpec, lead: tuple[int, ...] = ()) -> np.ndarray:
+        return draw(spec, self.rng, self.subject.domain, lead)
+
+    def draw_examples(self, batch: int) -> list[np.ndarray]:
+        """`batch` distinct examples stacked on a new leading axis, one array per argument."""
+        return [self.draw(s, (batch,)) for s in self.specs]
+
+    def batch_size(self, extra_shapes: Iterable[tuple[int, ...]] = ()) -> int:
+        return choose_batch_size([s.shape for s in self.specs] + list(extra_shapes))
+
+
+@dataclass(frozen=True)
+class Check:
+    """A named check: runs for the given command family on the given subject kinds and yields findings."""
+
+    name: str
+    family: str  # "batching" or "grad"
+    kinds: frozenset[str]
+    run: Callable[[Context], Iterable[Finding]]
+
+    def applies(self, subject: Subject, options: Options) -> bool:
+        return options.runs(self.family) and subject.kind in self.kinds
+
+
+def check(name: str, family: str, kinds: Iterable[str]) -> Callable[[Callable[[Context], Iterable[Finding]]], Check]:
+    """Decorator: `@check("batching-spy", "batching", {"primitive"})` turns a generator function into a Check."""
+
+    def wrap(fn: Callable[[Context], Iterable[Finding]]) -> Check:
+        return Check(name=name, family=family, kinds=frozenset(kinds), run=fn)
+
+    return wrap

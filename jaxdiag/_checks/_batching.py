@@ -1,0 +1,7 @@
+"""(to be written)"""
+
+from __future__ import annotations
+
+from ._base import Check
+
+CHECKS: list[Check] = []

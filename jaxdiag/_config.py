@@ -1,0 +1,111 @@
+"""`[tool.jaxdiag]` in pyproject.toml: select, ignore, per-target-ignores, paths, seed, and per-target inputs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+KNOWN_KEYS = {"select", "ignore", "per-target-ignores", "paths", "seed", "targets"}
+
+
+@dataclass
+class TargetConfig:
+    args: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Config:
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_target_ignores: dict[str, list[str]] = field(default_factory=dict)
+    paths: list[str] = field(default_factory=list)
+    seed: int = 0
+    targets: dict[str, TargetConfig] = field(default_factory=dict)
+    source: str | None = None
+
+    def ignores_for(self, target: str) -> list[str]:
+        return [c.upper() for c in self.per_target_ignores.get(target, [])]
+
+    def target(self, ref: str) -> TargetConfig | None:
+        return self.targets.get(ref)
+
+
+def find_pyproject(start: str) -> str | None:
+    folder = os.path.abspath(start)
+    while True:
+        candidate = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def load(app_dir: str = ".") -> Config:
+    """The `[tool.jaxdiag]` table of the nearest pyproject.toml (defaults when there is none)."""
+    path = find_pyproject(app_dir)
+    if path is None:
+        return Config()
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    table = data.get("tool", {}).get("jaxdiag")
+    if table is None:
+        return Config(source=path)
+    return parse(table, path)
+
+
+def _codes(value: Any, key: str, path: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"{path}: [tool.jaxdiag] {key} must be a list of rule codes or prefixes")
+    return [v.strip().upper() for v in value if v.strip()]
+
+
+def parse(table: dict, path: str = "pyproject.toml") -> Config:
+    unknown = sorted(set(table) - KNOWN_KEYS)
+    if unknown:
+        raise UsageError(f"{path}: unknown key(s) in [tool.jaxdiag]: {', '.join(unknown)} "
+                         f"(known: {', '.join(sorted(KNOWN_KEYS))})")
+    config = Config(source=path)
+    config.select = _codes(table.get("select", []), "select", path)
+    config.ignore = _codes(table.get("ignore", []), "ignore", path)
+    per_target = table.get("per-target-ignores", {})
+    if not isinstance(per_target, dict):
+        raise UsageError(f"{path}: [tool.jaxdiag] per-target-ignores must be a table of target = [codes]")
+    config.per_target_ignores = {k: _codes(v, f"per-target-ignores.{k}", path) for k, v in per_target.items()}
+    paths = table.get("paths", [])
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise UsageError(f"{path}: [tool.jaxdiag] paths must be a list of strings")
+    config.paths = paths
+    seed = table.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise UsageError(f"{path}: [tool.jaxdiag] seed must be an integer")
+    config.seed = seed
+    targets = table.get("targets", {})
+    if not isinstance(targets, dict):
+        raise UsageError(f"{path}: [tool.jaxdiag.targets] must be a table keyed by target")
+    for ref, entry in targets.items():
+        if not isinstance(entry, dict) or not set(entry) <= {"args", "params"}:
+            raise UsageError(f"{path}: [tool.jaxdiag.targets.\"{ref}\"] takes args = [...] and params = {{...}}")
+        args = entry.get("args", [])
+        params = entry.get("params", {})
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args) or not isinstance(params, dict):
+            raise UsageError(f"{path}: [tool.jaxdiag.targets.\"{ref}\"] args must be a list of SPEC strings and "
+                             "params a table")
+        config.targets[ref] = TargetConfig(list(args), dict(params))
+    return config

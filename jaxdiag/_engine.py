@@ -1,0 +1,404 @@
+"""The engine: load a target, choose example inputs, find what to check inside it, run the checks, filter.
+
+`check_batching` and `check_grad` are the public API; the CLI and the pytest plugin call them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import traceback
+import zlib
+from typing import Any, Iterable, Sequence
+
+import jax
+import numpy as np
+
+from . import __version__, _compat, _locate
+from . import _rules as rules
+from ._checks import ALL_CHECKS
+from ._checks._base import Context, Options, SkipCheck, Subject
+from ._errors import UsageError
+from ._inputs import DOMAINS, ArgSpec, draw, parse_spec, shape_ladder, spec_of
+from ._report import CheckResult, Finding, Location, Report, TargetReport
+from ._targets import Target, classify, describe, load_target
+
+# ---------------------------------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def check_batching(
+    target: Any,
+    *args: Any,
+    in_axes: Any = None,
+    out_axes: Any = None,
+    seed: int = 0,
+    include_jax: bool = False,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    app_dir: str = ".",
+    **params: Any,
+) -> Report:
+    """Check a primitive's batching rule (or a function's batching behaviour) against a per-example loop.
+
+    `target` is an object or a TARGET string; each arg a concrete array or a SPEC string (`"f32[3]"`); `params`
+    are a primitive's bind parameters.
+    """
+    options = Options(command="batching", seed=seed, in_axes=in_axes, out_axes=out_axes, include_jax=include_jax)
+    return run(target, args, params, options, select=select, ignore=ignore, app_dir=app_dir)
+
+
+def check_grad(
+    target: Any,
+    *args: Any,
+    order: int = 1,
+    seed: int = 0,
+    include_jax: bool = False,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    app_dir: str = ".",
+    **params: Any,
+) -> Report:
+    """Check custom_vjp / custom_jvp rules, or a primitive's JVP and transpose rules, against references."""
+    options = Options(command="grad", seed=seed, order=order, include_jax=include_jax)
+    return run(target, args, params, options, select=select, ignore=ignore, app_dir=app_dir)
+
+
+def check_all(
+    target: Any,
+    *args: Any,
+    seed: int = 0,
+    include_jax: bool = False,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    app_dir: str = ".",
+    **params: Any,
+) -> Report:
+    """Run every check family (batching and grad) on one target, as `jaxdiag check` does."""
+    options = Options(command="check", seed=seed, include_jax=include_jax)
+    return run(target, args, params, options, select=select, ignore=ignore, app_dir=app_dir)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def resolve(target: Any, app_dir: str = ".") -> Target:
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, str):
+        return load_target(target, app_dir)
+    kind, obj = classify(target)
+    return Target(ref=describe(target), obj=obj, kind=kind, module=inspect.getmodule(_locate.unwrap(
+        getattr(obj, "fun", None) or obj)))
+
+
+def run(
+    target: Any,
+    args: Sequence[Any],
+    params: dict[str, Any],
+    options: Options,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    app_dir: str = ".",
+    per_target_ignore: Sequence[str] = (),
+) -> Report:
+    """Load, choose inputs, expand nested subjects, run checks, filter findings. Restores JAX state on exit."""
+    resolved = resolve(target, app_dir)
+    specs = [a if isinstance(a, ArgSpec) else parse_spec(a) if isinstance(a, str) else None for a in args]
+    concrete = [None if isinstance(a, (str, ArgSpec)) else np.asarray(a) for a in args]
+    specs = [s if s is not None else spec_of(c) for s, c in zip(specs, concrete)]
+    wide = any(s.dtype.itemsize >= 8 and s.dtype.kind in "fciu" for s in specs)
+    with _compat.jax_config(jax_enable_x64=True) if wide and not _compat.x64_enabled() else _nullcontext():
+        reports = _run_target(resolved, specs, concrete, params, options)
+    for report in reports:
+        report.findings = filter_findings(report.findings, select, list(ignore) + list(per_target_ignore))
+        report.findings.sort(key=Finding.sort_key)
+    return Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def _run_target(target: Target, specs: list[ArgSpec], concrete: list, params: dict, options: Options
+                ) -> list[TargetReport]:
+    notes: list[Finding] = []
+    root = _root_subject(target, params)
+    if not specs:
+        specs = infer_specs(root, notes)
+    root.specs = specs
+    choose_domain(root, notes)
+    if any(c is not None for c in concrete):
+        rng = np.random.default_rng(options.seed)
+        root_cache = {"example": [c if c is not None else draw(s, rng, root.domain)
+                                  for c, s in zip(concrete, specs)]}
+    else:
+        root_cache = {}
+    subjects = [root] + find_nested_subjects(root, options, root_cache)
+    reports = []
+    for subject in subjects:
+        cache = root_cache if subject is root else {}
+        report = run_subject(subject, options, cache)
+        if subject is root:
+            report.findings[:0] = notes
+        reports.append(report)
+    return reports
+
+
+def _root_subject(target: Target, params: dict) -> Subject:
+    obj = target.obj
+    if target.kind == "primitive":
+        location = _primitive_location(obj, target.module)
+    else:
+        location = _locate.locate(getattr(obj, "fun", None) or obj)
+    if params and target.kind != "primitive":
+        raise UsageError(f"--param applies to primitives; {target.ref} is a {target.kind}")
+    return Subject(label=target.ref, kind=target.kind, obj=obj, specs=[], params=dict(params), location=location,
+                   module=target.module_name)
+
+
+def _primitive_location(prim: Any, module: Any) -> Location | None:
+    if module is not None:
+        loc = _locate.locate_assignment(module, prim)
+        if loc:
+            return loc
+    for rule in _compat.registered_rules(prim).values():
+        if rule is not None and _locate.is_user_code(rule):
+            return _locate.locate(rule)
+    return None
+
+
+def _nonfinite(value: Any) -> bool:
+    for leaf in jax.tree_util.tree_leaves(value):
+        arr = np.asarray(leaf)
+        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            return True
+        if arr.dtype.name == "bfloat16" and not np.all(np.isfinite(arr.astype(np.float32))):
+            return True
+    return False
+
+
+def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int) -> tuple[bool, str]:
+    """(ran and finite, error text) for one draw of `specs` from `domain`."""
+    rng = np.random.default_rng(seed)
+    args = [draw(s, rng, domain) for s in specs]
+    saved = subject.specs
+    subject.specs = specs
+    try:
+        out = subject.call(*args)
+        jax.block_until_ready(out)
+    except Exception as exc:  # the user's code rejected these inputs
+        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    finally:
+        subject.specs = saved
+    return not _nonfinite(out), "non-finite output"
+
+
+def choose_domain(subject: Subject, notes: list[Finding]) -> None:
+    """Keep normal draws unless the target is non-finite on them; then try the other domains and say so."""
+    if any(s.domain for s in subject.specs) or not any(s.is_inexact for s in subject.specs):
+        return
+    ok, _ = _try_call(subject, subject.specs, "normal", 0)
+    if ok:
+        return
+    for domain in DOMAINS[1:]:
+        if _try_call(subject, subject.specs, domain, 0)[0]:
+            subject.domain = domain
+            notes.append(rules.DOMAIN_FALLBACK.finding(
+                f"{subject.label} gives NaN or inf on standard-normal inputs; drew inputs from the {domain!r} "
+                f"domain instead.",
+                fix=f"Pin the domain with --arg {subject.specs[0].with_domain(domain)} (one per argument) to "
+                    "silence this note.",
+                location=subject.location))
+            return
+
+
+def _arity(subject: Subject) -> list[int]:
+    """Candidate positional arities, most likely first."""
+    if subject.kind == "primitive":
+        fns = [_compat.impl(subject.obj), _compat.abstract_eval_rule(subject.obj)]
+    else:
+        fns = [getattr(subject.obj, "fun", None) or subject.obj]
+    for fn in fns:
+        if fn is None:
+            continue
+        try:
+            sig = inspect.signature(_locate.unwrap(fn))
+        except (TypeError, ValueError):
+            continue
+        positional = [p for p in sig.parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        required = [p for p in positional if p.default is p.empty]
+        if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+            return sorted({len(required), 1, 2, 3} - {0}) or [1]
+        if subject.kind == "primitive":
+            return [len(required) - _params_taken(required, subject.params)] if required else [1]
+        return [len(required)] if required else [max(len(positional), 1)]
+    return [1, 2, 3]
+
+
+def _params_taken(required: list, params: dict) -> int:
+    return sum(1 for p in required if p.name in params)
+
+
+def infer_specs(subject: Subject, notes: list[Finding]) -> list[ArgSpec]:
+    """Try a short ladder of float32 shapes until the target runs; report what was inferred."""
+    tried = []
+    last_error = ""
+    for arity in _arity(subject):
+        for candidate in shape_ladder(arity):
+            tried.append(" ".join(str(s) for s in candidate))
+            ok, error = _try_call(subject, candidate, "normal", 0)
+            if not ok and error == "non-finite output":
+                ok = any(_try_call(subject, candidate, d, 0)[0] for d in DOMAINS[1:])
+            if ok:
+                notes.append(rules.INPUTS_INFERRED.finding(
+                    f"no --arg given; inferred {len(candidate)} argument(s): "
+                    f"{' '.join(str(s) for s in candidate)}",
+                    fix="Pass --arg SPEC for each positional argument to check other shapes and dtypes.",
+                    location=subject.location))
+                return candidate
+            last_error = error
+    suggestion = " ".join("--arg f32[3]" for _ in range(_arity(subject)[0]))
+    raise UsageError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
+                     f"error: {last_error}); pass them explicitly, e.g. {suggestion}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Nested subjects: user primitives and custom_* calls inside a function
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def trace_function(subject: Subject, cache: dict) -> tuple[Any, list]:
+    """The function's jaxpr and the custom_* objects it calls, traced once and cached."""
+    if "jaxpr" not in cache:
+        seen: list = []
+        shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
+        with _compat.record_custom_calls(seen):
+            cache["jaxpr"] = jax.make_jaxpr(subject.call)(*shapes)
+        cache["custom_calls"] = seen
+    return cache["jaxpr"], cache["custom_calls"]
+
+
+def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[Subject]:
+    if root.kind != "function":
+        return []
+    try:
+        jaxpr, custom_calls = trace_function(root, cache)
+    except Exception:
+        return []  # the function's own checks report the trace failure
+    subjects: list[Subject] = []
+    seen_keys: set = set()
+    for obj, args, _kwargs in custom_calls:
+        key = id(obj)
+        if key in seen_keys:
+            continue
+        seen_keys.add(key)
+        kind, _ = classify(obj)
+        specs = [_spec_of_aval(a) for a in args]
+        if any(s is None for s in specs):
+            continue
+        fn = getattr(obj, "fun", None) or obj
+        subjects.append(Subject(label=f"{root.label} > {getattr(fn, '__name__', kind)}", kind=kind, obj=obj,
+                                specs=specs, location=_locate.locate(fn), module=root.module, parent=root,
+                                domain=root.domain))
+    for eqn in _compat.iter_eqns(jaxpr):
+        prim = eqn.primitive
+        if not _compat.is_primitive(prim):
+            continue
+        user = not _compat.is_builtin_primitive(prim)
+        if not (user or options.include_jax):
+            continue
+        if not user and (prim.name in _STRUCTURAL_PRIMITIVES or any(True for _ in _compat.sub_jaxprs(eqn))):
+            continue
+        specs = [_spec_of_aval(v.aval) for v in eqn.invars]
+        if any(s is None for s in specs):
+            continue
+        key = (prim, repr(sorted(eqn.params.items(), key=lambda kv: kv[0])), tuple(map(str, specs)))
+        if key in seen_keys:
+            continue
+        seen_keys.add(key)
+        where = _compat.eqn_source_line(eqn)
+        subjects.append(Subject(
+            label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs, params=dict(eqn.params),
+            location=_primitive_location(prim, None) if user else None, module=root.module, parent=root,
+            domain=root.domain,
+            eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None))
+    return subjects
+
+
+# Built-in primitives that only move data between jaxprs or trace-time state; not checked with --include-jax.
+_STRUCTURAL_PRIMITIVES = {"pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+                          "custom_vjp_call_jaxpr", "custom_lin", "remat", "checkpoint", "custom_vmap_call",
+                          "ffi_call", "pure_callback", "io_callback", "debug_callback", "random_wrap",
+                          "random_unwrap", "random_seed", "random_bits", "threefry2x32", "iota", "rng_bit_generator"}
+
+
+def _spec_of_aval(aval: Any) -> ArgSpec | None:
+    shape = getattr(aval, "shape", None)
+    dtype = getattr(aval, "dtype", None)
+    if shape is None or dtype is None:
+        return None
+    try:
+        return ArgSpec(np.dtype(dtype), tuple(int(d) for d in shape))
+    except TypeError:  # extended dtypes (PRNG keys) and symbolic shapes
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running checks and filtering findings
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def run_subject(subject: Subject, options: Options, cache: dict | None = None) -> TargetReport:
+    cache = {} if cache is None else cache
+    report = TargetReport(target=subject.label, kind=subject.kind, inputs=[str(s) for s in subject.specs],
+                          module=subject.module)
+    for chk in ALL_CHECKS:
+        if not chk.applies(subject, options):
+            continue
+        ctx = Context(subject, options, chk.name, cache)
+        start = time.perf_counter()
+        findings: list[Finding] = []
+        status, detail = "passed", ""
+        try:
+            findings = list(chk.run(ctx))
+        except SkipCheck as skip:
+            status, detail = "skipped", str(skip)
+        except Exception as exc:  # jaxdiag's own bug: report it, keep checking the rest
+            status = "error"
+            detail = f"internal error in check {chk.name}: {type(exc).__name__}: {exc}\n" + "".join(
+                traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
+        seconds = time.perf_counter() - start
+        if status == "passed" and any(f.severity in ("error", "warning") for f in findings):
+            status = "failed"
+            detail = "; ".join(sorted({f.code for f in findings}))
+        report.checks.append(CheckResult(chk.name, status, seconds, detail))
+        report.findings.extend(findings)
+    return report
+
+
+def filter_findings(findings: Iterable[Finding], select: Sequence[str], ignore: Sequence[str]) -> list[Finding]:
+    """Apply --select/--ignore (codes or prefixes) and inline `# jaxdiag: ignore[...]` on the location's line."""
+    kept = []
+    for f in findings:
+        if select and not rules.matches(f.code, select):
+            continue
+        if ignore and rules.matches(f.code, ignore):
+            continue
+        inline = _locate.inline_ignores(f.location)
+        if inline and ("*" in inline or rules.matches(f.code, sorted(inline))):
+            continue
+        kept.append(f)
+    return kept
+
+
+def stable_seed(*parts: Any) -> int:
+    return zlib.crc32(":".join(map(str, parts)).encode())

@@ -1,0 +1,123 @@
+"""Source locations of the user's rules and functions, and inline `# jaxdiag: ignore[...]` comments."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import linecache
+import os
+import re
+from typing import Any, Callable
+
+from ._report import Location
+
+_IGNORE_RE = re.compile(r"#\s*jaxdiag:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+
+
+def unwrap(fn: Any) -> Any:
+    """The user's own function behind partials, decorators and `functools.wraps` wrappers."""
+    for _ in range(20):
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif hasattr(fn, "__wrapped__"):
+            fn = fn.__wrapped__
+        elif hasattr(fn, "__func__"):
+            fn = fn.__func__
+        else:
+            break
+    return fn
+
+
+def relative_path(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # different drive on Windows
+        return path
+    return path if rel.startswith(".." + os.sep + "..") else rel
+
+
+def def_line(filename: str, first_line: int) -> int:
+    """The `def` line of a function whose code starts at `first_line` (which may be a decorator)."""
+    for offset in range(0, 50):
+        text = linecache.getline(filename, first_line + offset).lstrip()
+        if not text:
+            if offset and not linecache.getline(filename, first_line + offset):
+                break
+            continue
+        if text.startswith(("def ", "async def ", "lambda")) or " lambda" in text or "=lambda" in text:
+            return first_line + offset
+        if not text.startswith("@") and offset:
+            break
+    return first_line
+
+
+def locate(fn: Any) -> Location | None:
+    """The file, `def` line and name of a user's function, relative to the current directory."""
+    fn = unwrap(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        call = getattr(type(fn), "__call__", None)
+        code = getattr(call, "__code__", None)
+        if code is None:
+            return None
+    filename = code.co_filename
+    if not filename or filename.startswith("<"):
+        return None
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or code.co_name
+    return Location(relative_path(filename), def_line(filename, code.co_firstlineno), name)
+
+
+def is_user_code(fn: Any) -> bool:
+    module = getattr(unwrap(fn), "__module__", "") or ""
+    return module.split(".")[0] not in ("jax", "jaxlib", "jaxdiag", "numpy", "functools")
+
+
+def locate_assignment(module: Any, obj: Any, names: list[str] | None = None) -> Location | None:
+    """The line in `module` that assigns `obj` (e.g. `my_p = Primitive("my")`)."""
+    try:
+        filename = inspect.getsourcefile(module)
+        lines = inspect.getsourcelines(module)[0]
+    except (TypeError, OSError):
+        return None
+    if filename is None:
+        return None
+    if names is None:
+        names = [k for k, v in vars(module).items() if v is obj]
+    for name in names:
+        pattern = re.compile(rf"^\s*{re.escape(name)}\s*(:[^=]*)?=")
+        for i, text in enumerate(lines, start=1):
+            if pattern.match(text):
+                return Location(relative_path(filename), i, name)
+    return None
+
+
+def source_lines(location: Location, context: int = 3) -> list[tuple[int, str]]:
+    """(line number, text) around `location`, empty when the file cannot be read."""
+    path = location.path
+    if not os.path.isfile(path):
+        return []
+    start = max(1, location.line - context)
+    out = []
+    for n in range(start, location.line + context + 1):
+        text = linecache.getline(path, n)
+        if not text and n > location.line:
+            break
+        out.append((n, text.rstrip("\n")))
+    return out
+
+
+def inline_ignores(location: Location | None) -> set[str] | None:
+    """Codes suppressed by `# jaxdiag: ignore[...]` on the location's line: None if none, {"*"} for a bare one."""
+    if location is None or not os.path.isfile(location.path):
+        return None
+    match = _IGNORE_RE.search(linecache.getline(location.path, location.line))
+    if not match:
+        return None
+    if not match.group(1):
+        return {"*"}
+    return {c.strip().upper() for c in match.group(1).split(",") if c.strip()}
+
+
+def describe_callable(fn: Callable) -> str:
+    loc = locate(fn)
+    return f"{loc.function} ({loc})" if loc else getattr(fn, "__name__", repr(fn))

@@ -1,0 +1,118 @@
+"""`--format text`: one rich panel per finding (code, severity, title, what was observed, the user's source with
+the faulty line highlighted, the fix), then a summary line. Colour only on a terminal; `NO_COLOR` is honoured by
+rich itself."""
+
+from __future__ import annotations
+
+import io
+import os
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.text import Text
+from rich.theme import Theme
+
+from .._report import Finding, Report, TargetReport
+
+THEME = Theme({
+    "jaxdiag.error": "bold red",
+    "jaxdiag.warning": "bold yellow",
+    "jaxdiag.info": "bold cyan",
+    "jaxdiag.code": "bold",
+    "jaxdiag.label": "bold",
+    "jaxdiag.location": "underline",
+    "jaxdiag.fix": "green",
+    "jaxdiag.dim": "dim",
+})
+WIDTH = 110
+CONTEXT_LINES = 3
+
+
+def make_console(file=None, color: bool | None = None) -> Console:
+    """A console on `file` (stdout by default); colour only when it is a terminal unless forced."""
+    return Console(file=file, theme=THEME, width=None if file is None else WIDTH, highlight=False,
+                   soft_wrap=False, no_color=(color is False) or None, force_terminal=color or None)
+
+
+def render_plain(report: Report) -> str:
+    """The text report without colour (for files, `raise_if_failed` and tests)."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, theme=THEME, width=WIDTH, no_color=True, highlight=False, color_system=None,
+                      force_terminal=False)
+    draw(report, console)
+    return buffer.getvalue()
+
+
+def draw(report: Report, console: Console) -> None:
+    for target in report.targets:
+        _draw_target(target, console)
+    console.print(summary_line(report))
+
+
+def summary_line(report: Report) -> Text:
+    s = report.summary
+    parts = [f"{s['targets']} target{'s' * (s['targets'] != 1)} checked"]
+    text = Text(parts[0] + ": ")
+    text.append(f"{s['errors']} error{'s' * (s['errors'] != 1)}", style="jaxdiag.error" if s["errors"] else "")
+    text.append(", ")
+    text.append(f"{s['warnings']} warning{'s' * (s['warnings'] != 1)}",
+                style="jaxdiag.warning" if s["warnings"] else "")
+    text.append(f", {s['infos']} note{'s' * (s['infos'] != 1)}")
+    broken = report.internal_errors
+    if broken:
+        text.append(f"; {len(broken)} check(s) hit an internal error (exit 3)", style="jaxdiag.error")
+    return text
+
+
+def _draw_target(target: TargetReport, console: Console) -> None:
+    header = Text()
+    header.append(target.target, style="jaxdiag.label")
+    header.append(f"  ({target.kind}", style="jaxdiag.dim")
+    if target.inputs:
+        header.append(f"; inputs {' '.join(target.inputs)}", style="jaxdiag.dim")
+    header.append(")", style="jaxdiag.dim")
+    counts = {sev: sum(1 for f in target.findings if f.severity == sev) for sev in ("error", "warning")}
+    if not counts["error"] and not counts["warning"]:
+        header.append("  ok", style="green")
+    console.print(header)
+    for finding in target.findings:
+        console.print(_panel(finding))
+    for check in target.checks:
+        if check.status == "error":
+            console.print(Text(f"  internal error in check {check.name}: {check.detail.splitlines()[0]}",
+                               style="jaxdiag.error"))
+
+
+def _panel(finding: Finding) -> Panel:
+    style = f"jaxdiag.{finding.severity}"
+    title = Text()
+    title.append(finding.code, style="jaxdiag.code")
+    title.append(f" {finding.name} ")
+    title.append(f"[{finding.severity}]", style=style)
+    parts: list = []
+    if finding.location:
+        loc = finding.location
+        parts.append(Text(f"{loc.path}:{loc.line} in {loc.function}", style="jaxdiag.location"))
+    parts.append(Text(finding.message))
+    snippet = _snippet(finding)
+    if snippet is not None:
+        parts.append(snippet)
+    if finding.fix:
+        fix = Text("fix: ", style="jaxdiag.label")
+        fix.append(finding.fix, style="jaxdiag.fix")
+        parts.append(fix)
+    return Panel(Group(*parts), title=title, title_align="left", border_style=style, expand=True)
+
+
+def _snippet(finding: Finding) -> Syntax | None:
+    loc = finding.location
+    if loc is None or finding.severity == "info" or not os.path.isfile(loc.path):
+        return None
+    try:
+        code = open(loc.path, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return Syntax(code, "python", line_numbers=True, line_range=(max(1, loc.line - CONTEXT_LINES),
+                                                                 loc.line + CONTEXT_LINES),
+                  highlight_lines={loc.line}, theme="ansi_dark", word_wrap=False, background_color="default")
