@@ -181,7 +181,8 @@ def abstract_eval_rule(prim: Any) -> Callable | None:
         for arg in rule.args:
             if callable(arg):
                 return arg
-    return rule
+    inner = _closure_vars(rule).get("abstract_eval")  # def_abstract_eval's effect-free closure
+    return inner if callable(inner) else rule
 
 
 def has_lowering(prim: Any, platform: str = "cpu") -> bool:
@@ -196,6 +197,8 @@ def lowering_rule(prim: Any, platform: str = "cpu") -> Callable | None:
     rule = per_platform.get(platform, {}).get(prim) or getattr(_mlir, "_lowerings", {}).get(prim)
     if rule is None:
         return None
+    if not callable(rule) and callable(getattr(rule, "rule", None)):  # jax >= 0.7 stores LoweringRuleEntry
+        rule = rule.rule
     return _closure_vars(rule).get("fun") or rule
 
 
@@ -309,17 +312,31 @@ def iter_eqns(jaxpr: Any) -> Iterator[Any]:
             yield from iter_eqns(sub)
 
 
-def eqn_source_line(eqn: Any) -> tuple[str, int] | None:
-    """The user's (file, line) that created `eqn`, from JAX's source info, if recorded."""
+def _user_frame(eqn: Any) -> Any:
+    """JAX's record of the innermost user frame that created `eqn` (file_name, start_line, function_name)."""
     try:
         from jax._src import source_info_util
 
-        frame = source_info_util.user_frame(eqn.source_info)
+        # jax <= 0.5 takes the SourceInfo; newer releases take its traceback (the SourceInfo has no raw_frames).
+        first = next(iter(inspect.signature(source_info_util.user_frame).parameters))
+        info = eqn.source_info if first == "source_info" else eqn.source_info.traceback
+        return source_info_util.user_frame(info)
     except Exception:
         return None
+
+
+def eqn_source_line(eqn: Any) -> tuple[str, int] | None:
+    """The user's (file, line) that created `eqn`, from JAX's source info, if recorded."""
+    frame = _user_frame(eqn)
     if frame is None:
         return None
     return frame.file_name, frame.start_line
+
+
+def eqn_source_function(eqn: Any) -> str | None:
+    """The name of the user's function whose line created `eqn`."""
+    frame = _user_frame(eqn)
+    return getattr(frame, "function_name", None) if frame is not None else None
 
 
 def aval_of(var: Any) -> Any:
@@ -373,6 +390,365 @@ def snapshot_registries() -> dict[str, Any]:
         "x64": x64_enabled(),
         "enable_checks": bool(jax.config.jax_enable_checks),
     }
+
+
+def restore_registries(snapshot: dict[str, Any]) -> list[str]:
+    """Put back every entry of `snapshot` that changed or disappeared; returns what was restored.
+
+    Entries added since the snapshot are kept: importing the user's modules registers their rules, and those
+    registrations belong to the user, not to jaxdiag.
+    """
+    tables = {"batching": _batching_table(), "legacy_batching": _legacy_batching_table(),
+              "jvp": _ad.primitive_jvps, "transpose": _ad.primitive_transposes,
+              "lowerings": getattr(_mlir, "_lowerings", {})}
+    restored = []
+    for name, table in tables.items():
+        for key, value in snapshot.get(name, {}).items():
+            if table.get(key) is not value:
+                table[key] = value
+                restored.append(f"{name}[{getattr(key, 'name', key)}]")
+    for cls, call in snapshot.get("custom_calls", {}).items():
+        if cls.__dict__.get("__call__") is not call and call is not None:
+            cls.__call__ = call
+            restored.append(f"{cls.__name__}.__call__")
+    for name, flag in (("x64", "jax_enable_x64"), ("enable_checks", "jax_enable_checks")):
+        if name in snapshot and bool(getattr(jax.config, flag)) != snapshot[name]:
+            jax.config.update(flag, snapshot[name])
+            restored.append(flag)
+    return restored
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --- custom_vmap / ffi ---
+# ---------------------------------------------------------------------------------------------------------------
+
+# `jax.ffi` is public from jax 0.4.38 on (0.5.3 has it); older releases only had `jax.extend.ffi`.
+try:
+    from jax import ffi as ffi  # noqa: PLC0414 - re-exported for checks, tests and samples
+except ImportError:  # pragma: no cover - jax < 0.4.38
+    from jax.extend import ffi as ffi  # type: ignore[no-redef]
+
+# Equations whose batching is chosen by a `vmap_method` parameter rather than a batching rule.
+FOREIGN_CALL_PRIMITIVES = ("ffi_call", "pure_callback")
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all", "legacy_vectorized")
+SEQUENTIAL_VMAP_METHODS = ("sequential", "sequential_unrolled")
+
+
+def is_foreign_call(eqn: Any) -> bool:
+    return getattr(eqn.primitive, "name", None) in FOREIGN_CALL_PRIMITIVES
+
+
+def vmap_method_of(eqn: Any) -> str | None:
+    return eqn.params.get("vmap_method")
+
+
+def foreign_call_target(eqn: Any) -> str:
+    """`target_name` of an ffi_call, or the Python function's name behind a pure_callback."""
+    if "target_name" in eqn.params:
+        return str(eqn.params["target_name"])
+    callback = eqn.params.get("callback")
+    func = getattr(callback, "callback_func", callback)  # pure_callback stores a _FlatCallback around it
+    func = inspect.unwrap(func) if callable(func) else func
+    return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+
+
+def _rewrite_param(value: Any, rewrite: Callable[[Any], Any]) -> Any:
+    if isinstance(value, _core.ClosedJaxpr):
+        return value.replace(jaxpr=rewrite(value.jaxpr))
+    if isinstance(value, _core.Jaxpr):
+        return rewrite(value)
+    if isinstance(value, (tuple, list)) and any(isinstance(v, (_core.ClosedJaxpr, _core.Jaxpr)) for v in value):
+        return type(value)(_rewrite_param(v, rewrite) for v in value)
+    return value
+
+
+def with_vmap_methods(closed: Any, choose: Callable[[Any], str | None]) -> Any:
+    """A copy of `closed` where every ffi_call / pure_callback equation, nested ones included, gets
+    `vmap_method=choose(original_eqn)`. Used to re-run a function with one call's vmap_method changed."""
+
+    def rewrite(jaxpr: Any) -> Any:
+        eqns = []
+        for eqn in jaxpr.eqns:
+            params = {k: _rewrite_param(v, rewrite) for k, v in eqn.params.items()}
+            if is_foreign_call(eqn):
+                params["vmap_method"] = choose(eqn)
+            eqns.append(eqn.replace(params=params))
+        return jaxpr.replace(eqns=eqns)
+
+    return closed.replace(jaxpr=rewrite(closed.jaxpr))
+
+
+def jaxpr_as_fun(closed: Any) -> Callable[..., list]:
+    """Evaluate a ClosedJaxpr on positional arrays (a list of outputs); traceable by vmap."""
+    return _core.jaxpr_as_fun(closed)
+
+
+@functools.lru_cache(maxsize=None)
+def vmap_method_none_raises() -> bool:
+    """True when `vmap` of an ffi_call/pure_callback with `vmap_method=None` raises (newer JAX); older releases
+    (0.5.x) fall back to a sequential loop with a DeprecationWarning."""
+    import warnings
+
+    def callback(x: np.ndarray) -> np.ndarray:
+        return np.asarray(x)
+
+    def f(x: Any) -> Any:
+        return jax.pure_callback(callback, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method=None)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            jax.vmap(f)(np.zeros((2, 1), np.float32))
+        except NotImplementedError:
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def spy_custom_vmap_rule(obj: Any, make_spy: Callable[[Callable], Callable]) -> Iterator[None]:
+    """Replace `obj.vmap_rule` by `make_spy(rule)` for the body; the user's rule is put back even on error.
+
+    custom_vmap reads `self.vmap_rule` at each call (it binds `ClosedRule(self.vmap_rule)`), so calls made in the
+    body go through the spy. A jit cache filled during the body would keep the spy: callers must not jit `obj`.
+    """
+    original = obj.vmap_rule
+    obj.vmap_rule = make_spy(original)
+    try:
+        yield
+    finally:
+        obj.vmap_rule = original
+
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --- grad ---
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def resolve_positional(fun: Callable, args: tuple, kwargs: dict | None = None) -> tuple:
+    """`args`/`kwargs` bound to `fun`'s signature with defaults applied, as custom_jvp/custom_vjp do before calling
+    rules (so `nondiff_argnums` may point at a defaulted parameter, and keyword arguments become positional).
+    `args` unchanged when the signature cannot bind them."""
+    try:
+        from jax._src.api_util import resolve_kwargs
+
+        return tuple(resolve_kwargs(fun, tuple(args), dict(kwargs or {})))
+    except Exception:
+        return tuple(args)
+
+
+def tangent_aval(shape: tuple[int, ...], dtype: Any) -> Any:
+    return _core.ShapedArray(tuple(shape), tangent_dtype(dtype))
+
+
+def ad_zero(shape: tuple[int, ...], dtype: Any) -> Any:
+    """The symbolic zero tangent/cotangent JAX passes to primitive rules for an input of this shape and dtype."""
+    return _ad.Zero(tangent_aval(shape, dtype))
+
+
+def symbolic_zero(shape: tuple[int, ...], dtype: Any) -> Any:
+    """The `SymbolicZero` custom_jvp/custom_vjp rules receive with `symbolic_zeros=True`."""
+    return SymbolicZero(tangent_aval(shape, dtype))
+
+
+def undefined_primal(shape: tuple[int, ...], dtype: Any) -> Any:
+    """What a transpose rule receives for a linear input."""
+    return _ad.UndefinedPrimal(_core.ShapedArray(tuple(shape), np.dtype(dtype)))
+
+
+def custom_vjp_primal(value: Any, perturbed: bool = True) -> Any:
+    """What a custom_vjp fwd receives per argument with `symbolic_zeros=True`."""
+    return CustomVJPPrimal(value, perturbed)
+
+
+def is_symbolic_zero(x: Any) -> bool:
+    return type(x) is _ad.Zero or (SymbolicZero is not None and type(x) is SymbolicZero)
+
+
+def float0_zeros(shape: tuple[int, ...]) -> np.ndarray:
+    return np.zeros(tuple(shape), dtype=float0)
+
+
+def is_tracer(x: Any) -> bool:
+    return isinstance(x, _core.Tracer)
+
+
+def is_unexpected_tracer_error(exc: BaseException) -> bool:
+    return type(exc).__name__ == "UnexpectedTracerError"
+
+
+def has_fancy_transpose(prim: Any) -> bool:
+    """True when JAX calls a GradAccum-style rule (ad.defbilinear on jax >= 0.7) that jaxdiag cannot spy on."""
+    return prim in getattr(_ad, "fancy_transposes", {})
+
+
+def rule_user_functions(rule: Any) -> list[Callable | None]:
+    """The user's functions behind a registered JVP/transpose rule: the per-argument rules of `ad.defjvp`,
+    `ad.defjvp2` and `ad.defbilinear` (None where an argument has none), the rule of `ad.deflinear2`, or [rule]."""
+    if isinstance(rule, functools.partial):
+        name = getattr(rule.func, "__name__", "")
+        if name in ("standard_jvp", "standard_jvp2") and rule.args and isinstance(rule.args[0], (tuple, list)):
+            return list(rule.args[0])
+        if name in ("linear_transpose", "linear_transpose2") and rule.args:
+            return [rule.args[0]]
+        if name == "bilinear_transpose" and len(rule.args) >= 2:
+            return [rule.args[0], rule.args[1]]
+        if name == "linear_jvp":  # ad.deflinear2: the JVP re-binds the primitive; the user wrote the transpose
+            return []
+    return [rule]
+
+
+@contextlib.contextmanager
+def spy_transpose_rule(prim: Any, wrap: Callable[[Callable], Callable]) -> Iterator[None]:
+    """Route reverse-mode calls of `prim`'s transpose rule through `wrap(rule)` for the body.
+
+    The wrapper sees `(ct, *args, **params)` exactly as JAX passes them (linear args are `UndefinedPrimal`, `ct`
+    may be `ad.Zero`). The registry entry is restored on exit, even when the body raises. No-op for primitives
+    without a rule or with a fancy (GradAccum) rule.
+    """
+    table = _ad.primitive_transposes
+    if prim not in table or has_fancy_transpose(prim):
+        yield
+        return
+    original = table[prim]
+    table[prim] = wrap(original)
+    try:
+        yield
+    finally:
+        table[prim] = original
+
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --- batching ---
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def user_batching_primitives() -> list[Any]:
+    """Primitives whose registered batching rule is the user's code (not JAX's own), in registration order."""
+    seen: dict[Any, None] = {}
+    for table in (_legacy_batching_table(), _batching_table()):
+        for prim in table:
+            if is_primitive(prim) and not is_builtin_primitive(prim):
+                seen.setdefault(prim, None)
+    return list(seen)
+
+
+def batching_rule_signature(prim: Any) -> tuple[Callable | None, bool]:
+    """(the user's rule, True when JAX calls it as `rule(axis_data, vals, dims, **params)`)."""
+    return batching_rule(prim), batching_rule_is_fancy(prim)
+
+
+@contextlib.contextmanager
+def intercept_batching_rules(handlers: dict[Any, Callable[..., Any]]) -> Iterator[None]:
+    """Route every call vmap makes to these primitives' batching rules through their handler.
+
+    `handler(vals, dims, params, axis_size, call)` returns what JAX gets; `call()` runs the registered rule (and
+    raises JAX's own NotImplementedError when none is registered: a handler may then answer itself). Every table
+    entry is restored, and temporary ones removed, on exit, even when the body raises.
+    """
+    fancy, legacy = _batching_table(), _legacy_batching_table()
+    changed: list[tuple[dict, Any, Any]] = []  # (table, prim, original or None when the entry was added)
+    try:
+        for prim, handler in handlers.items():
+            if prim in legacy and legacy is not fancy:
+                table, is_fancy = legacy, False
+            else:
+                table, is_fancy = fancy, True
+            original = table.get(prim)
+            changed.append((table, prim, original))
+            table[prim] = _interceptor(prim, handler, original, is_fancy)
+        yield
+    finally:
+        for table, prim, original in reversed(changed):
+            if original is None:
+                table.pop(prim, None)
+            else:
+                table[prim] = original
+
+
+def _interceptor(prim: Any, handler: Callable, original: Callable | None, is_fancy: bool) -> Callable:
+    def missing() -> Any:
+        raise NotImplementedError(f"Batching rule for '{prim}' not implemented")
+
+    if is_fancy:
+
+        def fancy_spy(axis_data, vals, dims, **params):
+            size = getattr(axis_data, "size", None)
+            if not isinstance(size, int):
+                size = axis_size_of(tuple(vals), tuple(dims))
+            call = missing if original is None else (lambda: original(axis_data, vals, dims, **params))
+            return handler(tuple(vals), tuple(dims), params, size, call)
+
+        return fancy_spy
+
+    def legacy_spy(vals, dims, **params):
+        call = missing if original is None else (lambda: original(vals, dims, **params))
+        return handler(tuple(vals), tuple(dims), params, axis_size_of(tuple(vals), tuple(dims)), call)
+
+    return legacy_spy
+
+
+def abstract_eval_output(prim: Any, avals: list[Any], params: dict[str, Any]) -> Any:
+    """What the primitive's abstract evaluation returns for `avals` (effects dropped); raises what the rule raises."""
+    out = prim.abstract_eval(*avals, **params)
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], (set, frozenset)):
+        return out[0]
+    return out
+
+
+def is_abstract_value(x: Any) -> bool:
+    return isinstance(x, _core.AbstractValue)
+
+
+def shaped_array(shape: tuple[int, ...], dtype: Any) -> Any:
+    return _core.ShapedArray(tuple(shape), np.dtype(dtype))
+
+
+def output_dependence(closed: Any) -> list[bool]:
+    """For each output of a closed jaxpr, whether it depends on any input (constants and literals do not).
+
+    Conservative: an equation's outputs depend on all of its inputs, nested jaxprs included.
+    """
+    jaxpr = closed.jaxpr if isinstance(closed, _core.ClosedJaxpr) else closed
+    live = set(jaxpr.invars)
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, _core.Var) and v in live for v in eqn.invars):
+            live.update(eqn.outvars)
+    return [isinstance(v, _core.Var) and v in live for v in jaxpr.outvars]
+
+
+@contextlib.contextmanager
+def record_primitive_binds(seen: list) -> Iterator[None]:
+    """Record (primitive, input avals, params) for every user primitive bound while the body runs.
+
+    Used to find user primitives in a function that cannot be traced (no abstract eval); `Primitive.bind` is
+    restored on exit, even on error.
+    """
+    original = _core.Primitive.bind
+
+    def recording_bind(self, *args, **params):
+        if not is_builtin_primitive(self):
+            try:
+                avals = [_core.ShapedArray(np.shape(a), np.asarray(a).dtype if not is_tracer(a) else a.aval.dtype)
+                         for a in args]
+            except Exception:  # extended dtypes, tokens: not something jaxdiag can draw
+                avals = None
+            if avals is not None:
+                seen.append((self, avals, dict(params)))
+        return original(self, *args, **params)
+
+    _core.Primitive.bind = recording_bind
+    try:
+        yield
+    finally:
+        _core.Primitive.bind = original
+
+
+def batching_helpers() -> dict[str, bool]:
+    """Which batching helpers this JAX has, for fixes that name them."""
+    return {name: hasattr(batching, name) for name in ("defvectorized", "defbroadcasting", "bdim_at_front")}
+
 
 
 __all__ = [name for name in dir() if not name.startswith("__")] + ["ad", "batching", "mlir", "Primitive"]

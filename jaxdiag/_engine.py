@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import time
 import traceback
 import zlib
@@ -18,7 +19,7 @@ from . import __version__, _compat, _locate
 from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
-from ._errors import UsageError
+from ._errors import InferenceError, UsageError
 from ._inputs import DOMAINS, ArgSpec, draw, parse_spec, shape_ladder, spec_of
 from ._report import CheckResult, Finding, Location, Report, TargetReport
 from ._targets import Target, classify, describe, load_target
@@ -104,8 +105,13 @@ def run(
     ignore: Sequence[str] = (),
     app_dir: str = ".",
     per_target_ignore: Sequence[str] = (),
+    used_suppressions: set[tuple[str, int, str]] | None = None,
 ) -> Report:
-    """Load, choose inputs, expand nested subjects, run checks, filter findings. Restores JAX state on exit."""
+    """Load, choose inputs, expand nested subjects, run checks, filter findings. Restores JAX state on exit.
+
+    `used_suppressions` collects the inline `# jaxdiag: ignore` comments that suppressed something, as
+    (absolute path, line, selector), so `jaxdiag check` can report the unused ones.
+    """
     resolved = resolve(target, app_dir)
     specs = [a if isinstance(a, ArgSpec) else parse_spec(a) if isinstance(a, str) else None for a in args]
     concrete = [None if isinstance(a, (str, ArgSpec)) else np.asarray(a) for a in args]
@@ -113,8 +119,10 @@ def run(
     wide = any(s.dtype.itemsize >= 8 and s.dtype.kind in "fciu" for s in specs)
     with _compat.jax_config(jax_enable_x64=True) if wide and not _compat.x64_enabled() else _nullcontext():
         reports = _run_target(resolved, specs, concrete, params, options)
-    for report in reports:
-        report.findings = filter_findings(report.findings, select, list(ignore) + list(per_target_ignore))
+    anchors = suppression_anchors(resolved)
+    for i, report in enumerate(reports):
+        report.findings = filter_findings(report.findings, select, list(ignore) + list(per_target_ignore),
+                                          anchors=anchors if i == 0 else (), used=used_suppressions)
         report.findings.sort(key=Finding.sort_key)
     return Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
 
@@ -165,14 +173,14 @@ def _root_subject(target: Target, params: dict) -> Subject:
 
 
 def _primitive_location(prim: Any, module: Any) -> Location | None:
-    if module is not None:
-        loc = _locate.locate_assignment(module, prim)
+    rules_ = [r for r in _compat.registered_rules(prim).values() if r is not None and _locate.is_user_code(r)]
+    # a primitive found inside a function: its rules' module is where it is defined
+    candidates = [module] if module is not None else [inspect.getmodule(_locate.unwrap(r)) for r in rules_]
+    for candidate in dict.fromkeys(c for c in candidates if c is not None):
+        loc = _locate.locate_assignment(candidate, prim)
         if loc:
             return loc
-    for rule in _compat.registered_rules(prim).values():
-        if rule is not None and _locate.is_user_code(rule):
-            return _locate.locate(rule)
-    return None
+    return _locate.locate(rules_[0]) if rules_ else None
 
 
 def _nonfinite(value: Any) -> bool:
@@ -266,9 +274,11 @@ def infer_specs(subject: Subject, notes: list[Finding]) -> list[ArgSpec]:
                     location=subject.location))
                 return candidate
             last_error = error
-    suggestion = " ".join("--arg f32[3]" for _ in range(_arity(subject)[0]))
-    raise UsageError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
-                     f"error: {last_error}); pass them explicitly, e.g. {suggestion}")
+    arity = _arity(subject)[0]
+    suggestion = " ".join("--arg f32[3]" for _ in range(arity))
+    raise InferenceError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
+                         f"error: {last_error}); pass them explicitly, e.g. {suggestion}",
+                         label=subject.label, tried=tried, last_error=last_error, arity=arity)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -281,7 +291,9 @@ def trace_function(subject: Subject, cache: dict) -> tuple[Any, list]:
     if "jaxpr" not in cache:
         seen: list = []
         shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
-        with _compat.record_custom_calls(seen):
+        # disable_jit: a jit-wrapped function that already ran (the domain probe calls it) would be served from
+        # jit's trace cache without running its Python, so its custom_vjp/custom_jvp calls would go unrecorded.
+        with _compat.record_custom_calls(seen), jax.disable_jit():
             cache["jaxpr"] = jax.make_jaxpr(subject.call)(*shapes)
         cache["custom_calls"] = seen
     return cache["jaxpr"], cache["custom_calls"]
@@ -292,23 +304,27 @@ def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[S
         return []
     try:
         jaxpr, custom_calls = trace_function(root, cache)
-    except Exception:
-        return []  # the function's own checks report the trace failure
+    except Exception:  # the function's own checks report the trace failure
+        # Typically a user primitive without abstract eval: find the user primitives by running it once.
+        cache["nested_subjects"] = _bound_primitive_subjects(root)
+        return cache["nested_subjects"]
     subjects: list[Subject] = []
     seen_keys: set = set()
-    for obj, args, _kwargs in custom_calls:
+    for obj, args, kwargs in custom_calls:
         key = id(obj)
         if key in seen_keys:
             continue
         seen_keys.add(key)
         kind, _ = classify(obj)
-        specs = [_spec_of_aval(a) for a in args]
-        if any(s is None for s in specs):
-            continue
         fn = getattr(obj, "fun", None) or obj
+        if not (options.include_jax or _locate.is_user_code(fn)):
+            continue  # JAX's own custom_jvp/custom_vjp (jnp.sinc, jax.nn.softplus) are trusted like its primitives
+        specs, static = _split_custom_args(kind, fn, args, kwargs)
+        if specs is None:
+            continue
         subjects.append(Subject(label=f"{root.label} > {getattr(fn, '__name__', kind)}", kind=kind, obj=obj,
                                 specs=specs, location=_locate.locate(fn), module=root.module, parent=root,
-                                domain=root.domain))
+                                domain=root.domain, static_args=static))
     for eqn in _compat.iter_eqns(jaxpr):
         prim = eqn.primitive
         if not _compat.is_primitive(prim):
@@ -331,6 +347,31 @@ def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[S
             location=_primitive_location(prim, None) if user else None, module=root.module, parent=root,
             domain=root.domain,
             eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None))
+    cache["nested_subjects"] = subjects  # the function's checks attribute vmap failures to these
+    return subjects
+
+
+def _bound_primitive_subjects(root: Subject) -> list[Subject]:
+    """User primitives bound while running the function once eagerly (when make_jaxpr cannot trace it)."""
+    rng = np.random.default_rng(0)
+    args = [draw(s, rng, root.domain) for s in root.specs]
+    seen: list = []
+    try:
+        with _compat.record_primitive_binds(seen):
+            root.call(*args)
+    except Exception:
+        pass  # the function's own checks report the failure; keep what was bound before it
+    subjects: list[Subject] = []
+    keys: set = set()
+    for prim, avals, params in seen:
+        specs = [_spec_of_aval(a) for a in avals]
+        key = (prim, repr(sorted(params.items(), key=lambda kv: kv[0])), tuple(map(str, specs)))
+        if any(s is None for s in specs) or key in keys:
+            continue
+        keys.add(key)
+        subjects.append(Subject(label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs,
+                                params=params, location=_primitive_location(prim, None), module=root.module,
+                                parent=root, domain=root.domain))
     return subjects
 
 
@@ -339,6 +380,27 @@ _STRUCTURAL_PRIMITIVES = {"pjit", "jit", "closed_call", "core_call", "custom_jvp
                           "custom_vjp_call_jaxpr", "custom_lin", "remat", "checkpoint", "custom_vmap_call",
                           "ffi_call", "pure_callback", "io_callback", "debug_callback", "random_wrap",
                           "random_unwrap", "random_seed", "random_bits", "threefry2x32", "iota", "rng_bit_generator"}
+
+
+def _split_custom_args(kind: str, fn: Any, args: tuple, kwargs: dict) -> tuple[list[ArgSpec] | None, dict]:
+    """Specs for the array arguments of a recorded custom_jvp/custom_vjp call, and its other positional arguments
+    (an int in nondiff_argnums, a callable, a Python scalar) as fixed values. Keyword arguments are bound
+    positionally, as JAX does. (None, {}) when the call cannot be reproduced from specs."""
+    if kind in ("custom_jvp", "custom_vjp"):
+        args = _compat.resolve_positional(fn, tuple(args), dict(kwargs))
+    elif kwargs:
+        return None, {}
+    specs: list[ArgSpec] = []
+    static: dict[int, Any] = {}
+    for i, a in enumerate(args):
+        spec = _spec_of_aval(getattr(a, "aval", a)) if hasattr(a, "shape") or hasattr(a, "aval") else None
+        if spec is not None:
+            specs.append(spec)
+        elif kind in ("custom_jvp", "custom_vjp") and not hasattr(a, "shape"):
+            static[i] = a
+        else:
+            return None, {}
+    return specs, static
 
 
 def _spec_of_aval(aval: Any) -> ArgSpec | None:
@@ -385,19 +447,57 @@ def run_subject(subject: Subject, options: Options, cache: dict | None = None) -
     return report
 
 
-def filter_findings(findings: Iterable[Finding], select: Sequence[str], ignore: Sequence[str]) -> list[Finding]:
-    """Apply --select/--ignore (codes or prefixes) and inline `# jaxdiag: ignore[...]` on the location's line."""
+def filter_findings(findings: Iterable[Finding], select: Sequence[str], ignore: Sequence[str],
+                    anchors: Sequence[Location] = (), used: set[tuple[str, int, str]] | None = None
+                    ) -> list[Finding]:
+    """Apply inline `# jaxdiag: ignore[...]` comments, then --select/--ignore (codes or prefixes).
+
+    Inline comments are matched first, on every finding, so that a comment is recorded in `used` even when
+    --select/--ignore would also have dropped the finding (otherwise `--select JXB` would make every JXG comment
+    look unused).
+    """
     kept = []
     for f in findings:
+        if suppressed_inline(f, anchors, used):
+            continue
         if select and not rules.matches(f.code, select):
             continue
         if ignore and rules.matches(f.code, ignore):
             continue
-        inline = _locate.inline_ignores(f.location)
-        if inline and ("*" in inline or rules.matches(f.code, sorted(inline))):
-            continue
         kept.append(f)
     return kept
+
+
+def suppressed_inline(finding: Finding, anchors: Sequence[Location] = (),
+                      used: set[tuple[str, int, str]] | None = None) -> bool:
+    """True when `# jaxdiag: ignore[...]` on the finding's line, or on an anchor line, names its code.
+
+    Anchors are the target's own line (`my_p = Primitive("my")`, the `def` of a custom_vjp function): findings
+    located at one of its rules can be silenced there too. The comment that matched is recorded in `used`.
+    """
+    lines = [finding.location, *anchors]
+    for loc in dict.fromkeys(loc for loc in lines if loc is not None):
+        inline = _locate.inline_ignores(loc)
+        if not inline:
+            continue
+        hit = "*" if "*" in inline else next((c for c in sorted(inline) if rules.matches(finding.code, [c])), None)
+        if hit is None:
+            continue
+        if used is not None:
+            used.add((os.path.abspath(loc.path), loc.line, hit))
+        return True
+    return False
+
+
+def suppression_anchors(target: Target) -> list[Location]:
+    """The line that defines the target, where an inline suppression covers every finding about it."""
+    if target.kind == "primitive":
+        loc = _primitive_location(target.obj, target.module)
+    elif target.kind in ("custom_vjp", "custom_jvp", "custom_vmap"):
+        loc = _locate.locate(getattr(target.obj, "fun", None) or target.obj)
+    else:
+        return []
+    return [loc] if loc else []
 
 
 def stable_seed(*parts: Any) -> int:

@@ -110,7 +110,11 @@ def inline_ignores(location: Location | None) -> set[str] | None:
     """Codes suppressed by `# jaxdiag: ignore[...]` on the location's line: None if none, {"*"} for a bare one."""
     if location is None or not os.path.isfile(location.path):
         return None
-    match = _IGNORE_RE.search(linecache.getline(location.path, location.line))
+    # Absolute key and a fresh check: in a long-lived process (pytest plugin, tests) the same relative path can
+    # name another file, or the file may have been edited since linecache read it.
+    full = os.path.abspath(location.path)
+    linecache.checkcache(full)
+    match = _IGNORE_RE.search(linecache.getline(full, location.line))
     if not match:
         return None
     if not match.group(1):

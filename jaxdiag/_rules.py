@@ -169,6 +169,21 @@ WRONG_RULE_SIGNATURE = Rule(
     "error naming only the rule's own function.",
     "jxr009_bad.py", "jxr009_good.py",
 )
+LOWERING_MISMATCH = Rule(
+    "JXR010", "lowering-mismatch", "error",
+    "`jax.jit` of the primitive fails or gives a different result than the eager impl.",
+    "Runs the primitive once under `jax.jit` (abstract eval + the CPU lowering) and compares with the impl.",
+    "Eager tests pass while every jitted caller fails with an MLIR verifier error, or silently computes something "
+    "else: the lowering was written for another function, another dtype, or another `multiple_results`.",
+    "jxr010_bad.py", "jxr010_good.py",
+)
+TARGET_RAISED = Rule(
+    "JXR011", "target-raised", "error",
+    "The target raised on the example inputs, so its batching could not be checked.",
+    "Calls the primitive's impl (or the function) once on the example inputs before any transformation.",
+    "Either the example inputs are not what the target expects (pass `--arg`), or the impl itself is broken; "
+    "nothing under vmap can be checked until one example runs.",
+)
 INPUTS_INFERRED = Rule(
     "JXR900", "inputs-inferred", "info",
     "No `--arg` was given; jaxdiag inferred example inputs.",
@@ -304,19 +319,31 @@ VMAP_CALL_FAILED = Rule(
     "Reproduces `vmap(f, in_axes, out_axes)` with the given axes and translates JAX's error into plain words.",
     "JAX's messages about tree prefixes and axis sizes rarely say which argument or output is at fault.",
 )
+VMAP_RAISED = Rule(
+    "JXB013", "vmap-raised", "error",
+    "`vmap` of the target raises although calling it on each example works, and no batching rule is at fault.",
+    "Runs every in_axes variant; reports the exceptions raised outside any user batching rule, with the in_axes.",
+    "Python control flow on array values (`if x.sum() > 0`), `int(x)` or NumPy calls on traced values work "
+    "eagerly but not on vmap's tracers: the function cannot be batched as written.",
+    "jxb013_bad.py", "jxb013_good.py",
+)
 FFI_VMAP_METHOD_MISSING = Rule(
     "JXB020", "ffi-vmap-method-missing", "error",
     "An `ffi_call` / `pure_callback` has no `vmap_method`, so it cannot be used under `vmap`.",
-    "Reads `vmap_method` from every `ffi_call`/`pure_callback` equation in the jaxpr.",
+    "Reads `vmap_method` from every `ffi_call`/`pure_callback` equation in the jaxpr, and tries `broadcast_all` and "
+    "`expand_dims` on the kernel to say which choice is correct.",
     "vmap fails with `NotImplementedError: vmap is only supported for the ffi_call primitive when vmap_method is "
-    "one of ...`.",
+    "one of ...`. (JAX 0.5 still falls back to a sequential loop with a DeprecationWarning; jaxdiag reports a "
+    "warning there.)",
     "jxb020_bad.py", "jxb020_good.py",
 )
 FFI_KERNEL_NOT_BATCH_AWARE = Rule(
     "JXB021", "ffi-kernel-not-batch-aware", "error",
     "Under `vmap`, the foreign kernel gives results that differ from calling it per example: it is not "
     "batch-aware for the declared `vmap_method`.",
-    "Compares vmap of the function with a per-example loop and names the `vmap_method` and `target_name`.",
+    "Compares vmap of the function with a per-example loop (in_axes 0, -1, each argument unbatched, nested vmap), "
+    "with every other foreign call made sequential; blames the call when `vmap_method=\"sequential\"` fixes the "
+    "difference, and shows the operand shapes the kernel was handed.",
     "`expand_dims` and `broadcast_all` hand the kernel one buffer with a leading batch axis; a kernel that treats "
     "the buffer as one row silently mixes examples. `vmap_method=\"sequential\"` is always correct.",
     "jxb021_bad.py", "jxb021_good.py",
@@ -324,9 +351,10 @@ FFI_KERNEL_NOT_BATCH_AWARE = Rule(
 FFI_LEGACY_VECTORIZED = Rule(
     "JXB022", "ffi-legacy-vectorized", "warning",
     "`vmap_method=\"legacy_vectorized\"` is deprecated.",
-    "Reads `vmap_method` from every `ffi_call`/`pure_callback` equation.",
-    "Its semantics are ambiguous and it is slated for removal; choose `expand_dims`, `broadcast_all` or "
-    "`sequential`.",
+    "Reads `vmap_method` from every `ffi_call`/`pure_callback` equation and checks whether `expand_dims` (its "
+    "replacement) matches the per-example loop for that kernel.",
+    "Its semantics are ambiguous (unbatched operands are passed without a batch axis) and it is slated for "
+    "removal; choose `expand_dims`, `broadcast_all` or `sequential`.",
     "jxb022_bad.py", "jxb022_good.py",
 )
 
@@ -462,7 +490,7 @@ JVP_NOT_LINEAR = Rule(
 )
 JVP_PRIMAL_MISMATCH = Rule(
     "JXG021", "jvp-primal-mismatch", "error",
-    "The custom_jvp rule's primal output differs from the function's output.",
+    "A JVP rule's primal output (custom_jvp rule or primitive JVP rule) differs from the function's output.",
     "Compares the rule's primal output with `f(*args)`: structure, shape, dtype and value.",
     "JAX does not check it: under `jvp`/`grad` the function silently returns a different value than without.",
     "jxg021_bad.py", "jxg021_good.py",
@@ -474,6 +502,26 @@ FLOAT0_TANGENT_UNHANDLED = Rule(
     "Code such as `x * t_n` fails with `UFuncTypeError ... dtype([('float0', 'V')])` once any caller "
     "differentiates the function.",
     "jxg022_bad.py", "jxg022_good.py",
+)
+VJP_DROPPED_ARGUMENT_GRADIENT = Rule(
+    "JXG018", "vjp-dropped-argument-gradient", "warning",
+    "custom_vjp bwd returns None or zeros for an argument the function depends on.",
+    "Compares each argument's cotangent with autodiff of the undecorated function and float64 finite differences "
+    "along that argument.",
+    "Everything upstream of that argument silently gets no gradient (a layer that never trains). Deliberate "
+    "only when the argument must not be differentiated; then suppress with `# jaxdiag: ignore[JXG018]`.",
+    "jxg018_bad.py", "jxg018_good.py",
+)
+SECOND_ORDER_MISMATCH = Rule(
+    "JXG019", "second-order-mismatch", "warning",
+    "With `--order 2`: grad of grad or jvp of vjp fails, or differs from finite differences of the gradient.",
+    "Differentiates the first-order gradient (JAX differentiating your bwd / JVP rule) and compares it with "
+    "float64 finite differences of that gradient, autodiff of the undecorated function, and the dot-product test "
+    "between grad-of-grad and jvp-of-vjp.",
+    "Hessians, Newton steps and meta-learning silently use a wrong second derivative, e.g. when bwd hides a "
+    "dependence behind `stop_gradient` or NumPy. A failure or an inconsistency between the two modes is an error; "
+    "a mismatch with the numerical derivative may be deliberate.",
+    "jxg019_bad.py", "jxg019_good.py",
 )
 
 # =============================================================================================================
@@ -490,7 +538,8 @@ VMAP_OUT_BATCHED_STRUCTURE = Rule(
 VMAP_DECLARED_UNBATCHED_VARIES = Rule(
     "JXV002", "declared-unbatched-but-batched", "error",
     "An output declared unbatched (`out_batched=False`) carries a batch axis or differs across examples.",
-    "Checks the output's shape against the per-example output and compares it with the per-example loop.",
+    "Checks the output's shape against the per-example output (no batch axis allowed) and compares vmap with the "
+    "per-example loop.",
     "JAX broadcasts the value again: shape `(4, 4)` instead of `(4,)`, silently.",
     "jxv002_bad.py", "jxv002_good.py",
 )
@@ -505,7 +554,8 @@ VMAP_BATCH_AXIS_NOT_LEADING = Rule(
 VMAP_RESULT_MISMATCH = Rule(
     "JXV004", "custom-vmap-result-mismatch", "error",
     "vmap of the custom_vmap function differs from the per-example loop.",
-    "Runs the rule under vmap for every `in_batched` combination and compares with the function per example.",
+    "Runs the rule under vmap for every `in_batched` combination (in_axes 0, -1, each argument unbatched, batch "
+    "size 1, nested vmap) and calls it with every flag False, comparing with the function per example.",
     "A rule that ignores `in_batched` can work by accident for one combination and be wrong or crash for "
     "another.",
     "jxv004_bad.py", "jxv004_good.py",
@@ -520,7 +570,8 @@ VMAP_RULE_RAISED = Rule(
 VMAP_GRAD_LIMITATION = Rule(
     "JXV006", "custom-vmap-grad-outside-vmap", "info",
     "`grad` of a custom_vmap function outside `vmap` fails: a known JAX limitation, not your bug.",
-    "Tries `jax.grad` of the function outside vmap.",
+    "Under `jaxdiag grad` (and `check`), tries `jax.grad` of the function outside vmap; for a custom_vmap found "
+    "inside a function, only when grad of that function fails too.",
     "JAX raises `Linearization failed to produce known values for all output primals`. Wrap the function in "
     "`jax.custom_jvp`/`custom_vjp`, or differentiate `vmap(f)`.",
 )

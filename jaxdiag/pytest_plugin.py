@@ -1,12 +1,82 @@
-"""pytest plugin (placeholder until the lint work lands): a `jaxdiag` fixture exposing the public API."""
+"""pytest plugin (the `pytest11` entry point `jaxdiag`): a `jaxdiag` fixture for users' test suites.
+
+    def test_my_primitive(jaxdiag):
+        report = jaxdiag.check_batching("mypkg.ops:my_sum_p", "f32[2,3]", axis=1)
+        jaxdiag.assert_clean(report)          # AssertionError with the text the CLI prints
+
+    def test_whole_package(jaxdiag):
+        jaxdiag.assert_clean(jaxdiag.check_module("mypkg"))
+
+Every call leaves JAX's global state as it found it (rule registries, `custom_*.__call__`, config flags): entries
+that existed before the call and changed are put back. Registrations made by the user's own modules while they
+are imported are new entries and stay. jaxdiag itself is imported on first use, not when pytest loads the plugin.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+
 import pytest
 
+if TYPE_CHECKING:
+    from ._report import Report
 
-@pytest.fixture()
-def jaxdiag():
-    import jaxdiag as api
+T = TypeVar("T")
 
-    return api
+
+@contextlib.contextmanager
+def preserved_jax_state() -> Iterator[None]:
+    """Snapshot JAX's registries and flags; on exit put back whatever existed before and changed."""
+    from . import _compat
+
+    before = _compat.snapshot_registries()
+    try:
+        yield
+    finally:
+        _compat.restore_registries(before)
+
+
+def _guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    with preserved_jax_state():
+        return fn(*args, **kwargs)
+
+
+class JaxdiagFixture:
+    """What the `jaxdiag` fixture gives a test: the Python API, each call guarded, plus `assert_clean`."""
+
+    def check_batching(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
+        """`jaxdiag.check_batching(target, *args, in_axes=..., **params)`: see its docstring."""
+        from ._engine import check_batching
+
+        return _guarded(check_batching, target, *args, **kwargs)
+
+    def check_grad(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
+        """`jaxdiag.check_grad(target, *args, order=1, **params)`: see its docstring."""
+        from ._engine import check_grad
+
+        return _guarded(check_grad, target, *args, **kwargs)
+
+    def check_all(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
+        """Every check family on one target, as `jaxdiag check` runs them."""
+        from ._engine import check_all
+
+        return _guarded(check_all, target, *args, **kwargs)
+
+    def check_module(self, module_or_path: Any, **kwargs: Any) -> "Report":
+        """`jaxdiag.check_module(module_or_path, ...)`: discover and check every target, as `jaxdiag check`."""
+        from ._lint import check_module
+
+        return _guarded(check_module, module_or_path, **kwargs)
+
+    @staticmethod
+    def assert_clean(report: "Report") -> None:
+        """Fail the test with the CLI's text when an error or warning remains."""
+        report.raise_if_failed()
+
+
+@pytest.fixture
+def jaxdiag() -> JaxdiagFixture:
+    """jaxdiag's checks for this test: `jaxdiag.check_batching(...)`, `.check_grad`, `.check_module`,
+    `.assert_clean(report)`."""
+    return JaxdiagFixture()

@@ -4,6 +4,7 @@ works."""
 
 import jax
 import jax.numpy as jnp
+from jax.core import ShapedArray
 from jax.extend import core
 from jax.interpreters import batching, mlir
 
@@ -20,7 +21,7 @@ def my_sum_impl(x):
 
 
 def my_sum_abstract_eval(x):
-    return (core.ShapedArray((), x.dtype), core.ShapedArray((3,), x.dtype))
+    return (ShapedArray((), x.dtype), ShapedArray((3,), x.dtype))
 
 
 def my_sum_batching_rule(batched_args, batch_dims):

@@ -3,7 +3,7 @@ rule catalog (`jaxdiag._rules`) and never touches JAX internals except through `
 
 from __future__ import annotations
 
-from . import _batching, _custom_vmap, _ffi, _grad, _registration
+from . import _batching, _custom_jvp, _custom_vjp, _custom_vmap, _ffi, _grad, _primitive_ad, _registration
 from ._base import Check
 
 ALL_CHECKS: list[Check] = [
@@ -11,5 +11,8 @@ ALL_CHECKS: list[Check] = [
     *_batching.CHECKS,
     *_custom_vmap.CHECKS,
     *_ffi.CHECKS,
+    *_custom_vjp.CHECKS,
+    *_custom_jvp.CHECKS,
+    *_primitive_ad.CHECKS,
     *_grad.CHECKS,
 ]

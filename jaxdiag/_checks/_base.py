@@ -36,11 +36,22 @@ class Subject:
     module: str = ""
     parent: "Subject | None" = None
     eqn_location: Location | None = None  # the line in the parent function that created this call
+    # Positional arguments that are not arrays (an int axis, a callable in nondiff_argnums), by position: `specs`
+    # describe the array arguments only and `call` puts these back in place.
+    static_args: dict[int, Any] = field(default_factory=dict)
 
     def call(self, *args: Any) -> Any:
+        if self.static_args:
+            args = self.full_args(args)
         if self.kind == "primitive":
             return self.obj.bind(*args, **self.params)
         return self.obj(*args)
+
+    def full_args(self, arrays: Any) -> tuple:
+        """The positional arguments: `arrays` (one per spec) with `static_args` inserted at their positions."""
+        arrays = list(arrays)
+        n = len(arrays) + len(self.static_args)
+        return tuple(self.static_args[i] if i in self.static_args else arrays.pop(0) for i in range(n))
 
     @property
     def name(self) -> str:

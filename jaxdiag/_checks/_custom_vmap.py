@@ -1,7 +1,478 @@
-"""(to be written)"""
+"""custom_vmap checks (JXV): run the function under `vmap` against the per-example loop, and validate what the
+user's rule returns before JAX sees it.
+
+JAX checks only the pytree structure of `(out, out_batched)`. It never checks that an output declared batched has
+the batch axis in front with size `axis_size`, nor that an output declared unbatched is the same for every example:
+both are silently wrong (bug catalog #36-#38). The rule is wrapped for the duration of the run
+(`_compat.spy_custom_vmap_rule`); a defect found in what it returns aborts that vmap with `_RuleDefect`, so the
+user sees jaxdiag's explanation rather than JAX's `IndexError`.
+"""
 
 from __future__ import annotations
 
-from ._base import Check
+import itertools
+import os
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
 
-CHECKS: list[Check] = []
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _compat, _locate, _numerics
+from .. import _rules as rules
+from .._report import Finding, Location
+from ._base import Context, SkipCheck, check
+
+# ---------------------------------------------------------------------------------------------------------------
+# What to run: vmap variants (in_axes, batch size, nesting)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of calling vmap: `in_axes` per argument, the batch size, and an outer vmap when `outer > 0`."""
+
+    in_axes: tuple[int | None, ...]
+    batch: int
+    outer: int = 0
+
+    @property
+    def in_batched(self) -> list[bool]:
+        return [a is not None for a in self.in_axes]
+
+    def describe(self, fn: str = "f") -> str:
+        axes = self.in_axes[0] if len(self.in_axes) == 1 else self.in_axes
+        text = f"vmap({fn}, in_axes={axes!r}) over a batch of {self.batch}"
+        return f"{text}, nested inside an outer vmap of {self.outer}" if self.outer else text
+
+
+def _unbatched_subsets(n: int) -> list[tuple[int, ...]]:
+    """Which arguments to leave unbatched: every proper subset for up to 3 arguments, else singles and pairs."""
+    if n <= 3:
+        return [s for k in range(1, n) for s in itertools.combinations(range(n), k)]
+    return [s for k in (1, 2) for s in itertools.combinations(range(n), k)]
+
+
+def variants(n_args: int, batch: int, outer: int, user_axes: Any = None, batch_one: bool = True) -> list[Variant]:
+    """All 0, all -1, each unbatched subset, batch size 1, nested; the user's --in-axes first when given."""
+    out: list[Variant] = []
+    if user_axes is not None:
+        axes = tuple(user_axes) if isinstance(user_axes, (tuple, list)) else (user_axes,) * n_args
+        if len(axes) == n_args and any(a is not None for a in axes):
+            out.append(Variant(axes, batch))
+    out.append(Variant((0,) * n_args, batch))
+    out.append(Variant((-1,) * n_args, batch))
+    for unbatched in _unbatched_subsets(n_args):
+        out.append(Variant(tuple(None if i in unbatched else 0 for i in range(n_args)), batch))
+    if batch_one:
+        out.append(Variant((0,) * n_args, 1))
+    out.append(Variant((0,) * n_args, batch, outer=outer))
+    return list(dict.fromkeys(out))
+
+
+def lead(variant: Variant) -> tuple[int, ...]:
+    return (variant.outer, variant.batch) if variant.outer else (variant.batch,)
+
+
+def vmap_args(stacked: list[np.ndarray], variant: Variant) -> list[np.ndarray]:
+    """The arrays handed to vmap: batched args with the batch axis at `in_axes`, unbatched ones as one example."""
+    args = []
+    for x, axis in zip(stacked, variant.in_axes):
+        if axis is None:
+            args.append(x[(0,) * len(lead(variant))])
+        elif variant.outer:
+            args.append(x)  # nested variants are all in_axes=0, for both vmaps
+        else:
+            args.append(np.moveaxis(x, 0, axis))
+    return args
+
+
+def loop_reference(call: Callable, stacked: list[np.ndarray], variant: Variant) -> list[np.ndarray]:
+    """The per-example reference: call the function on each example and stack the output leaves."""
+    per_index = []
+    for index in np.ndindex(*lead(variant)):
+        args = [x[index] if axis is not None else x[(0,) * len(index)] for x, axis in zip(stacked, variant.in_axes)]
+        per_index.append([np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(call(*args))])
+    return [np.stack(leaves).reshape(lead(variant) + leaves[0].shape) for leaves in zip(*per_index)]
+
+
+def vmapped(fn: Callable, variant: Variant) -> Callable:
+    inner = jax.vmap(fn, in_axes=variant.in_axes)
+    return jax.vmap(inner, in_axes=variant.in_axes) if variant.outer else inner
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Validating what the rule returns
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _RuleDefect(Exception):
+    """Raised from inside the wrapped rule to stop JAX from consuming a defective result."""
+
+    def __init__(self, finding: Finding):
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+@dataclass
+class _Target:
+    """What every finding needs to know about the custom_vmap under test."""
+
+    rule: Callable
+    rule_name: str
+    location: Location | None
+    fn_name: str
+    out_tree: Any  # per-example output: a pytree of ShapeDtypeStruct
+    labels: list[str] = field(default_factory=list)  # one per output leaf: "the output", "output[1]", ...
+
+    @property
+    def expected_leaves(self) -> list[Any]:
+        return jax.tree_util.tree_leaves(self.out_tree)
+
+
+def _labels(out_tree: Any) -> list[str]:
+    paths = jax.tree_util.tree_flatten_with_path(out_tree)[0]
+    if len(paths) == 1 and not paths[0][0]:
+        return ["the output"]
+    return [f"output{jax.tree_util.keystr(path)}" for path, _ in paths]
+
+
+def _all_true_like(tree: Any) -> str:
+    """The `out_batched` the user should return, written as Python (`True`, `(True, True)`, `{'a': True}`)."""
+    return repr(jax.tree_util.tree_map(lambda _: True, tree))
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(int(d) for d in np.shape(x))
+
+
+def _check_pair(t: _Target, result: Any, where: str) -> tuple[Any, Any]:
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        return result[0], result[1]
+    got = f"a {type(result).__name__}" + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
+    if hasattr(result, "shape"):
+        got += f" of shape {_shape(result)}"
+    raise _RuleDefect(rules.VMAP_RULE_RAISED.finding(
+        f"`{t.rule_name}` returned {got} instead of the pair `(out, out_batched)` ({where}). JAX unpacks it "
+        "anyway: `ValueError: too many values to unpack`, or silently takes two rows of the output.",
+        fix=f"End `{t.rule_name}` with `return out, {_all_true_like(t.out_tree)}` (the second item says which "
+            "outputs carry the batch axis).",
+        location=t.location))
+
+
+def _check_structures(t: _Target, out: Any, out_batched: Any, where: str) -> list[bool]:
+    """The flat out_batched flags; JXV001 when out, out_batched and the function's output disagree."""
+    out_struct = jax.tree_util.tree_structure(out)
+    batched_leaves, batched_struct = jax.tree_util.tree_flatten(out_batched)
+    expected = jax.tree_util.tree_structure(t.out_tree)
+    problem = None
+    if out_struct != expected:
+        problem = f"its output has structure {out_struct} but `{t.fn_name}` returns {expected} per example"
+    elif batched_struct != out_struct:
+        problem = f"`out_batched` has structure {batched_struct} but the output has structure {out_struct}"
+    elif not all(isinstance(b, (bool, np.bool_)) for b in batched_leaves):
+        kinds = sorted({type(b).__name__ for b in batched_leaves if not isinstance(b, (bool, np.bool_))})
+        problem = f"`out_batched` holds {', '.join(kinds)} values instead of Python bools"
+    if problem:
+        raise _RuleDefect(rules.VMAP_OUT_BATCHED_STRUCTURE.finding(
+            f"`{t.rule_name}`: {problem} ({where}). JAX fails with `ValueError: structure of output value and "
+            "output batching specification returned by custom vmap rule ... do not match`.",
+            fix=f"In `{t.rule_name}`, return `out_batched` with exactly the output's structure, one bool per "
+                f"output: e.g. `return out, {_all_true_like(t.out_tree)}`.",
+            location=t.location))
+    return [bool(b) for b in batched_leaves]
+
+
+def _axis_positions(shape: tuple[int, ...], per_example: tuple[int, ...], size: int) -> list[int]:
+    """Positions k where removing an axis of length `size` from `shape` leaves the per-example shape."""
+    return [k for k in range(len(shape)) if shape[k] == size and shape[:k] + shape[k + 1:] == per_example]
+
+
+def _check_unbatched_leaf(t: _Target, i: int, shape: tuple[int, ...], size: int, where: str) -> None:
+    per_example = tuple(t.expected_leaves[i].shape)
+    if shape == per_example:
+        return  # whether it really is the same for every example is checked against the loop
+    found = _axis_positions(shape, per_example, size)
+    what = (f"one example's shape {per_example} with a batch axis of size {size} at position {found[0]}" if found
+            else f"not one example's shape {per_example}")
+    raise _RuleDefect(rules.VMAP_DECLARED_UNBATCHED_VARIES.finding(
+        f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched) but returned shape {shape}: "
+        f"{what} ({where}). JAX treats it as one value and broadcasts it to every example again, giving shape "
+        f"{(size,) + shape}: silently wrong.",
+        fix=f"In `{t.rule_name}`, mark {t.labels[i]} batched: `return out, {_all_true_like(t.out_tree)}` "
+            "(with the batch axis first).",
+        location=t.location))
+
+
+def _check_batched_leaf(t: _Target, i: int, shape: tuple[int, ...], size: int, where: str) -> None:
+    per_example = tuple(t.expected_leaves[i].shape)
+    if shape == (size,) + per_example:
+        return
+    found = [k for k in _axis_positions(shape, per_example, size) if k != 0]
+    if found:
+        k = found[-1] if found[-1] == len(shape) - 1 else found[0]
+        place = "last (trailing)" if k == len(shape) - 1 else f"at position {k}"
+        what = (f"the batch axis (size {size}) is {place}, not first. JAX reads axis 0 as the batch axis, so the "
+                "result is silently transposed or garbled")
+        fix = (f"In `{t.rule_name}`, put the batch axis first: `out = jnp.moveaxis(out, {k}, 0)` before "
+               "returning (or build it batch-first, e.g. an einsum output that starts with the batch letter).")
+    elif shape == per_example:
+        what = (f"it has no batch axis: that is one example's shape. JAX fails with `IndexError: tuple index out "
+                f"of range`, or misreads a dimension that happens to equal {size}")
+        fix = (f"In `{t.rule_name}`, broadcast it to the batch, `jnp.broadcast_to(out, (axis_size, *out.shape))`, "
+               "or declare it `False` in out_batched if it is the same for every example.")
+    else:
+        what = f"expected shape {(size,) + per_example} (batch axis first, then one example's shape {per_example})"
+        fix = f"In `{t.rule_name}`, return {t.labels[i]} with shape (axis_size, *{per_example})."
+    raise _RuleDefect(rules.VMAP_BATCH_AXIS_NOT_LEADING.finding(
+        f"`{t.rule_name}` declares {t.labels[i]} batched (`True` in out_batched) but returned shape {shape}: "
+        f"{what} ({where}).", fix=fix, location=t.location))
+
+
+def validate(t: _Target, result: Any, axis_size: int, where: str) -> list[bool]:
+    """Check the rule's `(out, out_batched)`; raise _RuleDefect with the finding, else return the flat flags."""
+    out, out_batched = _check_pair(t, result, where)
+    flags = _check_structures(t, out, out_batched, where)
+    for i, (leaf, batched) in enumerate(zip(jax.tree_util.tree_leaves(out), flags)):
+        check_leaf = _check_batched_leaf if batched else _check_unbatched_leaf
+        check_leaf(t, i, _shape(leaf), axis_size, where)
+    return flags
+
+
+def first_line(exc: BaseException) -> str:
+    """`Type: first line of the message` without a trailing period, for embedding in a sentence."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0].rstrip('.')}" if text else type(exc).__name__
+
+
+_LIBRARY_DIRS = tuple(f"{os.sep}{name}{os.sep}" for name in ("jax", "jaxlib", "numpy"))
+
+
+def _user_line(exc: BaseException, rule_file: str | None) -> str:
+    """` at file:line` of the innermost frame in the rule's own file (else the innermost non-library frame)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if rule_file and os.path.realpath(f.filename) == os.path.realpath(rule_file)]
+    outside = [f for f in frames if not any(d in f.filename for d in _LIBRARY_DIRS)]
+    frame = (mine or outside or [None])[-1]
+    return f" at {_locate.relative_path(frame.filename)}:{frame.lineno}" if frame else ""
+
+
+def _raised(t: _Target, exc: Exception, where: str) -> _RuleDefect:
+    rule_file = t.location.path if t.location else None
+    return _RuleDefect(rules.VMAP_RULE_RAISED.finding(
+        f"`{t.rule_name}` raised {first_line(exc)}{_user_line(exc, rule_file)} ({where}).",
+        fix=f"Make `{t.rule_name}` handle every `in_batched` combination: an argument whose flag is False has no "
+            "batch axis; broadcast it first (`x = x if x_batched else jnp.broadcast_to(x, (axis_size, "
+            "*x.shape))`) or branch on the flag.",
+        location=t.location))
+
+
+@dataclass
+class _Spy:
+    """Wraps the user's rule: validates each result, records the flags it returned."""
+
+    target: _Target
+    variant: Variant
+    calls: list[list[bool]] = field(default_factory=list)
+
+    def make(self, rule: Callable) -> Callable:
+        def spy(axis_size: int, in_batched: Any, *args: Any) -> Any:
+            where = (f"in_batched={list(in_batched)!r}, axis_size={axis_size}, under "
+                     f"{self.variant.describe(self.target.fn_name)}")
+            try:
+                result = rule(axis_size, in_batched, *args)
+            except Exception as exc:  # the user's rule failed: a finding, never a crash
+                raise _raised(self.target, exc, where) from exc
+            self.calls.append(validate(self.target, result, axis_size, where))
+            return result
+
+        spy.__name__ = getattr(rule, "__name__", "vmap_rule")  # JAX's own messages name the rule
+        return spy
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running one variant and comparing with the loop
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _compare_outputs(t: _Target, variant: Variant, got: list[Any], want: list[np.ndarray],
+                     flags: list[bool] | None) -> Iterator[Finding]:
+    for i, (g, w) in enumerate(zip(got, want)):
+        comparison = _numerics.compare(g, w)
+        if comparison.ok or comparison.nonfinite:
+            continue
+        in_batched = variant.in_batched
+        if flags is not None and not flags[i]:
+            yield rules.VMAP_DECLARED_UNBATCHED_VARIES.finding(
+                f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched), but it differs from "
+                f"example to example: {variant.describe(t.fn_name)} (in_batched={in_batched}) gives "
+                f"{comparison.describe()} against the per-example loop. JAX broadcast one value to every example.",
+                fix=f"In `{t.rule_name}`, compute {t.labels[i]} per example (batch axis first) and mark it `True` "
+                    "in out_batched.",
+                location=t.location)
+        else:
+            yield rules.VMAP_RESULT_MISMATCH.finding(
+                f"{variant.describe(t.fn_name)} (the rule saw in_batched={in_batched}) differs from calling "
+                f"`{t.fn_name}` on each example for {t.labels[i]}: {comparison.describe()}.",
+                fix=f"Make `{t.rule_name}` compute what `{t.fn_name}` computes for this in_batched combination: "
+                    "look at the branch taken when some arguments are unbatched (no batch axis).",
+                location=t.location)
+        return  # one mismatch per variant is enough to prove the defect
+
+
+def run_variant(ctx: Context, t: _Target, variant: Variant) -> list[Finding]:
+    stacked = [ctx.draw(s, lead(variant)) for s in ctx.specs]
+    try:
+        want = loop_reference(ctx.call, stacked, variant)
+    except Exception as exc:
+        raise SkipCheck(f"{t.fn_name} fails on a single example ({type(exc).__name__}: {exc})") from exc
+    spy = _Spy(t, variant)
+    try:
+        with _compat.spy_custom_vmap_rule(ctx.subject.obj, spy.make):
+            got = jax.tree_util.tree_leaves(vmapped(ctx.call, variant)(*vmap_args(stacked, variant)))
+    except _RuleDefect as defect:
+        return [defect.finding]
+    except Exception as exc:  # the rule's result passed validation, yet JAX failed: report it with the variant
+        return [rules.VMAP_RESULT_MISMATCH.finding(
+            f"{variant.describe(t.fn_name)} raises {first_line(exc)}, while calling `{t.fn_name}` on each example "
+            "works.", fix=f"Check the dtypes and shapes `{t.rule_name}` returns against `{t.fn_name}`'s output.",
+            location=t.location)]
+    return list(_compare_outputs(t, variant, got, want, spy.calls[-1] if spy.calls else None))
+
+
+def all_unbatched(ctx: Context, t: _Target, batch: int) -> list[Finding]:
+    """Call the rule with every in_batched False, as JAX does under vmap of `jax.jvp` with unbatched tangents."""
+    example = ctx.example()
+    where = (f"every in_batched False, axis_size={batch}: JAX calls the rule like this under vmap of `jax.jvp` "
+             "when the tangents are not batched")
+    try:
+        result = t.rule(batch, [False] * len(example), *[jnp.asarray(x) for x in example])
+        flags = validate(t, result, batch, where)
+    except _RuleDefect as defect:
+        return [defect.finding]
+    except Exception as exc:
+        return [_raised(t, exc, where).finding]
+    want = [np.asarray(x) for x in jax.tree_util.tree_leaves(ctx.call(*example))]
+    got = [np.asarray(x) for x in jax.tree_util.tree_leaves(result[0])]
+    for i, (g, w, batched) in enumerate(zip(got, want, flags)):
+        comparison = _numerics.compare(g, np.broadcast_to(w, (batch,) + w.shape) if batched else w)
+        if not (comparison.ok or comparison.nonfinite):
+            return [rules.VMAP_RESULT_MISMATCH.finding(
+                f"With {where}, `{t.rule_name}` returned {t.labels[i]} different from `{t.fn_name}` on the same "
+                f"(unbatched) arguments: {comparison.describe()}.",
+                fix=f"When no argument is batched, `{t.rule_name}` must return `{t.fn_name}(*args)` (declared "
+                    "`False`), or that value broadcast to `axis_size` (declared `True`).",
+                location=t.location)]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# grad outside vmap (bug catalog #40): a JAX limitation, reported as info
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _grad_error(fn: Callable, specs: Sequence[Any], args: Sequence[Any]) -> Exception | None:
+    argnums = tuple(i for i, s in enumerate(specs) if s.is_float)
+    if not argnums:
+        return None
+
+    def total(*a: Any) -> Any:
+        return sum(jnp.sum(jnp.real(leaf)) for leaf in jax.tree_util.tree_leaves(fn(*a))
+                   if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact))
+
+    try:
+        jax.grad(total, argnums=argnums)(*args)
+    except Exception as exc:  # JAX's own limitation, or the user's code: either way grad does not work here
+        return exc
+    return None
+
+
+def grad_outside_vmap(ctx: Context) -> list[Finding]:
+    subject = ctx.subject
+    if subject.parent is not None:  # the parent may wrap it in custom_vjp / custom_jvp: then grad works
+        parent = subject.parent
+        if _grad_error(parent.call, parent.specs, [ctx.draw(s) for s in parent.specs]) is None:
+            return []
+    exc = _grad_error(ctx.call, ctx.specs, ctx.example())
+    if exc is None:
+        return []
+    name = subject.name
+    under_vmap = _grad_error(jax.vmap(ctx.call), ctx.specs, [ctx.draw(s, (2,)) for s in ctx.specs])
+    works = f" (`grad` of `vmap({name})` works)" if under_vmap is None else ""
+    return [rules.VMAP_GRAD_LIMITATION.finding(
+        f"`jax.grad` of `{name}` outside vmap raises {first_line(exc).split('. ')[0]}. custom_vmap has no "
+        f"reverse-mode rule: a known JAX limitation, not a defect of your rule{works}.",
+        fix=f"If `{name}` must be differentiable on its own, wrap it with `jax.custom_vjp` outside the "
+            "custom_vmap (`@jax.custom_vjp` above `@custom_vmap`, then `defvjp(fwd, bwd)`), or `jax.custom_jvp`.",
+        location=subject.location)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The check
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _target(ctx: Context, rule: Callable) -> _Target:
+    try:
+        out_tree = jax.eval_shape(ctx.call, *ctx.example())
+    except Exception as exc:
+        raise SkipCheck(f"{ctx.subject.name} fails on one example ({type(exc).__name__}: {exc})") from exc
+    name = getattr(_locate.unwrap(rule), "__name__", "the vmap rule")
+    return _Target(rule=rule, rule_name=name, location=_locate.locate(rule) or ctx.subject.location,
+                   fn_name=ctx.subject.name, out_tree=out_tree, labels=_labels(out_tree))
+
+
+def _no_rule(ctx: Context) -> Finding:
+    name = ctx.subject.name
+    return rules.VMAP_RULE_RAISED.finding(
+        f"`{name}` is a custom_vmap without a vmap rule: `jax.vmap` fails with `AttributeError: No batching rule "
+        f"defined for custom_vmap function {name} using def_vmap`.",
+        fix=f"Define it: `@{name}.def_vmap` on a function `(axis_size, in_batched, *args) -> (out, out_batched)`.",
+        location=ctx.subject.location)
+
+
+@check("custom-vmap", family="batching", kinds={"custom_vmap"})
+def custom_vmap_rule(ctx: Context) -> Iterator[Finding]:
+    """Validate the rule's results for every in_batched combination and compare vmap with the per-example loop."""
+    _, rule = _compat.custom_vmap_parts(ctx.subject.obj)
+    if rule is None:
+        yield _no_rule(ctx)
+        return
+    if not (_locate.is_user_code(rule) or ctx.options.include_jax):  # e.g. jax.custom_batching.sequential_vmap
+        owner = getattr(_locate.unwrap(rule), "__qualname__", "a JAX helper")
+        raise SkipCheck(f"the vmap rule of {ctx.subject.name} is JAX's own ({owner}); pass --include-jax to check "
+                        "it")
+    if not ctx.specs:
+        raise SkipCheck(f"{ctx.subject.name} takes no array arguments: there is nothing to vmap over")
+    t = _target(ctx, rule)
+    out_shapes = [tuple(leaf.shape) for leaf in t.expected_leaves]
+    batch = ctx.batch_size(out_shapes)
+    outer = ctx.batch_size(out_shapes + [(batch,)])
+    user_axes = ctx.options.in_axes if ctx.subject.parent is None else None  # --in-axes is about the target
+    findings = []
+    for variant in variants(len(ctx.specs), batch, outer, user_axes):
+        findings += run_variant(ctx, t, variant)
+    findings += all_unbatched(ctx, t, batch)
+    yield from _first_per_code(findings)
+
+
+@check("custom-vmap-grad", family="grad", kinds={"custom_vmap"})
+def custom_vmap_grad(ctx: Context) -> Iterator[Finding]:
+    """`jaxdiag grad` on a custom_vmap: explain the known limitation instead of JAX's linearization error."""
+    yield from grad_outside_vmap(ctx)
+
+
+def _first_per_code(findings: list[Finding]) -> list[Finding]:
+    """The same defect shows under many variants: keep the first finding of each code."""
+    seen: set[str] = set()
+    kept = []
+    for f in findings:
+        if f.code not in seen:
+            seen.add(f.code)
+            kept.append(f)
+    return kept
+
+
+CHECKS = [custom_vmap_rule, custom_vmap_grad]

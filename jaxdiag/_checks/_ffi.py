@@ -1,7 +1,264 @@
-"""(to be written)"""
+"""ffi_call / pure_callback `vmap_method` checks (JXB020-JXB022).
+
+A foreign kernel has no batching rule: the `vmap_method` the user declares tells JAX how to batch it, and JAX
+trusts it. `"expand_dims"` and `"broadcast_all"` hand the kernel one buffer with the batch axis in front; a kernel
+that treats the whole buffer as one example silently mixes examples (bug catalog #42, #43). This check reads each
+call's `vmap_method` and `target_name` from the jaxpr, runs the function under vmap against the per-example loop,
+and, on a mismatch, re-runs with only that call's method changed to prove which call is at fault and that
+`"sequential"` fixes it. The jaxpr is re-evaluated with rewritten parameters (`_compat.with_vmap_methods`), so the
+user's code is never modified.
+"""
 
 from __future__ import annotations
 
-from ._base import Check
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
 
-CHECKS: list[Check] = []
+import jax
+import numpy as np
+
+from .. import _compat, _locate, _numerics
+from .. import _rules as rules
+from .._report import Finding, Location
+from ._base import Context, SkipCheck, check
+from ._custom_vmap import Variant, first_line, lead, loop_reference, variants, vmap_args, vmapped
+
+# What each method hands the kernel under vmap (B is the batch size), for messages.
+HANDS = {
+    "expand_dims": "batched operands with the batch axis in front, (B, ...), and unbatched ones with a size-1 axis "
+                   "in front, (1, ...)",
+    "broadcast_all": "every operand materialised with the batch axis in front, (B, ...)",
+    "legacy_vectorized": "batched operands with the batch axis in front, (B, ...), and unbatched ones unchanged",
+}
+
+
+def choices(noun: str) -> str:
+    """The vmap_method choices, explained for a kernel or a callback."""
+    return (f"'sequential' (one {noun} call per example in a loop: always correct, slowest), 'expand_dims' (one "
+            "call; batched operands get the batch axis in front, unbatched ones a leading 1), 'broadcast_all' (one "
+            "call; every operand gets the full batch axis in front)")
+
+
+@dataclass(frozen=True)
+class ForeignCall:
+    """One `ffi_call` / `pure_callback` site: every equation it produced, its target and declared method."""
+
+    primitive: str
+    target: str
+    vmap_method: str | None
+    location: Location | None
+    eqns: tuple[Any, ...] = field(compare=False)
+
+    def describe(self) -> str:
+        name = f"'{self.target}'" if self.primitive == "ffi_call" else self.target
+        return f"`{self.primitive}({name})`"
+
+    @property
+    def noun(self) -> str:
+        return "kernel" if self.primitive == "ffi_call" else "callback"
+
+    @property
+    def n_operands(self) -> int:
+        return len(self.eqns[0].invars)
+
+    def where(self) -> str:
+        return f" at {self.location}" if self.location else ""
+
+    def owns(self, eqn: Any) -> bool:
+        return any(eqn is e for e in self.eqns)
+
+
+def find_calls(closed: Any, fallback: Location | None) -> list[ForeignCall]:
+    """The foreign calls in the jaxpr (nested jaxprs included), one per source line, target and method."""
+    groups: dict[tuple, list[Any]] = {}
+    for eqn in _compat.iter_eqns(closed):
+        if not _compat.is_foreign_call(eqn):
+            continue
+        where = _compat.eqn_source_line(eqn)
+        function = _compat.eqn_source_function(eqn) or eqn.primitive.name
+        location = Location(_locate.relative_path(where[0]), where[1], function) if where else fallback
+        key = (eqn.primitive.name, _compat.foreign_call_target(eqn), _compat.vmap_method_of(eqn), location)
+        groups.setdefault(key, []).append(eqn)
+    return [ForeignCall(*key, eqns=tuple(eqns)) for key, eqns in groups.items()]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running the function with chosen vmap_methods against the per-example loop
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Failure:
+    """How vmap with one call's method disagreed with the loop."""
+
+    variant: Variant
+    observed: str  # the comparison or the exception
+    handed: list[str]  # the operand types the kernel received under vmap
+
+
+class Runner:
+    """Evaluates the traced function with rewritten vmap_methods; caches inputs and loop references."""
+
+    def __init__(self, ctx: Context, closed: Any):
+        self.ctx = ctx
+        self.closed = closed
+        out_shapes = [tuple(v.aval.shape) for v in closed.jaxpr.outvars if hasattr(v.aval, "shape")]
+        batch = ctx.batch_size(out_shapes)
+        outer = ctx.batch_size(out_shapes + [(batch,)])
+        self.variants = variants(len(ctx.specs), batch, outer, ctx.options.in_axes, batch_one=False)
+        self._inputs: dict[tuple[int, ...], list[np.ndarray]] = {}
+        self._loops: dict[Variant, list[np.ndarray]] = {}
+
+    def _fn(self, call: ForeignCall, method: str) -> Callable[..., list]:
+        """The function with `call` at `method` and every other foreign call sequential (always correct)."""
+        rewritten = _compat.with_vmap_methods(self.closed, lambda e: method if call.owns(e) else "sequential")
+        return _compat.jaxpr_as_fun(rewritten)
+
+    def _stacked(self, variant: Variant) -> list[np.ndarray]:
+        key = lead(variant)
+        if key not in self._inputs:
+            self._inputs[key] = [self.ctx.draw(s, key) for s in self.ctx.specs]
+        return self._inputs[key]
+
+    def _loop(self, variant: Variant, fn: Callable) -> list[np.ndarray]:
+        if variant not in self._loops:
+            self._loops[variant] = loop_reference(fn, self._stacked(variant), variant)
+        return self._loops[variant]
+
+    def failure(self, call: ForeignCall, method: str, only: Sequence[Variant] = ()) -> Failure | None:
+        """The first variant where vmap with `call` at `method` differs from (or fails unlike) the loop."""
+        fn = self._fn(call, method)
+        for variant in only or self.variants:
+            try:
+                want = self._loop(variant, fn)
+            except Exception as exc:
+                raise SkipCheck(f"the function fails on one example ({type(exc).__name__}: {exc})") from exc
+            args = vmap_args(self._stacked(variant), variant)
+            observed = _observe(vmapped(fn, variant), args, want)
+            if observed:
+                return Failure(variant, observed, _handed(vmapped(fn, variant), args, call, method))
+        return None
+
+
+def _observe(fn: Callable, args: list[np.ndarray], want: list[np.ndarray]) -> str | None:
+    """None when vmap matches the loop, else how it does not (a clause following the variant's description)."""
+    try:
+        got = jax.block_until_ready(fn(*args))
+    except Exception as exc:  # the kernel rejected the batched buffers (e.g. mismatched element counts)
+        return f"raises {first_line(exc)}, while calling the function on each example works"
+    for g, w in zip(got, want):
+        comparison = _numerics.compare(g, w)
+        if not (comparison.ok or comparison.nonfinite):
+            return f"differs from calling the function on each example: {comparison.describe()}"
+    return None
+
+
+def _handed(fn: Callable, args: list[np.ndarray], call: ForeignCall, method: str) -> list[str]:
+    """The operand types the batched kernel call receives: read from the batched jaxpr."""
+    try:
+        batched = jax.make_jaxpr(fn)(*args)
+    except Exception:
+        return []
+    for eqn in _compat.iter_eqns(batched):
+        if (_compat.is_foreign_call(eqn) and _compat.foreign_call_target(eqn) == call.target
+                and _compat.vmap_method_of(eqn) == method):
+            return [v.aval.str_short(short_dtypes=True) for v in eqn.invars if hasattr(v.aval, "str_short")]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Findings
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _which_methods_work(runner: Runner, call: ForeignCall) -> str:
+    """A sentence saying which single-call methods match the loop for this kernel."""
+    ok = [m for m in ("broadcast_all", "expand_dims") if runner.failure(call, m) is None]
+    if len(ok) == 2:
+        return f"jaxdiag tried both on {call.target}: 'broadcast_all' and 'expand_dims' match the per-example loop."
+    if ok:
+        other = "expand_dims" if ok[0] == "broadcast_all" else "broadcast_all"
+        return f"jaxdiag tried them on {call.target}: '{ok[0]}' matches the per-example loop, '{other}' does not."
+    return (f"jaxdiag tried them on {call.target}: neither 'broadcast_all' nor 'expand_dims' matches the "
+            f"per-example loop (the {call.noun} is not batch-aware), so use 'sequential'.")
+
+
+def missing_method(runner: Runner, call: ForeignCall) -> Finding:
+    raises = _compat.vmap_method_none_raises()
+    consequence = (f"`jax.vmap` of the function raises `NotImplementedError: vmap is only supported for the "
+                   f"{call.primitive} primitive when vmap_method is one of ...`" if raises else
+                   f"this JAX ({_compat.JAX_VERSION}) still falls back to a sequential loop with a "
+                   "DeprecationWarning; newer JAX raises NotImplementedError under vmap")
+    return rules.FFI_VMAP_METHOD_MISSING.finding(
+        f"{call.describe()}{call.where()} has no vmap_method (None), so {consequence}.",
+        fix=f"Pass `vmap_method=` to the {call.primitive} at {_line(call)}: "
+            f"{choices(call.noun)}. {_which_methods_work(runner, call)}",
+        location=call.location, severity=None if raises else "warning")
+
+
+def legacy_method(runner: Runner, call: ForeignCall) -> Finding:
+    advice = (f"'expand_dims', which jaxdiag checked matches the per-example loop for this {call.noun}"
+              if runner.failure(call, "expand_dims") is None else
+              "'sequential': jaxdiag checked that 'expand_dims' does not match the per-example loop here")
+    return rules.FFI_LEGACY_VECTORIZED.finding(
+        f"{call.describe()}{call.where()} declares the deprecated vmap_method='legacy_vectorized' (it hands the "
+        f"{call.noun} {HANDS['legacy_vectorized']}); it is slated for removal.",
+        fix=f"Replace it at {_line(call)} with {advice}.",
+        location=call.location)
+
+
+def _line(call: ForeignCall) -> str:
+    return f"line {call.location.line}" if call.location else f"the {call.primitive} call"
+
+
+def not_batch_aware(call: ForeignCall, failure: Failure, fn_name: str) -> Finding:
+    method = str(call.vmap_method)
+    handed = f" (here {', '.join(failure.handed)})" if failure.handed else ""
+    broadcast = (", and broadcast operands that arrive with a leading 1"
+                 if method == "expand_dims" and call.n_operands > 1 else "")
+    return rules.FFI_KERNEL_NOT_BATCH_AWARE.finding(
+        f"{call.describe()}{call.where()} declares vmap_method='{method}', but the {call.noun} is not "
+        f"batch-aware: {failure.variant.describe(fn_name)} {failure.observed}. With '{method}' the {call.noun} is "
+        f"handed {HANDS.get(method, 'batched buffers')}{handed}, and must treat the leading axis as a batch. "
+        "With vmap_method='sequential' the same call matches the loop.",
+        fix=f"Declare `vmap_method=\"sequential\"` at {_line(call)} (one {call.noun} call per example, always "
+            f"correct), or make `{call.target}` batch-aware: treat the leading dimensions as a batch and only the "
+            f"trailing ones as one example{broadcast}.",
+        location=call.location)
+
+
+@check("ffi-vmap-method", family="batching", kinds={"function"})
+def ffi_vmap_method(ctx: Context) -> Iterator[Finding]:
+    """Read each foreign call's vmap_method and prove, against the per-example loop, that it is right."""
+    from .. import _engine  # the engine imports the checks: import it lazily
+
+    try:
+        closed, _ = _engine.trace_function(ctx.subject, ctx.cache)
+    except Exception as exc:
+        raise SkipCheck(f"the function could not be traced ({type(exc).__name__}: {exc})") from exc
+    calls = find_calls(closed, ctx.subject.location)
+    if not calls:
+        raise SkipCheck("no ffi_call or pure_callback in the function")
+    if not ctx.specs:
+        raise SkipCheck("the function takes no array arguments: there is nothing to vmap over")
+    runner = Runner(ctx, closed)
+    for call in calls:
+        yield from _check_call(runner, call)
+
+
+def _check_call(runner: Runner, call: ForeignCall) -> Iterator[Finding]:
+    method = call.vmap_method
+    if method is None:
+        yield missing_method(runner, call)
+        return
+    if method == "legacy_vectorized":
+        yield legacy_method(runner, call)
+    if method in _compat.SEQUENTIAL_VMAP_METHODS:
+        return  # one kernel call per example: the kernel never sees a batch
+    failure = runner.failure(call, method)
+    # Blame the kernel only when 'sequential' fixes the same variant; otherwise the difference comes from elsewhere.
+    if failure and runner.failure(call, "sequential", only=[failure.variant]) is None:
+        yield not_batch_aware(call, failure, runner.ctx.subject.name)
+
+
+CHECKS = [ffi_vmap_method]

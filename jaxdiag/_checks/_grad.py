@@ -1,7 +1,437 @@
-"""(to be written)"""
+"""Grad checks for every kind: the gradient of a function as a whole against finite differences, composition
+with jit and vmap (JXG016), and `--order 2` (JXG019).
+
+custom_vjp, custom_jvp and primitive rules are checked rule by rule in `_custom_vjp.py`, `_custom_jvp.py` and
+`_primitive_ad.py`; the shared references (finite differences, autodiff of the primal) are in `_gradref.py`.
+"""
 
 from __future__ import annotations
 
-from ._base import Check
+import collections
+from typing import Any, Callable, Iterator, Sequence
 
-CHECKS: list[Check] = []
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _compat, _locate
+from .. import _rules as rules
+from .._inputs import choose_batch_size
+from .._numerics import compare
+from .._report import Finding, Location
+from ._base import Context, SkipCheck, check
+from ._custom_jvp import eager_vjp, rule_location
+from ._gradref import (N_DIRECTIONS, Arg, GradState, error_text, fmt_values, grad_tol, is_inexact, locate,
+                       quiet_call, require, rule_name, short_dtype, state, to_f64, vjp_against_fd, absdot, dot,
+                       close_scalar, all_finite)
+
+ALL_KINDS = {"custom_vjp", "custom_jvp", "primitive", "function"}
+
+
+def _conj(x: Any) -> Any:
+    return jnp.conj(x) if jnp.iscomplexobj(x) else x
+
+
+def _display_name(st: GradState) -> str:
+    if st.kind == "primitive":
+        return st.subject.obj.name
+    return rule_name(st.fun if st.fun is not None else st.subject.obj, st.subject.label)
+
+
+def _rule_location(st: GradState) -> Location | None:
+    """Where a composition/second-order finding points: bwd, the JVP rule, or the function itself."""
+    if st.kind == "custom_vjp":
+        return locate(st.bwd)
+    if st.kind in ("custom_jvp", "primitive"):
+        return rule_location(st)
+    return st.subject.location
+
+
+def _float_outputs(st: GradState) -> bool:
+    return any(st.out_diff(k) for k in range(len(st.out_leaves)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# function-grad: the function as a whole
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@check("function-grad", family="grad", kinds={"function"})
+def function_grad(ctx: Context) -> Iterator[Finding]:
+    """jax.vjp of the whole function against float64 finite differences (dot-product test per argument)."""
+    st = state(ctx)
+    if not st.diff or not _float_outputs(st):
+        raise SkipCheck("no floating-point input and output to differentiate")
+    name = _display_name(st)
+    vjp, exc = eager_vjp(st)
+    ws = st.cotangents(0)
+    cts = vjp(ws) if vjp is not None else None
+    if exc is None and cts is None:
+        exc = st.memo.get(("ct_err", id(ws)))
+    if exc is not None:
+        st.blocked["JXG017"] = "jax.grad of the function fails"
+        yield rules.DERIVATIVE_RULE_RAISED.finding(
+            f"jax.grad of {name} fails: {error_text(exc)}." + _nested_hint(ctx),
+            fix="Fix the rule named in the error (the nested custom_vjp/custom_jvp/primitive findings below say "
+                "which and why).", location=st.subject.location)
+        return
+    checks = vjp_against_fd(st, ws, {a.pos: c for a, c in zip(st.diff, cts)})
+    bad = [c for c in checks if not c.ok and st.fd.stable(c.arg, c.d)]
+    custom = _custom_parts(ctx)
+    if not bad or not custom:
+        return  # JAX's own derivatives are trusted; a difference there is a kink next to the example
+    worst = max(bad, key=lambda c: abs(c.got - c.expected))
+    where = worst.arg.name if worst.arg is not None else "all arguments"
+    dtype = worst.arg.dtype if worst.arg is not None else st.diff[0].dtype
+    yield rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
+        f"jax.grad of {name} differs from its numerical derivative: for a step v in {where} and a random "
+        f"output cotangent w, <grad, v> = {worst.got:.6g} but float64 finite differences give <w, J v> = "
+        f"{worst.expected:.6g} (tolerance {worst.tol:.0e} for {short_dtype(dtype)}). {name} uses custom "
+        f"derivative rules ({', '.join(custom)}); their own findings say which one differs. This may be "
+        "intended (gradient clipping, straight-through estimators).",
+        fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {name}; otherwise fix the custom "
+            "rule reported below.", location=st.subject.location)
+
+
+def _custom_parts(ctx: Context) -> list[str]:
+    """Names of the custom_vjp/custom_jvp functions and user primitives the function calls."""
+    names = []
+    for obj, _, _ in ctx.cache.get("custom_calls", []):
+        fn = getattr(obj, "fun", obj)
+        names.append(getattr(fn, "__name__", type(obj).__name__))
+    jaxpr = ctx.cache.get("jaxpr")
+    if jaxpr is not None:
+        for eqn in _compat.iter_eqns(jaxpr):
+            prim = eqn.primitive
+            if _compat.is_primitive(prim) and not _compat.is_builtin_primitive(prim):
+                names.append(prim.name)
+    return list(dict.fromkeys(names))
+
+
+def _nested_hint(ctx: Context) -> str:
+    parts = _custom_parts(ctx)
+    return f" It calls custom rules ({', '.join(parts)}), checked separately below." if parts else ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# grad-composition: jit(grad f), vmap(grad f), grad(vmap f) against the eager gradient
+# ---------------------------------------------------------------------------------------------------------------
+
+# Compiled composites by subject, so repeated checks of the same target (a test suite, the benchmark) compile
+# once, as jax.jit itself caches by function. Holds the object, so its id cannot be reused while cached.
+_COMPILED: "collections.OrderedDict[tuple, tuple[Any, Callable]]" = collections.OrderedDict()
+_COMPILED_MAX = 64
+
+
+def _array_positions(st: GradState) -> list[int]:
+    return [a.pos for a in st.args if not a.static]
+
+
+def _gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[[Sequence[Any]], list[Any]]:
+    """arrays (one per non-static arg) -> cotangents of the differentiable args for output cotangents `ws`."""
+    positions = _array_positions(st)
+    diff = [positions.index(a.pos) for a in st.diff]
+    treedef = st.out_treedef
+
+    def gradient(arrays: Sequence[Any]) -> list[Any]:
+        def f(*diffs: Any) -> Any:
+            values = list(arrays)
+            for i, x in zip(diff, diffs):
+                values[i] = x
+            return st.call_target(st.values(dict(zip(positions, values))))
+
+        _, pullback = jax.vjp(f, *[arrays[i] for i in diff])
+        return [_conj(c) for c in pullback(jax.tree_util.tree_unflatten(treedef, [_conj(w) for w in ws]))]
+
+    return gradient
+
+
+def _batched_gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[[Sequence[Any]], list[Any]]:
+    """grad(vmap f): the VJP of the vmapped function, cotangent `ws` for every example."""
+    positions = _array_positions(st)
+    diff = [positions.index(a.pos) for a in st.diff]
+    treedef = st.out_treedef
+
+    def gradient(batch: Sequence[Any]) -> list[Any]:
+        size = batch[0].shape[0]
+
+        def per_example(*values: Any) -> Any:
+            return st.call_target(st.values(dict(zip(positions, values))))
+
+        def f(*diffs: Any) -> Any:
+            values = list(batch)
+            for i, x in zip(diff, diffs):
+                values[i] = x
+            return jax.vmap(per_example)(*values)
+
+        _, pullback = jax.vjp(f, *[batch[i] for i in diff])
+        cts = [_conj(jnp.broadcast_to(w, (size, *np.shape(w)))) if np.asarray(w).dtype.kind != "V"
+               else np.zeros((size, *np.shape(w)), w.dtype) for w in ws]
+        return [_conj(c) for c in pullback(jax.tree_util.tree_unflatten(treedef, cts))]
+
+    return gradient
+
+
+def _composite(st: GradState, ws: Sequence[Any], size: int) -> Callable:
+    gradient = _gradient_fn(st, ws)
+    batched = _batched_gradient_fn(st, ws)
+
+    def composite(arrays: list[Any], batch: list[Any]) -> tuple:
+        loop = [gradient([b[j] for b in batch]) for j in range(size)]
+        return gradient(arrays), jax.vmap(lambda *a: gradient(a))(*batch), batched(batch), loop
+
+    return jax.jit(composite)
+
+
+def _compiled(st: GradState, ws: Sequence[Any], size: int) -> Callable:
+    key = (id(st.subject.obj), st.kind, repr(sorted(st.subject.params.items(), key=lambda kv: kv[0])),
+           tuple(str(s) for s in st.subject.specs), repr(st.subject.static_args), size, _compat.x64_enabled(),
+           tuple(to_f64(w).tobytes() for w in ws))
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is st.subject.obj:
+        _COMPILED.move_to_end(key)
+        return hit[1]
+    fn = _composite(st, ws, size)
+    _COMPILED[key] = (st.subject.obj, fn)
+    while len(_COMPILED) > _COMPILED_MAX:
+        _COMPILED.popitem(last=False)
+    return fn
+
+
+def _batch(ctx: Context, st: GradState) -> tuple[int, list[Any]]:
+    shapes = [a.shape for a in st.args if not a.static] + [tuple(np.shape(x)) for x in st.out_leaves]
+    size = choose_batch_size(shapes, start=2)
+    draws = ctx.draw_examples(size)
+    return size, [jnp.asarray(x) for x in draws]
+
+
+@check("grad-composition", family="grad", kinds=ALL_KINDS)
+def grad_composition(ctx: Context) -> Iterator[Finding]:
+    """jit(grad f), vmap(grad f) and grad(vmap f) against the eager gradient and a per-example loop (JXG016)."""
+    st = state(ctx)
+    require(st)
+    if not st.diff or not _float_outputs(st):
+        raise SkipCheck("no floating-point input and output to differentiate")
+    if any(a.nondiff and not a.static for a in st.args):
+        raise SkipCheck("an array in nondiff_argnums cannot be traced (JXG015)")
+    if st.kind == "primitive" and st.subject.params:
+        pass  # params are closed over by call_target
+    ws = st.cotangents(0)
+    eager = st.memo.get("eager_grad")  # computed by the rule checks where they can (bwd, transpose runs)
+    if eager is None:
+        vjp, _ = eager_vjp(st)
+        eager = vjp(ws) if vjp is not None else None
+    if eager is None:
+        raise SkipCheck("the eager gradient fails (reported by the rule checks)")
+    size, batch = _batch(ctx, st)
+    arrays = [st.args[p].value for p in _array_positions(st)]
+    result, exc = quiet_call(lambda: jax.block_until_ready(_compiled(st, ws, size)(arrays, batch)))
+    if exc is not None:
+        yield from _diagnose_failure(st, ws, arrays, batch, exc)
+        return
+    g_jit, g_vmap, g_gvmap, loop = result
+    yield from _compare_compositions(st, eager, g_jit, g_vmap, g_gvmap, loop, size)
+
+
+def _composition_finding(st: GradState, how: str, message: str, fix: str = "") -> Finding:
+    name = _display_name(st)
+    rule = {"custom_vjp": rule_name(st.bwd, "bwd"), "custom_jvp": rule_name(st.jvp_rule, "the JVP rule")}.get(
+        st.kind, name)
+    return rules.COMPOSITION_MISMATCH.finding(
+        f"{how} of {name}: {message}",
+        fix=fix or f"Keep {rule} traceable: use jax.numpy instead of NumPy on cotangents/tangents (no np.asarray, "
+                   "float(), Python if on values), and do not depend on global state.",
+        location=_rule_location(st))
+
+
+def _skippable(exc: BaseException) -> bool:
+    """Failures that other rules own: a missing lowering (JXR004) or batching rule (JXR005)."""
+    text = str(exc)
+    return "MLIR translation rule" in text or "Batching rule for" in text
+
+
+def _explain(exc: BaseException, prefer: Any) -> tuple[str, str]:
+    """(what happened, fix) for a composition that fails."""
+    text = error_text(exc, prefer)
+    name = type(exc).__name__
+    if name in ("TracerArrayConversionError", "ConcretizationTypeError", "TracerBoolConversionError",
+                "TracerIntegerConversionError"):
+        return (f"fails with {text}, although the eager gradient works: the rule only works on concrete arrays "
+                "(it converts a traced cotangent or tangent to NumPy or a Python value).", "")
+    if "Cannot lower jaxpr" in str(exc) or "verifier" in str(exc):
+        return (f"fails to compile with {text}: an abstract evaluation (or lowering) disagrees with the impl for "
+                "batched inputs, so eager vmap works but jit does not.",
+                "Make the abstract eval compute the output shape the impl produces for every input shape it "
+                "accepts (e.g. broadcasting: `jnp.broadcast_shapes(x.shape, y.shape)`).")
+    return f"fails with {text}, although the eager gradient works.", ""
+
+
+def _diagnose_failure(st: GradState, ws: Sequence[Any], arrays: list, batch: list, exc: BaseException
+                      ) -> Iterator[Finding]:
+    """The jitted composite failed: find which composition fails, one at a time (eager ones first)."""
+    gradient = _gradient_fn(st, ws)
+    batched = _batched_gradient_fn(st, ws)
+    attempts = [
+        ("jax.jit(jax.grad(f))", lambda: jax.jit(lambda a: gradient(a))(arrays)),
+        ("jax.vmap(jax.grad(f))", lambda: jax.vmap(lambda *a: gradient(a))(*batch)),
+        ("jax.grad(jax.vmap(f))", lambda: batched(batch)),
+        ("jax.jit(jax.vmap(jax.grad(f)))", lambda: jax.jit(jax.vmap(lambda *a: gradient(a)))(*batch)),
+        ("jax.jit(jax.grad(jax.vmap(f)))", lambda: jax.jit(batched)(batch)),
+    ]
+    prefer = st.bwd if st.kind == "custom_vjp" else st.jvp_rule
+    for how, run in attempts:
+        _, err = quiet_call(run)
+        if err is None or _skippable(err):
+            continue
+        message, fix = _explain(err, prefer)
+        yield _composition_finding(st, how, message, fix)
+        return
+    if not _skippable(exc):
+        message, fix = _explain(exc, prefer)
+        yield _composition_finding(st, "jax.jit of jax.vmap/jax.grad", message, fix)
+
+
+def _compare_compositions(st: GradState, eager: list, g_jit: list, g_vmap: list, g_gvmap: list, loop: list,
+                          size: int) -> Iterator[Finding]:
+    for a, e, j in zip(st.diff, eager, g_jit):
+        cmp = compare(to_f64(j), to_f64(e), tol=grad_tol(a.dtype))
+        if not cmp.ok and not cmp.nonfinite:
+            yield _composition_finding(st, "jax.jit(jax.grad(f))", f"the gradient for {a.name} differs from the "
+                                                                   f"eager one: {cmp.describe()}.")
+            return
+    for how, got in (("jax.vmap(jax.grad(f))", g_vmap), ("jax.grad(jax.vmap(f))", g_gvmap)):
+        for i, a in enumerate(st.diff):
+            expected = np.stack([to_f64(loop[j][i]) for j in range(size)])
+            cmp = compare(to_f64(got[i]), expected, tol=grad_tol(a.dtype))
+            if not cmp.ok and not cmp.nonfinite:
+                yield _composition_finding(st, how, f"over a batch of {size} examples the gradient for {a.name} "
+                                                    f"differs from the per-example gradients: {cmp.describe()}.")
+                return
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# grad-second-order (--order 2): grad of grad and jvp of vjp
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@check("grad-second-order", family="grad", kinds=ALL_KINDS)
+def grad_second_order(ctx: Context) -> Iterator[Finding]:
+    """Differentiate the first-order gradient G(x) = J(x)^T w: jvp(G) vs finite differences of G, vs autodiff
+    of the undecorated primal, and the dot-product test between jvp(G) and vjp(G) (JXG019)."""
+    st = state(ctx)
+    if ctx.options.order < 2:
+        raise SkipCheck("first order only (use --order 2)")
+    if _jax_internal(st) and not ctx.options.include_jax:
+        # e.g. jnp.sinc's _sinc_maclaurin: derivatives valid only at the point where JAX uses the function
+        raise SkipCheck("JAX's own rule (trusted; --include-jax checks it)")
+    require(st)
+    if not st.diff or not _float_outputs(st):
+        raise SkipCheck("no floating-point input and output to differentiate")
+    ws = st.cotangents(0)
+    G = _first_order(st, ws, st.call_target)
+    x = tuple(st.diff_values)
+    v = tuple(st.tangent(a, 0) for a in st.diff)
+    jvp_out, exc = quiet_call(jax.jvp, G, x, v)
+    if exc is not None:
+        yield _second_order_failed(st, "jax.jvp of jax.vjp (forward over reverse)", exc)
+        return
+    hv = [to_f64(h) for h in jvp_out[1]]
+    vjp_out, exc = quiet_call(jax.vjp, G, *x)
+    if exc is None:
+        u = [st.tangent(a, 1) for a in st.diff]
+        htu, exc = quiet_call(vjp_out[1], [_conj(c) for c in u])  # same conj convention as first order
+        htu = [_conj(h) for h in htu] if exc is None else htu
+    if exc is not None:
+        yield _second_order_failed(st, "jax.grad of jax.grad (reverse over reverse)", exc)
+        return
+    yield from _second_order_consistency(st, hv, htu, u)
+    yield from _second_order_references(st, ws, G, hv)
+
+
+def _jax_internal(st: GradState) -> bool:
+    """A custom_jvp/custom_vjp found inside the user's function but defined by JAX itself."""
+    if st.subject.parent is None or st.kind not in ("custom_jvp", "custom_vjp"):
+        return False
+    return not _locate.is_user_code(st.fun)
+
+
+def _first_order(st: GradState, ws: Sequence[Any], call: Callable) -> Callable:
+    treedef = st.out_treedef
+
+    def G(*diffs: Any) -> list[Any]:
+        _, pullback = jax.vjp(st.diff_fn(call), *diffs)
+        return [_conj(c) for c in pullback(jax.tree_util.tree_unflatten(treedef, [_conj(w) for w in ws]))]
+
+    return G
+
+
+def _second_order_failed(st: GradState, how: str, exc: BaseException) -> Finding:
+    name = _display_name(st)
+    prefer = st.bwd if st.kind == "custom_vjp" else st.jvp_rule
+    return rules.SECOND_ORDER_MISMATCH.finding(
+        f"{how} of {name} fails: {error_text(exc, prefer)}. First-order gradients work, but Hessians, "
+        "jax.hessian and Newton steps fail.",
+        fix="Write the rule with differentiable jax.numpy operations (no NumPy, no Python control flow on values, "
+            "no pure_callback without its own derivative).", location=_rule_location(st), severity="error")
+
+
+def _second_order_consistency(st: GradState, hv: list, htu: Any, u: list) -> Iterator[Finding]:
+    lhs = sum(dot(ui, hi) for ui, hi in zip(u, hv))
+    rhs = sum(dot(hu, st.direction(a, 0)) for hu, a in zip(htu, st.diff))
+    scale = max(sum(absdot(ui, hi) for ui, hi in zip(u, hv)),
+                sum(absdot(hu, st.direction(a, 0)) for hu, a in zip(htu, st.diff)))
+    tol = max(grad_tol(a.dtype) for a in st.diff)
+    if not close_scalar(rhs, lhs, scale, tol):
+        yield rules.SECOND_ORDER_MISMATCH.finding(
+            f"Second derivatives of {_display_name(st)} disagree between modes: <u, H v> = {lhs:.6g} by jvp of vjp "
+            f"but <H^T u, v> = {rhs:.6g} by grad of grad (tolerance {tol:.0e}).",
+            fix="A rule inside the gradient is not transposed consistently; check the transpose/JVP rules of the "
+                "primitives the rule uses.", location=_rule_location(st), severity="error")
+
+
+def _second_order_references(st: GradState, ws: Sequence[Any], G: Callable, hv: list) -> Iterator[Finding]:
+    fd = _fd_of_gradient(st, G)
+    ref = None
+    if st.fun is not None:
+        G_ref = _first_order(st, ws, st.call_primal)
+        out, exc = quiet_call(jax.jvp, G_ref, tuple(st.diff_values), tuple(st.tangent(a, 0) for a in st.diff))
+        if exc is None and all_finite(out[1]):
+            ref = [to_f64(r) for r in out[1]]
+    for i, a in enumerate(st.diff):
+        tol = grad_tol(a.dtype)
+        fd_ok = fd is None or compare(hv[i], fd[i], tol=tol).ok
+        ref_ok = ref is None or compare(hv[i], ref[i], tol=tol).ok
+        if fd_ok and ref_ok or fd is None and ref is None:
+            continue
+        if (fd is not None and fd_ok) or (ref is not None and ref_ok):
+            continue  # agrees with one reference: the other sees a kink or a deliberate stop_gradient
+        parts = []
+        if fd is not None:
+            parts.append(f"finite differences of the gradient give {fmt_values(fd[i])} "
+                         f"({compare(hv[i], fd[i], tol=tol).describe()})")
+        if ref is not None:
+            parts.append(f"autodiff of the undecorated function gives {fmt_values(ref[i])}")
+        yield rules.SECOND_ORDER_MISMATCH.finding(
+            f"The second derivative of {_display_name(st)} with respect to {a.name} (jax.jvp of the gradient along "
+            f"a random direction) is {fmt_values(hv[i])}, but " + "; ".join(parts) + ". JAX differentiates the "
+            "rule's own code; a stop_gradient, NumPy call or rounding in it changes second derivatives silently.",
+            fix="If deliberate, add `# jaxdiag: ignore[JXG019]` to the rule's def line; otherwise compute the "
+                "gradient with differentiable operations on the primal values.", location=_rule_location(st))
+        return
+
+
+def _fd_of_gradient(st: GradState, G: Callable) -> list[np.ndarray] | None:
+    """Central differences of G along direction 0, in the inputs' own precision (the rules run in it)."""
+    eps = max(st.fd.eps_for(st.diff) if st.fd.mode == "native" else 1e-3, 1e-3)
+    for _ in range(2):
+        plus, e1 = quiet_call(G, *[jnp.asarray((to_f64(a.value) + eps * st.direction(a, 0)).astype(a.dtype))
+                                   for a in st.diff])
+        minus, e2 = quiet_call(G, *[jnp.asarray((to_f64(a.value) - eps * st.direction(a, 0)).astype(a.dtype))
+                                    for a in st.diff])
+        if e1 is None and e2 is None and all_finite(plus) and all_finite(minus):
+            return [(to_f64(p) - to_f64(m)) / (2 * eps) for p, m in zip(plus, minus)]
+        eps /= 16
+    return None
+
+
+CHECKS = [function_grad, grad_composition, grad_second_order]

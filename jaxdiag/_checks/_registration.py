@@ -1,7 +1,671 @@
-"""(to be written)"""
+"""Registration checks (JXR): is every rule a primitive needs there, and do the rules agree with the impl?
+
+A primitive works eagerly with an impl alone, so eager-only tests pass while `jit`, `vmap` and `grad` fail (bug
+catalog 11, 13, 14). These checks look at what is registered, call the impl once on the example as the trusted
+reference, and compare the abstract eval and the jitted lowering with it. The helpers at the top (the reference
+call, the example's output, the abstract eval's output) are shared with the batching checks through `ctx.cache`.
+"""
 
 from __future__ import annotations
 
-from ._base import Check
+import inspect
+import sys
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
 
-CHECKS: list[Check] = []
+import jax
+import numpy as np
+
+from .. import _compat, _locate, _numerics
+from .. import _rules as rules
+from .._inputs import ArgSpec, draw
+from .._report import Finding, Location
+from ._base import Context, SkipCheck, Subject, check
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shared helpers: how to run one example, and what the rules say about it
+# ---------------------------------------------------------------------------------------------------------------
+
+# One callable per (primitive, params): jax.jit caches compiled code per function object, so reusing the same
+# object lets a second run (or a second check) hit that cache instead of compiling again.
+_BIND_FNS: "weakref.WeakKeyDictionary[Any, dict[str, Callable]]" = weakref.WeakKeyDictionary()
+
+
+def params_key(params: dict[str, Any]) -> str:
+    return repr(sorted(params.items(), key=lambda kv: kv[0]))
+
+
+def bind_fn(prim: Any, params: dict[str, Any]) -> Callable:
+    """`lambda *args: prim.bind(*args, **params)`, the same object for equal params."""
+    per_prim = _BIND_FNS.setdefault(prim, {})
+    key = params_key(params)
+    if key not in per_prim:
+        frozen = dict(params)
+
+        def bound(*args: Any) -> Any:
+            return prim.bind(*args, **frozen)
+
+        bound.__name__ = bound.__qualname__ = f"{prim.name}_bind"
+        per_prim[key] = bound
+    return per_prim[key]
+
+
+_JIT_FNS: "weakref.WeakKeyDictionary[Callable, Callable]" = weakref.WeakKeyDictionary()
+
+
+def jitted(fn: Callable) -> Callable:
+    """`jax.jit(fn)`, one wrapper per function object."""
+    try:
+        if fn not in _JIT_FNS:
+            _JIT_FNS[fn] = jax.jit(fn)
+        return _JIT_FNS[fn]
+    except TypeError:  # not weak-referenceable
+        return jax.jit(fn)
+
+
+def subject_fn(subject: Subject) -> Callable:
+    """A stable callable applying the subject to its array arguments."""
+    if subject.kind == "primitive":
+        return bind_fn(subject.obj, subject.params)
+    if not getattr(subject, "static_args", None):
+        return subject.obj
+    return subject.call
+
+
+def is_user_primitive(subject: Subject) -> bool:
+    return subject.kind == "primitive" and not _compat.is_builtin_primitive(subject.obj)
+
+
+def prim_var(subject: Subject) -> str:
+    """The Python name the user gave the primitive (`my_sum_p`), for fixes."""
+    if subject.kind != "primitive":
+        return subject.name
+    module = primitive_module(subject)
+    for name, value in (vars(module).items() if module is not None else ()):
+        if value is subject.obj and name.isidentifier():
+            return name
+    return f"{subject.obj.name}_p"
+
+
+def primitive_module(subject: Subject) -> Any:
+    """The module that defines the primitive: the target's module, else the module of its user rules."""
+    module = sys.modules.get(subject.module or "")
+    if module is not None and any(v is subject.obj for v in vars(module).values()):
+        return module
+    for fn in _compat.registered_rules(subject.obj).values():
+        if fn is not None and _locate.is_user_code(fn):
+            candidate = inspect.getmodule(_locate.unwrap(fn))
+            if candidate is not None and any(v is subject.obj for v in vars(candidate).values()):
+                return candidate
+    return None
+
+
+def has_jit_path(prim: Any) -> bool:
+    return _compat.has_abstract_eval(prim) and _compat.has_lowering(prim)
+
+
+def reference_fn(subject: Subject) -> Callable | None:
+    """How one example's trusted output is computed: the subject itself, eagerly. A primitive without an impl
+    falls back to `jax.jit` when it has an abstract eval and a lowering; None when nothing can run it."""
+    if subject.kind != "primitive" or _compat.has_impl(subject.obj):
+        return subject.call
+    if has_jit_path(subject.obj):
+        return jitted(bind_fn(subject.obj, subject.params))
+    return None
+
+
+def flat_outputs(subject: Subject, out: Any) -> tuple[list[np.ndarray], Any]:
+    """(leaves as NumPy arrays, structure). A primitive's outputs are positional: a sequence iff it returns one."""
+    if subject.kind == "primitive":
+        leaves = list(out) if isinstance(out, (list, tuple)) else [out]
+        return [np.asarray(x) for x in leaves], ("list" if isinstance(out, (list, tuple)) else "single")
+    leaves, treedef = jax.tree_util.tree_flatten(out)
+    return [np.asarray(x) for x in leaves], treedef
+
+
+@dataclass
+class ExampleOutput:
+    """The subject's output on the example (`ctx.example()`), or the exception it raised."""
+
+    leaves: list[np.ndarray] | None
+    structure: Any = None
+    error: BaseException | None = None
+    via_jit: bool = False
+
+    @property
+    def avals(self) -> list[tuple[tuple[int, ...], np.dtype]]:
+        return [(tuple(x.shape), x.dtype) for x in self.leaves or []]
+
+
+def example_output(ctx: Context) -> ExampleOutput:
+    """Run the subject once on the example (cached for every check of the subject)."""
+    if "example_output" not in ctx.cache:
+        fn = reference_fn(ctx.subject)
+        if fn is None:
+            result = ExampleOutput(None, error=NotImplementedError(
+                f"{ctx.subject.obj.name} has no impl and no jit path (abstract eval + lowering)"))
+        else:
+            try:
+                out = fn(*ctx.example())
+                jax.block_until_ready(out)
+                leaves, structure = flat_outputs(ctx.subject, out)
+                result = ExampleOutput(leaves, structure, via_jit=ctx.subject.kind == "primitive"
+                                       and not _compat.has_impl(ctx.subject.obj))
+            except Exception as exc:  # the user's impl or function: reported by the impl check
+                result = ExampleOutput(None, error=exc)
+        ctx.cache["example_output"] = result
+    return ctx.cache["example_output"]
+
+
+@dataclass
+class AbstractOutput:
+    """What the abstract eval says for the example's shapes; `problem` explains why it cannot be used."""
+
+    avals: list[tuple[tuple[int, ...], np.dtype]] | None
+    raw: Any = None
+    error: BaseException | None = None
+    problem: str = ""
+
+
+def abstract_output(ctx: Context) -> AbstractOutput:
+    """The abstract eval's output for the example's shapes, validated for form (cached)."""
+    if "abstract_output" not in ctx.cache:
+        ctx.cache["abstract_output"] = _abstract_output(ctx.subject)
+    return ctx.cache["abstract_output"]
+
+
+def _abstract_output(subject: Subject) -> AbstractOutput:
+    prim = subject.obj
+    if not _compat.has_abstract_eval(prim):
+        return AbstractOutput(None, problem="missing")
+    avals = [_compat.shaped_array(s.shape, s.dtype) for s in subject.specs]
+    try:
+        raw = _compat.abstract_eval_output(prim, avals, subject.params)
+    except Exception as exc:
+        return AbstractOutput(None, error=exc, problem="raised")
+    outs = list(raw) if isinstance(raw, (list, tuple)) else [raw]
+    if isinstance(raw, (list, tuple)) != bool(prim.multiple_results):
+        return AbstractOutput(None, raw=raw, problem="structure")
+    if not all(_compat.is_abstract_value(o) and hasattr(o, "shape") for o in outs):
+        return AbstractOutput(None, raw=raw, problem="type")
+    return AbstractOutput([(tuple(o.shape), np.dtype(o.dtype)) for o in outs], raw=raw)
+
+
+def aval_text(shape: tuple[int, ...], dtype: Any) -> str:
+    return str(ArgSpec(np.dtype(dtype), tuple(int(d) for d in shape)))
+
+
+def avals_text(avals: list[tuple[tuple[int, ...], Any]]) -> str:
+    return ", ".join(aval_text(s, d) for s, d in avals) or "nothing"
+
+
+def inputs_text(subject: Subject) -> str:
+    text = ", ".join(str(s) for s in subject.specs) or "no inputs"
+    if subject.params:
+        text += " with " + ", ".join(f"{k}={v!r}" for k, v in sorted(subject.params.items()))
+    return text
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0].rstrip('.;: ')}" if text else type(exc).__name__
+
+
+def rule_location(fn: Any, fallback: Location | None) -> Location | None:
+    """The user's rule, or the primitive's own line when the rule is JAX's (defvectorized, lower_fun...)."""
+    if fn is not None and _locate.is_user_code(fn):
+        return _locate.locate(fn) or fallback
+    return fallback
+
+
+def user_frame_location(exc: BaseException, fn: Any) -> Location | None:
+    """The innermost traceback line inside the file of the user's `fn`, named after `fn`."""
+    target = _locate.locate(fn)
+    if target is None:
+        return None
+    code = getattr(_locate.unwrap(fn), "__code__", None)
+    filename = code.co_filename if code else None
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return Location(target.path, line, target.function) if line else target
+
+
+# JAX internals removed in recent releases, with what replaces them (bug catalog 12).
+REMOVED_APIS = {
+    "not_mapped": "use `None` for an unbatched dim (`d is None`); batching.not_mapped was removed in JAX 0.10",
+    "NotMapped": "use `None` (`type(None)`) for an unbatched dim",
+    "Primitive": "import it from `jax.extend.core` (`from jax.extend.core import Primitive`)",
+    "ShapedArray": "import it from `jax.core` (`from jax.core import ShapedArray`)",
+    "xla_client": "use `jax.ffi` / `jax.extend` instead of `jax.lib.xla_client`",
+}
+
+
+def removed_api(exc: BaseException) -> tuple[str, str] | None:
+    """(module, attribute) when `exc` says a `jax` module has no such attribute (a removed or moved API)."""
+    if not isinstance(exc, AttributeError):
+        return None
+    text = str(exc)
+    if not text.startswith("module 'jax"):
+        return None
+    parts = text.split("'")
+    return (parts[1], parts[3]) if len(parts) >= 4 else None
+
+
+def removed_api_finding(exc: BaseException, where: str, location: Location | None) -> Finding:
+    module, attr = removed_api(exc) or ("jax", "?")
+    advice = REMOVED_APIS.get(attr, f"look up what replaced `{module}.{attr}` in the JAX changelog")
+    return rules.REMOVED_JAX_API.finding(
+        f"{where} uses `{module}.{attr}`, which does not exist on JAX {_compat.JAX_VERSION}: "
+        f"{first_line(exc)}.", fix=f"Replace `{attr}`: {advice}.", location=location)
+
+
+def signature_problem(fn: Any, args: tuple, kwargs: dict[str, Any]) -> str | None:
+    """Why calling `fn(*args, **kwargs)` as JAX does would fail on the signature alone, or None."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        return str(exc)
+    return None
+
+
+def severity_for(ctx: Context, rule: rules.Rule) -> str:
+    """In `jaxdiag check`, a missing rule is a warning: the project may never vmap or jit it."""
+    if ctx.options.command == "check" and rule in (rules.MISSING_BATCHING_RULE, rules.MISSING_LOWERING):
+        return "warning"
+    return rule.severity
+
+
+def _user_prim(ctx: Context) -> None:
+    if not is_user_primitive(ctx.subject):
+        raise SkipCheck("JAX's own primitive: its registration is trusted")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# JXR001 / JXR011: impl present and running
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@check("registration-impl", family="batching", kinds={"primitive", "function"})
+def impl_check(ctx: Context) -> Iterator[Finding]:
+    subject = ctx.subject
+    if subject.kind == "primitive" and not _compat.has_impl(subject.obj):
+        yield _missing_impl(ctx)
+        if not has_jit_path(subject.obj):
+            return
+    elif is_user_primitive(subject):
+        impl = _compat.impl(subject.obj)
+        problem = signature_problem(impl, tuple(ctx.example()), subject.params)
+        if problem:
+            yield rules.WRONG_RULE_SIGNATURE.finding(
+                f"{subject.obj.name}'s impl cannot be called as JAX calls it, `impl(*args, **params)` with "
+                f"{inputs_text(subject)}: {problem}.",
+                fix=_params_fix(impl, subject.params, "impl"), location=rule_location(impl, subject.location))
+            return
+    out = example_output(ctx)
+    if out.error is not None:
+        yield _raised(ctx, out.error)
+
+
+def _missing_impl(ctx: Context) -> Finding:
+    prim, var = ctx.subject.obj, prim_var(ctx.subject)
+    also = (" jaxdiag used `jax.jit` (abstract eval + lowering) as the per-example reference instead."
+            if has_jit_path(prim) else " Nothing else can run it, so its batching was not checked.")
+    unregistered = _unregistered_impl(ctx)
+    fix = (f"Register it: `{var}.def_impl({unregistered})` ({unregistered} is defined in the same module but never "
+           "registered)." if unregistered else
+           f"Register the eager computation: `def {prim.name}_impl(...): ...` (in jax.numpy) and "
+           f"`{var}.def_impl({prim.name}_impl)`.")
+    return rules.MISSING_IMPL.finding(
+        f"{var} has no impl (`{var}.def_impl(...)` was never called): eager calls fail with "
+        f"`NotImplementedError: Evaluation rule for '{prim.name}' not implemented`.{also}",
+        fix=fix, location=ctx.subject.location)
+
+
+def _unregistered_impl(ctx: Context) -> str | None:
+    module = primitive_module(ctx.subject)
+    if module is None:
+        return None
+    name = ctx.subject.obj.name
+    for attr, value in vars(module).items():
+        if inspect.isfunction(value) and "impl" in attr and name in attr:
+            return attr
+    return None
+
+
+def _raised(ctx: Context, exc: BaseException) -> Finding:
+    subject = ctx.subject
+    fn = _compat.impl(subject.obj) if subject.kind == "primitive" else _locate.unwrap(subject.obj)
+    where = "impl" if subject.kind == "primitive" else "function"
+    location = user_frame_location(exc, fn) if fn is not None else subject.location
+    if removed_api(exc):
+        return removed_api_finding(exc, f"{subject.name}'s {where}", location or subject.location)
+    return rules.TARGET_RAISED.finding(
+        f"{subject.name}'s {where} raised {first_line(exc)} on the example inputs ({inputs_text(subject)}); "
+        "nothing under vmap could be checked.",
+        fix="If these inputs are not what it expects, pass matching ones with --arg (e.g. --arg f32[4,3]); "
+            f"otherwise fix the {where} so that one example runs.",
+        location=location or subject.location)
+
+
+def _params_fix(fn: Any, params: dict[str, Any], what: str) -> str:
+    name = getattr(_locate.unwrap(fn), "__name__", what)
+    if params:
+        return (f"JAX passes the bind parameters ({', '.join(sorted(params))}) as keyword arguments: give "
+                f"`{name}` matching keyword parameters, or add `**params` to its signature.")
+    return f"Give `{name}` one positional parameter per primitive argument (and `**params`)."
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# JXR002 / JXR003: abstract eval present and agreeing with the impl
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@check("registration-abstract-eval", family="batching", kinds={"primitive"})
+def abstract_eval_check(ctx: Context) -> Iterator[Finding]:
+    _user_prim(ctx)
+    subject, prim = ctx.subject, ctx.subject.obj
+    if not _compat.has_abstract_eval(prim):
+        yield _missing_abstract_eval(ctx)
+        return
+    rule = _compat.abstract_eval_rule(prim)
+    location = rule_location(rule, subject.location)
+    avals = [_compat.shaped_array(s.shape, s.dtype) for s in subject.specs]
+    problem = signature_problem(rule, tuple(avals), subject.params) if _locate.is_user_code(rule) else None
+    if problem:
+        yield rules.WRONG_RULE_SIGNATURE.finding(
+            f"{prim.name}'s abstract eval cannot be called as JAX calls it, `abstract_eval(*avals, **params)` "
+            f"with {inputs_text(subject)}: {problem}.",
+            fix=_params_fix(rule, subject.params, "abstract_eval"), location=location)
+        return
+    result = abstract_output(ctx)
+    if result.problem == "raised":
+        assert result.error is not None
+        if removed_api(result.error):
+            yield removed_api_finding(result.error, f"{prim.name}'s abstract eval",
+                                      user_frame_location(result.error, rule) or location)
+            return
+        yield rules.ABSTRACT_EVAL_MISMATCH.finding(
+            f"{prim.name}'s abstract eval raised {first_line(result.error)} for {inputs_text(subject)}; every "
+            "jit, vmap and grad trace fails the same way.",
+            fix="Make the abstract eval accept these shapes and return `ShapedArray(shape, dtype)` per output.",
+            location=user_frame_location(result.error, rule) or location)
+        return
+    if result.problem:
+        yield _form_finding(ctx, result, location)
+        return
+    yield from _compare_with_impl(ctx, result, location)
+
+
+def _missing_abstract_eval(ctx: Context) -> Finding:
+    subject, prim, var = ctx.subject, ctx.subject.obj, prim_var(ctx.subject)
+    out = example_output(ctx)
+    observed = (f" For {inputs_text(subject)} the impl returns {avals_text(out.avals)}." if out.leaves is not None
+                else "")
+    if out.leaves is not None:
+        names = _arg_names(ctx)
+        shaped = [f"ShapedArray({shape_expr(s, subject, names)}, {_dtype_expr(d, subject, names)})"
+                  for s, d in out.avals]
+        body = f"({', '.join(shaped)}{',' if len(shaped) == 1 else ''})" if prim.multiple_results else shaped[0]
+        args = ", ".join(names)
+        fix = (f"Register one: `{var}.def_abstract_eval(lambda {args}, **params: {body})` (from jax.core import "
+               "ShapedArray), computing the shapes from the inputs' for other sizes.")
+    else:
+        fix = f"Register one with `{var}.def_abstract_eval(...)`, returning a ShapedArray per output."
+    return rules.MISSING_ABSTRACT_EVAL.finding(
+        f"{var} has no abstract evaluation rule: eager calls and eager vmap work, but `jax.jit`, "
+        f"`jax.grad` and `jax.make_jaxpr` fail with `NotImplementedError: Abstract evaluation for '{prim.name}' "
+        f"not implemented`.{observed}", fix=fix, location=subject.location)
+
+
+def _arg_names(ctx: Context) -> list[str]:
+    impl = _compat.impl(ctx.subject.obj)
+    n = len(ctx.subject.specs)
+    try:
+        names = [p.name for p in inspect.signature(impl).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:n]
+    except (TypeError, ValueError):
+        names = []
+    return names if len(names) == n else [f"x{i}" for i in range(n)] if n > 1 else ["x"]
+
+
+def _dtype_expr(dtype: np.dtype, subject: Subject, names: list[str]) -> str:
+    for name, spec in zip(names, subject.specs):
+        if spec.dtype == dtype:
+            return f"{name}.dtype"
+    return f"jnp.{np.dtype(dtype).name}"
+
+
+def shape_expr(shape: tuple[int, ...], subject: Subject, names: list[str]) -> str:
+    """`shape` written in terms of the inputs' shapes when it is a simple slice of one (`x.shape[:-1]`)."""
+    shape = tuple(shape)
+    for name, spec in zip(names, subject.specs):
+        full = tuple(spec.shape)
+        for text, candidate in ((f"{name}.shape", full), (f"{name}.shape[:-1]", full[:-1]),
+                                (f"{name}.shape[1:]", full[1:]), (f"{name}.shape[:1]", full[:1])):
+            if len(full) >= 1 and candidate == shape and (candidate or text == f"{name}.shape"):
+                return text
+            if not full and candidate == shape:
+                return text
+    return repr(shape)
+
+
+def _form_finding(ctx: Context, result: AbstractOutput, location: Location | None) -> Finding:
+    prim = ctx.subject.obj
+    raw = result.raw
+    if result.problem == "structure":
+        if prim.multiple_results:
+            what = (f"{prim.name}.multiple_results is True but the abstract eval returned one "
+                    f"{type(raw).__name__}, not a sequence")
+            fix = "Return a tuple (or list) with one ShapedArray per output, even for a single output."
+        else:
+            what = (f"the abstract eval returned a {type(raw).__name__} of {len(raw)} but {prim.name}."
+                    "multiple_results is False")
+            fix = (f"Set `{prim_var(ctx.subject)}.multiple_results = True` if the primitive has several outputs, "
+                   "otherwise return a single ShapedArray.")
+        message = (f"{what}; JAX fails with `{prim.name}.abstract_eval() method should return a tuple or a list iff "
+                   f"{prim.name}.multiple_results.` under every trace.")
+    else:
+        kinds = sorted({type(o).__name__ for o in (raw if isinstance(raw, (list, tuple)) else [raw])})
+        message = (f"the abstract eval returned {'/'.join(kinds)} instead of `ShapedArray`; jit fails with a bare "
+                   f"`AssertionError` (for {inputs_text(ctx.subject)}).")
+        fix = "Return `jax.core.ShapedArray(shape, dtype)` (not an array, not a ShapeDtypeStruct)."
+    return rules.ABSTRACT_EVAL_MISMATCH.finding(f"{prim.name}: {message}", fix=fix, location=location)
+
+
+def _compare_with_impl(ctx: Context, result: AbstractOutput, location: Location | None) -> Iterator[Finding]:
+    prim, subject = ctx.subject.obj, ctx.subject
+    out = example_output(ctx)
+    if out.leaves is None or out.via_jit or result.avals is None:
+        return  # the impl check reports the failure; the jit reference is the abstract eval itself
+    impl_mr = out.structure == "list"
+    if impl_mr != bool(prim.multiple_results):
+        yield rules.ABSTRACT_EVAL_MISMATCH.finding(
+            f"{prim.name}'s impl returns {'a sequence of ' + str(len(out.leaves)) if impl_mr else 'one array'} but "
+            f"{prim.name}.multiple_results is {bool(prim.multiple_results)}: eager calls return the impl's value "
+            "unchanged, every trace plans with the other structure.",
+            fix=(f"Set `{prim_var(subject)}.multiple_results = True` and return one ShapedArray per output."
+                 if impl_mr else "Return a tuple from the impl, or set multiple_results = False."),
+            location=location)
+        return
+    if len(out.leaves) != len(result.avals):
+        yield rules.ABSTRACT_EVAL_MISMATCH.finding(
+            f"{prim.name}'s abstract eval gives {len(result.avals)} output(s) ({avals_text(result.avals)}) but the "
+            f"impl returns {len(out.leaves)} ({avals_text(out.avals)}) for {inputs_text(subject)}.",
+            fix=f"Return exactly {len(out.leaves)} ShapedArrays: {_shaped_list(out.avals, subject, _arg_names(ctx))}.",
+            location=location)
+        return
+    bad = [k for k, (a, i) in enumerate(zip(result.avals, out.avals)) if a[0] != i[0] or a[1] != i[1]]
+    if bad:
+        parts = [f"output {k}: abstract eval says {aval_text(*result.avals[k])}, the impl returns "
+                 f"{aval_text(*out.avals[k])}" for k in bad]
+        yield rules.ABSTRACT_EVAL_MISMATCH.finding(
+            f"{prim_var(subject)}'s abstract eval disagrees with its impl for {inputs_text(subject)}: {'; '.join(parts)}. "
+            "Eager calls silently use the impl's result; under jit lowering fails with an MLIR verifier error "
+            "(`type of return operand 0 ... doesn't match function result type`).",
+            fix=f"Return what the impl returns: {_shaped_list([out.avals[k] for k in bad], subject, _arg_names(ctx))}.",
+            location=location)
+
+
+def _shaped_list(avals: list[tuple[tuple[int, ...], Any]], subject: Subject, names: list[str]) -> str:
+    return ", ".join(f"`ShapedArray({shape_expr(s, subject, names)}, {_dtype_expr(d, subject, names)})`"
+                     for s, d in avals)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# JXR004 / JXR010: a CPU lowering that agrees with the impl
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@check("registration-lowering", family="batching", kinds={"primitive"})
+def lowering_check(ctx: Context) -> Iterator[Finding]:
+    _user_prim(ctx)
+    prim = ctx.subject.obj
+    if not _compat.has_lowering(prim, "cpu"):
+        yield _missing_lowering(ctx)
+        return
+    yield from _jit_agrees(ctx)
+
+
+def _missing_lowering(ctx: Context) -> Finding:
+    prim, var = ctx.subject.obj, prim_var(ctx.subject)
+    impl = _compat.impl(prim)
+    impl_name = getattr(_locate.unwrap(impl), "__name__", "impl") if impl is not None else f"{prim.name}_impl"
+    traceable = impl is not None and _traceable(impl, ctx)
+    fix = (f"If the impl is written in jax.numpy (it traces), register it as the lowering: "
+           f"`mlir.register_lowering({var}, mlir.lower_fun({impl_name}, "
+           f"multiple_results={bool(prim.multiple_results)}))` (from jax.interpreters import mlir)."
+           if traceable else
+           f"Register a lowering with `mlir.register_lowering({var}, rule)` (for foreign code: `jax.ffi.ffi_call` "
+           "or `jax.pure_callback` in a `mlir.lower_fun`).")
+    return rules.MISSING_LOWERING.finding(
+        f"{var} has no MLIR lowering for cpu: `jax.jit` of any function using it fails with "
+        f"`NotImplementedError: MLIR translation rule for primitive '{prim.name}' not found for platform cpu`.",
+        fix=fix, location=ctx.subject.location, severity=severity_for(ctx, rules.MISSING_LOWERING))
+
+
+def _traceable(fn: Callable, ctx: Context) -> bool:
+    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in ctx.subject.specs]
+    try:
+        jax.make_jaxpr(lambda *a: fn(*a, **ctx.subject.params))(*shapes)
+    except Exception:
+        return False
+    return True
+
+
+def _jit_agrees(ctx: Context) -> Iterator[Finding]:
+    """jit the primitive once and compare with the impl: catches a lowering written for another function."""
+    subject, prim = ctx.subject, ctx.subject.obj
+    out = example_output(ctx)
+    absval = abstract_output(ctx)
+    if out.leaves is None or out.via_jit or absval.avals is None:
+        return  # nothing trusted to compare with, or the abstract eval check already explains the failure
+    if [s for s, _ in absval.avals] != [s for s, _ in out.avals]:
+        return  # JXR003 explains the verifier error jit would give
+    rule = _compat.lowering_rule(prim)
+    location = rule_location(rule, subject.location)
+    try:
+        got = jitted(bind_fn(prim, subject.params))(*ctx.example())
+        jax.block_until_ready(got)
+    except Exception as exc:
+        ctx.cache["jit_broken"] = True
+        yield rules.LOWERING_MISMATCH.finding(
+            f"`jax.jit` of {prim_var(subject)} fails for {inputs_text(subject)} although the impl runs: "
+            f"{first_line(exc)}.",
+            fix="Make the lowering compute what the impl computes; if the impl is in jax.numpy, register "
+                "`mlir.lower_fun(impl, multiple_results=...)` as the lowering.",
+            location=location)
+        return
+    leaves, _ = flat_outputs(subject, got)
+    for k, (actual, expected) in enumerate(zip(leaves, out.leaves)):
+        comparison = _numerics.compare(actual, expected)
+        if not comparison.ok and not comparison.nonfinite:
+            ctx.cache["jit_broken"] = True
+            yield rules.LOWERING_MISMATCH.finding(
+                f"`jax.jit` of {prim_var(subject)} differs from its eager impl for {inputs_text(subject)}, output {k}: "
+                f"{comparison.describe()}. Jitted callers silently compute something else than eager ones.",
+                fix="Lower the same computation as the impl: `mlir.register_lowering(prim, mlir.lower_fun(impl, "
+                    "multiple_results=...))`, or fix whichever of the two is wrong.",
+                location=location)
+            return
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# JXR005: a batching rule is registered
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@check("registration-batching-rule", family="batching", kinds={"primitive"})
+def batching_rule_check(ctx: Context) -> Iterator[Finding]:
+    subject, prim = ctx.subject, ctx.subject.obj
+    if _compat.has_batching_rule(prim):
+        return
+    if not is_user_primitive(subject):
+        raise SkipCheck(f"JAX's {prim.name} has no batching rule")
+    var = prim_var(subject)
+    vectorizable = _elementwise(ctx)
+    if vectorizable:
+        helper = "defvectorized" if len(subject.specs) == 1 else "defbroadcasting"
+        fix = (f"{var} is elementwise and its impl already handles a leading batch axis, so "
+               f"`batching.{helper}({var})` is enough (from jax.interpreters import batching).")
+    else:
+        fix = "Register a rule; a correct (if slow) starting point:\n" + _rule_skeleton(ctx)
+    yield rules.MISSING_BATCHING_RULE.finding(
+        f"{var} has no batching rule: `jax.vmap` (and `jax.jacfwd`) of anything using it fails with "
+        f"`NotImplementedError: Batching rule for '{prim.name}' not implemented`.",
+        fix=fix, location=subject.location, severity=severity_for(ctx, rules.MISSING_BATCHING_RULE))
+
+
+def _elementwise(ctx: Context) -> bool:
+    """Same-shape inputs and output, the impl accepts a stacked batch, and it commutes with a permutation."""
+    subject = ctx.subject
+    out = example_output(ctx)
+    shapes = {s.shape for s in subject.specs}
+    if (subject.obj.multiple_results or out.leaves is None or out.via_jit or len(out.leaves) != 1
+            or len(shapes) != 1 or out.leaves[0].shape != next(iter(shapes)) or not out.leaves[0].ndim):
+        return False
+    example = ctx.example()
+    rng = np.random.default_rng(7)
+    other = [draw(s, rng, subject.domain) for s in subject.specs]
+    perm = rng.permutation(out.leaves[0].size)
+    try:
+        second = np.asarray(subject.call(*other))
+        stacked = np.asarray(subject.call(*[np.stack([a, b]) for a, b in zip(example, other)]))
+        permuted = np.asarray(subject.call(*[np.asarray(a).reshape(-1)[perm].reshape(a.shape) for a in example]))
+    except Exception:
+        return False
+    expected_perm = out.leaves[0].reshape(-1)[perm].reshape(out.leaves[0].shape)
+    return (_numerics.compare(stacked, np.stack([out.leaves[0], second])).ok
+            and _numerics.compare(permuted, expected_perm).ok)
+
+
+def _rule_skeleton(ctx: Context) -> str:
+    prim, var = ctx.subject.obj, prim_var(ctx.subject)
+    n = len(ctx.subject.specs)
+    names = _arg_names(ctx)
+    dims = [f"b{name}" for name in names]
+    mr = bool(prim.multiple_results)
+    lines = [
+        f"def {prim.name}_batching(batched_args, batch_dims, **params):",
+        f"    {', '.join(names)}{',' if n == 1 else ''} = batched_args",
+        f"    {', '.join(dims)}{',' if n == 1 else ''} = batch_dims",
+        "    size = next(a.shape[d] for a, d in zip(batched_args, batch_dims) if d is not None)",
+        *[f"    {x} = batching.bdim_at_front({x}, {d}, size)  # moves the batch axis to 0; broadcasts if None"
+          for x, d in zip(names, dims)],
+        "    # one example at a time (needs an abstract eval and a lowering); replace with a vectorised version",
+        f"    out = jax.lax.map(lambda xs: {var}.bind(*xs, **params), ({', '.join(names)}{',' if n == 1 else ''}))",
+        f"    return out, {'[0] * len(out)' if mr else '0'}",
+        f"batching.primitive_batchers[{var}] = {prim.name}_batching",
+    ]
+    return "\n".join(lines)
+
+
+CHECKS = [impl_check, abstract_eval_check, lowering_check, batching_rule_check]

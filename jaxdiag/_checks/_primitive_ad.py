@@ -1,0 +1,300 @@
+"""Primitive reverse mode: transpose rule present for linear primitives (JXR007), its output structure (JXG003),
+cotangent dtypes (JXG004), which argument it assumes linear (JXG005), symbolic zero cotangents (JXG006), and the
+dot-product test against the JVP rule (JXG002).
+
+Reverse mode is run the way users run it (jax.vjp with respect to one argument at a time, and, for a
+multiple-results primitive, through one output at a time so the others' cotangents are symbolic zeros), with a
+spy on the transpose rule that validates what it returns before JAX sees it. JVP-rule checks are shared with
+custom_jvp in `_custom_jvp.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _compat, _locate
+from .. import _rules as rules
+from .._report import Finding, Location
+from ._base import Context, SkipCheck, check
+from ._custom_jvp import T, names
+from ._gradref import (Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, quiet_call,
+                       require, return_values, short_dtype, source_of, state)
+
+
+def _transpose_fns(st: GradState) -> list[Any]:
+    rule = _compat.transpose_rule(st.subject.obj)
+    return [f for f in _compat.rule_user_functions(rule) if f is not None] if rule is not None else []
+
+
+def _location(st: GradState) -> Location | None:
+    fns = _transpose_fns(st)
+    for fn in fns:
+        if _locate.is_user_code(fn):
+            return _locate.locate(fn)
+    return _locate.locate(fns[0]) if fns else st.subject.location
+
+
+def _transpose_name(st: GradState) -> str:
+    fns = _transpose_fns(st)
+    name = getattr(_locate.unwrap(fns[0]), "__name__", "") if len(fns) == 1 else ""
+    return name if name and name != "<lambda>" else f"{st.subject.obj.name}'s transpose rule"
+
+
+class Spy:
+    """Records every call JAX makes to the transpose rule: arguments, result or exception."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict] = []
+
+    def wrap(self, original: Callable) -> Callable:
+        def spy(ct: Any, *args: Any, **params: Any) -> Any:
+            call: dict = {"ct": ct, "args": args}
+            self.calls.append(call)
+            try:
+                out = original(ct, *args, **params)
+            except Exception as exc:
+                call["exc"] = exc
+                raise
+            call["out"] = out
+            return out
+
+        return spy
+
+
+def _run_reverse(st: GradState, args: Sequence[Arg], k: int | None, spy: Spy) -> tuple[Any, BaseException | None]:
+    """Cotangents of `args` by jax.vjp through output k (all outputs when None), the transpose rule spied on."""
+    ws = st.cotangents(0)
+
+    def fn(*xs: Any) -> Any:
+        out = st.call_target(st.values({a.pos: x for a, x in zip(args, xs)}))
+        return out if k is None else jax.tree_util.tree_leaves(out)[k]
+
+    def run() -> Any:
+        _, pullback = jax.vjp(fn, *[a.value for a in args])
+        ct = jax.tree_util.tree_unflatten(st.out_treedef, list(ws)) if k is None else ws[k]
+        return list(pullback(ct))
+
+    with _compat.spy_transpose_rule(st.subject.obj, spy.wrap):
+        return quiet_call(run)
+
+
+@check("primitive-transpose", family="grad", kinds={"primitive"})
+def primitive_transpose(ctx: Context) -> Iterator[Finding]:
+    st = state(ctx)
+    require(st)
+    if not st.diff:
+        raise SkipCheck("no floating-point argument to differentiate")
+    outputs = [k for k in range(len(st.out_leaves)) if st.out_diff(k)]
+    if not outputs:
+        raise SkipCheck("no floating-point output")
+    reported: set[str] = set()
+    yield from _check_arguments(st, ctx, reported)
+    for code in reported:  # later checks (composition, second order) would only repeat these
+        st.blocked.setdefault(code, "the transpose rule is defective")
+
+
+def _check_arguments(st: GradState, ctx: Context, reported: set[str]) -> Iterator[Finding]:
+    """Reverse mode with respect to every argument at once (full cotangent, then one output at a time for a
+    multiple-results primitive), and one argument at a time where the joint run leaves configurations of the
+    transpose rule untested."""
+    outputs = [k for k in range(len(st.out_leaves)) if st.out_diff(k)]
+    spy = Spy()
+    ct = yield from _reverse(st, ctx, st.diff, None, spy, reported)
+    if ct is not None:
+        st.memo["eager_grad"] = ct  # the eager gradient, reused by the composition check
+        if spy.calls and not reported & {"JXG003", "JXG004"}:
+            yield from _dot_test(st, ct, reported)
+    jointly_linear = any(sum(_compat.is_undefined_primal(a) for a in c["args"]) > 1 for c in spy.calls)
+    if len(st.diff) > 1 and (jointly_linear or not spy.calls):
+        for arg in st.diff:  # e.g. grad(f, argnums=1): the other arguments are then concrete constants
+            yield from _reverse(st, ctx, [arg], None, Spy(), reported)
+    if st.subject.obj.multiple_results and len(outputs) > 1:
+        for k in outputs:  # the caller uses one output: the others' cotangents are symbolic zeros
+            yield from _reverse(st, ctx, st.diff, k, Spy(), reported)
+
+
+def _reverse(st: GradState, ctx: Context, args: Sequence[Arg], k: int | None, spy: Spy, reported: set[str]
+             ) -> Iterator[Finding]:
+    """One reverse-mode run; yields its findings and returns the cotangents (None when it failed)."""
+    ct, exc = _run_reverse(st, args, k, spy)
+    spied = list(_spy_findings(st, spy, k))
+    for finding in spied:
+        if finding.code not in reported:
+            reported.add(finding.code)
+            yield finding
+    if exc is None:
+        return ct
+    # JAX's own error after a spied defect, or one a JVP-rule finding already explained, is not new
+    if not spied and not _already_reported(st, exc):
+        finding = _reverse_failed(st, ctx, args, exc)
+        if finding is not None and finding.code not in reported:
+            reported.add(finding.code)
+            yield finding
+    return None
+
+
+def _already_reported(st: GradState, exc: BaseException) -> bool:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return first in st.memo.get("reported_errors", set())
+
+
+def _reverse_failed(st: GradState, ctx: Context, args: Sequence[Arg], exc: BaseException) -> Finding | None:
+    prim = st.subject.obj.name
+    text = str(exc)
+    if isinstance(exc, NotImplementedError) and "Transpose rule" in text and f"'{prim}'" in text:
+        st.blocked["JXR007"] = "no transpose rule"
+        severity = "warning" if ctx.options.command == "check" else None
+        return rules.MISSING_TRANSPOSE_RULE.finding(
+            f"{prim} is linear in its JVP (the JVP rule binds {prim} on the tangents) but has no transpose rule: "
+            f"jax.jvp works, jax.grad with respect to {_names_of(args)} fails with `NotImplementedError: Transpose rule "
+            f"(for reverse-mode differentiation) for '{prim}' not implemented`.",
+            fix=f"Register the adjoint: `ad.primitive_transposes[{_var(st)}] = lambda ct, "
+                f"{', '.join(a.name for a in st.args)}, **params: [...]` returning one cotangent per argument (None "
+                "for arguments that are not `ad.UndefinedPrimal`), or use `ad.deflinear2`.",
+            location=st.subject.location, severity=severity)
+    if "JXG020" in st.blocked:
+        return None
+    _, rule = names(st)
+    return rules.DERIVATIVE_RULE_RAISED.finding(
+        f"jax.grad of {prim} with respect to {_names_of(args)} fails: {error_text(exc)}. jax.grad transposes the tangent "
+        f"computation of {rule}; every operation applied to a tangent must have a transpose.",
+        fix=f"Express {rule}'s tangent output with linear operations on the tangents (or give {prim} a transpose "
+            "rule if the JVP re-binds it).", location=st.subject.location)
+
+
+def _names_of(args: Sequence[Arg]) -> str:
+    return ", ".join(a.name for a in args)
+
+
+def _var(st: GradState) -> str:
+    loc = st.subject.location
+    return loc.function if loc is not None and loc.function.isidentifier() else f"{st.subject.obj.name}_p"
+
+
+def _spy_findings(st: GradState, spy: Spy, k: int | None) -> Iterator[Finding]:
+    name = _transpose_name(st)
+    for call in spy.calls:
+        args, ct = call["args"], call["ct"]
+        undefined = [i for i, a in enumerate(args) if _compat.is_undefined_primal(a)]
+        if "exc" in call:
+            yield _raised(st, name, call, undefined, k)
+            return
+        yield from _validate(st, name, call["out"], args, undefined)
+
+
+def _raised(st: GradState, name: str, call: dict, undefined: list[int], k: int | None) -> Finding:
+    exc, ct = call["exc"], call["ct"]
+    text = error_text(exc, _transpose_fns(st)[0] if _transpose_fns(st) else None)
+    which = ", ".join(st.args[i].name for i in undefined if i < len(st.args))
+    if "UndefinedPrimal" in str(exc):
+        return rules.TRANSPOSE_ASSUMES_LINEAR_ARG.finding(
+            f"{name} raised {text} when {which} is the linear (undefined) argument: it uses an ad.UndefinedPrimal "
+            "as a value, i.e. it assumes another argument is the linear one.",
+            fix=f"In {name}, branch on `ad.is_undefined_primal(x)` for each argument and return the cotangent "
+                "only for the undefined one(s) (None for the others).", location=_location(st))
+    zero_ct = _compat.is_symbolic_zero(ct) or (isinstance(ct, (list, tuple)) and any(
+        _compat.is_symbolic_zero(c) for c in ct))
+    if zero_ct:
+        out = st.out_names[k] if k is not None else "an output"
+        return rules.SYMBOLIC_ZERO_UNHANDLED.finding(
+            f"{name} raised {text} when the cotangent of some output is a symbolic ad.Zero (the caller used only "
+            f"{out}).", fix=f"In {name}, test `type(ct) is ad.Zero` (or use `ad.instantiate_zeros(ct)`).",
+            location=_location(st))
+    return rules.DERIVATIVE_RULE_RAISED.finding(
+        f"{name} raised {text} when transposing with respect to {which}.",
+        fix=f"Make {name}(ct, *args, **params) return one cotangent per argument.", location=_location(st))
+
+
+def _validate(st: GradState, name: str, out: Any, args: tuple, undefined: list[int]) -> Iterator[Finding]:
+    which = ", ".join(st.args[i].name for i in undefined if i < len(st.args))
+    if not isinstance(out, (tuple, list)):
+        yield rules.TRANSPOSE_OUTPUT_STRUCTURE.finding(
+            f"{name} returned a bare {aval_text(out)} for {st.subject.obj.name} with {len(args)} argument(s): it must "
+            f"return a list with one cotangent per argument (None for non-linear ones). JAX fails with a safe_zip "
+            "length error.",
+            fix=f"Return a list, ordered like the primitive's arguments: `{_list_return(st, undefined, len(args))}`.",
+            location=_location(st))
+        return
+    if len(out) != len(args):
+        yield rules.TRANSPOSE_OUTPUT_STRUCTURE.finding(
+            f"{name} returned {len(out)} cotangent(s) ({aval_text(out)}) for {len(args)} argument(s) of "
+            f"{st.subject.obj.name}.", fix="Return exactly one entry per argument, None for the non-linear ones.",
+            location=_location(st))
+        return
+    for i in undefined:
+        entry, aval = out[i], args[i].aval
+        if entry is None or _compat.is_symbolic_zero(entry):
+            continue
+        shape = tuple(np.shape(entry))
+        if shape != tuple(aval.shape):
+            yield rules.TRANSPOSE_OUTPUT_STRUCTURE.finding(
+                f"{name}'s cotangent for {st.args[i].name} has shape {aval_text(entry)} but the argument is "
+                f"{short_dtype(aval.dtype)}{list(aval.shape)}; JAX fails with `Expected cotangent type ... but got "
+                "...`, naming no rule.".replace(" ", " "),
+                fix=f"Return a cotangent shaped like {st.args[i].name} (sum over broadcast axes, reshape).",
+                location=_location(st))
+        elif np.dtype(getattr(entry, "dtype", np.asarray(entry).dtype)) != np.dtype(aval.dtype):
+            dtype = np.dtype(getattr(entry, "dtype", np.asarray(entry).dtype))
+            yield rules.COTANGENT_DTYPE.finding(
+                f"{name}'s cotangent for {st.args[i].name} is {short_dtype(dtype)} but the argument is "
+                f"{short_dtype(aval.dtype)}: JAX does not check cotangent dtypes, so jax.grad silently returns "
+                f"{short_dtype(dtype)}" + (" with fractions truncated" if dtype.kind in "iub" else "") + ".",
+                fix=f"Cast in {name}: `ct.astype({st.args[i].name}.aval.dtype)` (or compute in the input dtype).",
+                location=_location(st))
+
+
+def _list_return(st: GradState, undefined: list[int], n: int) -> str:
+    """`return [2.0 * ct]` from the rule's own `return 2.0 * ct`, with None for the non-linear arguments."""
+    fns = _transpose_fns(st)
+    values = return_values(fns[0]) if fns else []
+    expr = source_of(values[0]) if len(values) == 1 else "ct_x"
+    entries = ["None"] * n
+    entries[undefined[0] if undefined else 0] = expr
+    return f"return [{', '.join(entries)}]"
+
+
+def _dot_test(st: GradState, ct: list[Any], reported: set[str]) -> Iterator[Finding]:
+    """<w, J v> from the JVP rule against <J^T w, v> from the transpose rule, v a step in every argument; on a
+    mismatch, argument by argument to say which one."""
+    if _dot_mismatch(st, st.diff, ct) is None:
+        return
+    culprit: tuple[Arg, tuple[float, float, float]] | None = None
+    if len(st.diff) > 1:
+        for arg in st.diff:
+            numbers = _dot_mismatch(st, [arg], [ct[st.diff.index(arg)]])
+            if numbers is not None:
+                culprit = (arg, numbers)
+                break
+    args = [culprit[0]] if culprit else st.diff
+    fwd, rev, tol = culprit[1] if culprit else _dot_mismatch(st, st.diff, ct)  # type: ignore[misc]
+    name = _transpose_name(st)
+    _, rule = names(st)
+    reported.add("JXG002")
+    yield rules.TRANSPOSE_NOT_ADJOINT.finding(
+        f"{name} is not the adjoint of {rule}: for a step v in {_names_of(args)} and a random output cotangent w, "
+        f"<w, J v> = {fwd:.6g} (JVP rule) but <J^T w, v> = {rev:.6g} (transpose rule), tolerance {tol:.0e}. "
+        "Forward and reverse mode give different derivatives; jax.grad is silently wrong.",
+        fix=f"Make {name} apply the transpose of the JVP's linear map (e.g. A.T @ ct for A @ t, the reverse of a "
+            "cumsum for a cumsum, a sum over broadcast axes for a broadcast).", location=_location(st))
+
+
+def _dot_mismatch(st: GradState, args: Sequence[Arg], cts: Sequence[Any]) -> tuple[float, float, float] | None:
+    """(forward, reverse, tolerance) when the dot-product test fails for a step in `args`, else None."""
+    ws = st.cotangents(0)
+    key = ("j", 0) if len(args) == len(st.diff) else ("a", args[0].pos, 0)
+    t = T(st, key, {a.pos: st.tangent(a, 0) for a in args})
+    if t is None:
+        return None
+    live = [(w, x) for w, x in zip(ws, t) if np.asarray(w).dtype.kind != "V"]
+    fwd = sum(dot(w, x) for w, x in live)
+    rev = sum(dot(c, st.direction(a, 0)) for a, c in zip(args, cts))
+    scale = max(sum(absdot(w, x) for w, x in live), sum(absdot(c, st.direction(a, 0)) for a, c in zip(args, cts)))
+    tol = max(grad_tol(a.dtype) for a in args)
+    return None if close_scalar(rev, fwd, scale, tol) else (fwd, rev, tol)
+
+
+CHECKS = [primitive_transpose]

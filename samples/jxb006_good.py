@@ -1,0 +1,34 @@
+"""JXB006 good: `batching.bdim_at_front` moves a batched operand's axis to the front and broadcasts an unbatched
+one, so every combination of batched and shared operands works."""
+
+import jax.numpy as jnp
+from jax.core import ShapedArray
+from jax.extend.core import Primitive
+from jax.interpreters import batching, mlir
+
+JAXDIAG = {"matvec_p": {"args": ["f32[4,3]", "f32[3]"]}}
+
+matvec_p = Primitive("matvec")
+
+
+def _matvec_impl(a, v):
+    return a @ v
+
+
+def _matvec_abstract_eval(a, v):
+    return ShapedArray(a.shape[:1], a.dtype)
+
+
+def _matvec_batching(batched_args, batch_dims):
+    a, v = batched_args
+    ba, bv = batch_dims
+    size = a.shape[ba] if ba is not None else v.shape[bv]
+    a = batching.bdim_at_front(a, ba, size)
+    v = batching.bdim_at_front(v, bv, size)
+    return jnp.einsum("bij,bj->bi", a, v), 0
+
+
+matvec_p.def_impl(_matvec_impl)
+matvec_p.def_abstract_eval(_matvec_abstract_eval)
+batching.primitive_batchers[matvec_p] = _matvec_batching
+mlir.register_lowering(matvec_p, mlir.lower_fun(_matvec_impl, multiple_results=False))

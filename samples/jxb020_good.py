@@ -1,0 +1,25 @@
+"""JXB020 good: each call says how it batches. `CumsumRows` and the NumPy callback work row by row over any
+leading dimensions, so one call on the whole batch (`"broadcast_all"`) is correct."""
+
+import jax
+import numpy as np
+
+try:
+    from . import ffi_kernels  # noqa: F401  compiles ffi_kernels.cc once and registers its targets
+except ImportError:  # loaded as a file (jaxdiag batching samples/...py:attr): samples/ is on sys.path
+    import ffi_kernels  # noqa: F401
+
+JAXDIAG = {"cumsum_rows": {"args": ["f32[2,3]"]}, "cumsum_callback": {"args": ["f32[2,3]"]}}
+
+
+def cumsum_rows(x):
+    return jax.ffi.ffi_call("CumsumRows", jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="broadcast_all")(x)
+
+
+def _cumsum_last_axis(x):
+    return np.cumsum(x, axis=-1).astype(x.dtype)
+
+
+def cumsum_callback(x):
+    return jax.pure_callback(_cumsum_last_axis, jax.ShapeDtypeStruct(x.shape, x.dtype), x,
+                             vmap_method="broadcast_all")

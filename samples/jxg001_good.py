@@ -1,0 +1,29 @@
+"""JXG001 good: the JVP rule is the derivative of the impl, -sin(x) * g."""
+
+import jax.numpy as jnp
+from jax.core import ShapedArray
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+JAXDIAG = {"my_cos_p": {"args": ["f32[3]"]}}
+
+my_cos_p = Primitive("my_cos")
+
+
+def _my_cos_impl(x):
+    return jnp.cos(x)
+
+
+def _my_cos_abstract_eval(x):
+    return ShapedArray(x.shape, x.dtype)
+
+
+def _my_cos_jvp(g, x):
+    return -g * jnp.sin(x)
+
+
+my_cos_p.def_impl(_my_cos_impl)
+my_cos_p.def_abstract_eval(_my_cos_abstract_eval)
+mlir.register_lowering(my_cos_p, mlir.lower_fun(_my_cos_impl, multiple_results=False))
+batching.defvectorized(my_cos_p)
+ad.defjvp(my_cos_p, _my_cos_jvp)

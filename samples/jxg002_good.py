@@ -1,0 +1,29 @@
+"""JXG002 good: the transpose of a cumulative sum is a cumulative sum from the end."""
+
+import jax.numpy as jnp
+from jax.core import ShapedArray
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+JAXDIAG = {"cumsum_p": {"args": ["f32[4]"]}}
+
+cumsum_p = Primitive("lin_cumsum")
+
+
+def _cumsum_impl(x):
+    return jnp.cumsum(x, axis=-1)
+
+
+def _cumsum_abstract_eval(x):
+    return ShapedArray(x.shape, x.dtype)
+
+
+def _cumsum_transpose(ct, x):
+    return [jnp.flip(cumsum_p.bind(jnp.flip(ct, -1)), -1)]
+
+
+cumsum_p.def_impl(_cumsum_impl)
+cumsum_p.def_abstract_eval(_cumsum_abstract_eval)
+mlir.register_lowering(cumsum_p, mlir.lower_fun(_cumsum_impl, multiple_results=False))
+batching.defvectorized(cumsum_p)
+ad.deflinear2(cumsum_p, _cumsum_transpose)

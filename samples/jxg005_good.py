@@ -1,0 +1,38 @@
+"""JXG005 good: the transpose branches on which argument is the UndefinedPrimal."""
+
+import jax.numpy as jnp
+from jax.core import ShapedArray
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+JAXDIAG = {"mymul_p": {"args": ["f32[3]", "f32[3]"]}}
+
+mymul_p = Primitive("mymul")
+
+
+def _mymul_impl(a, b):
+    return a * b
+
+
+def _mymul_abstract_eval(a, b):
+    return ShapedArray(jnp.broadcast_shapes(a.shape, b.shape), a.dtype)
+
+
+def _mymul_jvp(primals, tangents):
+    (a, b), (ta, tb) = primals, tangents
+    ta, tb = ad.instantiate_zeros(ta), ad.instantiate_zeros(tb)
+    return mymul_p.bind(a, b), mymul_p.bind(ta, b) + mymul_p.bind(a, tb)
+
+
+def _mymul_transpose(ct, a, b):
+    if ad.is_undefined_primal(a):
+        return [mymul_p.bind(ct, b), None]
+    return [None, mymul_p.bind(a, ct)]
+
+
+mymul_p.def_impl(_mymul_impl)
+mymul_p.def_abstract_eval(_mymul_abstract_eval)
+mlir.register_lowering(mymul_p, mlir.lower_fun(_mymul_impl, multiple_results=False))
+batching.defbroadcasting(mymul_p)
+ad.primitive_jvps[mymul_p] = _mymul_jvp
+ad.primitive_transposes[mymul_p] = _mymul_transpose

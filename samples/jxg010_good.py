@@ -1,0 +1,24 @@
+"""JXG010 good: bwd returns a 1-tuple, one cotangent per positional argument."""
+
+import jax
+import jax.numpy as jnp
+
+JAXDIAG = {"smooth_abs": {"args": ["f32[3]"]}}
+
+
+@jax.custom_vjp
+def smooth_abs(x):
+    return jnp.sqrt(x * x + 1e-3)
+
+
+def smooth_abs_fwd(x):
+    y = jnp.sqrt(x * x + 1e-3)
+    return y, (x, y)
+
+
+def smooth_abs_bwd(res, g):
+    x, y = res
+    return (g * x / y,)
+
+
+smooth_abs.defvjp(smooth_abs_fwd, smooth_abs_bwd)

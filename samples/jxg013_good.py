@@ -1,0 +1,25 @@
+"""JXG013 good: bwd returns the cotangents in the order of the primal's arguments (x, w)."""
+
+import jax
+import jax.numpy as jnp
+
+JAXDIAG = {"weighted_sq": {"args": ["f32[3]", "f32[3]"]}}
+
+
+@jax.custom_vjp
+def weighted_sq(x, w):
+    return w * x * x
+
+
+def weighted_sq_fwd(x, w):
+    return w * x * x, (x, w)
+
+
+def weighted_sq_bwd(res, g):
+    x, w = res
+    dx = 2.0 * g * w * x
+    dw = g * x * x
+    return (dx, dw)
+
+
+weighted_sq.defvjp(weighted_sq_fwd, weighted_sq_bwd)

@@ -1,0 +1,24 @@
+"""JXG016 bad: bwd converts the cotangent to NumPy. An eager jax.grad test passes; jax.jit(jax.grad(f)) and
+jax.grad(jax.vmap(f)) fail with TracerArrayConversionError (bug catalog #27)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+JAXDIAG = {"clipped_identity": {"args": ["f32[3]"]}}
+
+
+@jax.custom_vjp
+def clipped_identity(x):
+    return x
+
+
+def clipped_identity_fwd(x):
+    return x, None
+
+
+def clipped_identity_bwd(res, g):
+    return (jnp.asarray(np.clip(np.asarray(g), -1.0, 1.0)),)
+
+
+clipped_identity.defvjp(clipped_identity_fwd, clipped_identity_bwd)

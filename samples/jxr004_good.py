@@ -1,0 +1,29 @@
+"""JXR004 good: the jax.numpy impl is registered as the lowering with `mlir.lower_fun`, so `jax.jit` works."""
+
+import jax.numpy as jnp
+from jax.core import ShapedArray
+from jax.extend.core import Primitive
+from jax.interpreters import batching, mlir
+
+JAXDIAG = {"hard_tanh_p": {"args": ["f32[4,3]"]}}
+
+hard_tanh_p = Primitive("hard_tanh")
+
+
+def _hard_tanh_impl(x):
+    return jnp.clip(x, -1.0, 1.0)
+
+
+def _hard_tanh_abstract_eval(x):
+    return ShapedArray(x.shape, x.dtype)
+
+
+def _hard_tanh_batching(batched_args, batch_dims):
+    (x,), (bx,) = batched_args, batch_dims
+    return hard_tanh_p.bind(x), bx
+
+
+hard_tanh_p.def_impl(_hard_tanh_impl)
+hard_tanh_p.def_abstract_eval(_hard_tanh_abstract_eval)
+batching.primitive_batchers[hard_tanh_p] = _hard_tanh_batching
+mlir.register_lowering(hard_tanh_p, mlir.lower_fun(_hard_tanh_impl, multiple_results=False))

@@ -1,0 +1,181 @@
+"""ffi_call / pure_callback vmap_method checks (JXB020-JXB022).
+
+pure_callback cases run everywhere. The ffi_call cases compile `samples/ffi_kernels.cc` with the system C++
+compiler (cached under the temp directory) and are skipped with a reason when there is none.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import jaxdiag
+from jaxdiag import _compat, _engine
+from jaxdiag._inputs import parse_spec
+from jaxdiag._targets import load_target
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    """Skip with the reason when the sample kernels cannot be built (importing a sample builds them, once)."""
+    if not (os.environ.get("CXX") or any(shutil.which(c) for c in ("g++", "c++", "clang++"))):
+        pytest.skip("no C++ compiler (g++, c++, clang++ or $CXX) on PATH: cannot build samples/ffi_kernels.cc")
+
+
+def run_sample(name: str, attr: str) -> jaxdiag.Report:
+    target = load_target(f"{SAMPLES / name}:{attr}")
+    return jaxdiag.check_batching(target, *target.module.JAXDIAG[attr]["args"])
+
+
+def codes(report: jaxdiag.Report) -> set[str]:
+    return {f.code for f in report.findings if f.severity in ("error", "warning")}
+
+
+def only(report: jaxdiag.Report, code: str) -> jaxdiag.Finding:
+    found = [f for f in report.findings if f.code == code]
+    assert len(found) == 1, [f"{f.code}: {f.message}" for f in report.findings]
+    return found[0]
+
+
+def call_line(name: str, attr: str) -> int:
+    """The line of the ffi_call / pure_callback inside `def attr` in the sample."""
+    lines = (SAMPLES / name).read_text().splitlines()
+    start = next(i for i, text in enumerate(lines) if text.startswith(f"def {attr}("))
+    return next(i + 1 for i in range(start, len(lines)) if re.search(r"ffi_call\(|pure_callback\(", lines[i]))
+
+
+def internal_errors(report: jaxdiag.Report) -> list[str]:
+    return [c.detail for t in report.targets for c in t.checks if c.status == "error"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Compiled kernels: the issue's "done when"
+# ---------------------------------------------------------------------------------------------------------------
+
+BAD = [("jxb021_bad.py", "cumsum_rows", "JXB021"), ("jxb021_bad.py", "cumsum_rows_expand", "JXB021"),
+       ("jxb021_bad.py", "add_bias", "JXB021"), ("jxb020_bad.py", "cumsum_rows", "JXB020"),
+       ("jxb022_bad.py", "cumsum_rows", "JXB022")]
+GOOD = [("jxb021_good.py", "cumsum_rows"), ("jxb021_good.py", "cumsum_rows_sequential"),
+        ("jxb021_good.py", "add_bias"), ("jxb020_good.py", "cumsum_rows"), ("jxb022_good.py", "cumsum_rows")]
+
+
+@pytest.mark.parametrize("name,attr,code", BAD, ids=[f"{n}:{a}" for n, a, _ in BAD])
+def test_kernel_bad_sample_fires_at_the_ffi_call(kernels, name, attr, code):
+    report = run_sample(name, attr)
+    assert not internal_errors(report)
+    assert codes(report) == {code}, [f.message for f in report.findings]
+    finding = only(report, code)
+    assert Path(finding.location.path).name == name and finding.location.line == call_line(name, attr)
+    assert finding.location.function == attr and finding.fix
+
+
+@pytest.mark.parametrize("name,attr", GOOD, ids=[f"{n}:{a}" for n, a in GOOD])
+def test_kernel_good_sample_is_clean(kernels, name, attr):
+    report = run_sample(name, attr)
+    assert not internal_errors(report)
+    assert not codes(report), [f.message for f in report.findings]
+
+
+def test_not_batch_aware_message(kernels):
+    message = only(run_sample("jxb021_bad.py", "cumsum_rows"), "JXB021").message
+    assert "`ffi_call('CumsumFlat')`" in message and "vmap_method='broadcast_all'" in message
+    assert "max abs difference" in message and "f32[5,3]" in message and "'sequential' the same call" in message
+    finding = only(run_sample("jxb021_bad.py", "add_bias"), "JXB021")
+    assert "in_axes=(None, 0)" in finding.message and "f32[1,3]" in finding.message
+    assert "must have the same number of elements" in finding.message
+    assert 'vmap_method="sequential"' in finding.fix and "leading 1" in finding.fix
+
+
+def test_missing_method_says_which_choices_work(kernels):
+    finding = only(run_sample("jxb020_bad.py", "cumsum_rows"), "JXB020")
+    assert "'broadcast_all' and 'expand_dims' match" in finding.fix
+    assert finding.severity == ("error" if _compat.vmap_method_none_raises() else "warning")
+    legacy = only(run_sample("jxb022_bad.py", "cumsum_rows"), "JXB022")
+    assert legacy.severity == "warning" and "'expand_dims', which jaxdiag checked matches" in legacy.fix
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# pure_callback (no compiler needed)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _flat(x):
+    return np.cumsum(np.asarray(x).ravel()).reshape(np.shape(x)).astype(x.dtype)
+
+
+def _rows(x):
+    return np.cumsum(x, axis=-1).astype(x.dtype)
+
+
+def callback_fn(kernel, method):
+    def fn(x):
+        return jax.pure_callback(kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method=method)
+
+    return fn
+
+
+CALLBACKS = [(_flat, "broadcast_all", {"JXB021"}), (_flat, "expand_dims", {"JXB021"}),
+             (_flat, "sequential", set()), (_rows, "broadcast_all", set()), (_rows, "expand_dims", set()),
+             (_rows, None, {"JXB020"}), (_rows, "legacy_vectorized", {"JXB022"}),
+             (_flat, "legacy_vectorized", {"JXB021", "JXB022"})]
+
+
+@pytest.mark.parametrize("kernel,method,expected", CALLBACKS,
+                         ids=[f"{k.__name__}-{m}" for k, m, _ in CALLBACKS])
+def test_pure_callback(kernel, method, expected):
+    report = jaxdiag.check_batching(callback_fn(kernel, method), "f32[3]")
+    assert not internal_errors(report)
+    assert codes(report) == expected, [f.message for f in report.findings]
+    for finding in report.findings:
+        if finding.code.startswith("JXB02"):
+            assert finding.location.path.endswith("test_ffi.py") and finding.location.function.endswith("fn")
+            assert f"pure_callback({kernel.__name__})" in finding.message
+
+
+def test_blames_only_the_call_that_is_not_batch_aware():
+    def two_calls(x):
+        a = callback_fn(_rows, "broadcast_all")(x)
+        b = callback_fn(_flat, "broadcast_all")(x)  # the culprit
+        return a + b
+
+    report = jaxdiag.check_batching(two_calls, "f32[2,3]")
+    finding = only(report, "JXB021")
+    assert "pure_callback(_flat)" in finding.message
+
+
+def test_call_inside_jit_is_found_and_the_traced_jaxpr_is_not_modified():
+    @jax.jit
+    def jitted(x):
+        return callback_fn(_flat, "expand_dims")(x) * 2.0
+
+    def outer(x):
+        return jitted(x) + 1.0
+
+    cache: dict = {}
+    subject = _engine._root_subject(_engine.resolve(outer), {})
+    subject.specs = [parse_spec("f32[3]")]
+    closed, _ = _engine.trace_function(subject, cache)
+    before = [_compat.vmap_method_of(e) for e in _compat.iter_eqns(closed) if _compat.is_foreign_call(e)]
+    report = jaxdiag.check_batching(outer, "f32[3]")
+    assert only(report, "JXB021")
+    after = [_compat.vmap_method_of(e) for e in _compat.iter_eqns(closed) if _compat.is_foreign_call(e)]
+    assert before == after == ["expand_dims"]
+
+
+def test_function_without_foreign_calls_skips():
+    report = jaxdiag.check_batching(lambda x: x * 2.0, "f32[3]")
+    checks = {c.name: c for t in report.targets for c in t.checks}
+    assert checks["ffi-vmap-method"].status == "skipped"
+    assert "no ffi_call or pure_callback" in checks["ffi-vmap-method"].detail
+
+
+def test_ffi_module_is_available():
+    assert callable(_compat.ffi.ffi_call) and Path(_compat.ffi.include_dir()).is_dir()

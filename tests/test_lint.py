@@ -1,0 +1,315 @@
+"""`jaxdiag check`: discovery, example inputs, configuration, suppressions, import failures, exit codes.
+
+Most tests replace the check list with one probe check, so they test the lint layer (what is found, filtered and
+reported) independently of what the real checks find; one test runs the real checks on a package a new user
+might write.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from lint_fixture import ALL_TARGETS, FUNCS, MORE, PRIMS, PROBE, probe, write_pkg
+from typer.testing import CliRunner
+
+import jaxdiag
+from jaxdiag import _engine
+from jaxdiag._cli import app
+from jaxdiag._errors import UsageError
+from jaxdiag._lint import check_paths
+
+runner = CliRunner()
+
+@pytest.fixture()
+def pkg(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return write_pkg(tmp_path)
+
+
+@pytest.fixture()
+def probe_only(monkeypatch) -> None:
+    monkeypatch.setattr(_engine, "ALL_CHECKS", [probe])
+
+
+def invoke(*args: str):
+    return runner.invoke(app, ["check", *args])
+
+
+def codes_by_target(report) -> dict[str, list[str]]:
+    return {t.target: sorted(f.code for f in t.findings) for t in report.targets}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Discovery
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_new_user_package_without_config_is_found_and_checked(pkg):
+    """Real checks, no configuration: every target once, each checked on inferred inputs or told what to add."""
+    report = check_paths(["lintpkg"])
+    targets = [t for t in report.targets if t.kind != "module"]
+    assert [t.target for t in targets] == ALL_TARGETS
+    for t in targets:
+        assert t.inputs or "JXR903" in {f.code for f in t.findings}, t.target
+    needs = next(t for t in targets if t.target.endswith(":needs_p"))
+    note = next(f for f in needs.findings if f.code == "JXR903")
+    assert note.severity == "info"
+    assert "axis" in note.message
+    assert '[tool.jaxdiag.targets."lintpkg/prims.py:needs_p"]\nargs = ["f32[3]"]\nparams = {axis = 0}' in note.fix
+    assert note.location and note.location.line == PRIMS.splitlines().index('needs_p = Primitive("needs")') + 1
+    scaled = next(t for t in targets if t.target.endswith(":scaled"))
+    assert scaled.inputs == ["f32[4]", "f32[4]"]  # from the module's JAXDIAG dict
+
+
+def test_module_names_files_and_plain_folders(pkg, tmp_path, monkeypatch, probe_only):
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # `lintpkg` is no longer a path here: a module name on --app-dir
+    by_name = check_paths(["lintpkg"], app_dir=str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert [t.target for t in by_name.targets if t.kind != "module"] == [
+        t.replace("lintpkg/sub/more.py", "lintpkg.sub.more").replace("lintpkg/funcs.py", "lintpkg.funcs")
+        .replace("lintpkg/prims.py", "lintpkg.prims") for t in ALL_TARGETS]
+    one_file = check_paths(["lintpkg/prims.py"])
+    assert [t.target for t in one_file.targets if t.kind != "module"] == [
+        "lintpkg/prims.py:good_p", "lintpkg/prims.py:bad_p", "lintpkg/prims.py:needs_p"]
+    loose = tmp_path / "scripts"
+    loose.mkdir()
+    (loose / "ops.py").write_text(FUNCS)
+    (loose / "test_ops.py").write_text("raise RuntimeError('not imported')\n")
+    assert [t.target for t in check_paths(["scripts"]).targets] == [
+        "scripts/ops.py:smooth_bad", "scripts/ops.py:clipped", "scripts/ops.py:row_sum"]
+
+
+def test_check_module_api_takes_a_module_object_or_a_name(pkg, probe_only):
+    import importlib
+
+    module = importlib.import_module("lintpkg.funcs")
+    report = jaxdiag.check_module(module)
+    assert [t.target for t in report.targets] == ["lintpkg.funcs:smooth_bad", "lintpkg.funcs:clipped",
+                                                  "lintpkg.funcs:row_sum"]
+    assert codes_by_target(report)["lintpkg.funcs:smooth_bad"] == sorted([PROBE, "JXR900"])
+    assert not report.ok
+    assert jaxdiag.check_module("lintpkg.funcs", ignore=[PROBE]).ok
+
+
+def test_tests_are_skipped_unless_included(pkg, probe_only):
+    result = invoke("lintpkg", "--include-tests")
+    assert result.exit_code == 2
+    assert "lintpkg.tests.test_it" in result.output and "test modules are not imported" in result.output
+
+
+def test_same_package_name_in_another_folder_is_reimported(tmp_path, monkeypatch, probe_only):
+    first = write_pkg(tmp_path / "a")
+    second = write_pkg(tmp_path / "b", extra={"lintpkg/extra.py": FUNCS.replace("smooth_bad", "smooth_other")})
+    monkeypatch.chdir(tmp_path)
+    assert not any("extra" in t.target for t in check_paths([str(first)]).targets)
+    assert any(t.target == "b/lintpkg/extra.py:smooth_other" for t in check_paths([str(second)]).targets)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_pyproject_paths_targets_and_params(pkg, tmp_path, probe_only):
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent('''
+        [tool.jaxdiag]
+        paths = ["lintpkg/prims.py"]
+        seed = 7
+
+        [tool.jaxdiag.targets."lintpkg.prims:needs_p"]
+        args = ["f32[2,3]"]
+        params = {axis = 1}
+
+        [tool.jaxdiag.targets."lintpkg/prims.py:good_p"]
+        args = ["f32[5]"]
+    '''))
+    result = invoke("--format", "json")
+    data = json.loads(result.output)
+    inputs = {t["target"]: t["inputs"] for t in data["targets"]}
+    assert inputs["lintpkg/prims.py:needs_p"] == ["f32[2,3]"]  # params reached bind: no JXR903
+    assert inputs["lintpkg/prims.py:good_p"] == ["f32[5]"]
+    assert "JXR903" not in {f["code"] for t in data["targets"] for f in t["findings"]}
+    assert result.exit_code == 1  # the probe's warning on bad_p
+
+
+def test_select_and_ignore_from_config_and_cli(pkg, tmp_path, probe_only):
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nselect = ["JXR9"]\n')
+    data = json.loads(invoke("lintpkg", "--format", "json").output)
+    assert {f["code"] for t in data["targets"] for f in t["findings"]} == {"JXR900", "JXR903"}
+    data = json.loads(invoke("lintpkg", "--format", "json", "--select", PROBE).output)  # CLI replaces select
+    assert {f["code"] for t in data["targets"] for f in t["findings"]} == {PROBE}
+    result = invoke("lintpkg", "--select", PROBE, "--ignore", PROBE[:4])
+    assert result.exit_code == 0
+
+
+def test_per_target_ignores_with_module_path_and_glob_keys(pkg, tmp_path, probe_only):
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent(f'''
+        [tool.jaxdiag.per-target-ignores]
+        "lintpkg.prims:bad_p" = ["{PROBE}"]
+        "lintpkg/funcs.py:*" = ["{PROBE}", "JXR9"]
+    '''))
+    result = invoke("lintpkg", "--format", "json")
+    data = json.loads(result.output)
+    codes = {t["target"]: {f["code"] for f in t["findings"]} for t in data["targets"]}
+    assert codes["lintpkg/prims.py:bad_p"] == {"JXR900"}
+    assert codes["lintpkg/funcs.py:smooth_bad"] == set()
+    assert result.exit_code == 0
+
+
+def test_bad_configuration_is_exit_2(pkg, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nselct = ["JXB"]\n')
+    result = invoke("lintpkg")
+    assert result.exit_code == 2 and "selct" in result.output
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag.targets."lintpkg.prims:good_p"]\nargs = ["f32[3"]\n')
+    result = invoke("lintpkg")
+    assert result.exit_code == 2 and "lintpkg/prims.py:good_p" in result.output and "f32[3" in result.output
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag.targets."lintpkg.prims:nope"]\nargs = ["f32[3]"]\n')
+    result = invoke("lintpkg")
+    assert result.exit_code == 2 and "'nope'" in result.output
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\npaths = ["src/lintpkg"]\n')
+    result = invoke()
+    assert result.exit_code == 2 and "'src/lintpkg': no such file" in result.output
+    assert "pyproject.toml" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_pre_commit_hook_definition():
+    text = (Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text()
+    for line in ("- id: jaxdiag", "entry: jaxdiag check", "language: python", "pass_filenames: false",
+                 "require_serial: true", "types: [python]"):
+        assert f"\n{line}\n" in text or f"\n  {line}\n" in text, line
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Suppressions
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["impl_comment", "creation_comment"])
+def test_inline_suppression_on_def_line_or_primitive_creation_line(tmp_path, monkeypatch, probe_only, where):
+    """The probe's finding sits on `def bad_impl`; the comment works there and on `bad_p = Primitive("bad")`."""
+    monkeypatch.chdir(tmp_path)
+    write_pkg(tmp_path, **{where: f"  # jaxdiag: ignore[{PROBE}]"})
+    report = check_paths(["lintpkg/prims.py"])
+    assert codes_by_target(report)["lintpkg/prims.py:bad_p"] == ["JXR900"]
+    assert "JXR904" not in report.codes()
+
+
+def test_inline_suppression_without_anchor_stays_on_its_line(tmp_path, monkeypatch, probe_only):
+    monkeypatch.chdir(tmp_path)
+    write_pkg(tmp_path, helper_comment=f"  # jaxdiag: ignore[{PROBE}]")
+    report = check_paths(["lintpkg/prims.py"])
+    assert PROBE in codes_by_target(report)["lintpkg/prims.py:bad_p"]
+
+
+def test_unused_inline_suppressions_are_reported(tmp_path, monkeypatch, probe_only):
+    monkeypatch.chdir(tmp_path)
+    write_pkg(tmp_path, impl_comment=f"  # jaxdiag: ignore[JXB001, {PROBE}]", helper_comment="  # jaxdiag: ignore")
+    report = check_paths(["lintpkg/prims.py"])
+    unused = sorted((f.location.line, f.message) for f in report.findings if f.code == "JXR904")
+    lines = PRIMS.splitlines()
+    impl_line = next(i for i, text in enumerate(lines, 1) if text.startswith("def bad_impl"))
+    helper_line = next(i for i, text in enumerate(lines, 1) if text.startswith("def helper"))
+    assert unused == [(impl_line, "`# jaxdiag: ignore[JXB001]` suppressed nothing on this line."),
+                      (helper_line, "`# jaxdiag: ignore` suppressed nothing on this line.")]
+    assert all(f.severity == "info" for f in report.findings if f.code == "JXR904")
+    assert PROBE not in report.codes()  # the used half of the comment still works
+    assert report.ok
+
+
+def test_unused_config_suppressions_are_reported(pkg, tmp_path, probe_only):
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent(f'''
+        [tool.jaxdiag]
+        paths = ["lintpkg"]
+
+        [tool.jaxdiag.per-target-ignores]
+        "lintpkg.prims:bad_p" = ["{PROBE}", "JXG"]
+        "lintpkg.gone:thing" = ["{PROBE}"]
+    '''))
+    report = check_paths([])
+    notes = sorted((f.location.path, f.location.line, f.message) for f in report.findings if f.code == "JXR904")
+    assert notes == [
+        ("pyproject.toml", 6, "per-target-ignores['lintpkg.prims:bad_p'] lists JXG, which suppressed nothing."),
+        ("pyproject.toml", 7, "per-target-ignores key 'lintpkg.gone:thing' matches no target found in the "
+                              "configured paths."),
+    ]
+    named = check_paths(["lintpkg/funcs.py"])  # a partial run cannot tell that a key is stale
+    assert "JXR904" not in named.codes()
+
+
+def test_unused_suppressions_of_unchecked_targets_are_not_reported(tmp_path, monkeypatch, probe_only):
+    monkeypatch.chdir(tmp_path)
+    write_pkg(tmp_path)
+    prims = tmp_path / "lintpkg/prims.py"
+    prims.write_text(prims.read_text().replace("def needs_impl(x, *, axis):",
+                                               "def needs_impl(x, *, axis):  # jaxdiag: ignore[JXB001]"))
+    report = check_paths(["lintpkg/prims.py"])
+    assert "JXR903" in report.codes() and "JXR904" not in report.codes()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Import failures and exit codes
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_import_failure_is_exit_2_unless_keep_going(tmp_path, monkeypatch, probe_only):
+    monkeypatch.chdir(tmp_path)
+    write_pkg(tmp_path, extra={"lintpkg/broken.py": "import jax\n\nCONFIG = {}['missing']\n"})
+    result = invoke("lintpkg")
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert "lintpkg.broken" in result.output and "lintpkg/broken.py:3" in result.output
+    assert "KeyError" in result.output and "--keep-going" in result.output
+    result = invoke("lintpkg", "--keep-going", "--format", "json")
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    failed = next(t for t in data["targets"] if t["kind"] == "module" and t["target"] == "lintpkg/broken.py")
+    (finding,) = failed["findings"]
+    assert finding["code"] == "JXR905" and finding["severity"] == "error"
+    assert finding["location"] == {"path": "lintpkg/broken.py", "line": 3, "function": "<module>"}
+    assert {t["target"] for t in data["targets"]} >= set(ALL_TARGETS)
+
+
+def test_missing_paths_are_exit_2(pkg):
+    (pkg / "notes.txt").write_text("not code\n")
+    for argv, expected in (([], "nothing to check"), (["nope_pkg_xyz"], "not found"),
+                           (["nope.py"], "no such file"), (["lintpkg.prims:good_p"], "jaxdiag batching"),
+                           (["lintpkg/notes.txt"], "not a Python file")):
+        result = invoke(*argv)
+        assert result.exit_code == 2, argv
+        assert expected in result.output, (argv, result.output)
+
+
+def test_exit_codes(pkg, probe_only, monkeypatch):
+    assert invoke("lintpkg/sub").exit_code == 0
+    assert invoke("lintpkg").exit_code == 1
+    assert invoke("lintpkg", "--exit-zero").exit_code == 0
+    assert invoke("lintpkg", "--ignore", PROBE).exit_code == 0
+    crash = FUNCS.replace("smooth_bad", "smooth_crash")
+    (pkg / "crashing.py").write_text(crash)
+    result = invoke("lintpkg/crashing.py")
+    assert result.exit_code == 3 and "internal error" in result.output
+    assert invoke("lintpkg/crashing.py", "--exit-zero").exit_code == 3
+
+
+def test_output_is_deterministic(pkg, probe_only):
+    def strip_seconds(text: str) -> dict:
+        data = json.loads(text)
+        for t in data["targets"]:
+            for c in t["checks"]:
+                c["seconds"] = 0
+        return data
+
+    first = strip_seconds(invoke("lintpkg", "--format", "json").output)
+    assert first == strip_seconds(invoke("lintpkg", "--format", "json").output)
+
+
+def test_jaxdiag_dict_must_be_well_formed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_text(MORE.replace('"args": ["f32[2]"]', '"argz": ["f32[2]"]'))
+    with pytest.raises(UsageError, match=r"JAXDIAG\['plain'\]"):
+        check_paths(["m.py"])
