@@ -3,7 +3,7 @@
 Both run in this one process on the same targets and the same concrete inputs; modes are ("fwd", "rev") except
 for custom_vjp targets, which JAX cannot differentiate in forward mode (("rev",)). Each target is run once cold
 (first call: JAX compiles every op, jaxdiag also compiles its jit/vmap composition check once per target) and
-then REPEAT times; the table shows cold times and warm medians, and the ratio of the medians.
+then REPEAT times, interleaved; the table shows cold times and warm medians, and the ratio of the medians.
 
     python bench/bench_grad.py [--repeat 15]
 """
@@ -87,8 +87,10 @@ def main() -> None:
             check_grads(f, tuple(jnp.asarray(a) for a in args), order=1, modes=modes)
 
         cold_ours, cold_theirs = _time(ours), _time(theirs)
-        t_ours = [_time(ours) for _ in range(opts.repeat)]
-        t_theirs = [_time(theirs) for _ in range(opts.repeat)]
+        t_ours, t_theirs = [], []
+        for _ in range(opts.repeat):  # interleaved, so that both see the same machine load
+            t_ours.append(_time(ours))
+            t_theirs.append(_time(theirs))
         m_ours, m_theirs = statistics.median(t_ours), statistics.median(t_theirs)
         ratios.append(m_ours / m_theirs)
         print(f"{name:26s} {cold_ours * 1e3:10.0f}ms {cold_theirs * 1e3:14.0f}ms {m_ours * 1e3:10.2f} "

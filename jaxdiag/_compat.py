@@ -634,11 +634,6 @@ def user_batching_primitives() -> list[Any]:
     return list(seen)
 
 
-def batching_rule_signature(prim: Any) -> tuple[Callable | None, bool]:
-    """(the user's rule, True when JAX calls it as `rule(axis_data, vals, dims, **params)`)."""
-    return batching_rule(prim), batching_rule_is_fancy(prim)
-
-
 @contextlib.contextmanager
 def intercept_batching_rules(handlers: dict[Any, Callable[..., Any]]) -> Iterator[None]:
     """Route every call vmap makes to these primitives' batching rules through their handler.
@@ -745,9 +740,14 @@ def record_primitive_binds(seen: list) -> Iterator[None]:
         _core.Primitive.bind = original
 
 
-def batching_helpers() -> dict[str, bool]:
-    """Which batching helpers this JAX has, for fixes that name them."""
-    return {name: hasattr(batching, name) for name in ("defvectorized", "defbroadcasting", "bdim_at_front")}
+def generic_batcher_name(prim: Any) -> str | None:
+    """'defvectorized' / 'defbroadcasting' / 'defreducer' when the primitive's rule is one of JAX's generic
+    batchers (a partial of `vectorized_batcher`, ...), else None."""
+    rule = _batching_table().get(prim)
+    func = getattr(rule, "func", None) if isinstance(rule, functools.partial) else None
+    name = getattr(func, "__name__", "")
+    return {"vectorized_batcher": "defvectorized", "broadcast_batcher": "defbroadcasting",
+            "reducer_batcher": "defreducer"}.get(name)
 
 
 

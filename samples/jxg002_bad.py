@@ -20,6 +20,11 @@ def _cumsum_abstract_eval(x):
     return ShapedArray(x.shape, x.dtype)
 
 
+def _cumsum_batching(batched_args, batch_dims):
+    (x,), (bx,) = batched_args, batch_dims
+    return cumsum_p.bind(jnp.moveaxis(x, bx, 0)), 0  # the cumsum runs over the last axis, never the batch
+
+
 def _cumsum_transpose(ct, x):
     return [cumsum_p.bind(ct)]
 
@@ -27,5 +32,5 @@ def _cumsum_transpose(ct, x):
 cumsum_p.def_impl(_cumsum_impl)
 cumsum_p.def_abstract_eval(_cumsum_abstract_eval)
 mlir.register_lowering(cumsum_p, mlir.lower_fun(_cumsum_impl, multiple_results=False))
-batching.defvectorized(cumsum_p)
+batching.primitive_batchers[cumsum_p] = _cumsum_batching
 ad.deflinear2(cumsum_p, _cumsum_transpose)

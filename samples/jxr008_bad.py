@@ -2,7 +2,6 @@
 is plain `None`): the rule crashes with `AttributeError: module 'jax._src.interpreters.batching' has no attribute
 'not_mapped'` (bug catalog #12; jax-finufft#227)."""
 
-import jax.numpy as jnp
 from jax.core import ShapedArray
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir

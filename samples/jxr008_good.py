@@ -1,6 +1,5 @@
 """JXR008 good: an unbatched argument's dim is plain `None`, on every JAX release."""
 
-import jax.numpy as jnp
 from jax.core import ShapedArray
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir

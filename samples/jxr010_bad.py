@@ -2,7 +2,6 @@
 instead of SiLU): eager calls use the impl, jitted callers silently get something else."""
 
 import jax
-import jax.numpy as jnp
 from jax.core import ShapedArray
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir

@@ -1,7 +1,6 @@
 """JXR010 good: the lowering is the impl itself, so jit and eager agree."""
 
 import jax
-import jax.numpy as jnp
 from jax.core import ShapedArray
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir

@@ -35,8 +35,6 @@ from ._base import Context, SkipCheck, Subject, check
 from ._registration import (
     abstract_output,
     aval_text,
-    avals_text,
-    bind_fn,
     example_output,
     first_line,
     flat_outputs,
@@ -214,7 +212,7 @@ class Reference:
 
     def _column(self, example: Any, spec: ArgSpec, rng: np.random.Generator) -> np.ndarray:
         first = np.asarray(example)
-        if first.dtype.kind in "iu" and first.size > 1:
+        if first.dtype.kind in "iu" and np.unique(first).size > 1:
             # integers are often indices or counts: permute the example's values rather than draw new ones
             rest = [rng.permutation(first.reshape(-1)).reshape(first.shape) for _ in range(self.count - 1)]
         else:
@@ -526,6 +524,10 @@ def _sequence_problem(outs: Any, dims: Any, n: int | None) -> Problem | None:
     return None
 
 
+def _title(label: str) -> str:
+    return label[:1].upper() + label[1:]
+
+
 def _output_problem(k: int, label: str, out: Any, d: Any, size: int | None, expected: Aval | None
                     ) -> Problem | None:
     shape = tuple(np.shape(out))
@@ -546,8 +548,9 @@ def _output_problem(k: int, label: str, out: Any, d: Any, size: int | None, expe
         moved = (shape[d],) + shape[:d] + shape[d + 1:]
         per = expected[0] if expected is not None else shape[:d] + shape[d + 1:]
         return Problem(rules.BATCH_AXIS_SIZE_MISMATCH, k,
-                       f"{label[:1].upper()}{label[1:]} has shape {shape}, and its size at the returned dim {d} is {shape[d]}, not the "
-                       f"batch size {size}: vmap silently returns shape {moved} instead of {(size,) + tuple(per)}")
+                       f"{_title(label)} has shape {shape}, and its size at the returned dim {d} is {shape[d]}, "
+                       f"not the batch size {size}: vmap silently returns shape {moved} instead of "
+                       f"{(size,) + tuple(per)}")
     if expected is None:
         return None
     removed = shape if d is None else shape[:d] + shape[d + 1:]
@@ -555,7 +558,7 @@ def _output_problem(k: int, label: str, out: Any, d: Any, size: int | None, expe
     if removed != expected[0] or dtype != expected[1]:
         where = "" if d is None else f" without its batch dim {d}"
         return Problem(rules.BATCHED_SHAPE_MISMATCH, k,
-                       f"{label[:1].upper()}{label[1:]} is {aval_text(shape, dtype)}, i.e. {aval_text(removed, dtype)} per example"
+                       f"{_title(label)} is {aval_text(shape, dtype)}, i.e. {aval_text(removed, dtype)} per example"
                        f"{where}, but one example's output is {aval_text(*expected)}")
     return None
 
@@ -733,8 +736,7 @@ def _user_variant(ctx: Context, size: int) -> Variant | None:
     for a, spec in zip(per[:n], ctx.specs):
         rank = len(spec.shape) + 1
         axes.append(a % rank if isinstance(a, int) and -rank <= a < rank else (0 if a is not None else None))
-    return Variant(tuple(axes), size, mode="user", out_axes=0 if out_axes is None else out_axes,
-                   user_in_axes=given if isinstance(given, (tuple, list)) or n != 1 else given)
+    return Variant(tuple(axes), size, mode="user", out_axes=0 if out_axes is None else out_axes, user_in_axes=given)
 
 
 def _can_jit(ctx: Context, notes: list[str]) -> bool:
@@ -893,19 +895,23 @@ def _return_nodes(fn: Any) -> list[tuple[int, ast.Return]]:
 
 def _dim_names(fn: Any, fancy: bool, n: int) -> list[str]:
     """How the rule names each input's dim: `bd_x` from `bd_x, = batch_dims`, else `batch_dims[i]`."""
+    return _rule_names(fn, 2 if fancy else 1, n, "batch_dims")
+
+
+def _rule_names(fn: Any, position: int, n: int, default: str) -> list[str]:
+    """Names the rule binds to the elements of its parameter at `position` (its args or its dims)."""
     found = _function_node(fn)
     if found is None:
-        return [f"batch_dims[{i}]" for i in range(n)]
+        return [f"{default}[{i}]" for i in range(n)]
     node, _, _ = found
     params = [a.arg for a in node.args.posonlyargs + node.args.args]
-    position = 2 if fancy else 1
-    dims = params[position] if len(params) > position else "batch_dims"
+    param = params[position] if len(params) > position else default
     for sub in _own_nodes(node):
         if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
-            names = _unpacked_names(sub.targets[0], sub.value, dims)
+            names = _unpacked_names(sub.targets[0], sub.value, param)
             if names is not None and len(names) == n:
                 return names
-    return [f"{dims}[{i}]" for i in range(n)]
+    return [f"{param}[{i}]" for i in range(n)]
 
 
 def _unpacked_names(target: ast.AST, value: ast.AST, dims: str) -> list[str] | None:
@@ -1015,8 +1021,7 @@ def suggested_dims(ev: Evidence, prim: Any) -> dict[int, str]:
 # Check: the rule's returns (primitives)
 # ---------------------------------------------------------------------------------------------------------------
 
-_CONSEQUENCE = {
-    rules.BATCH_DIM_OUT_OF_RANGE.code: "",
+_CONSEQUENCE = {  # what happens after the rule returns, when JAX's own message will not say it
     rules.BATCH_AXIS_SIZE_MISMATCH.code: " JAX never checks this (not even under jax.enable_checks): the wrong "
                                          "shape surfaces later, in unrelated code.",
 }
@@ -1163,22 +1168,24 @@ def _advice(ev: Evidence, call: RuleCall, problem: Problem, suggestions: dict[in
     rule = problem.rule
     if k is None:
         return ""
+    label = f"output {k}" if call.prim.multiple_results else "the output"
+    title = label[:1].upper() + label[1:]
     suggestion = suggestions.get(k)
     if rule is rules.BATCH_AXIS_SIZE_MISMATCH and suggestion == "None":
-        return (f" Output {k} is the same for every example (it does not depend on the batch): return None as its "
+        return (f" {title} is the same for every example (it does not depend on the batch): return None as its "
                 "dim, and JAX broadcasts it where a batch axis is needed.")
     if rule is rules.BATCH_AXIS_SIZE_MISMATCH:
-        return (f" The rule drops or reduces the batch axis of output {k} (e.g. indexes `x[0]` or reduces over the "
+        return (f" The rule drops or reduces the batch axis of {label} (e.g. indexes `x[0]` or reduces over the "
                 "batch dim): keep it, and return where it is.")
     if rule is rules.BATCH_DIM_OUT_OF_RANGE and suggestion is not None and suggestion.lstrip("-").isdigit():
-        return (f" Output {k} always has its batch axis at {suggestion} (the rule moved or reduced it there), "
+        return (f" {title} always has its batch axis at {suggestion} (the rule moved or reduced it there), "
                 "whatever the input's dim: return that, not the input's dim.")
     if rule is rules.BATCH_DIM_OUT_OF_RANGE:
-        return f" Return the axis of output {k} that carries the batch (0 <= dim < out.ndim), or None."
+        return f" Return the axis of {label} that carries the batch (0 <= dim < out.ndim), or None."
     if rule is rules.BATCH_DIM_WRONG_TYPE:
-        return " Return a plain Python int (or None) for each dim: `int(d)`, or the element `batch_dims[i]`."
+        return " Return a plain Python int (or None) for each dim, e.g. the element `batch_dims[i]`, not the tuple."
     if rule is rules.BATCHED_SHAPE_MISMATCH:
-        return (f" Output {k} must be one example's output with a batch axis inserted (no keepdims axis, no "
+        return (f" {title} must be one example's output with a batch axis inserted (no keepdims axis, no "
                 "squeezed axis, the same dtype as the impl's).")
     return ""
 
@@ -1192,11 +1199,12 @@ def _raised_finding(ctx: Context, raised: list[RuleCall]) -> Finding:
     location = (user_frame_location(exc, rule_fn) if rule_fn is not None and _locate.is_user_code(rule_fn)
                 else None) or rule_location(rule_fn, ctx.subject.location)
     if removed_api(exc):
-        return removed_api_finding(exc, f"{_owner(ctx, prim)}'s batching rule (called by {call.variant.describe(name)})",
-                                   location)
+        where = f"{_owner(ctx, prim)}'s batching rule (called by {call.variant.describe(name)})"
+        return removed_api_finding(exc, where, location)
     others = _other_variants(raised, call, name)
     passed = [o.variant for o in evidence(ctx).outcomes if o.ok]
-    message = (f"{_owner(ctx, prim)}'s batching rule raised {first_line(exc)} when called by {call.variant.describe(name)}: "
+    message = (f"{_owner(ctx, prim)}'s batching rule raised {first_line(exc)} when called by "
+               f"{call.variant.describe(name)}: "
                f"{call.describe()}.{others}")
     if passed:
         message += f" It works for {passed[0].describe(name)}."
@@ -1210,13 +1218,27 @@ def _raised_fix(call: RuleCall, exc: BaseException) -> str:
                 "(constants inside a vmapped function): when every dim is None, return `prim.bind(*args, **params)` "
                 "with None dims, or register the rule through batching.primitive_batchers, which does that for you.")
     if any(d is None for d in call.in_dims) and ("NoneType" in text or "None" in text):
-        return ("Handle unbatched arguments (dim None): `x = batching.bdim_at_front(x, bx, size)` moves a batched "
-                "axis to the front and broadcasts an unbatched argument, or branch on `bx is None`.")
+        return ("Handle unbatched arguments (dim None): `batching.bdim_at_front(x, d, size)` moves a batched axis "
+                "to the front and broadcasts an unbatched argument, e.g.\n" + _front_lines(call))
     if call.variant.mode in ("jit(vmap)", "vmap(jit)") or "Tracer" in text:
         return ("The rule needs concrete values (NumPy, `int(...)`, Python `if` on an array), which it does not "
                 "get under jit: compute with jax.numpy on the traced values.")
     dims = _axes_repr(tuple(call.in_dims))
     return f"Make the rule work for batch_dims={dims} (any input may be batched along any axis, or be None)."
+
+
+def _front_lines(call: RuleCall) -> str:
+    """`size = ...` and one `bdim_at_front` line per argument, with the rule's own names."""
+    rule = _compat.batching_rule(call.prim)
+    fancy = _compat.batching_rule_is_fancy(call.prim)
+    n = len(call.in_dims)
+    args = _rule_names(rule, 1 if fancy else 0, n, "batched_args")
+    dims = _dim_names(rule, fancy, n)
+    size = " else ".join(f"{a}.shape[{d}] if {d} is not None" for a, d in list(zip(args, dims))[:-1])
+    last = f"{args[-1]}.shape[{dims[-1]}]"
+    lines = [f"size = {size + ' else ' + last if size else last}"]
+    lines += [f"{a} = batching.bdim_at_front({a}, {d}, size)" for a, d in zip(args, dims)]
+    return "\n".join(f"    {line}" for line in lines) + "\nthen compute with the batch axis at 0 and return 0."
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1229,6 +1251,8 @@ def vs_loop_check(ctx: Context) -> Iterator[Finding]:
     if ctx.subject.kind == "function":
         _skip_foreign(ctx)
     ev = evidence(ctx)
+    for note in ev.notes:
+        yield rules.CHECK_SKIPPED.finding(note + ".", location=ctx.subject.location)
     varies = list(_unbatched_but_varies(ctx, ev))
     yield from (finding for finding, _ in varies)
     explained = {key for _, keys in varies for key in keys}
@@ -1334,6 +1358,9 @@ def _others(failing: list[Outcome], first: Outcome, name: str, ev: Evidence) -> 
 
 
 def _mismatch_fix(ctx: Context, ev: Evidence, failing: list[Outcome]) -> str:
+    generic = _compat.generic_batcher_name(ctx.subject.obj) if ctx.subject.kind == "primitive" else None
+    if generic:
+        return _generic_batcher_fix(ctx, generic)
     modes = {o.variant.mode for o in failing}
     bad_axes = [o.variant for o in failing if o.variant.single_level and o.variant.mode != "jit(vmap)"]
     good = [o.variant for o in ev.outcomes if o.ok]
@@ -1360,6 +1387,25 @@ def _mismatch_fix(ctx: Context, ev: Evidence, failing: list[Outcome]) -> str:
     return ("The rule does not compute what the primitive computes on each example: once the batch axis is in "
             "front, every axis the computation uses (an `axis` parameter, a reduction, a transpose) moves by one; "
             "compare the rule's body with the impl applied per example.")
+
+
+def _generic_batcher_fix(ctx: Context, helper: str) -> str:
+    """`defvectorized` binds the primitive on the batched operands where vmap left the batch axis: right only for
+    elementwise primitives."""
+    var, name = prim_var(ctx.subject), ctx.subject.obj.name
+    n = len(ctx.specs)
+    xs = ", ".join(f"x{i}" for i in range(n)) if n > 1 else "x"
+    bs = ", ".join(f"b{i}" for i in range(n)) if n > 1 else "bx"
+    moved = ", ".join(f"batching.bdim_at_front(x{i}, b{i}, size)" for i in range(n)) if n > 1 else \
+        "jnp.moveaxis(x, bx, 0)"
+    size = "    size = next(a.shape[d] for a, d in zip(batched_args, batch_dims) if d is not None)\n" if n > 1 else ""
+    return (f"`batching.{helper}({var})` binds the primitive on the batched input with the batch axis wherever "
+            "vmap put it, which is only right for elementwise primitives; this one works along specific axes. "
+            "Move the batch axis to the front and bind there (the impl must accept a leading batch axis):\n"
+            f"def _{name}_batching(batched_args, batch_dims, **params):\n"
+            f"    ({xs}{',' if n == 1 else ''}), ({bs}{',' if n == 1 else ''}) = batched_args, batch_dims\n{size}"
+            f"    return {var}.bind({moved}, **params), 0\n"
+            f"batching.primitive_batchers[{var}] = _{name}_batching")
 
 
 def _raised_outside_rules(ctx: Context, ev: Evidence, failed: list[Outcome]) -> Iterator[Finding]:
@@ -1495,8 +1541,9 @@ def _constant_finding(ctx: Context, ev: Evidence, call: RuleCall, k: int) -> Fin
     out_axes: Any = [None if j == k else 0 for j in range(len(call.out_dims or []))] if multiple else None
     jax_error = _out_axes_error(ev, call, out_axes)
     what = f" ({aval_text(*shape)})" if shape else ""
-    message = (f"Output {k}{what} of {prim_var(ctx.subject)} is the same for every one of {ev.reference.count} random examples and "
-               f"depends on no input, but the batching rule reports it batched (dim {call.out_dims[k]}) for "
+    message = (f"Output {k}{what} of {prim_var(ctx.subject)} is the same for every one of {ev.reference.count} "
+               "random examples and depends on no input, but the batching rule reports it batched "
+               f"(dim {call.out_dims[k]}) for "
                f"{call.variant.describe(name)}: vmap materialises {call.variant.size} copies, and "
                f"`jax.vmap(..., out_axes={_axes_repr(out_axes)})` fails"
                + (f" with `{jax_error}`." if jax_error else "."))
@@ -1524,10 +1571,38 @@ def _out_axes_error(ev: Evidence, call: RuleCall, out_axes: Any) -> str | None:
 
 @check("batching-out-axes", family="batching", kinds={"primitive", "function"})
 def out_axes_check(ctx: Context) -> Iterator[Finding]:
+    wrappers = _list_wrappers(ctx) if ctx.subject.parent is None or ctx.subject.kind == "function" else []
+    if ctx.options.in_axes is None and ctx.options.out_axes is None and not wrappers:
+        return  # nothing to reproduce: do not run the variants for this check alone
     ev = evidence(ctx)
     yield from _user_axes(ctx, ev)
-    if ctx.subject.parent is None or ctx.subject.kind == "function":
-        yield from _list_outputs(ctx, ev)
+    yield from _list_outputs(ctx, ev, wrappers)
+
+
+@check("batching-out-axes-none", family="batching", kinds={"primitive"})
+def out_axes_none_check(ctx: Context) -> Iterator[Finding]:
+    """`out_axes=None` must work for every output the rule reports unbatched, and give one example's value."""
+    if not is_user_primitive(ctx.subject):
+        raise SkipCheck("JAX's own primitive")
+    ev = evidence(ctx)
+    call = next((c for c in ev.calls if c.top and c.variant.mode == "eager" and c.variant.pattern == frozenset()
+                 and c.out_dims is not None and not c.problems and c.variant.size > 1), None)
+    if call is None or None not in call.out_dims:
+        return
+    multiple = bool(ctx.subject.obj.multiple_results)
+    unbatched = [k for k, d in enumerate(call.out_dims) if d is None]
+    if any(ev.reference.constant(frozenset(), k, call.variant.size) is False for k in unbatched):
+        return  # JXB010 reports it
+    out_axes: Any = [None if d is None else 0 for d in call.out_dims] if multiple else None
+    variant = replace(call.variant, mode="user", user_in_axes=call.variant.axes, out_axes=out_axes)
+    outcome = _run(ev.fn, ev.reference, Spy(ctx.subject, ev.expected_at_subject), [], variant)
+    if outcome.error is None:
+        return
+    explanation = explain_vmap_error(outcome.error, variant, ctx, ev)
+    yield rules.VMAP_CALL_FAILED.finding(
+        f"{variant.describe(_subject_display(ctx))} fails although the rule reports output(s) {unbatched} "
+        f"unbatched: {first_line(outcome.error)}. {explanation[0]}", fix=explanation[1],
+        location=rule_location(_compat.batching_rule(ctx.subject.obj), ctx.subject.location))
 
 
 def _user_axes(ctx: Context, ev: Evidence) -> Iterator[Finding]:
@@ -1586,10 +1661,11 @@ def _index_in(text: str) -> int | None:
     return int(match.group(1)) if match else (0 if "out_axes," in text or "out_axes " in text else None)
 
 
-def _list_outputs(ctx: Context, ev: Evidence) -> Iterator[Finding]:
+def _list_outputs(ctx: Context, ev: Evidence, wrappers: list[tuple[Callable, Any, str, int]]
+                  ) -> Iterator[Finding]:
     """JXB011: a wrapper returning `prim.bind(...)` of a multiple_results primitive returns a list, so a tuple
     out_axes fails. Found in the function's own source, or, for a primitive, among its module's functions."""
-    for wrapper, prim, var, node_line in _list_wrappers(ctx):
+    for wrapper, prim, var, node_line in wrappers:
         if prim is None or not prim.multiple_results:
             continue
         finding = _tuple_out_axes(ctx, ev, wrapper, prim, var, node_line)
@@ -1615,7 +1691,8 @@ def _list_wrappers(ctx: Context) -> list[tuple[Callable, Any, str, int]]:
 
 
 def _returns_bind(fn: Any) -> list[tuple[Any, str, int]]:
-    """(primitive, its variable name, line) for each `return <prim>.bind(...)` in `fn`, the primitive resolved in its globals."""
+    """(primitive, its variable name, line) for each `return <prim>.bind(...)` in `fn`, the primitive resolved in
+    its globals."""
     out = []
     for line, node in _return_nodes(fn):
         value = node.value
@@ -1634,6 +1711,8 @@ def _tuple_out_axes(ctx: Context, ev: Evidence, wrapper: Callable, prim: Any, va
     if n is None or n < 2:
         return None
     unbatched = _unbatched_outputs(ctx, ev, prim, n)
+    if not unbatched:
+        return None  # every output is batched: nobody has a reason to pass a per-output out_axes
     out_axes = tuple(None if k in unbatched else 0 for k in range(n))
     args = ev.reference.batched_args(Variant(tuple(0 for _ in ctx.specs), ev.outcomes[0].variant.size))
     try:
@@ -1679,4 +1758,4 @@ def _unbatched_outputs(ctx: Context, ev: Evidence, prim: Any, n: int) -> set[int
     return {k for k in range(n) if ev.reference.constant(frozenset(), k, ev.reference.count)}
 
 
-CHECKS = [rule_returns_check, vs_loop_check, unbatched_outputs_check, out_axes_check]
+CHECKS = [rule_returns_check, vs_loop_check, unbatched_outputs_check, out_axes_check, out_axes_none_check]

@@ -20,7 +20,7 @@ from .. import _compat
 from .. import _rules as rules
 from .._report import Finding
 from ._base import Context, SkipCheck, check
-from ._gradref import (N_DIRECTIONS, Arg, GradState, aval_text, compare_grad, error_text, fd_reference_nonzero, fmt_values,
+from ._gradref import (N_DIRECTIONS, Arg, GradState, aval_text, close, compare_grad, error_text, fd_reference_nonzero, fmt_values,
                        grad_tol, is_inexact, is_zero, locate, primal_tol, quiet_call, require, return_values,
                        rule_name, short_dtype, short_message, source_of, state, to_f64, vjp_against_fd)
 from .._numerics import compare
@@ -127,6 +127,8 @@ def _leaf_difference(got: Any, want: Any) -> str | None:
     if not is_inexact(want_dtype) and got_dtype.kind != "V":
         equal = np.array_equal(np.asarray(got), np.asarray(want))
         return None if equal else f"values {fmt_values(got)} instead of {fmt_values(want)}"
+    if close(got, want, primal_tol(want_dtype)):
+        return None
     cmp = compare(to_f64(got), to_f64(want), tol=primal_tol(want_dtype))
     return None if cmp.ok or cmp.nonfinite and cmp.max_abs == 0 else f"value {cmp.describe()}"
 
@@ -247,8 +249,22 @@ def validate_bwd(st: GradState, result: Any) -> Iterator[Finding]:
         yield _structure_finding(st, f"{head}: {len(result)} entries for {n} arguments{_count_hint(st, result)}",
                                  result)
         return
+    misplaced = [(arg, entry) for arg, entry in zip(st.dyn, result) if _container_where_array(entry)]
+    if misplaced:
+        parts = [f"entry {i} is {aval_text(e)} where {a.name} is {aval_text(a.value)}"
+                 for i, (a, e) in enumerate(zip(st.dyn, result)) if (a, e) in misplaced]
+        parts += [f"entry {i} is None, so {a.name} would get no gradient"
+                  for i, (a, e) in enumerate(zip(st.dyn, result)) if e is None]
+        yield _structure_finding(st, f"{head}; " + ", and ".join(parts), result)
+        return
     for arg, entry in zip(st.dyn, result):
-        yield from _entry_findings(st, arg, entry, head, result)
+        yield from _entry_findings(st, arg, entry)
+
+
+def _container_where_array(entry: Any) -> bool:
+    if entry is None:
+        return False
+    return isinstance(entry, (tuple, list)) or not hasattr(entry, "shape") and not isinstance(entry, _SCALAR_TYPES)
 
 
 def _count_hint(st: GradState, result: Sequence[Any]) -> str:
@@ -265,13 +281,9 @@ def _count_hint(st: GradState, result: Sequence[Any]) -> str:
     return "".join(hints)
 
 
-def _entry_findings(st: GradState, arg: Arg, entry: Any, head: str, result: Any) -> Iterator[Finding]:
+def _entry_findings(st: GradState, arg: Arg, entry: Any) -> Iterator[Finding]:
     _, _, bwd = _names(st)
     if entry is None:
-        return
-    if isinstance(entry, (tuple, list)) or not hasattr(entry, "shape") and not isinstance(entry, _SCALAR_TYPES):
-        yield _structure_finding(st, f"{head}; entry {arg.pos - _offset(st, arg)} is {aval_text(entry)} where "
-                                     f"{arg.name} is {aval_text(arg.value)}", result)
         return
     shape = tuple(np.shape(entry))
     if shape != arg.shape:
@@ -290,10 +302,6 @@ def _entry_findings(st: GradState, arg: Arg, entry: Any, head: str, result: Any)
             f"{short_dtype(dtype)}" + (" (fractions truncated)" if dtype.kind in "iub" else "") + ".",
             fix=f"Cast the cotangent in {bwd}: `.astype({arg.name}.dtype)` (keep the residuals in the input dtype).",
             location=locate(st.bwd))
-
-
-def _offset(st: GradState, arg: Arg) -> int:
-    return sum(1 for i in st.nondiff if i < arg.pos)
 
 
 def _structure_finding(st: GradState, message: str, result: Any) -> Finding:

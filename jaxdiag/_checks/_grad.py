@@ -21,7 +21,7 @@ from .._numerics import compare
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
 from ._custom_jvp import eager_vjp, rule_location
-from ._gradref import (N_DIRECTIONS, Arg, GradState, error_text, fmt_values, grad_tol, is_inexact, locate,
+from ._gradref import (N_DIRECTIONS, Arg, GradState, close, error_text, short_message, fmt_values, grad_tol, is_inexact, locate,
                        quiet_call, require, rule_name, short_dtype, state, to_f64, vjp_against_fd, absdot, dot,
                        close_scalar, all_finite)
 
@@ -70,10 +70,15 @@ def function_grad(ctx: Context) -> Iterator[Finding]:
         exc = st.memo.get(("ct_err", id(ws)))
     if exc is not None:
         st.blocked["JXG017"] = "jax.grad of the function fails"
+        if any(f"'{part}'" in str(exc) for part in _custom_parts(ctx)):
+            return  # a nested rule's own finding (e.g. JXR006 for a primitive without JVP rule) says it
+        # `jaxdiag check` also walks functions nobody differentiates (an ffi_call, a pure_callback): a note there
+        severity = "info" if ctx.options.command == "check" else None
         yield rules.DERIVATIVE_RULE_RAISED.finding(
             f"jax.grad of {name} fails: {error_text(exc)}." + _nested_hint(ctx),
-            fix="Fix the rule named in the error (the nested custom_vjp/custom_jvp/primitive findings below say "
-                "which and why).", location=st.subject.location)
+            fix="Give the non-differentiable part a derivative (jax.custom_jvp / jax.custom_vjp around the "
+                "ffi_call or callback), or fix the rule named in the error.", location=st.subject.location,
+            severity=severity)
         return
     checks = vjp_against_fd(st, ws, {a.pos: c for a, c in zip(st.diff, cts)})
     bad = [c for c in checks if not c.ok and st.fd.stable(c.arg, c.d)]
@@ -283,6 +288,9 @@ def _diagnose_failure(st: GradState, ws: Sequence[Any], arrays: list, batch: lis
         _, err = quiet_call(run)
         if err is None or _skippable(err):
             continue
+        if _primal_fails_too(st, how, arrays, batch):
+            raise SkipCheck(f"{how} fails, but so does the function itself under the same transformation without "
+                            f"differentiation ({short_message(err, 120)}): not a derivative defect")
         message, fix = _explain(err, prefer)
         yield _composition_finding(st, how, message, fix)
         return
@@ -291,9 +299,25 @@ def _diagnose_failure(st: GradState, ws: Sequence[Any], arrays: list, batch: lis
         yield _composition_finding(st, "jax.jit of jax.vmap/jax.grad", message, fix)
 
 
+def _primal_fails_too(st: GradState, how: str, arrays: list, batch: list) -> bool:
+    """True when the undifferentiated subject fails under the same jit/vmap (a Python `if` on values, a missing
+    batching rule): the batching and registration checks own that."""
+    positions = _array_positions(st)
+
+    def f(*values: Any) -> Any:
+        return st.call_target(st.values(dict(zip(positions, values))))
+
+    run = (lambda: jax.jit(jax.vmap(f))(*batch)) if "vmap" in how and "jit" in how else \
+        (lambda: jax.vmap(f)(*batch)) if "vmap" in how else (lambda: jax.jit(f)(*arrays))
+    _, err = quiet_call(run)
+    return err is not None
+
+
 def _compare_compositions(st: GradState, eager: list, g_jit: list, g_vmap: list, g_gvmap: list, loop: list,
                           size: int) -> Iterator[Finding]:
     for a, e, j in zip(st.diff, eager, g_jit):
+        if close(j, e, grad_tol(a.dtype)):
+            continue
         cmp = compare(to_f64(j), to_f64(e), tol=grad_tol(a.dtype))
         if not cmp.ok and not cmp.nonfinite:
             yield _composition_finding(st, "jax.jit(jax.grad(f))", f"the gradient for {a.name} differs from the "
@@ -302,6 +326,8 @@ def _compare_compositions(st: GradState, eager: list, g_jit: list, g_vmap: list,
     for how, got in (("jax.vmap(jax.grad(f))", g_vmap), ("jax.grad(jax.vmap(f))", g_gvmap)):
         for i, a in enumerate(st.diff):
             expected = np.stack([to_f64(loop[j][i]) for j in range(size)])
+            if close(got[i], expected, grad_tol(a.dtype)):
+                continue
             cmp = compare(to_f64(got[i]), expected, tol=grad_tol(a.dtype))
             if not cmp.ok and not cmp.nonfinite:
                 yield _composition_finding(st, how, f"over a batch of {size} examples the gradient for {a.name} "
@@ -319,7 +345,7 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
     """Differentiate the first-order gradient G(x) = J(x)^T w: jvp(G) vs finite differences of G, vs autodiff
     of the undecorated primal, and the dot-product test between jvp(G) and vjp(G) (JXG019)."""
     st = state(ctx)
-    if ctx.options.order < 2:
+    if ctx.options.order < 2 and ctx.options.command != "check":  # `jaxdiag check` runs every check
         raise SkipCheck("first order only (use --order 2)")
     if _jax_internal(st) and not ctx.options.include_jax:
         # e.g. jnp.sinc's _sinc_maclaurin: derivatives valid only at the point where JAX uses the function
@@ -333,7 +359,7 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
     v = tuple(st.tangent(a, 0) for a in st.diff)
     jvp_out, exc = quiet_call(jax.jvp, G, x, v)
     if exc is not None:
-        yield _second_order_failed(st, "jax.jvp of jax.vjp (forward over reverse)", exc)
+        yield _second_order_failed(st, "jax.jvp of jax.vjp (forward over reverse)", exc, ctx.options.command)
         return
     hv = [to_f64(h) for h in jvp_out[1]]
     vjp_out, exc = quiet_call(jax.vjp, G, *x)
@@ -342,7 +368,7 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
         htu, exc = quiet_call(vjp_out[1], [_conj(c) for c in u])  # same conj convention as first order
         htu = [_conj(h) for h in htu] if exc is None else htu
     if exc is not None:
-        yield _second_order_failed(st, "jax.grad of jax.grad (reverse over reverse)", exc)
+        yield _second_order_failed(st, "jax.grad of jax.grad (reverse over reverse)", exc, ctx.options.command)
         return
     yield from _second_order_consistency(st, hv, htu, u)
     yield from _second_order_references(st, ws, G, hv)
@@ -365,14 +391,15 @@ def _first_order(st: GradState, ws: Sequence[Any], call: Callable) -> Callable:
     return G
 
 
-def _second_order_failed(st: GradState, how: str, exc: BaseException) -> Finding:
+def _second_order_failed(st: GradState, how: str, exc: BaseException, command: str) -> Finding:
     name = _display_name(st)
     prefer = st.bwd if st.kind == "custom_vjp" else st.jvp_rule
     return rules.SECOND_ORDER_MISMATCH.finding(
         f"{how} of {name} fails: {error_text(exc, prefer)}. First-order gradients work, but Hessians, "
         "jax.hessian and Newton steps fail.",
         fix="Write the rule with differentiable jax.numpy operations (no NumPy, no Python control flow on values, "
-            "no pure_callback without its own derivative).", location=_rule_location(st), severity="error")
+            "no pure_callback without its own derivative).", location=_rule_location(st),
+        severity="info" if command == "check" else "error")  # many rules never need second derivatives
 
 
 def _second_order_consistency(st: GradState, hv: list, htu: Any, u: list) -> Iterator[Finding]:

@@ -412,8 +412,9 @@ def _missing_abstract_eval(ctx: Context) -> Finding:
                 else "")
     if out.leaves is not None:
         names = _arg_names(ctx)
-        shaped = [f"ShapedArray({shape_expr(s, subject, names)}, {_dtype_expr(d, subject, names)})"
-                  for s, d in out.avals]
+        grown = grown_shapes(ctx) or [None] * len(out.avals)
+        shaped = [f"ShapedArray({shape_expr(s, subject, names, g)}, {_dtype_expr(d, subject, names)})"
+                  for (s, d), g in zip(out.avals, grown)]
         body = f"({', '.join(shaped)}{',' if len(shaped) == 1 else ''})" if prim.multiple_results else shaped[0]
         args = ", ".join(names)
         fix = (f"Register one: `{var}.def_abstract_eval(lambda {args}, **params: {body})` (from jax.core import "
@@ -444,18 +445,37 @@ def _dtype_expr(dtype: np.dtype, subject: Subject, names: list[str]) -> str:
     return f"jnp.{np.dtype(dtype).name}"
 
 
-def shape_expr(shape: tuple[int, ...], subject: Subject, names: list[str]) -> str:
-    """`shape` written in terms of the inputs' shapes when it is a simple slice of one (`x.shape[:-1]`)."""
-    shape = tuple(shape)
+def shape_expr(shape: tuple[int, ...], subject: Subject, names: list[str], grown: tuple[int, ...] | None = None
+               ) -> str:
+    """`shape` written in terms of the inputs' shapes when it is a simple slice of one (`x.shape[:-1]`), and the
+    same slice also gives `grown`, the output's shape for inputs one larger in every dimension (so a constant
+    shape that happens to match is not mistaken for one); otherwise the literal shape."""
+    if grown is None:
+        return repr(tuple(shape))
     for name, spec in zip(names, subject.specs):
-        full = tuple(spec.shape)
-        for text, candidate in ((f"{name}.shape", full), (f"{name}.shape[:-1]", full[:-1]),
-                                (f"{name}.shape[1:]", full[1:]), (f"{name}.shape[:1]", full[:1])):
-            if len(full) >= 1 and candidate == shape and (candidate or text == f"{name}.shape"):
+        small, big = tuple(spec.shape), tuple(d + 1 for d in spec.shape)
+        for text, cut in ((f"{name}.shape", slice(None)), (f"{name}.shape[:-1]", slice(None, -1)),
+                          (f"{name}.shape[1:]", slice(1, None)), (f"{name}.shape[:1]", slice(None, 1))):
+            if small[cut] == tuple(shape) and big[cut] == tuple(grown):
                 return text
-            if not full and candidate == shape:
-                return text
-    return repr(shape)
+    return repr(tuple(shape))
+
+
+def grown_shapes(ctx: Context) -> list[tuple[int, ...]] | None:
+    """The impl's output shapes for inputs one larger in every dimension (None when it does not run on them)."""
+    if "grown_shapes" not in ctx.cache:
+        subject = ctx.subject
+        result = None
+        fn = reference_fn(subject)
+        if fn is not None and subject.kind == "primitive" and _compat.has_impl(subject.obj):
+            args = [np.zeros(tuple(d + 1 for d in s.shape), s.dtype) for s in subject.specs]
+            try:
+                leaves, _ = flat_outputs(subject, fn(*args))
+                result = [tuple(x.shape) for x in leaves]
+            except Exception:  # shapes the impl rejects: fall back to literal shapes
+                result = None
+        ctx.cache["grown_shapes"] = result
+    return ctx.cache["grown_shapes"]
 
 
 def _form_finding(ctx: Context, result: AbstractOutput, location: Location | None) -> Finding:
@@ -500,7 +520,8 @@ def _compare_with_impl(ctx: Context, result: AbstractOutput, location: Location 
         yield rules.ABSTRACT_EVAL_MISMATCH.finding(
             f"{prim.name}'s abstract eval gives {len(result.avals)} output(s) ({avals_text(result.avals)}) but the "
             f"impl returns {len(out.leaves)} ({avals_text(out.avals)}) for {inputs_text(subject)}.",
-            fix=f"Return exactly {len(out.leaves)} ShapedArrays: {_shaped_list(out.avals, subject, _arg_names(ctx))}.",
+            fix=f"Return exactly {len(out.leaves)} ShapedArrays: "
+                f"{_shaped_list(out.avals, subject, _arg_names(ctx), grown_shapes(ctx))}.",
             location=location)
         return
     bad = [k for k, (a, i) in enumerate(zip(result.avals, out.avals)) if a[0] != i[0] or a[1] != i[1]]
@@ -508,16 +529,24 @@ def _compare_with_impl(ctx: Context, result: AbstractOutput, location: Location 
         parts = [f"output {k}: abstract eval says {aval_text(*result.avals[k])}, the impl returns "
                  f"{aval_text(*out.avals[k])}" for k in bad]
         yield rules.ABSTRACT_EVAL_MISMATCH.finding(
-            f"{prim_var(subject)}'s abstract eval disagrees with its impl for {inputs_text(subject)}: {'; '.join(parts)}. "
+            f"{prim_var(subject)}'s abstract eval disagrees with its impl for {inputs_text(subject)}: "
+            f"{'; '.join(parts)}. "
             "Eager calls silently use the impl's result; under jit lowering fails with an MLIR verifier error "
             "(`type of return operand 0 ... doesn't match function result type`).",
-            fix=f"Return what the impl returns: {_shaped_list([out.avals[k] for k in bad], subject, _arg_names(ctx))}.",
+            fix="Return what the impl returns: " + _shaped_list(
+                [out.avals[k] for k in bad], subject, _arg_names(ctx), _pick(grown_shapes(ctx), bad)) + ".",
             location=location)
 
 
-def _shaped_list(avals: list[tuple[tuple[int, ...], Any]], subject: Subject, names: list[str]) -> str:
-    return ", ".join(f"`ShapedArray({shape_expr(s, subject, names)}, {_dtype_expr(d, subject, names)})`"
-                     for s, d in avals)
+def _pick(items: list[Any] | None, indices: list[int]) -> list[Any] | None:
+    return [items[k] for k in indices] if items is not None and max(indices) < len(items) else None
+
+
+def _shaped_list(avals: list[tuple[tuple[int, ...], Any]], subject: Subject, names: list[str],
+                 grown: list[Any] | None) -> str:
+    grown = grown if grown is not None and len(grown) == len(avals) else [None] * len(avals)
+    return ", ".join(f"`ShapedArray({shape_expr(s, subject, names, g)}, {_dtype_expr(d, subject, names)})`"
+                     for (s, d), g in zip(avals, grown))
 
 
 # ---------------------------------------------------------------------------------------------------------------

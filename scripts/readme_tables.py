@@ -1,0 +1,261 @@
+"""Generate the README's "What JAX says vs what jaxdiag says" table from the samples.
+
+For every catalog rule with a bad sample (`samples/<code>_bad.py`):
+- what plain JAX does when a user makes the natural call on the sample's target (`scripts/jax_says.py`): the first
+  line of the exception, type included, or "nothing: wrong result (...)";
+- what jaxdiag says: the first sentence of that rule's finding from `jaxdiag check samples/<code>_bad.py` (or, for a
+  rule `check` does not run by default, from the command that does, e.g. `jaxdiag grad --order 2`).
+
+    python scripts/readme_tables.py            # rewrite the table in README.md
+    python scripts/readme_tables.py --print    # print the table, leave README.md alone
+    python scripts/readme_tables.py --check    # exit 1 with a diff if README.md's table is stale
+
+The table records the JAX version it was generated with. `--check` on another JAX release prints a notice and exits
+0: messages legitimately differ between releases (CI checks on the newest JAX). Inputs are seeded, so two runs on
+the same JAX release produce the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import importlib.util
+import io
+import os
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+SAMPLES = ROOT / "samples"
+BEGIN, END = "<!-- table:jax-vs-jaxdiag -->", "<!-- /table:jax-vs-jaxdiag -->"
+JAX_WIDTH = 110  # characters of JAX's message kept
+JAXDIAG_WIDTH = 220  # characters of jaxdiag's first sentence kept
+VERSION_RE = re.compile(r"with jax ([0-9][0-9A-Za-z.+-]*)")
+
+# Rules that `jaxdiag check` does not run with its defaults, and the command (and API options) that does.
+SPECIAL_COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {
+    "JXG019": ("grad --order 2", {"order": 2}),
+}
+
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+@contextlib.contextmanager
+def _in_root() -> Iterator[None]:
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+
+
+def _clean(text: str) -> str:
+    """One line, no machine-specific paths or addresses, so the table is the same on every machine."""
+    text = text.replace(str(ROOT) + os.sep, "").replace(str(ROOT), ".")
+    text = re.sub(r"0x[0-9a-fA-F]{6,}", "0x…", text)
+    text = re.sub(r"(/[\w.+-]+)+/(site-packages|dist-packages)/", "", text)
+    return " ".join(text.split())
+
+
+def _trim(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def first_line(exc: BaseException) -> str:
+    """`Type: first line`; array values printed in the message are elided (`Array(…)`), and a first line that
+    only announces what follows (ends with `:`) gets the next line too."""
+    text = re.sub(r"Array\((\[.*?\]|[^()]*?)(, dtype=\w+)?\)", "Array(…)", str(exc), flags=re.S)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    message = lines[0] if lines else ""
+    if message.endswith(":") and len(lines) > 1:
+        message = f"{message} {lines[1]}"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def first_sentence(text: str) -> str:
+    """Up to the first `. ` followed by a capital letter or a backtick, outside backticks."""
+    ticks = 0
+    for i, ch in enumerate(text):
+        if ch == "`":
+            ticks += 1
+        elif ch in ".!?" and ticks % 2 == 0 and i + 2 < len(text) and text[i + 1] == " " and (
+                text[i + 2].isupper() or text[i + 2] == "`"):
+            return text[: i + 1]
+    return text
+
+
+def load_sample(name: str) -> ModuleType:
+    """Import samples/<name> under a private module name (the FFI samples find `ffi_kernels` on sys.path)."""
+    if str(SAMPLES) not in sys.path:
+        sys.path.insert(0, str(SAMPLES))
+    path = SAMPLES / name
+    spec = importlib.util.spec_from_file_location(f"_jax_says_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def what_jax_says(code: str, name: str) -> str:
+    from jax_says import JAX_SAYS
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            module = load_sample(name)
+            result = JAX_SAYS[code](module) or "nothing"
+        except Exception as exc:  # what JAX (or the user's rule under JAX) raised: the point of the table
+            return _trim(_clean(first_line(exc)), JAX_WIDTH)
+    noted = [w for w in caught if issubclass(w.category, (DeprecationWarning, FutureWarning, UserWarning))
+             and "jax" in (w.filename or "") + str(w.message).lower()]
+    if noted:
+        w = noted[0]
+        result += f"; warns {w.category.__name__}: {str(w.message).splitlines()[0]}"
+    return _trim(_clean(result), JAX_WIDTH)
+
+
+def _quiet() -> contextlib.AbstractContextManager:
+    return contextlib.redirect_stderr(io.StringIO())
+
+
+def what_jaxdiag_says(code: str, name: str) -> tuple[str, str]:
+    """(first sentence of the finding for `code`, the command that produced it)."""
+    import jaxdiag
+    from jaxdiag._lint import check_paths
+
+    with _in_root(), _quiet(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        command, options = f"check samples/{name}", {}
+        if code in SPECIAL_COMMANDS:
+            command, options = SPECIAL_COMMANDS[code]
+            module = load_sample(name)
+            findings = []
+            for attr, config in getattr(module, "JAXDIAG", {}).items():
+                api = jaxdiag.check_grad if code.startswith("JXG") else jaxdiag.check_batching
+                report = api(f"samples/{name}:{attr}", *config.get("args", []), **options,
+                             **config.get("params", {}))
+                findings += report.findings
+            command = f"{command} samples/{name}:…"
+        else:
+            findings = check_paths([f"samples/{name}"], keep_going=True).findings
+    hit = next((f for f in findings if f.code == code), None)
+    if hit is None:
+        skipped = next((f for f in findings if f.code == "JXR902" and code in f.message), None)
+        if skipped is not None:
+            return _trim(_clean(f"(JXR902) {first_sentence(skipped.message)}"), JAXDIAG_WIDTH), command
+        return f"(not reported on this JAX release: {', '.join(sorted({f.code for f in findings})) or 'no finding'})", \
+            command
+    return _trim(_clean(first_sentence(hit.message)), JAXDIAG_WIDTH), command
+
+
+def _cell(text: str, code: bool = False) -> str:
+    text = text.replace("|", "\\|")
+    if code:
+        fence = "``" if "`" in text else "`"
+        pad = " " if text.startswith("`") or text.endswith("`") else ""
+        return f"{fence}{pad}{text}{pad}{fence}"
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def rows() -> list[tuple[str, str, str, str, str]]:
+    """(code and name, the plain-JAX call, what JAX says, what jaxdiag says, jaxdiag command) per bad sample."""
+    from jax_says import JAX_SAYS
+    from jaxdiag._rules import iter_rules
+
+    out = []
+    for r in iter_rules():
+        if not r.bad_sample or not (SAMPLES / r.bad_sample).is_file():
+            continue
+        if r.code not in JAX_SAYS:
+            raise SystemExit(f"scripts/jax_says.py has no repro for {r.code} ({r.bad_sample}): add one")
+        call = (JAX_SAYS[r.code].__doc__ or "").strip()
+        jax_text = what_jax_says(r.code, r.bad_sample)
+        ours, command = what_jaxdiag_says(r.code, r.bad_sample)
+        out.append((f"`{r.code}` {r.name}", call, jax_text, ours, command))
+    return out
+
+
+def render() -> str:
+    import jax
+    import jaxlib
+
+    body = rows()
+    lines = [
+        f"Generated by `python scripts/readme_tables.py` from `samples/<code>_bad.py` with jax {jax.__version__} "
+        f"(jaxlib {getattr(jaxlib, '__version__', '?')}); CI fails if it is stale (`--check`, on that release; on "
+        "another release `--check` only prints a notice, since JAX's messages change between releases). "
+        "\"JAX says\" is the first line of what plain JAX raises for the call shown, or what is wrong when it raises "
+        "nothing; \"jaxdiag says\" is the first sentence of the finding from `jaxdiag check samples/<code>_bad.py`.",
+        "",
+        "| Rule | You run (plain JAX) | JAX says | jaxdiag says |",
+        "|---|---|---|---|",
+    ]
+    for rule, call, jax_text, ours, command in body:
+        extra = "" if command.startswith("check ") else f" (`jaxdiag {command}`)"
+        jax_cell = _cell(jax_text) if jax_text.startswith("nothing") else _cell(jax_text, code=True)
+        lines.append(f"| {rule} | {call.replace('|', chr(92) + '|')} | {jax_cell} | {_cell(ours)}{extra} |")
+    return "\n".join(lines)
+
+
+def _block(text: str) -> str | None:
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        return None
+    return text[start + len(BEGIN):end].strip("\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1 with a diff if README.md's table is stale")
+    mode.add_argument("--print", action="store_true", help="print the table instead of writing README.md")
+    args = parser.parse_args(argv)
+
+    import jax
+
+    readme = README.read_text(encoding="utf-8")
+    current = _block(readme)
+    if current is None and not args.print:
+        print(f"README.md has no {BEGIN} ... {END} block", file=sys.stderr)
+        return 1
+    if args.check:
+        recorded = VERSION_RE.search(current or "")
+        if recorded is None:
+            print("README table records no JAX version; regenerate it: python scripts/readme_tables.py",
+                  file=sys.stderr)
+            return 1
+        if recorded.group(1) != jax.__version__:
+            print(f"notice: the README table was generated with jax {recorded.group(1)}; this is jax "
+                  f"{jax.__version__}, whose messages may differ. Not checked (run on jax {recorded.group(1)}).")
+            return 0
+    start = time.perf_counter()
+    table = render()
+    seconds = time.perf_counter() - start
+    if args.print:
+        print(table)
+        return 0
+    if args.check:
+        if table == current:
+            print(f"README table is up to date (jax {jax.__version__}, {seconds:.0f} s)")
+            return 0
+        diff = difflib.unified_diff(current.splitlines(), table.splitlines(), "README.md (checked in)",
+                                    "README.md (generated)", lineterm="")
+        print("\n".join(diff))
+        print("README table is stale: run `python scripts/readme_tables.py` and commit README.md", file=sys.stderr)
+        return 1
+    README.write_text(readme.replace(readme[readme.find(BEGIN):readme.find(END)], f"{BEGIN}\n{table}\n", 1),
+                      encoding="utf-8")
+    print(f"wrote the table to README.md (jax {jax.__version__}, {seconds:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

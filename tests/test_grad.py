@@ -1,0 +1,368 @@
+"""`jaxdiag grad`: every JXG rule (and JXR006/JXR007) fires on its bad sample and stays silent on its good one; the
+seeds; messages carry numbers and the user's file:line; suppression; --order 2; nested rules inside functions;
+`check` severities; JAX state left as found."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import jaxdiag
+from jaxdiag import _compat
+from jaxdiag._rules import RULES
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+GRAD_CODES = sorted(c for c in RULES if c.startswith("JXG")) + ["JXR006", "JXR007"]
+SECOND_ORDER = {"JXG019"}  # fires with --order 2 only
+
+
+def sample_target(name: str) -> tuple[str, list[str], dict]:
+    """(TARGET, args, params) from the sample's JAXDIAG dict."""
+    path = SAMPLES / name
+    spec = importlib.util.spec_from_file_location(f"grad_sample_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (attr, config), = module.JAXDIAG.items()
+    return f"{path}:{attr}", list(config["args"]), dict(config.get("params", {}))
+
+
+def run_sample(name: str, order: int | None = None, **kwargs) -> jaxdiag.Report:
+    target, args, params = sample_target(name)
+    order = order or (2 if name[:6].upper() in SECOND_ORDER else 1)
+    return jaxdiag.check_grad(target, *args, order=order, **kwargs, **params)
+
+
+def problems(report: jaxdiag.Report) -> list:
+    return [f for f in report.findings if f.severity in ("error", "warning")]
+
+
+def internal_errors(report: jaxdiag.Report) -> list:
+    return [(c.name, c.detail) for t in report.targets for c in t.checks if c.status == "error"]
+
+
+def write_module(tmp_path: Path, name: str, source: str) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad fires, good is silent: every rule
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code", GRAD_CODES)
+def test_bad_sample_reports_its_rule(code):
+    report = run_sample(f"{code.lower()}_bad.py")
+    assert not internal_errors(report), internal_errors(report)
+    found = [f for f in report.findings if f.code == code]
+    assert found, f"{code} not reported; got {[(f.code, f.message[:120]) for f in report.findings]}"
+    finding = found[0]
+    assert finding.severity == RULES[code].severity
+    assert finding.message and finding.fix
+    assert finding.location is not None and finding.location.path.endswith(f"{code.lower()}_bad.py")
+
+
+@pytest.mark.parametrize("code", GRAD_CODES)
+def test_good_sample_is_clean(code):
+    report = run_sample(f"{code.lower()}_good.py", order=2)  # good samples are clean at second order too
+    assert not internal_errors(report), internal_errors(report)
+    assert not problems(report), [(f.code, f.message) for f in problems(report)]
+
+
+def test_every_grad_rule_has_both_samples():
+    for code in GRAD_CODES:
+        rule = RULES[code]
+        assert rule.sample_path("bad").is_file() and rule.sample_path("good").is_file(), code
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The seeds
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_seed_published_bwd_structure_with_the_fix():
+    report = jaxdiag.check_grad(f"{SAMPLES / 'seed_vjp_published.py'}:test_func", "f32[3]", "f32[3]")
+    (finding,) = [f for f in report.findings if f.code == "JXG010"]
+    assert "`return (dx, dy)`" in finding.fix
+    assert "((f32[3], f32[3]), None)" in finding.message and "keyword arguments" in finding.fix
+    assert finding.location.function == "test_func_bwd" and finding.location.line == 24
+    assert report.codes() - {"JXG010"} == set()
+
+
+def test_seed_structure_fixed_ignores_out_1():
+    report = jaxdiag.check_grad(f"{SAMPLES / 'seed_vjp_structure_fixed.py'}:test_func", "f32[3]", "f32[3]")
+    (finding,) = [f for f in report.findings if f.code == "JXG011"]
+    assert "cotangent of out_1" in finding.message
+    assert "[0, 0, 0] instead of [1, 1, 1]" in finding.message  # grad of sum(out_1) is 0 instead of 1
+    assert finding.location.function == "test_func_bwd"
+    assert not [f for f in report.findings if f.code != "JXG011"]
+
+
+@pytest.mark.parametrize("name", ["seed_vjp_fixed.py", "seed_jvp.py"])
+def test_fixed_seeds_are_clean(name):
+    report = jaxdiag.check_grad(f"{SAMPLES / name}:test_func", "f32[3]", "f32[3]", order=2)
+    assert not problems(report) and not internal_errors(report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Messages: numbers, shapes, dtypes, file:line
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_numerical_mismatch_reports_numbers_and_how_to_suppress():
+    (finding,) = run_sample("jxg014_bad.py").findings
+    assert re.search(r"max abs difference \d", finding.message)
+    assert "tolerance" in finding.message and "finite differences" in finding.message
+    assert "may be intended" in finding.message
+    assert "# jaxdiag: ignore[JXG014]" in finding.fix and "jxg014_bad.py:20" in finding.fix
+    assert (finding.location.line, finding.location.function) == (20, "softplus_bwd")
+
+
+def test_primitive_jvp_mismatch_points_at_the_rule_and_gives_values():
+    (finding,) = [f for f in run_sample("jxg001_bad.py").findings if f.code == "JXG001"]
+    assert finding.location.function == "_my_cos_jvp"
+    assert re.search(r"rule gives \[-?\d", finding.message) and "finite differences give" in finding.message
+
+
+def test_rule_that_raises_names_the_users_line():
+    (finding,) = run_sample("jxg017_bad.py").findings
+    assert "ValueError" in finding.message and "jxg017_bad.py:21" in finding.message and "`t, x = res`" in finding.message
+
+
+def test_dtype_drift_names_both_dtypes():
+    (finding,) = run_sample("jxg004_bad.py").findings
+    assert "f16" in finding.message and "f32" in finding.message
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Suppression, --select/--ignore, --order 2
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_inline_suppression_on_the_def_line(tmp_path):
+    source = (SAMPLES / "jxg014_bad.py").read_text(encoding="utf-8")
+    source = source.replace("def softplus_bwd(x, g):", "def softplus_bwd(x, g):  # jaxdiag: ignore[JXG014]")
+    path = tmp_path / "clipped.py"
+    path.write_text(source, encoding="utf-8")
+    report = jaxdiag.check_grad(f"{path}:softplus", "f32[3]")
+    assert report.ok and "JXG014" not in report.codes()
+
+
+def test_ignore_option():
+    target, args, _ = sample_target("jxg014_bad.py")
+    assert jaxdiag.check_grad(target, *args, ignore=["JXG014"]).ok
+
+
+def test_second_order_only_with_order_2():
+    assert "JXG019" not in run_sample("jxg019_bad.py", order=1).codes()
+    assert "JXG019" in run_sample("jxg019_bad.py", order=2).codes()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Functions, nested rules, nondiff_argnums, symbolic zeros, integer arguments
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_function_checks_nested_custom_vjp_and_the_whole(tmp_path):
+    write_module(tmp_path, "model_nested", f"""
+        import sys
+        sys.path.insert(0, {str(SAMPLES)!r})
+        import jax.numpy as jnp
+        from seed_vjp_structure_fixed import test_func
+
+        def model(x, y):
+            a, b = test_func(x, y)
+            return jnp.sum(a * b)
+        """)
+    report = jaxdiag.check_grad(f"{tmp_path / 'model_nested.py'}:model", "f32[3]", "f32[3]")
+    kinds = {t.kind for t in report.targets}
+    assert kinds == {"function", "custom_vjp"}
+    nested = [t for t in report.targets if t.kind == "custom_vjp"][0]
+    assert "JXG011" in {f.code for f in nested.findings}
+    whole = [t for t in report.targets if t.kind == "function"][0]
+    assert "JXG014" in {f.code for f in whole.findings}  # the function's gradient is wrong as a whole
+
+
+def test_bwd_with_the_wrong_nondiff_order(tmp_path):
+    write_module(tmp_path, "apply_fn", """
+        from functools import partial
+        import jax
+        import jax.numpy as jnp
+
+        @partial(jax.custom_vjp, nondiff_argnums=(0,))
+        def apply(fn, x):
+            return fn(x)
+
+        def apply_fwd(fn, x):
+            return fn(x), x
+
+        def apply_bwd(res, g, fn):
+            return (g * jnp.cos(res),)
+
+        apply.defvjp(apply_fwd, apply_bwd)
+
+        def model(x):
+            return apply(jnp.sin, x)
+        """)
+    report = jaxdiag.check_grad(f"{tmp_path / 'apply_fn.py'}:model", "f32[3]")
+    (finding,) = [f for f in report.findings if f.code == "JXG015"]
+    assert "def apply_bwd(fn, res, g)" in finding.fix
+
+
+def test_symbolic_zeros(tmp_path):
+    write_module(tmp_path, "symzero", """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.custom_jvp
+        def mul(x, y):
+            return x * y
+
+        def mul_jvp(primals, tangents):
+            (x, y), (tx, ty) = primals, tangents
+            return x * y, tx * y + x * ty
+
+        mul.defjvp(mul_jvp, symbolic_zeros=True)
+
+        @jax.custom_vjp
+        def sq(x):
+            return x * x
+
+        def sq_fwd(x):
+            return x * x, x
+
+        def sq_bwd(x, g):
+            return (2 * x * g,)
+
+        sq.defvjp(sq_fwd, sq_bwd, symbolic_zeros=True)
+        """)
+    jvp_report = jaxdiag.check_grad(f"{tmp_path / 'symzero.py'}:mul", "f32[3]", "f32[3]")
+    assert "JXG006" in jvp_report.codes()
+    vjp_report = jaxdiag.check_grad(f"{tmp_path / 'symzero.py'}:sq", "f32[3]")
+    (finding,) = [f for f in vjp_report.findings if f.code == "JXG006"]
+    assert "CustomVJPPrimal" in finding.message and ".value" in finding.fix
+
+
+def test_integer_argument_none_cotangent_is_fine(tmp_path):
+    write_module(tmp_path, "intarg", """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.custom_vjp
+        def scale(x, n):
+            return x * n
+
+        def scale_fwd(x, n):
+            return x * n, n
+
+        def scale_bwd(n, g):
+            return (g * n, None)
+
+        scale.defvjp(scale_fwd, scale_bwd)
+        """)
+    report = jaxdiag.check_grad(f"{tmp_path / 'intarg.py'}:scale", "f32[3]", "i32[3]")
+    assert not problems(report) and not internal_errors(report)
+
+
+def test_jvp_rule_returning_only_the_tangent_and_a_list(tmp_path):
+    write_module(tmp_path, "jvpshape", """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.custom_jvp
+        def only_tangent(x):
+            return jnp.sin(x)
+
+        only_tangent.defjvp(lambda p, t: jnp.cos(p[0]) * t[0])
+
+        @jax.custom_jvp
+        def pair(x):
+            return jnp.sin(x), jnp.cos(x)
+
+        @pair.defjvp
+        def pair_jvp(p, t):
+            (x,), (tx,) = p, t
+            return (jnp.sin(x), jnp.cos(x)), [jnp.cos(x) * tx, -jnp.sin(x) * tx]
+        """)
+    assert "JXG007" in jaxdiag.check_grad(f"{tmp_path / 'jvpshape.py'}:only_tangent", "f32[3]").codes()
+    (finding,) = jaxdiag.check_grad(f"{tmp_path / 'jvpshape.py'}:pair", "f32[3]").findings
+    assert finding.code == "JXG007" and "tuple vs list" in finding.message
+
+
+def test_affine_jvp_explains_forward_and_reverse(tmp_path):
+    write_module(tmp_path, "affine", """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.custom_jvp
+        def f(x):
+            return jnp.sin(x)
+
+        @f.defjvp
+        def f_jvp(p, t):
+            return jnp.sin(p[0]), jnp.cos(p[0]) * t[0] + 1.0
+        """)
+    (finding,) = jaxdiag.check_grad(f"{tmp_path / 'affine.py'}:f", "f32[3]").findings
+    assert finding.code == "JXG020" and "zero tangent gives" in finding.message
+    assert "forward and reverse mode disagree" in finding.message
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Dtypes, determinism, `check` severities, JAX state
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", ["f64[3]", "f16[3]", "bf16[4]", "f32[]", "f32[2,3]"])
+def test_good_custom_rules_across_dtypes_and_shapes(spec):
+    for name, attr in (("jxg014_good.py", "softplus"), ("jxg020_good.py", "safe_abs"), ("jxg001_good.py", "my_cos_p")):
+        report = jaxdiag.check_grad(f"{SAMPLES / name}:{attr}", spec)
+        assert not problems(report) and not internal_errors(report), (name, spec, problems(report))
+
+
+def test_bad_rule_is_found_in_float64_too():
+    target, _, _ = sample_target("jxg014_bad.py")
+    assert "JXG014" in jaxdiag.check_grad(target, "f64[4]").codes()
+
+
+def test_deterministic():
+    first = [(f.code, f.message) for f in run_sample("jxg014_bad.py").findings]
+    assert first == [(f.code, f.message) for f in run_sample("jxg014_bad.py").findings]
+
+
+def test_check_mode_severities():
+    missing_jvp, _, _ = sample_target("jxr006_bad.py")
+    missing_transpose, _, _ = sample_target("jxr007_bad.py")
+    assert {f.severity for f in jaxdiag.check_all(missing_jvp, "f32[3]").findings if f.code == "JXR006"} == {"info"}
+    assert {f.severity for f in jaxdiag.check_all(missing_transpose, "f32[3]").findings
+            if f.code == "JXR007"} == {"warning"}
+
+
+def test_registries_and_config_restored():
+    from jaxdiag._targets import load_target
+
+    spied = load_target(sample_target("jxg003_bad.py")[0], str(ROOT)).obj  # its transpose rule is spied on
+    x64 = load_target(sample_target("jxg014_bad.py")[0], str(ROOT)).obj  # float64 references under x64
+    before = _compat.snapshot_registries()
+    assert "JXG003" in jaxdiag.check_grad(spied, "f32[3]").codes()
+    assert "JXG014" in jaxdiag.check_grad(x64, "f32[3]").codes()
+    assert _compat.snapshot_registries() == before
+
+
+def test_cli_grad_exit_codes(tmp_path):
+    from typer.testing import CliRunner
+
+    from jaxdiag._cli import app
+
+    runner = CliRunner()
+    bad = runner.invoke(app, ["grad", f"{SAMPLES / 'seed_vjp_published.py'}:test_func", "--arg", "f32[3]",
+                              "--arg", "f32[3]", "--format", "json"])
+    assert bad.exit_code == 1 and '"JXG010"' in bad.stdout
+    good = runner.invoke(app, ["grad", f"{SAMPLES / 'seed_jvp.py'}:test_func", "--arg", "f32[3]", "--arg",
+                               "f32[3]", "--order", "2"])
+    assert good.exit_code == 0, good.stdout
