@@ -434,6 +434,9 @@ def run_subject(subject: Subject, options: Options, cache: dict | None = None) -
             findings = list(chk.run(ctx))
         except SkipCheck as skip:
             status, detail = "skipped", str(skip)
+            if skip.note:  # a skip the user must hear about (e.g. a defect this JAX release cannot show)
+                findings = [rules.CHECK_SKIPPED.finding(f"{skip} (check `{chk.name}` skipped)",
+                                                        location=skip.location)]
         except Exception as exc:  # jaxdiag's own bug: report it, keep checking the rest
             status = "error"
             detail = f"internal error in check {chk.name}: {type(exc).__name__}: {exc}\n" + "".join(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from expected_codes import EXPECTED, differences, expected_for, observed, sample_files
+from expected_codes import EXPECTED, EXPECTED_BY_JAX, WHY_BY_JAX, differences, expected_for, observed, sample_files
 
 HINT = "if the change is intended, regenerate the table and review its diff: python -m tests.expected_codes --update"
 
@@ -35,3 +35,22 @@ def test_bad_samples_report_their_rule_and_good_samples_are_clean(name):
     else:
         assert not problems and code not in reported, f"samples/{name} should report no error, no warning and " \
                                                       f"not {code}; reports {entry}"
+
+
+OVERRIDES = sorted((release, name) for release, table in EXPECTED_BY_JAX.items() for name in table)
+
+
+@pytest.mark.parametrize("release,name", OVERRIDES)
+def test_every_release_override_says_why(release, name):
+    assert WHY_BY_JAX.get(release, {}).get(name), f"EXPECTED_BY_JAX[{release!r}][{name!r}] differs from the newest " \
+                                                  f"JAX's entry: add the reason to WHY_BY_JAX[{release!r}]"
+
+
+@pytest.mark.parametrize("release,name", [o for o in OVERRIDES if re.fullmatch(r"jx[a-z]\d{3}_bad\.py", o[1])])
+def test_a_defect_an_old_release_cannot_show_is_reported_as_skipped(release, name):
+    """On an older release a bad sample either still reports its rule (maybe at another severity) or reports
+    JXR902 (check-skipped, info) saying why it cannot: never a silent pass."""
+    code, entry = name[:6].upper(), EXPECTED_BY_JAX[release][name]
+    reported = {c for codes in entry.values() for c in codes}
+    assert code in reported or "JXR902" in entry.get("info", []), \
+        f"on jax {release}, samples/{name} reports neither {code} nor JXR902: {entry}"

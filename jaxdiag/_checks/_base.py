@@ -15,7 +15,17 @@ COMMANDS = ("batching", "grad")
 
 
 class SkipCheck(Exception):
-    """Raised by a check that cannot run here; the message says why (shown as the check's detail)."""
+    """Raised by a check that cannot run here; the message says why (shown as the check's detail).
+
+    `note=True` when the skip hides something the user must hear about, typically a defect this JAX release cannot
+    show (a rule using an internal that only newer releases removed): the engine then also reports the reason as
+    a JXR902 check-skipped finding (info) at `location`, rather than a silent pass.
+    """
+
+    def __init__(self, reason: str = "", *, note: bool = False, location: Location | None = None) -> None:
+        super().__init__(reason)
+        self.note = note
+        self.location = location
 
 
 @dataclass

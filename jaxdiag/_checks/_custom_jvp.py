@@ -27,9 +27,9 @@ from .. import _rules as rules
 from .._numerics import compare
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
-from ._custom_vjp import _leaf_difference
-from ._gradref import (N_DIRECTIONS, Arg, GradState, aval_text, close, dot, error_text, fmt_values, grad_tol, is_inexact,
-                       quiet_call, require, rule_name, short_dtype, short_message, state, to_f64)
+from ._gradref import (N_DIRECTIONS, Arg, GradState, aval_text, close, dot, error_text, fmt_values, grad_tol,
+                       is_float0, is_inexact, leaf_difference, quiet_call, require, rule_name, short_dtype,
+                       short_message, state, to_f64)
 
 KINDS = {"custom_jvp", "primitive"}
 
@@ -114,7 +114,7 @@ def tangent_leaves(st: GradState, tangent_out: Any) -> list[np.ndarray]:
         leaves = jax.tree_util.tree_leaves(tangent_out, is_leaf=lambda x: x is None or _compat.is_symbolic_zero(x))
     out = []
     for leaf, primal in zip(leaves, st.out_leaves):
-        if leaf is None or _compat.is_symbolic_zero(leaf) or np.asarray(leaf).dtype.kind == "V":
+        if leaf is None or _compat.is_symbolic_zero(leaf) or is_float0(leaf):
             out.append(np.zeros(np.shape(primal), np.complex128 if np.asarray(primal).dtype.kind == "c"
                                 else np.float64))
         else:
@@ -145,39 +145,43 @@ _COMPILED: "collections.OrderedDict[tuple, tuple[Any, Any]]" = collections.Order
 
 def T_many(st: GradState, items: Sequence[tuple[Any, dict[int, Any]]]) -> None:
     """Fill T's memo for several tangent sets with one compiled call of the rule (eager calls of a rule cost a
-    dispatch per operation); falls back to eager calls when the rule cannot be traced or jitted."""
+    dispatch per operation); falls back to eager calls when the rule cannot be traced or jitted. A key
+    ("z", pos) asks for the tangent of `pos` alone with the others as symbolic zeros (jvp-symbolic-zeros)."""
     memo = st.memo.setdefault("T", {})
     missing = [(_norm_key(st, k), t) for k, t in items if _norm_key(st, k) not in memo]
-    if len(missing) > 1 and st.kind in KINDS and not any(st.args[i].nondiff and not st.args[i].static
-                                                         for i in range(len(st.args)) if st.args[i].nondiff):
-        fn = _compiled_rule(st, len(missing))
+    if len(missing) > 1 and not any(a.nondiff and not a.static for a in st.args):
+        only = tuple(k[1] if k[0] == "z" else None for k, _ in missing)
+        fn = _compiled_rule(st, only)
         sets = [[t.get(a.pos, jnp.zeros(a.shape, a.dtype)) for a in st.diff] for _, t in missing]
         out, exc = quiet_call(lambda: jax.block_until_ready(fn([a.value for a in st.args if not a.static], sets)))
         if exc is None:
             for (key, _), tangent_out in zip(missing, out):
                 memo[key] = tangent_leaves(st, tangent_out)
             return
-    for key, tangents in missing:
-        T(st, key, tangents)
+    for key, tangents in missing:  # eager, one by one; symbolic-zero sets are left to jvp-symbolic-zeros
+        if key[0] != "z":
+            T(st, key, tangents)
 
 
-def _compiled_rule(st: GradState, count: int) -> Any:
+def _compiled_rule(st: GradState, only: tuple[int | None, ...]) -> Any:
+    """jit of the rule applied to several tangent sets, memoised per rule. Set i passes symbolic zeros for every
+    argument but `only[i]` when that is not None."""
     rule = jvp_rule(st)
     key = (id(rule), id(st.subject.obj), repr(sorted(st.subject.params.items(), key=lambda kv: kv[0])),
            tuple(str(s) for s in st.subject.specs), repr(st.subject.static_args),
-           tuple(repr(st.args[i].value) for i in st.nondiff), count, _compat.x64_enabled())
+           tuple(repr(st.args[i].value) for i in st.nondiff), only, _compat.x64_enabled())
     hit = _COMPILED.get(key)
     if hit is not None and hit[0] is rule:
         return hit[1]
     arrays = [a.pos for a in st.args if not a.static]
 
     def many(values: list[Any], sets: list[list[Any]]) -> list[Any]:
-        full = {p: v for p, v in zip(arrays, values)}
+        full = dict(zip(arrays, values))
+        primals = [full.get(a.pos, a.value) for a in st.args]
         outs = []
-        for ts in sets:
-            result = _call_jvp_with(st, [full.get(a.pos, a.value) for a in st.args],
-                                    {a.pos: t for a, t in zip(st.diff, ts)})
-            outs.append(result[1])
+        for ts, pos in zip(sets, only):
+            tangents = {a.pos: t for a, t in zip(st.diff, ts) if pos is None or a.pos == pos}
+            outs.append(_call_jvp_with(st, primals, tangents, symbolic=pos is not None)[1])
         return outs
 
     fn = jax.jit(many)
@@ -187,14 +191,14 @@ def _compiled_rule(st: GradState, count: int) -> Any:
     return fn
 
 
-def _call_jvp_with(st: GradState, values: list[Any], tangents: dict[int, Any]) -> Any:
+def _call_jvp_with(st: GradState, values: list[Any], tangents: dict[int, Any], symbolic: bool = False) -> Any:
     """The rule on explicit primal values (traceable, no error handling: for jit)."""
     rule = jvp_rule(st)
     if st.kind == "primitive":
-        tans = [tangents[a.pos] if a.pos in tangents else _zero_for(st, a, False) for a in st.args]
+        tans = [tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.args]
         return rule(values, tans, **st.subject.params)
     primals = tuple(values[a.pos] for a in st.dyn)
-    tans = tuple(tangents[a.pos] if a.pos in tangents else _zero_for(st, a, False) for a in st.dyn)
+    tans = tuple(tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.dyn)
     return rule(*[values[i] for i in st.nondiff], primals, tans)
 
 
@@ -314,7 +318,7 @@ def _primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[Find
             location=rule_location(st))
         return
     for name, g, want in zip(st.out_names, got, st.out_leaves):
-        problem = _leaf_difference(g, want)
+        problem = leaf_difference(g, want)
         if problem is None:
             continue
         if "shape" in problem:
@@ -395,7 +399,8 @@ def jvp_linearity(ctx: Context) -> Iterator[Finding]:
     if not st.diff or N_DIRECTIONS < 2:
         raise SkipCheck("no floating-point argument to differentiate")
     both = {a.pos: st.tangent(a, 0) + st.tangent(a, 1) for a in st.diff}
-    T_many(st, [(("j", 1), joint(st, 1)), (("j", "0+1"), both), (("j", "2x0"), joint(st, 0, 2.0))])
+    symbolic = [(("z", a.pos), {a.pos: st.tangent(a, 0)}) for a in _symbolic_candidates(st)]
+    T_many(st, [(("j", 1), joint(st, 1)), (("j", "0+1"), both), (("j", "2x0"), joint(st, 0, 2.0)), *symbolic])
     t1, t2 = T(st, ("j", 0), joint(st, 0)), T(st, ("j", 1), joint(st, 1))
     t12 = T(st, ("j", "0+1"), both)
     t2x = T(st, ("j", "2x0"), joint(st, 0, 2.0))
@@ -458,7 +463,7 @@ def _reverse_consequence(st: GradState) -> str:
                 f"`{type(exc).__name__}: {short_message(exc, 200)}`, naming a lax primitive rather than your rule.")
     if cts is None:
         return ""
-    fwd = sum(dot(w, t) for w, t in zip(ws, T(st, ("j", 0), joint(st, 0)) or []) if np.asarray(w).dtype.kind != "V")
+    fwd = sum(dot(w, t) for w, t in zip(ws, T(st, ("j", 0), joint(st, 0)) or []) if not is_float0(w))
     rev = sum(dot(ct, st.tangent(a, 0)) for ct, a in zip(cts, st.diff))
     return (f"jax.grad silently keeps only the linear part, so forward and reverse mode disagree: <w, J v> is "
             f"{fwd:.6g} by jax.jvp/jacfwd but {rev:.6g} by jax.grad/jacrev.")
@@ -596,6 +601,15 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _symbolic_candidates(st: GradState) -> list[Arg]:
+    """Arguments differentiated alone while JAX passes symbolic zeros for the others (none for one argument:
+    JAX never calls a rule with only zero tangents; none for custom_jvp without symbolic_zeros=True)."""
+    if st.kind == "custom_jvp" and not st.symbolic_zeros:
+        return []
+    others = [a for a in st.dyn if not a.static] if st.kind == "custom_jvp" else st.args
+    return list(st.diff) if len(others) >= 2 else []
+
+
 @check("jvp-symbolic-zeros", family="grad", kinds=KINDS)
 def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
     """With one argument differentiated, JAX passes the others' tangents as symbolic zeros (JXG006)."""
@@ -603,10 +617,12 @@ def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
     require(st, ("JXR006", "JXG017", "JXG007"))
     if st.kind == "custom_jvp" and not st.symbolic_zeros:
         raise SkipCheck("defjvp without symbolic_zeros=True: JAX instantiates zero tangents")
-    candidates = [a for a in st.dyn if not a.static] if st.kind == "custom_jvp" else st.args
-    if len(candidates) < 2 or not st.diff:
+    if not _symbolic_candidates(st):
         raise SkipCheck("a single argument: JAX never calls the rule with only zero tangents")
-    for a in st.diff:
+    candidates = [a for a in st.dyn if not a.static] if st.kind == "custom_jvp" else st.args
+    for a in _symbolic_candidates(st):
+        if ("z", a.pos) in st.memo.get("T", {}):
+            continue  # ran inside the compiled call of jvp-linearity
         _, exc = call_jvp(st, {a.pos: st.tangent(a, 0)}, symbolic=True)
         if exc is None:
             continue
@@ -660,10 +676,10 @@ def jvp_reverse(ctx: Context) -> Iterator[Finding]:
     fwd_t = T(st, ("j", 0), joint(st, 0))
     if cts is None or fwd_t is None:
         return
-    fwd = sum(dot(w, t) for w, t in zip(ws, fwd_t) if np.asarray(w).dtype.kind != "V")
+    fwd = sum(dot(w, t) for w, t in zip(ws, fwd_t) if not is_float0(w))
     rev = sum(dot(ct, st.tangent(a, 0)) for ct, a in zip(cts, st.diff))
     scale = sum(float(np.sum(np.abs(to_f64(w)) * np.abs(t))) for w, t in zip(ws, fwd_t)
-                if np.asarray(w).dtype.kind != "V")
+                if not is_float0(w))
     tol = max(grad_tol(a.dtype) for a in st.diff)
     if abs(fwd - rev) > tol * (scale + 1e-30):
         yield rules.JVP_NOT_LINEAR.finding(

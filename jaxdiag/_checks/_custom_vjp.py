@@ -9,7 +9,7 @@ defect is found and explained before JAX's own, often confusing, error; composit
 
 from __future__ import annotations
 
-import inspect
+import ast
 from typing import Any, Iterator, Sequence
 
 import jax
@@ -20,10 +20,10 @@ from .. import _compat
 from .. import _rules as rules
 from .._report import Finding
 from ._base import Context, SkipCheck, check
-from ._gradref import (N_DIRECTIONS, Arg, GradState, aval_text, close, compare_grad, error_text, fd_reference_nonzero, fmt_values,
-                       grad_tol, is_inexact, is_zero, locate, primal_tol, quiet_call, require, return_values,
-                       rule_name, short_dtype, short_message, source_of, state, to_f64, vjp_against_fd)
-from .._numerics import compare
+from ._gradref import (N_DIRECTIONS, Arg, GradState, aval_text, compare_grad, error_text, fd_reference_nonzero,
+                       fmt_values, function_ast, grad_tol, is_inexact, is_zero, leaf_difference, locate, quiet_call,
+                       require, return_values, rule_name, short_dtype, short_message, source_of, state, to_f64,
+                       vjp_against_fd)
 
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)
 
@@ -106,7 +106,7 @@ def _fwd_primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[
                 f"(`return {fun}_out, residuals`; tuple vs list matters).", location=locate(st.fwd))
         return
     for name, got, want in zip(st.out_names, jax.tree_util.tree_leaves(primal), jax.tree_util.tree_leaves(expected)):
-        problem = _leaf_difference(got, want)
+        problem = leaf_difference(got, want)
         if problem is None:
             continue
         if "shape" in problem:
@@ -114,23 +114,8 @@ def _fwd_primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[
         yield rules.VJP_FWD_MISMATCH.finding(
             f"{fwd}'s primal {name} differs from {fun}'s: {problem}. JAX does not check this: under jax.vjp, "
             f"value_and_grad and grad the function silently returns {fwd}'s value.",
-            fix=f"Compute the primal {name} in {fwd} exactly as {fun} does (or call {fun} inside {fwd}).", location=locate(st.fwd))
-
-
-def _leaf_difference(got: Any, want: Any) -> str | None:
-    got_shape, want_shape = tuple(np.shape(got)), tuple(np.shape(want))
-    got_dtype, want_dtype = np.asarray(got).dtype, np.asarray(want).dtype
-    if got_shape != want_shape:
-        return f"shape {aval_text(got)} instead of {aval_text(want)}"
-    if got_dtype != want_dtype:
-        return f"dtype {short_dtype(got_dtype)} instead of {short_dtype(want_dtype)}"
-    if not is_inexact(want_dtype) and got_dtype.kind != "V":
-        equal = np.array_equal(np.asarray(got), np.asarray(want))
-        return None if equal else f"values {fmt_values(got)} instead of {fmt_values(want)}"
-    if close(got, want, primal_tol(want_dtype)):
-        return None
-    cmp = compare(to_f64(got), to_f64(want), tol=primal_tol(want_dtype))
-    return None if cmp.ok or cmp.nonfinite and cmp.max_abs == 0 else f"value {cmp.describe()}"
+            fix=f"Compute the primal {name} in {fwd} exactly as {fun} does (or call {fun} inside {fwd}).",
+            location=locate(st.fwd))
 
 
 def _residual_findings(st: GradState, residuals: Any) -> Iterator[Finding]:
@@ -249,7 +234,9 @@ def validate_bwd(st: GradState, result: Any) -> Iterator[Finding]:
         yield _structure_finding(st, f"{head}: {len(result)} entries for {n} arguments{_count_hint(st, result)}",
                                  result)
         return
-    misplaced = [(arg, entry) for arg, entry in zip(st.dyn, result) if _container_where_array(entry)]
+    # a non-array argument (a dict, a Python scalar) of a nested call gets whatever cotangent fits it
+    misplaced = [(arg, entry) for arg, entry in zip(st.dyn, result)
+                 if not arg.static and _container_where_array(entry)]
     if misplaced:
         parts = [f"entry {i} is {aval_text(e)} where {a.name} is {aval_text(a.value)}"
                  for i, (a, e) in enumerate(zip(st.dyn, result)) if (a, e) in misplaced]
@@ -258,7 +245,8 @@ def validate_bwd(st: GradState, result: Any) -> Iterator[Finding]:
         yield _structure_finding(st, f"{head}; " + ", and ".join(parts), result)
         return
     for arg, entry in zip(st.dyn, result):
-        yield from _entry_findings(st, arg, entry)
+        if not arg.static:
+            yield from _entry_findings(st, arg, entry)
 
 
 def _container_where_array(entry: Any) -> bool:
@@ -328,8 +316,6 @@ def _meant_return(st: GradState, result: Any) -> str | None:
     if len(values) != 1:
         return None
     node = values[0]
-    import ast
-
     if isinstance(result, (tuple, list)) and result and isinstance(result[0], (tuple, list)) \
             and len(result[0]) == n and all(e is None for e in result[1:]) \
             and isinstance(node, ast.Tuple) and node.elts:
@@ -426,6 +412,12 @@ def _probe_output(st: GradState, k: int) -> Iterator[Finding]:
     depends = fd_reference_nonzero(st, ws1) if has_fd else ref1 is not None and any(
         np.max(np.abs(to_f64(r)), initial=0) > grad_tol(a.dtype) for r, a in zip(ref1, st.diff))
     same = all(_entries_close(got1.get(a.pos), got2.get(a.pos), a) for a in st.diff)
+    if depends and same and has_fd and ref1 is None:
+        # confirm "the output depends on the inputs": autodiff of the primal agrees, or the difference is stable
+        ref1 = st.reference_cotangent(ws1)
+        depends = (ref1 is not None and any(np.max(np.abs(to_f64(r)), initial=0) > grad_tol(a.dtype)
+                                            for r, a in zip(ref1, st.diff))) \
+            or all(st.fd.stable(None, d) for d in range(N_DIRECTIONS) if st.fd.joint(d) is not None)
     if depends and same:
         yield _ignored_finding(st, k, got1, ref1)
         return None
@@ -461,13 +453,38 @@ def _ignored_finding(st: GradState, k: int, got: dict[int, Any], ref: list[Any] 
         parts.append(f"{a.name}: {g_text}{r_text}")
     where = "autodiff of the undecorated function and finite differences" if ref_ones is not None \
         else "finite differences"
+    discarded = _discarding_line(st, k)
+    if discarded:
+        old_line, new_line = discarded
+        fix = (f"In {bwd}, `{old_line}` throws away the cotangent of {name}: bind it (`{new_line}`) and add its "
+               f"contribution, the VJP of {name}, to each argument's cotangent.")
+    else:
+        fix = (f"In {bwd}, unpack every output's cotangent (e.g. `ct_1, ct_2 = g`) and add the contribution of "
+               f"{name} to each argument's cotangent (the VJP of {name} with respect to that argument).")
     return rules.VJP_IGNORED_COTANGENT.finding(
         f"{bwd} ignores the cotangent of {name} ({aval_text(leaf)}): two different cotangents on {name} alone give "
         f"the same gradients, although {name} depends on the inputs ({where}). So jax.grad through {name} is "
-        f"silently wrong: the gradient of sum({name}) is {'; '.join(parts)}.",
-        fix=f"In {bwd}, unpack every output's cotangent (e.g. `ct_1, ct_2 = g`) and add the contribution of "
-            f"{name} to each argument's cotangent (the VJP of {name} with respect to that argument).",
-        location=locate(st.bwd))
+        f"silently wrong: the gradient of sum({name}) is {'; '.join(parts)}.", fix=fix, location=locate(st.bwd))
+
+
+def _discarding_line(st: GradState, k: int) -> tuple[str, str] | None:
+    """(`_, ct_2 = g`, `ct_out_1, ct_2 = g`) when bwd unpacks its cotangent argument with `_` in the slot of
+    top-level output k."""
+    node = function_ast(st.bwd)
+    if node is None or not isinstance(st.out, (tuple, list)) or len(st.out_leaves) != len(st.out):
+        return None
+    params = [a.arg for a in node.args.posonlyargs + node.args.args]
+    if not params:
+        return None
+    for stmt in ast.walk(node):
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Name)
+                and stmt.value.id == params[-1] and isinstance(stmt.targets[0], (ast.Tuple, ast.List))):
+            elts = stmt.targets[0].elts
+            if len(elts) == len(st.out) and isinstance(elts[k], ast.Name) and elts[k].id == "_":
+                name = st.out_names[k]
+                fixed = [f"ct_{name}" if i == k else source_of(e) for i, e in enumerate(elts)]
+                return source_of(stmt), f"{', '.join(fixed)} = {params[-1]}"
+    return None
 
 
 def _verdict(st: GradState, k: int, ws: list[Any], got: dict[int, Any], ref: list[Any] | None) -> dict:

@@ -12,6 +12,7 @@ Conventions (as `jax.test_util.check_vjp`): `<a, b>` is `Re(sum(conj(a) * b))`; 
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
 import os
@@ -19,8 +20,8 @@ import textwrap
 import traceback
 import warnings
 import zlib
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -28,7 +29,7 @@ import numpy as np
 
 from .. import _compat, _locate
 from .._inputs import SHORT_NAMES
-from .._numerics import GRAD_TOL, VALUE_TOL, Comparison, compare, tolerance
+from .._numerics import FD_EPS, GRAD_TOL, Comparison, compare, tolerance
 from .._report import Location
 from ._base import Context, SkipCheck
 
@@ -36,10 +37,11 @@ from ._base import Context, SkipCheck
 N_DIRECTIONS = 2
 # Finite-difference step when the primal can be evaluated in float64 (relative to max(1, |x|) per element).
 EPS_F64 = 1e-6
-# Step per input dtype when the primal only runs in its own precision (public_test_util uses 1e-4 for all).
-EPS_NATIVE = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-6}
-# Tolerance of the primal comparisons (rule primal vs f): a rule may compute the same value with another formula.
-PRIMAL_TOL_FACTOR = 10.0
+# Tolerance of the primal comparisons (rule primal vs f, relative to 1 + |f|): a rule may compute the same value
+# with another formula, so a few ulps more than _numerics.VALUE_TOL for float32/float64, about 6 ulps for the
+# half-precision types.
+PRIMAL_TOL = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 2e-4, np.dtype(np.float16): 5e-3,
+              np.dtype(jnp.bfloat16): 4e-2, np.dtype(np.complex128): 1e-10, np.dtype(np.complex64): 2e-4}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -47,9 +49,18 @@ PRIMAL_TOL_FACTOR = 10.0
 # ---------------------------------------------------------------------------------------------------------------
 
 
+_BF16 = np.dtype(jnp.bfloat16)
+
+
 def is_inexact(dtype: Any) -> bool:
     dtype = np.dtype(dtype)
-    return dtype.kind in "fc" or dtype == np.dtype(jnp.bfloat16)
+    return dtype.kind in "fc" or dtype == _BF16
+
+
+def is_float0(x: Any) -> bool:
+    """float0 (the tangent type of integer inputs). Not `dtype.kind == "V"`: bfloat16 has kind "V" too."""
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and np.dtype(dtype) == _compat.float0
 
 
 def short_dtype(dtype: Any) -> str:
@@ -63,7 +74,7 @@ def short_dtype(dtype: Any) -> str:
 
 
 def aval_text(x: Any) -> str:
-    """`f32[3]`, `None`, `tuple of 2: (f32[3], None)`: what a rule returned, in jaxpr notation."""
+    """`f32[3]`, `None`, `(f32[3], None)`, `[f32[], f32[]]`: what a rule returned, in jaxpr notation."""
     if x is None:
         return "None"
     if _compat.is_symbolic_zero(x):
@@ -81,10 +92,10 @@ def aval_text(x: Any) -> str:
 
 def fmt_values(x: Any, limit: int = 4) -> str:
     """A short rendering of an array's values: `[0.5403, -0.4161, 1]` (first `limit` elements)."""
-    arr = np.asarray(x)
-    if arr.dtype.kind == "V":
+    if is_float0(x):
         return "float0 zeros"
-    if arr.dtype == np.dtype(jnp.bfloat16):
+    arr = np.asarray(x)
+    if arr.dtype == _BF16:
         arr = arr.astype(np.float32)
     flat = arr.reshape(-1)
     # + 0.0 turns -0.0 into 0.0: "[0, -0, 0]" reads like a sign error
@@ -109,15 +120,16 @@ def grad_tol(dtype: Any) -> float:
 
 
 def primal_tol(dtype: Any) -> float:
-    return tolerance(dtype, VALUE_TOL) * PRIMAL_TOL_FACTOR
+    return tolerance(dtype, PRIMAL_TOL)
 
 
 def to_f64(x: Any) -> np.ndarray:
+    """float64 (complex128) copy; float0 becomes zeros."""
+    if is_float0(x):
+        return np.zeros(np.shape(x))
     arr = np.asarray(x)
     if arr.dtype.kind == "c":
         return arr.astype(np.complex128)
-    if arr.dtype.kind == "V":
-        return np.zeros(arr.shape)
     return arr.astype(np.float64)
 
 
@@ -126,8 +138,8 @@ def dot(a: Any, b: Any) -> float:
     if a is None or b is None:
         return 0.0
     a64, b64 = to_f64(a), to_f64(b)
-    if a64.shape != b64.shape:
-        a64, b64 = np.broadcast_arrays(a64, b64)
+    if a64.shape != b64.shape:  # a shape defect is reported by the structure checks; never a crash here
+        return float("nan")
     return float(np.real(np.sum(np.conj(a64) * b64)))
 
 
@@ -137,7 +149,7 @@ def absdot(a: Any, b: Any) -> float:
         return 0.0
     a64, b64 = np.abs(to_f64(a)), np.abs(to_f64(b))
     if a64.shape != b64.shape:
-        a64, b64 = np.broadcast_arrays(a64, b64)
+        return float("nan")
     return float(np.sum(a64 * b64))
 
 
@@ -151,14 +163,14 @@ def is_zero(x: Any) -> bool:
     """None, a symbolic zero, float0, or an array of exact zeros."""
     if x is None or _compat.is_symbolic_zero(x):
         return True
-    arr = np.asarray(x)
-    return arr.dtype.kind == "V" or not np.any(arr)
+    return is_float0(x) or not np.any(np.asarray(x))
 
 
 def all_finite(leaves: Iterable[Any]) -> bool:
     for leaf in leaves:
-        arr = np.asarray(leaf)
-        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+        if is_float0(leaf) or not is_inexact(np.asarray(leaf).dtype):
+            continue
+        if not np.all(np.isfinite(to_f64(leaf))):
             return False
     return True
 
@@ -172,6 +184,23 @@ def quiet_call(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseExcept
             return fn(*args, **kwargs), None
     except Exception as exc:  # the user's rule failed: reported as a finding by the caller
         return None, exc
+
+
+def leaf_difference(got: Any, want: Any) -> str | None:
+    """How a rule's primal output leaf differs from the function's (shape, dtype, value), or None."""
+    got_shape, want_shape = tuple(np.shape(got)), tuple(np.shape(want))
+    got_dtype, want_dtype = np.asarray(got).dtype, np.asarray(want).dtype
+    if got_shape != want_shape:
+        return f"shape {aval_text(got)} instead of {aval_text(want)}"
+    if got_dtype != want_dtype:
+        return f"dtype {short_dtype(got_dtype)} instead of {short_dtype(want_dtype)}"
+    if not is_inexact(want_dtype) and not is_float0(got):
+        equal = np.array_equal(np.asarray(got), np.asarray(want))
+        return None if equal else f"values {fmt_values(got)} instead of {fmt_values(want)}"
+    if close(got, want, primal_tol(want_dtype)):
+        return None
+    cmp = compare(to_f64(got), to_f64(want), tol=primal_tol(want_dtype))
+    return None if cmp.ok or cmp.nonfinite and cmp.max_abs == 0 else f"value {cmp.describe()}"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -241,6 +270,13 @@ def rule_name(fn: Any, default: str) -> str:
 def function_ast(fn: Any) -> ast.FunctionDef | ast.Lambda | None:
     """The parsed source of a user function, or None (builtins, lambdas in odd places, no source)."""
     fn = _locate.unwrap(fn)
+    code = getattr(fn, "__code__", None)
+    return _parse_function(fn, code) if code is not None else None
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_function(fn: Any, code: Any) -> ast.FunctionDef | ast.Lambda | None:
+    """Cached by (function, code object): repeated checks of a target do not re-read and re-parse its source."""
     try:
         source = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
@@ -446,7 +482,10 @@ class GradState:
 
     @property
     def out_leaves(self) -> list[Any]:
-        return jax.tree_util.tree_leaves(self.out)
+        if "out_leaves" not in self.memo:  # Python scalars in the output become arrays (they have no dtype)
+            self.memo["out_leaves"] = [x if hasattr(x, "dtype") else jnp.asarray(x)
+                                       for x in jax.tree_util.tree_leaves(self.out)]
+        return self.memo["out_leaves"]
 
     @property
     def out_names(self) -> list[str]:
@@ -464,16 +503,18 @@ class GradState:
         """Random cotangent leaves for the outputs (float0 zeros for integer outputs); `which` picks a set."""
         key = f"w{which}"
         if key not in self.memo:
-            self.memo[key] = [self._random_like(leaf) if self.out_diff(k) else _compat.float0_zeros(leaf.shape)
-                              for k, leaf in enumerate(self.out_leaves)]
+            # jax Arrays, as JAX passes them: NumPy arrays promote differently (2.0 * a bf16 ndarray is float64)
+            self.memo[key] = [jnp.asarray(self._random_like(leaf)) if self.out_diff(k)
+                              else _compat.float0_zeros(leaf.shape) for k, leaf in enumerate(self.out_leaves)]
         return self.memo[key]
 
     def direction(self, arg: Arg, d: int) -> np.ndarray:
         """Direction `d` for `arg` in float64: normal entries scaled by max(1, |x|), so a step stays relative."""
         key = f"v{arg.pos}:{d}"
         if key not in self.memo:
-            v = self._random_like(arg.value).astype(np.complex128 if arg.dtype.kind == "c" else np.float64)
-            self.memo[key] = v * np.maximum(1.0, np.abs(to_f64(arg.value)))
+            v = to_f64(self._random_like(arg.value)) * np.maximum(1.0, np.abs(to_f64(arg.value)))
+            # rounded to the argument's dtype: the tangent a rule receives is exactly this direction
+            self.memo[key] = to_f64(v.astype(arg.dtype))
         return self.memo[key]
 
     def _random_like(self, x: Any) -> np.ndarray:
@@ -582,6 +623,11 @@ class FDResult:
 _INCONSISTENT = object()
 
 
+def _below_64(x: Any) -> bool:
+    dtype = np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
+    return is_inexact(dtype) and (dtype.kind == "c" and dtype.itemsize < 16 or dtype.kind != "c" and dtype.itemsize < 8)
+
+
 class FiniteDifferences:
     """Central differences of the primal along seeded directions, evaluated in float64 where the primal runs in
     float64 (x64 scoped to the evaluation), in its own dtype otherwise. Non-finite points are dropped, never
@@ -590,6 +636,7 @@ class FiniteDifferences:
     def __init__(self, st: GradState):
         self.st = st
         self.cache: dict[tuple, FDResult | None] = {}
+        self.low_precision = False
         self.mode = "f64" if self._float64_outputs() else "native"
 
     @staticmethod
@@ -598,29 +645,18 @@ class FiniteDifferences:
         return _compat.jax_config(jax_enable_x64=True)
 
     def _float64_outputs(self) -> bool:
-        """Whether the primal, given float64 inputs, can return float64 (abstractly: no evaluation)."""
-        if not self.st.diff:
-            return False
-        with self.x64():
-            shapes = [jax.ShapeDtypeStruct(a.shape, to_f64(np.zeros((), a.dtype)).dtype) if a.diff else a.value
-                      for a in self.st.args]
-            static = [i for i, a in enumerate(self.st.args) if a.static]
-            out, exc = quiet_call(jax.eval_shape, lambda *xs: self.st.call_primal(
-                [self.st.args[i].value if i in static else x for i, x in enumerate(xs)]),
-                *[None if i in static else x for i, x in enumerate(shapes)])
-        if exc is not None:
-            return False
-        leaves = jax.tree_util.tree_leaves(out)
-        native = self.st.out_leaves
-        return len(leaves) == len(native) and all(
-            tuple(a.shape) == tuple(np.shape(b)) and (not is_inexact(np.dtype(b.dtype))
-                                                      or np.dtype(a.dtype) in (np.float64, np.complex128))
-            for a, b in zip(leaves, native))
+        """Try float64 first wherever something is differentiable; `_consistent` falls back to the inputs' own
+        precision when the float64 evaluation does not give float64 outputs of the same value."""
+        return bool(self.st.diff)
 
     def _consistent(self, plus: list[np.ndarray], minus: list[np.ndarray]) -> bool:
         """(f(x+h) + f(x-h)) / 2 is f(x) up to O(h^2): the float64 evaluation computes the same function as the
         native one (not a different branch for float64)."""
+        if len(plus) != len(self.st.out_leaves):
+            return False
         for p, m, native in zip(plus, minus, self.st.out_leaves):
+            if p.shape != tuple(np.shape(native)):
+                return False
             if is_inexact(np.dtype(native.dtype)) and not close((p + m) / 2, native, primal_tol(native.dtype) * 10):
                 return False
         return True
@@ -640,8 +676,10 @@ class FiniteDifferences:
             out, exc = quiet_call(self.st.call_primal, values)
             if exc is not None:
                 return None
-            return [to_f64(x) if np.asarray(x).dtype.kind != "V" else np.zeros(np.shape(x))
-                    for x in jax.tree_util.tree_leaves(out)]
+            leaves = jax.tree_util.tree_leaves(out)
+            if any(_below_64(x) for x in leaves):
+                self.low_precision = True  # float64 inputs, lower-precision outputs: the primal casts down
+            return [to_f64(x) if not is_float0(x) else np.zeros(np.shape(x)) for x in leaves]
 
     def _evaluate_native(self, shifted: dict[int, np.ndarray]) -> list[np.ndarray] | None:
         values = self.st.values({p: jnp.asarray(v.astype(self.st.args[p].dtype)) for p, v in shifted.items()})
@@ -653,7 +691,8 @@ class FiniteDifferences:
     def eps_for(self, args: Sequence[Arg]) -> float:
         if self.mode == "f64":
             return EPS_F64
-        return max(EPS_NATIVE.get(np.dtype(a.dtype), 1e-1) for a in args)
+        # the primal only runs in its own precision: the step per dtype of _numerics.FD_EPS (bf16 1e-1 ... f64 1e-5)
+        return max(FD_EPS.get(np.dtype(a.dtype), 1e-1) for a in args)
 
     def _at(self, steps: dict[int, np.ndarray]) -> list[np.ndarray] | None:
         base = {p: to_f64(self.st.args[p].value) + s for p, s in steps.items()}
@@ -683,11 +722,11 @@ class FiniteDifferences:
             plus = self._at({p: eps * v for p, v in dirs.items()})
             minus = self._at({p: -eps * v for p, v in dirs.items()})
             if plus is not None and minus is not None and all_finite(plus) and all_finite(minus):
-                if self.mode == "f64" and not self._consistent(plus, minus):
+                if self.mode == "f64" and (self.low_precision or not self._consistent(plus, minus)):
                     return _INCONSISTENT  # type: ignore[return-value]
                 jv = [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
                 unit = 2.2e-16 if self.mode == "f64" else max(
-                    float(np.finfo(np.dtype(a.dtype)).eps) if np.dtype(a.dtype).kind in "fc" else 1e-2 for a in args)
+                    float(jnp.finfo(a.dtype).eps) if is_inexact(a.dtype) else 1e-2 for a in args)
                 noise = unit * max((float(np.max(np.abs(p))) if p.size else 0.0) for p in plus) / eps
                 return FDResult(jv, eps, noise)
             eps /= 16
@@ -731,7 +770,7 @@ def _dot_check(st: GradState, ws: Sequence[Any], got: dict[int, Any], args: Sequ
     fd = st.fd.along(tuple(args), d)
     if fd is None:
         return None
-    live = [(w, jv) for w, jv in zip(ws, fd.jv) if np.asarray(w).dtype.kind != "V"]
+    live = [(w, jv) for w, jv in zip(ws, fd.jv) if not is_float0(w)]
     expected = sum(dot(w, jv) for w, jv in live)
     actual = sum(dot(got.get(a.pos), st.direction(a, d)) for a in args if not is_zero(got.get(a.pos)))
     scale = max(sum(absdot(got.get(a.pos), st.direction(a, d)) for a in args if not is_zero(got.get(a.pos))),
@@ -755,7 +794,7 @@ def vjp_against_fd(st: GradState, ws: Sequence[Any], got: dict[int, Any], args: 
 
 
 def compare_grad(actual: Any, expected: Any, dtype: Any) -> Comparison:
-    return compare(to_f64(actual) if actual is not None else np.zeros(np.shape(expected)), expected,
+    return compare(to_f64(actual) if actual is not None else np.zeros(np.shape(expected)), to_f64(expected),
                    tol=grad_tol(dtype))
 
 
@@ -767,9 +806,9 @@ def fd_reference_nonzero(st: GradState, ws: Sequence[Any], args: Sequence[Arg] |
             fd = st.fd.along(group, d)
             if fd is None:
                 continue
-            value = sum(dot(w, jv) for w, jv in zip(ws, fd.jv) if np.asarray(w).dtype.kind != "V")
-            scale = sum(absdot(w, jv) for w, jv in zip(ws, fd.jv) if np.asarray(w).dtype.kind != "V")
-            noise = fd.noise * sum(float(np.sum(np.abs(to_f64(w)))) for w in ws if np.asarray(w).dtype.kind != "V")
+            value = sum(dot(w, jv) for w, jv in zip(ws, fd.jv) if not is_float0(w))
+            scale = sum(absdot(w, jv) for w, jv in zip(ws, fd.jv) if not is_float0(w))
+            noise = fd.noise * sum(float(np.sum(np.abs(to_f64(w)))) for w in ws if not is_float0(w))
             if abs(value) > 10 * max(grad_tol(a.dtype) for a in group) * (noise + 1e-30) and scale > noise * 100:
                 return True
     return False

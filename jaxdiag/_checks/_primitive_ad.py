@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import _compat, _locate
@@ -21,8 +20,8 @@ from .. import _rules as rules
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
 from ._custom_jvp import T, names
-from ._gradref import (Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, quiet_call,
-                       require, return_values, short_dtype, source_of, state)
+from ._gradref import (Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0,
+                       quiet_call, require, return_values, short_dtype, source_of, state)
 
 
 def _transpose_fns(st: GradState) -> list[Any]:
@@ -150,8 +149,8 @@ def _reverse_failed(st: GradState, ctx: Context, args: Sequence[Arg], exc: BaseE
         severity = "warning" if ctx.options.command == "check" else None
         return rules.MISSING_TRANSPOSE_RULE.finding(
             f"{prim} is linear in its JVP (the JVP rule binds {prim} on the tangents) but has no transpose rule: "
-            f"jax.jvp works, jax.grad with respect to {_names_of(args)} fails with `NotImplementedError: Transpose rule "
-            f"(for reverse-mode differentiation) for '{prim}' not implemented`.",
+            f"jax.jvp works, jax.grad with respect to {_names_of(args)} fails with `NotImplementedError: Transpose "
+            f"rule (for reverse-mode differentiation) for '{prim}' not implemented`.",
             fix=f"Register the adjoint: `ad.primitive_transposes[{_var(st)}] = lambda ct, "
                 f"{', '.join(a.name for a in st.args)}, **params: [...]` returning one cotangent per argument (None "
                 "for arguments that are not `ad.UndefinedPrimal`), or use `ad.deflinear2`.",
@@ -160,8 +159,8 @@ def _reverse_failed(st: GradState, ctx: Context, args: Sequence[Arg], exc: BaseE
         return None
     _, rule = names(st)
     return rules.DERIVATIVE_RULE_RAISED.finding(
-        f"jax.grad of {prim} with respect to {_names_of(args)} fails: {error_text(exc)}. jax.grad transposes the tangent "
-        f"computation of {rule}; every operation applied to a tangent must have a transpose.",
+        f"jax.grad of {prim} with respect to {_names_of(args)} fails: {error_text(exc)}. jax.grad transposes the "
+        f"tangent computation of {rule}; every operation applied to a tangent must have a transpose.",
         fix=f"Express {rule}'s tangent output with linear operations on the tangents (or give {prim} a transpose "
             "rule if the JVP re-binds it).", location=st.subject.location)
 
@@ -178,7 +177,7 @@ def _var(st: GradState) -> str:
 def _spy_findings(st: GradState, spy: Spy, k: int | None) -> Iterator[Finding]:
     name = _transpose_name(st)
     for call in spy.calls:
-        args, ct = call["args"], call["ct"]
+        args = call["args"]
         undefined = [i for i, a in enumerate(args) if _compat.is_undefined_primal(a)]
         if "exc" in call:
             yield _raised(st, name, call, undefined, k)
@@ -210,7 +209,6 @@ def _raised(st: GradState, name: str, call: dict, undefined: list[int], k: int |
 
 
 def _validate(st: GradState, name: str, out: Any, args: tuple, undefined: list[int]) -> Iterator[Finding]:
-    which = ", ".join(st.args[i].name for i in undefined if i < len(st.args))
     if not isinstance(out, (tuple, list)):
         yield rules.TRANSPOSE_OUTPUT_STRUCTURE.finding(
             f"{name} returned a bare {aval_text(out)} for {st.subject.obj.name} with {len(args)} argument(s): it must "
@@ -289,7 +287,7 @@ def _dot_mismatch(st: GradState, args: Sequence[Arg], cts: Sequence[Any]) -> tup
     t = T(st, key, {a.pos: st.tangent(a, 0) for a in args})
     if t is None:
         return None
-    live = [(w, x) for w, x in zip(ws, t) if np.asarray(w).dtype.kind != "V"]
+    live = [(w, x) for w, x in zip(ws, t) if not is_float0(w)]
     fwd = sum(dot(w, x) for w, x in live)
     rev = sum(dot(c, st.direction(a, 0)) for a, c in zip(args, cts))
     scale = max(sum(absdot(w, x) for w, x in live), sum(absdot(c, st.direction(a, 0)) for a, c in zip(args, cts)))

@@ -1,0 +1,141 @@
+"""Reproduce every speed figure the README quotes, in one command:
+
+    python bench/run_all.py            # the scripts' default repeats (several minutes)
+    python bench/run_all.py --quick    # fewer repeats, for a smoke run
+
+Runs, each in a fresh process with this interpreter (so one benchmark's JAX caches never warm another's):
+
+- `bench/bench_batching.py`  full `jaxdiag batching` check vs a hand-written vmap-vs-loop test (median ratio)
+- `bench/bench_grad.py`      `jaxdiag.check_grad` vs `jax.test_util.check_grads`, per target (median and max ratio)
+- `bench/bench_lint.py`      `jaxdiag check` on packages of 10, 50, 100 targets (seconds per target: linear?)
+- `bench/bench_startup.py`   `jaxdiag --version` vs `python -c "import jax"` (median ratio)
+
+Every figure is a median of several runs, and every ratio compares two things measured side by side in the same run
+(each script alternates or interleaves its two sides). The scripts' own output is printed as it comes, then a summary
+block. A script that is missing is skipped with a message; one that fails makes the exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+@dataclass
+class Bench:
+    script: str
+    what: str
+    args: list[str]
+    quick_args: list[str]
+    # (label, regex with one group per value, format of the summary value, target)
+    figures: list[tuple[str, str, str, str]] = field(default_factory=list)
+
+
+BENCHES = [
+    Bench("bench_batching.py", "batching check vs hand-written vmap-vs-loop test", ["--repeat", "15"],
+          ["--repeat", "5"], [
+              ("hand-written vmap-vs-loop (median)", r"hand-written[^:]*:\s*([\d.]+) ms", "{} ms", ""),
+              ("jaxdiag batching (median)", r"jaxdiag batching[^:]*:\s*([\d.]+) ms", "{} ms", ""),
+              ("batching ratio", r"ratio: ([\d.]+)x", "{}x", "<= 2x"),
+          ]),
+    Bench("bench_grad.py", "check_grad vs jax.test_util.check_grads", ["--repeat", "15"], ["--repeat", "5"], [
+        ("grad ratio (median over targets)", r"median ratio ([\d.]+)", "{}x", ""),
+        ("grad ratio (worst target)", r"max ratio ([\d.]+)", "{}x", ""),
+    ]),
+    Bench("bench_lint.py", "jaxdiag check on 10/50/100 targets", ["--sizes", "10", "50", "100", "--repeat", "1"],
+          ["--sizes", "10", "50", "--repeat", "1"], [
+              ("lint, smallest package", r"^\s*(\d+) targets:\s*([\d.]+) s total, ([\d.]+) s/target",
+               "{0} targets: {1} s ({2} s/target)", ""),
+              ("lint, largest package", r"(?s).*^\s*(\d+) targets:\s*([\d.]+) s total, ([\d.]+) s/target",
+               "{0} targets: {1} s ({2} s/target)", ""),
+              ("lint scaling", r"^(PASS|FAIL): .*\(([\d.]+)x\)", "{0} ({1}x per target, large vs small)",
+               "per-target cost not growing"),
+          ]),
+    Bench("bench_startup.py", "CLI start-up vs import jax", ["--runs", "7"], ["--runs", "3"], [
+        ("python -c 'import jax' (median)", r"import jax ([\d.]+)s", "{} s", ""),
+        ("jaxdiag --version (median)", r"jaxdiag --version ([\d.]+)s", "{} s", ""),
+        ("start-up ratio", r"ratio ([\d.]+)x", "{}x", "close to 1x"),
+    ]),
+]
+
+
+def run(bench: Bench, quick: bool, env: dict[str, str]) -> tuple[str, int | None, float]:
+    """(stdout, exit code or None when skipped, seconds). Output is echoed line by line as it arrives."""
+    path = HERE / bench.script
+    if not path.is_file():
+        print(f"SKIPPED: bench/{bench.script} is missing ({bench.what} not measured)\n", flush=True)
+        return "", None, 0.0
+    argv = [sys.executable, str(path), *(bench.quick_args if quick else bench.args)]
+    print(f"$ python bench/{bench.script} {' '.join(argv[2:])}", flush=True)
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        print(f"  {line}", end="", flush=True)
+    code = proc.wait()
+    seconds = time.perf_counter() - start
+    print(f"  ({seconds:.0f} s, exit {code})\n", flush=True)
+    return "".join(lines), code, seconds
+
+
+def figures(bench: Bench, output: str) -> list[tuple[str, str, str]]:
+    rows = []
+    for label, pattern, fmt, target in bench.figures:
+        match = re.search(pattern, output, flags=re.M)
+        value = fmt.format(*match.groups()) if match else "not found in the output (see above)"
+        rows.append((label, value, target))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats and sizes (a smoke run, noisier)")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these (batching, grad, lint, startup)")
+    args = parser.parse_args(argv)
+
+    import jax
+    import jaxlib
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep))
+    header = (f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, Python {platform.python_version()}, "
+              f"{os.cpu_count()} CPU(s), load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+              + (", --quick" if args.quick else ""))
+    print(header + "\n", flush=True)
+    chosen = [b for b in BENCHES if not args.only or b.script[len("bench_"):-len(".py")] in args.only]
+    results = []
+    total_start = time.perf_counter()
+    for bench in chosen:
+        output, code, seconds = run(bench, args.quick, env)
+        results.append((bench, output, code, seconds))
+    total = time.perf_counter() - total_start
+
+    print("=" * 100)
+    print(f"SUMMARY ({header}; {total:.0f} s in all)")
+    failed = False
+    for bench, output, code, seconds in results:
+        status = "skipped (script missing)" if code is None else "ok" if code == 0 else f"exit {code}"
+        failed |= code not in (0, None)
+        print(f"- {bench.script}: {bench.what} [{status}, {seconds:.0f} s]")
+        if code is None:
+            continue
+        for label, value, target in figures(bench, output):
+            print(f"    {label:38s} {value}" + (f"   (target: {target})" if target else ""))
+    print("=" * 100)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Every supported JAX release (0.5.0 to the newest): what `_compat` detects, and that a defect an old release
+cannot show is reported as JXR902 rather than passing silently."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import jax
+import jaxlib
+import jax.numpy as jnp
+import pytest
+from jax.interpreters import batching
+from typer.testing import CliRunner
+
+import jaxdiag
+from jaxdiag import _compat
+from jaxdiag._cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+HAS_NOT_MAPPED = ("jax.interpreters.batching", "not_mapped") in _compat.removed_apis_still_here()
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"_compat_test_{name}", ROOT / "samples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_version_prints_jax_and_jaxlib():
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert f"jax {jax.__version__}" in result.output and f"jaxlib {jaxlib.__version__}" in result.output
+
+
+def test_removed_apis_are_detected_by_feature_not_version():
+    """`removed_apis_still_here` follows `hasattr`, whatever the release number says."""
+    assert HAS_NOT_MAPPED == hasattr(batching, "not_mapped")
+    for module, attr in _compat.removed_apis_still_here():
+        assert attr in _compat.REMOVED_IN_NEWER_JAX[module]
+
+
+def test_removed_api_uses_reads_attribute_chains_and_nested_functions():
+    if not HAS_NOT_MAPPED:
+        pytest.skip("batching.not_mapped is gone on this release: rules using it raise, and JXR008 reports it")
+    import jax.interpreters.batching as b  # noqa: F401 - an alias in the globals
+
+    def rule(args, dims):
+        def inner(d):
+            return d is jax.interpreters.batching.not_mapped
+
+        return inner(dims[0]), b.not_mapped
+
+    uses = _compat.removed_api_uses(rule)
+    assert [(m, a) for m, a, _, _ in uses] == [("jax.interpreters.batching", "not_mapped")]
+    assert uses[0][2] is not None and uses[0][3].startswith("use `None`")
+
+
+def test_removed_api_uses_ignores_current_apis_and_jax_own_code():
+    def rule(args, dims):
+        return batching.bdim_at_front(args[0], dims[0], 3), jnp.moveaxis(args[0], 0, 1)
+
+    assert _compat.removed_api_uses(rule) == []
+    assert _compat.removed_api_uses(batching.defvectorized) == []
+
+
+def test_bad_sample_reports_jxr008_or_says_why_not():
+    """The defect shows as JXR008 where the internal is gone, and as a JXR902 note where it still exists."""
+    m = load("jxr008_bad")
+    report = jaxdiag.check_batching(m.weighted_p, "f32[4,3]", "f32[3]")
+    codes = {f.code for f in report.findings}
+    if HAS_NOT_MAPPED:
+        note = next(f for f in report.findings if f.code == "JXR902")
+        assert note.severity == "info" and "JXR008" in note.message and "not_mapped" in note.message
+        assert note.location is not None and note.location.function == "_weighted_batching"
+        assert report.ok  # a note, not a failure: the rule is correct on this release
+        check = next(c for t in report.targets for c in t.checks if c.name == "removed-api")
+        assert check.status == "skipped"
+    else:
+        assert "JXR008" in codes and "JXR902" not in codes
+
+
+def test_good_sample_gets_no_note():
+    m = load("jxr008_good")
+    report = jaxdiag.check_batching(m.weighted_p, "f32[4,3]", "f32[3]")
+    assert "JXR902" not in {f.code for f in report.findings}
+
+
+def test_generic_batcher_is_recognised_on_every_release():
+    """`defvectorized` lands in `primitive_batchers` on jax <= 0.7 and in the fancy table on newer releases."""
+    m = load("jxr006_bad")  # registers softsign with batching.defvectorized
+    assert _compat.generic_batcher_name(m.softsign_p) == "defvectorized"
+
+
+def test_vmap_method_none_behaviour_matches_the_release():
+    """jax 0.5 loops sequentially (with a DeprecationWarning) where newer releases raise: detected by trying."""
+    import warnings
+
+    import numpy as np
+
+    def f(x):
+        return jax.pure_callback(np.asarray, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method=None)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            jax.vmap(f)(np.zeros((2, 1), np.float32))
+            raised = False
+        except NotImplementedError:
+            raised = True
+    assert _compat.vmap_method_none_raises() == raised
+
+
+def test_scripts_cover_every_rule_with_a_bad_sample():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from jax_says import JAX_SAYS
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    with_samples = {code for code, r in jaxdiag.RULES.items() if r.bad_sample}
+    assert with_samples == set(JAX_SAYS), (sorted(with_samples - set(JAX_SAYS)), sorted(set(JAX_SAYS) - with_samples))
+
+
+def test_readme_table_helpers():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from readme_tables import first_line, first_sentence
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    assert first_sentence("max abs 5.15 at (3, 3): got -2.7. Also differs for `x`.") == \
+        "max abs 5.15 at (3, 3): got -2.7."
+    assert first_sentence("calls `f. G` here. Then") == "calls `f. G` here."
+    assert first_line(ValueError("Cannot lower:\n  op mismatch\n  more")) == "ValueError: Cannot lower: op mismatch"
+    assert first_line(TypeError(f"Argument {[jnp.ones((2, 2))]!r} is not valid")) == \
+        "TypeError: Argument [Array(…)] is not valid"
