@@ -603,19 +603,28 @@ def spy_transpose_rule(prim: Any, wrap: Callable[[Callable], Callable]) -> Itera
     """Route reverse-mode calls of `prim`'s transpose rule through `wrap(rule)` for the body.
 
     The wrapper sees `(ct, *args, **params)` exactly as JAX passes them (linear args are `UndefinedPrimal`, `ct`
-    may be `ad.Zero`). The registry entry is restored on exit, even when the body raises. No-op for primitives
-    without a rule or with a fancy (GradAccum) rule.
+    may be `ad.Zero`). The registry entries are restored on exit, even when the body raises. No-op for primitives
+    without a plain rule.
+
+    `ad.defbilinear` on jax >= 0.7 registers a GradAccum-style rule in `fancy_transposes`, which JAX prefers, *and*
+    the plain `bilinear_transpose` of the same user rules in `primitive_transposes`. The fancy entry is taken out
+    for the body, so reverse mode runs the plain rule, which JAX falls back to and the wrapper can see (otherwise
+    a wrong bilinear transpose would pass unseen on those releases).
     """
     table = _ad.primitive_transposes
-    if prim not in table or has_fancy_transpose(prim):
+    if prim not in table:
         yield
         return
+    fancy = getattr(_ad, "fancy_transposes", {})
+    fancy_original = fancy.pop(prim, None)
     original = table[prim]
     table[prim] = wrap(original)
     try:
         yield
     finally:
         table[prim] = original
+        if fancy_original is not None:
+            fancy[prim] = fancy_original
 
 
 

@@ -135,3 +135,27 @@ def test_readme_table_helpers():
     assert first_line(ValueError("Cannot lower:\n  op mismatch\n  more")) == "ValueError: Cannot lower: op mismatch"
     assert first_line(TypeError(f"Argument {[jnp.ones((2, 2))]!r} is not valid")) == \
         "TypeError: Argument [Array(…)] is not valid"
+
+
+def _bilinear(name: str, lhs_scale: float):
+    from jax.core import ShapedArray
+    from jax.extend.core import Primitive
+    from jax.interpreters import ad, mlir
+
+    prim = Primitive(name)
+    prim.def_impl(lambda a, b: a * b)
+    prim.def_abstract_eval(lambda a, b: ShapedArray(a.shape, a.dtype))
+    mlir.register_lowering(prim, mlir.lower_fun(lambda a, b: a * b, multiple_results=False))
+    batching.defbroadcasting(prim)
+    ad.defbilinear(prim, lambda ct, x, y: lhs_scale * ct * y, lambda ct, x, y: ct * x)
+    return prim
+
+
+@pytest.mark.parametrize("scale,wrong", [(1.0, False), (2.0, True)])
+def test_defbilinear_transpose_is_checked_on_every_release(scale, wrong):
+    """jax >= 0.7 runs `ad.defbilinear` transposes through `fancy_transposes`; the spy must still see them."""
+    prim = _bilinear(f"compat_bilinear_{int(scale)}", scale)
+    fancy = dict(getattr(_compat._ad, "fancy_transposes", {}))
+    report = jaxdiag.check_grad(prim, "f32[3]", "f32[3]")
+    assert ("JXG002" in {f.code for f in report.findings}) == wrong, report.findings
+    assert getattr(_compat._ad, "fancy_transposes", {}) == fancy  # put back as found
