@@ -121,7 +121,8 @@ def compare(actual: Any, expected: Any, tol: float | None = None, table: dict[An
     excess = diff - tol * (1.0 + scale)
     worst = np.unravel_index(int(np.argmax(excess)), excess.shape) if excess.ndim else ()
     max_abs = float(np.max(diff))
-    max_rel = float(np.max(diff / np.maximum(scale, np.finfo(np.float64).tiny)))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # huge diffs over tiny scales
+        max_rel = float(np.max(diff / np.maximum(scale, np.finfo(np.float64).tiny)))
     ok = bool(np.all(excess <= 0))
     return Comparison(ok=ok, max_abs=max_abs, max_rel=max_rel, nonfinite=nonfinite_disagree,
                       index=tuple(int(i) for i in worst) if excess.ndim else None,

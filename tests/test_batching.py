@@ -113,7 +113,7 @@ def test_published_seed_out_axes_tuple(published):
 def test_original_seed_reports_the_constant_output():
     report = jaxdiag.check_batching(sample("seed_batching_original", "my_sum_p"), "f32[3]")
     f = finding(report, "JXB004")
-    assert "Output 1 has shape (3,)" in f.message and "batch size 5" in f.message
+    assert "output 1 has shape (3,)" in f.message and "batch size 5" in f.message
     assert "(0, None)" in f.fix
 
 

@@ -474,7 +474,7 @@ def validate(prim: Any, result: Any, size: int | None, expected: list[Aval] | No
         if isinstance(dims, (list, tuple)) and len(dims) == 1 and type(dims[0]) in (int, type(None)):
             record.out_shapes, record.out_dims = [tuple(np.shape(outs))], [dims]
             return [Problem(rules.BATCH_DIM_WRONG_TYPE, 0,
-                            f"returned the dim as {_axes_repr(dims)} (a {type(dims).__name__}), not an int or None "
+                            f"returned the dim as {_axes_repr(dims)} (type {type(dims).__name__}), not an int or None "
                             "(JAX: `batch dim should be int or None`)")]
         outs, dims = [outs], [dims]
     record.out_shapes = [tuple(np.shape(o)) for o in outs]
@@ -510,7 +510,7 @@ def _sequence_problem(outs: Any, dims: Any, n: int | None) -> Problem | None:
         return Problem(rule, None, f"returned the outputs as {what}, not a list or tuple of "
                                    f"{n if n is not None else 'the'} outputs{silent}")
     if not isinstance(dims, (list, tuple)):
-        return Problem(rule, None, f"returned the dims as {dims!r} (a {type(dims).__name__}), not a list or tuple "
+        return Problem(rule, None, f"returned the dims as {dims!r} (type {type(dims).__name__}), not a list or tuple "
                                    f"with one dim per output (JAX: `TypeError: '{type(dims).__name__}' object is not "
                                    "iterable`)")
     if len(outs) != len(dims) or (n is not None and len(outs) != n):
@@ -1050,10 +1050,15 @@ def _structure_finding(ctx: Context, ev: Evidence, items: list[tuple[RuleCall, P
     prim, name = call.prim, _display(ctx, call.prim)
     rule_fn = _compat.batching_rule(prim)
     others = _other_variants([c for c, _ in items], call, name)
-    texts = [("It " + t if t.startswith("returned") else t[:1].upper() + t[1:])
-             for t in dict.fromkeys(p.text for c, p in items if c is call)]
-    message = (f"{_owner(ctx, prim)}'s batching rule, called by {call.variant.describe(name)}: {call.describe()}. "
-               f"{' '.join(t.rstrip('.') + '.' for t in texts)}{_CONSEQUENCE.get(problem.rule.code, '')}{others}")
+    # Lead with the defect (the README table and one-line renderers show the first sentence), then the call.
+    texts = list(dict.fromkeys(p.text for c, p in items if c is call))
+    first, rest = texts[0], [t[:1].upper() + t[1:] for t in texts[1:]]
+    joint = (" " if first.startswith(("returned", "an output")) else
+             " rejects the arguments JAX passes: " if first.startswith(("got ", "missing ", "takes ")) else " is wrong: ")
+    lead = f"{_owner(ctx, prim)}'s batching rule{joint}{first[:1].lower() + first[1:]}"
+    defect = " ".join(t.rstrip(".") + "." for t in [lead, *rest])
+    message = (f"{defect} Seen when called by {call.variant.describe(name)}: {call.describe()}."
+               f"{_CONSEQUENCE.get(problem.rule.code, '')}{others}")
     location = _return_location(rule_fn, call.return_line, problem.rule, ctx.subject.location)
     if problem.rule is rules.WRONG_RULE_SIGNATURE:
         fix = _signature_fix(prim, call.params)
