@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import time
 import traceback
-import zlib
 from typing import Any, Iterable, Sequence
 
 import jax
@@ -117,7 +117,7 @@ def run(
     concrete = [None if isinstance(a, (str, ArgSpec)) else np.asarray(a) for a in args]
     specs = [s if s is not None else spec_of(c) for s, c in zip(specs, concrete)]
     wide = any(s.dtype.itemsize >= 8 and s.dtype.kind in "fciu" for s in specs)
-    with _compat.jax_config(jax_enable_x64=True) if wide and not _compat.x64_enabled() else _nullcontext():
+    with _compat.jax_config(jax_enable_x64=True) if wide and not _compat.x64_enabled() else contextlib.nullcontext():
         reports = _run_target(resolved, specs, concrete, params, options)
     anchors = suppression_anchors(resolved)
     for i, report in enumerate(reports):
@@ -126,13 +126,6 @@ def run(
         report.findings.sort(key=Finding.sort_key)
     return Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
 
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 def _run_target(target: Target, specs: list[ArgSpec], concrete: list, params: dict, options: Options
@@ -501,7 +494,3 @@ def suppression_anchors(target: Target) -> list[Location]:
     else:
         return []
     return [loc] if loc else []
-
-
-def stable_seed(*parts: Any) -> int:
-    return zlib.crc32(":".join(map(str, parts)).encode())

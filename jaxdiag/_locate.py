@@ -7,7 +7,7 @@ import inspect
 import linecache
 import os
 import re
-from typing import Any, Callable
+from typing import Any
 
 from ._report import Location
 
@@ -91,20 +91,6 @@ def locate_assignment(module: Any, obj: Any, names: list[str] | None = None) -> 
     return None
 
 
-def source_lines(location: Location, context: int = 3) -> list[tuple[int, str]]:
-    """(line number, text) around `location`, empty when the file cannot be read."""
-    path = location.path
-    if not os.path.isfile(path):
-        return []
-    start = max(1, location.line - context)
-    out = []
-    for n in range(start, location.line + context + 1):
-        text = linecache.getline(path, n)
-        if not text and n > location.line:
-            break
-        out.append((n, text.rstrip("\n")))
-    return out
-
 
 def inline_ignores(location: Location | None) -> set[str] | None:
     """Codes suppressed by `# jaxdiag: ignore[...]` on the location's line: None if none, {"*"} for a bare one."""
@@ -120,8 +106,3 @@ def inline_ignores(location: Location | None) -> set[str] | None:
     if not match.group(1):
         return {"*"}
     return {c.strip().upper() for c in match.group(1).split(",") if c.strip()}
-
-
-def describe_callable(fn: Callable) -> str:
-    loc = locate(fn)
-    return f"{loc.function} ({loc})" if loc else getattr(fn, "__name__", repr(fn))

@@ -453,11 +453,7 @@ def _ratio(a: list[np.ndarray], b: list[np.ndarray]) -> float:
 
 def _reverse_consequence(st: GradState) -> str:
     """What reverse mode does with this rule: JAX's error, or forward and reverse numbers that disagree."""
-    vjp, exc = eager_vjp(st)
-    ws = st.cotangents(0)
-    cts = vjp(ws) if vjp is not None else None
-    if exc is None and cts is None:
-        exc = st.memo.get(("ct_err", id(ws)))
+    ws, cts, exc = pullback_at_first_cotangent(st)
     if exc is not None:
         return ("jax.jvp runs, but jax.grad must transpose the tangent computation and fails with "
                 f"`{type(exc).__name__}: {short_message(exc, 200)}`, naming a lax primitive rather than your rule.")
@@ -491,6 +487,17 @@ def eager_vjp(st: GradState) -> tuple[Any, BaseException | None]:
 
             st.memo["eager_vjp"] = (apply, None)
     return st.memo["eager_vjp"]
+
+
+def pullback_at_first_cotangent(st: GradState) -> tuple[Any, Any, BaseException | None]:
+    """(ws, cotangents, error) of the subject's eager VJP at the first seeded output cotangent `ws`: cotangents per
+    differentiable argument, or the error raised by jax.vjp or by the pullback."""
+    vjp, exc = eager_vjp(st)
+    ws = st.cotangents(0)
+    cts = vjp(ws) if vjp is not None else None
+    if exc is None and cts is None:
+        exc = st.memo.get(("ct_err", id(ws)))
+    return ws, cts, exc
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -660,11 +667,7 @@ def jvp_reverse(ctx: Context) -> Iterator[Finding]:
     if not st.diff or not any(st.out_diff(k) for k in range(len(st.out_leaves))):
         raise SkipCheck("nothing to differentiate")
     fun, rule = names(st)
-    vjp, exc = eager_vjp(st)
-    ws = st.cotangents(0)
-    cts = vjp(ws) if vjp is not None else None
-    if exc is None and cts is None:
-        exc = st.memo.get(("ct_err", id(ws)))
+    ws, cts, exc = pullback_at_first_cotangent(st)
     if exc is not None:
         yield rules.DERIVATIVE_RULE_RAISED.finding(
             f"jax.jvp of {fun} works but reverse mode fails: jax.vjp/jax.grad raised {error_text(exc, st.jvp_rule)}. "

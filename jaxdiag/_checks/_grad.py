@@ -20,7 +20,7 @@ from .._inputs import choose_batch_size
 from .._numerics import FD_EPS, compare
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
-from ._custom_jvp import eager_vjp, rule_location
+from ._custom_jvp import eager_vjp, pullback_at_first_cotangent, rule_location
 from ._gradref import (GradState, absdot, all_finite, close, close_scalar, dot, error_text, fmt_values, grad_tol,
                        is_float0, locate, quiet_call, require, rule_name, short_dtype, short_message, state, to_f64,
                        vjp_against_fd)
@@ -63,11 +63,7 @@ def function_grad(ctx: Context) -> Iterator[Finding]:
     if not st.diff or not _float_outputs(st):
         raise SkipCheck("no floating-point input and output to differentiate")
     name = _display_name(st)
-    vjp, exc = eager_vjp(st)
-    ws = st.cotangents(0)
-    cts = vjp(ws) if vjp is not None else None
-    if exc is None and cts is None:
-        exc = st.memo.get(("ct_err", id(ws)))
+    ws, cts, exc = pullback_at_first_cotangent(st)
     if exc is not None:
         st.blocked["JXG017"] = "jax.grad of the function fails"
         if _from_nested_rule(ctx, exc):
