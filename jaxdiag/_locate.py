@@ -29,11 +29,13 @@ def unwrap(fn: Any) -> Any:
 
 
 def relative_path(path: str) -> str:
+    """Relative to the current directory for files under it (what editors and CI annotations expect); absolute
+    for files elsewhere (site-packages), where `../../..` chains help nobody."""
     try:
         rel = os.path.relpath(path)
     except ValueError:  # different drive on Windows
         return path
-    return path if rel.startswith(".." + os.sep + "..") else rel
+    return os.path.abspath(path) if rel == ".." or rel.startswith(".." + os.sep) else rel
 
 
 def def_line(filename: str, first_line: int) -> int:

@@ -353,3 +353,16 @@ def test_report_api():
     assert not bad.ok
     with pytest.raises(AssertionError, match="observed"):
         bad.raise_if_failed()
+
+
+def test_report_does_not_depend_on_the_checkout_folder(tmp_path):
+    """Seeds derive from the target without its directories: a clone elsewhere draws the same inputs."""
+    import shutil
+
+    copy = tmp_path / "elsewhere" / "seed_vjp_structure_fixed.py"
+    copy.parent.mkdir()
+    shutil.copy(ROOT / "samples" / "seed_vjp_structure_fixed.py", copy)
+    here = jaxdiag.check_grad(f"{ROOT}/samples/seed_vjp_structure_fixed.py:test_func", "f32[3]", "f32[3]")
+    there = jaxdiag.check_grad(f"{copy}:test_func", "f32[3]", "f32[3]")
+    assert [(f.code, f.message) for f in here.findings] == [(f.code, f.message) for f in there.findings]
+    assert here.codes() == {"JXG011"}

@@ -205,7 +205,7 @@ class Reference:
         self.subject = ctx.subject
         self.fn = fn
         self.count = count
-        rng = np.random.default_rng(zlib.crc32(f"{ctx.options.seed}:{ctx.subject.label}:pool".encode()))
+        rng = np.random.default_rng(zlib.crc32(f"{ctx.options.seed}:{ctx.subject.seed_key}:pool".encode()))
         self.pool = [self._column(x, s, rng) for x, s in zip(ctx.example(), ctx.specs)]
         self._outputs: dict[frozenset[int], list[list[np.ndarray]] | BaseException] = {}
         self.structure: Any = None

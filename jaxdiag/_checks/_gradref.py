@@ -412,7 +412,7 @@ class GradState:
         self.subject = subject
         self.kind = subject.kind
         self.options = ctx.options
-        self.rng = np.random.default_rng(zlib.crc32(f"{ctx.options.seed}:{subject.label}:grad".encode()))
+        self.rng = np.random.default_rng(zlib.crc32(f"{ctx.options.seed}:{subject.seed_key}:grad".encode()))
         self.blocked: dict[str, str] = {}  # code -> why later checks cannot trust the rules' output
         self.memo: dict[str, Any] = {}
         obj = subject.obj
