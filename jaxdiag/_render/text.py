@@ -73,7 +73,9 @@ def _draw_target(target: TargetReport, console: Console) -> None:
         header.append(f"; inputs {' '.join(target.inputs)}", style="jaxdiag.dim")
     header.append(")", style="jaxdiag.dim")
     counts = {sev: sum(1 for f in target.findings if f.severity == sev) for sev in ("error", "warning")}
-    if not counts["error"] and not counts["warning"]:
+    if all(c.status == "skipped" for c in target.checks):
+        header.append("  not checked", style="jaxdiag.warning")
+    elif not counts["error"] and not counts["warning"]:
         header.append("  ok", style="green")
     console.print(header)
     for finding in target.findings:
