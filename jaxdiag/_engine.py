@@ -330,7 +330,7 @@ def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[S
         specs = [_spec_of_aval(v.aval) for v in eqn.invars]
         if any(s is None for s in specs):
             continue
-        key = (prim, repr(sorted(eqn.params.items(), key=lambda kv: kv[0])), tuple(map(str, specs)))
+        key = _primitive_call_key(prim, eqn.params, specs)
         if key in seen_keys:
             continue
         seen_keys.add(key)
@@ -358,7 +358,7 @@ def _bound_primitive_subjects(root: Subject) -> list[Subject]:
     keys: set = set()
     for prim, avals, params in seen:
         specs = [_spec_of_aval(a) for a in avals]
-        key = (prim, repr(sorted(params.items(), key=lambda kv: kv[0])), tuple(map(str, specs)))
+        key = _primitive_call_key(prim, params, specs)
         if any(s is None for s in specs) or key in keys:
             continue
         keys.add(key)
@@ -373,6 +373,11 @@ _STRUCTURAL_PRIMITIVES = {"pjit", "jit", "closed_call", "core_call", "custom_jvp
                           "custom_vjp_call_jaxpr", "custom_lin", "remat", "checkpoint", "custom_vmap_call",
                           "ffi_call", "pure_callback", "io_callback", "debug_callback", "random_wrap",
                           "random_unwrap", "random_seed", "random_bits", "threefry2x32", "iota", "rng_bit_generator"}
+
+
+def _primitive_call_key(prim: Any, params: dict, specs: list[ArgSpec | None]) -> tuple:
+    """Calls of one primitive with the same params and shapes are checked once."""
+    return prim, repr(sorted(params.items(), key=lambda kv: kv[0])), tuple(map(str, specs))
 
 
 def _split_custom_args(kind: str, fn: Any, args: tuple, kwargs: dict) -> tuple[list[ArgSpec] | None, dict]:
