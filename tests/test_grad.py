@@ -403,3 +403,13 @@ def test_cli_grad_exit_codes(tmp_path):
     good = runner.invoke(app, ["grad", f"{SAMPLES / 'seed_jvp.py'}:test_func", "--arg", "f32[3]", "--arg",
                                "f32[3]", "--order", "2"])
     assert good.exit_code == 0, good.stdout
+
+
+def test_vmap_of_grad_mismatch_from_a_batching_bug_blames_the_batching_rule():
+    path = Path(__file__).parent / "data" / "softmax_bad_batching.py"
+    report = jaxdiag.check_grad(f"{path}:softmax_p", "f32[3,4]", axis=1)
+    assert {"JXG001", "JXG016"} <= report.codes()
+    (composition,) = [f for f in report.findings if f.code == "JXG016"]
+    assert "the batching rule is at fault" in composition.message
+    assert composition.location.function == "_batch"
+    assert "jaxdiag batching" in composition.fix

@@ -243,10 +243,34 @@ def grad_composition(ctx: Context) -> Iterator[Finding]:
         yield from _diagnose_failure(st, ws, arrays, batch, exc)
         return
     g_jit, g_vmap, g_gvmap, loop = result
-    yield from _compare_compositions(st, eager, g_jit, g_vmap, g_gvmap, loop, size)
+    yield from _compare_compositions(st, eager, g_jit, g_vmap, g_gvmap, loop, size,
+                                     lambda: _primal_vmap_differs(st, batch, size))
 
 
-def _composition_finding(st: GradState, how: str, message: str, fix: str = "") -> Finding:
+def _primal_vmap_differs(st: GradState, batch: list[Any], size: int) -> bool:
+    """True when vmap of the function itself (no derivative) already differs from the per-example loop: then a
+    vmap(grad f) mismatch comes from the batching rule, not from the derivative rules."""
+    positions = _array_positions(st)
+
+    def f(*arrays: Any) -> list[Any]:
+        return jax.tree_util.tree_leaves(st.call_target(st.values(dict(zip(positions, arrays)))))
+
+    batched, exc = quiet_call(lambda: jax.vmap(f)(*batch))
+    if exc is not None:
+        return False
+    for j in range(size):
+        one, exc = quiet_call(f, *[b[j] for b in batch])
+        if exc is not None:
+            return False
+        for got, want in zip(batched, one):
+            cmp = compare(to_f64(got[j]), to_f64(want))
+            if not cmp.ok and not cmp.nonfinite:
+                return True
+    return False
+
+
+def _composition_finding(st: GradState, how: str, message: str, fix: str = "",
+                         location: Location | None = None) -> Finding:
     name = _display_name(st)
     rule = {"custom_vjp": rule_name(st.bwd, "bwd"), "custom_jvp": rule_name(st.jvp_rule, "the JVP rule")}.get(
         st.kind, name)
@@ -254,7 +278,16 @@ def _composition_finding(st: GradState, how: str, message: str, fix: str = "") -
         f"{how} of {name}: {message}",
         fix=fix or f"Keep {rule} traceable: use jax.numpy instead of NumPy on cotangents/tangents (no np.asarray, "
                    "float(), Python if on values), and do not depend on global state.",
-        location=_rule_location(st))
+        location=location or _rule_location(st))
+
+
+def _batching_location(st: GradState) -> Location | None:
+    """The batching rule of a primitive subject (where a vmap defect lives), else the subject itself."""
+    if st.kind == "primitive":
+        rule = _compat.batching_rule(st.subject.obj)
+        if rule is not None and _locate.is_user_code(rule):
+            return _locate.locate(rule)
+    return st.subject.location
 
 
 def _skippable(exc: BaseException) -> bool:
@@ -323,7 +356,7 @@ def _primal_fails_too(st: GradState, how: str, arrays: list, batch: list) -> boo
 
 
 def _compare_compositions(st: GradState, eager: list, g_jit: list, g_vmap: list, g_gvmap: list, loop: list,
-                          size: int) -> Iterator[Finding]:
+                          size: int, primal_vmap_differs: Callable[[], bool]) -> Iterator[Finding]:
     for a, e, j in zip(st.diff, eager, g_jit):
         if close(j, e, grad_tol(a.dtype)):
             continue
@@ -339,8 +372,16 @@ def _compare_compositions(st: GradState, eager: list, g_jit: list, g_vmap: list,
                 continue
             cmp = compare(to_f64(got[i]), expected, tol=grad_tol(a.dtype))
             if not cmp.ok and not cmp.nonfinite:
-                yield _composition_finding(st, how, f"over a batch of {size} examples the gradient for {a.name} "
-                                                    f"differs from the per-example gradients: {cmp.describe()}.")
+                message = (f"over a batch of {size} examples the gradient for {a.name} differs from the "
+                           f"per-example gradients: {cmp.describe()}.")
+                fix, location = "", None
+                if primal_vmap_differs():
+                    message += (" jax.vmap of the function itself already differs from the per-example loop, so "
+                                "the batching rule is at fault, not the derivative rules.")
+                    fix = (f"Fix the batching of {_display_name(st)} first: `jaxdiag batching` on this target "
+                           "shows the rule and the in_axes that break it.")
+                    location = _batching_location(st)
+                yield _composition_finding(st, how, message, fix, location)
                 return
 
 
