@@ -413,3 +413,32 @@ def test_vmap_of_grad_mismatch_from_a_batching_bug_blames_the_batching_rule():
     assert "the batching rule is at fault" in composition.message
     assert composition.location.function == "_batch"
     assert "jaxdiag batching" in composition.fix
+
+
+def test_function_whose_grad_fails_inside_a_nested_bwd_is_reported_once(tmp_path):
+    """The raising bwd is reported on the nested custom_vjp target; the function itself does not repeat it."""
+    module = tmp_path / "layer_model.py"
+    module.write_text(textwrap.dedent("""
+        import jax, jax.numpy as jnp
+
+        @jax.custom_vjp
+        def layer(x, w):
+            return jnp.tanh(x @ w)
+
+        def layer_fwd(x, w):
+            y = jnp.tanh(x @ w)
+            return y, (x, w, y)
+
+        def layer_bwd(res, g):
+            x, w, y = res
+            gz = g * (1 - y ** 2)
+            return gz @ w.T, x.T @ gz.T
+
+        layer.defvjp(layer_fwd, layer_bwd)
+
+        def loss(x, w):
+            return jnp.sum(layer(x, w) ** 2)
+    """))
+    report = jaxdiag.check_grad(f"{module}:loss", "f32[2,3]", "f32[3,4]")
+    raised = [(t.kind, f.location.function) for t in report.targets for f in t.findings if f.code == "JXG017"]
+    assert raised == [("custom_vjp", "layer_bwd")]

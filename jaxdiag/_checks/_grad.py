@@ -116,11 +116,35 @@ def _custom_parts(ctx: Context) -> list[str]:
 
 
 def _from_nested_rule(ctx: Context, exc: BaseException) -> bool:
-    """True when jax.grad of the function fails inside one of the custom rules it calls (checked on their own)."""
+    """True when jax.grad of the function fails inside one of the custom rules it calls (checked on their own):
+    JAX's message names the rule, or the traceback runs through the user's fwd/bwd/JVP/transpose code."""
     parts = _custom_parts(ctx)
     text = str(exc).lower()
-    return bool(parts) and (any(f"'{part.lower()}'" in text for part in parts)
-                            or "custom vjp" in text or "custom jvp" in text)
+    if parts and (any(f"'{part.lower()}'" in text for part in parts) or "custom vjp" in text
+                  or "custom jvp" in text):
+        return True
+    codes = _nested_rule_codes(ctx)
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code in codes:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _nested_rule_codes(ctx: Context) -> set[Any]:
+    """Code objects of the user's rules behind the custom_* calls and user primitives inside the function."""
+    fns: list[Any] = []
+    for obj, _, _ in ctx.cache.get("custom_calls", []):
+        fns += [getattr(obj, attr, None) for attr in ("fwd", "bwd", "jvp", "vmap_rule")]
+    jaxpr = ctx.cache.get("jaxpr")
+    if jaxpr is not None:
+        for eqn in _compat.iter_eqns(jaxpr):
+            if _compat.is_primitive(eqn.primitive) and not _compat.is_builtin_primitive(eqn.primitive):
+                for rule in _compat.registered_rules(eqn.primitive).values():
+                    fns += _compat.rule_user_functions(rule) if rule is not None else []
+    codes = {getattr(_locate.unwrap(fn), "__code__", None) for fn in fns if fn is not None and _locate.is_user_code(fn)}
+    return {c for c in codes if c is not None}
 
 
 def _nested_hint(ctx: Context) -> str:
