@@ -1,0 +1,291 @@
+"""Running the vmap variants of a subject once: `evidence(ctx)` (cached in `ctx.cache`) runs every variant
+under the spy and compares it with the per-example reference; the batching checks only read the `Evidence`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import jax
+import numpy as np
+
+from ... import _compat, _locate, _numerics
+from ..._inputs import choose_batch_size
+from .._base import Context, SkipCheck, Subject
+from .._registration import (
+    abstract_output,
+    example_output,
+    first_line,
+    has_jit_path,
+    is_user_primitive,
+    jitted,
+    reference_fn,
+    subject_fn,
+)
+from ._reference import Aval, Reference, Variant, axes_variants
+from ._spy import RuleCall, Spy, _Abort
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running the variants
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    variant: Variant
+    leaves: list[np.ndarray] | None = None
+    tree: Any = None
+    error: BaseException | None = None
+    abort: RuleCall | None = None
+    comparisons: list[_numerics.Comparison] = field(default_factory=list)
+    reference_error: BaseException | None = None
+    count_mismatch: tuple[int, int] | None = None
+    input_shapes: list[tuple[int, ...]] = field(default_factory=list)
+
+    @property
+    def mismatched(self) -> list[int]:
+        return [k for k, c in enumerate(self.comparisons) if not c.ok and not c.nonfinite]
+
+    @property
+    def ok(self) -> bool:
+        return (self.error is None and self.abort is None and self.count_mismatch is None
+                and not self.mismatched)
+
+
+@dataclass
+class Evidence:
+    """Every vmap run of one subject, the rule calls the spy saw, and the reference they were compared with."""
+
+    subject: Subject
+    fn: Callable
+    reference: Reference
+    outcomes: list[Outcome]
+    calls: list[RuleCall]
+    spied: list[Any]
+    expected_at_subject: list[Aval] | None
+    notes: list[str] = field(default_factory=list)
+
+
+def evidence(ctx: Context) -> Evidence:
+    """Run every variant once (cached for all batching checks of the subject)."""
+    cached = ctx.cache.get("batching_evidence")
+    if isinstance(cached, Evidence):
+        return cached
+    if isinstance(cached, SkipCheck):
+        raise cached
+    try:
+        result = _collect(ctx)
+    except SkipCheck as skip:
+        ctx.cache["batching_evidence"] = skip
+        raise
+    ctx.cache["batching_evidence"] = result
+    return result
+
+
+def _collect(ctx: Context) -> Evidence:
+    subject = ctx.subject
+    if subject.kind == "primitive" and not _compat.has_batching_rule(subject.obj):
+        raise SkipCheck(f"{subject.obj.name} has no batching rule (JXR005)")
+    out = example_output(ctx)
+    if out.leaves is None:
+        raise SkipCheck(f"{subject.name} raised on the example (JXR011): {first_line(out.error)}"
+                        if out.error is not None else "no reference")
+    fn = reference_fn(subject)
+    assert fn is not None
+    shapes = [s.shape for s in ctx.specs] + [tuple(x.shape) for x in out.leaves]
+    size = ctx.batch_size([tuple(x.shape) for x in out.leaves])
+    outer = choose_batch_size(shapes, start=2)
+    inner = choose_batch_size(shapes + [(outer,)], start=outer + 1)
+    reference = Reference(ctx, fn, max(size, outer * inner))
+    expected_at_subject = _subject_avals(ctx)
+    spied = _spied_primitives(ctx)
+    spy = Spy(subject, expected_at_subject, trust_abstract_eval=_abstract_eval_agrees(ctx))
+    outcomes = []
+    target = subject_fn(subject)
+    notes: list[str] = []
+    for variant in _variants(ctx, size, outer, inner, notes):
+        outcomes.append(_run(target, reference, spy, spied, variant))
+    return Evidence(subject, target, reference, outcomes, spy.calls, spied, expected_at_subject, notes)
+
+
+def _subject_avals(ctx: Context) -> list[Aval] | None:
+    out = example_output(ctx)
+    if ctx.subject.kind != "primitive":
+        return None
+    if out.leaves is not None and not out.via_jit:
+        return out.avals
+    return abstract_output(ctx).avals
+
+
+def _abstract_eval_agrees(ctx: Context) -> bool:
+    if ctx.subject.kind != "primitive":
+        return True
+    avals, out = abstract_output(ctx).avals, example_output(ctx)
+    return avals is not None and (out.via_jit or avals == out.avals)
+
+
+def _spied_primitives(ctx: Context) -> list[Any]:
+    if ctx.subject.kind == "primitive":
+        return [ctx.subject.obj]
+    prims = list(_compat.user_batching_primitives())
+    for nested in ctx.cache.get("nested_subjects", []):
+        if nested.kind == "primitive" and nested.obj not in prims and is_user_primitive(nested):
+            prims.append(nested.obj)
+    return prims
+
+
+def _variants(ctx: Context, size: int, outer: int, inner: int, notes: list[str]) -> list[Variant]:
+    specs = ctx.specs
+    out = []
+    user = _user_variant(ctx, size)
+    if user is not None:
+        out.append(user)
+    out += [Variant(axes, size) for axes in axes_variants(specs)]
+    zeros = tuple(0 for _ in specs)
+    if size != 1:
+        out.append(Variant(zeros, 1))
+    if ctx.subject.kind == "primitive" and not _compat.has_impl(ctx.subject.obj):
+        notes.append("no impl (JXR001): every variant ran under jax.jit; nested vmap skipped")
+        return [replace(v, under_jit=True) for v in out]
+    out.append(Variant(tuple(len(s.shape) for s in specs), outer, mode="nested", inner=inner))
+    if ctx.subject.kind == "primitive" and _compat.batching_rule_is_fancy(ctx.subject.obj) and _locate.is_user_code(
+            _compat.batching_rule(ctx.subject.obj)):
+        # JAX calls rules registered in the fancy table even when no input is batched (bug catalog #7)
+        out.append(Variant(tuple(None for _ in specs), size, mode="constants"))
+    if _can_jit(ctx, notes):
+        out.append(Variant(zeros, size, mode="jit(vmap)"))
+        out.append(Variant(zeros, size, mode="vmap(jit)"))
+    return out
+
+
+def _user_variant(ctx: Context, size: int) -> Variant | None:
+    in_axes, out_axes = ctx.options.in_axes, ctx.options.out_axes
+    if in_axes is None and out_axes is None:
+        return None
+    n = len(ctx.specs)
+    given = 0 if in_axes is None else in_axes
+    if isinstance(given, (tuple, list)):
+        per = list(given) + [0] * (n - len(given))
+    else:
+        per = [given] * n
+    axes = []
+    for a, spec in zip(per[:n], ctx.specs):
+        rank = len(spec.shape) + 1
+        axes.append(a % rank if isinstance(a, int) and -rank <= a < rank else (0 if a is not None else None))
+    return Variant(tuple(axes), size, mode="user", out_axes=0 if out_axes is None else out_axes, user_in_axes=given)
+
+
+def _can_jit(ctx: Context, notes: list[str]) -> bool:
+    subject = ctx.subject
+    if subject.kind == "primitive":
+        prim = subject.obj
+        if not has_jit_path(prim):
+            notes.append("jit(vmap) and vmap(jit) skipped: no abstract eval or no lowering (JXR002/JXR004)")
+            return False
+        avals = abstract_output(ctx).avals
+        if ctx.cache.get("jit_broken") or avals is None or (
+                not example_output(ctx).via_jit and [a for a, _ in avals] != [a for a, _ in example_output(ctx).avals]):
+            notes.append("jit(vmap) and vmap(jit) skipped: jax.jit of the primitive itself fails (JXR003/JXR010)")
+            return False
+        return True
+    if "jaxpr" not in ctx.cache:
+        notes.append("jit(vmap) and vmap(jit) skipped: the function cannot be traced with make_jaxpr")
+        return False
+    for eqn in _compat.iter_eqns(ctx.cache["jaxpr"]):
+        prim = eqn.primitive
+        if _compat.is_primitive(prim) and not _compat.is_builtin_primitive(prim) and not has_jit_path(prim):
+            notes.append(f"jit(vmap) and vmap(jit) skipped: {prim.name} has no abstract eval or no lowering")
+            return False
+    return True
+
+
+def _vmapped(fn: Callable, variant: Variant) -> Callable:
+    if variant.under_jit:
+        return jax.jit(_vmapped(fn, replace(variant, under_jit=False)))
+    if variant.mode == "user":
+        return jax.vmap(fn, in_axes=variant.user_in_axes, out_axes=variant.out_axes)
+    axes = variant.axes
+    if variant.mode == "nested":
+        return jax.vmap(jax.vmap(fn, in_axes=tuple(-1 for _ in axes)), in_axes=tuple(0 for _ in axes))
+    if variant.mode == "jit(vmap)":
+        return jax.jit(jax.vmap(fn, in_axes=axes))
+    if variant.mode == "vmap(jit)":
+        return jax.vmap(jitted(fn), in_axes=axes)
+    if variant.mode == "constants":
+        return lambda t, *args: jax.vmap(lambda _: fn(*args))(t)
+    return jax.vmap(fn, in_axes=axes)
+
+
+def _run(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variant: Variant) -> Outcome:
+    outcome = Outcome(variant)
+    expected = reference.expected(variant)
+    if isinstance(expected, BaseException):
+        outcome.reference_error = expected
+        return outcome
+    spy.variant = variant
+    args = reference.batched_args(variant)
+    if variant.mode == "constants":
+        args = [np.zeros((variant.size,), np.float32), *args]
+    outcome.input_shapes = [tuple(np.shape(a)) for a in args]
+    try:
+        with _compat.intercept_batching_rules(spy.handlers(spied)):
+            result = _vmapped(fn, variant)(*args)
+            jax.block_until_ready(result)
+    except Exception as exc:
+        abort = _find_abort(exc)
+        if abort is not None:
+            outcome.abort = abort.call
+        else:
+            outcome.error = exc
+        return outcome
+    leaves, outcome.tree = jax.tree_util.tree_flatten(result)
+    outcome.leaves = [np.asarray(x) for x in leaves]
+    _compare(outcome, expected)
+    return outcome
+
+
+def _find_abort(exc: BaseException | None) -> _Abort | None:
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, _Abort):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
+def _compare(outcome: Outcome, expected: list[np.ndarray]) -> None:
+    leaves = outcome.leaves or []
+    if len(leaves) != len(expected):
+        outcome.count_mismatch = (len(leaves), len(expected))
+        return
+    axes = _per_leaf(outcome.variant.out_axes, outcome.tree, len(leaves))
+    for leaf, want, axis in zip(leaves, expected, axes):
+        if axis is None:
+            got = np.broadcast_to(leaf, want.shape) if leaf.shape == want.shape[1:] else leaf
+        elif outcome.variant.mode == "nested" or not -leaf.ndim <= axis < max(leaf.ndim, 1):
+            got = leaf
+        else:
+            got = np.moveaxis(leaf, axis, 0) if leaf.ndim else leaf
+        outcome.comparisons.append(_numerics.compare(got, want))
+
+
+def _per_leaf(out_axes: Any, tree: Any, count: int) -> list[Any]:
+    """out_axes broadcast to one entry per output leaf (a tree prefix, as vmap reads it)."""
+    if out_axes is None or isinstance(out_axes, int):
+        return [out_axes] * count
+    try:
+        treedef = tree if tree is not None else None
+        template = jax.tree_util.tree_unflatten(treedef, list(range(count)))
+        per = [None] * count
+
+        def fill(axis: Any, sub: Any) -> None:
+            for index in jax.tree_util.tree_leaves(sub):
+                per[index] = axis
+
+        jax.tree_util.tree_map(fill, out_axes, template, is_leaf=lambda x: x is None)
+        return per
+    except Exception:
+        return [0] * count

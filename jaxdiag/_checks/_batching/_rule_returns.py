@@ -1,0 +1,314 @@
+"""Check: the batching rule's returns (primitives). What the dims should have been (`suggested_dims`), and the
+findings and fixes for malformed returns and rules that raise; the other batching checks reuse the builders.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import Any
+
+from ... import _compat, _locate
+from ... import _rules as rules
+from ..._report import Finding, Location
+from .._base import Context, check
+from .._registration import (
+    first_line,
+    prim_var,
+    removed_api,
+    removed_api_finding,
+    rule_location,
+    user_frame_location,
+)
+from ._evidence import Evidence, evidence
+from ._reference import _axes_repr
+from ._source import (
+    _dim_names,
+    _function_node,
+    _own_nodes,
+    _return_nodes,
+    _rule_names,
+    corrected_return,
+)
+from ._spy import Problem, RuleCall
+
+# ---------------------------------------------------------------------------------------------------------------
+# What the dims should have been
+# ---------------------------------------------------------------------------------------------------------------
+
+_UNKNOWN = object()
+
+
+def _correct_dim(shape: tuple[int, ...], expected: tuple[int, ...], size: int | None) -> Any:
+    """Where the batch axis really is in an output of `shape` whose one-example shape is `expected`: an int,
+    None when the output has no batch axis, or _UNKNOWN."""
+    if size is None:
+        return _UNKNOWN
+    found = [d for d in range(len(shape)) if shape[d] == size and shape[:d] + shape[d + 1:] == tuple(expected)]
+    if len(found) == 1:
+        return found[0]
+    if tuple(shape) == tuple(expected):
+        return None
+    return _UNKNOWN
+
+
+def suggested_dims(ev: Evidence, prim: Any) -> dict[int, str]:
+    """For each output, the dim expression the rule should return, when every observed call agrees on one: a
+    constant, None, or the dim variable of an input whose dim it always equals."""
+    calls = [c for c in ev.calls if c.prim is prim and c.out_shapes is not None and c.expected is not None
+             and len(c.out_shapes) == len(c.expected)]
+    if not calls:
+        return {}
+    n_out = len(calls[0].out_shapes or [])
+    rule = _compat.batching_rule(prim)
+    names = _dim_names(rule, _compat.batching_rule_is_fancy(prim), len(calls[0].in_dims)) if rule else []
+    out: dict[int, str] = {}
+    for k in range(n_out):
+        observed = []
+        for c in calls:
+            if c.out_shapes is None or k >= len(c.out_shapes) or c.expected is None:
+                continue
+            dim = _correct_dim(c.out_shapes[k], c.expected[k][0], c.size)
+            if dim is None and c.top and ev.reference.constant(c.variant.pattern, k, c.variant.size) is False:
+                dim = _UNKNOWN  # no batch axis although the output varies: the rule drops or reduces it
+            observed.append((dim, c.in_dims))
+        if not observed or any(d is _UNKNOWN for d, _ in observed):
+            continue
+        values = {d for d, _ in observed}
+        if len(values) == 1:
+            out[k] = repr(next(iter(values)))
+            continue
+        for i, name in enumerate(names):
+            if all(d == dims[i] for d, dims in observed):
+                out[k] = name
+                break
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Check: the rule's returns (primitives)
+# ---------------------------------------------------------------------------------------------------------------
+
+_CONSEQUENCE = {  # what happens after the rule returns, when JAX's own message will not say it
+    rules.BATCH_AXIS_SIZE_MISMATCH.code: " JAX never checks this (not even under jax.enable_checks): the wrong "
+                                         "shape surfaces later, in unrelated code.",
+}
+
+
+@check("batching-rule", family="batching", kinds={"primitive"})
+def rule_returns_check(ctx: Context) -> Iterator[Finding]:
+    ev = evidence(ctx)
+    prim = ctx.subject.obj
+    calls = [c for c in ev.calls if c.prim is prim]
+    groups: dict[str, list[tuple[RuleCall, Problem]]] = {}
+    for call in calls:
+        for problem in call.problems:
+            groups.setdefault(problem.rule.code, []).append((call, problem))
+    suggestions = suggested_dims(ev, prim)
+    for code, items in groups.items():
+        yield _structure_finding(ctx, ev, items, suggestions)
+    raised = [c for c in calls if c.error is not None]
+    if raised:
+        yield _raised_finding(ctx, raised)
+
+
+def _structure_finding(ctx: Context, ev: Evidence, items: list[tuple[RuleCall, Problem]],
+                       suggestions: dict[int, str]) -> Finding:
+    call, problem = items[0]
+    prim, name = call.prim, _display(ctx, call.prim)
+    rule_fn = _compat.batching_rule(prim)
+    others = _other_variants([c for c, _ in items], call, name)
+    # Lead with the defect (the README table and one-line renderers show the first sentence), then the call.
+    texts = list(dict.fromkeys(p.text for c, p in items if c is call))
+    first, rest = texts[0], [t[:1].upper() + t[1:] for t in texts[1:]]
+    joint = (" " if first.startswith(("returned", "an output")) else
+             " rejects the arguments JAX passes: " if first.startswith(("got ", "missing ", "takes ")) else " is wrong: ")
+    lead = f"{_owner(ctx, prim)}'s batching rule{joint}{first[:1].lower() + first[1:]}"
+    defect = " ".join(t.rstrip(".") + "." for t in [lead, *rest])
+    message = (f"{defect} Seen when called by {call.variant.describe(name)}: {call.describe()}."
+               f"{_CONSEQUENCE.get(problem.rule.code, '')}{others}")
+    location = _return_location(rule_fn, call.return_line, problem.rule, ctx.subject.location)
+    if problem.rule is rules.WRONG_RULE_SIGNATURE:
+        fix = _signature_fix(prim, call.params)
+    else:
+        fix = _structure_fix(ev, prim, call, problem, suggestions)
+    return problem.rule.finding(message, fix=fix, location=location)
+
+
+def _display(ctx: Context, prim: Any) -> str:
+    """How vmap's argument is named in messages: `my_p.bind` for a primitive, the function's name otherwise."""
+    if ctx.subject.kind == "primitive" and prim is ctx.subject.obj:
+        return f"{prim_var(ctx.subject)}.bind"
+    if ctx.subject.kind == "function":
+        return ctx.subject.name
+    return f"{prim.name}.bind"
+
+
+def _owner(ctx: Context, prim: Any) -> str:
+    if ctx.subject.kind == "primitive" and prim is ctx.subject.obj:
+        return prim_var(ctx.subject)
+    return prim.name
+
+
+def _other_variants(calls: list[RuleCall], first: RuleCall, name: str) -> str:
+    labels = list(dict.fromkeys(c.variant.describe(name) for c in calls if c.variant != first.variant))
+    if not labels:
+        return ""
+    shown = labels[:3] + ([f"{len(labels) - 3} more"] if len(labels) > 3 else [])
+    return f" Also with {'; '.join(shown)}."
+
+
+def _return_location(rule_fn: Any, line: int | None, rule: rules.Rule, fallback: Location | None
+                     ) -> Location | None:
+    """The faulty `return` line when known; the `def` line when a `# jaxdiag: ignore[...]` there names the rule
+    (suppressions live on the def line)."""
+    base = rule_location(rule_fn, fallback)
+    if base is None or line is None or rule_fn is None or not _locate.is_user_code(rule_fn):
+        return base
+    ignored = _locate.inline_ignores(base)
+    if ignored and ("*" in ignored or rules.matches(rule.code, sorted(ignored))):
+        return base
+    return Location(base.path, line, base.function)
+
+
+def _signature_fix(prim: Any, params: dict[str, Any]) -> str:
+    rule = _compat.batching_rule(prim)
+    fn_name = getattr(_locate.unwrap(rule), "__name__", "rule")
+    if _compat.batching_rule_is_fancy(prim):
+        return (f"`{fn_name}` is registered in batching.fancy_primitive_batchers, so JAX calls it as "
+                f"`{fn_name}(axis_data, batched_args, batch_dims, **params)`: accept those arguments.")
+    params_text = ", ".join(sorted(params))
+    return (f"JAX calls `{fn_name}(batched_args, batch_dims, **params)`"
+            + (f" and passes {params_text} as keywords" if params else "")
+            + f": use the signature `def {fn_name}(batched_args, batch_dims, **params)` (an `axis_data` first "
+              "argument belongs to rules registered in batching.fancy_primitive_batchers).")
+
+
+def _structure_fix(ev: Evidence, prim: Any, call: RuleCall, problem: Problem, suggestions: dict[int, str]) -> str:
+    rule_fn = _compat.batching_rule(prim)
+    multiple = bool(prim.multiple_results)
+    k = problem.output
+    n = len(call.expected) if call.expected is not None else None
+    advice = _advice(ev, call, problem, suggestions)
+    where = f" (line {call.return_line})" if call.return_line else ""
+    if problem.rule in (rules.MULTIPLE_RESULTS_STRUCTURE, rules.RULE_RETURN_NOT_PAIR):
+        line = corrected_return(rule_fn, call.return_line, dict(suggestions), multiple) if rule_fn else None
+        if line:
+            what = "one dim per output" if multiple else "the array itself and one dim"
+            return f"Return {what}{where}: `{line}`.{advice}"
+        dims = ", ".join(suggestions.get(i, "d") for i in range(n or 1))
+        outs = ", ".join(f"out{i}" for i in range(n or 1))
+        shape = (f"`return [{outs}], [{dims}]` (a sequence of {n} outputs and a sequence of {n} dims)" if multiple
+                 else f"`return out, {suggestions.get(0, 'd')}` (the array itself and an int or None)")
+        return f"Return {shape}.{advice}"
+    fixes = dict(suggestions)
+    if k is not None and k not in fixes and problem.rule is rules.BATCH_DIM_WRONG_TYPE:
+        fixes[k] = f"int({_dims_source(rule_fn, call, k) or 'd'})"
+    line = corrected_return(rule_fn, call.return_line, fixes, multiple) if fixes and rule_fn is not None else None
+    if problem.rule is rules.BATCHED_SHAPE_MISMATCH:
+        line = _without_keepdims(rule_fn, call.return_line)
+    if line:
+        return f"{advice.strip()} Return{where}: `{line}`".strip()
+    return advice.strip() or "Return, for each output, the axis where its batch actually is (or None)."
+
+
+def _without_keepdims(rule_fn: Any, line: int | None) -> str | None:
+    """The return statement without `keepdims=True`, the usual source of an extra size-1 axis."""
+    found = _function_node(rule_fn) if rule_fn is not None and line is not None else None
+    if found is None:
+        return None
+    node, offset, source = found
+    target = next((r for r in _own_nodes(node) if isinstance(r, ast.Return) and r.lineno + offset == line), None)
+    text = ast.get_source_segment(source, target) if target is not None else None
+    if not text or "keepdims=True" not in text:
+        return None
+    return text.replace(", keepdims=True", "").replace("keepdims=True, ", "").replace("keepdims=True", "")
+
+
+def _dims_source(rule_fn: Any, call: RuleCall, k: int) -> str | None:
+    nodes = [r for line, r in _return_nodes(rule_fn) if line == call.return_line] if rule_fn else []
+    if not nodes or not isinstance(nodes[0].value, ast.Tuple) or len(nodes[0].value.elts) != 2:
+        return None
+    found = _function_node(rule_fn)
+    dims = nodes[0].value.elts[1]
+    if isinstance(dims, (ast.Tuple, ast.List)) and k < len(dims.elts):
+        dims = dims.elts[k]
+    return ast.get_source_segment(found[2], dims) if found else None
+
+
+def _advice(ev: Evidence, call: RuleCall, problem: Problem, suggestions: dict[int, str]) -> str:
+    k = problem.output
+    rule = problem.rule
+    if k is None:
+        return ""
+    label = f"output {k}" if call.prim.multiple_results else "the output"
+    title = label[:1].upper() + label[1:]
+    suggestion = suggestions.get(k)
+    if rule is rules.BATCH_AXIS_SIZE_MISMATCH and suggestion == "None":
+        return (f" {title} is the same for every example (it does not depend on the batch): return None as its "
+                "dim, and JAX broadcasts it where a batch axis is needed.")
+    if rule is rules.BATCH_AXIS_SIZE_MISMATCH:
+        return (f" The rule drops or reduces the batch axis of {label} (e.g. indexes `x[0]` or reduces over the "
+                "batch dim): keep it, and return where it is.")
+    if rule is rules.BATCH_DIM_OUT_OF_RANGE and suggestion is not None and suggestion.lstrip("-").isdigit():
+        return (f" {title} always has its batch axis at {suggestion} (the rule moved or reduced it there), "
+                "whatever the input's dim: return that, not the input's dim.")
+    if rule is rules.BATCH_DIM_OUT_OF_RANGE:
+        return f" Return the axis of {label} that carries the batch (0 <= dim < out.ndim), or None."
+    if rule is rules.BATCH_DIM_WRONG_TYPE:
+        return " Return a plain Python int (or None) for each dim, e.g. the element `batch_dims[i]`, not the tuple."
+    if rule is rules.BATCHED_SHAPE_MISMATCH:
+        return (f" {title} must be one example's output with a batch axis inserted (no keepdims axis, no "
+                "squeezed axis, the same dtype as the impl's).")
+    return ""
+
+
+def _raised_finding(ctx: Context, raised: list[RuleCall]) -> Finding:
+    call = raised[0]
+    exc = call.error
+    assert exc is not None
+    prim, name = call.prim, _display(ctx, call.prim)
+    rule_fn = _compat.batching_rule(prim)
+    location = (user_frame_location(exc, rule_fn) if rule_fn is not None and _locate.is_user_code(rule_fn)
+                else None) or rule_location(rule_fn, ctx.subject.location)
+    if removed_api(exc):
+        where = f"{_owner(ctx, prim)}'s batching rule (called by {call.variant.describe(name)})"
+        return removed_api_finding(exc, where, location)
+    others = _other_variants(raised, call, name)
+    passed = [o.variant for o in evidence(ctx).outcomes if o.ok]
+    message = (f"{_owner(ctx, prim)}'s batching rule raised {first_line(exc)} when called by "
+               f"{call.variant.describe(name)}: "
+               f"{call.describe()}.{others}")
+    if passed:
+        message += f" It works for {passed[0].describe(name)}."
+    return rules.BATCHING_RULE_RAISED.finding(message, fix=_raised_fix(call, exc), location=location)
+
+
+def _raised_fix(call: RuleCall, exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    if call.in_dims and all(d is None for d in call.in_dims):
+        return ("A rule registered in batching.fancy_primitive_batchers is called even when no input is batched "
+                "(constants inside a vmapped function): when every dim is None, return `prim.bind(*args, **params)` "
+                "with None dims, or register the rule through batching.primitive_batchers, which does that for you.")
+    if any(d is None for d in call.in_dims) and ("NoneType" in text or "None" in text):
+        return ("Handle unbatched arguments (dim None): `batching.bdim_at_front(x, d, size)` moves a batched axis "
+                "to the front and broadcasts an unbatched argument, e.g.\n" + _front_lines(call))
+    if call.variant.mode in ("jit(vmap)", "vmap(jit)") or "Tracer" in text:
+        return ("The rule needs concrete values (NumPy, `int(...)`, Python `if` on an array), which it does not "
+                "get under jit: compute with jax.numpy on the traced values.")
+    dims = _axes_repr(tuple(call.in_dims))
+    return f"Make the rule work for batch_dims={dims} (any input may be batched along any axis, or be None)."
+
+
+def _front_lines(call: RuleCall) -> str:
+    """`size = ...` and one `bdim_at_front` line per argument, with the rule's own names."""
+    rule = _compat.batching_rule(call.prim)
+    fancy = _compat.batching_rule_is_fancy(call.prim)
+    n = len(call.in_dims)
+    args = _rule_names(rule, 1 if fancy else 0, n, "batched_args")
+    dims = _dim_names(rule, fancy, n)
+    size = " else ".join(f"{a}.shape[{d}] if {d} is not None" for a, d in list(zip(args, dims))[:-1])
+    last = f"{args[-1]}.shape[{dims[-1]}]"
+    lines = [f"size = {size + ' else ' + last if size else last}"]
+    lines += [f"{a} = batching.bdim_at_front({a}, {d}, size)" for a, d in zip(args, dims)]
+    return "\n".join(f"    {line}" for line in lines) + "\nthen compute with the batch axis at 0 and return 0."

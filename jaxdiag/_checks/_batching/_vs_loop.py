@@ -1,0 +1,287 @@
+"""Check: vmap against the per-example loop. Mismatching variants, outputs left unbatched although they vary,
+vmap failures outside the user's rules, and the fixes for each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ... import _compat, _locate, _numerics
+from ... import _rules as rules
+from ..._report import Finding
+from .._base import Context, SkipCheck, check
+from .._registration import (
+    first_line,
+    prim_var,
+    rule_location,
+    user_frame_location,
+)
+from ._evidence import Evidence, Outcome, _run, evidence
+from ._rule_returns import (
+    _display,
+    _other_variants,
+    _owner,
+    _raised_finding,
+    _return_location,
+    _structure_finding,
+    suggested_dims,
+)
+from ._source import _return_nodes, corrected_return
+from ._spy import RuleCall, Spy
+
+# ---------------------------------------------------------------------------------------------------------------
+# Check: vmap against the per-example loop
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@check("batching-vs-loop", family="batching", kinds={"primitive", "function"})
+def vs_loop_check(ctx: Context) -> Iterator[Finding]:
+    if ctx.subject.kind == "function":
+        _skip_foreign(ctx)
+    ev = evidence(ctx)
+    for note in ev.notes:
+        yield rules.CHECK_SKIPPED.finding(note + ".", location=ctx.subject.location)
+    varies = list(_unbatched_but_varies(ctx, ev))
+    yield from (finding for finding, _ in varies)
+    explained = {key for _, keys in varies for key in keys}
+    if ctx.subject.kind == "function":
+        yield from _function_outcomes(ctx, ev, explained)
+        return
+    yield from _mismatch_findings(ctx, ev, explained)
+    yield from _raised_outside_rules(ctx, ev, [o for o in ev.outcomes if o.error is not None])
+
+
+def _skip_foreign(ctx: Context) -> None:
+    jaxpr = ctx.cache.get("jaxpr")
+    foreign = [e.primitive.name for e in _compat.iter_eqns(jaxpr) if _compat.is_foreign_call(e)] if jaxpr else []
+    custom = [c for c, *_ in ctx.cache.get("custom_calls", []) if _compat.is_custom_vmap(c)]
+    if foreign or custom:
+        what = ", ".join(sorted(set(foreign))) if foreign else "custom_vmap"
+        raise SkipCheck(f"the function calls {what}: its batching is checked by the ffi/custom_vmap checks "
+                        "(JXB02x/JXV)")
+
+
+def _unbatched_but_varies(ctx: Context, ev: Evidence) -> Iterator[tuple[Finding, set[tuple]]]:
+    """JXB010: an output the rule reports unbatched (None) that differs across examples."""
+    if ctx.subject.kind != "primitive":
+        return
+    prim, name = ctx.subject.obj, _display(ctx, ctx.subject.obj)
+    flagged: dict[int, list[RuleCall]] = {}
+    for call in ev.calls:
+        if not (call.top and call.variant.concrete and call.out_dims and call.variant.size > 1):
+            continue
+        for k, d in enumerate(call.out_dims):
+            if d is None and ev.reference.constant(call.variant.pattern, k, call.variant.size) is False:
+                flagged.setdefault(k, []).append(call)
+    rule_fn = _compat.batching_rule(prim)
+    for k, calls in flagged.items():
+        call = calls[0]
+        per = ev.reference.outputs(call.variant.pattern, call.variant.size)
+        assert not isinstance(per, BaseException)
+        b = next(b for b in range(1, len(per)) if not np.array_equal(per[b][k], per[0][k]))
+        diff = _numerics.compare(per[b][k], per[0][k]).describe()
+        line = _returning_line_of(ev, call)
+        message = (f"{_owner(ctx, prim)}'s batching rule reports output {k} unbatched (dim None) for "
+                   f"{call.variant.describe(name)} ({call.describe()}), but one example's output {k} differs from "
+                   f"another's (example {b} vs example 0: {diff}). vmap broadcasts the single value it got to all "
+                   f"{call.variant.size} examples, so all but one are wrong.{_other_variants(calls, call, name)}")
+        suggestion = suggested_dims(ev, prim).get(k)
+        fixed = corrected_return(rule_fn, line, {k: suggestion}, bool(prim.multiple_results)) if (
+            suggestion and suggestion != "None" and rule_fn is not None) else None
+        fix = (f"Return `{fixed}`: output {k} carries the batch at that axis." if fixed else
+               f"Compute output {k} per example (keep the batch axis, e.g. reduce over the non-batch axes only) and "
+               "return the axis where the batch is.")
+        keys = {("output", k)}
+        yield rules.UNBATCHED_OUTPUT_VARIES.finding(
+            message, fix=fix, location=_return_location(rule_fn, line, rules.UNBATCHED_OUTPUT_VARIES,
+                                                         ctx.subject.location)), keys
+
+
+def _returning_line_of(ev: Evidence, call: RuleCall) -> int | None:
+    rule_fn = _compat.batching_rule(call.prim)
+    returns = _return_nodes(rule_fn) if rule_fn is not None and _locate.is_user_code(rule_fn) else []
+    return returns[0][0] if len(returns) == 1 else call.return_line
+
+
+def _mismatch_findings(ctx: Context, ev: Evidence, explained: set[tuple]) -> Iterator[Finding]:
+    """JXB005: one finding per subject, for the first variant that differs, listing the others."""
+    failing = [o for o in ev.outcomes if o.count_mismatch
+               or (o.mismatched and not all(("output", k) in explained for k in o.mismatched))]
+    if not failing:
+        return
+    name = _subject_display(ctx)
+    first = failing[0]
+    message = f"{_mismatch_text(first, name)}{_others(failing, first, name, ev)}"
+    location = (rule_location(_compat.batching_rule(ctx.subject.obj), ctx.subject.location)
+                if ctx.subject.kind == "primitive" else ctx.subject.location)
+    yield rules.BATCH_RESULT_MISMATCH.finding(message, fix=_mismatch_fix(ctx, ev, failing), location=location)
+
+
+def _subject_display(ctx: Context) -> str:
+    return _display(ctx, ctx.subject.obj) if ctx.subject.kind == "primitive" else ctx.subject.name
+
+
+def _mismatch_text(outcome: Outcome, name: str) -> str:
+    where = outcome.variant.describe(name)
+    if outcome.count_mismatch:
+        got, want = outcome.count_mismatch
+        return f"{where} returns {got} output(s), applying {name} to each example returns {want}."
+    k = outcome.mismatched[0]
+    comparison = outcome.comparisons[k]
+    shapes = ", ".join(str(s) for s in outcome.input_shapes)
+    return (f"{where} (inputs of shape {shapes}) differs from applying {name} to each of the "
+            f"{outcome.variant.size * (outcome.variant.inner or 1)} examples and stacking, for output {k}: "
+            f"{comparison.describe()}.")
+
+
+def _others(failing: list[Outcome], first: Outcome, name: str, ev: Evidence) -> str:
+    rest = [o.variant.describe(name) for o in failing[1:]]
+    passing = [o.variant.describe(name) for o in ev.outcomes if o.ok]
+    text = ""
+    if rest:
+        text += f" Also differs for {'; '.join(rest[:3])}{f' and {len(rest) - 3} more' if len(rest) > 3 else ''}."
+    if passing:
+        text += f" Agrees for {'; '.join(passing[:2])}{f' and {len(passing) - 2} more' if len(passing) > 2 else ''}."
+    return text
+
+
+def _mismatch_fix(ctx: Context, ev: Evidence, failing: list[Outcome]) -> str:
+    generic = _compat.generic_batcher_name(ctx.subject.obj) if ctx.subject.kind == "primitive" else None
+    if generic:
+        return _generic_batcher_fix(ctx, generic)
+    modes = {o.variant.mode for o in failing}
+    bad_axes = [o.variant for o in failing if o.variant.single_level and o.variant.mode != "jit(vmap)"]
+    good = [o.variant for o in ev.outcomes if o.ok]
+    front_ok = any(v.axes and all(a in (0, None) for a in v.axes) and v.mode == "eager" for v in good)
+    if bad_axes and any(None in v.axes for v in bad_axes) and all(None in v.axes for v in bad_axes):
+        return ("The rule is wrong when some arguments are unbatched (dim None), typically because it relies on "
+                "broadcasting against a batch axis that is not where it assumes: bring every argument to the same "
+                "layout first with `batching.bdim_at_front(x, bx, size)` (it broadcasts unbatched ones).")
+    if front_ok and bad_axes:
+        return ("The rule is right when the batch axis is at 0 and wrong elsewhere: it assumes the batch dim is 0. "
+                "Move it first (`x = jnp.moveaxis(x, bx, 0)` or `batching.bdim_at_front(x, bx, size)`) and return 0, "
+                "or shift every axis it uses by the batch dim.")
+    if modes <= {"jit(vmap)", "vmap(jit)"}:
+        return "The rule is right eagerly but not under jit: it must not depend on concrete values."
+    if modes == {"nested"}:
+        return ("The rule is wrong when its inputs carry two batch axes (nested vmap): it must not assume the "
+                "number of leading axes; compute axes from the ranks and dims it receives.")
+    axis_params = [k for k in ctx.subject.params if "axis" in k or "axes" in k or "dim" in k]
+    if axis_params and ctx.subject.kind == "primitive":
+        names = ", ".join(f"`{k}={ctx.subject.params[k]!r}`" for k in axis_params)
+        return (f"The rule does not compute what the primitive computes on each example: {names} counts one "
+                "example's axes, so once the rule has moved the batch axis to the front it must bind with that "
+                "axis shifted by one (e.g. `axis=axis + 1`) and return 0.")
+    return ("The rule does not compute what the primitive computes on each example: once the batch axis is in "
+            "front, every axis the computation uses (an `axis` parameter, a reduction, a transpose) moves by one; "
+            "compare the rule's body with the impl applied per example.")
+
+
+def _generic_batcher_fix(ctx: Context, helper: str) -> str:
+    """`defvectorized` binds the primitive on the batched operands where vmap left the batch axis: right only for
+    elementwise primitives."""
+    var, name = prim_var(ctx.subject), ctx.subject.obj.name
+    n = len(ctx.specs)
+    xs = ", ".join(f"x{i}" for i in range(n)) if n > 1 else "x"
+    bs = ", ".join(f"b{i}" for i in range(n)) if n > 1 else "bx"
+    moved = ", ".join(f"batching.bdim_at_front(x{i}, b{i}, size)" for i in range(n)) if n > 1 else \
+        "jnp.moveaxis(x, bx, 0)"
+    size = "    size = next(a.shape[d] for a, d in zip(batched_args, batch_dims) if d is not None)\n" if n > 1 else ""
+    return (f"`batching.{helper}({var})` binds the primitive on the batched input with the batch axis wherever "
+            "vmap put it, which is only right for elementwise primitives; this one works along specific axes. "
+            "Move the batch axis to the front and bind there (the impl must accept a leading batch axis):\n"
+            f"def _{name}_batching(batched_args, batch_dims, **params):\n"
+            f"    ({xs}{',' if n == 1 else ''}), ({bs}{',' if n == 1 else ''}) = batched_args, batch_dims\n{size}"
+            f"    return {var}.bind({moved}, **params), 0\n"
+            f"batching.primitive_batchers[{var}] = _{name}_batching")
+
+
+def _raised_outside_rules(ctx: Context, ev: Evidence, failed: list[Outcome]) -> Iterator[Finding]:
+    """JXB013: vmap itself raised, outside every spied rule."""
+    if not failed:
+        return
+    name = _subject_display(ctx)
+    first = failed[0]
+    exc = first.error
+    assert exc is not None
+    rest = [o.variant.describe(name) for o in failed[1:]]
+    also = f" Also for {'; '.join(rest[:3])}." if rest else ""
+    passing = [o.variant.describe(name) for o in ev.outcomes if o.ok]
+    works = f" It works for {passing[0]}." if passing else ""
+    fn = ctx.subject.obj if ctx.subject.kind == "function" else None
+    location = (user_frame_location(exc, fn) if fn is not None else None) or ctx.subject.location
+    yield rules.VMAP_RAISED.finding(
+        f"{first.variant.describe(name)} raised {first_line(exc)}, although {name} runs on each example.{also}"
+        f"{works}", fix=_vmap_raised_fix(exc), location=location)
+
+
+def _vmap_raised_fix(exc: BaseException) -> str:
+    kind = type(exc).__name__
+    if "Tracer" in kind or "Concretization" in kind:
+        return ("Do not branch in Python on array values or convert them to NumPy/Python scalars: use "
+                "`jnp.where`, `jax.lax.cond`/`select`, and jax.numpy throughout.")
+    return "Make the function traceable with batched inputs (use jax.numpy on the traced values)."
+
+
+def _function_outcomes(ctx: Context, ev: Evidence, explained: set[tuple]) -> Iterator[Finding]:
+    """A function's failures, attributed: to a nested primitive's rule (reported in that primitive's own report),
+    to a missing rule, or to the function itself."""
+    nested = {s.obj for s in ctx.cache.get("nested_subjects", []) if s.kind == "primitive"}
+    blamed: list[str] = []
+    own_mismatch: list[Outcome] = []
+    own_error: list[Outcome] = []
+    for outcome in ev.outcomes:
+        if outcome.ok or outcome.reference_error is not None:
+            continue
+        culprit = _culprit(outcome, nested)
+        if culprit is None and ev.spied and _loop_rules_fix(ctx, ev, outcome):
+            culprit = "the batching rules of " + ", ".join(p.name for p in ev.spied)
+        if culprit is not None:
+            blamed.append(f"{outcome.variant.describe(ctx.subject.name)}: {culprit}")
+        elif outcome.abort is not None:
+            yield from _unattributed_abort(ctx, outcome.abort)
+        elif outcome.error is not None:
+            own_error.append(outcome)
+        else:
+            own_mismatch.append(outcome)
+    if own_mismatch:
+        yield from _mismatch_findings(ctx, Evidence(ev.subject, ev.fn, ev.reference, own_mismatch + [
+            o for o in ev.outcomes if o.ok], ev.calls, ev.spied, None), explained)
+    yield from _raised_outside_rules(ctx, ev, own_error)
+    if blamed and not own_mismatch and not own_error:
+        raise SkipCheck("vmap of the function fails or differs because of nested primitives, reported in their "
+                        "own reports: " + "; ".join(dict.fromkeys(blamed)))
+
+
+def _culprit(outcome: Outcome, nested: set[Any]) -> str | None:
+    if outcome.abort is not None and outcome.abort.prim in nested:
+        return f"{outcome.abort.prim.name}'s batching rule"
+    if outcome.error is not None:
+        text = str(outcome.error)
+        for prim in nested:
+            for marker in (f"Batching rule for '{prim.name}'", f"Abstract evaluation for '{prim.name}'",
+                           f"primitive '{prim.name}' not found"):
+                if marker in text:
+                    return f"{prim.name} (missing rule)"
+    return None
+
+
+def _loop_rules_fix(ctx: Context, ev: Evidence, outcome: Outcome) -> bool:
+    """Re-run the variant with every user primitive batched by a per-example loop: if that agrees with the
+    reference, the user's batching rules are what differs."""
+    spy = Spy(ctx.subject, None, oracle=True)
+    fresh = lambda *args: ev.fn(*args)  # noqa: E731 - a new function object, so no jit cache holds the user's rules
+    redo = _run(fresh, ev.reference, spy, ev.spied, outcome.variant)
+    return redo.ok
+
+
+def _unattributed_abort(ctx: Context, call: RuleCall) -> Iterator[Finding]:
+    """A primitive that is not a subject of its own (bound only inside another rule): report it here."""
+    if call.error is not None:
+        yield _raised_finding(ctx, [call])
+        return
+    for problem in call.problems[:1]:
+        yield _structure_finding(ctx, evidence(ctx), [(call, problem)], {})
