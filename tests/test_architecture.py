@@ -1,7 +1,7 @@
 """The layering rules of CONTRIBUTING.md, checked on the source (with `ast`, nothing is imported from the files):
 
-- only `jaxdiag/_compat.py` imports `jax._src` or branches on the JAX version, so a JAX release that moves an
-  internal breaks one file;
+- only the `jaxdiag/_compat/` package imports `jax._src` or branches on the JAX version, so a JAX release that
+  moves an internal breaks one package;
 - renderers (`jaxdiag/_render/`) format a Report and never import JAX (directly or through another jaxdiag
   module);
 - the rule catalog and `samples/` agree: every declared bad/good sample exists, every `jx*_bad.py` /
@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "jaxdiag"
 SAMPLES = ROOT / "samples"
-COMPAT = PACKAGE / "_compat.py"
+COMPAT = PACKAGE / "_compat"
 RENDER = PACKAGE / "_render"
 
 # Names whose comparison is a JAX version branch: `jax.__version__`, `jaxlib.__version__`, `jax.__version_info__`,
@@ -32,6 +32,10 @@ VERSION_OWNERS = {"jax", "jaxlib", "version", "_compat", "compat"}
 
 def modules(folder: Path = PACKAGE) -> list[Path]:
     return sorted(folder.rglob("*.py"))
+
+
+def in_compat(path: Path) -> bool:
+    return COMPAT in path.parents
 
 
 def rel(path: Path) -> str:
@@ -158,20 +162,20 @@ def test_version_branch_detector_allows(source):
 
 def test_the_modules_are_found():
     found = {rel(p) for p in modules()}
-    assert rel(COMPAT) in found and any(p.startswith("jaxdiag/_checks/") for p in found), found
+    assert rel(COMPAT / "__init__.py") in found and any(p.startswith("jaxdiag/_checks/") for p in found), found
 
 
-@pytest.mark.parametrize("path", [p for p in modules() if p != COMPAT], ids=rel)
+@pytest.mark.parametrize("path", [p for p in modules() if not in_compat(p)], ids=rel)
 def test_only_compat_imports_jax_src(path):
     hits = private_jax_imports(parse(path))
-    assert not hits, f"{rel(path)} imports JAX internals (move this into jaxdiag/_compat.py): " + "; ".join(
+    assert not hits, f"{rel(path)} imports JAX internals (move this into jaxdiag/_compat/): " + "; ".join(
         f"line {line}: {what}" for line, what in hits)
 
 
-@pytest.mark.parametrize("path", [p for p in modules() if p != COMPAT], ids=rel)
+@pytest.mark.parametrize("path", [p for p in modules() if not in_compat(p)], ids=rel)
 def test_only_compat_branches_on_the_jax_version(path):
     hits = version_branches(parse(path))
-    assert not hits, f"{rel(path)} branches on the JAX version (feature-detect in jaxdiag/_compat.py instead): " \
+    assert not hits, f"{rel(path)} branches on the JAX version (feature-detect in jaxdiag/_compat/ instead): " \
                      + "; ".join(f"line {line}: {src}" for line, src in hits)
 
 

@@ -1,0 +1,77 @@
+"""The JAX imports every part of the compatibility layer shares: versions, the private modules, the JAX types
+the checks name (`ShapedArray`, `Zero`, `custom_vjp_type`, ...), and the config flags (`jax_config`, x64).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax._src import core as _core
+from jax._src import custom_derivatives as _custom_derivatives
+from jax._src.interpreters import ad as _ad
+
+try:
+    from jax._src import custom_batching as _custom_batching
+except ImportError:  # pragma: no cover
+    _custom_batching = None  # type: ignore[assignment]
+
+JAX_VERSION: str = jax.__version__
+try:
+    import jaxlib
+
+    JAXLIB_VERSION: str = getattr(jaxlib, "__version__", None) or jaxlib.version.__version__  # type: ignore[attr-defined]
+except Exception:  # pragma: no cover
+    JAXLIB_VERSION = "unknown"
+
+float0 = jax.dtypes.float0
+custom_vjp_type = _custom_derivatives.custom_vjp
+custom_jvp_type = _custom_derivatives.custom_jvp
+custom_vmap_type = getattr(_custom_batching, "custom_vmap", None)
+ShapedArray = _core.ShapedArray
+ClosedJaxpr = _core.ClosedJaxpr
+Jaxpr = _core.Jaxpr
+Zero = _ad.Zero
+UndefinedPrimal = _ad.UndefinedPrimal
+SymbolicZero = getattr(_custom_derivatives, "SymbolicZero", None)
+CustomVJPPrimal = getattr(_custom_derivatives, "CustomVJPPrimal", None)
+is_undefined_primal = _ad.is_undefined_primal
+instantiate_zeros = _ad.instantiate_zeros
+
+
+def is_primitive(obj: Any) -> bool:
+    return isinstance(obj, _core.Primitive)
+
+
+def is_jit_wrapped(obj: Any) -> bool:
+    """A `jax.jit` result: a PjitFunction (C++) or an older Python wrapper with `.lower`."""
+    return callable(obj) and hasattr(obj, "lower") and hasattr(obj, "__wrapped__")
+
+
+@contextlib.contextmanager
+def jax_config(**flags: Any) -> Iterator[None]:
+    """Set JAX config flags for the body and restore them afterwards."""
+    old = {name: getattr(jax.config, name) for name in flags}
+    try:
+        for name, value in flags.items():
+            jax.config.update(name, value)
+        yield
+    finally:
+        for name, value in old.items():
+            jax.config.update(name, value)
+
+
+def x64_enabled() -> bool:
+    return bool(jax.config.jax_enable_x64)
+
+
+def tangent_dtype(dtype: Any) -> Any:
+    """The tangent dtype JAX uses for a primal dtype (float0 for integers and bools)."""
+    dtype = np.dtype(dtype)
+    if jnp.issubdtype(dtype, jnp.inexact):
+        return dtype
+    return float0

@@ -1,0 +1,83 @@
+"""custom_vjp / custom_jvp / custom_vmap objects: recognising them, taking them apart, recording their calls
+and spying on a custom_vmap rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ._base import custom_jvp_type, custom_vjp_type, custom_vmap_type
+
+# ---------------------------------------------------------------------------------------------------------------
+# custom_vjp / custom_jvp / custom_vmap objects
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def is_custom_vjp(obj: Any) -> bool:
+    return isinstance(obj, custom_vjp_type)
+
+
+def is_custom_jvp(obj: Any) -> bool:
+    return isinstance(obj, custom_jvp_type)
+
+
+def is_custom_vmap(obj: Any) -> bool:
+    return custom_vmap_type is not None and isinstance(obj, custom_vmap_type)
+
+
+def custom_vjp_parts(obj: Any) -> tuple[Callable, Callable | None, Callable | None, tuple[int, ...], bool]:
+    """(fun, fwd, bwd, nondiff_argnums, symbolic_zeros) of a custom_vjp."""
+    return (obj.fun, obj.fwd, obj.bwd, tuple(obj.nondiff_argnums), bool(getattr(obj, "symbolic_zeros", False)))
+
+
+def custom_jvp_parts(obj: Any) -> tuple[Callable, Callable | None, tuple[int, ...], bool]:
+    """(fun, jvp rule, nondiff_argnums, symbolic_zeros) of a custom_jvp."""
+    return (obj.fun, obj.jvp, tuple(obj.nondiff_argnums), bool(getattr(obj, "symbolic_zeros", False)))
+
+
+def custom_vmap_parts(obj: Any) -> tuple[Callable, Callable | None]:
+    return obj.fun, obj.vmap_rule
+
+
+@contextlib.contextmanager
+def record_custom_calls(seen: list) -> Iterator[None]:
+    """Record every custom_vjp / custom_jvp / custom_vmap object called while the body runs.
+
+    Appends (obj, args) for each call. The classes' `__call__` are restored on exit, even on error.
+    """
+    classes = [c for c in (custom_vjp_type, custom_jvp_type, custom_vmap_type) if c is not None]
+    originals = {cls: cls.__dict__["__call__"] for cls in classes if "__call__" in cls.__dict__}
+
+    def make(original):
+        @functools.wraps(original)
+        def recording_call(self, *args, **kwargs):
+            seen.append((self, args, kwargs))
+            return original(self, *args, **kwargs)
+
+        return recording_call
+
+    try:
+        for cls, original in originals.items():
+            cls.__call__ = make(original)
+        yield
+    finally:
+        for cls, original in originals.items():
+            cls.__call__ = original
+
+
+@contextlib.contextmanager
+def spy_custom_vmap_rule(obj: Any, make_spy: Callable[[Callable], Callable]) -> Iterator[None]:
+    """Replace `obj.vmap_rule` by `make_spy(rule)` for the body; the user's rule is put back even on error.
+
+    custom_vmap reads `self.vmap_rule` at each call (it binds `ClosedRule(self.vmap_rule)`), so calls made in the
+    body go through the spy. A jit cache filled during the body would keep the spy: callers must not jit `obj`.
+    """
+    original = obj.vmap_rule
+    obj.vmap_rule = make_spy(original)
+    try:
+        yield
+    finally:
+        obj.vmap_rule = original

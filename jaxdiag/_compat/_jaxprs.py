@@ -1,0 +1,164 @@
+"""Jaxprs: walking equations (and their sub-jaxprs) with their source lines, and the foreign calls
+(`ffi_call`, `pure_callback`) whose batching is chosen by a `vmap_method` parameter.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax
+import numpy as np
+from jax._src import core as _core
+
+# ---------------------------------------------------------------------------------------------------------------
+# Jaxprs
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def sub_jaxprs(eqn: Any) -> Iterator[Any]:
+    """The jaxprs nested in an equation's params (jit, scan, cond branches, custom_jvp_call, ...)."""
+    for value in eqn.params.values():
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        for item in items:
+            if isinstance(item, _core.ClosedJaxpr):
+                yield item.jaxpr
+            elif isinstance(item, _core.Jaxpr):
+                yield item
+
+
+def iter_eqns(jaxpr: Any) -> Iterator[Any]:
+    """Every equation in `jaxpr` and, depth first, in the jaxprs nested inside it."""
+    if isinstance(jaxpr, _core.ClosedJaxpr):
+        jaxpr = jaxpr.jaxpr
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for sub in sub_jaxprs(eqn):
+            yield from iter_eqns(sub)
+
+
+def _user_frame(eqn: Any) -> Any:
+    """JAX's record of the innermost user frame that created `eqn` (file_name, start_line, function_name)."""
+    try:
+        from jax._src import source_info_util
+
+        # jax <= 0.5 takes the SourceInfo; newer releases take its traceback (the SourceInfo has no raw_frames).
+        first = next(iter(inspect.signature(source_info_util.user_frame).parameters))
+        info = eqn.source_info if first == "source_info" else eqn.source_info.traceback
+        return source_info_util.user_frame(info)
+    except Exception:
+        return None
+
+
+def eqn_source_line(eqn: Any) -> tuple[str, int] | None:
+    """The user's (file, line) that created `eqn`, from JAX's source info, if recorded."""
+    frame = _user_frame(eqn)
+    if frame is None:
+        return None
+    return frame.file_name, frame.start_line
+
+
+def eqn_source_function(eqn: Any) -> str | None:
+    """The name of the user's function whose line created `eqn`."""
+    frame = _user_frame(eqn)
+    return getattr(frame, "function_name", None) if frame is not None else None
+
+
+def aval_of(var: Any) -> Any:
+    return var.aval
+
+
+def axis_size_of(vals: tuple, dims: tuple) -> int | None:
+    """The vmap axis size seen by a batching rule, read off the first batched operand."""
+    for v, d in zip(vals, dims):
+        if d is not None and isinstance(d, int) and 0 <= d < np.ndim(v):
+            return int(np.shape(v)[d])
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --- custom_vmap / ffi ---
+# ---------------------------------------------------------------------------------------------------------------
+
+# `jax.ffi` is public from jax 0.4.38 on (0.5.3 has it); older releases only had `jax.extend.ffi`.
+try:
+    from jax import ffi as ffi  # noqa: PLC0414 - re-exported for checks, tests and samples
+except ImportError:  # pragma: no cover - jax < 0.4.38
+    from jax.extend import ffi as ffi  # type: ignore[no-redef]
+
+# Equations whose batching is chosen by a `vmap_method` parameter rather than a batching rule.
+FOREIGN_CALL_PRIMITIVES = ("ffi_call", "pure_callback")
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all", "legacy_vectorized")
+SEQUENTIAL_VMAP_METHODS = ("sequential", "sequential_unrolled")
+
+
+def is_foreign_call(eqn: Any) -> bool:
+    return getattr(eqn.primitive, "name", None) in FOREIGN_CALL_PRIMITIVES
+
+
+def vmap_method_of(eqn: Any) -> str | None:
+    return eqn.params.get("vmap_method")
+
+
+def foreign_call_target(eqn: Any) -> str:
+    """`target_name` of an ffi_call, or the Python function's name behind a pure_callback."""
+    if "target_name" in eqn.params:
+        return str(eqn.params["target_name"])
+    callback = eqn.params.get("callback")
+    func = getattr(callback, "callback_func", callback)  # pure_callback stores a _FlatCallback around it
+    func = inspect.unwrap(func) if callable(func) else func
+    return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+
+
+def _rewrite_param(value: Any, rewrite: Callable[[Any], Any]) -> Any:
+    if isinstance(value, _core.ClosedJaxpr):
+        return value.replace(jaxpr=rewrite(value.jaxpr))
+    if isinstance(value, _core.Jaxpr):
+        return rewrite(value)
+    if isinstance(value, (tuple, list)) and any(isinstance(v, (_core.ClosedJaxpr, _core.Jaxpr)) for v in value):
+        return type(value)(_rewrite_param(v, rewrite) for v in value)
+    return value
+
+
+def with_vmap_methods(closed: Any, choose: Callable[[Any], str | None]) -> Any:
+    """A copy of `closed` where every ffi_call / pure_callback equation, nested ones included, gets
+    `vmap_method=choose(original_eqn)`. Used to re-run a function with one call's vmap_method changed."""
+
+    def rewrite(jaxpr: Any) -> Any:
+        eqns = []
+        for eqn in jaxpr.eqns:
+            params = {k: _rewrite_param(v, rewrite) for k, v in eqn.params.items()}
+            if is_foreign_call(eqn):
+                params["vmap_method"] = choose(eqn)
+            eqns.append(eqn.replace(params=params))
+        return jaxpr.replace(eqns=eqns)
+
+    return closed.replace(jaxpr=rewrite(closed.jaxpr))
+
+
+def jaxpr_as_fun(closed: Any) -> Callable[..., list]:
+    """Evaluate a ClosedJaxpr on positional arrays (a list of outputs); traceable by vmap."""
+    return _core.jaxpr_as_fun(closed)
+
+
+@functools.lru_cache(maxsize=None)
+def vmap_method_none_raises() -> bool:
+    """True when `vmap` of an ffi_call/pure_callback with `vmap_method=None` raises (newer JAX); older releases
+    (0.5.x) fall back to a sequential loop with a DeprecationWarning."""
+    import warnings
+
+    def callback(x: np.ndarray) -> np.ndarray:
+        return np.asarray(x)
+
+    def f(x: Any) -> Any:
+        return jax.pure_callback(callback, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method=None)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            jax.vmap(f)(np.zeros((2, 1), np.float32))
+        except NotImplementedError:
+            return True
+    return False

@@ -1,0 +1,224 @@
+"""Rule registries: the batching, JVP, transpose, impl, abstract-eval and lowering rules registered for a
+primitive, whether a primitive is JAX's own, and the snapshot/restore of every registry jaxdiag may touch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax
+from jax._src.interpreters import ad as _ad
+from jax._src.interpreters import batching as _batching
+from jax._src.interpreters import mlir as _mlir
+
+from ._base import custom_jvp_type, custom_vjp_type, custom_vmap_type, x64_enabled
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rule registries
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _batching_table() -> dict:
+    """The dict vmap actually consults (a write-only proxy fronts it on newer JAX)."""
+    fancy = getattr(_batching, "fancy_primitive_batchers", None)
+    return fancy if isinstance(fancy, dict) else {}
+
+
+def _legacy_batching_table() -> dict:
+    table = getattr(_batching, "primitive_batchers", None)
+    return table if isinstance(table, dict) else {}
+
+
+def _closure_vars(fn: Any) -> dict[str, Any]:
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    if code is None:
+        return {}
+    out = {}
+    for name, cell in zip(code.co_freevars, cells):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # empty cell
+            pass
+    return out
+
+
+def batching_rule(prim: Any) -> Callable | None:
+    """The user's batching rule for `prim`, unwrapped from the proxy JAX stores, or None."""
+    legacy = _legacy_batching_table()
+    if prim in legacy:
+        return legacy[prim]
+    rule = _batching_table().get(prim)
+    if rule is None:
+        return None
+    inner = _closure_vars(rule).get("batcher")
+    return inner if callable(inner) else rule
+
+
+def batching_rule_is_fancy(prim: Any) -> bool:
+    """True when the registered rule takes `axis_data` first (registered directly in the fancy table)."""
+    if prim in _legacy_batching_table():
+        return False
+    rule = _batching_table().get(prim)
+    return rule is not None and "batcher" not in _closure_vars(rule)
+
+
+def has_batching_rule(prim: Any) -> bool:
+    return prim in _batching_table() or prim in _legacy_batching_table()
+
+
+@contextlib.contextmanager
+def spy_batching_rule(prim: Any, on_return: Callable[[tuple, tuple, dict, Any], Any]) -> Iterator[None]:
+    """Route every call vmap makes to `prim`'s batching rule through `on_return(vals, dims, params, result)`.
+
+    `on_return` sees the rule's raw result before JAX does and returns what JAX should get (or raises). The
+    registry entry is restored on exit, even when the body raises.
+    """
+    for table in (_legacy_batching_table(), _batching_table()):
+        if prim in table:
+            break
+    else:
+        yield
+        return
+    original = table[prim]
+    fancy_signature = table is _batching_table() and table is not _legacy_batching_table()
+
+    if fancy_signature:
+
+        def spy(axis_data, vals, dims, **params):
+            return on_return(tuple(vals), tuple(dims), params, original(axis_data, vals, dims, **params))
+
+    else:
+
+        def spy(vals, dims, **params):
+            return on_return(tuple(vals), tuple(dims), params, original(vals, dims, **params))
+
+    table[prim] = spy
+    try:
+        yield
+    finally:
+        table[prim] = original
+
+
+def jvp_rule(prim: Any) -> Callable | None:
+    return _ad.primitive_jvps.get(prim)
+
+
+def transpose_rule(prim: Any) -> Callable | None:
+    rule = _ad.primitive_transposes.get(prim)
+    if rule is None:
+        rule = getattr(_ad, "fancy_transposes", {}).get(prim)
+    return rule
+
+
+def has_impl(prim: Any) -> bool:
+    return "impl" in vars(prim)
+
+
+def has_abstract_eval(prim: Any) -> bool:
+    return "abstract_eval" in vars(prim)
+
+
+def impl(prim: Any) -> Callable | None:
+    return vars(prim).get("impl")
+
+
+def abstract_eval_rule(prim: Any) -> Callable | None:
+    """The user's abstract-eval function (JAX stores a partial around it)."""
+    rule = vars(prim).get("abstract_eval")
+    if isinstance(rule, functools.partial):
+        for arg in rule.args:
+            if callable(arg):
+                return arg
+    inner = _closure_vars(rule).get("abstract_eval")  # def_abstract_eval's effect-free closure
+    return inner if callable(inner) else rule
+
+
+def has_lowering(prim: Any, platform: str = "cpu") -> bool:
+    if prim in getattr(_mlir, "_lowerings", {}):
+        return True
+    per_platform = getattr(_mlir, "_platform_specific_lowerings", {})
+    return prim in per_platform.get(platform, {})
+
+
+def lowering_rule(prim: Any, platform: str = "cpu") -> Callable | None:
+    per_platform = getattr(_mlir, "_platform_specific_lowerings", {})
+    rule = per_platform.get(platform, {}).get(prim) or getattr(_mlir, "_lowerings", {}).get(prim)
+    if rule is None:
+        return None
+    if not callable(rule) and callable(getattr(rule, "rule", None)):  # jax >= 0.7 stores LoweringRuleEntry
+        rule = rule.rule
+    return _closure_vars(rule).get("fun") or rule
+
+
+def registered_rules(prim: Any) -> dict[str, Callable | None]:
+    """Every rule jaxdiag knows how to read for `prim`, by role."""
+    return {
+        "impl": impl(prim),
+        "abstract_eval": abstract_eval_rule(prim),
+        "batching": batching_rule(prim),
+        "jvp": jvp_rule(prim),
+        "transpose": transpose_rule(prim),
+        "lowering": lowering_rule(prim),
+    }
+
+
+def _module_of(fn: Any) -> str:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    fn = inspect.unwrap(fn) if callable(fn) else fn
+    return getattr(fn, "__module__", "") or ""
+
+
+def is_builtin_primitive(prim: Any) -> bool:
+    """JAX's own primitives are trusted unless asked: their rules live in jax/jaxlib modules."""
+    rules = [r for r in registered_rules(prim).values() if r is not None]
+    if not rules:
+        return True
+    return all(_module_of(r).split(".")[0] in ("jax", "jaxlib") for r in rules)
+
+
+def snapshot_registries() -> dict[str, Any]:
+    """A copy of every registry jaxdiag may touch, to verify that it leaves JAX as it found it."""
+    return {
+        "batching": dict(_batching_table()),
+        "legacy_batching": dict(_legacy_batching_table()),
+        "jvp": dict(_ad.primitive_jvps),
+        "transpose": dict(_ad.primitive_transposes),
+        "lowerings": dict(getattr(_mlir, "_lowerings", {})),
+        "custom_calls": {
+            c: c.__dict__.get("__call__") for c in (custom_vjp_type, custom_jvp_type, custom_vmap_type) if c
+        },
+        "x64": x64_enabled(),
+        "enable_checks": bool(jax.config.jax_enable_checks),
+    }
+
+
+def restore_registries(snapshot: dict[str, Any]) -> list[str]:
+    """Put back every entry of `snapshot` that changed or disappeared; returns what was restored.
+
+    Entries added since the snapshot are kept: importing the user's modules registers their rules, and those
+    registrations belong to the user, not to jaxdiag.
+    """
+    tables = {"batching": _batching_table(), "legacy_batching": _legacy_batching_table(),
+              "jvp": _ad.primitive_jvps, "transpose": _ad.primitive_transposes,
+              "lowerings": getattr(_mlir, "_lowerings", {})}
+    restored = []
+    for name, table in tables.items():
+        for key, value in snapshot.get(name, {}).items():
+            if table.get(key) is not value:
+                table[key] = value
+                restored.append(f"{name}[{getattr(key, 'name', key)}]")
+    for cls, call in snapshot.get("custom_calls", {}).items():
+        if cls.__dict__.get("__call__") is not call and call is not None:
+            cls.__call__ = call
+            restored.append(f"{cls.__name__}.__call__")
+    for name, flag in (("x64", "jax_enable_x64"), ("enable_checks", "jax_enable_checks")):
+        if name in snapshot and bool(getattr(jax.config, flag)) != snapshot[name]:
+            jax.config.update(flag, snapshot[name])
+            restored.append(flag)
+    return restored

@@ -1,0 +1,149 @@
+"""What the batching checks need: intercepting every batching rule during a vmap, abstract evaluation,
+output dependence, recording primitive binds and naming JAX's generic batchers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+from jax._src import core as _core
+
+from ._autodiff import is_tracer
+from ._base import is_primitive
+from ._jaxprs import axis_size_of
+from ._registries import _batching_table, _legacy_batching_table, is_builtin_primitive
+
+# ---------------------------------------------------------------------------------------------------------------
+# --- batching ---
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def user_batching_primitives() -> list[Any]:
+    """Primitives whose registered batching rule is the user's code (not JAX's own), in registration order."""
+    seen: dict[Any, None] = {}
+    for table in (_legacy_batching_table(), _batching_table()):
+        for prim in table:
+            if is_primitive(prim) and not is_builtin_primitive(prim):
+                seen.setdefault(prim, None)
+    return list(seen)
+
+
+@contextlib.contextmanager
+def intercept_batching_rules(handlers: dict[Any, Callable[..., Any]]) -> Iterator[None]:
+    """Route every call vmap makes to these primitives' batching rules through their handler.
+
+    `handler(vals, dims, params, axis_size, call)` returns what JAX gets; `call()` runs the registered rule (and
+    raises JAX's own NotImplementedError when none is registered: a handler may then answer itself). Every table
+    entry is restored, and temporary ones removed, on exit, even when the body raises.
+    """
+    fancy, legacy = _batching_table(), _legacy_batching_table()
+    changed: list[tuple[dict, Any, Any]] = []  # (table, prim, original or None when the entry was added)
+    try:
+        for prim, handler in handlers.items():
+            if prim in legacy and legacy is not fancy:
+                table, is_fancy = legacy, False
+            else:
+                table, is_fancy = fancy, True
+            original = table.get(prim)
+            changed.append((table, prim, original))
+            table[prim] = _interceptor(prim, handler, original, is_fancy)
+        yield
+    finally:
+        for table, prim, original in reversed(changed):
+            if original is None:
+                table.pop(prim, None)
+            else:
+                table[prim] = original
+
+
+def _interceptor(prim: Any, handler: Callable, original: Callable | None, is_fancy: bool) -> Callable:
+    def missing() -> Any:
+        raise NotImplementedError(f"Batching rule for '{prim}' not implemented")
+
+    if is_fancy:
+
+        def fancy_spy(axis_data, vals, dims, **params):
+            size = getattr(axis_data, "size", None)
+            if not isinstance(size, int):
+                size = axis_size_of(tuple(vals), tuple(dims))
+            call = missing if original is None else (lambda: original(axis_data, vals, dims, **params))
+            return handler(tuple(vals), tuple(dims), params, size, call)
+
+        return fancy_spy
+
+    def legacy_spy(vals, dims, **params):
+        call = missing if original is None else (lambda: original(vals, dims, **params))
+        return handler(tuple(vals), tuple(dims), params, axis_size_of(tuple(vals), tuple(dims)), call)
+
+    return legacy_spy
+
+
+def abstract_eval_output(prim: Any, avals: list[Any], params: dict[str, Any]) -> Any:
+    """What the primitive's abstract evaluation returns for `avals` (effects dropped); raises what the rule raises."""
+    out = prim.abstract_eval(*avals, **params)
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], (set, frozenset)):
+        return out[0]
+    return out
+
+
+def is_abstract_value(x: Any) -> bool:
+    return isinstance(x, _core.AbstractValue)
+
+
+def shaped_array(shape: tuple[int, ...], dtype: Any) -> Any:
+    return _core.ShapedArray(tuple(shape), np.dtype(dtype))
+
+
+def output_dependence(closed: Any) -> list[bool]:
+    """For each output of a closed jaxpr, whether it depends on any input (constants and literals do not).
+
+    Conservative: an equation's outputs depend on all of its inputs, nested jaxprs included.
+    """
+    jaxpr = closed.jaxpr if isinstance(closed, _core.ClosedJaxpr) else closed
+    live = set(jaxpr.invars)
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, _core.Var) and v in live for v in eqn.invars):
+            live.update(eqn.outvars)
+    return [isinstance(v, _core.Var) and v in live for v in jaxpr.outvars]
+
+
+@contextlib.contextmanager
+def record_primitive_binds(seen: list) -> Iterator[None]:
+    """Record (primitive, input avals, params) for every user primitive bound while the body runs.
+
+    Used to find user primitives in a function that cannot be traced (no abstract eval); `Primitive.bind` is
+    restored on exit, even on error.
+    """
+    original = _core.Primitive.bind
+
+    def recording_bind(self, *args, **params):
+        if not is_builtin_primitive(self):
+            try:
+                avals = [_core.ShapedArray(np.shape(a), np.asarray(a).dtype if not is_tracer(a) else a.aval.dtype)
+                         for a in args]
+            except Exception:  # extended dtypes, tokens: not something jaxdiag can draw
+                avals = None
+            if avals is not None:
+                seen.append((self, avals, dict(params)))
+        return original(self, *args, **params)
+
+    _core.Primitive.bind = recording_bind
+    try:
+        yield
+    finally:
+        _core.Primitive.bind = original
+
+
+def generic_batcher_name(prim: Any) -> str | None:
+    """'defvectorized' / 'defbroadcasting' / 'defreducer' when the primitive's rule is one of JAX's generic
+    batchers (a partial of `vectorized_batcher`, ...), else None."""
+    # jax <= 0.7 keeps `defvectorized` & co. in the plain `primitive_batchers` dict; newer ones in the fancy table.
+    rule = _legacy_batching_table().get(prim) or _batching_table().get(prim)
+    func = getattr(rule, "func", None) if isinstance(rule, functools.partial) else None
+    name = getattr(func, "__name__", "")
+    return {"vectorized_batcher": "defvectorized", "broadcast_batcher": "defbroadcasting",
+            "reducer_batcher": "defreducer"}.get(name)
