@@ -1,0 +1,95 @@
+"""Shared machinery of the grad checks (custom_vjp, custom_jvp, primitive JVP/transpose, functions).
+
+`GradState` is built once per subject and kept in `ctx.cache`: the positional arguments split into differentiable
+and fixed ones, the primal output with readable output names, seeded cotangents and directions, float64 finite
+differences along those directions, and JAX's autodiff of the undecorated primal. Checks read from it so that a
+subject's function is evaluated as few times as possible (the benchmark compares with `jax.test_util`).
+
+Conventions (as `jax.test_util.check_vjp`): `<a, b>` is `Re(sum(conj(a) * b))`; the VJP of a cotangent `w` is
+`conj(vjp(conj(w)))`, so `<w, J v> == <VJP(w), v>` holds for real and complex inputs alike.
+
+The package: `_values` (constants, small value helpers), `_source` (errors, names read from the user's source),
+`_state` (`Arg`, `GradState`), `_fd` (finite differences) and `_compare` (dot-product tests); every public name is
+re-exported here.
+"""
+
+from __future__ import annotations
+
+from ._compare import DotCheck, compare_grad, fd_reference_nonzero, vjp_against_fd
+from ._fd import FDResult, FiniteDifferences
+from ._source import (
+    argument_names,
+    error_text,
+    function_ast,
+    locate,
+    output_names,
+    return_values,
+    rule_name,
+    short_message,
+    source_of,
+    user_frame,
+)
+from ._state import Arg, GradState, require, state
+from ._values import (
+    EPS_F64,
+    N_DIRECTIONS,
+    PRIMAL_TOL,
+    absdot,
+    all_finite,
+    aval_text,
+    close,
+    close_scalar,
+    dot,
+    fmt_values,
+    grad_tol,
+    is_float0,
+    is_inexact,
+    is_zero,
+    leaf_difference,
+    primal_tol,
+    quiet_call,
+    short_dtype,
+    to_f64,
+)
+
+__all__ = [
+    "EPS_F64",
+    "N_DIRECTIONS",
+    "PRIMAL_TOL",
+    "Arg",
+    "DotCheck",
+    "FDResult",
+    "FiniteDifferences",
+    "GradState",
+    "absdot",
+    "all_finite",
+    "argument_names",
+    "aval_text",
+    "close",
+    "close_scalar",
+    "compare_grad",
+    "dot",
+    "error_text",
+    "fd_reference_nonzero",
+    "fmt_values",
+    "function_ast",
+    "grad_tol",
+    "is_float0",
+    "is_inexact",
+    "is_zero",
+    "leaf_difference",
+    "locate",
+    "output_names",
+    "primal_tol",
+    "quiet_call",
+    "require",
+    "return_values",
+    "rule_name",
+    "short_dtype",
+    "short_message",
+    "source_of",
+    "state",
+    "to_f64",
+    "user_frame",
+    "vjp_against_fd",
+]

@@ -1,0 +1,252 @@
+"""The subject's arguments and outputs: `Arg` and `GradState` (built once per subject, cached in `ctx.cache`),
+`state(ctx)` and `require` (skip a check an earlier finding blocks).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ... import _compat
+from .._base import Context, SkipCheck
+from ._fd import FiniteDifferences
+from ._source import argument_names, error_text, output_names
+from ._values import all_finite, aval_text, is_inexact, quiet_call, to_f64
+
+# ---------------------------------------------------------------------------------------------------------------
+# The subject's arguments and outputs
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Arg:
+    pos: int
+    name: str
+    value: Any  # a jax Array for array arguments, the fixed Python value otherwise
+    static: bool  # not an array (an int axis, a callable): never perturbed
+    nondiff: bool  # listed in nondiff_argnums
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(np.shape(self.value))
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.asarray(self.value).dtype if self.static else np.dtype(self.value.dtype)
+
+    @property
+    def diff(self) -> bool:
+        """Perturbed by the checks: a floating (or complex) array outside nondiff_argnums."""
+        return not self.static and not self.nondiff and is_inexact(self.dtype)
+
+    @property
+    def text(self) -> str:
+        return f"{self.name} ({aval_text(self.value)})" if not self.static else f"{self.name} (= {self.value!r})"
+
+
+class GradState:
+    """Everything the grad checks share about one subject; built lazily, cached in `ctx.cache["grad"]`."""
+
+    def __init__(self, ctx: Context):
+        subject = ctx.subject
+        self.subject = subject
+        self.kind = subject.kind
+        self.options = ctx.options
+        self.rng = np.random.default_rng(zlib.crc32(f"{ctx.options.seed}:{subject.seed_key}:grad".encode()))
+        self.blocked: dict[str, str] = {}  # code -> why later checks cannot trust the rules' output
+        self.memo: dict[str, Any] = {}
+        obj = subject.obj
+        if self.kind == "custom_vjp":
+            self.fun, self.fwd, self.bwd, self.nondiff, self.symbolic_zeros = _compat.custom_vjp_parts(obj)
+            self.jvp_rule = None
+        elif self.kind == "custom_jvp":
+            self.fun, self.jvp_rule, self.nondiff, self.symbolic_zeros = _compat.custom_jvp_parts(obj)
+            self.fwd = self.bwd = None
+        else:
+            self.fun, self.fwd, self.bwd, self.jvp_rule = None, None, None, None
+            self.nondiff, self.symbolic_zeros = (), False
+        arrays = [jnp.asarray(x) for x in ctx.example()]
+        full = subject.full_args(arrays) if subject.static_args else tuple(arrays)
+        if self.fun is not None:
+            full = _compat.resolve_positional(self.fun, full)  # defaults of nondiff parameters (log_ndtr)
+        static_pos = set(subject.static_args) | set(range(len(arrays) + len(subject.static_args), len(full)))
+        names = argument_names(self.fun if self.fun is not None else _name_source(subject), len(full))
+        self.args = [Arg(i, names[i], v, i in static_pos or not hasattr(v, "dtype"), i in self.nondiff)
+                     for i, v in enumerate(full)]
+        self.diff = [a for a in self.args if a.diff]
+        self.dyn = [a for a in self.args if not a.nondiff]  # one bwd cotangent each (static or not)
+        self._out: Any = None
+
+    # ---- calling ------------------------------------------------------------------------------------------
+
+    def values(self, replace: dict[int, Any] | None = None) -> list[Any]:
+        replace = replace or {}
+        return [replace.get(a.pos, a.value) for a in self.args]
+
+    def call_target(self, values: Sequence[Any]) -> Any:
+        """The subject itself (the custom_* object, `prim.bind`, the function) on full positional values."""
+        if self.kind == "primitive":
+            return self.subject.obj.bind(*values, **self.subject.params)
+        return self.subject.obj(*values)
+
+    def call_primal(self, values: Sequence[Any]) -> Any:
+        """The undecorated primal where there is one (custom_*.fun), the subject otherwise."""
+        return self.fun(*values) if self.fun is not None else self.call_target(values)
+
+    def diff_fn(self, call: Callable[[Sequence[Any]], Any]) -> Callable[..., Any]:
+        """`call` as a function of the differentiable arguments only (others fixed), for jax.vjp/jvp/grad."""
+        positions = [a.pos for a in self.diff]
+
+        def fn(*diffs: Any) -> Any:
+            return call(self.values(dict(zip(positions, diffs))))
+
+        return fn
+
+    @property
+    def diff_values(self) -> list[Any]:
+        return [a.value for a in self.diff]
+
+    # ---- primal output --------------------------------------------------------------------------------------
+
+    @property
+    def out(self) -> Any:
+        """The subject's output at the example (the custom_* function's primal; the primitive's bind)."""
+        if self._out is None:
+            # custom_*: the undecorated primal is exactly what an eager call of the object computes, minus the
+            # custom-call machinery
+            out, exc = quiet_call(self.call_primal, self.values())
+            if exc is not None:
+                raise SkipCheck(f"{self.subject.label} fails on the example inputs: {error_text(exc)}")
+            self._out = out
+        return self._out
+
+    @property
+    def out_leaves(self) -> list[Any]:
+        if "out_leaves" not in self.memo:  # Python scalars in the output become arrays (they have no dtype)
+            self.memo["out_leaves"] = [x if hasattr(x, "dtype") else jnp.asarray(x)
+                                       for x in jax.tree_util.tree_leaves(self.out)]
+        return self.memo["out_leaves"]
+
+    @property
+    def out_names(self) -> list[str]:
+        if "out_names" not in self.memo:
+            self.memo["out_names"] = output_names(self.fun if self.fun is not None else _name_source(self.subject),
+                                                  self.out)
+        return self.memo["out_names"]
+
+    def out_diff(self, k: int) -> bool:
+        return is_inexact(np.dtype(self.out_leaves[k].dtype))
+
+    # ---- seeded cotangents and directions -------------------------------------------------------------------
+
+    def cotangents(self, which: int = 0) -> list[Any]:
+        """Random cotangent leaves for the outputs (float0 zeros for integer outputs); `which` picks a set."""
+        key = f"w{which}"
+        if key not in self.memo:
+            # jax Arrays, as JAX passes them: NumPy arrays promote differently (2.0 * a bf16 ndarray is float64)
+            self.memo[key] = [jnp.asarray(self._random_like(leaf)) if self.out_diff(k)
+                              else _compat.float0_zeros(leaf.shape) for k, leaf in enumerate(self.out_leaves)]
+        return self.memo[key]
+
+    def direction(self, arg: Arg, d: int) -> np.ndarray:
+        """Direction `d` for `arg` in float64: normal entries scaled by max(1, |x|), so a step stays relative."""
+        key = f"v{arg.pos}:{d}"
+        if key not in self.memo:
+            v = to_f64(self._random_like(arg.value)) * np.maximum(1.0, np.abs(to_f64(arg.value)))
+            # rounded to the argument's dtype: the tangent a rule receives is exactly this direction
+            self.memo[key] = to_f64(v.astype(arg.dtype))
+        return self.memo[key]
+
+    def _random_like(self, x: Any) -> np.ndarray:
+        shape, dtype = tuple(np.shape(x)), np.dtype(x.dtype)
+        value = self.rng.standard_normal(shape)
+        if dtype.kind == "c":
+            value = value + 1j * self.rng.standard_normal(shape)
+        return np.asarray(value).astype(dtype)
+
+    def tangent(self, arg: Arg, d: int) -> Any:
+        """Direction `d` of `arg` in the argument's own dtype (what a JVP rule receives)."""
+        key = f"t{arg.pos}:{d}"
+        if key not in self.memo:
+            self.memo[key] = jnp.asarray(self.direction(arg, d).astype(arg.dtype))
+        return self.memo[key]
+
+    def zero_tangent(self, arg: Arg) -> Any:
+        if arg.diff:
+            return jnp.zeros(arg.shape, arg.dtype)
+        return _compat.float0_zeros(arg.shape)
+
+    # ---- finite differences -----------------------------------------------------------------------------------
+
+    @property
+    def fd(self) -> "FiniteDifferences":
+        if "fd" not in self.memo:
+            self.memo["fd"] = FiniteDifferences(self)
+        return self.memo["fd"]
+
+    # ---- autodiff of the undecorated primal ------------------------------------------------------------------
+
+    def reference_vjp(self) -> Callable | None:
+        """JAX's VJP of the undecorated primal (custom_*.fun) at the example, or None where it does not run."""
+        if "ref_vjp" not in self.memo:
+            self.memo["ref_vjp"] = None
+            if self.fun is not None and self.diff:
+                res, exc = quiet_call(jax.vjp, self.diff_fn(self.call_primal), *self.diff_values)
+                if exc is None:
+                    self.memo["ref_vjp"] = res[1]
+        return self.memo["ref_vjp"]
+
+    def reference_cotangent(self, ws: Sequence[Any]) -> list[Any] | None:
+        """`conj(vjp(conj(w)))` of the undecorated primal, one entry per differentiable argument."""
+        vjp_fn = self.reference_vjp()
+        if vjp_fn is None:
+            return None
+        cts = [jnp.conj(w) if np.asarray(w).dtype.kind == "c" else w for w in ws]
+        res, exc = quiet_call(vjp_fn, jax.tree_util.tree_unflatten(self.out_treedef, cts))
+        if exc is not None or not all_finite(jax.tree_util.tree_leaves(res)):
+            return None
+        return [np.conj(np.asarray(r)) if np.asarray(r).dtype.kind == "c" else np.asarray(r) for r in res]
+
+    def reference_jvp(self, tangents: Sequence[Any]) -> list[np.ndarray] | None:
+        """JAX's JVP of the undecorated primal for tangents of the differentiable args, as output leaves."""
+        if self.fun is None:
+            return None
+        key = "ref_jvp_fail"
+        if key in self.memo:
+            return None
+        res, exc = quiet_call(jax.jvp, self.diff_fn(self.call_primal), tuple(self.diff_values), tuple(tangents))
+        if exc is not None:
+            self.memo[key] = exc
+            return None
+        leaves = [np.asarray(t) for t in jax.tree_util.tree_leaves(res[1])]
+        return leaves if all_finite(leaves) else None
+
+    @property
+    def out_treedef(self) -> Any:
+        return jax.tree_util.tree_structure(self.out)
+
+
+def _name_source(subject: Any) -> Any:
+    """The function whose signature names a subject's arguments (impl for a primitive)."""
+    if subject.kind == "primitive":
+        return _compat.impl(subject.obj) or _compat.abstract_eval_rule(subject.obj)
+    return subject.obj
+
+
+def state(ctx: Context) -> GradState:
+    if "grad" not in ctx.cache:
+        ctx.cache["grad"] = GradState(ctx)
+    return ctx.cache["grad"]
+
+
+def require(st: GradState, codes: Sequence[str] = ()) -> None:
+    """SkipCheck when an earlier finding makes the rules' output unusable for this check."""
+    for code, why in st.blocked.items():
+        if not codes or code in codes:
+            raise SkipCheck(f"blocked by {code}: {why}")
