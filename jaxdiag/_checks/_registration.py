@@ -2,279 +2,46 @@
 
 A primitive works eagerly with an impl alone, so eager-only tests pass while `jit`, `vmap` and `grad` fail (bug
 catalog 11, 13, 14). These checks look at what is registered, call the impl once on the example as the trusted
-reference, and compare the abstract eval and the jitted lowering with it. The helpers at the top (the reference
-call, the example's output, the abstract eval's output) are shared with the batching checks through `ctx.cache`.
+reference, and compare the abstract eval and the jitted lowering with it. The helpers they share with the batching
+checks (the reference call, the example's output, the abstract eval's output) are in `_shared.py`.
 """
 
 from __future__ import annotations
 
 import inspect
-import sys
-import weakref
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import jax
 import numpy as np
 
 from .. import _compat, _locate, _numerics
 from .. import _rules as rules
-from .._inputs import ArgSpec, draw
+from .._inputs import draw
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, Subject, check
-
-# ---------------------------------------------------------------------------------------------------------------
-# Shared helpers: how to run one example, and what the rules say about it
-# ---------------------------------------------------------------------------------------------------------------
-
-# One callable per (primitive, params): jax.jit caches compiled code per function object, so reusing the same
-# object lets a second run (or a second check) hit that cache instead of compiling again.
-_BIND_FNS: "weakref.WeakKeyDictionary[Any, dict[str, Callable]]" = weakref.WeakKeyDictionary()
-
-
-def params_key(params: dict[str, Any]) -> str:
-    return repr(sorted(params.items(), key=lambda kv: kv[0]))
-
-
-def bind_fn(prim: Any, params: dict[str, Any]) -> Callable:
-    """`lambda *args: prim.bind(*args, **params)`, the same object for equal params."""
-    per_prim = _BIND_FNS.setdefault(prim, {})
-    key = params_key(params)
-    if key not in per_prim:
-        frozen = dict(params)
-
-        def bound(*args: Any) -> Any:
-            return prim.bind(*args, **frozen)
-
-        bound.__name__ = bound.__qualname__ = f"{prim.name}_bind"
-        per_prim[key] = bound
-    return per_prim[key]
-
-
-_JIT_FNS: "weakref.WeakKeyDictionary[Callable, Callable]" = weakref.WeakKeyDictionary()
-
-
-def jitted(fn: Callable) -> Callable:
-    """`jax.jit(fn)`, one wrapper per function object."""
-    try:
-        if fn not in _JIT_FNS:
-            _JIT_FNS[fn] = jax.jit(fn)
-        return _JIT_FNS[fn]
-    except TypeError:  # not weak-referenceable
-        return jax.jit(fn)
-
-
-def subject_fn(subject: Subject) -> Callable:
-    """A stable callable applying the subject to its array arguments."""
-    if subject.kind == "primitive":
-        return bind_fn(subject.obj, subject.params)
-    if not getattr(subject, "static_args", None):
-        return subject.obj
-    return subject.call
-
-
-def is_user_primitive(subject: Subject) -> bool:
-    return subject.kind == "primitive" and not _compat.is_builtin_primitive(subject.obj)
-
-
-def prim_var(subject: Subject) -> str:
-    """The Python name the user gave the primitive (`my_sum_p`), for fixes."""
-    if subject.kind != "primitive":
-        return subject.name
-    module = primitive_module(subject)
-    for name, value in (vars(module).items() if module is not None else ()):
-        if value is subject.obj and name.isidentifier():
-            return name
-    return f"{subject.obj.name}_p"
-
-
-def primitive_module(subject: Subject) -> Any:
-    """The module that defines the primitive: the target's module, else the module of its user rules."""
-    module = sys.modules.get(subject.module or "")
-    if module is not None and any(v is subject.obj for v in vars(module).values()):
-        return module
-    for fn in _compat.registered_rules(subject.obj).values():
-        if fn is not None and _locate.is_user_code(fn):
-            candidate = inspect.getmodule(_locate.unwrap(fn))
-            if candidate is not None and any(v is subject.obj for v in vars(candidate).values()):
-                return candidate
-    return None
-
-
-def has_jit_path(prim: Any) -> bool:
-    return _compat.has_abstract_eval(prim) and _compat.has_lowering(prim)
-
-
-def reference_fn(subject: Subject) -> Callable | None:
-    """How one example's trusted output is computed: the subject itself, eagerly. A primitive without an impl
-    falls back to `jax.jit` when it has an abstract eval and a lowering; None when nothing can run it."""
-    if subject.kind != "primitive" or _compat.has_impl(subject.obj):
-        return subject.call
-    if has_jit_path(subject.obj):
-        return jitted(bind_fn(subject.obj, subject.params))
-    return None
-
-
-def flat_outputs(subject: Subject, out: Any) -> tuple[list[np.ndarray], Any]:
-    """(leaves as NumPy arrays, structure). A primitive's outputs are positional: a sequence iff it returns one."""
-    if subject.kind == "primitive":
-        leaves = list(out) if isinstance(out, (list, tuple)) else [out]
-        return [np.asarray(x) for x in leaves], ("list" if isinstance(out, (list, tuple)) else "single")
-    leaves, treedef = jax.tree_util.tree_flatten(out)
-    return [np.asarray(x) for x in leaves], treedef
-
-
-@dataclass
-class ExampleOutput:
-    """The subject's output on the example (`ctx.example()`), or the exception it raised."""
-
-    leaves: list[np.ndarray] | None
-    structure: Any = None
-    error: BaseException | None = None
-    via_jit: bool = False
-
-    @property
-    def avals(self) -> list[tuple[tuple[int, ...], np.dtype]]:
-        return [(tuple(x.shape), x.dtype) for x in self.leaves or []]
-
-
-def example_output(ctx: Context) -> ExampleOutput:
-    """Run the subject once on the example (cached for every check of the subject)."""
-    if "example_output" not in ctx.cache:
-        fn = reference_fn(ctx.subject)
-        if fn is None:
-            result = ExampleOutput(None, error=NotImplementedError(
-                f"{ctx.subject.obj.name} has no impl and no jit path (abstract eval + lowering)"))
-        else:
-            try:
-                out = fn(*ctx.example())
-                jax.block_until_ready(out)
-                leaves, structure = flat_outputs(ctx.subject, out)
-                result = ExampleOutput(leaves, structure, via_jit=ctx.subject.kind == "primitive"
-                                       and not _compat.has_impl(ctx.subject.obj))
-            except Exception as exc:  # the user's impl or function: reported by the impl check
-                result = ExampleOutput(None, error=exc)
-        ctx.cache["example_output"] = result
-    return ctx.cache["example_output"]
-
-
-@dataclass
-class AbstractOutput:
-    """What the abstract eval says for the example's shapes; `problem` explains why it cannot be used."""
-
-    avals: list[tuple[tuple[int, ...], np.dtype]] | None
-    raw: Any = None
-    error: BaseException | None = None
-    problem: str = ""
-
-
-def abstract_output(ctx: Context) -> AbstractOutput:
-    """The abstract eval's output for the example's shapes, validated for form (cached)."""
-    if "abstract_output" not in ctx.cache:
-        ctx.cache["abstract_output"] = _abstract_output(ctx.subject)
-    return ctx.cache["abstract_output"]
-
-
-def _abstract_output(subject: Subject) -> AbstractOutput:
-    prim = subject.obj
-    if not _compat.has_abstract_eval(prim):
-        return AbstractOutput(None, problem="missing")
-    avals = [_compat.shaped_array(s.shape, s.dtype) for s in subject.specs]
-    try:
-        raw = _compat.abstract_eval_output(prim, avals, subject.params)
-    except Exception as exc:
-        return AbstractOutput(None, error=exc, problem="raised")
-    outs = list(raw) if isinstance(raw, (list, tuple)) else [raw]
-    if isinstance(raw, (list, tuple)) != bool(prim.multiple_results):
-        return AbstractOutput(None, raw=raw, problem="structure")
-    if not all(_compat.is_abstract_value(o) and hasattr(o, "shape") for o in outs):
-        return AbstractOutput(None, raw=raw, problem="type")
-    return AbstractOutput([(tuple(o.shape), np.dtype(o.dtype)) for o in outs], raw=raw)
-
-
-def aval_text(shape: tuple[int, ...], dtype: Any) -> str:
-    return str(ArgSpec(np.dtype(dtype), tuple(int(d) for d in shape)))
-
-
-def avals_text(avals: list[tuple[tuple[int, ...], Any]]) -> str:
-    return ", ".join(aval_text(s, d) for s, d in avals) or "nothing"
-
-
-def inputs_text(subject: Subject) -> str:
-    text = ", ".join(str(s) for s in subject.specs) or "no inputs"
-    if subject.params:
-        text += " with " + ", ".join(f"{k}={v!r}" for k, v in sorted(subject.params.items()))
-    return text
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0].rstrip('.;: ')}" if text else type(exc).__name__
-
-
-def rule_location(fn: Any, fallback: Location | None) -> Location | None:
-    """The user's rule, or the primitive's own line when the rule is JAX's (defvectorized, lower_fun...)."""
-    if fn is not None and _locate.is_user_code(fn):
-        return _locate.locate(fn) or fallback
-    return fallback
-
-
-def user_frame_location(exc: BaseException, fn: Any) -> Location | None:
-    """The innermost traceback line inside the file of the user's `fn`, named after `fn`."""
-    target = _locate.locate(fn)
-    if target is None:
-        return None
-    code = getattr(_locate.unwrap(fn), "__code__", None)
-    filename = code.co_filename if code else None
-    line = None
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return Location(target.path, line, target.function) if line else target
-
-
-# JAX internals removed in recent releases, with what replaces them (bug catalog 12).
-REMOVED_APIS = {
-    "not_mapped": "use `None` for an unbatched dim (`d is None`); batching.not_mapped was removed in JAX 0.10",
-    "NotMapped": "use `None` (`type(None)`) for an unbatched dim",
-    "Primitive": "import it from `jax.extend.core` (`from jax.extend.core import Primitive`)",
-    "ShapedArray": "import it from `jax.core` (`from jax.core import ShapedArray`)",
-    "xla_client": "use `jax.ffi` / `jax.extend` instead of `jax.lib.xla_client`",
-}
-
-
-def removed_api(exc: BaseException) -> tuple[str, str] | None:
-    """(module, attribute) when `exc` says a `jax` module has no such attribute (a removed or moved API)."""
-    if not isinstance(exc, AttributeError):
-        return None
-    text = str(exc)
-    if not text.startswith("module 'jax"):
-        return None
-    parts = text.split("'")
-    return (parts[1], parts[3]) if len(parts) >= 4 else None
-
-
-def removed_api_finding(exc: BaseException, where: str, location: Location | None) -> Finding:
-    module, attr = removed_api(exc) or ("jax", "?")
-    advice = REMOVED_APIS.get(attr, f"look up what replaced `{module}.{attr}` in the JAX changelog")
-    return rules.REMOVED_JAX_API.finding(
-        f"{where} uses `{module}.{attr}`, which does not exist on JAX {_compat.JAX_VERSION}: "
-        f"{first_line(exc)}.", fix=f"Replace `{attr}`: {advice}.", location=location)
-
-
-def signature_problem(fn: Any, args: tuple, kwargs: dict[str, Any]) -> str | None:
-    """Why calling `fn(*args, **kwargs)` as JAX does would fail on the signature alone, or None."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    try:
-        sig.bind(*args, **kwargs)
-    except TypeError as exc:
-        return str(exc)
-    return None
+from ._shared import (
+    AbstractOutput,
+    abstract_output,
+    aval_text,
+    avals_text,
+    bind_fn,
+    example_output,
+    first_line,
+    flat_outputs,
+    has_jit_path,
+    inputs_text,
+    is_user_primitive,
+    jitted,
+    prim_var,
+    primitive_module,
+    reference_fn,
+    removed_api,
+    removed_api_finding,
+    rule_location,
+    signature_problem,
+    user_frame_location,
+)
 
 
 def severity_for(ctx: Context, rule: rules.Rule) -> str:

@@ -14,7 +14,7 @@ import numpy as np
 from ... import _compat, _locate, _numerics
 from ..._inputs import choose_batch_size
 from .._base import Context, SkipCheck, Subject
-from .._registration import (
+from .._shared import (
     abstract_output,
     example_output,
     first_line,

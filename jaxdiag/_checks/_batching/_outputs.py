@@ -16,7 +16,7 @@ from ... import _compat, _locate
 from ... import _rules as rules
 from ..._report import Finding, Location
 from .._base import Context, SkipCheck, check
-from .._registration import (
+from .._shared import (
     aval_text,
     example_output,
     first_line,

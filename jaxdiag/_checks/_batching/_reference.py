@@ -18,7 +18,7 @@ import numpy as np
 
 from ..._inputs import ArgSpec, draw
 from .._base import Context
-from .._registration import (
+from .._shared import (
     flat_outputs,
 )
 

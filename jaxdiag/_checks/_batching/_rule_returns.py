@@ -12,7 +12,7 @@ from ... import _compat, _locate
 from ... import _rules as rules
 from ..._report import Finding, Location
 from .._base import Context, check
-from .._registration import (
+from .._shared import (
     first_line,
     prim_var,
     removed_api,

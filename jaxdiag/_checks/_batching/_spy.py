@@ -20,7 +20,7 @@ import numpy as np
 from ... import _compat, _locate
 from ... import _rules as rules
 from .._base import Subject
-from .._registration import (
+from .._shared import (
     aval_text,
     params_key,
     signature_problem,

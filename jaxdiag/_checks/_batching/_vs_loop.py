@@ -13,7 +13,7 @@ from ... import _compat, _locate, _numerics
 from ... import _rules as rules
 from ..._report import Finding
 from .._base import Context, SkipCheck, check
-from .._registration import (
+from .._shared import (
     first_line,
     prim_var,
     rule_location,
