@@ -1,0 +1,213 @@
+"""Calling a JVP rule as JAX calls it (`rule(*nondiff, primals, tangents)` for custom_jvp,
+`rule(primals, tangents, **params)` for a primitive) with seeded tangents, and the compiled multi-tangent
+evaluators (`T`, `T_many`) the other JVP checks share.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ... import _compat, _locate
+from ..._report import Location
+from .._gradref import (
+    Arg,
+    GradState,
+    is_float0,
+    quiet_call,
+    rule_name,
+    to_f64,
+)
+
+KINDS = {"custom_jvp", "primitive"}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Calling the rule
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def jvp_rule(st: GradState) -> Any:
+    return st.jvp_rule if st.kind == "custom_jvp" else _compat.jvp_rule(st.subject.obj)
+
+
+def user_rules(st: GradState) -> list[Any]:
+    """The user's function(s) behind the rule: per-argument rules for `ad.defjvp`."""
+    rule = jvp_rule(st)
+    return _compat.rule_user_functions(rule) if st.kind == "primitive" else [rule]
+
+
+def rule_location(st: GradState, arg: Arg | None = None) -> Location | None:
+    fns = user_rules(st)
+    if arg is not None and st.kind == "primitive" and len(fns) == len(st.args) and fns[arg.pos] is not None:
+        return _locate.locate(fns[arg.pos])
+    for fn in fns:
+        if fn is not None and _locate.is_user_code(fn):
+            return _locate.locate(fn)
+    for fn in fns:
+        if fn is not None:
+            return _locate.locate(fn)
+    return st.subject.location
+
+
+def names(st: GradState) -> tuple[str, str]:
+    """(function name, rule name) for messages."""
+    if st.kind == "primitive":
+        prim = st.subject.obj.name
+        fns = [f for f in user_rules(st) if f is not None]
+        return prim, (rule_name(fns[0], f"{prim}'s JVP rule") if len(fns) == 1 else f"{prim}'s JVP rule")
+    fun = rule_name(st.fun, "f")
+    return fun, rule_name(st.jvp_rule, f"{fun}_jvp")
+
+
+def _zero_for(st: GradState, a: Arg, symbolic: bool) -> Any:
+    if st.kind == "primitive":
+        if symbolic or not a.diff:
+            return _compat.ad_zero(a.shape, a.dtype)
+        return jnp.zeros(a.shape, a.dtype)
+    if a.static:
+        return np.zeros_like(np.asarray(a.value))
+    if symbolic:
+        return _compat.symbolic_zero(a.shape, a.dtype)
+    return st.zero_tangent(a)
+
+
+def call_jvp(st: GradState, tangents: dict[int, Any], symbolic: bool = False) -> tuple[Any, BaseException | None]:
+    """The rule on the example primals with `tangents` (by position) and zeros elsewhere (symbolic ones when
+    `symbolic`, as JAX passes for arguments it does not differentiate)."""
+    rule = jvp_rule(st)
+    if st.kind == "primitive":
+        primals = st.values()
+        tans = [tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.args]
+        return quiet_call(rule, primals, tans, **st.subject.params)
+    primals = tuple(a.value for a in st.dyn)
+    tans = tuple(tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.dyn)
+    nondiff = [st.args[i].value for i in st.nondiff]
+    return quiet_call(rule, *nondiff, primals, tans)
+
+
+def _split(st: GradState, result: Any) -> tuple[Any, Any] | None:
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        return result[0], result[1]
+    return None
+
+
+def tangent_leaves(st: GradState, tangent_out: Any) -> list[np.ndarray]:
+    """The tangent output as dense float64 arrays, one per primal output leaf (symbolic zeros and float0 -> 0)."""
+    if st.kind == "primitive" and not st.subject.obj.multiple_results:
+        leaves = [tangent_out]
+    elif st.kind == "primitive":
+        leaves = list(tangent_out)
+    else:
+        leaves = jax.tree_util.tree_leaves(tangent_out, is_leaf=lambda x: x is None or _compat.is_symbolic_zero(x))
+    out = []
+    for leaf, primal in zip(leaves, st.out_leaves):
+        if leaf is None or _compat.is_symbolic_zero(leaf) or is_float0(leaf):
+            out.append(np.zeros(np.shape(primal), np.complex128 if np.asarray(primal).dtype.kind == "c"
+                                else np.float64))
+        else:
+            out.append(to_f64(leaf))
+    return out
+
+
+def T(st: GradState, key: Any, tangents: dict[int, Any]) -> list[np.ndarray] | None:
+    """Memoised tangent output for `tangents`; None when the rule raised (reported by jvp-rule-output)."""
+    memo = st.memo.setdefault("T", {})
+    key = _norm_key(st, key)  # one argument: joint and per-argument tangents are the same call
+    if key not in memo:
+        result, exc = call_jvp(st, tangents)
+        pair = _split(st, result) if exc is None else None
+        memo[key] = tangent_leaves(st, pair[1]) if pair is not None else None
+    return memo[key]
+
+
+def _norm_key(st: GradState, key: Any) -> Any:
+    if key[0] == "j" and isinstance(key[1], int) and len(st.diff) == 1:
+        return ("a", st.diff[0].pos, key[1])
+    return key
+
+
+# Compiled multi-tangent evaluators by rule: repeated checks of a target (test suites, the benchmark) reuse them.
+_COMPILED: "collections.OrderedDict[tuple, tuple[Any, Any]]" = collections.OrderedDict()
+
+
+def T_many(st: GradState, items: Sequence[tuple[Any, dict[int, Any]]]) -> None:
+    """Fill T's memo for several tangent sets with one compiled call of the rule (eager calls of a rule cost a
+    dispatch per operation); falls back to eager calls when the rule cannot be traced or jitted. A key
+    ("z", pos) asks for the tangent of `pos` alone with the others as symbolic zeros (jvp-symbolic-zeros)."""
+    memo = st.memo.setdefault("T", {})
+    missing = [(_norm_key(st, k), t) for k, t in items if _norm_key(st, k) not in memo]
+    if len(missing) > 1 and not any(a.nondiff and not a.static for a in st.args):
+        only = tuple(k[1] if k[0] == "z" else None for k, _ in missing)
+        fn = _compiled_rule(st, only)
+        sets = [[t.get(a.pos, jnp.zeros(a.shape, a.dtype)) for a in st.diff] for _, t in missing]
+        out, exc = quiet_call(lambda: jax.block_until_ready(fn([a.value for a in st.args if not a.static], sets)))
+        if exc is None:
+            for (key, _), tangent_out in zip(missing, out):
+                memo[key] = tangent_leaves(st, tangent_out)
+            return
+    for key, tangents in missing:  # eager, one by one; symbolic-zero sets are left to jvp-symbolic-zeros
+        if key[0] != "z":
+            T(st, key, tangents)
+
+
+def _compiled_rule(st: GradState, only: tuple[int | None, ...]) -> Any:
+    """jit of the rule applied to several tangent sets, memoised per rule. Set i passes symbolic zeros for every
+    argument but `only[i]` when that is not None."""
+    rule = jvp_rule(st)
+    key = (id(rule), id(st.subject.obj), repr(sorted(st.subject.params.items(), key=lambda kv: kv[0])),
+           tuple(str(s) for s in st.subject.specs), repr(st.subject.static_args),
+           tuple(repr(st.args[i].value) for i in st.nondiff), only, _compat.x64_enabled())
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is rule:
+        return hit[1]
+    arrays = [a.pos for a in st.args if not a.static]
+
+    def many(values: list[Any], sets: list[list[Any]]) -> list[Any]:
+        full = dict(zip(arrays, values))
+        primals = [full.get(a.pos, a.value) for a in st.args]
+        outs = []
+        for ts, pos in zip(sets, only):
+            tangents = {a.pos: t for a, t in zip(st.diff, ts) if pos is None or a.pos == pos}
+            outs.append(_call_jvp_with(st, primals, tangents, symbolic=pos is not None)[1])
+        return outs
+
+    fn = jax.jit(many)
+    _COMPILED[key] = (rule, fn)
+    while len(_COMPILED) > 64:
+        _COMPILED.popitem(last=False)
+    return fn
+
+
+def _call_jvp_with(st: GradState, values: list[Any], tangents: dict[int, Any], symbolic: bool = False) -> Any:
+    """The rule on explicit primal values (traceable, no error handling: for jit)."""
+    rule = jvp_rule(st)
+    if st.kind == "primitive":
+        tans = [tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.args]
+        return rule(values, tans, **st.subject.params)
+    primals = tuple(values[a.pos] for a in st.dyn)
+    tans = tuple(tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.dyn)
+    return rule(*[values[i] for i in st.nondiff], primals, tans)
+
+
+def joint(st: GradState, d: int, scale: float = 1.0) -> dict[int, Any]:
+    return {a.pos: st.tangent(a, d) * scale for a in st.diff}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Symbolic zeros (custom_jvp symbolic_zeros=True, primitive ad.Zero)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _symbolic_candidates(st: GradState) -> list[Arg]:
+    """Arguments differentiated alone while JAX passes symbolic zeros for the others (none for one argument:
+    JAX never calls a rule with only zero tangents; none for custom_jvp without symbolic_zeros=True)."""
+    if st.kind == "custom_jvp" and not st.symbolic_zeros:
+        return []
+    others = [a for a in st.dyn if not a.static] if st.kind == "custom_jvp" else st.args
+    return list(st.diff) if len(others) >= 2 else []

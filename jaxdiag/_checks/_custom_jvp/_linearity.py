@@ -1,0 +1,155 @@
+"""Check jvp-linearity: the tangent map is additive, homogeneous and zero to zero (JXG020), and the eager
+reverse mode (`eager_vjp`, `pullback_at_first_cotangent`) used to say why grad fails or is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ... import _rules as rules
+from ..._report import Finding
+from .._base import Context, SkipCheck, check
+from .._gradref import (
+    N_DIRECTIONS,
+    GradState,
+    dot,
+    fmt_values,
+    grad_tol,
+    is_float0,
+    is_inexact,
+    quiet_call,
+    require,
+    short_message,
+    state,
+)
+from ._call import KINDS, T, T_many, _symbolic_candidates, joint, names, rule_location
+
+# ---------------------------------------------------------------------------------------------------------------
+# jvp-linearity
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _violation(lhs: Sequence[np.ndarray], rhs: Sequence[np.ndarray], scale: float, tol: float) -> float | None:
+    """The largest |lhs - rhs| when it exceeds `tol * scale`, else None."""
+    worst = max((float(np.max(np.abs(a - b))) if a.size else 0.0 for a, b in zip(lhs, rhs)), default=0.0)
+    return worst if worst > tol * scale + 1e-30 else None
+
+
+# Homogeneity is tested with a negative, non-unit scale: abs(t) is positively homogeneous and would pass with 2.
+SCALE = -1.5
+
+
+@check("jvp-linearity", family="grad", kinds=KINDS)
+def jvp_linearity(ctx: Context) -> Iterator[Finding]:
+    """Additivity, homogeneity and zero-in-zero-out of the tangent map (JXG020)."""
+    st = state(ctx)
+    require(st)
+    if not st.diff or N_DIRECTIONS < 2:
+        raise SkipCheck("no floating-point argument to differentiate")
+    both = {a.pos: st.tangent(a, 0) + st.tangent(a, 1) for a in st.diff}
+    symbolic = [(("z", a.pos), {a.pos: st.tangent(a, 0)}) for a in _symbolic_candidates(st)]
+    T_many(st, [(("j", 1), joint(st, 1)), (("j", "0+1"), both), (("j", "cx0"), joint(st, 0, SCALE)), *symbolic])
+    t1, t2 = T(st, ("j", 0), joint(st, 0)), T(st, ("j", 1), joint(st, 1))
+    t12 = T(st, ("j", "0+1"), both)
+    tcx = T(st, ("j", "cx0"), joint(st, 0, SCALE))
+    if any(t is None for t in (t1, t2, t12, tcx)):
+        raise SkipCheck("the JVP rule raised for some tangents (reported by jvp-rule-output)")
+    tol = max(grad_tol(p.dtype) for p in st.out_leaves if is_inexact(p.dtype)) if any(
+        is_inexact(p.dtype) for p in st.out_leaves) else 1e-3
+    scale = max(float(np.max(np.abs(x), initial=0.0)) for x in (*t1, *t2))
+    add = _violation(t12, [a + b for a, b in zip(t1, t2)], scale, tol)
+    hom = _violation(tcx, [SCALE * a for a in t1], scale, tol)
+    if add is None and hom is None:
+        return  # an affine offset c breaks both (cT(v) gains cc, T(cv) only c), so zero -> zero holds too
+    t0 = T(st, ("j", "zero"), {a.pos: jnp.zeros(a.shape, a.dtype) for a in st.diff}) or []
+    zero = _violation(t0, [np.zeros_like(x) for x in t0], scale, tol)
+    st.blocked["JXG020"] = "the tangent map is not linear"
+    yield _nonlinear_finding(st, t0, t1, tcx, zero, add, hom)
+
+
+def _nonlinear_finding(st: GradState, t0: list, t1: list, tcx: list, zero: float | None, add: float | None,
+                       hom: float | None) -> Finding:
+    fun, rule = names(st)
+    observed = []
+    if zero is not None:
+        observed.append(f"a zero tangent gives {fmt_values(_first_nonzero(t0))} instead of 0 (affine: the rule adds a "
+                        "term that does not depend on the tangents)")
+    if hom is not None:
+        ratio = _ratio(tcx, t1)
+        observed.append(f"scaling the tangent by {SCALE:g} scales the output tangent by {ratio:.4g} instead of "
+                        f"{SCALE:g}")
+    if add is not None:
+        observed.append(f"T(t1 + t2) differs from T(t1) + T(t2) by up to {add:.3g}")
+    consequence = _reverse_consequence(st)
+    return rules.JVP_NOT_LINEAR.finding(
+        f"{rule}'s tangent output is not linear in the input tangents: " + "; ".join(observed) + ". " + consequence,
+        fix=f"Make every tangent term in {rule} linear in the tangents: multiply them by primal-only factors "
+            "(`cos(x) * t`, not `t ** 2`, `abs(t)`, `t * t2` or `+ 1.0`).", location=rule_location(st))
+
+
+def _first_nonzero(leaves: list[np.ndarray]) -> np.ndarray:
+    for leaf in leaves:
+        if np.any(leaf):
+            return leaf
+    return leaves[0]
+
+
+def _ratio(a: list[np.ndarray], b: list[np.ndarray]) -> float:
+    """The signed factor c that best explains a = c b (least squares), so a sign flip shows."""
+    num = sum(float(np.real(np.sum(np.conj(y) * x))) for x, y in zip(a, b))
+    den = sum(float(np.real(np.sum(np.conj(y) * y))) for y in b)
+    return num / den if den else float("inf")
+
+
+def _reverse_consequence(st: GradState) -> str:
+    """What reverse mode does with this rule: JAX's error, or forward and reverse numbers that disagree."""
+    ws, cts, exc = pullback_at_first_cotangent(st)
+    if exc is not None:
+        return ("jax.jvp runs, but jax.grad must transpose the tangent computation and fails with "
+                f"`{type(exc).__name__}: {short_message(exc, 200)}`, naming a lax primitive rather than your rule.")
+    if cts is None:
+        return ""
+    fwd = sum(dot(w, t) for w, t in zip(ws, T(st, ("j", 0), joint(st, 0)) or []) if not is_float0(w))
+    rev = sum(dot(ct, st.tangent(a, 0)) for ct, a in zip(cts, st.diff))
+    return (f"jax.grad silently keeps only the linear part, so forward and reverse mode disagree: <w, J v> is "
+            f"{fwd:.6g} by jax.jvp/jacfwd but {rev:.6g} by jax.grad/jacrev.")
+
+
+def eager_vjp(st: GradState) -> tuple[Any, BaseException | None]:
+    """jax.vjp of the subject itself (through JAX's machinery, eagerly) at the example: (fn, None) where
+    fn(ws) -> cotangents per differentiable argument (None if the pullback raised), or (None, exc)."""
+    if "eager_vjp" not in st.memo:
+        res, exc = quiet_call(jax.vjp, st.diff_fn(st.call_target), *st.diff_values)
+        if exc is not None:
+            st.memo["eager_vjp"] = (None, exc)
+        else:
+            pullback = res[1]
+
+            def apply(ws: Sequence[Any]) -> list[Any] | None:
+                key = ("ct", id(ws))
+                if key not in st.memo:
+                    conj = [jnp.conj(w) if np.asarray(w).dtype.kind == "c" else w for w in ws]
+                    out, err = quiet_call(pullback, jax.tree_util.tree_unflatten(st.out_treedef, conj))
+                    st.memo[key] = None if err is not None else [
+                        np.conj(np.asarray(o)) if np.asarray(o).dtype.kind == "c" else np.asarray(o) for o in out]
+                    st.memo[("ct_err", id(ws))] = err
+                return st.memo[key]
+
+            st.memo["eager_vjp"] = (apply, None)
+    return st.memo["eager_vjp"]
+
+
+def pullback_at_first_cotangent(st: GradState) -> tuple[Any, Any, BaseException | None]:
+    """(ws, cotangents, error) of the subject's eager VJP at the first seeded output cotangent `ws`: cotangents per
+    differentiable argument, or the error raised by jax.vjp or by the pullback."""
+    vjp, exc = eager_vjp(st)
+    ws = st.cotangents(0)
+    cts = vjp(ws) if vjp is not None else None
+    if exc is None and cts is None:
+        exc = st.memo.get(("ct_err", id(ws)))
+    return ws, cts, exc

@@ -1,0 +1,209 @@
+"""Check jvp-rule-output: presence, raising, the pair, the primal (JXG021) and the tangents' structure, shape and
+dtype (JXG007, JXG017, JXG022, JXG015; JXR006 for a primitive without a rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+import numpy as np
+
+from ... import _compat
+from ... import _rules as rules
+from ..._report import Finding
+from .._base import Context, SkipCheck, check
+from .._gradref import (
+    GradState,
+    aval_text,
+    error_text,
+    leaf_difference,
+    quiet_call,
+    short_dtype,
+    state,
+)
+from ._call import (
+    KINDS,
+    _split,
+    _zero_for,
+    call_jvp,
+    joint,
+    jvp_rule,
+    names,
+    rule_location,
+    user_rules,
+)
+
+# ---------------------------------------------------------------------------------------------------------------
+# jvp-rule-output: presence, raising, pair, primal, tangent structure/shape/dtype
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@check("jvp-rule-output", family="grad", kinds=KINDS)
+def jvp_rule_output(ctx: Context) -> Iterator[Finding]:
+    st = state(ctx)
+    if st.kind == "primitive" and jvp_rule(st) is None:
+        yield from _missing_jvp(st, ctx)
+        return
+    if st.kind == "custom_jvp" and st.jvp_rule is None:
+        st.blocked["JXG017"] = "no JVP rule"
+        fun, _ = names(st)
+        yield rules.DERIVATIVE_RULE_RAISED.finding(
+            f"{fun} is a custom_jvp without a rule: defjvp was never called, so every call fails with "
+            f"`AttributeError: No JVP defined for custom_jvp function {fun} using defjvp`.",
+            fix=f"Decorate the rule with `@{fun}.defjvp` (or call `{fun}.defjvp(rule)`).", location=st.subject.location)
+        return
+    if not st.diff:
+        raise SkipCheck("no floating-point argument to differentiate")
+    expected = st.out
+    result, exc = call_jvp(st, joint(st, 0))
+    if exc is not None:
+        st.blocked["JXG017"] = "the JVP rule raised"
+        yield _raised(st, exc)
+        return
+    pair = _split(st, result)
+    if pair is None:
+        st.blocked["JXG007"] = "the rule does not return a pair"
+        yield _not_pair(st, result)
+        return
+    yield from _primal_findings(st, pair[0], expected)
+    yield from _tangent_findings(st, pair[0], pair[1])
+
+
+def _missing_jvp(st: GradState, ctx: Context) -> Iterator[Finding]:
+    prim = st.subject.obj.name
+    if not st.diff:
+        raise SkipCheck("no floating-point argument: no JVP rule needed")
+    st.blocked["JXR006"] = "no JVP rule"
+    severity = "info" if ctx.options.command == "check" else None
+    yield rules.MISSING_JVP_RULE.finding(
+        f"{prim} has no JVP rule: jax.grad, jax.jvp and jacfwd fail with `NotImplementedError: Differentiation rule "
+        f"for '{prim}' not implemented`.",
+        fix=f"Register one: `ad.defjvp({_var(st)}, lambda g, {', '.join(a.name for a in st.args)}, **params: ...)` "
+            "(one function per argument), or `ad.primitive_jvps[prim] = rule` with rule(primals, tangents, "
+            "**params) -> (primal_out, tangent_out).",
+        location=st.subject.location, severity=severity)
+
+
+def _var(st: GradState) -> str:
+    loc = st.subject.location
+    return loc.function if loc is not None and loc.function.isidentifier() else f"{st.subject.obj.name}_p"
+
+
+def _raised(st: GradState, exc: BaseException) -> Finding:
+    fun, rule = names(st)
+    fns = [f for f in user_rules(st) if f is not None]
+    text = error_text(exc, fns[0] if fns else None)
+    ints = [a for a in st.dyn if not a.diff and not a.static]
+    if ints and ("float0" in str(exc) or "('V')" in str(exc) or "'V'" in str(exc)):
+        return rules.FLOAT0_TANGENT_UNHANDLED.finding(
+            f"{rule} raised {text}: the tangent of the integer argument(s) "
+            f"{', '.join(a.text for a in ints)} is a float0 array (JAX passes float0 zeros for integer and bool "
+            "inputs), and the rule uses it in arithmetic.",
+            fix=f"In {rule}, ignore the tangents of {', '.join(a.name for a in ints)} (they are always zero), or "
+                "mark the argument in nondiff_argnums.", location=rule_location(st))
+    if st.kind == "primitive" and "Zero" in str(exc):
+        return rules.SYMBOLIC_ZERO_UNHANDLED.finding(
+            f"{rule} raised {text}: the tangent of an integer argument ({', '.join(a.text for a in ints)}) is a "
+            "symbolic ad.Zero.", fix="Test `type(t) is ad.Zero` or use `ad.instantiate_zeros(t)`.",
+            location=rule_location(st))
+    if st.kind == "custom_jvp" and st.nondiff:
+        nondiff = [st.args[i].value for i in st.nondiff]
+        primals = tuple(a.value for a in st.dyn)
+        tans = tuple(st.tangent(a, 0) if a.diff else _zero_for(st, a, False) for a in st.dyn)
+        _, other = quiet_call(st.jvp_rule, primals, tans, *nondiff)
+        if other is None:
+            nd = ", ".join(st.args[i].name for i in st.nondiff)
+            return rules.NONDIFF_ARGNUMS_MISUSE.finding(
+                f"{rule} raised {text}: JAX calls it as {rule}({nd}, primals, tangents) (nondiff_argnums "
+                f"{st.nondiff} come first) but it is written as {rule}(primals, tangents, {nd}).",
+                fix=f"Put the non-differentiable arguments first: `def {rule}({nd}, primals, tangents):`.",
+                location=rule_location(st))
+    return rules.DERIVATIVE_RULE_RAISED.finding(
+        f"{rule} raised {text} when called as JAX calls it (primals {', '.join(a.text for a in st.args)} with random "
+        "tangents).", fix=f"Make {rule} work for these inputs; it must return (primal_out, tangent_out).",
+        location=rule_location(st))
+
+
+def _not_pair(st: GradState, result: Any) -> Finding:
+    fun, rule = names(st)
+    return rules.JVP_OUTPUT_STRUCTURE.finding(
+        f"{rule} must return a pair (primal_out, tangent_out) but returned {aval_text(result)}. JAX reports `must "
+        "produce a pair`, or, when the tangent's leading dimension is 2, silently unpacks its rows as (primal, "
+        "tangent).", fix=f"Return both: `return {fun}_out, tangent_out` in {rule}.", location=rule_location(st))
+
+
+def _primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[Finding]:
+    fun, rule = names(st)
+    got = _primal_leaves(st, primal)
+    if got is None:
+        st.blocked["JXG021"] = "primal structure differs"
+        yield rules.JVP_PRIMAL_MISMATCH.finding(
+            f"{rule}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: JAX does not "
+            "check this; under jax.jvp the caller gets the rule's structure and jax.grad later fails (e.g. "
+            "`TypeError: iteration over a 0-d array`).",
+            fix=f"Return exactly {fun}'s output as the first element of {rule}'s pair (call {fun} on the primals).",
+            location=rule_location(st))
+        return
+    for name, g, want in zip(st.out_names, got, st.out_leaves):
+        problem = leaf_difference(g, want)
+        if problem is None:
+            continue
+        if "shape" in problem:
+            st.blocked["JXG021"] = "primal shape differs"
+        yield rules.JVP_PRIMAL_MISMATCH.finding(
+            f"{rule}'s primal {name} differs from {fun}'s: {problem}. JAX does not check it: under jax.jvp and "
+            f"jax.grad the function silently returns the rule's value.",
+            fix=f"Compute the primal in {rule} exactly as {fun} does (e.g. `out = {fun}(x)` inside the rule).",
+            location=rule_location(st))
+
+
+def _primal_leaves(st: GradState, primal: Any) -> list[Any] | None:
+    if st.kind == "primitive":
+        if st.subject.obj.multiple_results:
+            ok = isinstance(primal, (tuple, list)) and len(primal) == len(st.out_leaves)
+            return list(primal) if ok else None
+        return [primal] if hasattr(primal, "shape") else None
+    if jax.tree_util.tree_structure(primal) != st.out_treedef:
+        return None
+    return jax.tree_util.tree_leaves(primal)
+
+
+def _tangent_findings(st: GradState, primal: Any, tangent: Any) -> Iterator[Finding]:
+    fun, rule = names(st)
+    if st.kind == "primitive":
+        leaves = list(tangent) if st.subject.obj.multiple_results and isinstance(tangent, (tuple, list)) \
+            else None if st.subject.obj.multiple_results else [tangent]
+        ok = leaves is not None and len(leaves) == len(st.out_leaves)
+    else:
+        is_leaf = lambda x: x is None or _compat.is_symbolic_zero(x)  # noqa: E731
+        ok = jax.tree_util.tree_structure(tangent, is_leaf=is_leaf) == jax.tree_util.tree_structure(primal)
+        leaves = jax.tree_util.tree_leaves(tangent, is_leaf=is_leaf)
+    if not ok:
+        st.blocked["JXG007"] = "tangent structure differs"
+        yield rules.JVP_OUTPUT_STRUCTURE.finding(
+            f"{rule}'s tangent output is {aval_text(tangent)} but the primal output is {aval_text(primal)}: they "
+            "must have the same pytree structure (tuple vs list matters).",
+            fix=f"Return the tangents in the primal's container: e.g. `return (a, b), (ta, tb)` in {rule}.",
+            location=rule_location(st))
+        return
+    for name, t, p in zip(st.out_names, leaves, st.out_leaves):
+        if t is None or _compat.is_symbolic_zero(t):
+            continue
+        want_dtype = _compat.tangent_dtype(p.dtype)
+        t_shape, t_dtype = tuple(np.shape(t)), np.asarray(t).dtype if not hasattr(t, "dtype") else np.dtype(t.dtype)
+        if t_shape != tuple(np.shape(p)):
+            st.blocked["JXG007"] = "tangent shape differs"
+            yield rules.JVP_OUTPUT_STRUCTURE.finding(
+                f"{rule}'s tangent for {name} has shape {aval_text(t)} but the primal is {aval_text(p)}: jax.jvp "
+                "may accept it silently, and jax.grad then fails with an unrelated IndexError (or `Custom JVP rule "
+                "must produce primal and tangent outputs with corresponding shapes and dtypes`).",
+                fix=f"Return a tangent of shape {tuple(np.shape(p))} for {name} (no extra or missing axes).",
+                location=rule_location(st))
+        elif t_dtype != np.dtype(want_dtype) and not (want_dtype == _compat.float0 and t_dtype.kind in "biu"):
+            yield rules.JVP_OUTPUT_STRUCTURE.finding(
+                f"{rule}'s tangent for {name} is {short_dtype(t_dtype)} but the primal is {aval_text(p)}, whose "
+                f"tangent dtype is {short_dtype(want_dtype)}.",
+                fix=f"Cast the tangent: `.astype({short_dtype(want_dtype)})` (float0 for integer outputs).",
+                location=rule_location(st))

@@ -1,0 +1,225 @@
+"""Checks against references: tangents vs float64 finite differences and autodiff of the undecorated primal
+(JXG014 / JXG001), symbolic zero tangents (JXG006), and reverse mode of a custom_jvp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from ... import _compat
+from ... import _rules as rules
+from ..._numerics import compare
+from ..._report import Finding
+from .._base import Context, SkipCheck, check
+from .._gradref import (
+    N_DIRECTIONS,
+    Arg,
+    GradState,
+    close,
+    dot,
+    error_text,
+    fmt_values,
+    grad_tol,
+    is_float0,
+    is_inexact,
+    require,
+    state,
+    to_f64,
+)
+from ._call import (
+    KINDS,
+    T,
+    _symbolic_candidates,
+    call_jvp,
+    joint,
+    names,
+    rule_location,
+    user_rules,
+)
+from ._linearity import pullback_at_first_cotangent
+
+# ---------------------------------------------------------------------------------------------------------------
+# jvp-reference: finite differences and autodiff of the undecorated primal
+# ---------------------------------------------------------------------------------------------------------------
+
+
+# JAX primitives whose derivative is deliberately not the numerical one (checked with --include-jax).
+_DEFINED_DERIVATIVE = {"stop_gradient"}
+
+
+@check("jvp-reference", family="grad", kinds=KINDS)
+def jvp_reference(ctx: Context) -> Iterator[Finding]:
+    """Tangents along each argument vs float64 finite differences (and autodiff of custom_jvp.fun)."""
+    st = state(ctx)
+    require(st)
+    if not st.diff:
+        raise SkipCheck("no floating-point argument to differentiate")
+    if st.kind == "primitive" and st.subject.obj.name in _DEFINED_DERIVATIVE and _compat.is_builtin_primitive(
+            st.subject.obj):
+        raise SkipCheck(f"{st.subject.obj.name}'s derivative is zero by definition")
+    problems = []
+    for d in range(N_DIRECTIONS):
+        if _joint_agrees(st, d):
+            continue
+        # the joint direction disagrees: find the argument(s) responsible, one at a time
+        problems.extend(p for a in st.diff if (p := _compare_direction(st, a, d)) is not None)
+        if problems:
+            break
+    if problems:
+        yield _reference_finding(st, problems)
+
+
+def _joint_agrees(st: GradState, d: int) -> bool:
+    """T(v) for a step in every argument at once against finite differences (or autodiff) along v."""
+    if len(st.diff) == 1:
+        return _compare_direction(st, st.diff[0], d) is None
+    got = T(st, ("j", d), joint(st, d))
+    fd = st.fd.joint(d)
+    if got is None or fd is None:
+        return True
+    tol = max(grad_tol(a.dtype) for a in st.diff)
+    return all(close(g, f, tol) for g, f, p in zip(got, fd.jv, st.out_leaves) if is_inexact(p.dtype))
+
+
+def _compare_direction(st: GradState, a: Arg, d: int) -> dict | None:
+    got = T(st, ("a", a.pos, d), {a.pos: st.tangent(a, d)})
+    fd = st.fd.jv(a, d)
+    if got is None or fd is None:
+        return None
+    tols = [grad_tol(a.dtype if not is_inexact(p.dtype) else _wider(a.dtype, p.dtype)) for p in st.out_leaves]
+    bad = [k for k, (g, f, p) in enumerate(zip(got, fd.jv, st.out_leaves))
+           if is_inexact(p.dtype) and not close(g, f, tols[k])]
+    if not bad:
+        return None
+    cmps = {k: compare(got[k], fd.jv[k], tol=tols[k]) for k in bad}
+    ref = _reference_tangents(st, a, d)
+    if ref is not None and all(close(got[k], ref[k], grad_tol(a.dtype)) for k in bad):
+        return None  # the rule reproduces JAX's derivative of the primal; FD sees a kink or a stop_gradient
+    if ref is None and not st.fd.stable(a, d):
+        return None
+    k = bad[0]
+    return {"arg": a, "d": d, "k": k, "got": got[k], "fd": fd.jv[k], "cmp": cmps[k],
+            "ref": None if ref is None else ref[k]}
+
+
+def _wider(a: Any, b: Any) -> Any:
+    return a if grad_tol(a) >= grad_tol(b) else b
+
+
+def _reference_tangents(st: GradState, a: Arg, d: int) -> list[np.ndarray] | None:
+    if st.kind != "custom_jvp":
+        return None
+    tangents = [st.tangent(b, d) if b is a else jnp.zeros(b.shape, b.dtype) for b in st.diff]
+    ref = st.reference_jvp(tangents)
+    return None if ref is None else [to_f64(r) for r in ref]
+
+
+def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
+    fun, rule = names(st)
+    details = []
+    for p in problems[:3]:
+        a, name = p["arg"], st.out_names[p["k"]]
+        text = (f"tangent of {name} for a step in {a.name}: the rule gives {fmt_values(p['got'])}, float64 finite "
+                f"differences give {fmt_values(p['fd'])} ({p['cmp'].describe()})")
+        if p["ref"] is not None:
+            text += f", autodiff of {fun} gives {fmt_values(p['ref'])}"
+        details.append(text)
+    if st.kind == "primitive":
+        loc = rule_location(st, problems[0]["arg"])
+        return rules.JVP_MISMATCH.finding(
+            f"{rule} disagrees with finite differences of {fun}'s impl: " + "; ".join(details) + ". jax.grad and "
+            "jax.jvp return these wrong derivatives without any error.",
+            fix=f"Fix the derivative formula in {rule} for {problems[0]['arg'].name} (check the chain-rule factor and "
+                "the sign).", location=loc)
+    loc = rule_location(st)
+    where = f" ({loc})" if loc else ""
+    return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
+        f"{rule}'s tangents differ from the derivative of {fun}: " + "; ".join(details) + ". This may be intended "
+        "(gradient clipping, straight-through estimators, surrogate gradients); otherwise jax.grad and jax.jvp "
+        "are silently wrong.",
+        fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {rule}{where}; otherwise fix the "
+            f"tangent formula (compare with jax.jvp({fun}.fun, ...)).", location=loc)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Symbolic zeros (custom_jvp symbolic_zeros=True, primitive ad.Zero)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@check("jvp-symbolic-zeros", family="grad", kinds=KINDS)
+def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
+    """With one argument differentiated, JAX passes the others' tangents as symbolic zeros (JXG006)."""
+    st = state(ctx)
+    require(st, ("JXR006", "JXG017", "JXG007"))
+    if st.kind == "custom_jvp" and not st.symbolic_zeros:
+        raise SkipCheck("defjvp without symbolic_zeros=True: JAX instantiates zero tangents")
+    if not _symbolic_candidates(st):
+        raise SkipCheck("a single argument: JAX never calls the rule with only zero tangents")
+    candidates = [a for a in st.dyn if not a.static] if st.kind == "custom_jvp" else st.args
+    for a in _symbolic_candidates(st):
+        if ("z", a.pos) in st.memo.get("T", {}):
+            continue  # ran inside the compiled call of jvp-linearity
+        _, exc = call_jvp(st, {a.pos: st.tangent(a, 0)}, symbolic=True)
+        if exc is None:
+            continue
+        fun, rule = names(st)
+        remember_error(st, exc)
+        st.blocked["JXG006"] = "the JVP rule fails on symbolic zeros"
+        zero = "jax.custom_derivatives.SymbolicZero" if st.kind == "custom_jvp" else "ad.Zero"
+        others = ", ".join(b.name for b in candidates if b is not a)
+        yield rules.SYMBOLIC_ZERO_UNHANDLED.finding(
+            f"{rule} raised {error_text(exc, user_rules(st)[0] if user_rules(st) else None)} when only {a.name} is "
+            f"differentiated: the tangents of {others} then arrive as symbolic zeros ({zero}), e.g. under "
+            f"jax.grad(f, argnums={a.pos}).",
+            fix=(f"In {rule}, test `type(t) is {zero}` before using a tangent"
+                 + (" or use `ad.instantiate_zeros(t)`." if st.kind == "primitive" else ".")),
+            location=rule_location(st))
+        return
+
+
+def remember_error(st: GradState, exc: BaseException) -> None:
+    """Errors already explained by a finding: JAX re-raising them later in reverse mode is not a new finding."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    st.memo.setdefault("reported_errors", set()).add(first)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reverse mode of a custom_jvp
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@check("jvp-reverse", family="grad", kinds={"custom_jvp"})
+def jvp_reverse(ctx: Context) -> Iterator[Finding]:
+    """jax.grad transposes the rule's tangent computation: it must run and agree with forward mode."""
+    st = state(ctx)
+    require(st)
+    if not st.diff or not any(st.out_diff(k) for k in range(len(st.out_leaves))):
+        raise SkipCheck("nothing to differentiate")
+    fun, rule = names(st)
+    ws, cts, exc = pullback_at_first_cotangent(st)
+    if exc is not None:
+        yield rules.DERIVATIVE_RULE_RAISED.finding(
+            f"jax.jvp of {fun} works but reverse mode fails: jax.vjp/jax.grad raised {error_text(exc, st.jvp_rule)}. "
+            "jax.grad transposes the tangent computation of the rule, so every operation applied to a tangent "
+            "must be linear and traceable (no comparisons or NumPy conversions of tangents).",
+            fix=f"Write {rule}'s tangent output as primal-only factors times the tangents.",
+            location=rule_location(st))
+        return
+    fwd_t = T(st, ("j", 0), joint(st, 0))
+    if cts is None or fwd_t is None:
+        return
+    fwd = sum(dot(w, t) for w, t in zip(ws, fwd_t) if not is_float0(w))
+    rev = sum(dot(ct, st.tangent(a, 0)) for ct, a in zip(cts, st.diff))
+    scale = sum(float(np.sum(np.abs(to_f64(w)) * np.abs(t))) for w, t in zip(ws, fwd_t)
+                if not is_float0(w))
+    tol = max(grad_tol(a.dtype) for a in st.diff)
+    if abs(fwd - rev) > tol * (scale + 1e-30):
+        yield rules.JVP_NOT_LINEAR.finding(
+            f"Forward and reverse mode of {fun} disagree: <w, J v> = {fwd:.6g} with jax.jvp but <J^T w, v> = "
+            f"{rev:.6g} with jax.vjp (tolerance {tol:.0e}); the tangent computation in {rule} is not a linear map "
+            "that JAX can transpose consistently.",
+            fix=f"Make {rule}'s tangent output linear in the tangents.", location=rule_location(st))

@@ -1,0 +1,317 @@
+"""Check vjp-cotangents: per-output cotangent probing of bwd (JXG011 ignored cotangent, JXG013 swapped, JXG018
+dropped argument, JXG014 numerical mismatch against finite differences).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from ... import _compat
+from ... import _rules as rules
+from ..._report import Finding
+from .._base import Context, SkipCheck, check
+from .._gradref import (
+    N_DIRECTIONS,
+    Arg,
+    GradState,
+    aval_text,
+    compare_grad,
+    error_text,
+    fd_reference_nonzero,
+    fmt_values,
+    function_ast,
+    grad_tol,
+    is_zero,
+    locate,
+    require,
+    short_dtype,
+    source_of,
+    state,
+    to_f64,
+    vjp_against_fd,
+)
+from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per-output cotangent probing
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _probe(st: GradState, k: int, w: Any) -> list[Any]:
+    return [w if j == k else _zero_ct(st, j) for j in range(len(st.out_leaves))]
+
+
+def _dense(st: GradState, leaves: Sequence[Any]) -> list[Any]:
+    """Probe cotangents with symbolic zeros replaced by arrays (for the references and FD)."""
+    out = []
+    for j, leaf in enumerate(leaves):
+        if _compat.is_symbolic_zero(leaf):
+            src = st.out_leaves[j]
+            leaf = jnp.zeros(np.shape(src), src.dtype) if st.out_diff(j) else _compat.float0_zeros(np.shape(src))
+        out.append(leaf)
+    return out
+
+
+@check("vjp-cotangents", family="grad", kinds={"custom_vjp"})
+def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
+    """Feed a cotangent on one output at a time; compare bwd with autodiff of f and finite differences."""
+    st = state(ctx)
+    require(st, ("JXG017", "JXG012", "JXG010"))
+    if "bwd_full" not in st.memo:
+        raise SkipCheck("bwd was not checked")
+    if not st.diff:
+        raise SkipCheck("no floating-point argument to differentiate")
+    outputs = [k for k in range(len(st.out_leaves)) if st.out_diff(k)]
+    if not outputs:
+        raise SkipCheck("no floating-point output")
+    verdicts = []
+    for k in outputs:
+        result = yield from _probe_output(st, k)
+        if result is not None:
+            verdicts.append(result)
+    yield from _report_mismatches(st, verdicts)
+
+
+def _call_probe(st: GradState, leaves: list[Any]) -> Iterator[Finding]:
+    """bwd on a probe cotangent; a raise is a finding (JXG006 for a symbolic zero it cannot handle)."""
+    result, exc = call_bwd(st, leaves)
+    if exc is None:
+        if isinstance(result, (tuple, list)) and len(result) == len(st.dyn):
+            return _as_entries(st, result)
+        return None
+    _, _, bwd = _names(st)
+    if st.symbolic_zeros and any(_compat.is_symbolic_zero(x) for x in leaves):
+        st.blocked["JXG006"] = "bwd fails on symbolic zeros"
+        yield rules.SYMBOLIC_ZERO_UNHANDLED.finding(
+            f"{bwd} raised {error_text(exc, st.bwd)} when only one output has a cotangent: with "
+            "symbolic_zeros=True the others arrive as jax.custom_derivatives.SymbolicZero, which happens whenever "
+            "a caller uses only some outputs.",
+            fix=f"In {bwd}, test `type(ct) is jax.custom_derivatives.SymbolicZero` and treat it as zero (or "
+                "drop symbolic_zeros=True).", location=locate(st.bwd))
+    else:
+        st.blocked["JXG017"] = "bwd raised on a probe"
+        yield rules.DERIVATIVE_RULE_RAISED.finding(
+            f"{bwd} raised {error_text(exc, st.bwd)} for a cotangent on one output only (the others zero).",
+            fix=f"Make {bwd} work for any cotangent, including zeros.", location=locate(st.bwd))
+    return None
+
+
+def _probe_output(st: GradState, k: int) -> Iterator[Finding]:
+    """Probe output k with two random cotangents; returns a verdict dict, or yields JXG011 and returns None."""
+    w1, w2 = st.cotangents(0)[k], st.cotangents(1)[k]
+    got1 = yield from _call_probe(st, _probe(st, k, w1))
+    if got1 is None:
+        return None
+    got2 = yield from _call_probe(st, _probe(st, k, w2))
+    if got2 is None:
+        return None
+    ws1 = _dense(st, _probe(st, k, w1))
+    # Finite differences first; autodiff of the primal is consulted only where they cannot decide (cheaper).
+    has_fd = any(st.fd.joint(d) is not None for d in range(N_DIRECTIONS))
+    ref1 = None if has_fd else st.reference_cotangent(ws1)
+    depends = fd_reference_nonzero(st, ws1) if has_fd else ref1 is not None and any(
+        np.max(np.abs(to_f64(r)), initial=0) > grad_tol(a.dtype) for r, a in zip(ref1, st.diff))
+    same = all(_entries_close(got1.get(a.pos), got2.get(a.pos), a) for a in st.diff)
+    if depends and same and has_fd and ref1 is None:
+        # confirm "the output depends on the inputs": autodiff of the primal agrees, or the difference is stable
+        ref1 = st.reference_cotangent(ws1)
+        depends = (ref1 is not None and any(np.max(np.abs(to_f64(r)), initial=0) > grad_tol(a.dtype)
+                                            for r, a in zip(ref1, st.diff))) \
+            or all(st.fd.stable(None, d) for d in range(N_DIRECTIONS) if st.fd.joint(d) is not None)
+    if depends and same:
+        yield _ignored_finding(st, k, got1, ref1)
+        return None
+    return _verdict(st, k, ws1, got1, ref1)
+
+
+def _entries_close(a: Any, b: Any, arg: Arg) -> bool:
+    if is_zero(a) and is_zero(b):
+        return True
+    if is_zero(a) or is_zero(b):
+        return False
+    a64, b64 = to_f64(a), to_f64(b)
+    if a64.shape != b64.shape:
+        return False
+    scale = 1.0 + float(np.max(np.abs(b64), initial=0.0))
+    return float(np.max(np.abs(a64 - b64), initial=0.0)) <= grad_tol(arg.dtype) * 1e-2 * scale
+
+
+def _ignored_finding(st: GradState, k: int, got: dict[int, Any], ref: list[Any] | None) -> Finding:
+    fun, _, bwd = _names(st)
+    name = st.out_names[k]
+    leaf = st.out_leaves[k]
+    ones = [jnp.ones(np.shape(leaf), leaf.dtype) if j == k else _zero_ct(st, j) for j in range(len(st.out_leaves))]
+    got_ones, _ = call_bwd(st, ones)
+    ref_ones = st.reference_cotangent(_dense(st, ones))
+    parts = []
+    for i, a in enumerate(st.diff):
+        g = None
+        if isinstance(got_ones, (tuple, list)) and len(got_ones) == len(st.dyn):
+            g = _as_entries(st, got_ones).get(a.pos)
+        g_text = "None" if g is None else fmt_values(g)
+        r_text = f" instead of {fmt_values(ref_ones[i])}" if ref_ones is not None else ""
+        parts.append(f"{a.name}: {g_text}{r_text}")
+    where = "autodiff of the undecorated function and finite differences" if ref_ones is not None \
+        else "finite differences"
+    discarded = _discarding_line(st, k)
+    if discarded:
+        old_line, new_line = discarded
+        fix = (f"In {bwd}, `{old_line}` throws away the cotangent of {name}: bind it (`{new_line}`) and add its "
+               f"contribution, the VJP of {name}, to each argument's cotangent.")
+    else:
+        fix = (f"In {bwd}, unpack every output's cotangent (e.g. `ct_1, ct_2 = g`) and add the contribution of "
+               f"{name} to each argument's cotangent (the VJP of {name} with respect to that argument).")
+    return rules.VJP_IGNORED_COTANGENT.finding(
+        f"{bwd} ignores the cotangent of {name} ({aval_text(leaf)}): two different cotangents on {name} alone give "
+        f"the same gradients, although {name} depends on the inputs ({where}). So jax.grad through {name} is "
+        f"silently wrong: the gradient of sum({name}) is {'; '.join(parts)}.", fix=fix, location=locate(st.bwd))
+
+
+def _discarding_line(st: GradState, k: int) -> tuple[str, str] | None:
+    """(`_, ct_2 = g`, `ct_out_1, ct_2 = g`) when bwd unpacks its cotangent argument with `_` in the slot of
+    top-level output k."""
+    node = function_ast(st.bwd)
+    if node is None or not isinstance(st.out, (tuple, list)) or len(st.out_leaves) != len(st.out):
+        return None
+    params = [a.arg for a in node.args.posonlyargs + node.args.args]
+    if not params:
+        return None
+    for stmt in ast.walk(node):
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Name)
+                and stmt.value.id == params[-1] and isinstance(stmt.targets[0], (ast.Tuple, ast.List))):
+            elts = stmt.targets[0].elts
+            if len(elts) == len(st.out) and isinstance(elts[k], ast.Name) and elts[k].id == "_":
+                name = st.out_names[k]
+                fixed = [f"ct_{name}" if i == k else source_of(e) for i, e in enumerate(elts)]
+                return source_of(stmt), f"{', '.join(fixed)} = {params[-1]}"
+    return None
+
+
+def _verdict(st: GradState, k: int, ws: list[Any], got: dict[int, Any], ref: list[Any] | None) -> dict:
+    """Per argument: ok, dropped (zero/None where the reference is not), swapped with another, or mismatched."""
+    fd_checks = vjp_against_fd(st, ws, got)
+    fd_ok = {a.pos: all(c.ok for c in fd_checks if c.covers(a)) and any(c.covers(a) for c in fd_checks)
+             for a in st.diff}
+    if ref is None and not all(fd_ok.values()):
+        ref = st.reference_cotangent(ws)
+    ad_cmp = {a.pos: compare_grad(got.get(a.pos), ref[i], a.dtype) for i, a in enumerate(st.diff)} \
+        if ref is not None else {}
+    status = {}
+    for a in st.diff:
+        ok = fd_ok[a.pos] or (a.pos in ad_cmp and ad_cmp[a.pos].ok)
+        if not ok and not any(c.covers(a) for c in fd_checks) and a.pos not in ad_cmp:
+            status[a.pos] = "unknown"
+        else:
+            status[a.pos] = "ok" if ok else "bad"
+    return {"k": k, "ws": ws, "got": got, "ref": ref, "fd": fd_checks, "ad": ad_cmp, "status": status}
+
+
+def _report_mismatches(st: GradState, verdicts: list[dict]) -> Iterator[Finding]:
+    bad = [(v, a) for v in verdicts for a in st.diff if v["status"][a.pos] == "bad"]
+    if not bad:
+        return
+    bad = [(v, a) for v, a in bad if _confirmed(st, v, a)]
+    if not bad:
+        return
+    reported: set[int] = set()
+    yield from _swapped(st, bad, reported)
+    yield from _dropped(st, bad, reported)
+    rest = [(v, a) for v, a in bad if a.pos not in reported]
+    if rest:
+        yield _mismatch_finding(st, rest)
+
+
+def _confirmed(st: GradState, v: dict, a: Arg) -> bool:
+    """A mismatch against finite differences only counts where the difference is stable under a step change
+    (no kink or branch next to the example) or autodiff of the primal confirms it."""
+    if a.pos in v["ad"] and not v["ad"][a.pos].ok and not v["ad"][a.pos].nonfinite:
+        fd_for_a = [c for c in v["fd"] if c.covers(a)]
+        return not fd_for_a or not all(c.ok for c in fd_for_a)  # bwd agrees with neither reference
+    return all(st.fd.stable(c.arg, c.d) for c in v["fd"] if c.covers(a) and not c.ok)
+
+
+def _swapped(st: GradState, bad: list[tuple[dict, Arg]], reported: set[int]) -> Iterator[Finding]:
+    _, _, bwd = _names(st)
+    for v, a in bad:
+        for b in st.diff:
+            if b is a or b.pos in reported or a.pos in reported or b.shape != a.shape:
+                continue
+            if _matches_reference_of(st, v, v["got"].get(a.pos), b) and \
+                    _matches_reference_of(st, v, v["got"].get(b.pos), a):
+                reported.update((a.pos, b.pos))
+                yield rules.VJP_SWAPPED_COTANGENTS.finding(
+                    f"{bwd} returns the gradients of {a.name} and {b.name} in each other's slots: with a cotangent "
+                    f"on {st.out_names[v['k']]}, its entry for {a.name} is {fmt_values(v['got'].get(a.pos))}, which "
+                    f"is the derivative with respect to {b.name}, and vice versa. jax.grad(f, argnums=...) silently "
+                    "returns the other argument's gradient.",
+                    fix=f"Swap the entries in {bwd}'s return: the tuple is ordered like the primal's positional "
+                        f"arguments ({', '.join(x.name for x in st.dyn)}).", location=locate(st.bwd))
+
+
+def _matches_reference_of(st: GradState, v: dict, got: Any, b: Arg) -> bool:
+    """True when `got` equals the reference cotangent of argument `b`."""
+    if got is None:
+        return False
+    if v["ref"] is not None:
+        i = st.diff.index(b)
+        if compare_grad(got, v["ref"][i], b.dtype).ok:
+            return True
+    checks = vjp_against_fd(st, v["ws"], {b.pos: got}, [b])
+    return bool(checks) and all(c.ok for c in checks)
+
+
+def _dropped(st: GradState, bad: list[tuple[dict, Arg]], reported: set[int]) -> Iterator[Finding]:
+    _, _, bwd = _names(st)
+    done: set[int] = set()
+    for v, a in bad:
+        if a.pos in reported or a.pos in done or not is_zero(v["got"].get(a.pos)):
+            continue
+        if any(not is_zero(w["got"].get(a.pos)) for w in (x for x, _ in bad)):
+            continue
+        done.add(a.pos)
+        reported.add(a.pos)
+        entry = "None" if v["got"].get(a.pos) is None else "zeros"
+        ref = v["ref"][st.diff.index(a)] if v["ref"] is not None else None
+        ref_text = f" (autodiff of the primal gives {fmt_values(ref)})" if ref is not None else ""
+        yield rules.VJP_DROPPED_ARGUMENT_GRADIENT.finding(
+            f"{bwd} returns {entry} for {a.text}, but the function depends on {a.name}{ref_text}: with a cotangent "
+            f"on {st.out_names[v['k']]}, finite differences give <w, J v> = {_fd_value(v, a):.4g} for a step in "
+            f"{a.name}. Everything upstream of {a.name} gets no gradient (e.g. the first layer never trains).",
+            fix=f"Return the VJP with respect to {a.name} from {bwd}; if {a.name} is deliberately not "
+                f"differentiated, say so with jax.lax.stop_gradient in the primal or suppress with "
+                f"`# jaxdiag: ignore[JXG018]` on the def line of {bwd}.", location=locate(st.bwd))
+
+
+def _fd_value(v: dict, a: Arg) -> float:
+    values = [c.expected for c in v["fd"] if c.covers(a)]
+    return max(values, key=abs) if values else float("nan")
+
+
+def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
+    fun, _, bwd = _names(st)
+    details = []
+    for v, a in bad[:3]:
+        name = st.out_names[v["k"]]
+        got = v["got"].get(a.pos)
+        if a.pos in v["ad"]:
+            cmp = v["ad"][a.pos]
+            details.append(f"{a.name} with a cotangent on {name}: bwd gives {fmt_values(got)}, autodiff of {fun} "
+                           f"gives {fmt_values(v['ref'][st.diff.index(a)])} ({cmp.describe()})")
+        worst = max((c for c in v["fd"] if c.covers(a)), key=lambda c: abs(c.got - c.expected), default=None)
+        if worst is not None:
+            details.append(f"dot-product test for {a.name} on {name}: <bwd(w), v> = {worst.got:.6g} but "
+                           f"<w, J v> = {worst.expected:.6g} from float64 finite differences "
+                           f"(tolerance {worst.tol:.0e} for {short_dtype(a.dtype)})")
+    loc = locate(st.bwd)
+    where = f" ({loc})" if loc else ""
+    return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
+        f"{bwd}'s gradient differs from the derivative of {fun}: " + "; ".join(details) + ". This may be intended "
+        "(gradient clipping, straight-through estimators, surrogate gradients); otherwise jax.grad is silently "
+        "wrong.",
+        fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {bwd}{where}; otherwise make "
+            f"{bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...)).", location=loc)
