@@ -22,7 +22,6 @@ from ._autodiff import (
     ad_zero,
     custom_vjp_primal,
     float0_zeros,
-    has_fancy_transpose,
     is_symbolic_zero,
     is_tracer,
     is_unexpected_tracer_error,
@@ -31,7 +30,6 @@ from ._autodiff import (
     spy_transpose_rule,
     symbolic_zero,
     tangent_aval,
-    undefined_primal,
 )
 from ._base import (
     JAX_VERSION,
@@ -69,8 +67,6 @@ from ._custom import (
 from ._jaxprs import (
     FOREIGN_CALL_PRIMITIVES,
     SEQUENTIAL_VMAP_METHODS,
-    VMAP_METHODS,
-    aval_of,
     axis_size_of,
     eqn_source_function,
     eqn_source_line,
@@ -100,7 +96,6 @@ from ._registries import (
     registered_rules,
     restore_registries,
     snapshot_registries,
-    spy_batching_rule,
     transpose_rule,
 )
 from ._removed import (
@@ -127,7 +122,6 @@ __all__ = [
     "REMOVED_BY_JAX",
     "REMOVED_IN_NEWER_JAX",
     "SEQUENTIAL_VMAP_METHODS",
-    "VMAP_METHODS",
     "ClosedJaxpr",
     "CustomVJPPrimal",
     "Jaxpr",
@@ -142,7 +136,6 @@ __all__ = [
     "abstract_eval_rule",
     "ad",
     "ad_zero",
-    "aval_of",
     "axis_size_of",
     "batching",
     "batching_rule",
@@ -163,7 +156,6 @@ __all__ = [
     "generic_batcher_name",
     "has_abstract_eval",
     "has_batching_rule",
-    "has_fancy_transpose",
     "has_impl",
     "has_lowering",
     "impl",
@@ -198,7 +190,6 @@ __all__ = [
     "rule_user_functions",
     "shaped_array",
     "snapshot_registries",
-    "spy_batching_rule",
     "spy_custom_vmap_rule",
     "spy_transpose_rule",
     "sub_jaxprs",
@@ -206,7 +197,6 @@ __all__ = [
     "tangent_aval",
     "tangent_dtype",
     "transpose_rule",
-    "undefined_primal",
     "user_batching_primitives",
     "vmap_method_none_raises",
     "vmap_method_of",

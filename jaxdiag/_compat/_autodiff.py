@@ -46,11 +46,6 @@ def symbolic_zero(shape: tuple[int, ...], dtype: Any) -> Any:
     return SymbolicZero(tangent_aval(shape, dtype))
 
 
-def undefined_primal(shape: tuple[int, ...], dtype: Any) -> Any:
-    """What a transpose rule receives for a linear input."""
-    return _ad.UndefinedPrimal(_core.ShapedArray(tuple(shape), np.dtype(dtype)))
-
-
 def custom_vjp_primal(value: Any, perturbed: bool = True) -> Any:
     """What a custom_vjp fwd receives per argument with `symbolic_zeros=True`."""
     return CustomVJPPrimal(value, perturbed)
@@ -70,11 +65,6 @@ def is_tracer(x: Any) -> bool:
 
 def is_unexpected_tracer_error(exc: BaseException) -> bool:
     return type(exc).__name__ == "UnexpectedTracerError"
-
-
-def has_fancy_transpose(prim: Any) -> bool:
-    """True when JAX calls a GradAccum-style rule (ad.defbilinear on jax >= 0.7) that jaxdiag cannot spy on."""
-    return prim in getattr(_ad, "fancy_transposes", {})
 
 
 def rule_user_functions(rule: Any) -> list[Callable | None]:

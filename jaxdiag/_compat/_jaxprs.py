@@ -66,10 +66,6 @@ def eqn_source_function(eqn: Any) -> str | None:
     return getattr(frame, "function_name", None) if frame is not None else None
 
 
-def aval_of(var: Any) -> Any:
-    return var.aval
-
-
 def axis_size_of(vals: tuple, dims: tuple) -> int | None:
     """The vmap axis size seen by a batching rule, read off the first batched operand."""
     for v, d in zip(vals, dims):
@@ -90,7 +86,6 @@ except ImportError:  # pragma: no cover - jax < 0.4.38
 
 # Equations whose batching is chosen by a `vmap_method` parameter rather than a batching rule.
 FOREIGN_CALL_PRIMITIVES = ("ffi_call", "pure_callback")
-VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all", "legacy_vectorized")
 SEQUENTIAL_VMAP_METHODS = ("sequential", "sequential_unrolled")
 
 

@@ -4,10 +4,9 @@ primitive, whether a primitive is JAX's own, and the snapshot/restore of every r
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -69,39 +68,6 @@ def batching_rule_is_fancy(prim: Any) -> bool:
 
 def has_batching_rule(prim: Any) -> bool:
     return prim in _batching_table() or prim in _legacy_batching_table()
-
-
-@contextlib.contextmanager
-def spy_batching_rule(prim: Any, on_return: Callable[[tuple, tuple, dict, Any], Any]) -> Iterator[None]:
-    """Route every call vmap makes to `prim`'s batching rule through `on_return(vals, dims, params, result)`.
-
-    `on_return` sees the rule's raw result before JAX does and returns what JAX should get (or raises). The
-    registry entry is restored on exit, even when the body raises.
-    """
-    for table in (_legacy_batching_table(), _batching_table()):
-        if prim in table:
-            break
-    else:
-        yield
-        return
-    original = table[prim]
-    fancy_signature = table is _batching_table() and table is not _legacy_batching_table()
-
-    if fancy_signature:
-
-        def spy(axis_data, vals, dims, **params):
-            return on_return(tuple(vals), tuple(dims), params, original(axis_data, vals, dims, **params))
-
-    else:
-
-        def spy(vals, dims, **params):
-            return on_return(tuple(vals), tuple(dims), params, original(vals, dims, **params))
-
-    table[prim] = spy
-    try:
-        yield
-    finally:
-        table[prim] = original
 
 
 def jvp_rule(prim: Any) -> Callable | None:
