@@ -2,7 +2,7 @@
 with jit and vmap (JXG016), and `--order 2` (JXG019).
 
 custom_vjp, custom_jvp and primitive rules are checked rule by rule in `_custom_vjp.py`, `_custom_jvp.py` and
-`_primitive_ad.py`; the shared references (finite differences, autodiff of the primal) are in `_gradref.py`.
+`_primitive_ad.py`; the shared references (finite differences, autodiff of the primal) are in `_gradref/`.
 """
 
 from __future__ import annotations
