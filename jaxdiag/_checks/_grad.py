@@ -1,7 +1,7 @@
 """Grad checks for every kind: the gradient of a function as a whole against finite differences, composition
 with jit and vmap (JXG016), and `--order 2` (JXG019).
 
-custom_vjp, custom_jvp and primitive rules are checked rule by rule in `_custom_vjp.py`, `_custom_jvp.py` and
+custom_vjp, custom_jvp and primitive rules are checked rule by rule in `_custom_vjp/`, `_custom_jvp/` and
 `_primitive_ad.py`; the shared references (finite differences, autodiff of the primal) are in `_gradref/`.
 """
 

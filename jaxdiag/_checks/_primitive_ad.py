@@ -5,7 +5,7 @@ dot-product test against the JVP rule (JXG002).
 Reverse mode is run the way users run it (jax.vjp with respect to one argument at a time, and, for a
 multiple-results primitive, through one output at a time so the others' cotangents are symbolic zeros), with a
 spy on the transpose rule that validates what it returns before JAX sees it. JVP-rule checks are shared with
-custom_jvp in `_custom_jvp.py`.
+custom_jvp in `_custom_jvp/`.
 """
 
 from __future__ import annotations
