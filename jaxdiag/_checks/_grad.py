@@ -28,10 +28,6 @@ from ._gradref import (GradState, absdot, all_finite, close, close_scalar, dot, 
 ALL_KINDS = {"custom_vjp", "custom_jvp", "primitive", "function"}
 
 
-def _conj(x: Any) -> Any:
-    return jnp.conj(x) if jnp.iscomplexobj(x) else x
-
-
 def _display_name(st: GradState) -> str:
     if st.kind == "primitive":
         return st.subject.obj.name
@@ -180,7 +176,7 @@ def _gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[[Sequence[Any]], 
             return st.call_target(st.values(dict(zip(positions, values))))
 
         _, pullback = jax.vjp(f, *[arrays[i] for i in diff])
-        return [_conj(c) for c in pullback(jax.tree_util.tree_unflatten(treedef, [_conj(w) for w in ws]))]
+        return list(pullback(jax.tree_util.tree_unflatten(treedef, list(ws))))
 
     return gradient
 
@@ -204,9 +200,9 @@ def _batched_gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[[Sequence
             return jax.vmap(per_example)(*values)
 
         _, pullback = jax.vjp(f, *[batch[i] for i in diff])
-        cts = [_conj(jnp.broadcast_to(w, (size, *np.shape(w)))) if not is_float0(w)
+        cts = [jnp.broadcast_to(w, (size, *np.shape(w))) if not is_float0(w)
                else np.zeros((size, *np.shape(w)), w.dtype) for w in ws]
-        return [_conj(c) for c in pullback(jax.tree_util.tree_unflatten(treedef, cts))]
+        return list(pullback(jax.tree_util.tree_unflatten(treedef, cts)))
 
     return gradient
 
@@ -439,8 +435,7 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
     vjp_out, exc = quiet_call(jax.vjp, G, *x)
     if exc is None:
         u = [st.tangent(a, 1) for a in st.diff]
-        htu, exc = quiet_call(vjp_out[1], [_conj(c) for c in u])  # same conj convention as first order
-        htu = [_conj(h) for h in htu] if exc is None else htu
+        htu, exc = quiet_call(vjp_out[1], list(u))  # JAX's convention, as first order: no conjugation
     if exc is not None:
         yield _second_order_failed(st, "jax.grad of jax.grad (reverse over reverse)", exc, ctx.options.command)
         return
@@ -460,7 +455,7 @@ def _first_order(st: GradState, ws: Sequence[Any], call: Callable) -> Callable:
 
     def G(*diffs: Any) -> list[Any]:
         _, pullback = jax.vjp(st.diff_fn(call), *diffs)
-        return [_conj(c) for c in pullback(jax.tree_util.tree_unflatten(treedef, [_conj(w) for w in ws]))]
+        return list(pullback(jax.tree_util.tree_unflatten(treedef, list(ws))))
 
     return G
 

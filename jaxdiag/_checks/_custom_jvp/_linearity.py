@@ -133,10 +133,8 @@ def eager_vjp(st: GradState) -> tuple[Any, BaseException | None]:
             def apply(ws: Sequence[Any]) -> list[Any] | None:
                 key = ("ct", id(ws))
                 if key not in st.memo:
-                    conj = [jnp.conj(w) if np.asarray(w).dtype.kind == "c" else w for w in ws]
-                    out, err = quiet_call(pullback, jax.tree_util.tree_unflatten(st.out_treedef, conj))
-                    st.memo[key] = None if err is not None else [
-                        np.conj(np.asarray(o)) if np.asarray(o).dtype.kind == "c" else np.asarray(o) for o in out]
+                    out, err = quiet_call(pullback, jax.tree_util.tree_unflatten(st.out_treedef, list(ws)))
+                    st.memo[key] = None if err is not None else [np.asarray(o) for o in out]
                     st.memo[("ct_err", id(ws))] = err
                 return st.memo[key]
 

@@ -5,8 +5,10 @@ and fixed ones, the primal output with readable output names, seeded cotangents 
 differences along those directions, and JAX's autodiff of the undecorated primal. Checks read from it so that a
 subject's function is evaluated as few times as possible (the benchmark compares with `jax.test_util`).
 
-Conventions (as `jax.test_util.check_vjp`): `<a, b>` is `Re(sum(conj(a) * b))`; the VJP of a cotangent `w` is
-`conj(vjp(conj(w)))`, so `<w, J v> == <VJP(w), v>` holds for real and complex inputs alike.
+Conventions (JAX's own for complex values): a cotangent `w` is passed to every rule (bwd, transpose, pullback)
+as JAX passes it, with no conjugation, and the two sides of a linear map are paired bilinearly:
+`<a, b>` is `Re(sum(a * b))`, so `<w, J v> == <VJP(w), v>` holds for real and complex inputs alike (JAX's VJP is
+the transpose of the R-linear JVP under this pairing, not its Hermitian adjoint).
 
 The package: `_values` (constants, small value helpers), `_source` (errors, names read from the user's source),
 `_state` (`Arg`, `GradState`), `_fd` (finite differences) and `_compare` (dot-product tests); every public name is

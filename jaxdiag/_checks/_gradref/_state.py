@@ -203,15 +203,15 @@ class GradState:
         return self.memo["ref_vjp"]
 
     def reference_cotangent(self, ws: Sequence[Any]) -> list[Any] | None:
-        """`conj(vjp(conj(w)))` of the undecorated primal, one entry per differentiable argument."""
+        """`vjp(w)` of the undecorated primal (JAX's convention, also for complex values: what a correct bwd
+        returns for the same `w`), one entry per differentiable argument."""
         vjp_fn = self.reference_vjp()
         if vjp_fn is None:
             return None
-        cts = [jnp.conj(w) if np.asarray(w).dtype.kind == "c" else w for w in ws]
-        res, exc = quiet_call(vjp_fn, jax.tree_util.tree_unflatten(self.out_treedef, cts))
+        res, exc = quiet_call(vjp_fn, jax.tree_util.tree_unflatten(self.out_treedef, list(ws)))
         if exc is not None or not all_finite(jax.tree_util.tree_leaves(res)):
             return None
-        return [np.conj(np.asarray(r)) if np.asarray(r).dtype.kind == "c" else np.asarray(r) for r in res]
+        return [np.asarray(r) for r in res]
 
     def reference_jvp(self, tangents: Sequence[Any]) -> list[np.ndarray] | None:
         """JAX's JVP of the undecorated primal for tangents of the differentiable args, as output leaves."""

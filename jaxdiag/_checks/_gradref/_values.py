@@ -116,13 +116,14 @@ def to_f64(x: Any) -> np.ndarray:
 
 
 def dot(a: Any, b: Any) -> float:
-    """`Re(sum(conj(a) * b))` in float64; None and float0 count as zero."""
+    """`Re(sum(a * b))` in float64, the bilinear pairing under which JAX's VJP is the transpose of its JVP (no
+    conjugation: `jax.vjp(f)(w)` pairs with `w`, not `conj(w)`); None and float0 count as zero."""
     if a is None or b is None:
         return 0.0
     a64, b64 = to_f64(a), to_f64(b)
     if a64.shape != b64.shape:  # a shape defect is reported by the structure checks; never a crash here
         return float("nan")
-    return float(np.real(np.sum(np.conj(a64) * b64)))
+    return float(np.real(np.sum(a64 * b64)))
 
 
 def absdot(a: Any, b: Any) -> float:

@@ -1,0 +1,31 @@
+"""A complex linear primitive with its transpose right. JAX's transpose of `z -> c z` is
+`ct -> c ct` (the bilinear transpose, not the Hermitian adjoint), so the transpose multiplies by `c` itself."""
+
+import jax.numpy as jnp
+from jax.core import ShapedArray
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+JAXDIAG = {"rotate_p": {"args": ["c64[3]"]}}
+
+COEFF = 2 + 1j
+rotate_p = Primitive("rotate_ok")
+
+
+def _rotate_impl(z):
+    return COEFF * z
+
+
+def _rotate_abstract_eval(z):
+    return ShapedArray(z.shape, z.dtype)
+
+
+def _rotate_transpose(ct, z):
+    return [COEFF * ct]
+
+
+rotate_p.def_impl(_rotate_impl)
+rotate_p.def_abstract_eval(_rotate_abstract_eval)
+mlir.register_lowering(rotate_p, mlir.lower_fun(_rotate_impl, multiple_results=False))
+batching.defvectorized(rotate_p)
+ad.deflinear2(rotate_p, _rotate_transpose)
