@@ -116,7 +116,9 @@ def run(
     specs = [a if isinstance(a, ArgSpec) else parse_spec(a) if isinstance(a, str) else None for a in args]
     concrete = [None if isinstance(a, (str, ArgSpec)) else np.asarray(a) for a in args]
     specs = [s if s is not None else spec_of(c) for s, c in zip(specs, concrete)]
-    wide = any(s.dtype.itemsize >= 8 and s.dtype.kind in "fciu" for s in specs)
+    # x64 only for an explicitly 64-bit spec (f64, i64, u64, c128), scoped to this run and restored after it:
+    # c64 is a 32-bit type and needs no x64, and turning x64 on changes the dtypes the user's rules compute in.
+    wide = any(needs_x64(s) for s in specs)
     with _compat.jax_config(jax_enable_x64=True) if wide and not _compat.x64_enabled() else contextlib.nullcontext():
         reports = _run_target(resolved, specs, concrete, params, options)
     anchors = suppression_anchors(resolved)
@@ -126,6 +128,12 @@ def run(
         report.findings.sort(key=Finding.sort_key)
     return Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
 
+
+
+def needs_x64(spec: ArgSpec) -> bool:
+    """A 64-bit component type: f64, i64, u64, c128 (c64 holds two float32s)."""
+    itemsize = spec.dtype.itemsize // (2 if spec.dtype.kind == "c" else 1)
+    return itemsize >= 8 and spec.dtype.kind in "fciu"
 
 
 def _run_target(target: Target, specs: list[ArgSpec], concrete: list, params: dict, options: Options

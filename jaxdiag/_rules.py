@@ -450,11 +450,28 @@ VJP_SWAPPED_COTANGENTS = Rule(
 )
 CUSTOM_DERIVATIVE_MISMATCH = Rule(
     "JXG014", "custom-derivative-mismatch", "warning",
-    "The custom derivative differs from the numerical derivative of the primal function.",
-    "Compares the custom VJP/JVP with finite differences in float64 and JAX's autodiff of the undecorated primal.",
+    "The custom derivative differs from the numerical derivative of the primal function the way a deliberate "
+    "surrogate does (zeroed, clipped or straight-through directions).",
+    "Compares the custom VJP/JVP with finite differences in float64 and JAX's autodiff of the undecorated primal. "
+    "Every differing element is zero, has the reference's sign and a smaller magnitude, or equals the "
+    "cotangent/tangent the rule received; anything else is JXG023 (an error).",
     "Either a bug, or deliberate (gradient clipping, straight-through estimators, surrogate gradients). If "
     "deliberate, suppress with `# jaxdiag: ignore[JXG014]` on the `def` line.",
     "jxg014_bad.py", "jxg014_good.py",
+)
+CUSTOM_DERIVATIVE_WRONG = Rule(
+    "JXG023", "custom-derivative-wrong", "error",
+    "The custom derivative is wrong on the interior of the domain: off by a factor or a sign where no clipping, "
+    "stop-gradient or straight-through estimator explains it.",
+    "Compares the custom VJP/JVP element by element with JAX's autodiff of the undecorated primal (or float64 "
+    "finite differences). An element is explained by a deliberate surrogate when the custom value is zero "
+    "(stop-gradient, clipped region), has the reference's sign and at most its magnitude (gradient clipping), or "
+    "equals the cotangent/tangent the rule received (straight-through). Any other differing element, at a point "
+    "where the primal is smooth (finite differences stable under a step change, or autodiff of the primal "
+    "agreeing), is on the interior: a larger magnitude, the opposite sign or an unrelated value. The milder "
+    "disagreements are JXG014 (a warning).",
+    "No gradient surrogate flips a sign or enlarges a derivative: jax.grad and jax.jvp are silently wrong.",
+    "jxg023_bad.py", "jxg023_good.py",
 )
 NONDIFF_ARGNUMS_MISUSE = Rule(
     "JXG015", "nondiff-argnums-misuse", "error",

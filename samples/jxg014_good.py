@@ -1,22 +1,22 @@
-"""JXG014 good: the derivative of softplus is sigmoid(x)."""
+"""JXG014 good: the same custom_vjp of sin with the true derivative, g * cos(x)."""
 
 import jax
 import jax.numpy as jnp
 
-JAXDIAG = {"softplus": {"args": ["f32[3]"]}}
+JAXDIAG = {"clipped_sin": {"args": ["f32[6]"]}}
 
 
 @jax.custom_vjp
-def softplus(x):
-    return jnp.logaddexp(x, 0.0)
+def clipped_sin(x):
+    return jnp.sin(x)
 
 
-def softplus_fwd(x):
-    return jnp.logaddexp(x, 0.0), x
+def clipped_sin_fwd(x):
+    return jnp.sin(x), x
 
 
-def softplus_bwd(x, g):
-    return (g * jax.nn.sigmoid(x),)
+def clipped_sin_bwd(x, g):
+    return (g * jnp.cos(x),)
 
 
-softplus.defvjp(softplus_fwd, softplus_bwd)
+clipped_sin.defvjp(clipped_sin_fwd, clipped_sin_bwd)

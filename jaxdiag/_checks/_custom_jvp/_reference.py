@@ -20,6 +20,7 @@ from .._gradref import (
     Arg,
     GradState,
     close,
+    deliberate_disagreement,
     dot,
     error_text,
     fmt_values,
@@ -118,6 +119,15 @@ def _reference_tangents(st: GradState, a: Arg, d: int) -> list[np.ndarray] | Non
     return None if ref is None else [to_f64(r) for r in ref]
 
 
+def _deliberate(st: GradState, p: dict) -> bool:
+    """The rule's tangent differs from the reference (autodiff of the primal, else float64 finite differences,
+    both elementwise) only as a clip, a stop-gradient or a straight-through tangent would."""
+    if p["cmp"].nonfinite:
+        return True
+    reference = p["ref"] if p["ref"] is not None else p["fd"]
+    return deliberate_disagreement(p["got"], reference, st.tangent(p["arg"], p["d"]), p["arg"].dtype)
+
+
 def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
     fun, rule = names(st)
     details = []
@@ -137,6 +147,13 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
                 "the sign).", location=loc)
     loc = rule_location(st)
     where = f" ({loc})" if loc else ""
+    if any(not _deliberate(st, p) for p in problems):
+        return rules.CUSTOM_DERIVATIVE_WRONG.finding(
+            f"{rule}'s tangents are wrong: " + "; ".join(details) + ". The difference is not a clipped, zeroed or "
+            "passed-through tangent (a sign or a factor off where the primal is smooth): jax.grad and jax.jvp are "
+            "silently wrong.",
+            fix=f"Fix the tangent formula in {rule} (compare with jax.jvp({fun}.fun, ...)): check the sign and the "
+                "chain-rule factor.", location=loc)
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
         f"{rule}'s tangents differ from the derivative of {fun}: " + "; ".join(details) + ". This may be intended "
         "(gradient clipping, straight-through estimators, surrogate gradients); otherwise jax.grad and jax.jvp "

@@ -21,6 +21,7 @@ from .._gradref import (
     GradState,
     aval_text,
     compare_grad,
+    deliberate_disagreement,
     error_text,
     fd_reference_nonzero,
     fmt_values,
@@ -309,9 +310,28 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
                            f"(tolerance {worst.tol:.0e} for {short_dtype(a.dtype)})")
     loc = locate(st.bwd)
     where = f" ({loc})" if loc else ""
+    if _interior_error(st, bad):
+        return rules.CUSTOM_DERIVATIVE_WRONG.finding(
+            f"{bwd}'s gradient is wrong: " + "; ".join(details) + ". The difference is not a clipped, zeroed or "
+            "passed-through cotangent (a sign or a factor off where the primal is smooth): jax.grad is silently "
+            "wrong.",
+            fix=f"Make {bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...)): check the sign and "
+                "the chain-rule factor.", location=loc)
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
         f"{bwd}'s gradient differs from the derivative of {fun}: " + "; ".join(details) + ". This may be intended "
         "(gradient clipping, straight-through estimators, surrogate gradients); otherwise jax.grad is silently "
         "wrong.",
         fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {bwd}{where}; otherwise make "
             f"{bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...)).", location=loc)
+
+
+def _interior_error(st: GradState, bad: list[tuple[dict, Arg]]) -> bool:
+    """True when some argument's cotangent differs from autodiff of the primal in a way no deliberate surrogate
+    explains (see `deliberate_disagreement`); without an elementwise reference the evidence stays a warning."""
+    for v, a in bad:
+        if v["ref"] is None or a.pos not in v["ad"] or v["ad"][a.pos].nonfinite:
+            continue
+        passed = v["ws"][v["k"]]
+        if not deliberate_disagreement(v["got"].get(a.pos), v["ref"][st.diff.index(a)], passed, a.dtype):
+            return True
+    return False

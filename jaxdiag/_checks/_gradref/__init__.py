@@ -17,7 +17,7 @@ re-exported here.
 
 from __future__ import annotations
 
-from ._compare import DotCheck, compare_grad, fd_reference_nonzero, vjp_against_fd
+from ._compare import DotCheck, compare_grad, deliberate_disagreement, fd_reference_nonzero, vjp_against_fd
 from ._fd import FDResult, FiniteDifferences
 from ._source import (
     argument_names,
@@ -70,6 +70,7 @@ __all__ = [
     "close",
     "close_scalar",
     "compare_grad",
+    "deliberate_disagreement",
     "dot",
     "error_text",
     "fd_reference_nonzero",

@@ -92,3 +92,40 @@ def fd_reference_nonzero(st: GradState, ws: Sequence[Any], args: Sequence[Arg] |
             if abs(value) > 10 * max(grad_tol(a.dtype) for a in group) * (noise + 1e-30) and scale > noise * 100:
                 return True
     return False
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Grading a custom derivative that disagrees with the reference (JXG014 warning vs JXG023 error)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def deliberate_disagreement(got: Any, ref: Any, passed: Any, dtype: Any) -> bool:
+    """True when a custom derivative `got` differs from the reference `ref` (the derivative of the primal, the same
+    shape) only in ways a deliberate surrogate does, element by element:
+
+    - zeroed: `got` is 0 where `ref` is not (stop-gradient, a clipped region);
+    - bounded: `got` has `ref`'s sign and a smaller magnitude (elementwise or norm gradient clipping);
+    - identity-replaced: `got` equals `passed`, the cotangent/tangent the rule received (straight-through).
+
+    Any other differing element (opposite sign, larger magnitude than the derivative, another value) is on the
+    interior of the domain, where the primal is smooth and no surrogate explains it: the derivative is wrong.
+    `passed` is None where the identity cannot apply (shapes differ)."""
+    if got is None:
+        return True
+    g, r = to_f64(got), to_f64(ref)
+    if g.shape != r.shape:
+        return False
+    tol = grad_tol(dtype)
+    slack = tol * (1.0 + np.abs(r))
+    with np.errstate(invalid="ignore"):
+        differ = (np.abs(g - r) > slack) & np.isfinite(g) & np.isfinite(r)
+        zeroed = np.abs(g) <= slack
+        # same direction (for complex values: the same phase) and no larger than the derivative
+        same_direction = np.real(g * np.conj(r)) >= (1.0 - tol) * np.abs(g) * np.abs(r)
+        bounded = same_direction & (np.abs(g) <= np.abs(r) + slack)
+        identity = np.zeros_like(differ)
+        if passed is not None and np.shape(passed) == g.shape:
+            p = to_f64(passed)
+            identity = np.abs(g - p) <= tol * (1.0 + np.abs(p))
+    explained = zeroed | bounded | identity
+    return bool(np.all(explained | ~differ))
