@@ -308,7 +308,9 @@ UNBATCHED_OUTPUT_VARIES = Rule(
 OUT_AXES_TUPLE_FOR_LIST = Rule(
     "JXB011", "out-axes-tuple-for-list-output", "warning",
     "A `multiple_results` primitive returns a list; a tuple `out_axes` such as `(0, None)` is not a tree prefix.",
-    "Calls `vmap` with a tuple `out_axes` on the wrapper that returns `prim.bind(...)` and explains the failure.",
+    "Where a tuple `out_axes` is actually used on a wrapper that returns `prim.bind(...)` (`--out-axes`, or a "
+    "`jax.vmap(wrapper, out_axes=(...))` call in the wrapper's module), runs that call and explains the failure. "
+    "A wrapper returning the list is correct code otherwise and is not reported.",
     "`jax.vmap(f, out_axes=(0, None))` fails with `ValueError: vmap out_axes specification must be a tree prefix "
     "of the corresponding value`. Use `out_axes=[0, None]`, or return `tuple(prim.bind(...))` from the wrapper.",
     "jxb011_bad.py", "jxb011_good.py",

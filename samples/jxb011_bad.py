@@ -1,7 +1,8 @@
 """JXB011 bad: the wrapper returns `prim.bind(x)` directly. A multiple_results primitive's bind returns a list, so
 `jax.vmap(standardize, out_axes=(0, None))` fails with `vmap out_axes specification must be a tree prefix of the
-corresponding value`: a tuple is not a prefix of a list (seed 1)."""
+corresponding value`: a tuple is not a prefix of a list. `standardize_rows` below makes exactly that call."""
 
+import jax
 import jax.numpy as jnp
 from jax.core import ShapedArray
 from jax.extend.core import Primitive
@@ -15,6 +16,10 @@ standardize_p.multiple_results = True
 
 def standardize(x):
     return standardize_p.bind(x)
+
+
+def standardize_rows(xs):
+    return jax.vmap(standardize, out_axes=(0, None))(xs)
 
 
 def _standardize_impl(x):

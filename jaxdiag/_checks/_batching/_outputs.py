@@ -246,10 +246,15 @@ def _tuple_out_axes(ctx: Context, ev: Evidence, wrapper: Callable, prim: Any, va
     n = _n_outputs(ctx, ev, prim)
     if n is None or n < 2:
         return None
-    unbatched = _unbatched_outputs(ctx, ev, prim, n)
-    if not unbatched:
-        return None  # every output is batched: nobody has a reason to pass a per-output out_axes
-    out_axes = tuple(None if k in unbatched else 0 for k in range(n))
+    # A wrapper returning bind's list is correct code; it is only a defect where a tuple out_axes is used on it:
+    # `--out-axes (0, None)`, or a `vmap(wrapper, out_axes=(...))` call in the user's module.
+    if isinstance(ctx.options.out_axes, tuple) and len(ctx.options.out_axes) == n:
+        out_axes = ctx.options.out_axes
+    else:
+        used = _source_tuple_out_axes(wrapper)
+        if used is None or len(used) != n:
+            return None
+        out_axes = used
     args = ev.reference.batched_args(Variant(tuple(0 for _ in ctx.specs), ev.outcomes[0].variant.size))
     try:
         jax.vmap(wrapper, out_axes=out_axes)(*args)
@@ -272,6 +277,36 @@ def _tuple_out_axes(ctx: Context, ev: Evidence, wrapper: Callable, prim: Any, va
                      f"`out_axes={_axes_repr(list(out_axes))}`.", location=location)
 
 
+def _source_tuple_out_axes(wrapper: Callable) -> tuple | None:
+    """The tuple out_axes of a `jax.vmap(wrapper, ..., out_axes=(...))` call in the wrapper's module, if any."""
+    fn = _locate.unwrap(wrapper)
+    name = getattr(fn, "__name__", None)
+    module = inspect.getmodule(fn)
+    try:
+        tree = ast.parse(inspect.getsource(module)) if module is not None and name else None
+    except (OSError, TypeError, SyntaxError):
+        return None
+    for node in ast.walk(tree) if tree is not None else ():
+        if not (isinstance(node, ast.Call) and node.args and _is_vmap(node.func)):
+            continue
+        target = node.args[0]
+        if not ((isinstance(target, ast.Name) and target.id == name)
+                or (isinstance(target, ast.Attribute) and target.attr == name)):
+            continue
+        for kw in node.keywords:
+            if kw.arg == "out_axes" and isinstance(kw.value, ast.Tuple):
+                try:
+                    return tuple(ast.literal_eval(kw.value))
+                except ValueError:
+                    return None
+    return None
+
+
+def _is_vmap(func: ast.expr) -> bool:
+    return (isinstance(func, ast.Name) and func.id == "vmap") or (isinstance(func, ast.Attribute)
+                                                                  and func.attr == "vmap")
+
+
 def _bind_source(fn: Any, line: int) -> str:
     found = _function_node(fn)
     if found is not None:
@@ -287,8 +322,3 @@ def _n_outputs(ctx: Context, ev: Evidence, prim: Any) -> int | None:
         return len(ev.expected_at_subject) if ev.expected_at_subject is not None else None
     leaves = next((o.leaves for o in ev.outcomes if o.leaves is not None), None)
     return len(leaves) if leaves is not None else len(example_output(ctx).leaves or [])
-
-
-def _unbatched_outputs(ctx: Context, ev: Evidence, prim: Any, n: int) -> set[int]:
-    """Outputs that are the same for every example: those a user would ask for unbatched (out_axes None)."""
-    return {k for k in range(n) if ev.reference.constant(frozenset(), k, ev.reference.count)}
