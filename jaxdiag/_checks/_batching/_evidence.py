@@ -4,7 +4,7 @@ under the spy and compares it with the per-example reference; the batching check
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -12,7 +12,7 @@ import jax
 import numpy as np
 
 from ... import _compat, _locate, _numerics
-from ..._inputs import choose_batch_size
+from ..._inputs import ArgSpec, choose_batch_size
 from .._base import Context, SkipCheck, Subject
 from .._shared import (
     abstract_output,
@@ -98,14 +98,15 @@ def _collect(ctx: Context) -> Evidence:
     size = ctx.batch_size([tuple(x.shape) for x in out.leaves])
     outer = choose_batch_size(shapes, start=2)
     inner = choose_batch_size(shapes + [(outer,)], start=outer + 1)
-    reference = Reference(ctx, fn, max(size, outer * inner))
+    wide = _wide_batch_size(ctx.specs)
+    reference = Reference(ctx, fn, max(size, outer * inner, wide or 0))
     expected_at_subject = _subject_avals(ctx)
     spied = _spied_primitives(ctx)
     spy = Spy(subject, expected_at_subject, trust_abstract_eval=_abstract_eval_agrees(ctx))
     outcomes = []
     target = subject_fn(subject)
     notes: list[str] = []
-    for variant in _variants(ctx, size, outer, inner, notes):
+    for variant in _variants(ctx, size, outer, inner, notes, wide):
         outcomes.append(_run(target, reference, spy, spied, variant))
     return Evidence(subject, target, reference, outcomes, spy.calls, spied, expected_at_subject, notes)
 
@@ -136,7 +137,15 @@ def _spied_primitives(ctx: Context) -> list[Any]:
     return prims
 
 
-def _variants(ctx: Context, size: int, outer: int, inner: int, notes: list[str]) -> list[Variant]:
+def _wide_batch_size(specs: Sequence[ArgSpec]) -> int | None:
+    """A batch size beyond the range of the 8-bit integer inputs (150 for int8, 300 for uint8): a rule that builds
+    batch indices in the input's dtype (an int8 iota) is exact for small batches and wraps around beyond it."""
+    sizes = [150 if s.dtype == np.int8 else 300 for s in specs if s.dtype in (np.int8, np.uint8)]
+    return max(sizes) if sizes else None
+
+
+def _variants(ctx: Context, size: int, outer: int, inner: int, notes: list[str], wide: int | None = None
+              ) -> list[Variant]:
     specs = ctx.specs
     out = []
     user = _user_variant(ctx, size)
@@ -146,6 +155,8 @@ def _variants(ctx: Context, size: int, outer: int, inner: int, notes: list[str])
     zeros = tuple(0 for _ in specs)
     if size != 1:
         out.append(Variant(zeros, 1))
+    if wide is not None:
+        out.append(Variant(zeros, wide))
     if ctx.subject.kind == "primitive" and not _compat.has_impl(ctx.subject.obj):
         notes.append("no impl (JXR001): every variant ran under jax.jit; nested vmap skipped")
         return [replace(v, under_jit=True) for v in out]

@@ -174,8 +174,7 @@ class Reference:
     def _column(self, example: Any, spec: ArgSpec, rng: np.random.Generator) -> np.ndarray:
         first = np.asarray(example)
         if first.dtype.kind in "iu" and np.unique(first).size > 1:
-            # integers are often indices or counts: permute the example's values rather than draw new ones
-            rest = [rng.permutation(first.reshape(-1)).reshape(first.shape) for _ in range(self.count - 1)]
+            rest = _integer_examples(first, rng, self.count - 1)
         else:
             rest = list(draw(spec, rng, self.subject.domain, (self.count - 1,)))
         return np.stack([first, *rest]).astype(first.dtype)
@@ -228,3 +227,22 @@ class Reference:
             return None
         first = per_example[0][k]
         return all(np.array_equal(ex[k], first, equal_nan=first.dtype.kind in "fc") for ex in per_example[1:])
+
+
+def _integer_examples(first: np.ndarray, rng: np.random.Generator, count: int) -> list[np.ndarray]:
+    """`count` integer examples in example 0's value range (integers are often indices or counts: the range the
+    example ran with is kept), each with a multiset of values different from every earlier one, so that sums,
+    maxima and order statistics differ between examples: permutations of example 0 would let a max/sum/any
+    reduction over the wrong axis agree with the loop."""
+    low, high = int(first.min()), int(first.max())
+    seen = {tuple(np.sort(first.reshape(-1)))}
+    out = []
+    for _ in range(count):
+        candidate = rng.integers(low, high + 1, size=first.shape)
+        for _ in range(20):  # a few redraws; tiny shapes over a tiny range may run out of distinct multisets
+            if tuple(np.sort(candidate.reshape(-1))) not in seen:
+                break
+            candidate = rng.integers(low, high + 1, size=first.shape)
+        seen.add(tuple(np.sort(candidate.reshape(-1))))
+        out.append(candidate.astype(first.dtype))
+    return out

@@ -155,6 +155,13 @@ def _mismatch_fix(ctx: Context, ev: Evidence, failing: list[Outcome]) -> str:
     modes = {o.variant.mode for o in failing}
     bad_axes = [o.variant for o in failing if o.variant.single_level and o.variant.mode != "jit(vmap)"]
     good = [o.variant for o in ev.outcomes if o.ok]
+    small = [s for s in ctx.specs if s.dtype in (np.int8, np.uint8)]
+    if small and good and all(o.variant.size > max(v.size for v in good) >= 1 for o in failing):
+        dtype = "int8" if any(s.dtype == np.int8 for s in small) else "uint8"
+        return (f"The rule is right for small batches and wrong for a batch of {failing[0].variant.size}, beyond "
+                f"the range of its {dtype} inputs: it computes batch indices or sizes in the input's dtype (e.g. "
+                f"`jnp.arange(size, dtype=idx.dtype)`), which wraps around. Build them in int32 "
+                "(`jnp.arange(size)`) and cast the user's indices up, not the batch index down.")
     front_ok = any(v.axes and all(a in (0, None) for a in v.axes) and v.mode == "eager" for v in good)
     if bad_axes and any(None in v.axes for v in bad_axes) and all(None in v.axes for v in bad_axes):
         return ("The rule is wrong when some arguments are unbatched (dim None), typically because it relies on "
