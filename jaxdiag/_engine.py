@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import os
 import time
@@ -152,9 +153,12 @@ def _run_target(target: Target, specs: list[ArgSpec], concrete: list, params: di
         root_cache = {}
     subjects = [root] + find_nested_subjects(root, options, root_cache)
     reports = []
+    given = any(c is not None for c in concrete)
     for subject in subjects:
         cache = root_cache if subject is root else {}
         report = run_subject(subject, options, cache)
+        if not (given and subject is root):  # the user's own inputs are not redrawn
+            report.findings = confirm_on_fresh_draws(subject, options, cache, report.findings)
         if subject is root:
             report.findings[:0] = notes
         reports.append(report)
@@ -454,6 +458,48 @@ def run_subject(subject: Subject, options: Options, cache: dict | None = None) -
         report.checks.append(CheckResult(chk.name, status, seconds, detail))
         report.findings.extend(findings)
     return report
+
+
+# Seeds of the fresh draws a finding is re-tried on (offsets from --seed), and the cache entries describing the
+# subject's structure (its trace, the custom calls and nested subjects found in it) that a re-run keeps.
+_RETRY_SEEDS = (7919, 104729)
+_STRUCTURE_KEYS = ("jaxpr", "custom_calls", "nested_subjects")
+
+
+def confirm_on_fresh_draws(subject: Subject, options: Options, cache: dict, findings: list[Finding]
+                           ) -> list[Finding]:
+    """Re-run the subject's checks on fresh random inputs when it has errors or warnings. A finding every draw
+    shows is kept as is; one that only some draws show depends on the values drawn (often an implicit
+    precondition such as `lo <= hi`): it is kept with the inputs that reproduce it and how often it appeared."""
+    codes = {f.code for f in findings if f.severity in ("error", "warning")}
+    if not codes:
+        return findings
+    seen = {code: 1 for code in codes}
+    runs = 1
+    for offset in _RETRY_SEEDS:
+        fresh = {k: cache[k] for k in _STRUCTURE_KEYS if k in cache}
+        again = run_subject(subject, Options(**{**vars(options), "seed": options.seed + offset}), fresh)
+        runs += 1
+        for code in {f.code for f in again.findings} & codes:
+            seen[code] += 1
+    if all(n == runs for n in seen.values()):
+        return findings  # every finding reproduced on every fresh draw: not an artefact of the values
+    inputs = _inputs_text(cache.get("example"))
+    out = []
+    for f in findings:
+        if f.code in seen and seen[f.code] < runs:
+            f = dataclasses.replace(f, message=f"{f.message} (Seen on {seen[f.code]} of {runs} independent draws "
+                                               f"of the inputs, so it depends on their values; it reproduces with "
+                                               f"{inputs}.)")
+        out.append(f)
+    return out
+
+
+def _inputs_text(example: Any) -> str:
+    if not example:
+        return "the first draw"
+    with np.printoptions(precision=4, threshold=8, edgeitems=3):
+        return ", ".join(f"arg{i} = {np.asarray(x)!r}".replace("\n", " ") for i, x in enumerate(example))
 
 
 def filter_findings(findings: Iterable[Finding], select: Sequence[str], ignore: Sequence[str],

@@ -66,10 +66,13 @@ class Subject:
 
     @property
     def seed_key(self) -> str:
-        """The label without directories: seeds derive from it, so a report does not change with the folder the
-        project is checked out in (`/tmp/x/samples/a.py:f` and `samples/a.py:f` draw the same inputs)."""
+        """A canonical identity of the target: seeds derive from it, so a report does not depend on how the target
+        is spelled. The module part is reduced to its module's own name: `pkg.mod:f`, `src/pkg/mod.py:f` and
+        `/tmp/x/src/pkg/mod.py:f` all give `mod:f`."""
         module_part, sep, rest = self.label.partition(":")
-        return os.path.basename(module_part) + sep + rest
+        stem = os.path.basename(module_part)
+        stem = stem[:-3] if stem.endswith(".py") else stem
+        return stem.rsplit(".", 1)[-1] + sep + rest
 
     @property
     def name(self) -> str:

@@ -4,16 +4,19 @@ dtype (JXG007, JXG017, JXG022, JXG015; JXR006 for a primitive without a rule).
 
 from __future__ import annotations
 
+import inspect
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import jax
 import numpy as np
 
-from ... import _compat
+from ... import _compat, _locate
 from ... import _rules as rules
 from ..._report import Finding
 from .._base import Context, SkipCheck, check
+from ._reach import custom_derivative_wrappers
 from .._gradref import (
     GradState,
     aval_text,
@@ -76,14 +79,27 @@ def _missing_jvp(st: GradState, ctx: Context) -> Iterator[Finding]:
     if not st.diff:
         raise SkipCheck("no floating-point argument: no JVP rule needed")
     st.blocked["JXR006"] = "no JVP rule"
-    severity = "info" if ctx.options.command == "check" else None
+    wrappers = custom_derivative_wrappers(st.subject.obj, _defining_module(st.subject))
+    # a primitive only ever differentiated through custom_vjp/custom_jvp needs no JVP rule: a note at most
+    severity = "info" if ctx.options.command == "check" or wrappers else None
+    reached = (f" Every bind of {prim} in its module is inside the custom derivative function(s) "
+               f"{', '.join(wrappers)}, so JAX never asks for this rule; it matters only if {prim} is "
+               "differentiated directly.") if wrappers else ""
     yield rules.MISSING_JVP_RULE.finding(
         f"{prim} has no JVP rule: jax.grad, jax.jvp and jacfwd fail with `NotImplementedError: Differentiation rule "
-        f"for '{prim}' not implemented`.",
+        f"for '{prim}' not implemented`.{reached}",
         fix=f"Register one: `ad.defjvp({_var(st)}, lambda g, {', '.join(a.name for a in st.args)}, **params: ...)` "
             "(one function per argument), or `ad.primitive_jvps[prim] = rule` with rule(primals, tangents, "
             "**params) -> (primal_out, tangent_out).",
         location=st.subject.location, severity=severity)
+
+
+def _defining_module(subject: Any) -> Any:
+    """The module that defines the primitive's rules (where its binds are written)."""
+    for rule in _compat.registered_rules(subject.obj).values():
+        if rule is not None and _locate.is_user_code(rule):
+            return inspect.getmodule(_locate.unwrap(rule))
+    return sys.modules.get(subject.module)
 
 
 def _var(st: GradState) -> str:

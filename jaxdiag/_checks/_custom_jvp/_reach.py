@@ -1,0 +1,85 @@
+"""How a primitive is reached by differentiation: a primitive whose every `bind` in its module sits inside a
+custom_vjp / custom_jvp function (its primal, fwd, bwd or JVP rule, or a helper only they call) is never
+differentiated by JAX itself, so it needs no JVP rule. FFI kernels are typically written this way."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from types import ModuleType
+from typing import Any
+
+from ... import _compat, _locate
+from ..._targets import classify
+
+
+def custom_derivative_wrappers(prim: Any, module: ModuleType | None) -> list[str]:
+    """The custom_vjp/custom_jvp functions of `module` through which every `bind` of `prim` in it is reached, or
+    [] when some bind is reachable otherwise (or there is none, or the source cannot be read)."""
+    if module is None:
+        return []
+    names = {n for n, v in vars(module).items() if v is prim}
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    covered, wrappers = _custom_pieces(module)
+    if not names or not covered:
+        return []
+    functions = {node.name: node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    binders = {name for name, node in functions.items() if _binds(node, names)}
+    if not binders or _binds_at_module_level(tree, names):
+        return []
+    callers = {name: {c for c, node in functions.items() if c != name and _calls(node, name)} for name in functions}
+    reached: set[str] = set()
+
+    def only_custom(name: str, seen: frozenset[str]) -> bool:
+        if name in covered:
+            reached.add(name)
+            return True
+        who = callers.get(name, set()) - seen
+        return bool(who) and all(only_custom(c, seen | {name}) for c in who)
+
+    if all(only_custom(b, frozenset()) for b in binders):
+        return sorted({wrappers[n] for n in reached})
+    return []
+
+
+def _custom_pieces(module: ModuleType) -> tuple[set[str], dict[str, str]]:
+    """Function names that are custom_vjp/custom_jvp pieces (primal, fwd, bwd, JVP rule), each mapped to the name
+    of the custom function they belong to."""
+    owner: dict[str, str] = {}
+    for value in vars(module).values():
+        try:
+            kind, _ = classify(value)
+        except Exception:  # an object jaxdiag cannot classify is no custom function
+            continue
+        if kind == "custom_vjp":
+            fun, fwd, bwd, _, _ = _compat.custom_vjp_parts(value)
+            parts = [fun, fwd, bwd]
+        elif kind == "custom_jvp":
+            fun, jvp, _, _ = _compat.custom_jvp_parts(value)
+            parts = [fun, jvp]
+        else:
+            continue
+        name = getattr(_locate.unwrap(fun), "__name__", "?")
+        for part in parts:
+            part_name = getattr(_locate.unwrap(part), "__name__", None) if part is not None else None
+            if part_name:
+                owner[part_name] = name
+    return set(owner), owner
+
+
+def _binds(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "bind" and isinstance(n.value, ast.Name)
+               and n.value.id in names for n in ast.walk(node))
+
+
+def _binds_at_module_level(tree: ast.Module, names: set[str]) -> bool:
+    return any(_binds(stmt, names) for stmt in tree.body
+               if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+
+
+def _calls(node: ast.AST, name: str) -> bool:
+    """`name` appears in `node` as a called or passed name (a helper called directly or handed to jax.vmap)."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
