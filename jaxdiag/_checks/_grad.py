@@ -168,7 +168,7 @@ def _gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[[Sequence[Any]], 
     diff = [positions.index(a.pos) for a in st.diff]
     treedef = st.out_treedef
 
-    def gradient(arrays: Sequence[Any]) -> list[Any]:
+    def gradient(arrays: Sequence[Any], cotangents: Sequence[Any] | None = None) -> list[Any]:
         def f(*diffs: Any) -> Any:
             values = list(arrays)
             for i, x in zip(diff, diffs):
@@ -176,13 +176,15 @@ def _gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[[Sequence[Any]], 
             return st.call_target(st.values(dict(zip(positions, values))))
 
         _, pullback = jax.vjp(f, *[arrays[i] for i in diff])
-        return list(pullback(jax.tree_util.tree_unflatten(treedef, list(ws))))
+        return list(pullback(jax.tree_util.tree_unflatten(treedef, list(ws if cotangents is None else cotangents))))
 
     return gradient
 
 
 def _batched_gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[[Sequence[Any]], list[Any]]:
-    """grad(vmap f): the VJP of the vmapped function, cotangent `ws` for every example."""
+    """vjp(vmap f): the VJP of the vmapped function, a different cotangent per example (`example_cotangent`):
+    the same cotangent for every example would hide a transpose rule that mixes up examples (it flips or sums the
+    batch axis of the batched shapes it is called on)."""
     positions = _array_positions(st)
     diff = [positions.index(a.pos) for a in st.diff]
     treedef = st.out_treedef
@@ -200,11 +202,20 @@ def _batched_gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[[Sequence
             return jax.vmap(per_example)(*values)
 
         _, pullback = jax.vjp(f, *[batch[i] for i in diff])
-        cts = [jnp.broadcast_to(w, (size, *np.shape(w))) if not is_float0(w)
+        cts = [jnp.stack([example_cotangent(w, j) for j in range(size)]) if not is_float0(w)
                else np.zeros((size, *np.shape(w)), w.dtype) for w in ws]
         return list(pullback(jax.tree_util.tree_unflatten(treedef, cts)))
 
     return gradient
+
+
+def example_cotangent(w: Any, j: int) -> Any:
+    """Example j's output cotangent in vjp(vmap f): `w` rolled by j and scaled by 1 + j, so that every example's
+    cotangent differs in direction and size. float0 cotangents stay as they are."""
+    if is_float0(w):
+        return w
+    flat = jnp.roll(jnp.ravel(w), j)
+    return ((1 + j) * flat).reshape(jnp.shape(w)).astype(w.dtype)
 
 
 def _composite(st: GradState, ws: Sequence[Any], size: int) -> Callable:
@@ -213,7 +224,8 @@ def _composite(st: GradState, ws: Sequence[Any], size: int) -> Callable:
 
     def composite(arrays: list[Any], batch: list[Any]) -> tuple:
         loop = [gradient([b[j] for b in batch]) for j in range(size)]
-        return gradient(arrays), jax.vmap(lambda *a: gradient(a))(*batch), batched(batch), loop
+        loop_w = [gradient([b[j] for b in batch], [example_cotangent(w, j) for w in ws]) for j in range(size)]
+        return gradient(arrays), jax.vmap(lambda *a: gradient(a))(*batch), batched(batch), loop, loop_w
 
     return jax.jit(composite)
 
@@ -262,8 +274,8 @@ def grad_composition(ctx: Context) -> Iterator[Finding]:
     if exc is not None:
         yield from _diagnose_failure(st, ws, arrays, batch, exc)
         return
-    g_jit, g_vmap, g_gvmap, loop = result
-    yield from _compare_compositions(st, eager, g_jit, g_vmap, g_gvmap, loop, size,
+    g_jit, g_vmap, g_gvmap, loop, loop_w = result
+    yield from _compare_compositions(st, eager, g_jit, g_vmap, g_gvmap, loop, loop_w, size,
                                      lambda: _primal_vmap_differs(st, batch, size))
 
 
@@ -340,9 +352,9 @@ def _diagnose_failure(st: GradState, ws: Sequence[Any], arrays: list, batch: lis
     attempts = [
         ("jax.jit(jax.grad(f))", lambda: jax.jit(lambda a: gradient(a))(arrays)),
         ("jax.vmap(jax.grad(f))", lambda: jax.vmap(lambda *a: gradient(a))(*batch)),
-        ("jax.grad(jax.vmap(f))", lambda: batched(batch)),
+        ("jax.vjp(jax.vmap(f))", lambda: batched(batch)),
         ("jax.jit(jax.vmap(jax.grad(f)))", lambda: jax.jit(jax.vmap(lambda *a: gradient(a)))(*batch)),
-        ("jax.jit(jax.grad(jax.vmap(f)))", lambda: jax.jit(batched)(batch)),
+        ("jax.jit(jax.vjp(jax.vmap(f)))", lambda: jax.jit(batched)(batch)),
     ]
     prefer = st.bwd if st.kind == "custom_vjp" else st.jvp_rule
     for how, run in attempts:
@@ -376,7 +388,7 @@ def _primal_fails_too(st: GradState, how: str, arrays: list, batch: list) -> boo
 
 
 def _compare_compositions(st: GradState, eager: list, g_jit: list, g_vmap: list, g_gvmap: list, loop: list,
-                          size: int, primal_vmap_differs: Callable[[], bool]) -> Iterator[Finding]:
+                          loop_w: list, size: int, primal_vmap_differs: Callable[[], bool]) -> Iterator[Finding]:
     for a, e, j in zip(st.diff, eager, g_jit):
         if close(j, e, grad_tol(a.dtype)):
             continue
@@ -385,9 +397,10 @@ def _compare_compositions(st: GradState, eager: list, g_jit: list, g_vmap: list,
             yield _composition_finding(st, "jax.jit(jax.grad(f))", f"the gradient for {a.name} differs from the "
                                                                    f"eager one: {cmp.describe()}.")
             return
-    for how, got in (("jax.vmap(jax.grad(f))", g_vmap), ("jax.grad(jax.vmap(f))", g_gvmap)):
+    for how, got, per_example in (("jax.vmap(jax.grad(f))", g_vmap, loop),
+                                  ("jax.vjp(jax.vmap(f)) with a different cotangent per example", g_gvmap, loop_w)):
         for i, a in enumerate(st.diff):
-            expected = np.stack([to_f64(loop[j][i]) for j in range(size)])
+            expected = np.stack([to_f64(per_example[j][i]) for j in range(size)])
             if close(got[i], expected, grad_tol(a.dtype)):
                 continue
             cmp = compare(to_f64(got[i]), expected, tol=grad_tol(a.dtype))
@@ -401,8 +414,31 @@ def _compare_compositions(st: GradState, eager: list, g_jit: list, g_vmap: list,
                     fix = (f"Fix the batching of {_display_name(st)} first: `jaxdiag batching` on this target "
                            "shows the rule and the in_axes that break it.")
                     location = _batching_location(st)
+                elif how.startswith("jax.vjp") and st.kind == "primitive":
+                    message, fix, location = _batched_transpose_fault(st, message)
                 yield _composition_finding(st, how, message, fix, location)
                 return
+
+
+def _batched_transpose_fault(st: GradState, message: str) -> tuple[str, str, Location | None]:
+    """vjp(vmap f) is wrong while vmap(grad f) and vmap(f) agree with the loop: the batching of the transpose is
+    right, so the transpose rule itself is wrong on the batched shapes the batching rule binds the primitive with
+    (the transpose of the batched primitive)."""
+    prim = st.subject.obj
+    rule = _compat.transpose_rule(prim)
+    users = [f for f in _compat.rule_user_functions(rule) if f is not None and _locate.is_user_code(f)] \
+        if rule is not None else []
+    rule = users[0] if users else rule
+    name = getattr(_locate.unwrap(rule), "__name__", "") if rule is not None else ""
+    name = name if name and name != "<lambda>" else f"{prim.name}'s transpose rule"
+    message += (f" jax.vmap(jax.grad(f)) and jax.vmap(f) agree with the per-example loop, so batching {prim.name} "
+                f"and batching its transpose are right; {name} is wrong on the batched operands the batching rule "
+                f"binds {prim.name} with (the transpose of the batched primitive), e.g. it flips, sums or indexes "
+                "axis 0, which is the batch axis there.")
+    fix = (f"Make {name} work for operands with extra leading axes: use negative axes (`axis=-1`) or the axes "
+           f"given in the params, never axis 0, as {prim.name}'s impl does.")
+    location = _locate.locate(rule) if rule is not None and _locate.is_user_code(rule) else _rule_location(st)
+    return message, fix, location
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,283 @@
+"""Verdicts on correct real-world code and on defects that used to hide: complex values follow JAX's convention,
+x64 is scoped to explicitly 64-bit specs, custom derivatives are graded by evidence (JXG014 vs JXG023), JXB011
+only where a tuple out_axes is used, integer batch examples that differ, batch sizes beyond int8, spelling-
+invariant seeds with fresh-draw confirmation, and JXR006 for primitives reached only through custom_vjp.
+
+Each defect and each correct case is first confirmed with plain JAX in the test itself."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxdiag
+from jaxdiag._checks._gradref import deliberate_disagreement
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+
+
+def load(name: str):
+    path = SAMPLES / name
+    spec = importlib.util.spec_from_file_location(f"verdict_sample_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def problems(report: jaxdiag.Report) -> list:
+    return [(f.code, f.severity, f.message[:200]) for f in report.findings if f.severity in ("error", "warning")]
+
+
+def codes(report: jaxdiag.Report, severity: str | None = None) -> set[str]:
+    return {f.code for f in report.findings if severity is None or f.severity == severity}
+
+
+def no_internal_errors(report: jaxdiag.Report) -> None:
+    errors = [(c.name, c.detail) for t in report.targets for c in t.checks if c.status == "error"]
+    assert not errors, errors
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. Complex values: JAX's convention (raw cotangents, bilinear pairing)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _complex(rng: np.random.Generator, shape: tuple[int, ...]) -> jnp.ndarray:
+    return jnp.asarray((rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64))
+
+
+def test_plain_jax_complex_vjp_pairs_bilinearly():
+    """The convention the checks follow: Re sum(w * J v) == Re sum(vjp(w) * v), with no conjugation."""
+    rng = np.random.default_rng(0)
+    z, v, w = (_complex(rng, (4,)) for _ in range(3))
+    for f in (lambda z: (2 + 1j) * z, jnp.conj, jnp.fft.fft, lambda z: jnp.sin(z) * jnp.conj(z)):
+        jv = jax.jvp(f, (z,), (v,))[1]
+        (u,) = jax.vjp(f, z)[1](w)
+        assert np.isclose(np.real(np.sum(w * jv)), np.real(np.sum(u * v)), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("attr,spec", [("fftn_c", "c64[4,4]"), ("scale_c", "c64[3]"), ("loss", "c64[3]")])
+def test_complex_custom_vjp_following_jax_is_clean(attr, spec):
+    module = load("complex_vjp_good.py")
+    obj = getattr(module, attr)
+    z = _complex(np.random.default_rng(1), tuple(int(d) for d in spec[4:-1].split(",")))
+    if attr != "loss":  # plain JAX: the custom VJP equals JAX's VJP of the undecorated primal
+        w = _complex(np.random.default_rng(2), z.shape)
+        got = jax.vjp(obj, z)[1](w)[0]
+        want = jax.vjp(obj.fun, z)[1](w)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    else:  # plain JAX: jit(grad) equals eager grad
+        np.testing.assert_allclose(jax.jit(jax.grad(obj))(z), jax.grad(obj)(z), rtol=1e-5, atol=1e-5)
+    report = jaxdiag.check_grad(f"{SAMPLES / 'complex_vjp_good.py'}:{attr}", spec)
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+
+
+def test_complex_transpose_with_a_conjugation_bug_is_reported_and_its_fix_is_clean():
+    bad, good = load("complex_transpose_bad.py"), load("complex_transpose_good.py")
+    z, w = _complex(np.random.default_rng(3), (3,)), _complex(np.random.default_rng(4), (3,))
+    want = jax.vjp(lambda z: (2 + 1j) * z, z)[1](w)[0]
+    assert not np.allclose(jax.vjp(bad.rotate_p.bind, z)[1](w)[0], want)  # plain JAX: the bug
+    np.testing.assert_allclose(jax.vjp(good.rotate_p.bind, z)[1](w)[0], want, rtol=1e-5)
+    bad_report = jaxdiag.check_grad(f"{SAMPLES / 'complex_transpose_bad.py'}:rotate_p", "c64[3]")
+    assert "JXG002" in codes(bad_report, "error")
+    good_report = jaxdiag.check_grad(f"{SAMPLES / 'complex_transpose_good.py'}:rotate_p", "c64[3]")
+    no_internal_errors(good_report)
+    assert not problems(good_report), problems(good_report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. x64 only for an explicitly 64-bit spec, restored afterwards
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _x64_probe():
+    modes: list[bool] = []
+
+    @jax.custom_vjp
+    def f(z):
+        return 2.0 * z
+
+    def fwd(z):
+        modes.append(bool(jax.config.jax_enable_x64))
+        return 2.0 * z, None
+
+    def bwd(_, g):
+        return (2.0 * g,)
+
+    f.defvjp(fwd, bwd)
+    return f, modes
+
+
+@pytest.mark.parametrize("spec,x64", [("c64[3]", False), ("f32[3]", False), ("f64[3]", True), ("c128[3]", True)])
+def test_only_64_bit_specs_turn_on_x64_and_it_is_restored(spec, x64):
+    assert not jax.config.jax_enable_x64
+    f, modes = _x64_probe()
+    report = jaxdiag.check_grad(f, spec)
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+    assert modes and all(m == x64 for m in modes), modes
+    assert not jax.config.jax_enable_x64
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 10. JXG014 (deliberate-looking surrogate, warning) vs JXG023 (interior sign/factor error)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_deliberate_disagreement_classes():
+    ref = np.array([0.5, -2.0, 1.5, -0.1])
+    w = np.array([1.0, 1.0, -1.0, 1.0])
+    assert deliberate_disagreement(np.clip(ref, -1, 1), ref, None, np.float32)  # clipped
+    assert deliberate_disagreement(np.array([0.5, 0.0, 0.0, -0.1]), ref, None, np.float32)  # zeroed
+    assert deliberate_disagreement(w, ref, w, np.float32)  # straight-through
+    assert deliberate_disagreement(0.3 * ref, ref, None, np.float32)  # norm clipping
+    assert not deliberate_disagreement(-ref, ref, None, np.float32)  # sign
+    assert not deliberate_disagreement(3.0 * ref, ref, None, np.float32)  # factor
+    assert not deliberate_disagreement(w, ref, None, np.float32)  # unrelated values
+
+
+@pytest.mark.parametrize("attr,code,severity", [("clipped_sin", "JXG014", "warning"), ("round_ste", "JXG014", "warning")])
+def test_clipping_and_straight_through_stay_warnings(attr, code, severity):
+    report = jaxdiag.check_grad(f"{SAMPLES / 'jxg014_bad.py'}:{attr}", "f32[6]")
+    assert code in codes(report, severity) and "JXG023" not in codes(report)
+
+
+@pytest.mark.parametrize("attr,spec", [("softplus", "f32[3]"), ("tanh_c", "f32[4]")])
+def test_wrong_sign_or_formula_is_an_error(attr, spec):
+    module = load("jxg023_bad.py")
+    x = jnp.array([0.3, -1.2, 2.0, 0.7][: int(spec[4:-1])])
+    obj = getattr(module, attr)
+    assert not np.allclose(jax.grad(lambda x: jnp.sum(obj(x)))(x), jax.grad(lambda x: jnp.sum(obj.fun(x)))(x))
+    report = jaxdiag.check_grad(f"{SAMPLES / 'jxg023_bad.py'}:{attr}", spec)
+    assert "JXG023" in codes(report, "error") and "JXG014" not in codes(report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 6. JXB011 only where a tuple out_axes is used
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_list_returning_wrapper_is_clean_unless_a_tuple_out_axes_is_used():
+    module = load("list_wrapper_good.py")
+    xs = jnp.ones((5, 3))
+    assert [a.shape for a in module.standardize_rows(xs)] == [(5, 3), ()]  # plain JAX: the wrapper works
+    with pytest.raises(ValueError, match="tree prefix"):
+        jax.vmap(module.standardize, out_axes=(0, None))(xs)
+    target = f"{SAMPLES / 'list_wrapper_good.py'}:standardize_p"
+    assert "JXB011" not in codes(jaxdiag.check_batching(target, "f32[3]"))
+    assert "JXB011" in codes(jaxdiag.check_batching(target, "f32[3]", out_axes=(0, None)), "warning")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 9. Integer examples that differ; batch sizes beyond the int8 range
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_integer_reduction_over_the_batch_axis_is_caught():
+    bad, good = load("int_reduce_bad.py"), load("int_reduce_good.py")
+    first = np.array([3, -2, 5, 0], np.int32)
+    permuted = np.stack([first, first[::-1], np.roll(first, 1)])
+    distinct = np.stack([first, np.array([1, 1, -4, 2], np.int32), np.array([-5, 0, 0, -1], np.int32)])
+    # plain JAX: permutations hide the bug (every example has the same maximum); distinct examples expose it
+    np.testing.assert_array_equal(jax.vmap(bad.imax_p.bind)(permuted), permuted.max(axis=1))
+    assert not np.array_equal(jax.vmap(bad.imax_p.bind)(distinct), distinct.max(axis=1))
+    np.testing.assert_array_equal(jax.vmap(good.imax_p.bind)(distinct), distinct.max(axis=1))
+    assert "JXB005" in codes(jaxdiag.check_batching(f"{SAMPLES / 'int_reduce_bad.py'}:imax_p", "i32[4]"), "error")
+    assert not problems(jaxdiag.check_batching(f"{SAMPLES / 'int_reduce_good.py'}:imax_p", "i32[4]"))
+
+
+@pytest.mark.slow
+def test_int8_index_batching_rule_is_checked_beyond_the_int8_range():
+    bad, good = load("int8_gather_bad.py"), load("int8_gather_good.py")
+    rng = np.random.default_rng(0)
+    for size, ok in ((7, True), (150, False)):
+        x = rng.standard_normal((size, 6)).astype(np.float32)
+        idx = rng.integers(0, 6, (size, 3)).astype(np.int8)
+        loop = np.stack([x[i][idx[i]] for i in range(size)])
+        assert np.array_equal(np.asarray(jax.vmap(bad.take_p.bind)(x, idx)), loop) == ok
+        assert np.array_equal(np.asarray(jax.vmap(good.take_p.bind)(x, idx)), loop)
+    report = jaxdiag.check_batching(f"{SAMPLES / 'int8_gather_bad.py'}:take_p", "f32[6]", "i8[3]@0..5")
+    found = [f for f in report.findings if f.code == "JXB005"]
+    assert found and "batch size 150" in found[0].message and "int8" in found[0].fix
+    assert not problems(jaxdiag.check_batching(f"{SAMPLES / 'int8_gather_good.py'}:take_p", "f32[6]", "i8[3]@0..5"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 7. Spelling invariance and fresh-draw confirmation
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_module_and_path_spellings_give_identical_reports(tmp_path):
+    package = tmp_path / "src" / "pkgverdicts"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    shutil.copy(SAMPLES / "clip_precondition.py", package / "clipmod.py")
+    spellings = [("pkgverdicts.clipmod:clip", str(tmp_path / "src")), ("src/pkgverdicts/clipmod.py:clip", str(tmp_path))]
+    reports = []
+    for target, app_dir in spellings:
+        for seed in (0, 1):
+            report = jaxdiag.check_grad(target, "f32[4]", "f32[]", "f32[]", seed=seed, app_dir=app_dir)
+            reports.append(sorted((f.code, f.severity, f.message) for f in report.findings))
+    assert reports[:2] == reports[2:]
+
+
+def test_a_value_dependent_finding_is_retried_and_reported_with_its_inputs():
+    module = load("clip_precondition.py")
+    x = jnp.array([0.0, 0.5, 1.5, -1.0])
+    # plain JAX: correct for lo <= hi, wrong for lo > hi (the precondition random draws violate)
+    grads = [jax.grad(lambda *a: jnp.sum(f(*a)), argnums=(0, 1, 2)) for f in (module.clip, module.clip.fun)]
+    for lo, hi, same in ((-0.5, 1.0, True), (1.0, -0.5, False)):
+        got, want = (g(x, jnp.float32(lo), jnp.float32(hi)) for g in grads)
+        assert all(np.allclose(a, b) for a, b in zip(got, want)) == same
+    report = jaxdiag.check_grad(f"{SAMPLES / 'clip_precondition.py'}:clip", "f32[4]", "f32[]", "f32[]", seed=0)
+    flagged = [f for f in report.findings if f.severity in ("error", "warning")]
+    assert flagged and all("independent draws" in f.message and "arg1 = " in f.message for f in flagged)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 8. A primitive reached only through custom_vjp needs no JVP rule
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_primitive_differentiated_only_through_custom_vjp_gets_a_note():
+    module = load("ffi_style_custom_vjp_good.py")
+    x = jnp.array([0.5, -1.0, 2.0, 0.1])
+    np.testing.assert_allclose(jax.grad(module.loss)(x), 3 * x * x, rtol=1e-6)  # plain JAX: grad works
+    report = jaxdiag.check_grad(f"{SAMPLES / 'ffi_style_custom_vjp_good.py'}:cube_kernel_p", "f32[4]")
+    assert "JXR006" in codes(report, "info") and not problems(report), problems(report)
+    missing = jaxdiag.check_grad(f"{SAMPLES / 'jxr006_bad.py'}:{_jxr006_target()}", "f32[3]")
+    assert "JXR006" in codes(missing, "error")
+
+
+def _jxr006_target() -> str:
+    return next(iter(load("jxr006_bad.py").JAXDIAG))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 12. vjp(vmap(f)) with a different cotangent per example, next to vmap(grad f)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_transpose_bug_only_in_vjp_of_vmap_is_reported_at_the_transpose_rule():
+    bad, good = load("batched_transpose_bad.py"), load("batched_transpose_good.py")
+    rng = np.random.default_rng(0)
+    x, w = (jnp.asarray(rng.standard_normal((5, 4)), jnp.float32) for _ in range(2))
+    want = np.stack([np.flip(np.cumsum(np.flip(np.asarray(w[j])))) for j in range(5)])
+    for module, ok in ((bad, False), (good, True)):
+        f = module.cumsum_p.bind
+        # plain JAX: vmap(vjp f) is right for both; vjp(vmap f) is wrong only for the bad transpose
+        np.testing.assert_allclose(jax.vmap(lambda a, b: jax.vjp(f, a)[1](b)[0])(x, w), want, rtol=1e-5)
+        assert np.allclose(jax.vjp(jax.vmap(f), x)[1](w)[0], want, rtol=1e-5) == ok
+    report = jaxdiag.check_grad(f"{SAMPLES / 'batched_transpose_bad.py'}:cumsum_p", "f32[4]")
+    found = [f for f in report.findings if f.code == "JXG016"]
+    assert found and "jax.vjp(jax.vmap(f))" in found[0].message
+    assert found[0].location is not None and found[0].location.function == "_cumsum_transpose"
+    assert not problems(jaxdiag.check_grad(f"{SAMPLES / 'batched_transpose_good.py'}:cumsum_p", "f32[4]"))
