@@ -281,3 +281,24 @@ def test_transpose_bug_only_in_vjp_of_vmap_is_reported_at_the_transpose_rule():
     assert found and "jax.vjp(jax.vmap(f))" in found[0].message
     assert found[0].location is not None and found[0].location.function == "_cumsum_transpose"
     assert not problems(jaxdiag.check_grad(f"{SAMPLES / 'batched_transpose_good.py'}:cumsum_p", "f32[4]"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. Every batcher registry with its own calling convention
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_axis_primitive_batchers_rule_is_called_with_its_own_convention():
+    good, bad = load("axis_batcher_good.py"), load("axis_batcher_bad.py")
+    rng = np.random.default_rng(0)
+    x, s = rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    loop = np.stack([good._rowscale_impl(x[i], s[i]) for i in range(5)])
+    np.testing.assert_allclose(jax.vmap(good.rowscale_p.bind)(x, s), loop, rtol=1e-6)  # plain JAX: correct
+    np.testing.assert_allclose(jax.vmap(good.rowscale_p.bind, in_axes=(1, 0))(x.T, s), loop, rtol=1e-6)
+    with pytest.raises(ValueError):  # plain JAX: the bad rule breaks vmap
+        jax.vmap(bad.rowscale_p.bind)(x, s)
+    report = jaxdiag.check_batching(f"{SAMPLES / 'axis_batcher_good.py'}:rowscale_p", "f32[3]", "f32[]")
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+    bad_report = jaxdiag.check_batching(f"{SAMPLES / 'axis_batcher_bad.py'}:rowscale_p", "f32[3]", "f32[]")
+    assert "JXB006" in codes(bad_report, "error") and "JXR009" not in codes(bad_report)

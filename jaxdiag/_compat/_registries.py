@@ -46,11 +46,37 @@ def _closure_vars(fn: Any) -> dict[str, Any]:
     return out
 
 
+def _axis_batching_table() -> dict:
+    """`axis_primitive_batchers` where it is a plain dict (older JAX); newer ones front the fancy table with a
+    proxy whose wrappers are recognised by `batching_rule_leading_args`."""
+    table = getattr(_batching, "axis_primitive_batchers", None)
+    return table if isinstance(table, dict) else {}
+
+
+def batching_rule_leading_args(prim: Any) -> int:
+    """How many arguments JAX passes to the user's batching rule before `(batched_args, batch_dims)`, by the
+    registry it was registered in: 0 for `primitive_batchers` (`rule(vals, dims, **params)`), 1 for
+    `fancy_primitive_batchers` (`rule(axis_data, vals, dims, **params)`), 3 for `axis_primitive_batchers`
+    (`rule(axis_size, axis_name, trace_type, vals, dims, **params)`)."""
+    if prim in _legacy_batching_table():
+        return 0
+    if prim in _axis_batching_table():
+        return 3
+    rule = _batching_table().get(prim)
+    if rule is None:
+        return 0
+    if "batcher" not in _closure_vars(rule):
+        return 1
+    return 3 if "AxisPrimitiveBatchersProxy" in getattr(rule, "__qualname__", "") else 0
+
+
 def batching_rule(prim: Any) -> Callable | None:
     """The user's batching rule for `prim`, unwrapped from the proxy JAX stores, or None."""
     legacy = _legacy_batching_table()
     if prim in legacy:
         return legacy[prim]
+    if prim in _axis_batching_table():
+        return _axis_batching_table()[prim]
     rule = _batching_table().get(prim)
     if rule is None:
         return None
@@ -67,7 +93,7 @@ def batching_rule_is_fancy(prim: Any) -> bool:
 
 
 def has_batching_rule(prim: Any) -> bool:
-    return prim in _batching_table() or prim in _legacy_batching_table()
+    return prim in _batching_table() or prim in _legacy_batching_table() or prim in _axis_batching_table()
 
 
 def jvp_rule(prim: Any) -> Callable | None:

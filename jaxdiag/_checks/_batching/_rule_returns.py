@@ -61,7 +61,7 @@ def suggested_dims(ev: Evidence, prim: Any) -> dict[int, str]:
         return {}
     n_out = len(calls[0].out_shapes or [])
     rule = _compat.batching_rule(prim)
-    names = _dim_names(rule, _compat.batching_rule_is_fancy(prim), len(calls[0].in_dims)) if rule else []
+    names = _dim_names(rule, _compat.batching_rule_leading_args(prim), len(calls[0].in_dims)) if rule else []
     out: dict[int, str] = {}
     for k in range(n_out):
         observed = []
@@ -174,6 +174,10 @@ def _return_location(rule_fn: Any, line: int | None, rule: rules.Rule, fallback:
 def _signature_fix(prim: Any, params: dict[str, Any]) -> str:
     rule = _compat.batching_rule(prim)
     fn_name = getattr(_locate.unwrap(rule), "__name__", "rule")
+    if _compat.batching_rule_leading_args(prim) == 3:
+        return (f"`{fn_name}` is registered in batching.axis_primitive_batchers, so JAX calls it as "
+                f"`{fn_name}(axis_size, axis_name, trace_type, batched_args, batch_dims, **params)`: accept "
+                "those arguments.")
     if _compat.batching_rule_is_fancy(prim):
         return (f"`{fn_name}` is registered in batching.fancy_primitive_batchers, so JAX calls it as "
                 f"`{fn_name}(axis_data, batched_args, batch_dims, **params)`: accept those arguments.")
@@ -303,10 +307,10 @@ def _raised_fix(call: RuleCall, exc: BaseException) -> str:
 def _front_lines(call: RuleCall) -> str:
     """`size = ...` and one `bdim_at_front` line per argument, with the rule's own names."""
     rule = _compat.batching_rule(call.prim)
-    fancy = _compat.batching_rule_is_fancy(call.prim)
+    leading = _compat.batching_rule_leading_args(call.prim)
     n = len(call.in_dims)
-    args = _rule_names(rule, 1 if fancy else 0, n, "batched_args")
-    dims = _dim_names(rule, fancy, n)
+    args = _rule_names(rule, leading, n, "batched_args")
+    dims = _dim_names(rule, leading, n)
     size = " else ".join(f"{a}.shape[{d}] if {d} is not None" for a, d in list(zip(args, dims))[:-1])
     last = f"{args[-1]}.shape[{dims[-1]}]"
     lines = [f"size = {size + ' else ' + last if size else last}"]

@@ -52,9 +52,10 @@ def _return_nodes(fn: Any) -> list[tuple[int, ast.Return]]:
     return [(r.lineno + offset, r) for r in _own_nodes(node) if isinstance(r, ast.Return)]
 
 
-def _dim_names(fn: Any, fancy: bool, n: int) -> list[str]:
-    """How the rule names each input's dim: `bd_x` from `bd_x, = batch_dims`, else `batch_dims[i]`."""
-    return _rule_names(fn, 2 if fancy else 1, n, "batch_dims")
+def _dim_names(fn: Any, fancy: bool | int, n: int) -> list[str]:
+    """How the rule names each input's dim: `bd_x` from `bd_x, = batch_dims`, else `batch_dims[i]`. `fancy` is
+    the number of arguments before the batched args (a bool for 0 or 1)."""
+    return _rule_names(fn, int(fancy) + 1, n, "batch_dims")
 
 
 def _rule_names(fn: Any, position: int, n: int, default: str) -> list[str]:

@@ -90,12 +90,12 @@ class Spy:
         self.calls: list[RuleCall] = []
         self.variant: Variant | None = None
         self._expected: dict[tuple, list[Aval] | None] = {}
-        self._rules: dict[Any, tuple[Callable | None, bool]] = {}
+        self._rules: dict[Any, tuple[Callable | None, int]] = {}
 
     def handlers(self, prims: Sequence[Any]) -> dict[Any, Callable]:
         # read the user's rules now: while intercepted, the registry holds the spy
         for prim in prims:
-            self._rules[prim] = (_compat.batching_rule(prim), _compat.batching_rule_is_fancy(prim))
+            self._rules[prim] = (_compat.batching_rule(prim), _compat.batching_rule_leading_args(prim))
         return {prim: self._handler(prim) for prim in prims}
 
     def _handler(self, prim: Any) -> Callable:
@@ -139,10 +139,12 @@ class Spy:
             (s.shape, s.dtype) for s in subject.specs]
 
     def _signature(self, prim: Any, vals: tuple, dims: tuple, params: dict) -> Problem | None:
-        rule, fancy = self._rules[prim]
+        rule, leading = self._rules[prim]
         if rule is None or not _locate.is_user_code(rule):
             return None
-        args = (object(), list(vals), list(dims)) if fancy else (list(vals), list(dims))
+        # each registry's own calling convention: (vals, dims), (axis_data, vals, dims) or
+        # (axis_size, axis_name, trace_type, vals, dims)
+        args = (*([object()] * leading), list(vals), list(dims))
         text = signature_problem(rule, args, params)
         if text is None:
             return None
