@@ -302,3 +302,28 @@ def test_axis_primitive_batchers_rule_is_called_with_its_own_convention():
     assert not problems(report), problems(report)
     bad_report = jaxdiag.check_batching(f"{SAMPLES / 'axis_batcher_bad.py'}:rowscale_p", "f32[3]", "f32[]")
     assert "JXB006" in codes(bad_report, "error") and "JXR009" not in codes(bad_report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 5. JXB020 proven by running vmap; whole-function vmap-vs-loop kept for functions with callbacks
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_callback_with_unbatched_operands_needs_no_vmap_method():
+    module = load("callback_unbatched_good.py")
+    xs = jnp.asarray(np.random.default_rng(0).standard_normal((5, 4)), jnp.float32)
+    loop = np.stack([module.scale_by_table(x) for x in xs])
+    np.testing.assert_allclose(jax.vmap(module.scale_by_table)(xs), loop, rtol=1e-6)  # plain JAX: vmap works
+    report = jaxdiag.check_batching(f"{SAMPLES / 'callback_unbatched_good.py'}:scale_by_table", "f32[4]")
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+
+
+def test_mismatch_that_persists_with_sequential_callbacks_is_reported():
+    module = load("callback_elsewhere_bad.py")
+    xs = jnp.asarray(np.random.default_rng(0).uniform(0.5, 2.0, (5, 4)), jnp.float32)
+    loop = np.stack([module.normalized_log(x) for x in xs])
+    assert not np.allclose(jax.vmap(module.normalized_log)(xs), loop)  # plain JAX: the defect
+    report = jaxdiag.check_batching(f"{SAMPLES / 'callback_elsewhere_bad.py'}:normalized_log", "f32[4]@positive")
+    root = [f for f in report.targets[0].findings if f.code == "JXB005"]
+    assert root and "sequential" in root[0].message

@@ -11,6 +11,8 @@ user's code is never modified.
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
@@ -139,6 +141,23 @@ class Runner:
                 return Failure(variant, observed, _handed(vmapped(fn, variant), args, call, method))
         return None
 
+    def reached_under_vmap(self) -> bool:
+        """True when vmap of the function as written (no vmap_method rewritten) fails, warns about a missing
+        vmap_method, or differs from the loop for some in_axes: a callback whose operands are unbatched at the call
+        site is never batched, so vmap never asks for its vmap_method."""
+        fn = _compat.jaxpr_as_fun(self.closed)
+        for variant in self.variants:
+            try:
+                want = self._loop(variant, fn)
+            except Exception:  # the function fails on one example: the other checks report that
+                return True
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                observed = _observe(vmapped(fn, variant), vmap_args(self._stacked(variant), variant), want)
+            if observed or any("vmap_method" in str(w.message) for w in caught):
+                return True
+        return False
+
 
 def _observe(fn: Callable, args: list[np.ndarray], want: list[np.ndarray]) -> str | None:
     """None when vmap matches the loop, else how it does not (a clause following the variant's description)."""
@@ -244,12 +263,30 @@ def ffi_vmap_method(ctx: Context) -> Iterator[Finding]:
     runner = Runner(ctx, closed)
     for call in calls:
         yield from _check_call(runner, call)
+    yield from _elsewhere(runner, calls[0])
+
+
+def _elsewhere(runner: Runner, call: ForeignCall) -> Iterator[Finding]:
+    """The whole function under vmap with every foreign call 'sequential' (always correct for the calls
+    themselves): a mismatch that persists is a batching defect elsewhere in the function (JXB005)."""
+    failure = runner.failure(call, "sequential")
+    if failure is None:
+        return
+    name = runner.ctx.subject.name
+    yield rules.BATCH_RESULT_MISMATCH.finding(
+        f"{failure.variant.describe(name)} {failure.observed}, even with every ffi_call/pure_callback in {name} "
+        "set to vmap_method='sequential' (one call per example, always correct): the defect is elsewhere in "
+        f"{name}, not in its foreign calls.",
+        fix=f"Find the operation in {name} that mixes examples (a reduction or reshape over the batch axis, a "
+            "user primitive's batching rule); `jaxdiag batching` on its nested primitives shows which.",
+        location=runner.ctx.subject.location)
 
 
 def _check_call(runner: Runner, call: ForeignCall) -> Iterator[Finding]:
     method = call.vmap_method
     if method is None:
-        yield missing_method(runner, call)
+        if runner.reached_under_vmap():  # proven by running vmap, not read from the declaration
+            yield missing_method(runner, call)
         return
     if method == "legacy_vectorized":
         yield legacy_method(runner, call)
