@@ -152,12 +152,15 @@ def _run_target(target: Target, specs: list[ArgSpec], concrete: list, params: di
     else:
         root_cache = {}
     subjects = [root] + find_nested_subjects(root, options, root_cache)
+    observed = observed_examples(root, subjects[1:], options, root_cache) if len(subjects) > 1 else {}
     reports = []
     given = any(c is not None for c in concrete)
     for subject in subjects:
         cache = root_cache if subject is root else {}
+        if id(subject) in observed:  # a nested rule is checked at the values its function passes it
+            cache["example"] = observed[id(subject)]
         report = run_subject(subject, options, cache)
-        if not (given and subject is root):  # the user's own inputs are not redrawn
+        if not (given and subject is root) and id(subject) not in observed:  # given/observed inputs stay as they are
             report.findings = confirm_on_fresh_draws(subject, options, cache, report.findings)
         if subject is root:
             report.findings[:0] = notes
@@ -354,6 +357,36 @@ def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[S
             eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None))
     cache["nested_subjects"] = subjects  # the function's checks attribute vmap failures to these
     return subjects
+
+
+def observed_examples(root: Subject, nested: list[Subject], options: Options, cache: dict
+                      ) -> dict[int, list[np.ndarray]]:
+    """The concrete arguments each nested subject receives when the function runs eagerly on its own example
+    (id(subject) -> one array per spec): a Cholesky-style rule inside a function that builds a positive-definite
+    matrix is then checked on that matrix, not on random ones it never sees. Subjects only reached under tracing
+    (inside scan, while_loop) or whose observed arguments do not match their specs keep random draws."""
+    example = [jax.numpy.asarray(x) for x in Context(root, options, "observe", cache).example()]
+    customs: list = []
+    binds: list = []
+    try:
+        with _compat.record_custom_calls(customs), _compat.record_primitive_binds([], binds), jax.disable_jit():
+            root.call(*example)
+    except Exception:  # the function's own checks report the failure; keep what was observed before it
+        pass
+    out: dict[int, list[np.ndarray]] = {}
+    for subject in nested:
+        if subject.kind == "primitive":
+            calls = [vals for prim, params, vals in binds
+                     if prim is subject.obj and _primitive_call_key(prim, params, [spec_of(v) for v in vals or []])
+                     == _primitive_call_key(subject.obj, subject.params, subject.specs)]
+        else:
+            calls = [[a for a in (_compat.resolve_positional(getattr(obj, "fun", obj), tuple(args), dict(kwargs))
+                                  if subject.kind in ("custom_jvp", "custom_vjp") else args)
+                      if hasattr(a, "shape")] for obj, args, kwargs in customs if obj is subject.obj]
+        values = next((v for v in calls if v is not None and not any(_compat.is_tracer(a) for a in v)), None)
+        if values is not None and [spec_of(v) for v in values] == [ArgSpec(s.dtype, s.shape) for s in subject.specs]:
+            out[id(subject)] = [np.asarray(v) for v in values]
+    return out
 
 
 def _bound_primitive_subjects(root: Subject) -> list[Subject]:

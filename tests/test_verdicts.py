@@ -327,3 +327,22 @@ def test_mismatch_that_persists_with_sequential_callbacks_is_reported():
     report = jaxdiag.check_batching(f"{SAMPLES / 'callback_elsewhere_bad.py'}:normalized_log", "f32[4]@positive")
     root = [f for f in report.targets[0].findings if f.code == "JXB005"]
     assert root and "sequential" in root[0].message
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4./11. Nested rules checked at the values their function passes them
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_nested_rule_is_checked_at_the_values_its_function_passes():
+    bad, good = load("nested_values_bad.py"), load("nested_values_good.py")
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((3, 3)), jnp.float32)
+    want = jax.grad(lambda x: jnp.linalg.slogdet(x @ x.T + 3 * jnp.eye(3))[1])(x)
+    assert not np.allclose(jax.grad(bad.logdet)(x), want, rtol=1e-4, atol=1e-4)  # plain JAX: the bug
+    np.testing.assert_allclose(jax.grad(good.logdet)(x), want, rtol=1e-4, atol=1e-4)
+    report = jaxdiag.check_grad(f"{SAMPLES / 'nested_values_bad.py'}:logdet", "f32[3,3]")
+    nested = [t for t in report.targets if t.target.endswith("> chol")]
+    assert nested and "JXG023" in {f.code for f in nested[0].findings}
+    good_report = jaxdiag.check_grad(f"{SAMPLES / 'nested_values_good.py'}:logdet", "f32[3,3]")
+    no_internal_errors(good_report)
+    assert not problems(good_report), problems(good_report)

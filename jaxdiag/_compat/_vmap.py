@@ -112,15 +112,19 @@ def output_dependence(closed: Any) -> list[bool]:
 
 
 @contextlib.contextmanager
-def record_primitive_binds(seen: list) -> Iterator[None]:
-    """Record (primitive, input avals, params) for every user primitive bound while the body runs.
+def record_primitive_binds(seen: list, values: list | None = None) -> Iterator[None]:
+    """Record (primitive, input avals, params) for every user primitive bound while the body runs, and in `values`
+    (when given) (primitive, params, concrete arguments or None where an argument is traced).
 
-    Used to find user primitives in a function that cannot be traced (no abstract eval); `Primitive.bind` is
-    restored on exit, even on error.
+    Used to find user primitives in a function that cannot be traced (no abstract eval), and the values a nested
+    primitive receives from its function; `Primitive.bind` is restored on exit, even on error.
     """
     original = _core.Primitive.bind
 
     def recording_bind(self, *args, **params):
+        if values is not None and not is_builtin_primitive(self):
+            concrete = None if any(is_tracer(a) for a in args) else [np.asarray(a) for a in args]
+            values.append((self, dict(params), concrete))
         if not is_builtin_primitive(self):
             try:
                 avals = [_core.ShapedArray(np.shape(a), np.asarray(a).dtype if not is_tracer(a) else a.aval.dtype)
