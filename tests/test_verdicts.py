@@ -346,3 +346,17 @@ def test_nested_rule_is_checked_at_the_values_its_function_passes():
     good_report = jaxdiag.check_grad(f"{SAMPLES / 'nested_values_good.py'}:logdet", "f32[3,3]")
     no_internal_errors(good_report)
     assert not problems(good_report), problems(good_report)
+
+
+def test_gradient_transformation_controlled_by_an_argument_is_a_warning():
+    """optax.scale_gradient-style: the primal ignores `scale`, bwd multiplies by it (deliberate by construction)."""
+
+    @jax.custom_vjp
+    def scale_gradient(x, scale):
+        return x
+
+    scale_gradient.defvjp(lambda x, scale: (x, scale), lambda scale, g: (g * scale, None))
+    x, scale = jnp.array([0.5, -1.0, 2.0]), jnp.array([-3.0, 4.0, 0.5])
+    assert np.allclose(jax.grad(lambda x: jnp.sum(scale_gradient(x, scale)))(x), scale)  # plain JAX: scaled
+    report = jaxdiag.check_grad(scale_gradient, "f32[3]", "f32[3]")
+    assert "JXG014" in codes(report, "warning") and "JXG023" not in codes(report)

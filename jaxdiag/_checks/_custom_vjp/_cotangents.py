@@ -327,7 +327,14 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
 
 def _interior_error(st: GradState, bad: list[tuple[dict, Arg]]) -> bool:
     """True when some argument's cotangent differs from autodiff of the primal in a way no deliberate surrogate
-    explains (see `deliberate_disagreement`); without an elementwise reference the evidence stays a warning."""
+    explains (see `deliberate_disagreement`); without an elementwise reference the evidence stays a warning.
+
+    A bwd that takes an argument the primal does not depend on (zero reference gradient, none returned) is a
+    gradient transformation controlled by that argument (optax.scale_gradient, a gradient-reversal layer's
+    lambda): deliberate by construction, so a warning whatever the factor."""
+    for v, a in bad:
+        if v["ref"] is not None and any(_control_argument(st, v, c) for c in st.diff if c is not a):
+            return False
     for v, a in bad:
         if v["ref"] is None or a.pos not in v["ad"] or v["ad"][a.pos].nonfinite:
             continue
@@ -335,3 +342,8 @@ def _interior_error(st: GradState, bad: list[tuple[dict, Arg]]) -> bool:
         if not deliberate_disagreement(v["got"].get(a.pos), v["ref"][st.diff.index(a)], passed, a.dtype):
             return True
     return False
+
+
+def _control_argument(st: GradState, v: dict, c: Arg) -> bool:
+    """`c` does not influence the primal (autodiff gives it an exactly zero gradient) and bwd returns none for it."""
+    return is_zero(v["got"].get(c.pos)) and not np.any(to_f64(v["ref"][st.diff.index(c)]))
