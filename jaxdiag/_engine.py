@@ -376,9 +376,9 @@ def observed_examples(root: Subject, nested: list[Subject], options: Options, ca
     out: dict[int, list[np.ndarray]] = {}
     for subject in nested:
         if subject.kind == "primitive":
-            calls = [vals for prim, params, vals in binds
-                     if prim is subject.obj and _primitive_call_key(prim, params, [spec_of(v) for v in vals or []])
-                     == _primitive_call_key(subject.obj, subject.params, subject.specs)]
+            want = _primitive_call_key(subject.obj, subject.params, list[ArgSpec | None](subject.specs))
+            calls = [vals for prim, params, vals in binds if prim is subject.obj
+                     and _primitive_call_key(prim, params, [spec_of(v) for v in vals or []]) == want]
         else:
             calls = [[a for a in (_compat.resolve_positional(getattr(obj, "fun", obj), tuple(args), dict(kwargs))
                                   if subject.kind in ("custom_jvp", "custom_vjp") else args)

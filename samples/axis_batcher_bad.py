@@ -3,7 +3,6 @@
 (batch, n), which only works when n equals the batch size and is wrong otherwise (JXB005 or JXB006); found with
 the convention JAX uses for this registry."""
 
-import jax.numpy as jnp
 from jax.core import ShapedArray
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir

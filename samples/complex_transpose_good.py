@@ -1,7 +1,6 @@
 """A complex linear primitive with its transpose right. JAX's transpose of `z -> c z` is
 `ct -> c ct` (the bilinear transpose, not the Hermitian adjoint), so the transpose multiplies by `c` itself."""
 
-import jax.numpy as jnp
 from jax.core import ShapedArray
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir

@@ -233,7 +233,7 @@ def test_a_value_dependent_finding_is_retried_and_reported_with_its_inputs():
     module = load("clip_precondition.py")
     x = jnp.array([0.0, 0.5, 1.5, -1.0])
     # plain JAX: correct for lo <= hi, wrong for lo > hi (the precondition random draws violate)
-    grads = [jax.grad(lambda *a: jnp.sum(f(*a)), argnums=(0, 1, 2)) for f in (module.clip, module.clip.fun)]
+    grads = [jax.grad(lambda *a, f=f: jnp.sum(f(*a)), argnums=(0, 1, 2)) for f in (module.clip, module.clip.fun)]
     for lo, hi, same in ((-0.5, 1.0, True), (1.0, -0.5, False)):
         got, want = (g(x, jnp.float32(lo), jnp.float32(hi)) for g in grads)
         assert all(np.allclose(a, b) for a, b in zip(got, want)) == same
@@ -274,7 +274,7 @@ def test_transpose_bug_only_in_vjp_of_vmap_is_reported_at_the_transpose_rule():
     for module, ok in ((bad, False), (good, True)):
         f = module.cumsum_p.bind
         # plain JAX: vmap(vjp f) is right for both; vjp(vmap f) is wrong only for the bad transpose
-        np.testing.assert_allclose(jax.vmap(lambda a, b: jax.vjp(f, a)[1](b)[0])(x, w), want, rtol=1e-5)
+        np.testing.assert_allclose(jax.vmap(lambda a, b, f=f: jax.vjp(f, a)[1](b)[0])(x, w), want, rtol=1e-5)
         assert np.allclose(jax.vjp(jax.vmap(f), x)[1](w)[0], want, rtol=1e-5) == ok
     report = jaxdiag.check_grad(f"{SAMPLES / 'batched_transpose_bad.py'}:cumsum_p", "f32[4]")
     found = [f for f in report.findings if f.code == "JXG016"]

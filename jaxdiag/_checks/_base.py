@@ -70,8 +70,7 @@ class Subject:
         is spelled. The module part is reduced to its module's own name: `pkg.mod:f`, `src/pkg/mod.py:f` and
         `/tmp/x/src/pkg/mod.py:f` all give `mod:f`."""
         module_part, sep, rest = self.label.partition(":")
-        stem = os.path.basename(module_part)
-        stem = stem[:-3] if stem.endswith(".py") else stem
+        stem = os.path.basename(module_part).removesuffix(".py")
         return stem.rsplit(".", 1)[-1] + sep + rest
 
     @property

@@ -16,7 +16,6 @@ from ... import _compat, _locate
 from ... import _rules as rules
 from ..._report import Finding
 from .._base import Context, SkipCheck, check
-from ._reach import custom_derivative_wrappers
 from .._gradref import (
     GradState,
     aval_text,
@@ -37,6 +36,7 @@ from ._call import (
     rule_location,
     user_rules,
 )
+from ._reach import custom_derivative_wrappers
 
 # ---------------------------------------------------------------------------------------------------------------
 # jvp-rule-output: presence, raising, pair, primal, tangent structure/shape/dtype

@@ -17,7 +17,13 @@ re-exported here.
 
 from __future__ import annotations
 
-from ._compare import DotCheck, compare_grad, deliberate_disagreement, fd_reference_nonzero, vjp_against_fd
+from ._compare import (
+    DotCheck,
+    compare_grad,
+    deliberate_disagreement,
+    fd_reference_nonzero,
+    vjp_against_fd,
+)
 from ._fd import FDResult, FiniteDifferences
 from ._source import (
     argument_names,
