@@ -7,18 +7,19 @@ renderer and the import graph has no cycle.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 CHECK_STATUSES = ("passed", "failed", "skipped", "error")
 # Blocking problems: not rules, never filtered, always fail the run. The exit code each one forces.
 PROBLEM_KINDS = {"import-failed": 2, "internal-error": 3}
 
-_text_view: Callable[["Report"], str] | None = None
+_text_view: Callable[[Report], str] | None = None
 
 
-def register_text_view(view: Callable[["Report"], str]) -> None:
+def register_text_view(view: Callable[[Report], str]) -> None:
     """Called by the text renderer: `str(report)` and `raise_if_failed()` use it."""
     global _text_view
     _text_view = view
@@ -206,5 +207,5 @@ class Report:
             "summary": self.summary,
         }
 
-    def merge(self, other: "Report") -> "Report":
+    def merge(self, other: Report) -> Report:
         return Report(self.targets + other.targets, self.jaxdiag_version, self.jax_version)

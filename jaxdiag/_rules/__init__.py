@@ -16,14 +16,22 @@ Severities: `error` (fails or is wrong under a JAX transformation, or the user's
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
-from ._batching import *  # noqa: F401,F403
-from ._catalog import CATEGORIES, NOTE_PREFIX, RULES, SAMPLES_DIR, SEVERITIES, Rule, template_fields
-from ._custom_vmap import *  # noqa: F401,F403
-from ._differentiation import *  # noqa: F401,F403
-from ._notes import *  # noqa: F401,F403
-from ._registration import *  # noqa: F401,F403
+from ._batching import *
+from ._catalog import (
+    CATEGORIES,
+    NOTE_PREFIX,
+    RULES,
+    SAMPLES_DIR,
+    SEVERITIES,
+    Rule,
+    template_fields,
+)
+from ._custom_vmap import *
+from ._differentiation import *
+from ._notes import *
+from ._registration import *
 
 __all__ = ["CATEGORIES", "DEPRECATED", "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
            "matches", "normalize_codes", "rule", "template_fields", "validate_codes"]
@@ -86,7 +94,7 @@ def normalize_codes(codes: Iterable[str]) -> tuple[list[str], list[str]]:
     return out, used
 
 
-def matches(code: str, selectors: "list[str] | tuple[str, ...]") -> bool:
+def matches(code: str, selectors: list[str] | tuple[str, ...]) -> bool:
     """True when `code` is named by any selector: `*`, a full code or a prefix (`JXG`, `JXB0`). Deprecated codes
     in `selectors` stand for their replacements."""
     normalized, _ = normalize_codes(selectors)

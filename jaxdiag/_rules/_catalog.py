@@ -5,10 +5,9 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .._report import Finding, Location
+from .._report import Finding, Location
 
 SEVERITIES = ("error", "warning", "info")
 CATEGORIES = {
@@ -23,7 +22,7 @@ SAMPLES_DIR = Path(__file__).resolve().parent.parent.parent / "samples"
 if not SAMPLES_DIR.is_dir():  # installed as a wheel: samples ship as the jaxdiag.samples package
     SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
 
-RULES: dict[str, "Rule"] = {}
+RULES: dict[str, Rule] = {}
 
 
 def template_fields(template: str) -> set[str]:
@@ -83,13 +82,11 @@ class Rule:
         path = self.sample_path(which)
         return path.read_text(encoding="utf-8") if path and path.is_file() else None
 
-    def finding(self, location: "Location | None" = None, **fields: Any) -> "Finding":
+    def finding(self, location: Location | None = None, **fields: Any) -> Finding:
         """A finding of this rule at the catalog's severity, its message and fix filled from `fields`.
 
         A missing or unexpected field is jaxdiag's own bug (TypeError): the check's status becomes `error`.
         """
-        from .._report import Finding
-
         expected = self.fields
         unknown = sorted(set(fields) - expected)
         missing = sorted(expected - set(fields))
