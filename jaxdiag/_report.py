@@ -113,7 +113,7 @@ class TargetReport:
 
     def all_problems(self) -> list[Problem]:
         """Recorded problems plus one `internal-error` per check that crashed."""
-        crashed = [Problem("internal-error", f"check {c.name}: {c.detail.splitlines()[0] if c.detail else 'failed'}")
+        crashed = [Problem("internal-error", c.detail.splitlines()[0] if c.detail else f"check {c.name} failed")
                    for c in self.internal_errors]
         return self.problems + crashed
 

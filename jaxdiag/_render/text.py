@@ -87,9 +87,8 @@ def _draw_target(target: TargetReport, console: Console) -> None:
     for finding in target.findings:
         console.print(_panel(finding))
     for check in target.internal_errors:
-        detail = check.detail.splitlines()[0] if check.detail else "failed"
-        console.print(Text(f"  internal error in check {check.name}: {detail} (jaxdiag's own bug, not yours)",
-                           style="jaxdiag.error"))
+        detail = check.detail.splitlines()[0] if check.detail else f"internal error in check {check.name}"
+        console.print(Text(f"  {detail} (jaxdiag's own bug, not a defect in your code)", style="jaxdiag.error"))
 
 
 def _problem_panel(problem: Problem) -> Panel:
