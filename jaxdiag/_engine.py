@@ -29,6 +29,7 @@ from ._filtering import Filter, validate_inline
 from ._inputs import DOMAINS, ArgSpec, draw, parse_spec, shape_ladder, spec_of
 from ._report import CheckResult, Finding, Location, Report, TargetReport
 from ._targets import Target, classify, describe, load_target
+from ._tracing import trace_function
 
 # ---------------------------------------------------------------------------------------------------------------
 # Public API
@@ -292,19 +293,6 @@ def infer_specs(subject: Subject, notes: list[Finding]) -> list[ArgSpec]:
 # ---------------------------------------------------------------------------------------------------------------
 # Nested subjects: user primitives and custom_* calls inside a function
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def trace_function(subject: Subject, cache: dict) -> tuple[Any, list]:
-    """The function's jaxpr and the custom_* objects it calls, traced once and cached."""
-    if "jaxpr" not in cache:
-        seen: list = []
-        shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
-        # disable_jit: a jit-wrapped function that already ran (the domain probe calls it) would be served from
-        # jit's trace cache without running its Python, so its custom_vjp/custom_jvp calls would go unrecorded.
-        with _compat.record_custom_calls(seen), jax.disable_jit():
-            cache["jaxpr"] = jax.make_jaxpr(subject.call)(*shapes)
-        cache["custom_calls"] = seen
-    return cache["jaxpr"], cache["custom_calls"]
 
 
 def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[Subject]:

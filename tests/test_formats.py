@@ -145,7 +145,7 @@ def test_github_lines_syntax_and_escaping():
     second = finding_lines[1]
     assert "file=pkg/win%2C dir/ops.py,line=3," in second  # properties escape `,`
     assert lines[-1].startswith("::error title=jaxdiag internal error::pkg.ops%3Amy_p") is False
-    assert lines[-1].startswith("::error title=jaxdiag internal error::pkg.ops:my_p: check boom")
+    assert lines[-1].startswith("::error title=jaxdiag internal error::pkg.ops:my_p: internal error in check boom")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -200,11 +200,11 @@ def checked(tmp_path, monkeypatch) -> Iterator[dict[str, str]]:
     outputs = {}
     for fmt in ("json", "sarif", "github", "junit", "text"):
         result = runner.invoke(app, ["check", "lintpkg", "--keep-going", "--format", fmt])
-        assert result.exit_code == 1, result.output
+        assert result.exit_code == 2, result.output  # an import failure fails the run even with --keep-going
         outputs[fmt] = result.output
     out_file = tmp_path / "out.sarif"
     result = runner.invoke(app, ["check", "lintpkg", "--keep-going", "--format", "sarif", "--output", str(out_file)])
-    assert result.exit_code == 1 and result.output == ""
+    assert result.exit_code == 2 and result.output == ""
     assert out_file.read_text() == outputs["sarif"]
     yield outputs
 
@@ -212,8 +212,11 @@ def checked(tmp_path, monkeypatch) -> Iterator[dict[str, str]]:
 def test_all_formats_carry_the_same_findings_as_json(checked):
     data = json.loads(checked["json"])
     expected = sorted(identity(f) for t in data["targets"] for f in t["findings"])
-    assert {c for c, *_ in expected} >= {PROBE, "JXR900", "JXR903", "JXR904", "JXR905"}
+    assert {c for c, *_ in expected} >= {PROBE, "JXN001", "JXN004", "JXN005"}
     assert all(path and line for _, _, path, line in expected)  # check mode gives every finding a place
+    problems = [(t["target"], p["kind"], p["location"]["path"], p["location"]["line"]) for t in data["targets"]
+                for p in t["problems"]]
+    assert problems == [("lintpkg/broken.py", "import-failed", "lintpkg/broken.py", 1)]
 
     run = json.loads(checked["sarif"])["runs"][0]
     level = {"error": "error", "warning": "warning", "note": "info"}
@@ -221,16 +224,26 @@ def test_all_formats_carry_the_same_findings_as_json(checked):
                          r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
                          r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in run["results"])
     assert from_sarif == expected
+    (invocation,) = run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (notification,) = invocation["toolExecutionNotifications"]
+    assert notification["descriptor"]["id"] == "import-failed" and notification["level"] == "error"
+    assert notification["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "lintpkg/broken.py"
 
     severity = {"error": "error", "warning": "warning", "notice": "info"}
     from_github = []
+    problem_lines = []
     for line in checked["github"].splitlines():
         match = LINE_RE.match(line)
         assert match, line
         props = dict(p.split("=", 1) for p in match.group("props").split(","))
+        if unescape(props["title"]).startswith("jaxdiag "):
+            problem_lines.append((match.group(1), unescape(props["title"]), unescape(props["file"])))
+            continue
         from_github.append((unescape(props["title"]).split()[0], severity[match.group(1)], unescape(props["file"]),
                             int(props["line"])))
     assert sorted(from_github) == expected
+    assert problem_lines == [("error", "jaxdiag import failed", "lintpkg/broken.py")]
 
     root = ET.fromstring(checked["junit"])
     text = "\n".join((e.text or "") for e in root.iter() if e.tag in ("failure", "system-out"))
@@ -238,6 +251,8 @@ def test_all_formats_carry_the_same_findings_as_json(checked):
     assert sorted((c, s, p, int(n)) for c, s, p, n in blocks) == expected
     assert {s.get("name") for s in root.findall("testsuite")} >= {"lintpkg/prims.py", "lintpkg/funcs.py",
                                                                  "lintpkg/broken.py"}
+    assert [e.get("type") for e in root.iter("error")] == ["import-failed"]
+    assert "import-failed" in checked["text"] and "no GPU, no luck" in " ".join(checked["text"].split())
 
     for code, *_ in expected:
         assert code in checked["text"]

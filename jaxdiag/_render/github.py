@@ -43,7 +43,7 @@ def render(report: Report) -> str:
             if problem.location is not None:
                 props += [("file", problem.location.path.replace("\\", "/")),
                           ("line", str(max(1, problem.location.line)))]
-            props.append(("title", f"jaxdiag {problem.kind}"))
+            props.append(("title", f"jaxdiag {problem.kind.replace('-', ' ')}"))
             head = ",".join(f"{key}={escape_property(value)}" for key, value in props)
             lines.append(f"::error {head}::{escape_data(f'{target.target}: {problem.message}')}")
     return "".join(line + "\n" for line in lines)
