@@ -252,7 +252,7 @@ def test_all_formats_carry_the_same_findings_as_json(checked):
     assert {s.get("name") for s in root.findall("testsuite")} >= {"lintpkg/prims.py", "lintpkg/funcs.py",
                                                                  "lintpkg/broken.py"}
     assert [e.get("type") for e in root.iter("error")] == ["import-failed"]
-    assert "import-failed" in checked["text"] and "no GPU, no luck" in " ".join(checked["text"].split())
+    assert "import-failed" in checked["text"] and "no GPU" in checked["text"]
 
     for code, *_ in expected:
         assert code in checked["text"]
