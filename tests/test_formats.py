@@ -269,3 +269,45 @@ def test_render_dispatch_knows_every_format():
     report = sample_report()
     for fmt in ("text", "json", "sarif", "github", "junit"):
         assert render(report, fmt)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One severity per rule, everywhere
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_sarif_rule_levels_match_every_result_level(checked):
+    run = json.loads(checked["sarif"])["runs"][0]
+    levels = {r["id"]: r["defaultConfiguration"]["level"] for r in run["tool"]["driver"]["rules"]}
+    assert run["results"]
+    for result in run["results"]:
+        assert result["level"] == levels[result["ruleId"]], result["ruleId"]
+        assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+
+
+def test_jaxdiag_rules_lists_the_catalog_severity_of_every_rule():
+    result = runner.invoke(app, ["rules"])
+    assert result.exit_code == 0
+    listed = {}
+    for line in result.output.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0] in rules.RULES:
+            listed[parts[0]] = parts[2]
+    assert listed == {code: r.severity for code, r in rules.RULES.items()}
+
+
+def test_every_sample_reports_each_rule_at_its_catalog_severity():
+    """The pinned codes of every sample file (verified against real runs by test_samples_table), on every JAX
+    release the table covers: a code only ever appears at its rule's catalog severity."""
+    from expected_codes import EXPECTED, EXPECTED_BY_JAX
+
+    tables = [EXPECTED, *EXPECTED_BY_JAX.values()]
+    wrong = [f"{name}: {code} reported as {sev}, catalog says {rules.RULES[code].severity}"
+             for table in tables for name, entry in table.items() for sev, codes in entry.items() for code in codes
+             if rules.RULES[code].severity != sev]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_finding_cannot_take_another_severity():
+    with pytest.raises(TypeError):
+        rules.INPUTS_INFERRED.finding(count=1, specs="f32[3]", severity="error")
