@@ -304,7 +304,7 @@ def test_every_sample_reports_each_rule_at_its_catalog_severity():
     tables = [EXPECTED, *EXPECTED_BY_JAX.values()]
     wrong = [f"{name}: {code} reported as {sev}, catalog says {rules.RULES[code].severity}"
              for table in tables for name, entry in table.items() for sev, codes in entry.items() for code in codes
-             if rules.RULES[code].severity != sev]
+             if sev != "problems" and rules.RULES[code].severity != sev]
     assert not wrong, "\n".join(wrong)
 
 

@@ -219,15 +219,15 @@ def test_domain_fallback_is_reported(user_files):
     import jax.numpy as jnp
 
     report = jaxdiag.check_grad(jnp.log, "f32[3]")
-    notes = [f for f in report.findings if f.code == "JXR901"]
+    notes = [f for f in report.findings if f.code == "JXN002"]
     assert notes and "'positive'" in notes[0].message and "@positive" in notes[0].fix
     pinned = jaxdiag.check_grad(jnp.log, "f32[3]@positive")
-    assert not [f for f in pinned.findings if f.code == "JXR901"]
+    assert not [f for f in pinned.findings if f.code == "JXN002"]
 
 
 def test_inputs_are_inferred_and_reported(user_files):
     report = jaxdiag.check_grad("good_mod:needs_matrix")
-    note = [f for f in report.findings if f.code == "JXR900"][0]
+    note = [f for f in report.findings if f.code == "JXN001"][0]
     assert "f32[2,3]" in note.message
     assert report.targets[0].inputs == ["f32[2,3]"]
 
@@ -346,7 +346,7 @@ def test_report_api():
     from jaxdiag import Finding, Report
     from jaxdiag._report import TargetReport
 
-    clean = Report([TargetReport("t", "function", findings=[Finding("JXR900", "inputs-inferred", "info", "m")])])
+    clean = Report([TargetReport("t", "function", findings=[Finding("JXN001", "inputs-inferred", "info", "m")])])
     assert clean.ok
     clean.raise_if_failed()
     bad = Report([TargetReport("t", "function", findings=[Finding("JXB005", "x", "error", "observed")])])

@@ -354,7 +354,7 @@ def test_domain_fallback_and_steps_near_the_boundary(tmp_path):
             return log32(p[0]), t[0] / p[0]
         """)
     inferred = jaxdiag.check_grad(f"{tmp_path / 'domains.py'}:safe_sqrt")  # no --arg: inferred, domain fallback
-    assert {"JXR900", "JXR901"} <= inferred.codes() and inferred.ok, inferred.findings
+    assert {"JXN001", "JXN002"} <= inferred.codes() and inferred.ok, inferred.findings
     near_zero = jaxdiag.check_grad(f"{tmp_path / 'domains.py'}:log32", "f32[6]@0.0005..0.002")
     assert near_zero.ok and not internal_errors(near_zero), near_zero.findings
 
