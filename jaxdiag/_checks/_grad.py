@@ -71,9 +71,10 @@ def function_grad(ctx: Context) -> Iterator[Finding]:
         # `jaxdiag check` also walks functions nobody differentiates (an ffi_call, a pure_callback): a note there
         severity = "info" if ctx.options.command == "check" else None
         yield rules.DERIVATIVE_RULE_RAISED.finding(
-            f"jax.grad of {name} fails: {error_text(exc)}." + _nested_hint(ctx),
+            evidence=f"jax.grad of {name} fails: {error_text(exc)}." + _nested_hint(ctx),
             fix="Give the non-differentiable part a derivative (jax.custom_jvp / jax.custom_vjp around the "
-                "ffi_call or callback), or fix the rule named in the error.", location=st.subject.location,
+                "ffi_call or callback), or fix the rule named in the error.",
+            location=st.subject.location,
             severity=severity)
         return
     custom = _custom_parts(ctx)
@@ -89,13 +90,14 @@ def function_grad(ctx: Context) -> Iterator[Finding]:
     where = worst.arg.name if worst.arg is not None else "all arguments"
     dtype = worst.arg.dtype if worst.arg is not None else st.diff[0].dtype
     yield rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
-        f"jax.grad of {name} differs from its numerical derivative: for a step v in {where} and a random "
+        evidence=f"jax.grad of {name} differs from its numerical derivative: for a step v in {where} and a random "
         f"output cotangent w, <grad, v> = {worst.got:.6g} but float64 finite differences give <w, J v> = "
         f"{worst.expected:.6g} (tolerance {worst.tol:.0e} for {short_dtype(dtype)}). {name} uses custom "
         f"derivative rules ({', '.join(custom)}); their own findings say which one differs. This may be "
         "intended (gradient clipping, straight-through estimators).",
         fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {name}; otherwise fix the custom "
-            "rule reported below.", location=st.subject.location)
+            "rule reported below.",
+        location=st.subject.location)
 
 
 def _custom_parts(ctx: Context) -> list[str]:
@@ -299,7 +301,7 @@ def _composition_finding(st: GradState, how: str, message: str, fix: str = "",
     rule = {"custom_vjp": rule_name(st.bwd, "bwd"), "custom_jvp": rule_name(st.jvp_rule, "the JVP rule")}.get(
         st.kind, name)
     return rules.COMPOSITION_MISMATCH.finding(
-        f"{how} of {name}: {message}",
+        evidence=f"{how} of {name}: {message}",
         fix=fix or f"Keep {rule} traceable: use jax.numpy instead of NumPy on cotangents/tangents (no np.asarray, "
                    "float(), Python if on values), and do not depend on global state.",
         location=location or _rule_location(st))
@@ -469,10 +471,11 @@ def _second_order_failed(st: GradState, how: str, exc: BaseException, command: s
     name = _display_name(st)
     prefer = st.bwd if st.kind == "custom_vjp" else st.jvp_rule
     return rules.SECOND_ORDER_MISMATCH.finding(
-        f"{how} of {name} fails: {error_text(exc, prefer)}. First-order gradients work, but Hessians, "
+        evidence=f"{how} of {name} fails: {error_text(exc, prefer)}. First-order gradients work, but Hessians, "
         "jax.hessian and Newton steps fail.",
         fix="Write the rule with differentiable jax.numpy operations (no NumPy, no Python control flow on values, "
-            "no pure_callback without its own derivative).", location=_rule_location(st),
+            "no pure_callback without its own derivative).",
+        location=_rule_location(st),
         severity="info" if command == "check" else "error")  # many rules never need second derivatives
 
 
@@ -484,10 +487,12 @@ def _second_order_consistency(st: GradState, hv: list, htu: Any, u: list) -> Ite
     tol = max(grad_tol(a.dtype) for a in st.diff)
     if not close_scalar(rhs, lhs, scale, tol):
         yield rules.SECOND_ORDER_MISMATCH.finding(
-            f"Second derivatives of {_display_name(st)} disagree between modes: <u, H v> = {lhs:.6g} by jvp of vjp "
+            evidence=f"Second derivatives of {_display_name(st)} disagree between modes: <u, H v> = {lhs:.6g} by jvp of vjp "
             f"but <H^T u, v> = {rhs:.6g} by grad of grad (tolerance {tol:.0e}).",
             fix="A rule inside the gradient is not transposed consistently; check the transpose/JVP rules of the "
-                "primitives the rule uses.", location=_rule_location(st), severity="error")
+                "primitives the rule uses.",
+            location=_rule_location(st),
+            severity="error")
 
 
 def _second_order_references(st: GradState, ws: Sequence[Any], G: Callable, hv: list) -> Iterator[Finding]:
@@ -514,11 +519,12 @@ def _second_order_references(st: GradState, ws: Sequence[Any], G: Callable, hv: 
         if ref is not None:
             parts.append(f"autodiff of the undecorated function gives {fmt_values(ref[i])}")
         yield rules.SECOND_ORDER_MISMATCH.finding(
-            f"The second derivative of {_display_name(st)} with respect to {a.name} (jax.jvp of the gradient along "
+            evidence=f"The second derivative of {_display_name(st)} with respect to {a.name} (jax.jvp of the gradient along "
             f"a random direction) is {fmt_values(hv[i])}, but " + "; ".join(parts) + ". JAX differentiates the "
             "rule's own code; a stop_gradient, NumPy call or rounding in it changes second derivatives silently.",
             fix="If deliberate, add `# jaxdiag: ignore[JXG019]` to the rule's def line; otherwise compute the "
-                "gradient with differentiable operations on the primal values.", location=_rule_location(st))
+                "gradient with differentiable operations on the primal values.",
+            location=_rule_location(st))
         return
 
 

@@ -11,7 +11,8 @@ BATCH_DIM_OUT_OF_RANGE = Rule(
     "JAX fails deep inside vmap with `IndexError: tuple index out of range` (or `AssertionError: (-1, 2)` for a "
     "negative dim), naming neither the primitive nor the rule.",
     "jxb001_bad.py", "jxb001_good.py",
-    message="{message}", fix="{fix}",
+    message="Batch dim out of range: {evidence}",
+    fix="{fix}",
 )
 BATCH_DIM_WRONG_TYPE = Rule(
     "JXB002", "batch-dim-wrong-type", "error",
@@ -19,7 +20,8 @@ BATCH_DIM_WRONG_TYPE = Rule(
     "Checks `type(dim) is int or dim is None` for every output dim (numpy integers and arrays are rejected).",
     "JAX raises `batch dim should be int or None` without naming the primitive.",
     "jxb002_bad.py", "jxb002_good.py",
-    message="{message}", fix="{fix}",
+    message="Batch dim of the wrong type: {evidence}",
+    fix="{fix}",
 )
 MISSING_NONE_FOR_UNBATCHED_OUTPUT = Rule(
     "JXB003", "unbatched-output-reported-batched", "warning",
@@ -29,7 +31,8 @@ MISSING_NONE_FOR_UNBATCHED_OUTPUT = Rule(
     "`jax.vmap(f, out_axes=None)` fails for that output (`vmap has mapped output but out_axes is None`) and the "
     "constant is broadcast to the batch size for nothing.",
     "jxb003_bad.py", "jxb003_good.py",
-    message="{message}", fix="{fix}",
+    message="Unbatched output reported batched: {evidence}",
+    fix="{fix}",
 )
 BATCH_AXIS_SIZE_MISMATCH = Rule(
     "JXB004", "batch-axis-size-mismatch", "error",
@@ -39,7 +42,8 @@ BATCH_AXIS_SIZE_MISMATCH = Rule(
     "vmap silently returns an array of the wrong shape (e.g. `(3,)` instead of `(4, 3)` when a constant output is "
     "given the input's batch dim); the failure surfaces later in unrelated code.",
     "jxb004_bad.py", "jxb004_good.py",
-    message="{message}", fix="{fix}",
+    message="Batch axis of the wrong size: {evidence}",
+    fix="{fix}",
 )
 BATCH_RESULT_MISMATCH = Rule(
     "JXB005", "batched-result-mismatch", "error",
@@ -49,7 +53,8 @@ BATCH_RESULT_MISMATCH = Rule(
     "The rule computes something else than the primitive under a batch, typically because it assumes the batch "
     "axis is at 0 or that every argument is batched: results are silently wrong.",
     "jxb005_bad.py", "jxb005_good.py",
-    message="{message}", fix="{fix}",
+    message="vmap differs from the per-example loop: {evidence}",
+    fix="{fix}",
 )
 BATCHING_RULE_RAISED = Rule(
     "JXB006", "batching-rule-raised", "error",
@@ -57,7 +62,8 @@ BATCHING_RULE_RAISED = Rule(
     "Calls vmap with every in_axes variant and reports the exception and the in_axes that triggered it.",
     "Rules often assume every operand is batched (`jnp.moveaxis(y, None, 0)`), or that the batch dim is 0.",
     "jxb006_bad.py", "jxb006_good.py",
-    message="{message}", fix="{fix}",
+    message="Batching rule raised: {evidence}",
+    fix="{fix}",
 )
 MULTIPLE_RESULTS_STRUCTURE = Rule(
     "JXB007", "multiple-results-structure", "error",
@@ -67,7 +73,8 @@ MULTIPLE_RESULTS_STRUCTURE = Rule(
     "An int instead of a list of dims gives `TypeError: 'int' object is not iterable`; a short list gives a "
     "`safe_zip` error; a bare array is iterated row by row and can be silently wrong.",
     "jxb007_bad.py", "jxb007_good.py",
-    message="{message}", fix="{fix}",
+    message="Wrong multiple_results structure: {evidence}",
+    fix="{fix}",
 )
 RULE_RETURN_NOT_PAIR = Rule(
     "JXB008", "rule-return-not-pair", "error",
@@ -76,7 +83,8 @@ RULE_RETURN_NOT_PAIR = Rule(
     "Forgetting the dim makes JAX unpack the output array itself; returning `([out], [d])` gives `not a valid JAX "
     "type`.",
     "jxb008_bad.py", "jxb008_good.py",
-    message="{message}", fix="{fix}",
+    message="Batching rule does not return (out, dim): {evidence}",
+    fix="{fix}",
 )
 BATCHED_SHAPE_MISMATCH = Rule(
     "JXB009", "batched-shape-mismatch", "error",
@@ -84,7 +92,8 @@ BATCHED_SHAPE_MISMATCH = Rule(
     "Removes the returned batch dim from each output and compares with the per-example abstract eval.",
     "Downstream code planned with the abstract eval's shapes; the batched value no longer matches them.",
     "jxb009_bad.py", "jxb009_good.py",
-    message="{message}", fix="{fix}",
+    message="Batched shape disagrees with the abstract eval: {evidence}",
+    fix="{fix}",
 )
 UNBATCHED_OUTPUT_VARIES = Rule(
     "JXB010", "unbatched-output-varies", "error",
@@ -92,7 +101,8 @@ UNBATCHED_OUTPUT_VARIES = Rule(
     "Compares the per-example results of an output the rule reports as `None`.",
     "JAX broadcasts the single value to every example: all but one example get a wrong result.",
     "jxb010_bad.py", "jxb010_good.py",
-    message="{message}", fix="{fix}",
+    message="Output reported unbatched varies across examples: {evidence}",
+    fix="{fix}",
 )
 OUT_AXES_TUPLE_FOR_LIST = Rule(
     "JXB011", "out-axes-tuple-for-list-output", "warning",
@@ -101,14 +111,16 @@ OUT_AXES_TUPLE_FOR_LIST = Rule(
     "`jax.vmap(f, out_axes=(0, None))` fails with `ValueError: vmap out_axes specification must be a tree prefix "
     "of the corresponding value`. Use `out_axes=[0, None]`, or return `tuple(prim.bind(...))` from the wrapper.",
     "jxb011_bad.py", "jxb011_good.py",
-    message="{message}", fix="{fix}",
+    message="Tuple out_axes for a list output: {evidence}",
+    fix="{fix}",
 )
 VMAP_CALL_FAILED = Rule(
     "JXB012", "vmap-call-failed", "error",
     "The `in_axes` / `out_axes` you asked for do not work with this target; jaxdiag explains JAX's error.",
     "Reproduces `vmap(f, in_axes, out_axes)` with the given axes and translates JAX's error into plain words.",
     "JAX's messages about tree prefixes and axis sizes rarely say which argument or output is at fault.",
-    message="{message}", fix="{fix}",
+    message="The requested vmap fails: {evidence}",
+    fix="{fix}",
 )
 VMAP_RAISED = Rule(
     "JXB013", "vmap-raised", "error",
@@ -117,7 +129,8 @@ VMAP_RAISED = Rule(
     "Python control flow on array values (`if x.sum() > 0`), `int(x)` or NumPy calls on traced values work "
     "eagerly but not on vmap's tracers: the function cannot be batched as written.",
     "jxb013_bad.py", "jxb013_good.py",
-    message="{message}", fix="{fix}",
+    message="{variant_describe} raised {exc_error}, although {name} runs on each example.{also}{works}",
+    fix="{vmap_raised_fix}",
 )
 FFI_VMAP_METHOD_MISSING = Rule(
     "JXB020", "ffi-vmap-method-missing", "error",
@@ -128,7 +141,8 @@ FFI_VMAP_METHOD_MISSING = Rule(
     "one of ...`. (JAX 0.5 still falls back to a sequential loop with a DeprecationWarning; jaxdiag reports JXB023, "
     "a warning, there.)",
     "jxb020_bad.py", "jxb020_good.py",
-    message="{message}", fix="{fix}",
+    message="{call_describe}{call_where} has no vmap_method (None), so {consequence}.",
+    fix="Pass `vmap_method=` to the {primitive} at {line}: {choices}. {which_methods_work}",
 )
 FFI_KERNEL_NOT_BATCH_AWARE = Rule(
     "JXB021", "ffi-kernel-not-batch-aware", "error",
@@ -140,7 +154,12 @@ FFI_KERNEL_NOT_BATCH_AWARE = Rule(
     "`expand_dims` and `broadcast_all` hand the kernel one buffer with a leading batch axis; a kernel that treats "
     "the buffer as one row silently mixes examples. `vmap_method=\"sequential\"` is always correct.",
     "jxb021_bad.py", "jxb021_good.py",
-    message="{message}", fix="{fix}",
+    message="{call_describe}{call_where} declares vmap_method='{method}', but the {noun} is not batch-aware: "
+            "{variant_describe} {observed}. With '{method}' the {noun} is handed {get}{handed}, and must "
+            "treat the leading axis as a batch. With vmap_method='sequential' the same call matches the loop.",
+    fix="Declare `vmap_method=\"sequential\"` at {line} (one {noun} call per example, always correct), or "
+        "make `{target}` batch-aware: treat the leading dimensions as a batch and only the trailing ones "
+        "as one example{broadcast}.",
 )
 FFI_LEGACY_VECTORIZED = Rule(
     "JXB022", "ffi-legacy-vectorized", "warning",
@@ -150,7 +169,9 @@ FFI_LEGACY_VECTORIZED = Rule(
     "Its semantics are ambiguous (unbatched operands are passed without a batch axis) and it is slated for "
     "removal; choose `expand_dims`, `broadcast_all` or `sequential`.",
     "jxb022_bad.py", "jxb022_good.py",
-    message="{message}", fix="{fix}",
+    message="{call_describe}{call_where} declares the deprecated vmap_method='legacy_vectorized' (it hands "
+            "the {noun} {handed_what}); it is slated for removal.",
+    fix="Replace it at {line} with {advice}.",
 )
 FFI_VMAP_METHOD_FALLBACK = Rule(
     "JXB023", "ffi-vmap-method-fallback", "warning",

@@ -10,7 +10,10 @@ VMAP_OUT_BATCHED_STRUCTURE = Rule(
     "Compares the structures of the rule's two return values.",
     "JAX fails with `structure of output value and output batching specification ... do not match`.",
     "jxv001_bad.py", "jxv001_good.py",
-    message="{message}", fix="{fix}",
+    message="`{rule_name}`: {problem} ({where}). JAX fails with `ValueError: structure of output value and "
+            "output batching specification returned by custom vmap rule ... do not match`.",
+    fix="In `{rule_name}`, return `out_batched` with exactly the output's structure, one bool per "
+        "output: e.g. `return out, {all_true_like}`.",
 )
 VMAP_DECLARED_UNBATCHED_VARIES = Rule(
     "JXV002", "declared-unbatched-but-batched", "error",
@@ -19,7 +22,8 @@ VMAP_DECLARED_UNBATCHED_VARIES = Rule(
     "per-example loop.",
     "JAX broadcasts the value again: shape `(4, 4)` instead of `(4,)`, silently.",
     "jxv002_bad.py", "jxv002_good.py",
-    message="{message}", fix="{fix}",
+    message="Output declared unbatched is batched: {evidence}",
+    fix="{fix}",
 )
 VMAP_BATCH_AXIS_NOT_LEADING = Rule(
     "JXV003", "batch-axis-not-leading", "error",
@@ -28,7 +32,9 @@ VMAP_BATCH_AXIS_NOT_LEADING = Rule(
     "A trailing batch axis is silently read as the leading one (results transposed); a missing one gives "
     "`IndexError: tuple index out of range`.",
     "jxv003_bad.py", "jxv003_good.py",
-    message="{message}", fix="{fix}",
+    message="`{rule_name}` declares {labels} batched (`True` in out_batched) but returned shape {shape}: "
+            "{what} ({where}).",
+    fix="{fix}",
 )
 VMAP_RESULT_MISMATCH = Rule(
     "JXV004", "custom-vmap-result-mismatch", "error",
@@ -38,7 +44,8 @@ VMAP_RESULT_MISMATCH = Rule(
     "A rule that ignores `in_batched` can work by accident for one combination and be wrong or crash for "
     "another.",
     "jxv004_bad.py", "jxv004_good.py",
-    message="{message}", fix="{fix}",
+    message="vmap differs from the per-example loop: {evidence}",
+    fix="{fix}",
 )
 VMAP_RULE_RAISED = Rule(
     "JXV005", "custom-vmap-rule-error", "error",
@@ -46,7 +53,8 @@ VMAP_RULE_RAISED = Rule(
     "Calls the rule for every `in_batched` combination and reports what went wrong.",
     "JAX reports `too many values to unpack` or `No batching rule defined`, far from the rule.",
     "jxv005_bad.py", "jxv005_good.py",
-    message="{message}", fix="{fix}",
+    message="custom_vmap rule failed: {evidence}",
+    fix="{fix}",
 )
 VMAP_GRAD_LIMITATION = Rule(
     "JXV006", "custom-vmap-grad-outside-vmap", "info",
@@ -55,5 +63,9 @@ VMAP_GRAD_LIMITATION = Rule(
     "inside a function, only when grad of that function fails too.",
     "JAX raises `Linearization failed to produce known values for all output primals`. Wrap the function in "
     "`jax.custom_jvp`/`custom_vjp`, or differentiate `vmap(f)`.",
-    message="{message}", fix="{fix}",
+    message="`jax.grad` of `{name}` outside vmap raises {error}. custom_vmap has no reverse-mode rule: a "
+            "known JAX limitation, not a defect of your rule{works}.",
+    fix="If `{name}` must be differentiable on its own, wrap it with `jax.custom_vjp` outside the "
+        "custom_vmap (`@jax.custom_vjp` above `@custom_vmap`, then `defvjp(fwd, bwd)`), or "
+        "`jax.custom_jvp`.",
 )

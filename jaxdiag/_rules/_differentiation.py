@@ -10,7 +10,9 @@ JVP_MISMATCH = Rule(
     "Compares the JVP rule's tangent with central differences computed in float64 along random directions.",
     "`jax.grad` and `jax.jvp` return wrong derivatives without any error.",
     "jxg001_bad.py", "jxg001_good.py",
-    message="{message}", fix="{fix}",
+    message="{rule} disagrees with finite differences of {fun}'s impl: {details}. jax.grad and jax.jvp "
+            "return these wrong derivatives without any error.",
+    fix="Fix the derivative formula in {rule} for {name} (check the chain-rule factor and the sign).",
 )
 TRANSPOSE_NOT_ADJOINT = Rule(
     "JXG002", "transpose-not-adjoint", "error",
@@ -18,7 +20,11 @@ TRANSPOSE_NOT_ADJOINT = Rule(
     "Runs the dot-product test between the linearized JVP and the transpose rule at random `v`, `w`.",
     "Forward mode and reverse mode give different derivatives; `jax.grad` is silently wrong.",
     "jxg002_bad.py", "jxg002_good.py",
-    message="{message}", fix="{fix}",
+    message="{name} is not the adjoint of {rule}: for a step v in {args_names} and a random output cotangent "
+            "w, <w, J v> = {fwd:.6g} (JVP rule) but <J^T w, v> = {rev:.6g} (transpose rule), tolerance "
+            "{tol:.0e}. Forward and reverse mode give different derivatives; jax.grad is silently wrong.",
+    fix="Make {name} apply the transpose of the JVP's linear map (e.g. A.T @ ct for A @ t, the reverse "
+        "of a cumsum for a cumsum, a sum over broadcast axes for a broadcast).",
 )
 TRANSPOSE_OUTPUT_STRUCTURE = Rule(
     "JXG003", "transpose-output-structure", "error",
@@ -27,7 +33,8 @@ TRANSPOSE_OUTPUT_STRUCTURE = Rule(
     "Calls the transpose rule with `UndefinedPrimal` linear arguments and validates what it returns.",
     "JAX fails with `safe_zip` errors or `Expected cotangent type float32[2] but got float32[]`, naming no rule.",
     "jxg003_bad.py", "jxg003_good.py",
-    message="{message}", fix="{fix}",
+    message="Transpose rule output has the wrong structure: {evidence}",
+    fix="{fix}",
 )
 COTANGENT_DTYPE = Rule(
     "JXG004", "cotangent-dtype-drift", "error",
@@ -36,7 +43,8 @@ COTANGENT_DTYPE = Rule(
     "JAX does not check cotangent dtypes: `grad` of a float32 input silently comes back float16, or int32 with "
     "its fraction truncated, or fails later with `lax.add requires arguments to have the same dtypes`.",
     "jxg004_bad.py", "jxg004_good.py",
-    message="{message}", fix="{fix}",
+    message="Cotangent dtype drift: {evidence}",
+    fix="{fix}",
 )
 TRANSPOSE_ASSUMES_LINEAR_ARG = Rule(
     "JXG005", "transpose-assumes-linear-arg", "error",
@@ -45,7 +53,10 @@ TRANSPOSE_ASSUMES_LINEAR_ARG = Rule(
     "JAX fails with `Error interpreting argument to <prim> as a JAX value ... UndefinedPrimal`. Branch on "
     "`ad.is_undefined_primal(x)`.",
     "jxg005_bad.py", "jxg005_good.py",
-    message="{message}", fix="{fix}",
+    message="{name} raised {text} when {which} is the linear (undefined) argument: it uses an "
+            "ad.UndefinedPrimal as a value, i.e. it assumes another argument is the linear one.",
+    fix="In {name}, branch on `ad.is_undefined_primal(x)` for each argument and return the cotangent "
+        "only for the undefined one(s) (None for the others).",
 )
 SYMBOLIC_ZERO_UNHANDLED = Rule(
     "JXG006", "symbolic-zero-unhandled", "error",
@@ -54,7 +65,8 @@ SYMBOLIC_ZERO_UNHANDLED = Rule(
     "The rule crashes with `unsupported operand type(s) for *: ... and 'Zero'` when only some inputs are "
     "differentiated. Use `ad.instantiate_zeros(t)` or test `type(t) is ad.Zero`.",
     "jxg006_bad.py", "jxg006_good.py",
-    message="{message}", fix="{fix}",
+    message="Symbolic zero not handled: {evidence}",
+    fix="{fix}",
 )
 JVP_OUTPUT_STRUCTURE = Rule(
     "JXG007", "jvp-output-structure", "error",
@@ -64,7 +76,8 @@ JVP_OUTPUT_STRUCTURE = Rule(
     "A wrong tangent shape is silently accepted by `jax.jvp` and crashes `grad` with an unrelated `IndexError`; "
     "returning only the tangent is unpacked row by row.",
     "jxg007_bad.py", "jxg007_good.py",
-    message="{message}", fix="{fix}",
+    message="JVP rule output has the wrong structure: {evidence}",
+    fix="{fix}",
 )
 VJP_BWD_STRUCTURE = Rule(
     "JXG010", "vjp-bwd-structure", "error",
@@ -74,7 +87,8 @@ VJP_BWD_STRUCTURE = Rule(
     "`grad` fails with a pytree-structure error, or, worse, a mismatched nesting is accepted for one shape and "
     "not another.",
     "jxg010_bad.py", "jxg010_good.py",
-    message="{message}", fix="{fix}",
+    message="custom_vjp bwd output has the wrong structure: {evidence}",
+    fix="{fix}",
 )
 VJP_IGNORED_COTANGENT = Rule(
     "JXG011", "vjp-ignored-cotangent", "error",
@@ -82,7 +96,10 @@ VJP_IGNORED_COTANGENT = Rule(
     "Feeds a cotangent on one output at a time and compares bwd with the autodiff/finite-difference reference.",
     "`grad` through that output is silently zero (or missing that term) whenever the output is used.",
     "jxg011_bad.py", "jxg011_good.py",
-    message="{message}", fix="{fix}",
+    message="{bwd} ignores the cotangent of {name} ({leaf_aval}): two different cotangents on {name} alone "
+            "give the same gradients, although {name} depends on the inputs ({where}). So jax.grad through "
+            "{name} is silently wrong: the gradient of sum({name}) is {parts}.",
+    fix="{fix}",
 )
 VJP_FWD_MISMATCH = Rule(
     "JXG012", "vjp-fwd-primal-mismatch", "error",
@@ -91,7 +108,8 @@ VJP_FWD_MISMATCH = Rule(
     "`value_and_grad` returns fwd's value, not `f`'s; structure or shape differences surface as confusing errors "
     "blamed on bwd.",
     "jxg012_bad.py", "jxg012_good.py",
-    message="{message}", fix="{fix}",
+    message="custom_vjp fwd does not match the function: {evidence}",
+    fix="{fix}",
 )
 VJP_SWAPPED_COTANGENTS = Rule(
     "JXG013", "vjp-swapped-cotangents", "error",
@@ -99,7 +117,12 @@ VJP_SWAPPED_COTANGENTS = Rule(
     "Matches bwd's cotangents against the reference gradient of every argument.",
     "`grad(f, argnums=0)` silently returns the gradient with respect to another argument.",
     "jxg013_bad.py", "jxg013_good.py",
-    message="{message}", fix="{fix}",
+    message="{bwd} returns the gradients of {name} and {name_2} in each other's slots: with a cotangent on "
+            "{out_names}, its entry for {name} is {get_values}, which is the derivative with respect to "
+            "{name_2}, and vice versa. jax.grad(f, argnums=...) silently returns the other argument's "
+            "gradient.",
+    fix="Swap the entries in {bwd}'s return: the tuple is ordered like the primal's positional arguments "
+        "({dyn_list}).",
 )
 CUSTOM_DERIVATIVE_MISMATCH = Rule(
     "JXG014", "custom-derivative-mismatch", "warning",
@@ -108,7 +131,8 @@ CUSTOM_DERIVATIVE_MISMATCH = Rule(
     "Either a bug, or deliberate (gradient clipping, straight-through estimators, surrogate gradients). If "
     "deliberate, suppress with `# jaxdiag: ignore[JXG014]` on the `def` line.",
     "jxg014_bad.py", "jxg014_good.py",
-    message="{message}", fix="{fix}",
+    message="Custom derivative differs from the numerical derivative: {evidence}",
+    fix="{fix}",
 )
 NONDIFF_ARGNUMS_MISUSE = Rule(
     "JXG015", "nondiff-argnums-misuse", "error",
@@ -118,7 +142,8 @@ NONDIFF_ARGNUMS_MISUSE = Rule(
     "An array in `nondiff_argnums` works eagerly and fails under `jit`/`scan` with an `UnexpectedTracerError`; a "
     "bwd with the wrong order multiplies a residual by a function.",
     "jxg015_bad.py", "jxg015_good.py",
-    message="{message}", fix="{fix}",
+    message="nondiff_argnums misused: {evidence}",
+    fix="{fix}",
 )
 COMPOSITION_MISMATCH = Rule(
     "JXG016", "transform-composition-failure", "error",
@@ -127,7 +152,8 @@ COMPOSITION_MISMATCH = Rule(
     "A bwd that converts cotangents to NumPy passes an eager test and fails with `TracerArrayConversionError` "
     "under `jit` or `grad(vmap)`.",
     "jxg016_bad.py", "jxg016_good.py",
-    message="{message}", fix="{fix}",
+    message="Gradient fails or differs under a composed transformation: {evidence}",
+    fix="{fix}",
 )
 DERIVATIVE_RULE_RAISED = Rule(
     "JXG017", "derivative-rule-raised", "error",
@@ -135,7 +161,8 @@ DERIVATIVE_RULE_RAISED = Rule(
     "Calls every rule directly with the inputs JAX would give and reports the user's own error and line.",
     "JAX's traceback runs through its own internals; jaxdiag names the rule and the argument.",
     "jxg017_bad.py", "jxg017_good.py",
-    message="{message}", fix="{fix}",
+    message="Derivative rule failed: {evidence}",
+    fix="{fix}",
 )
 JVP_NOT_LINEAR = Rule(
     "JXG020", "jvp-not-linear", "error",
@@ -144,7 +171,8 @@ JVP_NOT_LINEAR = Rule(
     "`jax.jvp` works, but `jax.grad` fails with `Transpose rule ... for 'integer_pow' not implemented` (naming a "
     "lax primitive, not your rule), or, for an affine rule, silently gives a different derivative than `jacfwd`.",
     "jxg020_bad.py", "jxg020_good.py",
-    message="{message}", fix="{fix}",
+    message="JVP rule not linear in the tangents: {evidence}",
+    fix="{fix}",
 )
 JVP_PRIMAL_MISMATCH = Rule(
     "JXG021", "jvp-primal-mismatch", "error",
@@ -152,7 +180,8 @@ JVP_PRIMAL_MISMATCH = Rule(
     "Compares the rule's primal output with `f(*args)`: structure, shape, dtype and value.",
     "JAX does not check it: under `jvp`/`grad` the function silently returns a different value than without.",
     "jxg021_bad.py", "jxg021_good.py",
-    message="{message}", fix="{fix}",
+    message="JVP rule's primal differs from the function: {evidence}",
+    fix="{fix}",
 )
 FLOAT0_TANGENT_UNHANDLED = Rule(
     "JXG022", "float0-tangent-unhandled", "error",
@@ -161,7 +190,10 @@ FLOAT0_TANGENT_UNHANDLED = Rule(
     "Code such as `x * t_n` fails with `UFuncTypeError ... dtype([('float0', 'V')])` once any caller "
     "differentiates the function.",
     "jxg022_bad.py", "jxg022_good.py",
-    message="{message}", fix="{fix}",
+    message="{rule} raised {text}: the tangent of the integer argument(s) {ints} is a float0 array (JAX "
+            "passes float0 zeros for integer and bool inputs), and the rule uses it in arithmetic.",
+    fix="In {rule}, ignore the tangents of {ints_2} (they are always zero), or mark the argument in "
+        "nondiff_argnums.",
 )
 VJP_DROPPED_ARGUMENT_GRADIENT = Rule(
     "JXG018", "vjp-dropped-argument-gradient", "warning",
@@ -171,7 +203,12 @@ VJP_DROPPED_ARGUMENT_GRADIENT = Rule(
     "Everything upstream of that argument silently gets no gradient (a layer that never trains). Deliberate "
     "only when the argument must not be differentiated; then suppress with `# jaxdiag: ignore[JXG018]`.",
     "jxg018_bad.py", "jxg018_good.py",
-    message="{message}", fix="{fix}",
+    message="{bwd} returns {entry} for {text}, but the function depends on {name}{ref_text}: with a "
+            "cotangent on {out_names}, finite differences give <w, J v> = {fd_value:.4g} for a step in "
+            "{name}. Everything upstream of {name} gets no gradient (e.g. the first layer never trains).",
+    fix="Return the VJP with respect to {name} from {bwd}; if {name} is deliberately not differentiated, "
+        "say so with jax.lax.stop_gradient in the primal or suppress with `# jaxdiag: ignore[JXG018]` on "
+        "the def line of {bwd}.",
 )
 SECOND_ORDER_MISMATCH = Rule(
     "JXG019", "second-order-mismatch", "warning",
@@ -183,7 +220,8 @@ SECOND_ORDER_MISMATCH = Rule(
     "dependence behind `stop_gradient` or NumPy. A mismatch with the numerical derivative may be deliberate "
     "(hence a warning); a failure or an inconsistency between the two modes is JXG023, an error.",
     "jxg019_bad.py", "jxg019_good.py",
-    message="{message}", fix="{fix}",
+    message="Second derivatives differ from the numerical ones: {evidence}",
+    fix="{fix}",
 )
 SECOND_ORDER_FAILURE = Rule(
     "JXG023", "second-order-failure", "error",

@@ -10,7 +10,9 @@ MISSING_IMPL = Rule(
     "Checks that `prim.def_impl(...)` was called.",
     "Eager calls fail with `NotImplementedError: Evaluation rule for '<name>' not implemented`.",
     "jxr001_bad.py", "jxr001_good.py",
-    message="{message}", fix="{fix}",
+    message="{var} has no impl (`{var}.def_impl(...)` was never called): eager calls fail with "
+            "`NotImplementedError: Evaluation rule for '{prim_name}' not implemented`.{also}",
+    fix="{fix}",
 )
 MISSING_ABSTRACT_EVAL = Rule(
     "JXR002", "missing-abstract-eval", "error",
@@ -19,7 +21,10 @@ MISSING_ABSTRACT_EVAL = Rule(
     "Eager-only tests pass, but every trace fails with `NotImplementedError: Abstract evaluation for '<name>' not "
     "implemented`.",
     "jxr002_bad.py", "jxr002_good.py",
-    message="{message}", fix="{fix}",
+    message="{var} has no abstract evaluation rule: eager calls and eager vmap work, but `jax.jit`, "
+            "`jax.grad` and `jax.make_jaxpr` fail with `NotImplementedError: Abstract evaluation for "
+            "'{prim_name}' not implemented`.{observed}",
+    fix="{fix}",
 )
 ABSTRACT_EVAL_MISMATCH = Rule(
     "JXR003", "abstract-eval-mismatch", "error",
@@ -30,7 +35,8 @@ ABSTRACT_EVAL_MISMATCH = Rule(
     "Eager mode silently uses the impl's result; under `jit` lowering fails with an MLIR verifier error far from "
     "the cause, and every transformation plans with the wrong shapes.",
     "jxr003_bad.py", "jxr003_good.py",
-    message="{message}", fix="{fix}",
+    message="Abstract eval disagrees with the impl: {evidence}",
+    fix="{fix}",
 )
 MISSING_LOWERING = Rule(
     "JXR004", "missing-lowering", "warning",
@@ -39,7 +45,10 @@ MISSING_LOWERING = Rule(
     "`jax.jit` fails with `NotImplementedError: MLIR translation rule for primitive '<name>' not found for "
     "platform cpu`. Use `mlir.lower_fun(impl, multiple_results=...)` when the impl is written in `jax.numpy`.",
     "jxr004_bad.py", "jxr004_good.py",
-    message="{message}", fix="{fix}",
+    message="{var} has no MLIR lowering for cpu: `jax.jit` of any function using it fails with "
+            "`NotImplementedError: MLIR translation rule for primitive '{prim_name}' not found for platform "
+            "cpu`.",
+    fix="{fix}",
 )
 MISSING_BATCHING_RULE = Rule(
     "JXR005", "missing-batching-rule", "warning",
@@ -50,7 +59,9 @@ MISSING_BATCHING_RULE = Rule(
     "warning under `jaxdiag check`, which cannot know whether the primitive is ever vmapped (like a missing "
     "lowering); `jaxdiag batching`, which was asked to vmap it, reports JXR012, an error.",
     "jxr005_bad.py", "jxr005_good.py",
-    message="{message}", fix="{fix}",
+    message="{var} has no batching rule: `jax.vmap` (and `jax.jacfwd`) of anything using it fails with "
+            "`NotImplementedError: Batching rule for '{prim_name}' not implemented`.",
+    fix="{fix}",
 )
 MISSING_JVP_RULE = Rule(
     "JXR006", "missing-jvp-rule", "info",
@@ -61,7 +72,11 @@ MISSING_JVP_RULE = Rule(
     "custom_vjp/custom_jvp around it never needs a JVP rule. `jaxdiag grad`, which was asked to differentiate it, "
     "reports JXR013, an error.",
     "jxr006_bad.py", "jxr006_good.py",
-    message="{message}", fix="{fix}",
+    message="{prim} has no JVP rule: jax.grad, jax.jvp and jacfwd fail with `NotImplementedError: "
+            "Differentiation rule for '{prim}' not implemented`.",
+    fix="Register one: `ad.defjvp({var}, lambda g, {args}, **params: ...)` (one function per argument), "
+        "or `ad.primitive_jvps[prim] = rule` with rule(primals, tangents, **params) -> (primal_out, "
+        "tangent_out).",
 )
 MISSING_TRANSPOSE_RULE = Rule(
     "JXR007", "missing-transpose-rule", "warning",
@@ -71,7 +86,12 @@ MISSING_TRANSPOSE_RULE = Rule(
     "differentiation) for '<name>' not implemented`. A warning under `jaxdiag check` (forward mode may be all the "
     "project uses); `jaxdiag grad`, which was asked for reverse mode, reports JXR014, an error.",
     "jxr007_bad.py", "jxr007_good.py",
-    message="{message}", fix="{fix}",
+    message="{prim} is linear in its JVP (the JVP rule binds {prim} on the tangents) but has no transpose "
+            "rule: jax.jvp works, jax.grad with respect to {args_names} fails with `NotImplementedError: "
+            "Transpose rule (for reverse-mode differentiation) for '{prim}' not implemented`.",
+    fix="Register the adjoint: `ad.primitive_transposes[{var}] = lambda ct, {args}, **params: [...]` "
+        "returning one cotangent per argument (None for arguments that are not `ad.UndefinedPrimal`), or "
+        "use `ad.deflinear2`.",
 )
 REMOVED_JAX_API = Rule(
     "JXR008", "removed-jax-api", "error",
@@ -79,7 +99,8 @@ REMOVED_JAX_API = Rule(
     "Recognises `AttributeError`s raised from a rule that name a `jax` module attribute.",
     "The rule crashes as soon as it runs; `batching.not_mapped` was removed in JAX 0.10 (use `None`).",
     "jxr008_bad.py", "jxr008_good.py",
-    message="{message}", fix="{fix}",
+    message="{where} uses `{module}.{attr}`, which does not exist on JAX {JAX_VERSION}: {exc_error}.",
+    fix="Replace `{attr}`: {advice}.",
 )
 WRONG_RULE_SIGNATURE = Rule(
     "JXR009", "wrong-rule-signature", "error",
@@ -89,7 +110,8 @@ WRONG_RULE_SIGNATURE = Rule(
     "JAX passes the primitive's bind parameters as keywords; a rule that does not accept them fails with an "
     "error naming only the rule's own function.",
     "jxr009_bad.py", "jxr009_good.py",
-    message="{message}", fix="{fix}",
+    message="Rule signature does not match JAX's call: {evidence}",
+    fix="{fix}",
 )
 LOWERING_MISMATCH = Rule(
     "JXR010", "lowering-mismatch", "error",
@@ -98,7 +120,8 @@ LOWERING_MISMATCH = Rule(
     "Eager tests pass while every jitted caller fails with an MLIR verifier error, or silently computes something "
     "else: the lowering was written for another function, another dtype, or another `multiple_results`.",
     "jxr010_bad.py", "jxr010_good.py",
-    message="{message}", fix="{fix}",
+    message="jit disagrees with the impl: {evidence}",
+    fix="{fix}",
 )
 TARGET_RAISED = Rule(
     "JXR011", "target-raised", "error",
@@ -106,7 +129,10 @@ TARGET_RAISED = Rule(
     "Calls the primitive's impl (or the function) once on the example inputs before any transformation.",
     "Either the example inputs are not what the target expects (pass `--arg`), or the impl itself is broken; "
     "nothing under vmap can be checked until one example runs.",
-    message="{message}", fix="{fix}",
+    message="{subject_name}'s {where} raised {exc_error} on the example inputs ({inputs_text}); nothing "
+            "under vmap could be checked.",
+    fix="If these inputs are not what it expects, pass matching ones with --arg (e.g. --arg f32[4,3]); "
+        "otherwise fix the {where} so that one example runs.",
 )
 VMAP_WITHOUT_BATCHING_RULE = Rule(
     "JXR012", "vmap-without-batching-rule", "error",

@@ -132,7 +132,10 @@ def _structure_finding(ctx: Context, ev: Evidence, items: list[tuple[RuleCall, P
         fix = _signature_fix(prim, call.params)
     else:
         fix = _structure_fix(ev, prim, call, problem, suggestions)
-    return problem.rule.finding(message, fix=fix, location=location)
+    return problem.rule.finding(
+        evidence=message,
+        fix=fix,
+        location=location)
 
 
 def _display(ctx: Context, prim: Any) -> str:
@@ -281,7 +284,10 @@ def _raised_finding(ctx: Context, raised: list[RuleCall]) -> Finding:
                f"{call.describe()}.{others}")
     if passed:
         message += f" It works for {passed[0].describe(name)}."
-    return rules.BATCHING_RULE_RAISED.finding(message, fix=_raised_fix(call, exc), location=location)
+    return rules.BATCHING_RULE_RAISED.finding(
+        evidence=message,
+        fix=_raised_fix(call, exc),
+        location=location)
 
 
 def _raised_fix(call: RuleCall, exc: BaseException) -> str:

@@ -62,9 +62,10 @@ def vjp_fwd(ctx: Context) -> Iterator[Finding]:
     if st.fwd is None or st.bwd is None:
         st.blocked["JXG017"] = "no fwd/bwd"
         yield rules.DERIVATIVE_RULE_RAISED.finding(
-            f"{fun} is a custom_vjp without rules: defvjp(fwd, bwd) was never called, so every jax.grad fails with "
+            evidence=f"{fun} is a custom_vjp without rules: defvjp(fwd, bwd) was never called, so every jax.grad fails with "
             f"`AttributeError: No VJP defined for custom_vjp function {fun} using defvjp`.",
-            fix=f"Call `{fun}.defvjp({fun}_fwd, {fun}_bwd)` after defining both rules.", location=locate(st.fun))
+            fix=f"Call `{fun}.defvjp({fun}_fwd, {fun}_bwd)` after defining both rules.",
+            location=locate(st.fun))
         return
     expected = st.out
     result, exc = quiet_call(st.fwd, *_fwd_args(st))
@@ -75,7 +76,7 @@ def vjp_fwd(ctx: Context) -> Iterator[Finding]:
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
         st.blocked["JXG012"] = f"{fwd} does not return a pair"
         yield rules.VJP_FWD_MISMATCH.finding(
-            f"{fwd} must return a pair (primal_out, residuals) but returned {aval_text(result)}; JAX fails with "
+            evidence=f"{fwd} must return a pair (primal_out, residuals) but returned {aval_text(result)}; JAX fails with "
             "`Custom VJP fwd rule ... must produce a pair (list or tuple of length two)`.",
             fix=f"Return the primal output and the residuals bwd needs, e.g. `return out, (x,)`, in {fwd}.",
             location=locate(st.fwd))
@@ -91,12 +92,13 @@ def _fwd_raised(st: GradState, exc: BaseException) -> Finding:
     text = error_text(exc, st.fwd)
     if st.symbolic_zeros and "CustomVJPPrimal" in str(exc):
         return rules.SYMBOLIC_ZERO_UNHANDLED.finding(
-            f"{fwd} raised {text}: with defvjp(..., symbolic_zeros=True) fwd receives each argument as "
+            evidence=f"{fwd} raised {text}: with defvjp(..., symbolic_zeros=True) fwd receives each argument as "
             "CustomVJPPrimal(value, perturbed), not as an array.",
             fix=f"In {fwd}, unwrap the arguments first: `x = x.value` (and use `x.perturbed` to skip work for "
-                "arguments that are not differentiated).", location=locate(st.fwd))
+                "arguments that are not differentiated).",
+            location=locate(st.fwd))
     return rules.DERIVATIVE_RULE_RAISED.finding(
-        f"{fwd} raised {text} when called as JAX calls it, {fwd}({', '.join(a.text for a in st.args)}).",
+        evidence=f"{fwd} raised {text} when called as JAX calls it, {fwd}({', '.join(a.text for a in st.args)}).",
         fix=f"Make {fwd} accept the same positional arguments as {fun} and return (primal_out, residuals).",
         location=locate(st.fwd))
 
@@ -107,12 +109,13 @@ def _fwd_primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[
     if got_tree != want_tree:
         st.blocked["JXG012"] = f"{fwd}'s primal output has another structure than {fun}'s"
         yield rules.VJP_FWD_MISMATCH.finding(
-            f"{fwd}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: under jax.vjp and "
+            evidence=f"{fwd}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: under jax.vjp and "
             f"value_and_grad the caller gets {fwd}'s structure, and bwd receives cotangents shaped like it, so code "
             "that works with the plain function breaks (often as an unrelated IndexError or a shape error blamed "
             "on bwd).",
             fix=f"Return exactly what {fun} returns as the first element of {fwd}'s pair "
-                f"(`return {fun}_out, residuals`; tuple vs list matters).", location=locate(st.fwd))
+                f"(`return {fun}_out, residuals`; tuple vs list matters).",
+            location=locate(st.fwd))
         return
     for name, got, want in zip(st.out_names, jax.tree_util.tree_leaves(primal), jax.tree_util.tree_leaves(expected)):
         problem = leaf_difference(got, want)
@@ -121,7 +124,7 @@ def _fwd_primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[
         if "shape" in problem:
             st.blocked["JXG012"] = f"{fwd}'s primal {name} has another shape than {fun}'s"
         yield rules.VJP_FWD_MISMATCH.finding(
-            f"{fwd}'s primal {name} differs from {fun}'s: {problem}. JAX does not check this: under jax.vjp, "
+            evidence=f"{fwd}'s primal {name} differs from {fun}'s: {problem}. JAX does not check this: under jax.vjp, "
             f"value_and_grad and grad the function silently returns {fwd}'s value.",
             fix=f"Compute the primal {name} in {fwd} exactly as {fun} does (or call {fun} inside {fwd}).",
             location=locate(st.fwd))
@@ -134,7 +137,7 @@ def _residual_findings(st: GradState, residuals: Any) -> Iterator[Finding]:
     if bad:
         st.blocked["JXG012-residuals"] = "residuals are not arrays"
         yield rules.VJP_FWD_MISMATCH.finding(
-            f"{fwd}'s residuals contain {type(bad[0]).__name__} {bad[0]!r:.40}: residuals must be arrays (or "
+            evidence=f"{fwd}'s residuals contain {type(bad[0]).__name__} {bad[0]!r:.40}: residuals must be arrays (or "
             f"pytrees of arrays); jax.grad fails with `TypeError: Argument {bad[0]!r:.30} of type "
             f"{type(bad[0])} is not a valid JAX type`.",
             fix="Keep only arrays in the residuals; pass static values through nondiff_argnums or a closure.",
@@ -209,15 +212,16 @@ def _bwd_raised(st: GradState, exc: BaseException, ws: Sequence[Any]) -> Finding
         if order:
             nondiff_names = ", ".join(st.args[i].name for i in st.nondiff)
             return rules.NONDIFF_ARGNUMS_MISUSE.finding(
-                f"{bwd} raised {text}: JAX calls it as {bwd}({nondiff_names}, res, g) (nondiff_argnums "
+                evidence=f"{bwd} raised {text}: JAX calls it as {bwd}({nondiff_names}, res, g) (nondiff_argnums "
                 f"{st.nondiff} come first), but it is written as {bwd}({order}).",
                 fix=f"Put the non-differentiable arguments first: `def {bwd}({nondiff_names}, res, g):`.",
                 location=locate(st.bwd))
     return rules.DERIVATIVE_RULE_RAISED.finding(
-        f"{bwd} raised {text} when called as JAX calls it, with the residuals from fwd and a cotangent "
+        evidence=f"{bwd} raised {text} when called as JAX calls it, with the residuals from fwd and a cotangent "
         f"{aval_text(_cotangent(st, ws))} shaped like {fun}'s output.",
         fix=f"Make {bwd}(res, g) accept a cotangent for every output of {fun} and return one cotangent per "
-            "argument.", location=locate(st.bwd))
+            "argument.",
+        location=locate(st.bwd))
 
 
 def _working_order(st: GradState, ws: Sequence[Any]) -> str | None:
@@ -285,16 +289,17 @@ def _entry_findings(st: GradState, arg: Arg, entry: Any) -> Iterator[Finding]:
     shape = tuple(np.shape(entry))
     if shape != arg.shape:
         yield rules.VJP_BWD_STRUCTURE.finding(
-            f"{bwd}'s cotangent for {arg.name} has shape {aval_text(entry)} but {arg.name} is "
+            evidence=f"{bwd}'s cotangent for {arg.name} has shape {aval_text(entry)} but {arg.name} is "
             f"{aval_text(arg.value)}; JAX rejects it (`Custom VJP bwd rule must produce an output with the same "
             "type as the args tuple`), broadcastable shapes included.",
             fix=f"Return a cotangent of shape {arg.shape} for {arg.name}: sum over the axes broadcasting added "
-                "(`jnp.sum(ct, axis=...)`) or reshape.", location=locate(st.bwd))
+                "(`jnp.sum(ct, axis=...)`) or reshape.",
+            location=locate(st.bwd))
         return
     dtype = np.asarray(entry).dtype if not hasattr(entry, "dtype") else np.dtype(entry.dtype)
     if arg.diff and dtype != arg.dtype:
         yield rules.COTANGENT_DTYPE.finding(
-            f"{bwd}'s cotangent for {arg.name} is {short_dtype(dtype)} but {arg.name} is {short_dtype(arg.dtype)}: "
+            evidence=f"{bwd}'s cotangent for {arg.name} is {short_dtype(dtype)} but {arg.name} is {short_dtype(arg.dtype)}: "
             f"JAX does not check this, so jax.grad with respect to {arg.name} silently returns "
             f"{short_dtype(dtype)}" + (" (fractions truncated)" if dtype.kind in "iub" else "") + ".",
             fix=f"Cast the cotangent in {bwd}: `.astype({arg.name}.dtype)` (keep the residuals in the input dtype).",
@@ -313,8 +318,10 @@ def _structure_finding(st: GradState, message: str, result: Any) -> Finding:
     else:
         fix = f"Return one cotangent per positional argument, in order: `{generic}` (None for no gradient)."
     return rules.VJP_BWD_STRUCTURE.finding(
-        message + ". JAX fails with `Custom VJP bwd rule must produce an output with the same container (pytree) "
-        "structure as the args tuple of the primal function`.", fix=fix, location=locate(st.bwd))
+        evidence=message + ". JAX fails with `Custom VJP bwd rule must produce an output with the same container (pytree) "
+        "structure as the args tuple of the primal function`.",
+        fix=fix,
+        location=locate(st.bwd))
 
 
 def _meant_return(st: GradState, result: Any) -> str | None:
