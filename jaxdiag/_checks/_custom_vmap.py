@@ -198,7 +198,8 @@ def _check_unbatched_leaf(t: _Target, i: int, shape: tuple[int, ...], size: int,
     what = (f"one example's shape {per_example} with a batch axis of size {size} at position {found[0]}" if found
             else f"not one example's shape {per_example}")
     raise _RuleDefect(rules.VMAP_DECLARED_UNBATCHED_VARIES.finding(
-        evidence=f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched) but returned shape {shape}: "
+        evidence=f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched) but returned shape "
+                 f"{shape}: "
         f"{what} ({where}). JAX treats it as one value and broadcasts it to every example again, giving shape "
         f"{(size,) + shape}: silently wrong.",
         fix=f"In `{t.rule_name}`, mark {t.labels[i]} batched: `return out, {_all_true_like(t.out_tree)}` "
@@ -311,7 +312,8 @@ def _compare_outputs(t: _Target, variant: Variant, got: list[Any], want: list[np
         in_batched = variant.in_batched
         if flags is not None and not flags[i]:
             yield rules.VMAP_DECLARED_UNBATCHED_VARIES.finding(
-                evidence=f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched), but it differs from "
+                evidence=f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched), but it differs "
+                         f"from "
                 f"example to example: {variant.describe(t.fn_name)} (in_batched={in_batched}) gives "
                 f"{comparison.describe()} against the per-example loop. JAX broadcast one value to every example.",
                 fix=f"In `{t.rule_name}`, compute {t.labels[i]} per example (batch axis first) and mark it `True` "
@@ -341,7 +343,8 @@ def run_variant(ctx: Context, t: _Target, variant: Variant) -> list[Finding]:
         return [defect.finding]
     except Exception as exc:  # the rule's result passed validation, yet JAX failed: report it with the variant
         return [rules.VMAP_RESULT_MISMATCH.finding(
-            evidence=f"{variant.describe(t.fn_name)} raises {first_line(exc)}, while calling `{t.fn_name}` on each example "
+            evidence=f"{variant.describe(t.fn_name)} raises {first_line(exc)}, while calling `{t.fn_name}` on each "
+                     f"example "
             "works.",
             fix=f"Check the dtypes and shapes `{t.rule_name}` returns against `{t.fn_name}`'s output.",
             location=t.location)]
@@ -366,7 +369,8 @@ def all_unbatched(ctx: Context, t: _Target, batch: int) -> list[Finding]:
         comparison = _numerics.compare(g, np.broadcast_to(w, (batch,) + w.shape) if batched else w)
         if not (comparison.ok or comparison.nonfinite):
             return [rules.VMAP_RESULT_MISMATCH.finding(
-                evidence=f"With {where}, `{t.rule_name}` returned {t.labels[i]} different from `{t.fn_name}` on the same "
+                evidence=f"With {where}, `{t.rule_name}` returned {t.labels[i]} different from `{t.fn_name}` on the "
+                         f"same "
                 f"(unbatched) arguments: {comparison.describe()}.",
                 fix=f"When no argument is batched, `{t.rule_name}` must return `{t.fn_name}(*args)` (declared "
                     "`False`), or that value broadcast to `axis_size` (declared `True`).",
@@ -432,7 +436,8 @@ def _target(ctx: Context, rule: Callable) -> _Target:
 def _no_rule(ctx: Context) -> Finding:
     name = ctx.subject.name
     return rules.VMAP_RULE_RAISED.finding(
-        evidence=f"`{name}` is a custom_vmap without a vmap rule: `jax.vmap` fails with `AttributeError: No batching rule "
+        evidence=f"`{name}` is a custom_vmap without a vmap rule: `jax.vmap` fails with `AttributeError: No batching "
+                 f"rule "
         f"defined for custom_vmap function {name} using def_vmap`.",
         fix=f"Define it: `@{name}.def_vmap` on a function `(axis_size, in_batched, *args) -> (out, out_batched)`.",
         location=ctx.subject.location)

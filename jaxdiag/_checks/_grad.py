@@ -487,7 +487,8 @@ def _second_order_consistency(st: GradState, hv: list, htu: Any, u: list) -> Ite
     tol = max(grad_tol(a.dtype) for a in st.diff)
     if not close_scalar(rhs, lhs, scale, tol):
         yield rules.SECOND_ORDER_MISMATCH.finding(
-            evidence=f"Second derivatives of {_display_name(st)} disagree between modes: <u, H v> = {lhs:.6g} by jvp of vjp "
+            evidence=f"Second derivatives of {_display_name(st)} disagree between modes: <u, H v> = {lhs:.6g} by jvp "
+                     f"of vjp "
             f"but <H^T u, v> = {rhs:.6g} by grad of grad (tolerance {tol:.0e}).",
             fix="A rule inside the gradient is not transposed consistently; check the transpose/JVP rules of the "
                 "primitives the rule uses.",
@@ -519,7 +520,8 @@ def _second_order_references(st: GradState, ws: Sequence[Any], G: Callable, hv: 
         if ref is not None:
             parts.append(f"autodiff of the undecorated function gives {fmt_values(ref[i])}")
         yield rules.SECOND_ORDER_MISMATCH.finding(
-            evidence=f"The second derivative of {_display_name(st)} with respect to {a.name} (jax.jvp of the gradient along "
+            evidence=f"The second derivative of {_display_name(st)} with respect to {a.name} (jax.jvp of the "
+                     f"gradient along "
             f"a random direction) is {fmt_values(hv[i])}, but " + "; ".join(parts) + ". JAX differentiates the "
             "rule's own code; a stop_gradient, NumPy call or rounding in it changes second derivatives silently.",
             fix="If deliberate, add `# jaxdiag: ignore[JXG019]` to the rule's def line; otherwise compute the "

@@ -158,7 +158,8 @@ def _reverse_failed(st: GradState, ctx: Context, args: Sequence[Arg], exc: BaseE
         return None
     _, rule = names(st)
     return rules.DERIVATIVE_RULE_RAISED.finding(
-        evidence=f"jax.grad of {prim} with respect to {_names_of(args)} fails: {error_text(exc)}. jax.grad transposes the "
+        evidence=f"jax.grad of {prim} with respect to {_names_of(args)} fails: {error_text(exc)}. jax.grad "
+                 f"transposes the "
         f"tangent computation of {rule}; every operation applied to a tangent must have a transpose.",
         fix=f"Express {rule}'s tangent output with linear operations on the tangents (or give {prim} a transpose "
             "rule if the JVP re-binds it).",
@@ -200,7 +201,8 @@ def _raised(st: GradState, name: str, call: dict, undefined: list[int], k: int |
     if zero_ct:
         out = st.out_names[k] if k is not None else "an output"
         return rules.SYMBOLIC_ZERO_UNHANDLED.finding(
-            evidence=f"{name} raised {text} when the cotangent of some output is a symbolic ad.Zero (the caller used only "
+            evidence=f"{name} raised {text} when the cotangent of some output is a symbolic ad.Zero (the caller used "
+                     f"only "
             f"{out}).",
             fix=f"In {name}, test `type(ct) is ad.Zero` (or use `ad.instantiate_zeros(ct)`).",
             location=_location(st))
@@ -213,7 +215,8 @@ def _raised(st: GradState, name: str, call: dict, undefined: list[int], k: int |
 def _validate(st: GradState, name: str, out: Any, args: tuple, undefined: list[int]) -> Iterator[Finding]:
     if not isinstance(out, (tuple, list)):
         yield rules.TRANSPOSE_OUTPUT_STRUCTURE.finding(
-            evidence=f"{name} returned a bare {aval_text(out)} for {st.subject.obj.name} with {len(args)} argument(s): it must "
+            evidence=f"{name} returned a bare {aval_text(out)} for {st.subject.obj.name} with {len(args)} "
+                     f"argument(s): it must "
             f"return a list with one cotangent per argument (None for non-linear ones). JAX fails with a safe_zip "
             "length error.",
             fix=f"Return a list, ordered like the primitive's arguments: `{_list_return(st, undefined, len(args))}`.",

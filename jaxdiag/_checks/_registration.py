@@ -285,7 +285,8 @@ def _compare_with_impl(ctx: Context, result: AbstractOutput, location: Location 
     impl_mr = out.structure == "list"
     if impl_mr != bool(prim.multiple_results):
         yield rules.ABSTRACT_EVAL_MISMATCH.finding(
-            evidence=f"{prim.name}'s impl returns {'a sequence of ' + str(len(out.leaves)) if impl_mr else 'one array'} but "
+            evidence=f"{prim.name}'s impl returns "
+                     f"{'a sequence of ' + str(len(out.leaves)) if impl_mr else 'one array'} but "
             f"{prim.name}.multiple_results is {bool(prim.multiple_results)}: eager calls return the impl's value "
             "unchanged, every trace plans with the other structure.",
             fix=f"Set `{prim_var(subject)}.multiple_results = True` and return one ShapedArray per output."
@@ -294,7 +295,8 @@ def _compare_with_impl(ctx: Context, result: AbstractOutput, location: Location 
         return
     if len(out.leaves) != len(result.avals):
         yield rules.ABSTRACT_EVAL_MISMATCH.finding(
-            evidence=f"{prim.name}'s abstract eval gives {len(result.avals)} output(s) ({avals_text(result.avals)}) but the "
+            evidence=f"{prim.name}'s abstract eval gives {len(result.avals)} output(s) ({avals_text(result.avals)}) "
+                     f"but the "
             f"impl returns {len(out.leaves)} ({avals_text(out.avals)}) for {inputs_text(subject)}.",
             fix=f"Return exactly {len(out.leaves)} ShapedArrays: "
                 f"{_shaped_list(out.avals, subject, _arg_names(ctx), grown_shapes(ctx))}.",
@@ -397,7 +399,8 @@ def _jit_agrees(ctx: Context) -> Iterator[Finding]:
         if not comparison.ok and not comparison.nonfinite:
             ctx.cache["jit_broken"] = True
             yield rules.LOWERING_MISMATCH.finding(
-                evidence=f"`jax.jit` of {prim_var(subject)} differs from its eager impl for {inputs_text(subject)}, output {k}: "
+                evidence=f"`jax.jit` of {prim_var(subject)} differs from its eager impl for {inputs_text(subject)}, "
+                         f"output {k}: "
                 f"{comparison.describe()}. Jitted callers silently compute something else than eager ones.",
                 fix="Lower the same computation as the impl: `mlir.register_lowering(prim, mlir.lower_fun(impl, "
                     "multiple_results=...))`, or fix whichever of the two is wrong.",

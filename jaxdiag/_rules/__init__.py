@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ._batching import *
+from ._batching import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._catalog import (
     CATEGORIES,
     NOTE_PREFIX,
@@ -28,10 +28,10 @@ from ._catalog import (
     Rule,
     template_fields,
 )
-from ._custom_vmap import *
-from ._differentiation import *
-from ._notes import *
-from ._registration import *
+from ._custom_vmap import *  # noqa: F403  (each rule module defines only Rule constants)
+from ._differentiation import *  # noqa: F403  (each rule module defines only Rule constants)
+from ._notes import *  # noqa: F403  (each rule module defines only Rule constants)
+from ._registration import *  # noqa: F403  (each rule module defines only Rule constants)
 
 __all__ = ["CATEGORIES", "DEPRECATED", "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
            "matches", "normalize_codes", "rule", "template_fields", "validate_codes"]

@@ -122,7 +122,8 @@ def _structure_finding(ctx: Context, ev: Evidence, items: list[tuple[RuleCall, P
     texts = list(dict.fromkeys(p.text for c, p in items if c is call))
     first, rest = texts[0], [t[:1].upper() + t[1:] for t in texts[1:]]
     joint = (" " if first.startswith(("returned", "an output")) else
-             " rejects the arguments JAX passes: " if first.startswith(("got ", "missing ", "takes ")) else " is wrong: ")
+             " rejects the arguments JAX passes: "
+             "" if first.startswith(("got ", "missing ", "takes ")) else " is wrong: ")
     lead = f"{_owner(ctx, prim)}'s batching rule{joint}{first[:1].lower() + first[1:]}"
     defect = " ".join(t.rstrip(".") + "." for t in [lead, *rest])
     message = (f"{defect} Seen when called by {call.variant.describe(name)}: {call.describe()}."

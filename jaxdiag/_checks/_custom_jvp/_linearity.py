@@ -87,7 +87,8 @@ def _nonlinear_finding(st: GradState, t0: list, t1: list, tcx: list, zero: float
         observed.append(f"T(t1 + t2) differs from T(t1) + T(t2) by up to {add:.3g}")
     consequence = _reverse_consequence(st)
     return rules.JVP_NOT_LINEAR.finding(
-        evidence=f"{rule}'s tangent output is not linear in the input tangents: " + "; ".join(observed) + ". " + consequence,
+        evidence=f"{rule}'s tangent output is not linear in the input tangents: "
+                 f"" + "; ".join(observed) + ". " + consequence,
         fix=f"Make every tangent term in {rule} linear in the tangents: multiply them by primal-only factors "
             "(`cos(x) * t`, not `t ** 2`, `abs(t)`, `t * t2` or `+ 1.0`).",
         location=rule_location(st))

@@ -105,7 +105,8 @@ def _raised(st: GradState, exc: BaseException) -> Finding:
             location=rule_location(st))
     if st.kind == "primitive" and "Zero" in str(exc):
         return rules.SYMBOLIC_ZERO_UNHANDLED.finding(
-            evidence=f"{rule} raised {text}: the tangent of an integer argument ({', '.join(a.text for a in ints)}) is a "
+            evidence=f"{rule} raised {text}: the tangent of an integer argument ({', '.join(a.text for a in ints)}) "
+                     f"is a "
             "symbolic ad.Zero.",
             fix="Test `type(t) is ad.Zero` or use `ad.instantiate_zeros(t)`.",
             location=rule_location(st))
@@ -122,7 +123,8 @@ def _raised(st: GradState, exc: BaseException) -> Finding:
                 fix=f"Put the non-differentiable arguments first: `def {rule}({nd}, primals, tangents):`.",
                 location=rule_location(st))
     return rules.DERIVATIVE_RULE_RAISED.finding(
-        evidence=f"{rule} raised {text} when called as JAX calls it (primals {', '.join(a.text for a in st.args)} with random "
+        evidence=f"{rule} raised {text} when called as JAX calls it (primals {', '.join(a.text for a in st.args)} "
+                 f"with random "
         "tangents).",
         fix=f"Make {rule} work for these inputs; it must return (primal_out, tangent_out).",
         location=rule_location(st))
@@ -131,7 +133,8 @@ def _raised(st: GradState, exc: BaseException) -> Finding:
 def _not_pair(st: GradState, result: Any) -> Finding:
     fun, rule = names(st)
     return rules.JVP_OUTPUT_STRUCTURE.finding(
-        evidence=f"{rule} must return a pair (primal_out, tangent_out) but returned {aval_text(result)}. JAX reports `must "
+        evidence=f"{rule} must return a pair (primal_out, tangent_out) but returned {aval_text(result)}. JAX reports "
+                 f"`must "
         "produce a pair`, or, when the tangent's leading dimension is 2, silently unpacks its rows as (primal, "
         "tangent).",
         fix=f"Return both: `return {fun}_out, tangent_out` in {rule}.",
@@ -144,7 +147,8 @@ def _primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[Find
     if got is None:
         st.blocked["JXG021"] = "primal structure differs"
         yield rules.JVP_PRIMAL_MISMATCH.finding(
-            evidence=f"{rule}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: JAX does not "
+            evidence=f"{rule}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: JAX "
+                     f"does not "
             "check this; under jax.jvp the caller gets the rule's structure and jax.grad later fails (e.g. "
             "`TypeError: iteration over a 0-d array`).",
             fix=f"Return exactly {fun}'s output as the first element of {rule}'s pair (call {fun} on the primals).",
@@ -157,7 +161,8 @@ def _primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[Find
         if "shape" in problem:
             st.blocked["JXG021"] = "primal shape differs"
         yield rules.JVP_PRIMAL_MISMATCH.finding(
-            evidence=f"{rule}'s primal {name} differs from {fun}'s: {problem}. JAX does not check it: under jax.jvp and "
+            evidence=f"{rule}'s primal {name} differs from {fun}'s: {problem}. JAX does not check it: under jax.jvp "
+                     f"and "
             f"jax.grad the function silently returns the rule's value.",
             fix=f"Compute the primal in {rule} exactly as {fun} does (e.g. `out = {fun}(x)` inside the rule).",
             location=rule_location(st))
@@ -187,7 +192,8 @@ def _tangent_findings(st: GradState, primal: Any, tangent: Any) -> Iterator[Find
     if not ok:
         st.blocked["JXG007"] = "tangent structure differs"
         yield rules.JVP_OUTPUT_STRUCTURE.finding(
-            evidence=f"{rule}'s tangent output is {aval_text(tangent)} but the primal output is {aval_text(primal)}: they "
+            evidence=f"{rule}'s tangent output is {aval_text(tangent)} but the primal output is {aval_text(primal)}: "
+                     f"they "
             "must have the same pytree structure (tuple vs list matters).",
             fix=f"Return the tangents in the primal's container: e.g. `return (a, b), (ta, tb)` in {rule}.",
             location=rule_location(st))
@@ -200,14 +206,16 @@ def _tangent_findings(st: GradState, primal: Any, tangent: Any) -> Iterator[Find
         if t_shape != tuple(np.shape(p)):
             st.blocked["JXG007"] = "tangent shape differs"
             yield rules.JVP_OUTPUT_STRUCTURE.finding(
-                evidence=f"{rule}'s tangent for {name} has shape {aval_text(t)} but the primal is {aval_text(p)}: jax.jvp "
+                evidence=f"{rule}'s tangent for {name} has shape {aval_text(t)} but the primal is {aval_text(p)}: "
+                         f"jax.jvp "
                 "may accept it silently, and jax.grad then fails with an unrelated IndexError (or `Custom JVP rule "
                 "must produce primal and tangent outputs with corresponding shapes and dtypes`).",
                 fix=f"Return a tangent of shape {tuple(np.shape(p))} for {name} (no extra or missing axes).",
                 location=rule_location(st))
         elif t_dtype != np.dtype(want_dtype) and not (want_dtype == _compat.float0 and t_dtype.kind in "biu"):
             yield rules.JVP_OUTPUT_STRUCTURE.finding(
-                evidence=f"{rule}'s tangent for {name} is {short_dtype(t_dtype)} but the primal is {aval_text(p)}, whose "
+                evidence=f"{rule}'s tangent for {name} is {short_dtype(t_dtype)} but the primal is {aval_text(p)}, "
+                         f"whose "
                 f"tangent dtype is {short_dtype(want_dtype)}.",
                 fix=f"Cast the tangent: `.astype({short_dtype(want_dtype)})` (float0 for integer outputs).",
                 location=rule_location(st))

@@ -139,7 +139,8 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
     loc = rule_location(st)
     where = f" ({loc})" if loc else ""
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
-        evidence=f"{rule}'s tangents differ from the derivative of {fun}: " + "; ".join(details) + ". This may be intended "
+        evidence=f"{rule}'s tangents differ from the derivative of {fun}: "
+                 f"" + "; ".join(details) + ". This may be intended "
         "(gradient clipping, straight-through estimators, surrogate gradients); otherwise jax.grad and jax.jvp "
         "are silently wrong.",
         fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {rule}{where}; otherwise fix the "
@@ -174,7 +175,8 @@ def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
         zero = "jax.custom_derivatives.SymbolicZero" if st.kind == "custom_jvp" else "ad.Zero"
         others = ", ".join(b.name for b in candidates if b is not a)
         yield rules.SYMBOLIC_ZERO_UNHANDLED.finding(
-            evidence=f"{rule} raised {error_text(exc, user_rules(st)[0] if user_rules(st) else None)} when only {a.name} is "
+            evidence=f"{rule} raised {error_text(exc, user_rules(st)[0] if user_rules(st) else None)} when only "
+                     f"{a.name} is "
             f"differentiated: the tangents of {others} then arrive as symbolic zeros ({zero}), e.g. under "
             f"jax.grad(f, argnums={a.pos}).",
             fix=f"In {rule}, test `type(t) is {zero}` before using a tangent"
@@ -205,7 +207,8 @@ def jvp_reverse(ctx: Context) -> Iterator[Finding]:
     ws, cts, exc = pullback_at_first_cotangent(st)
     if exc is not None:
         yield rules.DERIVATIVE_RULE_RAISED.finding(
-            evidence=f"jax.jvp of {fun} works but reverse mode fails: jax.vjp/jax.grad raised {error_text(exc, st.jvp_rule)}. "
+            evidence=f"jax.jvp of {fun} works but reverse mode fails: jax.vjp/jax.grad raised "
+                     f"{error_text(exc, st.jvp_rule)}. "
             "jax.grad transposes the tangent computation of the rule, so every operation applied to a tangent "
             "must be linear and traceable (no comparisons or NumPy conversions of tangents).",
             fix=f"Write {rule}'s tangent output as primal-only factors times the tangents.",

@@ -319,7 +319,8 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
     loc = locate(st.bwd)
     where = f" ({loc})" if loc else ""
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
-        evidence=f"{bwd}'s gradient differs from the derivative of {fun}: " + "; ".join(details) + ". This may be intended "
+        evidence=f"{bwd}'s gradient differs from the derivative of {fun}: "
+                 f"" + "; ".join(details) + ". This may be intended "
         "(gradient clipping, straight-through estimators, surrogate gradients); otherwise jax.grad is silently "
         "wrong.",
         fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {bwd}{where}; otherwise make "

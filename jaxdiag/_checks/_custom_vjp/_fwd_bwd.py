@@ -62,7 +62,8 @@ def vjp_fwd(ctx: Context) -> Iterator[Finding]:
     if st.fwd is None or st.bwd is None:
         st.blocked["JXG017"] = "no fwd/bwd"
         yield rules.DERIVATIVE_RULE_RAISED.finding(
-            evidence=f"{fun} is a custom_vjp without rules: defvjp(fwd, bwd) was never called, so every jax.grad fails with "
+            evidence=f"{fun} is a custom_vjp without rules: defvjp(fwd, bwd) was never called, so every jax.grad "
+                     f"fails with "
             f"`AttributeError: No VJP defined for custom_vjp function {fun} using defvjp`.",
             fix=f"Call `{fun}.defvjp({fun}_fwd, {fun}_bwd)` after defining both rules.",
             location=locate(st.fun))
@@ -76,7 +77,8 @@ def vjp_fwd(ctx: Context) -> Iterator[Finding]:
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
         st.blocked["JXG012"] = f"{fwd} does not return a pair"
         yield rules.VJP_FWD_MISMATCH.finding(
-            evidence=f"{fwd} must return a pair (primal_out, residuals) but returned {aval_text(result)}; JAX fails with "
+            evidence=f"{fwd} must return a pair (primal_out, residuals) but returned {aval_text(result)}; JAX fails "
+                     f"with "
             "`Custom VJP fwd rule ... must produce a pair (list or tuple of length two)`.",
             fix=f"Return the primal output and the residuals bwd needs, e.g. `return out, (x,)`, in {fwd}.",
             location=locate(st.fwd))
@@ -109,7 +111,8 @@ def _fwd_primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[
     if got_tree != want_tree:
         st.blocked["JXG012"] = f"{fwd}'s primal output has another structure than {fun}'s"
         yield rules.VJP_FWD_MISMATCH.finding(
-            evidence=f"{fwd}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: under jax.vjp and "
+            evidence=f"{fwd}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: under "
+                     f"jax.vjp and "
             f"value_and_grad the caller gets {fwd}'s structure, and bwd receives cotangents shaped like it, so code "
             "that works with the plain function breaks (often as an unrelated IndexError or a shape error blamed "
             "on bwd).",
@@ -299,7 +302,8 @@ def _entry_findings(st: GradState, arg: Arg, entry: Any) -> Iterator[Finding]:
     dtype = np.asarray(entry).dtype if not hasattr(entry, "dtype") else np.dtype(entry.dtype)
     if arg.diff and dtype != arg.dtype:
         yield rules.COTANGENT_DTYPE.finding(
-            evidence=f"{bwd}'s cotangent for {arg.name} is {short_dtype(dtype)} but {arg.name} is {short_dtype(arg.dtype)}: "
+            evidence=f"{bwd}'s cotangent for {arg.name} is {short_dtype(dtype)} but {arg.name} is "
+                     f"{short_dtype(arg.dtype)}: "
             f"JAX does not check this, so jax.grad with respect to {arg.name} silently returns "
             f"{short_dtype(dtype)}" + (" (fractions truncated)" if dtype.kind in "iub" else "") + ".",
             fix=f"Cast the cotangent in {bwd}: `.astype({arg.name}.dtype)` (keep the residuals in the input dtype).",
