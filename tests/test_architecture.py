@@ -266,8 +266,10 @@ def _docstring_nodes(tree: ast.Module) -> set[int]:
 
 def code_literals(tree: ast.Module) -> list[tuple[int, str]]:
     """(line, text) of every string constant naming a rule code (`"JXG017"`, `"JXR9"`, f"...JXR008..."), docstrings
-    excepted."""
+    and command-line help texts (`help=...`) excepted."""
     docs = _docstring_nodes(tree)
+    docs |= {id(k.value) for node in ast.walk(tree) if isinstance(node, ast.Call) for k in node.keywords
+             if k.arg == "help" and isinstance(k.value, ast.Constant)}
     return [(node.lineno, node.value) for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
             and CODE_RE.search(node.value)]

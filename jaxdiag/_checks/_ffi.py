@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 from .. import _compat, _locate, _numerics
+from .._tracing import trace_function
 from .. import _rules as rules
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
@@ -189,7 +190,9 @@ def missing_method(runner: Runner, call: ForeignCall) -> Finding:
                    f"{call.primitive} primitive when vmap_method is one of ...`" if raises else
                    f"this JAX ({_compat.JAX_VERSION}) still falls back to a sequential loop with a "
                    "DeprecationWarning; newer JAX raises NotImplementedError under vmap")
-    return rules.FFI_VMAP_METHOD_MISSING.finding(
+    # raising releases: vmap fails (an error); jax 0.5 still falls back to a deprecated sequential loop (a warning)
+    rule = rules.FFI_VMAP_METHOD_MISSING if raises else rules.FFI_VMAP_METHOD_FALLBACK
+    return rule.finding(
         call_describe=call.describe(),
         call_where=call.where(),
         consequence=consequence,
@@ -197,8 +200,7 @@ def missing_method(runner: Runner, call: ForeignCall) -> Finding:
         line=_line(call),
         choices=choices(call.noun),
         which_methods_work=_which_methods_work(runner, call),
-        location=call.location,
-        severity=None if raises else "warning")
+        location=call.location)
 
 
 def legacy_method(runner: Runner, call: ForeignCall) -> Finding:
@@ -231,7 +233,7 @@ def not_batch_aware(call: ForeignCall, failure: Failure, fn_name: str) -> Findin
         noun=call.noun,
         variant_describe=failure.variant.describe(fn_name),
         observed=failure.observed,
-        get=HANDS.get(method, 'batched buffers'),
+        buffers=HANDS.get(method, 'batched buffers'),
         handed=handed,
         line=_line(call),
         target=call.target,
@@ -242,10 +244,9 @@ def not_batch_aware(call: ForeignCall, failure: Failure, fn_name: str) -> Findin
 @check("ffi-vmap-method", family="batching", kinds={"function"})
 def ffi_vmap_method(ctx: Context) -> Iterator[Finding]:
     """Read each foreign call's vmap_method and prove, against the per-example loop, that it is right."""
-    from .. import _engine  # the engine imports the checks: import it lazily
 
     try:
-        closed, _ = _engine.trace_function(ctx.subject, ctx.cache)
+        closed, _ = trace_function(ctx.subject, ctx.cache)
     except Exception as exc:
         raise SkipCheck(f"the function could not be traced ({type(exc).__name__}: {exc})") from exc
     calls = find_calls(closed, ctx.subject.location)

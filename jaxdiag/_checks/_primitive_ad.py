@@ -90,13 +90,13 @@ def primitive_transpose(ctx: Context) -> Iterator[Finding]:
     outputs = [k for k in range(len(st.out_leaves)) if st.out_diff(k)]
     if not outputs:
         raise SkipCheck("no floating-point output")
-    reported: set[str] = set()
+    reported: set[rules.Rule] = set()
     yield from _check_arguments(st, ctx, reported)
-    for code in reported:  # later checks (composition, second order) would only repeat these
-        st.blocked.setdefault(code, "the transpose rule is defective")
+    for rule in reported:  # later checks (composition, second order) would only repeat these
+        st.blocked.setdefault(rule, "the transpose rule is defective")
 
 
-def _check_arguments(st: GradState, ctx: Context, reported: set[str]) -> Iterator[Finding]:
+def _check_arguments(st: GradState, ctx: Context, reported: set[rules.Rule]) -> Iterator[Finding]:
     """Reverse mode with respect to every argument at once (full cotangent, then one output at a time for a
     multiple-results primitive), and one argument at a time where the joint run leaves configurations of the
     transpose rule untested."""
@@ -105,7 +105,7 @@ def _check_arguments(st: GradState, ctx: Context, reported: set[str]) -> Iterato
     ct = yield from _reverse(st, ctx, st.diff, None, spy, reported)
     if ct is not None:
         st.memo["eager_grad"] = ct  # the eager gradient, reused by the composition check
-        if spy.calls and not reported & {"JXG003", "JXG004"}:
+        if spy.calls and not reported & {rules.TRANSPOSE_OUTPUT_STRUCTURE, rules.COTANGENT_DTYPE}:
             yield from _dot_test(st, ct, reported)
     jointly_linear = any(sum(_compat.is_undefined_primal(a) for a in c["args"]) > 1 for c in spy.calls)
     if len(st.diff) > 1 and (jointly_linear or not spy.calls):
@@ -116,22 +116,22 @@ def _check_arguments(st: GradState, ctx: Context, reported: set[str]) -> Iterato
             yield from _reverse(st, ctx, st.diff, k, Spy(), reported)
 
 
-def _reverse(st: GradState, ctx: Context, args: Sequence[Arg], k: int | None, spy: Spy, reported: set[str]
+def _reverse(st: GradState, ctx: Context, args: Sequence[Arg], k: int | None, spy: Spy, reported: set[rules.Rule]
              ) -> Iterator[Finding]:
     """One reverse-mode run; yields its findings and returns the cotangents (None when it failed)."""
     ct, exc = _run_reverse(st, args, k, spy)
     spied = list(_spy_findings(st, spy, k))
     for finding in spied:
-        if finding.code not in reported:
-            reported.add(finding.code)
+        if rules.rule(finding.code) not in reported:
+            reported.add(rules.rule(finding.code))
             yield finding
     if exc is None:
         return ct
     # JAX's own error after a spied defect, or one a JVP-rule finding already explained, is not new
     if not spied and not _already_reported(st, exc):
         finding = _reverse_failed(st, ctx, args, exc)
-        if finding is not None and finding.code not in reported:
-            reported.add(finding.code)
+        if finding is not None and rules.rule(finding.code) not in reported:
+            reported.add(rules.rule(finding.code))
             yield finding
     return None
 
@@ -145,16 +145,16 @@ def _reverse_failed(st: GradState, ctx: Context, args: Sequence[Arg], exc: BaseE
     prim = st.subject.obj.name
     text = str(exc)
     if isinstance(exc, NotImplementedError) and "Transpose rule" in text and f"'{prim}'" in text:
-        st.blocked["JXR007"] = "no transpose rule"
-        severity = "warning" if ctx.options.command == "check" else None
-        return rules.MISSING_TRANSPOSE_RULE.finding(
+        st.blocked[rules.MISSING_TRANSPOSE_RULE] = "no transpose rule"
+        # `grad` was asked for reverse mode (an error); `check` cannot know whether anyone uses it (a warning)
+        rule = rules.MISSING_TRANSPOSE_RULE if ctx.options.command == "check" else rules.GRAD_WITHOUT_TRANSPOSE_RULE
+        return rule.finding(
             prim=prim,
             args_names=_names_of(args),
             var=_var(st),
             args=', '.join(a.name for a in st.args),
-            location=st.subject.location,
-            severity=severity)
-    if "JXG020" in st.blocked:
+            location=st.subject.location)
+    if rules.JVP_NOT_LINEAR in st.blocked:
         return None
     _, rule = names(st)
     return rules.DERIVATIVE_RULE_RAISED.finding(
@@ -244,11 +244,9 @@ def _validate(st: GradState, name: str, out: Any, args: tuple, undefined: list[i
         elif np.dtype(getattr(entry, "dtype", np.asarray(entry).dtype)) != np.dtype(aval.dtype):
             dtype = np.dtype(getattr(entry, "dtype", np.asarray(entry).dtype))
             yield rules.COTANGENT_DTYPE.finding(
-                evidence=f"{name}'s cotangent for {st.args[i].name} is {short_dtype(dtype)} but the argument is "
-                f"{short_dtype(aval.dtype)}: JAX does not check cotangent dtypes, so jax.grad silently returns "
-                f"{short_dtype(dtype)}" + (" with fractions truncated" if dtype.kind in "iub" else "") + ".",
-                fix=f"Cast in {name}: `ct.astype({st.args[i].name}.aval.dtype)` (or compute in the input dtype).",
-                location=_location(st))
+                owner=name, argument=st.args[i].name, got=short_dtype(dtype), want=short_dtype(aval.dtype),
+                truncated=" (fractions truncated)" if dtype.kind in "iub" else "",
+                cast=f"ct.astype({st.args[i].name}.aval.dtype)", location=_location(st))
 
 
 def _list_return(st: GradState, undefined: list[int], n: int) -> str:
@@ -261,7 +259,7 @@ def _list_return(st: GradState, undefined: list[int], n: int) -> str:
     return f"return [{', '.join(entries)}]"
 
 
-def _dot_test(st: GradState, ct: list[Any], reported: set[str]) -> Iterator[Finding]:
+def _dot_test(st: GradState, ct: list[Any], reported: set[rules.Rule]) -> Iterator[Finding]:
     """<w, J v> from the JVP rule against <J^T w, v> from the transpose rule, v a step in every argument; on a
     mismatch, argument by argument to say which one."""
     if _dot_mismatch(st, st.diff, ct) is None:
@@ -277,7 +275,7 @@ def _dot_test(st: GradState, ct: list[Any], reported: set[str]) -> Iterator[Find
     fwd, rev, tol = culprit[1] if culprit else _dot_mismatch(st, st.diff, ct)  # type: ignore[misc]
     name = _transpose_name(st)
     _, rule = names(st)
-    reported.add("JXG002")
+    reported.add(rules.TRANSPOSE_NOT_ADJOINT)
     yield rules.TRANSPOSE_NOT_ADJOINT.finding(
         name=name,
         rule=rule,

@@ -44,13 +44,6 @@ from ._shared import (
 )
 
 
-def severity_for(ctx: Context, rule: rules.Rule) -> str:
-    """In `jaxdiag check`, a missing rule is a warning: the project may never vmap or jit it."""
-    if ctx.options.command == "check" and rule in (rules.MISSING_BATCHING_RULE, rules.MISSING_LOWERING):
-        return "warning"
-    return rule.severity
-
-
 def _user_prim(ctx: Context) -> None:
     if not is_user_primitive(ctx.subject):
         raise SkipCheck("JAX's own primitive: its registration is trusted")
@@ -357,8 +350,7 @@ def _missing_lowering(ctx: Context) -> Finding:
         var=var,
         prim_name=prim.name,
         fix=fix,
-        location=ctx.subject.location,
-        severity=severity_for(ctx, rules.MISSING_LOWERING))
+        location=ctx.subject.location)
 
 
 def _traceable(fn: Callable, ctx: Context) -> bool:
@@ -428,12 +420,13 @@ def batching_rule_check(ctx: Context) -> Iterator[Finding]:
                f"`batching.{helper}({var})` is enough (from jax.interpreters import batching).")
     else:
         fix = "Register a rule; a correct (if slow) starting point:\n" + _rule_skeleton(ctx)
-    yield rules.MISSING_BATCHING_RULE.finding(
+    # `check` cannot know whether the primitive is ever vmapped (a warning); `batching` was asked to vmap it
+    missing = rules.MISSING_BATCHING_RULE if ctx.options.command == "check" else rules.VMAP_WITHOUT_BATCHING_RULE
+    yield missing.finding(
         var=var,
         prim_name=prim.name,
         fix=fix,
-        location=subject.location,
-        severity=severity_for(ctx, rules.MISSING_BATCHING_RULE))
+        location=subject.location)
 
 
 def _elementwise(ctx: Context) -> bool:

@@ -261,7 +261,7 @@ def removed_api_finding(exc: BaseException, where: str, location: Location | Non
         where=where,
         module=module,
         attr=attr,
-        JAX_VERSION=_compat.JAX_VERSION,
+        jax_version=_compat.JAX_VERSION,
         exc_error=first_line(exc),
         advice=advice,
         location=location)

@@ -155,7 +155,7 @@ FFI_KERNEL_NOT_BATCH_AWARE = Rule(
     "the buffer as one row silently mixes examples. `vmap_method=\"sequential\"` is always correct.",
     "jxb021_bad.py", "jxb021_good.py",
     message="{call_describe}{call_where} declares vmap_method='{method}', but the {noun} is not batch-aware: "
-            "{variant_describe} {observed}. With '{method}' the {noun} is handed {get}{handed}, and must "
+            "{variant_describe} {observed}. With '{method}' the {noun} is handed {buffers}{handed}, and must "
             "treat the leading axis as a batch. With vmap_method='sequential' the same call matches the loop.",
     fix="Declare `vmap_method=\"sequential\"` at {line} (one {noun} call per example, always correct), or "
         "make `{target}` batch-aware: treat the leading dimensions as a batch and only the trailing ones "
@@ -183,6 +183,7 @@ FFI_VMAP_METHOD_FALLBACK = Rule(
     "`NotImplementedError: vmap is only supported for the ffi_call primitive when vmap_method is one of ...`, "
     "reported there as JXB020 (an error).",
     "jxb020_bad.py", "jxb020_good.py",
-    message="{message}", fix="{fix}",
+    message="{call_describe}{call_where} has no vmap_method (None), so {consequence}.",
+    fix="Pass `vmap_method=` to the {primitive} at {line}: {choices}. {which_methods_work}",
     variant_of="JXB020",
 )

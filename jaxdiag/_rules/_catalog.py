@@ -82,17 +82,11 @@ class Rule:
         path = self.sample_path(which)
         return path.read_text(encoding="utf-8") if path and path.is_file() else None
 
-    def finding(self, *legacy: Any, location: Location | None = None, **fields: Any) -> Finding:
+    def finding(self, *, location: Location | None = None, **fields: Any) -> Finding:
         """A finding of this rule at the catalog's severity, its message and fix filled from `fields`.
 
         A missing or unexpected field is jaxdiag's own bug (TypeError): the check's status becomes `error`.
         """
-        if legacy or "severity" in fields:  # TEMPORARY-LEGACY (removed once checks convert)
-            msg = legacy[0] if legacy else fields.pop("message", "")
-            sev = fields.pop("severity", None) or self.severity
-            return Finding(self.code, self.name, sev, msg, fields.get("fix", ""), location)
-        if set(fields) <= {"fix"} and self.message == "{message}":  # TEMPORARY-LEGACY
-            raise TypeError("legacy call without message")
         expected = self.fields
         unknown = sorted(set(fields) - expected)
         missing = sorted(expected - set(fields))

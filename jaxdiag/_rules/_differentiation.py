@@ -43,8 +43,9 @@ COTANGENT_DTYPE = Rule(
     "JAX does not check cotangent dtypes: `grad` of a float32 input silently comes back float16, or int32 with "
     "its fraction truncated, or fails later with `lax.add requires arguments to have the same dtypes`.",
     "jxg004_bad.py", "jxg004_good.py",
-    message="Cotangent dtype drift: {evidence}",
-    fix="{fix}",
+    message="{owner}'s cotangent for {argument} is {got} but {argument} is {want}: JAX does not check cotangent "
+            "dtypes, so jax.grad with respect to {argument} silently returns {got}{truncated}.",
+    fix="Cast the cotangent in {owner}: `{cast}` (or compute in the input dtype).",
 )
 TRANSPOSE_ASSUMES_LINEAR_ARG = Rule(
     "JXG005", "transpose-assumes-linear-arg", "error",
@@ -131,8 +132,10 @@ CUSTOM_DERIVATIVE_MISMATCH = Rule(
     "Either a bug, or deliberate (gradient clipping, straight-through estimators, surrogate gradients). If "
     "deliberate, suppress with `# jaxdiag: ignore[JXG014]` on the `def` line.",
     "jxg014_bad.py", "jxg014_good.py",
-    message="Custom derivative differs from the numerical derivative: {evidence}",
-    fix="{fix}",
+    message="{owner}'s {derivative} differs from the numerical derivative of {function}: {details}. This may be "
+            "intended (gradient clipping, straight-through estimators, surrogate gradients); otherwise "
+            "{consequence}.",
+    fix="If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {owner}{where}; otherwise {correction}.",
 )
 NONDIFF_ARGNUMS_MISUSE = Rule(
     "JXG015", "nondiff-argnums-misuse", "error",
@@ -231,6 +234,7 @@ SECOND_ORDER_FAILURE = Rule(
     "Hessians, `jax.hessian` and Newton steps fail or are inconsistent. Under `jaxdiag check` a failure (not an "
     "inconsistency) is only a note, JXN008: many rules are never differentiated twice.",
     None, None,
-    message="{message}", fix="{fix}",
+    message="Second derivatives fail or disagree: {evidence}",
+    fix="{fix}",
     variant_of="JXG019",
 )

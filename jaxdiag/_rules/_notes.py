@@ -30,7 +30,7 @@ CHECK_SKIPPED = Rule(
     "A check was skipped; the finding says why.",
     "Reports checks that could not run (an earlier defect blocks them, a feature missing on this JAX release).",
     "A skipped check is not a passed one: fix the blocking defect and run again.",
-    message="check `{check}` skipped: {reason}",
+    message="{reason} (skipped in check `{check}`)",
 )
 INPUTS_NOT_INFERRED = Rule(
     "JXN004", "inputs-not-inferred", "info",

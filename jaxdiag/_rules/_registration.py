@@ -99,7 +99,7 @@ REMOVED_JAX_API = Rule(
     "Recognises `AttributeError`s raised from a rule that name a `jax` module attribute.",
     "The rule crashes as soon as it runs; `batching.not_mapped` was removed in JAX 0.10 (use `None`).",
     "jxr008_bad.py", "jxr008_good.py",
-    message="{where} uses `{module}.{attr}`, which does not exist on JAX {JAX_VERSION}: {exc_error}.",
+    message="{where} uses `{module}.{attr}`, which does not exist on JAX {jax_version}: {exc_error}.",
     fix="Replace `{attr}`: {advice}.",
 )
 WRONG_RULE_SIGNATURE = Rule(
@@ -141,7 +141,9 @@ VMAP_WITHOUT_BATCHING_RULE = Rule(
     "`vmap` fails with `NotImplementedError: Batching rule for '<name>' not implemented`. The same defect is "
     "JXR005 (a warning) under `jaxdiag check`, which cannot know whether the primitive is ever vmapped.",
     "jxr005_bad.py", "jxr005_good.py",
-    message="{message}", fix="{fix}",
+    message="{var} has no batching rule: `jax.vmap` (and `jax.jacfwd`) of anything using it fails with "
+            "`NotImplementedError: Batching rule for '{prim_name}' not implemented`.",
+    fix="{fix}",
     variant_of="JXR005",
 )
 GRAD_WITHOUT_JVP_RULE = Rule(
@@ -152,7 +154,11 @@ GRAD_WITHOUT_JVP_RULE = Rule(
     "Differentiation fails with `NotImplementedError: Differentiation rule for '<name>' not implemented`. The same "
     "defect is JXR006 (a note) under `jaxdiag check`, which cannot know whether the primitive is differentiated.",
     "jxr006_bad.py", "jxr006_good.py",
-    message="{message}", fix="{fix}",
+    message="{prim} has no JVP rule: jax.grad, jax.jvp and jacfwd fail with `NotImplementedError: "
+            "Differentiation rule for '{prim}' not implemented`.",
+    fix="Register one: `ad.defjvp({var}, lambda g, {args}, **params: ...)` (one function per argument), "
+        "or `ad.primitive_jvps[prim] = rule` with rule(primals, tangents, **params) -> (primal_out, "
+        "tangent_out).",
     variant_of="JXR006",
 )
 GRAD_WITHOUT_TRANSPOSE_RULE = Rule(
@@ -163,6 +169,11 @@ GRAD_WITHOUT_TRANSPOSE_RULE = Rule(
     "Forward mode works, but `jax.grad` fails with `NotImplementedError: Transpose rule (for reverse-mode "
     "differentiation) for '<name>' not implemented`. The same defect is JXR007 (a warning) under `jaxdiag check`.",
     "jxr007_bad.py", "jxr007_good.py",
-    message="{message}", fix="{fix}",
+    message="{prim} is linear in its JVP (the JVP rule binds {prim} on the tangents) but has no transpose "
+            "rule: jax.jvp works, jax.grad with respect to {args_names} fails with `NotImplementedError: "
+            "Transpose rule (for reverse-mode differentiation) for '{prim}' not implemented`.",
+    fix="Register the adjoint: `ad.primitive_transposes[{var}] = lambda ct, {args}, **params: [...]` "
+        "returning one cotangent per argument (None for arguments that are not `ad.UndefinedPrimal`), or "
+        "use `ad.deflinear2`.",
     variant_of="JXR007",
 )

@@ -181,7 +181,8 @@ def explain_vmap_error(exc: BaseException, variant: Variant, ctx: Context, ev: E
         constant = ev.reference.constant(frozenset(), k, ev.reference.count) if k is not None else None
         if constant:
             return (f"Output {k} is the same for every example, but the batching rule reports it batched.",
-                    f"Return None as output {k}'s dim in the batching rule (see JXB003), then out_axes=None works.")
+                    f"Return None as output {k}'s dim in the batching rule (see {rules.MISSING_NONE_FOR_UNBATCHED_OUTPUT.code}), "
+                    "then out_axes=None works.")
         return (f"Output {k} differs from example to example, so it cannot be returned unbatched.",
                 f"Use an integer out_axes for output {k}.")
     if "at least one non-None value" in text:

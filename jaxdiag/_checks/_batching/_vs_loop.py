@@ -43,7 +43,7 @@ def vs_loop_check(ctx: Context) -> Iterator[Finding]:
         _skip_foreign(ctx)
     ev = evidence(ctx)
     for note in ev.notes:
-        yield rules.CHECK_SKIPPED.finding(note + ".", location=ctx.subject.location)
+        yield rules.CHECK_SKIPPED.finding(check=ctx.check_name, reason=note + ".", location=ctx.subject.location)
     varies = list(_unbatched_but_varies(ctx, ev))
     yield from (finding for finding, _ in varies)
     explained = {key for _, keys in varies for key in keys}
@@ -61,7 +61,7 @@ def _skip_foreign(ctx: Context) -> None:
     if foreign or custom:
         what = ", ".join(sorted(set(foreign))) if foreign else "custom_vmap"
         raise SkipCheck(f"the function calls {what}: its batching is checked by the ffi/custom_vmap checks "
-                        "(JXB02x/JXV)")
+                        f"({rules.FFI_VMAP_METHOD_MISSING.code[:5]}x/{rules.VMAP_RESULT_MISMATCH.code[:3]})")
 
 
 def _unbatched_but_varies(ctx: Context, ev: Evidence) -> Iterator[tuple[Finding, set[tuple]]]:

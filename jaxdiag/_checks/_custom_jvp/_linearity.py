@@ -68,7 +68,7 @@ def jvp_linearity(ctx: Context) -> Iterator[Finding]:
         return  # an affine offset c breaks both (cT(v) gains cc, T(cv) only c), so zero -> zero holds too
     t0 = T(st, ("j", "zero"), {a.pos: jnp.zeros(a.shape, a.dtype) for a in st.diff}) or []
     zero = _violation(t0, [np.zeros_like(x) for x in t0], scale, tol)
-    st.blocked["JXG020"] = "the tangent map is not linear"
+    st.blocked[rules.JVP_NOT_LINEAR] = "the tangent map is not linear"
     yield _nonlinear_finding(st, t0, t1, tcx, zero, add, hom)
 
 

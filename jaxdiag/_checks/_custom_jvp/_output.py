@@ -47,7 +47,7 @@ def jvp_rule_output(ctx: Context) -> Iterator[Finding]:
         yield from _missing_jvp(st, ctx)
         return
     if st.kind == "custom_jvp" and st.jvp_rule is None:
-        st.blocked["JXG017"] = "no JVP rule"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = "no JVP rule"
         fun, _ = names(st)
         yield rules.DERIVATIVE_RULE_RAISED.finding(
             evidence=f"{fun} is a custom_jvp without a rule: defjvp was never called, so every call fails with "
@@ -60,12 +60,12 @@ def jvp_rule_output(ctx: Context) -> Iterator[Finding]:
     expected = st.out
     result, exc = call_jvp(st, joint(st, 0))
     if exc is not None:
-        st.blocked["JXG017"] = "the JVP rule raised"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = "the JVP rule raised"
         yield _raised(st, exc)
         return
     pair = _split(st, result)
     if pair is None:
-        st.blocked["JXG007"] = "the rule does not return a pair"
+        st.blocked[rules.JVP_OUTPUT_STRUCTURE] = "the rule does not return a pair"
         yield _not_pair(st, result)
         return
     yield from _primal_findings(st, pair[0], expected)
@@ -76,14 +76,14 @@ def _missing_jvp(st: GradState, ctx: Context) -> Iterator[Finding]:
     prim = st.subject.obj.name
     if not st.diff:
         raise SkipCheck("no floating-point argument: no JVP rule needed")
-    st.blocked["JXR006"] = "no JVP rule"
-    severity = "info" if ctx.options.command == "check" else None
-    yield rules.MISSING_JVP_RULE.finding(
+    st.blocked[rules.MISSING_JVP_RULE] = "no JVP rule"
+    # `grad` was asked to differentiate it (an error); `check` cannot know whether anyone does (a note)
+    rule = rules.MISSING_JVP_RULE if ctx.options.command == "check" else rules.GRAD_WITHOUT_JVP_RULE
+    yield rule.finding(
         prim=prim,
         var=_var(st),
         args=', '.join(a.name for a in st.args),
-        location=st.subject.location,
-        severity=severity)
+        location=st.subject.location)
 
 
 def _var(st: GradState) -> str:
@@ -145,7 +145,7 @@ def _primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[Find
     fun, rule = names(st)
     got = _primal_leaves(st, primal)
     if got is None:
-        st.blocked["JXG021"] = "primal structure differs"
+        st.blocked[rules.JVP_PRIMAL_MISMATCH] = "primal structure differs"
         yield rules.JVP_PRIMAL_MISMATCH.finding(
             evidence=f"{rule}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: JAX "
                      f"does not "
@@ -159,7 +159,7 @@ def _primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[Find
         if problem is None:
             continue
         if "shape" in problem:
-            st.blocked["JXG021"] = "primal shape differs"
+            st.blocked[rules.JVP_PRIMAL_MISMATCH] = "primal shape differs"
         yield rules.JVP_PRIMAL_MISMATCH.finding(
             evidence=f"{rule}'s primal {name} differs from {fun}'s: {problem}. JAX does not check it: under jax.jvp "
                      f"and "
@@ -190,7 +190,7 @@ def _tangent_findings(st: GradState, primal: Any, tangent: Any) -> Iterator[Find
         ok = jax.tree_util.tree_structure(tangent, is_leaf=is_leaf) == jax.tree_util.tree_structure(primal)
         leaves = jax.tree_util.tree_leaves(tangent, is_leaf=is_leaf)
     if not ok:
-        st.blocked["JXG007"] = "tangent structure differs"
+        st.blocked[rules.JVP_OUTPUT_STRUCTURE] = "tangent structure differs"
         yield rules.JVP_OUTPUT_STRUCTURE.finding(
             evidence=f"{rule}'s tangent output is {aval_text(tangent)} but the primal output is {aval_text(primal)}: "
                      f"they "
@@ -204,7 +204,7 @@ def _tangent_findings(st: GradState, primal: Any, tangent: Any) -> Iterator[Find
         want_dtype = _compat.tangent_dtype(p.dtype)
         t_shape, t_dtype = tuple(np.shape(t)), np.asarray(t).dtype if not hasattr(t, "dtype") else np.dtype(t.dtype)
         if t_shape != tuple(np.shape(p)):
-            st.blocked["JXG007"] = "tangent shape differs"
+            st.blocked[rules.JVP_OUTPUT_STRUCTURE] = "tangent shape differs"
             yield rules.JVP_OUTPUT_STRUCTURE.finding(
                 evidence=f"{rule}'s tangent for {name} has shape {aval_text(t)} but the primal is {aval_text(p)}: "
                          f"jax.jvp "

@@ -139,13 +139,9 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
     loc = rule_location(st)
     where = f" ({loc})" if loc else ""
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
-        evidence=f"{rule}'s tangents differ from the derivative of {fun}: "
-                 f"" + "; ".join(details) + ". This may be intended "
-        "(gradient clipping, straight-through estimators, surrogate gradients); otherwise jax.grad and jax.jvp "
-        "are silently wrong.",
-        fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {rule}{where}; otherwise fix the "
-            f"tangent formula (compare with jax.jvp({fun}.fun, ...)).",
-        location=loc)
+        owner=rule, derivative="tangent", function=fun, details="; ".join(details),
+        consequence="jax.grad and jax.jvp are silently wrong", where=where,
+        correction=f"fix the tangent formula (compare with jax.jvp({fun}.fun, ...))", location=loc)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -157,7 +153,7 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
 def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
     """With one argument differentiated, JAX passes the others' tangents as symbolic zeros (JXG006)."""
     st = state(ctx)
-    require(st, ("JXR006", "JXG017", "JXG007"))
+    require(st, (rules.MISSING_JVP_RULE, rules.DERIVATIVE_RULE_RAISED, rules.JVP_OUTPUT_STRUCTURE))
     if st.kind == "custom_jvp" and not st.symbolic_zeros:
         raise SkipCheck("defjvp without symbolic_zeros=True: JAX instantiates zero tangents")
     if not _symbolic_candidates(st):
@@ -171,7 +167,7 @@ def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
             continue
         fun, rule = names(st)
         remember_error(st, exc)
-        st.blocked["JXG006"] = "the JVP rule fails on symbolic zeros"
+        st.blocked[rules.SYMBOLIC_ZERO_UNHANDLED] = "the JVP rule fails on symbolic zeros"
         zero = "jax.custom_derivatives.SymbolicZero" if st.kind == "custom_jvp" else "ad.Zero"
         others = ", ".join(b.name for b in candidates if b is not a)
         yield rules.SYMBOLIC_ZERO_UNHANDLED.finding(

@@ -61,7 +61,7 @@ def _dense(st: GradState, leaves: Sequence[Any]) -> list[Any]:
 def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
     """Feed a cotangent on one output at a time; compare bwd with autodiff of f and finite differences."""
     st = state(ctx)
-    require(st, ("JXG017", "JXG012", "JXG010"))
+    require(st, (rules.DERIVATIVE_RULE_RAISED, rules.VJP_FWD_MISMATCH, rules.VJP_BWD_STRUCTURE))
     if "bwd_full" not in st.memo:
         raise SkipCheck("bwd was not checked")
     if not st.diff:
@@ -86,7 +86,7 @@ def _call_probe(st: GradState, leaves: list[Any]) -> Iterator[Finding]:
         return None
     _, _, bwd = _names(st)
     if st.symbolic_zeros and any(_compat.is_symbolic_zero(x) for x in leaves):
-        st.blocked["JXG006"] = "bwd fails on symbolic zeros"
+        st.blocked[rules.SYMBOLIC_ZERO_UNHANDLED] = "bwd fails on symbolic zeros"
         yield rules.SYMBOLIC_ZERO_UNHANDLED.finding(
             evidence=f"{bwd} raised {error_text(exc, st.bwd)} when only one output has a cotangent: with "
             "symbolic_zeros=True the others arrive as jax.custom_derivatives.SymbolicZero, which happens whenever "
@@ -95,7 +95,7 @@ def _call_probe(st: GradState, leaves: list[Any]) -> Iterator[Finding]:
                 "drop symbolic_zeros=True).",
             location=locate(st.bwd))
     else:
-        st.blocked["JXG017"] = "bwd raised on a probe"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = "bwd raised on a probe"
         yield rules.DERIVATIVE_RULE_RAISED.finding(
             evidence=f"{bwd} raised {error_text(exc, st.bwd)} for a cotangent on one output only (the others zero).",
             fix=f"Make {bwd} work for any cotangent, including zeros.",
@@ -319,10 +319,6 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
     loc = locate(st.bwd)
     where = f" ({loc})" if loc else ""
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
-        evidence=f"{bwd}'s gradient differs from the derivative of {fun}: "
-                 f"" + "; ".join(details) + ". This may be intended "
-        "(gradient clipping, straight-through estimators, surrogate gradients); otherwise jax.grad is silently "
-        "wrong.",
-        fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {bwd}{where}; otherwise make "
-            f"{bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...)).",
-        location=loc)
+        owner=bwd, derivative="gradient", function=fun, details="; ".join(details),
+        consequence="jax.grad is silently wrong", where=where,
+        correction=f"make {bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...))", location=loc)

@@ -18,6 +18,7 @@ from ... import _rules as rules
 from ..._report import Finding
 from .._base import Context, check
 from .._gradref import (
+    RESIDUALS_NOT_ARRAYS,
     Arg,
     GradState,
     aval_text,
@@ -60,7 +61,7 @@ def vjp_fwd(ctx: Context) -> Iterator[Finding]:
     st = state(ctx)
     fun, fwd, bwd = _names(st)
     if st.fwd is None or st.bwd is None:
-        st.blocked["JXG017"] = "no fwd/bwd"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = "no fwd/bwd"
         yield rules.DERIVATIVE_RULE_RAISED.finding(
             evidence=f"{fun} is a custom_vjp without rules: defvjp(fwd, bwd) was never called, so every jax.grad "
                      f"fails with "
@@ -71,11 +72,11 @@ def vjp_fwd(ctx: Context) -> Iterator[Finding]:
     expected = st.out
     result, exc = quiet_call(st.fwd, *_fwd_args(st))
     if exc is not None:
-        st.blocked["JXG017"] = f"{fwd} raised"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = f"{fwd} raised"
         yield _fwd_raised(st, exc)
         return
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        st.blocked["JXG012"] = f"{fwd} does not return a pair"
+        st.blocked[rules.VJP_FWD_MISMATCH] = f"{fwd} does not return a pair"
         yield rules.VJP_FWD_MISMATCH.finding(
             evidence=f"{fwd} must return a pair (primal_out, residuals) but returned {aval_text(result)}; JAX fails "
                      f"with "
@@ -109,7 +110,7 @@ def _fwd_primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[
     fun, fwd, _ = _names(st)
     got_tree, want_tree = jax.tree_util.tree_structure(primal), jax.tree_util.tree_structure(expected)
     if got_tree != want_tree:
-        st.blocked["JXG012"] = f"{fwd}'s primal output has another structure than {fun}'s"
+        st.blocked[rules.VJP_FWD_MISMATCH] = f"{fwd}'s primal output has another structure than {fun}'s"
         yield rules.VJP_FWD_MISMATCH.finding(
             evidence=f"{fwd}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: under "
                      f"jax.vjp and "
@@ -125,7 +126,7 @@ def _fwd_primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[
         if problem is None:
             continue
         if "shape" in problem:
-            st.blocked["JXG012"] = f"{fwd}'s primal {name} has another shape than {fun}'s"
+            st.blocked[rules.VJP_FWD_MISMATCH] = f"{fwd}'s primal {name} has another shape than {fun}'s"
         yield rules.VJP_FWD_MISMATCH.finding(
             evidence=f"{fwd}'s primal {name} differs from {fun}'s: {problem}. JAX does not check this: under jax.vjp, "
             f"value_and_grad and grad the function silently returns {fwd}'s value.",
@@ -138,7 +139,7 @@ def _residual_findings(st: GradState, residuals: Any) -> Iterator[Finding]:
     bad = [leaf for leaf in jax.tree_util.tree_leaves(residuals)
            if not (isinstance(leaf, (jax.Array, np.ndarray, *_SCALAR_TYPES)) or _compat.is_tracer(leaf))]
     if bad:
-        st.blocked["JXG012-residuals"] = "residuals are not arrays"
+        st.blocked[RESIDUALS_NOT_ARRAYS] = "residuals are not arrays"
         yield rules.VJP_FWD_MISMATCH.finding(
             evidence=f"{fwd}'s residuals contain {type(bad[0]).__name__} {bad[0]!r:.40}: residuals must be arrays (or "
             f"pytrees of arrays); jax.grad fails with `TypeError: Argument {bad[0]!r:.30} of type "
@@ -189,17 +190,17 @@ def vjp_bwd_structure(ctx: Context) -> Iterator[Finding]:
     """bwd returns one cotangent per differentiable positional argument, shaped (JXG010) and typed (JXG004) like
     it; a bwd that raises is JXG017 (JXG015 when it is written for another argument order)."""
     st = state(ctx)
-    require(st, ("JXG017", "JXG012"))
+    require(st, (rules.DERIVATIVE_RULE_RAISED, rules.VJP_FWD_MISMATCH))
     ws = st.cotangents(0)
     result, exc = call_bwd(st, ws)
     if exc is not None:
-        st.blocked["JXG017"] = "bwd raised"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = "bwd raised"
         yield _bwd_raised(st, exc, ws)
         return
     findings = list(validate_bwd(st, result))
     yield from findings
-    if any(f.code == "JXG010" for f in findings):
-        st.blocked["JXG010"] = "bwd returns the wrong structure"
+    if any(f.code == rules.VJP_BWD_STRUCTURE.code for f in findings):
+        st.blocked[rules.VJP_BWD_STRUCTURE] = "bwd returns the wrong structure"
         return
     st.memo["bwd_full"] = _as_entries(st, result)
     # bwd called directly with the full cotangent is the eager gradient; the composition check reuses it
@@ -302,11 +303,8 @@ def _entry_findings(st: GradState, arg: Arg, entry: Any) -> Iterator[Finding]:
     dtype = np.asarray(entry).dtype if not hasattr(entry, "dtype") else np.dtype(entry.dtype)
     if arg.diff and dtype != arg.dtype:
         yield rules.COTANGENT_DTYPE.finding(
-            evidence=f"{bwd}'s cotangent for {arg.name} is {short_dtype(dtype)} but {arg.name} is "
-                     f"{short_dtype(arg.dtype)}: "
-            f"JAX does not check this, so jax.grad with respect to {arg.name} silently returns "
-            f"{short_dtype(dtype)}" + (" (fractions truncated)" if dtype.kind in "iub" else "") + ".",
-            fix=f"Cast the cotangent in {bwd}: `.astype({arg.name}.dtype)` (keep the residuals in the input dtype).",
+            owner=bwd, argument=arg.name, got=short_dtype(dtype), want=short_dtype(arg.dtype),
+            truncated=" (fractions truncated)" if dtype.kind in "iub" else "", cast=f".astype({arg.name}.dtype)",
             location=locate(st.bwd))
 
 
