@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ._checks._base import Subject
 
 
-def trace_function(subject: "Subject", cache: dict) -> tuple[Any, list]:
+def trace_function(subject: Subject, cache: dict) -> tuple[Any, list]:
     """The function's jaxpr and the custom_* objects it calls, traced once and cached."""
     if "jaxpr" not in cache:
         seen: list = []

@@ -3,7 +3,8 @@
 One `<testsuite>` per module, one `<testcase>` per target x check. A failed check carries a `<failure>` with its
 findings; a check that crashed, or a module that failed to import, an `<error>`; a skipped one `<skipped>`.
 Findings no check claims (notes such as inferred inputs, unused suppressions) go to a `<target> [findings]`
-testcase: a failure when any is an error or warning, otherwise `<system-out>`. Only formats a `Report`: no JAX, no checks.
+testcase: a failure when any is an error or warning, otherwise `<system-out>`. Only formats a `Report`: no JAX, no
+checks.
 """
 
 from __future__ import annotations
