@@ -265,7 +265,8 @@ def test_version_names_jax_and_jaxlib():
 
 
 SCHEMA_TYPES = {"schema": int, "jaxdiag_version": str, "jax_version": str, "targets": list, "summary": dict}
-TARGET_TYPES = {"target": str, "kind": str, "inputs": list, "checks": list, "findings": list}
+TARGET_TYPES = {"target": str, "kind": str, "inputs": list, "checks": list, "findings": list, "problems": list}
+PROBLEM_TYPES = {"kind": str, "message": str, "fix": str, "location": (dict, type(None))}
 CHECK_TYPES = {"name": str, "status": str, "seconds": (int, float), "detail": str}
 FINDING_TYPES = {"code": str, "name": str, "severity": str, "message": str, "fix": str, "location": (dict, type(None))}
 LOCATION_TYPES = {"path": str, "line": int, "function": str}
@@ -281,7 +282,8 @@ def validate_report_json(data: dict) -> None:
     """Every key and type of the JSON contract in DESIGN.md."""
     _assert_keys(data, SCHEMA_TYPES)
     assert data["schema"] == 1
-    _assert_keys(data["summary"], {"targets": int, "errors": int, "warnings": int, "infos": int})
+    _assert_keys(data["summary"], {"targets": int, "errors": int, "warnings": int, "infos": int,
+                                   "import_failures": int, "internal_errors": int})
     assert data["summary"]["targets"] == len(data["targets"])
     for target in data["targets"]:
         _assert_keys(target, TARGET_TYPES)
@@ -290,6 +292,9 @@ def validate_report_json(data: dict) -> None:
         for check in target["checks"]:
             _assert_keys(check, CHECK_TYPES)
             assert check["status"] in ("passed", "failed", "skipped", "error")
+        for problem in target["problems"]:  # blocking: an import failure or jaxdiag's own error, never filtered
+            _assert_keys(problem, PROBLEM_TYPES)
+            assert problem["kind"] in ("import-failed", "internal-error")
         for finding in target["findings"]:
             _assert_keys(finding, FINDING_TYPES)
             assert finding["severity"] in ("error", "warning", "info")
