@@ -23,13 +23,16 @@ TRICKY = "100% wrong:\r\nshape (3, 4), not (5, 4); a,b:c"
 
 def sample_report() -> Report:
     """Every severity, a finding without a location, a Windows path, GitHub's special characters, all statuses."""
-    bad = rules.BATCH_DIM_OUT_OF_RANGE.finding(TRICKY, fix="Return `0` for out_axes, 50% of the time: never",
+    bad = rules.BATCH_DIM_OUT_OF_RANGE.finding(evidence=TRICKY, fix="Return `0` for out_axes, 50% of the time: never",
                                                location=Location("pkg/ops.py", 12, "my_rule"))
-    warn = rules.MISSING_LOWERING.finding("no lowering, so jit fails", fix="mlir.register_lowering(...)",
+    warn = rules.MISSING_LOWERING.finding(var="no lowering, so jit fails: my_p", prim_name="my",
+                                          fix="mlir.register_lowering(...)",
                                           location=Location("pkg\\win, dir\\ops.py", 3, "my_p"))
-    note = rules.INPUTS_INFERRED.finding("inferred f32[3]", location=None)
-    grad = rules.CUSTOM_DERIVATIVE_MISMATCH.finding("custom derivative differs", fix="check bwd",
-                                                    location=Location("pkg/grads.py", 40, "f_bwd"))
+    note = rules.INPUTS_INFERRED.finding(count=1, specs="f32[3]", location=None)
+    grad = rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
+        owner="f_bwd", derivative="gradient", function="f", details="custom derivative differs",
+        consequence="jax.grad is silently wrong", where="", correction="check bwd",
+        location=Location("pkg/grads.py", 40, "f_bwd"))
     first = TargetReport("pkg.ops:my_p", "primitive", ["f32[3]"], checks=[
         CheckResult("batching-spy", "failed", 0.25, bad.code),
         CheckResult("registration", "failed", 0.01, warn.code),
@@ -171,7 +174,7 @@ def test_junit_is_valid_xml_with_suites_cases_and_failures():
     assert cases["pkg.ops:my_p [vmap-vs-loop]"].find("skipped").get("message") == (
         f"blocked by {rules.BATCH_DIM_OUT_OF_RANGE.code}")
     assert "KeyError" in cases["pkg.ops:my_p [boom]"].find("error").get("message")
-    assert "inferred f32[3]" in cases["pkg.ops:my_p [findings]"].find("system-out").text
+    assert "inferred 1 argument(s): f32[3]" in cases["pkg.ops:my_p [findings]"].find("system-out").text
     assert cases["pkg.grads:f [custom-vjp]"].find("failure").get("type") == rules.CUSTOM_DERIVATIVE_MISMATCH.code
     passed = cases["pkg.grads:g [custom-jvp]"]
     assert list(passed) == []
@@ -180,7 +183,7 @@ def test_junit_is_valid_xml_with_suites_cases_and_failures():
 
 
 def test_junit_drops_characters_xml_cannot_carry():
-    finding = rules.BATCHING_RULE_RAISED.finding("ansi \x1b[31mred\x1b[0m and \x00 nul")
+    finding = rules.BATCHING_RULE_RAISED.finding(evidence="ansi \x1b[31mred\x1b[0m and \x00 nul", fix="")
     report = Report([TargetReport("m:p", "primitive", findings=[finding], module="m")])
     root = ET.fromstring(junit.render(report))
     assert "ansi [31mred[0m and  nul" in root.find(".//failure").text
