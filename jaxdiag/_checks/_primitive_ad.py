@@ -147,8 +147,8 @@ def _reverse_failed(st: GradState, ctx: Context, args: Sequence[Arg], exc: BaseE
     if isinstance(exc, NotImplementedError) and "Transpose rule" in text and f"'{prim}'" in text:
         st.blocked[rules.MISSING_TRANSPOSE_RULE] = "no transpose rule"
         # `grad` was asked for reverse mode (an error); `check` cannot know whether anyone uses it (a warning)
-        rule = rules.MISSING_TRANSPOSE_RULE if ctx.options.command == "check" else rules.GRAD_WITHOUT_TRANSPOSE_RULE
-        return rule.finding(
+        missing = rules.MISSING_TRANSPOSE_RULE if ctx.options.command == "check" else rules.GRAD_WITHOUT_TRANSPOSE_RULE
+        return missing.finding(
             prim=prim,
             args_names=_names_of(args),
             var=_var(st),

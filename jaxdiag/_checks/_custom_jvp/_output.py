@@ -78,8 +78,8 @@ def _missing_jvp(st: GradState, ctx: Context) -> Iterator[Finding]:
         raise SkipCheck("no floating-point argument: no JVP rule needed")
     st.blocked[rules.MISSING_JVP_RULE] = "no JVP rule"
     # `grad` was asked to differentiate it (an error); `check` cannot know whether anyone does (a note)
-    rule = rules.MISSING_JVP_RULE if ctx.options.command == "check" else rules.GRAD_WITHOUT_JVP_RULE
-    yield rule.finding(
+    missing = rules.MISSING_JVP_RULE if ctx.options.command == "check" else rules.GRAD_WITHOUT_JVP_RULE
+    yield missing.finding(
         prim=prim,
         var=_var(st),
         args=', '.join(a.name for a in st.args),
