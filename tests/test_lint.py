@@ -364,3 +364,24 @@ def test_jaxdiag_dict_must_be_well_formed(tmp_path, monkeypatch):
     (tmp_path / "m.py").write_text(MORE.replace('"args": ["f32[2]"]', '"argz": ["f32[2]"]'))
     with pytest.raises(UsageError, match=r"JAXDIAG\['plain'\]"):
         check_paths(["m.py"])
+
+
+@pytest.mark.parametrize("how", ["ignore", "select", "per-target"])
+def test_suppressing_a_code_never_changes_which_checks_run(how):
+    """Control flow sees every finding: filtering happens once, after the checks, so the check statuses (and the
+    blockers between checks) are the same whatever is suppressed."""
+    from jaxdiag._checks._base import Options
+
+    root = Path(__file__).resolve().parent.parent / "samples"
+    target = f"{root / 'jxg012_bad.py'}:my_sin"
+    plain = _engine.run(target, ["f32[3]"], {}, Options(command="grad"))
+    assert "JXG012" in plain.codes()
+    kwargs = {"ignore": {"ignore": ["JXG012"]}, "select": {"select": ["JXB"]},
+              "per-target": {"per_target_ignore": {"*jxg012_bad.py:*": ["JXG"]}}}[how]
+    filtered = _engine.run(target, ["f32[3]"], {}, Options(command="grad"), **kwargs)
+    assert "JXG012" not in filtered.codes()
+
+    def statuses(report):
+        return [(c.name, c.status, c.detail) for t in report.targets for c in t.checks]
+
+    assert statuses(filtered) == statuses(plain)
