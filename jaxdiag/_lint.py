@@ -200,9 +200,11 @@ class _Lint:
             if findings:
                 reports.append(TargetReport(walked.label, "module", findings=findings, module=walked.label))
         source = self.config.source or "pyproject.toml"
-        config_findings = self.filter.unused_config(source, report_stale_keys) + self.filter.deprecation_notes()
+        label = _posix(_locate.relative_path(source))
+        # SARIF and GitHub annotations need a place: deprecated codes are pointed at the configuration file
+        where = Location(label, 1, "[tool.jaxdiag]") if self.config.source else None
+        config_findings = self.filter.unused_config(source, report_stale_keys) + self.filter.deprecation_notes(where)
         if config_findings:
-            label = _posix(_locate.relative_path(source))
             reports.append(TargetReport(label, "config", findings=config_findings, module=label))
         return reports
 

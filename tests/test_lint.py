@@ -304,6 +304,7 @@ def test_deprecated_codes_still_work_with_a_note(pkg, tmp_path, probe_only):
     assert "JXN001" not in codes  # JXR900 still ignores inputs-inferred, now JXN001
     notes = [f for t in data["targets"] if t["kind"] == "config" for f in t["findings"] if f["code"] == "JXN006"]
     assert len(notes) == 1 and "JXR900" in notes[0]["message"] and "JXN001" in notes[0]["fix"]
+    assert notes[0]["location"]["path"] == "pyproject.toml"
 
 
 @pytest.mark.parametrize("where", ["cli", "config", "per-target", "inline"])
