@@ -1,7 +1,7 @@
 """A Cholesky factorisation with a custom_jvp whose tangent forgets to halve the diagonal, used by a log-determinant
 that builds a symmetric positive-definite matrix from its input. On random matrices (not symmetric, not
 definite) the Cholesky factor is NaN and every comparison is skipped, so the bug would pass vacuously; jaxdiag
-checks the nested rule at the values the function actually passes it (JXG023)."""
+checks the nested rule at the values the function actually passes it (JXG024)."""
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +16,7 @@ def chol(a):
 
 
 @chol.defjvp
-def chol_jvp(primals, tangents):  # jaxdiag-expect: JXG023
+def chol_jvp(primals, tangents):  # jaxdiag-expect: JXG024
     (a,), (da,) = primals, tangents
     L = chol(a)
     da = 0.5 * (da + da.T)  # cholesky reads the symmetric part of its input

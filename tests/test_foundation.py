@@ -219,15 +219,15 @@ def test_domain_fallback_is_reported(user_files):
     import jax.numpy as jnp
 
     report = jaxdiag.check_grad(jnp.log, "f32[3]")
-    notes = [f for f in report.findings if f.code == "JXR901"]
+    notes = [f for f in report.findings if f.code == "JXN002"]
     assert notes and "'positive'" in notes[0].message and "@positive" in notes[0].fix
     pinned = jaxdiag.check_grad(jnp.log, "f32[3]@positive")
-    assert not [f for f in pinned.findings if f.code == "JXR901"]
+    assert not [f for f in pinned.findings if f.code == "JXN002"]
 
 
 def test_inputs_are_inferred_and_reported(user_files):
     report = jaxdiag.check_grad("good_mod:needs_matrix")
-    note = [f for f in report.findings if f.code == "JXR900"][0]
+    note = [f for f in report.findings if f.code == "JXN001"][0]
     assert "f32[2,3]" in note.message
     assert report.targets[0].inputs == ["f32[2,3]"]
 
@@ -265,7 +265,8 @@ def test_version_names_jax_and_jaxlib():
 
 
 SCHEMA_TYPES = {"schema": int, "jaxdiag_version": str, "jax_version": str, "targets": list, "summary": dict}
-TARGET_TYPES = {"target": str, "kind": str, "inputs": list, "checks": list, "findings": list}
+TARGET_TYPES = {"target": str, "kind": str, "inputs": list, "checks": list, "findings": list, "problems": list}
+PROBLEM_TYPES = {"kind": str, "message": str, "fix": str, "location": (dict, type(None))}
 CHECK_TYPES = {"name": str, "status": str, "seconds": (int, float), "detail": str}
 FINDING_TYPES = {"code": str, "name": str, "severity": str, "message": str, "fix": str, "location": (dict, type(None))}
 LOCATION_TYPES = {"path": str, "line": int, "function": str}
@@ -281,7 +282,8 @@ def validate_report_json(data: dict) -> None:
     """Every key and type of the JSON contract in DESIGN.md."""
     _assert_keys(data, SCHEMA_TYPES)
     assert data["schema"] == 1
-    _assert_keys(data["summary"], {"targets": int, "errors": int, "warnings": int, "infos": int})
+    _assert_keys(data["summary"], {"targets": int, "errors": int, "warnings": int, "infos": int,
+                                   "import_failures": int, "internal_errors": int})
     assert data["summary"]["targets"] == len(data["targets"])
     for target in data["targets"]:
         _assert_keys(target, TARGET_TYPES)
@@ -290,6 +292,9 @@ def validate_report_json(data: dict) -> None:
         for check in target["checks"]:
             _assert_keys(check, CHECK_TYPES)
             assert check["status"] in ("passed", "failed", "skipped", "error")
+        for problem in target["problems"]:  # blocking: an import failure or jaxdiag's own error, never filtered
+            _assert_keys(problem, PROBLEM_TYPES)
+            assert problem["kind"] in ("import-failed", "internal-error")
         for finding in target["findings"]:
             _assert_keys(finding, FINDING_TYPES)
             assert finding["severity"] in ("error", "warning", "info")
@@ -346,7 +351,7 @@ def test_report_api():
     from jaxdiag import Finding, Report
     from jaxdiag._report import TargetReport
 
-    clean = Report([TargetReport("t", "function", findings=[Finding("JXR900", "inputs-inferred", "info", "m")])])
+    clean = Report([TargetReport("t", "function", findings=[Finding("JXN001", "inputs-inferred", "info", "m")])])
     assert clean.ok
     clean.raise_if_failed()
     bad = Report([TargetReport("t", "function", findings=[Finding("JXB005", "x", "error", "observed")])])

@@ -1,5 +1,5 @@
 """Verdicts on correct real-world code and on defects that used to hide: complex values follow JAX's convention,
-x64 is scoped to explicitly 64-bit specs, custom derivatives are graded by evidence (JXG014 vs JXG023), JXB011
+x64 is scoped to explicitly 64-bit specs, custom derivatives are graded by evidence (JXG014 vs JXG024), JXB011
 only where a tuple out_axes is used, integer batch examples that differ, batch sizes beyond int8, spelling-
 invariant seeds with fresh-draw confirmation, and JXR006 for primitives reached only through custom_vjp.
 
@@ -128,7 +128,7 @@ def test_only_64_bit_specs_turn_on_x64_and_it_is_restored(spec, x64):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# 10. JXG014 (deliberate-looking surrogate, warning) vs JXG023 (interior sign/factor error)
+# 10. JXG014 (deliberate-looking surrogate, warning) vs JXG024 (interior sign/factor error)
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -147,17 +147,17 @@ def test_deliberate_disagreement_classes():
 @pytest.mark.parametrize("attr,code,severity", [("clipped_sin", "JXG014", "warning"), ("round_ste", "JXG014", "warning")])
 def test_clipping_and_straight_through_stay_warnings(attr, code, severity):
     report = jaxdiag.check_grad(f"{SAMPLES / 'jxg014_bad.py'}:{attr}", "f32[6]")
-    assert code in codes(report, severity) and "JXG023" not in codes(report)
+    assert code in codes(report, severity) and "JXG024" not in codes(report)
 
 
 @pytest.mark.parametrize("attr,spec", [("softplus", "f32[3]"), ("tanh_c", "f32[4]")])
 def test_wrong_sign_or_formula_is_an_error(attr, spec):
-    module = load("jxg023_bad.py")
+    module = load("jxg024_bad.py")
     x = jnp.array([0.3, -1.2, 2.0, 0.7][: int(spec[4:-1])])
     obj = getattr(module, attr)
     assert not np.allclose(jax.grad(lambda x: jnp.sum(obj(x)))(x), jax.grad(lambda x: jnp.sum(obj.fun(x)))(x))
-    report = jaxdiag.check_grad(f"{SAMPLES / 'jxg023_bad.py'}:{attr}", spec)
-    assert "JXG023" in codes(report, "error") and "JXG014" not in codes(report)
+    report = jaxdiag.check_grad(f"{SAMPLES / 'jxg024_bad.py'}:{attr}", spec)
+    assert "JXG024" in codes(report, "error") and "JXG014" not in codes(report)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -342,7 +342,7 @@ def test_nested_rule_is_checked_at_the_values_its_function_passes():
     np.testing.assert_allclose(jax.grad(good.logdet)(x), want, rtol=1e-4, atol=1e-4)
     report = jaxdiag.check_grad(f"{SAMPLES / 'nested_values_bad.py'}:logdet", "f32[3,3]")
     nested = [t for t in report.targets if t.target.endswith("> chol")]
-    assert nested and "JXG023" in {f.code for f in nested[0].findings}
+    assert nested and "JXG024" in {f.code for f in nested[0].findings}
     good_report = jaxdiag.check_grad(f"{SAMPLES / 'nested_values_good.py'}:logdet", "f32[3,3]")
     no_internal_errors(good_report)
     assert not problems(good_report), problems(good_report)
@@ -359,4 +359,4 @@ def test_gradient_transformation_controlled_by_an_argument_is_a_warning():
     x, scale = jnp.array([0.5, -1.0, 2.0]), jnp.array([-3.0, 4.0, 0.5])
     assert np.allclose(jax.grad(lambda x: jnp.sum(scale_gradient(x, scale)))(x), scale)  # plain JAX: scaled
     report = jaxdiag.check_grad(scale_gradient, "f32[3]", "f32[3]")
-    assert "JXG014" in codes(report, "warning") and "JXG023" not in codes(report)
+    assert "JXG014" in codes(report, "warning") and "JXG024" not in codes(report)

@@ -37,7 +37,7 @@ from ._source import (
     source_of,
     user_frame,
 )
-from ._state import Arg, GradState, require, state
+from ._state import RESIDUALS_NOT_ARRAYS, Arg, GradState, require, state
 from ._values import (
     EPS_F64,
     N_DIRECTIONS,
@@ -91,6 +91,7 @@ __all__ = [
     "output_names",
     "primal_tol",
     "quiet_call",
+    "RESIDUALS_NOT_ARRAYS",
     "require",
     "return_values",
     "rule_name",

@@ -95,7 +95,7 @@ def fd_reference_nonzero(st: GradState, ws: Sequence[Any], args: Sequence[Arg] |
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Grading a custom derivative that disagrees with the reference (JXG014 warning vs JXG023 error)
+# Grading a custom derivative that disagrees with the reference (JXG014 warning vs JXG024 error)
 # ---------------------------------------------------------------------------------------------------------------
 
 

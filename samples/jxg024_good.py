@@ -1,4 +1,4 @@
-"""JXG023 good: the derivative of softplus is sigmoid(x); the derivative of tanh is 1 - tanh(x)^2."""
+"""JXG024 good: the derivative of softplus is sigmoid(x); the derivative of tanh is 1 - tanh(x)^2."""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""JXG023 bad: a numerically stable softplus whose bwd uses sigmoid(-x) instead of sigmoid(x). Structure and
+"""JXG024 bad: a numerically stable softplus whose bwd uses sigmoid(-x) instead of sigmoid(x). Structure and
 shapes are right, so JAX runs it and every gradient is silently wrong: for x > 0 the returned derivative is larger
 than the true one, which no clipping or straight-through estimator produces."""
 
@@ -30,7 +30,7 @@ def tanh_c(x):
 
 
 @tanh_c.defjvp
-def tanh_c_jvp(primals, tangents):  # jaxdiag-expect: JXG023
+def tanh_c_jvp(primals, tangents):  # jaxdiag-expect: JXG024
     (x,), (t,) = primals, tangents
     y = jnp.tanh(x)
     return y, (y * y - 1.0) * t  # the sign is flipped: d tanh = (1 - y^2) dx
