@@ -339,8 +339,15 @@ def _jxg013(m: Any) -> str | None:
 
 @says("JXG014")
 def _jxg014(m: Any) -> str | None:
+    """`jax.grad(lambda x: clipped_sin(x).sum())(x)`"""
+    x = draw("JXG014", 6)
+    return compare(jax.grad(lambda x: m.clipped_sin(x).sum())(x), np.cos(x), "gradient")
+
+
+@says("JXG024")
+def _jxg024(m: Any) -> str | None:
     """`jax.grad(lambda x: softplus(x).sum())(x)`"""
-    x = draw("JXG014", 3)
+    x = draw("JXG024", 3)
     return compare(jax.grad(lambda x: m.softplus(x).sum())(x), 1 / (1 + np.exp(-x)), "gradient")
 
 

@@ -124,8 +124,8 @@ def test_numerical_mismatch_reports_numbers_and_how_to_suppress():
     assert re.search(r"max abs difference \d", finding.message)
     assert "tolerance" in finding.message and "finite differences" in finding.message
     assert "may be intended" in finding.message
-    assert "# jaxdiag: ignore[JXG014]" in finding.fix and "jxg014_bad.py:20" in finding.fix
-    assert (finding.location.line, finding.location.function) == (20, "softplus_bwd")
+    assert "# jaxdiag: ignore[JXG014]" in finding.fix and "jxg014_bad.py:21" in finding.fix
+    assert (finding.location.line, finding.location.function) == (21, "clipped_sin_bwd")
 
 
 def test_primitive_jvp_mismatch_points_at_the_rule_and_gives_values():
@@ -152,10 +152,11 @@ def test_dtype_drift_names_both_dtypes():
 
 def test_inline_suppression_on_the_def_line(tmp_path):
     source = (SAMPLES / "jxg014_bad.py").read_text(encoding="utf-8")
-    source = source.replace("def softplus_bwd(x, g):", "def softplus_bwd(x, g):  # jaxdiag: ignore[JXG014]")
+    source = source.replace("def clipped_sin_bwd(x, g):  # jaxdiag-expect: JXG014",
+                            "def clipped_sin_bwd(x, g):  # jaxdiag: ignore[JXG014]")
     path = tmp_path / "clipped.py"
     path.write_text(source, encoding="utf-8")
-    report = jaxdiag.check_grad(f"{path}:softplus", "f32[3]")
+    report = jaxdiag.check_grad(f"{path}:clipped_sin", "f32[6]")
     assert report.ok and "JXG014" not in report.codes()
 
 
@@ -325,7 +326,7 @@ def test_affine_jvp_explains_forward_and_reverse(tmp_path):
 
 @pytest.mark.parametrize("spec", ["f64[3]", "f16[3]", "bf16[4]", "f32[]", "f32[2,3]"])
 def test_good_custom_rules_across_dtypes_and_shapes(spec):
-    for name, attr in (("jxg014_good.py", "softplus"), ("jxg020_good.py", "safe_abs"), ("jxg001_good.py", "my_cos_p")):
+    for name, attr in (("jxg024_good.py", "softplus"), ("jxg020_good.py", "safe_abs"), ("jxg001_good.py", "my_cos_p")):
         report = jaxdiag.check_grad(f"{SAMPLES / name}:{attr}", spec)
         assert not problems(report) and not internal_errors(report), (name, spec, problems(report))
 
