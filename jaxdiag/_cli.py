@@ -142,7 +142,8 @@ def batching(
     arg: Optional[List[str]] = ArgOpt,
     param: Optional[List[str]] = ParamOpt,
     in_axes: Optional[str] = typer.Option(None, "--in-axes", help="Reproduce vmap with these in_axes, e.g. 1,None."),
-    out_axes: Optional[str] = typer.Option(None, "--out-axes", help="Reproduce vmap with these out_axes, e.g. [0,None]."),
+    out_axes: Optional[str] = typer.Option(None, "--out-axes",
+                                           help="Reproduce vmap with these out_axes, e.g. [0,None]."),
     fmt: str = FormatOpt,
     output: Optional[str] = OutputOpt,
     select: Optional[List[str]] = SelectOpt,
@@ -235,9 +236,9 @@ def rules(code: Optional[str] = typer.Argument(None, help="A rule code such as J
     console.print(r.summary)
     console.print(Markdown(r.explanation))
     for which, heading in (("bad", "Example"), ("good", "Use instead:")):
-        text = r.sample_text(which)
-        if text:
-            console.print(f"\n[bold]{heading}[/bold] (samples/{r.sample_path(which).name})")
+        text, path = r.sample_text(which), r.sample_path(which)
+        if text and path is not None:
+            console.print(f"\n[bold]{heading}[/bold] (samples/{path.name})")
             console.print(Syntax(text, "python", line_numbers=True, theme="ansi_dark", background_color="default"))
 
 
