@@ -205,7 +205,9 @@ class _Spy:
                          f"{self.variant.describe(self.target.fn_name)}")
             ran = call_user(rule, axis_size, in_batched, *args)
             if ran.error is not None:  # the user's rule failed: a finding, never a crash
-                raise _raised(self.target, ran.error, where) from ran.error
+                with jaxdiag_code("reporting a custom_vmap rule that raised"):  # runs inside the user's vmap
+                    defect = _raised(self.target, ran.error, where)
+                raise defect from ran.error
             with jaxdiag_code("validating a custom_vmap rule's result"):  # a malformed result raises _RuleDefect
                 self.calls.append(validate(self.target, ran.value, axis_size, where))
             return ran.value
