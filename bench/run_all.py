@@ -9,6 +9,7 @@ Runs, each in a fresh process with this interpreter (so one benchmark's JAX cach
 - `bench/bench_grad.py`      `jaxdiag.check_grad` vs `jax.test_util.check_grads`, per target (median and max ratio)
 - `bench/bench_lint.py`      `jaxdiag check` on packages of 10, 50, 100 targets (seconds per target: linear?)
 - `bench/bench_startup.py`   `jaxdiag --version` vs `python -c "import jax"` (median ratio)
+- `bench/bench_sharding.py`  `jaxdiag sharding`: the child process alone, and seconds per target on a 2x4 mesh
 
 Every figure is a median of several runs, and every ratio compares two things measured side by side in the same run
 (each script alternates or interleaves its two sides). The scripts' own output is printed as it comes, then a summary
@@ -66,6 +67,12 @@ BENCHES = [
         ("jaxdiag --version (median)", r"jaxdiag --version ([\d.]+)s", "{} s", ""),
         ("start-up ratio", r"ratio ([\d.]+)x", "{}x", "close to 1x"),
     ]),
+    Bench("bench_sharding.py", "jaxdiag sharding per target (2x4 virtual mesh)", ["--repeat", "3"],
+          ["--repeat", "1"], [
+              ("sharding child process alone", r"child process alone[^:]*:\s*([\d.]+) s", "{} s", ""),
+              ("sharding per target", r"per target: median ([\d.]+) s, max ([\d.]+) s", "median {0} s, max {1} s",
+               ""),
+          ]),
 ]
 
 
@@ -102,7 +109,8 @@ def figures(bench: Bench, output: str) -> list[tuple[str, str, str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and sizes (a smoke run, noisier)")
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these (batching, grad, lint, startup)")
+    parser.add_argument("--only", nargs="+", metavar="NAME",
+                        help="run only these (batching, grad, lint, startup, sharding)")
     args = parser.parse_args(argv)
 
     import jax

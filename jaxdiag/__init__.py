@@ -15,6 +15,7 @@ _EXPORTS = {
     "check_all": "._engine",
     "check_batching": "._engine",
     "check_grad": "._engine",
+    "check_sharding": "._sharding",
     "check_module": "._lint",
     "UsageError": "._errors",
     "CheckResult": "._report",
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from ._engine import check_all as check_all
     from ._engine import check_batching as check_batching
     from ._engine import check_grad as check_grad
+    from ._sharding import check_sharding as check_sharding
     from ._errors import UsageError as UsageError
     from ._lint import check_module as check_module
     from ._report import CheckResult as CheckResult

@@ -179,6 +179,53 @@ def grad(
 
 
 @app.command(rich_help_panel="Diagnose")
+def sharding(
+    target: str = typer.Argument(..., help="pkg.module:attr or path/to/file.py:attr"),
+    arg: Optional[List[str]] = ArgOpt,
+    param: Optional[List[str]] = ParamOpt,
+    mesh: str = typer.Option("2x4", "--mesh", help="Virtual CPU mesh shape, e.g. 2x4 (8 devices) or 8; at most 64.",
+                             metavar="SHAPE"),
+    fmt: str = FormatOpt,
+    output: Optional[str] = OutputOpt,
+    select: Optional[List[str]] = SelectOpt,
+    ignore: Optional[List[str]] = IgnoreOpt,
+    seed: Optional[int] = SeedOpt,
+    exit_zero: bool = ExitZeroOpt,
+    app_dir: str = AppDirOpt,
+    include_jax: bool = IncludeJaxOpt,
+) -> None:
+    """Check sharding on a virtual CPU mesh: jit on sharded inputs, custom_partitioning, Shardy rules, shard_map,
+    gathering cost. Runs in a child process with its own XLA_FLAGS."""
+    _check_format(fmt)
+    from ._errors import UsageError
+
+    try:
+        from . import _config, _sharding
+        from ._filtering import Filter
+        from ._inputs import parse_param, parse_spec
+
+        shape = _sharding.parse_mesh(mesh)
+        config = _config.load(app_dir)
+        settings = Filter(_split_codes(select) or config.select, _split_codes(ignore) + config.ignore,
+                          config.per_target_ignores)  # unknown codes: exit 2 before the child starts
+        specs = [str(parse_spec(a)) for a in arg or []]
+        bind_params = dict(parse_param(p) for p in param or [])
+        entry = {"ref": target, "args": specs, "params": bind_params}
+        report = settings.apply(_sharding.run_in_child([entry], shape, seed=seed if seed is not None else config.seed,
+                                                       include_jax=include_jax, app_dir=app_dir))
+    except UsageError as exc:
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise _fail("interrupted", EXIT_USAGE) from None
+    except Exception as exc:  # jaxdiag's own bug: say so, with exit 3
+        if os.environ.get("JAXDIAG_DEBUG"):
+            raise
+        raise _fail(f"internal error: {type(exc).__name__}: {exc} (set JAXDIAG_DEBUG=1 for the traceback)",
+                    EXIT_INTERNAL) from None
+    _emit(report, fmt, output, exit_zero)
+
+
+@app.command(rich_help_panel="Diagnose")
 def check(
     paths: Optional[List[str]] = typer.Argument(None, help="Modules, packages or files (default: pyproject paths)."),
     fmt: str = FormatOpt,

@@ -16,7 +16,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-KNOWN_KEYS = {"select", "ignore", "per-target-ignores", "paths", "seed", "targets"}
+KNOWN_KEYS = {"select", "ignore", "per-target-ignores", "paths", "seed", "targets", "sharding"}
 
 
 @dataclass
@@ -34,6 +34,7 @@ class Config:
     seed: int = 0
     targets: dict[str, TargetConfig] = field(default_factory=dict)
     source: str | None = None
+    sharding: bool = False  # `jaxdiag check` also runs the sharding checks (in a child process)
 
     def ignores_for(self, target: str) -> list[str]:
         """Codes per-target-ignores lists for `target`, its keys matched by glob (`pkg.mod:*`), as `check` does."""
@@ -104,6 +105,10 @@ def parse(table: dict, path: str = "pyproject.toml") -> Config:
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise UsageError(f"{path}: [tool.jaxdiag] seed must be an integer")
     config.seed = seed
+    sharding = table.get("sharding", False)
+    if not isinstance(sharding, bool):
+        raise UsageError(f"{path}: [tool.jaxdiag] sharding must be true or false")
+    config.sharding = sharding
     targets = table.get("targets", {})
     if not isinstance(targets, dict):
         raise UsageError(f"{path}: [tool.jaxdiag.targets] must be a table keyed by target")

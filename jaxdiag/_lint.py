@@ -100,8 +100,13 @@ class _Lint:
             if where and where.endswith(".py"):
                 validate_inline(where)
         reports: list[TargetReport] = list(self.discovery.failed)
-        for found in self.discovery.discover():
+        discovered = self.discovery.discover()
+        for found in discovered:
             reports.extend(self._check(found))
+        if self.config.sharding:  # opt-in: a child process on virtual devices
+            from . import _sharding
+
+            reports.extend(_sharding.lint_sharding(self, discovered))
         report = self.filter.apply(Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION))
         for target in report.targets:  # SARIF and GitHub annotations need a file and line for every finding
             for finding in target.findings:

@@ -41,7 +41,8 @@ VERSION_RE = re.compile(r"with jax ([0-9][0-9A-Za-z.+-]*)")
 
 # Rules that `jaxdiag check` does not report with its defaults, and the command (and API options) that does, e.g.
 # `"JXG019": ("grad --order 2", {"order": 2})` (no longer needed: `check` runs the second-order check).
-SPECIAL_COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {}
+SPECIAL_COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {
+    f"JXS00{n}": ("sharding", {}) for n in range(1, 7)}  # `check` runs them only with `sharding = true`
 
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -138,7 +139,8 @@ def what_jaxdiag_says(code: str, name: str) -> tuple[str, str]:
             module = load_sample(name)
             findings = []
             for attr, config in getattr(module, "JAXDIAG", {}).items():
-                api = jaxdiag.check_grad if code.startswith("JXG") else jaxdiag.check_batching
+                api = (jaxdiag.check_sharding if code.startswith("JXS") else
+                       jaxdiag.check_grad if code.startswith("JXG") else jaxdiag.check_batching)
                 report = api(f"samples/{name}:{attr}", *config.get("args", []), **options,
                              **config.get("params", {}))
                 findings += report.findings

@@ -21,7 +21,10 @@ def test_table_lists_exactly_the_sample_files():
     assert sorted(EXPECTED) == sample_files(), HINT
 
 
-@pytest.mark.parametrize("name", sorted(n for n in EXPECTED if re.fullmatch(r"jx[a-z]\d{3}_(bad|good)\.py", n)))
+# The JXS (sharding) samples report their rules under `jaxdiag sharding`, which `check` runs only with
+# `sharding = true`: tests/test_sharding.py checks those pairs on a virtual mesh. Under plain `check` the
+# custom_partitioning ones report JAX's missing vmap/grad support for custom_partitioning, pinned in the table.
+@pytest.mark.parametrize("name", sorted(n for n in EXPECTED if re.fullmatch(r"jx[a-rt-z]\d{3}_(bad|good)\.py", n)))
 def test_bad_samples_report_their_rule_and_good_samples_are_clean(name):
     """A bad sample reports its rule (at the severity `check` gives it: a missing JVP rule is only a note); a good
     one reports no error, no warning and not its rule. Checked on the table's own JAX release; an older release's

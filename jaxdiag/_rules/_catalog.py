@@ -15,6 +15,7 @@ CATEGORIES = {
     "JXR": "registration",
     "JXG": "differentiation",
     "JXV": "custom_vmap",
+    "JXS": "sharding",
     "JXN": "note",
 }
 NOTE_PREFIX = "JXN"
