@@ -196,10 +196,7 @@ def report_from_dict(data: dict[str, Any]) -> Report:
     """The inverse of `Report.to_dict` (schema 1)."""
     targets = []
     for t in data.get("targets", []):
-        findings = []
-        for f in t.get("findings", []):
-            location = Location(**f["location"]) if f.get("location") else None
-            findings.append(Finding(**{**_only_known(Finding, f), "location": location}))
+        findings = [Finding.from_dict(f) for f in t.get("findings", [])]
         checks = [CheckResult(**_only_known(CheckResult, c)) for c in t.get("checks", [])]
         report = TargetReport(t["target"], t["kind"], list(t.get("inputs", [])), checks, findings,
                               module=t.get("module", ""))

@@ -99,7 +99,7 @@ def test_fft_mismatch_names_the_input_sharding_and_values(fast_report):
 
 def test_an_unshardable_input_is_a_note_not_a_pass(fast_report):
     (target,) = fast_report["sharding_targets"]
-    assert [(f.code, f.severity) for f in target.findings] == [("JXR902", "info")]
+    assert [(f.code, f.severity) for f in target.findings] == [("JXN003", "info")]
     assert "only the replicated placement ran" in target.findings[0].message
 
 
