@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
 import pickle
 import sys
 import time
 import traceback
+from dataclasses import asdict
 from typing import Any
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL = 0, 2, 3
