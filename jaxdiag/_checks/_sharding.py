@@ -253,6 +253,12 @@ def _callback_location(ctx: Context, name: str = "partition") -> Location | None
     return (_locate.locate(fn) if fn is not None else None) or ctx.subject.location
 
 
+def _callback_name(ctx: Context, name: str) -> str:
+    parts = cs.partition_parts(ctx.subject.obj)
+    fn = parts.partition if name == "partition" else parts.infer
+    return str(getattr(_locate.unwrap(fn), "__name__", name)) if fn is not None else name
+
+
 def _worst(outputs: list[np.ndarray], reference: list[np.ndarray]) -> tuple[int, Comparison] | None:
     for k, (got, want) in enumerate(zip(outputs, reference)):
         cmp = compare(got, want)
@@ -281,10 +287,10 @@ def sharded_results(ctx: Context) -> Iterator[Finding]:
         if raised:
             rec = raised[0]
             yield rules.PARTITION_CALLBACK_RAISED.finding(
-                evidence=f"`{rec.name}` of {subject.name} raised for {run.placement.describe(ctx.specs)} on mesh "
-                f"{describe_mesh(ctx.options)} (arguments {', '.join(map(str, ctx.specs))}): "
-                f"{_first_line(rec.error)}",  # type: ignore[arg-type]
-                fix=f"Make `{rec.name}` handle every sharding of its operands (including "
+                evidence=f"`{_callback_name(ctx, rec.name)}` (the `{rec.name}` callback of {subject.name}) raised "
+                f"for {run.placement.describe(ctx.specs)} on mesh {describe_mesh(ctx.options)} (arguments "
+                f"{', '.join(map(str, ctx.specs))}): {_first_line(rec.error)}",  # type: ignore[arg-type]
+                fix=f"Make `{_callback_name(ctx, rec.name)}` handle every sharding of its operands (including "
                     f"{run.placement.short}): read `arg_shapes[i].sharding.spec` and return shardings for it, "
                     "replicating the dimensions the op cannot split.",
                 location=_callback_location(ctx, rec.name))
