@@ -147,7 +147,7 @@ def run_in_child(entries: list[dict[str, Any]], mesh: tuple[int, ...], *, seed: 
     try:
         try:
             payload = pickle.dumps(request)
-        except Exception as exc:
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
             raise UsageError(f"the sharding checks' inputs cannot be sent to the child process: {exc}") from None
         try:
             done = subprocess.run([sys.executable, "-m", "jaxdiag._sharding_child"], input=payload,

@@ -98,6 +98,8 @@ def run_target(entry: dict[str, Any], options: Any, request: dict[str, Any]) -> 
     from ._compat import _sharding as cs
     from ._inputs import ArgSpec, draw, parse_spec, spec_of
 
+    from ._checks._harness.cache import SubjectCache
+
     app_dir = request.get("app_dir", ".")
     resolved = _engine.resolve(entry["ref"], app_dir)
     args = entry.get("args", [])
@@ -119,14 +121,14 @@ def run_target(entry: dict[str, Any], options: Any, request: dict[str, Any]) -> 
         notes: list = []
         root.specs = specs or _engine.infer_specs(root, notes)
         _engine.choose_domain(root, notes)
-        cache: dict[str, Any] = {}
+        cache = SubjectCache()
         if any(c is not None for c in concrete):
             rng = np.random.default_rng(options.seed)
-            cache["example"] = [c if c is not None else draw(s, rng, root.domain) for c, s in zip(concrete, specs)]
+            cache.example = [c if c is not None else draw(s, rng, root.domain) for c, s in zip(concrete, specs)]
         subjects = [root] + nested_subjects(root, options, cache)
         reports = []
         for subject in subjects:
-            report = run_subject(subject, options, cache if subject is root else {})
+            report = run_subject(subject, options, cache if subject is root else SubjectCache())
             if subject is root:
                 report.findings[:0] = notes
             reports.append(report)
@@ -158,7 +160,7 @@ def configured_inputs(ref: str, resolved: Any, app_dir: str) -> tuple[list[str],
     return [], {}
 
 
-def nested_subjects(root: Any, options: Any, cache: dict) -> list[Any]:
+def nested_subjects(root: Any, options: Any, cache: Any) -> list[Any]:
     """custom_partitioning calls and user primitives inside a function (each checked on its own operands)."""
     import jax
 
@@ -166,15 +168,16 @@ def nested_subjects(root: Any, options: Any, cache: dict) -> list[Any]:
     from ._checks._sharding import subject_for_partitioned_call
     from ._compat import _sharding as cs
 
+    from ._checks._harness.boundary import call_user
+    from ._checks._harness.cache import SubjectCache
+
     if root.kind != "function":
         return []
     seen: list = []
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in root.specs]
-    try:
-        with cs.record_partitioned_calls(seen), jax.disable_jit():
-            jax.make_jaxpr(root.call)(*shapes)
-    except Exception:
-        seen = []
+    with cs.record_partitioned_calls(seen), jax.disable_jit():
+        if call_user(jax.make_jaxpr(root.call), *shapes).error is not None:
+            seen = []
     subjects = []
     ids: set[int] = set()
     for obj, args, kwargs in seen:
@@ -184,12 +187,12 @@ def nested_subjects(root: Any, options: Any, cache: dict) -> list[Any]:
         specs, static = _engine._split_custom_args("custom_partitioning", obj.fun, args, {})
         if specs is not None:
             subjects.append(subject_for_partitioned_call(root, obj, specs, static))
-    cache["partitioned_calls"] = len(subjects)
-    primitives = [s for s in _engine.find_nested_subjects(root, options, {}) if s.kind == "primitive"]
+    cache.sharding["partitioned_calls"] = len(subjects)
+    primitives = [s for s in _engine.find_nested_subjects(root, options, SubjectCache()) if s.kind == "primitive"]
     return subjects + primitives
 
 
-def run_subject(subject: Any, options: Any, cache: dict) -> Any:
+def run_subject(subject: Any, options: Any, cache: Any) -> Any:
     from . import _rules as rules
     from ._checks import _sharding, _sharding_gather, _sharding_rules
     from ._checks._base import Context, SkipCheck
@@ -228,12 +231,12 @@ def _report_kind(kind: str) -> str:
     return "function" if kind == "custom_partitioning" else kind
 
 
-def _wanted(name: str, subject: Any, cache: dict) -> bool:
+def _wanted(name: str, subject: Any, cache: Any) -> bool:
     """Avoid checking one thing twice: a function's custom_partitioning calls are checked at each call (where the
     finding can name the callback), a nested primitive only inside shard_map, gathering once, at the root."""
     if subject.parent is not None and subject.kind == "primitive":
         return name == "shard-map"
-    return not (name == "sharded-results" and subject.kind == "function" and cache.get("partitioned_calls"))
+    return not (name == "sharded-results" and subject.kind == "function" and cache.sharding.get("partitioned_calls"))
 
 
 if __name__ == "__main__":

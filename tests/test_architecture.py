@@ -461,6 +461,9 @@ BROAD_CATCH_ALLOWED = {
     ("jaxdiag/_cli.py", "_diagnose"),  # the CLI's last resort: exit 3
     ("jaxdiag/_cli.py", "_emit"),  # a renderer's bug: exit 3
     ("jaxdiag/_cli.py", "check"),
+    ("jaxdiag/_cli.py", "sharding"),  # the CLI's last resort: exit 3
+    ("jaxdiag/_sharding_child.py", "main"),  # the child's last resort: reported to the parent as exit 3
+    ("jaxdiag/_sharding_child.py", "run_subject"),  # as _engine.run_subject, in the sharding child
 }
 BROAD = {"Exception", "BaseException"}
 

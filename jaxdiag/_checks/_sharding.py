@@ -26,6 +26,7 @@ from .._inputs import ArgSpec
 from .._numerics import Comparison, compare
 from .._report import Finding, Location
 from ._base import Check, Context, Options, SkipCheck, Subject, check
+from ._harness.boundary import call_user
 
 MESH_AXIS_NAMES = ("a", "b", "c", "d")
 
@@ -168,11 +169,11 @@ def _spy(records: list[CallbackRecord]) -> Any:
             arg_shapes, result_shape = args[-2], args[-1]
             arg_sh = _shardings(arg_shapes)
             requested = _shardings(result_shape) if name == "partition" else []
-            try:
-                result = original(*args)
-            except Exception as exc:  # the user's callback raised: recorded, then re-raised into XLA
-                records.append(CallbackRecord(name, arg_sh, requested, [], exc))
-                raise
+            called = call_user(original, *args)
+            if called.error is not None:  # the user's callback raised: recorded, then re-raised into XLA
+                records.append(CallbackRecord(name, arg_sh, requested, [], called.error))
+                raise called.error
+            result = called.value
             returned = _shardings(result[2]) if name == "partition" and isinstance(result, tuple) and len(
                 result) == 4 else _shardings(result)
             records.append(CallbackRecord(name, arg_sh, requested, returned))
@@ -186,13 +187,11 @@ def _spy(records: list[CallbackRecord]) -> Any:
 
 def reference_outputs(ctx: Context) -> list[np.ndarray]:
     """The subject on the example, unsharded (one device), as float64-comparable NumPy leaves."""
-    if "sharding_reference" not in ctx.cache:
-        try:
-            out = ctx.call(*ctx.example())
-            ctx.cache["sharding_reference"] = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
-        except Exception as exc:
-            ctx.cache["sharding_reference"] = exc
-    ref = ctx.cache["sharding_reference"]
+    if "reference" not in ctx.cache.sharding:
+        called = call_user(ctx.call, *ctx.example())
+        ctx.cache.sharding["reference"] = called.error if called.error is not None else [
+            np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(called.value)]
+    ref = ctx.cache.sharding["reference"]
     if isinstance(ref, BaseException):
         raise SkipCheck(f"the target raised on one device, so nothing can be compared under sharding: "
                         f"{type(ref).__name__}: {str(ref).splitlines()[0] if str(ref) else ''}")
@@ -206,10 +205,17 @@ def _fresh_call(subject: Subject) -> Any:
     return call
 
 
+def _compile_and_run(fn: Any, placed: list[Any]) -> tuple[str, list[np.ndarray]]:
+    """Compile jit(fn) for these placed arguments (the partitioner calls the user's callbacks here), run it."""
+    compiled = jax.jit(fn).lower(*placed).compile()
+    out = compiled(*placed)
+    return compiled.as_text() or "", [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
+
+
 def sharded_runs(ctx: Context) -> list[Run]:
     """jit of the subject compiled and run for every placement (cached per subject)."""
-    if "sharding_runs" in ctx.cache:
-        return ctx.cache["sharding_runs"]
+    if "runs" in ctx.cache.sharding:
+        return ctx.cache.sharding["runs"]
     options = ctx.options
     mesh = mesh_of(options)
     example = ctx.example()
@@ -223,15 +229,13 @@ def sharded_runs(ctx: Context) -> list[Run]:
             else contextlib.nullcontext()
         with spying:
             fresh = _fresh_call(ctx.subject)  # a new function per placement: a new trace carries the spies
-            try:
-                compiled = jax.jit(fresh).lower(*placed).compile()
-                run.hlo = compiled.as_text() or ""
-                out = compiled(*placed)
-                run.outputs = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
-            except Exception as exc:
-                run.error = exc
+            called = call_user(_compile_and_run, fresh, placed)
+            if called.error is not None:
+                run.error = called.error
+            else:
+                run.hlo, run.outputs = called.value
         runs.append(run)
-    ctx.cache["sharding_runs"] = runs
+    ctx.cache.sharding["runs"] = runs
     return runs
 
 
@@ -340,7 +344,7 @@ def _mismatch_fix(ctx: Context, dims: list[tuple[int, int]]) -> str:
 def _same_sharding(a: Any, b: Any, ndim: int) -> bool:
     try:
         return bool(a.is_equivalent_to(b, ndim))
-    except Exception:
+    except (AttributeError, TypeError, ValueError):  # not a jax Sharding (a user's odd return value)
         return getattr(a, "spec", a) == getattr(b, "spec", b)
 
 

@@ -15,6 +15,7 @@ from .. import _rules as rules
 from .._compat import _sharding as cs
 from .._report import Finding, Location
 from ._base import Check, Context, check
+from ._harness.boundary import call_user
 from ._sharding import describe_mesh, mesh_of, sharded_runs
 
 
@@ -40,10 +41,10 @@ def _nbytes(aval: Any) -> int:
 def _primitive_targets(prim: Any, avals: list[Any], params: dict) -> tuple[str, ...]:
     """The non-JAX custom-call targets a user primitive lowers to (empty for `mlir.lower_fun` lowerings)."""
     shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
-    try:
-        text = cs.lowered_text(lambda *xs: prim.bind(*xs, **params), *shapes)
-    except Exception:
+    lowered = call_user(cs.lowered_text, lambda *xs: prim.bind(*xs, **params), *shapes)
+    if lowered.error is not None:
         return ()
+    text = lowered.value
     return tuple(dict.fromkeys(t for t in cs.custom_call_targets(text) if not cs.is_internal_target(t)))
 
 
@@ -61,10 +62,10 @@ def opaque_calls(ctx: Context) -> list[OpaqueCall]:
                            tuple(tuple(leaf.shape) for leaf in jax.tree_util.tree_leaves(out)), subject.location,
                            "primitive")]
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
-    try:
-        jaxpr = jax.make_jaxpr(lambda *xs: subject.call(*xs))(*shapes)
-    except Exception:
+    traced = call_user(jax.make_jaxpr(lambda *xs: subject.call(*xs)), *shapes)
+    if traced.error is not None:
         return []
+    jaxpr = traced.value
     calls: list[OpaqueCall] = []
     for eqn in _global_eqns(jaxpr):
         prim = eqn.primitive

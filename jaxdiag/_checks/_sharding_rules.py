@@ -18,6 +18,7 @@ from .._compat import _sharding as cs
 from .._numerics import compare
 from .._report import Finding, Location
 from ._base import Check, Context, SkipCheck, check
+from ._harness.boundary import call_user
 from ._sharding import describe_mesh, mesh_of, reference_outputs
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -96,11 +97,10 @@ def _check_factor(ctx: Context, parts: Any, factors: Any, factor: str, example: 
     for i, d in ins:
         for k, piece in enumerate(_split(example[i], d, pieces)):
             split_args[k][i] = piece
-    try:
-        per_piece = [[np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(
-            parts.fun(*ctx.subject.full_args(args)))] for args in split_args]
-    except Exception:
+    pieces_out = [call_user(parts.fun, *ctx.subject.full_args(args)) for args in split_args]
+    if any(p.error is not None for p in pieces_out):
         return None  # the op cannot run on a slice at all (shape checks): Shardy would not keep it sharded either
+    per_piece = [[np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(p.value)] for p in pieces_out]
     for r, e in outs:
         joined = np.concatenate([outs_k[r] for outs_k in per_piece], axis=e)
         cmp = compare(joined, reference[r])
@@ -165,10 +165,9 @@ def shard_map_check(ctx: Context) -> Iterator[Finding]:
     names = tuple(mesh.axis_names)
     placed = [jax.device_put(x, NamedSharding(mesh, P(names))) for x in stacked]
     missing = yield from _rule_missing(ctx, fn, placed)
-    try:
-        out = jax.jit(fn)(*placed)
-        leaves = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
-    except Exception as exc:
+    ran = call_user(jax.jit(fn), *placed)
+    if ran.error is not None:
+        exc = ran.error
         if missing:
             return
         yield rules.SHARDED_RESULT_MISMATCH.finding(
@@ -178,6 +177,7 @@ def shard_map_check(ctx: Context) -> Iterator[Finding]:
             fix=f"Make {prim.name}'s impl and lowering work on device-local arrays inside shard_map.",
             location=ctx.subject.location)
         return
+    leaves = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(ran.value)]
     for k in range(devices):
         expected = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(ctx.call(*[x[k] for x in stacked]))]
         for j, (got, want) in enumerate(zip(leaves, expected)):
@@ -195,10 +195,10 @@ def _rule_missing(ctx: Context, fn: Any, placed: list[Any]) -> Generator[Finding
     """Yield JXS004 when the primitive lacks what shard_map needs here; return whether it did."""
     prim = ctx.subject.obj
     if cs.tracks_varying_axes():
-        try:
-            jaxpr = jax.make_jaxpr(fn)(*placed)
-        except Exception:
+        traced = call_user(jax.make_jaxpr(fn), *placed)
+        if traced.error is not None:
             return False
+        jaxpr = traced.value
         for eqn in _compat.iter_eqns(jaxpr):
             if eqn.primitive is not prim:
                 continue
@@ -219,11 +219,10 @@ def _rule_missing(ctx: Context, fn: Any, placed: list[Any]) -> Generator[Finding
     missing = cs.missing_replication_rules(prim)
     if not missing:
         return False
-    try:
-        jax.jit(fn)(*placed)
-        observed = " (shard_map ran, but only because nothing checked the output's replication)"
-    except Exception as exc:
-        observed = f": shard_map raises {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    ran = call_user(jax.jit(fn), *placed)
+    exc = ran.error
+    observed = (" (shard_map ran, but only because nothing checked the output's replication)" if exc is None else
+                f": shard_map raises {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
     yield rules.SHARD_MAP_RULE_MISSING.finding(
         evidence=f"{prim.name} lacks the replication rules shard_map's check_rep needs on this JAX "
         f"(not registered: {', '.join(missing)}){observed}",
@@ -238,9 +237,8 @@ def _grad_consequence(ctx: Context, fn: Any, placed: list[Any]) -> str:
         return " The output is then cast back to varying, which `grad` cannot transpose."
     def loss(*xs: Any) -> Any:
         return sum(jax.numpy.sum(leaf) for leaf in jax.tree_util.tree_leaves(fn(*xs)))
-    try:
-        jax.jit(jax.grad(loss))(*placed)
-    except Exception as exc:
+    exc = call_user(jax.jit(jax.grad(loss)), *placed).error
+    if exc is not None:
         return (f" Plain JAX confirms it: jax.grad through this shard_map raises {type(exc).__name__}: "
                 f"{str(exc).splitlines()[0][:200] if str(exc) else ''}")
     return ""
