@@ -111,7 +111,7 @@ def run_target(entry: dict[str, Any], options: Any, request: dict[str, Any]) -> 
     specs: list[ArgSpec] = [a if isinstance(a, ArgSpec) else parse_spec(a) if isinstance(a, str) else spec_of(c)
                             for a, c in zip(args, concrete)]
     wide = any(s.dtype.itemsize >= 8 and s.dtype.kind in "fciu" for s in specs)
-    x64 = _compat.jax_config(jax_enable_x64=True) if wide and not _compat.x64_enabled() else contextlib.nullcontext()
+    x64 = _compat.x64_scope(True) if wide and not _compat.x64_enabled() else contextlib.nullcontext()
     with x64:
         root = _engine._root_subject(resolved, params)
         if entry.get("label"):

@@ -376,7 +376,8 @@ def partition_output_sharding(ctx: Context) -> Iterator[Finding]:
                 cost = ("XLA reconciles the two with collectives (all-gather, then a re-slice) after every call"
                         if _has_collective(run.hlo) else "the partitioner must reshard the result after every call")
                 yield rules.PARTITION_SHARDING_MISMATCH.finding(
-                    evidence=f"for {run.placement.describe(ctx.specs)} on mesh {describe_mesh(ctx.options)}, {declared_by} "
+                    evidence=f"for {run.placement.describe(ctx.specs)} on mesh {describe_mesh(ctx.options)}, "
+                    f"{declared_by} "
                     f"declares result {k} sharded as {show_spec(getattr(want, 'spec', want))} but `{name}` returns "
                     f"{show_spec(getattr(got, 'spec', got))}: {cost}.",
                     fix=f"Make `{name}` return the result sharding {declared_by} declares "

@@ -112,7 +112,8 @@ def _check_factor(ctx: Context, parts: Any, factors: Any, factor: str, example: 
                   "this JAX still partitions with GSPMD, so the rule takes effect once Shardy is enabled "
                   "(jax_use_shardy_partitioner=True, the default on newer JAX)")
         return rules.SHARDING_RULE_NOT_PASSTHROUGH.finding(
-            evidence=f"the sharding_rule {factors.text!r} of {ctx.subject.name} declares factor {factor!r} ({where}, size "
+            evidence=f"the sharding_rule {factors.text!r} of {ctx.subject.name} declares factor {factor!r} "
+            f"({where}, size "
             f"{size}) as passing through to result {r} dimension {e}, but the op mixes values along it: applied to "
             f"{pieces} slices along that dimension and concatenated, result {r} has {cmp.describe()}; {active}.",
             fix=f"Declare {factor!r} as needing replication: `def_partition(..., sharding_rule={factors.text!r}, "
@@ -184,7 +185,8 @@ def shard_map_check(ctx: Context) -> Iterator[Finding]:
             cmp = compare(got[k], want)
             if not cmp.ok and not cmp.nonfinite:
                 yield rules.SHARDED_RESULT_MISMATCH.finding(
-                    evidence=f"{prim.name} inside shard_map over mesh {describe_mesh(ctx.options)}, one example per device: "
+                    evidence=f"{prim.name} inside shard_map over mesh {describe_mesh(ctx.options)}, one example "
+                    "per device: "
                     f"device {k}'s output {j} differs from {prim.name} on that example alone: {cmp.describe()}",
                     fix=f"{prim.name}'s lowering must compute from the device-local operands only.",
                     location=ctx.subject.location)
@@ -209,7 +211,8 @@ def _rule_missing(ctx: Context, fn: Any, placed: list[Any]) -> Generator[Finding
                 return False
             consequence = _grad_consequence(ctx, fn, placed)
             yield rules.SHARD_MAP_RULE_MISSING.finding(
-                evidence=f"inside shard_map over mesh {describe_mesh(ctx.options)}, {prim.name}'s inputs vary over mesh "
+                evidence=f"inside shard_map over mesh {describe_mesh(ctx.options)}, {prim.name}'s inputs vary "
+                "over mesh "
                 f"axes {sorted(axes_in)} but its abstract eval types output {lost[0]} as "
                 f"`{eqn.outvars[lost[0]].aval}`, identical on every device (no varying axes): "
                 f"this JAX needs {cs.shard_map_rule_name()}.{consequence}",

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 try:  # the public home since jax 0.6; jax.experimental.shard_map before
-    from jax import shard_map as _shard_map  # type: ignore[attr-defined]
+    from jax import shard_map as _shard_map
 except ImportError:  # pragma: no cover - exercised on jax 0.5
     from jax.experimental.shard_map import shard_map as _shard_map  # type: ignore[no-redef]
 
