@@ -62,7 +62,6 @@ EVENTS = {
 
 def child(family: str, side: str, index: int) -> None:
     sys.path.insert(0, str(ROOT))
-    import jax
     import jax.numpy as jnp
     import numpy as np
     from jax import monitoring
