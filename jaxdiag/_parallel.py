@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _cache
 from . import _rules as rules
@@ -34,7 +34,21 @@ from ._errors import UsageError
 from ._report import CheckResult, Finding, Location, Problem, TargetReport
 
 if TYPE_CHECKING:
-    from ._lint import Found, _Lint
+    from ._discovery import Found
+
+
+class Lint(Protocol):
+    """What this module uses of the lint layer's run (`_lint._Lint`, which imports this module)."""
+
+    seed: int
+    app_dir: str
+    config: Any
+    discovery: Any
+    unchecked_lines: set[tuple[str, int]]
+
+    def _check(self, found: Found) -> list[TargetReport]: ...
+
+    def _mark_unchecked(self, found: Found, anchors: list[Location]) -> None: ...
 
 # Seconds a target may run under `jaxdiag check` unless `--timeout` or `timeout` in [tool.jaxdiag] says otherwise.
 DEFAULT_TIMEOUT = 300.0
@@ -78,11 +92,6 @@ def default_jobs() -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def finding_from_dict(data: dict[str, Any]) -> Finding:
-    location = data.get("location")
-    return Finding(**{**data, "location": Location(**location) if location else None})
-
-
 def _location(data: dict[str, Any] | None) -> Location | None:
     return Location(**data) if data else None
 
@@ -97,7 +106,7 @@ def target_report_from_dict(data: dict[str, Any]) -> TargetReport:
     return TargetReport(**{
         **data,
         "checks": [CheckResult(**c) for c in data["checks"]],
-        "findings": [finding_from_dict(f) for f in data["findings"]],
+        "findings": [Finding.from_dict(f) for f in data["findings"]],
         "problems": [Problem(**{**p, "location": _location(p.get("location"))}) for p in data.get("problems", [])],
         "anchors": [Location(**a) for a in data.get("anchors", [])],
     })
@@ -123,7 +132,7 @@ class Outcome:
                    usage_error=data["usage_error"], complete=data["complete"])
 
 
-def run_in_process(lint: _Lint, found: Found) -> Outcome:
+def run_in_process(lint: Lint, found: Found) -> Outcome:
     """Check one target here, recording the lines it leaves unchecked separately from the other targets'."""
     saved = lint.unchecked_lines
     lint.unchecked_lines = set()
@@ -139,7 +148,7 @@ def run_in_process(lint: _Lint, found: Found) -> Outcome:
         lint.unchecked_lines = saved
 
 
-def apply(lint: _Lint, outcome: Outcome) -> list[TargetReport]:
+def apply(lint: Lint, outcome: Outcome) -> list[TargetReport]:
     """Merge an outcome into the parent's lint state and return its reports (a usage error stops the run)."""
     if outcome.usage_error is not None:
         raise UsageError(outcome.usage_error)
@@ -152,7 +161,7 @@ def apply(lint: _Lint, outcome: Outcome) -> list[TargetReport]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def check_targets(lint: _Lint, founds: Sequence[Found], items: Sequence[ModuleType | str],
+def check_targets(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleType | str],
                   settings: RunSettings) -> list[TargetReport]:
     """The reports of `founds`, in their order: from the cache, this process or the workers."""
     cache = keys = None
@@ -192,7 +201,7 @@ def check_targets(lint: _Lint, founds: Sequence[Found], items: Sequence[ModuleTy
     return reports
 
 
-def _finish(lint: _Lint, outcome: Outcome | None, cache: _cache.ResultCache | None,
+def _finish(lint: Lint, outcome: Outcome | None, cache: _cache.ResultCache | None,
             keys: list[str | None] | None, index: int, fresh: bool) -> list[TargetReport]:
     assert outcome is not None
     reports = apply(lint, outcome)
@@ -202,7 +211,7 @@ def _finish(lint: _Lint, outcome: Outcome | None, cache: _cache.ResultCache | No
     return reports
 
 
-def _cache_keys(lint: _Lint, founds: Sequence[Found]) -> tuple[_cache.ResultCache, list[str | None]]:
+def _cache_keys(lint: Lint, founds: Sequence[Found]) -> tuple[_cache.ResultCache, list[str | None]]:
     from . import _compat
 
     environment = _cache.environment_fingerprint(seed=lint.seed, config=lint.config, app_dir=lint.app_dir)
@@ -255,9 +264,10 @@ class _WorkerSetup:
     cwd: str
     sys_path: list[str]
     xla_cache_dir: str | None = None
+    lint_class: Any = None  # `_lint._Lint`, passed by reference (importing it here would be a cycle)
 
     @classmethod
-    def of(cls, lint: _Lint, items: list[str], settings: RunSettings) -> _WorkerSetup:
+    def of(cls, lint: Lint, items: list[str], settings: RunSettings) -> _WorkerSetup:
         xla = None
         if settings.cache:
             root = _cache.cache_root(lint.config.source)
@@ -267,7 +277,7 @@ class _WorkerSetup:
             except OSError:  # a read-only checkout: no compilation cache either
                 pass
         return cls(items, lint.app_dir, lint.seed, lint.discovery.keep_going, lint.discovery.include_tests,
-                   os.getcwd(), list(sys.path), xla)
+                   os.getcwd(), list(sys.path), xla, type(lint))
 
 
 def _rss_mb() -> float:
@@ -330,10 +340,9 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
         if setup.xla_cache_dir:
             _use_compilation_cache(setup.xla_cache_dir)
         from . import _config, _engine
-        from ._lint import _Lint
 
         # select/ignore are the parent's business: targets are checked unfiltered and filtered once, there
-        lint = _Lint(_config.load(setup.app_dir), setup.app_dir, setup.seed, [], [], setup.keep_going,
+        lint = setup.lint_class(_config.load(setup.app_dir), setup.app_dir, setup.seed, [], [], setup.keep_going,
                      setup.include_tests)
         lint.discovery.walk(setup.items, from_config=False)
         founds = {found.label: found for found in lint.discovery.discover()}
@@ -408,7 +417,7 @@ class _Pool:
         self.jobs = max(settings.jobs, 1)
         self.peak_worker_mb = 0.0
 
-    def run(self, lint: _Lint, founds: Sequence[Found], todo: list[int]) -> Iterator[tuple[int, Outcome]]:
+    def run(self, lint: Lint, founds: Sequence[Found], todo: list[int]) -> Iterator[tuple[int, Outcome]]:
         """(index, outcome) as targets finish, in any order. Workers are killed when the iterator is closed."""
         queue = list(todo)
         workers = [_Worker(self.setup) for _ in range(min(self.jobs, len(queue)))]
@@ -452,7 +461,7 @@ class _Pool:
             workers.append(_Worker(self.setup))
             LAST_RUN["workers_started"] += 1
 
-    def _receive(self, w: _Worker, workers: list[_Worker], lint: _Lint, founds: Sequence[Found],
+    def _receive(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
                  queue: list[int]) -> Iterator[tuple[int, Outcome]]:
         try:
             message = w.conn.recv()
@@ -488,7 +497,7 @@ class _Pool:
         elif kind == "raised":
             raise RuntimeError(f"checking {founds[message[1]].label} raised in a worker:\n{message[2]}")
 
-    def _expire(self, w: _Worker, workers: list[_Worker], lint: _Lint, founds: Sequence[Found],
+    def _expire(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
                 queue: list[int]) -> Iterator[tuple[int, Outcome]]:
         index = w.task
         if not w.ready:
@@ -510,7 +519,7 @@ def _anchor(found: Found) -> Location | None:
     return anchors[0] if anchors else None
 
 
-def timed_out(lint: _Lint, found: Found, running: str, seconds: float, limit: float) -> Outcome:
+def timed_out(lint: Lint, found: Found, running: str, seconds: float, limit: float) -> Outcome:
     """The report of a target stopped at the time limit: a note naming the check that was running."""
     subject, _, check = running.rpartition(": ") if running else ("", "", "")
     anchor = _anchor(found)

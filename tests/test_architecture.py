@@ -461,6 +461,7 @@ BROAD_CATCH_ALLOWED = {
     ("jaxdiag/_cli.py", "_diagnose"),  # the CLI's last resort: exit 3
     ("jaxdiag/_cli.py", "_emit"),  # a renderer's bug: exit 3
     ("jaxdiag/_cli.py", "check"),
+    ("jaxdiag/_parallel.py", "_worker_main"),  # a worker forwards whatever stops it to the parent, which reports it
 }
 BROAD = {"Exception", "BaseException"}
 
