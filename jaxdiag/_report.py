@@ -51,8 +51,8 @@ class Finding:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Finding":
-        """The inverse of `to_dict`, for a report made by another jaxdiag process (the sharding child), whose
-        findings the catalog already built; keys this version does not know are dropped."""
+        """The inverse of `to_dict`, for findings made by another jaxdiag process (the sharding child, a `check` worker,
+        the cache), which the catalog already built; keys this version does not know are dropped."""
         known = {f.name for f in fields(cls)}
         location = Location(**data["location"]) if data.get("location") else None
         return cls(**{**{k: v for k, v in data.items() if k in known}, "location": location})

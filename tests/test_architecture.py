@@ -464,6 +464,7 @@ BROAD_CATCH_ALLOWED = {
     ("jaxdiag/_cli.py", "sharding"),  # the CLI's last resort: exit 3
     ("jaxdiag/_sharding_child.py", "main"),  # the child's last resort: reported to the parent as exit 3
     ("jaxdiag/_sharding_child.py", "run_subject"),  # as _engine.run_subject, in the sharding child
+    ("jaxdiag/_parallel.py", "_worker_main"),  # a worker forwards whatever stops it to the parent, which reports it
 }
 BROAD = {"Exception", "BaseException"}
 
