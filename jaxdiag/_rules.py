@@ -10,6 +10,7 @@ Severities: `error` (fails or is wrong under a JAX transformation, or the user's
 
 from __future__ import annotations
 
+import importlib.resources
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,9 +25,18 @@ CATEGORIES = {
     "JXG": "differentiation",
     "JXV": "custom_vmap",
 }
-SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
-if not SAMPLES_DIR.is_dir():  # installed as a wheel: samples ship as the jaxdiag.samples package
-    SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
+
+
+def _samples_dir() -> Path:
+    """The samples shipped with this jaxdiag (package data of `jaxdiag.samples`, never a `samples/` folder that
+    happens to be on sys.path); a source checkout used without installing falls back to its own folder."""
+    try:
+        return Path(str(importlib.resources.files("jaxdiag.samples")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "samples"
+
+
+SAMPLES_DIR = _samples_dir()
 
 RULES: dict[str, "Rule"] = {}
 
