@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterator, List, Optional, Sequence
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -20,7 +20,7 @@ from . import __version__
 from ._errors import UsageError
 
 # click's exception base, found through typer's public names: typer >= 0.2x vendors click, older releases use it.
-ClickException: type = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 FORMAT_NAMES = ("text", "json", "sarif", "github", "junit")
 RULES_FORMATS = ("text", "markdown")
@@ -83,14 +83,14 @@ class JaxdiagCommand(TyperCommand):
                 formatter.write_text(self.help.split("\n\n")[0])
         if arguments:
             with formatter.section("Arguments"):
-                formatter.write_dl([(_argument_usage(a).strip("[]"), getattr(a, "help", "") or "")
+                formatter.write_dl([(_argument_usage(a).strip("[]"), getattr(a, "help", None) or "")
                                     for a in arguments])
         panels: dict[str, list[tuple[str, str]]] = {}
         for param in params:
             if param.param_type_name != "option":
                 continue
             panel = getattr(param, "rich_help_panel", None) or "Options"
-            panels.setdefault(panel, []).append((_option_label(param), param.help or ""))
+            panels.setdefault(panel, []).append((_option_label(param), getattr(param, "help", None) or ""))
         for panel, rows in panels.items():
             with formatter.section(panel):
                 formatter.write_dl(rows)
@@ -116,27 +116,28 @@ class JaxdiagGroup(TyperGroup):
             with formatter.section(panel):
                 formatter.write_dl(rows)
         with formatter.section("Options"):
-            formatter.write_dl([(_option_label(p), p.help or "") for p in self.get_params(ctx)
+            formatter.write_dl([(_option_label(p), getattr(p, "help", None) or "") for p in self.get_params(ctx)
                                 if p.param_type_name == "option"])
         formatter.write_paragraph()
         formatter.write_text("Run `jaxdiag COMMAND -h` for a command's options, `jaxdiag rules` for the rule "
                              "catalog.")
         _write_common_sections(formatter, with_spec=True)
 
-    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None, standalone_mode: bool = True,
-             **extra: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
         try:
             result = super().main(args=args, prog_name=prog_name or "jaxdiag", complete_var=complete_var,
-                                  standalone_mode=False, **extra)
+                                  standalone_mode=False, windows_expand_args=windows_expand_args, **extra)
             code = result if isinstance(result, int) else EXIT_CLEAN
         except typer.Exit as exc:  # raised outside invoke (eager --version)
             code = exc.exit_code
         except ClickException as exc:
-            if type(exc).__name__ == "NoArgsIsHelpError":  # click >= 8.2: bare `jaxdiag` shows the help
-                typer.echo(exc.ctx.get_help() if exc.ctx else "")
+            context = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError" and context is not None:  # click >= 8.2: bare `jaxdiag`
+                typer.echo(context.get_help())
                 code = EXIT_CLEAN
             else:
-                typer.echo(f"jaxdiag: error: {_one_line(exc.format_message())}", err=True)
+                typer.echo(f"jaxdiag: error: {_one_line(exc.format_message())}", err=True)  # type: ignore[attr-defined]
                 code = EXIT_USAGE
         except (typer.Abort, KeyboardInterrupt):
             typer.echo("jaxdiag: error: interrupted", err=True)

@@ -16,8 +16,10 @@ DOC_HEADER = """# Rule catalog
 Generated from the catalog (`jaxdiag/_rules.py`) by `jaxdiag rules --format markdown > docs/rules.md`; do not edit
 by hand (a test fails when this file is stale). `jaxdiag rules CODE` prints the same text in a terminal.
 
-Prefixes: {prefixes}. Severities: `error` (fails or is wrong under a JAX transformation), `warning` (likely
-unintended but can be deliberate), `info` (a note about the run).
+Prefixes: {prefixes}.
+
+Severities: `error` (fails or is wrong under a JAX transformation), `warning` (likely unintended but can be
+deliberate), `info` (a note about the run).
 """
 
 

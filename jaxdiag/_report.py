@@ -83,7 +83,7 @@ class Report:
     @property
     def summary(self) -> dict[str, int]:
         return {
-            "targets": sum(1 for t in self.targets if t.kind not in ("module", "config")),  # not notes' holders
+            "targets": sum(1 for t in self.targets if t.kind not in ("module", "config")),  # module/config entries only hold notes
             "errors": self.count("error"),
             "warnings": self.count("warning"),
             "infos": self.count("info"),

@@ -38,7 +38,10 @@ def check_selectors(selectors: Iterable[str], where: str) -> None:
     for selector in selectors:
         if known_selector(selector):
             continue
-        close = difflib.get_close_matches(selector.strip().upper(), sorted(_rules.RULES), n=1, cutoff=0.6)
+        wanted = selector.strip().upper()
+        digits = wanted[:3] + wanted[3:].replace("O", "0").replace("I", "1").replace("L", "1")  # JXB01O -> JXB010
+        close = [digits] if known_selector(digits) else difflib.get_close_matches(wanted, sorted(_rules.RULES), n=1,
+                                                                                  cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
         raise UsageError(f"{where}: unknown rule code or prefix {selector.strip()!r}{hint} "
                          "(`jaxdiag rules` lists them)")
@@ -99,6 +102,8 @@ def source_files(items: Iterable[str], app_dir: str) -> list[Path]:
     to the loader, which reports it."""
     found: list[Path] = []
     for item in items:
+        if not item.strip():
+            continue
         path = Path(item) if os.path.isabs(item) else Path(app_dir) / item
         if not path.exists() and Path(item).exists():
             path = Path(item)

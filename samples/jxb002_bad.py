@@ -1,5 +1,5 @@
 """JXB002 bad: the rule returns the whole `batch_dims` tuple as the output's dim. JAX checks `type(d) is int` and
-fails with `Exception: batch dim should be int or None`, without naming the primitive (bug catalog #2;
+fails with `Exception: batch dim should be int or None`, without naming the primitive (seen in
 cusp-ai-oss/kUPS#247)."""
 
 import jax.numpy as jnp

@@ -1,6 +1,6 @@
 """JXB005 bad: the rule moves the batch axis to the front but binds with the same `axis`, which now points at
 the batch axis: shapes are right, values silently wrong (a cumulative sum across examples). The correct rule
-shifts the axis by one (bug catalog #5)."""
+shifts the axis by one."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray

@@ -1,5 +1,5 @@
 """JXB006 bad: the rule assumes every operand is batched. When the weights are shared across the batch
-(`in_axes=(0, None)`), `jnp.moveaxis(w, None, 0)` raises `TypeError` inside vmap (bug catalog #6;
+(`in_axes=(0, None)`), `jnp.moveaxis(w, None, 0)` raises `TypeError` inside vmap (as in
 enpasos/jax2onnx#115, jax#39451)."""
 
 import jax.numpy as jnp

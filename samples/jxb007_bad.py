@@ -1,5 +1,5 @@
 """JXB007 bad: a multiple_results primitive must return a sequence of dims, one per output; returning the single
-int `0` fails inside vmap with `TypeError: 'int' object is not iterable` (bug catalog #8)."""
+int `0` fails inside vmap with `TypeError: 'int' object is not iterable`."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray

@@ -1,5 +1,5 @@
 """JXB008 bad: a single-result primitive's rule returns `([out], [dim])`, the multiple_results form. JAX fails
-with `TypeError: Argument '[Array(...)]' of type <class 'list'> is not a valid JAX type` (bug catalog #9)."""
+with `TypeError: Argument '[Array(...)]' of type <class 'list'> is not a valid JAX type`."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray

@@ -1,5 +1,5 @@
 """JXB020 bad: no `vmap_method`. `jax.vmap(cumsum_rows)` raises `NotImplementedError: vmap is only supported
-for the ffi_call primitive when vmap_method is one of 'sequential', ... Got vmap_method=None` (bug catalog #41);
+for the ffi_call primitive when vmap_method is one of 'sequential', ... Got vmap_method=None`;
 JAX 0.5 still looped with a DeprecationWarning. The same holds for `jax.pure_callback`."""
 
 import jax

@@ -2,10 +2,10 @@
 
 - `cumsum_rows`: `CumsumFlat` runs one cumulative sum over the buffer. Under vmap with `"broadcast_all"` it gets
   all examples as one (B, 3) buffer, and the sum runs on from one example into the next: [[1,3,6],[10,15,21]]
-  instead of [[1,3,6],[4,9,15]], silently (bug catalog #42).
+  instead of [[1,3,6],[4,9,15]], silently.
 - `cumsum_rows_expand`: the same kernel with `"expand_dims"`: the same silent mix.
 - `add_bias`: `AddBias` needs equal element counts. With `"expand_dims"`, `vmap(add_bias, in_axes=(0, None))`
-  hands it x as (B, 3) and the unbatched bias as (1, 3) (bug catalog #43).
+  hands it x as (B, 3) and the unbatched bias as (1, 3).
 - `cumsum_callback`: a NumPy callback that flattens its input, declared `"broadcast_all"`.
 """
 

@@ -1,6 +1,6 @@
 """JXG002 bad: a linear cumulative-sum primitive whose transpose applies the cumsum again instead of its
-transpose (a reversed cumsum). Forward and reverse mode silently disagree: jacrev gives A, jacfwd gives A^T
-(bug catalog #16)."""
+transpose (a reversed cumsum). Forward and reverse mode silently disagree: jacrev gives A, jacfwd gives A^T.
+"""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray

@@ -1,5 +1,5 @@
 """JXG004 bad: bwd returns the cotangent in float16 "to save memory". JAX does not check cotangent dtypes, so
-jax.grad of a float32 input silently comes back float16 (bug catalog #22)."""
+jax.grad of a float32 input silently comes back float16."""
 
 import jax
 import jax.numpy as jnp

@@ -1,6 +1,6 @@
 """JXG006 bad: the JVP rule multiplies both tangents unconditionally. When only one argument is differentiated
-the other tangent is a symbolic ad.Zero, and the rule fails with "unsupported operand type(s) for *: ... 'Zero'"
-(bug catalog #18)."""
+the other tangent is a symbolic ad.Zero, and the rule fails with "unsupported operand type(s) for *: ... 'Zero'".
+"""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray

@@ -1,6 +1,6 @@
 """JXG007 bad: the JVP rule of an elementwise exp reduces the tangent with a dot product, so the tangent is a
 scalar for a (3,) output. jax.jvp silently returns the () tangent; jax.grad fails later with an unrelated
-IndexError (bug catalog #19)."""
+IndexError."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray

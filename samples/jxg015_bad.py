@@ -1,5 +1,5 @@
 """JXG015 bad: an array (the mask) is declared in nondiff_argnums. Eager jax.grad works, but as soon as the mask
-is traced (jit, scan) JAX raises UnexpectedTracerError (bug catalog #26)."""
+is traced (jit, scan) JAX raises UnexpectedTracerError."""
 
 from functools import partial
 

@@ -1,5 +1,5 @@
 """JXG016 bad: bwd converts the cotangent to NumPy. An eager jax.grad test passes; jax.jit(jax.grad(f)) and
-jax.grad(jax.vmap(f)) fail with TracerArrayConversionError (bug catalog #27). The clipping itself is deliberate
+jax.grad(jax.vmap(f)) fail with TracerArrayConversionError. The clipping itself is deliberate
 (JXG014 suppressed on the def line), as in the good sample."""
 
 import jax

@@ -1,5 +1,5 @@
 """JXG021 bad: the JVP rule's primal forgets the scale that f applies. JAX never compares the two, so under
-jax.jvp and jax.grad the function silently returns a different value (bug catalog #31)."""
+jax.jvp and jax.grad the function silently returns a different value."""
 
 import jax
 import jax.numpy as jnp

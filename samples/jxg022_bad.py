@@ -1,5 +1,5 @@
 """JXG022 bad: the rule multiplies the tangent of the integer exponent. JAX passes float0 tangents for integer
-arguments, so any jax.grad fails with "ufunc 'multiply' did not contain a loop ... float0" (bug catalog #30)."""
+arguments, so any jax.grad fails with "ufunc 'multiply' did not contain a loop ... float0"."""
 
 import jax
 import jax.numpy as jnp

@@ -1,6 +1,6 @@
 """JXR002 bad: no abstract evaluation rule. Eager calls and eager vmap work (the impl and the batching rule never
 need shapes), so eager-only tests pass; `jax.jit`, `jax.grad` and `jax.make_jaxpr` fail with
-`NotImplementedError: Abstract evaluation for 'softplus' not implemented` (bug catalog #13)."""
+`NotImplementedError: Abstract evaluation for 'softplus' not implemented`."""
 
 import jax.numpy as jnp
 from jax.extend.core import Primitive

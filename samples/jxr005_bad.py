@@ -1,5 +1,5 @@
 """JXR005 bad: an elementwise primitive with no batching rule: `jax.vmap` fails with
-`NotImplementedError: Batching rule for 'gelu_tanh' not implemented` (bug catalog #11). Its impl already handles
+`NotImplementedError: Batching rule for 'gelu_tanh' not implemented`. Its impl already handles
 any shape, so `batching.defvectorized` is all it needs."""
 
 import jax.numpy as jnp

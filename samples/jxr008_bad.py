@@ -1,6 +1,6 @@
 """JXR008 bad: the batching rule tests `bd is batching.not_mapped`, an internal that JAX 0.10 removed (unbatched
 is plain `None`): the rule crashes with `AttributeError: module 'jax._src.interpreters.batching' has no attribute
-'not_mapped'` (bug catalog #12; jax-finufft#227)."""
+'not_mapped'` (jax-finufft#227)."""
 
 from jax.core import ShapedArray
 from jax.extend.core import Primitive

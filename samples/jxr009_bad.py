@@ -1,6 +1,6 @@
 """JXR009 bad: JAX passes a primitive's bind parameters to every rule as keyword arguments; this batching rule has
 no parameter for `axis`, so vmap fails with `TypeError: _cummax_batching() got an unexpected keyword argument
-'axis'`, naming only the rule (bug catalog #10; jax-finufft#7)."""
+'axis'`, naming only the rule (jax-finufft#7)."""
 
 import jax.numpy as jnp
 from jax import lax

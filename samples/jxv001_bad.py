@@ -1,6 +1,6 @@
 """JXV001 bad: `out_batched` must have exactly the output's pytree structure. The rule returns a list `[True]`
 for a single array output, so JAX fails with `ValueError: structure of output value and output batching
-specification returned by custom vmap rule (row_norm_vmap) do not match` (bug catalog #35)."""
+specification returned by custom vmap rule (row_norm_vmap) do not match`."""
 
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap

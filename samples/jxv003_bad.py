@@ -1,6 +1,6 @@
 """JXV003 bad: the rule builds the batched outer products with the batch axis last (`ijb`). JAX always reads
-axis 0 as the batch axis of an output declared batched, so vmap returns a garbled (5, 3, 4) array, silently
-(bug catalog #38)."""
+axis 0 as the batch axis of an output declared batched, so vmap returns a garbled (5, 3, 4) array, silently.
+"""
 
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap

@@ -1,6 +1,6 @@
 """JXV005 bad: the rule assumes every argument is batched. `vmap(dot, in_axes=(0, None))` hands it an unbatched
 y of shape (3,), and the einsum fails with `ValueError: Einstein sum subscript 'bj' does not contain the correct
-number of indices for operand 1` (bug catalog #39)."""
+number of indices for operand 1`."""
 
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap

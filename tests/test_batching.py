@@ -9,7 +9,7 @@ import json
 import shutil
 
 import pytest
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 import jaxdiag
 from jaxdiag import _compat

@@ -12,7 +12,7 @@ import jaxlib
 import jax.numpy as jnp
 import pytest
 from jax.interpreters import batching
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 import jaxdiag
 from jaxdiag import _compat

@@ -57,7 +57,7 @@ def internal_errors(report: jaxdiag.Report) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Compiled kernels: the "done when"
+# Compiled kernels: the JXB020-JXB022 samples
 # ---------------------------------------------------------------------------------------------------------------
 
 BAD = [("jxb021_bad.py", "cumsum_rows", "JXB021"), ("jxb021_bad.py", "cumsum_rows_expand", "JXB021"),

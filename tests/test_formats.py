@@ -9,7 +9,7 @@ from typing import Iterator
 
 import pytest
 from lint_fixture import PROBE, probe, write_pkg
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 from jaxdiag import _engine
 from jaxdiag import _rules as rules

@@ -392,7 +392,7 @@ def test_registries_and_config_restored():
 
 
 def test_cli_grad_exit_codes(tmp_path):
-    from typer.testing import CliRunner
+    from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
     from jaxdiag._cli import app
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from lint_fixture import ALL_TARGETS, FUNCS, MORE, PRIMS, PROBE, probe, write_pkg
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 import jaxdiag
 from jaxdiag import _engine

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from lint_fixture import FUNCS, PROBE, probe
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 from jaxdiag import _compat, _engine
 from jaxdiag._cli import app
