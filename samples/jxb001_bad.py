@@ -23,7 +23,7 @@ def _norm_abstract_eval(x):
 def _norm_batching(batched_args, batch_dims):
     (x,), (bx,) = batched_args, batch_dims
     axes = tuple(i for i in range(x.ndim) if i != bx)
-    return jnp.sqrt(jnp.sum(x * x, axis=axes)), bx
+    return jnp.sqrt(jnp.sum(x * x, axis=axes)), bx  # jaxdiag-expect: JXB001
 
 
 norm_p.def_impl(_norm_impl)

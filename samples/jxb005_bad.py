@@ -20,7 +20,7 @@ def _cumsum_abstract_eval(x, *, axis):
     return ShapedArray(x.shape, x.dtype)
 
 
-def _cumsum_batching(batched_args, batch_dims, *, axis):
+def _cumsum_batching(batched_args, batch_dims, *, axis):  # jaxdiag-expect: JXB005
     (x,), (bx,) = batched_args, batch_dims
     x = jnp.moveaxis(x, bx, 0)
     return cumsum_p.bind(x, axis=axis), 0

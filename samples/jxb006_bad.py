@@ -23,7 +23,7 @@ def _matvec_abstract_eval(a, v):
 def _matvec_batching(batched_args, batch_dims):
     a, v = batched_args
     ba, bv = batch_dims
-    a = jnp.moveaxis(a, ba, 0)
+    a = jnp.moveaxis(a, ba, 0)  # jaxdiag-expect: JXB006
     v = jnp.moveaxis(v, bv, 0)
     return jnp.einsum("bij,bj->bi", a, v), 0
 

@@ -22,7 +22,7 @@ def _log_softmax_abstract_eval(x):
 def _log_softmax_batching(batched_args, batch_dims):
     (x,), (bx,) = batched_args, batch_dims
     x = jnp.moveaxis(x, bx, 0)
-    return [log_softmax_p.bind(x)], [0]
+    return [log_softmax_p.bind(x)], [0]  # jaxdiag-expect: JXB008
 
 
 log_softmax_p.def_impl(_log_softmax_impl)

@@ -12,7 +12,7 @@ JAXDIAG = {"cumsum_rows": {"args": ["f32[2,3]"]}, "cumsum_callback": {"args": ["
 
 
 def cumsum_rows(x):
-    return jax.ffi.ffi_call("CumsumRows", jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    return jax.ffi.ffi_call("CumsumRows", jax.ShapeDtypeStruct(x.shape, x.dtype))(x)  # jaxdiag-expect: JXB020
 
 
 def _cumsum_last_axis(x):
@@ -20,4 +20,4 @@ def _cumsum_last_axis(x):
 
 
 def cumsum_callback(x):
-    return jax.pure_callback(_cumsum_last_axis, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+    return jax.pure_callback(_cumsum_last_axis, jax.ShapeDtypeStruct(x.shape, x.dtype), x)  # jaxdiag-expect: JXB020

@@ -10,5 +10,5 @@ JAXDIAG = {"cumsum_rows": {"args": ["f32[2,3]"]}}
 
 
 def cumsum_rows(x):
-    return jax.ffi.ffi_call("CumsumRows", jax.ShapeDtypeStruct(x.shape, x.dtype),
+    return jax.ffi.ffi_call("CumsumRows", jax.ShapeDtypeStruct(x.shape, x.dtype),  # jaxdiag-expect: JXB022
                             vmap_method="legacy_vectorized")(x)

@@ -24,7 +24,7 @@ def _double_jvp(primals, tangents):
     return double_p.bind(x), double_p.bind(ad.instantiate_zeros(t))
 
 
-def _double_transpose(ct, x):
+def _double_transpose(ct, x):  # jaxdiag-expect: JXG003
     return 2.0 * ct
 
 

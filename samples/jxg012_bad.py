@@ -12,7 +12,7 @@ def my_sin(x):
     return jnp.sin(x)
 
 
-def my_sin_fwd(x):
+def my_sin_fwd(x):  # jaxdiag-expect: JXG012
     s, c = jnp.sin(x), jnp.cos(x)
     return c, (c,)
 

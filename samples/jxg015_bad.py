@@ -10,7 +10,7 @@ JAXDIAG = {"masked_scale": {"args": ["f32[4]", "f32[4]"]}}
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(1,))
-def masked_scale(x, mask):
+def masked_scale(x, mask):  # jaxdiag-expect: JXG015
     return 3.0 * x * mask
 
 

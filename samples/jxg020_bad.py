@@ -13,6 +13,6 @@ def safe_abs(x):
 
 
 @safe_abs.defjvp
-def safe_abs_jvp(primals, tangents):
+def safe_abs_jvp(primals, tangents):  # jaxdiag-expect: JXG020
     (x,), (t,) = primals, tangents
     return jnp.abs(x), jnp.abs(t)

@@ -15,7 +15,7 @@ def soft_clip(x):
 
 
 @soft_clip.defjvp
-def soft_clip_jvp(primals, tangents):
+def soft_clip_jvp(primals, tangents):  # jaxdiag-expect: JXG021
     (x,), (t,) = primals, tangents
     y = jnp.tanh(x / SCALE)
     return y, (1.0 - y * y) * t

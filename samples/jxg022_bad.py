@@ -13,7 +13,7 @@ def int_pow(x, n):
 
 
 @int_pow.defjvp
-def int_pow_jvp(primals, tangents):
+def int_pow_jvp(primals, tangents):  # jaxdiag-expect: JXG022
     (x, n), (tx, tn) = primals, tangents
     y = x ** n
     return y, n * x ** (n - 1) * tx + y * jnp.log(x) * tn

@@ -9,7 +9,7 @@ from jax.interpreters import batching, mlir
 
 JAXDIAG = {"scale_p": {"args": ["f32[4,3]"], "params": {"factor": 2.0}}}
 
-scale_p = Primitive("scale")
+scale_p = Primitive("scale")  # jaxdiag-expect: JXR001
 
 
 def _scale_impl(x, *, factor):

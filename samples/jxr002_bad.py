@@ -8,7 +8,7 @@ from jax.interpreters import batching, mlir
 
 JAXDIAG = {"softplus_p": {"args": ["f32[4,3]"]}}
 
-softplus_p = Primitive("softplus")
+softplus_p = Primitive("softplus")  # jaxdiag-expect: JXR002
 
 
 def _softplus_impl(x):

@@ -9,7 +9,7 @@ from jax.interpreters import batching
 
 JAXDIAG = {"hard_tanh_p": {"args": ["f32[4,3]"]}}
 
-hard_tanh_p = Primitive("hard_tanh")
+hard_tanh_p = Primitive("hard_tanh")  # jaxdiag-expect: JXR004
 
 
 def _hard_tanh_impl(x):

@@ -9,7 +9,7 @@ from jax.interpreters import mlir
 
 JAXDIAG = {"gelu_tanh_p": {"args": ["f32[4,3]"]}}
 
-gelu_tanh_p = Primitive("gelu_tanh")
+gelu_tanh_p = Primitive("gelu_tanh")  # jaxdiag-expect: JXR005
 
 
 def _gelu_tanh_impl(x):

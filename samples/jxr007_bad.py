@@ -9,7 +9,7 @@ from jax.interpreters import ad, batching, mlir
 
 JAXDIAG = {"scale3_p": {"args": ["f32[3]"]}}
 
-scale3_p = Primitive("scale3")
+scale3_p = Primitive("scale3")  # jaxdiag-expect: JXR007
 
 
 def _scale3_impl(x):

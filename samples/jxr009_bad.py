@@ -21,7 +21,7 @@ def _cummax_abstract_eval(x, *, axis):
     return ShapedArray(x.shape, x.dtype)
 
 
-def _cummax_batching(batched_args, batch_dims):
+def _cummax_batching(batched_args, batch_dims):  # jaxdiag-expect: JXR009
     (x,), (bx,) = batched_args, batch_dims
     x = jnp.moveaxis(x, bx, 0)
     return cummax_p.bind(x, axis=1), 0

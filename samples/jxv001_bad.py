@@ -14,6 +14,6 @@ def row_norm(x):
 
 
 @row_norm.def_vmap
-def row_norm_vmap(axis_size, in_batched, x):
+def row_norm_vmap(axis_size, in_batched, x):  # jaxdiag-expect: JXV001
     (x_batched,) = in_batched
     return jnp.sqrt(jnp.sum(x * x, axis=-1)), [x_batched]  # a list around the flag: structure [*], not *

@@ -14,7 +14,7 @@ def outer(x, y):
 
 
 @outer.def_vmap
-def outer_vmap(axis_size, in_batched, x, y):
+def outer_vmap(axis_size, in_batched, x, y):  # jaxdiag-expect: JXV003
     x_batched, y_batched = in_batched
     x = x if x_batched else jnp.broadcast_to(x, (axis_size, *x.shape))
     y = y if y_batched else jnp.broadcast_to(y, (axis_size, *y.shape))

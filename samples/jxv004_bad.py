@@ -14,7 +14,7 @@ def apply(m, x):
 
 
 @apply.def_vmap
-def apply_vmap(axis_size, in_batched, m, x):
+def apply_vmap(axis_size, in_batched, m, x):  # jaxdiag-expect: JXV004
     m_batched, x_batched = in_batched
     x = x if x_batched else jnp.broadcast_to(x, (axis_size, *x.shape))
     if not m_batched:

@@ -14,5 +14,5 @@ def dot(x, y):
 
 
 @dot.def_vmap
-def dot_vmap(axis_size, in_batched, x, y):
+def dot_vmap(axis_size, in_batched, x, y):  # jaxdiag-expect: JXV005
     return jnp.einsum("bj,bj->b", x, y), True  # ignores in_batched

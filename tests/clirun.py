@@ -31,3 +31,11 @@ class Runner:
     def invoke(self, app: Any, args: Any = None, **kwargs: Any) -> Result:
         result = self._runner.invoke(app, args, **kwargs)
         return Result(result.exit_code, result.stdout, result.stderr, result.exception)
+
+
+def flat(text: str) -> str:
+    """Report text without panel borders and with every run of whitespace one space: assertions on it do not depend
+    on where the terminal width wrapped a line."""
+    for border in "│╭╮╰╯─":
+        text = text.replace(border, " ")
+    return " ".join(text.split())

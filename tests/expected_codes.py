@@ -1,4 +1,7 @@
-"""The exact codes `jaxdiag check samples/<file>` reports for every sample file, by severity.
+"""The exact codes `jaxdiag check samples/<file>` reports for every sample file, by severity, and where.
+
+Locations: every error or warning located in a sample must sit on a line that carries a trailing
+`# jaxdiag-expect: CODE` comment for its code, and every such marker must be hit (`location_differences`).
 
 `tests/test_samples_table.py` runs the check per file and compares with this table. After changing a check or a
 sample, regenerate the table and review the diff like any other code change:
@@ -18,6 +21,7 @@ sample that fails to import is reported as JXR905 (the run uses --keep-going) ra
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import sys
@@ -175,18 +179,45 @@ def sample_files() -> list[str]:
     return sorted(p.name for p in SAMPLES.glob("*.py") if p.name != "__init__.py")
 
 
-def observed(name: str) -> dict[str, list[str]]:
-    """Codes by severity from `jaxdiag check samples/<name>`, run in this process from the repository root."""
+@functools.lru_cache(maxsize=None)
+def findings(name: str) -> tuple[tuple[str, str, str | None, int | None], ...]:
+    """(code, severity, path, line) of every finding of `jaxdiag check samples/<name>`, run once in this process
+    from the repository root. The JXB02x samples call FFI kernels that `ffi_build` compiles and registers."""
     from jaxdiag._lint import check_paths
 
+    if name.startswith("jxb02"):
+        import ffi_build
+
+        ffi_build.register()
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
         report = check_paths([f"samples/{name}"], keep_going=True)
     finally:
         os.chdir(cwd)
-    found = {sev: sorted({f.code for f in report.findings if f.severity == sev}) for sev in SEVERITIES}
+    return tuple((f.code, f.severity, f.location.path if f.location else None, f.location.line if f.location else None)
+                 for f in report.findings)
+
+
+def observed(name: str) -> dict[str, list[str]]:
+    """Codes by severity from `jaxdiag check samples/<name>`."""
+    found = {sev: sorted({code for code, severity, _, _ in findings(name) if severity == sev}) for sev in SEVERITIES}
     return {sev: codes for sev, codes in found.items() if codes}
+
+
+def location_differences(name: str) -> list[str]:
+    """Every error and warning located in the sample sits on a line marked `# jaxdiag-expect: CODE` with its code,
+    and every marker is hit by a finding of that code (notes are located too, but carry no marker)."""
+    from markers import markers
+
+    expected = {(code, line) for code, lines in markers(SAMPLES / name).items() for line in lines}
+    located = {(code, line) for code, severity, path, line in findings(name)
+               if severity in ("error", "warning") and path and Path(path).resolve() == (SAMPLES / name).resolve()}
+    lines = [f"samples/{name}:{line}: {code} reported here, but the line has no `# jaxdiag-expect: {code}` marker"
+             for code, line in sorted(located - expected, key=lambda x: (x[1], x[0]))]
+    lines += [f"samples/{name}:{line}: marker expects {code} here, but no error or warning {code} is reported there"
+              for code, line in sorted(expected - located, key=lambda x: (x[1], x[0]))]
+    return lines
 
 
 def differences(name: str, expected: dict[str, list[str]], got: dict[str, list[str]]) -> list[str]:
@@ -259,6 +290,7 @@ def update(observed_table: dict[str, dict[str, list[str]]], release: str) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # markers, ffi_build
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--update", action="store_true", help="rewrite EXPECTED from a fresh run")
     args = parser.parse_args(argv)
@@ -270,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     lines = [line for name in sorted(set(table) | set(EXPECTED))
              for line in differences(name, expected_for(name, release), table.get(name, {}))]
+    lines += [line for name in sorted(table) for line in location_differences(name)]
     print("\n".join(lines) if lines else f"all {len(table)} sample files match")
     return 1 if lines else 0
 

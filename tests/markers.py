@@ -31,3 +31,11 @@ def expect_line(path: Path | str, code: str, nth: int = 0) -> int:
     lines = markers(path).get(code, [])
     assert len(lines) > nth, f"{path} has no `# jaxdiag-expect: {code}` marker #{nth + 1}"
     return lines[nth]
+
+
+def line_of(path: Path | str, text: str) -> int:
+    """The only line of a sample that contains `text` (for lines a message cites, e.g. where a rule raised)."""
+    path = Path(path) if Path(path).is_absolute() else SAMPLES / path
+    hits = [n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if text in line]
+    assert len(hits) == 1, f"{path}: {text!r} is on lines {hits}, expected exactly one"
+    return hits[0]
