@@ -55,8 +55,9 @@ def finding(report: jaxdiag.Report, code: str) -> jaxdiag.Finding:
 
 
 def _line(location: jaxdiag.Location) -> str:
+    """The source line a finding points at, without the sample's `# jaxdiag-expect:` marker."""
     with open(location.path, encoding="utf-8") as handle:
-        return handle.read().splitlines()[location.line - 1]
+        return handle.read().splitlines()[location.line - 1].split("  # jaxdiag-expect:")[0]
 
 
 @pytest.fixture(scope="module")
