@@ -6,7 +6,6 @@ the output file, and `--app-dir`. No JAX here: this runs before the engine is im
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import io
 import os
 import re
@@ -123,19 +122,16 @@ def _walk(folder: Path) -> Iterator[Path]:
 
 
 def _module_files(name: str, app_dir: str) -> list[Path]:
-    folder = os.path.abspath(app_dir)
-    added = folder not in sys.path
-    if added:
-        sys.path.insert(0, folder)
-    try:
-        spec = importlib.util.find_spec(name)  # imports parent packages only
-    except Exception:  # a broken parent package: the loader reports it
-        return []
-    finally:
-        if added:
-            sys.path.remove(folder)
-    if spec is None:
-        return []
-    if spec.submodule_search_locations:
-        return [p for location in spec.submodule_search_locations for p in _walk(Path(location))]
-    return [Path(spec.origin)] if spec.origin and spec.origin.endswith(".py") else []
+    """The file (or package folder) of a dotted module name, looked up on --app-dir and sys.path without importing
+    anything: validation must not run the user's code (the loader does, once)."""
+    parts = name.split(".")
+    for base in [os.path.abspath(app_dir), *sys.path]:
+        if not base or not os.path.isdir(base):
+            continue
+        folder = Path(base).joinpath(*parts)
+        if (folder / "__init__.py").is_file():
+            return list(_walk(folder))
+        module = folder.with_suffix(".py")
+        if module.is_file():
+            return [module]
+    return []
