@@ -84,9 +84,10 @@ def test_module_names_files_and_plain_folders(pkg, tmp_path, monkeypatch, probe_
         "scripts/ops.py:smooth_bad", "scripts/ops.py:clipped", "scripts/ops.py:row_sum"]
 
 
-def test_check_module_api_takes_a_module_object_or_a_name(pkg, probe_only):
+def test_check_module_api_takes_a_module_object_or_a_name(pkg, probe_only, monkeypatch):
     import importlib
 
+    monkeypatch.syspath_prepend(str(pkg.parent))  # importable by name, whatever ran before
     module = importlib.import_module("lintpkg.funcs")
     report = jaxdiag.check_module(module)
     assert [t.target for t in report.targets] == ["lintpkg.funcs:smooth_bad", "lintpkg.funcs:clipped",
