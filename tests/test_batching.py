@@ -70,6 +70,7 @@ def published() -> jaxdiag.Report:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code, attr, args, params", CASES, ids=IDS)
 def test_rule_fires_on_bad_sample(code, attr, args, params):
     report = jaxdiag.check_batching(sample(f"{code.lower()}_bad", attr), *args, **params)
@@ -78,6 +79,7 @@ def test_rule_fires_on_bad_sample(code, attr, args, params):
     assert len(set(serious(report))) == 1, "a bad sample shows one defect"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code, attr, args, params", CASES, ids=IDS)
 def test_good_sample_is_clean(code, attr, args, params):
     report = jaxdiag.check_batching(sample(f"{code.lower()}_good", attr), *args, **params)
@@ -215,6 +217,7 @@ def test_reports_are_deterministic():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_function_failure_is_attributed_to_the_nested_primitive(tmp_path):
     path = tmp_path / "uses_cumsum.py"
     path.write_text(

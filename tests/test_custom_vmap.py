@@ -47,6 +47,7 @@ def internal_errors(report: jaxdiag.Report) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", sorted(JXV_SAMPLES))
 def test_bad_sample_fires_at_the_rule(code):
     report, obj = run_sample(f"{code.lower()}_bad.py", JXV_SAMPLES[code])
@@ -188,6 +189,7 @@ def test_grad_outside_vmap_is_info_under_grad_only():
     assert "JXV006" not in {f.code for f in batching.findings}
 
 
+@pytest.mark.slow
 def test_no_grad_note_when_the_parent_wraps_it_in_custom_vjp():
     target = load_target(f"{SAMPLES / 'jxv001_good.py'}:row_norm")
     inner = target.obj

@@ -137,6 +137,7 @@ def test_pure_callback(kernel, method, expected):
             assert f"pure_callback({kernel.__name__})" in finding.message
 
 
+@pytest.mark.slow
 def test_blames_only_the_call_that_is_not_batch_aware():
     def two_calls(x):
         a = callback_fn(_rows, "broadcast_all")(x)
