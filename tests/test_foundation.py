@@ -214,11 +214,15 @@ def test_ctrl_c_in_a_real_process(user_files):
     import signal
     import time
 
+    started = user_files / "import-started"
     slow = user_files / "slow_import.py"
-    slow.write_text("import time\ntime.sleep(30)\n\ndef f(x):\n    return x\n")
+    slow.write_text(f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\n\n"
+                    "def f(x):\n    return x\n")
     proc = subprocess.Popen([sys.executable, "-m", "jaxdiag", "grad", "slow_import.py:f"], cwd=user_files,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(8)  # past jaxdiag's own imports, inside the user's module
+    deadline = time.monotonic() + 120
+    while not started.exists() and time.monotonic() < deadline:  # inside the user's module, past jaxdiag's imports
+        time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and stderr == "jaxdiag: error: interrupted\n", stderr
