@@ -121,6 +121,7 @@ def test_original_seed_reports_the_constant_output():
     assert "(0, None)" in f.fix
 
 
+@pytest.mark.slow
 def test_fixed_seed_is_clean():
     for attr in ("my_sum_p", "my_sum"):
         report = jaxdiag.check_batching(sample("seed_batching_fixed", attr), "f32[3]")
@@ -170,6 +171,7 @@ def test_wrong_dim_type_fix_uses_the_rules_own_names():
     assert "`return softsign_p.bind(x), batch_dims[0]`" in finding(report, "JXB002").fix
 
 
+@pytest.mark.slow
 def test_batch_size_is_no_dimension_of_inputs_or_outputs(tmp_path):
     report = jaxdiag.check_batching(sample("jxb009_bad", "sum_sq_p"), "f32[5]")
     assert "batch size 6" in finding(report, "JXB009").message

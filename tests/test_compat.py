@@ -151,6 +151,7 @@ def _bilinear(name: str, lhs_scale: float):
     return prim
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale,wrong", [(1.0, False), (2.0, True)])
 def test_defbilinear_transpose_is_checked_on_every_release(scale, wrong):
     """jax >= 0.7 runs `ad.defbilinear` transposes through `fancy_transposes`; the spy must still see them."""

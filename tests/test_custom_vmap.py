@@ -179,6 +179,7 @@ def test_custom_vmap_inside_a_function_is_checked_at_its_rule():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_grad_outside_vmap_is_info_under_grad_only():
     report, _ = run_sample("jxv001_good.py", "row_norm", command="grad")
     finding = only(report, "JXV006")

@@ -425,6 +425,7 @@ def test_vmap_of_grad_mismatch_from_a_batching_bug_blames_the_batching_rule():
     assert "jaxdiag batching" in composition.fix
 
 
+@pytest.mark.slow
 def test_function_whose_grad_fails_inside_a_nested_bwd_is_reported_once(tmp_path):
     """The raising bwd is reported on the nested custom_vjp target; the function itself does not repeat it."""
     module = tmp_path / "layer_model.py"
