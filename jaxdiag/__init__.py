@@ -19,6 +19,7 @@ _EXPORTS = {
     "CheckResult": "_report",
     "Finding": "_report",
     "Location": "_report",
+    "Problem": "_report",
     "Report": "_report",
     "RULES": "_rules",
     "Rule": "_rules",
@@ -34,6 +35,7 @@ if _typing.TYPE_CHECKING:
     from ._report import CheckResult as CheckResult
     from ._report import Finding as Finding
     from ._report import Location as Location
+    from ._report import Problem as Problem
     from ._report import Report as Report
     from ._rules import RULES as RULES
     from ._rules import Rule as Rule

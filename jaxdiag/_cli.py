@@ -263,24 +263,27 @@ def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool, verbosi
     from ._render import render
     from ._render.text import draw, make_console
 
-    if fmt == "text" and output is None:
-        draw(report, make_console(), verbosity=verbosity)
-    else:
-        text = render(report, fmt)
-        if output:
-            try:
+    try:
+        if fmt == "text" and output is None:
+            draw(report, make_console(), verbosity=verbosity)
+        else:
+            text = render(report, fmt)
+            if output:
                 with open(output, "w", encoding="utf-8") as handle:
                     handle.write(text)
-            except OSError as exc:
-                raise UsageError(f"cannot write --output {output!r}: {exc.strerror or exc}") from None
-        else:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-    if report.internal_errors:
-        raise typer.Exit(EXIT_INTERNAL)
-    if not report.ok and not exit_zero:
-        raise typer.Exit(EXIT_FINDINGS)
-    raise typer.Exit(EXIT_CLEAN)
+            else:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+    except OSError as exc:  # a report file that vanished or filled the disk, a closed pipe: the user's environment
+        raise UsageError(f"cannot write the report: {exc}") from None
+    except Exception as exc:  # a renderer crashed: jaxdiag's own bug, never a pass
+        if os.environ.get("JAXDIAG_DEBUG"):
+            raise
+        raise _fail(f"internal error while rendering the report: {type(exc).__name__}: {exc} (set JAXDIAG_DEBUG=1 "
+                    "for the traceback)", EXIT_INTERNAL) from None
+    # Report.exit_code: 3 internal error (wins), 2 import failure (--keep-going), 1 error/warning, 0 clean.
+    code = report.exit_code
+    raise typer.Exit(EXIT_CLEAN if code == EXIT_FINDINGS and exit_zero else code)
 
 
 def _diagnose(command: str, target: str, args: Optional[List[str]], params: Optional[List[str]], fmt: str,

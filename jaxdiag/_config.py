@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import _rules as rules
 from ._errors import UsageError
 
 if sys.version_info >= (3, 11):
@@ -34,7 +36,9 @@ class Config:
     source: str | None = None
 
     def ignores_for(self, target: str) -> list[str]:
-        return [c.upper() for c in self.per_target_ignores.get(target, [])]
+        """Codes per-target-ignores lists for `target`, its keys matched by glob (`pkg.mod:*`), as `check` does."""
+        return [c for pattern, codes in self.per_target_ignores.items() if fnmatch.fnmatchcase(target, pattern)
+                for c in codes]
 
     def target(self, ref: str) -> TargetConfig | None:
         return self.targets.get(ref)
@@ -73,6 +77,10 @@ def _codes(value: Any, key: str, path: str) -> list[str]:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise UsageError(f"{path}: [tool.jaxdiag] {key} must be a list of rule codes or prefixes")
+    unknown = rules.validate_codes(value)
+    if unknown:
+        raise UsageError(f"{path}: [tool.jaxdiag] {key}: unknown rule code{'s' * (len(unknown) > 1)} "
+                         f"{', '.join(map(repr, unknown))} (see `jaxdiag rules` for the codes and prefixes)")
     return [v.strip().upper() for v in value if v.strip()]
 
 

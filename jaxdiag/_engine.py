@@ -7,22 +7,29 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import time
 import traceback
-from typing import Any, Iterable, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 
-from . import __version__, _compat, _locate
+from . import (
+    __version__,
+    _compat,
+    _locate,
+    _render,  # noqa: F401  (registers the text view behind `str(report)`)
+)
 from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
 from ._errors import InferenceError, UsageError
+from ._filtering import Filter, validate_inline
 from ._inputs import DOMAINS, ArgSpec, draw, parse_spec, shape_ladder, spec_of
 from ._report import CheckResult, Finding, Location, Report, TargetReport
 from ._targets import Target, classify, describe, load_target
+from ._tracing import trace_function
 
 # ---------------------------------------------------------------------------------------------------------------
 # Public API
@@ -104,15 +111,32 @@ def run(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     app_dir: str = ".",
-    per_target_ignore: Sequence[str] = (),
-    used_suppressions: set[tuple[str, int, str]] | None = None,
+    per_target_ignore: Sequence[str] | Mapping[str, Sequence[str]] = (),
 ) -> Report:
-    """Load, choose inputs, expand nested subjects, run checks, filter findings. Restores JAX state on exit.
+    """Load, choose inputs, expand nested subjects, run checks, then filter findings (once, at the end).
 
-    `used_suppressions` collects the inline `# jaxdiag: ignore` comments that suppressed something, as
-    (absolute path, line, selector), so `jaxdiag check` can report the unused ones.
+    `per_target_ignore` is a `{glob: codes}` table matched against the TARGET string (or a plain list of codes
+    for this target). Unknown codes anywhere are a UsageError before any check runs.
     """
+    table = per_target_ignore if isinstance(per_target_ignore, Mapping) else (
+        {"*": list(per_target_ignore)} if per_target_ignore else {})
+    settings = Filter(select, ignore, table)
+    report = run_unfiltered(target, args, params, options, app_dir)
+    settings.apply(report)
+    if report.targets:
+        notes = [n for n in settings.deprecation_notes() if not settings.deselected(n)]
+        report.targets[0].findings.extend(notes)
+    return report
+
+
+def run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], options: Options,
+                   app_dir: str = ".") -> Report:
+    """Every finding of every check, unfiltered; each target report carries what filtering needs (the names
+    configuration may use for it, the lines where an inline suppression covers it). Restores JAX state on exit."""
     resolved = resolve(target, app_dir)
+    module_file = getattr(resolved.module, "__file__", None)
+    if module_file and module_file.endswith(".py"):
+        validate_inline(module_file)
     specs = [a if isinstance(a, ArgSpec) else parse_spec(a) if isinstance(a, str) else None for a in args]
     concrete = [None if isinstance(a, (str, ArgSpec)) else np.asarray(a) for a in args]
     specs = [s if s is not None else spec_of(c) for s, c in zip(specs, concrete)]
@@ -120,12 +144,10 @@ def run(
     with _compat.jax_config(jax_enable_x64=True) if wide and not _compat.x64_enabled() else contextlib.nullcontext():
         reports = _run_target(resolved, specs, concrete, params, options)
     anchors = suppression_anchors(resolved)
-    for i, report in enumerate(reports):
-        report.findings = filter_findings(report.findings, select, list(ignore) + list(per_target_ignore),
-                                          anchors=anchors if i == 0 else (), used=used_suppressions)
-        report.findings.sort(key=Finding.sort_key)
+    for report in reports:
+        report.anchors = list(anchors)
+        report.config_keys = [resolved.ref]
     return Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
-
 
 
 def _run_target(target: Target, specs: list[ArgSpec], concrete: list, params: dict, options: Options
@@ -213,10 +235,7 @@ def choose_domain(subject: Subject, notes: list[Finding]) -> None:
         if _try_call(subject, subject.specs, domain, 0)[0]:
             subject.domain = domain
             notes.append(rules.DOMAIN_FALLBACK.finding(
-                f"{subject.label} gives NaN or inf on standard-normal inputs; drew inputs from the {domain!r} "
-                f"domain instead.",
-                fix=f"Pin the domain with --arg {subject.specs[0].with_domain(domain)} (one per argument) to "
-                    "silence this note.",
+                target=subject.label, domain=domain, pinned=subject.specs[0].with_domain(domain),
                 location=subject.location))
             return
 
@@ -261,10 +280,7 @@ def infer_specs(subject: Subject, notes: list[Finding]) -> list[ArgSpec]:
                 ok = any(_try_call(subject, candidate, d, 0)[0] for d in DOMAINS[1:])
             if ok:
                 notes.append(rules.INPUTS_INFERRED.finding(
-                    f"no --arg given; inferred {len(candidate)} argument(s): "
-                    f"{' '.join(str(s) for s in candidate)}",
-                    fix="Pass --arg SPEC for each positional argument to check other shapes and dtypes.",
-                    location=subject.location))
+                    count=len(candidate), specs=" ".join(str(s) for s in candidate), location=subject.location))
                 return candidate
             last_error = error
     arity = _arity(subject)[0]
@@ -277,19 +293,6 @@ def infer_specs(subject: Subject, notes: list[Finding]) -> list[ArgSpec]:
 # ---------------------------------------------------------------------------------------------------------------
 # Nested subjects: user primitives and custom_* calls inside a function
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def trace_function(subject: Subject, cache: dict) -> tuple[Any, list]:
-    """The function's jaxpr and the custom_* objects it calls, traced once and cached."""
-    if "jaxpr" not in cache:
-        seen: list = []
-        shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
-        # disable_jit: a jit-wrapped function that already ran (the domain probe calls it) would be served from
-        # jit's trace cache without running its Python, so its custom_vjp/custom_jvp calls would go unrecorded.
-        with _compat.record_custom_calls(seen), jax.disable_jit():
-            cache["jaxpr"] = jax.make_jaxpr(subject.call)(*shapes)
-        cache["custom_calls"] = seen
-    return cache["jaxpr"], cache["custom_calls"]
 
 
 def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[Subject]:
@@ -433,8 +436,7 @@ def run_subject(subject: Subject, options: Options, cache: dict | None = None) -
         except SkipCheck as skip:
             status, detail = "skipped", str(skip)
             if skip.note:  # a skip the user must hear about (e.g. a defect this JAX release cannot show)
-                findings = [rules.CHECK_SKIPPED.finding(f"{skip} (check `{chk.name}` skipped)",
-                                                        location=skip.location)]
+                findings = [rules.CHECK_SKIPPED.finding(check=chk.name, reason=str(skip), location=skip.location)]
         except Exception as exc:  # jaxdiag's own bug: report it, keep checking the rest
             status = "error"
             detail = f"internal error in check {chk.name}: {type(exc).__name__}: {exc}\n" + "".join(
@@ -446,48 +448,6 @@ def run_subject(subject: Subject, options: Options, cache: dict | None = None) -
         report.checks.append(CheckResult(chk.name, status, seconds, detail))
         report.findings.extend(findings)
     return report
-
-
-def filter_findings(findings: Iterable[Finding], select: Sequence[str], ignore: Sequence[str],
-                    anchors: Sequence[Location] = (), used: set[tuple[str, int, str]] | None = None
-                    ) -> list[Finding]:
-    """Apply inline `# jaxdiag: ignore[...]` comments, then --select/--ignore (codes or prefixes).
-
-    Inline comments are matched first, on every finding, so that a comment is recorded in `used` even when
-    --select/--ignore would also have dropped the finding (otherwise `--select JXB` would make every JXG comment
-    look unused).
-    """
-    kept = []
-    for f in findings:
-        if suppressed_inline(f, anchors, used):
-            continue
-        if select and not rules.matches(f.code, select):
-            continue
-        if ignore and rules.matches(f.code, ignore):
-            continue
-        kept.append(f)
-    return kept
-
-
-def suppressed_inline(finding: Finding, anchors: Sequence[Location] = (),
-                      used: set[tuple[str, int, str]] | None = None) -> bool:
-    """True when `# jaxdiag: ignore[...]` on the finding's line, or on an anchor line, names its code.
-
-    Anchors are the target's own line (`my_p = Primitive("my")`, the `def` of a custom_vjp function): findings
-    located at one of its rules can be silenced there too. The comment that matched is recorded in `used`.
-    """
-    lines = [finding.location, *anchors]
-    for loc in dict.fromkeys(loc for loc in lines if loc is not None):
-        inline = _locate.inline_ignores(loc)
-        if not inline:
-            continue
-        hit = "*" if "*" in inline else next((c for c in sorted(inline) if rules.matches(finding.code, [c])), None)
-        if hit is None:
-            continue
-        if used is not None:
-            used.add((os.path.abspath(loc.path), loc.line, hit))
-        return True
-    return False
 
 
 def suppression_anchors(target: Target) -> list[Location]:

@@ -1,12 +1,28 @@
-"""Plain data: what the checks found. No JAX, no rendering."""
+"""Plain data: what the checks found. No JAX, and no renderer imported (renderers import this module).
+
+`str(report)` is the plain-text report the CLI prints; the text renderer registers itself here with
+`register_text_view` when `jaxdiag._render` is imported (the engine imports it), so this module never imports a
+renderer and the import graph has no cycle.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 CHECK_STATUSES = ("passed", "failed", "skipped", "error")
+# Blocking problems: not rules, never filtered, always fail the run. The exit code each one forces.
+PROBLEM_KINDS = {"import-failed": 2, "internal-error": 3}
+
+_text_view: Callable[[Report], str] | None = None
+
+
+def register_text_view(view: Callable[[Report], str]) -> None:
+    """Called by the text renderer: `str(report)` and `raise_if_failed()` use it."""
+    global _text_view
+    _text_view = view
 
 
 @dataclass(frozen=True)
@@ -38,6 +54,25 @@ class Finding:
 
 
 @dataclass
+class Problem:
+    """A blocking problem, like mypy's blocking errors: a module that failed to import (`import-failed`) or
+    jaxdiag's own bug (`internal-error`). Not a rule: `--select`/`--ignore` and suppressions never hide it, and it
+    makes `Report.ok` False."""
+
+    kind: str
+    message: str
+    location: Location | None = None
+    fix: str = ""
+
+    def __post_init__(self) -> None:
+        assert self.kind in PROBLEM_KINDS, self.kind
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "fix": self.fix,
+                "location": asdict(self.location) if self.location else None}
+
+
+@dataclass
 class CheckResult:
     name: str
     status: str
@@ -56,6 +91,15 @@ class TargetReport:
     checks: list[CheckResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     module: str = ""
+    problems: list[Problem] = field(default_factory=list)
+    # For filtering only (not serialized): the names configuration may use for this target (matched by glob
+    # against per-target-ignores) and the lines where an inline suppression covers every finding about it.
+    config_keys: list[str] = field(default_factory=list, repr=False, compare=False)
+    anchors: list[Location] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def internal_errors(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.status == "error"]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,7 +108,14 @@ class TargetReport:
             "inputs": list(self.inputs),
             "checks": [c.to_dict() for c in self.checks],
             "findings": [f.to_dict() for f in self.findings],
+            "problems": [p.to_dict() for p in self.all_problems()],
         }
+
+    def all_problems(self) -> list[Problem]:
+        """Recorded problems plus one `internal-error` per check that crashed."""
+        crashed = [Problem("internal-error", c.detail.splitlines()[0] if c.detail else f"check {c.name} failed")
+                   for c in self.internal_errors]
+        return self.problems + crashed
 
 
 @dataclass
@@ -82,31 +133,70 @@ class Report:
 
     @property
     def summary(self) -> dict[str, int]:
+        """Targets checked (module and config entries are notes about the run, not targets) and counts."""
         return {
-            "targets": sum(1 for t in self.targets if t.kind not in ("module", "config")),  # module/config entries only hold notes
+            "targets": sum(1 for t in self.targets if t.kind not in ("module", "config")),
             "errors": self.count("error"),
             "warnings": self.count("warning"),
             "infos": self.count("info"),
+            "import_failures": len(self.problems_of("import-failed")),
+            "internal_errors": len(self.problems_of("internal-error")),
         }
 
     @property
+    def problems(self) -> list[Problem]:
+        return [p for t in self.targets for p in t.all_problems()]
+
+    def problems_of(self, kind: str) -> list[Problem]:
+        return [p for p in self.problems if p.kind == kind]
+
+    @property
     def ok(self) -> bool:
-        """No error or warning remains (after select/ignore and suppressions)."""
-        return self.count("error") == 0 and self.count("warning") == 0
+        """False when an error or warning remains (after select/ignore and suppressions), a check hit an internal
+        error, or a module failed to import: a run jaxdiag could not finish never passes."""
+        return self.count("error") == 0 and self.count("warning") == 0 and not self.problems
 
     @property
     def internal_errors(self) -> list[CheckResult]:
         return [c for t in self.targets for c in t.checks if c.status == "error"]
 
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code before `--exit-zero`: 3 on an internal error (it wins: the report may be missing
+        findings anywhere), else 2 on an import failure, else 1 when an error or warning remains, else 0."""
+        codes = [PROBLEM_KINDS[p.kind] for p in self.problems]
+        if codes:
+            return max(codes)
+        return 0 if self.ok else 1
+
     def codes(self) -> set[str]:
         return {f.code for f in self.findings}
 
     def raise_if_failed(self) -> None:
-        """Raise AssertionError carrying the same text the CLI prints, if any error or warning remains."""
+        """Raise AssertionError carrying the same text the CLI prints, if the run did not pass (see `ok`)."""
         if not self.ok:
-            from ._render.text import render_plain
+            raise AssertionError("jaxdiag found problems:\n" + str(self))
 
-            raise AssertionError("jaxdiag found problems:\n" + render_plain(self))
+    def __str__(self) -> str:
+        """The plain-text report, as the CLI prints it (without colour)."""
+        if _text_view is not None:
+            return _text_view(self)
+        return self._plain_fallback()
+
+    def _plain_fallback(self) -> str:
+        """Used only when no renderer was imported (a Report built by hand): one line per finding and problem."""
+        lines = [f"{t.target}: {p.kind}: {p.message}" for t in self.targets for p in t.all_problems()]
+        lines += [f"{t.target}: {f.code} {f.name} [{f.severity}]"
+                  f"{' at ' + str(f.location) if f.location else ''}: {f.message}"
+                  for t in self.targets for f in t.findings]
+        return "\n".join(lines + [repr(self)]) + "\n"
+
+    def __repr__(self) -> str:
+        s = self.summary
+        state = "ok" if self.ok else "failed"
+        return (f"<Report {state}: {s['targets']} target(s), {s['errors']} error(s), {s['warnings']} warning(s), "
+                f"{s['infos']} note(s), {s['import_failures']} import failure(s), "
+                f"{s['internal_errors']} internal error(s)>")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -117,5 +207,5 @@ class Report:
             "summary": self.summary,
         }
 
-    def merge(self, other: "Report") -> "Report":
+    def merge(self, other: Report) -> Report:
         return Report(self.targets + other.targets, self.jaxdiag_version, self.jax_version)

@@ -24,12 +24,12 @@ _SKIPPED_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages"
 
 
 def known_selector(selector: str) -> bool:
-    """A full rule code, or a prefix of one or of a category (`JXB`, `JXB0`, `JXN`, `JXS`), like ruff's codes."""
+    """A rule code, a deprecated code, or a prefix of a code or of a category (`JXB`, `JXB0`, `JXN`), like ruff's
+    codes: the catalog (`_rules.validate_codes`) decides, plus category prefixes that have no rules yet."""
     selector = selector.strip().upper()
     if not selector:
         return False
-    return any(code.startswith(selector) for code in _rules.RULES) or any(
-        prefix.startswith(selector) for prefix in _rules.CATEGORIES)
+    return not _rules.validate_codes([selector]) or any(prefix.startswith(selector) for prefix in _rules.CATEGORIES)
 
 
 def check_selectors(selectors: Iterable[str], where: str) -> None:

@@ -71,7 +71,8 @@ class JaxdiagFixture:
 
     @staticmethod
     def assert_clean(report: "Report") -> None:
-        """Fail the test with the CLI's text when an error or warning remains."""
+        """Fail the test with the CLI's text when an error or warning remains, a module failed to import, or
+        jaxdiag itself hit an internal error (its own bug is never a pass)."""
         report.raise_if_failed()
 
 

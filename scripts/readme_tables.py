@@ -151,9 +151,11 @@ def what_jaxdiag_says(code: str, name: str) -> tuple[str, str]:
             findings = check_paths([f"samples/{name}"], keep_going=True).findings
     hit = next((f for f in findings if f.code == code), None)
     if hit is None:
-        skipped = next((f for f in findings if f.code == "JXR902" and code in f.message), None)
+        from jaxdiag._rules import CHECK_SKIPPED
+
+        skipped = next((f for f in findings if f.code == CHECK_SKIPPED.code and code in f.message), None)
         if skipped is not None:
-            return _trim(_clean(f"(JXR902) {first_sentence(skipped.message)}"), JAXDIAG_WIDTH), command
+            return _trim(_clean(f"({CHECK_SKIPPED.code}) {first_sentence(skipped.message)}"), JAXDIAG_WIDTH), command
         return f"(not reported on this JAX release: {', '.join(sorted({f.code for f in findings})) or 'no finding'})", \
             command
     return _trim(_clean(first_sentence(hit.message)), JAXDIAG_WIDTH), command
@@ -175,8 +177,8 @@ def rows() -> list[tuple[str, str, str, str, str]]:
 
     out = []
     for r in iter_rules():
-        if not r.bad_sample or not (SAMPLES / r.bad_sample).is_file():
-            continue
+        if not r.bad_sample or not (SAMPLES / r.bad_sample).is_file() or r.variant_of:
+            continue  # a variant (the same defect in another command) shares its base rule's sample and row
         if r.code not in JAX_SAYS:
             raise SystemExit(f"scripts/jax_says.py has no repro for {r.code} ({r.bad_sample}): add one")
         call = (JAX_SAYS[r.code].__doc__ or "").strip()

@@ -163,5 +163,5 @@ def probe(ctx: Context) -> Iterator[Finding]:
     if "crash" in name:
         raise RuntimeError("probe crashed")
     if "bad" in name:
-        yield rules.MISSING_LOWERING.finding(f"probe: {name} is bad", fix="make it good",
+        yield rules.MISSING_LOWERING.finding(var=f"probe: {name} is bad", prim_name=name, fix="make it good",
                                              location=_locate.locate(_rule_of(ctx.subject)))

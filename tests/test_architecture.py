@@ -5,7 +5,11 @@
 - renderers (`jaxdiag/_render/`) format a Report and never import JAX (directly or through another jaxdiag
   module);
 - the rule catalog and `samples/` agree: every declared bad/good sample exists, every `jx*_bad.py` /
-  `jx*_good.py` is declared by the rule its name carries.
+  `jx*_good.py` is declared by the rule its name carries (or by a variant of that rule);
+- the catalog owns every rule's severity and text: no `severity=` at an emission site, no `Finding(...)` built
+  outside the catalog, no rule-code string literal outside `jaxdiag/_rules/` (control flow holds `Rule` objects);
+- the import graph: no check imports the engine, the report model imports no other jaxdiag module (renderers
+  register the text view instead), and jaxdiag's modules import each other without cycles.
 """
 
 from __future__ import annotations
@@ -216,9 +220,10 @@ def test_declared_samples_exist():
 
 
 def test_declared_samples_are_named_after_their_rule():
+    """A variant (the same defect in another context, e.g. JXR013 for JXR006 under `grad`) shares its samples."""
     wrong = [f"{code}: {name}" for code, r in sorted(_catalog().items())
              for which, name in (("bad", r.bad_sample), ("good", r.good_sample))
-             if name and name != f"{code.lower()}_{which}.py"]
+             if name and name != f"{(r.variant_of or code).lower()}_{which}.py"]
     assert not wrong, "samples must be named <code>_bad.py / <code>_good.py: " + ", ".join(wrong)
 
 
@@ -240,3 +245,207 @@ def test_every_rule_sample_belongs_to_a_catalog_rule(which):
 def test_sample_file_names_are_well_formed():
     odd = [p.name for p in SAMPLES.glob("jx*.py") if not re.fullmatch(r"jx[a-z]\d{3}_(bad|good)\.py", p.name)]
     assert not odd, f"unexpected sample names: {odd}"
+
+
+# --- the catalog owns severity and text -------------------------------------------------------------------------
+
+CATALOG = PACKAGE / "_rules"
+CODE_RE = re.compile(r"\bJX[A-Z]\d")
+
+
+def _docstring_nodes(tree: ast.Module) -> set[int]:
+    """ids of the string constants that are docstrings (documentation may name codes)."""
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                ids.add(id(first.value))
+    return ids
+
+
+def code_literals(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, text) of every string constant naming a rule code (`"JXG017"`, `"JXR9"`, f"...JXR008..."), docstrings
+    and command-line help texts (`help=...`) excepted."""
+    docs = _docstring_nodes(tree)
+    docs |= {id(k.value) for node in ast.walk(tree) if isinstance(node, ast.Call) for k in node.keywords
+             if k.arg == "help" and isinstance(k.value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+            and CODE_RE.search(node.value)]
+
+
+def severity_keywords(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, call) for every call passing `severity=`, and every `Finding(...)` construction."""
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func).split(".")[-1]
+            if any(k.arg == "severity" for k in node.keywords) or name == "Finding":
+                hits.append((node.lineno, ast.unparse(node)[:80]))
+    return hits
+
+
+@pytest.mark.parametrize("source,count", [
+    ('blocked["JXG017"] = 1', 1),
+    ('require(st, ("JXG017", "JXG012"))', 2),
+    ('x = f"JXR008 (removed-jax-api) cannot show"', 1),
+    ('def f():\n    """JXB010: documented."""\n    return rules.X', 0),
+])
+def test_code_literal_detector(source, count):
+    assert len(code_literals(ast.parse(source))) == count
+
+
+@pytest.mark.parametrize("source,count", [
+    ("rules.X.finding(location=loc, severity='info')", 1),
+    ("Finding('JXB001', 'n', 'error', 'm')", 1),
+    ("rules.X.finding(location=loc, dim=3)", 0),
+])
+def test_severity_detector(source, count):
+    assert len(severity_keywords(ast.parse(source))) == count
+
+
+@pytest.mark.parametrize("path", [p for p in modules() if CATALOG not in p.parents], ids=rel)
+def test_no_severity_or_finding_outside_the_catalog(path):
+    hits = severity_keywords(parse(path))
+    assert not hits, f"{rel(path)} decides a severity or builds a Finding itself; the catalog owns both " \
+                     f"(rules.X.finding(location=..., **fields)): " + "; ".join(f"line {n}: {c}" for n, c in hits)
+
+
+@pytest.mark.parametrize("path", [p for p in modules() if CATALOG not in p.parents], ids=rel)
+def test_no_rule_code_literals_outside_the_catalog(path):
+    hits = code_literals(parse(path))
+    assert not hits, f"{rel(path)} writes rule codes as strings; use the Rule objects (rules.X, rules.X.code): " \
+                     + "; ".join(f"line {n}: {text[:60]!r}" for n, text in hits)
+
+
+def test_every_rule_has_named_templates():
+    from jaxdiag._rules import RULES, template_fields
+
+    bare = [code for code, r in RULES.items() if r.message.strip() in ("{message}", "{evidence}")]
+    assert not bare, f"message templates must carry the wording that names the defect, not only a slot: {bare}"
+    for code, r in RULES.items():
+        for name in template_fields(r.message) | template_fields(r.fix):
+            assert name.isidentifier(), f"{code}: positional or odd field {name!r} in its templates"
+
+
+def test_variants_point_at_rules_of_another_severity_or_a_note():
+    from jaxdiag._rules import RULES
+
+    for code, r in RULES.items():
+        if r.variant_of:
+            other = RULES[r.variant_of]
+            assert other.severity != r.severity, f"{code} and its variant {other.code} share a severity: one rule"
+
+
+# --- the import graph -------------------------------------------------------------------------------------------
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(current: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
+    if node.level == 0:
+        base = node.module or ""
+    else:
+        package = current.split(".") if is_package else current.split(".")[:-1]
+        package = package[: len(package) - (node.level - 1)]
+        base = ".".join(package + ([node.module] if node.module else []))
+    return [f"{base}.{a.name}" for a in node.names] + [base]
+
+
+def _type_checking_nodes(tree: ast.Module) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            ids.update(id(n) for child in node.body for n in ast.walk(child))
+    return ids
+
+
+def import_graph() -> dict[str, set[str]]:
+    """jaxdiag module -> the jaxdiag modules it imports anywhere in its body (function-level imports included: a
+    lazy import is still a dependency), `if TYPE_CHECKING:` blocks excepted."""
+    files = {_module_name(p): p for p in modules()}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        tree = parse(path)
+        skip = _type_checking_nodes(tree)
+        deps: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.ImportFrom):
+                candidates = _resolve(name, path.name == "__init__.py", node)
+            elif isinstance(node, ast.Import):
+                candidates = [a.name for a in node.names]
+            else:
+                continue
+            deps.update(c for c in candidates if c in files and c != name)
+        graph[name] = deps
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _without_package_inits(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Package `__init__`s that only re-export (`jaxdiag`, `jaxdiag._rules`, `jaxdiag._checks`) are where Python
+    itself starts every submodule import; edges from a submodule to its own package's `__init__` are that, not a
+    design dependency."""
+    return {m: {d for d in deps if not m.startswith(d + ".")} for m, deps in graph.items()}
+
+
+def test_import_graph_detector_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_check_imports_the_engine():
+    graph = import_graph()
+    bad = sorted(m for m, deps in graph.items() if m.startswith("jaxdiag._checks")
+                 and deps & {"jaxdiag._engine", "jaxdiag._lint", "jaxdiag._cli"})
+    assert not bad, f"checks importing the engine (the engine imports the checks): {bad}"
+
+
+def test_the_report_model_imports_no_renderer():
+    deps = import_graph()["jaxdiag._report"]
+    assert not deps, f"jaxdiag/_report.py imports {sorted(deps)}; renderers register the text view instead"
+
+
+def test_no_import_cycles():
+    cycles = _cycles(_without_package_inits(import_graph()))
+    assert not cycles, f"import cycles: {cycles}"

@@ -23,13 +23,16 @@ TRICKY = "100% wrong:\r\nshape (3, 4), not (5, 4); a,b:c"
 
 def sample_report() -> Report:
     """Every severity, a finding without a location, a Windows path, GitHub's special characters, all statuses."""
-    bad = rules.BATCH_DIM_OUT_OF_RANGE.finding(TRICKY, fix="Return `0` for out_axes, 50% of the time: never",
+    bad = rules.BATCH_DIM_OUT_OF_RANGE.finding(evidence=TRICKY, fix="Return `0` for out_axes, 50% of the time: never",
                                                location=Location("pkg/ops.py", 12, "my_rule"))
-    warn = rules.MISSING_LOWERING.finding("no lowering, so jit fails", fix="mlir.register_lowering(...)",
+    warn = rules.MISSING_LOWERING.finding(var="no lowering, so jit fails: my_p", prim_name="my",
+                                          fix="mlir.register_lowering(...)",
                                           location=Location("pkg\\win, dir\\ops.py", 3, "my_p"))
-    note = rules.INPUTS_INFERRED.finding("inferred f32[3]", location=None)
-    grad = rules.CUSTOM_DERIVATIVE_MISMATCH.finding("custom derivative differs", fix="check bwd",
-                                                    location=Location("pkg/grads.py", 40, "f_bwd"))
+    note = rules.INPUTS_INFERRED.finding(count=1, specs="f32[3]", location=None)
+    grad = rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
+        owner="f_bwd", derivative="gradient", function="f", details="custom derivative differs",
+        consequence="jax.grad is silently wrong", where="", correction="check bwd",
+        location=Location("pkg/grads.py", 40, "f_bwd"))
     first = TargetReport("pkg.ops:my_p", "primitive", ["f32[3]"], checks=[
         CheckResult("batching-spy", "failed", 0.25, bad.code),
         CheckResult("registration", "failed", 0.01, warn.code),
@@ -145,7 +148,7 @@ def test_github_lines_syntax_and_escaping():
     second = finding_lines[1]
     assert "file=pkg/win%2C dir/ops.py,line=3," in second  # properties escape `,`
     assert lines[-1].startswith("::error title=jaxdiag internal error::pkg.ops%3Amy_p") is False
-    assert lines[-1].startswith("::error title=jaxdiag internal error::pkg.ops:my_p: check boom")
+    assert lines[-1].startswith("::error title=jaxdiag internal error::pkg.ops:my_p: internal error in check boom")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -171,7 +174,7 @@ def test_junit_is_valid_xml_with_suites_cases_and_failures():
     assert cases["pkg.ops:my_p [vmap-vs-loop]"].find("skipped").get("message") == (
         f"blocked by {rules.BATCH_DIM_OUT_OF_RANGE.code}")
     assert "KeyError" in cases["pkg.ops:my_p [boom]"].find("error").get("message")
-    assert "inferred f32[3]" in cases["pkg.ops:my_p [findings]"].find("system-out").text
+    assert "inferred 1 argument(s): f32[3]" in cases["pkg.ops:my_p [findings]"].find("system-out").text
     assert cases["pkg.grads:f [custom-vjp]"].find("failure").get("type") == rules.CUSTOM_DERIVATIVE_MISMATCH.code
     passed = cases["pkg.grads:g [custom-jvp]"]
     assert list(passed) == []
@@ -180,7 +183,7 @@ def test_junit_is_valid_xml_with_suites_cases_and_failures():
 
 
 def test_junit_drops_characters_xml_cannot_carry():
-    finding = rules.BATCHING_RULE_RAISED.finding("ansi \x1b[31mred\x1b[0m and \x00 nul")
+    finding = rules.BATCHING_RULE_RAISED.finding(evidence="ansi \x1b[31mred\x1b[0m and \x00 nul", fix="")
     report = Report([TargetReport("m:p", "primitive", findings=[finding], module="m")])
     root = ET.fromstring(junit.render(report))
     assert "ansi [31mred[0m and  nul" in root.find(".//failure").text
@@ -201,11 +204,11 @@ def checked(tmp_path, monkeypatch) -> Iterator[dict[str, str]]:
     for fmt in ("json", "sarif", "github", "junit", "text"):
         result = runner.invoke(app, ["check", "lintpkg", "--keep-going", "--format", fmt, *(["-v"] if fmt == "text"
                                                                                          else [])])
-        assert result.exit_code == 1, result.output
+        assert result.exit_code == 2, result.output  # an import failure fails the run even with --keep-going
         outputs[fmt] = result.output
     out_file = tmp_path / "out.sarif"
     result = runner.invoke(app, ["check", "lintpkg", "--keep-going", "--format", "sarif", "--output", str(out_file)])
-    assert result.exit_code == 1 and result.output == ""
+    assert result.exit_code == 2 and result.output == ""
     assert out_file.read_text() == outputs["sarif"]
     yield outputs
 
@@ -213,8 +216,11 @@ def checked(tmp_path, monkeypatch) -> Iterator[dict[str, str]]:
 def test_all_formats_carry_the_same_findings_as_json(checked):
     data = json.loads(checked["json"])
     expected = sorted(identity(f) for t in data["targets"] for f in t["findings"])
-    assert {c for c, *_ in expected} >= {PROBE, "JXR900", "JXR903", "JXR904", "JXR905"}
+    assert {c for c, *_ in expected} >= {PROBE, "JXN001", "JXN004", "JXN005"}
     assert all(path and line for _, _, path, line in expected)  # check mode gives every finding a place
+    problems = [(t["target"], p["kind"], p["location"]["path"], p["location"]["line"]) for t in data["targets"]
+                for p in t["problems"]]
+    assert problems == [("lintpkg/broken.py", "import-failed", "lintpkg/broken.py", 1)]
 
     run = json.loads(checked["sarif"])["runs"][0]
     level = {"error": "error", "warning": "warning", "note": "info"}
@@ -222,16 +228,26 @@ def test_all_formats_carry_the_same_findings_as_json(checked):
                          r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
                          r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in run["results"])
     assert from_sarif == expected
+    (invocation,) = run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (notification,) = invocation["toolExecutionNotifications"]
+    assert notification["descriptor"]["id"] == "import-failed" and notification["level"] == "error"
+    assert notification["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "lintpkg/broken.py"
 
     severity = {"error": "error", "warning": "warning", "notice": "info"}
     from_github = []
+    problem_lines = []
     for line in checked["github"].splitlines():
         match = LINE_RE.match(line)
         assert match, line
         props = dict(p.split("=", 1) for p in match.group("props").split(","))
+        if unescape(props["title"]).startswith("jaxdiag "):
+            problem_lines.append((match.group(1), unescape(props["title"]), unescape(props["file"])))
+            continue
         from_github.append((unescape(props["title"]).split()[0], severity[match.group(1)], unescape(props["file"]),
                             int(props["line"])))
     assert sorted(from_github) == expected
+    assert problem_lines == [("error", "jaxdiag import failed", "lintpkg/broken.py")]
 
     root = ET.fromstring(checked["junit"])
     text = "\n".join((e.text or "") for e in root.iter() if e.tag in ("failure", "system-out"))
@@ -239,6 +255,8 @@ def test_all_formats_carry_the_same_findings_as_json(checked):
     assert sorted((c, s, p, int(n)) for c, s, p, n in blocks) == expected
     assert {s.get("name") for s in root.findall("testsuite")} >= {"lintpkg/prims.py", "lintpkg/funcs.py",
                                                                  "lintpkg/broken.py"}
+    assert [e.get("type") for e in root.iter("error")] == ["import-failed"]
+    assert "import-failed" in checked["text"] and "no GPU" in checked["text"]
 
     for code, *_ in expected:
         assert code in checked["text"]
@@ -266,3 +284,45 @@ def test_render_dispatch_knows_every_format():
         assert all(code in out for code in shown), (fmt, shown)
         assert "pkg/ops.py" in out and "12" in out
     assert "(inferred)" in render(report, "text")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One severity per rule, everywhere
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_sarif_rule_levels_match_every_result_level(checked):
+    run = json.loads(checked["sarif"])["runs"][0]
+    levels = {r["id"]: r["defaultConfiguration"]["level"] for r in run["tool"]["driver"]["rules"]}
+    assert run["results"]
+    for result in run["results"]:
+        assert result["level"] == levels[result["ruleId"]], result["ruleId"]
+        assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+
+
+def test_jaxdiag_rules_lists_the_catalog_severity_of_every_rule():
+    result = runner.invoke(app, ["rules"])
+    assert result.exit_code == 0
+    listed = {}
+    for line in result.output.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0] in rules.RULES:
+            listed[parts[0]] = parts[2]
+    assert listed == {code: r.severity for code, r in rules.RULES.items()}
+
+
+def test_every_sample_reports_each_rule_at_its_catalog_severity():
+    """The pinned codes of every sample file (verified against real runs by test_samples_table), on every JAX
+    release the table covers: a code only ever appears at its rule's catalog severity."""
+    from expected_codes import EXPECTED, EXPECTED_BY_JAX
+
+    tables = [EXPECTED, *EXPECTED_BY_JAX.values()]
+    wrong = [f"{name}: {code} reported as {sev}, catalog says {rules.RULES[code].severity}"
+             for table in tables for name, entry in table.items() for sev, codes in entry.items() for code in codes
+             if sev != "problems" and rules.RULES[code].severity != sev]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_finding_cannot_take_another_severity():
+    with pytest.raises(TypeError):
+        rules.INPUTS_INFERRED.finding(count=1, specs="f32[3]", severity="error")

@@ -341,15 +341,15 @@ def test_domain_fallback_is_reported(user_files):
     import jax.numpy as jnp
 
     report = jaxdiag.check_grad(jnp.log, "f32[3]")
-    notes = [f for f in report.findings if f.code == "JXR901"]
+    notes = [f for f in report.findings if f.code == "JXN002"]
     assert notes and "'positive'" in notes[0].message and "@positive" in notes[0].fix
     pinned = jaxdiag.check_grad(jnp.log, "f32[3]@positive")
-    assert not [f for f in pinned.findings if f.code == "JXR901"]
+    assert not [f for f in pinned.findings if f.code == "JXN002"]
 
 
 def test_inputs_are_inferred_and_reported(user_files):
     report = jaxdiag.check_grad("good_mod:needs_matrix")
-    note = [f for f in report.findings if f.code == "JXR900"][0]
+    note = [f for f in report.findings if f.code == "JXN001"][0]
     assert "f32[2,3]" in note.message
     assert report.targets[0].inputs == ["f32[2,3]"]
 
@@ -489,7 +489,8 @@ def test_version_names_jax_and_jaxlib():
 
 
 SCHEMA_TYPES = {"schema": int, "jaxdiag_version": str, "jax_version": str, "targets": list, "summary": dict}
-TARGET_TYPES = {"target": str, "kind": str, "inputs": list, "checks": list, "findings": list}
+TARGET_TYPES = {"target": str, "kind": str, "inputs": list, "checks": list, "findings": list, "problems": list}
+PROBLEM_TYPES = {"kind": str, "message": str, "fix": str, "location": (dict, type(None))}
 CHECK_TYPES = {"name": str, "status": str, "seconds": (int, float), "detail": str}
 FINDING_TYPES = {"code": str, "name": str, "severity": str, "message": str, "fix": str, "location": (dict, type(None))}
 LOCATION_TYPES = {"path": str, "line": int, "function": str}
@@ -505,7 +506,8 @@ def validate_report_json(data: dict) -> None:
     """Every key and type of the JSON contract in docs/json.md."""
     _assert_keys(data, SCHEMA_TYPES)
     assert data["schema"] == 1
-    _assert_keys(data["summary"], {"targets": int, "errors": int, "warnings": int, "infos": int})
+    _assert_keys(data["summary"], {"targets": int, "errors": int, "warnings": int, "infos": int,
+                                   "import_failures": int, "internal_errors": int})
     real = [t for t in data["targets"] if t["kind"] not in ("module", "config")]  # those only hold notes
     assert data["summary"]["targets"] == len(real)
     for target in data["targets"]:
@@ -516,6 +518,9 @@ def validate_report_json(data: dict) -> None:
         for check in target["checks"]:
             _assert_keys(check, CHECK_TYPES)
             assert check["status"] in ("passed", "failed", "skipped", "error")
+        for problem in target["problems"]:  # blocking: an import failure or jaxdiag's own error, never filtered
+            _assert_keys(problem, PROBLEM_TYPES)
+            assert problem["kind"] in ("import-failed", "internal-error")
         for finding in target["findings"]:
             _assert_keys(finding, FINDING_TYPES)
             assert finding["severity"] in ("error", "warning", "info")
@@ -574,10 +579,8 @@ def _report_with_notes():
     from jaxdiag._rules import DOMAIN_FALLBACK, INPUTS_INFERRED
 
     where = Location("ops.py", 3, "f")
-    inferred = INPUTS_INFERRED.finding("no --arg given; inferred 1 argument(s): f32[3]", fix="Pass --arg.",
-                                       location=where)
-    domain = DOMAIN_FALLBACK.finding("ops:f gives NaN on standard-normal inputs; drew inputs from 'positive'.",
-                                     fix="Pin the domain.", location=where)
+    inferred = INPUTS_INFERRED.finding(location=where, count=1, specs="f32[3]")
+    domain = DOMAIN_FALLBACK.finding(location=where, target="ops:f", domain="positive", pinned="f32[3]@positive")
     problem = Finding("JXB005", "batch-result-mismatch", "error", "observed 1.0 vs 2.0", fix="do x", location=where)
     targets = [TargetReport("ops:f", "function", ["f32[3]"], findings=[inferred, domain]),
                TargetReport("ops:g", "function", ["f32[3]"], findings=[inferred, problem]),
@@ -603,7 +606,7 @@ def test_notes_are_one_line_unless_verbose_and_hidden_when_quiet():
     note_lines = [line for line in default.splitlines() if DOMAIN_FALLBACK.code in line]
     assert len(note_lines) == 1 and note_lines[0].lstrip().startswith("note ")
     verbose = render_plain(report, verbosity=1)
-    assert INPUTS_INFERRED.code in verbose and "Pin the domain." in verbose and "(inferred)" not in verbose
+    assert INPUTS_INFERRED.code in verbose and "Pin the domain" in verbose and "(inferred)" not in verbose
     quiet = render_plain(report, verbosity=-1)
     assert DOMAIN_FALLBACK.code not in quiet and "ops:f " not in quiet and "JXB005" in quiet
     assert quiet.splitlines()[-1].startswith("2 targets checked: 1 error")
@@ -623,7 +626,7 @@ def test_report_api():
     from jaxdiag import Finding, Report
     from jaxdiag._report import TargetReport
 
-    clean = Report([TargetReport("t", "function", findings=[Finding("JXR900", "inputs-inferred", "info", "m")])])
+    clean = Report([TargetReport("t", "function", findings=[Finding("JXN001", "inputs-inferred", "info", "m")])])
     assert clean.ok
     clean.raise_if_failed()
     bad = Report([TargetReport("t", "function", findings=[Finding("JXB005", "x", "error", "observed")])])

@@ -54,9 +54,9 @@ def test_new_user_package_without_config_is_found_and_checked(pkg):
     targets = [t for t in report.targets if t.kind != "module"]
     assert [t.target for t in targets] == ALL_TARGETS
     for t in targets:
-        assert t.inputs or "JXR903" in {f.code for f in t.findings}, t.target
+        assert t.inputs or "JXN004" in {f.code for f in t.findings}, t.target
     needs = next(t for t in targets if t.target.endswith(":needs_p"))
-    note = next(f for f in needs.findings if f.code == "JXR903")
+    note = next(f for f in needs.findings if f.code == "JXN004")
     assert note.severity == "info"
     assert "axis" in note.message
     assert '[tool.jaxdiag.targets."lintpkg/prims.py:needs_p"]\nargs = ["f32[3]"]\nparams = {axis = 0}' in note.fix
@@ -92,7 +92,7 @@ def test_check_module_api_takes_a_module_object_or_a_name(pkg, probe_only, monke
     report = jaxdiag.check_module(module)
     assert [t.target for t in report.targets] == ["lintpkg.funcs:smooth_bad", "lintpkg.funcs:clipped",
                                                   "lintpkg.funcs:row_sum"]
-    assert codes_by_target(report)["lintpkg.funcs:smooth_bad"] == sorted([PROBE, "JXR900"])
+    assert codes_by_target(report)["lintpkg.funcs:smooth_bad"] == sorted([PROBE, "JXN001"])
     assert not report.ok
     assert jaxdiag.check_module("lintpkg.funcs", ignore=[PROBE]).ok
 
@@ -132,16 +132,16 @@ def test_pyproject_paths_targets_and_params(pkg, tmp_path, probe_only):
     result = invoke("--format", "json")
     data = json.loads(result.output)
     inputs = {t["target"]: t["inputs"] for t in data["targets"]}
-    assert inputs["lintpkg/prims.py:needs_p"] == ["f32[2,3]"]  # params reached bind: no JXR903
+    assert inputs["lintpkg/prims.py:needs_p"] == ["f32[2,3]"]  # params reached bind: no JXN004
     assert inputs["lintpkg/prims.py:good_p"] == ["f32[5]"]
-    assert "JXR903" not in {f["code"] for t in data["targets"] for f in t["findings"]}
+    assert "JXN004" not in {f["code"] for t in data["targets"] for f in t["findings"]}
     assert result.exit_code == 1  # the probe's warning on bad_p
 
 
 def test_select_and_ignore_from_config_and_cli(pkg, tmp_path, probe_only):
-    (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nselect = ["JXR9"]\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nselect = ["JXN"]\n')
     data = json.loads(invoke("lintpkg", "--format", "json").output)
-    assert {f["code"] for t in data["targets"] for f in t["findings"]} == {"JXR900", "JXR903"}
+    assert {f["code"] for t in data["targets"] for f in t["findings"]} == {"JXN001", "JXN004"}
     data = json.loads(invoke("lintpkg", "--format", "json", "--select", PROBE).output)  # CLI replaces select
     assert {f["code"] for t in data["targets"] for f in t["findings"]} == {PROBE}
     result = invoke("lintpkg", "--select", PROBE, "--ignore", PROBE[:4])
@@ -152,12 +152,12 @@ def test_per_target_ignores_with_module_path_and_glob_keys(pkg, tmp_path, probe_
     (tmp_path / "pyproject.toml").write_text(textwrap.dedent(f'''
         [tool.jaxdiag.per-target-ignores]
         "lintpkg.prims:bad_p" = ["{PROBE}"]
-        "lintpkg/funcs.py:*" = ["{PROBE}", "JXR9"]
+        "lintpkg/funcs.py:*" = ["{PROBE}", "JXN"]
     '''))
     result = invoke("lintpkg", "--format", "json")
     data = json.loads(result.output)
     codes = {t["target"]: {f["code"] for f in t["findings"]} for t in data["targets"]}
-    assert codes["lintpkg/prims.py:bad_p"] == {"JXR900"}
+    assert codes["lintpkg/prims.py:bad_p"] == {"JXN001"}
     assert codes["lintpkg/funcs.py:smooth_bad"] == set()
     assert result.exit_code == 0
 
@@ -204,8 +204,8 @@ def test_inline_suppression_on_def_line_or_primitive_creation_line(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     write_pkg(tmp_path, **{where: f"  # jaxdiag: ignore[{PROBE}]"})
     report = check_paths(["lintpkg/prims.py"])
-    assert codes_by_target(report)["lintpkg/prims.py:bad_p"] == ["JXR900"]
-    assert "JXR904" not in report.codes()
+    assert codes_by_target(report)["lintpkg/prims.py:bad_p"] == ["JXN001"]
+    assert "JXN005" not in report.codes()
 
 
 def test_inline_suppression_without_anchor_stays_on_its_line(tmp_path, monkeypatch, probe_only):
@@ -219,13 +219,13 @@ def test_unused_inline_suppressions_are_reported(tmp_path, monkeypatch, probe_on
     monkeypatch.chdir(tmp_path)
     write_pkg(tmp_path, impl_comment=f"  # jaxdiag: ignore[JXB001, {PROBE}]", helper_comment="  # jaxdiag: ignore")
     report = check_paths(["lintpkg/prims.py"])
-    unused = sorted((f.location.line, f.message) for f in report.findings if f.code == "JXR904")
+    unused = sorted((f.location.line, f.message) for f in report.findings if f.code == "JXN005")
     lines = PRIMS.splitlines()
     impl_line = next(i for i, text in enumerate(lines, 1) if text.startswith("def bad_impl"))
     helper_line = next(i for i, text in enumerate(lines, 1) if text.startswith("def helper"))
     assert unused == [(impl_line, "`# jaxdiag: ignore[JXB001]` suppressed nothing on this line."),
                       (helper_line, "`# jaxdiag: ignore` suppressed nothing on this line.")]
-    assert all(f.severity == "info" for f in report.findings if f.code == "JXR904")
+    assert all(f.severity == "info" for f in report.findings if f.code == "JXN005")
     assert PROBE not in report.codes()  # the used half of the comment still works
     assert report.ok
 
@@ -240,14 +240,14 @@ def test_unused_config_suppressions_are_reported(pkg, tmp_path, probe_only):
         "lintpkg.gone:thing" = ["{PROBE}"]
     '''))
     report = check_paths([])
-    notes = sorted((f.location.path, f.location.line, f.message) for f in report.findings if f.code == "JXR904")
+    notes = sorted((f.location.path, f.location.line, f.message) for f in report.findings if f.code == "JXN005")
     assert notes == [
-        ("pyproject.toml", 6, "per-target-ignores['lintpkg.prims:bad_p'] lists JXG, which suppressed nothing."),
-        ("pyproject.toml", 7, "per-target-ignores key 'lintpkg.gone:thing' matches no target found in the "
-                              "configured paths."),
+        ("pyproject.toml", 6, "per-target-ignores['lintpkg.prims:bad_p'] entry JXG suppressed nothing."),
+        ("pyproject.toml", 7, "per-target-ignores key 'lintpkg.gone:thing' suppressed nothing (it matches no target "
+                              "found in the configured paths)."),
     ]
     named = check_paths(["lintpkg/funcs.py"])  # a partial run cannot tell that a key is stale
-    assert "JXR904" not in named.codes()
+    assert "JXN005" not in named.codes()
 
 
 def test_unused_suppressions_of_unchecked_targets_are_not_reported(tmp_path, monkeypatch, probe_only):
@@ -257,7 +257,7 @@ def test_unused_suppressions_of_unchecked_targets_are_not_reported(tmp_path, mon
     prims.write_text(prims.read_text().replace("def needs_impl(x, *, axis):",
                                                "def needs_impl(x, *, axis):  # jaxdiag: ignore[JXB001]"))
     report = check_paths(["lintpkg/prims.py"])
-    assert "JXR903" in report.codes() and "JXR904" not in report.codes()
+    assert "JXN004" in report.codes() and "JXN005" not in report.codes()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -274,13 +274,65 @@ def test_import_failure_is_exit_2_unless_keep_going(tmp_path, monkeypatch, probe
     assert "lintpkg.broken" in result.output and "lintpkg/broken.py:3" in result.output
     assert "KeyError" in result.output and "--keep-going" in result.output
     result = invoke("lintpkg", "--keep-going", "--format", "json")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # the other modules were checked, but the run did not pass
     data = json.loads(result.output)
     failed = next(t for t in data["targets"] if t["kind"] == "module" and t["target"] == "lintpkg/broken.py")
-    (finding,) = failed["findings"]
-    assert finding["code"] == "JXR905" and finding["severity"] == "error"
-    assert finding["location"] == {"path": "lintpkg/broken.py", "line": 3, "function": "<module>"}
+    assert failed["findings"] == []  # not a rule: a blocking problem
+    (problem,) = failed["problems"]
+    assert problem["kind"] == "import-failed" and "KeyError" in problem["message"]
+    assert problem["location"] == {"path": "lintpkg/broken.py", "line": 3, "function": "<module>"}
     assert {t["target"] for t in data["targets"]} >= set(ALL_TARGETS)
+    assert data["summary"]["import_failures"] == 1
+
+
+@pytest.mark.parametrize("filters", [["--select", "JXB"], ["--ignore", "JXR"], ["--ignore", "JX"],
+                                     ["--ignore", "JXR905"], ["--select", "JXN"], ["--exit-zero"]])
+def test_no_filter_hides_an_import_failure(tmp_path, monkeypatch, probe_only, filters):
+    monkeypatch.chdir(tmp_path)
+    write_pkg(tmp_path, extra={"lintpkg/broken.py": "raise ImportError('no GPU')\n"})
+    result = invoke("lintpkg", "--keep-going", "--format", "json", *filters)
+    assert result.exit_code == 2, result.output
+    data = json.loads(result.output)
+    assert [p["kind"] for t in data["targets"] for p in t["problems"]] == ["import-failed"]
+
+
+def test_import_failure_through_the_api_fails_the_report(tmp_path, monkeypatch, probe_only):
+    monkeypatch.chdir(tmp_path)
+    write_pkg(tmp_path, extra={"lintpkg/broken.py": "raise ImportError('no GPU')\n"})
+    report = check_paths(["lintpkg"], keep_going=True, ignore=["JX"])
+    assert not report.ok and report.exit_code == 2 and report.problems_of("import-failed")
+    with pytest.raises(AssertionError, match="import-failed"):
+        report.raise_if_failed()
+    assert "import-failed" in str(report) and "no GPU" in str(report)
+
+
+def test_deprecated_codes_still_work_with_a_note(pkg, tmp_path, probe_only):
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nignore = ["JXR900"]\n')
+    data = json.loads(invoke("lintpkg", "--format", "json").output)
+    codes = {f["code"] for t in data["targets"] for f in t["findings"]}
+    assert "JXN001" not in codes  # JXR900 still ignores inputs-inferred, now JXN001
+    notes = [f for t in data["targets"] if t["kind"] == "config" for f in t["findings"] if f["code"] == "JXN006"]
+    assert len(notes) == 1 and "JXR900" in notes[0]["message"] and "JXN001" in notes[0]["fix"]
+    assert notes[0]["location"]["path"] == "pyproject.toml"
+
+
+@pytest.mark.parametrize("where", ["cli", "config", "per-target", "inline"])
+def test_unknown_codes_are_exit_2_before_any_check(pkg, tmp_path, monkeypatch, where):
+    ran = []
+    monkeypatch.setattr(_engine, "ALL_CHECKS", [])
+    monkeypatch.setattr(_engine, "run_subject", lambda *a, **k: ran.append(a))
+    argv = ["lintpkg"]
+    if where == "cli":
+        argv += ["--ignore", "JXB999"]
+    elif where == "config":
+        (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nselect = ["JXB999"]\n')
+    elif where == "per-target":
+        (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag.per-target-ignores]\n"lintpkg.*" = ["JXB999"]\n')
+    else:
+        (pkg / "sub" / "extra.py").write_text("x = 1  # jaxdiag: ignore[JXB999]\n")
+    result = invoke(*argv)
+    assert result.exit_code == 2 and "JXB999" in result.output and result.output.count("\n") == 1, result.output
+    assert not ran
 
 
 def test_missing_paths_are_exit_2(pkg):
@@ -322,3 +374,24 @@ def test_jaxdiag_dict_must_be_well_formed(tmp_path, monkeypatch):
     (tmp_path / "m.py").write_text(MORE.replace('"args": ["f32[2]"]', '"argz": ["f32[2]"]'))
     with pytest.raises(UsageError, match=r"JAXDIAG\['plain'\]"):
         check_paths(["m.py"])
+
+
+@pytest.mark.parametrize("how", ["ignore", "select", "per-target"])
+def test_suppressing_a_code_never_changes_which_checks_run(how):
+    """Control flow sees every finding: filtering happens once, after the checks, so the check statuses (and the
+    blockers between checks) are the same whatever is suppressed."""
+    from jaxdiag._checks._base import Options
+
+    root = Path(__file__).resolve().parent.parent / "samples"
+    target = f"{root / 'jxg012_bad.py'}:my_sin"
+    plain = _engine.run(target, ["f32[3]"], {}, Options(command="grad"))
+    assert "JXG012" in plain.codes()
+    kwargs = {"ignore": {"ignore": ["JXG012"]}, "select": {"select": ["JXB"]},
+              "per-target": {"per_target_ignore": {"*jxg012_bad.py:*": ["JXG"]}}}[how]
+    filtered = _engine.run(target, ["f32[3]"], {}, Options(command="grad"), **kwargs)
+    assert "JXG012" not in filtered.codes()
+
+    def statuses(report):
+        return [(c.name, c.status, c.detail) for t in report.targets for c in t.checks]
+
+    assert statuses(filtered) == statuses(plain)

@@ -155,7 +155,7 @@ def _check_pair(t: _Target, result: Any, where: str) -> tuple[Any, Any]:
     if hasattr(result, "shape"):
         got += f" of shape {_shape(result)}"
     raise _RuleDefect(rules.VMAP_RULE_RAISED.finding(
-        f"`{t.rule_name}` returned {got} instead of the pair `(out, out_batched)` ({where}). JAX unpacks it "
+        evidence=f"`{t.rule_name}` returned {got} instead of the pair `(out, out_batched)` ({where}). JAX unpacks it "
         "anyway: `ValueError: too many values to unpack`, or silently takes two rows of the output.",
         fix=f"End `{t.rule_name}` with `return out, {_all_true_like(t.out_tree)}` (the second item says which "
             "outputs carry the batch axis).",
@@ -177,10 +177,10 @@ def _check_structures(t: _Target, out: Any, out_batched: Any, where: str) -> lis
         problem = f"`out_batched` holds {', '.join(kinds)} values instead of Python bools"
     if problem:
         raise _RuleDefect(rules.VMAP_OUT_BATCHED_STRUCTURE.finding(
-            f"`{t.rule_name}`: {problem} ({where}). JAX fails with `ValueError: structure of output value and "
-            "output batching specification returned by custom vmap rule ... do not match`.",
-            fix=f"In `{t.rule_name}`, return `out_batched` with exactly the output's structure, one bool per "
-                f"output: e.g. `return out, {_all_true_like(t.out_tree)}`.",
+            rule_name=t.rule_name,
+            problem=problem,
+            where=where,
+            all_true_like=_all_true_like(t.out_tree),
             location=t.location))
     return [bool(b) for b in batched_leaves]
 
@@ -198,7 +198,8 @@ def _check_unbatched_leaf(t: _Target, i: int, shape: tuple[int, ...], size: int,
     what = (f"one example's shape {per_example} with a batch axis of size {size} at position {found[0]}" if found
             else f"not one example's shape {per_example}")
     raise _RuleDefect(rules.VMAP_DECLARED_UNBATCHED_VARIES.finding(
-        f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched) but returned shape {shape}: "
+        evidence=f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched) but returned shape "
+                 f"{shape}: "
         f"{what} ({where}). JAX treats it as one value and broadcasts it to every example again, giving shape "
         f"{(size,) + shape}: silently wrong.",
         fix=f"In `{t.rule_name}`, mark {t.labels[i]} batched: `return out, {_all_true_like(t.out_tree)}` "
@@ -227,8 +228,13 @@ def _check_batched_leaf(t: _Target, i: int, shape: tuple[int, ...], size: int, w
         what = f"expected shape {(size,) + per_example} (batch axis first, then one example's shape {per_example})"
         fix = f"In `{t.rule_name}`, return {t.labels[i]} with shape (axis_size, *{per_example})."
     raise _RuleDefect(rules.VMAP_BATCH_AXIS_NOT_LEADING.finding(
-        f"`{t.rule_name}` declares {t.labels[i]} batched (`True` in out_batched) but returned shape {shape}: "
-        f"{what} ({where}).", fix=fix, location=t.location))
+        rule_name=t.rule_name,
+        labels=t.labels[i],
+        shape=shape,
+        what=what,
+        where=where,
+        fix=fix,
+        location=t.location))
 
 
 def validate(t: _Target, result: Any, axis_size: int, where: str) -> list[bool]:
@@ -262,7 +268,7 @@ def _user_line(exc: BaseException, rule_file: str | None) -> str:
 def _raised(t: _Target, exc: Exception, where: str) -> _RuleDefect:
     rule_file = t.location.path if t.location else None
     return _RuleDefect(rules.VMAP_RULE_RAISED.finding(
-        f"`{t.rule_name}` raised {first_line(exc)}{_user_line(exc, rule_file)} ({where}).",
+        evidence=f"`{t.rule_name}` raised {first_line(exc)}{_user_line(exc, rule_file)} ({where}).",
         fix=f"Make `{t.rule_name}` handle every `in_batched` combination: an argument whose flag is False has no "
             "batch axis; broadcast it first (`x = x if x_batched else jnp.broadcast_to(x, (axis_size, "
             "*x.shape))`) or branch on the flag.",
@@ -306,7 +312,8 @@ def _compare_outputs(t: _Target, variant: Variant, got: list[Any], want: list[np
         in_batched = variant.in_batched
         if flags is not None and not flags[i]:
             yield rules.VMAP_DECLARED_UNBATCHED_VARIES.finding(
-                f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched), but it differs from "
+                evidence=f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched), but it differs "
+                         f"from "
                 f"example to example: {variant.describe(t.fn_name)} (in_batched={in_batched}) gives "
                 f"{comparison.describe()} against the per-example loop. JAX broadcast one value to every example.",
                 fix=f"In `{t.rule_name}`, compute {t.labels[i]} per example (batch axis first) and mark it `True` "
@@ -314,7 +321,7 @@ def _compare_outputs(t: _Target, variant: Variant, got: list[Any], want: list[np
                 location=t.location)
         else:
             yield rules.VMAP_RESULT_MISMATCH.finding(
-                f"{variant.describe(t.fn_name)} (the rule saw in_batched={in_batched}) differs from calling "
+                evidence=f"{variant.describe(t.fn_name)} (the rule saw in_batched={in_batched}) differs from calling "
                 f"`{t.fn_name}` on each example for {t.labels[i]}: {comparison.describe()}.",
                 fix=f"Make `{t.rule_name}` compute what `{t.fn_name}` computes for this in_batched combination: "
                     "look at the branch taken when some arguments are unbatched (no batch axis).",
@@ -336,8 +343,10 @@ def run_variant(ctx: Context, t: _Target, variant: Variant) -> list[Finding]:
         return [defect.finding]
     except Exception as exc:  # the rule's result passed validation, yet JAX failed: report it with the variant
         return [rules.VMAP_RESULT_MISMATCH.finding(
-            f"{variant.describe(t.fn_name)} raises {first_line(exc)}, while calling `{t.fn_name}` on each example "
-            "works.", fix=f"Check the dtypes and shapes `{t.rule_name}` returns against `{t.fn_name}`'s output.",
+            evidence=f"{variant.describe(t.fn_name)} raises {first_line(exc)}, while calling `{t.fn_name}` on each "
+                     f"example "
+            "works.",
+            fix=f"Check the dtypes and shapes `{t.rule_name}` returns against `{t.fn_name}`'s output.",
             location=t.location)]
     return list(_compare_outputs(t, variant, got, want, spy.calls[-1] if spy.calls else None))
 
@@ -360,7 +369,8 @@ def all_unbatched(ctx: Context, t: _Target, batch: int) -> list[Finding]:
         comparison = _numerics.compare(g, np.broadcast_to(w, (batch,) + w.shape) if batched else w)
         if not (comparison.ok or comparison.nonfinite):
             return [rules.VMAP_RESULT_MISMATCH.finding(
-                f"With {where}, `{t.rule_name}` returned {t.labels[i]} different from `{t.fn_name}` on the same "
+                evidence=f"With {where}, `{t.rule_name}` returned {t.labels[i]} different from `{t.fn_name}` on the "
+                         f"same "
                 f"(unbatched) arguments: {comparison.describe()}.",
                 fix=f"When no argument is batched, `{t.rule_name}` must return `{t.fn_name}(*args)` (declared "
                     "`False`), or that value broadcast to `axis_size` (declared `True`).",
@@ -402,10 +412,9 @@ def grad_outside_vmap(ctx: Context) -> list[Finding]:
     under_vmap = _grad_error(jax.vmap(ctx.call), ctx.specs, [ctx.draw(s, (2,)) for s in ctx.specs])
     works = f" (`grad` of `vmap({name})` works)" if under_vmap is None else ""
     return [rules.VMAP_GRAD_LIMITATION.finding(
-        f"`jax.grad` of `{name}` outside vmap raises {first_line(exc).split('. ')[0]}. custom_vmap has no "
-        f"reverse-mode rule: a known JAX limitation, not a defect of your rule{works}.",
-        fix=f"If `{name}` must be differentiable on its own, wrap it with `jax.custom_vjp` outside the "
-            "custom_vmap (`@jax.custom_vjp` above `@custom_vmap`, then `defvjp(fwd, bwd)`), or `jax.custom_jvp`.",
+        name=name,
+        error=first_line(exc).split('. ')[0],
+        works=works,
         location=subject.location)]
 
 
@@ -427,7 +436,8 @@ def _target(ctx: Context, rule: Callable) -> _Target:
 def _no_rule(ctx: Context) -> Finding:
     name = ctx.subject.name
     return rules.VMAP_RULE_RAISED.finding(
-        f"`{name}` is a custom_vmap without a vmap rule: `jax.vmap` fails with `AttributeError: No batching rule "
+        evidence=f"`{name}` is a custom_vmap without a vmap rule: `jax.vmap` fails with `AttributeError: No batching "
+                 f"rule "
         f"defined for custom_vmap function {name} using def_vmap`.",
         fix=f"Define it: `@{name}.def_vmap` on a function `(axis_size, in_batched, *args) -> (out, out_batched)`.",
         location=ctx.subject.location)

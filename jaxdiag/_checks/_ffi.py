@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 from .. import _compat, _locate, _numerics
+from .._tracing import trace_function
 from .. import _rules as rules
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
@@ -189,11 +190,17 @@ def missing_method(runner: Runner, call: ForeignCall) -> Finding:
                    f"{call.primitive} primitive when vmap_method is one of ...`" if raises else
                    f"this JAX ({_compat.JAX_VERSION}) still falls back to a sequential loop with a "
                    "DeprecationWarning; newer JAX raises NotImplementedError under vmap")
-    return rules.FFI_VMAP_METHOD_MISSING.finding(
-        f"{call.describe()}{call.where()} has no vmap_method (None), so {consequence}.",
-        fix=f"Pass `vmap_method=` to the {call.primitive} at {_line(call)}: "
-            f"{choices(call.noun)}. {_which_methods_work(runner, call)}",
-        location=call.location, severity=None if raises else "warning")
+    # raising releases: vmap fails (an error); jax 0.5 still falls back to a deprecated sequential loop (a warning)
+    rule = rules.FFI_VMAP_METHOD_MISSING if raises else rules.FFI_VMAP_METHOD_FALLBACK
+    return rule.finding(
+        call_describe=call.describe(),
+        call_where=call.where(),
+        consequence=consequence,
+        primitive=call.primitive,
+        line=_line(call),
+        choices=choices(call.noun),
+        which_methods_work=_which_methods_work(runner, call),
+        location=call.location)
 
 
 def legacy_method(runner: Runner, call: ForeignCall) -> Finding:
@@ -201,9 +208,12 @@ def legacy_method(runner: Runner, call: ForeignCall) -> Finding:
               if runner.failure(call, "expand_dims") is None else
               "'sequential': jaxdiag checked that 'expand_dims' does not match the per-example loop here")
     return rules.FFI_LEGACY_VECTORIZED.finding(
-        f"{call.describe()}{call.where()} declares the deprecated vmap_method='legacy_vectorized' (it hands the "
-        f"{call.noun} {HANDS['legacy_vectorized']}); it is slated for removal.",
-        fix=f"Replace it at {_line(call)} with {advice}.",
+        call_describe=call.describe(),
+        call_where=call.where(),
+        noun=call.noun,
+        handed_what=HANDS['legacy_vectorized'],
+        line=_line(call),
+        advice=advice,
         location=call.location)
 
 
@@ -217,23 +227,26 @@ def not_batch_aware(call: ForeignCall, failure: Failure, fn_name: str) -> Findin
     broadcast = (", and broadcast operands that arrive with a leading 1"
                  if method == "expand_dims" and call.n_operands > 1 else "")
     return rules.FFI_KERNEL_NOT_BATCH_AWARE.finding(
-        f"{call.describe()}{call.where()} declares vmap_method='{method}', but the {call.noun} is not "
-        f"batch-aware: {failure.variant.describe(fn_name)} {failure.observed}. With '{method}' the {call.noun} is "
-        f"handed {HANDS.get(method, 'batched buffers')}{handed}, and must treat the leading axis as a batch. "
-        "With vmap_method='sequential' the same call matches the loop.",
-        fix=f"Declare `vmap_method=\"sequential\"` at {_line(call)} (one {call.noun} call per example, always "
-            f"correct), or make `{call.target}` batch-aware: treat the leading dimensions as a batch and only the "
-            f"trailing ones as one example{broadcast}.",
+        call_describe=call.describe(),
+        call_where=call.where(),
+        method=method,
+        noun=call.noun,
+        variant_describe=failure.variant.describe(fn_name),
+        observed=failure.observed,
+        buffers=HANDS.get(method, 'batched buffers'),
+        handed=handed,
+        line=_line(call),
+        target=call.target,
+        broadcast=broadcast,
         location=call.location)
 
 
 @check("ffi-vmap-method", family="batching", kinds={"function"})
 def ffi_vmap_method(ctx: Context) -> Iterator[Finding]:
     """Read each foreign call's vmap_method and prove, against the per-example loop, that it is right."""
-    from .. import _engine  # the engine imports the checks: import it lazily
 
     try:
-        closed, _ = _engine.trace_function(ctx.subject, ctx.cache)
+        closed, _ = trace_function(ctx.subject, ctx.cache)
     except Exception as exc:
         raise SkipCheck(f"the function could not be traced ({type(exc).__name__}: {exc})") from exc
     calls = find_calls(closed, ctx.subject.location)

@@ -65,16 +65,19 @@ def function_grad(ctx: Context) -> Iterator[Finding]:
     name = _display_name(st)
     ws, cts, exc = pullback_at_first_cotangent(st)
     if exc is not None:
-        st.blocked["JXG017"] = "jax.grad of the function fails"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = "jax.grad of the function fails"
         if _from_nested_rule(ctx, exc):
             return  # the nested rule's own finding says it (JXG010 for a bwd, JXR006 for a primitive, ...)
         # `jaxdiag check` also walks functions nobody differentiates (an ffi_call, a pure_callback): a note there
-        severity = "info" if ctx.options.command == "check" else None
+        if ctx.options.command == "check":
+            yield rules.FUNCTION_GRAD_NOT_CHECKED.finding(
+                function=name, error=error_text(exc), hint=_nested_hint(ctx), location=st.subject.location)
+            return
         yield rules.DERIVATIVE_RULE_RAISED.finding(
-            f"jax.grad of {name} fails: {error_text(exc)}." + _nested_hint(ctx),
+            evidence=f"jax.grad of {name} fails: {error_text(exc)}." + _nested_hint(ctx),
             fix="Give the non-differentiable part a derivative (jax.custom_jvp / jax.custom_vjp around the "
-                "ffi_call or callback), or fix the rule named in the error.", location=st.subject.location,
-            severity=severity)
+                "ffi_call or callback), or fix the rule named in the error.",
+            location=st.subject.location)
         return
     custom = _custom_parts(ctx)
     if not custom:
@@ -89,13 +92,13 @@ def function_grad(ctx: Context) -> Iterator[Finding]:
     where = worst.arg.name if worst.arg is not None else "all arguments"
     dtype = worst.arg.dtype if worst.arg is not None else st.diff[0].dtype
     yield rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
-        f"jax.grad of {name} differs from its numerical derivative: for a step v in {where} and a random "
-        f"output cotangent w, <grad, v> = {worst.got:.6g} but float64 finite differences give <w, J v> = "
-        f"{worst.expected:.6g} (tolerance {worst.tol:.0e} for {short_dtype(dtype)}). {name} uses custom "
-        f"derivative rules ({', '.join(custom)}); their own findings say which one differs. This may be "
-        "intended (gradient clipping, straight-through estimators).",
-        fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {name}; otherwise fix the custom "
-            "rule reported below.", location=st.subject.location)
+        owner=name, derivative="gradient (jax.grad)", function=name,
+        details=f"for a step v in {where} and a random output cotangent w, <grad, v> = {worst.got:.6g} but float64 "
+                f"finite differences give <w, J v> = {worst.expected:.6g} (tolerance {worst.tol:.0e} for "
+                f"{short_dtype(dtype)}); {name} uses custom derivative rules ({', '.join(custom)}), whose own "
+                "findings say which one differs",
+        consequence="jax.grad is silently wrong", where="", correction="fix the custom rule reported below",
+        location=st.subject.location)
 
 
 def _custom_parts(ctx: Context) -> list[str]:
@@ -252,7 +255,7 @@ def grad_composition(ctx: Context) -> Iterator[Finding]:
     if not st.diff or not _float_outputs(st):
         raise SkipCheck("no floating-point input and output to differentiate")
     if any(a.nondiff and not a.static for a in st.args):
-        raise SkipCheck("an array in nondiff_argnums cannot be traced (JXG015)")
+        raise SkipCheck(f"an array in nondiff_argnums cannot be traced ({rules.NONDIFF_ARGNUMS_MISUSE.code})")
     ws = st.cotangents(0)
     eager = st.memo.get("eager_grad")  # computed by the rule checks where they can (bwd, transpose runs)
     if eager is None:
@@ -299,7 +302,7 @@ def _composition_finding(st: GradState, how: str, message: str, fix: str = "",
     rule = {"custom_vjp": rule_name(st.bwd, "bwd"), "custom_jvp": rule_name(st.jvp_rule, "the JVP rule")}.get(
         st.kind, name)
     return rules.COMPOSITION_MISMATCH.finding(
-        f"{how} of {name}: {message}",
+        evidence=f"{how} of {name}: {message}",
         fix=fix or f"Keep {rule} traceable: use jax.numpy instead of NumPy on cotangents/tangents (no np.asarray, "
                    "float(), Python if on values), and do not depend on global state.",
         location=location or _rule_location(st))
@@ -468,12 +471,15 @@ def _first_order(st: GradState, ws: Sequence[Any], call: Callable) -> Callable:
 def _second_order_failed(st: GradState, how: str, exc: BaseException, command: str) -> Finding:
     name = _display_name(st)
     prefer = st.bwd if st.kind == "custom_vjp" else st.jvp_rule
-    return rules.SECOND_ORDER_MISMATCH.finding(
-        f"{how} of {name} fails: {error_text(exc, prefer)}. First-order gradients work, but Hessians, "
-        "jax.hessian and Newton steps fail.",
+    if command == "check":  # many rules never need second derivatives: a note unless they were asked for
+        return rules.SECOND_ORDER_NOT_CHECKED.finding(
+            how=how, function=name, error=error_text(exc, prefer), location=_rule_location(st))
+    return rules.SECOND_ORDER_FAILURE.finding(
+        evidence=f"{how} of {name} fails: {error_text(exc, prefer)}. First-order gradients work, but Hessians, "
+                 "jax.hessian and Newton steps fail.",
         fix="Write the rule with differentiable jax.numpy operations (no NumPy, no Python control flow on values, "
-            "no pure_callback without its own derivative).", location=_rule_location(st),
-        severity="info" if command == "check" else "error")  # many rules never need second derivatives
+            "no pure_callback without its own derivative).",
+        location=_rule_location(st))
 
 
 def _second_order_consistency(st: GradState, hv: list, htu: Any, u: list) -> Iterator[Finding]:
@@ -483,11 +489,12 @@ def _second_order_consistency(st: GradState, hv: list, htu: Any, u: list) -> Ite
                 sum(absdot(hu, st.direction(a, 0)) for hu, a in zip(htu, st.diff)))
     tol = max(grad_tol(a.dtype) for a in st.diff)
     if not close_scalar(rhs, lhs, scale, tol):
-        yield rules.SECOND_ORDER_MISMATCH.finding(
-            f"Second derivatives of {_display_name(st)} disagree between modes: <u, H v> = {lhs:.6g} by jvp of vjp "
-            f"but <H^T u, v> = {rhs:.6g} by grad of grad (tolerance {tol:.0e}).",
+        yield rules.SECOND_ORDER_FAILURE.finding(
+            evidence=f"Second derivatives of {_display_name(st)} disagree between modes: <u, H v> = {lhs:.6g} by "
+                     f"jvp of vjp but <H^T u, v> = {rhs:.6g} by grad of grad (tolerance {tol:.0e}).",
             fix="A rule inside the gradient is not transposed consistently; check the transpose/JVP rules of the "
-                "primitives the rule uses.", location=_rule_location(st), severity="error")
+                "primitives the rule uses.",
+            location=_rule_location(st))
 
 
 def _second_order_references(st: GradState, ws: Sequence[Any], G: Callable, hv: list) -> Iterator[Finding]:
@@ -514,11 +521,13 @@ def _second_order_references(st: GradState, ws: Sequence[Any], G: Callable, hv: 
         if ref is not None:
             parts.append(f"autodiff of the undecorated function gives {fmt_values(ref[i])}")
         yield rules.SECOND_ORDER_MISMATCH.finding(
-            f"The second derivative of {_display_name(st)} with respect to {a.name} (jax.jvp of the gradient along "
+            evidence=f"The second derivative of {_display_name(st)} with respect to {a.name} (jax.jvp of the "
+                     f"gradient along "
             f"a random direction) is {fmt_values(hv[i])}, but " + "; ".join(parts) + ". JAX differentiates the "
             "rule's own code; a stop_gradient, NumPy call or rounding in it changes second derivatives silently.",
-            fix="If deliberate, add `# jaxdiag: ignore[JXG019]` to the rule's def line; otherwise compute the "
-                "gradient with differentiable operations on the primal values.", location=_rule_location(st))
+            fix=f"If deliberate, add `# jaxdiag: ignore[{rules.SECOND_ORDER_MISMATCH.code}]` to the rule's def line; "
+                "otherwise compute the gradient with differentiable operations on the primal values.",
+            location=_rule_location(st))
         return
 
 

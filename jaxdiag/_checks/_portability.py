@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 from .. import _compat, _locate
+from .. import _rules as rules
 from .._report import Finding
 from ._base import Context, SkipCheck, check
 
@@ -54,7 +55,7 @@ def _scan(ctx: Context, roles: tuple[str, ...]) -> Iterator[Finding]:
                       for f, (module, attr, line, _) in uses)
     advice = "; ".join(dict.fromkeys(f"`{attr}`: {fix}" for _, (_, attr, _, fix) in uses if fix))
     raise SkipCheck(
-        f"JXR008 (removed-jax-api) cannot show on JAX {_compat.JAX_VERSION}: {where}, which this release still "
+        f"{rules.REMOVED_JAX_API.code} ({rules.REMOVED_JAX_API.name}) cannot show on JAX {_compat.JAX_VERSION}: {where}, which this release still "
         f"has but JAX {_compat.REMOVED_BY_JAX} removed, so the rule works here and fails with AttributeError on "
         f"upgrade." + (f" Replace {advice}." if advice else ""),
         note=True, location=_locate.locate(fn))

@@ -90,13 +90,13 @@ def primitive_transpose(ctx: Context) -> Iterator[Finding]:
     outputs = [k for k in range(len(st.out_leaves)) if st.out_diff(k)]
     if not outputs:
         raise SkipCheck("no floating-point output")
-    reported: set[str] = set()
+    reported: set[rules.Rule] = set()
     yield from _check_arguments(st, ctx, reported)
-    for code in reported:  # later checks (composition, second order) would only repeat these
-        st.blocked.setdefault(code, "the transpose rule is defective")
+    for rule in reported:  # later checks (composition, second order) would only repeat these
+        st.blocked.setdefault(rule, "the transpose rule is defective")
 
 
-def _check_arguments(st: GradState, ctx: Context, reported: set[str]) -> Iterator[Finding]:
+def _check_arguments(st: GradState, ctx: Context, reported: set[rules.Rule]) -> Iterator[Finding]:
     """Reverse mode with respect to every argument at once (full cotangent, then one output at a time for a
     multiple-results primitive), and one argument at a time where the joint run leaves configurations of the
     transpose rule untested."""
@@ -105,7 +105,7 @@ def _check_arguments(st: GradState, ctx: Context, reported: set[str]) -> Iterato
     ct = yield from _reverse(st, ctx, st.diff, None, spy, reported)
     if ct is not None:
         st.memo["eager_grad"] = ct  # the eager gradient, reused by the composition check
-        if spy.calls and not reported & {"JXG003", "JXG004"}:
+        if spy.calls and not reported & {rules.TRANSPOSE_OUTPUT_STRUCTURE, rules.COTANGENT_DTYPE}:
             yield from _dot_test(st, ct, reported)
     jointly_linear = any(sum(_compat.is_undefined_primal(a) for a in c["args"]) > 1 for c in spy.calls)
     if len(st.diff) > 1 and (jointly_linear or not spy.calls):
@@ -116,22 +116,22 @@ def _check_arguments(st: GradState, ctx: Context, reported: set[str]) -> Iterato
             yield from _reverse(st, ctx, st.diff, k, Spy(), reported)
 
 
-def _reverse(st: GradState, ctx: Context, args: Sequence[Arg], k: int | None, spy: Spy, reported: set[str]
+def _reverse(st: GradState, ctx: Context, args: Sequence[Arg], k: int | None, spy: Spy, reported: set[rules.Rule]
              ) -> Iterator[Finding]:
     """One reverse-mode run; yields its findings and returns the cotangents (None when it failed)."""
     ct, exc = _run_reverse(st, args, k, spy)
     spied = list(_spy_findings(st, spy, k))
     for finding in spied:
-        if finding.code not in reported:
-            reported.add(finding.code)
+        if rules.rule(finding.code) not in reported:
+            reported.add(rules.rule(finding.code))
             yield finding
     if exc is None:
         return ct
     # JAX's own error after a spied defect, or one a JVP-rule finding already explained, is not new
     if not spied and not _already_reported(st, exc):
         finding = _reverse_failed(st, ctx, args, exc)
-        if finding is not None and finding.code not in reported:
-            reported.add(finding.code)
+        if finding is not None and rules.rule(finding.code) not in reported:
+            reported.add(rules.rule(finding.code))
             yield finding
     return None
 
@@ -145,24 +145,25 @@ def _reverse_failed(st: GradState, ctx: Context, args: Sequence[Arg], exc: BaseE
     prim = st.subject.obj.name
     text = str(exc)
     if isinstance(exc, NotImplementedError) and "Transpose rule" in text and f"'{prim}'" in text:
-        st.blocked["JXR007"] = "no transpose rule"
-        severity = "warning" if ctx.options.command == "check" else None
-        return rules.MISSING_TRANSPOSE_RULE.finding(
-            f"{prim} is linear in its JVP (the JVP rule binds {prim} on the tangents) but has no transpose rule: "
-            f"jax.jvp works, jax.grad with respect to {_names_of(args)} fails with `NotImplementedError: Transpose "
-            f"rule (for reverse-mode differentiation) for '{prim}' not implemented`.",
-            fix=f"Register the adjoint: `ad.primitive_transposes[{_var(st)}] = lambda ct, "
-                f"{', '.join(a.name for a in st.args)}, **params: [...]` returning one cotangent per argument (None "
-                "for arguments that are not `ad.UndefinedPrimal`), or use `ad.deflinear2`.",
-            location=st.subject.location, severity=severity)
-    if "JXG020" in st.blocked:
+        st.blocked[rules.MISSING_TRANSPOSE_RULE] = "no transpose rule"
+        # `grad` was asked for reverse mode (an error); `check` cannot know whether anyone uses it (a warning)
+        missing = rules.MISSING_TRANSPOSE_RULE if ctx.options.command == "check" else rules.GRAD_WITHOUT_TRANSPOSE_RULE
+        return missing.finding(
+            prim=prim,
+            args_names=_names_of(args),
+            var=_var(st),
+            args=', '.join(a.name for a in st.args),
+            location=st.subject.location)
+    if rules.JVP_NOT_LINEAR in st.blocked:
         return None
     _, rule = names(st)
     return rules.DERIVATIVE_RULE_RAISED.finding(
-        f"jax.grad of {prim} with respect to {_names_of(args)} fails: {error_text(exc)}. jax.grad transposes the "
+        evidence=f"jax.grad of {prim} with respect to {_names_of(args)} fails: {error_text(exc)}. jax.grad "
+                 f"transposes the "
         f"tangent computation of {rule}; every operation applied to a tangent must have a transpose.",
         fix=f"Express {rule}'s tangent output with linear operations on the tangents (or give {prim} a transpose "
-            "rule if the JVP re-binds it).", location=st.subject.location)
+            "rule if the JVP re-binds it).",
+        location=st.subject.location)
 
 
 def _names_of(args: Sequence[Arg]) -> str:
@@ -191,27 +192,31 @@ def _raised(st: GradState, name: str, call: dict, undefined: list[int], k: int |
     which = ", ".join(st.args[i].name for i in undefined if i < len(st.args))
     if "UndefinedPrimal" in str(exc):
         return rules.TRANSPOSE_ASSUMES_LINEAR_ARG.finding(
-            f"{name} raised {text} when {which} is the linear (undefined) argument: it uses an ad.UndefinedPrimal "
-            "as a value, i.e. it assumes another argument is the linear one.",
-            fix=f"In {name}, branch on `ad.is_undefined_primal(x)` for each argument and return the cotangent "
-                "only for the undefined one(s) (None for the others).", location=_location(st))
+            name=name,
+            text=text,
+            which=which,
+            location=_location(st))
     zero_ct = _compat.is_symbolic_zero(ct) or (isinstance(ct, (list, tuple)) and any(
         _compat.is_symbolic_zero(c) for c in ct))
     if zero_ct:
         out = st.out_names[k] if k is not None else "an output"
         return rules.SYMBOLIC_ZERO_UNHANDLED.finding(
-            f"{name} raised {text} when the cotangent of some output is a symbolic ad.Zero (the caller used only "
-            f"{out}).", fix=f"In {name}, test `type(ct) is ad.Zero` (or use `ad.instantiate_zeros(ct)`).",
+            evidence=f"{name} raised {text} when the cotangent of some output is a symbolic ad.Zero (the caller used "
+                     f"only "
+            f"{out}).",
+            fix=f"In {name}, test `type(ct) is ad.Zero` (or use `ad.instantiate_zeros(ct)`).",
             location=_location(st))
     return rules.DERIVATIVE_RULE_RAISED.finding(
-        f"{name} raised {text} when transposing with respect to {which}.",
-        fix=f"Make {name}(ct, *args, **params) return one cotangent per argument.", location=_location(st))
+        evidence=f"{name} raised {text} when transposing with respect to {which}.",
+        fix=f"Make {name}(ct, *args, **params) return one cotangent per argument.",
+        location=_location(st))
 
 
 def _validate(st: GradState, name: str, out: Any, args: tuple, undefined: list[int]) -> Iterator[Finding]:
     if not isinstance(out, (tuple, list)):
         yield rules.TRANSPOSE_OUTPUT_STRUCTURE.finding(
-            f"{name} returned a bare {aval_text(out)} for {st.subject.obj.name} with {len(args)} argument(s): it must "
+            evidence=f"{name} returned a bare {aval_text(out)} for {st.subject.obj.name} with {len(args)} "
+                     f"argument(s): it must "
             f"return a list with one cotangent per argument (None for non-linear ones). JAX fails with a safe_zip "
             "length error.",
             fix=f"Return a list, ordered like the primitive's arguments: `{_list_return(st, undefined, len(args))}`.",
@@ -219,8 +224,9 @@ def _validate(st: GradState, name: str, out: Any, args: tuple, undefined: list[i
         return
     if len(out) != len(args):
         yield rules.TRANSPOSE_OUTPUT_STRUCTURE.finding(
-            f"{name} returned {len(out)} cotangent(s) ({aval_text(out)}) for {len(args)} argument(s) of "
-            f"{st.subject.obj.name}.", fix="Return exactly one entry per argument, None for the non-linear ones.",
+            evidence=f"{name} returned {len(out)} cotangent(s) ({aval_text(out)}) for {len(args)} argument(s) of "
+            f"{st.subject.obj.name}.",
+            fix="Return exactly one entry per argument, None for the non-linear ones.",
             location=_location(st))
         return
     for i in undefined:
@@ -230,7 +236,7 @@ def _validate(st: GradState, name: str, out: Any, args: tuple, undefined: list[i
         shape = tuple(np.shape(entry))
         if shape != tuple(aval.shape):
             yield rules.TRANSPOSE_OUTPUT_STRUCTURE.finding(
-                f"{name}'s cotangent for {st.args[i].name} has shape {aval_text(entry)} but the argument is "
+                evidence=f"{name}'s cotangent for {st.args[i].name} has shape {aval_text(entry)} but the argument is "
                 f"{short_dtype(aval.dtype)}{list(aval.shape)}; JAX fails with `Expected cotangent type ... but got "
                 "...`, naming no rule.".replace(" ", " "),
                 fix=f"Return a cotangent shaped like {st.args[i].name} (sum over broadcast axes, reshape).",
@@ -238,11 +244,9 @@ def _validate(st: GradState, name: str, out: Any, args: tuple, undefined: list[i
         elif np.dtype(getattr(entry, "dtype", np.asarray(entry).dtype)) != np.dtype(aval.dtype):
             dtype = np.dtype(getattr(entry, "dtype", np.asarray(entry).dtype))
             yield rules.COTANGENT_DTYPE.finding(
-                f"{name}'s cotangent for {st.args[i].name} is {short_dtype(dtype)} but the argument is "
-                f"{short_dtype(aval.dtype)}: JAX does not check cotangent dtypes, so jax.grad silently returns "
-                f"{short_dtype(dtype)}" + (" with fractions truncated" if dtype.kind in "iub" else "") + ".",
-                fix=f"Cast in {name}: `ct.astype({st.args[i].name}.aval.dtype)` (or compute in the input dtype).",
-                location=_location(st))
+                owner=name, argument=st.args[i].name, got=short_dtype(dtype), want=short_dtype(aval.dtype),
+                truncated=" (fractions truncated)" if dtype.kind in "iub" else "",
+                cast=f"ct.astype({st.args[i].name}.aval.dtype)", location=_location(st))
 
 
 def _list_return(st: GradState, undefined: list[int], n: int) -> str:
@@ -255,7 +259,7 @@ def _list_return(st: GradState, undefined: list[int], n: int) -> str:
     return f"return [{', '.join(entries)}]"
 
 
-def _dot_test(st: GradState, ct: list[Any], reported: set[str]) -> Iterator[Finding]:
+def _dot_test(st: GradState, ct: list[Any], reported: set[rules.Rule]) -> Iterator[Finding]:
     """<w, J v> from the JVP rule against <J^T w, v> from the transpose rule, v a step in every argument; on a
     mismatch, argument by argument to say which one."""
     if _dot_mismatch(st, st.diff, ct) is None:
@@ -271,13 +275,15 @@ def _dot_test(st: GradState, ct: list[Any], reported: set[str]) -> Iterator[Find
     fwd, rev, tol = culprit[1] if culprit else _dot_mismatch(st, st.diff, ct)  # type: ignore[misc]
     name = _transpose_name(st)
     _, rule = names(st)
-    reported.add("JXG002")
+    reported.add(rules.TRANSPOSE_NOT_ADJOINT)
     yield rules.TRANSPOSE_NOT_ADJOINT.finding(
-        f"{name} is not the adjoint of {rule}: for a step v in {_names_of(args)} and a random output cotangent w, "
-        f"<w, J v> = {fwd:.6g} (JVP rule) but <J^T w, v> = {rev:.6g} (transpose rule), tolerance {tol:.0e}. "
-        "Forward and reverse mode give different derivatives; jax.grad is silently wrong.",
-        fix=f"Make {name} apply the transpose of the JVP's linear map (e.g. A.T @ ct for A @ t, the reverse of a "
-            "cumsum for a cumsum, a sum over broadcast axes for a broadcast).", location=_location(st))
+        name=name,
+        rule=rule,
+        args_names=_names_of(args),
+        fwd=fwd,
+        rev=rev,
+        tol=tol,
+        location=_location(st))
 
 
 def _dot_mismatch(st: GradState, args: Sequence[Arg], cts: Sequence[Any]) -> tuple[float, float, float] | None:

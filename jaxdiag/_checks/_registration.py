@@ -44,13 +44,6 @@ from ._shared import (
 )
 
 
-def severity_for(ctx: Context, rule: rules.Rule) -> str:
-    """In `jaxdiag check`, a missing rule is a warning: the project may never vmap or jit it."""
-    if ctx.options.command == "check" and rule in (rules.MISSING_BATCHING_RULE, rules.MISSING_LOWERING):
-        return "warning"
-    return rule.severity
-
-
 def _user_prim(ctx: Context) -> None:
     if not is_user_primitive(ctx.subject):
         raise SkipCheck("JAX's own primitive: its registration is trusted")
@@ -73,9 +66,10 @@ def impl_check(ctx: Context) -> Iterator[Finding]:
         problem = signature_problem(impl, tuple(ctx.example()), subject.params)
         if problem:
             yield rules.WRONG_RULE_SIGNATURE.finding(
-                f"{subject.obj.name}'s impl cannot be called as JAX calls it, `impl(*args, **params)` with "
+                evidence=f"{subject.obj.name}'s impl cannot be called as JAX calls it, `impl(*args, **params)` with "
                 f"{inputs_text(subject)}: {problem}.",
-                fix=_params_fix(impl, subject.params, "impl"), location=rule_location(impl, subject.location))
+                fix=_params_fix(impl, subject.params, "impl"),
+                location=rule_location(impl, subject.location))
             return
     out = example_output(ctx)
     if out.error is not None:
@@ -92,9 +86,11 @@ def _missing_impl(ctx: Context) -> Finding:
            f"Register the eager computation: `def {prim.name}_impl(...): ...` (in jax.numpy) and "
            f"`{var}.def_impl({prim.name}_impl)`.")
     return rules.MISSING_IMPL.finding(
-        f"{var} has no impl (`{var}.def_impl(...)` was never called): eager calls fail with "
-        f"`NotImplementedError: Evaluation rule for '{prim.name}' not implemented`.{also}",
-        fix=fix, location=ctx.subject.location)
+        var=var,
+        prim_name=prim.name,
+        also=also,
+        fix=fix,
+        location=ctx.subject.location)
 
 
 def _unregistered_impl(ctx: Context) -> str | None:
@@ -116,10 +112,10 @@ def _raised(ctx: Context, exc: BaseException) -> Finding:
     if removed_api(exc):
         return removed_api_finding(exc, f"{subject.name}'s {where}", location or subject.location)
     return rules.TARGET_RAISED.finding(
-        f"{subject.name}'s {where} raised {first_line(exc)} on the example inputs ({inputs_text(subject)}); "
-        "nothing under vmap could be checked.",
-        fix="If these inputs are not what it expects, pass matching ones with --arg (e.g. --arg f32[4,3]); "
-            f"otherwise fix the {where} so that one example runs.",
+        subject_name=subject.name,
+        where=where,
+        exc_error=first_line(exc),
+        inputs_text=inputs_text(subject),
         location=location or subject.location)
 
 
@@ -149,9 +145,10 @@ def abstract_eval_check(ctx: Context) -> Iterator[Finding]:
     problem = signature_problem(rule, tuple(avals), subject.params) if _locate.is_user_code(rule) else None
     if problem:
         yield rules.WRONG_RULE_SIGNATURE.finding(
-            f"{prim.name}'s abstract eval cannot be called as JAX calls it, `abstract_eval(*avals, **params)` "
+            evidence=f"{prim.name}'s abstract eval cannot be called as JAX calls it, `abstract_eval(*avals, **params)` "
             f"with {inputs_text(subject)}: {problem}.",
-            fix=_params_fix(rule, subject.params, "abstract_eval"), location=location)
+            fix=_params_fix(rule, subject.params, "abstract_eval"),
+            location=location)
         return
     result = abstract_output(ctx)
     if result.problem == "raised":
@@ -161,7 +158,7 @@ def abstract_eval_check(ctx: Context) -> Iterator[Finding]:
                                       user_frame_location(result.error, rule) or location)
             return
         yield rules.ABSTRACT_EVAL_MISMATCH.finding(
-            f"{prim.name}'s abstract eval raised {first_line(result.error)} for {inputs_text(subject)}; every "
+            evidence=f"{prim.name}'s abstract eval raised {first_line(result.error)} for {inputs_text(subject)}; every "
             "jit, vmap and grad trace fails the same way.",
             fix="Make the abstract eval accept these shapes and return `ShapedArray(shape, dtype)` per output.",
             location=user_frame_location(result.error, rule) or location)
@@ -189,9 +186,11 @@ def _missing_abstract_eval(ctx: Context) -> Finding:
     else:
         fix = f"Register one with `{var}.def_abstract_eval(...)`, returning a ShapedArray per output."
     return rules.MISSING_ABSTRACT_EVAL.finding(
-        f"{var} has no abstract evaluation rule: eager calls and eager vmap work, but `jax.jit`, "
-        f"`jax.grad` and `jax.make_jaxpr` fail with `NotImplementedError: Abstract evaluation for '{prim.name}' "
-        f"not implemented`.{observed}", fix=fix, location=subject.location)
+        var=var,
+        prim_name=prim.name,
+        observed=observed,
+        fix=fix,
+        location=subject.location)
 
 
 def _arg_names(ctx: Context) -> list[str]:
@@ -265,7 +264,10 @@ def _form_finding(ctx: Context, result: AbstractOutput, location: Location | Non
         message = (f"the abstract eval returned {'/'.join(kinds)} instead of `ShapedArray`; jit fails with a bare "
                    f"`AssertionError` (for {inputs_text(ctx.subject)}).")
         fix = "Return `jax.core.ShapedArray(shape, dtype)` (not an array, not a ShapeDtypeStruct)."
-    return rules.ABSTRACT_EVAL_MISMATCH.finding(f"{prim.name}: {message}", fix=fix, location=location)
+    return rules.ABSTRACT_EVAL_MISMATCH.finding(
+        evidence=f"{prim.name}: {message}",
+        fix=fix,
+        location=location)
 
 
 def _compare_with_impl(ctx: Context, result: AbstractOutput, location: Location | None) -> Iterator[Finding]:
@@ -276,16 +278,18 @@ def _compare_with_impl(ctx: Context, result: AbstractOutput, location: Location 
     impl_mr = out.structure == "list"
     if impl_mr != bool(prim.multiple_results):
         yield rules.ABSTRACT_EVAL_MISMATCH.finding(
-            f"{prim.name}'s impl returns {'a sequence of ' + str(len(out.leaves)) if impl_mr else 'one array'} but "
+            evidence=f"{prim.name}'s impl returns "
+                     f"{'a sequence of ' + str(len(out.leaves)) if impl_mr else 'one array'} but "
             f"{prim.name}.multiple_results is {bool(prim.multiple_results)}: eager calls return the impl's value "
             "unchanged, every trace plans with the other structure.",
-            fix=(f"Set `{prim_var(subject)}.multiple_results = True` and return one ShapedArray per output."
-                 if impl_mr else "Return a tuple from the impl, or set multiple_results = False."),
+            fix=f"Set `{prim_var(subject)}.multiple_results = True` and return one ShapedArray per output."
+                 if impl_mr else "Return a tuple from the impl, or set multiple_results = False.",
             location=location)
         return
     if len(out.leaves) != len(result.avals):
         yield rules.ABSTRACT_EVAL_MISMATCH.finding(
-            f"{prim.name}'s abstract eval gives {len(result.avals)} output(s) ({avals_text(result.avals)}) but the "
+            evidence=f"{prim.name}'s abstract eval gives {len(result.avals)} output(s) ({avals_text(result.avals)}) "
+                     f"but the "
             f"impl returns {len(out.leaves)} ({avals_text(out.avals)}) for {inputs_text(subject)}.",
             fix=f"Return exactly {len(out.leaves)} ShapedArrays: "
                 f"{_shaped_list(out.avals, subject, _arg_names(ctx), grown_shapes(ctx))}.",
@@ -296,7 +300,7 @@ def _compare_with_impl(ctx: Context, result: AbstractOutput, location: Location 
         parts = [f"output {k}: abstract eval says {aval_text(*result.avals[k])}, the impl returns "
                  f"{aval_text(*out.avals[k])}" for k in bad]
         yield rules.ABSTRACT_EVAL_MISMATCH.finding(
-            f"{prim_var(subject)}'s abstract eval disagrees with its impl for {inputs_text(subject)}: "
+            evidence=f"{prim_var(subject)}'s abstract eval disagrees with its impl for {inputs_text(subject)}: "
             f"{'; '.join(parts)}. "
             "Eager calls silently use the impl's result; under jit lowering fails with an MLIR verifier error "
             "(`type of return operand 0 ... doesn't match function result type`).",
@@ -343,9 +347,10 @@ def _missing_lowering(ctx: Context) -> Finding:
            f"Register a lowering with `mlir.register_lowering({var}, rule)` (for foreign code: `jax.ffi.ffi_call` "
            "or `jax.pure_callback` in a `mlir.lower_fun`).")
     return rules.MISSING_LOWERING.finding(
-        f"{var} has no MLIR lowering for cpu: `jax.jit` of any function using it fails with "
-        f"`NotImplementedError: MLIR translation rule for primitive '{prim.name}' not found for platform cpu`.",
-        fix=fix, location=ctx.subject.location, severity=severity_for(ctx, rules.MISSING_LOWERING))
+        var=var,
+        prim_name=prim.name,
+        fix=fix,
+        location=ctx.subject.location)
 
 
 def _traceable(fn: Callable, ctx: Context) -> bool:
@@ -374,7 +379,7 @@ def _jit_agrees(ctx: Context) -> Iterator[Finding]:
     except Exception as exc:
         ctx.cache["jit_broken"] = True
         yield rules.LOWERING_MISMATCH.finding(
-            f"`jax.jit` of {prim_var(subject)} fails for {inputs_text(subject)} although the impl runs: "
+            evidence=f"`jax.jit` of {prim_var(subject)} fails for {inputs_text(subject)} although the impl runs: "
             f"{first_line(exc)}.",
             fix="Make the lowering compute what the impl computes; if the impl is in jax.numpy, register "
                 "`mlir.lower_fun(impl, multiple_results=...)` as the lowering.",
@@ -386,7 +391,8 @@ def _jit_agrees(ctx: Context) -> Iterator[Finding]:
         if not comparison.ok and not comparison.nonfinite:
             ctx.cache["jit_broken"] = True
             yield rules.LOWERING_MISMATCH.finding(
-                f"`jax.jit` of {prim_var(subject)} differs from its eager impl for {inputs_text(subject)}, output {k}: "
+                evidence=f"`jax.jit` of {prim_var(subject)} differs from its eager impl for {inputs_text(subject)}, "
+                         f"output {k}: "
                 f"{comparison.describe()}. Jitted callers silently compute something else than eager ones.",
                 fix="Lower the same computation as the impl: `mlir.register_lowering(prim, mlir.lower_fun(impl, "
                     "multiple_results=...))`, or fix whichever of the two is wrong.",
@@ -414,10 +420,13 @@ def batching_rule_check(ctx: Context) -> Iterator[Finding]:
                f"`batching.{helper}({var})` is enough (from jax.interpreters import batching).")
     else:
         fix = "Register a rule; a correct (if slow) starting point:\n" + _rule_skeleton(ctx)
-    yield rules.MISSING_BATCHING_RULE.finding(
-        f"{var} has no batching rule: `jax.vmap` (and `jax.jacfwd`) of anything using it fails with "
-        f"`NotImplementedError: Batching rule for '{prim.name}' not implemented`.",
-        fix=fix, location=subject.location, severity=severity_for(ctx, rules.MISSING_BATCHING_RULE))
+    # `check` cannot know whether the primitive is ever vmapped (a warning); `batching` was asked to vmap it
+    missing = rules.MISSING_BATCHING_RULE if ctx.options.command == "check" else rules.VMAP_WITHOUT_BATCHING_RULE
+    yield missing.finding(
+        var=var,
+        prim_name=prim.name,
+        fix=fix,
+        location=subject.location)
 
 
 def _elementwise(ctx: Context) -> bool:

@@ -258,8 +258,13 @@ def removed_api_finding(exc: BaseException, where: str, location: Location | Non
     module, attr = removed_api(exc) or ("jax", "?")
     advice = REMOVED_APIS.get(attr, f"look up what replaced `{module}.{attr}` in the JAX changelog")
     return rules.REMOVED_JAX_API.finding(
-        f"{where} uses `{module}.{attr}`, which does not exist on JAX {_compat.JAX_VERSION}: "
-        f"{first_line(exc)}.", fix=f"Replace `{attr}`: {advice}.", location=location)
+        where=where,
+        module=module,
+        attr=attr,
+        jax_version=_compat.JAX_VERSION,
+        exc_error=first_line(exc),
+        advice=advice,
+        location=location)
 
 
 def signature_problem(fn: Any, args: tuple, kwargs: dict[str, Any]) -> str | None:

@@ -37,10 +37,13 @@ def line_for(target: TargetReport, finding: Finding) -> str:
 
 def render(report: Report) -> str:
     lines = [line_for(target, finding) for target in report.targets for finding in target.findings]
-    for target in report.targets:
-        for check in target.checks:
-            if check.status == "error":  # jaxdiag's own bug (exit 3): make it visible in the job log too
-                detail = check.detail.splitlines()[0] if check.detail else "internal error"
-                lines.append(f"::error title={escape_property('jaxdiag internal error')}::"
-                             f"{escape_data(f'{target.target}: check {check.name}: {detail}')}")
+    for target in report.targets:  # blocking problems (import failure, jaxdiag's own bug): always an ::error
+        for problem in target.all_problems():
+            props = []
+            if problem.location is not None:
+                props += [("file", problem.location.path.replace("\\", "/")),
+                          ("line", str(max(1, problem.location.line)))]
+            props.append(("title", f"jaxdiag {problem.kind.replace('-', ' ')}"))
+            head = ",".join(f"{key}={escape_property(value)}" for key, value in props)
+            lines.append(f"::error {head}::{escape_data(f'{target.target}: {problem.message}')}")
     return "".join(line + "\n" for line in lines)

@@ -1,16 +1,17 @@
 """`--format junit`: JUnit XML for CI test-report viewers.
 
 One `<testsuite>` per module, one `<testcase>` per target x check. A failed check carries a `<failure>` with its
-findings; a check that crashed an `<error>`; a skipped one `<skipped>`. Findings no check claims (notes such as
-inferred inputs, import failures, unused suppressions) go to a `<target> [findings]` testcase: a failure when
-any is an error or warning, otherwise `<system-out>`. Only formats a `Report`: no JAX, no checks.
+findings; a check that crashed, or a module that failed to import, an `<error>`; a skipped one `<skipped>`.
+Findings no check claims (notes such as inferred inputs, unused suppressions) go to a `<target> [findings]`
+testcase: a failure when any is an error or warning, otherwise `<system-out>`. Only formats a `Report`: no JAX, no
+checks.
 """
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Iterable
+from collections.abc import Iterable
 
 from .._report import Finding, Report, TargetReport
 
@@ -69,8 +70,13 @@ def _target_cases(suite: ET.Element, target: TargetReport) -> None:
             error.text = _clean(check.detail)
         elif check.status == "skipped":
             ET.SubElement(case, "skipped", message=_clean(check.detail))
+    for problem in target.problems:  # an import failure: the module's testcase errors (never a filtered finding)
+        case = _case(suite, classname, f"{target.target} [{problem.kind}]", 0.0)
+        error = ET.SubElement(case, "error", type=problem.kind, message=_clean(problem.message.splitlines()[0]
+                                                                              if problem.message else problem.kind))
+        error.text = _clean(problem.message + (f"\nfix: {problem.fix}" if problem.fix else ""))
     rest = [f for i, f in enumerate(target.findings) if i not in claimed]
-    if rest or not target.checks:
+    if rest or not (target.checks or target.problems):
         case = _case(suite, classname, f"{target.target} [findings]", 0.0)
         problems = [f for f in rest if f.severity != "info"]
         if problems:

@@ -100,9 +100,17 @@ def _location(location: Location, target: str) -> dict[str, Any]:
 
 
 def _invocation(report: Report) -> dict[str, Any]:
-    notes = [{"level": "error", "message": {"text": f"{t.target}: check {c.name}: {c.detail.splitlines()[0]}"
-                                            if c.detail else f"{t.target}: check {c.name} failed internally"}}
-             for t in report.targets for c in t.checks if c.status == "error"]
+    """Blocking problems (an import failure, jaxdiag's own internal error) are not rule results: they are
+    tool execution notifications, and the execution is not successful."""
+    notes = []
+    for target in report.targets:
+        for problem in target.all_problems():
+            note: dict[str, Any] = {"level": "error", "message": {"text": f"{target.target}: {problem.kind}: "
+                                                                          f"{problem.message}"},
+                                    "descriptor": {"id": problem.kind}}
+            if problem.location is not None:
+                note["locations"] = [_location(problem.location, target.target)]
+            notes.append(note)
     invocation: dict[str, Any] = {"executionSuccessful": not notes}
     if notes:
         invocation["toolExecutionNotifications"] = notes

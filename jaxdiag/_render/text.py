@@ -13,7 +13,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from rich.theme import Theme
 
-from .._report import Finding, Report, TargetReport
+from .._report import Finding, Problem, Report, TargetReport, register_text_view
 from .._rules import INPUTS_INFERRED as _INPUTS_INFERRED_RULE
 
 INPUTS_INFERRED = _INPUTS_INFERRED_RULE.code  # folded into the target's header unless -v
@@ -48,8 +48,8 @@ def render_plain(report: Report, verbosity: int = 0) -> str:
 
 
 def draw(report: Report, console: Console, verbosity: int = 0) -> None:
-    """`verbosity` -1 (`-q`): only targets with errors or warnings, without notes; 0: notes on one line each, the
-    inferred inputs in the target's header; 1 (`-v`): every note in full."""
+    """`verbosity` -1 (`-q`): only targets with errors, warnings or problems, without notes; 0: notes on one line
+    each, inferred inputs in the target's header; 1 (`-v`): every note in full."""
     for target in report.targets:
         if verbosity < 0 and not _has_problems(target):
             continue
@@ -58,8 +58,8 @@ def draw(report: Report, console: Console, verbosity: int = 0) -> None:
 
 
 def _has_problems(target: TargetReport) -> bool:
-    return any(f.severity in ("error", "warning") for f in target.findings) or any(
-        c.status == "error" for c in target.checks)
+    return (any(f.severity in ("error", "warning") for f in target.findings) or bool(target.all_problems())
+            or bool(target.internal_errors))
 
 
 def summary_line(report: Report) -> Text:
@@ -71,9 +71,10 @@ def summary_line(report: Report) -> Text:
     text.append(f"{s['warnings']} warning{'s' * (s['warnings'] != 1)}",
                 style="jaxdiag.warning" if s["warnings"] else "")
     text.append(f", {s['infos']} note{'s' * (s['infos'] != 1)}")
-    broken = report.internal_errors
-    if broken:
-        text.append(f"; {len(broken)} check(s) hit an internal error (exit 3)", style="jaxdiag.error")
+    if s["import_failures"]:
+        text.append(f"; {s['import_failures']} module(s) failed to import (exit 2)", style="jaxdiag.error")
+    if s["internal_errors"]:
+        text.append(f"; {s['internal_errors']} internal error(s) in jaxdiag (exit 3)", style="jaxdiag.error")
     return text
 
 
@@ -86,21 +87,24 @@ def _draw_target(target: TargetReport, console: Console, verbosity: int = 0) -> 
         header.append(f"; inputs {' '.join(target.inputs)}{' (inferred)' if inferred else ''}", style="jaxdiag.dim")
     header.append(")", style="jaxdiag.dim")
     counts = {sev: sum(1 for f in target.findings if f.severity == sev) for sev in ("error", "warning")}
-    if all(c.status == "skipped" for c in target.checks):
+    problems = target.all_problems()
+    if problems:
+        header.append("  not fully checked", style="jaxdiag.error")
+    elif all(c.status == "skipped" for c in target.checks):
         header.append("  not checked", style="jaxdiag.warning")
     elif not counts["error"] and not counts["warning"]:
         header.append("  ok", style="green")
     console.print(header)
+    for problem in target.problems:
+        console.print(_problem_panel(problem))
     for finding in target.findings:
         if finding.severity != "info" or verbosity > 0:
             console.print(_panel(finding))
         elif verbosity == 0 and not (inferred and finding.code == INPUTS_INFERRED):
             console.print(_note_line(finding))
-    for check in target.checks:
-        if check.status == "error":
-            detail = check.detail.splitlines()[0] if check.detail else ""
-            prefix = "" if detail.startswith("internal error") else f"internal error in check {check.name}: "
-            console.print(Text(f"  {prefix}{detail}", style="jaxdiag.error"))
+    for check in target.internal_errors:
+        detail = check.detail.splitlines()[0] if check.detail else f"internal error in check {check.name}"
+        console.print(Text(f"  {detail} (jaxdiag's own bug, not a defect in your code)", style="jaxdiag.error"))
 
 
 def _note_line(finding: Finding) -> Text:
@@ -110,6 +114,22 @@ def _note_line(finding: Finding) -> Text:
     where = f" ({finding.location})" if finding.location else ""
     line.append(f": {' '.join(finding.message.split())}{where}")
     return line
+
+
+def _problem_panel(problem: Problem) -> Panel:
+    title = Text()
+    title.append(problem.kind, style="jaxdiag.code")
+    title.append(" [error]", style="jaxdiag.error")
+    parts: list = []
+    if problem.location:
+        loc = problem.location
+        parts.append(Text(f"{loc.path}:{loc.line} in {loc.function}", style="jaxdiag.location"))
+    parts.append(Text(problem.message))
+    if problem.fix:
+        fix = Text("fix: ", style="jaxdiag.label")
+        fix.append(problem.fix, style="jaxdiag.fix")
+        parts.append(fix)
+    return Panel(Group(*parts), title=title, title_align="left", border_style="jaxdiag.error", expand=True)
 
 
 def _panel(finding: Finding) -> Panel:
@@ -144,3 +164,6 @@ def _snippet(finding: Finding) -> Syntax | None:
     return Syntax(code, "python", line_numbers=True, line_range=(max(1, loc.line - CONTEXT_LINES),
                                                                  loc.line + CONTEXT_LINES),
                   highlight_lines={loc.line}, theme="ansi_dark", word_wrap=False, background_color="default")
+
+
+register_text_view(render_plain)

@@ -12,6 +12,7 @@ import jax
 import numpy as np
 
 from ... import _compat, _locate, _numerics
+from ... import _rules as rules
 from ..._inputs import choose_batch_size
 from .._base import Context, SkipCheck, Subject
 from .._shared import (
@@ -87,10 +88,10 @@ def evidence(ctx: Context) -> Evidence:
 def _collect(ctx: Context) -> Evidence:
     subject = ctx.subject
     if subject.kind == "primitive" and not _compat.has_batching_rule(subject.obj):
-        raise SkipCheck(f"{subject.obj.name} has no batching rule (JXR005)")
+        raise SkipCheck(f"{subject.obj.name} has no batching rule ({rules.MISSING_BATCHING_RULE.code})")
     out = example_output(ctx)
     if out.leaves is None:
-        raise SkipCheck(f"{subject.name} raised on the example (JXR011): {first_line(out.error)}"
+        raise SkipCheck(f"{subject.name} raised on the example ({rules.TARGET_RAISED.code}): {first_line(out.error)}"
                         if out.error is not None else "no reference")
     fn = reference_fn(subject)
     assert fn is not None
@@ -147,7 +148,7 @@ def _variants(ctx: Context, size: int, outer: int, inner: int, notes: list[str])
     if size != 1:
         out.append(Variant(zeros, 1))
     if ctx.subject.kind == "primitive" and not _compat.has_impl(ctx.subject.obj):
-        notes.append("no impl (JXR001): every variant ran under jax.jit; nested vmap skipped")
+        notes.append(f"no impl ({rules.MISSING_IMPL.code}): every variant ran under jax.jit; nested vmap skipped")
         return [replace(v, under_jit=True) for v in out]
     out.append(Variant(tuple(len(s.shape) for s in specs), outer, mode="nested", inner=inner))
     if ctx.subject.kind == "primitive" and _compat.batching_rule_is_fancy(ctx.subject.obj) and _locate.is_user_code(
@@ -182,12 +183,14 @@ def _can_jit(ctx: Context, notes: list[str]) -> bool:
     if subject.kind == "primitive":
         prim = subject.obj
         if not has_jit_path(prim):
-            notes.append("jit(vmap) and vmap(jit) skipped: no abstract eval or no lowering (JXR002/JXR004)")
+            notes.append(f"jit(vmap) and vmap(jit) skipped: no abstract eval or no lowering ({rules.MISSING_ABSTRACT_EVAL.code}/"
+                         f"{rules.MISSING_LOWERING.code})")
             return False
         avals = abstract_output(ctx).avals
         if ctx.cache.get("jit_broken") or avals is None or (
                 not example_output(ctx).via_jit and [a for a, _ in avals] != [a for a, _ in example_output(ctx).avals]):
-            notes.append("jit(vmap) and vmap(jit) skipped: jax.jit of the primitive itself fails (JXR003/JXR010)")
+            notes.append("jit(vmap) and vmap(jit) skipped: jax.jit of the primitive itself fails "
+                         f"({rules.ABSTRACT_EVAL_MISMATCH.code}/{rules.LOWERING_MISMATCH.code})")
             return False
         return True
     if "jaxpr" not in ctx.cache:

@@ -87,7 +87,9 @@ def _constant_finding(ctx: Context, ev: Evidence, call: RuleCall, k: int) -> Fin
     fix = (f"Return None as output {k}'s dim (and the unbroadcast value); JAX broadcasts it when out_axes asks for "
            "a batch axis" + (f": `{fixed}`." if fixed else "."))
     return rules.MISSING_NONE_FOR_UNBATCHED_OUTPUT.finding(
-        message, fix=fix, location=_return_location(rule_fn, line, rules.MISSING_NONE_FOR_UNBATCHED_OUTPUT,
+        evidence=message,
+        fix=fix,
+        location=_return_location(rule_fn, line, rules.MISSING_NONE_FOR_UNBATCHED_OUTPUT,
                                                      ctx.subject.location))
 
 
@@ -136,8 +138,9 @@ def out_axes_none_check(ctx: Context) -> Iterator[Finding]:
         return
     explanation = explain_vmap_error(outcome.error, variant, ctx, ev)
     yield rules.VMAP_CALL_FAILED.finding(
-        f"{variant.describe(_subject_display(ctx))} fails although the rule reports output(s) {unbatched} "
-        f"unbatched: {first_line(outcome.error)}. {explanation[0]}", fix=explanation[1],
+        evidence=f"{variant.describe(_subject_display(ctx))} fails although the rule reports output(s) {unbatched} "
+        f"unbatched: {first_line(outcome.error)}. {explanation[0]}",
+        fix=explanation[1],
         location=rule_location(_compat.batching_rule(ctx.subject.obj), ctx.subject.location))
 
 
@@ -148,8 +151,9 @@ def _user_axes(ctx: Context, ev: Evidence) -> Iterator[Finding]:
     name = _subject_display(ctx)
     explanation = explain_vmap_error(user.error, user.variant, ctx, ev)
     yield rules.VMAP_CALL_FAILED.finding(
-        f"{user.variant.describe(name)} fails: {first_line(user.error)}. {explanation[0]}",
-        fix=explanation[1], location=ctx.subject.location)
+        evidence=f"{user.variant.describe(name)} fails: {first_line(user.error)}. {explanation[0]}",
+        fix=explanation[1],
+        location=ctx.subject.location)
 
 
 def explain_vmap_error(exc: BaseException, variant: Variant, ctx: Context, ev: Evidence) -> tuple[str, str]:
@@ -177,7 +181,8 @@ def explain_vmap_error(exc: BaseException, variant: Variant, ctx: Context, ev: E
         constant = ev.reference.constant(frozenset(), k, ev.reference.count) if k is not None else None
         if constant:
             return (f"Output {k} is the same for every example, but the batching rule reports it batched.",
-                    f"Return None as output {k}'s dim in the batching rule (see JXB003), then out_axes=None works.")
+                    f"Return None as output {k}'s dim in the batching rule (see {rules.MISSING_NONE_FOR_UNBATCHED_OUTPUT.code}), "
+                    "then out_axes=None works.")
         return (f"Output {k} differs from example to example, so it cannot be returned unbatched.",
                 f"Use an integer out_axes for output {k}.")
     if "at least one non-None value" in text:
@@ -268,8 +273,10 @@ def _tuple_out_axes(ctx: Context, ev: Evidence, wrapper: Callable, prim: Any, va
                f"bind returns a list of {n}; `jax.vmap({wrapper_name}, out_axes={_axes_repr(out_axes)})` therefore "
                f"fails: {error} (a tuple is not a prefix of a list).")
     return rules.OUT_AXES_TUPLE_FOR_LIST.finding(
-        message, fix=f"Return a tuple from {wrapper_name}: `return tuple({bind_text})`, or pass a list: "
-                     f"`out_axes={_axes_repr(list(out_axes))}`.", location=location)
+        evidence=message,
+        fix=f"Return a tuple from {wrapper_name}: `return tuple({bind_text})`, or pass a list: "
+                     f"`out_axes={_axes_repr(list(out_axes))}`.",
+        location=location)
 
 
 def _bind_source(fn: Any, line: int) -> str:

@@ -122,7 +122,8 @@ def _structure_finding(ctx: Context, ev: Evidence, items: list[tuple[RuleCall, P
     texts = list(dict.fromkeys(p.text for c, p in items if c is call))
     first, rest = texts[0], [t[:1].upper() + t[1:] for t in texts[1:]]
     joint = (" " if first.startswith(("returned", "an output")) else
-             " rejects the arguments JAX passes: " if first.startswith(("got ", "missing ", "takes ")) else " is wrong: ")
+             " rejects the arguments JAX passes: "
+             "" if first.startswith(("got ", "missing ", "takes ")) else " is wrong: ")
     lead = f"{_owner(ctx, prim)}'s batching rule{joint}{first[:1].lower() + first[1:]}"
     defect = " ".join(t.rstrip(".") + "." for t in [lead, *rest])
     message = (f"{defect} Seen when called by {call.variant.describe(name)}: {call.describe()}."
@@ -132,7 +133,10 @@ def _structure_finding(ctx: Context, ev: Evidence, items: list[tuple[RuleCall, P
         fix = _signature_fix(prim, call.params)
     else:
         fix = _structure_fix(ev, prim, call, problem, suggestions)
-    return problem.rule.finding(message, fix=fix, location=location)
+    return problem.rule.finding(
+        evidence=message,
+        fix=fix,
+        location=location)
 
 
 def _display(ctx: Context, prim: Any) -> str:
@@ -281,7 +285,10 @@ def _raised_finding(ctx: Context, raised: list[RuleCall]) -> Finding:
                f"{call.describe()}.{others}")
     if passed:
         message += f" It works for {passed[0].describe(name)}."
-    return rules.BATCHING_RULE_RAISED.finding(message, fix=_raised_fix(call, exc), location=location)
+    return rules.BATCHING_RULE_RAISED.finding(
+        evidence=message,
+        fix=_raised_fix(call, exc),
+        location=location)
 
 
 def _raised_fix(call: RuleCall, exc: BaseException) -> str:

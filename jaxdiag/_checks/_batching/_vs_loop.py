@@ -43,7 +43,7 @@ def vs_loop_check(ctx: Context) -> Iterator[Finding]:
         _skip_foreign(ctx)
     ev = evidence(ctx)
     for note in ev.notes:
-        yield rules.CHECK_SKIPPED.finding(note + ".", location=ctx.subject.location)
+        yield rules.CHECK_SKIPPED.finding(check=ctx.check_name, reason=note + ".", location=ctx.subject.location)
     varies = list(_unbatched_but_varies(ctx, ev))
     yield from (finding for finding, _ in varies)
     explained = {key for _, keys in varies for key in keys}
@@ -61,7 +61,7 @@ def _skip_foreign(ctx: Context) -> None:
     if foreign or custom:
         what = ", ".join(sorted(set(foreign))) if foreign else "custom_vmap"
         raise SkipCheck(f"the function calls {what}: its batching is checked by the ffi/custom_vmap checks "
-                        "(JXB02x/JXV)")
+                        f"({rules.FFI_VMAP_METHOD_MISSING.code[:5]}x/{rules.VMAP_RESULT_MISMATCH.code[:3]})")
 
 
 def _unbatched_but_varies(ctx: Context, ev: Evidence) -> Iterator[tuple[Finding, set[tuple]]]:
@@ -96,7 +96,9 @@ def _unbatched_but_varies(ctx: Context, ev: Evidence) -> Iterator[tuple[Finding,
                "return the axis where the batch is.")
         keys = {("output", k)}
         yield rules.UNBATCHED_OUTPUT_VARIES.finding(
-            message, fix=fix, location=_return_location(rule_fn, line, rules.UNBATCHED_OUTPUT_VARIES,
+            evidence=message,
+            fix=fix,
+            location=_return_location(rule_fn, line, rules.UNBATCHED_OUTPUT_VARIES,
                                                          ctx.subject.location)), keys
 
 
@@ -117,7 +119,10 @@ def _mismatch_findings(ctx: Context, ev: Evidence, explained: set[tuple]) -> Ite
     message = f"{_mismatch_text(first, name)}{_others(failing, first, name, ev)}"
     location = (rule_location(_compat.batching_rule(ctx.subject.obj), ctx.subject.location)
                 if ctx.subject.kind == "primitive" else ctx.subject.location)
-    yield rules.BATCH_RESULT_MISMATCH.finding(message, fix=_mismatch_fix(ctx, ev, failing), location=location)
+    yield rules.BATCH_RESULT_MISMATCH.finding(
+        evidence=message,
+        fix=_mismatch_fix(ctx, ev, failing),
+        location=location)
 
 
 def _subject_display(ctx: Context) -> str:
@@ -214,8 +219,13 @@ def _raised_outside_rules(ctx: Context, ev: Evidence, failed: list[Outcome]) -> 
     fn = ctx.subject.obj if ctx.subject.kind == "function" else None
     location = (user_frame_location(exc, fn) if fn is not None else None) or ctx.subject.location
     yield rules.VMAP_RAISED.finding(
-        f"{first.variant.describe(name)} raised {first_line(exc)}, although {name} runs on each example.{also}"
-        f"{works}", fix=_vmap_raised_fix(exc), location=location)
+        variant_describe=first.variant.describe(name),
+        exc_error=first_line(exc),
+        name=name,
+        also=also,
+        works=works,
+        vmap_raised_fix=_vmap_raised_fix(exc),
+        location=location)
 
 
 def _vmap_raised_fix(exc: BaseException) -> str:

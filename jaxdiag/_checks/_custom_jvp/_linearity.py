@@ -68,7 +68,7 @@ def jvp_linearity(ctx: Context) -> Iterator[Finding]:
         return  # an affine offset c breaks both (cT(v) gains cc, T(cv) only c), so zero -> zero holds too
     t0 = T(st, ("j", "zero"), {a.pos: jnp.zeros(a.shape, a.dtype) for a in st.diff}) or []
     zero = _violation(t0, [np.zeros_like(x) for x in t0], scale, tol)
-    st.blocked["JXG020"] = "the tangent map is not linear"
+    st.blocked[rules.JVP_NOT_LINEAR] = "the tangent map is not linear"
     yield _nonlinear_finding(st, t0, t1, tcx, zero, add, hom)
 
 
@@ -87,9 +87,11 @@ def _nonlinear_finding(st: GradState, t0: list, t1: list, tcx: list, zero: float
         observed.append(f"T(t1 + t2) differs from T(t1) + T(t2) by up to {add:.3g}")
     consequence = _reverse_consequence(st)
     return rules.JVP_NOT_LINEAR.finding(
-        f"{rule}'s tangent output is not linear in the input tangents: " + "; ".join(observed) + ". " + consequence,
+        evidence=f"{rule}'s tangent output is not linear in the input tangents: "
+                 f"" + "; ".join(observed) + ". " + consequence,
         fix=f"Make every tangent term in {rule} linear in the tangents: multiply them by primal-only factors "
-            "(`cos(x) * t`, not `t ** 2`, `abs(t)`, `t * t2` or `+ 1.0`).", location=rule_location(st))
+            "(`cos(x) * t`, not `t ** 2`, `abs(t)`, `t * t2` or `+ 1.0`).",
+        location=rule_location(st))
 
 
 def _first_nonzero(leaves: list[np.ndarray]) -> np.ndarray:

@@ -47,24 +47,25 @@ def jvp_rule_output(ctx: Context) -> Iterator[Finding]:
         yield from _missing_jvp(st, ctx)
         return
     if st.kind == "custom_jvp" and st.jvp_rule is None:
-        st.blocked["JXG017"] = "no JVP rule"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = "no JVP rule"
         fun, _ = names(st)
         yield rules.DERIVATIVE_RULE_RAISED.finding(
-            f"{fun} is a custom_jvp without a rule: defjvp was never called, so every call fails with "
+            evidence=f"{fun} is a custom_jvp without a rule: defjvp was never called, so every call fails with "
             f"`AttributeError: No JVP defined for custom_jvp function {fun} using defjvp`.",
-            fix=f"Decorate the rule with `@{fun}.defjvp` (or call `{fun}.defjvp(rule)`).", location=st.subject.location)
+            fix=f"Decorate the rule with `@{fun}.defjvp` (or call `{fun}.defjvp(rule)`).",
+            location=st.subject.location)
         return
     if not st.diff:
         raise SkipCheck("no floating-point argument to differentiate")
     expected = st.out
     result, exc = call_jvp(st, joint(st, 0))
     if exc is not None:
-        st.blocked["JXG017"] = "the JVP rule raised"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = "the JVP rule raised"
         yield _raised(st, exc)
         return
     pair = _split(st, result)
     if pair is None:
-        st.blocked["JXG007"] = "the rule does not return a pair"
+        st.blocked[rules.JVP_OUTPUT_STRUCTURE] = "the rule does not return a pair"
         yield _not_pair(st, result)
         return
     yield from _primal_findings(st, pair[0], expected)
@@ -75,15 +76,14 @@ def _missing_jvp(st: GradState, ctx: Context) -> Iterator[Finding]:
     prim = st.subject.obj.name
     if not st.diff:
         raise SkipCheck("no floating-point argument: no JVP rule needed")
-    st.blocked["JXR006"] = "no JVP rule"
-    severity = "info" if ctx.options.command == "check" else None
-    yield rules.MISSING_JVP_RULE.finding(
-        f"{prim} has no JVP rule: jax.grad, jax.jvp and jacfwd fail with `NotImplementedError: Differentiation rule "
-        f"for '{prim}' not implemented`.",
-        fix=f"Register one: `ad.defjvp({_var(st)}, lambda g, {', '.join(a.name for a in st.args)}, **params: ...)` "
-            "(one function per argument), or `ad.primitive_jvps[prim] = rule` with rule(primals, tangents, "
-            "**params) -> (primal_out, tangent_out).",
-        location=st.subject.location, severity=severity)
+    st.blocked[rules.MISSING_JVP_RULE] = "no JVP rule"
+    # `grad` was asked to differentiate it (an error); `check` cannot know whether anyone does (a note)
+    missing = rules.MISSING_JVP_RULE if ctx.options.command == "check" else rules.GRAD_WITHOUT_JVP_RULE
+    yield missing.finding(
+        prim=prim,
+        var=_var(st),
+        args=', '.join(a.name for a in st.args),
+        location=st.subject.location)
 
 
 def _var(st: GradState) -> str:
@@ -98,15 +98,17 @@ def _raised(st: GradState, exc: BaseException) -> Finding:
     ints = [a for a in st.dyn if not a.diff and not a.static]
     if ints and ("float0" in str(exc) or "('V')" in str(exc) or "'V'" in str(exc)):
         return rules.FLOAT0_TANGENT_UNHANDLED.finding(
-            f"{rule} raised {text}: the tangent of the integer argument(s) "
-            f"{', '.join(a.text for a in ints)} is a float0 array (JAX passes float0 zeros for integer and bool "
-            "inputs), and the rule uses it in arithmetic.",
-            fix=f"In {rule}, ignore the tangents of {', '.join(a.name for a in ints)} (they are always zero), or "
-                "mark the argument in nondiff_argnums.", location=rule_location(st))
+            rule=rule,
+            text=text,
+            ints=', '.join(a.text for a in ints),
+            ints_2=', '.join(a.name for a in ints),
+            location=rule_location(st))
     if st.kind == "primitive" and "Zero" in str(exc):
         return rules.SYMBOLIC_ZERO_UNHANDLED.finding(
-            f"{rule} raised {text}: the tangent of an integer argument ({', '.join(a.text for a in ints)}) is a "
-            "symbolic ad.Zero.", fix="Test `type(t) is ad.Zero` or use `ad.instantiate_zeros(t)`.",
+            evidence=f"{rule} raised {text}: the tangent of an integer argument ({', '.join(a.text for a in ints)}) "
+                     f"is a "
+            "symbolic ad.Zero.",
+            fix="Test `type(t) is ad.Zero` or use `ad.instantiate_zeros(t)`.",
             location=rule_location(st))
     if st.kind == "custom_jvp" and st.nondiff:
         nondiff = [st.args[i].value for i in st.nondiff]
@@ -116,31 +118,37 @@ def _raised(st: GradState, exc: BaseException) -> Finding:
         if other is None:
             nd = ", ".join(st.args[i].name for i in st.nondiff)
             return rules.NONDIFF_ARGNUMS_MISUSE.finding(
-                f"{rule} raised {text}: JAX calls it as {rule}({nd}, primals, tangents) (nondiff_argnums "
+                evidence=f"{rule} raised {text}: JAX calls it as {rule}({nd}, primals, tangents) (nondiff_argnums "
                 f"{st.nondiff} come first) but it is written as {rule}(primals, tangents, {nd}).",
                 fix=f"Put the non-differentiable arguments first: `def {rule}({nd}, primals, tangents):`.",
                 location=rule_location(st))
     return rules.DERIVATIVE_RULE_RAISED.finding(
-        f"{rule} raised {text} when called as JAX calls it (primals {', '.join(a.text for a in st.args)} with random "
-        "tangents).", fix=f"Make {rule} work for these inputs; it must return (primal_out, tangent_out).",
+        evidence=f"{rule} raised {text} when called as JAX calls it (primals {', '.join(a.text for a in st.args)} "
+                 f"with random "
+        "tangents).",
+        fix=f"Make {rule} work for these inputs; it must return (primal_out, tangent_out).",
         location=rule_location(st))
 
 
 def _not_pair(st: GradState, result: Any) -> Finding:
     fun, rule = names(st)
     return rules.JVP_OUTPUT_STRUCTURE.finding(
-        f"{rule} must return a pair (primal_out, tangent_out) but returned {aval_text(result)}. JAX reports `must "
+        evidence=f"{rule} must return a pair (primal_out, tangent_out) but returned {aval_text(result)}. JAX reports "
+                 f"`must "
         "produce a pair`, or, when the tangent's leading dimension is 2, silently unpacks its rows as (primal, "
-        "tangent).", fix=f"Return both: `return {fun}_out, tangent_out` in {rule}.", location=rule_location(st))
+        "tangent).",
+        fix=f"Return both: `return {fun}_out, tangent_out` in {rule}.",
+        location=rule_location(st))
 
 
 def _primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[Finding]:
     fun, rule = names(st)
     got = _primal_leaves(st, primal)
     if got is None:
-        st.blocked["JXG021"] = "primal structure differs"
+        st.blocked[rules.JVP_PRIMAL_MISMATCH] = "primal structure differs"
         yield rules.JVP_PRIMAL_MISMATCH.finding(
-            f"{rule}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: JAX does not "
+            evidence=f"{rule}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: JAX "
+                     f"does not "
             "check this; under jax.jvp the caller gets the rule's structure and jax.grad later fails (e.g. "
             "`TypeError: iteration over a 0-d array`).",
             fix=f"Return exactly {fun}'s output as the first element of {rule}'s pair (call {fun} on the primals).",
@@ -151,9 +159,10 @@ def _primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[Find
         if problem is None:
             continue
         if "shape" in problem:
-            st.blocked["JXG021"] = "primal shape differs"
+            st.blocked[rules.JVP_PRIMAL_MISMATCH] = "primal shape differs"
         yield rules.JVP_PRIMAL_MISMATCH.finding(
-            f"{rule}'s primal {name} differs from {fun}'s: {problem}. JAX does not check it: under jax.jvp and "
+            evidence=f"{rule}'s primal {name} differs from {fun}'s: {problem}. JAX does not check it: under jax.jvp "
+                     f"and "
             f"jax.grad the function silently returns the rule's value.",
             fix=f"Compute the primal in {rule} exactly as {fun} does (e.g. `out = {fun}(x)` inside the rule).",
             location=rule_location(st))
@@ -181,9 +190,10 @@ def _tangent_findings(st: GradState, primal: Any, tangent: Any) -> Iterator[Find
         ok = jax.tree_util.tree_structure(tangent, is_leaf=is_leaf) == jax.tree_util.tree_structure(primal)
         leaves = jax.tree_util.tree_leaves(tangent, is_leaf=is_leaf)
     if not ok:
-        st.blocked["JXG007"] = "tangent structure differs"
+        st.blocked[rules.JVP_OUTPUT_STRUCTURE] = "tangent structure differs"
         yield rules.JVP_OUTPUT_STRUCTURE.finding(
-            f"{rule}'s tangent output is {aval_text(tangent)} but the primal output is {aval_text(primal)}: they "
+            evidence=f"{rule}'s tangent output is {aval_text(tangent)} but the primal output is {aval_text(primal)}: "
+                     f"they "
             "must have the same pytree structure (tuple vs list matters).",
             fix=f"Return the tangents in the primal's container: e.g. `return (a, b), (ta, tb)` in {rule}.",
             location=rule_location(st))
@@ -194,16 +204,18 @@ def _tangent_findings(st: GradState, primal: Any, tangent: Any) -> Iterator[Find
         want_dtype = _compat.tangent_dtype(p.dtype)
         t_shape, t_dtype = tuple(np.shape(t)), np.asarray(t).dtype if not hasattr(t, "dtype") else np.dtype(t.dtype)
         if t_shape != tuple(np.shape(p)):
-            st.blocked["JXG007"] = "tangent shape differs"
+            st.blocked[rules.JVP_OUTPUT_STRUCTURE] = "tangent shape differs"
             yield rules.JVP_OUTPUT_STRUCTURE.finding(
-                f"{rule}'s tangent for {name} has shape {aval_text(t)} but the primal is {aval_text(p)}: jax.jvp "
+                evidence=f"{rule}'s tangent for {name} has shape {aval_text(t)} but the primal is {aval_text(p)}: "
+                         f"jax.jvp "
                 "may accept it silently, and jax.grad then fails with an unrelated IndexError (or `Custom JVP rule "
                 "must produce primal and tangent outputs with corresponding shapes and dtypes`).",
                 fix=f"Return a tangent of shape {tuple(np.shape(p))} for {name} (no extra or missing axes).",
                 location=rule_location(st))
         elif t_dtype != np.dtype(want_dtype) and not (want_dtype == _compat.float0 and t_dtype.kind in "biu"):
             yield rules.JVP_OUTPUT_STRUCTURE.finding(
-                f"{rule}'s tangent for {name} is {short_dtype(t_dtype)} but the primal is {aval_text(p)}, whose "
+                evidence=f"{rule}'s tangent for {name} is {short_dtype(t_dtype)} but the primal is {aval_text(p)}, "
+                         f"whose "
                 f"tangent dtype is {short_dtype(want_dtype)}.",
                 fix=f"Cast the tangent: `.astype({short_dtype(want_dtype)})` (float0 for integer outputs).",
                 location=rule_location(st))

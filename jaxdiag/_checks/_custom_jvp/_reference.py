@@ -131,18 +131,17 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
     if st.kind == "primitive":
         loc = rule_location(st, problems[0]["arg"])
         return rules.JVP_MISMATCH.finding(
-            f"{rule} disagrees with finite differences of {fun}'s impl: " + "; ".join(details) + ". jax.grad and "
-            "jax.jvp return these wrong derivatives without any error.",
-            fix=f"Fix the derivative formula in {rule} for {problems[0]['arg'].name} (check the chain-rule factor and "
-                "the sign).", location=loc)
+            rule=rule,
+            fun=fun,
+            details="; ".join(details),
+            name=problems[0]['arg'].name,
+            location=loc)
     loc = rule_location(st)
     where = f" ({loc})" if loc else ""
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
-        f"{rule}'s tangents differ from the derivative of {fun}: " + "; ".join(details) + ". This may be intended "
-        "(gradient clipping, straight-through estimators, surrogate gradients); otherwise jax.grad and jax.jvp "
-        "are silently wrong.",
-        fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {rule}{where}; otherwise fix the "
-            f"tangent formula (compare with jax.jvp({fun}.fun, ...)).", location=loc)
+        owner=rule, derivative="tangent", function=fun, details="; ".join(details),
+        consequence="jax.grad and jax.jvp are silently wrong", where=where,
+        correction=f"fix the tangent formula (compare with jax.jvp({fun}.fun, ...))", location=loc)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -154,7 +153,7 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
 def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
     """With one argument differentiated, JAX passes the others' tangents as symbolic zeros (JXG006)."""
     st = state(ctx)
-    require(st, ("JXR006", "JXG017", "JXG007"))
+    require(st, (rules.MISSING_JVP_RULE, rules.DERIVATIVE_RULE_RAISED, rules.JVP_OUTPUT_STRUCTURE))
     if st.kind == "custom_jvp" and not st.symbolic_zeros:
         raise SkipCheck("defjvp without symbolic_zeros=True: JAX instantiates zero tangents")
     if not _symbolic_candidates(st):
@@ -168,15 +167,16 @@ def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
             continue
         fun, rule = names(st)
         remember_error(st, exc)
-        st.blocked["JXG006"] = "the JVP rule fails on symbolic zeros"
+        st.blocked[rules.SYMBOLIC_ZERO_UNHANDLED] = "the JVP rule fails on symbolic zeros"
         zero = "jax.custom_derivatives.SymbolicZero" if st.kind == "custom_jvp" else "ad.Zero"
         others = ", ".join(b.name for b in candidates if b is not a)
         yield rules.SYMBOLIC_ZERO_UNHANDLED.finding(
-            f"{rule} raised {error_text(exc, user_rules(st)[0] if user_rules(st) else None)} when only {a.name} is "
+            evidence=f"{rule} raised {error_text(exc, user_rules(st)[0] if user_rules(st) else None)} when only "
+                     f"{a.name} is "
             f"differentiated: the tangents of {others} then arrive as symbolic zeros ({zero}), e.g. under "
             f"jax.grad(f, argnums={a.pos}).",
-            fix=(f"In {rule}, test `type(t) is {zero}` before using a tangent"
-                 + (" or use `ad.instantiate_zeros(t)`." if st.kind == "primitive" else ".")),
+            fix=f"In {rule}, test `type(t) is {zero}` before using a tangent"
+                 + (" or use `ad.instantiate_zeros(t)`." if st.kind == "primitive" else "."),
             location=rule_location(st))
         return
 
@@ -203,7 +203,8 @@ def jvp_reverse(ctx: Context) -> Iterator[Finding]:
     ws, cts, exc = pullback_at_first_cotangent(st)
     if exc is not None:
         yield rules.DERIVATIVE_RULE_RAISED.finding(
-            f"jax.jvp of {fun} works but reverse mode fails: jax.vjp/jax.grad raised {error_text(exc, st.jvp_rule)}. "
+            evidence=f"jax.jvp of {fun} works but reverse mode fails: jax.vjp/jax.grad raised "
+                     f"{error_text(exc, st.jvp_rule)}. "
             "jax.grad transposes the tangent computation of the rule, so every operation applied to a tangent "
             "must be linear and traceable (no comparisons or NumPy conversions of tangents).",
             fix=f"Write {rule}'s tangent output as primal-only factors times the tangents.",
@@ -219,7 +220,8 @@ def jvp_reverse(ctx: Context) -> Iterator[Finding]:
     tol = max(grad_tol(a.dtype) for a in st.diff)
     if abs(fwd - rev) > tol * (scale + 1e-30):
         yield rules.JVP_NOT_LINEAR.finding(
-            f"Forward and reverse mode of {fun} disagree: <w, J v> = {fwd:.6g} with jax.jvp but <J^T w, v> = "
+            evidence=f"Forward and reverse mode of {fun} disagree: <w, J v> = {fwd:.6g} with jax.jvp but <J^T w, v> = "
             f"{rev:.6g} with jax.vjp (tolerance {tol:.0e}); the tangent computation in {rule} is not a linear map "
             "that JAX can transpose consistently.",
-            fix=f"Make {rule}'s tangent output linear in the tangents.", location=rule_location(st))
+            fix=f"Make {rule}'s tangent output linear in the tangents.",
+            location=rule_location(st))

@@ -61,7 +61,7 @@ def _dense(st: GradState, leaves: Sequence[Any]) -> list[Any]:
 def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
     """Feed a cotangent on one output at a time; compare bwd with autodiff of f and finite differences."""
     st = state(ctx)
-    require(st, ("JXG017", "JXG012", "JXG010"))
+    require(st, (rules.DERIVATIVE_RULE_RAISED, rules.VJP_FWD_MISMATCH, rules.VJP_BWD_STRUCTURE))
     if "bwd_full" not in st.memo:
         raise SkipCheck("bwd was not checked")
     if not st.diff:
@@ -86,18 +86,20 @@ def _call_probe(st: GradState, leaves: list[Any]) -> Iterator[Finding]:
         return None
     _, _, bwd = _names(st)
     if st.symbolic_zeros and any(_compat.is_symbolic_zero(x) for x in leaves):
-        st.blocked["JXG006"] = "bwd fails on symbolic zeros"
+        st.blocked[rules.SYMBOLIC_ZERO_UNHANDLED] = "bwd fails on symbolic zeros"
         yield rules.SYMBOLIC_ZERO_UNHANDLED.finding(
-            f"{bwd} raised {error_text(exc, st.bwd)} when only one output has a cotangent: with "
+            evidence=f"{bwd} raised {error_text(exc, st.bwd)} when only one output has a cotangent: with "
             "symbolic_zeros=True the others arrive as jax.custom_derivatives.SymbolicZero, which happens whenever "
             "a caller uses only some outputs.",
             fix=f"In {bwd}, test `type(ct) is jax.custom_derivatives.SymbolicZero` and treat it as zero (or "
-                "drop symbolic_zeros=True).", location=locate(st.bwd))
+                "drop symbolic_zeros=True).",
+            location=locate(st.bwd))
     else:
-        st.blocked["JXG017"] = "bwd raised on a probe"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = "bwd raised on a probe"
         yield rules.DERIVATIVE_RULE_RAISED.finding(
-            f"{bwd} raised {error_text(exc, st.bwd)} for a cotangent on one output only (the others zero).",
-            fix=f"Make {bwd} work for any cotangent, including zeros.", location=locate(st.bwd))
+            evidence=f"{bwd} raised {error_text(exc, st.bwd)} for a cotangent on one output only (the others zero).",
+            fix=f"Make {bwd} work for any cotangent, including zeros.",
+            location=locate(st.bwd))
     return None
 
 
@@ -167,9 +169,13 @@ def _ignored_finding(st: GradState, k: int, got: dict[int, Any], ref: list[Any] 
         fix = (f"In {bwd}, unpack every output's cotangent (e.g. `ct_1, ct_2 = g`) and add the contribution of "
                f"{name} to each argument's cotangent (the VJP of {name} with respect to that argument).")
     return rules.VJP_IGNORED_COTANGENT.finding(
-        f"{bwd} ignores the cotangent of {name} ({aval_text(leaf)}): two different cotangents on {name} alone give "
-        f"the same gradients, although {name} depends on the inputs ({where}). So jax.grad through {name} is "
-        f"silently wrong: the gradient of sum({name}) is {'; '.join(parts)}.", fix=fix, location=locate(st.bwd))
+        bwd=bwd,
+        name=name,
+        leaf_aval=aval_text(leaf),
+        where=where,
+        parts='; '.join(parts),
+        fix=fix,
+        location=locate(st.bwd))
 
 
 def _discarding_line(st: GradState, k: int) -> tuple[str, str] | None:
@@ -245,12 +251,13 @@ def _swapped(st: GradState, bad: list[tuple[dict, Arg]], reported: set[int]) -> 
                     _matches_reference_of(st, v, v["got"].get(b.pos), a):
                 reported.update((a.pos, b.pos))
                 yield rules.VJP_SWAPPED_COTANGENTS.finding(
-                    f"{bwd} returns the gradients of {a.name} and {b.name} in each other's slots: with a cotangent "
-                    f"on {st.out_names[v['k']]}, its entry for {a.name} is {fmt_values(v['got'].get(a.pos))}, which "
-                    f"is the derivative with respect to {b.name}, and vice versa. jax.grad(f, argnums=...) silently "
-                    "returns the other argument's gradient.",
-                    fix=f"Swap the entries in {bwd}'s return: the tuple is ordered like the primal's positional "
-                        f"arguments ({', '.join(x.name for x in st.dyn)}).", location=locate(st.bwd))
+                    bwd=bwd,
+                    name=a.name,
+                    name_2=b.name,
+                    out_names=st.out_names[v['k']],
+                    get_values=fmt_values(v['got'].get(a.pos)),
+                    dyn_list=', '.join(x.name for x in st.dyn),
+                    location=locate(st.bwd))
 
 
 def _matches_reference_of(st: GradState, v: dict, got: Any, b: Arg) -> bool:
@@ -279,12 +286,14 @@ def _dropped(st: GradState, bad: list[tuple[dict, Arg]], reported: set[int]) -> 
         ref = v["ref"][st.diff.index(a)] if v["ref"] is not None else None
         ref_text = f" (autodiff of the primal gives {fmt_values(ref)})" if ref is not None else ""
         yield rules.VJP_DROPPED_ARGUMENT_GRADIENT.finding(
-            f"{bwd} returns {entry} for {a.text}, but the function depends on {a.name}{ref_text}: with a cotangent "
-            f"on {st.out_names[v['k']]}, finite differences give <w, J v> = {_fd_value(v, a):.4g} for a step in "
-            f"{a.name}. Everything upstream of {a.name} gets no gradient (e.g. the first layer never trains).",
-            fix=f"Return the VJP with respect to {a.name} from {bwd}; if {a.name} is deliberately not "
-                f"differentiated, say so with jax.lax.stop_gradient in the primal or suppress with "
-                f"`# jaxdiag: ignore[JXG018]` on the def line of {bwd}.", location=locate(st.bwd))
+            bwd=bwd,
+            entry=entry,
+            text=a.text,
+            name=a.name,
+            ref_text=ref_text,
+            out_names=st.out_names[v['k']],
+            fd_value=_fd_value(v, a),
+            location=locate(st.bwd))
 
 
 def _fd_value(v: dict, a: Arg) -> float:
@@ -310,8 +319,6 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
     loc = locate(st.bwd)
     where = f" ({loc})" if loc else ""
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
-        f"{bwd}'s gradient differs from the derivative of {fun}: " + "; ".join(details) + ". This may be intended "
-        "(gradient clipping, straight-through estimators, surrogate gradients); otherwise jax.grad is silently "
-        "wrong.",
-        fix=f"If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {bwd}{where}; otherwise make "
-            f"{bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...)).", location=loc)
+        owner=bwd, derivative="gradient", function=fun, details="; ".join(details),
+        consequence="jax.grad is silently wrong", where=where,
+        correction=f"make {bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...))", location=loc)

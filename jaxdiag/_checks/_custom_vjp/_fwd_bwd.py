@@ -18,6 +18,7 @@ from ... import _rules as rules
 from ..._report import Finding
 from .._base import Context, check
 from .._gradref import (
+    RESIDUALS_NOT_ARRAYS,
     Arg,
     GradState,
     aval_text,
@@ -60,22 +61,25 @@ def vjp_fwd(ctx: Context) -> Iterator[Finding]:
     st = state(ctx)
     fun, fwd, bwd = _names(st)
     if st.fwd is None or st.bwd is None:
-        st.blocked["JXG017"] = "no fwd/bwd"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = "no fwd/bwd"
         yield rules.DERIVATIVE_RULE_RAISED.finding(
-            f"{fun} is a custom_vjp without rules: defvjp(fwd, bwd) was never called, so every jax.grad fails with "
+            evidence=f"{fun} is a custom_vjp without rules: defvjp(fwd, bwd) was never called, so every jax.grad "
+                     f"fails with "
             f"`AttributeError: No VJP defined for custom_vjp function {fun} using defvjp`.",
-            fix=f"Call `{fun}.defvjp({fun}_fwd, {fun}_bwd)` after defining both rules.", location=locate(st.fun))
+            fix=f"Call `{fun}.defvjp({fun}_fwd, {fun}_bwd)` after defining both rules.",
+            location=locate(st.fun))
         return
     expected = st.out
     result, exc = quiet_call(st.fwd, *_fwd_args(st))
     if exc is not None:
-        st.blocked["JXG017"] = f"{fwd} raised"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = f"{fwd} raised"
         yield _fwd_raised(st, exc)
         return
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        st.blocked["JXG012"] = f"{fwd} does not return a pair"
+        st.blocked[rules.VJP_FWD_MISMATCH] = f"{fwd} does not return a pair"
         yield rules.VJP_FWD_MISMATCH.finding(
-            f"{fwd} must return a pair (primal_out, residuals) but returned {aval_text(result)}; JAX fails with "
+            evidence=f"{fwd} must return a pair (primal_out, residuals) but returned {aval_text(result)}; JAX fails "
+                     f"with "
             "`Custom VJP fwd rule ... must produce a pair (list or tuple of length two)`.",
             fix=f"Return the primal output and the residuals bwd needs, e.g. `return out, (x,)`, in {fwd}.",
             location=locate(st.fwd))
@@ -91,12 +95,13 @@ def _fwd_raised(st: GradState, exc: BaseException) -> Finding:
     text = error_text(exc, st.fwd)
     if st.symbolic_zeros and "CustomVJPPrimal" in str(exc):
         return rules.SYMBOLIC_ZERO_UNHANDLED.finding(
-            f"{fwd} raised {text}: with defvjp(..., symbolic_zeros=True) fwd receives each argument as "
+            evidence=f"{fwd} raised {text}: with defvjp(..., symbolic_zeros=True) fwd receives each argument as "
             "CustomVJPPrimal(value, perturbed), not as an array.",
             fix=f"In {fwd}, unwrap the arguments first: `x = x.value` (and use `x.perturbed` to skip work for "
-                "arguments that are not differentiated).", location=locate(st.fwd))
+                "arguments that are not differentiated).",
+            location=locate(st.fwd))
     return rules.DERIVATIVE_RULE_RAISED.finding(
-        f"{fwd} raised {text} when called as JAX calls it, {fwd}({', '.join(a.text for a in st.args)}).",
+        evidence=f"{fwd} raised {text} when called as JAX calls it, {fwd}({', '.join(a.text for a in st.args)}).",
         fix=f"Make {fwd} accept the same positional arguments as {fun} and return (primal_out, residuals).",
         location=locate(st.fwd))
 
@@ -105,23 +110,25 @@ def _fwd_primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[
     fun, fwd, _ = _names(st)
     got_tree, want_tree = jax.tree_util.tree_structure(primal), jax.tree_util.tree_structure(expected)
     if got_tree != want_tree:
-        st.blocked["JXG012"] = f"{fwd}'s primal output has another structure than {fun}'s"
+        st.blocked[rules.VJP_FWD_MISMATCH] = f"{fwd}'s primal output has another structure than {fun}'s"
         yield rules.VJP_FWD_MISMATCH.finding(
-            f"{fwd}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: under jax.vjp and "
+            evidence=f"{fwd}'s primal output is {aval_text(primal)} but {fun} returns {aval_text(expected)}: under "
+                     f"jax.vjp and "
             f"value_and_grad the caller gets {fwd}'s structure, and bwd receives cotangents shaped like it, so code "
             "that works with the plain function breaks (often as an unrelated IndexError or a shape error blamed "
             "on bwd).",
             fix=f"Return exactly what {fun} returns as the first element of {fwd}'s pair "
-                f"(`return {fun}_out, residuals`; tuple vs list matters).", location=locate(st.fwd))
+                f"(`return {fun}_out, residuals`; tuple vs list matters).",
+            location=locate(st.fwd))
         return
     for name, got, want in zip(st.out_names, jax.tree_util.tree_leaves(primal), jax.tree_util.tree_leaves(expected)):
         problem = leaf_difference(got, want)
         if problem is None:
             continue
         if "shape" in problem:
-            st.blocked["JXG012"] = f"{fwd}'s primal {name} has another shape than {fun}'s"
+            st.blocked[rules.VJP_FWD_MISMATCH] = f"{fwd}'s primal {name} has another shape than {fun}'s"
         yield rules.VJP_FWD_MISMATCH.finding(
-            f"{fwd}'s primal {name} differs from {fun}'s: {problem}. JAX does not check this: under jax.vjp, "
+            evidence=f"{fwd}'s primal {name} differs from {fun}'s: {problem}. JAX does not check this: under jax.vjp, "
             f"value_and_grad and grad the function silently returns {fwd}'s value.",
             fix=f"Compute the primal {name} in {fwd} exactly as {fun} does (or call {fun} inside {fwd}).",
             location=locate(st.fwd))
@@ -132,9 +139,9 @@ def _residual_findings(st: GradState, residuals: Any) -> Iterator[Finding]:
     bad = [leaf for leaf in jax.tree_util.tree_leaves(residuals)
            if not (isinstance(leaf, (jax.Array, np.ndarray, *_SCALAR_TYPES)) or _compat.is_tracer(leaf))]
     if bad:
-        st.blocked["JXG012-residuals"] = "residuals are not arrays"
+        st.blocked[RESIDUALS_NOT_ARRAYS] = "residuals are not arrays"
         yield rules.VJP_FWD_MISMATCH.finding(
-            f"{fwd}'s residuals contain {type(bad[0]).__name__} {bad[0]!r:.40}: residuals must be arrays (or "
+            evidence=f"{fwd}'s residuals contain {type(bad[0]).__name__} {bad[0]!r:.40}: residuals must be arrays (or "
             f"pytrees of arrays); jax.grad fails with `TypeError: Argument {bad[0]!r:.30} of type "
             f"{type(bad[0])} is not a valid JAX type`.",
             fix="Keep only arrays in the residuals; pass static values through nondiff_argnums or a closure.",
@@ -183,17 +190,17 @@ def vjp_bwd_structure(ctx: Context) -> Iterator[Finding]:
     """bwd returns one cotangent per differentiable positional argument, shaped (JXG010) and typed (JXG004) like
     it; a bwd that raises is JXG017 (JXG015 when it is written for another argument order)."""
     st = state(ctx)
-    require(st, ("JXG017", "JXG012"))
+    require(st, (rules.DERIVATIVE_RULE_RAISED, rules.VJP_FWD_MISMATCH))
     ws = st.cotangents(0)
     result, exc = call_bwd(st, ws)
     if exc is not None:
-        st.blocked["JXG017"] = "bwd raised"
+        st.blocked[rules.DERIVATIVE_RULE_RAISED] = "bwd raised"
         yield _bwd_raised(st, exc, ws)
         return
     findings = list(validate_bwd(st, result))
     yield from findings
-    if any(f.code == "JXG010" for f in findings):
-        st.blocked["JXG010"] = "bwd returns the wrong structure"
+    if any(f.code == rules.VJP_BWD_STRUCTURE.code for f in findings):
+        st.blocked[rules.VJP_BWD_STRUCTURE] = "bwd returns the wrong structure"
         return
     st.memo["bwd_full"] = _as_entries(st, result)
     # bwd called directly with the full cotangent is the eager gradient; the composition check reuses it
@@ -209,15 +216,16 @@ def _bwd_raised(st: GradState, exc: BaseException, ws: Sequence[Any]) -> Finding
         if order:
             nondiff_names = ", ".join(st.args[i].name for i in st.nondiff)
             return rules.NONDIFF_ARGNUMS_MISUSE.finding(
-                f"{bwd} raised {text}: JAX calls it as {bwd}({nondiff_names}, res, g) (nondiff_argnums "
+                evidence=f"{bwd} raised {text}: JAX calls it as {bwd}({nondiff_names}, res, g) (nondiff_argnums "
                 f"{st.nondiff} come first), but it is written as {bwd}({order}).",
                 fix=f"Put the non-differentiable arguments first: `def {bwd}({nondiff_names}, res, g):`.",
                 location=locate(st.bwd))
     return rules.DERIVATIVE_RULE_RAISED.finding(
-        f"{bwd} raised {text} when called as JAX calls it, with the residuals from fwd and a cotangent "
+        evidence=f"{bwd} raised {text} when called as JAX calls it, with the residuals from fwd and a cotangent "
         f"{aval_text(_cotangent(st, ws))} shaped like {fun}'s output.",
         fix=f"Make {bwd}(res, g) accept a cotangent for every output of {fun} and return one cotangent per "
-            "argument.", location=locate(st.bwd))
+            "argument.",
+        location=locate(st.bwd))
 
 
 def _working_order(st: GradState, ws: Sequence[Any]) -> str | None:
@@ -285,19 +293,18 @@ def _entry_findings(st: GradState, arg: Arg, entry: Any) -> Iterator[Finding]:
     shape = tuple(np.shape(entry))
     if shape != arg.shape:
         yield rules.VJP_BWD_STRUCTURE.finding(
-            f"{bwd}'s cotangent for {arg.name} has shape {aval_text(entry)} but {arg.name} is "
+            evidence=f"{bwd}'s cotangent for {arg.name} has shape {aval_text(entry)} but {arg.name} is "
             f"{aval_text(arg.value)}; JAX rejects it (`Custom VJP bwd rule must produce an output with the same "
             "type as the args tuple`), broadcastable shapes included.",
             fix=f"Return a cotangent of shape {arg.shape} for {arg.name}: sum over the axes broadcasting added "
-                "(`jnp.sum(ct, axis=...)`) or reshape.", location=locate(st.bwd))
+                "(`jnp.sum(ct, axis=...)`) or reshape.",
+            location=locate(st.bwd))
         return
     dtype = np.asarray(entry).dtype if not hasattr(entry, "dtype") else np.dtype(entry.dtype)
     if arg.diff and dtype != arg.dtype:
         yield rules.COTANGENT_DTYPE.finding(
-            f"{bwd}'s cotangent for {arg.name} is {short_dtype(dtype)} but {arg.name} is {short_dtype(arg.dtype)}: "
-            f"JAX does not check this, so jax.grad with respect to {arg.name} silently returns "
-            f"{short_dtype(dtype)}" + (" (fractions truncated)" if dtype.kind in "iub" else "") + ".",
-            fix=f"Cast the cotangent in {bwd}: `.astype({arg.name}.dtype)` (keep the residuals in the input dtype).",
+            owner=bwd, argument=arg.name, got=short_dtype(dtype), want=short_dtype(arg.dtype),
+            truncated=" (fractions truncated)" if dtype.kind in "iub" else "", cast=f".astype({arg.name}.dtype)",
             location=locate(st.bwd))
 
 
@@ -313,8 +320,10 @@ def _structure_finding(st: GradState, message: str, result: Any) -> Finding:
     else:
         fix = f"Return one cotangent per positional argument, in order: `{generic}` (None for no gradient)."
     return rules.VJP_BWD_STRUCTURE.finding(
-        message + ". JAX fails with `Custom VJP bwd rule must produce an output with the same container (pytree) "
-        "structure as the args tuple of the primal function`.", fix=fix, location=locate(st.bwd))
+        evidence=message + ". JAX fails with `Custom VJP bwd rule must produce an output with the same container (pytree) "
+        "structure as the args tuple of the primal function`.",
+        fix=fix,
+        location=locate(st.bwd))
 
 
 def _meant_return(st: GradState, result: Any) -> str | None:

@@ -42,11 +42,13 @@ def nondiff_arrays(ctx: Context) -> Iterator[Finding]:
     fun = rule_name(st.fun, "f")
     names = ", ".join(a.text for a in arrays)
     yield rules.NONDIFF_ARGNUMS_MISUSE.finding(
-        f"{fun} has array argument(s) {names} in nondiff_argnums={st.nondiff}: eager calls work, but {how} fails "
+        evidence=f"{fun} has array argument(s) {names} in nondiff_argnums={st.nondiff}: eager calls work, but {how} "
+                 f"fails "
         f"with {type(exc).__name__}: {short_message(exc, 160)} nondiff_argnums is for static values (ints, "
         "callables), not arrays.",
         fix=f"Remove {', '.join(a.name for a in arrays)} from nondiff_argnums and make it a regular argument "
-            "(return None or a zero cotangent for it), or close over it.", location=locate(st.fun))
+            "(return None or a zero cotangent for it), or close over it.",
+        location=locate(st.fun))
 
 
 def _traced_nondiff_error(st: GradState) -> tuple[BaseException | None, str]:

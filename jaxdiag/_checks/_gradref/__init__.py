@@ -29,7 +29,7 @@ from ._source import (
     source_of,
     user_frame,
 )
-from ._state import Arg, GradState, require, state
+from ._state import RESIDUALS_NOT_ARRAYS, Arg, GradState, require, state
 from ._values import (
     EPS_F64,
     N_DIRECTIONS,
@@ -82,6 +82,7 @@ __all__ = [
     "output_names",
     "primal_tol",
     "quiet_call",
+    "RESIDUALS_NOT_ARRAYS",
     "require",
     "return_values",
     "rule_name",

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ... import _compat
+from ... import _rules as rules
 from .._base import Context, SkipCheck
 from ._fd import FiniteDifferences
 from ._source import argument_names, error_text, output_names
@@ -59,7 +60,8 @@ class GradState:
         self.kind = subject.kind
         self.options = ctx.options
         self.rng = np.random.default_rng(zlib.crc32(f"{ctx.options.seed}:{subject.seed_key}:grad".encode()))
-        self.blocked: dict[str, str] = {}  # code -> why later checks cannot trust the rules' output
+        # rule (or a named blocker no rule stands for) -> why later checks cannot trust the rules' output
+        self.blocked: dict[rules.Rule | str, str] = {}
         self.memo: dict[str, Any] = {}
         obj = subject.obj
         if self.kind == "custom_vjp":
@@ -245,8 +247,15 @@ def state(ctx: Context) -> GradState:
     return ctx.cache["grad"]
 
 
-def require(st: GradState, codes: Sequence[str] = ()) -> None:
-    """SkipCheck when an earlier finding makes the rules' output unusable for this check."""
-    for code, why in st.blocked.items():
-        if not codes or code in codes:
-            raise SkipCheck(f"blocked by {code}: {why}")
+def require(st: GradState, blockers: Sequence[rules.Rule] = ()) -> None:
+    """SkipCheck when an earlier finding makes the rules' output unusable for this check: any blocker, or only
+    those of `blockers`. Findings are never filtered at this point, so suppressing a code never skips a check."""
+    for blocker, why in st.blocked.items():
+        if not blockers or blocker in blockers:
+            name = blocker.code if isinstance(blocker, rules.Rule) else blocker
+            raise SkipCheck(f"blocked by {name}: {why}")
+
+
+# A blocker that no rule selects: fwd's residuals are not arrays (reported as JXG012), which makes every later
+# check that calls bwd meaningless, but is not the fwd/primal mismatch that `require(st, (VJP_FWD_MISMATCH,))` means.
+RESIDUALS_NOT_ARRAYS = "fwd-residuals"

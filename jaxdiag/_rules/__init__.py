@@ -1,0 +1,101 @@
+"""The rule catalog: every diagnostic jaxdiag can emit, defined once, with its severity, message and fix.
+
+Like mypy's `errorcodes.py`, defining a `Rule` registers it. Like ruff, each rule carries its own documentation
+(`what`, `why`) and names a bad and a good sample under `samples/`, which `jaxdiag rules CODE` prints as the example
+and the fix. Checks build findings with `rules.X.finding(location=..., **fields)`: the catalog's templates turn the
+observed fields into the message and the fix, and the severity is the catalog's, never the call site's. Control flow
+that depends on a rule (`st.blocked[rules.X]`) holds the `Rule` object, never a code string.
+
+One module per prefix: `JXR` registration, `JXB` batching, `JXG` differentiation, `JXV` custom_vmap, `JXN` notes
+about the run (info only). A rule whose severity would depend on the context is two rules, linked by
+`variant_of` (a missing JVP rule is a note under `check` and an error under `grad`).
+
+Severities: `error` (fails or is wrong under a JAX transformation, or the user's rules contradict each other),
+`warning` (likely unintended but can be deliberate), `info` (what jaxdiag inferred or skipped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ._batching import *  # noqa: F403  (each rule module defines only Rule constants)
+from ._catalog import (
+    CATEGORIES,
+    NOTE_PREFIX,
+    RULES,
+    SAMPLES_DIR,
+    SEVERITIES,
+    Rule,
+    template_fields,
+)
+from ._custom_vmap import *  # noqa: F403  (each rule module defines only Rule constants)
+from ._differentiation import *  # noqa: F403  (each rule module defines only Rule constants)
+from ._notes import *  # noqa: F403  (each rule module defines only Rule constants)
+from ._registration import *  # noqa: F403  (each rule module defines only Rule constants)
+
+__all__ = ["CATEGORIES", "DEPRECATED", "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
+           "matches", "normalize_codes", "rule", "template_fields", "validate_codes"]
+
+# Old codes users may have written in --select/--ignore, pyproject.toml or inline comments, and what they stand for
+# now. `None`: the code is gone and selects nothing (JXR905 import-failed is a blocking problem, not a rule).
+DEPRECATED: dict[str, str | None] = {
+    "JXR900": "JXN001",
+    "JXR901": "JXN002",
+    "JXR902": "JXN003",
+    "JXR903": "JXN004",
+    "JXR904": "JXN005",
+    "JXR905": None,
+}
+# Old prefixes that named only run notes (`--ignore JXR9` was the documented way to hide them).
+DEPRECATED_PREFIXES: dict[str, str] = {"JXR9": "JXN", "JXR90": "JXN"}
+
+
+def rule(code: str) -> Rule:
+    """Look a rule up by code (a deprecated code finds its replacement); raises KeyError for an unknown code."""
+    code = code.strip().upper()
+    return RULES[DEPRECATED.get(code) or code]
+
+
+def iter_rules() -> list[Rule]:
+    return [RULES[c] for c in sorted(RULES)]
+
+
+def _known_selector(selector: str) -> bool:
+    return selector == "*" or selector in DEPRECATED or selector in DEPRECATED_PREFIXES or any(
+        code.startswith(selector) for code in RULES)
+
+
+def validate_codes(codes: Iterable[str]) -> list[str]:
+    """The selectors in `codes` that name no rule: not a code, a deprecated code, nor a prefix of a code (`JXG`,
+    `JXB0`). `*` (every code) is known. Callers turn a non-empty result into a usage error."""
+    return [c for c in codes if not _known_selector(c.strip().upper())]
+
+
+def normalize_codes(codes: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(selectors with deprecated codes replaced by their new codes, the deprecated codes that were used).
+
+    A deprecated code with no replacement (JXR905) is dropped: it selects nothing."""
+    out: list[str] = []
+    used: list[str] = []
+    for raw in codes:
+        code = raw.strip().upper()
+        if not code:
+            continue
+        if code in DEPRECATED:
+            used.append(code)
+            new = DEPRECATED[code]
+            if new:
+                out.append(new)
+        elif code in DEPRECATED_PREFIXES:
+            used.append(code)
+            out.append(DEPRECATED_PREFIXES[code])
+        else:
+            out.append(code)
+    return out, used
+
+
+def matches(code: str, selectors: list[str] | tuple[str, ...]) -> bool:
+    """True when `code` is named by any selector: `*`, a full code or a prefix (`JXG`, `JXB0`). Deprecated codes
+    in `selectors` stand for their replacements."""
+    normalized, _ = normalize_codes(selectors)
+    return any(s == "*" or code.startswith(s) for s in normalized)

@@ -1,0 +1,189 @@
+"""JXB: primitive batching rules (and ffi_call / pure_callback vmap_method)."""
+
+from __future__ import annotations
+
+from ._catalog import Rule
+
+BATCH_DIM_OUT_OF_RANGE = Rule(
+    "JXB001", "batch-dim-out-of-range", "error",
+    "The batching rule returned an output batch dim outside `0 <= dim < out.ndim`.",
+    "Validates every output dim the rule returns against the rank of that output before JAX sees it.",
+    "JAX fails deep inside vmap with `IndexError: tuple index out of range` (or `AssertionError: (-1, 2)` for a "
+    "negative dim), naming neither the primitive nor the rule.",
+    "jxb001_bad.py", "jxb001_good.py",
+    message="Batch dim out of range: {evidence}",
+    fix="{fix}",
+)
+BATCH_DIM_WRONG_TYPE = Rule(
+    "JXB002", "batch-dim-wrong-type", "error",
+    "The batching rule returned an output batch dim that is not a Python `int` or `None`.",
+    "Checks `type(dim) is int or dim is None` for every output dim (numpy integers and arrays are rejected).",
+    "JAX raises `batch dim should be int or None` without naming the primitive.",
+    "jxb002_bad.py", "jxb002_good.py",
+    message="Batch dim of the wrong type: {evidence}",
+    fix="{fix}",
+)
+MISSING_NONE_FOR_UNBATCHED_OUTPUT = Rule(
+    "JXB003", "unbatched-output-reported-batched", "warning",
+    "An output that never depends on the batched inputs is reported batched; return `None` for its dim.",
+    "Compares the output across examples and checks that it does not depend on any batched input; reported "
+    "batched with the right size, it works but materialises a copy per example and defeats `out_axes=None`.",
+    "`jax.vmap(f, out_axes=None)` fails for that output (`vmap has mapped output but out_axes is None`) and the "
+    "constant is broadcast to the batch size for nothing.",
+    "jxb003_bad.py", "jxb003_good.py",
+    message="Unbatched output reported batched: {evidence}",
+    fix="{fix}",
+)
+BATCH_AXIS_SIZE_MISMATCH = Rule(
+    "JXB004", "batch-axis-size-mismatch", "error",
+    "An output's size at the returned batch dim is not the vmap axis size.",
+    "Checks `out.shape[dim] == axis_size` for every batched output (JAX itself never checks this, even under "
+    "`jax.enable_checks`).",
+    "vmap silently returns an array of the wrong shape (e.g. `(3,)` instead of `(4, 3)` when a constant output is "
+    "given the input's batch dim); the failure surfaces later in unrelated code.",
+    "jxb004_bad.py", "jxb004_good.py",
+    message="Batch axis of the wrong size: {evidence}",
+    fix="{fix}",
+)
+BATCH_RESULT_MISMATCH = Rule(
+    "JXB005", "batched-result-mismatch", "error",
+    "`vmap` of the primitive differs from applying it to each example and stacking the results.",
+    "Compares `vmap(f, in_axes)` with a per-example loop over distinct random examples, for in_axes 0, -1, a middle "
+    "axis, each argument unbatched, pairwise combinations, nested vmap, batch size 1, and under `jit`.",
+    "The rule computes something else than the primitive under a batch, typically because it assumes the batch "
+    "axis is at 0 or that every argument is batched: results are silently wrong.",
+    "jxb005_bad.py", "jxb005_good.py",
+    message="vmap differs from the per-example loop: {evidence}",
+    fix="{fix}",
+)
+BATCHING_RULE_RAISED = Rule(
+    "JXB006", "batching-rule-raised", "error",
+    "The batching rule raised an exception for some combination of batch dims.",
+    "Calls vmap with every in_axes variant and reports the exception and the in_axes that triggered it.",
+    "Rules often assume every operand is batched (`jnp.moveaxis(y, None, 0)`), or that the batch dim is 0.",
+    "jxb006_bad.py", "jxb006_good.py",
+    message="Batching rule raised: {evidence}",
+    fix="{fix}",
+)
+MULTIPLE_RESULTS_STRUCTURE = Rule(
+    "JXB007", "multiple-results-structure", "error",
+    "A `multiple_results` primitive's batching rule must return (sequence of outputs, sequence of dims) with one "
+    "entry per output.",
+    "Checks that both are lists or tuples of the length the abstract eval gives.",
+    "An int instead of a list of dims gives `TypeError: 'int' object is not iterable`; a short list gives a "
+    "`safe_zip` error; a bare array is iterated row by row and can be silently wrong.",
+    "jxb007_bad.py", "jxb007_good.py",
+    message="Wrong multiple_results structure: {evidence}",
+    fix="{fix}",
+)
+RULE_RETURN_NOT_PAIR = Rule(
+    "JXB008", "rule-return-not-pair", "error",
+    "A single-result primitive's batching rule must return exactly `(out, dim)`.",
+    "Checks that the rule returns a pair whose first element is an array (not a list) and second an int or None.",
+    "Forgetting the dim makes JAX unpack the output array itself; returning `([out], [d])` gives `not a valid JAX "
+    "type`.",
+    "jxb008_bad.py", "jxb008_good.py",
+    message="Batching rule does not return (out, dim): {evidence}",
+    fix="{fix}",
+)
+BATCHED_SHAPE_MISMATCH = Rule(
+    "JXB009", "batched-shape-mismatch", "error",
+    "An output with its batch dim removed does not have the shape or dtype the abstract eval gives per example.",
+    "Removes the returned batch dim from each output and compares with the per-example abstract eval.",
+    "Downstream code planned with the abstract eval's shapes; the batched value no longer matches them.",
+    "jxb009_bad.py", "jxb009_good.py",
+    message="Batched shape disagrees with the abstract eval: {evidence}",
+    fix="{fix}",
+)
+UNBATCHED_OUTPUT_VARIES = Rule(
+    "JXB010", "unbatched-output-varies", "error",
+    "An output reported unbatched (`None`) differs from example to example.",
+    "Compares the per-example results of an output the rule reports as `None`.",
+    "JAX broadcasts the single value to every example: all but one example get a wrong result.",
+    "jxb010_bad.py", "jxb010_good.py",
+    message="Output reported unbatched varies across examples: {evidence}",
+    fix="{fix}",
+)
+OUT_AXES_TUPLE_FOR_LIST = Rule(
+    "JXB011", "out-axes-tuple-for-list-output", "warning",
+    "A `multiple_results` primitive returns a list; a tuple `out_axes` such as `(0, None)` is not a tree prefix.",
+    "Calls `vmap` with a tuple `out_axes` on the wrapper that returns `prim.bind(...)` and explains the failure.",
+    "`jax.vmap(f, out_axes=(0, None))` fails with `ValueError: vmap out_axes specification must be a tree prefix "
+    "of the corresponding value`. Use `out_axes=[0, None]`, or return `tuple(prim.bind(...))` from the wrapper.",
+    "jxb011_bad.py", "jxb011_good.py",
+    message="Tuple out_axes for a list output: {evidence}",
+    fix="{fix}",
+)
+VMAP_CALL_FAILED = Rule(
+    "JXB012", "vmap-call-failed", "error",
+    "The `in_axes` / `out_axes` you asked for do not work with this target; jaxdiag explains JAX's error.",
+    "Reproduces `vmap(f, in_axes, out_axes)` with the given axes and translates JAX's error into plain words.",
+    "JAX's messages about tree prefixes and axis sizes rarely say which argument or output is at fault.",
+    message="The requested vmap fails: {evidence}",
+    fix="{fix}",
+)
+VMAP_RAISED = Rule(
+    "JXB013", "vmap-raised", "error",
+    "`vmap` of the target raises although calling it on each example works, and no batching rule is at fault.",
+    "Runs every in_axes variant; reports the exceptions raised outside any user batching rule, with the in_axes.",
+    "Python control flow on array values (`if x.sum() > 0`), `int(x)` or NumPy calls on traced values work "
+    "eagerly but not on vmap's tracers: the function cannot be batched as written.",
+    "jxb013_bad.py", "jxb013_good.py",
+    message="{variant_describe} raised {exc_error}, although {name} runs on each example.{also}{works}",
+    fix="{vmap_raised_fix}",
+)
+FFI_VMAP_METHOD_MISSING = Rule(
+    "JXB020", "ffi-vmap-method-missing", "error",
+    "An `ffi_call` / `pure_callback` has no `vmap_method`, so it cannot be used under `vmap`.",
+    "Reads `vmap_method` from every `ffi_call`/`pure_callback` equation in the jaxpr, and tries `broadcast_all` and "
+    "`expand_dims` on the kernel to say which choice is correct.",
+    "vmap fails with `NotImplementedError: vmap is only supported for the ffi_call primitive when vmap_method is "
+    "one of ...`. (JAX 0.5 still falls back to a sequential loop with a DeprecationWarning; jaxdiag reports JXB023, "
+    "a warning, there.)",
+    "jxb020_bad.py", "jxb020_good.py",
+    message="{call_describe}{call_where} has no vmap_method (None), so {consequence}.",
+    fix="Pass `vmap_method=` to the {primitive} at {line}: {choices}. {which_methods_work}",
+)
+FFI_KERNEL_NOT_BATCH_AWARE = Rule(
+    "JXB021", "ffi-kernel-not-batch-aware", "error",
+    "Under `vmap`, the foreign kernel gives results that differ from calling it per example: it is not "
+    "batch-aware for the declared `vmap_method`.",
+    "Compares vmap of the function with a per-example loop (in_axes 0, -1, each argument unbatched, nested vmap), "
+    "with every other foreign call made sequential; blames the call when `vmap_method=\"sequential\"` fixes the "
+    "difference, and shows the operand shapes the kernel was handed.",
+    "`expand_dims` and `broadcast_all` hand the kernel one buffer with a leading batch axis; a kernel that treats "
+    "the buffer as one row silently mixes examples. `vmap_method=\"sequential\"` is always correct.",
+    "jxb021_bad.py", "jxb021_good.py",
+    message="{call_describe}{call_where} declares vmap_method='{method}', but the {noun} is not batch-aware: "
+            "{variant_describe} {observed}. With '{method}' the {noun} is handed {buffers}{handed}, and must "
+            "treat the leading axis as a batch. With vmap_method='sequential' the same call matches the loop.",
+    fix="Declare `vmap_method=\"sequential\"` at {line} (one {noun} call per example, always correct), or "
+        "make `{target}` batch-aware: treat the leading dimensions as a batch and only the trailing ones "
+        "as one example{broadcast}.",
+)
+FFI_LEGACY_VECTORIZED = Rule(
+    "JXB022", "ffi-legacy-vectorized", "warning",
+    "`vmap_method=\"legacy_vectorized\"` is deprecated.",
+    "Reads `vmap_method` from every `ffi_call`/`pure_callback` equation and checks whether `expand_dims` (its "
+    "replacement) matches the per-example loop for that kernel.",
+    "Its semantics are ambiguous (unbatched operands are passed without a batch axis) and it is slated for "
+    "removal; choose `expand_dims`, `broadcast_all` or `sequential`.",
+    "jxb022_bad.py", "jxb022_good.py",
+    message="{call_describe}{call_where} declares the deprecated vmap_method='legacy_vectorized' (it hands "
+            "the {noun} {handed_what}); it is slated for removal.",
+    fix="Replace it at {line} with {advice}.",
+)
+FFI_VMAP_METHOD_FALLBACK = Rule(
+    "JXB023", "ffi-vmap-method-fallback", "warning",
+    "An `ffi_call` / `pure_callback` has no `vmap_method`; this JAX release still runs it under `vmap` with a "
+    "deprecated sequential fallback.",
+    "Reads `vmap_method` from every `ffi_call`/`pure_callback` equation in the jaxpr, and tries `broadcast_all` and "
+    "`expand_dims` on the kernel to say which choice is correct.",
+    "Works today (one kernel call per example, with a DeprecationWarning) and fails on newer JAX with "
+    "`NotImplementedError: vmap is only supported for the ffi_call primitive when vmap_method is one of ...`, "
+    "reported there as JXB020 (an error).",
+    "jxb020_bad.py", "jxb020_good.py",
+    message="{call_describe}{call_where} has no vmap_method (None), so {consequence}.",
+    fix="Pass `vmap_method=` to the {primitive} at {line}: {choices}. {which_methods_work}",
+    variant_of="JXB020",
+)

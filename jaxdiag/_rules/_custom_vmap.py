@@ -1,0 +1,71 @@
+"""JXV: jax.custom_batching.custom_vmap."""
+
+from __future__ import annotations
+
+from ._catalog import Rule
+
+VMAP_OUT_BATCHED_STRUCTURE = Rule(
+    "JXV001", "out-batched-structure", "error",
+    "A custom_vmap rule's `out_batched` must have exactly the output's pytree structure.",
+    "Compares the structures of the rule's two return values.",
+    "JAX fails with `structure of output value and output batching specification ... do not match`.",
+    "jxv001_bad.py", "jxv001_good.py",
+    message="`{rule_name}`: {problem} ({where}). JAX fails with `ValueError: structure of output value and "
+            "output batching specification returned by custom vmap rule ... do not match`.",
+    fix="In `{rule_name}`, return `out_batched` with exactly the output's structure, one bool per "
+        "output: e.g. `return out, {all_true_like}`.",
+)
+VMAP_DECLARED_UNBATCHED_VARIES = Rule(
+    "JXV002", "declared-unbatched-but-batched", "error",
+    "An output declared unbatched (`out_batched=False`) carries a batch axis or differs across examples.",
+    "Checks the output's shape against the per-example output (no batch axis allowed) and compares vmap with the "
+    "per-example loop.",
+    "JAX broadcasts the value again: shape `(4, 4)` instead of `(4,)`, silently.",
+    "jxv002_bad.py", "jxv002_good.py",
+    message="Output declared unbatched is batched: {evidence}",
+    fix="{fix}",
+)
+VMAP_BATCH_AXIS_NOT_LEADING = Rule(
+    "JXV003", "batch-axis-not-leading", "error",
+    "An output declared batched must have the batch axis first, of size `axis_size`.",
+    "Checks each batched output's leading dimension and looks for the batch axis elsewhere.",
+    "A trailing batch axis is silently read as the leading one (results transposed); a missing one gives "
+    "`IndexError: tuple index out of range`.",
+    "jxv003_bad.py", "jxv003_good.py",
+    message="`{rule_name}` declares {labels} batched (`True` in out_batched) but returned shape {shape}: "
+            "{what} ({where}).",
+    fix="{fix}",
+)
+VMAP_RESULT_MISMATCH = Rule(
+    "JXV004", "custom-vmap-result-mismatch", "error",
+    "vmap of the custom_vmap function differs from the per-example loop.",
+    "Runs the rule under vmap for every `in_batched` combination (in_axes 0, -1, each argument unbatched, batch "
+    "size 1, nested vmap) and calls it with every flag False, comparing with the function per example.",
+    "A rule that ignores `in_batched` can work by accident for one combination and be wrong or crash for "
+    "another.",
+    "jxv004_bad.py", "jxv004_good.py",
+    message="vmap differs from the per-example loop: {evidence}",
+    fix="{fix}",
+)
+VMAP_RULE_RAISED = Rule(
+    "JXV005", "custom-vmap-rule-error", "error",
+    "The custom_vmap rule is missing, raised, or did not return `(out, out_batched)`.",
+    "Calls the rule for every `in_batched` combination and reports what went wrong.",
+    "JAX reports `too many values to unpack` or `No batching rule defined`, far from the rule.",
+    "jxv005_bad.py", "jxv005_good.py",
+    message="custom_vmap rule failed: {evidence}",
+    fix="{fix}",
+)
+VMAP_GRAD_LIMITATION = Rule(
+    "JXV006", "custom-vmap-grad-outside-vmap", "info",
+    "`grad` of a custom_vmap function outside `vmap` fails: a known JAX limitation, not your bug.",
+    "Under `jaxdiag grad` (and `check`), tries `jax.grad` of the function outside vmap; for a custom_vmap found "
+    "inside a function, only when grad of that function fails too.",
+    "JAX raises `Linearization failed to produce known values for all output primals`. Wrap the function in "
+    "`jax.custom_jvp`/`custom_vjp`, or differentiate `vmap(f)`.",
+    message="`jax.grad` of `{name}` outside vmap raises {error}. custom_vmap has no reverse-mode rule: a "
+            "known JAX limitation, not a defect of your rule{works}.",
+    fix="If `{name}` must be differentiable on its own, wrap it with `jax.custom_vjp` outside the "
+        "custom_vmap (`@jax.custom_vjp` above `@custom_vmap`, then `defvjp(fwd, bwd)`), or "
+        "`jax.custom_jvp`.",
+)

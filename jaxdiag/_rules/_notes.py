@@ -1,0 +1,86 @@
+"""JXN: notes about the run itself (info only): what jaxdiag inferred, which domain it drew from, which checks it
+skipped and why, which targets it could not check, which suppressions suppressed nothing.
+
+A note never fails a run. Import failures and jaxdiag's own internal errors are not notes nor rules: they are
+blocking problems (`jaxdiag._report.Problem`) that no `--select`/`--ignore` or suppression can hide.
+"""
+
+from __future__ import annotations
+
+from ._catalog import Rule
+
+INPUTS_INFERRED = Rule(
+    "JXN001", "inputs-inferred", "info",
+    "No `--arg` was given; jaxdiag inferred example inputs.",
+    "Reports the argument specs jaxdiag inferred from the signature and a ladder of small shapes.",
+    "Inferred shapes may not exercise every code path; pass `--arg` (or configure `args` in pyproject.toml).",
+    message="no --arg given; inferred {count} argument(s): {specs}",
+    fix="Pass --arg SPEC for each positional argument to check other shapes and dtypes.",
+)
+DOMAIN_FALLBACK = Rule(
+    "JXN002", "domain-fallback", "info",
+    "The target was non-finite on normal inputs; jaxdiag drew inputs from another domain.",
+    "Reports the domain (positive, unit interval, small magnitude) used after the default draw gave NaN or inf.",
+    "Fix the domain yourself with `--arg f32[3]@positive` (also `@unit`, `@small`, `@normal`, `@LO..HI`).",
+    message="{target} gives NaN or inf on standard-normal inputs; drew inputs from the {domain!r} domain instead.",
+    fix="Pin the domain with --arg {pinned} (one per argument) to silence this note.",
+)
+CHECK_SKIPPED = Rule(
+    "JXN003", "check-skipped", "info",
+    "A check was skipped; the finding says why.",
+    "Reports checks that could not run (an earlier defect blocks them, a feature missing on this JAX release).",
+    "A skipped check is not a passed one: fix the blocking defect and run again.",
+    message="{reason} (skipped in check `{check}`)",
+)
+INPUTS_NOT_INFERRED = Rule(
+    "JXN004", "inputs-not-inferred", "info",
+    "jaxdiag could not infer example inputs for this target; it was not checked.",
+    "Reports targets found by `jaxdiag check` that ran on none of the inferred shapes.",
+    "Add `[tool.jaxdiag.targets.\"module:attr\"] args = [...]` to pyproject.toml so the target is checked.",
+    message="could not infer example inputs for {target} (tried {tried}; last error: {error}); it was not checked.",
+    fix="Add its inputs to pyproject.toml (one SPEC per positional argument, e.g. f32[2,3], i32[5]{params_hint}):"
+        "\n{snippet}\nor define {jaxdiag_dict} in {module}.",
+)
+UNUSED_SUPPRESSION = Rule(
+    "JXN005", "unused-suppression", "info",
+    "A `# jaxdiag: ignore[CODE]` comment or configured ignore matched no finding.",
+    "Reports suppressions that suppressed nothing, as ruff's RUF100 does.",
+    "A stale suppression hides the next real defect on that line; remove it.",
+    message="{suppression} suppressed nothing{where}.",
+    fix="{action}",
+)
+DEPRECATED_CODE = Rule(
+    "JXN006", "deprecated-code", "info",
+    "A rule code written in `--select`/`--ignore`, pyproject.toml or an inline suppression was renamed.",
+    "Reports each old code used, and the code it now stands for.",
+    "The old code still works for now; a future release may drop it. Run notes moved from `JXR900`-`JXR904` to "
+    "their own prefix `JXN`, and an import failure (formerly `JXR905`) is no longer a rule at all: it always "
+    "fails the run and cannot be ignored.",
+    message="{old} is a deprecated code{meaning}.",
+    fix="{action}",
+)
+FUNCTION_GRAD_NOT_CHECKED = Rule(
+    "JXN007", "function-grad-not-checked", "info",
+    "`jax.grad` of a function found by `jaxdiag check` fails, so its gradient was not checked.",
+    "`jaxdiag check` walks functions nobody may differentiate (one calling an `ffi_call` or a `pure_callback`); "
+    "when `jax.grad` of one fails outside any rule jaxdiag can blame, it says so here. `jaxdiag grad` on the same "
+    "function reports JXG017 (an error): there you asked for its gradient.",
+    "Only a problem if something differentiates the function.",
+    message="jax.grad of {function} fails: {error}.{hint} Its gradient was not checked.",
+    fix="If it is differentiated, give the non-differentiable part a derivative (jax.custom_jvp / jax.custom_vjp "
+        "around the ffi_call or callback), or fix the rule named in the error; then run `jaxdiag grad`.",
+    variant_of="JXG017",
+)
+SECOND_ORDER_NOT_CHECKED = Rule(
+    "JXN008", "second-order-not-checked", "info",
+    "Grad of grad (or jvp of vjp) fails for a custom rule found by `jaxdiag check`, so second derivatives were "
+    "not checked.",
+    "Many rules are never differentiated twice, so under `check` a failing second derivative is a note; "
+    "`jaxdiag grad --order 2` reports it as JXG023 (an error): there you asked for second derivatives.",
+    "Hessians, `jax.hessian` and Newton steps fail if anything differentiates the rule twice.",
+    message="{how} of {function} fails: {error}. First-order gradients work, but Hessians, jax.hessian and "
+            "Newton steps fail.",
+    fix="If second derivatives are needed, write the rule with differentiable jax.numpy operations (no NumPy, no "
+        "Python control flow on values, no pure_callback without its own derivative).",
+    variant_of="JXG023",
+)

@@ -1,0 +1,129 @@
+"""jaxdiag's own bugs never pass and are never blamed on the user.
+
+Each test breaks a piece of jaxdiag on purpose (a numerical comparison, the rule catalog's formatting, a renderer)
+and runs it on correct code (the good samples). Whatever breaks, the CLI exits 3, the API's `Report.ok` is False
+and `raise_if_failed()` raises, the pytest fixture's test fails, and no finding names the user's code as at fault.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from jaxdiag import _numerics
+from jaxdiag import _rules as rules
+from jaxdiag._cli import app
+from jaxdiag._lint import check_paths
+from jaxdiag._render import json as json_renderer
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+# Correct code on which the broken piece runs: a primitive whose batching is compared with a per-example loop,
+# and a custom_vjp whose bwd is compared with finite differences.
+GOOD = ["samples/jxb005_good.py", "samples/jxg014_good.py"]
+
+
+class InjectedFault(RuntimeError):
+    """Raised by the piece of jaxdiag the test breaks."""
+
+
+def _boom(*args, **kwargs):
+    raise InjectedFault("injected fault in jaxdiag")
+
+
+def _break_compare(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_numerics, "compare", _boom)
+    for module in ("_custom_jvp", "_grad", "_custom_vjp", "_gradref"):  # modules that imported the name itself
+        mod = __import__(f"jaxdiag._checks.{module}", fromlist=["x"])
+        if hasattr(mod, "compare"):
+            monkeypatch.setattr(mod, "compare", _boom)
+
+
+def _break_templates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every finding the catalog would build fails: a check whose finding cannot be built must not pass."""
+    monkeypatch.setattr(rules.Rule, "finding", _boom)
+
+
+FAULTS = {"compare": _break_compare, "catalog": _break_templates}
+
+
+def _user_blamed(report) -> list:
+    """Errors or warnings located in the user's sample files: the user's code named as at fault."""
+    return [f for f in report.findings if f.severity in ("error", "warning")]
+
+
+@pytest.fixture()
+def in_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_api_report_fails_and_raises(fault, monkeypatch, in_root):
+    FAULTS[fault](monkeypatch)
+    report = check_paths(GOOD)
+    assert report.internal_errors, f"{fault}: the injected fault was not recorded as an internal error"
+    assert not report.ok and report.exit_code == 3
+    assert not _user_blamed(report), f"{fault}: a user rule was blamed: {_user_blamed(report)}"
+    with pytest.raises(AssertionError, match="internal error"):
+        report.raise_if_failed()
+    assert "internal error" in str(report) and "InjectedFault" in str(report)
+    assert "ok" not in repr(report).split(":")[0]
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_cli_exits_3(fault, monkeypatch, in_root):
+    FAULTS[fault](monkeypatch)
+    result = runner.invoke(app, ["check", *GOOD, "--format", "json"])
+    assert result.exit_code == 3, result.output
+    result = runner.invoke(app, ["check", *GOOD, "--exit-zero", "--ignore", "JX"])
+    assert result.exit_code == 3, result.output  # neither --exit-zero nor any filter hides jaxdiag's own bug
+
+
+def test_single_target_command_exits_3(monkeypatch, in_root):
+    _break_compare(monkeypatch)
+    result = runner.invoke(app, ["batching", "samples/jxb005_good.py:cumsum_p", "--arg", "f32[4,3]",
+                                 "--param", "axis=0"])
+    assert result.exit_code == 3, result.output
+    assert "JXB" not in result.output  # no batching rule blamed
+
+
+def test_a_renderer_that_raises_exits_3(monkeypatch, in_root):
+    monkeypatch.setattr(json_renderer, "render", _boom)
+    from jaxdiag import _render
+
+    monkeypatch.setitem(_render.FORMATS, "json", _boom)
+    result = runner.invoke(app, ["check", "samples/jxr001_good.py", "--format", "json"])
+    assert result.exit_code == 3
+    assert "internal error" in result.output and "InjectedFault" in result.output
+
+
+def test_the_text_view_raising_fails_raise_if_failed(monkeypatch, in_root):
+    """`raise_if_failed` on a clean report does not render; on a failed one a broken renderer still raises."""
+    from jaxdiag import _report
+
+    monkeypatch.setattr(_report, "_text_view", _boom)
+    _break_compare(monkeypatch)
+    report = check_paths(GOOD[:1])
+    assert not report.ok
+    with pytest.raises(InjectedFault):
+        report.raise_if_failed()
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_the_pytest_fixture_fails(fault, pytester, monkeypatch):
+    FAULTS[fault](monkeypatch)
+    monkeypatch.chdir(ROOT)
+    pytester.makepyfile(test_user=textwrap.dedent(f'''
+        def test_good_samples(jaxdiag):
+            jaxdiag.assert_clean(jaxdiag.check_module({GOOD[0]!r}))
+    '''))
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--rootdir={os.getcwd()}", str(
+        pytester.path / "test_user.py"))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*AssertionError: jaxdiag found problems:*", "*internal error*"])
