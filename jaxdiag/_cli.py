@@ -248,16 +248,6 @@ def _validate_common(fmt: str, output: Optional[str], app_dir: str, verbose: boo
     _validate.check_selectors(ignore, "--ignore")
 
 
-def _validate_config(config: Any) -> None:
-    from . import _validate
-
-    where = f"{config.source}: [tool.jaxdiag]"
-    _validate.check_selectors(config.select, f"{where} select")
-    _validate.check_selectors(config.ignore, f"{where} ignore")
-    for target, codes in config.per_target_ignores.items():
-        _validate.check_selectors(codes, f"{where} per-target-ignores {target!r}")
-
-
 def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool, verbosity: int) -> None:
     """Render, write, and exit with the contract's code."""
     from ._render import render
@@ -295,8 +285,7 @@ def _diagnose(command: str, target: str, args: Optional[List[str]], params: Opti
         from . import _config, _validate
         from ._inputs import parse_axes, parse_param, parse_spec
 
-        config = _config.load(app_dir)
-        _validate_config(config)
+        config = _config.load(app_dir)  # validates the codes it names
         specs = [parse_spec(a) for a in args or []]
         bind_params = dict(_parse_param(parse_param, p) for p in params or [])
         if "in_axes" in options:
@@ -400,8 +389,7 @@ def check(
         _validate_common(fmt, output, app_dir, verbose, quiet, selected, ignored)
         from . import _config, _validate
 
-        config = _config.load(app_dir)
-        _validate_config(config)
+        config = _config.load(app_dir)  # validates the codes it names
         items = list(paths or [])
         if not items and config.source:
             base = os.path.dirname(config.source)

@@ -169,17 +169,17 @@ def test_bad_values_are_rejected_before_anything_runs(user_files, monkeypatch, a
 
 
 @pytest.mark.parametrize("table,expected", [
-    ('select = ["JXB", "XYZ"]', "[tool.jaxdiag] select: unknown rule code or prefix 'XYZ'"),
-    ('ignore = ["JXG0141"]', "[tool.jaxdiag] ignore: unknown rule code or prefix 'JXG0141'"),
-    ('[tool.jaxdiag.per-target-ignores]\n"good_mod:smooth" = ["JXB1"]', "per-target-ignores 'good_mod:smooth': "
-                                                                      "unknown rule code or prefix 'JXB1'"),
+    ('select = ["JXB", "XYZ"]', ["[tool.jaxdiag] select", "unknown rule code", "'XYZ'"]),
+    ('ignore = ["JXG0141"]', ["[tool.jaxdiag] ignore", "unknown rule code", "'JXG0141'"]),
+    ('[tool.jaxdiag.per-target-ignores]\n"good_mod:smooth" = ["JXB1"]', ["good_mod:smooth", "unknown rule code",
+                                                                       "'JXB1'"]),
 ])
 def test_unknown_codes_in_pyproject_are_bad_input(user_files, table, expected):
     (user_files / "pyproject.toml").write_text(f"[tool.jaxdiag]\n{table}\n")
     for argv in (["grad", "good_mod:smooth", "--arg", "f32[3]"], ["check", "good_mod.py"]):
         result = invoke(*argv)
         assert result.exit_code == 2, result.output
-        assert result.stderr.count("\n") == 1 and expected in result.stderr
+        assert result.stderr.count("\n") == 1 and all(part in result.stderr for part in expected), result.stderr
 
 
 def test_every_catalog_code_and_category_prefix_is_a_valid_selector(user_files):
