@@ -9,8 +9,16 @@ from __future__ import annotations
 import re
 
 import pytest
-from expected_codes import (EXPECTED, EXPECTED_BY_JAX, WHY_BY_JAX, differences, expected_for, location_differences,
-                            observed, sample_files)
+from expected_codes import (
+    EXPECTED,
+    EXPECTED_BY_JAX,
+    WHY_BY_JAX,
+    differences,
+    expected_for,
+    location_differences,
+    observed,
+    sample_files,
+)
 
 import jaxdiag
 
