@@ -646,3 +646,15 @@ def test_report_does_not_depend_on_the_checkout_folder(tmp_path):
     there = jaxdiag.check_grad(f"{copy}:test_func", "f32[3]", "f32[3]")
     assert [(f.code, f.message) for f in here.findings] == [(f.code, f.message) for f in there.findings]
     assert here.codes() == {"JXG011"}
+
+
+def test_the_repository_cites_only_itself():
+    """Docs and comments name documents a contributor who clones the repository has, nothing outside it."""
+    outside = re.compile("|".join(["shared " + "folder", "bug " + "catalog", "DESIGN" + r"\.md", "STYLE" + r"\.md",
+                                   "the issue" + "'s done", r"\bissue " + r"#?\d+"]), re.I)
+    files = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "pyproject.toml", ROOT / ".ci" / "run"]
+    for folder in ("jaxdiag", "tests", "samples", "docs", "scripts", "bench"):
+        files += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md", ".toml", ".cc")]
+    hits = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in files
+            for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if outside.search(line)]
+    assert not hits, "\n".join(hits)
