@@ -66,6 +66,7 @@ def test_good_sample_is_clean(code):
     assert [c.status for t in report.targets for c in t.checks if c.name == "custom-vmap"] == ["passed"]
 
 
+@pytest.mark.slow
 def test_messages_say_what_was_observed():
     report, _ = run_sample("jxv003_bad.py", "outer")
     message = only(report, "JXV003").message

@@ -179,6 +179,7 @@ def test_function_without_foreign_calls_skips():
     assert "no ffi_call or pure_callback" in checks["ffi-vmap-method"].detail
 
 
+@pytest.mark.slow
 def test_samples_build_nothing_on_import(tmp_path):
     """Importing an FFI sample compiles nothing and writes nothing: the kernels are built by the tests only."""
     import subprocess

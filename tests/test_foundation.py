@@ -545,6 +545,7 @@ def _without_timings(data: dict) -> dict:
     ["grad", "samples/seed_vjp_published.py:test_func", "--arg", "f32[3]", "--arg", "f32[3]"],
     ["grad", "samples/seed_jvp.py:test_func"],
 ])
+@pytest.mark.slow
 def test_json_matches_schema_and_is_deterministic(argv, monkeypatch):
     monkeypatch.chdir(ROOT)
     first = invoke(*argv, "--format", "json")
@@ -612,6 +613,7 @@ def test_notes_are_one_line_unless_verbose_and_hidden_when_quiet():
     assert quiet.splitlines()[-1].startswith("2 targets checked: 1 error")
 
 
+@pytest.mark.slow
 def test_quiet_and_verbose_on_the_command_line(monkeypatch):
     monkeypatch.chdir(ROOT)
     argv = ["grad", "samples/seed_vjp_published.py:test_func"]

@@ -102,6 +102,7 @@ def jax_still_works() -> None:
     assert jnp.ones(3).dtype == jnp.float32  # x64 still off
 
 
+@pytest.mark.slow
 def test_checks_leave_jax_state_as_they_found_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "raising.py").write_text(RAISING)
