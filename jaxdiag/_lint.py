@@ -67,7 +67,8 @@ def check_paths(
                          "`paths = [\"mypkg\"]` under [tool.jaxdiag] in pyproject.toml")
     lint = _Lint(config, app_dir, seed if seed is not None else config.seed,
                  list(select) or config.select, list(ignore) + config.ignore, keep_going, include_tests)
-    return lint.run(items, from_config=from_config)
+    with _engine.RUN_LOCK, _compat.restored_sys_path():  # user folders stay importable for the run only
+        return lint.run(items, from_config=from_config)
 
 
 def _config_paths(config: _config.Config) -> list[ModuleType | str]:

@@ -57,7 +57,7 @@ def jvp_linearity(ctx: Context) -> Iterator[Finding]:
     t1, t2 = T(st, ("j", 0), joint(st, 0)), T(st, ("j", 1), joint(st, 1))
     t12 = T(st, ("j", "0+1"), both)
     tcx = T(st, ("j", "cx0"), joint(st, 0, SCALE))
-    if any(t is None for t in (t1, t2, t12, tcx)):
+    if t1 is None or t2 is None or t12 is None or tcx is None:
         raise SkipCheck("the JVP rule raised for some tangents (reported by jvp-rule-output)")
     tol = max(grad_tol(p.dtype) for p in st.out_leaves if is_inexact(p.dtype)) if any(
         is_inexact(p.dtype) for p in st.out_leaves) else 1e-3

@@ -4,7 +4,6 @@ conversion, inner products (`dot`, `absdot`), closeness tests and a warning-free
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 from ... import _compat
 from ..._inputs import SHORT_NAMES
 from ..._numerics import GRAD_TOL, compare, tolerance
+from .._harness import call_user
 
 # Directions per differentiable argument ("several random directions"); each costs two evaluations of the primal.
 N_DIRECTIONS = 2
@@ -160,12 +160,8 @@ def all_finite(leaves: Iterable[Any]) -> bool:
 def quiet_call(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | None]:
     """(result, None) or (None, the exception): user rules are called through this so a rule that raises becomes
     a finding and never a jaxdiag crash. Warnings from the user's code are not jaxdiag's output."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return fn(*args, **kwargs), None
-    except Exception as exc:  # the user's rule failed: reported as a finding by the caller
-        return None, exc
+    ran = call_user(fn, *args, quiet=True, **kwargs)
+    return ran.value, ran.error
 
 
 def leaf_difference(got: Any, want: Any) -> str | None:
