@@ -308,7 +308,7 @@ def _parse_param(parse: Any, text: str) -> tuple[str, Any]:
         return parse(text)
     except UsageError:
         raise
-    except Exception as exc:  # e.g. numpy's dtype parser raising SyntaxError on `(0,`
+    except (SyntaxError, TypeError, ValueError) as exc:  # numpy's dtype parser raises SyntaxError on `(0,`
         name = text.partition("=")[0].strip()
         raise UsageError(f"bad --param {name} value {text.partition('=')[2]!r}: {type(exc).__name__}: {exc}; "
                          "expected a Python literal (1, 2.5, (0, 1), 'name', True) or a dtype name") from None
