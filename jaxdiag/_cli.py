@@ -382,6 +382,12 @@ def check(
     app_dir: str = AppDirOpt,
     keep_going: bool = typer.Option(False, "--keep-going", help="Report modules that fail to import; check the rest."),
     include_tests: bool = typer.Option(False, "--include-tests", help="Also walk test modules in packages."),
+    jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Worker processes (default: the number of cores; "
+                                       "1 with --timeout 0: all in this process).", metavar="N"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per target before it is stopped and "
+                                            "reported (default: pyproject's timeout, else 300; 0: no limit).",
+                                            metavar="S"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Check every target again, ignoring .jaxdiag_cache/."),
 ) -> None:
     """CI lint: discover every primitive and custom_* function in modules or paths, run every check."""
     with _guard():
@@ -396,10 +402,19 @@ def check(
             items = [os.path.join(base, p) if os.path.exists(os.path.join(base, p)) else p for p in config.paths]
         _validate.check_inline_suppressions(_validate.source_files(items, app_dir))
 
-        from . import _lint
+        if jobs is not None and jobs < 1:
+            raise UsageError(f"--jobs must be at least 1, got {jobs}")
+        if timeout is not None and timeout < 0:
+            raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), got {timeout:g}")
+        from . import _lint, _parallel
 
+        if timeout is None:
+            timeout = config.timeout
         report = _lint.check_paths(paths or [], app_dir=app_dir, seed=seed, select=selected, ignore=ignored,
-                                   keep_going=keep_going, include_tests=include_tests)
+                                   keep_going=keep_going, include_tests=include_tests,
+                                   jobs=jobs or _parallel.default_jobs(),
+                                   timeout=_parallel.DEFAULT_TIMEOUT if timeout is None else timeout,
+                                   cache=not no_cache)
         _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet))
 
 

@@ -10,7 +10,7 @@ import inspect
 import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -433,6 +433,10 @@ def _spec_of_aval(aval: Any) -> ArgSpec | None:
 # Running checks and filtering findings
 # ---------------------------------------------------------------------------------------------------------------
 
+# Called with (subject label, check name) as each check starts. A `jaxdiag check` worker process sets it to tell
+# the parent what is running, so a target stopped at the time limit is reported naming its check.
+on_check_start: Callable[[str, str], None] | None = None
+
 
 def run_subject(subject: Subject, options: Options, cache: SubjectCache | None = None) -> TargetReport:
     cache = SubjectCache() if cache is None else cache
@@ -442,6 +446,8 @@ def run_subject(subject: Subject, options: Options, cache: SubjectCache | None =
         if not chk.applies(subject, options):
             continue
         ctx = Context(subject, options, chk.name, cache)
+        if on_check_start is not None:
+            on_check_start(subject.label, chk.name)
         start = time.perf_counter()
         findings: list[Finding] = []
         status, detail = "passed", ""

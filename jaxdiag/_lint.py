@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import __version__, _compat, _config, _engine, _locate
+from . import __version__, _compat, _config, _engine, _locate, _parallel
 from . import _rules as rules
 from ._checks._base import Options
 from ._discovery import Discovery, Found, _posix, _unjit
@@ -57,8 +57,15 @@ def check_paths(
     ignore: Sequence[str] = (),
     keep_going: bool = False,
     include_tests: bool = False,
+    jobs: int = 1,
+    timeout: float | None = None,
+    cache: bool = False,
 ) -> Report:
-    """`jaxdiag check [PATHS]`: with no paths, `[tool.jaxdiag] paths`; with neither, a UsageError (exit 2)."""
+    """`jaxdiag check [PATHS]`: with no paths, `[tool.jaxdiag] paths`; with neither, a UsageError (exit 2).
+
+    `jobs` worker processes (1: this process), `timeout` seconds per target (None: no limit; a limit runs the
+    targets in worker processes), `cache`: reuse results from `.jaxdiag_cache/` (see `_parallel`, `_cache`).
+    """
     config = _config.load(app_dir)
     from_config = not paths
     items: list[ModuleType | str] = list(paths) if paths else _config_paths(config)
@@ -67,6 +74,7 @@ def check_paths(
                          "`paths = [\"mypkg\"]` under [tool.jaxdiag] in pyproject.toml")
     lint = _Lint(config, app_dir, seed if seed is not None else config.seed,
                  list(select) or config.select, list(ignore) + config.ignore, keep_going, include_tests)
+    lint.settings = _parallel.RunSettings(jobs=jobs, timeout=timeout, cache=cache)
     with _engine.RUN_LOCK, _compat.restored_sys_path():  # user folders stay importable for the run only
         return lint.run(items, from_config=from_config)
 
@@ -91,6 +99,7 @@ class _Lint:
         # validates every code before anything is imported or checked (unknown codes are exit 2)
         self.filter = Filter(select, ignore, config.per_target_ignores)
         self.unchecked_lines: set[tuple[str, int]] = set()
+        self.settings = _parallel.RunSettings()
 
     def run(self, items: Sequence[ModuleType | str], from_config: bool) -> Report:
         """Walk, check every target (unfiltered), then filter once; unused suppressions are judged last."""
@@ -100,8 +109,7 @@ class _Lint:
             if where and where.endswith(".py"):
                 validate_inline(where)
         reports: list[TargetReport] = list(self.discovery.failed)
-        for found in self.discovery.discover():
-            reports.extend(self._check(found))
+        reports.extend(_parallel.check_targets(self, self.discovery.discover(), items, self.settings))
         report = self.filter.apply(Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION))
         for target in report.targets:  # SARIF and GitHub annotations need a file and line for every finding
             for finding in target.findings:

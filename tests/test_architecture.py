@@ -460,6 +460,7 @@ BROAD_CATCH_ALLOWED = {
     ("jaxdiag/_lint.py", "_check"),  # one target's internal error under `jaxdiag check`; the others still run
     ("jaxdiag/_cli.py", "_guard"),  # the CLI's last resort for every command: exit 3
     ("jaxdiag/_cli.py", "_emit"),  # a renderer's bug: exit 3
+    ("jaxdiag/_parallel.py", "_worker_main"),  # a worker forwards whatever stops it to the parent, which reports it
 }
 BROAD = {"Exception", "BaseException"}
 

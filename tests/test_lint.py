@@ -35,7 +35,8 @@ def probe_only(monkeypatch) -> None:
 
 
 def invoke(*args: str):
-    return runner.invoke(app, ["check", *args])
+    # In this process (the probe check is monkeypatched in) and uncached: -j/--timeout/cache are test_parallel's.
+    return runner.invoke(app, ["check", "-j", "1", "--timeout", "0", "--no-cache", *args])
 
 
 def codes_by_target(report) -> dict[str, list[str]]:

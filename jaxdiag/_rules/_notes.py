@@ -84,3 +84,16 @@ SECOND_ORDER_NOT_CHECKED = Rule(
         "Python control flow on values, no pure_callback without its own derivative).",
     variant_of="JXG023",
 )
+TARGET_TIMED_OUT = Rule(
+    "JXN009", "target-timed-out", "info",
+    "A target ran past the per-target time limit of `jaxdiag check`; it was stopped and not fully checked.",
+    "Runs each target in a worker process and stops it after `--timeout` seconds (config key `timeout`), naming "
+    "the check that was running; the other targets are still checked.",
+    "A rule that never returns (an endless loop, a wait on something that never comes) hangs every program that "
+    "transforms it, and would hang the CI job.",
+    message="{target} was stopped after {seconds:.1f} s, past the per-target limit of {limit:g} s, while running "
+            "{where}; its other checks did not run.",
+    fix="Find what does not return in the rule that `{check}` calls (an endless loop, a wait on something that "
+        "never comes), or raise the limit with --timeout SECONDS or `timeout = ...` under [tool.jaxdiag] in "
+        "pyproject.toml if the target is just slow.",
+)

@@ -18,7 +18,7 @@ from ... import _rules as rules
 from .._base import Context, SkipCheck
 from ._fd import FiniteDifferences
 from ._source import argument_names, error_text, output_names
-from ._values import all_finite, aval_text, is_inexact, quiet_call, to_f64
+from ._values import all_finite, aval_text, device_zeros, is_inexact, quiet_call, to_f64
 
 # ---------------------------------------------------------------------------------------------------------------
 # The subject's arguments and outputs
@@ -182,7 +182,7 @@ class GradState:
 
     def zero_tangent(self, arg: Arg) -> Any:
         if arg.diff:
-            return jnp.zeros(arg.shape, arg.dtype)
+            return device_zeros(arg.shape, arg.dtype)
         return _compat.float0_zeros(arg.shape)
 
     # ---- finite differences -----------------------------------------------------------------------------------

@@ -105,6 +105,25 @@ def primal_tol(dtype: Any) -> float:
     return tolerance(dtype, PRIMAL_TOL)
 
 
+def device_zeros(shape: tuple[int, ...], dtype: Any) -> Any:
+    """`jnp.zeros(shape, dtype)` without compiling anything: jnp.zeros is an XLA computation compiled once per
+    shape and dtype, a host array is only copied to the device."""
+    return jnp.asarray(np.zeros(shape, dtype))
+
+
+def host_linear(dtype: Any, *terms: tuple[float, Any]) -> Any:
+    """`sum(c * x)` of arrays of one dtype, on the host, as a device array of that dtype: one eager JAX op per
+    probe would compile one XLA computation each. The result is the same: every term and partial sum is
+    rounded to `dtype` as JAX's eager ops round them (float32 arithmetic is exact for bfloat16/float16 products
+    by the small scales used here)."""
+    wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+    total = None
+    for scale, x in terms:
+        term = (np.asarray(x).astype(wide) * scale).astype(dtype)
+        total = term if total is None else (total.astype(wide) + term.astype(wide)).astype(dtype)
+    return jnp.asarray(total)
+
+
 def to_f64(x: Any) -> np.ndarray:
     """float64 (complex128) copy; float0 becomes zeros."""
     if is_float0(x):
