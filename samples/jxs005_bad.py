@@ -1,17 +1,18 @@
-"""JXS005 bad: an `ffi_call` to a C++ kernel under `jit` with a sharded input. XLA cannot partition the opaque
-custom call, so it all-gathers the whole operand onto every device and runs the kernel there: right numbers, a
-full copy per device per call."""
+"""JXS005 bad: a host kernel (`pure_callback`; an `ffi_call` to a C++ kernel behaves the same) under `jit` with a
+sharded input. XLA cannot partition the opaque custom call, so it all-gathers the whole operand onto every device
+and runs the kernel there: right numbers, a full copy per device per call."""
 
 import jax
-
-try:
-    from . import ffi_kernels  # noqa: F401  compiles ffi_kernels.cc once and registers its targets
-except ImportError:  # loaded as a file: samples/ is on sys.path
-    import ffi_kernels  # noqa: F401
+import numpy as np
 
 JAXDIAG = {"cumsum_rows": {"args": ["f32[8,16]"]}}
 
 
+def _cumsum_rows_host(x):
+    """The host kernel: a cumulative sum along each row (an opaque custom call to XLA)."""
+    return np.cumsum(x, axis=-1).astype(x.dtype)
+
+
 def cumsum_rows(x):
-    return jax.ffi.ffi_call(  # jaxdiag-expect: JXS005
-        "CumsumRows", jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="expand_dims")(x)
+    return jax.pure_callback(  # jaxdiag-expect: JXS005
+        _cumsum_rows_host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method="expand_dims")
