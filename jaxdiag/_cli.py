@@ -42,6 +42,15 @@ ExitZeroOpt = typer.Option(False, "--exit-zero", help="Exit 0 even when errors o
 AppDirOpt = typer.Option(".", "--app-dir", help="Directory put on sys.path before importing the target.",
                          metavar="DIR")
 IncludeJaxOpt = typer.Option(False, "--include-jax", help="Also check JAX's own primitives found in a function.")
+DiffOpt = typer.Option(False, "--diff", help="Print the verified fixes as a unified diff (git apply / patch -p1).",
+                       rich_help_panel="Evidence and fixes")
+FixOpt = typer.Option(False, "--fix", help="Apply the verified fixes to the files.", rich_help_panel="Evidence and fixes")
+ShowJaxprOpt = typer.Option(False, "--show-jaxpr", help="Show the jaxpr of the transformation that exposed each defect.",
+                            rich_help_panel="Evidence and fixes")
+ReproOpt = typer.Option(None, "--repro", help="Write one plain-JAX script per finding to DIR.", metavar="DIR",
+                        rich_help_panel="Evidence and fixes")
+PlatformsOpt = typer.Option(None, "--platforms", help="Platforms that need a lowering: cpu,cuda,rocm,tpu (default cpu).",
+                            metavar="LIST", rich_help_panel="Evidence and fixes")
 
 
 def _version_callback(value: bool) -> None:
@@ -74,11 +83,30 @@ def _check_format(fmt: str) -> None:
         raise _fail(f"unknown --format {fmt!r}; choose one of {', '.join(FORMAT_NAMES)}")
 
 
-def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool) -> None:
+def _views(diff: bool, fix: bool, show_jaxpr: bool, repro: Optional[str], platforms: Optional[str],
+           config_platforms: Any = None) -> dict[str, Any]:
+    """The evidence-and-fix options as `Options` fields; a bad --platforms is a usage error (exit 2)."""
+    from ._config import parse_platforms
+
+    chosen = parse_platforms(platforms, "--platforms") if platforms is not None else config_platforms
+    views: dict[str, Any] = {"fixes": diff or fix, "show_jaxpr": show_jaxpr}
+    if chosen:
+        views["platforms"] = tuple(chosen)
+    return views
+
+
+def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool, diff: bool = False, fix: bool = False,
+          repro: Optional[str] = None) -> None:
     """Render, write, and exit with the contract's code."""
     from ._render import render
     from ._render.text import draw, make_console
 
+    if diff or fix or repro:
+        from . import _views
+
+        if _views.deliver(report, fmt, output, diff=diff, fix=fix, repro=repro):
+            code = report.exit_code
+            raise typer.Exit(EXIT_CLEAN if code == EXIT_FINDINGS and exit_zero else code)
     try:
         if fmt == "text" and output is None:
             draw(report, make_console())
@@ -104,7 +132,8 @@ def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool) -> None
 
 def _diagnose(command: str, target: str, args: Optional[List[str]], params: Optional[List[str]], fmt: str,
               output: Optional[str], select: Optional[List[str]], ignore: Optional[List[str]], seed: Optional[int],
-              exit_zero: bool, app_dir: str, **options: Any) -> None:
+              exit_zero: bool, app_dir: str, diff: bool = False, fix: bool = False, show_jaxpr: bool = False,
+              repro: Optional[str] = None, platforms: Optional[str] = None, **options: Any) -> None:
     _check_format(fmt)
     from ._errors import UsageError
 
@@ -119,6 +148,7 @@ def _diagnose(command: str, target: str, args: Optional[List[str]], params: Opti
         if "in_axes" in options:
             options["in_axes"] = parse_axes(options["in_axes"], "--in-axes")
             options["out_axes"] = parse_axes(options["out_axes"], "--out-axes")
+        options.update(_views(diff, fix, show_jaxpr, repro, platforms, config.platforms))
         opts = Options(command=command, seed=seed if seed is not None else config.seed, **options)
         report = _engine.run(target, specs, bind_params, opts,
                              select=_split_codes(select) or config.select,
@@ -133,7 +163,7 @@ def _diagnose(command: str, target: str, args: Optional[List[str]], params: Opti
             raise
         raise _fail(f"internal error: {type(exc).__name__}: {exc} (set JAXDIAG_DEBUG=1 for the traceback)",
                     EXIT_INTERNAL) from None
-    _emit(report, fmt, output, exit_zero)
+    _emit(report, fmt, output, exit_zero, diff, fix, repro)
 
 
 @app.command(rich_help_panel="Diagnose")
@@ -152,10 +182,15 @@ def batching(
     exit_zero: bool = ExitZeroOpt,
     app_dir: str = AppDirOpt,
     include_jax: bool = IncludeJaxOpt,
+    diff: bool = DiffOpt,
+    fix: bool = FixOpt,
+    show_jaxpr: bool = ShowJaxprOpt,
+    repro: Optional[str] = ReproOpt,
+    platforms: Optional[str] = PlatformsOpt,
 ) -> None:
     """Check batching: registration, the batching rule's returns, and vmap against a per-example loop."""
-    _diagnose("batching", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir,
-              in_axes=in_axes, out_axes=out_axes, include_jax=include_jax)
+    _diagnose("batching", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, diff, fix,
+              show_jaxpr, repro, platforms, in_axes=in_axes, out_axes=out_axes, include_jax=include_jax)
 
 
 @app.command(rich_help_panel="Diagnose")
@@ -172,10 +207,15 @@ def grad(
     exit_zero: bool = ExitZeroOpt,
     app_dir: str = AppDirOpt,
     include_jax: bool = IncludeJaxOpt,
+    diff: bool = DiffOpt,
+    fix: bool = FixOpt,
+    show_jaxpr: bool = ShowJaxprOpt,
+    repro: Optional[str] = ReproOpt,
+    platforms: Optional[str] = PlatformsOpt,
 ) -> None:
     """Check differentiation: custom_vjp/custom_jvp rules, JVP and transpose rules, against references."""
-    _diagnose("grad", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir,
-              order=order, include_jax=include_jax)
+    _diagnose("grad", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, diff, fix,
+              show_jaxpr, repro, platforms, order=order, include_jax=include_jax)
 
 
 @app.command(rich_help_panel="Diagnose")
@@ -243,6 +283,11 @@ def check(
                                             "reported (default: pyproject's timeout, else 300; 0: no limit).",
                                             metavar="S"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Check every target again, ignoring .jaxdiag_cache/."),
+    diff: bool = DiffOpt,
+    fix: bool = FixOpt,
+    show_jaxpr: bool = ShowJaxprOpt,
+    repro: Optional[str] = ReproOpt,
+    platforms: Optional[str] = PlatformsOpt,
 ) -> None:
     """CI lint: discover every primitive and custom_* function, run every check."""
     _check_format(fmt)
@@ -255,13 +300,15 @@ def check(
     try:
         from . import _config, _lint, _parallel
 
+        views = _views(diff, fix, show_jaxpr, repro, platforms, _config.load(app_dir).platforms)
+
         if timeout is None:
             timeout = _config.load(app_dir).timeout
         report = _lint.check_paths(paths or [], app_dir=app_dir, seed=seed, select=_split_codes(select),
                                    ignore=_split_codes(ignore), keep_going=keep_going, include_tests=include_tests,
                                    jobs=jobs or _parallel.default_jobs(),
                                    timeout=_parallel.DEFAULT_TIMEOUT if timeout is None else timeout,
-                                   cache=not no_cache)
+                                   cache=not no_cache, **views)
     except UsageError as exc:
         raise _fail(str(exc)) from None
     except Exception as exc:
@@ -269,7 +316,7 @@ def check(
             raise
         raise _fail(f"internal error: {type(exc).__name__}: {exc} (set JAXDIAG_DEBUG=1 for the traceback)",
                     EXIT_INTERNAL) from None
-    _emit(report, fmt, output, exit_zero)
+    _emit(report, fmt, output, exit_zero, diff, fix, repro)
 
 
 @app.command(rich_help_panel="Reference")
