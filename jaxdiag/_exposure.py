@@ -163,18 +163,19 @@ def exposing_jaxpr(fn: Callable, exposure: Exposure, shapes: list[Any], name: st
     tracing the transformation itself fails (often the defect), say so and show the plain jaxpr."""
     import jax
 
+    from ._checks._harness import call_user
+
     head = f"jax.make_jaxpr({exposure.describe(name)})"
-    try:
-        traced, args = transformed(fn, exposure, shapes)
-        closed = jax.make_jaxpr(traced)(*args)
-    except Exception as exc:  # the transformation is what fails: show where, then the untransformed jaxpr
+    traced, args = transformed(fn, exposure, shapes)
+    result = call_user(lambda: jax.make_jaxpr(traced)(*args), quiet=True)
+    if result.error is not None:  # the transformation is what fails: show where, then the untransformed jaxpr
+        exc = result.error
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         head = f"{head} raised {type(exc).__name__}: {first}\njax.make_jaxpr({name}) instead"
-        try:
-            closed = jax.make_jaxpr(fn)(*shapes)
-        except Exception as inner:
-            return f"{head}: also raised {type(inner).__name__}"
-    return head + ":\n" + mark_and_truncate(_compat.pretty_jaxpr(closed), marker_name)
+        result = call_user(lambda: jax.make_jaxpr(fn)(*shapes), quiet=True)
+        if result.error is not None:
+            return f"{head}: also raised {type(result.error).__name__}"
+    return head + ":\n" + mark_and_truncate(_compat.pretty_jaxpr(result.value), marker_name)
 
 
 _SOURCE = re.compile(r"\s*#\s+(?P<path>[^#]+?):(?P<line>\d+)(?::\d+)?\s+\((?P<fn>[^)]*)\)\s*$")

@@ -23,6 +23,7 @@ from .._inputs import choose_batch_size
 from .._numerics import FD_EPS, compare
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
+from ._harness import call_user
 from ._shared import first_line, user_frame_location
 from ._custom_jvp import eager_vjp, pullback_at_first_cotangent, rule_location
 from ._gradref import (GradState, absdot, all_finite, close, close_scalar, dot, error_text, fmt_values, grad_tol,
@@ -55,10 +56,10 @@ def _foreign_calls(ctx: Context) -> list[str]:
     """The foreign-call primitives (`ffi_call`, `pure_callback`) in the function's jaxpr: the fix names them only
     when the user's code has them."""
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in ctx.specs]
-    try:
-        closed = jax.make_jaxpr(ctx.subject.call)(*shapes)
-    except Exception:  # not traceable: nothing to name
+    traced = call_user(jax.make_jaxpr(ctx.subject.call), *shapes, quiet=True)
+    if traced.error is not None:  # not traceable: nothing to name
         return []
+    closed = traced.value
     return sorted({eqn.primitive.name for eqn in _compat.iter_eqns(closed) if _compat.is_foreign_call(eqn)})
 
 

@@ -17,6 +17,7 @@ from .. import _compat, _locate
 from .. import _rules as rules
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
+from ._harness import call_user
 from ._shared import first_line, prim_var, primitive_module
 
 _NOT_FOUND = re.compile(r"not found for platform|no lowering registered for platform", re.IGNORECASE)
@@ -45,11 +46,10 @@ def platform_lowering_check(ctx: Context) -> Iterator[Finding]:
         raise SkipCheck("no cpu lowering to compare with (the missing-lowering check reports it)")
     example = ctx.example()
     missing: dict[str, str] = {}
-    for platform in others:
-        try:
-            _compat.lower_for_platform(ctx.call, tuple(example), platform)
-        except Exception as exc:  # the user's lowering (or its absence) for that platform
-            missing[platform] = first_line(exc)
+    for platform in others:  # the user's lowering (or its absence) for that platform
+        lowered = call_user(_compat.lower_for_platform, ctx.call, tuple(example), platform, quiet=True)
+        if lowered.error is not None:
+            missing[platform] = first_line(lowered.error)
     if missing:
         yield _finding(ctx, missing)
 

@@ -14,13 +14,12 @@ def pretty_jaxpr(closed: Any) -> str:
     """The jaxpr text with each equation's source location (`# file:line:col (function)`) when JAX can print it."""
     printer = getattr(closed, "pretty_print", None)
     if printer is not None:
+        params = inspect.signature(printer).parameters
+        wanted = (("source_info", True), ("name_stack", False), ("width", 50))  # narrow: one equation a line
+        kwargs = {k: v for k, v in wanted if k in params or any(p.kind is p.VAR_KEYWORD for p in params.values())}
         try:
-            params = inspect.signature(printer).parameters
-            wanted = (("source_info", True), ("name_stack", False), ("width", 50))  # narrow: one equation a line
-            kwargs = {k: v for k, v in wanted if k in params or any(
-                p.kind is p.VAR_KEYWORD for p in params.values())}
             return str(printer(**kwargs))
-        except Exception:  # an older printer that rejects the options: plain text below
+        except TypeError:  # an older printer that rejects an option: plain text below
             return str(closed)
     return str(closed)
 

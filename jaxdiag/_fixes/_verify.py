@@ -64,11 +64,13 @@ def verify(fix: Fix, finding: Finding, label: str, baseline: Report, rerun: Reru
     sources: dict[str, str] = {}
     for path in fix.paths:
         sources[path] = apply_edits(read_source(path), [e for e in fix.edits if e.path == path])
-    try:
-        after = rerun(sources)
-    except Exception as exc:  # the edited module does not even import: not a fix
-        fix.notes.append(f"the edited module failed: {type(exc).__name__}: {exc}")
+    from .._checks._harness import call_user
+
+    result = call_user(rerun, sources, quiet=True)
+    if result.error is not None:  # the edited module does not even import: not a fix
+        fix.notes.append(f"the edited module failed: {type(result.error).__name__}: {result.error}")
         return False
+    after = result.value
     if after is None or after.internal_errors:
         return False
     now = problems(after)

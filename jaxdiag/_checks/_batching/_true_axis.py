@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import _numerics
+from ... import _compat, _numerics
 from ._reference import Reference
 from ._spy import RuleCall
 
@@ -39,10 +39,9 @@ def measured_dims(call: RuleCall, reference: Reference) -> list[Any] | None:
     expected = reference.expected(call.variant)
     if isinstance(expected, BaseException) or len(expected) != len(outs):
         return None
-    try:
-        arrays = [np.asarray(o) for o in outs]
-    except Exception:  # tracers: not measurable
+    if any(_compat.is_tracer(o) for o in outs):  # traced values: not measurable
         return None
+    arrays = [np.asarray(o) for o in outs]
     return [_measure(out, exp, call.size) for out, exp in zip(arrays, expected)]
 
 
