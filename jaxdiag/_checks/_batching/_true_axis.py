@@ -71,7 +71,8 @@ def rule_constructs(fn: Any) -> dict[str, str]:
     source text of each kind found in the rule's own body."""
     import ast
 
-    from ._source import _function_node, _own_nodes
+    from .._harness.source import own_nodes as _own_nodes
+    from ._source import _function_node
 
     found = _function_node(fn) if fn is not None else None
     if found is None:
