@@ -301,14 +301,17 @@ def check(
         from . import _config, _lint, _parallel
 
         views = _views(diff, fix, show_jaxpr, repro, platforms, _config.load(app_dir).platforms)
+        in_process = bool(diff or fix or show_jaxpr or repro)
 
         if timeout is None:
             timeout = _config.load(app_dir).timeout
         report = _lint.check_paths(paths or [], app_dir=app_dir, seed=seed, select=_split_codes(select),
                                    ignore=_split_codes(ignore), keep_going=keep_going, include_tests=include_tests,
-                                   jobs=jobs or _parallel.default_jobs(),
-                                   timeout=_parallel.DEFAULT_TIMEOUT if timeout is None else timeout,
-                                   cache=not no_cache, **views)
+                                   # fixes, jaxprs and repro subjects live on the in-process findings: one process,
+                                   # no cache, when they are asked for
+                                   jobs=1 if in_process else jobs or _parallel.default_jobs(),
+                                   timeout=0 if in_process else _parallel.DEFAULT_TIMEOUT if timeout is None else timeout,
+                                   cache=not (no_cache or in_process or platforms), **views)
     except UsageError as exc:
         raise _fail(str(exc)) from None
     except Exception as exc:
