@@ -8,9 +8,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -25,12 +26,17 @@ from . import (
 from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
+from ._checks._harness import call_user
+from ._checks._harness.cache import SubjectCache
+from ._checks._harness.tracing import trace_function
 from ._errors import InferenceError, UsageError
 from ._filtering import Filter, validate_inline
 from ._inputs import DOMAINS, ArgSpec, draw, parse_spec, shape_ladder, spec_of
 from ._report import CheckResult, Finding, Location, Report, TargetReport
 from ._targets import Target, classify, describe, load_target
-from ._tracing import trace_function
+
+# One run at a time per process (re-entrant: `jaxdiag check` holds it around discovery and the runs inside).
+RUN_LOCK = threading.RLock()
 
 # ---------------------------------------------------------------------------------------------------------------
 # Public API
@@ -47,15 +53,16 @@ def check_batching(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     app_dir: str = ".",
-    **params: Any,
+    params: dict[str, Any] | None = None,
 ) -> Report:
     """Check a primitive's batching rule (or a function's batching behaviour) against a per-example loop.
 
     `target` is an object or a TARGET string; each arg a concrete array or a SPEC string (`"f32[3]"`); `params`
-    are a primitive's bind parameters.
+    is a dict of a primitive's bind parameters (`params={"axis": 1}`), kept apart from jaxdiag's own options so
+    that no parameter name can be mistaken for one (an unknown keyword is a TypeError).
     """
     options = Options(command="batching", seed=seed, in_axes=in_axes, out_axes=out_axes, include_jax=include_jax)
-    return run(target, args, params, options, select=select, ignore=ignore, app_dir=app_dir)
+    return run(target, args, dict(params or {}), options, select=select, ignore=ignore, app_dir=app_dir)
 
 
 def check_grad(
@@ -67,11 +74,11 @@ def check_grad(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     app_dir: str = ".",
-    **params: Any,
+    params: dict[str, Any] | None = None,
 ) -> Report:
     """Check custom_vjp / custom_jvp rules, or a primitive's JVP and transpose rules, against references."""
     options = Options(command="grad", seed=seed, order=order, include_jax=include_jax)
-    return run(target, args, params, options, select=select, ignore=ignore, app_dir=app_dir)
+    return run(target, args, dict(params or {}), options, select=select, ignore=ignore, app_dir=app_dir)
 
 
 def check_all(
@@ -82,11 +89,11 @@ def check_all(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     app_dir: str = ".",
-    **params: Any,
+    params: dict[str, Any] | None = None,
 ) -> Report:
     """Run every check family (batching and grad) on one target, as `jaxdiag check` does."""
     options = Options(command="check", seed=seed, include_jax=include_jax)
-    return run(target, args, params, options, select=select, ignore=ignore, app_dir=app_dir)
+    return run(target, args, dict(params or {}), options, select=select, ignore=ignore, app_dir=app_dir)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -133,24 +140,40 @@ def run(
 def run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], options: Options,
                    app_dir: str = ".") -> Report:
     """Every finding of every check, unfiltered; each target report carries what filtering needs (the names
-    configuration may use for it, the lines where an inline suppression covers it). Restores JAX state on exit."""
+    configuration may use for it, the lines where an inline suppression covers it). Restores JAX state on exit.
+
+    Not thread-safe by nature (a run patches JAX's global registries and `sys.path`): runs are serialized by
+    `RUN_LOCK`, so two threads calling the API get correct reports, one after the other. The user's folders put on
+    `sys.path` to load the target stay there for the run only.
+    """
+    with RUN_LOCK, _compat.restored_sys_path():
+        return _run_unfiltered(target, args, params, options, app_dir)
+
+
+def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], options: Options, app_dir: str
+                    ) -> Report:
     resolved = resolve(target, app_dir)
     module_file = getattr(resolved.module, "__file__", None)
     if module_file and module_file.endswith(".py"):
         validate_inline(module_file)
-    specs = [a if isinstance(a, ArgSpec) else parse_spec(a) if isinstance(a, str) else None for a in args]
+    given = [a if isinstance(a, ArgSpec) else parse_spec(a) if isinstance(a, str) else None for a in args]
     concrete = [None if isinstance(a, (str, ArgSpec)) else np.asarray(a) for a in args]
-    specs = [s if s is not None else spec_of(c) for s, c in zip(specs, concrete)]
+    specs = [s if s is not None else spec_of(c) for s, c in zip(given, concrete)]
     # x64 only for an explicitly 64-bit spec (f64, i64, u64, c128), scoped to this run and restored after it:
     # c64 is a 32-bit type and needs no x64, and turning x64 on changes the dtypes the user's rules compute in.
     wide = any(needs_x64(s) for s in specs)
-    with _compat.jax_config(jax_enable_x64=True) if wide and not _compat.x64_enabled() else contextlib.nullcontext():
+    with _compat.x64_scope(True) if wide else contextlib.nullcontext():
         reports = _run_target(resolved, specs, concrete, params, options)
     anchors = suppression_anchors(resolved)
     for report in reports:
         report.anchors = list(anchors)
         report.config_keys = [resolved.ref]
-    return Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
+    final = Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
+    if options.fixes:  # --diff / --fix: verify candidate edits by re-running this same call on edited copies
+        from . import _fixes
+
+        _fixes.attach(final, resolved, args, params, options, app_dir, run_unfiltered)
+    return final
 
 
 def needs_x64(spec: ArgSpec) -> bool:
@@ -167,20 +190,18 @@ def _run_target(target: Target, specs: list[ArgSpec], concrete: list, params: di
         specs = infer_specs(root, notes)
     root.specs = specs
     choose_domain(root, notes)
+    root_cache = SubjectCache()
     if any(c is not None for c in concrete):
         rng = np.random.default_rng(options.seed)
-        root_cache = {"example": [c if c is not None else draw(s, rng, root.domain)
-                                  for c, s in zip(concrete, specs)]}
-    else:
-        root_cache = {}
+        root_cache.example = [c if c is not None else draw(s, rng, root.domain) for c, s in zip(concrete, specs)]
     subjects = [root] + find_nested_subjects(root, options, root_cache)
     observed = observed_examples(root, subjects[1:], options, root_cache) if len(subjects) > 1 else {}
     reports = []
     given = any(c is not None for c in concrete)
     for subject in subjects:
-        cache = root_cache if subject is root else {}
+        cache = root_cache if subject is root else SubjectCache()
         if id(subject) in observed:  # a nested rule is checked at the values its function passes it
-            cache["example"] = observed[id(subject)]
+            cache.example = observed[id(subject)]
         report = run_subject(subject, options, cache)
         if not (given and subject is root) and id(subject) not in observed:  # given/observed inputs stay as they are
             report.findings = confirm_on_fresh_draws(subject, options, cache, report.findings)
@@ -230,13 +251,13 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int) ->
     saved = subject.specs
     subject.specs = specs
     try:
-        out = subject.call(*args)
-        jax.block_until_ready(out)
-    except Exception as exc:  # the user's code rejected these inputs
-        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        ran = call_user(lambda: jax.block_until_ready(subject.call(*args)))
     finally:
         subject.specs = saved
-    return not _nonfinite(out), "non-finite output"
+    if ran.error is not None:  # the user's code rejected these inputs
+        exc = ran.error
+        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return not _nonfinite(ran.value), "non-finite output"
 
 
 def choose_domain(subject: Subject, notes: list[Finding]) -> None:
@@ -310,22 +331,21 @@ def infer_specs(subject: Subject, notes: list[Finding]) -> list[ArgSpec]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[Subject]:
+def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -> list[Subject]:
     if root.kind != "function":
         return []
-    try:
-        jaxpr, custom_calls = trace_function(root, cache)
-    except Exception:  # the function's own checks report the trace failure
+    traced = trace_function(root, cache)
+    if traced.value is None:  # the function's own checks report the trace failure
         # Typically a user primitive without abstract eval: find the user primitives by running it once.
-        cache["nested_subjects"] = _bound_primitive_subjects(root)
-        return cache["nested_subjects"]
+        cache.nested_subjects = _bound_primitive_subjects(root)
+        return cache.nested_subjects
+    jaxpr, custom_calls = traced.value.jaxpr, traced.value.custom_calls
     subjects: list[Subject] = []
     seen_keys: set = set()
     for obj, args, kwargs in custom_calls:
-        key = id(obj)
-        if key in seen_keys:
+        if id(obj) in seen_keys:
             continue
-        seen_keys.add(key)
+        seen_keys.add(id(obj))
         kind, _ = classify(obj)
         fn = getattr(obj, "fun", None) or obj
         if not (options.include_jax or _locate.is_user_code(fn)):
@@ -345,8 +365,9 @@ def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[S
             continue
         if not user and (prim.name in _STRUCTURAL_PRIMITIVES or any(True for _ in _compat.sub_jaxprs(eqn))):
             continue
-        specs = [_spec_of_aval(v.aval) for v in eqn.invars]
-        if any(s is None for s in specs):
+        maybe_specs = [_spec_of_aval(v.aval) for v in eqn.invars]
+        specs = [s for s in maybe_specs if s is not None]
+        if len(specs) != len(maybe_specs):
             continue
         key = _primitive_call_key(prim, eqn.params, specs)
         if key in seen_keys:
@@ -358,11 +379,11 @@ def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[S
             location=_primitive_location(prim, None) if user else None, module=root.module, parent=root,
             domain=root.domain,
             eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None))
-    cache["nested_subjects"] = subjects  # the function's checks attribute vmap failures to these
+    cache.nested_subjects = subjects  # the function's checks attribute vmap failures to these
     return subjects
 
 
-def observed_examples(root: Subject, nested: list[Subject], options: Options, cache: dict
+def observed_examples(root: Subject, nested: list[Subject], options: Options, cache: SubjectCache
                       ) -> dict[int, list[np.ndarray]]:
     """The concrete arguments each nested subject receives when the function runs eagerly on its own example
     (id(subject) -> one array per spec): a Cholesky-style rule inside a function that builds a positive-definite
@@ -371,15 +392,12 @@ def observed_examples(root: Subject, nested: list[Subject], options: Options, ca
     example = [jax.numpy.asarray(x) for x in Context(root, options, "observe", cache).example()]
     customs: list = []
     binds: list = []
-    try:
-        with _compat.record_custom_calls(customs), _compat.record_primitive_binds([], binds), jax.disable_jit():
-            root.call(*example)
-    except Exception:  # the function's own checks report the failure; keep what was observed before it
-        pass
+    with _compat.record_custom_calls(customs), _compat.record_primitive_binds([], binds), jax.disable_jit():
+        call_user(root.call, *example)  # a failure is reported by the function's own checks; keep what was observed
     out: dict[int, list[np.ndarray]] = {}
     for subject in nested:
         if subject.kind == "primitive":
-            want = _primitive_call_key(subject.obj, subject.params, list[ArgSpec | None](subject.specs))
+            want = _primitive_call_key(subject.obj, subject.params, list(subject.specs))
             calls = [vals for prim, params, vals in binds if prim is subject.obj
                      and _primitive_call_key(prim, params, [spec_of(v) for v in vals or []]) == want]
         else:
@@ -397,17 +415,15 @@ def _bound_primitive_subjects(root: Subject) -> list[Subject]:
     rng = np.random.default_rng(0)
     args = [draw(s, rng, root.domain) for s in root.specs]
     seen: list = []
-    try:
-        with _compat.record_primitive_binds(seen):
-            root.call(*args)
-    except Exception:
-        pass  # the function's own checks report the failure; keep what was bound before it
+    with _compat.record_primitive_binds(seen):
+        call_user(root.call, *args)  # a failure is reported by the function's own checks; keep what was bound
     subjects: list[Subject] = []
     keys: set = set()
     for prim, avals, params in seen:
-        specs = [_spec_of_aval(a) for a in avals]
+        maybe_specs = [_spec_of_aval(a) for a in avals]
+        specs = [s for s in maybe_specs if s is not None]
         key = _primitive_call_key(prim, params, specs)
-        if any(s is None for s in specs) or key in keys:
+        if len(specs) != len(maybe_specs) or key in keys:
             continue
         keys.add(key)
         subjects.append(Subject(label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs,
@@ -423,7 +439,7 @@ _STRUCTURAL_PRIMITIVES = {"pjit", "jit", "closed_call", "core_call", "custom_jvp
                           "random_unwrap", "random_seed", "random_bits", "threefry2x32", "iota", "rng_bit_generator"}
 
 
-def _primitive_call_key(prim: Any, params: dict, specs: list[ArgSpec | None]) -> tuple:
+def _primitive_call_key(prim: Any, params: dict, specs: Sequence[ArgSpec]) -> tuple:
     """Calls of one primitive with the same params and shapes are checked once."""
     return prim, repr(sorted(params.items(), key=lambda kv: kv[0])), tuple(map(str, specs))
 
@@ -464,15 +480,22 @@ def _spec_of_aval(aval: Any) -> ArgSpec | None:
 # Running checks and filtering findings
 # ---------------------------------------------------------------------------------------------------------------
 
+# Called with (subject label, check name) as each check starts. A `jaxdiag check` worker process sets it to tell
+# the parent what is running, so a target stopped at the time limit is reported naming its check.
+on_check_start: Callable[[str, str], None] | None = None
 
-def run_subject(subject: Subject, options: Options, cache: dict | None = None) -> TargetReport:
-    cache = {} if cache is None else cache
+
+def run_subject(subject: Subject, options: Options, cache: SubjectCache | None = None) -> TargetReport:
+    cache = SubjectCache() if cache is None else cache
     report = TargetReport(target=subject.label, kind=subject.kind, inputs=[str(s) for s in subject.specs],
                           module=subject.module)
+    report.subject = subject  # type: ignore[attr-defined]  # for --repro; not serialized
     for chk in ALL_CHECKS:
         if not chk.applies(subject, options):
             continue
         ctx = Context(subject, options, chk.name, cache)
+        if on_check_start is not None:
+            on_check_start(subject.label, chk.name)
         start = time.perf_counter()
         findings: list[Finding] = []
         status, detail = "passed", ""
@@ -492,16 +515,38 @@ def run_subject(subject: Subject, options: Options, cache: dict | None = None) -
             detail = "; ".join(sorted({f.code for f in findings}))
         report.checks.append(CheckResult(chk.name, status, seconds, detail))
         report.findings.extend(findings)
+    if options.show_jaxpr:
+        attach_jaxprs(subject, report.findings)
     return report
 
 
-# Seeds of the fresh draws a finding is re-tried on (offsets from --seed), and the cache entries describing the
-# subject's structure (its trace, the custom calls and nested subjects found in it) that a re-run keeps.
+def attach_jaxprs(subject: Subject, findings: list[Finding]) -> None:
+    """--show-jaxpr: each error's or warning's jaxpr under the transformation that exposed it (one trace per
+    distinct transformation)."""
+    from . import _exposure
+
+    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
+    from ._checks._shared import prim_var
+
+    name = f"{prim_var(subject)}.bind" if subject.kind == "primitive" else subject.name
+    marker = subject.obj.name if subject.kind == "primitive" else ""
+    texts: dict[Any, str] = {}
+    for finding in findings:
+        if finding.severity == "info" or not shapes:
+            continue
+        exposure = _exposure.exposure_for(finding, subject.kind)
+        key = repr(exposure)  # out_axes may be a list (unhashable), and a list is not the same as a tuple there
+        if key not in texts:
+            texts[key] = _exposure.exposing_jaxpr(subject.call, exposure, shapes, name, marker)
+        finding.jaxpr = texts[key]
+
+
+# Seeds of the fresh draws a finding is re-tried on (offsets from --seed); a re-run keeps the cache entries that
+# describe the subject's structure (its trace with the custom calls in it, the nested subjects found in it).
 _RETRY_SEEDS = (7919, 104729)
-_STRUCTURE_KEYS = ("jaxpr", "custom_calls", "nested_subjects")
 
 
-def confirm_on_fresh_draws(subject: Subject, options: Options, cache: dict, findings: list[Finding]
+def confirm_on_fresh_draws(subject: Subject, options: Options, cache: SubjectCache, findings: list[Finding]
                            ) -> list[Finding]:
     """Re-run the subject's checks on fresh random inputs when it has errors or warnings. A finding every draw
     shows is kept as is; one that only some draws show depends on the values drawn (often an implicit
@@ -512,14 +557,14 @@ def confirm_on_fresh_draws(subject: Subject, options: Options, cache: dict, find
     seen = {code: 1 for code in codes}
     runs = 1
     for offset in _RETRY_SEEDS:
-        fresh = {k: cache[k] for k in _STRUCTURE_KEYS if k in cache}
-        again = run_subject(subject, Options(**{**vars(options), "seed": options.seed + offset}), fresh)
+        fresh = SubjectCache(trace=cache.trace, nested_subjects=list(cache.nested_subjects))
+        again = run_subject(subject, dataclasses.replace(options, seed=options.seed + offset), fresh)
         runs += 1
         for code in {f.code for f in again.findings} & codes:
             seen[code] += 1
     if all(n == runs for n in seen.values()):
         return findings  # every finding reproduced on every fresh draw: not an artefact of the values
-    inputs = _inputs_text(cache.get("example"))
+    inputs = _inputs_text(cache.example)
     out = []
     for f in findings:
         if f.code in seen and seen[f.code] < runs:

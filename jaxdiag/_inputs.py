@@ -72,6 +72,8 @@ def parse_spec(text: str) -> ArgSpec:
     shape = tuple(int(p) for p in parts)
     if domain is not None and domain not in DOMAINS and not _RANGE_RE.match(domain):
         raise UsageError(f"bad argument spec {text!r}: unknown domain {domain!r}; {SPEC_HELP}")
+    if domain is not None and _RANGE_RE.match(domain) and not _valid_range(domain):
+        raise UsageError(f"bad argument spec {text!r}: domain {domain!r} must be @LO..HI with numbers LO < HI")
     return ArgSpec(DTYPES[dtype_name], shape, domain)
 
 
@@ -79,6 +81,14 @@ def spec_of(value: Any) -> ArgSpec:
     """The spec of a concrete array (used when the API is given arrays instead of spec strings)."""
     arr = np.asarray(value)
     return ArgSpec(arr.dtype, tuple(arr.shape))
+
+
+def _valid_range(domain: str) -> bool:
+    try:
+        low, high = _domain_bounds(domain) or (0.0, 0.0)
+    except ValueError:  # the pattern admits text such as `1e..2` that is not a number
+        return False
+    return bool(np.isfinite(low) and np.isfinite(high) and low < high)
 
 
 def _domain_bounds(domain: str) -> tuple[float, float] | None:
@@ -135,7 +145,8 @@ def parse_literal(text: str, what: str) -> Any:
         pass
     if text in ("bfloat16",):
         return DTYPES["bf16"]
-    raise UsageError(f"bad {what} value {text!r}: expected a Python literal (1, 2.5, (0, 1), 'name', True) or a dtype name")
+    raise UsageError(f"bad {what} value {text!r}: expected a Python literal (1, 2.5, (0, 1), 'name', True) or a "
+                     "dtype name")
 
 
 def parse_param(text: str) -> tuple[str, Any]:
@@ -157,7 +168,8 @@ def parse_axes(text: str | None, option: str) -> Any:
     try:
         value = ast.literal_eval(source)
     except (ValueError, SyntaxError):
-        raise UsageError(f"bad {option} {text!r}: expected an int, None, or a comma-separated list like 0,None") from None
+        raise UsageError(f"bad {option} {text!r}: expected an int, None, or a comma-separated list like "
+                         "0,None") from None
 
     def ok(v: Any) -> bool:
         if isinstance(v, (tuple, list)):

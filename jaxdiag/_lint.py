@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import __version__, _compat, _config, _engine, _locate
+from . import __version__, _compat, _config, _engine, _locate, _parallel
 from . import _rules as rules
 from ._checks._base import Options
 from ._discovery import Discovery, Found, _posix, _unjit
@@ -57,8 +57,18 @@ def check_paths(
     ignore: Sequence[str] = (),
     keep_going: bool = False,
     include_tests: bool = False,
+    jobs: int = 1,
+    timeout: float | None = None,
+    cache: bool = False,
+    **run_options: Any,
 ) -> Report:
-    """`jaxdiag check [PATHS]`: with no paths, `[tool.jaxdiag] paths`; with neither, a UsageError (exit 2)."""
+    """`jaxdiag check [PATHS]`: with no paths, `[tool.jaxdiag] paths`; with neither, a UsageError (exit 2).
+
+    `jobs` worker processes (1: this process), `timeout` seconds per target (None: no limit; a limit runs the
+    targets in worker processes), `cache`: reuse results from `.jaxdiag_cache/` (see `_parallel`,
+    `_cache`). `run_options` are further
+    `Options` fields (`fixes`, `show_jaxpr`, `platforms`).
+    """
     config = _config.load(app_dir)
     from_config = not paths
     items: list[ModuleType | str] = list(paths) if paths else _config_paths(config)
@@ -67,7 +77,10 @@ def check_paths(
                          "`paths = [\"mypkg\"]` under [tool.jaxdiag] in pyproject.toml")
     lint = _Lint(config, app_dir, seed if seed is not None else config.seed,
                  list(select) or config.select, list(ignore) + config.ignore, keep_going, include_tests)
-    return lint.run(items, from_config=from_config)
+    lint.settings = _parallel.RunSettings(jobs=jobs, timeout=timeout, cache=cache)
+    lint.run_options = run_options  # type: ignore[attr-defined]  # Options fields for every target's run
+    with _engine.RUN_LOCK, _compat.restored_sys_path():  # user folders stay importable for the run only
+        return lint.run(items, from_config=from_config)
 
 
 def _config_paths(config: _config.Config) -> list[ModuleType | str]:
@@ -90,6 +103,7 @@ class _Lint:
         # validates every code before anything is imported or checked (unknown codes are exit 2)
         self.filter = Filter(select, ignore, config.per_target_ignores)
         self.unchecked_lines: set[tuple[str, int]] = set()
+        self.settings = _parallel.RunSettings()
 
     def run(self, items: Sequence[ModuleType | str], from_config: bool) -> Report:
         """Walk, check every target (unfiltered), then filter once; unused suppressions are judged last."""
@@ -99,8 +113,12 @@ class _Lint:
             if where and where.endswith(".py"):
                 validate_inline(where)
         reports: list[TargetReport] = list(self.discovery.failed)
-        for found in self.discovery.discover():
-            reports.extend(self._check(found))
+        discovered = self.discovery.discover()
+        reports.extend(_parallel.check_targets(self, discovered, items, self.settings))
+        if self.config.sharding:  # opt-in: a child process on virtual devices
+            from . import _sharding
+
+            reports.extend(_sharding.lint_sharding(self, discovered))
         report = self.filter.apply(Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION))
         for target in report.targets:  # SARIF and GitHub annotations need a file and line for every finding
             for finding in target.findings:
@@ -117,8 +135,8 @@ class _Lint:
         target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
         anchors = _engine.suppression_anchors(target)
         try:
-            report = _engine.run_unfiltered(target, args, params, Options(command="check", seed=self.seed),
-                                            app_dir=self.app_dir)
+            report = _engine.run_unfiltered(target, args, params, Options(
+                command="check", seed=self.seed, **getattr(self, "run_options", {})), app_dir=self.app_dir)
         except InferenceError as exc:
             report = Report([self._not_inferred(found, exc, anchors)])
             self._mark_unchecked(found, anchors)
@@ -159,7 +177,7 @@ class _Lint:
             args, params = (entry.get("args", []), entry.get("params", {})) if isinstance(entry, dict) else (
                 None, None)
             if not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args) or not isinstance(
-                    params, dict) or not set(entry) <= {"args", "params"}:
+                    params, dict) or not set(entry) <= {"args", "params", "platforms"}:
                 raise UsageError(f"{found.walked.label}: JAXDIAG[{name!r}] must be {{'args': [SPEC, ...], "
                                  "'params': {...}}} with SPEC strings such as 'f32[3]'")
             return list(args), _hashable(params), where

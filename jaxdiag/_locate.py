@@ -46,7 +46,7 @@ def def_line(filename: str, first_line: int) -> int:
             if offset and not linecache.getline(filename, first_line + offset):
                 break
             continue
-        if text.startswith(("def ", "async def ", "lambda")) or " lambda" in text or "=lambda" in text:
+        if text.startswith(("def ", "async def ")) or re.search(r"\blambda\b", text):
             return first_line + offset
         if not text.startswith("@") and offset:
             break
@@ -58,7 +58,7 @@ def locate(fn: Any) -> Location | None:
     fn = unwrap(fn)
     code = getattr(fn, "__code__", None)
     if code is None:
-        call = getattr(type(fn), "__call__", None)
+        call = getattr(type(fn), "__call__", None)  # noqa: B004 - its code object, not a callable test
         code = getattr(call, "__code__", None)
         if code is None:
             return None
@@ -66,12 +66,33 @@ def locate(fn: Any) -> Location | None:
     if not filename or filename.startswith("<"):
         return None
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or code.co_name
-    return Location(relative_path(filename), def_line(filename, code.co_firstlineno), name)
+    # a lambda starts on its own line (`p.def_abstract_eval(lambda x: ...)`): no `def` to look for below it
+    line = code.co_firstlineno if code.co_name == "<lambda>" else def_line(filename, code.co_firstlineno)
+    return Location(relative_path(filename), line, name)
+
+
+# What is not the user's code: JAX, NumPy, the wrappers of the standard library, and jaxdiag itself (except the
+# samples it ships, which stand for user code). `is_user_code` decides by a function's module, `is_user_file` by
+# a traceback frame's file; every "is this the user's?" question in jaxdiag is one of these two.
+_LIBRARY_ROOTS = ("jax", "jaxlib", "jaxdiag", "numpy", "ml_dtypes", "functools")
+_LIBRARY_FILES = tuple(f"{os.sep}{root}{os.sep}" for root in _LIBRARY_ROOTS if root != "functools") + (
+    "<frozen", f"{os.sep}contextlib.py", f"{os.sep}functools.py")
+_SAMPLES_MODULE = "jaxdiag.samples"
 
 
 def is_user_code(fn: Any) -> bool:
+    """True for the user's function (by its module): not JAX's, NumPy's, functools' or jaxdiag's own."""
     module = getattr(unwrap(fn), "__module__", "") or ""
-    return module.split(".")[0] not in ("jax", "jaxlib", "jaxdiag", "numpy", "functools")
+    if module == _SAMPLES_MODULE or module.startswith(_SAMPLES_MODULE + "."):
+        return True
+    return module.split(".")[0] not in _LIBRARY_ROOTS
+
+
+def is_user_file(filename: str) -> bool:
+    """True for a traceback frame in the user's code (by its file), the same split as `is_user_code`."""
+    if f"{os.sep}jaxdiag{os.sep}samples{os.sep}" in filename:
+        return True
+    return not any(marker in filename for marker in _LIBRARY_FILES)
 
 
 def locate_assignment(module: Any, obj: Any, names: list[str] | None = None) -> Location | None:

@@ -8,7 +8,7 @@ renderer and the import graph has no cycle.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -43,11 +43,29 @@ class Finding:
     message: str
     fix: str = ""
     location: Location | None = None
+    # Optional evidence (DESIGN.md): the verified fix as a unified diff, and the jaxpr that exposed the defect.
+    diff: str = ""
+    jaxpr: str = ""
+    # None: no source edit was attempted; False: candidate edits failed verification (the fix stays text); True.
+    fix_verified: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["location"] = asdict(self.location) if self.location else None
+        for optional in ("diff", "jaxpr"):
+            if not data[optional]:
+                del data[optional]
+        if data["fix_verified"] is None:
+            del data["fix_verified"]
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Finding":
+        """The inverse of `to_dict`, for findings made by another jaxdiag process (the sharding child, a `check` worker,
+        the cache), which the catalog already built; keys this version does not know are dropped."""
+        known = {f.name for f in fields(cls)}
+        location = Location(**data["location"]) if data.get("location") else None
+        return cls(**{**{k: v for k, v in data.items() if k in known}, "location": location})
 
     def sort_key(self) -> tuple:
         return (SEVERITY_ORDER[self.severity], self.code, self.message)

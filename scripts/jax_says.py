@@ -103,6 +103,13 @@ def _jxr004(m: Any) -> str | None:
     return ok()
 
 
+@says("JXR015")
+def _jxr015(m: Any) -> str | None:
+    """`jax.jit(softclip).trace(x).lower(lowering_platforms=("cuda",))` (or run on a GPU)"""
+    jax.jit(bind(m.softclip_p)).trace(draw("JXR015", 4)).lower(lowering_platforms=("cuda",))
+    return ok()
+
+
 @says("JXR005")
 def _jxr005(m: Any) -> str | None:
     """`jax.vmap(gelu_tanh)(x)`"""
@@ -443,3 +450,8 @@ def _jxv005(m: Any) -> str | None:
     """`jax.vmap(dot, in_axes=(0, None))(x, y)`"""
     x, y = draw("JXV005", B, 3), draw("JXV005", 3, salt=1)
     return compare(jax.vmap(m.dot, in_axes=(0, None))(x, y), x @ y)
+
+
+# --- JXS: sharding (each repro runs in a child process with 8 virtual CPU devices) -----------------------------------
+
+import jax_says_sharding  # noqa: E402,F401  registers JXS001-JXS006 in JAX_SAYS

@@ -144,7 +144,8 @@ def test_deliberate_disagreement_classes():
     assert not deliberate_disagreement(w, ref, None, np.float32)  # unrelated values
 
 
-@pytest.mark.parametrize("attr,code,severity", [("clipped_sin", "JXG014", "warning"), ("round_ste", "JXG014", "warning")])
+@pytest.mark.parametrize("attr,code,severity",
+                         [("clipped_sin", "JXG014", "warning"), ("round_ste", "JXG014", "warning")])
 def test_clipping_and_straight_through_stay_warnings(attr, code, severity):
     report = jaxdiag.check_grad(f"{SAMPLES / 'jxg014_bad.py'}:{attr}", "f32[6]")
     assert code in codes(report, severity) and "JXG024" not in codes(report)
@@ -220,7 +221,8 @@ def test_module_and_path_spellings_give_identical_reports(tmp_path):
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     shutil.copy(SAMPLES / "clip_precondition.py", package / "clipmod.py")
-    spellings = [("pkgverdicts.clipmod:clip", str(tmp_path / "src")), ("src/pkgverdicts/clipmod.py:clip", str(tmp_path))]
+    spellings = [("pkgverdicts.clipmod:clip", str(tmp_path / "src")),
+                 ("src/pkgverdicts/clipmod.py:clip", str(tmp_path))]
     reports = []
     for target, app_dir in spellings:
         for seed in (0, 1):

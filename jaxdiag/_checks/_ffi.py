@@ -2,7 +2,7 @@
 
 A foreign kernel has no batching rule: the `vmap_method` the user declares tells JAX how to batch it, and JAX
 trusts it. `"expand_dims"` and `"broadcast_all"` hand the kernel one buffer with the batch axis in front; a kernel
-that treats the whole buffer as one example silently mixes examples (bug catalog #42, #43). This check reads each
+that treats the whole buffer as one example silently mixes examples. This check reads each
 call's `vmap_method` and `target_name` from the jaxpr, runs the function under vmap against the per-example loop,
 and, on a mismatch, re-runs with only that call's method changed to prove which call is at fault and that
 `"sequential"` fixes it. The jaxpr is re-evaluated with rewritten parameters (`_compat.with_vmap_methods`), so the
@@ -21,17 +21,10 @@ import numpy as np
 from .. import _compat, _locate, _numerics
 from .. import _rules as rules
 from .._report import Finding, Location
-from .._tracing import trace_function
 from ._base import Context, SkipCheck, check
-from ._custom_vmap import (
-    Variant,
-    first_line,
-    lead,
-    loop_reference,
-    variants,
-    vmap_args,
-    vmapped,
-)
+from ._harness import call_user
+from ._harness.tracing import trace_function
+from ._harness.vmap import Variant, first_line, lead, loop_reference, variants, vmap_args, vmapped
 
 # What each method hands the kernel under vmap (B is the batch size), for messages.
 HANDS = {
@@ -89,7 +82,8 @@ def find_calls(closed: Any, fallback: Location | None) -> list[ForeignCall]:
         location = Location(_locate.relative_path(where[0]), where[1], function) if where else fallback
         key = (eqn.primitive.name, _compat.foreign_call_target(eqn), _compat.vmap_method_of(eqn), location)
         groups.setdefault(key, []).append(eqn)
-    return [ForeignCall(*key, eqns=tuple(eqns)) for key, eqns in groups.items()]
+    return [ForeignCall(name, target, method, location, eqns=tuple(eqns))
+            for (name, target, method, location), eqns in groups.items()]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -139,10 +133,11 @@ class Runner:
         """The first variant where vmap with `call` at `method` differs from (or fails unlike) the loop."""
         fn = self._fn(call, method)
         for variant in only or self.variants:
-            try:
-                want = self._loop(variant, fn)
-            except Exception as exc:
+            looped = call_user(self._loop, variant, fn)
+            if looped.error is not None:
+                exc = looped.error
                 raise SkipCheck(f"the function fails on one example ({type(exc).__name__}: {exc})") from exc
+            want = looped.value
             args = vmap_args(self._stacked(variant), variant)
             observed = _observe(vmapped(fn, variant), args, want)
             if observed:
@@ -155,10 +150,10 @@ class Runner:
         site is never batched, so vmap never asks for its vmap_method."""
         fn = _compat.jaxpr_as_fun(self.closed)
         for variant in self.variants:
-            try:
-                want = self._loop(variant, fn)
-            except Exception:  # the function fails on one example: the other checks report that
+            looped = call_user(self._loop, variant, fn)
+            if looped.error is not None:  # the function fails on one example: the other checks report that
                 return True
+            want = looped.value
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 observed = _observe(vmapped(fn, variant), vmap_args(self._stacked(variant), variant), want)
@@ -169,10 +164,10 @@ class Runner:
 
 def _observe(fn: Callable, args: list[np.ndarray], want: list[np.ndarray]) -> str | None:
     """None when vmap matches the loop, else how it does not (a clause following the variant's description)."""
-    try:
-        got = jax.block_until_ready(fn(*args))
-    except Exception as exc:  # the kernel rejected the batched buffers (e.g. mismatched element counts)
-        return f"raises {first_line(exc)}, while calling the function on each example works"
+    ran = call_user(lambda: jax.block_until_ready(fn(*args)))
+    if ran.error is not None:  # the kernel rejected the batched buffers (e.g. mismatched element counts)
+        return f"raises {first_line(ran.error)}, while calling the function on each example works"
+    got = ran.value
     for g, w in zip(got, want):
         comparison = _numerics.compare(g, w)
         if not (comparison.ok or comparison.nonfinite):
@@ -182,10 +177,10 @@ def _observe(fn: Callable, args: list[np.ndarray], want: list[np.ndarray]) -> st
 
 def _handed(fn: Callable, args: list[np.ndarray], call: ForeignCall, method: str) -> list[str]:
     """The operand types the batched kernel call receives: read from the batched jaxpr."""
-    try:
-        batched = jax.make_jaxpr(fn)(*args)
-    except Exception:
+    traced = call_user(jax.make_jaxpr(fn), *args)
+    if traced.error is not None:
         return []
+    batched = traced.value
     for eqn in _compat.iter_eqns(batched):
         if (_compat.is_foreign_call(eqn) and _compat.foreign_call_target(eqn) == call.target
                 and _compat.vmap_method_of(eqn) == method):
@@ -210,6 +205,11 @@ def _which_methods_work(runner: Runner, call: ForeignCall) -> str:
             f"per-example loop (the {call.noun} is not batch-aware), so use 'sequential'.")
 
 
+def _best_method(runner: Runner, call: ForeignCall) -> str:
+    """The single-call method that matches the per-example loop (one call is faster), else 'sequential'."""
+    return next((m for m in ("expand_dims", "broadcast_all") if runner.failure(call, m) is None), "sequential")
+
+
 def missing_method(runner: Runner, call: ForeignCall) -> Finding:
     raises = _compat.vmap_method_none_raises()
     consequence = (f"`jax.vmap` of the function raises `NotImplementedError: vmap is only supported for the "
@@ -225,14 +225,16 @@ def missing_method(runner: Runner, call: ForeignCall) -> Finding:
         primitive=call.primitive,
         line=_line(call),
         choices=choices(call.noun),
-        which_methods_work=_which_methods_work(runner, call),
+        which_methods_work=f"{_which_methods_work(runner, call)} Here: "
+                           f"`vmap_method=\"{_best_method(runner, call)}\"`.",
         location=call.location)
 
 
 def legacy_method(runner: Runner, call: ForeignCall) -> Finding:
-    advice = (f"'expand_dims', which jaxdiag checked matches the per-example loop for this {call.noun}"
-              if runner.failure(call, "expand_dims") is None else
-              "'sequential': jaxdiag checked that 'expand_dims' does not match the per-example loop here")
+    advice = (f"`vmap_method=\"expand_dims\"`, which jaxdiag checked matches the per-example loop for this "
+              f"{call.noun}" if runner.failure(call, "expand_dims") is None else
+              "`vmap_method=\"sequential\"`: jaxdiag checked that 'expand_dims' does not match the per-example loop "
+              "here")
     return rules.FFI_LEGACY_VECTORIZED.finding(
         call_describe=call.describe(),
         call_where=call.where(),
@@ -270,11 +272,11 @@ def not_batch_aware(call: ForeignCall, failure: Failure, fn_name: str) -> Findin
 @check("ffi-vmap-method", family="batching", kinds={"function"})
 def ffi_vmap_method(ctx: Context) -> Iterator[Finding]:
     """Read each foreign call's vmap_method and prove, against the per-example loop, that it is right."""
-
-    try:
-        closed, _ = trace_function(ctx.subject, ctx.cache)
-    except Exception as exc:
+    traced = trace_function(ctx.subject, ctx.cache)
+    if traced.value is None:
+        exc = traced.error
         raise SkipCheck(f"the function could not be traced ({type(exc).__name__}: {exc})") from exc
+    closed = traced.value.jaxpr
     calls = find_calls(closed, ctx.subject.location)
     if not calls:
         raise SkipCheck("no ffi_call or pure_callback in the function")

@@ -4,9 +4,11 @@ Every private import, rule-registry access and version difference lives here, so
 something breaks this one package. Feature detection is preferred over version comparison.
 
 `__init__` re-exports every name of the submodules, so callers write `_compat.X`: `_base` (imports, versions, JAX
-types, config flags), `_registries` (rule registries, snapshot/restore), `_custom` (custom_vjp/jvp/vmap objects),
+types, config flags), `_registries` (rule registries), `_state` (snapshot/restore of everything patched,
+x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects),
 `_jaxprs` (equations, foreign calls), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception)
-and `_removed` (removed public attributes).
+`_removed` (removed public attributes) and `_views`
+(jaxprs with source lines, cross-platform lowering).
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ from ._base import (
     is_jit_wrapped,
     is_primitive,
     is_undefined_primal,
-    jax_config,
     tangent_dtype,
     x64_enabled,
 )
@@ -86,6 +87,7 @@ from ._registries import (
     batching_rule,
     batching_rule_is_fancy,
     batching_rule_leading_args,
+    drop_registrations_since,
     has_abstract_eval,
     has_batching_rule,
     has_impl,
@@ -95,16 +97,17 @@ from ._registries import (
     jvp_rule,
     lowering_rule,
     registered_rules,
-    restore_registries,
-    snapshot_registries,
+    registration_keys,
     transpose_rule,
 )
+from ._state import restore_jax_state, restored_sys_path, snapshot_jax_state, x64_scope
 from ._removed import (
     REMOVED_BY_JAX,
     REMOVED_IN_NEWER_JAX,
     removed_api_uses,
     removed_apis_still_here,
 )
+from ._views import lower_for_platform, pretty_jaxpr
 from ._vmap import (
     abstract_eval_output,
     generic_batcher_name,
@@ -149,6 +152,7 @@ __all__ = [
     "custom_vjp_type",
     "custom_vmap_parts",
     "custom_vmap_type",
+    "drop_registrations_since",
     "eqn_source_function",
     "eqn_source_line",
     "ffi",
@@ -176,22 +180,25 @@ __all__ = [
     "is_undefined_primal",
     "is_unexpected_tracer_error",
     "iter_eqns",
-    "jax_config",
     "jaxpr_as_fun",
     "jvp_rule",
+    "lower_for_platform",
     "lowering_rule",
     "mlir",
     "output_dependence",
+    "pretty_jaxpr",
     "record_custom_calls",
     "record_primitive_binds",
     "registered_rules",
+    "registration_keys",
     "removed_api_uses",
     "removed_apis_still_here",
     "resolve_positional",
-    "restore_registries",
+    "restore_jax_state",
+    "restored_sys_path",
     "rule_user_functions",
     "shaped_array",
-    "snapshot_registries",
+    "snapshot_jax_state",
     "spy_custom_vmap_rule",
     "spy_transpose_rule",
     "sub_jaxprs",
@@ -204,4 +211,5 @@ __all__ = [
     "vmap_method_of",
     "with_vmap_methods",
     "x64_enabled",
+    "x64_scope",
 ]

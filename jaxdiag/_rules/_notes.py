@@ -67,8 +67,7 @@ FUNCTION_GRAD_NOT_CHECKED = Rule(
     "function reports JXG017 (an error): there you asked for its gradient.",
     "Only a problem if something differentiates the function.",
     message="jax.grad of {function} fails: {error}.{hint} Its gradient was not checked.",
-    fix="If it is differentiated, give the non-differentiable part a derivative (jax.custom_jvp / jax.custom_vjp "
-        "around the ffi_call or callback), or fix the rule named in the error; then run `jaxdiag grad`.",
+    fix="If it is differentiated, {remedy}; then run `jaxdiag grad`.",
     variant_of="JXG017",
 )
 SECOND_ORDER_NOT_CHECKED = Rule(
@@ -83,4 +82,17 @@ SECOND_ORDER_NOT_CHECKED = Rule(
     fix="If second derivatives are needed, write the rule with differentiable jax.numpy operations (no NumPy, no "
         "Python control flow on values, no pure_callback without its own derivative).",
     variant_of="JXG023",
+)
+TARGET_TIMED_OUT = Rule(
+    "JXN009", "target-timed-out", "info",
+    "A target ran past the per-target time limit of `jaxdiag check`; it was stopped and not fully checked.",
+    "Runs each target in a worker process and stops it after `--timeout` seconds (config key `timeout`), naming "
+    "the check that was running; the other targets are still checked.",
+    "A rule that never returns (an endless loop, a wait on something that never comes) hangs every program that "
+    "transforms it, and would hang the CI job.",
+    message="{target} was stopped after {seconds:.1f} s, past the per-target limit of {limit:g} s, while running "
+            "{where}; its other checks did not run.",
+    fix="Find what does not return in the rule that `{check}` calls (an endless loop, a wait on something that "
+        "never comes), or raise the limit with --timeout SECONDS or `timeout = ...` under [tool.jaxdiag] in "
+        "pyproject.toml if the target is just slow.",
 )

@@ -16,12 +16,14 @@ from .._base import Context, SkipCheck, check
 from .._shared import (
     first_line,
     prim_var,
+    registration_location,
     rule_location,
     user_frame_location,
 )
 from ._evidence import Evidence, Outcome, _run, evidence
 from ._rule_returns import (
     _display,
+    _dropped_axis_hint,
     _other_variants,
     _owner,
     _raised_finding,
@@ -29,7 +31,9 @@ from ._rule_returns import (
     _structure_finding,
     suggested_dims,
 )
-from ._source import _return_nodes, corrected_return
+from .._harness.source import return_nodes
+from ._source import corrected_return
+from ._true_axis import WRONG_VALUES, measured_dims, rule_constructs
 from ._spy import RuleCall, Spy
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -55,9 +59,9 @@ def vs_loop_check(ctx: Context) -> Iterator[Finding]:
 
 
 def _skip_foreign(ctx: Context) -> None:
-    jaxpr = ctx.cache.get("jaxpr")
+    jaxpr = ctx.cache.jaxpr
     foreign = [e.primitive.name for e in _compat.iter_eqns(jaxpr) if _compat.is_foreign_call(e)] if jaxpr else []
-    custom = [c for c, *_ in ctx.cache.get("custom_calls", []) if _compat.is_custom_vmap(c)]
+    custom = [c for c, *_ in ctx.cache.custom_calls if _compat.is_custom_vmap(c)]
     if foreign or custom:
         what = ", ".join(sorted(set(foreign))) if foreign else "custom_vmap"
         raise SkipCheck(f"the function calls {what}: its batching is checked by the ffi/custom_vmap checks "
@@ -91,9 +95,11 @@ def _unbatched_but_varies(ctx: Context, ev: Evidence) -> Iterator[tuple[Finding,
         suggestion = suggested_dims(ev, prim).get(k)
         fixed = corrected_return(rule_fn, line, {k: suggestion}, bool(prim.multiple_results)) if (
             suggestion and suggestion != "None" and rule_fn is not None) else None
+        reduces = "reduction" in rule_constructs(rule_fn) if rule_fn is not None else False
         fix = (f"Return `{fixed}`: output {k} carries the batch at that axis." if fixed else
-               f"Compute output {k} per example (keep the batch axis, e.g. reduce over the non-batch axes only) and "
-               "return the axis where the batch is.")
+               f"Compute output {k} per example (keep the batch axis"
+               + (", e.g. reduce over the non-batch axes only" if reduces else "")
+               + f") and return the axis where the batch is.{_dropped_axis_hint(rule_fn) if reduces else ''}")
         keys = {("output", k)}
         yield rules.UNBATCHED_OUTPUT_VARIES.finding(
             evidence=message,
@@ -104,7 +110,7 @@ def _unbatched_but_varies(ctx: Context, ev: Evidence) -> Iterator[tuple[Finding,
 
 def _returning_line_of(ev: Evidence, call: RuleCall) -> int | None:
     rule_fn = _compat.batching_rule(call.prim)
-    returns = _return_nodes(rule_fn) if rule_fn is not None and _locate.is_user_code(rule_fn) else []
+    returns = return_nodes(rule_fn) if rule_fn is not None and _locate.is_user_code(rule_fn) else []
     return returns[0][0] if len(returns) == 1 else call.return_line
 
 
@@ -119,6 +125,8 @@ def _mismatch_findings(ctx: Context, ev: Evidence, explained: set[tuple]) -> Ite
     message = f"{_mismatch_text(first, name)}{_others(failing, first, name, ev)}"
     location = (rule_location(_compat.batching_rule(ctx.subject.obj), ctx.subject.location)
                 if ctx.subject.kind == "primitive" else ctx.subject.location)
+    generic = _compat.generic_batcher_name(ctx.subject.obj) if ctx.subject.kind == "primitive" else None
+    location = (registration_location(ctx.subject, generic) if generic else None) or location
     yield rules.BATCH_RESULT_MISMATCH.finding(
         evidence=message,
         fix=_mismatch_fix(ctx, ev, failing),
@@ -167,7 +175,13 @@ def _mismatch_fix(ctx: Context, ev: Evidence, failing: list[Outcome]) -> str:
                 f"the range of its {dtype} inputs: it computes batch indices or sizes in the input's dtype (e.g. "
                 f"`jnp.arange(size, dtype=idx.dtype)`), which wraps around. Build them in int32 "
                 "(`jnp.arange(size)`) and cast the user's indices up, not the batch index down.")
-    front_ok = any(v.axes and all(a in (0, None) for a in v.axes) and v.mode == "eager" for v in good)
+    # "right at 0": a real batch (size > 1) with the batch in front passed, and no such layout failed
+    failed_layouts = {(o.variant.axes, o.variant.mode) for o in failing}
+    front_ok = any(v.axes and all(a in (0, None) for a in v.axes) and v.mode == "eager" and v.size > 1
+                   and (v.axes, v.mode) not in failed_layouts for v in good)
+    measured = _measured_fix(ctx, ev)
+    if measured and not measured.startswith("No axis"):
+        return measured
     if bad_axes and any(None in v.axes for v in bad_axes) and all(None in v.axes for v in bad_axes):
         return ("The rule is wrong when some arguments are unbatched (dim None), typically because it relies on "
                 "broadcasting against a batch axis that is not where it assumes: bring every argument to the same "
@@ -187,9 +201,56 @@ def _mismatch_fix(ctx: Context, ev: Evidence, failing: list[Outcome]) -> str:
         return (f"The rule does not compute what the primitive computes on each example: {names} counts one "
                 "example's axes, so once the rule has moved the batch axis to the front it must bind with that "
                 "axis shifted by one (e.g. `axis=axis + 1`) and return 0.")
+    if measured:
+        return measured
     return ("The rule does not compute what the primitive computes on each example: once the batch axis is in "
             "front, every axis the computation uses (an `axis` parameter, a reduction, a transpose) moves by one; "
             "compare the rule's body with the impl applied per example.")
+
+
+def _measured_fix(ctx: Context, ev: Evidence) -> str | None:
+    """From the measured batch axes of the subject's own rule calls: the dim to return when an axis other than the
+    returned one reproduces the loop (sizes coincided, so the shape checks could not tell), or "wrong values" when
+    none does."""
+    if ctx.subject.kind != "primitive":
+        return None
+    prim = ctx.subject.obj
+    rule_fn = _compat.batching_rule(prim)
+    if rule_fn is None or not _locate.is_user_code(rule_fn):
+        return None
+    moved: dict[int, Any] = {}
+    wrong: set[int] = set()
+    lines = set()
+    for call in ev.calls:
+        if call.prim is not prim or call.out_dims is None:
+            continue
+        measured = measured_dims(call, ev.reference)
+        if measured is None:
+            continue
+        for k, (got, returned) in enumerate(zip(measured, call.out_dims)):
+            if got is WRONG_VALUES:
+                wrong.add(k)
+            elif got != returned:
+                moved.setdefault(k, got)
+                lines.add(call.return_line or _returning_line_of(ev, call))
+    multiple = bool(prim.multiple_results)
+    label = (lambda k: f"output {k}") if multiple else (lambda k: "the output")
+    if moved and not wrong:
+        suggestions = suggested_dims(ev, prim)
+        line = next(iter(lines)) if len(lines) == 1 else None
+        fixed = corrected_return(rule_fn, line, {k: suggestions[k] for k in moved if k in suggestions}, multiple) \
+            if line else None
+        parts = [f"{label(k)[:1].upper() + label(k)[1:]}'s batch axis is at dim {d}, not where the rule says"
+                 for k, d in moved.items()]
+        text = ("; ".join(parts) + ": jaxdiag moved each axis of the rule's output to the front and compared with "
+                "the per-example results, and only that one matches.")
+        return text + (f" Return (line {line}): `{fixed}`" if fixed else "")
+    if wrong:
+        outs = ", ".join(label(k) for k in sorted(wrong))
+        return (f"No axis of {outs} (and not None) reproduces the per-example results: the rule computes the wrong "
+                f"values, not just the wrong dim (it mixes examples or computes something else than the impl)."
+                f"{_dropped_axis_hint(rule_fn)}")
+    return None
 
 
 def _generic_batcher_fix(ctx: Context, helper: str) -> str:
@@ -246,7 +307,7 @@ def _vmap_raised_fix(exc: BaseException) -> str:
 def _function_outcomes(ctx: Context, ev: Evidence, explained: set[tuple]) -> Iterator[Finding]:
     """A function's failures, attributed: to a nested primitive's rule (reported in that primitive's own report),
     to a missing rule, or to the function itself."""
-    nested = {s.obj for s in ctx.cache.get("nested_subjects", []) if s.kind == "primitive"}
+    nested = {s.obj for s in ctx.cache.nested_subjects if s.kind == "primitive"}
     blamed: list[str] = []
     own_mismatch: list[Outcome] = []
     own_error: list[Outcome] = []

@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import Any
 
 from ... import _compat, _locate
+from ..._errors import TargetLoadError
 from ..._targets import classify
 
 
@@ -26,7 +27,8 @@ def custom_derivative_wrappers(prim: Any, module: ModuleType | None) -> list[str
     covered, wrappers = _custom_pieces(module)
     if not names or not covered:
         return []
-    functions = {node.name: node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    functions = {node.name: node for node in ast.walk(tree)
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     binders = {name for name, node in functions.items() if _binds(node, names)}
     if not binders or _binds_at_module_level(tree, names):
         return []
@@ -52,7 +54,7 @@ def _custom_pieces(module: ModuleType) -> tuple[set[str], dict[str, str]]:
     for value in vars(module).values():
         try:
             kind, _ = classify(value)
-        except Exception:  # an object jaxdiag cannot classify is no custom function
+        except TargetLoadError:  # a module-level value that is no checkable target (a constant, a class)
             continue
         if kind == "custom_vjp":
             fun, fwd, bwd, _, _ = _compat.custom_vjp_parts(value)

@@ -5,13 +5,13 @@ dropped argument, JXG014 numerical mismatch against finite differences).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 
-from ... import _compat
+from ... import _compat, _locate
 from ... import _rules as rules
 from ..._report import Finding
 from .._base import Context, SkipCheck, check
@@ -70,7 +70,7 @@ def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
     outputs = [k for k in range(len(st.out_leaves)) if st.out_diff(k)]
     if not outputs:
         raise SkipCheck("no floating-point output")
-    verdicts = []
+    verdicts: list[Any] = []
     for k in outputs:
         result = yield from _probe_output(st, k)
         if result is not None:
@@ -78,7 +78,7 @@ def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
     yield from _report_mismatches(st, verdicts)
 
 
-def _call_probe(st: GradState, leaves: list[Any]) -> Iterator[Finding]:
+def _call_probe(st: GradState, leaves: list[Any]) -> Generator[Finding, None, Any]:
     """bwd on a probe cotangent; a raise is a finding (JXG006 for a symbolic zero it cannot handle)."""
     result, exc = call_bwd(st, leaves)
     if exc is None:
@@ -104,7 +104,7 @@ def _call_probe(st: GradState, leaves: list[Any]) -> Iterator[Finding]:
     return None
 
 
-def _probe_output(st: GradState, k: int) -> Iterator[Finding]:
+def _probe_output(st: GradState, k: int) -> Generator[Finding, None, Any]:
     """Probe output k with two random cotangents; returns a verdict dict, or yields JXG011 and returns None."""
     w1, w2 = st.cotangents(0)[k], st.cotangents(1)[k]
     got1 = yield from _call_probe(st, _probe(st, k, w1))
@@ -192,7 +192,8 @@ def _discarding_line(st: GradState, k: int) -> tuple[str, str] | None:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Name)
                 and stmt.value.id == params[-1] and isinstance(stmt.targets[0], (ast.Tuple, ast.List))):
             elts = stmt.targets[0].elts
-            if len(elts) == len(st.out) and isinstance(elts[k], ast.Name) and elts[k].id == "_":
+            kth = elts[k] if len(elts) == len(st.out) else None
+            if isinstance(kth, ast.Name) and kth.id == "_":
                 name = st.out_names[k]
                 fixed = [f"ct_{name}" if i == k else source_of(e) for i, e in enumerate(elts)]
                 return source_of(stmt), f"{', '.join(fixed)} = {params[-1]}"
@@ -258,7 +259,30 @@ def _swapped(st: GradState, bad: list[tuple[dict, Arg]], reported: set[int]) -> 
                     out_names=st.out_names[v['k']],
                     get_values=fmt_values(v['got'].get(a.pos)),
                     dyn_list=', '.join(x.name for x in st.dyn),
+                    corrected=_swapped_return(st, a.pos, b.pos),
                     location=locate(st.bwd))
+
+
+def _swapped_return(st: GradState, i: int, j: int) -> str:
+    """` Return: `return (ct_x, ct_w)``: bwd's own single `return (...)` with entries i and j swapped."""
+    import inspect
+    import textwrap
+
+    try:
+        source = textwrap.dedent(inspect.getsource(_locate.unwrap(st.bwd)))
+        node = ast.parse(source).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return ""
+    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or not isinstance(returns[0].value, ast.Tuple):
+        return ""
+    items = [ast.get_source_segment(source, e) or ast.unparse(e) for e in returns[0].value.elts]
+    offset = len(st.nondiff) if st.nondiff else 0  # bwd's tuple has no entries for nondiff_argnums
+    i, j = i - offset, j - offset
+    if not (0 <= i < len(items) and 0 <= j < len(items)):
+        return ""
+    items[i], items[j] = items[j], items[i]
+    return f" Return: `return ({', '.join(items)}{',' if len(items) == 1 else ''})`."
 
 
 def _matches_reference_of(st: GradState, v: dict, got: Any, b: Arg) -> bool:
