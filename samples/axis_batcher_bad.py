@@ -9,7 +9,7 @@ from jax.interpreters import batching, mlir
 
 JAXDIAG = {"rowscale_p": {"args": ["f32[3]", "f32[]"]}}
 
-rowscale_p = Primitive("rowscale_axis_rule_bad")
+rowscale_p = Primitive("rowscale_axis_rule_bad")  # jaxdiag-expect: JXB013
 
 
 def _rowscale_impl(x, s):
@@ -20,11 +20,11 @@ def _rowscale_abstract_eval(x, s):
     return ShapedArray(x.shape, x.dtype)
 
 
-def _rowscale_batching(axis_size, axis_name, trace_type, batched_args, batch_dims, **params):  # jaxdiag-expect: JXB006
+def _rowscale_batching(axis_size, axis_name, trace_type, batched_args, batch_dims, **params):
     (x, s), (bx, bs) = batched_args, batch_dims
     x = batching.bdim_at_front(x, bx, axis_size)
     s = batching.bdim_at_front(s, bs, axis_size)
-    return rowscale_p.bind(x, s), 0  # s is (batch,): broadcasts against the row axis
+    return rowscale_p.bind(x, s), 0  # s is (batch,): broadcasts against the row axis  # jaxdiag-expect: JXB006
 
 
 rowscale_p.def_impl(_rowscale_impl)

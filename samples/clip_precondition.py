@@ -18,7 +18,7 @@ def clip_fwd(x, lo, hi):
     return clip(x, lo, hi), (x, lo, hi)
 
 
-def clip_bwd(res, g):
+def clip_bwd(res, g):  # jaxdiag-expect: JXG014
     x, lo, hi = res
     below, above = x < lo, x > hi
     inside = ~below & ~above

@@ -21,8 +21,8 @@ def _rotate_abstract_eval(z):
     return ShapedArray(z.shape, z.dtype)
 
 
-def _rotate_transpose(ct, z):
-    return [jnp.conj(COEFF) * ct]  # jaxdiag-expect: JXG002
+def _rotate_transpose(ct, z):  # jaxdiag-expect: JXG002
+    return [jnp.conj(COEFF) * ct]
 
 
 rotate_p.def_impl(_rotate_impl)
