@@ -111,10 +111,10 @@ def _diagnose(command: str, target: str, args: Optional[List[str]], params: Opti
     try:
         from . import _config, _engine
         from ._checks._base import Options
-        from ._inputs import parse_axes, parse_param, parse_spec
+        from ._inputs import parse_arg, parse_axes, parse_param
 
         config = _config.load(app_dir)
-        specs = [parse_spec(a) for a in args or []]
+        specs = [parse_arg(a) for a in args or []]
         bind_params = dict(parse_param(p) for p in params or [])
         if "in_axes" in options:
             options["in_axes"] = parse_axes(options["in_axes"], "--in-axes")
@@ -207,6 +207,30 @@ def check(
         raise _fail(f"internal error: {type(exc).__name__}: {exc} (set JAXDIAG_DEBUG=1 for the traceback)",
                     EXIT_INTERNAL) from None
     _emit(report, fmt, output, exit_zero)
+
+
+@app.command(rich_help_panel="Diagnose")
+def record(
+    command: Optional[List[str]] = typer.Argument(None, help="The command to run, after `--`.", metavar="COMMAND..."),
+    output: str = typer.Option(".jaxdiag/calls.json", "--output", help="Where to write the recorded calls.",
+                               metavar="FILE"),
+) -> None:
+    """Run your examples or tests (`jaxdiag record -- pytest tests/`) and record every call of a user primitive or
+    custom_* rule: avals, static args, bind params, value ranges. `jaxdiag check` then uses them as inputs."""
+    from ._errors import UsageError
+
+    try:
+        from . import _record
+
+        code = _record.run_command(command or [], output)
+    except UsageError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        count = len(_record.read(output))
+    except (OSError, ValueError):
+        count = 0
+    typer.echo(f"jaxdiag: recorded {count} distinct call(s) in {output}", err=True)
+    raise typer.Exit(code)
 
 
 @app.command(rich_help_panel="Reference")

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import _compat, _config, _locate
+from . import _compat, _config, _locate, _reach
 from ._errors import TargetLoadError, UsageError
 from ._report import CheckResult, Location, Problem, TargetReport
 from ._targets import add_app_dir, classify, load_module
@@ -148,6 +148,13 @@ class Discovery:
             raise UsageError(f"{text!r}: no such file or directory")
         if path.is_file() and path.suffix != ".py":
             raise UsageError(f"{text!r} is not a Python file (expected a .py file, a folder, or a module name)")
+        namespace = _reach.namespace_name(path, self.app_dir)
+        if namespace is not None:  # inside a namespace package: import by name so relative imports work
+            add_app_dir(self.app_dir)
+            module = self._import(namespace, _posix(_locate.relative_path(str(path))))
+            if module is not None:
+                self._walk_module(module, namespace, by_path=False)
+            return
         package = _package_root(path)
         if package is not None:
             name, root = package
@@ -229,6 +236,12 @@ class Discovery:
             sub = self._import(info.name, _submodule_label(info, short) if by_path else info.name)
             if sub is not None:
                 self._walk_module(sub, self._path_label(sub) if by_path else info.name, by_path)
+        for name in _reach.namespace_children(module):  # subfolders without __init__.py (pkgutil skips them)
+            if _is_test_name(name.rsplit(".", 1)[-1]) and not self.include_tests:
+                continue
+            sub = self._import(name, name)
+            if sub is not None:
+                self._walk_module(sub, name, by_path)
 
     def _add(self, module: ModuleType, label: str, by_path: bool) -> None:
         if all(w.module is not module for w in self.walked):
@@ -341,9 +354,9 @@ def _candidate(value: Any, roots: set[str]) -> tuple[str, Any] | None:
                 or _compat.is_jit_wrapped(value):
             kind, obj = classify(value)
             if kind not in CUSTOM_KINDS:
-                return None
-        else:
-            return None
+                return _reach.wrapped_candidate(value, roots)
+        else:  # filter-style decorators: a callable holding the custom function
+            return _reach.wrapped_candidate(value, roots)
     except Exception:  # an exotic module attribute (lazy proxies, broken descriptors) is not a target
         return None
     origin = _origin(obj, kind)
@@ -383,6 +396,16 @@ def _import_failure(label: str, message: str, what: str) -> TargetReport:
         location: Location | None = Location(_posix(match.group(1)), int(match.group(2)), "<module>")
     else:
         location = Location(_posix(what), 1, "<module>") if what.endswith(".py") else None
+    missing = re.search(r"(?:ModuleNotFoundError|ImportError): No module named '([\w.]+)'", message)
+    if missing and missing.group(1).split(".")[0] != what.replace("/", ".").split(".")[0]:
+        # an optional dependency of the package, not installed here: a note, not a failure of the package
+        from . import _rules as rules
+
+        dependency = missing.group(1).split(".")[0]
+        finding = rules.DEPENDENCY_MISSING.finding(error=message, dependency=dependency, what=label,
+                                                   location=location)
+        return TargetReport(label, "module", checks=[CheckResult("import", "skipped", 0.0, message)],
+                            findings=[finding], module=label)
     problem = Problem("import-failed", message, location,
                       fix=f"Make `{what}` importable (reproduce with `python -c \"import ...\"` or run the file), or "
                           "leave it out of the checked paths.")

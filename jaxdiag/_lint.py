@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import __version__, _compat, _config, _engine, _locate
+from . import __version__, _compat, _config, _engine, _locate, _reach
 from . import _rules as rules
 from ._checks._base import Options
 from ._discovery import Discovery, Found, _posix, _unjit
@@ -90,6 +90,8 @@ class _Lint:
         # validates every code before anything is imported or checked (unknown codes are exit 2)
         self.filter = Filter(select, ignore, config.per_target_ignores)
         self.unchecked_lines: set[tuple[str, int]] = set()
+        config_dir = os.path.dirname(config.source) if config.source else os.getcwd()
+        self.recorded = _reach.Recorded.load([config_dir, app_dir, os.getcwd()])
 
     def run(self, items: Sequence[ModuleType | str], from_config: bool) -> Report:
         """Walk, check every target (unfiltered), then filter once; unused suppressions are judged last."""
@@ -99,8 +101,15 @@ class _Lint:
             if where and where.endswith(".py"):
                 validate_inline(where)
         reports: list[TargetReport] = list(self.discovery.failed)
-        for found in self.discovery.discover():
+        discovered = self.discovery.discover()
+        if self.recorded.calls:
+            self.recorded.note_sites((f.obj, f.kind) for f in discovered)
+        for found in discovered:
             reports.extend(self._check(found))
+        roots = {w.module.__name__.split(".")[0] for w in self.discovery.walked}
+        for call in self.recorded.unclaimed():
+            if call.get("target", "").split(".")[0].split(":")[0] in roots:  # other packages' rules: not asked
+                reports.extend(self._check_recorded(call))
         report = self.filter.apply(Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION))
         for target in report.targets:  # SARIF and GitHub annotations need a file and line for every finding
             for finding in target.findings:
@@ -114,11 +123,20 @@ class _Lint:
 
     def _check(self, found: Found) -> list[TargetReport]:
         args, params, origin = self._inputs_for(found)
+        if origin == _VIA:
+            return self._check_recorded(params, found)
         target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
         anchors = _engine.suppression_anchors(target)
         try:
             report = _engine.run_unfiltered(target, args, params, Options(command="check", seed=self.seed),
                                             app_dir=self.app_dir)
+        except _engine.MissingDependencyError as exc:
+            report = Report([TargetReport(found.label, found.kind, checks=[CheckResult(
+                "infer-inputs", "skipped", 0.0, "optional dependency missing")], findings=[
+                rules.DEPENDENCY_MISSING.finding(error=exc.last_error, dependency=exc.dependency, what=found.label,
+                                                 location=anchors[0] if anchors else None)],
+                module=found.walked.label)])
+            self._mark_unchecked(found, anchors)
         except InferenceError as exc:
             report = Report([self._not_inferred(found, exc, anchors)])
             self._mark_unchecked(found, anchors)
@@ -130,6 +148,14 @@ class _Lint:
             report = Report([TargetReport(found.label, found.kind, checks=[CheckResult(
                 "engine", "error", 0.0, f"internal error: {type(exc).__name__}: {exc}")])])
             self._mark_unchecked(found, anchors)
+        if origin.startswith(" (recorded") and report.targets:
+            report.targets[0].findings.insert(0, rules.INPUTS_RECORDED.finding(
+                how=f"checked on the call recorded{origin[len(' (recorded'):-1]}",
+                inputs=" ".join(report.targets[0].inputs),
+                params=(" with " + ", ".join(f"{k}={v!r}" for k, v in sorted(params.items()))) if params else "",
+                location=anchors[0] if anchors else None))
+        if found.kind == "primitive" and _reach.jax_owned(found.obj) and report.targets:
+            _reach.restrict_to_user_rules(report.targets[0], found.obj)
         for tr in report.targets:
             tr.module = found.walked.label
             tr.config_keys = list(found.keys)
@@ -138,12 +164,21 @@ class _Lint:
                 self._mark_unchecked(found, anchors)
         return report.targets
 
-    def _inputs_for(self, found: Found) -> tuple[list[str], dict[str, Any], str]:
-        """(args, params, where they came from) from pyproject, else the module's JAXDIAG dict, else none."""
+    def _inputs_for(self, found: Found) -> tuple[list[Any], Any, str]:
+        """(args, params, where they came from) from pyproject, else recorded calls, else the module's JAXDIAG
+        dict, else none. Recorded calls that cannot be replayed give (`[]`, the call, _VIA)."""
         for key in found.keys:
             entry = self.config.target(key)
             if entry is not None:
                 return list(entry.args), _hashable(entry.params), f" ([tool.jaxdiag.targets.\"{key}\"])"
+        calls = self.recorded.for_keys(found.keys + [f"{found.walked.module.__name__}:{found.attr}"], found.obj,
+                                       found.kind)
+        replayable = [c for c in calls if c.get("replayable", True)]
+        if replayable:
+            templates, params = _reach.templates_of(replayable[0])
+            return templates, params, f" (recorded in {_locate.relative_path(self.recorded.path or '')})"
+        if calls:  # only calls with a callable/treedef argument or param: checked inside the function that made it
+            return [], calls[0], _VIA
         table = getattr(found.walked.module, "JAXDIAG", None)
         if table is None:
             return [], {}, ""
@@ -169,17 +204,30 @@ class _Lint:
         key = self.discovery.config_key(found)
         args = ", ".join('"f32[3]"' for _ in range(max(exc.arity, 1)))
         snippet = f"[tool.jaxdiag.targets.\"{key}\"]\nargs = [{args}]"
-        missing = _missing_params(found) if found.kind == "primitive" else []
+        missing = list(getattr(exc, "missing", [])) or (_missing_params(found) if found.kind == "primitive" else [])
+        jaxdiag_dict = f"\"args\": [{args}]"
         if missing:
-            snippet += "\nparams = {" + ", ".join(f"{m} = 0" for m in missing) + "}"
-        finding = rules.INPUTS_NOT_INFERRED.finding(
-            target=found.label, tried="; ".join(exc.tried[:6]), error=exc.last_error,
-            params_hint=", and its bind params" if missing else "", snippet=snippet,
-            jaxdiag_dict=f"JAXDIAG = {{\"{found.attr}\": {{\"args\": [{args}]}}}}", module=found.walked.label,
-            location=anchors[0] if anchors else None)
+            snippet += "\nparams = {" + ", ".join(f"{m} = …" for m in missing) + "}"
+            jaxdiag_dict += ", \"params\": {" + ", ".join(f"\"{m}\": …" for m in missing) + "}"
+        location = anchors[0] if anchors else None
+        if exc.tried:
+            finding = rules.INPUTS_NOT_INFERRED.finding(
+                target=found.label, tried="; ".join(exc.tried[:6]), error=exc.last_error,
+                params_hint=", and its bind params" if missing else "", snippet=snippet,
+                jaxdiag_dict=f"JAXDIAG = {{\"{found.attr}\": {{{jaxdiag_dict}}}}}", module=found.walked.label,
+                location=location)
+        else:  # a precise reason (bind params, static arguments, keyword-only arguments): say it as it is
+            finding = rules.TARGET_NOT_CHECKABLE.finding(
+                reason=str(exc), fix=f"Add its inputs to pyproject.toml (a SPEC per positional argument, a literal "
+                f"such as 0.1 for a static one{', and its bind params' if missing else ''}):\n{snippet}\nor define "
+                f"JAXDIAG = {{\"{found.attr}\": {{{jaxdiag_dict}}}}} in {found.walked.label}, or record the calls "
+                "your own tests make: jaxdiag record -- pytest", location=location)
         return TargetReport(found.label, found.kind, checks=[CheckResult(
             "infer-inputs", "skipped", 0.0, "could not infer example inputs")], findings=[finding],
             module=found.walked.label)
+
+    def _check_recorded(self, call: dict, found: Found | None = None) -> list[TargetReport]:
+        return _reach.check_recorded(self, call, found)
 
     def _mark_unchecked(self, found: Found, anchors: list[Location]) -> None:
         """Lines whose suppressions cannot be judged because this target was not (fully) checked."""
@@ -207,6 +255,9 @@ class _Lint:
         if config_findings:
             reports.append(TargetReport(label, "config", findings=config_findings, module=label))
         return reports
+
+
+_VIA = " (via)"
 
 
 def _hashable(value: Any) -> Any:

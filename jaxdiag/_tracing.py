@@ -20,7 +20,14 @@ def trace_function(subject: Subject, cache: dict) -> tuple[Any, list]:
         shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
         # disable_jit: a jit-wrapped function that already ran (the domain probe calls it) would be served from
         # jit's trace cache without running its Python, so its custom_vjp/custom_jvp calls would go unrecorded.
+        inputs: list = []
+
+        def traced(*xs: Any) -> Any:
+            inputs[:] = xs  # the function's input tracers: nested calls on them inherit their domains
+            return subject.call(*xs)
+
         with _compat.record_custom_calls(seen), jax.disable_jit():
-            cache["jaxpr"] = jax.make_jaxpr(subject.call)(*shapes)
+            cache["jaxpr"] = jax.make_jaxpr(traced)(*shapes)
         cache["custom_calls"] = seen
+        cache["input_tracers"] = list(inputs)
     return cache["jaxpr"], cache["custom_calls"]

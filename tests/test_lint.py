@@ -58,7 +58,7 @@ def test_new_user_package_without_config_is_found_and_checked(pkg):
     note = next(f for f in needs.findings if f.code == "JXN004")
     assert note.severity == "info"
     assert "axis" in note.message
-    assert '[tool.jaxdiag.targets."lintpkg/prims.py:needs_p"]\nargs = ["f32[3]"]\nparams = {axis = 0}' in note.fix
+    assert '[tool.jaxdiag.targets."lintpkg/prims.py:needs_p"]\nargs = ["f32[3]"]\nparams = {axis = …}' in note.fix
     assert note.location and note.location.line == PRIMS.splitlines().index('needs_p = Primitive("needs")') + 1
     scaled = next(t for t in targets if t.target.endswith(":scaled"))
     assert scaled.inputs == ["f32[4]", "f32[4]"]  # from the module's JAXDIAG dict
