@@ -131,6 +131,7 @@ class Row:
     errors: int = 0
     warnings: int = 0
     infos: int = 0
+    import_failures: int = 0
     seconds: float = 0.0
     exit_code: int = 0
     recorded: int = 0
@@ -181,6 +182,9 @@ def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
                        "; ".join(c["detail"] for c in t["checks"]) or "no check applied")
             row.reasons.append(f"{t['target']}: {why}")
     for t in data["targets"]:
+        for p in t.get("problems", []):
+            row.import_failures += 1
+            row.reasons.append(f"{t['target']}: {p.get('kind', 'problem')}: {p.get('message', '')[:200]}")
         for f in t["findings"]:
             if f["severity"] == "error":
                 row.errors += 1
@@ -194,15 +198,17 @@ def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
 
 
 def markdown(rows: list[Row]) -> str:
-    lines = ["| library | version | targets | checked | errors | warnings | notes | recorded calls | time |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| library | version | targets | checked | errors | warnings | notes | modules not imported | "
+             "recorded calls | time |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r.name} | {r.version} | {r.targets} | {r.checked} | {r.errors} | {r.warnings} | {r.infos} "
-                     f"| {r.recorded} | {r.seconds:.0f} s |")
+                     f"| {r.import_failures} | {r.recorded} | {r.seconds:.0f} s |")
     total = sum(r.targets for r in rows)
     checked = sum(r.checked for r in rows)
     lines.append(f"| **total** | | {total} | {checked} ({100 * checked / max(total, 1):.0f}%) | "
                  f"{sum(r.errors for r in rows)} | {sum(r.warnings for r in rows)} | {sum(r.infos for r in rows)} | "
+                 f"{sum(r.import_failures for r in rows)} | "
                  f"{sum(r.recorded for r in rows)} | {sum(r.seconds for r in rows):.0f} s |")
     return "\n".join(lines)
 
