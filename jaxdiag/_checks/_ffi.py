@@ -18,19 +18,11 @@ import jax
 import numpy as np
 
 from .. import _compat, _locate, _numerics
+from .._tracing import trace_function
 from .. import _rules as rules
 from .._report import Finding, Location
-from .._tracing import trace_function
 from ._base import Context, SkipCheck, check
-from ._custom_vmap import (
-    Variant,
-    first_line,
-    lead,
-    loop_reference,
-    variants,
-    vmap_args,
-    vmapped,
-)
+from ._custom_vmap import Variant, first_line, lead, loop_reference, variants, vmap_args, vmapped
 
 # What each method hands the kernel under vmap (B is the batch size), for messages.
 HANDS = {

@@ -21,27 +21,9 @@ from .._numerics import FD_EPS, compare
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
 from ._custom_jvp import eager_vjp, pullback_at_first_cotangent, rule_location
-from ._gradref import (
-    GradState,
-    absdot,
-    all_finite,
-    close,
-    close_scalar,
-    dot,
-    error_text,
-    fmt_values,
-    grad_tol,
-    is_float0,
-    locate,
-    quiet_call,
-    require,
-    rule_name,
-    short_dtype,
-    short_message,
-    state,
-    to_f64,
-    vjp_against_fd,
-)
+from ._gradref import (GradState, absdot, all_finite, close, close_scalar, dot, error_text, fmt_values, grad_tol,
+                       is_float0, locate, quiet_call, require, rule_name, short_dtype, short_message, state, to_f64,
+                       vjp_against_fd)
 
 ALL_KINDS = {"custom_vjp", "custom_jvp", "primitive", "function"}
 

@@ -20,23 +20,8 @@ from .. import _rules as rules
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
 from ._custom_jvp import T, names
-from ._gradref import (
-    Arg,
-    GradState,
-    absdot,
-    aval_text,
-    close_scalar,
-    dot,
-    error_text,
-    grad_tol,
-    is_float0,
-    quiet_call,
-    require,
-    return_values,
-    short_dtype,
-    source_of,
-    state,
-)
+from ._gradref import (Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0,
+                       quiet_call, require, return_values, short_dtype, source_of, state)
 
 
 def _transpose_fns(st: GradState) -> list[Any]:
