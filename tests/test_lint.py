@@ -132,14 +132,14 @@ def test_pyproject_paths_targets_and_params(pkg, tmp_path, probe_only):
     inputs = {t["target"]: t["inputs"] for t in data["targets"]}
     assert inputs["lintpkg/prims.py:needs_p"] == ["f32[2,3]"]  # params reached bind: no JXN004
     assert inputs["lintpkg/prims.py:good_p"] == ["f32[5]"]
-    assert "JXN004" not in {f["code"] for t in data["targets"] for f in t["findings"]}
+    assert not {"JXN004", "JXN011"} & {f["code"] for t in data["targets"] for f in t["findings"]}
     assert result.exit_code == 1  # the probe's warning on bad_p
 
 
 def test_select_and_ignore_from_config_and_cli(pkg, tmp_path, probe_only):
     (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nselect = ["JXN"]\n')
     data = json.loads(invoke("lintpkg", "--format", "json").output)
-    assert {f["code"] for t in data["targets"] for f in t["findings"]} == {"JXN001", "JXN004"}
+    assert {f["code"] for t in data["targets"] for f in t["findings"]} == {"JXN001", "JXN011"}  # needs_p: a bind param
     data = json.loads(invoke("lintpkg", "--format", "json", "--select", PROBE).output)  # CLI replaces select
     assert {f["code"] for t in data["targets"] for f in t["findings"]} == {PROBE}
     result = invoke("lintpkg", "--select", PROBE, "--ignore", PROBE[:4])
@@ -248,7 +248,7 @@ def test_unused_suppressions_of_unchecked_targets_are_not_reported(tmp_path, mon
     prims.write_text(prims.read_text().replace("def needs_impl(x, *, axis):",
                                                "def needs_impl(x, *, axis):  # jaxdiag: ignore[JXB001]"))
     report = check_paths(["lintpkg/prims.py"])
-    assert "JXN004" in report.codes() and "JXN005" not in report.codes()
+    assert "JXN011" in report.codes() and "JXN005" not in report.codes()
 
 
 # ---------------------------------------------------------------------------------------------------------------
