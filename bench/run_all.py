@@ -1,18 +1,26 @@
 """Reproduce every speed figure the README quotes, in one command:
 
-    python bench/run_all.py            # the scripts' default repeats (several minutes)
+    python bench/run_all.py            # the scripts' default repeats (half an hour on 2 cores)
     python bench/run_all.py --quick    # fewer repeats, for a smoke run
 
 Runs, each in a fresh process with this interpreter (so one benchmark's JAX caches never warm another's):
 
-- `bench/bench_batching.py`  full `jaxdiag batching` check vs a hand-written vmap-vs-loop test (median ratio)
-- `bench/bench_grad.py`      `jaxdiag.check_grad` vs `jax.test_util.check_grads`, per target (median and max ratio)
-- `bench/bench_lint.py`      `jaxdiag check` on packages of 10, 50, 100 targets (seconds per target: linear?)
-- `bench/bench_startup.py`   `jaxdiag --version` vs `python -c "import jax"` (median ratio)
+- `bench/bench_cold.py`           cold, per target, fresh processes (median of 5, jaxdiag's import paid):
+                                  `check_grad` vs `jax.test_util.check_grads` and `check_batching` vs a
+                                  hand-written vmap-vs-loop test, with jaxdiag's time broken down (import, trace,
+                                  lower, compile, the rest, per check)
+- `bench/bench_check_samples.py`  `jaxdiag check samples`: `-j 2` vs serial, a cached re-run vs the cold run,
+                                  peak memory of all processes
+- `bench/bench_batching.py`       warm: full `jaxdiag batching` check vs a hand-written vmap-vs-loop test
+- `bench/bench_grad.py`           warm: `jaxdiag.check_grad` vs `jax.test_util.check_grads`, per target
+- `bench/bench_lint.py`           `jaxdiag check` on packages of 10, 50, 100 targets (seconds per target: linear?)
+- `bench/bench_startup.py`        `jaxdiag --version` vs `python -c "import jax"` (median ratio)
 
 Every figure is a median of several runs, and every ratio compares two things measured side by side in the same run
-(each script alternates or interleaves its two sides). The scripts' own output is printed as it comes, then a summary
-block. A script that is missing is skipped with a message; one that fails makes the exit code 1.
+(each script alternates or interleaves its two sides). jaxdiag's modules are byte-compiled first (as `pip install`
+does), so no side pays for compiling Python source. The scripts' own output is printed as it comes, then a summary
+block with every ratio side by side. A script that is missing is skipped with a message; one that fails makes the
+exit code 1.
 """
 
 from __future__ import annotations
@@ -42,6 +50,22 @@ class Bench:
 
 
 BENCHES = [
+    Bench("bench_cold.py", "cold per target: check_grad vs check_grads, check_batching vs hand loop",
+          ["--runs", "5"], ["--runs", "3"], [
+              ("grad vs check_grads (median target)", r"grad cold ratio: median ([\d.]+)x", "{}x", "<= 1.0x"),
+              ("grad vs check_grads (worst target)", r"grad cold ratio: median [\d.]+x, worst ([\d.]+)x", "{}x",
+               "<= 1.0x"),
+              ("batching vs hand loop (median target)", r"batching cold ratio: median ([\d.]+)x", "{}x", "<= 1.0x"),
+              ("batching vs hand loop (worst target)", r"batching cold ratio: median [\d.]+x, worst ([\d.]+)x",
+               "{}x", "<= 1.0x"),
+          ]),
+    Bench("bench_check_samples.py", "jaxdiag check samples: -j 2, cache, memory", ["--jobs", "2"], ["--jobs", "2"], [
+        ("check -j 2 vs serial (wall)", r"parallel ratio: ([\d.]+)x", "{}x", "<= 0.65x"),
+        ("cached re-run vs cold (wall)", r"cache ratio: ([\d.]+)x", "{}x", "<= 0.10x"),
+        ("peak memory of check (all processes)", r"peak memory: (\d+) MB .* vs serial (\d+) MB",
+         "{0} MB (serial: {1} MB)", "< 1.5 GB"),
+        ("same report serial / -j 2 / cached", r"same report in every run: (\w+)", "{}", "True"),
+    ]),
     Bench("bench_batching.py", "batching check vs hand-written vmap-vs-loop test", ["--repeat", "15"],
           ["--repeat", "5"], [
               ("hand-written vmap-vs-loop (median)", r"hand-written[^:]*:\s*([\d.]+) ms", "{} ms", ""),
@@ -102,7 +126,8 @@ def figures(bench: Bench, output: str) -> list[tuple[str, str, str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and sizes (a smoke run, noisier)")
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these (batching, grad, lint, startup)")
+    parser.add_argument("--only", nargs="+", metavar="NAME",
+                        help="run only these (cold, check_samples, batching, grad, lint, startup)")
     args = parser.parse_args(argv)
 
     import jax
@@ -110,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
         os.pathsep))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # An installed jaxdiag is byte-compiled by pip; a checkout may not be (PYTHONDONTWRITEBYTECODE).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "jaxdiag"), str(ROOT / "samples")],
+                   env=env, check=False, stdout=subprocess.DEVNULL)
     header = (f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, Python {platform.python_version()}, "
               f"{os.cpu_count()} CPU(s), load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
               + (", --quick" if args.quick else ""))

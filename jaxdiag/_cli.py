@@ -142,7 +142,8 @@ def batching(
     arg: Optional[List[str]] = ArgOpt,
     param: Optional[List[str]] = ParamOpt,
     in_axes: Optional[str] = typer.Option(None, "--in-axes", help="Reproduce vmap with these in_axes, e.g. 1,None."),
-    out_axes: Optional[str] = typer.Option(None, "--out-axes", help="Reproduce vmap with these out_axes, e.g. [0,None]."),
+    out_axes: Optional[str] = typer.Option(None, "--out-axes",
+                                           help="Reproduce vmap with these out_axes, e.g. [0,None]."),
     fmt: str = FormatOpt,
     output: Optional[str] = OutputOpt,
     select: Optional[List[str]] = SelectOpt,
@@ -189,16 +190,31 @@ def check(
     app_dir: str = AppDirOpt,
     keep_going: bool = typer.Option(False, "--keep-going", help="Report modules that fail to import; check the rest."),
     include_tests: bool = typer.Option(False, "--include-tests", help="Also walk test modules in packages."),
+    jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Worker processes (default: the number of cores; "
+                                       "1 with --timeout 0: all in this process).", metavar="N"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per target before it is stopped and "
+                                            "reported (default: pyproject's timeout, else 300; 0: no limit).",
+                                            metavar="S"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Check every target again, ignoring .jaxdiag_cache/."),
 ) -> None:
     """CI lint: discover every primitive and custom_* function, run every check."""
     _check_format(fmt)
     from ._errors import UsageError
 
+    if jobs is not None and jobs < 1:
+        raise _fail(f"--jobs must be at least 1, got {jobs}")
+    if timeout is not None and timeout < 0:
+        raise _fail(f"--timeout must be a number of seconds >= 0 (0: no limit), got {timeout:g}")
     try:
-        from . import _lint
+        from . import _config, _lint, _parallel
 
+        if timeout is None:
+            timeout = _config.load(app_dir).timeout
         report = _lint.check_paths(paths or [], app_dir=app_dir, seed=seed, select=_split_codes(select),
-                                   ignore=_split_codes(ignore), keep_going=keep_going, include_tests=include_tests)
+                                   ignore=_split_codes(ignore), keep_going=keep_going, include_tests=include_tests,
+                                   jobs=jobs or _parallel.default_jobs(),
+                                   timeout=_parallel.DEFAULT_TIMEOUT if timeout is None else timeout,
+                                   cache=not no_cache)
     except UsageError as exc:
         raise _fail(str(exc)) from None
     except Exception as exc:
@@ -259,9 +275,9 @@ def rules(code: Optional[str] = typer.Argument(None, help="A rule code such as J
     console.print(r.summary)
     console.print(Markdown(r.explanation))
     for which, heading in (("bad", "Example"), ("good", "Use instead:")):
-        text = r.sample_text(which)
-        if text:
-            console.print(f"\n[bold]{heading}[/bold] (samples/{r.sample_path(which).name})")
+        text, path = r.sample_text(which), r.sample_path(which)
+        if text and path is not None:
+            console.print(f"\n[bold]{heading}[/bold] (samples/{path.name})")
             console.print(Syntax(text, "python", line_numbers=True, theme="ansi_dark", background_color="default"))
 
 

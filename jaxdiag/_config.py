@@ -16,7 +16,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-KNOWN_KEYS = {"select", "ignore", "per-target-ignores", "paths", "seed", "targets"}
+KNOWN_KEYS = {"select", "ignore", "per-target-ignores", "paths", "seed", "targets", "timeout"}
 
 
 @dataclass
@@ -33,6 +33,7 @@ class Config:
     paths: list[str] = field(default_factory=list)
     seed: int = 0
     targets: dict[str, TargetConfig] = field(default_factory=dict)
+    timeout: float | None = None  # seconds per target under `jaxdiag check`; 0: no limit; None: the default
     source: str | None = None
 
     def ignores_for(self, target: str) -> list[str]:
@@ -104,6 +105,10 @@ def parse(table: dict, path: str = "pyproject.toml") -> Config:
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise UsageError(f"{path}: [tool.jaxdiag] seed must be an integer")
     config.seed = seed
+    timeout = table.get("timeout")
+    if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0):
+        raise UsageError(f"{path}: [tool.jaxdiag] timeout must be a number of seconds >= 0 (0: no limit)")
+    config.timeout = None if timeout is None else float(timeout)
     targets = table.get("targets", {})
     if not isinstance(targets, dict):
         raise UsageError(f"{path}: [tool.jaxdiag.targets] must be a table keyed by target")

@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from . import _compat, _config, _locate, _reach
+from ._checks._harness import call_user
 from ._errors import TargetLoadError, UsageError
 from ._report import CheckResult, Location, Problem, TargetReport
 from ._targets import add_app_dir, classify, load_module
@@ -190,12 +191,9 @@ class Discovery:
                     "or `jaxdiag grad`)") if ":" in name else ""
             raise UsageError(f"{name!r} is neither an existing path nor a module name{hint}")
         add_app_dir(self.app_dir)
-        try:
-            spec = importlib.util.find_spec(name)
-        except ModuleNotFoundError:
-            spec = None
-        except Exception:  # a parent package failed to import: report it like any import failure
-            spec = True  # type: ignore[assignment]
+        found = call_user(importlib.util.find_spec, name)  # imports the parent packages: the user's code
+        # a parent package that failed to import is reported like any import failure
+        spec = found.value if found.error is None else None if isinstance(found.error, ModuleNotFoundError) else True
         if spec is None:
             raise UsageError(f"module {name!r} not found (not a path either; looked in --app-dir "
                              f"{os.path.abspath(self.app_dir)!r} and on sys.path)")
@@ -324,10 +322,8 @@ def _configured_candidate(value: Any, label: str) -> tuple[str, Any]:
 
 
 def _unjit(value: Any) -> Any:
-    try:
-        return classify(value)[1] if _compat.is_jit_wrapped(value) else value
-    except Exception:
-        return value
+    unwrapped = call_user(lambda: classify(value)[1] if _compat.is_jit_wrapped(value) else value)
+    return unwrapped.value if unwrapped.error is None else value
 
 
 def _origin(obj: Any, kind: str) -> str | None:
@@ -341,24 +337,24 @@ def _origin(obj: Any, kind: str) -> str | None:
     return getattr(_locate.unwrap(getattr(obj, "fun", None) or obj), "__module__", None)
 
 
+def _kind_of(value: Any, roots: set[str]) -> tuple[str, Any] | None:
+    if _compat.is_primitive(value):
+        return None if _compat.is_builtin_primitive(value) else ("primitive", value)
+    if isinstance(value, (ModuleType, type)) or not callable(value):
+        return None
+    if any(test(value) for test in (_compat.is_custom_vjp, _compat.is_custom_jvp, _compat.is_custom_vmap)) \
+            or _compat.is_jit_wrapped(value):
+        kind, obj = classify(value)
+        return (kind, obj) if kind in CUSTOM_KINDS else _reach.wrapped_candidate(value, roots)
+    return _reach.wrapped_candidate(value, roots)  # filter-style decorators: a callable holding the custom function
+
+
 def _candidate(value: Any, roots: set[str]) -> tuple[str, Any] | None:
     """(kind, object) when `value` is a user target; JAX's own objects and other libraries' are skipped."""
-    try:
-        if _compat.is_primitive(value):
-            if _compat.is_builtin_primitive(value):
-                return None
-            kind, obj = "primitive", value
-        elif isinstance(value, (ModuleType, type)) or not callable(value):
-            return None
-        elif any(test(value) for test in (_compat.is_custom_vjp, _compat.is_custom_jvp, _compat.is_custom_vmap)) \
-                or _compat.is_jit_wrapped(value):
-            kind, obj = classify(value)
-            if kind not in CUSTOM_KINDS:
-                return _reach.wrapped_candidate(value, roots)
-        else:  # filter-style decorators: a callable holding the custom function
-            return _reach.wrapped_candidate(value, roots)
-    except Exception:  # an exotic module attribute (lazy proxies, broken descriptors) is not a target
+    probed = call_user(_kind_of, value, roots)  # probing a module attribute may run its code (lazy proxies)
+    if probed.value is None:  # not a target, or an exotic attribute that raised: not a target either
         return None
+    kind, obj = probed.value
     origin = _origin(obj, kind)
     root = origin.split(".")[0] if origin else None
     if root in JAX_ROOTS or (root is not None and root not in roots):

@@ -8,9 +8,10 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
+import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -26,6 +27,9 @@ from . import (
 from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
+from ._checks._harness import call_user
+from ._checks._harness.cache import SubjectCache
+from ._checks._harness.tracing import trace_function
 from ._errors import InferenceError, UsageError
 from ._filtering import Filter, validate_inline
 from ._inputs import (
@@ -38,7 +42,9 @@ from ._inputs import (
 )
 from ._report import CheckResult, Finding, Location, Report, TargetReport
 from ._targets import Target, classify, describe, load_target
-from ._tracing import trace_function
+
+# One run at a time per process (re-entrant: `jaxdiag check` holds it around discovery and the runs inside).
+RUN_LOCK = threading.RLock()
 
 # ---------------------------------------------------------------------------------------------------------------
 # Public API
@@ -55,15 +61,16 @@ def check_batching(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     app_dir: str = ".",
-    **params: Any,
+    params: dict[str, Any] | None = None,
 ) -> Report:
     """Check a primitive's batching rule (or a function's batching behaviour) against a per-example loop.
 
     `target` is an object or a TARGET string; each arg a concrete array or a SPEC string (`"f32[3]"`); `params`
-    are a primitive's bind parameters.
+    is a dict of a primitive's bind parameters (`params={"axis": 1}`), kept apart from jaxdiag's own options so
+    that no parameter name can be mistaken for one (an unknown keyword is a TypeError).
     """
     options = Options(command="batching", seed=seed, in_axes=in_axes, out_axes=out_axes, include_jax=include_jax)
-    return run(target, args, params, options, select=select, ignore=ignore, app_dir=app_dir)
+    return run(target, args, dict(params or {}), options, select=select, ignore=ignore, app_dir=app_dir)
 
 
 def check_grad(
@@ -75,11 +82,11 @@ def check_grad(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     app_dir: str = ".",
-    **params: Any,
+    params: dict[str, Any] | None = None,
 ) -> Report:
     """Check custom_vjp / custom_jvp rules, or a primitive's JVP and transpose rules, against references."""
     options = Options(command="grad", seed=seed, order=order, include_jax=include_jax)
-    return run(target, args, params, options, select=select, ignore=ignore, app_dir=app_dir)
+    return run(target, args, dict(params or {}), options, select=select, ignore=ignore, app_dir=app_dir)
 
 
 def check_all(
@@ -90,11 +97,11 @@ def check_all(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     app_dir: str = ".",
-    **params: Any,
+    params: dict[str, Any] | None = None,
 ) -> Report:
     """Run every check family (batching and grad) on one target, as `jaxdiag check` does."""
     options = Options(command="check", seed=seed, include_jax=include_jax)
-    return run(target, args, params, options, select=select, ignore=ignore, app_dir=app_dir)
+    return run(target, args, dict(params or {}), options, select=select, ignore=ignore, app_dir=app_dir)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -141,7 +148,18 @@ def run(
 def run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], options: Options,
                    app_dir: str = ".") -> Report:
     """Every finding of every check, unfiltered; each target report carries what filtering needs (the names
-    configuration may use for it, the lines where an inline suppression covers it). Restores JAX state on exit."""
+    configuration may use for it, the lines where an inline suppression covers it). Restores JAX state on exit.
+
+    Not thread-safe by nature (a run patches JAX's global registries and `sys.path`): runs are serialized by
+    `RUN_LOCK`, so two threads calling the API get correct reports, one after the other. The user's folders put on
+    `sys.path` to load the target stay there for the run only.
+    """
+    with RUN_LOCK, _compat.restored_sys_path():
+        return _run_unfiltered(target, args, params, options, app_dir)
+
+
+def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], options: Options, app_dir: str
+                    ) -> Report:
     resolved = resolve(target, app_dir)
     module_file = getattr(resolved.module, "__file__", None)
     if module_file and module_file.endswith(".py"):
@@ -149,7 +167,7 @@ def run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], opt
     templates, concrete = _signature.templates_of_args(args)
     specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
     wide = any(s.dtype.itemsize >= 8 and s.dtype.kind in "fciu" for s in specs)
-    with _compat.jax_config(jax_enable_x64=True) if wide and not _compat.x64_enabled() else contextlib.nullcontext():
+    with _compat.x64_scope(True) if wide else contextlib.nullcontext():
         reports = _run_target(resolved, templates, concrete, params, options)
     anchors = suppression_anchors(resolved)
     for report in reports:
@@ -170,16 +188,15 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
     _signature.apply(root, templates)
     specs = root.specs
     choose_domain(root, notes)
+    root_cache = SubjectCache()
     if any(c is not None for c in concrete):
         rng = np.random.default_rng(options.seed)
-        root_cache = {"example": [np.asarray(c) if c is not None else draw(s, rng, root.domain)
-                                  for c, s in zip(concrete, specs)]}
-    else:
-        root_cache = {}
+        root_cache.example = [np.asarray(c) if c is not None else draw(s, rng, root.domain)
+                              for c, s in zip(concrete, specs)]
     subjects = [root] + find_nested_subjects(root, options, root_cache)
     reports = []
     for subject in subjects:
-        cache = root_cache if subject is root else {}
+        cache = root_cache if subject is root else SubjectCache()
         report = run_subject(subject, options, cache)
         if subject is root:
             report.findings[:0] = notes
@@ -227,13 +244,13 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int) ->
     saved = subject.specs
     subject.specs = specs
     try:
-        out = subject.call(*args)
-        jax.block_until_ready(out)
-    except Exception as exc:  # the user's code rejected these inputs
-        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        ran = call_user(lambda: jax.block_until_ready(subject.call(*args)))
     finally:
         subject.specs = saved
-    return not _nonfinite(out), "non-finite output"
+    if ran.error is not None:  # the user's code rejected these inputs
+        exc = ran.error
+        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return not _nonfinite(ran.value), "non-finite output"
 
 
 def choose_domain(subject: Subject, notes: list[Finding]) -> None:
@@ -342,27 +359,26 @@ class MissingDependencyError(InferenceError):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[Subject]:
+def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -> list[Subject]:
     if root.kind != "function":
         return []
-    try:
-        jaxpr, custom_calls = trace_function(root, cache)
-    except Exception:  # the function's own checks report the trace failure
+    traced = trace_function(root, cache)
+    if traced.value is None:  # the function's own checks report the trace failure
         # Typically a user primitive without abstract eval: find the user primitives by running it once.
-        cache["nested_subjects"] = _bound_primitive_subjects(root)
-        return cache["nested_subjects"]
+        cache.nested_subjects = _bound_primitive_subjects(root)
+        return cache.nested_subjects
+    jaxpr, custom_calls = traced.value.jaxpr, traced.value.custom_calls
     subjects: list[Subject] = []
     seen_keys: set = set()
     for obj, args, kwargs in custom_calls:
-        key = id(obj)
-        if key in seen_keys:
+        if id(obj) in seen_keys:
             continue
-        seen_keys.add(key)
+        seen_keys.add(id(obj))
         kind, _ = classify(obj)
         fn = getattr(obj, "fun", None) or obj
         if not (options.include_jax or _locate.is_user_code(fn)):
             continue  # JAX's own custom_jvp/custom_vjp (jnp.sinc, jax.nn.softplus) are trusted like its primitives
-        nested = _signature.custom_call_subject(root, kind, obj, fn, args, kwargs, cache.get("input_tracers", []))
+        nested = _signature.custom_call_subject(root, kind, obj, fn, args, kwargs, cache.input_tracers)
         if nested is not None:
             subjects.append(nested)
     for eqn in _compat.iter_eqns(jaxpr):
@@ -374,8 +390,9 @@ def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[S
             continue
         if not user and (prim.name in _STRUCTURAL_PRIMITIVES or any(True for _ in _compat.sub_jaxprs(eqn))):
             continue
-        specs = [_spec_of_aval(v.aval) for v in eqn.invars]
-        if any(s is None for s in specs):
+        maybe_specs = [_spec_of_aval(v.aval) for v in eqn.invars]
+        specs = [s for s in maybe_specs if s is not None]
+        if len(specs) != len(maybe_specs):
             continue
         inputs = list(getattr(jaxpr, "jaxpr", jaxpr).invars)
         specs = [_signature.inherited(s, [v], inputs, root) for s, v in zip(specs, eqn.invars)]
@@ -389,7 +406,7 @@ def find_nested_subjects(root: Subject, options: Options, cache: dict) -> list[S
             location=_primitive_location(prim, None) if user else None, module=root.module, parent=root,
             domain=root.domain,
             eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None))
-    cache["nested_subjects"] = subjects  # the function's checks attribute vmap failures to these
+    cache.nested_subjects = subjects  # the function's checks attribute vmap failures to these
     return subjects
 
 
@@ -398,17 +415,15 @@ def _bound_primitive_subjects(root: Subject) -> list[Subject]:
     rng = np.random.default_rng(0)
     args = [draw(s, rng, root.domain) for s in root.specs]
     seen: list = []
-    try:
-        with _compat.record_primitive_binds(seen):
-            root.call(*args)
-    except Exception:
-        pass  # the function's own checks report the failure; keep what was bound before it
+    with _compat.record_primitive_binds(seen):
+        call_user(root.call, *args)  # a failure is reported by the function's own checks; keep what was bound
     subjects: list[Subject] = []
     keys: set = set()
     for prim, avals, params in seen:
-        specs = [_spec_of_aval(a) for a in avals]
+        maybe_specs = [_spec_of_aval(a) for a in avals]
+        specs = [s for s in maybe_specs if s is not None]
         key = _primitive_call_key(prim, params, specs)
-        if any(s is None for s in specs) or key in keys:
+        if len(specs) != len(maybe_specs) or key in keys:
             continue
         keys.add(key)
         subjects.append(Subject(label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs,
@@ -424,7 +439,7 @@ _STRUCTURAL_PRIMITIVES = {"pjit", "jit", "closed_call", "core_call", "custom_jvp
                           "random_unwrap", "random_seed", "random_bits", "threefry2x32", "iota", "rng_bit_generator"}
 
 
-def _primitive_call_key(prim: Any, params: dict, specs: list[ArgSpec | None]) -> tuple:
+def _primitive_call_key(prim: Any, params: dict, specs: Sequence[ArgSpec]) -> tuple:
     """Calls of one primitive with the same params and shapes are checked once."""
     return prim, repr(sorted(params.items(), key=lambda kv: kv[0])), tuple(map(str, specs))
 
@@ -444,15 +459,21 @@ def _spec_of_aval(aval: Any) -> ArgSpec | None:
 # Running checks and filtering findings
 # ---------------------------------------------------------------------------------------------------------------
 
+# Called with (subject label, check name) as each check starts. A `jaxdiag check` worker process sets it to tell
+# the parent what is running, so a target stopped at the time limit is reported naming its check.
+on_check_start: Callable[[str, str], None] | None = None
 
-def run_subject(subject: Subject, options: Options, cache: dict | None = None) -> TargetReport:
-    cache = {} if cache is None else cache
+
+def run_subject(subject: Subject, options: Options, cache: SubjectCache | None = None) -> TargetReport:
+    cache = SubjectCache() if cache is None else cache
     report = TargetReport(target=subject.label, kind=subject.kind, inputs=subject.input_texts,
                           module=subject.module)
     for chk in ALL_CHECKS:
         if not chk.applies(subject, options):
             continue
         ctx = Context(subject, options, chk.name, cache)
+        if on_check_start is not None:
+            on_check_start(subject.label, chk.name)
         start = time.perf_counter()
         findings: list[Finding] = []
         status, detail = "passed", ""

@@ -291,7 +291,8 @@ def parse_literal(text: str, what: str) -> Any:
         pass
     if text in ("bfloat16",):
         return DTYPES["bf16"]
-    raise UsageError(f"bad {what} value {text!r}: expected a Python literal (1, 2.5, (0, 1), 'name', True) or a dtype name")
+    raise UsageError(f"bad {what} value {text!r}: expected a Python literal (1, 2.5, (0, 1), 'name', True) or a "
+                     "dtype name")
 
 
 def parse_param(text: str) -> tuple[str, Any]:
@@ -313,7 +314,8 @@ def parse_axes(text: str | None, option: str) -> Any:
     try:
         value = ast.literal_eval(source)
     except (ValueError, SyntaxError):
-        raise UsageError(f"bad {option} {text!r}: expected an int, None, or a comma-separated list like 0,None") from None
+        raise UsageError(f"bad {option} {text!r}: expected an int, None, or a comma-separated list like "
+                         "0,None") from None
 
     def ok(v: Any) -> bool:
         if isinstance(v, (tuple, list)):

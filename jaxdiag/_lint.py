@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import __version__, _compat, _config, _engine, _locate, _reach
+from . import __version__, _compat, _config, _engine, _locate, _parallel, _reach
 from . import _rules as rules
 from ._checks._base import Options
 from ._discovery import Discovery, Found, _posix, _unjit
@@ -57,8 +57,15 @@ def check_paths(
     ignore: Sequence[str] = (),
     keep_going: bool = False,
     include_tests: bool = False,
+    jobs: int = 1,
+    timeout: float | None = None,
+    cache: bool = False,
 ) -> Report:
-    """`jaxdiag check [PATHS]`: with no paths, `[tool.jaxdiag] paths`; with neither, a UsageError (exit 2)."""
+    """`jaxdiag check [PATHS]`: with no paths, `[tool.jaxdiag] paths`; with neither, a UsageError (exit 2).
+
+    `jobs` worker processes (1: this process), `timeout` seconds per target (None: no limit; a limit runs the
+    targets in worker processes), `cache`: reuse results from `.jaxdiag_cache/` (see `_parallel`, `_cache`).
+    """
     config = _config.load(app_dir)
     from_config = not paths
     items: list[ModuleType | str] = list(paths) if paths else _config_paths(config)
@@ -67,7 +74,9 @@ def check_paths(
                          "`paths = [\"mypkg\"]` under [tool.jaxdiag] in pyproject.toml")
     lint = _Lint(config, app_dir, seed if seed is not None else config.seed,
                  list(select) or config.select, list(ignore) + config.ignore, keep_going, include_tests)
-    return lint.run(items, from_config=from_config)
+    lint.settings = _parallel.RunSettings(jobs=jobs, timeout=timeout, cache=cache)
+    with _engine.RUN_LOCK, _compat.restored_sys_path():  # user folders stay importable for the run only
+        return lint.run(items, from_config=from_config)
 
 
 def _config_paths(config: _config.Config) -> list[ModuleType | str]:
@@ -92,6 +101,7 @@ class _Lint:
         self.unchecked_lines: set[tuple[str, int]] = set()
         config_dir = os.path.dirname(config.source) if config.source else os.getcwd()
         self.recorded = _reach.Recorded.load([config_dir, app_dir, os.getcwd()])
+        self.settings = _parallel.RunSettings()
 
     def run(self, items: Sequence[ModuleType | str], from_config: bool) -> Report:
         """Walk, check every target (unfiltered), then filter once; unused suppressions are judged last."""
@@ -101,11 +111,7 @@ class _Lint:
             if where and where.endswith(".py"):
                 validate_inline(where)
         reports: list[TargetReport] = list(self.discovery.failed)
-        discovered = self.discovery.discover()
-        if self.recorded.calls:
-            self.recorded.note_sites((f.obj, f.kind) for f in discovered)
-        for found in discovered:
-            reports.extend(self._check(found))
+        reports.extend(_parallel.check_targets(self, self.discover(), items, self.settings))
         roots = {w.module.__name__.split(".")[0] for w in self.discovery.walked}
         for call in self.recorded.unclaimed():
             if call.get("target", "").split(".")[0].split(":")[0] in roots:  # other packages' rules: not asked
@@ -118,6 +124,20 @@ class _Lint:
         notes = self.filter.apply(Report(self._run_notes(report_stale_keys=from_config)))
         report.targets.extend(t for t in notes.targets if t.findings)
         return report
+
+    def discover(self) -> list[Found]:
+        """The discovered targets, with the recorded calls they claim marked here (also when workers check them:
+        the calls no target claims are checked afterwards, in this process)."""
+        discovered = self.discovery.discover()
+        if self.recorded.calls:
+            self.recorded.note_sites((f.obj, f.kind) for f in discovered)
+            for found in discovered:
+                self.recorded.for_keys(self._recorded_keys(found), found.obj, found.kind)
+        return discovered
+
+    @staticmethod
+    def _recorded_keys(found: Found) -> list[str]:
+        return found.keys + [f"{found.walked.module.__name__}:{found.attr}"]
 
     # -- checking ----------------------------------------------------------------------------------------------
 
@@ -171,8 +191,7 @@ class _Lint:
             entry = self.config.target(key)
             if entry is not None:
                 return list(entry.args), _hashable(entry.params), f" ([tool.jaxdiag.targets.\"{key}\"])"
-        calls = self.recorded.for_keys(found.keys + [f"{found.walked.module.__name__}:{found.attr}"], found.obj,
-                                       found.kind)
+        calls = self.recorded.for_keys(self._recorded_keys(found), found.obj, found.kind)
         replayable = [c for c in calls if c.get("replayable", True)]
         if replayable:
             templates, params = _reach.templates_of(replayable[0])
@@ -191,13 +210,13 @@ class _Lint:
             entry = table.get(name)
             if entry is None:
                 continue
-            args, params = (entry.get("args", []), entry.get("params", {})) if isinstance(entry, dict) else (
-                None, None)
-            if not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args) or not isinstance(
-                    params, dict) or not set(entry) <= {"args", "params"}:
+            given_args, given_params = (entry.get("args", []), entry.get("params", {})) if isinstance(
+                entry, dict) else (None, None)
+            if not isinstance(given_args, (list, tuple)) or not all(isinstance(a, str) for a in given_args) or \
+                    not isinstance(given_params, dict) or not set(entry) <= {"args", "params"}:
                 raise UsageError(f"{found.walked.label}: JAXDIAG[{name!r}] must be {{'args': [SPEC, ...], "
                                  "'params': {...}}} with SPEC strings such as 'f32[3]'")
-            return list(args), _hashable(params), where
+            return list(given_args), _hashable(given_params), where
         return [], {}, ""
 
     def _not_inferred(self, found: Found, exc: InferenceError, anchors: list[Location]) -> TargetReport:

@@ -58,7 +58,7 @@ def locate(fn: Any) -> Location | None:
     fn = unwrap(fn)
     code = getattr(fn, "__code__", None)
     if code is None:
-        call = getattr(type(fn), "__call__", None)
+        call = getattr(type(fn), "__call__", None)  # noqa: B004 - its code object, not a callable test
         code = getattr(call, "__code__", None)
         if code is None:
             return None
@@ -69,9 +69,28 @@ def locate(fn: Any) -> Location | None:
     return Location(relative_path(filename), def_line(filename, code.co_firstlineno), name)
 
 
+# What is not the user's code: JAX, NumPy, the wrappers of the standard library, and jaxdiag itself (except the
+# samples it ships, which stand for user code). `is_user_code` decides by a function's module, `is_user_file` by
+# a traceback frame's file; every "is this the user's?" question in jaxdiag is one of these two.
+_LIBRARY_ROOTS = ("jax", "jaxlib", "jaxdiag", "numpy", "ml_dtypes", "functools")
+_LIBRARY_FILES = tuple(f"{os.sep}{root}{os.sep}" for root in _LIBRARY_ROOTS if root != "functools") + (
+    "<frozen", f"{os.sep}contextlib.py", f"{os.sep}functools.py")
+_SAMPLES_MODULE = "jaxdiag.samples"
+
+
 def is_user_code(fn: Any) -> bool:
+    """True for the user's function (by its module): not JAX's, NumPy's, functools' or jaxdiag's own."""
     module = getattr(unwrap(fn), "__module__", "") or ""
-    return module.split(".")[0] not in ("jax", "jaxlib", "jaxdiag", "numpy", "functools")
+    if module == _SAMPLES_MODULE or module.startswith(_SAMPLES_MODULE + "."):
+        return True
+    return module.split(".")[0] not in _LIBRARY_ROOTS
+
+
+def is_user_file(filename: str) -> bool:
+    """True for a traceback frame in the user's code (by its file), the same split as `is_user_code`."""
+    if f"{os.sep}jaxdiag{os.sep}samples{os.sep}" in filename:
+        return True
+    return not any(marker in filename for marker in _LIBRARY_FILES)
 
 
 def locate_assignment(module: Any, obj: Any, names: list[str] | None = None) -> Location | None:

@@ -105,8 +105,8 @@ def compare(actual: Any, expected: Any, tol: float | None = None, table: dict[An
     a_raw, e_raw = np.asarray(actual), np.asarray(expected)
     if tol is None:
         tol = max(tolerance(a_raw.dtype, table), tolerance(e_raw.dtype, table))
-    base = dict(shape_actual=tuple(a_raw.shape), shape_expected=tuple(e_raw.shape), dtype_actual=str(a_raw.dtype),
-                dtype_expected=str(e_raw.dtype), tol=tol)
+    base: dict[str, Any] = dict(shape_actual=tuple(a_raw.shape), shape_expected=tuple(e_raw.shape),
+                                dtype_actual=str(a_raw.dtype), dtype_expected=str(e_raw.dtype), tol=tol)
     if a_raw.shape != e_raw.shape:
         return Comparison(ok=False, max_abs=float("inf"), max_rel=float("inf"), **base)
     if _is_float0(a_raw.dtype) or _is_float0(e_raw.dtype):

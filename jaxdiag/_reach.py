@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from . import _compat, _locate
+from ._checks._harness import call_user
 from ._inputs import ArgSpec, parse_arg, parse_literal
 
 __all__ = ["parse_arg"]
@@ -133,6 +134,17 @@ def _hashable(value: Any) -> Any:
     return value
 
 
+def _rule_functions(obj: Any, kind: str, target: str) -> list[Any]:
+    """The rule functions of `obj` when it is a `kind` object the recorded `target` may name, else []."""
+    if kind == "primitive":
+        if not _compat.is_primitive(obj) or f"<primitive {obj.name}>" not in target:
+            return []
+        return [r for r in _compat.registered_rules(obj).values() if r is not None]
+    is_kind = {"custom_vjp": _compat.is_custom_vjp, "custom_jvp": _compat.is_custom_jvp,
+               "custom_vmap": _compat.is_custom_vmap}[kind]
+    return [obj.fun] if is_kind(obj) else []
+
+
 def find_recorded_object(call: dict) -> Any:
     """The live object of a recorded closure/factory rule, found by its definition site among existing objects."""
     where = call.get("defined_at", "")
@@ -141,21 +153,11 @@ def find_recorded_object(call: dict) -> Any:
         return None
     full = os.path.realpath(path)
     kind = call.get("kind")
+    if kind not in ("primitive", "custom_vjp", "custom_jvp", "custom_vmap"):
+        return None
     for obj in gc.get_objects():
-        try:
-            if kind == "primitive":
-                if not _compat.is_primitive(obj) or f"<primitive {obj.name}>" not in call["target"]:
-                    continue
-                fns = [r for r in _compat.registered_rules(obj).values() if r is not None]
-            elif kind in ("custom_vjp", "custom_jvp", "custom_vmap"):
-                if not {"custom_vjp": _compat.is_custom_vjp, "custom_jvp": _compat.is_custom_jvp,
-                        "custom_vmap": _compat.is_custom_vmap}[kind](obj):
-                    continue
-                fns = [obj.fun]
-            else:
-                return None
-        except Exception:  # exotic objects in the heap
-            continue
+        probed = call_user(_rule_functions, obj, kind, call["target"])  # exotic heap objects may raise when probed
+        fns = probed.value or []
         for fn in fns:
             loc = _locate.locate(fn)
             if loc and loc.line == int(line) and os.path.realpath(loc.path) == full:
@@ -185,10 +187,7 @@ def unwrap_custom(value: Any) -> Any:
             if item is not value and is_custom(item):
                 return item
             for name in ("__wrapped__", "fn", "func", "fun", "_fun", "f"):
-                try:
-                    inner = getattr(item, name, None)
-                except Exception:
-                    inner = None
+                inner = call_user(getattr, item, name, None).value  # a user descriptor may raise
                 if inner is not None and callable(inner):
                     nxt.append(inner)
             if callable(item) and not isinstance(item, type) and hasattr(item, "__dict__") and \

@@ -124,7 +124,7 @@ class _AfterJaxImport(importlib.abc.MetaPathFinder):
         if spec is None or spec.loader is None:
             return None
         loader = spec.loader
-        original = loader.exec_module  # type: ignore[union-attr]
+        original = loader.exec_module
         finder = self
 
         def exec_module(module: Any) -> None:
@@ -133,7 +133,7 @@ class _AfterJaxImport(importlib.abc.MetaPathFinder):
                 sys.meta_path.remove(finder)
             install(finder.output)
 
-        loader.exec_module = exec_module  # type: ignore[union-attr, method-assign]
+        loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
@@ -299,6 +299,7 @@ def _carrier(obj: Any) -> dict | None:
     down (arrays, keys, literals), with those arguments."""
     from . import _locate
     from ._inputs import template_text
+    from ._checks._harness import call_user
     from ._layout import template_of
 
     top = _top_package(obj)
@@ -315,11 +316,11 @@ def _carrier(obj: Any) -> dict | None:
     for module, code, frame in reversed(candidates):  # outermost first
         if code.co_flags & 0x04 or code.co_kwonlyargcount:  # *args / keyword-only: not replayable positionally
             continue
-        try:
-            values = [frame.f_locals[n] for n in code.co_varnames[:code.co_argcount]]
-            templates = [template_of(v) for v in values]
-        except Exception:
+        values = [frame.f_locals[n] for n in code.co_varnames[:code.co_argcount]]
+        described = call_user(lambda vs=values: [template_of(v) for v in vs])  # user objects may raise when probed
+        if described.value is None:
             continue
+        templates = described.value
         if all(_replayable(template_text(t)) for t in templates):
             return {"target": f"{module}:{code.co_name}", "args": [template_text(t) for t in templates],
                     "ranges": _ranges(values)}
@@ -456,7 +457,8 @@ def _key(record: dict) -> tuple:
     return record["target"], tuple(record["args"]), tuple(sorted(record["params"].items()))
 
 
-_FIELDS = ("target", "kind", "name", "defined_at", "reachable", "replayable", "args", "params", "ranges", "via", "count")
+_FIELDS = ("target", "kind", "name", "defined_at", "reachable", "replayable", "args", "params", "ranges", "via",
+           "count")
 
 
 def write(output: str, records: dict[tuple, dict]) -> None:

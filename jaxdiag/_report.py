@@ -52,6 +52,12 @@ class Finding:
     def sort_key(self) -> tuple:
         return (SEVERITY_ORDER[self.severity], self.code, self.message)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
+        """The inverse of `to_dict`: `jaxdiag check` results cross process boundaries and the cache as dicts."""
+        location = data.get("location")
+        return cls(**{**data, "location": Location(**location) if location else None})
+
 
 @dataclass
 class Problem:

@@ -16,6 +16,7 @@ import jax
 
 from . import _compat, _locate
 from ._checks._base import Subject
+from ._checks._harness import call_user
 from ._errors import InferenceError, UsageError
 from ._inputs import ArgSpec, Static, parse_arg, template_leaves, template_text
 from ._layout import Layout, flat_view, template_of
@@ -229,10 +230,10 @@ def custom_call_subject(root: Subject, kind: str, obj: Any, fn: Any, args: tuple
         args = _compat.resolve_positional(fn, tuple(args), dict(kwargs))
     elif kwargs:
         return None
-    try:
-        layout = Layout.from_values(args)
-    except Exception:  # an argument jaxdiag cannot describe
+    described = call_user(Layout.from_values, args)  # an argument jaxdiag cannot describe: not reproducible
+    if described.value is None:
         return None
+    layout = described.value
     if kind == "custom_vmap" and (not layout.plain or layout.static_positions()):
         return None
     subject = Subject(label=f"{root.label} > {getattr(fn, '__name__', kind)}", kind=kind, obj=obj, specs=[],

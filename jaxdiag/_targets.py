@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from . import _compat
+from ._checks._harness import call_user
 from ._errors import TargetLoadError
 from ._locate import relative_path
 
@@ -99,18 +100,18 @@ def load_module(module_part: str, app_dir: str = ".") -> ModuleType:
         return _load_file(module_part, app_dir)
     if not all(part.isidentifier() for part in module_part.split(".")):
         raise TargetLoadError(f"bad module name {module_part!r}: expected package.module or path/to/file.py")
-    try:
-        return importlib.import_module(module_part)
-    except ModuleNotFoundError as exc:
+    imported = call_user(importlib.import_module, module_part)  # importing runs the user's module
+    exc = imported.error
+    if exc is None:
+        return imported.value
+    if isinstance(exc, ModuleNotFoundError):
         missing = exc.name or ""
         if missing and (module_part == missing or module_part.startswith(missing + ".")):
             raise TargetLoadError(f"module {module_part!r} not found (looked in --app-dir "
                                   f"{os.path.abspath(app_dir)!r} and on sys.path)") from None
-        raise TargetLoadError(_user_error(module_part, exc)) from None
-    except SyntaxError as exc:
+    if isinstance(exc, SyntaxError):
         raise TargetLoadError(_syntax_error(module_part, exc)) from None
-    except Exception as exc:
-        raise TargetLoadError(_user_error(module_part, exc)) from None
+    raise TargetLoadError(_user_error(module_part, exc)) from None
 
 
 _FILE_MODULES: dict[str, ModuleType] = {}
@@ -136,16 +137,19 @@ def _load_file(path: str, app_dir: str) -> ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    loaded_ok = False
     try:
-        spec.loader.exec_module(module)
-    except SyntaxError as exc:
-        sys.modules.pop(name, None)
-        raise TargetLoadError(_syntax_error(path, exc)) from None
-    except BaseException as exc:
-        sys.modules.pop(name, None)
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, SystemExit):
-            raise
+        loaded = call_user(spec.loader.exec_module, module)  # running the file is running the user's code
+        loaded_ok = loaded.error is None
+    except SystemExit as exc:  # `sys.exit()` at import time is a broken module, not a reason to stop jaxdiag
         raise TargetLoadError(_user_error(path, exc)) from None
+    finally:
+        if not loaded_ok:  # a half-imported module must not be found by the next import
+            sys.modules.pop(name, None)
+    if isinstance(loaded.error, SyntaxError):
+        raise TargetLoadError(_syntax_error(path, loaded.error)) from None
+    if loaded.error is not None:
+        raise TargetLoadError(_user_error(path, loaded.error)) from None
     _FILE_MODULES[full] = module
     return module
 
@@ -166,7 +170,7 @@ def _user_error(what: str, exc: BaseException) -> str:
 
 def resolve_attr(module: ModuleType, attr: str, module_part: str) -> Any:
     obj: Any = module
-    walked = []
+    walked: list[str] = []
     for part in attr.split("."):
         if not hasattr(obj, part):
             names = [n for n in dir(obj) if not n.startswith("__")]

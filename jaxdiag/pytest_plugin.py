@@ -1,14 +1,15 @@
 """pytest plugin (the `pytest11` entry point `jaxdiag`): a `jaxdiag` fixture for users' test suites.
 
     def test_my_primitive(jaxdiag):
-        report = jaxdiag.check_batching("mypkg.ops:my_sum_p", "f32[2,3]", axis=1)
+        report = jaxdiag.check_batching("mypkg.ops:my_sum_p", "f32[2,3]", params={"axis": 1})
         jaxdiag.assert_clean(report)          # AssertionError with the text the CLI prints
 
     def test_whole_package(jaxdiag):
         jaxdiag.assert_clean(jaxdiag.check_module("mypkg"))
 
-Every call leaves JAX's global state as it found it (rule registries, `custom_*.__call__`, config flags): entries
-that existed before the call and changed are put back. Registrations made by the user's own modules while they
+Every call leaves JAX's global state as it found it (rule registries, transposes and lowerings, `Primitive.bind`,
+`custom_*.__call__`, config flags): each patch is undone where it is made, and this guard puts back any entry that
+existed before the call and changed. Registrations made by the user's own modules while they
 are imported are new entries and stay. jaxdiag itself is imported on first use, not when pytest loads the plugin.
 """
 
@@ -30,11 +31,11 @@ def preserved_jax_state() -> Iterator[None]:
     """Snapshot JAX's registries and flags; on exit put back whatever existed before and changed."""
     from . import _compat
 
-    before = _compat.snapshot_registries()
+    before = _compat.snapshot_jax_state()
     try:
         yield
     finally:
-        _compat.restore_registries(before)
+        _compat.restore_jax_state(before)
 
 
 def _guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -46,13 +47,13 @@ class JaxdiagFixture:
     """What the `jaxdiag` fixture gives a test: the Python API, each call guarded, plus `assert_clean`."""
 
     def check_batching(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
-        """`jaxdiag.check_batching(target, *args, in_axes=..., **params)`: see its docstring."""
+        """`jaxdiag.check_batching(target, *args, in_axes=..., params={...})`: see its docstring."""
         from ._engine import check_batching
 
         return _guarded(check_batching, target, *args, **kwargs)
 
     def check_grad(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
-        """`jaxdiag.check_grad(target, *args, order=1, **params)`: see its docstring."""
+        """`jaxdiag.check_grad(target, *args, order=1, params={...})`: see its docstring."""
         from ._engine import check_grad
 
         return _guarded(check_grad, target, *args, **kwargs)

@@ -449,3 +449,50 @@ def test_the_report_model_imports_no_renderer():
 def test_no_import_cycles():
     cycles = _cycles(_without_package_inits(import_graph()))
     assert not cycles, f"import cycles: {cycles}"
+# Where catching every exception is allowed. The boundary is the only place that catches what user code raises
+# (and marks jaxdiag's own failures inside user calls as internal errors); the others are the top-level handlers
+# that turn jaxdiag's own bug into an internal error (check status `error`, exit 3). Anywhere else, a broad
+# `except` would hide jaxdiag's bugs or blame them on the user.
+BROAD_CATCH_ALLOWED = {
+    ("jaxdiag/_checks/_harness/boundary.py", "call_user"),
+    ("jaxdiag/_checks/_harness/boundary.py", "jaxdiag_code"),
+    ("jaxdiag/_engine.py", "run_subject"),  # one check's internal error; the other checks still run
+    ("jaxdiag/_lint.py", "_check"),  # one target's internal error under `jaxdiag check`; the others still run
+    ("jaxdiag/_cli.py", "_diagnose"),  # the CLI's last resort: exit 3
+    ("jaxdiag/_cli.py", "_emit"),  # a renderer's bug: exit 3
+    ("jaxdiag/_cli.py", "check"),
+    ("jaxdiag/_parallel.py", "_worker_main"),
+    # `jaxdiag record` runs inside the user's own program: a recorder failure must never change what it does
+    ("jaxdiag/_record.py", "_observe"),  # a worker forwards whatever stops it to the parent, which reports it
+}
+BROAD = {"Exception", "BaseException"}
+
+
+def _broad_handlers(tree: ast.Module) -> list[tuple[str, int]]:
+    """(enclosing function, line) of every `except:`, `except Exception`, `except BaseException` (also in tuples)."""
+    found = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            if isinstance(child, ast.ExceptHandler):
+                types = child.type.elts if isinstance(child.type, ast.Tuple) else [child.type]
+                if child.type is None or any(_dotted(t).split(".")[-1] in BROAD for t in types if t is not None):
+                    found.append((function, child.lineno))
+            visit(child, name)
+
+    visit(tree, "<module>")
+    return found
+
+
+def test_only_the_boundary_catches_every_exception():
+    offenders = [f"{rel(path)}:{line} in {function}" for path in modules()
+                 for function, line in _broad_handlers(parse(path))
+                 if (rel(path), function) not in BROAD_CATCH_ALLOWED]
+    assert not offenders, ("catch what user code raises with `_checks._harness.call_user`, and name the exception "
+                           "types otherwise:\n" + "\n".join(offenders))
+
+
+def test_the_broad_catch_detector_sees_every_form():
+    source = "def f():\n    try: pass\n    except: pass\n    try: pass\n    except (ValueError, Exception): pass\n"
+    assert [line for _, line in _broad_handlers(ast.parse(source))] == [3, 5]

@@ -205,10 +205,10 @@ def test_no_grad_note_when_the_parent_wraps_it_in_custom_vjp():
 def test_rule_restored_after_run(name, attr):
     target = load_target(f"{SAMPLES / name}:{attr}")
     rule = target.obj.vmap_rule
-    registries = _compat.snapshot_registries()
+    registries = _compat.snapshot_jax_state()
     run_sample(name, attr)
     assert target.obj.vmap_rule is rule
-    assert _compat.snapshot_registries() == registries
+    assert _compat.snapshot_jax_state() == registries
 
 
 def test_rule_restored_when_the_rule_raises_a_base_exception():

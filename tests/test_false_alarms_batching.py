@@ -97,7 +97,7 @@ def _problems(report):
 @pytest.mark.parametrize("prim, specs, params", PRIMITIVES, ids=[p.name for p, _, _ in PRIMITIVES])
 def test_jax_primitive_has_no_findings(prim, specs, params):
     params = _known_params(prim, specs, dict(params))
-    report = jaxdiag.check_batching(prim, *specs, include_jax=True, **params)
+    report = jaxdiag.check_batching(prim, *specs, include_jax=True, params=params)
     assert not _problems(report)
     assert any(c.name == "batching-vs-loop" and c.status == "passed" for c in report.targets[0].checks)
 

@@ -19,6 +19,8 @@ import jaxdiag
 from jaxdiag import _compat, _engine
 from jaxdiag._inputs import parse_spec
 from jaxdiag._targets import load_target
+from jaxdiag._checks._harness.cache import SubjectCache
+from jaxdiag._checks._harness.tracing import trace_function
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -163,10 +165,9 @@ def test_call_inside_jit_is_found_and_the_traced_jaxpr_is_not_modified():
     def outer(x):
         return jitted(x) + 1.0
 
-    cache: dict = {}
     subject = _engine._root_subject(_engine.resolve(outer), {})
     subject.specs = [parse_spec("f32[3]")]
-    closed, _ = _engine.trace_function(subject, cache)
+    closed = trace_function(subject, SubjectCache()).value.jaxpr
     before = [_compat.vmap_method_of(e) for e in _compat.iter_eqns(closed) if _compat.is_foreign_call(e)]
     report = jaxdiag.check_batching(outer, "f32[3]")
     assert only(report, "JXB021")

@@ -37,7 +37,7 @@ def sample_target(name: str) -> tuple[str, list[str], dict]:
 def run_sample(name: str, order: int | None = None, **kwargs) -> jaxdiag.Report:
     target, args, params = sample_target(name)
     order = order or (2 if name[:6].upper() in SECOND_ORDER else 1)
-    return jaxdiag.check_grad(target, *args, order=order, **kwargs, **params)
+    return jaxdiag.check_grad(target, *args, order=order, **kwargs, params=params)
 
 
 def problems(report: jaxdiag.Report) -> list:
@@ -389,10 +389,10 @@ def test_registries_and_config_restored():
 
     spied = load_target(sample_target("jxg003_bad.py")[0], str(ROOT)).obj  # its transpose rule is spied on
     x64 = load_target(sample_target("jxg014_bad.py")[0], str(ROOT)).obj  # float64 references under x64
-    before = _compat.snapshot_registries()
+    before = _compat.snapshot_jax_state()
     assert "JXG003" in jaxdiag.check_grad(spied, "f32[3]").codes()
     assert "JXG014" in jaxdiag.check_grad(x64, "f32[3]").codes()
-    assert _compat.snapshot_registries() == before
+    assert _compat.snapshot_jax_state() == before
 
 
 def test_cli_grad_exit_codes(tmp_path):
@@ -411,7 +411,7 @@ def test_cli_grad_exit_codes(tmp_path):
 
 def test_vmap_of_grad_mismatch_from_a_batching_bug_blames_the_batching_rule():
     path = Path(__file__).parent / "data" / "softmax_bad_batching.py"
-    report = jaxdiag.check_grad(f"{path}:softmax_p", "f32[3,4]", axis=1)
+    report = jaxdiag.check_grad(f"{path}:softmax_p", "f32[3,4]", params={"axis": 1})
     assert {"JXG001", "JXG016"} <= report.codes()
     (composition,) = [f for f in report.findings if f.code == "JXG016"]
     assert "the batching rule is at fault" in composition.message

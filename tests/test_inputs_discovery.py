@@ -42,9 +42,9 @@ def test_optional_dependency_is_its_own_note(monkeypatch):
     _, data = check("discpkg.optional", "discpkg.needs_extra")
     targets = by_target(data)
     note = next(f for f in targets["discpkg.optional:fancy"]["findings"])
-    assert note["code"] == "JXN010" and "jaxdiag_not_installed_dependency" in note["message"]
+    assert note["code"] == "JXN011" and "jaxdiag_not_installed_dependency" in note["message"]
     module_note = targets["discpkg.needs_extra"]["findings"][0]
-    assert module_note["code"] == "JXN010" and module_note["severity"] == "info"
+    assert module_note["code"] == "JXN011" and module_note["severity"] == "info"
 
 
 @pytest.mark.parametrize("how", ["nspkg", "nspkg/inner/rules.py"])

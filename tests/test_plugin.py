@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import jax_state_changes
 from lint_fixture import FUNCS, PROBE, probe
 from typer.testing import CliRunner
 
@@ -73,16 +74,8 @@ def raising_vmap_rule(axis_size, in_batched, xs):
 
 
 def assert_state_preserved(before: dict, after: dict) -> None:
-    """Every registry entry and flag as before. New entries may only be JAX's own primitives: JAX registers some
-    lazily on first use (jax 0.5 imports shard_map's primitives during the first vmap)."""
-    for name, table in before.items():
-        if not isinstance(table, dict):
-            assert after[name] == table, name
-            continue
-        changed = [k for k, v in table.items() if k not in after[name] or after[name][k] is not v]
-        assert not changed, (name, changed)
-        added = [k for k in after[name] if k not in table]
-        assert all(_compat.is_primitive(k) and _compat.is_builtin_primitive(k) for k in added), (name, added)
+    """Every registry entry, hook and flag as before (new registrations are the user's or JAX's own lazy ones)."""
+    assert not jax_state_changes(before, after)
 
 
 def jax_still_works() -> None:
@@ -106,7 +99,7 @@ def test_checks_leave_jax_state_as_they_found_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "raising.py").write_text(RAISING)
     module = load_module("raising.py")  # the user's own registrations happen here, before the snapshot
-    before = _compat.snapshot_registries()
+    before = _compat.snapshot_jax_state()
     fixture = JaxdiagFixture()
     reports = [
         fixture.check_batching(module.raising_p, "f32[3]"),
@@ -117,7 +110,7 @@ def test_checks_leave_jax_state_as_they_found_it(tmp_path, monkeypatch):
         fixture.check_module("raising.py"),
     ]
     assert all(r.targets for r in reports)
-    assert_state_preserved(before, _compat.snapshot_registries())
+    assert_state_preserved(before, _compat.snapshot_jax_state())
     jax_still_works()
 
 
@@ -127,24 +120,24 @@ def test_guard_puts_back_what_a_leak_changed(tmp_path, monkeypatch):
     prim = load_module("raising_guard.py").raising_p
     from jax._src.custom_derivatives import custom_jvp
 
-    before = _compat.snapshot_registries()
+    before = _compat.snapshot_jax_state()
     original_call = custom_jvp.__call__
     try:
         with preserved_jax_state():
             jax.interpreters.ad.primitive_jvps[prim] = lambda primals, tangents: (primals, tangents)
             del jax.interpreters.ad.primitive_jvps[jax.lax.sin_p]
             custom_jvp.__call__ = lambda self, *args, **kwargs: original_call(self, *args, **kwargs)
-            jax.config.update("jax_enable_x64", not before["x64"])
+            jax.config.update("jax_enable_x64", not before["flags"]["x64"])
             from jax.extend.core import Primitive
 
             new_p = Primitive("registered_inside_the_guard")
             jax.interpreters.ad.primitive_jvps[new_p] = lambda primals, tangents: (primals, tangents)
-        after = _compat.snapshot_registries()
+        after = _compat.snapshot_jax_state()
         assert after["jvp"].pop(new_p) is not None  # a new registration (the user's import) is kept
         assert_state_preserved(before, after)
     finally:
         custom_jvp.__call__ = original_call
-        jax.config.update("jax_enable_x64", before["x64"])
+        jax.config.update("jax_enable_x64", before["flags"]["x64"])
     jax_still_works()
 
 

@@ -84,12 +84,12 @@ def test_check_uses_the_recording_and_gives_the_same_report_twice(recorded):
     pad = targets["recpkg.ops:pad_p"]
     assert pad["inputs"] == ["f32[4]@negative"]
     assert any(c["status"] == "passed" for c in pad["checks"])
-    assert "JXN009" in {f["code"] for f in pad["findings"]}
+    assert "JXN010" in {f["code"] for f in pad["findings"]}
     # the closure was found through the recording, inside the function that called it, on negative inputs
     closure = [t for name, t in targets.items() if "scaled_log (inside recpkg.ops:neg_log_sum)" in name]
     assert closure and all(c["status"] != "error" for c in closure[0]["checks"])
     assert closure[0]["inputs"] == ["f32[4]@negative"]
-    note = next(f for f in targets["recpkg.ops:neg_log_sum"]["findings"] if f["code"] == "JXN009")
+    note = next(f for f in targets["recpkg.ops:neg_log_sum"]["findings"] if f["code"] == "JXN010")
     assert note["location"]["line"] == line_of("def scaled_log(x):")
     assert "JXN002" not in {f["code"] for t in first["targets"] for f in t["findings"]}  # no domain guessing
 
@@ -98,7 +98,7 @@ def test_without_a_recording_the_bind_param_is_a_precise_note(tmp_path):
     done = jaxdiag("check", "recpkg", "--format", "json", cwd=tmp_path)
     data = json.loads(done.stdout)
     pad = next(t for t in data["targets"] if t["target"] == "recpkg.ops:pad_p")
-    note = next(f for f in pad["findings"] if f["code"] == "JXN011")
+    note = next(f for f in pad["findings"] if f["code"] == "JXN012")
     assert "needs bind parameter(s) width" in note["message"]
     assert "params = {width = …}" in note["fix"] and '"params": {"width": …}' in note["fix"]
     assert not any(f["severity"] == "error" for t in data["targets"] for f in t["findings"])

@@ -44,14 +44,14 @@ def _removed_api_exists(code: str) -> bool:
 def test_rule_fires_on_bad_sample(code, attr, args, params):
     if _removed_api_exists(code):
         pytest.skip("batching.not_mapped still exists on this JAX release, so the bad sample works here")
-    report = jaxdiag.check_batching(sample(code, "bad", attr), *args, **params)
+    report = jaxdiag.check_batching(sample(code, "bad", attr), *args, params=params)
     no_internal_errors(report)
     assert UNDER_BATCHING.get(code, code) in serious(report), report.findings
 
 
 @pytest.mark.parametrize("code, attr, args, params", CASES, ids=[c[0] for c in CASES])
 def test_good_sample_is_clean(code, attr, args, params):
-    report = jaxdiag.check_batching(sample(code, "good", attr), *args, **params)
+    report = jaxdiag.check_batching(sample(code, "good", attr), *args, params=params)
     no_internal_errors(report)
     assert serious(report) == [], report.findings
 
@@ -66,7 +66,7 @@ def _finding(report: jaxdiag.Report, code: str) -> jaxdiag.Finding:
 
 
 def test_missing_impl_names_the_unregistered_function():
-    report = jaxdiag.check_batching(sample("JXR001", "bad", "scale_p"), "f32[4,3]", factor=2.0)
+    report = jaxdiag.check_batching(sample("JXR001", "bad", "scale_p"), "f32[4,3]", params={"factor": 2.0})
     finding = _finding(report, "JXR001")
     assert "scale_p.def_impl(_scale_impl)" in finding.fix
     assert finding.location is not None and finding.location.path.endswith("jxr001_bad.py")
@@ -130,7 +130,7 @@ def test_removed_api_points_at_the_line():
 
 
 def test_wrong_signature_names_the_keyword():
-    report = jaxdiag.check_batching(sample("JXR009", "bad", "cummax_p"), "f32[4,3]", axis=0)
+    report = jaxdiag.check_batching(sample("JXR009", "bad", "cummax_p"), "f32[4,3]", params={"axis": 0})
     finding = _finding(report, "JXR009")
     assert "'axis'" in finding.message and "**params" in finding.fix
 

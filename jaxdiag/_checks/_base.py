@@ -11,11 +11,13 @@ import numpy as np
 
 from .._inputs import ArgSpec, choose_batch_size, draw
 from .._report import Finding, Location
+from ._harness.boundary import Signal
+from ._harness.cache import SubjectCache
 
 COMMANDS = ("batching", "grad")
 
 
-class SkipCheck(Exception):
+class SkipCheck(Signal):
     """Raised by a check that cannot run here; the message says why (shown as the check's detail).
 
     `note=True` when the skip hides something the user must hear about, typically a defect this JAX release cannot
@@ -105,7 +107,7 @@ class Options:
 class Context:
     """Per (subject, check): seeded RNG, example inputs, shared caches across checks of the same subject."""
 
-    def __init__(self, subject: Subject, options: Options, check_name: str, cache: dict[str, Any]):
+    def __init__(self, subject: Subject, options: Options, check_name: str, cache: SubjectCache):
         self.subject = subject
         self.options = options
         self.check_name = check_name
@@ -122,10 +124,10 @@ class Context:
 
     def example(self) -> list[np.ndarray]:
         """One example's arguments (the same for every check of this subject)."""
-        if "example" not in self.cache:
+        if self.cache.example is None:
             rng = np.random.default_rng(zlib.crc32(f"{self.options.seed}:{self.subject.seed_key}:example".encode()))
-            self.cache["example"] = [draw(s, rng, self.subject.domain) for s in self.specs]
-        return self.cache["example"]
+            self.cache.example = [draw(s, rng, self.subject.domain) for s in self.specs]
+        return self.cache.example
 
     def draw(self, spec: ArgSpec, lead: tuple[int, ...] = ()) -> np.ndarray:
         return draw(spec, self.rng, self.subject.domain, lead)

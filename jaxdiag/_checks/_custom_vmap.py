@@ -10,7 +10,6 @@ user sees jaxdiag's explanation rather than JAX's `IndexError`.
 
 from __future__ import annotations
 
-import itertools
 import os
 import traceback
 from dataclasses import dataclass, field
@@ -24,91 +23,15 @@ from .. import _compat, _locate, _numerics
 from .. import _rules as rules
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
-
-# ---------------------------------------------------------------------------------------------------------------
-# What to run: vmap variants (in_axes, batch size, nesting)
-# ---------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One way of calling vmap: `in_axes` per argument, the batch size, and an outer vmap when `outer > 0`."""
-
-    in_axes: tuple[int | None, ...]
-    batch: int
-    outer: int = 0
-
-    @property
-    def in_batched(self) -> list[bool]:
-        return [a is not None for a in self.in_axes]
-
-    def describe(self, fn: str = "f") -> str:
-        axes = self.in_axes[0] if len(self.in_axes) == 1 else self.in_axes
-        text = f"vmap({fn}, in_axes={axes!r}) over a batch of {self.batch}"
-        return f"{text}, nested inside an outer vmap of {self.outer}" if self.outer else text
-
-
-def _unbatched_subsets(n: int) -> list[tuple[int, ...]]:
-    """Which arguments to leave unbatched: every proper subset for up to 3 arguments, else singles and pairs."""
-    if n <= 3:
-        return [s for k in range(1, n) for s in itertools.combinations(range(n), k)]
-    return [s for k in (1, 2) for s in itertools.combinations(range(n), k)]
-
-
-def variants(n_args: int, batch: int, outer: int, user_axes: Any = None, batch_one: bool = True) -> list[Variant]:
-    """All 0, all -1, each unbatched subset, batch size 1, nested; the user's --in-axes first when given."""
-    out: list[Variant] = []
-    if user_axes is not None:
-        axes = tuple(user_axes) if isinstance(user_axes, (tuple, list)) else (user_axes,) * n_args
-        if len(axes) == n_args and any(a is not None for a in axes):
-            out.append(Variant(axes, batch))
-    out.append(Variant((0,) * n_args, batch))
-    out.append(Variant((-1,) * n_args, batch))
-    for unbatched in _unbatched_subsets(n_args):
-        out.append(Variant(tuple(None if i in unbatched else 0 for i in range(n_args)), batch))
-    if batch_one:
-        out.append(Variant((0,) * n_args, 1))
-    out.append(Variant((0,) * n_args, batch, outer=outer))
-    return list(dict.fromkeys(out))
-
-
-def lead(variant: Variant) -> tuple[int, ...]:
-    return (variant.outer, variant.batch) if variant.outer else (variant.batch,)
-
-
-def vmap_args(stacked: list[np.ndarray], variant: Variant) -> list[np.ndarray]:
-    """The arrays handed to vmap: batched args with the batch axis at `in_axes`, unbatched ones as one example."""
-    args = []
-    for x, axis in zip(stacked, variant.in_axes):
-        if axis is None:
-            args.append(x[(0,) * len(lead(variant))])
-        elif variant.outer:
-            args.append(x)  # nested variants are all in_axes=0, for both vmaps
-        else:
-            args.append(np.moveaxis(x, 0, axis))
-    return args
-
-
-def loop_reference(call: Callable, stacked: list[np.ndarray], variant: Variant) -> list[np.ndarray]:
-    """The per-example reference: call the function on each example and stack the output leaves."""
-    per_index = []
-    for index in np.ndindex(*lead(variant)):
-        args = [x[index] if axis is not None else x[(0,) * len(index)] for x, axis in zip(stacked, variant.in_axes)]
-        per_index.append([np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(call(*args))])
-    return [np.stack(leaves).reshape(lead(variant) + leaves[0].shape) for leaves in zip(*per_index)]
-
-
-def vmapped(fn: Callable, variant: Variant) -> Callable:
-    inner = jax.vmap(fn, in_axes=variant.in_axes)
-    return jax.vmap(inner, in_axes=variant.in_axes) if variant.outer else inner
-
+from ._harness import Signal, call_user, jaxdiag_code
+from ._harness.vmap import Variant, first_line, lead, loop_reference, variants, vmap_args, vmapped
 
 # ---------------------------------------------------------------------------------------------------------------
 # Validating what the rule returns
 # ---------------------------------------------------------------------------------------------------------------
 
 
-class _RuleDefect(Exception):
+class _RuleDefect(Signal):
     """Raised from inside the wrapped rule to stop JAX from consuming a defective result."""
 
     def __init__(self, finding: Finding):
@@ -164,7 +87,7 @@ def _check_pair(t: _Target, result: Any, where: str) -> tuple[Any, Any]:
 
 def _check_structures(t: _Target, out: Any, out_batched: Any, where: str) -> list[bool]:
     """The flat out_batched flags; JXV001 when out, out_batched and the function's output disagree."""
-    out_struct = jax.tree_util.tree_structure(out)
+    out_struct: Any = jax.tree_util.tree_structure(out)
     batched_leaves, batched_struct = jax.tree_util.tree_flatten(out_batched)
     expected = jax.tree_util.tree_structure(t.out_tree)
     problem = None
@@ -247,21 +170,13 @@ def validate(t: _Target, result: Any, axis_size: int, where: str) -> list[bool]:
     return flags
 
 
-def first_line(exc: BaseException) -> str:
-    """`Type: first line of the message` without a trailing period, for embedding in a sentence."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0].rstrip('.')}" if text else type(exc).__name__
-
-
-_LIBRARY_DIRS = tuple(f"{os.sep}{name}{os.sep}" for name in ("jax", "jaxlib", "numpy"))
-
-
 def _user_line(exc: BaseException, rule_file: str | None) -> str:
     """` at file:line` of the innermost frame in the rule's own file (else the innermost non-library frame)."""
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for f in frames if rule_file and os.path.realpath(f.filename) == os.path.realpath(rule_file)]
-    outside = [f for f in frames if not any(d in f.filename for d in _LIBRARY_DIRS)]
-    frame = (mine or outside or [None])[-1]
+    outside = [f for f in frames if _locate.is_user_file(f.filename)]
+    candidates = mine or outside
+    frame = candidates[-1] if candidates else None
     return f" at {_locate.relative_path(frame.filename)}:{frame.lineno}" if frame else ""
 
 
@@ -285,14 +200,17 @@ class _Spy:
 
     def make(self, rule: Callable) -> Callable:
         def spy(axis_size: int, in_batched: Any, *args: Any) -> Any:
-            where = (f"in_batched={list(in_batched)!r}, axis_size={axis_size}, under "
-                     f"{self.variant.describe(self.target.fn_name)}")
-            try:
-                result = rule(axis_size, in_batched, *args)
-            except Exception as exc:  # the user's rule failed: a finding, never a crash
-                raise _raised(self.target, exc, where) from exc
-            self.calls.append(validate(self.target, result, axis_size, where))
-            return result
+            with jaxdiag_code("the custom_vmap spy"):
+                where = (f"in_batched={list(in_batched)!r}, axis_size={axis_size}, under "
+                         f"{self.variant.describe(self.target.fn_name)}")
+            ran = call_user(rule, axis_size, in_batched, *args)
+            if ran.error is not None:  # the user's rule failed: a finding, never a crash
+                with jaxdiag_code("reporting a custom_vmap rule that raised"):  # runs inside the user's vmap
+                    defect = _raised(self.target, ran.error, where)
+                raise defect from ran.error
+            with jaxdiag_code("validating a custom_vmap rule's result"):  # a malformed result raises _RuleDefect
+                self.calls.append(validate(self.target, ran.value, axis_size, where))
+            return ran.value
 
         spy.__name__ = getattr(rule, "__name__", "vmap_rule")  # JAX's own messages name the rule
         return spy
@@ -331,23 +249,26 @@ def _compare_outputs(t: _Target, variant: Variant, got: list[Any], want: list[np
 
 def run_variant(ctx: Context, t: _Target, variant: Variant) -> list[Finding]:
     stacked = [ctx.draw(s, lead(variant)) for s in ctx.specs]
-    try:
-        want = loop_reference(ctx.call, stacked, variant)
-    except Exception as exc:
+    reference = call_user(loop_reference, ctx.call, stacked, variant)
+    if reference.error is not None:
+        exc = reference.error
         raise SkipCheck(f"{t.fn_name} fails on a single example ({type(exc).__name__}: {exc})") from exc
+    want = reference.value
     spy = _Spy(t, variant)
     try:
         with _compat.spy_custom_vmap_rule(ctx.subject.obj, spy.make):
-            got = jax.tree_util.tree_leaves(vmapped(ctx.call, variant)(*vmap_args(stacked, variant)))
+            ran = call_user(vmapped(ctx.call, variant), *vmap_args(stacked, variant))
     except _RuleDefect as defect:
         return [defect.finding]
-    except Exception as exc:  # the rule's result passed validation, yet JAX failed: report it with the variant
+    if ran.error is not None:  # the rule's result passed validation, yet JAX failed: report it with the variant
+        exc = ran.error
         return [rules.VMAP_RESULT_MISMATCH.finding(
             evidence=f"{variant.describe(t.fn_name)} raises {first_line(exc)}, while calling `{t.fn_name}` on each "
                      f"example "
             "works.",
             fix=f"Check the dtypes and shapes `{t.rule_name}` returns against `{t.fn_name}`'s output.",
             location=t.location)]
+    got = jax.tree_util.tree_leaves(ran.value)
     return list(_compare_outputs(t, variant, got, want, spy.calls[-1] if spy.calls else None))
 
 
@@ -356,13 +277,14 @@ def all_unbatched(ctx: Context, t: _Target, batch: int) -> list[Finding]:
     example = ctx.example()
     where = (f"every in_batched False, axis_size={batch}: JAX calls the rule like this under vmap of `jax.jvp` "
              "when the tangents are not batched")
+    ran = call_user(t.rule, batch, [False] * len(example), *[jnp.asarray(x) for x in example])
+    if ran.error is not None:
+        return [_raised(t, ran.error, where).finding]
+    result = ran.value
     try:
-        result = t.rule(batch, [False] * len(example), *[jnp.asarray(x) for x in example])
         flags = validate(t, result, batch, where)
     except _RuleDefect as defect:
         return [defect.finding]
-    except Exception as exc:
-        return [_raised(t, exc, where).finding]
     want = [np.asarray(x) for x in jax.tree_util.tree_leaves(ctx.call(*example))]
     got = [np.asarray(x) for x in jax.tree_util.tree_leaves(result[0])]
     for i, (g, w, batched) in enumerate(zip(got, want, flags)):
@@ -392,11 +314,8 @@ def _grad_error(fn: Callable, specs: Sequence[Any], args: Sequence[Any]) -> Exce
         return sum(jnp.sum(jnp.real(leaf)) for leaf in jax.tree_util.tree_leaves(fn(*a))
                    if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact))
 
-    try:
-        jax.grad(total, argnums=argnums)(*args)
-    except Exception as exc:  # JAX's own limitation, or the user's code: either way grad does not work here
-        return exc
-    return None
+    # JAX's own limitation, or the user's code: either way grad does not work here
+    return call_user(jax.grad(total, argnums=argnums), *args).error
 
 
 def grad_outside_vmap(ctx: Context) -> list[Finding]:
@@ -424,10 +343,11 @@ def grad_outside_vmap(ctx: Context) -> list[Finding]:
 
 
 def _target(ctx: Context, rule: Callable) -> _Target:
-    try:
-        out_tree = jax.eval_shape(ctx.call, *ctx.example())
-    except Exception as exc:
+    shaped = call_user(jax.eval_shape, ctx.call, *ctx.example())
+    if shaped.error is not None:
+        exc = shaped.error
         raise SkipCheck(f"{ctx.subject.name} fails on one example ({type(exc).__name__}: {exc})") from exc
+    out_tree = shaped.value
     name = getattr(_locate.unwrap(rule), "__name__", "the vmap rule")
     return _Target(rule=rule, rule_name=name, location=_locate.locate(rule) or ctx.subject.location,
                    fn_name=ctx.subject.name, out_tree=out_tree, labels=_labels(out_tree))

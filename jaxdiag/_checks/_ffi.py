@@ -18,11 +18,12 @@ import jax
 import numpy as np
 
 from .. import _compat, _locate, _numerics
-from .._tracing import trace_function
 from .. import _rules as rules
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
-from ._custom_vmap import Variant, first_line, lead, loop_reference, variants, vmap_args, vmapped
+from ._harness import call_user
+from ._harness.tracing import trace_function
+from ._harness.vmap import Variant, first_line, lead, loop_reference, variants, vmap_args, vmapped
 
 # What each method hands the kernel under vmap (B is the batch size), for messages.
 HANDS = {
@@ -80,7 +81,8 @@ def find_calls(closed: Any, fallback: Location | None) -> list[ForeignCall]:
         location = Location(_locate.relative_path(where[0]), where[1], function) if where else fallback
         key = (eqn.primitive.name, _compat.foreign_call_target(eqn), _compat.vmap_method_of(eqn), location)
         groups.setdefault(key, []).append(eqn)
-    return [ForeignCall(*key, eqns=tuple(eqns)) for key, eqns in groups.items()]
+    return [ForeignCall(name, target, method, location, eqns=tuple(eqns))
+            for (name, target, method, location), eqns in groups.items()]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -130,10 +132,11 @@ class Runner:
         """The first variant where vmap with `call` at `method` differs from (or fails unlike) the loop."""
         fn = self._fn(call, method)
         for variant in only or self.variants:
-            try:
-                want = self._loop(variant, fn)
-            except Exception as exc:
+            looped = call_user(self._loop, variant, fn)
+            if looped.error is not None:
+                exc = looped.error
                 raise SkipCheck(f"the function fails on one example ({type(exc).__name__}: {exc})") from exc
+            want = looped.value
             args = vmap_args(self._stacked(variant), variant)
             observed = _observe(vmapped(fn, variant), args, want)
             if observed:
@@ -143,10 +146,10 @@ class Runner:
 
 def _observe(fn: Callable, args: list[np.ndarray], want: list[np.ndarray]) -> str | None:
     """None when vmap matches the loop, else how it does not (a clause following the variant's description)."""
-    try:
-        got = jax.block_until_ready(fn(*args))
-    except Exception as exc:  # the kernel rejected the batched buffers (e.g. mismatched element counts)
-        return f"raises {first_line(exc)}, while calling the function on each example works"
+    ran = call_user(lambda: jax.block_until_ready(fn(*args)))
+    if ran.error is not None:  # the kernel rejected the batched buffers (e.g. mismatched element counts)
+        return f"raises {first_line(ran.error)}, while calling the function on each example works"
+    got = ran.value
     for g, w in zip(got, want):
         comparison = _numerics.compare(g, w)
         if not (comparison.ok or comparison.nonfinite):
@@ -156,10 +159,10 @@ def _observe(fn: Callable, args: list[np.ndarray], want: list[np.ndarray]) -> st
 
 def _handed(fn: Callable, args: list[np.ndarray], call: ForeignCall, method: str) -> list[str]:
     """The operand types the batched kernel call receives: read from the batched jaxpr."""
-    try:
-        batched = jax.make_jaxpr(fn)(*args)
-    except Exception:
+    traced = call_user(jax.make_jaxpr(fn), *args)
+    if traced.error is not None:
         return []
+    batched = traced.value
     for eqn in _compat.iter_eqns(batched):
         if (_compat.is_foreign_call(eqn) and _compat.foreign_call_target(eqn) == call.target
                 and _compat.vmap_method_of(eqn) == method):
@@ -244,11 +247,11 @@ def not_batch_aware(call: ForeignCall, failure: Failure, fn_name: str) -> Findin
 @check("ffi-vmap-method", family="batching", kinds={"function"})
 def ffi_vmap_method(ctx: Context) -> Iterator[Finding]:
     """Read each foreign call's vmap_method and prove, against the per-example loop, that it is right."""
-
-    try:
-        closed, _ = trace_function(ctx.subject, ctx.cache)
-    except Exception as exc:
+    traced = trace_function(ctx.subject, ctx.cache)
+    if traced.value is None:
+        exc = traced.error
         raise SkipCheck(f"the function could not be traced ({type(exc).__name__}: {exc})") from exc
+    closed = traced.value.jaxpr
     calls = find_calls(closed, ctx.subject.location)
     if not calls:
         raise SkipCheck("no ffi_call or pure_callback in the function")

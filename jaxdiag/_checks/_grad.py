@@ -105,11 +105,11 @@ def _custom_parts(ctx: Context) -> list[str]:
     """Names of the custom_vjp/custom_jvp functions and user primitives the function calls."""
     names = []
     include_jax = ctx.options.include_jax
-    for obj, _, _ in ctx.cache.get("custom_calls", []):
+    for obj, _, _ in ctx.cache.custom_calls:
         fn = getattr(obj, "fun", obj)
         if include_jax or _locate.is_user_code(fn):
             names.append(getattr(fn, "__name__", type(obj).__name__))
-    jaxpr = ctx.cache.get("jaxpr")
+    jaxpr = ctx.cache.jaxpr
     if jaxpr is not None:
         for eqn in _compat.iter_eqns(jaxpr):
             prim = eqn.primitive
@@ -138,9 +138,9 @@ def _from_nested_rule(ctx: Context, exc: BaseException) -> bool:
 def _nested_rule_codes(ctx: Context) -> set[Any]:
     """Code objects of the user's rules behind the custom_* calls and user primitives inside the function."""
     fns: list[Any] = []
-    for obj, _, _ in ctx.cache.get("custom_calls", []):
+    for obj, _, _ in ctx.cache.custom_calls:
         fns += [getattr(obj, attr, None) for attr in ("fwd", "bwd", "jvp", "vmap_rule")]
-    jaxpr = ctx.cache.get("jaxpr")
+    jaxpr = ctx.cache.jaxpr
     if jaxpr is not None:
         for eqn in _compat.iter_eqns(jaxpr):
             if _compat.is_primitive(eqn.primitive) and not _compat.is_builtin_primitive(eqn.primitive):
@@ -509,14 +509,14 @@ def _second_order_references(st: GradState, ws: Sequence[Any], G: Callable, hv: 
     for i, a in enumerate(st.diff):
         tol = grad_tol(a.dtype)
         fd_cmp = compare(hv[i], fd[i], tol=tol) if fd is not None else None
-        fd_ok = fd_cmp is None or fd_cmp.ok or fd_cmp.max_abs <= 2 * spread[i]
+        fd_ok = fd_cmp is None or fd_cmp.ok or (spread is not None and fd_cmp.max_abs <= 2 * spread[i])
         ref_ok = ref is None or compare(hv[i], ref[i], tol=tol).ok
         if fd_ok and ref_ok or fd is None and ref is None:
             continue
         if (fd is not None and fd_ok) or (ref is not None and ref_ok):
             continue  # agrees with one reference: the other sees a kink or a deliberate stop_gradient
         parts = []
-        if fd is not None:
+        if fd is not None and fd_cmp is not None:
             parts.append(f"finite differences of the gradient give {fmt_values(fd[i])} ({fd_cmp.describe()})")
         if ref is not None:
             parts.append(f"autodiff of the undecorated function gives {fmt_values(ref[i])}")

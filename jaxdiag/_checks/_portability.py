@@ -55,7 +55,8 @@ def _scan(ctx: Context, roles: tuple[str, ...]) -> Iterator[Finding]:
                       for f, (module, attr, line, _) in uses)
     advice = "; ".join(dict.fromkeys(f"`{attr}`: {fix}" for _, (_, attr, _, fix) in uses if fix))
     raise SkipCheck(
-        f"{rules.REMOVED_JAX_API.code} ({rules.REMOVED_JAX_API.name}) cannot show on JAX {_compat.JAX_VERSION}: {where}, which this release still "
+        f"{rules.REMOVED_JAX_API.code} ({rules.REMOVED_JAX_API.name}) cannot show on JAX {_compat.JAX_VERSION}: "
+        f"{where}, which this release still "
         f"has but JAX {_compat.REMOVED_BY_JAX} removed, so the rule works here and fails with AttributeError on "
         f"upgrade." + (f" Replace {advice}." if advice else ""),
         note=True, location=_locate.locate(fn))

@@ -10,7 +10,7 @@ custom_jvp in `_custom_jvp/`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Generator, Iterator, Sequence
 
 import jax
 import numpy as np
@@ -19,6 +19,7 @@ from .. import _compat, _locate
 from .. import _rules as rules
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
+from ._harness import call_user
 from ._custom_jvp import T, names
 from ._gradref import (Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0,
                        quiet_call, require, return_values, short_dtype, source_of, state)
@@ -53,13 +54,12 @@ class Spy:
         def spy(ct: Any, *args: Any, **params: Any) -> Any:
             call: dict = {"ct": ct, "args": args}
             self.calls.append(call)
-            try:
-                out = original(ct, *args, **params)
-            except Exception as exc:
-                call["exc"] = exc
-                raise
-            call["out"] = out
-            return out
+            ran = call_user(original, ct, *args, **params)
+            if ran.error is not None:
+                call["exc"] = ran.error
+                raise ran.error  # JAX sees what the user's rule raised, unchanged
+            call["out"] = ran.value
+            return ran.value
 
         return spy
 
@@ -117,7 +117,7 @@ def _check_arguments(st: GradState, ctx: Context, reported: set[rules.Rule]) -> 
 
 
 def _reverse(st: GradState, ctx: Context, args: Sequence[Arg], k: int | None, spy: Spy, reported: set[rules.Rule]
-             ) -> Iterator[Finding]:
+             ) -> Generator[Finding, None, Any]:
     """One reverse-mode run; yields its findings and returns the cotangents (None when it failed)."""
     ct, exc = _run_reverse(st, args, k, spy)
     spied = list(_spy_findings(st, spy, k))
@@ -129,10 +129,10 @@ def _reverse(st: GradState, ctx: Context, args: Sequence[Arg], k: int | None, sp
         return ct
     # JAX's own error after a spied defect, or one a JVP-rule finding already explained, is not new
     if not spied and not _already_reported(st, exc):
-        finding = _reverse_failed(st, ctx, args, exc)
-        if finding is not None and rules.rule(finding.code) not in reported:
-            reported.add(rules.rule(finding.code))
-            yield finding
+        failed = _reverse_failed(st, ctx, args, exc)
+        if failed is not None and rules.rule(failed.code) not in reported:
+            reported.add(rules.rule(failed.code))
+            yield failed
     return None
 
 

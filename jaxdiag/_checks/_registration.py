@@ -20,6 +20,7 @@ from .. import _rules as rules
 from .._inputs import draw
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, Subject, check
+from ._harness import call_user
 from ._shared import (
     AbstractOutput,
     abstract_output,
@@ -176,7 +177,7 @@ def _missing_abstract_eval(ctx: Context) -> Finding:
                 else "")
     if out.leaves is not None:
         names = _arg_names(ctx)
-        grown = grown_shapes(ctx) or [None] * len(out.avals)
+        grown: list[Any] = grown_shapes(ctx) or [None] * len(out.avals)
         shaped = [f"ShapedArray({shape_expr(s, subject, names, g)}, {_dtype_expr(d, subject, names)})"
                   for (s, d), g in zip(out.avals, grown)]
         body = f"({', '.join(shaped)}{',' if len(shaped) == 1 else ''})" if prim.multiple_results else shaped[0]
@@ -197,6 +198,8 @@ def _arg_names(ctx: Context) -> list[str]:
     impl = _compat.impl(ctx.subject.obj)
     n = len(ctx.subject.specs)
     try:
+        if impl is None:
+            raise TypeError("no impl")
         names = [p.name for p in inspect.signature(impl).parameters.values()
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:n]
     except (TypeError, ValueError):
@@ -229,19 +232,17 @@ def shape_expr(shape: tuple[int, ...], subject: Subject, names: list[str], grown
 
 def grown_shapes(ctx: Context) -> list[tuple[int, ...]] | None:
     """The impl's output shapes for inputs one larger in every dimension (None when it does not run on them)."""
-    if "grown_shapes" not in ctx.cache:
+    if not ctx.cache.grown_shapes_done:
         subject = ctx.subject
         result = None
         fn = reference_fn(subject)
         if fn is not None and subject.kind == "primitive" and _compat.has_impl(subject.obj):
             args = [np.zeros(tuple(d + 1 for d in s.shape), s.dtype) for s in subject.specs]
-            try:
-                leaves, _ = flat_outputs(subject, fn(*args))
-                result = [tuple(x.shape) for x in leaves]
-            except Exception:  # shapes the impl rejects: fall back to literal shapes
-                result = None
-        ctx.cache["grown_shapes"] = result
-    return ctx.cache["grown_shapes"]
+            ran = call_user(lambda: flat_outputs(subject, fn(*args)))
+            # shapes the impl rejects: fall back to literal shapes
+            result = [tuple(x.shape) for x in ran.value[0]] if ran.value is not None else None
+        ctx.cache.grown_shapes, ctx.cache.grown_shapes_done = result, True
+    return ctx.cache.grown_shapes
 
 
 def _form_finding(ctx: Context, result: AbstractOutput, location: Location | None) -> Finding:
@@ -355,11 +356,7 @@ def _missing_lowering(ctx: Context) -> Finding:
 
 def _traceable(fn: Callable, ctx: Context) -> bool:
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in ctx.subject.specs]
-    try:
-        jax.make_jaxpr(lambda *a: fn(*a, **ctx.subject.params))(*shapes)
-    except Exception:
-        return False
-    return True
+    return call_user(jax.make_jaxpr(lambda *a: fn(*a, **ctx.subject.params)), *shapes).ok
 
 
 def _jit_agrees(ctx: Context) -> Iterator[Finding]:
@@ -373,11 +370,10 @@ def _jit_agrees(ctx: Context) -> Iterator[Finding]:
         return  # JXR003 explains the verifier error jit would give
     rule = _compat.lowering_rule(prim)
     location = rule_location(rule, subject.location)
-    try:
-        got = jitted(bind_fn(prim, subject.params))(*ctx.example())
-        jax.block_until_ready(got)
-    except Exception as exc:
-        ctx.cache["jit_broken"] = True
+    ran = call_user(lambda: jax.block_until_ready(jitted(bind_fn(prim, subject.params))(*ctx.example())))
+    if ran.error is not None:
+        exc = ran.error
+        ctx.cache.jit_broken = True
         yield rules.LOWERING_MISMATCH.finding(
             evidence=f"`jax.jit` of {prim_var(subject)} fails for {inputs_text(subject)} although the impl runs: "
             f"{first_line(exc)}.",
@@ -385,11 +381,11 @@ def _jit_agrees(ctx: Context) -> Iterator[Finding]:
                 "`mlir.lower_fun(impl, multiple_results=...)` as the lowering.",
             location=location)
         return
-    leaves, _ = flat_outputs(subject, got)
+    leaves, _ = flat_outputs(subject, ran.value)
     for k, (actual, expected) in enumerate(zip(leaves, out.leaves)):
         comparison = _numerics.compare(actual, expected)
         if not comparison.ok and not comparison.nonfinite:
-            ctx.cache["jit_broken"] = True
+            ctx.cache.jit_broken = True
             yield rules.LOWERING_MISMATCH.finding(
                 evidence=f"`jax.jit` of {prim_var(subject)} differs from its eager impl for {inputs_text(subject)}, "
                          f"output {k}: "
@@ -441,12 +437,12 @@ def _elementwise(ctx: Context) -> bool:
     rng = np.random.default_rng(7)
     other = [draw(s, rng, subject.domain) for s in subject.specs]
     perm = rng.permutation(out.leaves[0].size)
-    try:
-        second = np.asarray(subject.call(*other))
-        stacked = np.asarray(subject.call(*[np.stack([a, b]) for a, b in zip(example, other)]))
-        permuted = np.asarray(subject.call(*[np.asarray(a).reshape(-1)[perm].reshape(a.shape) for a in example]))
-    except Exception:
+    calls = call_user(lambda: [np.asarray(subject.call(*args)) for args in (
+        other, [np.stack([a, b]) for a, b in zip(example, other)],
+        [np.asarray(a).reshape(-1)[perm].reshape(a.shape) for a in example])])
+    if calls.value is None:
         return False
+    second, stacked, permuted = calls.value
     expected_perm = out.leaves[0].reshape(-1)[perm].reshape(out.leaves[0].shape)
     return (_numerics.compare(stacked, np.stack([out.leaves[0], second])).ok
             and _numerics.compare(permuted, expected_perm).ok)

@@ -20,6 +20,7 @@ from .. import _rules as rules
 from .._inputs import ArgSpec
 from .._report import Finding, Location
 from ._base import Context, Subject
+from ._harness import call_user
 
 # ---------------------------------------------------------------------------------------------------------------
 # Shared helpers: how to run one example, and what the rules say about it
@@ -138,22 +139,22 @@ class ExampleOutput:
 
 def example_output(ctx: Context) -> ExampleOutput:
     """Run the subject once on the example (cached for every check of the subject)."""
-    if "example_output" not in ctx.cache:
+    if ctx.cache.example_output is None:
         fn = reference_fn(ctx.subject)
         if fn is None:
             result = ExampleOutput(None, error=NotImplementedError(
                 f"{ctx.subject.obj.name} has no impl and no jit path (abstract eval + lowering)"))
         else:
-            try:
-                out = fn(*ctx.example())
-                jax.block_until_ready(out)
-                leaves, structure = flat_outputs(ctx.subject, out)
+            # flat_outputs is inside the call: an output NumPy cannot take (a ragged list) is the user's error
+            ran = call_user(lambda: flat_outputs(ctx.subject, jax.block_until_ready(fn(*ctx.example()))))
+            if ran.error is not None:  # the user's impl or function: reported by the impl check
+                result = ExampleOutput(None, error=ran.error)
+            else:
+                leaves, structure = ran.value
                 result = ExampleOutput(leaves, structure, via_jit=ctx.subject.kind == "primitive"
                                        and not _compat.has_impl(ctx.subject.obj))
-            except Exception as exc:  # the user's impl or function: reported by the impl check
-                result = ExampleOutput(None, error=exc)
-        ctx.cache["example_output"] = result
-    return ctx.cache["example_output"]
+        ctx.cache.example_output = result
+    return ctx.cache.example_output
 
 
 @dataclass
@@ -168,9 +169,9 @@ class AbstractOutput:
 
 def abstract_output(ctx: Context) -> AbstractOutput:
     """The abstract eval's output for the example's shapes, validated for form (cached)."""
-    if "abstract_output" not in ctx.cache:
-        ctx.cache["abstract_output"] = _abstract_output(ctx.subject)
-    return ctx.cache["abstract_output"]
+    if ctx.cache.abstract_output is None:
+        ctx.cache.abstract_output = _abstract_output(ctx.subject)
+    return ctx.cache.abstract_output
 
 
 def _abstract_output(subject: Subject) -> AbstractOutput:
@@ -178,10 +179,10 @@ def _abstract_output(subject: Subject) -> AbstractOutput:
     if not _compat.has_abstract_eval(prim):
         return AbstractOutput(None, problem="missing")
     avals = [_compat.shaped_array(s.shape, s.dtype) for s in subject.specs]
-    try:
-        raw = _compat.abstract_eval_output(prim, avals, subject.params)
-    except Exception as exc:
-        return AbstractOutput(None, error=exc, problem="raised")
+    ran = call_user(_compat.abstract_eval_output, prim, avals, subject.params)
+    if ran.error is not None:
+        return AbstractOutput(None, error=ran.error, problem="raised")
+    raw = ran.value
     outs = list(raw) if isinstance(raw, (list, tuple)) else [raw]
     if isinstance(raw, (list, tuple)) != bool(prim.multiple_results):
         return AbstractOutput(None, raw=raw, problem="structure")

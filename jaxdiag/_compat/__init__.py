@@ -4,7 +4,8 @@ Every private import, rule-registry access and version difference lives here, so
 something breaks this one package. Feature detection is preferred over version comparison.
 
 `__init__` re-exports every name of the submodules, so callers write `_compat.X`: `_base` (imports, versions, JAX
-types, config flags), `_registries` (rule registries, snapshot/restore), `_custom` (custom_vjp/jvp/vmap objects),
+types, config flags), `_registries` (rule registries), `_state` (snapshot/restore of everything patched,
+x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects),
 `_jaxprs` (equations, foreign calls), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception)
 and `_removed` (removed public attributes).
 """
@@ -50,7 +51,6 @@ from ._base import (
     is_jit_wrapped,
     is_primitive,
     is_undefined_primal,
-    jax_config,
     jit_static_args,
     tangent_dtype,
     x64_enabled,
@@ -96,10 +96,9 @@ from ._registries import (
     jvp_rule,
     lowering_rule,
     registered_rules,
-    restore_registries,
-    snapshot_registries,
     transpose_rule,
 )
+from ._state import restore_jax_state, restored_sys_path, snapshot_jax_state, x64_scope
 from ._removed import (
     REMOVED_BY_JAX,
     REMOVED_IN_NEWER_JAX,
@@ -178,7 +177,6 @@ __all__ = [
     "is_undefined_primal",
     "is_unexpected_tracer_error",
     "iter_eqns",
-    "jax_config",
     "jaxpr_as_fun",
     "jvp_rule",
     "lowering_rule",
@@ -190,10 +188,11 @@ __all__ = [
     "removed_api_uses",
     "removed_apis_still_here",
     "resolve_positional",
-    "restore_registries",
+    "restore_jax_state",
+    "restored_sys_path",
     "rule_user_functions",
     "shaped_array",
-    "snapshot_registries",
+    "snapshot_jax_state",
     "spy_custom_vmap_rule",
     "spy_transpose_rule",
     "sub_jaxprs",
@@ -206,4 +205,5 @@ __all__ = [
     "vmap_method_of",
     "with_vmap_methods",
     "x64_enabled",
+    "x64_scope",
 ]

@@ -28,7 +28,7 @@ def resolve_positional(fun: Callable, args: tuple, kwargs: dict | None = None) -
         from jax._src.api_util import resolve_kwargs
 
         return tuple(resolve_kwargs(fun, tuple(args), dict(kwargs or {})))
-    except Exception:
+    except (ImportError, TypeError, ValueError):  # moved helper, or a signature the arguments do not bind to
         return tuple(args)
 
 
@@ -43,11 +43,13 @@ def ad_zero(shape: tuple[int, ...], dtype: Any) -> Any:
 
 def symbolic_zero(shape: tuple[int, ...], dtype: Any) -> Any:
     """The `SymbolicZero` custom_jvp/custom_vjp rules receive with `symbolic_zeros=True`."""
+    assert SymbolicZero is not None, "symbolic_zeros=True needs a JAX with SymbolicZero"
     return SymbolicZero(tangent_aval(shape, dtype))
 
 
 def custom_vjp_primal(value: Any, perturbed: bool = True) -> Any:
     """What a custom_vjp fwd receives per argument with `symbolic_zeros=True`."""
+    assert CustomVJPPrimal is not None, "symbolic_zeros=True needs a JAX with CustomVJPPrimal"
     return CustomVJPPrimal(value, perturbed)
 
 
@@ -101,10 +103,11 @@ def spy_transpose_rule(prim: Any, wrap: Callable[[Callable], Callable]) -> Itera
         yield
         return
     fancy = getattr(_ad, "fancy_transposes", {})
-    fancy_original = fancy.pop(prim, None)
     original = table[prim]
-    table[prim] = wrap(original)
+    fancy_original = fancy.get(prim)
     try:
+        fancy.pop(prim, None)
+        table[prim] = wrap(original)
         yield
     finally:
         table[prim] = original

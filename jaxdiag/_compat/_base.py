@@ -1,11 +1,9 @@
 """The JAX imports every part of the compatibility layer shares: versions, the private modules, the JAX types
-the checks name (`ShapedArray`, `Zero`, `custom_vjp_type`, ...), and the config flags (`jax_config`, x64).
+the checks name (`ShapedArray`, `Zero`, `custom_vjp_type`, ...), and the x64 flag (scoped by `_state.x64_scope`).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -24,8 +22,8 @@ JAX_VERSION: str = jax.__version__
 try:
     import jaxlib
 
-    JAXLIB_VERSION: str = getattr(jaxlib, "__version__", None) or jaxlib.version.__version__  # type: ignore[attr-defined]
-except Exception:  # pragma: no cover
+    JAXLIB_VERSION: str = getattr(jaxlib, "__version__", None) or jaxlib.version.__version__
+except (ImportError, AttributeError):  # pragma: no cover
     JAXLIB_VERSION = "unknown"
 
 float0 = jax.dtypes.float0
@@ -52,21 +50,8 @@ def is_jit_wrapped(obj: Any) -> bool:
     return callable(obj) and hasattr(obj, "lower") and hasattr(obj, "__wrapped__")
 
 
-@contextlib.contextmanager
-def jax_config(**flags: Any) -> Iterator[None]:
-    """Set JAX config flags for the body and restore them afterwards."""
-    old = {name: getattr(jax.config, name) for name in flags}
-    try:
-        for name, value in flags.items():
-            jax.config.update(name, value)
-        yield
-    finally:
-        for name, value in old.items():
-            jax.config.update(name, value)
-
-
 def x64_enabled() -> bool:
-    return bool(jax.config.jax_enable_x64)
+    return bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]  # flags are read as attributes
 
 
 def tangent_dtype(dtype: Any) -> Any:

@@ -61,11 +61,11 @@ def record_custom_calls(seen: list) -> Iterator[None]:
 
     try:
         for cls, original in originals.items():
-            cls.__call__ = make(original)
+            cls.__call__ = make(original)  # type: ignore[method-assign]  # the patch, undone in finally
         yield
     finally:
         for cls, original in originals.items():
-            cls.__call__ = original
+            cls.__call__ = original  # type: ignore[method-assign]  # the patch, undone in finally
 
 
 @contextlib.contextmanager
@@ -76,8 +76,8 @@ def spy_custom_vmap_rule(obj: Any, make_spy: Callable[[Callable], Callable]) -> 
     body go through the spy. A jit cache filled during the body would keep the spy: callers must not jit `obj`.
     """
     original = obj.vmap_rule
-    obj.vmap_rule = make_spy(original)
     try:
+        obj.vmap_rule = make_spy(original)
         yield
     finally:
         obj.vmap_rule = original
@@ -101,7 +101,7 @@ def install_call_hooks(on_bind: Callable[[Any, tuple, dict], None],
                       ("custom_vmap", custom_vmap_type)):
         if cls is None or "__call__" not in cls.__dict__:
             continue
-        cls.__call__ = _recording_call(kind, cls.__dict__["__call__"], on_custom_call)
+        cls.__call__ = _recording_call(kind, cls.__dict__["__call__"], on_custom_call)  # type: ignore[method-assign]
 
 
 def _recording_call(kind: str, original: Callable, hook: Callable[[str, Any, tuple, dict], None]) -> Callable:

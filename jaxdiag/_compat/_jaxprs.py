@@ -48,7 +48,7 @@ def _user_frame(eqn: Any) -> Any:
         first = next(iter(inspect.signature(source_info_util.user_frame).parameters))
         info = eqn.source_info if first == "source_info" else eqn.source_info.traceback
         return source_info_util.user_frame(info)
-    except Exception:
+    except (ImportError, AttributeError, TypeError, ValueError, StopIteration):  # a release without this record
         return None
 
 
@@ -82,7 +82,7 @@ def axis_size_of(vals: tuple, dims: tuple) -> int | None:
 try:
     from jax import ffi as ffi  # noqa: PLC0414 - re-exported for checks, tests and samples
 except ImportError:  # pragma: no cover - jax < 0.4.38
-    from jax.extend import ffi as ffi  # type: ignore[no-redef]
+    from jax.extend import ffi as ffi  # type: ignore[no-redef,attr-defined]
 
 # Equations whose batching is chosen by a `vmap_method` parameter rather than a batching rule.
 FOREIGN_CALL_PRIMITIVES = ("ffi_call", "pure_callback")

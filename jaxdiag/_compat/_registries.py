@@ -1,20 +1,18 @@
 """Rule registries: the batching, JVP, transpose, impl, abstract-eval and lowering rules registered for a
-primitive, whether a primitive is JAX's own, and the snapshot/restore of every registry jaxdiag may touch.
+primitive, and whether a primitive is JAX's own (the snapshot/restore of JAX's state is in `_state.py`).
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable
 from typing import Any
 
-import jax
 from jax._src.interpreters import ad as _ad
 from jax._src.interpreters import batching as _batching
 from jax._src.interpreters import mlir as _mlir
+from .._locate import is_user_code
 
-from ._base import custom_jvp_type, custom_vjp_type, custom_vmap_type, x64_enabled
 
 # ---------------------------------------------------------------------------------------------------------------
 # Rule registries
@@ -133,58 +131,6 @@ def registered_rules(prim: Any) -> dict[str, Callable | None]:
     }
 
 
-def _module_of(fn: Any) -> str:
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    fn = inspect.unwrap(fn) if callable(fn) else fn
-    return getattr(fn, "__module__", "") or ""
-
-
 def is_builtin_primitive(prim: Any) -> bool:
-    """JAX's own primitives are trusted unless asked: their rules live in jax/jaxlib modules."""
-    rules = [r for r in registered_rules(prim).values() if r is not None]
-    if not rules:
-        return True
-    return all(_module_of(r).split(".")[0] in ("jax", "jaxlib") for r in rules)
-
-
-def snapshot_registries() -> dict[str, Any]:
-    """A copy of every registry jaxdiag may touch, to verify that it leaves JAX as it found it."""
-    return {
-        "batching": dict(_batching_table()),
-        "legacy_batching": dict(_legacy_batching_table()),
-        "jvp": dict(_ad.primitive_jvps),
-        "transpose": dict(_ad.primitive_transposes),
-        "lowerings": dict(getattr(_mlir, "_lowerings", {})),
-        "custom_calls": {
-            c: c.__dict__.get("__call__") for c in (custom_vjp_type, custom_jvp_type, custom_vmap_type) if c
-        },
-        "x64": x64_enabled(),
-        "enable_checks": bool(jax.config.jax_enable_checks),
-    }
-
-
-def restore_registries(snapshot: dict[str, Any]) -> list[str]:
-    """Put back every entry of `snapshot` that changed or disappeared; returns what was restored.
-
-    Entries added since the snapshot are kept: importing the user's modules registers their rules, and those
-    registrations belong to the user, not to jaxdiag.
-    """
-    tables = {"batching": _batching_table(), "legacy_batching": _legacy_batching_table(),
-              "jvp": _ad.primitive_jvps, "transpose": _ad.primitive_transposes,
-              "lowerings": getattr(_mlir, "_lowerings", {})}
-    restored = []
-    for name, table in tables.items():
-        for key, value in snapshot.get(name, {}).items():
-            if table.get(key) is not value:
-                table[key] = value
-                restored.append(f"{name}[{getattr(key, 'name', key)}]")
-    for cls, call in snapshot.get("custom_calls", {}).items():
-        if cls.__dict__.get("__call__") is not call and call is not None:
-            cls.__call__ = call
-            restored.append(f"{cls.__name__}.__call__")
-    for name, flag in (("x64", "jax_enable_x64"), ("enable_checks", "jax_enable_checks")):
-        if name in snapshot and bool(getattr(jax.config, flag)) != snapshot[name]:
-            jax.config.update(flag, snapshot[name])
-            restored.append(flag)
-    return restored
+    """JAX's own primitives are trusted unless asked: none of their rules is the user's code."""
+    return not any(is_user_code(r) for r in registered_rules(prim).values() if r is not None)

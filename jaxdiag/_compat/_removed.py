@@ -9,7 +9,8 @@ import inspect
 from collections.abc import Iterator
 from typing import Any
 
-from ._registries import _closure_vars, _module_of
+from .._locate import is_user_code
+from ._registries import _closure_vars
 
 # ---------------------------------------------------------------------------------------------------------------
 # --- public JAX attributes that newer releases removed (what an old release cannot show by running a rule) ---
@@ -106,7 +107,7 @@ def removed_api_uses(fn: Any) -> list[tuple[str, str, int | None, str]]:
         fn = fn.func
     fn = inspect.unwrap(fn) if callable(fn) else fn
     code = getattr(fn, "__code__", None)
-    if not present or code is None or _module_of(fn).split(".")[0] in ("jax", "jaxlib"):
+    if not present or code is None or not is_user_code(fn):
         return []  # nothing to find, or JAX's own helper (`defvectorized`'s batcher, ...)
     env = dict(getattr(fn, "__globals__", {}))
     env.update(_closure_vars(fn))
@@ -122,7 +123,7 @@ def removed_api_uses(fn: Any) -> list[tuple[str, str, int | None, str]]:
                 name = ins.argval if isinstance(ins.argval, str) else getattr(ins.argval, "name", None)
                 current = env.get(name) if isinstance(name, str) else None
                 module = by_name.get(name) if isinstance(name, str) else None
-                if module is not None and name in env and not inspect.ismodule(env[name]):
+                if module is not None and isinstance(name, str) and name in env and not inspect.ismodule(env[name]):
                     imported = _module_attr(module, name)
                     if env[name] is imported:
                         found.setdefault((module, name), line)

@@ -125,17 +125,17 @@ def record_primitive_binds(seen: list) -> Iterator[None]:
             try:
                 avals = [_core.ShapedArray(np.shape(a), np.asarray(a).dtype if not is_tracer(a) else a.aval.dtype)
                          for a in args]
-            except Exception:  # extended dtypes, tokens: not something jaxdiag can draw
+            except (TypeError, AttributeError, ValueError):  # extended dtypes, tokens: nothing jaxdiag can draw
                 avals = None
             if avals is not None:
                 seen.append((self, avals, dict(params)))
         return original(self, *args, **params)
 
-    _core.Primitive.bind = recording_bind
     try:
+        _core.Primitive.bind = recording_bind  # type: ignore[method-assign]  # the patch, undone in finally
         yield
     finally:
-        _core.Primitive.bind = original
+        _core.Primitive.bind = original  # type: ignore[method-assign]  # the patch, undone in finally
 
 
 def generic_batcher_name(prim: Any) -> str | None:

@@ -84,15 +84,28 @@ SECOND_ORDER_NOT_CHECKED = Rule(
         "Python control flow on values, no pure_callback without its own derivative).",
     variant_of="JXG023",
 )
+TARGET_TIMED_OUT = Rule(
+    "JXN009", "target-timed-out", "info",
+    "A target ran past the per-target time limit of `jaxdiag check`; it was stopped and not fully checked.",
+    "Runs each target in a worker process and stops it after `--timeout` seconds (config key `timeout`), naming "
+    "the check that was running; the other targets are still checked.",
+    "A rule that never returns (an endless loop, a wait on something that never comes) hangs every program that "
+    "transforms it, and would hang the CI job.",
+    message="{target} was stopped after {seconds:.1f} s, past the per-target limit of {limit:g} s, while running "
+            "{where}; its other checks did not run.",
+    fix="Find what does not return in the rule that `{check}` calls (an endless loop, a wait on something that "
+        "never comes), or raise the limit with --timeout SECONDS or `timeout = ...` under [tool.jaxdiag] in "
+        "pyproject.toml if the target is just slow.",
+)
 INPUTS_RECORDED = Rule(
-    "JXN009", "inputs-recorded", "info",
+    "JXN010", "inputs-recorded", "info",
     "The target was checked on inputs recorded from your own code (`jaxdiag record`).",
     "Reports the recorded call used (argument specs, bind params) and the value domain its observed range chose.",
     "Recorded inputs are what your code really passes; re-record after changing the call sites.",
     message="{how}: {inputs}{params}",
 )
 DEPENDENCY_MISSING = Rule(
-    "JXN010", "dependency-missing", "info",
+    "JXN011", "dependency-missing", "info",
     "The target (or a module) needs an optional dependency that is not installed; it was not checked.",
     "Reports targets whose call raised ModuleNotFoundError/ImportError on every example input, and, with "
     "`--keep-going`, submodules whose import needs a module that is not installed.",
@@ -101,7 +114,7 @@ DEPENDENCY_MISSING = Rule(
     fix="Install {dependency!r} to check {what}.",
 )
 TARGET_NOT_CHECKABLE = Rule(
-    "JXN011", "target-not-checkable", "info",
+    "JXN012", "target-not-checkable", "info",
     "jaxdiag cannot build inputs for this target from what it knows; the finding says exactly why and what to add.",
     "Reports a primitive whose rules need bind params nobody gave, static arguments without a default, rules only "
     "ever called with callables or treedefs, closure rules no recorded call reaches.",

@@ -9,9 +9,10 @@ chosen so that a mislabelled axis cannot pass by accident: a batch size equal to
 last and in the middle, each argument unbatched, pairwise combinations, batch size 1, nested vmap, `jit(vmap f)`
 and `vmap(jit f)`.
 
-All runs of a subject happen once (`evidence`, cached in `ctx.cache`); the checks only read them. The runs live in `_reference.py` (in_axes variants, per-example reference), `_spy.py` (the rule spy and return
-validation), `_evidence.py` (running every variant once) and `_source.py` (reading the rule's source); each check
-is its own module: `_rule_returns.py`, `_vs_loop.py`, `_outputs.py`.
+All runs of a subject happen once (`evidence`, cached in `ctx.cache`); the checks only read them. The runs live in
+`_reference.py` (in_axes variants, per-example reference), `_spy.py` (the rule spy and return validation),
+`_evidence.py` (running every variant once) and `_source.py` (dim names and fixes over the harness's AST of the
+rule); each check is its own module: `_rule_returns.py`, `_vs_loop.py`, `_outputs.py`.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from ... import _compat, _locate, _numerics
 from ... import _rules as rules
 from ..._inputs import choose_batch_size
 from .._base import Context, SkipCheck, Subject
+from .._harness import call_user
 from .._shared import (
     abstract_output,
     example_output,
@@ -71,7 +72,7 @@ class Evidence:
 
 def evidence(ctx: Context) -> Evidence:
     """Run every variant once (cached for all batching checks of the subject)."""
-    cached = ctx.cache.get("batching_evidence")
+    cached = ctx.cache.batching_evidence
     if isinstance(cached, Evidence):
         return cached
     if isinstance(cached, SkipCheck):
@@ -79,9 +80,9 @@ def evidence(ctx: Context) -> Evidence:
     try:
         result = _collect(ctx)
     except SkipCheck as skip:
-        ctx.cache["batching_evidence"] = skip
+        ctx.cache.batching_evidence = skip
         raise
-    ctx.cache["batching_evidence"] = result
+    ctx.cache.batching_evidence = result
     return result
 
 
@@ -131,7 +132,7 @@ def _spied_primitives(ctx: Context) -> list[Any]:
     if ctx.subject.kind == "primitive":
         return [ctx.subject.obj]
     prims = list(_compat.user_batching_primitives())
-    for nested in ctx.cache.get("nested_subjects", []):
+    for nested in ctx.cache.nested_subjects:
         if nested.kind == "primitive" and nested.obj not in prims and is_user_primitive(nested):
             prims.append(nested.obj)
     return prims
@@ -183,20 +184,20 @@ def _can_jit(ctx: Context, notes: list[str]) -> bool:
     if subject.kind == "primitive":
         prim = subject.obj
         if not has_jit_path(prim):
-            notes.append(f"jit(vmap) and vmap(jit) skipped: no abstract eval or no lowering ({rules.MISSING_ABSTRACT_EVAL.code}/"
-                         f"{rules.MISSING_LOWERING.code})")
+            notes.append("jit(vmap) and vmap(jit) skipped: no abstract eval or no lowering "
+                         f"({rules.MISSING_ABSTRACT_EVAL.code}/{rules.MISSING_LOWERING.code})")
             return False
         avals = abstract_output(ctx).avals
-        if ctx.cache.get("jit_broken") or avals is None or (
+        if ctx.cache.jit_broken or avals is None or (
                 not example_output(ctx).via_jit and [a for a, _ in avals] != [a for a, _ in example_output(ctx).avals]):
             notes.append("jit(vmap) and vmap(jit) skipped: jax.jit of the primitive itself fails "
                          f"({rules.ABSTRACT_EVAL_MISMATCH.code}/{rules.LOWERING_MISMATCH.code})")
             return False
         return True
-    if "jaxpr" not in ctx.cache:
+    if ctx.cache.jaxpr is None:
         notes.append("jit(vmap) and vmap(jit) skipped: the function cannot be traced with make_jaxpr")
         return False
-    for eqn in _compat.iter_eqns(ctx.cache["jaxpr"]):
+    for eqn in _compat.iter_eqns(ctx.cache.jaxpr):
         prim = eqn.primitive
         if _compat.is_primitive(prim) and not _compat.is_builtin_primitive(prim) and not has_jit_path(prim):
             notes.append(f"jit(vmap) and vmap(jit) skipped: {prim.name} has no abstract eval or no lowering")
@@ -232,31 +233,25 @@ def _run(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variant
     if variant.mode == "constants":
         args = [np.zeros((variant.size,), np.float32), *args]
     outcome.input_shapes = [tuple(np.shape(a)) for a in args]
-    try:
-        with _compat.intercept_batching_rules(spy.handlers(spied)):
-            result = _vmapped(fn, variant)(*args)
-            jax.block_until_ready(result)
-    except Exception as exc:
-        abort = _find_abort(exc)
-        if abort is not None:
+    def run_vmapped() -> Any:
+        result = _vmapped(fn, variant)(*args)
+        jax.block_until_ready(result)
+        return result
+
+    with _compat.intercept_batching_rules(spy.handlers(spied)):
+        try:
+            ran = call_user(run_vmapped)
+        except _Abort as abort:  # the spy recorded a malformed return (or a rule that raised) and stopped vmap
             outcome.abort = abort.call
-        else:
-            outcome.error = exc
+            return outcome
+    if ran.error is not None:
+        outcome.error = ran.error
         return outcome
+    result = ran.value
     leaves, outcome.tree = jax.tree_util.tree_flatten(result)
     outcome.leaves = [np.asarray(x) for x in leaves]
     _compare(outcome, expected)
     return outcome
-
-
-def _find_abort(exc: BaseException | None) -> _Abort | None:
-    seen = 0
-    while exc is not None and seen < 20:
-        if isinstance(exc, _Abort):
-            return exc
-        exc = exc.__cause__ or exc.__context__
-        seen += 1
-    return None
 
 
 def _compare(outcome: Outcome, expected: list[np.ndarray]) -> None:
@@ -290,5 +285,5 @@ def _per_leaf(out_axes: Any, tree: Any, count: int) -> list[Any]:
 
         jax.tree_util.tree_map(fill, out_axes, template, is_leaf=lambda x: x is None)
         return per
-    except Exception:
+    except (ValueError, TypeError, AttributeError, IndexError):  # out_axes is not a prefix of the outputs
         return [0] * count

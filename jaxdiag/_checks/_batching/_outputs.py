@@ -16,6 +16,7 @@ from ... import _compat, _locate
 from ... import _rules as rules
 from ..._report import Finding, Location
 from .._base import Context, SkipCheck, check
+from .._harness import call_user
 from .._shared import (
     aval_text,
     example_output,
@@ -28,7 +29,8 @@ from .._shared import (
 from ._evidence import Evidence, _run, evidence
 from ._reference import Variant, _axes_repr
 from ._rule_returns import _display, _return_location
-from ._source import _function_node, _own_nodes, _return_nodes, corrected_return
+from .._harness.source import own_nodes, return_nodes
+from ._source import _function_node, corrected_return
 from ._spy import RuleCall, Spy
 from ._vs_loop import _returning_line_of, _subject_display
 
@@ -61,15 +63,15 @@ def _independent_outputs(ctx: Context) -> set[int] | None:
     if impl is None:
         return None
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in ctx.specs]
-    try:
-        closed = jax.make_jaxpr(lambda *a: impl(*a, **ctx.subject.params))(*shapes)
-    except Exception:
+    traced = call_user(jax.make_jaxpr(lambda *a: impl(*a, **ctx.subject.params)), *shapes)
+    if traced.error is not None:
         return None
-    return {k for k, dep in enumerate(_compat.output_dependence(closed)) if not dep}
+    return {k for k, dep in enumerate(_compat.output_dependence(traced.value)) if not dep}
 
 
 def _constant_finding(ctx: Context, ev: Evidence, call: RuleCall, k: int) -> Finding:
     prim, name = ctx.subject.obj, _display(ctx, ctx.subject.obj)
+    assert call.out_dims is not None  # the caller picked a call whose return was recorded
     rule_fn = _compat.batching_rule(prim)
     line = _returning_line_of(ev, call)
     shape = call.expected[k] if call.expected else None
@@ -95,11 +97,8 @@ def _constant_finding(ctx: Context, ev: Evidence, call: RuleCall, k: int) -> Fin
 
 def _out_axes_error(ev: Evidence, call: RuleCall, out_axes: Any) -> str | None:
     variant = call.variant
-    try:
-        jax.vmap(ev.fn, in_axes=variant.axes, out_axes=out_axes)(*ev.reference.batched_args(variant))
-    except Exception as exc:
-        return first_line(exc)
-    return None
+    ran = call_user(jax.vmap(ev.fn, in_axes=variant.axes, out_axes=out_axes), *ev.reference.batched_args(variant))
+    return first_line(ran.error) if ran.error is not None else None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -125,7 +124,7 @@ def out_axes_none_check(ctx: Context) -> Iterator[Finding]:
     ev = evidence(ctx)
     call = next((c for c in ev.calls if c.top and c.variant.mode == "eager" and c.variant.pattern == frozenset()
                  and c.out_dims is not None and not c.problems and c.variant.size > 1), None)
-    if call is None or None not in call.out_dims:
+    if call is None or call.out_dims is None or None not in call.out_dims:
         return
     multiple = bool(ctx.subject.obj.multiple_results)
     unbatched = [k for k, d in enumerate(call.out_dims) if d is None]
@@ -181,8 +180,8 @@ def explain_vmap_error(exc: BaseException, variant: Variant, ctx: Context, ev: E
         constant = ev.reference.constant(frozenset(), k, ev.reference.count) if k is not None else None
         if constant:
             return (f"Output {k} is the same for every example, but the batching rule reports it batched.",
-                    f"Return None as output {k}'s dim in the batching rule (see {rules.MISSING_NONE_FOR_UNBATCHED_OUTPUT.code}), "
-                    "then out_axes=None works.")
+                    f"Return None as output {k}'s dim in the batching rule (see "
+                    f"{rules.MISSING_NONE_FOR_UNBATCHED_OUTPUT.code}), then out_axes=None works.")
         return (f"Output {k} differs from example to example, so it cannot be returned unbatched.",
                 f"Use an integer out_axes for output {k}.")
     if "at least one non-None value" in text:
@@ -224,7 +223,7 @@ def _list_wrappers(ctx: Context) -> list[tuple[Callable, Any, str, int]]:
     module = primitive_module(subject)
     if module is None:
         return []
-    out = []
+    out: list[tuple[Callable, Any, str, int]] = []
     for value in vars(module).values():
         if inspect.isfunction(value) and value.__module__ == module.__name__:
             out += [(value, prim, var, line) for prim, var, line in _returns_bind(value) if prim is subject.obj]
@@ -235,7 +234,7 @@ def _returns_bind(fn: Any) -> list[tuple[Any, str, int]]:
     """(primitive, its variable name, line) for each `return <prim>.bind(...)` in `fn`, the primitive resolved in
     its globals."""
     out = []
-    for line, node in _return_nodes(fn):
+    for line, node in return_nodes(fn):
         value = node.value
         if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "bind"
                 and isinstance(value.func.value, ast.Name)):
@@ -256,13 +255,10 @@ def _tuple_out_axes(ctx: Context, ev: Evidence, wrapper: Callable, prim: Any, va
         return None  # every output is batched: nobody has a reason to pass a per-output out_axes
     out_axes = tuple(None if k in unbatched else 0 for k in range(n))
     args = ev.reference.batched_args(Variant(tuple(0 for _ in ctx.specs), ev.outcomes[0].variant.size))
-    try:
-        jax.vmap(wrapper, out_axes=out_axes)(*args)
+    ran = call_user(jax.vmap(wrapper, out_axes=out_axes), *args)
+    if ran.error is None or "tree prefix" not in str(ran.error):
         return None
-    except Exception as exc:
-        if "tree prefix" not in str(exc):
-            return None
-        error = first_line(exc).rstrip(";: ")
+    error = first_line(ran.error).rstrip(";: ")
     wrapper_name = getattr(_locate.unwrap(wrapper), "__name__", "f")
     base = _locate.locate(wrapper)
     bind_text = _bind_source(wrapper, line)
@@ -283,7 +279,7 @@ def _bind_source(fn: Any, line: int) -> str:
     found = _function_node(fn)
     if found is not None:
         node, offset, source = found
-        for r in _own_nodes(node):
+        for r in own_nodes(node):
             if isinstance(r, ast.Return) and r.lineno + offset == line and r.value is not None:
                 return ast.get_source_segment(source, r.value) or ast.unparse(r.value)
     return "prim.bind(...)"

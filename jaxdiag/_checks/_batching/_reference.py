@@ -18,6 +18,7 @@ import numpy as np
 
 from ..._inputs import ArgSpec, draw
 from .._base import Context
+from .._harness import call_user
 from .._shared import (
     flat_outputs,
 )
@@ -128,18 +129,18 @@ def axes_variants(specs: Sequence[ArgSpec]) -> list[tuple[int | None, ...]]:
         uncovered -= _pairs(axes)
     while uncovered:
         i, a, j, b = min(uncovered, key=lambda p: (p[0], p[2], str(p[1]), str(p[3])))
-        axes = [0] * n
-        axes[i], axes[j] = a, b
+        chosen: list[int | None] = [0] * n
+        chosen[i], chosen[j] = a, b
         for k in range(n):
             if k in (i, j):
                 continue
-            axes[k] = max(choices[k], key=lambda c: (len(_pairs(tuple(axes[:k] + [c] + axes[k + 1:])) & uncovered),
-                                                     c is not None))
-        if all(x is None for x in axes):
-            axes[next(k for k in range(n) if k not in (i, j))] = 0
+            chosen[k] = max(choices[k], key=lambda c: (  # noqa: B023 - called at once, inside this iteration
+                len(_pairs(tuple(chosen[:k] + [c] + chosen[k + 1:])) & uncovered), c is not None))
+        if all(x is None for x in chosen):
+            chosen[next(k for k in range(n) if k not in (i, j))] = 0
         before = len(uncovered)
-        uncovered -= _pairs(tuple(axes))
-        add(tuple(axes))
+        uncovered -= _pairs(tuple(chosen))
+        add(tuple(chosen))
         if len(uncovered) == before:  # cannot happen, but never loop forever
             uncovered.discard((i, a, j, b))
     return out
@@ -189,14 +190,15 @@ class Reference:
         if isinstance(have, BaseException) or (have is not None and len(have) >= count):
             return have if isinstance(have, BaseException) else have[:count]
         done = list(have or [])
-        try:
-            for b in range(len(done), count):
-                leaves, structure = flat_outputs(self.subject, self.fn(*self.args(pattern, b)))
-                self.structure = self.structure if self.structure is not None else structure
-                done.append(leaves)
-        except Exception as exc:  # the user's code on one example: not what a batching check reports
-            self._outputs[pattern] = exc
-            return exc
+        for b in range(len(done), count):
+            args = self.args(pattern, b)
+            one = call_user(lambda: flat_outputs(self.subject, self.fn(*args)))  # noqa: B023 - called at once
+            if one.error is not None:  # the user's code on one example: not what a batching check reports
+                self._outputs[pattern] = one.error
+                return one.error
+            leaves, structure = one.value
+            self.structure = self.structure if self.structure is not None else structure
+            done.append(leaves)
         self._outputs[pattern] = done
         return done
 

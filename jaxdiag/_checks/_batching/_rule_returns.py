@@ -22,14 +22,8 @@ from .._shared import (
 )
 from ._evidence import Evidence, evidence
 from ._reference import _axes_repr
-from ._source import (
-    _dim_names,
-    _function_node,
-    _own_nodes,
-    _return_nodes,
-    _rule_names,
-    corrected_return,
-)
+from .._harness.source import own_nodes, return_nodes
+from ._source import _dim_names, _function_node, _rule_names, corrected_return
 from ._spy import Problem, RuleCall
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -105,7 +99,7 @@ def rule_returns_check(ctx: Context) -> Iterator[Finding]:
         for problem in call.problems:
             groups.setdefault(problem.rule.code, []).append((call, problem))
     suggestions = suggested_dims(ev, prim)
-    for code, items in groups.items():
+    for items in groups.values():
         yield _structure_finding(ctx, ev, items, suggestions)
     raised = [c for c in calls if c.error is not None]
     if raised:
@@ -222,7 +216,7 @@ def _without_keepdims(rule_fn: Any, line: int | None) -> str | None:
     if found is None:
         return None
     node, offset, source = found
-    target = next((r for r in _own_nodes(node) if isinstance(r, ast.Return) and r.lineno + offset == line), None)
+    target = next((r for r in own_nodes(node) if isinstance(r, ast.Return) and r.lineno + offset == line), None)
     text = ast.get_source_segment(source, target) if target is not None else None
     if not text or "keepdims=True" not in text:
         return None
@@ -230,7 +224,7 @@ def _without_keepdims(rule_fn: Any, line: int | None) -> str | None:
 
 
 def _dims_source(rule_fn: Any, call: RuleCall, k: int) -> str | None:
-    nodes = [r for line, r in _return_nodes(rule_fn) if line == call.return_line] if rule_fn else []
+    nodes = [r for line, r in return_nodes(rule_fn) if line == call.return_line] if rule_fn else []
     if not nodes or not isinstance(nodes[0].value, ast.Tuple) or len(nodes[0].value.elts) != 2:
         return None
     found = _function_node(rule_fn)

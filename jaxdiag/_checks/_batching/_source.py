@@ -5,51 +5,20 @@ for their code (`corrected_return` shows the return line with the dims it should
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
-from collections.abc import Iterator
 from typing import Any
 
-from ... import _locate
+from .._harness.source import function_source, own_nodes
 
 # ---------------------------------------------------------------------------------------------------------------
 # Reading the user's rule: its return statements and dim variables, for fixes written for their code
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _function_node(fn: Any) -> tuple[ast.FunctionDef, int, str] | None:
-    """(the def node, line offset, dedented source) of a user function."""
-    fn = _locate.unwrap(fn)
-    try:
-        lines, first = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
-        return None
-    source = textwrap.dedent("".join(lines))
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    node = tree.body[0] if tree.body else None
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    return node, first - 1, source  # type: ignore[return-value]
+def _function_node(fn: Any) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int, str] | None:
+    """(the def node, line offset, dedented source) of a user function (read once, by the harness)."""
+    found = function_source(fn)
+    return (found.node, found.offset, found.text) if found is not None else None
 
-
-def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """Nodes of a function body, not descending into nested functions, lambdas or classes."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        yield child
-        yield from _own_nodes(child)
-
-
-def _return_nodes(fn: Any) -> list[tuple[int, ast.Return]]:
-    found = _function_node(fn)
-    if found is None:
-        return []
-    node, offset, _ = found
-    return [(r.lineno + offset, r) for r in _own_nodes(node) if isinstance(r, ast.Return)]
 
 
 def _dim_names(fn: Any, fancy: bool, n: int) -> list[str]:
@@ -65,7 +34,7 @@ def _rule_names(fn: Any, position: int, n: int, default: str) -> list[str]:
     node, _, _ = found
     params = [a.arg for a in node.args.posonlyargs + node.args.args]
     param = params[position] if len(params) > position else default
-    for sub in _own_nodes(node):
+    for sub in own_nodes(node):
         if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
             names = _unpacked_names(sub.targets[0], sub.value, param)
             if names is not None and len(names) == n:
@@ -76,14 +45,14 @@ def _rule_names(fn: Any, position: int, n: int, default: str) -> list[str]:
 def _unpacked_names(target: ast.AST, value: ast.AST, dims: str) -> list[str] | None:
     """Names bound to the elements of `dims` by `a, b = dims` or `(x,), (bx,) = args, dims`."""
     if isinstance(value, ast.Name) and value.id == dims and isinstance(target, (ast.Tuple, ast.List)):
-        names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
-        return names if all(names) else None  # type: ignore[return-value]
+        names = [e.id for e in target.elts if isinstance(e, ast.Name)]
+        return names if len(names) == len(target.elts) else None
     if isinstance(value, ast.Tuple) and isinstance(target, (ast.Tuple, ast.List)) \
             and len(value.elts) == len(target.elts):
         for t, v in zip(target.elts, value.elts):
-            names = _unpacked_names(t, v, dims)
-            if names is not None:
-                return names
+            inner = _unpacked_names(t, v, dims)
+            if inner is not None:
+                return inner
     return None
 
 
@@ -95,7 +64,7 @@ def corrected_return(fn: Any, line: int | None, new_dims: dict[int, str], multip
     if found is None:
         return None
     node, offset, source = found
-    target = next((r for r in _own_nodes(node) if isinstance(r, ast.Return) and r.lineno + offset == line), None)
+    target = next((r for r in own_nodes(node) if isinstance(r, ast.Return) and r.lineno + offset == line), None)
     if target is None or not isinstance(target.value, ast.Tuple) or len(target.value.elts) != 2:
         return None
     outs, dims = target.value.elts

@@ -8,8 +8,9 @@ defect instead of JAX's `IndexError` from deep inside vmap.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,16 +21,17 @@ import numpy as np
 from ... import _compat, _locate
 from ... import _rules as rules
 from .._base import Subject
+from .._harness import Signal, call_user, jaxdiag_code
 from .._shared import (
     aval_text,
     params_key,
     signature_problem,
 )
 from ._reference import Aval, Variant, _axes_repr
-from ._source import _return_nodes
+from .._harness.source import return_nodes
 
 
-class _Abort(Exception):
+class _Abort(Signal):
     """Raised inside a spied rule once its problem is recorded, so vmap stops before JAX trips over it."""
 
     def __init__(self, call: "RuleCall"):
@@ -106,28 +108,31 @@ class Spy:
 
     def handle(self, prim: Any, vals: tuple, dims: tuple, params: dict, size: int | None,
                call: Callable[[], Any]) -> Any:
-        assert self.variant is not None
-        record = RuleCall(prim, params, [tuple(np.shape(v)) for v in vals], dims, size, self.variant,
-                          top=self._is_top(prim, params, vals, dims))
-        self.calls.append(record)
-        if self.oracle:
+        with jaxdiag_code("the batching spy, before the rule"):
+            assert self.variant is not None
+            record = RuleCall(prim, params, [tuple(np.shape(v)) for v in vals], dims, size, self.variant,
+                              top=self._is_top(prim, params, vals, dims))
+            self.calls.append(record)
+        if self.oracle:  # binds the primitives one example at a time: what they raise is the user's
             return _loop_rule(prim, vals, dims, params, size)
-        problem = self._signature(prim, vals, dims, params)
+        with jaxdiag_code("the batching spy, before the rule"):
+            problem = self._signature(prim, vals, dims, params)
+            watch = _ReturnWatch(self._rules[prim][0])
         if problem:
             record.problems.append(problem)
             raise _Abort(record)
-        try:
-            result = call()
-        except _Abort:
-            raise
-        except Exception as exc:
-            record.error = exc
-            raise _Abort(record) from exc
-        record.result = result
-        record.expected = self.expected(prim, params, vals, dims)
-        record.problems = validate(prim, result, size, record.expected, record)
+        with watch.watching():
+            returned = call_user(call)  # an inner spied rule's _Abort passes through the boundary
+        if returned.error is not None:
+            record.error = returned.error
+            raise _Abort(record) from returned.error
+        result = returned.value
+        with jaxdiag_code("validating a batching rule's return"):
+            record.result = result
+            record.expected = self.expected(prim, params, vals, dims)
+            record.problems = validate(prim, result, size, record.expected, record)
         if record.problems:
-            record.return_line = _returning_line(self._rules[prim][0], call)
+            record.return_line = watch.line
             raise _Abort(record)
         return result
 
@@ -184,21 +189,22 @@ def _dtype_of(x: Any) -> Any:
 def _avals_for(prim: Any, params: dict, per: list[Aval], trust_abstract_eval: bool = True) -> list[Aval] | None:
     avals = [_compat.shaped_array(s, d) for s, d in per]
     if trust_abstract_eval and _compat.has_abstract_eval(prim):
-        try:
-            raw = _compat.abstract_eval_output(prim, avals, params)
-            outs = list(raw) if isinstance(raw, (list, tuple)) else [raw]
-            return [(tuple(o.shape), np.dtype(o.dtype)) for o in outs]
-        except Exception:
+        raw = call_user(_compat.abstract_eval_output, prim, avals, params)
+    else:
+        impl = _compat.impl(prim)
+        if impl is None:
             return None
-    impl = _compat.impl(prim)
-    if impl is None:
+        shapes = [jax.ShapeDtypeStruct(s, d) for s, d in per]
+        raw = call_user(jax.eval_shape, lambda *a: impl(*a, **params), *shapes)
+    if raw.error is not None:
         return None
+    outs = list(raw.value) if isinstance(raw.value, (list, tuple)) else [raw.value]
+    if not all(hasattr(o, "shape") and hasattr(o, "dtype") for o in outs):
+        return None  # an abstract eval that returns something else: the abstract-eval check reports it
     try:
-        raw = jax.eval_shape(lambda *a: impl(*a, **params), *[jax.ShapeDtypeStruct(s, d) for s, d in per])
-    except Exception:
+        return [(tuple(o.shape), np.dtype(o.dtype)) for o in outs]
+    except TypeError:  # extended dtypes (PRNG keys), symbolic shapes: nothing to compare with
         return None
-    outs = list(raw) if isinstance(raw, (list, tuple)) else [raw]
-    return [(tuple(o.shape), np.dtype(o.dtype)) for o in outs]
 
 
 def _loop_rule(prim: Any, vals: tuple, dims: tuple, params: dict, size: int | None) -> Any:
@@ -263,8 +269,8 @@ def _not_pair_text(result: Any, multiple: bool) -> str:
         return (f"returned only an array of shape {shape}, without the batch dim: JAX unpacks the array itself as "
                 f"`(out, dim)`, failing with `too many values to unpack` or `batch dim should be int or None`{silent}")
     what = f"a {type(result).__name__}" + (f" of {len(result)}" if isinstance(result, (tuple, list)) else "")
-    shape = "(outputs, dims)" if multiple else "(out, dim)"
-    return f"returned {what} instead of the pair `{shape}`"
+    pair = "(outputs, dims)" if multiple else "(out, dim)"
+    return f"returned {what} instead of the pair `{pair}`"
 
 
 def _sequence_problem(outs: Any, dims: Any, n: int | None) -> Problem | None:
@@ -331,27 +337,40 @@ def _output_problem(k: int, label: str, out: Any, d: Any, size: int | None, expe
     return None
 
 
-def _returning_line(rule: Callable | None, call: Callable[[], Any]) -> int | None:
-    """The line of the `return` statement the user's rule executed: run it again under a profile hook that only
-    watches that function's frames (only done once a problem was found)."""
-    code = getattr(_locate.unwrap(rule), "__code__", None) if rule is not None else None
-    if code is None or not _locate.is_user_code(rule):
-        return None
-    returns = _return_nodes(rule)
-    if len(returns) == 1:
-        return returns[0][0]
-    lines: list[int] = []
+class _ReturnWatch:
+    """The line of the `return` statement the user's rule executes, recorded during the one real call.
 
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "return" and frame.f_code is code:
-            lines.append(frame.f_lineno)
+    A rule with a single `return` needs no watching. Otherwise a profile hook that only looks at the rule's own
+    frames is active for the call and the previous hook is put back in `finally`: the rule is never run again
+    just to find the line.
+    """
 
-    previous = sys.getprofile()
-    sys.setprofile(profile)
-    try:
-        call()
-    except Exception:
-        pass
-    finally:
-        sys.setprofile(previous)
-    return lines[-1] if lines else None
+    def __init__(self, rule: Callable | None) -> None:
+        self.line: int | None = None
+        self._code = None
+        code = getattr(_locate.unwrap(rule), "__code__", None) if rule is not None else None
+        if code is None or not _locate.is_user_code(rule):
+            return
+        returns = return_nodes(rule)
+        if len(returns) == 1:
+            self.line = returns[0][0]
+        else:
+            self._code = code
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        code = self._code
+        if code is None:
+            yield
+            return
+
+        def profile(frame: Any, event: str, arg: Any) -> None:
+            if event == "return" and frame.f_code is code:
+                self.line = frame.f_lineno
+
+        previous = sys.getprofile()
+        sys.setprofile(profile)
+        try:
+            yield
+        finally:
+            sys.setprofile(previous)

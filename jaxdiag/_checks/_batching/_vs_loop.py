@@ -29,7 +29,8 @@ from ._rule_returns import (
     _structure_finding,
     suggested_dims,
 )
-from ._source import _return_nodes, corrected_return
+from .._harness.source import return_nodes
+from ._source import corrected_return
 from ._spy import RuleCall, Spy
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -55,9 +56,9 @@ def vs_loop_check(ctx: Context) -> Iterator[Finding]:
 
 
 def _skip_foreign(ctx: Context) -> None:
-    jaxpr = ctx.cache.get("jaxpr")
+    jaxpr = ctx.cache.jaxpr
     foreign = [e.primitive.name for e in _compat.iter_eqns(jaxpr) if _compat.is_foreign_call(e)] if jaxpr else []
-    custom = [c for c, *_ in ctx.cache.get("custom_calls", []) if _compat.is_custom_vmap(c)]
+    custom = [c for c, *_ in ctx.cache.custom_calls if _compat.is_custom_vmap(c)]
     if foreign or custom:
         what = ", ".join(sorted(set(foreign))) if foreign else "custom_vmap"
         raise SkipCheck(f"the function calls {what}: its batching is checked by the ffi/custom_vmap checks "
@@ -104,7 +105,7 @@ def _unbatched_but_varies(ctx: Context, ev: Evidence) -> Iterator[tuple[Finding,
 
 def _returning_line_of(ev: Evidence, call: RuleCall) -> int | None:
     rule_fn = _compat.batching_rule(call.prim)
-    returns = _return_nodes(rule_fn) if rule_fn is not None and _locate.is_user_code(rule_fn) else []
+    returns = return_nodes(rule_fn) if rule_fn is not None and _locate.is_user_code(rule_fn) else []
     return returns[0][0] if len(returns) == 1 else call.return_line
 
 
@@ -239,7 +240,7 @@ def _vmap_raised_fix(exc: BaseException) -> str:
 def _function_outcomes(ctx: Context, ev: Evidence, explained: set[tuple]) -> Iterator[Finding]:
     """A function's failures, attributed: to a nested primitive's rule (reported in that primitive's own report),
     to a missing rule, or to the function itself."""
-    nested = {s.obj for s in ctx.cache.get("nested_subjects", []) if s.kind == "primitive"}
+    nested = {s.obj for s in ctx.cache.nested_subjects if s.kind == "primitive"}
     blamed: list[str] = []
     own_mismatch: list[Outcome] = []
     own_error: list[Outcome] = []

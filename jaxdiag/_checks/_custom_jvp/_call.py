@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ... import _compat, _locate
@@ -18,6 +17,8 @@ from ..._report import Location
 from .._gradref import (
     Arg,
     GradState,
+    device_zeros,
+    host_linear,
     is_float0,
     quiet_call,
     rule_name,
@@ -69,7 +70,7 @@ def _zero_for(st: GradState, a: Arg, symbolic: bool) -> Any:
     if st.kind == "primitive":
         if symbolic or not a.diff:
             return _compat.ad_zero(a.shape, a.dtype)
-        return jnp.zeros(a.shape, a.dtype)
+        return device_zeros(a.shape, a.dtype)
     if a.static:
         return np.zeros_like(np.asarray(a.value))
     if symbolic:
@@ -82,8 +83,8 @@ def call_jvp(st: GradState, tangents: dict[int, Any], symbolic: bool = False) ->
     `symbolic`, as JAX passes for arguments it does not differentiate)."""
     rule = jvp_rule(st)
     if st.kind == "primitive":
-        primals = st.values()
-        tans = [tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.args]
+        primals: Sequence[Any] = st.values()
+        tans: Sequence[Any] = [tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.args]
         return quiet_call(rule, primals, tans, **st.subject.params)
     primals = tuple(a.value for a in st.dyn)
     tans = tuple(tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.dyn)
@@ -145,7 +146,7 @@ def T_many(st: GradState, items: Sequence[tuple[Any, dict[int, Any]]]) -> None:
     if len(missing) > 1 and not any(a.nondiff and not a.static for a in st.args):
         only = tuple(k[1] if k[0] == "z" else None for k, _ in missing)
         fn = _compiled_rule(st, only)
-        sets = [[t.get(a.pos, jnp.zeros(a.shape, a.dtype)) for a in st.diff] for _, t in missing]
+        sets = [[t.get(a.pos, device_zeros(a.shape, a.dtype)) for a in st.diff] for _, t in missing]
         out, exc = quiet_call(lambda: jax.block_until_ready(fn([a.value for a in st.args if not a.static], sets)))
         if exc is None:
             for (key, _), tangent_out in zip(missing, out):
@@ -188,7 +189,7 @@ def _call_jvp_with(st: GradState, values: list[Any], tangents: dict[int, Any], s
     """The rule on explicit primal values (traceable, no error handling: for jit)."""
     rule = jvp_rule(st)
     if st.kind == "primitive":
-        tans = [tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.args]
+        tans: Sequence[Any] = [tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.args]
         return rule(values, tans, **st.subject.params)
     primals = tuple(values[a.pos] for a in st.dyn)
     tans = tuple(tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.dyn)
@@ -196,7 +197,7 @@ def _call_jvp_with(st: GradState, values: list[Any], tangents: dict[int, Any], s
 
 
 def joint(st: GradState, d: int, scale: float = 1.0) -> dict[int, Any]:
-    return {a.pos: st.tangent(a, d) * scale for a in st.diff}
+    return {a.pos: host_linear(a.dtype, (scale, st.tangent(a, d))) for a in st.diff}
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -17,9 +17,11 @@ from .._base import Context, SkipCheck, check
 from .._gradref import (
     N_DIRECTIONS,
     GradState,
+    device_zeros,
     dot,
     fmt_values,
     grad_tol,
+    host_linear,
     is_float0,
     is_inexact,
     quiet_call,
@@ -51,13 +53,13 @@ def jvp_linearity(ctx: Context) -> Iterator[Finding]:
     require(st)
     if not st.diff or N_DIRECTIONS < 2:
         raise SkipCheck("no floating-point argument to differentiate")
-    both = {a.pos: st.tangent(a, 0) + st.tangent(a, 1) for a in st.diff}
+    both = {a.pos: host_linear(a.dtype, (1.0, st.tangent(a, 0)), (1.0, st.tangent(a, 1))) for a in st.diff}
     symbolic = [(("z", a.pos), {a.pos: st.tangent(a, 0)}) for a in _symbolic_candidates(st)]
     T_many(st, [(("j", 1), joint(st, 1)), (("j", "0+1"), both), (("j", "cx0"), joint(st, 0, SCALE)), *symbolic])
     t1, t2 = T(st, ("j", 0), joint(st, 0)), T(st, ("j", 1), joint(st, 1))
     t12 = T(st, ("j", "0+1"), both)
     tcx = T(st, ("j", "cx0"), joint(st, 0, SCALE))
-    if any(t is None for t in (t1, t2, t12, tcx)):
+    if t1 is None or t2 is None or t12 is None or tcx is None:
         raise SkipCheck("the JVP rule raised for some tangents (reported by jvp-rule-output)")
     tol = max(grad_tol(p.dtype) for p in st.out_leaves if is_inexact(p.dtype)) if any(
         is_inexact(p.dtype) for p in st.out_leaves) else 1e-3
@@ -66,7 +68,7 @@ def jvp_linearity(ctx: Context) -> Iterator[Finding]:
     hom = _violation(tcx, [SCALE * a for a in t1], scale, tol)
     if add is None and hom is None:
         return  # an affine offset c breaks both (cT(v) gains cc, T(cv) only c), so zero -> zero holds too
-    t0 = T(st, ("j", "zero"), {a.pos: jnp.zeros(a.shape, a.dtype) for a in st.diff}) or []
+    t0 = T(st, ("j", "zero"), {a.pos: device_zeros(a.shape, a.dtype) for a in st.diff}) or []
     zero = _violation(t0, [np.zeros_like(x) for x in t0], scale, tol)
     st.blocked[rules.JVP_NOT_LINEAR] = "the tangent map is not linear"
     yield _nonlinear_finding(st, t0, t1, tcx, zero, add, hom)

@@ -110,7 +110,7 @@ def _raised(st: GradState, exc: BaseException) -> Finding:
             "symbolic ad.Zero.",
             fix="Test `type(t) is ad.Zero` or use `ad.instantiate_zeros(t)`.",
             location=rule_location(st))
-    if st.kind == "custom_jvp" and st.nondiff:
+    if st.kind == "custom_jvp" and st.nondiff and st.jvp_rule is not None:
         nondiff = [st.args[i].value for i in st.nondiff]
         primals = tuple(a.value for a in st.dyn)
         tans = tuple(st.tangent(a, 0) if a.diff else _zero_for(st, a, False) for a in st.dyn)
@@ -187,9 +187,10 @@ def _tangent_findings(st: GradState, primal: Any, tangent: Any) -> Iterator[Find
         ok = leaves is not None and len(leaves) == len(st.out_leaves)
     else:
         is_leaf = lambda x: x is None or _compat.is_symbolic_zero(x)  # noqa: E731
-        ok = jax.tree_util.tree_structure(tangent, is_leaf=is_leaf) == jax.tree_util.tree_structure(primal)
+        tangent_tree: Any = jax.tree_util.tree_structure(tangent, is_leaf=is_leaf)
+        ok = tangent_tree == jax.tree_util.tree_structure(primal)
         leaves = jax.tree_util.tree_leaves(tangent, is_leaf=is_leaf)
-    if not ok:
+    if not ok or leaves is None:
         st.blocked[rules.JVP_OUTPUT_STRUCTURE] = "tangent structure differs"
         yield rules.JVP_OUTPUT_STRUCTURE.finding(
             evidence=f"{rule}'s tangent output is {aval_text(tangent)} but the primal output is {aval_text(primal)}: "

@@ -5,7 +5,7 @@ dropped argument, JXG014 numerical mismatch against finite differences).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 import jax.numpy as jnp
@@ -69,7 +69,7 @@ def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
     outputs = [k for k in range(len(st.out_leaves)) if st.out_diff(k)]
     if not outputs:
         raise SkipCheck("no floating-point output")
-    verdicts = []
+    verdicts: list[Any] = []
     for k in outputs:
         result = yield from _probe_output(st, k)
         if result is not None:
@@ -77,7 +77,7 @@ def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
     yield from _report_mismatches(st, verdicts)
 
 
-def _call_probe(st: GradState, leaves: list[Any]) -> Iterator[Finding]:
+def _call_probe(st: GradState, leaves: list[Any]) -> Generator[Finding, None, Any]:
     """bwd on a probe cotangent; a raise is a finding (JXG006 for a symbolic zero it cannot handle)."""
     result, exc = call_bwd(st, leaves)
     if exc is None:
@@ -103,7 +103,7 @@ def _call_probe(st: GradState, leaves: list[Any]) -> Iterator[Finding]:
     return None
 
 
-def _probe_output(st: GradState, k: int) -> Iterator[Finding]:
+def _probe_output(st: GradState, k: int) -> Generator[Finding, None, Any]:
     """Probe output k with two random cotangents; returns a verdict dict, or yields JXG011 and returns None."""
     w1, w2 = st.cotangents(0)[k], st.cotangents(1)[k]
     got1 = yield from _call_probe(st, _probe(st, k, w1))
@@ -191,7 +191,8 @@ def _discarding_line(st: GradState, k: int) -> tuple[str, str] | None:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Name)
                 and stmt.value.id == params[-1] and isinstance(stmt.targets[0], (ast.Tuple, ast.List))):
             elts = stmt.targets[0].elts
-            if len(elts) == len(st.out) and isinstance(elts[k], ast.Name) and elts[k].id == "_":
+            kth = elts[k] if len(elts) == len(st.out) else None
+            if isinstance(kth, ast.Name) and kth.id == "_":
                 name = st.out_names[k]
                 fixed = [f"ct_{name}" if i == k else source_of(e) for i, e in enumerate(elts)]
                 return source_of(stmt), f"{', '.join(fixed)} = {params[-1]}"

@@ -108,7 +108,8 @@ def _fwd_raised(st: GradState, exc: BaseException) -> Finding:
 
 def _fwd_primal_findings(st: GradState, primal: Any, expected: Any) -> Iterator[Finding]:
     fun, fwd, _ = _names(st)
-    got_tree, want_tree = jax.tree_util.tree_structure(primal), jax.tree_util.tree_structure(expected)
+    got_tree: Any = jax.tree_util.tree_structure(primal)
+    want_tree = jax.tree_util.tree_structure(expected)
     if got_tree != want_tree:
         st.blocked[rules.VJP_FWD_MISMATCH] = f"{fwd}'s primal output has another structure than {fun}'s"
         yield rules.VJP_FWD_MISMATCH.finding(
@@ -177,6 +178,7 @@ def call_bwd(st: GradState, leaves: Sequence[Any]) -> tuple[Any, BaseException |
     """bwd(*nondiff_args, residuals, ct) exactly as JAX calls it (nondiff args in nondiff_argnums order)."""
     _, residuals = st.memo["fwd"]
     nondiff = [st.args[i].value for i in st.nondiff]
+    assert st.bwd is not None  # a custom_vjp's state
     return quiet_call(st.bwd, *nondiff, residuals, _cotangent(st, leaves))
 
 
@@ -232,6 +234,7 @@ def _working_order(st: GradState, ws: Sequence[Any]) -> str | None:
     """The argument order bwd seems written for, when the order JAX uses fails and (res, g, *nondiff) works."""
     _, residuals = st.memo["fwd"]
     nondiff = [st.args[i].value for i in st.nondiff]
+    assert st.bwd is not None  # a custom_vjp's state
     _, exc = quiet_call(st.bwd, residuals, _cotangent(st, ws), *nondiff)
     if exc is None:
         return "res, g, " + ", ".join(st.args[i].name for i in st.nondiff)
@@ -320,8 +323,8 @@ def _structure_finding(st: GradState, message: str, result: Any) -> Finding:
     else:
         fix = f"Return one cotangent per positional argument, in order: `{generic}` (None for no gradient)."
     return rules.VJP_BWD_STRUCTURE.finding(
-        evidence=message + ". JAX fails with `Custom VJP bwd rule must produce an output with the same container (pytree) "
-        "structure as the args tuple of the primal function`.",
+        evidence=message + ". JAX fails with `Custom VJP bwd rule must produce an output with the same container "
+        "(pytree) structure as the args tuple of the primal function`.",
         fix=fix,
         location=locate(st.bwd))
 

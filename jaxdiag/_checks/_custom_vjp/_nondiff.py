@@ -76,7 +76,7 @@ def _traced_nondiff_error(st: GradState) -> tuple[BaseException | None, str]:
 
     concrete = [st.args[p].value for p in positions]
     for fn, how in ((loss, "jax.jit(jax.grad(...))"), (loss_in_scan, "jax.jit(jax.grad(...)) around a lax.scan")):
-        _, exc = quiet_call(lambda: jax.jit(jax.grad(fn, argnums=argnums))(*concrete))
+        _, exc = quiet_call(lambda: jax.jit(jax.grad(fn, argnums=argnums))(*concrete))  # noqa: B023 - called at once
         if exc is not None and _compat.is_unexpected_tracer_error(exc):
             return exc, how
     return None, ""

@@ -66,7 +66,7 @@ class FiniteDifferences:
     @staticmethod
     def x64() -> Any:
         """x64 only around float64 evaluations (user code sees float64 defaults only there); restored on exit."""
-        return _compat.jax_config(jax_enable_x64=True)
+        return _compat.x64_scope(True)
 
     def _float64_outputs(self) -> bool:
         """Try float64 first wherever something is differentiable; `_consistent` falls back to the inputs' own
@@ -137,12 +137,12 @@ class FiniteDifferences:
             if result is _INCONSISTENT:  # float64 computes something else: use the inputs' own precision
                 self.mode, self.cache = "native", {}
                 result = self._difference({a.pos: self.st.direction(a, d) for a in args}, args, scale)
-            self.cache[key] = result  # type: ignore[assignment]
+            self.cache[key] = result
         return self.cache[key]
 
     def _difference(self, dirs: dict[int, np.ndarray], args: Sequence[Arg], scale: float) -> FDResult | None:
         eps = self.eps_for(args) * scale
-        for attempt in range(2):  # a step that leaves the domain (log, sqrt near 0) is retried 16x smaller once
+        for _attempt in range(2):  # a step that leaves the domain (log, sqrt near 0) is retried 16x smaller once
             plus = self._at({p: eps * v for p, v in dirs.items()})
             minus = self._at({p: -eps * v for p, v in dirs.items()})
             if plus is not None and minus is not None and all_finite(plus) and all_finite(minus):

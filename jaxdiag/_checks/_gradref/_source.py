@@ -5,11 +5,9 @@ locations, and argument/output names read from the user's source.
 from __future__ import annotations
 
 import ast
-import functools
 import inspect
 import linecache
 import os
-import textwrap
 import traceback
 from typing import Any
 
@@ -17,19 +15,11 @@ import jax
 
 from ... import _locate
 from ..._report import Location
+from .._harness.source import function_source, own_nodes
 
 # ---------------------------------------------------------------------------------------------------------------
 # Errors and source text
 # ---------------------------------------------------------------------------------------------------------------
-
-_LIBRARY_MARKERS = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep}numpy{os.sep}",
-                    f"{os.sep}jaxdiag{os.sep}", f"{os.sep}ml_dtypes{os.sep}", "<frozen", f"{os.sep}contextlib.py",
-                    f"{os.sep}functools.py")
-
-
-def _is_library(filename: str) -> bool:
-    return any(m in filename for m in _LIBRARY_MARKERS)
-
 
 def user_frame(exc: BaseException, prefer: Any = None) -> traceback.FrameSummary | None:
     """The deepest traceback frame in the user's code (in `prefer`'s file when it is there)."""
@@ -46,7 +36,7 @@ def user_frame(exc: BaseException, prefer: Any = None) -> traceback.FrameSummary
             if os.path.abspath(fr.filename) == target:
                 return fr
     for fr in reversed(frames):
-        if not _is_library(fr.filename):
+        if _locate.is_user_file(fr.filename):
             return fr
     return None
 
@@ -82,54 +72,22 @@ def rule_name(fn: Any, default: str) -> str:
     return name if name and name != "<lambda>" else default
 
 
-def function_ast(fn: Any) -> ast.FunctionDef | ast.Lambda | None:
-    """The parsed source of a user function, or None (builtins, lambdas in odd places, no source)."""
-    fn = _locate.unwrap(fn)
-    code = getattr(fn, "__code__", None)
-    return _parse_function(fn, code) if code is not None else None
-
-
-@functools.lru_cache(maxsize=512)
-def _parse_function(fn: Any, code: Any) -> ast.FunctionDef | ast.Lambda | None:
-    """Cached by (function, code object): repeated checks of a target do not re-read and re-parse its source."""
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-    except (OSError, TypeError):
-        return None
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return node  # type: ignore[return-value]
-    return None
+def function_ast(fn: Any) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The parsed `def` of a user function, or None (builtins, lambdas, no source); read once, by the harness."""
+    found = function_source(fn)
+    return found.node if found is not None else None
 
 
 def return_values(fn: Any) -> list[ast.expr]:
     """The expressions of the `return` statements of `fn` itself (nested functions excluded)."""
-    node = function_ast(fn)
-    if node is None:
+    found = function_source(fn)
+    if found is None:
         return []
-    out: list[ast.expr] = []
-
-    def visit(n: ast.AST) -> None:
-        for child in ast.iter_child_nodes(n):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                continue
-            if isinstance(child, ast.Return) and child.value is not None:
-                out.append(child.value)
-            visit(child)
-
-    visit(node)
-    return out
+    return [r.value for r in own_nodes(found.node) if isinstance(r, ast.Return) and r.value is not None]
 
 
 def source_of(node: ast.AST) -> str:
-    try:
-        return ast.unparse(node)
-    except Exception:  # pragma: no cover - ast.unparse handles every expression
-        return "..."
+    return ast.unparse(node)
 
 
 def _star_args_names(fn: Any, star: str, count: int) -> list[str] | None:

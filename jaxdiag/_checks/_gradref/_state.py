@@ -18,7 +18,7 @@ from ... import _rules as rules
 from .._base import Context, SkipCheck
 from ._fd import FiniteDifferences
 from ._source import argument_names, error_text, output_names
-from ._values import all_finite, aval_text, is_inexact, quiet_call, to_f64
+from ._values import all_finite, aval_text, device_zeros, is_inexact, quiet_call, to_f64
 
 # ---------------------------------------------------------------------------------------------------------------
 # The subject's arguments and outputs
@@ -52,7 +52,7 @@ class Arg:
 
 
 class GradState:
-    """Everything the grad checks share about one subject; built lazily, cached in `ctx.cache["grad"]`."""
+    """Everything the grad checks share about one subject; built lazily, cached in `ctx.cache.grad`."""
 
     def __init__(self, ctx: Context):
         subject = ctx.subject
@@ -62,7 +62,7 @@ class GradState:
         self.rng = np.random.default_rng(zlib.crc32(f"{ctx.options.seed}:{subject.seed_key}:grad".encode()))
         # rule (or a named blocker no rule stands for) -> why later checks cannot trust the rules' output
         self.blocked: dict[rules.Rule | str, str] = {}
-        self.memo: dict[str, Any] = {}
+        self.memo: dict[Any, Any] = {}
         obj = subject.obj
         if self.kind == "custom_vjp":
             self.fun, self.fwd, self.bwd, self.nondiff, self.symbolic_zeros = _compat.custom_vjp_parts(obj)
@@ -71,7 +71,8 @@ class GradState:
             self.fun, self.jvp_rule, self.nondiff, self.symbolic_zeros = _compat.custom_jvp_parts(obj)
             self.fwd = self.bwd = None
         else:
-            self.fun, self.fwd, self.bwd, self.jvp_rule = None, None, None, None
+            # a primitive has no `fun`; the checks that read it run on custom_vjp/custom_jvp only
+            self.fun, self.fwd, self.bwd, self.jvp_rule = None, None, None, None  # type: ignore[assignment]
             self.nondiff, self.symbolic_zeros = (), False
         arrays = [jnp.asarray(x) for x in ctx.example()]
         full = subject.full_args(arrays) if subject.static_args else tuple(arrays)
@@ -181,7 +182,7 @@ class GradState:
 
     def zero_tangent(self, arg: Arg) -> Any:
         if arg.diff:
-            return jnp.zeros(arg.shape, arg.dtype)
+            return device_zeros(arg.shape, arg.dtype)
         return _compat.float0_zeros(arg.shape)
 
     # ---- finite differences -----------------------------------------------------------------------------------
@@ -242,9 +243,9 @@ def _name_source(subject: Any) -> Any:
 
 
 def state(ctx: Context) -> GradState:
-    if "grad" not in ctx.cache:
-        ctx.cache["grad"] = GradState(ctx)
-    return ctx.cache["grad"]
+    if ctx.cache.grad is None:
+        ctx.cache.grad = GradState(ctx)
+    return ctx.cache.grad
 
 
 def require(st: GradState, blockers: Sequence[rules.Rule] = ()) -> None:

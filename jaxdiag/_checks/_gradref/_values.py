@@ -4,7 +4,6 @@ conversion, inner products (`dot`, `absdot`), closeness tests and a warning-free
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 from ... import _compat
 from ..._inputs import SHORT_NAMES
 from ..._numerics import GRAD_TOL, compare, tolerance
+from .._harness import call_user
 
 # Directions per differentiable argument ("several random directions"); each costs two evaluations of the primal.
 N_DIRECTIONS = 2
@@ -105,6 +105,25 @@ def primal_tol(dtype: Any) -> float:
     return tolerance(dtype, PRIMAL_TOL)
 
 
+def device_zeros(shape: tuple[int, ...], dtype: Any) -> Any:
+    """`jnp.zeros(shape, dtype)` without compiling anything: jnp.zeros is an XLA computation compiled once per
+    shape and dtype, a host array is only copied to the device."""
+    return jnp.asarray(np.zeros(shape, dtype))
+
+
+def host_linear(dtype: Any, *terms: tuple[float, Any]) -> Any:
+    """`sum(c * x)` of arrays of one dtype, on the host, as a device array of that dtype: one eager JAX op per
+    probe would compile one XLA computation each. The result is the same: every term and partial sum is
+    rounded to `dtype` as JAX's eager ops round them (float32 arithmetic is exact for bfloat16/float16 products
+    by the small scales used here)."""
+    wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+    total = None
+    for scale, x in terms:
+        term = (np.asarray(x).astype(wide) * scale).astype(dtype)
+        total = term if total is None else (total.astype(wide) + term.astype(wide)).astype(dtype)
+    return jnp.asarray(total)
+
+
 def to_f64(x: Any) -> np.ndarray:
     """float64 (complex128) copy; float0 becomes zeros."""
     if is_float0(x):
@@ -160,12 +179,8 @@ def all_finite(leaves: Iterable[Any]) -> bool:
 def quiet_call(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | None]:
     """(result, None) or (None, the exception): user rules are called through this so a rule that raises becomes
     a finding and never a jaxdiag crash. Warnings from the user's code are not jaxdiag's output."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return fn(*args, **kwargs), None
-    except Exception as exc:  # the user's rule failed: reported as a finding by the caller
-        return None, exc
+    ran = call_user(fn, *args, quiet=True, **kwargs)
+    return ran.value, ran.error
 
 
 def leaf_difference(got: Any, want: Any) -> str | None:

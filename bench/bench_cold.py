@@ -1,0 +1,214 @@
+"""Cold cost per target: `jaxdiag.check_grad` vs `jax.test_util.check_grads`, `jaxdiag.check_batching` vs a
+hand-written vmap-vs-loop test, each in a fresh process, as a user's test file pays for it.
+
+For every target, the two sides run alternately in fresh Python processes (`--runs` each, default 5); the figure
+is the ratio of the medians. In each process the target's module, JAX and the inputs are ready before the clock
+starts (both sides need them); the timed region starts before `import jaxdiag` (or the import of
+`jax.test_util`) and ends when the check returns, so jaxdiag's own import is paid. Nothing is warm: every op JAX
+compiles on either side is compiled in the timed region.
+
+jaxdiag's side also reports where its time goes: import, tracing, lowering to MLIR and XLA compilation (JAX's
+monitoring events), the rest (running the compiled code, eager dispatch and jaxdiag's own Python), and each
+check's share.
+
+- grad: order 1, modes fwd+rev (rev only for custom_vjp, which JAX cannot differentiate forward), same inputs.
+- batching: the hand-written test vmaps the target over 2 to 4 in_axes variants (every argument batched on axis 0;
+  for two arguments, each one batched alone; the last axis) with 5 examples, loops over the examples eagerly and
+  compares with np.allclose: the test a careful user writes.
+
+    python bench/bench_cold.py [--runs 5] [--only grad|batching]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (name, TARGET, arg specs, check_grads modes)
+GRAD_TARGETS = [
+    ("seed custom_vjp (fixed)", "samples/seed_vjp_fixed.py:test_func", ["f32[3]", "f32[3]"], ["rev"]),
+    ("seed custom_jvp", "samples/seed_jvp.py:test_func", ["f32[3]", "f32[3]"], ["fwd", "rev"]),
+    ("custom_vjp softplus", "samples/jxg014_good.py:softplus", ["f32[8]"], ["rev"]),
+    ("custom_vjp matvec", "samples/jxg018_good.py:matvec", ["f32[4,8]", "f32[8]"], ["rev"]),
+    ("primitive my_cos", "samples/jxg001_good.py:my_cos_p", ["f32[8]"], ["fwd", "rev"]),
+    ("primitive mymul (bilinear)", "samples/jxg005_good.py:mymul_p", ["f32[8]", "f32[8]"], ["fwd", "rev"]),
+]
+# (name, TARGET, arg specs)
+BATCHING_TARGETS = [
+    ("primitive my_sum (seed)", "samples/seed_batching_fixed.py:my_sum_p", ["f32[3]"]),
+    ("primitive l2_normalize", "samples/jxb003_good.py:l2_normalize_p", ["f32[3]"]),
+    ("primitive matvec (2 args)", "samples/jxb006_good.py:matvec_p", ["f32[4,3]", "f32[3]"]),
+    ("primitive mymul (bilinear)", "samples/jxg005_good.py:mymul_p", ["f32[8]", "f32[8]"]),
+]
+EVENTS = {
+    "/jax/core/compile/jaxpr_trace_duration": "trace",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+    "/jax/core/compile/backend_compile_duration": "compile",
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One measurement, in a fresh process
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def child(family: str, side: str, index: int) -> None:
+    sys.path.insert(0, str(ROOT))
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import monitoring
+    from jax.extend.core import Primitive  # what the user's primitive module imports anyway
+
+    name, ref, specs, *rest = (GRAD_TARGETS if family == "grad" else BATCHING_TARGETS)[index]
+    obj = load(ref)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(shape(s)).astype(np.float32) for s in specs]
+    times = dict.fromkeys(EVENTS.values(), 0.0)
+
+    def listen(event: str, seconds: float, **_: object) -> None:
+        if event in EVENTS:
+            times[EVENTS[event]] += seconds
+
+    monitoring.register_event_duration_secs_listener(listen)
+    is_prim = isinstance(obj, Primitive)
+    f = (lambda *a: obj.bind(*a)) if is_prim else obj
+    assert not any(k == "jaxdiag" or k.startswith("jaxdiag.") for k in sys.modules)  # its import is timed
+    checks: dict[str, float] = {}
+    start = time.perf_counter()
+    if side == "ours":
+        import jaxdiag
+
+        entry = jaxdiag.check_grad if family == "grad" else jaxdiag.check_batching
+        imported = time.perf_counter()
+        report = entry(obj, *args)
+        assert report.ok, [x.message for x in report.findings if x.severity != "info"]
+        for target in report.targets:
+            for c in target.checks:
+                checks[c.name] = checks.get(c.name, 0.0) + c.seconds
+    elif family == "grad":
+        from jax.test_util import check_grads
+
+        imported = time.perf_counter()
+        check_grads(f, tuple(jnp.asarray(a) for a in args), order=1, modes=tuple(rest[0]))
+    else:
+        imported = time.perf_counter()
+        hand_loop(f, args)
+    total = time.perf_counter() - start
+    print(json.dumps({"total": total, "import": imported - start, **times, "checks": checks}))
+
+
+def shape(spec: str) -> tuple[int, ...]:
+    """`f32[4,8]` -> (4, 8) (the bench's inputs are all float32)."""
+    inside = spec[spec.index("[") + 1:spec.index("]")]
+    return tuple(int(d) for d in inside.split(",") if d)
+
+
+def load(ref: str):  # type: ignore[no-untyped-def]
+    """The object named by `samples/file.py:attr`, imported without jaxdiag (whose import is timed)."""
+    import importlib.util
+
+    path, attr = ref.split(":")
+    spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, attr)
+
+
+def hand_loop(f, args) -> None:  # type: ignore[no-untyped-def]
+    """What a careful user writes: vmap over 2 to 4 in_axes variants vs a loop of eager calls, np.allclose."""
+    import jax
+    import numpy as np
+
+    size = 5
+    rng = np.random.default_rng(1)
+    batch = [np.stack([a + 0.1 * rng.standard_normal(a.shape).astype(a.dtype) for _ in range(size)]) for a in args]
+    variants: list[tuple] = [tuple(0 for _ in args)]
+    if len(args) == 2:
+        variants += [(0, None), (None, 0)]
+    if all(a.ndim >= 1 for a in args):
+        variants.append(tuple(-1 for _ in args))
+    for axes in variants[:4]:
+        inputs = [b if ax is not None else a for b, a, ax in zip(batch, args, axes)]
+        inputs = [np.moveaxis(x, 0, -1) if ax == -1 else x for x, ax in zip(inputs, axes)]
+        got = jax.vmap(f, in_axes=axes)(*inputs)
+        per = [f(*[np.take(x, i, axis=ax) if ax is not None else x for x, ax in zip(inputs, axes)])
+               for i in range(size)]
+        got_leaves = jax.tree_util.tree_leaves(got)
+        want_leaves = [np.stack(leaves) for leaves in zip(*[jax.tree_util.tree_leaves(p) for p in per])]
+        for g, w in zip(got_leaves, want_leaves):
+            assert np.allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The driver
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def measure(family: str, side: str, index: int) -> dict:
+    argv = [sys.executable, __file__, "--child", family, side, str(index)]
+    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{family} {side} target {index} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench(family: str, runs: int) -> list[float]:
+    targets = GRAD_TARGETS if family == "grad" else BATCHING_TARGETS
+    theirs_name = "check_grads" if family == "grad" else "hand loop"
+    print(f"\n{family}: jaxdiag.check_{family} vs {theirs_name}, cold, median of {runs} fresh processes each "
+          "(ms; breakdown of jaxdiag's median run)")
+    print(f"{'target':28s} {'jaxdiag':>8s} {theirs_name:>11s} {'ratio':>6s}   {'import':>6s} {'trace':>6s} "
+          f"{'lower':>6s} {'compile':>7s} {'rest':>6s}   checks")
+    ratios = []
+    for index, (name, *_) in enumerate(targets):
+        ours, theirs = [], []
+        for _ in range(runs):  # alternating, so both sides see the same machine load
+            ours.append(measure(family, "ours", index))
+            theirs.append(measure(family, "theirs", index))
+        m_ours = statistics.median(r["total"] for r in ours)
+        m_theirs = statistics.median(r["total"] for r in theirs)
+        ratios.append(m_ours / m_theirs)
+        typical = sorted(ours, key=lambda r: r["total"])[len(ours) // 2]
+        rest = typical["total"] - typical["import"] - typical["trace"] - typical["lower"] - typical["compile"]
+        checks = ", ".join(f"{k} {v * 1e3:.0f}" for k, v in sorted(typical["checks"].items(), key=lambda kv: -kv[1]))
+        print(f"{name:28s} {m_ours * 1e3:8.0f} {m_theirs * 1e3:11.0f} {m_ours / m_theirs:6.2f}   "
+              f"{typical['import'] * 1e3:6.0f} {typical['trace'] * 1e3:6.0f} {typical['lower'] * 1e3:6.0f} "
+              f"{typical['compile'] * 1e3:7.0f} {rest * 1e3:6.0f}   {checks}", flush=True)
+        theirs_typical = sorted(theirs, key=lambda r: r["total"])[len(theirs) // 2]
+        print(f"{'':28s} {theirs_name} breakdown: import {theirs_typical['import'] * 1e3:.0f}, trace "
+              f"{theirs_typical['trace'] * 1e3:.0f}, lower {theirs_typical['lower'] * 1e3:.0f}, compile "
+              f"{theirs_typical['compile'] * 1e3:.0f}", flush=True)
+    print(f"{family} cold ratio: median {statistics.median(ratios):.2f}x, worst {max(ratios):.2f}x "
+          f"(target <= 1.0x on every target)")
+    return ratios
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", choices=["grad", "batching"])
+    opts = parser.parse_args()
+    import jax
+
+    print(f"jax {jax.__version__}, {os.cpu_count()} CPU(s), load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    for family in ("grad", "batching"):
+        if opts.only in (None, family):
+            bench(family, opts.runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,11 @@
+"""The harness: everything between the checks and the user's code.
+
+`boundary` is the only place that catches what user code raises (and turns jaxdiag's own failures inside user
+calls into internal errors); `tracing` traces a function once, `source` reads the user's source by AST once,
+`cache` is the typed per-subject cache, `vmap` the variants and per-example loop of the custom_vmap and ffi checks.
+See CONTRIBUTING.md for the layers.
+"""
+
+from .boundary import JaxdiagBug, Signal, UserResult, call_user, find_in_chain, jaxdiag_code
+
+__all__ = ["JaxdiagBug", "Signal", "UserResult", "call_user", "find_in_chain", "jaxdiag_code"]

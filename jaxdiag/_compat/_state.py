@@ -1,0 +1,121 @@
+"""Every piece of global state jaxdiag patches while it runs, snapshotted and restored as one.
+
+What a run touches: the rule registries (batching, JVP, transposes including `fancy_transposes`, lowerings
+including the per-platform tables), `Primitive.bind` and the custom_* classes' `__call__` (call recorders), a
+custom_vmap's `vmap_rule` (the spy), the x64 / enable_checks / disable_jit flags, the profile hook (the return-line
+watch) and `sys.path` (target loading). Each patch is entered inside `try` and undone in `finally` where it is made;
+`snapshot_jax_state()` lets tests (and the pytest fixture) prove that nothing leaks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import jax
+from jax._src import core as _core
+from jax._src.interpreters import ad as _ad
+from jax._src.interpreters import mlir as _mlir
+
+from ._base import custom_jvp_type, custom_vjp_type, custom_vmap_type, x64_enabled
+from ._registries import _batching_table, _legacy_batching_table
+
+_FLAGS = {"x64": "jax_enable_x64", "enable_checks": "jax_enable_checks", "disable_jit": "jax_disable_jit"}
+
+
+def _tables() -> dict[str, dict]:
+    return {
+        "batching": _batching_table(),
+        "legacy_batching": _legacy_batching_table(),
+        "jvp": _ad.primitive_jvps,
+        "transpose": _ad.primitive_transposes,
+        "fancy_transpose": getattr(_ad, "fancy_transposes", {}),
+        "lowerings": getattr(_mlir, "_lowerings", {}),
+    }
+
+
+def _platform_tables() -> dict[str, dict]:
+    return dict(getattr(_mlir, "_platform_specific_lowerings", {}))
+
+
+def snapshot_jax_state(custom_vmaps: Iterable[Any] = ()) -> dict[str, Any]:
+    """A copy of everything jaxdiag may patch (plus the `vmap_rule` of the given custom_vmap objects).
+
+    Two snapshots compare equal when nothing changed: values are compared by identity (functions) or equality.
+    """
+    snapshot: dict[str, Any] = {name: dict(table) for name, table in _tables().items()}
+    snapshot["platform_lowerings"] = {p: dict(t) for p, t in _platform_tables().items()}
+    snapshot["primitive_bind"] = _core.Primitive.__dict__.get("bind")
+    snapshot["custom_calls"] = {
+        c: c.__dict__.get("__call__") for c in (custom_vjp_type, custom_jvp_type, custom_vmap_type) if c}
+    snapshot["vmap_rules"] = {id(obj): (obj, obj.vmap_rule) for obj in custom_vmaps}
+    snapshot["flags"] = {name: bool(getattr(jax.config, flag)) for name, flag in _FLAGS.items()}
+    snapshot["profile"] = sys.getprofile()
+    snapshot["sys_path"] = list(sys.path)
+    return snapshot
+
+
+def restore_jax_state(snapshot: dict[str, Any]) -> list[str]:
+    """Put back every entry of `snapshot` that changed or disappeared; returns what was restored.
+
+    Entries added since the snapshot are kept: importing the user's modules registers their rules, and those
+    registrations belong to the user, not to jaxdiag. `sys.path` is left alone here (see `restored_sys_path`).
+    """
+    restored = []
+    tables = {**_tables(), **{f"platform:{p}": t for p, t in _platform_tables().items()}}
+    saved = {**{n: snapshot.get(n, {}) for n in _tables()},
+             **{f"platform:{p}": t for p, t in snapshot.get("platform_lowerings", {}).items()}}
+    for name, entries in saved.items():
+        table = tables.get(name)
+        if table is None:
+            continue
+        for key, value in entries.items():
+            if table.get(key) is not value:
+                table[key] = value
+                restored.append(f"{name}[{getattr(key, 'name', key)}]")
+    bind = snapshot.get("primitive_bind")
+    if bind is not None and _core.Primitive.__dict__.get("bind") is not bind:
+        _core.Primitive.bind = bind  # type: ignore[method-assign]  # the patch, undone in finally
+        restored.append("Primitive.bind")
+    for cls, call in snapshot.get("custom_calls", {}).items():
+        if cls.__dict__.get("__call__") is not call and call is not None:
+            cls.__call__ = call
+            restored.append(f"{cls.__name__}.__call__")
+    for obj, rule in snapshot.get("vmap_rules", {}).values():
+        if obj.vmap_rule is not rule:
+            obj.vmap_rule = rule
+            restored.append(f"{getattr(obj, '__name__', 'custom_vmap')}.vmap_rule")
+    for name, value in snapshot.get("flags", {}).items():
+        if bool(getattr(jax.config, _FLAGS[name])) != value:
+            jax.config.update(_FLAGS[name], value)
+            restored.append(_FLAGS[name])
+    return restored
+
+
+@contextlib.contextmanager
+def x64_scope(enabled: bool) -> Iterator[None]:
+    """x64 mode `enabled` for the body only, through JAX's scoped (thread-local) context where this JAX has one,
+    never a global flip; restored on exit, even on error."""
+    if x64_enabled() == enabled:
+        yield
+        return
+    scoped = getattr(jax, "enable_x64", None)  # jax >= 0.6
+    if scoped is None:
+        from jax import experimental
+
+        scoped = experimental.enable_x64  # type: ignore[attr-defined]  # jax < 0.6 only
+    with scoped(enabled):
+        yield
+
+
+@contextlib.contextmanager
+def restored_sys_path() -> Iterator[None]:
+    """`sys.path` as it was before the body, once the body is done: target loading adds the user's folders, which
+    stay importable for the whole run and no longer afterwards."""
+    saved = list(sys.path)
+    try:
+        yield
+    finally:
+        sys.path[:] = saved

@@ -1,0 +1,551 @@
+"""Run `jaxdiag check`'s targets: in this process, or in worker processes with a per-target time limit, and
+through the result cache (`_cache.py`).
+
+The lint layer discovers the targets; this module only decides where each one runs and puts the results back in
+discovery order, so the report is the same whatever `--jobs` is. A target's outcome is everything `_Lint._check`
+produces for it: its reports (unfiltered: the lint layer filters the whole report once, afterwards) and the lines
+whose suppressions cannot be judged because the target was not fully checked. Outcomes are plain dicts: they
+cross the process boundary and are what the cache stores.
+
+Workers are started with the `spawn` method (JAX is not fork-safe: a forked child inherits XLA's threads in
+whatever state they were), import the same modules and discover the same targets as the parent, then run the
+targets they are sent one at a time. A worker tells the parent which check it starts, so a target that runs past
+`--timeout` is reported naming that check; the worker is then killed and replaced. A worker whose memory grew past
+`WORKER_MEMORY_MB` after a target is retired and replaced too, so memory stays bounded per worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import sys
+import time
+import traceback
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import _cache
+from . import _rules as rules
+from ._errors import UsageError
+from ._report import CheckResult, Finding, Location, Problem, TargetReport
+
+if TYPE_CHECKING:
+    from ._discovery import Found
+
+
+class Lint(Protocol):
+    """What this module uses of the lint layer's run (`_lint._Lint`, which imports this module)."""
+
+    seed: int
+    app_dir: str
+    config: Any
+    discovery: Any
+    unchecked_lines: set[tuple[str, int]]
+
+    def _check(self, found: Found) -> list[TargetReport]: ...
+
+    def _mark_unchecked(self, found: Found, anchors: list[Location]) -> None: ...
+
+# Seconds a target may run under `jaxdiag check` unless `--timeout` or `timeout` in [tool.jaxdiag] says otherwise.
+DEFAULT_TIMEOUT = 300.0
+# Memory bound per worker. JAX keeps the executables it compiled in its caches, so a process checking target
+# after target grows by about 13 MB per target (1.5 GB over the 115 samples). A worker whose resident memory
+# passed this after a target clears JAX's caches (back to about 300 MB: Python, JAX, jaxlib, the user's modules);
+# one still above WORKER_RETIRE_MB after that (memory JAX does not hold) is replaced by a fresh worker.
+WORKER_MEMORY_MB = 400
+WORKER_RETIRE_MB = 600
+# A worker must have imported the user's modules within this many seconds (the parent already imported them once).
+WORKER_START_SECONDS = 300.0
+
+
+@dataclass
+class RunSettings:
+    """How `jaxdiag check` runs its targets. The defaults are the Python API's: in this process, no cache."""
+
+    jobs: int = 1
+    timeout: float | None = None  # seconds per target; None or 0: no limit
+    cache: bool = False
+
+    @property
+    def in_process(self) -> bool:
+        return self.jobs <= 1 and not self.timeout
+
+
+# What the last pooled run did (for the bench and for tests): worker processes started, the largest resident
+# memory a worker reported after a target (MB), and how many times a worker cleared JAX's caches.
+LAST_RUN: dict[str, float] = {}
+
+
+def default_jobs() -> int:
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return max(os.cpu_count() or 1, 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Outcomes: a target's results as plain data
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _location(data: dict[str, Any] | None) -> Location | None:
+    return Location(**data) if data else None
+
+
+def target_report_to_dict(report: TargetReport) -> dict[str, Any]:
+    """Every field, `module`, `config_keys` and `anchors` included (`TargetReport.to_dict` is the JSON format,
+    which leaves out what only filtering needs)."""
+    return dataclasses.asdict(report)
+
+
+def target_report_from_dict(data: dict[str, Any]) -> TargetReport:
+    return TargetReport(**{
+        **data,
+        "checks": [CheckResult(**c) for c in data["checks"]],
+        "findings": [Finding.from_dict(f) for f in data["findings"]],
+        "problems": [Problem(**{**p, "location": _location(p.get("location"))}) for p in data.get("problems", [])],
+        "anchors": [Location(**a) for a in data.get("anchors", [])],
+    })
+
+
+@dataclass
+class Outcome:
+    """What checking one target gave: its unfiltered reports and the lines whose suppressions cannot be judged
+    because it was not fully checked (merged into the parent's set by union)."""
+
+    reports: list[dict[str, Any]] = field(default_factory=list)
+    unchecked_lines: list[tuple[str, int]] = field(default_factory=list)
+    usage_error: str | None = None
+    # False when the run did not finish normally (internal error, crash, time limit): never cached.
+    complete: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Outcome:
+        return cls(reports=list(data["reports"]), unchecked_lines=[tuple(u) for u in data["unchecked_lines"]],
+                   usage_error=data["usage_error"], complete=data["complete"])
+
+
+def run_in_process(lint: Lint, found: Found) -> Outcome:
+    """Check one target here, recording the lines it leaves unchecked separately from the other targets'."""
+    saved = lint.unchecked_lines
+    lint.unchecked_lines = set()
+    try:
+        try:
+            reports = lint._check(found)
+        except UsageError as exc:
+            return Outcome(usage_error=str(exc), complete=False)
+        return Outcome(reports=[target_report_to_dict(r) for r in reports],
+                       unchecked_lines=sorted(lint.unchecked_lines),
+                       complete=not any(r.internal_errors or r.problems for r in reports))
+    finally:
+        lint.unchecked_lines = saved
+
+
+def apply(lint: Lint, outcome: Outcome) -> list[TargetReport]:
+    """Merge an outcome into the parent's lint state and return its reports (a usage error stops the run)."""
+    if outcome.usage_error is not None:
+        raise UsageError(outcome.usage_error)
+    lint.unchecked_lines.update(outcome.unchecked_lines)
+    return [target_report_from_dict(r) for r in outcome.reports]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def check_targets(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleType | str],
+                  settings: RunSettings) -> list[TargetReport]:
+    """The reports of `founds`, in their order: from the cache, this process or the workers."""
+    cache = keys = None
+    if settings.cache:
+        cache, keys = _cache_keys(lint, founds)
+    outcomes: list[Outcome | None] = [None] * len(founds)
+    if cache is not None and keys is not None:
+        for i, key in enumerate(keys):
+            hit = cache.get(key) if key is not None else None
+            if hit is not None:
+                outcomes[i] = Outcome.from_dict(hit)
+    todo = [i for i, o in enumerate(outcomes) if o is None]
+    worker_items = _items_for_workers(items)
+    if todo and not settings.in_process and worker_items is not None:
+        pool = _Pool(_WorkerSetup.of(lint, worker_items, settings), settings)
+        outcomes_iter: Iterator[tuple[int, Outcome]] = pool.run(lint, founds, todo)
+    else:
+        outcomes_iter = ((i, run_in_process(lint, founds[i])) for i in todo)
+    fresh = [False] * len(founds)
+    reports: list[TargetReport] = []
+    next_index = 0
+    # Apply outcomes in discovery order as soon as the prefix is complete: the first usage error in that order
+    # stops the run, as it does serially (and closing the iterator stops the workers).
+    try:
+        for i, outcome in outcomes_iter:
+            outcomes[i], fresh[i] = outcome, True
+            while next_index < len(founds) and outcomes[next_index] is not None:
+                reports.extend(_finish(lint, outcomes[next_index], cache, keys, next_index, fresh[next_index]))
+                next_index += 1
+    finally:
+        close = getattr(outcomes_iter, "close", None)
+        if close is not None:
+            close()
+    while next_index < len(founds):
+        reports.extend(_finish(lint, outcomes[next_index], cache, keys, next_index, fresh[next_index]))
+        next_index += 1
+    return reports
+
+
+def _finish(lint: Lint, outcome: Outcome | None, cache: _cache.ResultCache | None,
+            keys: list[str | None] | None, index: int, fresh: bool) -> list[TargetReport]:
+    assert outcome is not None
+    reports = apply(lint, outcome)
+    key = keys[index] if keys is not None else None
+    if fresh and cache is not None and key is not None and outcome.complete:
+        cache.put(key, outcome.to_dict())
+    return reports
+
+
+def _cache_keys(lint: Lint, founds: Sequence[Found]) -> tuple[_cache.ResultCache, list[str | None]]:
+    from . import _compat
+
+    environment = _cache.environment_fingerprint(seed=lint.seed, config=lint.config, app_dir=lint.app_dir)
+    graph = _cache.SourceGraph()
+    keys: list[str | None] = []
+    for found in founds:
+        modules = [found.walked.module]
+        rule_fns = list(_compat.registered_rules(found.obj).values()) if found.kind == "primitive" else [
+            getattr(found.obj, name, None) for name in ("fun", "fwd", "bwd", "jvp", "vmap_rule")]
+        for fn in rule_fns:
+            owner = sys.modules.get(getattr(fn, "__module__", None) or "") if fn is not None else None
+            if owner is not None:
+                modules.append(owner)
+        keys.append(_cache.target_key(environment, found.label, found.kind, graph.files_of(modules)))
+    return _cache.ResultCache(_cache.cache_root(lint.config.source)), keys
+
+
+def _items_for_workers(items: Sequence[ModuleType | str]) -> list[str] | None:
+    """What a worker imports to find the same targets; None when a module object cannot be re-imported by name."""
+    out = []
+    for item in items:
+        if isinstance(item, ModuleType):
+            import importlib.util
+
+            try:
+                if importlib.util.find_spec(item.__name__) is None:
+                    return None
+            except (ImportError, ValueError):
+                return None
+            out.append(item.__name__)
+        else:
+            out.append(item)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Workers
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _WorkerSetup:
+    """Everything a spawned worker needs to rebuild the parent's lint state (all picklable)."""
+
+    items: list[str]
+    app_dir: str
+    seed: int
+    keep_going: bool
+    include_tests: bool
+    cwd: str
+    sys_path: list[str]
+    xla_cache_dir: str | None = None
+    lint_class: Any = None  # `_lint._Lint`, passed by reference (importing it here would be a cycle)
+
+    @classmethod
+    def of(cls, lint: Lint, items: list[str], settings: RunSettings) -> _WorkerSetup:
+        xla = None
+        if settings.cache:
+            root = _cache.cache_root(lint.config.source)
+            try:
+                _cache.ensure_root(root)
+                xla = str(root / "xla")
+            except OSError:  # a read-only checkout: no compilation cache either
+                pass
+        return cls(items, lint.app_dir, lint.seed, lint.discovery.keep_going, lint.discovery.include_tests,
+                   os.getcwd(), list(sys.path), xla, type(lint))
+
+
+def _rss_mb() -> float:
+    """This process's resident memory now (Linux), else its peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def _exit_with_parent() -> None:
+    """A parent killed without cleaning up (SIGTERM, SIGKILL) must not leave a worker spinning in a hung rule."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="jaxdiag-parent-watch", daemon=True).start()
+
+
+def _use_compilation_cache(folder: str) -> None:
+    """JAX's persistent compilation cache, in the result cache's folder: workers share what they compile (most
+    targets compile the same small operations on the same shapes), also after a worker cleared its in-memory
+    caches, and a re-run after an edit compiles only what changed. XLA's key covers the program, the compile
+    options and the JAX/jaxlib versions, so it never serves a wrong executable. Only in worker processes."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def _release_memory() -> None:
+    """Drop JAX's compiled executables and traces: later targets compile what they need again."""
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
+
+
+def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
+    """A worker: rebuild the discovery, then check the targets the parent sends until it sends None."""
+    _exit_with_parent()
+    try:
+        os.chdir(setup.cwd)
+        sys.path[:] = setup.sys_path
+        if setup.xla_cache_dir:
+            _use_compilation_cache(setup.xla_cache_dir)
+        from . import _config, _engine
+
+        # select/ignore are the parent's business: targets are checked unfiltered and filtered once, there
+        lint = setup.lint_class(_config.load(setup.app_dir), setup.app_dir, setup.seed, [], [], setup.keep_going,
+                     setup.include_tests)
+        lint.discovery.walk(setup.items, from_config=False)
+        founds = {found.label: found for found in lint.discover()}  # also claims its recorded calls
+    except BaseException:  # noqa: BLE001 - the parent must hear why the worker cannot run
+        conn.send(("broken", traceback.format_exc()))
+        return
+
+    def started(subject: str, check: str) -> None:
+        conn.send(("check", subject, check))
+
+    _engine.on_check_start = started
+    conn.send(("ready",))
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        index, label = task
+        found = founds.get(label)
+        if found is None:
+            conn.send(("missing", index))
+            continue
+        try:
+            outcome = run_in_process(lint, found)
+        except BaseException:  # noqa: BLE001 - JAXDIAG_DEBUG re-raises jaxdiag's own errors: the parent raises them
+            conn.send(("raised", index, traceback.format_exc()))
+            return
+        rss = _rss_mb()
+        if rss > WORKER_MEMORY_MB:
+            _release_memory()
+        conn.send(("done", index, outcome.to_dict(), rss, _rss_mb()))
+
+
+class _Worker:
+    def __init__(self, setup: _WorkerSetup) -> None:
+        ctx = multiprocessing.get_context("spawn")  # JAX is not fork-safe
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, setup), name="jaxdiag-worker", daemon=True)
+        self.proc.start()
+        child.close()
+        self.spawned = time.monotonic()
+        self.ready = False
+        self.task: int | None = None
+        self.task_started = 0.0
+        self.running = ""  # "subject: check" the worker said it started last
+        self.peak_mb = 0.0
+
+    def send(self, index: int, label: str) -> None:
+        self.conn.send((index, label))
+        self.task = index
+        self.task_started = time.monotonic()
+        self.running = ""
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.proc.join(10)
+        self.kill()
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+        self.conn.close()
+
+
+class _Pool:
+    def __init__(self, setup: _WorkerSetup, settings: RunSettings) -> None:
+        self.setup = setup
+        self.timeout = settings.timeout or None
+        self.jobs = max(settings.jobs, 1)
+        self.peak_worker_mb = 0.0
+
+    def run(self, lint: Lint, founds: Sequence[Found], todo: list[int]) -> Iterator[tuple[int, Outcome]]:
+        """(index, outcome) as targets finish, in any order. Workers are killed when the iterator is closed."""
+        queue = list(todo)
+        workers = [_Worker(self.setup) for _ in range(min(self.jobs, len(queue)))]
+        LAST_RUN.update(workers_started=len(workers), peak_worker_mb=0.0, cache_clears=0)
+        try:
+            while queue or any(w.task is not None for w in workers):
+                for w in workers:
+                    if w.ready and w.task is None and queue:
+                        index = queue.pop(0)
+                        w.send(index, founds[index].label)
+                busy = [w for w in workers if w.task is not None or not w.ready]
+                if not busy:
+                    break
+                ready_conns = wait([w.conn for w in busy], timeout=self._wait_time(busy))
+                for w in list(workers):
+                    if w.conn in ready_conns:
+                        yield from self._receive(w, workers, lint, founds, queue)
+                    elif self._overdue(w):
+                        yield from self._expire(w, workers, lint, founds, queue)
+        finally:
+            for w in workers:
+                w.kill() if w.task is not None else w.stop()
+
+    def _wait_time(self, busy: list[_Worker]) -> float | None:
+        now = time.monotonic()
+        limits = [w.spawned + WORKER_START_SECONDS - now for w in busy if not w.ready]
+        if self.timeout:
+            limits += [w.task_started + self.timeout - now for w in busy if w.ready and w.task is not None]
+        return max(min(limits), 0.0) + 0.01 if limits else None
+
+    def _overdue(self, w: _Worker) -> bool:
+        now = time.monotonic()
+        if not w.ready:
+            return now > w.spawned + WORKER_START_SECONDS
+        return bool(self.timeout and w.task is not None and now > w.task_started + self.timeout)
+
+    def _replace(self, w: _Worker, workers: list[_Worker], queue: list[int], killed: bool) -> None:
+        w.kill() if killed else w.stop()
+        workers.remove(w)
+        if queue:
+            workers.append(_Worker(self.setup))
+            LAST_RUN["workers_started"] += 1
+
+    def _receive(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
+                 queue: list[int]) -> Iterator[tuple[int, Outcome]]:
+        try:
+            message = w.conn.recv()
+        except (EOFError, OSError):  # the worker died: a crash in native code, or killed from outside
+            w.proc.join(5)
+            code = w.proc.exitcode
+            index = w.task
+            self._replace(w, workers, queue, killed=True)
+            if index is None:
+                raise RuntimeError(f"a jaxdiag worker process exited while starting (exit code {code})") from None
+            yield index, _crashed(founds[index], w.running, code)
+            return
+        kind = message[0]
+        if kind == "ready":
+            w.ready = True
+        elif kind == "check":
+            w.running = f"{message[1]}: {message[2]}"
+        elif kind == "done":
+            _, index, data, rss, after = message
+            w.task = None
+            self.peak_worker_mb = max(self.peak_worker_mb, rss)
+            LAST_RUN["peak_worker_mb"] = max(LAST_RUN.get("peak_worker_mb", 0.0), rss)
+            LAST_RUN["cache_clears"] += rss > WORKER_MEMORY_MB
+            if after > WORKER_RETIRE_MB:  # clearing JAX's caches was not enough
+                self._replace(w, workers, queue, killed=False)
+            yield index, Outcome.from_dict(data)
+        elif kind == "missing":  # the worker did not find the target (a module object given to the API)
+            w.task = None
+            index = message[1]
+            yield index, run_in_process(lint, founds[index])
+        elif kind == "broken":
+            raise RuntimeError(f"a jaxdiag worker process could not rebuild the run:\n{message[1]}")
+        elif kind == "raised":
+            raise RuntimeError(f"checking {founds[message[1]].label} raised in a worker:\n{message[2]}")
+
+    def _expire(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
+                queue: list[int]) -> Iterator[tuple[int, Outcome]]:
+        index = w.task
+        if not w.ready:
+            self._replace(w, workers, queue, killed=True)
+            raise RuntimeError(f"a jaxdiag worker process did not start within {WORKER_START_SECONDS:.0f} s")
+        assert index is not None and self.timeout
+        seconds = time.monotonic() - w.task_started
+        running = w.running
+        self._replace(w, workers, queue, killed=True)
+        yield index, timed_out(lint, founds[index], running, seconds, self.timeout)
+
+
+def _anchor(found: Found) -> Location | None:
+    from . import _engine
+    from ._targets import Target
+
+    target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
+    anchors = _engine.suppression_anchors(target)
+    return anchors[0] if anchors else None
+
+
+def timed_out(lint: Lint, found: Found, running: str, seconds: float, limit: float) -> Outcome:
+    """The report of a target stopped at the time limit: a note naming the check that was running."""
+    subject, _, check = running.rpartition(": ") if running else ("", "", "")
+    anchor = _anchor(found)
+    finding = rules.TARGET_TIMED_OUT.finding(
+        location=anchor, target=found.label, seconds=seconds, limit=limit, check=check or "the first check",
+        where=f"check `{check}` on {subject}" if check else "preparing its inputs (no check had started)")
+    check_result = CheckResult(check or "prepare", "skipped", seconds, f"stopped after the {limit:g} s time limit")
+    anchors = [anchor] if anchor else []
+    report = TargetReport(found.label, found.kind, checks=[check_result], findings=[finding],
+                          module=found.walked.label, config_keys=list(found.keys), anchors=anchors)
+    saved = lint.unchecked_lines
+    lint.unchecked_lines = set()
+    try:
+        lint._mark_unchecked(found, anchors)
+        unchecked = sorted(lint.unchecked_lines)
+    finally:
+        lint.unchecked_lines = saved
+    return Outcome(reports=[target_report_to_dict(report)], unchecked_lines=unchecked, complete=False)
+
+
+def _crashed(found: Found, running: str, code: int | None) -> Outcome:
+    """A worker that died mid-target: jaxdiag could not check it, which is an internal error (exit 3)."""
+    subject, _, check = running.rpartition(": ") if running else ("", "", "")
+    how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+    detail = (f"the worker process checking this target died ({how}) while running check `{check}` on {subject}"
+              if check else f"the worker process checking this target died ({how})")
+    report = TargetReport(found.label, found.kind, checks=[CheckResult(check or "engine", "error", 0.0, detail)],
+                          module=found.walked.label, config_keys=list(found.keys))
+    return Outcome(reports=[target_report_to_dict(report)], complete=False)

@@ -1,0 +1,34 @@
+"""A custom_jvp whose JVP rule never returns, next to a correct one: `jaxdiag check --timeout S` must stop the
+first after S seconds, report it naming the check that was running, and still check the second.
+
+Not a sample under `samples/`: those are checked without a time limit by the sample-table tests.
+"""
+
+import time
+
+import jax
+import jax.numpy as jnp
+
+
+@jax.custom_jvp
+def spins(x):
+    return jnp.sin(x)
+
+
+@spins.defjvp
+def spins_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    while True:  # the defect: waits for something that never comes
+        time.sleep(0.05)
+    return spins(x), jnp.cos(x) * t
+
+
+@jax.custom_jvp
+def fine(x):
+    return jnp.sin(x)
+
+
+@fine.defjvp
+def fine_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return fine(x), jnp.cos(x) * t

@@ -1,0 +1,294 @@
+"""`jaxdiag check -j N`, `--timeout S` and the result cache: the same report as a serial run, a hanging rule
+stopped and reported while the rest completes, and a cache that never returns a stale verdict.
+
+Speed figures live in `bench/run_all.py`; these tests assert behaviour only.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from typer.testing import CliRunner
+
+from jaxdiag import _engine, _parallel, _targets
+from jaxdiag import _rules as rules
+from jaxdiag._checks import ALL_CHECKS
+from jaxdiag._checks._base import Check
+from jaxdiag._cli import app
+from jaxdiag._lint import check_paths
+from jaxdiag._report import CheckResult, Location, Problem, TargetReport
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+HANGING = Path(__file__).resolve().parent / "data" / "hanging_rule.py"
+runner = CliRunner()
+
+
+def without_seconds(report) -> dict:
+    """The JSON report with check timings zeroed: the only part allowed to differ between two runs."""
+    data = report.to_dict()
+    for target in data["targets"]:
+        for check in target["checks"]:
+            check["seconds"] = 0
+    data["modules"] = [t.module for t in report.targets]
+    return data
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reports cross process boundaries and the cache as dicts
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_target_reports_round_trip_through_plain_dicts():
+    where = Location("m.py", 3, "f")
+    report = TargetReport("m.py:f", "custom_jvp", inputs=["f32[3]"], module="m.py",
+                          checks=[CheckResult("jvp", "error", 0.5, "internal error")],
+                          findings=[rules.INPUTS_INFERRED.finding(location=where, count=1, specs="f32[3]")],
+                          problems=[Problem("internal-error", "boom", where)], config_keys=["m.py:f", "m:f"],
+                          anchors=[where])
+    data = _parallel.target_report_to_dict(report)
+    assert json.loads(json.dumps(data)) == data  # JSON-safe: the cache stores it as is
+    back = _parallel.target_report_from_dict(json.loads(json.dumps(data)))
+    assert back == report and back.anchors == report.anchors and back.config_keys == report.config_keys
+    outcome = _parallel.Outcome(reports=[data], unchecked_lines=[("/a.py", 3)])
+    assert _parallel.Outcome.from_dict(json.loads(json.dumps(outcome.to_dict()))) == outcome
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# -j N: same report as serial
+# ---------------------------------------------------------------------------------------------------------------
+
+# Bad and good samples of each family, a function with nested subjects, and an inline suppression.
+MIXED = ["jxb001_bad.py", "jxb004_good.py", "jxg001_bad.py", "jxg010_good.py", "jxr003_bad.py", "jxv001_bad.py",
+         "jxb013_bad.py", "jxg014_bad.py", "jxg016_good.py"]
+
+
+@pytest.mark.slow
+def test_jobs_give_the_same_report_as_serial(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in MIXED:
+        shutil.copy(SAMPLES / name, tmp_path / name)
+    files = list(MIXED)
+    serial = check_paths(files)
+    parallel = check_paths(files, jobs=2)
+    one_worker = check_paths(files, jobs=1, timeout=600)
+    assert [t.target for t in serial.targets] == [t.target for t in parallel.targets]
+    assert without_seconds(parallel) == without_seconds(serial)
+    assert without_seconds(one_worker) == without_seconds(serial)
+    assert {"JXB001", "JXG001", "JXR003"} <= serial.codes()  # a real run, with findings to compare
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --timeout: a hanging rule is stopped and reported, the others are checked
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_hanging_rule_is_stopped_and_reported_and_the_run_completes(tmp_path, monkeypatch, jobs):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(HANGING, tmp_path / "hanging_rule.py")
+    shutil.copy(SAMPLES / "jxg001_bad.py", tmp_path / "jxg001_bad.py")
+    # generous: the other targets must finish within it on a loaded machine
+    report = check_paths(["hanging_rule.py", "jxg001_bad.py"], jobs=jobs, timeout=20)
+    by_target = {t.target: t for t in report.targets}
+    spins = by_target["hanging_rule.py:spins"]
+    [note] = [f for f in spins.findings if f.code == rules.TARGET_TIMED_OUT.code]
+    assert note.severity == rules.TARGET_TIMED_OUT.severity
+    [stopped] = spins.checks
+    assert stopped.status == "skipped" and stopped.seconds >= 20
+    assert stopped.name in {c.name for c in ALL_CHECKS}  # the check that was running, reported by the worker
+    assert f"check `{stopped.name}` on hanging_rule.py:spins" in note.message
+    line = HANGING.read_text().splitlines().index("def spins(x):") + 1
+    assert note.location == Location("hanging_rule.py", line, "spins")
+    # the target after it in the same module, and the next module, were checked normally
+    assert all(c.status in ("passed", "failed", "skipped") for c in by_target["hanging_rule.py:fine"].checks)
+    assert not problems(report, "hanging_rule.py:fine") and by_target["hanging_rule.py:fine"].checks
+    assert any(f.code == "JXG001" for t in report.targets if t.target.startswith("jxg001_bad.py:") for f in t.findings)
+    assert not report.internal_errors
+
+
+def test_bad_jobs_and_timeout_values_are_usage_errors(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for argv, expected in ((["-j", "0"], "--jobs must be at least 1"), (["--timeout", "-1"], "--timeout must be")):
+        result = runner.invoke(app, ["check", "nothing.py", *argv])
+        assert result.exit_code == 2 and f"jaxdiag: error: {expected}" in result.output, result.output
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxdiag]\ntimeout = 'long'\n")
+    result = runner.invoke(app, ["check", "nothing.py"])
+    assert result.exit_code == 2 and "timeout must be a number of seconds" in result.output
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The cache: hits when nothing changed, re-checks exactly what a change can affect
+# ---------------------------------------------------------------------------------------------------------------
+
+HELPERS = '''
+import jax.numpy as jnp
+
+
+def cosine(x):
+    return jnp.cos(x)
+'''
+
+USES_HELPER = '''
+import jax
+import jax.numpy as jnp
+
+from helpers import cosine
+
+
+@jax.custom_jvp
+def wave(x):
+    return jnp.sin(x)
+
+
+@wave.defjvp
+def wave_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return wave(x), cosine(x) * t
+'''
+
+STANDALONE = '''
+import jax
+import jax.numpy as jnp
+
+
+@jax.custom_jvp
+def cube(x):
+    return x ** 3
+
+
+@cube.defjvp
+def cube_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return cube(x), 3 * x ** 2 * t
+'''
+
+
+@pytest.fixture()
+def project(tmp_path, monkeypatch) -> Iterator[Path]:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxdiag]\n")
+    (tmp_path / "helpers.py").write_text(textwrap.dedent(HELPERS))
+    (tmp_path / "uses_helper.py").write_text(textwrap.dedent(USES_HELPER))
+    (tmp_path / "standalone.py").write_text(textwrap.dedent(STANDALONE))
+    for name in ("helpers", "uses_helper", "standalone"):  # another test's project of the same module names
+        sys.modules.pop(name, None)
+    yield tmp_path
+    forget_modules(tmp_path)
+
+
+@pytest.fixture()
+def engine_calls(monkeypatch) -> list[str]:
+    """The targets the engine actually checked (a cache hit never reaches the engine)."""
+    calls: list[str] = []
+    real = _engine.run_unfiltered
+
+    def counting(target, *args, **kwargs):
+        calls.append(target.ref)
+        return real(target, *args, **kwargs)
+
+    monkeypatch.setattr(_engine, "run_unfiltered", counting)
+    return calls
+
+
+FILES = ["uses_helper.py", "standalone.py"]
+
+
+def problems(report, target: str) -> list[str]:
+    """Codes of the errors and warnings reported for one target (a wrong JVP is one of them)."""
+    return [f.code for t in report.targets if t.target == target for f in t.findings if f.severity != "info"]
+
+
+def forget_modules(folder: Path) -> None:
+    """What a new `jaxdiag check` process starts with: none of the project's modules imported yet."""
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None) or ""
+        if where and Path(where).resolve().is_relative_to(folder.resolve()):
+            del sys.modules[name]
+    for path in [p for p in _targets._FILE_MODULES if Path(p).is_relative_to(folder.resolve())]:
+        del _targets._FILE_MODULES[path]
+
+
+def test_cache_hit_gives_the_same_report_without_checking_again(project, engine_calls):
+    cold = check_paths(FILES, cache=True)
+    assert engine_calls == ["uses_helper.py:wave", "standalone.py:cube"]
+    assert (project / ".jaxdiag_cache" / ".gitignore").read_text().splitlines()[-1] == "*"
+    engine_calls.clear()
+    warm = check_paths(FILES, cache=True)
+    assert engine_calls == []
+    assert without_seconds(warm) == without_seconds(cold)
+    assert [c.seconds for t in warm.targets for c in t.checks] == [c.seconds for t in cold.targets for c in t.checks]
+    check_paths(FILES, cache=False)
+    assert engine_calls == ["uses_helper.py:wave", "standalone.py:cube"]  # --no-cache checks everything
+
+
+def test_editing_a_file_rechecks_only_the_targets_that_depend_on_it(project, engine_calls):
+    check_paths(FILES, cache=True)
+    engine_calls.clear()
+    standalone = project / "standalone.py"
+    standalone.write_text(standalone.read_text().replace("3 * x ** 2 * t", "2 * x ** 2 * t"))  # now wrong
+    forget_modules(project)
+    edited = check_paths(FILES, cache=True)
+    assert engine_calls == ["standalone.py:cube"]
+    assert problems(edited, "standalone.py:cube")  # the new verdict, not the cached one
+    engine_calls.clear()
+    # a helper imported by one module: only that module's target depends on it
+    helpers = project / "helpers.py"
+    helpers.write_text(helpers.read_text().replace("jnp.cos(x)", "-jnp.cos(x)"))
+    forget_modules(project)
+    changed = check_paths(FILES, cache=True)
+    assert engine_calls == ["uses_helper.py:wave"]
+    assert problems(changed, "uses_helper.py:wave")
+    assert problems(changed, "standalone.py:cube") == problems(edited, "standalone.py:cube")  # from the cache
+
+
+def test_a_module_edited_after_this_process_imported_it_is_never_cached(project, engine_calls):
+    check_paths(FILES, cache=True)
+    standalone = project / "standalone.py"
+    standalone.write_text(standalone.read_text().replace("3 * x ** 2 * t", "2 * x ** 2 * t"))
+    engine_calls.clear()
+    stale = check_paths(FILES, cache=True)  # this process still runs the old code: its verdict must not be stored
+    assert engine_calls == ["standalone.py:cube"] and not problems(stale, "standalone.py:cube")
+    forget_modules(project)
+    engine_calls.clear()
+    fresh = check_paths(FILES, cache=True)
+    assert engine_calls == ["standalone.py:cube"] and problems(fresh, "standalone.py:cube")
+
+
+def test_changing_the_seed_or_configuration_rechecks_and_filters_apply_to_cached_results(project, engine_calls):
+    check_paths(FILES, cache=True)
+    both = ["uses_helper.py:wave", "standalone.py:cube"]
+    engine_calls.clear()
+    check_paths(FILES, cache=True, seed=1)
+    assert engine_calls == both
+    # results are cached unfiltered and the report is filtered afterwards: no re-check, the same filtered report
+    for change in ({"select": ["JXG"]}, {"ignore": ["JXN"]}):
+        engine_calls.clear()
+        cached = check_paths(FILES, cache=True, **change)
+        assert engine_calls == [], change
+        assert without_seconds(cached) == without_seconds(check_paths(FILES, **change)), change
+    engine_calls.clear()
+    (project / "pyproject.toml").write_text('[tool.jaxdiag.targets."standalone.py:cube"]\nargs = ["f32[5]"]\n')
+    report = check_paths(FILES, cache=True)
+    assert engine_calls == both  # inputs and ignores live in the configuration
+    assert next(t for t in report.targets if t.target == "standalone.py:cube").inputs == ["f32[5]"]
+
+
+def test_incomplete_runs_are_not_cached(project, engine_calls, monkeypatch):
+    def broken(ctx):
+        raise RuntimeError("jaxdiag's own bug")
+        yield
+
+    monkeypatch.setattr(_engine, "ALL_CHECKS", [Check("broken", "grad", frozenset({"custom_jvp"}), broken)])
+    first = check_paths(["standalone.py"], cache=True)
+    assert first.internal_errors
+    engine_calls.clear()
+    check_paths(["standalone.py"], cache=True)
+    assert engine_calls == ["standalone.py:cube"]
