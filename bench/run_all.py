@@ -15,6 +15,7 @@ Runs, each in a fresh process with this interpreter (so one benchmark's JAX cach
 - `bench/bench_grad.py`           warm: `jaxdiag.check_grad` vs `jax.test_util.check_grads`, per target
 - `bench/bench_lint.py`           `jaxdiag check` on packages of 10, 50, 100 targets (seconds per target: linear?)
 - `bench/bench_startup.py`        `jaxdiag --version` vs `python -c "import jax"` (median ratio)
+- `bench/bench_sharding.py`        `jaxdiag sharding`: the child process alone, and seconds per target on a 2x4 mesh
 
 Every figure is a median of several runs, and every ratio compares two things measured side by side in the same run
 (each script alternates or interleaves its two sides). jaxdiag's modules are byte-compiled first (as `pip install`
@@ -90,6 +91,12 @@ BENCHES = [
         ("jaxdiag --version (median)", r"jaxdiag --version ([\d.]+)s", "{} s", ""),
         ("start-up ratio", r"ratio ([\d.]+)x", "{}x", "close to 1x"),
     ]),
+    Bench("bench_sharding.py", "jaxdiag sharding per target (2x4 virtual mesh)", ["--repeat", "3"],
+          ["--repeat", "1"], [
+              ("sharding child process alone", r"child process alone[^:]*:\s*([\d.]+) s", "{} s", ""),
+              ("sharding per target", r"per target: median ([\d.]+) s, max ([\d.]+) s", "median {0} s, max {1} s",
+               ""),
+          ]),
 ]
 
 
@@ -127,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and sizes (a smoke run, noisier)")
     parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help="run only these (cold, check_samples, batching, grad, lint, startup)")
+                        help="run only these (cold, check_samples, batching, grad, lint, startup, sharding)")
     args = parser.parse_args(argv)
 
     import jax

@@ -4,32 +4,34 @@ The public API returns a `Report`; the CLI (`jaxdiag ...`) is a thin layer over 
 use, so `import jaxdiag` (and the pytest plugin that pytest loads into every session) does not import JAX.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 __version__ = "0.1.0"
 
+# Public name -> the private module that defines it.
 _EXPORTS = {
-    "check_all": "._engine",
-    "check_batching": "._engine",
-    "check_grad": "._engine",
-    "check_module": "._lint",
-    "UsageError": "._errors",
-    "CheckResult": "._report",
-    "Finding": "._report",
-    "Location": "._report",
-    "Problem": "._report",
-    "Report": "._report",
-    "RULES": "._rules",
-    "Rule": "._rules",
+    "check_all": "_engine",
+    "check_batching": "_engine",
+    "check_grad": "_engine",
+    "check_sharding": "_sharding",
+    "check_module": "_lint",
+    "UsageError": "_errors",
+    "TargetLoadError": "_errors",
+    "CheckResult": "_report",
+    "Finding": "_report",
+    "Location": "_report",
+    "Problem": "_report",
+    "Report": "_report",
+    "RULES": "_rules",
+    "Rule": "_rules",
 }
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from ._engine import check_all as check_all
     from ._engine import check_batching as check_batching
     from ._engine import check_grad as check_grad
+    from ._sharding import check_sharding as check_sharding
+    from ._errors import TargetLoadError as TargetLoadError
     from ._errors import UsageError as UsageError
     from ._lint import check_module as check_module
     from ._report import CheckResult as CheckResult
@@ -40,17 +42,19 @@ if TYPE_CHECKING:
     from ._rules import RULES as RULES
     from ._rules import Rule as Rule
 
+__all__ = ["__version__", *_EXPORTS]
 
-def __getattr__(name: str) -> Any:
+
+def __getattr__(name: str) -> _typing.Any:
     if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'jaxdiag' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_EXPORTS))
-
-
-__all__ = ["__version__", *_EXPORTS]
+    """The public API only: what `__all__` lists, each name once."""
+    return sorted(__all__)

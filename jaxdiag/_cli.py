@@ -1,47 +1,193 @@
-"""The command line: parse arguments, call the engine, render the report, choose the exit code. No check logic.
+"""The command line: parse arguments, validate them, call the engine, render the report, choose the exit code.
+No check logic.
 
-Exit codes (DESIGN.md): 0 clean, 1 an error or warning remains, 2 usage/configuration/target-loading error,
-3 jaxdiag's own internal error. `--exit-zero` turns 1 into 0.
+Exit codes (docs/cli.md): 0 clean, 1 an error or warning remains, 2 usage/configuration/target-loading error
+(always one `jaxdiag: error: ...` line on stderr, before any check runs), 3 jaxdiag's own internal error,
+130 interrupted (Ctrl-C). `--exit-zero` turns 1 into 0.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from typing import Any, List, Optional
+from typing import Any, Iterator, List, Optional, Sequence
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from . import __version__
+from ._errors import UsageError
+
+# click's exception base, found through typer's public names: typer >= 0.2x vendors click, older releases use it.
+ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+FORMAT_NAMES = ("text", "json", "sarif", "github", "junit")
+RULES_FORMATS = ("text", "markdown")
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+EXIT_CODES = (
+    ("0", "no error or warning remains (after --select/--ignore and suppressions)"),
+    ("1", "at least one error or warning (0 with --exit-zero)"),
+    ("2", "bad usage, configuration or target (one `jaxdiag: error:` line, nothing checked)"),
+    ("3", "jaxdiag's own internal error (never a pass)"),
+    ("130", "interrupted (Ctrl-C)"),
+)
+SPEC_SYNTAX = (
+    ("f32[2,3]", "dtype and shape of one positional argument, per example (no batch axis); dtypes f16 bf16 f32 "
+                 "f64 c64 c128 i8..i64 u8..u64 bool"),
+    ("f32[3]@positive", "draw values from a domain: @normal (default), @positive, @unit (0, 1), @small, or "
+                        "@LO..HI such as @-1..1"),
+)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Help and errors: plain, version-independent help (no `<bool>`/`{target}` metavars); every usage error that
+# click/typer detects is reformatted into the one-line `jaxdiag: error:` contract with exit 2.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _option_label(param: Any) -> str:
+    names = sorted(list(param.opts) + list(param.secondary_opts), key=lambda o: (o.startswith("--"), o))
+    label = ", ".join(names)
+    if not getattr(param, "is_flag", False) and not getattr(param, "count", False):
+        label += f" {param.metavar or param.name.upper()}"
+    return label
+
+
+def _argument_usage(param: Any) -> str:
+    name = param.metavar or param.name.upper()
+    if param.nargs == -1:
+        name += "..."
+    return name if param.required else f"[{name}]"
+
+
+def _write_common_sections(formatter: Any, with_spec: bool) -> None:
+    if with_spec:
+        with formatter.section("SPEC (one --arg per positional argument)"):
+            formatter.write_dl(SPEC_SYNTAX)
+    with formatter.section("Exit codes"):
+        formatter.write_dl(EXIT_CODES)
+
+
+class JaxdiagCommand(TyperCommand):
+    """A command whose help lists its options by panel, SPEC syntax and exit codes."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        params = self.get_params(ctx)
+        arguments = [p for p in params if p.param_type_name == "argument"]
+        formatter.write_usage(ctx.command_path, " ".join(["[OPTIONS]"] + [_argument_usage(a) for a in arguments]))
+        if self.help:
+            formatter.write_paragraph()
+            with formatter.indentation():
+                formatter.write_text(self.help.split("\n\n")[0])
+        if arguments:
+            with formatter.section("Arguments"):
+                formatter.write_dl([(_argument_usage(a).strip("[]"), getattr(a, "help", None) or "")
+                                    for a in arguments])
+        panels: dict[str, list[tuple[str, str]]] = {}
+        for param in params:
+            if param.param_type_name != "option":
+                continue
+            panel = getattr(param, "rich_help_panel", None) or "Options"
+            panels.setdefault(panel, []).append((_option_label(param), getattr(param, "help", None) or ""))
+        for panel, rows in panels.items():
+            with formatter.section(panel):
+                formatter.write_dl(rows)
+        _write_common_sections(formatter, with_spec=ctx.command.name in ("batching", "grad", "sharding"))
+
+
+class JaxdiagGroup(TyperGroup):
+    """The root command: plain help, and the one-line error contract for every usage error."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        formatter.write_usage(ctx.command_path, "[OPTIONS] COMMAND [ARGS]...")
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text(self.help or "")
+        panels: dict[str, list[tuple[str, str]]] = {}
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            panel = getattr(command, "rich_help_panel", None) or "Commands"
+            panels.setdefault(panel, []).append((name, command.get_short_help_str(limit=90)))
+        for panel, rows in panels.items():
+            with formatter.section(panel):
+                formatter.write_dl(rows)
+        with formatter.section("Options"):
+            formatter.write_dl([(_option_label(p), getattr(p, "help", None) or "") for p in self.get_params(ctx)
+                                if p.param_type_name == "option"])
+        formatter.write_paragraph()
+        formatter.write_text("Run `jaxdiag COMMAND -h` for a command's options, `jaxdiag rules` for the rule "
+                             "catalog.")
+        _write_common_sections(formatter, with_spec=True)
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+        try:
+            result = super().main(args=args, prog_name=prog_name or "jaxdiag", complete_var=complete_var,
+                                  standalone_mode=False, windows_expand_args=windows_expand_args, **extra)
+            code = result if isinstance(result, int) else EXIT_CLEAN
+        except typer.Exit as exc:  # raised outside invoke (eager --version)
+            code = exc.exit_code
+        except ClickException as exc:
+            context = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError" and context is not None:  # click >= 8.2: bare `jaxdiag`
+                typer.echo(context.get_help())
+                code = EXIT_CLEAN
+            else:
+                typer.echo(f"jaxdiag: error: {_one_line(exc.format_message())}", err=True)  # type: ignore[attr-defined]
+                code = EXIT_USAGE
+        except (typer.Abort, KeyboardInterrupt):
+            typer.echo("jaxdiag: error: interrupted", err=True)
+            code = EXIT_INTERRUPTED
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
 
 app = typer.Typer(
     name="jaxdiag",
-    help="Diagnose JAX extension code: custom primitives and their rules, custom_vjp, custom_jvp, custom_vmap.",
+    cls=JaxdiagGroup,
+    help="Diagnose JAX extension code: custom primitives and their rules, custom_vjp, custom_jvp, custom_vmap. "
+         "Each finding has a rule code, a severity, what was observed, your file:line and a fix.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-FORMAT_NAMES = ("text", "json", "sarif", "github", "junit")
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-
-# Options shared by the diagnose commands.
-ArgOpt = typer.Option(None, "--arg", help="Example input per positional argument, e.g. f32[2,3] (repeat).",
-                      metavar="SPEC")
-ParamOpt = typer.Option(None, "--param", help="Primitive bind parameter NAME=VALUE (Python literal or dtype name).",
-                        metavar="NAME=VALUE")
-FormatOpt = typer.Option("text", "--format", help="Output format: text, json, sarif, github, junit.")
-OutputOpt = typer.Option(None, "--output", help="Write the report to FILE instead of stdout.", metavar="FILE")
-SelectOpt = typer.Option(None, "--select", help="Only report these codes or prefixes (comma-separated).",
-                         metavar="CODES", rich_help_panel="Filtering")
-IgnoreOpt = typer.Option(None, "--ignore", help="Do not report these codes or prefixes (comma-separated).",
-                         metavar="CODES", rich_help_panel="Filtering")
-SeedOpt = typer.Option(None, "--seed", help="Seed for the random example inputs (default 0, or pyproject's seed).")
-ExitZeroOpt = typer.Option(False, "--exit-zero", help="Exit 0 even when errors or warnings are found.")
-AppDirOpt = typer.Option(".", "--app-dir", help="Directory put on sys.path before importing the target.",
-                         metavar="DIR")
+# Options shared by the diagnose commands. Every option has an explicit metavar: the help shows `SPEC`, `FILE`,
+# never a type name.
+ArgOpt = typer.Option(None, "--arg", metavar="SPEC", help="Example input per positional argument, e.g. f32[2,3] or "
+                      "f32[3]@positive (repeat, in order; see SPEC below). Default: inferred.")
+ParamOpt = typer.Option(None, "--param", metavar="NAME=VALUE",
+                        help="Primitive bind parameter, VALUE a Python literal or dtype name (repeat).")
+FormatOpt = typer.Option("text", "--format", metavar="FORMAT",
+                         help=f"Output format: {', '.join(FORMAT_NAMES)} (default text).", rich_help_panel="Output")
+OutputOpt = typer.Option(None, "--output", metavar="FILE", help="Write the report to FILE instead of stdout.",
+                         rich_help_panel="Output")
+VerboseOpt = typer.Option(False, "--verbose", "-v", help="Show every note in full (inferred inputs, skipped checks).",
+                          rich_help_panel="Output")
+QuietOpt = typer.Option(False, "--quiet", "-q", help="Only errors, warnings and the summary line.",
+                        rich_help_panel="Output")
+SelectOpt = typer.Option(None, "--select", metavar="CODES", rich_help_panel="Filtering",
+                         help="Only report these rule codes or prefixes, comma-separated (e.g. JXB,JXG011).")
+IgnoreOpt = typer.Option(None, "--ignore", metavar="CODES", rich_help_panel="Filtering",
+                         help="Do not report these rule codes or prefixes, comma-separated.")
+ExitZeroOpt = typer.Option(False, "--exit-zero", rich_help_panel="Filtering",
+                           help="Exit 0 even when errors or warnings are found.")
+SeedOpt = typer.Option(None, "--seed", metavar="N",
+                       help="Seed for the random example inputs (default 0, or `seed` in pyproject.toml).")
+AppDirOpt = typer.Option(".", "--app-dir", metavar="DIR",
+                         help="Directory put on sys.path before importing the target (default: .).")
 IncludeJaxOpt = typer.Option(False, "--include-jax", help="Also check JAX's own primitives found in a function.")
+TargetArg = typer.Argument(..., metavar="TARGET", help="pkg.module:attr or path/to/file.py:attr")
 
 
 def _version_callback(value: bool) -> None:
@@ -61,27 +207,55 @@ def _root(
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> "typer.Exit":
-    typer.echo(f"jaxdiag: error: {message}", err=True)
+    typer.echo(f"jaxdiag: error: {_one_line(message)}", err=True)
     return typer.Exit(code)
+
+
+@contextlib.contextmanager
+def _guard() -> Iterator[None]:
+    """Bad input -> one line, exit 2; Ctrl-C -> one line, exit 130; jaxdiag's own bug -> one line, exit 3."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except UsageError as exc:
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise _fail("interrupted", EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        if os.environ.get("JAXDIAG_DEBUG"):
+            raise
+        raise _fail(f"internal error: {type(exc).__name__}: {exc} (set JAXDIAG_DEBUG=1 for the traceback)",
+                    EXIT_INTERNAL) from None
 
 
 def _split_codes(values: Optional[List[str]]) -> list[str]:
     return [c.strip().upper() for v in values or [] for c in v.split(",") if c.strip()]
 
 
-def _check_format(fmt: str) -> None:
+def _validate_common(fmt: str, output: Optional[str], app_dir: str, verbose: bool, quiet: bool,
+                     select: list[str], ignore: list[str]) -> None:
+    """Everything that can be checked before loading the configuration or the user's code."""
+    from . import _validate
+
     if fmt not in FORMAT_NAMES:
-        raise _fail(f"unknown --format {fmt!r}; choose one of {', '.join(FORMAT_NAMES)}")
+        raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(FORMAT_NAMES)}")
+    if verbose and quiet:
+        raise UsageError("--verbose and --quiet exclude each other")
+    _validate.check_output(output)
+    _validate.check_app_dir(app_dir)
+    _validate.check_selectors(select, "--select")
+    _validate.check_selectors(ignore, "--ignore")
 
 
-def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool) -> None:
+def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool, verbosity: int) -> None:
     """Render, write, and exit with the contract's code."""
     from ._render import render
     from ._render.text import draw, make_console
 
     try:
         if fmt == "text" and output is None:
-            draw(report, make_console())
+            draw(report, make_console(), verbosity=verbosity)
         else:
             text = render(report, fmt)
             if output:
@@ -90,8 +264,8 @@ def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool) -> None
             else:
                 sys.stdout.write(text)
                 sys.stdout.flush()
-    except OSError as exc:  # --output in a missing folder, a closed pipe: the user's environment
-        raise _fail(f"cannot write the report: {exc}") from None
+    except OSError as exc:  # a report file that vanished or filled the disk, a closed pipe: the user's environment
+        raise UsageError(f"cannot write the report: {exc}") from None
     except Exception as exc:  # a renderer crashed: jaxdiag's own bug, never a pass
         if os.environ.get("JAXDIAG_DEBUG"):
             raise
@@ -104,89 +278,146 @@ def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool) -> None
 
 def _diagnose(command: str, target: str, args: Optional[List[str]], params: Optional[List[str]], fmt: str,
               output: Optional[str], select: Optional[List[str]], ignore: Optional[List[str]], seed: Optional[int],
-              exit_zero: bool, app_dir: str, **options: Any) -> None:
-    _check_format(fmt)
-    from ._errors import UsageError
-
-    try:
-        from . import _config, _engine
-        from ._checks._base import Options
+              exit_zero: bool, app_dir: str, verbose: bool, quiet: bool, **options: Any) -> None:
+    with _guard():
+        selected, ignored = _split_codes(select), _split_codes(ignore)
+        _validate_common(fmt, output, app_dir, verbose, quiet, selected, ignored)
+        from . import _config, _validate
         from ._inputs import parse_arg, parse_axes, parse_param
 
-        config = _config.load(app_dir)
-        specs = [parse_arg(a) for a in args or []]
-        bind_params = dict(parse_param(p) for p in params or [])
+        config = _config.load(app_dir)  # validates the codes it names
+        specs = [parse_arg(a) for a in args or []]  # SPECs, literals (static values) and pytrees
+        bind_params = dict(_parse_param(parse_param, p) for p in params or [])
         if "in_axes" in options:
             options["in_axes"] = parse_axes(options["in_axes"], "--in-axes")
             options["out_axes"] = parse_axes(options["out_axes"], "--out-axes")
+        _validate.check_inline_suppressions(_validate.source_files([target.rpartition(":")[0]], app_dir))
+
+        from . import _engine
+        from ._checks._base import Options
+
         opts = Options(command=command, seed=seed if seed is not None else config.seed, **options)
-        report = _engine.run(target, specs, bind_params, opts,
-                             select=_split_codes(select) or config.select,
-                             ignore=_split_codes(ignore) + config.ignore, app_dir=app_dir,
+        report = _engine.run(target, specs, bind_params, opts, select=selected or config.select,
+                             ignore=ignored + config.ignore, app_dir=app_dir,
                              per_target_ignore=config.ignores_for(target))
-    except UsageError as exc:
-        raise _fail(str(exc)) from None
-    except KeyboardInterrupt:
-        raise _fail("interrupted", EXIT_USAGE) from None
-    except Exception as exc:  # jaxdiag's own bug: say so, with exit 3
-        if os.environ.get("JAXDIAG_DEBUG"):
-            raise
-        raise _fail(f"internal error: {type(exc).__name__}: {exc} (set JAXDIAG_DEBUG=1 for the traceback)",
-                    EXIT_INTERNAL) from None
-    _emit(report, fmt, output, exit_zero)
+        _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet))
 
 
-@app.command(rich_help_panel="Diagnose")
+def _parse_param(parse: Any, text: str) -> tuple[str, Any]:
+    try:
+        return parse(text)
+    except UsageError:
+        raise
+    except (SyntaxError, TypeError, ValueError) as exc:  # numpy's dtype parser raises SyntaxError on `(0,`
+        name = text.partition("=")[0].strip()
+        raise UsageError(f"bad --param {name} value {text.partition('=')[2]!r}: {type(exc).__name__}: {exc}; "
+                         "expected a Python literal (1, 2.5, (0, 1), 'name', True) or a dtype name") from None
+
+
+def _verbosity(verbose: bool, quiet: bool) -> int:
+    return 1 if verbose else -1 if quiet else 0
+
+
+@app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
 def batching(
-    target: str = typer.Argument(..., help="pkg.module:attr or path/to/file.py:attr"),
+    target: str = TargetArg,
     arg: Optional[List[str]] = ArgOpt,
     param: Optional[List[str]] = ParamOpt,
-    in_axes: Optional[str] = typer.Option(None, "--in-axes", help="Reproduce vmap with these in_axes, e.g. 1,None."),
-    out_axes: Optional[str] = typer.Option(None, "--out-axes",
+    in_axes: Optional[str] = typer.Option(None, "--in-axes", metavar="AXES",
+                                          help="Reproduce vmap with these in_axes, e.g. 1,None."),
+    out_axes: Optional[str] = typer.Option(None, "--out-axes", metavar="AXES",
                                            help="Reproduce vmap with these out_axes, e.g. [0,None]."),
     fmt: str = FormatOpt,
     output: Optional[str] = OutputOpt,
+    verbose: bool = VerboseOpt,
+    quiet: bool = QuietOpt,
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
-    seed: Optional[int] = SeedOpt,
     exit_zero: bool = ExitZeroOpt,
+    seed: Optional[int] = SeedOpt,
     app_dir: str = AppDirOpt,
     include_jax: bool = IncludeJaxOpt,
 ) -> None:
     """Check batching: registration, the batching rule's returns, and vmap against a per-example loop."""
-    _diagnose("batching", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir,
+    _diagnose("batching", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, verbose, quiet,
               in_axes=in_axes, out_axes=out_axes, include_jax=include_jax)
 
 
-@app.command(rich_help_panel="Diagnose")
+@app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
 def grad(
-    target: str = typer.Argument(..., help="pkg.module:attr or path/to/file.py:attr"),
+    target: str = TargetArg,
     arg: Optional[List[str]] = ArgOpt,
     param: Optional[List[str]] = ParamOpt,
-    order: int = typer.Option(1, "--order", min=1, max=2, help="1: first-order checks; 2: also grad-of-grad."),
+    order: int = typer.Option(1, "--order", metavar="1|2", min=1, max=2,
+                              help="1: first-order checks (default); 2: also grad-of-grad."),
     fmt: str = FormatOpt,
     output: Optional[str] = OutputOpt,
+    verbose: bool = VerboseOpt,
+    quiet: bool = QuietOpt,
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
-    seed: Optional[int] = SeedOpt,
     exit_zero: bool = ExitZeroOpt,
+    seed: Optional[int] = SeedOpt,
     app_dir: str = AppDirOpt,
     include_jax: bool = IncludeJaxOpt,
 ) -> None:
     """Check differentiation: custom_vjp/custom_jvp rules, JVP and transpose rules, against references."""
-    _diagnose("grad", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir,
+    _diagnose("grad", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, verbose, quiet,
               order=order, include_jax=include_jax)
 
 
-@app.command(rich_help_panel="Diagnose")
-def check(
-    paths: Optional[List[str]] = typer.Argument(None, help="Modules, packages or files (default: pyproject paths)."),
+@app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
+def sharding(
+    target: str = TargetArg,
+    arg: Optional[List[str]] = ArgOpt,
+    param: Optional[List[str]] = ParamOpt,
+    mesh: str = typer.Option("2x4", "--mesh", help="Virtual CPU mesh shape, e.g. 2x4 (8 devices) or 8; at most 64.",
+                             metavar="SHAPE"),
     fmt: str = FormatOpt,
     output: Optional[str] = OutputOpt,
+    verbose: bool = VerboseOpt,
+    quiet: bool = QuietOpt,
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
-    seed: Optional[int] = SeedOpt,
     exit_zero: bool = ExitZeroOpt,
+    seed: Optional[int] = SeedOpt,
+    app_dir: str = AppDirOpt,
+    include_jax: bool = IncludeJaxOpt,
+) -> None:
+    """Check sharding on a virtual CPU mesh: jit on sharded inputs, custom_partitioning, Shardy rules, shard_map,
+    gathering cost. Runs in a child process with its own XLA_FLAGS."""
+    with _guard():
+        selected, ignored = _split_codes(select), _split_codes(ignore)
+        _validate_common(fmt, output, app_dir, verbose, quiet, selected, ignored)
+        from . import _config, _sharding, _validate
+        from ._filtering import Filter
+        from ._inputs import parse_param, parse_spec
+
+        shape = _sharding.parse_mesh(mesh)
+        config = _config.load(app_dir)  # validates the codes it names
+        settings = Filter(selected or config.select, ignored + config.ignore, config.per_target_ignores)
+        specs = [str(parse_spec(a)) for a in arg or []]
+        bind_params = dict(_parse_param(parse_param, p) for p in param or [])
+        _validate.check_inline_suppressions(_validate.source_files([target.rpartition(":")[0]], app_dir))
+        entry = {"ref": target, "args": specs, "params": bind_params}
+        report = settings.apply(_sharding.run_in_child([entry], shape, seed=seed if seed is not None else config.seed,
+                                                       include_jax=include_jax, app_dir=app_dir))
+        _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet))
+
+
+@app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
+def check(
+    paths: Optional[List[str]] = typer.Argument(None, metavar="MODULE_OR_PATH",
+                                                help="Modules, packages, files or folders (default: `paths` "
+                                                     "under [tool.jaxdiag] in pyproject.toml)."),
+    fmt: str = FormatOpt,
+    output: Optional[str] = OutputOpt,
+    verbose: bool = VerboseOpt,
+    quiet: bool = QuietOpt,
+    select: Optional[List[str]] = SelectOpt,
+    ignore: Optional[List[str]] = IgnoreOpt,
+    exit_zero: bool = ExitZeroOpt,
+    seed: Optional[int] = SeedOpt,
     app_dir: str = AppDirOpt,
     keep_going: bool = typer.Option(False, "--keep-going", help="Report modules that fail to import; check the rest."),
     include_tests: bool = typer.Option(False, "--include-tests", help="Also walk test modules in packages."),
@@ -197,35 +428,36 @@ def check(
                                             metavar="S"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Check every target again, ignoring .jaxdiag_cache/."),
 ) -> None:
-    """CI lint: discover every primitive and custom_* function, run every check."""
-    _check_format(fmt)
-    from ._errors import UsageError
+    """CI lint: discover every primitive and custom_* function in modules or paths, run every check."""
+    with _guard():
+        selected, ignored = _split_codes(select), _split_codes(ignore)
+        _validate_common(fmt, output, app_dir, verbose, quiet, selected, ignored)
+        from . import _config, _validate
 
-    if jobs is not None and jobs < 1:
-        raise _fail(f"--jobs must be at least 1, got {jobs}")
-    if timeout is not None and timeout < 0:
-        raise _fail(f"--timeout must be a number of seconds >= 0 (0: no limit), got {timeout:g}")
-    try:
-        from . import _config, _lint, _parallel
+        config = _config.load(app_dir)  # validates the codes it names
+        items = list(paths or [])
+        if not items and config.source:
+            base = os.path.dirname(config.source)
+            items = [os.path.join(base, p) if os.path.exists(os.path.join(base, p)) else p for p in config.paths]
+        _validate.check_inline_suppressions(_validate.source_files(items, app_dir))
+
+        if jobs is not None and jobs < 1:
+            raise UsageError(f"--jobs must be at least 1, got {jobs}")
+        if timeout is not None and timeout < 0:
+            raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), got {timeout:g}")
+        from . import _lint, _parallel
 
         if timeout is None:
-            timeout = _config.load(app_dir).timeout
-        report = _lint.check_paths(paths or [], app_dir=app_dir, seed=seed, select=_split_codes(select),
-                                   ignore=_split_codes(ignore), keep_going=keep_going, include_tests=include_tests,
+            timeout = config.timeout
+        report = _lint.check_paths(paths or [], app_dir=app_dir, seed=seed, select=selected, ignore=ignored,
+                                   keep_going=keep_going, include_tests=include_tests,
                                    jobs=jobs or _parallel.default_jobs(),
                                    timeout=_parallel.DEFAULT_TIMEOUT if timeout is None else timeout,
                                    cache=not no_cache)
-    except UsageError as exc:
-        raise _fail(str(exc)) from None
-    except Exception as exc:
-        if os.environ.get("JAXDIAG_DEBUG"):
-            raise
-        raise _fail(f"internal error: {type(exc).__name__}: {exc} (set JAXDIAG_DEBUG=1 for the traceback)",
-                    EXIT_INTERNAL) from None
-    _emit(report, fmt, output, exit_zero)
+        _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet))
 
 
-@app.command(rich_help_panel="Diagnose")
+@app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
 def record(
     command: Optional[List[str]] = typer.Argument(None, help="The command to run, after `--`.", metavar="COMMAND..."),
     output: str = typer.Option(".jaxdiag/calls.json", "--output", help="Where to write the recorded calls.",
@@ -233,57 +465,40 @@ def record(
 ) -> None:
     """Run your examples or tests (`jaxdiag record -- pytest tests/`) and record every call of a user primitive or
     custom_* rule: avals, static args, bind params, value ranges. `jaxdiag check` then uses them as inputs."""
-    from ._errors import UsageError
-
-    try:
+    with _guard():
         from . import _record
 
         code = _record.run_command(command or [], output)
-    except UsageError as exc:
-        raise _fail(str(exc)) from None
-    try:
-        count = len(_record.read(output))
-    except (OSError, ValueError):
-        count = 0
-    typer.echo(f"jaxdiag: recorded {count} distinct call(s) in {output}", err=True)
+        try:
+            count = len(_record.read(output))
+        except (OSError, ValueError):  # the command wrote nothing readable: nothing was recorded
+            count = 0
+        typer.echo(f"jaxdiag: recorded {count} distinct call(s) in {output}", err=True)
     raise typer.Exit(code)
 
 
-@app.command(rich_help_panel="Reference")
-def rules(code: Optional[str] = typer.Argument(None, help="A rule code such as JXB004; omit to list all.")) -> None:
+@app.command(cls=JaxdiagCommand, rich_help_panel="Reference")
+def rules(
+    code: Optional[str] = typer.Argument(None, metavar="CODE_OR_PREFIX",
+                                         help="A rule code (JXB004) to explain, or a prefix (JXB) to list."),
+    fmt: str = typer.Option("text", "--format", metavar="FORMAT",
+                            help=f"Output format: {', '.join(RULES_FORMATS)} (default text)."),
+) -> None:
     """List the rule catalog, or explain one rule with its bad and good example."""
-    from rich.console import Console
-    from rich.markdown import Markdown
-    from rich.syntax import Syntax
-    from rich.table import Table
+    with _guard():
+        from . import _docs
 
-    from . import _rules
-
-    console = Console(highlight=False)
-    if code is None:
-        table = Table("code", "name", "severity", "summary", box=None, show_edge=False)
-        for r in _rules.iter_rules():
-            table.add_row(r.code, r.name, r.severity, r.summary)
-        console.print(table)
-        return
-    try:
-        r = _rules.rule(code)
-    except KeyError:
-        known = ", ".join(sorted(_rules.RULES))
-        raise _fail(f"unknown rule code {code!r}; known codes: {known}") from None
-    console.print(f"[bold]{r.code} {r.name}[/bold] ({r.severity}, {r.category})")
-    console.print(r.summary)
-    console.print(Markdown(r.explanation))
-    for which, heading in (("bad", "Example"), ("good", "Use instead:")):
-        text, path = r.sample_text(which), r.sample_path(which)
-        if text and path is not None:
-            console.print(f"\n[bold]{heading}[/bold] (samples/{path.name})")
-            console.print(Syntax(text, "python", line_numbers=True, theme="ansi_dark", background_color="default"))
+        if fmt not in RULES_FORMATS:
+            raise UsageError(f"unknown --format {fmt!r}; choose one of {', '.join(RULES_FORMATS)}")
+        chosen = _docs.select_rules(code)
+        if fmt == "markdown":
+            sys.stdout.write(_docs.rules_markdown(chosen))
+        elif code is not None and len(chosen) == 1 and chosen[0].code == code.strip().upper():
+            _docs.explain(chosen[0])
+        else:
+            _docs.table(chosen)
 
 
 def main() -> None:
     """Console-script entry point."""
-    try:
-        app()
-    except SystemExit:
-        raise
+    app()

@@ -16,7 +16,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-KNOWN_KEYS = {"select", "ignore", "per-target-ignores", "paths", "seed", "targets", "timeout"}
+KNOWN_KEYS = {"select", "ignore", "per-target-ignores", "paths", "seed", "targets", "sharding", "timeout"}
 
 
 @dataclass
@@ -35,6 +35,7 @@ class Config:
     targets: dict[str, TargetConfig] = field(default_factory=dict)
     timeout: float | None = None  # seconds per target under `jaxdiag check`; 0: no limit; None: the default
     source: str | None = None
+    sharding: bool = False  # `jaxdiag check` also runs the sharding checks (in a child process)
 
     def ignores_for(self, target: str) -> list[str]:
         """Codes per-target-ignores lists for `target`, its keys matched by glob (`pkg.mod:*`), as `check` does."""
@@ -105,6 +106,10 @@ def parse(table: dict, path: str = "pyproject.toml") -> Config:
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise UsageError(f"{path}: [tool.jaxdiag] seed must be an integer")
     config.seed = seed
+    sharding = table.get("sharding", False)
+    if not isinstance(sharding, bool):
+        raise UsageError(f"{path}: [tool.jaxdiag] sharding must be true or false")
+    config.sharding = sharding
     timeout = table.get("timeout")
     if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0):
         raise UsageError(f"{path}: [tool.jaxdiag] timeout must be a number of seconds >= 0 (0: no limit)")

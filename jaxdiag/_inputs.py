@@ -225,6 +225,8 @@ def parse_spec(text: str) -> ArgSpec:
     shape = tuple(int(p) for p in parts)
     if domain is not None and domain not in DOMAINS and not _RANGE_RE.match(domain):
         raise UsageError(f"bad argument spec {text!r}: unknown domain {domain!r}; {SPEC_HELP}")
+    if domain is not None and _RANGE_RE.match(domain) and not _valid_range(domain):
+        raise UsageError(f"bad argument spec {text!r}: domain {domain!r} must be @LO..HI with numbers LO < HI")
     return ArgSpec(DTYPES[dtype_name], shape, domain)
 
 
@@ -232,6 +234,14 @@ def spec_of(value: Any) -> ArgSpec:
     """The spec of a concrete array (used when the API is given arrays instead of spec strings)."""
     arr = np.asarray(value)
     return ArgSpec(arr.dtype, tuple(arr.shape))
+
+
+def _valid_range(domain: str) -> bool:
+    try:
+        low, high = _domain_bounds(domain) or (0.0, 0.0)
+    except ValueError:  # the pattern admits text such as `1e..2` that is not a number
+        return False
+    return bool(np.isfinite(low) and np.isfinite(high) and low < high)
 
 
 def _domain_bounds(domain: str) -> tuple[float, float] | None:

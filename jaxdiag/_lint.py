@@ -111,11 +111,16 @@ class _Lint:
             if where and where.endswith(".py"):
                 validate_inline(where)
         reports: list[TargetReport] = list(self.discovery.failed)
-        reports.extend(_parallel.check_targets(self, self.discover(), items, self.settings))
+        discovered = self.discover()
+        reports.extend(_parallel.check_targets(self, discovered, items, self.settings))
         roots = {w.module.__name__.split(".")[0] for w in self.discovery.walked}
         for call in self.recorded.unclaimed():
             if call.get("target", "").split(".")[0].split(":")[0] in roots:  # other packages' rules: not asked
                 reports.extend(self._check_recorded(call))
+        if self.config.sharding:  # opt-in: a child process on virtual devices
+            from . import _sharding
+
+            reports.extend(_sharding.lint_sharding(self, discovered))
         report = self.filter.apply(Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION))
         for target in report.targets:  # SARIF and GitHub annotations need a file and line for every finding
             for finding in target.findings:

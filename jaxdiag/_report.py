@@ -8,7 +8,7 @@ renderer and the import graph has no cycle.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -49,14 +49,16 @@ class Finding:
         data["location"] = asdict(self.location) if self.location else None
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Finding":
+        """The inverse of `to_dict`, for findings made by another jaxdiag process (the sharding child, a `check` worker,
+        the cache), which the catalog already built; keys this version does not know are dropped."""
+        known = {f.name for f in fields(cls)}
+        location = Location(**data["location"]) if data.get("location") else None
+        return cls(**{**{k: v for k, v in data.items() if k in known}, "location": location})
+
     def sort_key(self) -> tuple:
         return (SEVERITY_ORDER[self.severity], self.code, self.message)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Finding:
-        """The inverse of `to_dict`: `jaxdiag check` results cross process boundaries and the cache as dicts."""
-        location = data.get("location")
-        return cls(**{**data, "location": Location(**location) if location else None})
 
 
 @dataclass

@@ -82,7 +82,15 @@ def split_target(text: str) -> tuple[str, str]:
 def load_target(text: str, app_dir: str = ".") -> Target:
     """Import the module or file and return the classified object. Every failure is a TargetLoadError."""
     module_part, attr = split_target(text)
-    module = load_module(module_part, app_dir)
+    try:
+        module = load_module(module_part, app_dir)
+    except TargetLoadError as exc:
+        if module_part.endswith(".py") and "relative import" in str(exc):  # a package's module, loaded as a file
+            dotted = os.path.relpath(os.path.abspath(module_part), os.path.abspath(app_dir))[:-3]
+            hint = ".".join(p for p in dotted.replace(os.sep, "/").split("/") if p not in ("", "."))
+            raise TargetLoadError(f"{exc}; the file uses relative imports, so name it as a module: "
+                                  f"{hint}:{attr} (with --app-dir set to the folder above the package)") from None
+        raise
     obj = resolve_attr(module, attr, module_part)
     kind, checked = classify(obj)
     return Target(ref=f"{module_part}:{attr}", obj=checked, kind=kind, module=module)

@@ -64,6 +64,13 @@ class JaxdiagFixture:
 
         return _guarded(check_all, target, *args, **kwargs)
 
+    def check_sharding(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
+        """`jaxdiag.check_sharding(target, *args, params=None, mesh=(2, 4))`: in a child process on virtual CPU
+        devices, so this test's JAX is untouched."""
+        from ._sharding import check_sharding
+
+        return check_sharding(target, *args, **kwargs)
+
     def check_module(self, module_or_path: Any, **kwargs: Any) -> "Report":
         """`jaxdiag.check_module(module_or_path, ...)`: discover and check every target, as `jaxdiag check`."""
         from ._lint import check_module

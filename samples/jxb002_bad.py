@@ -1,5 +1,5 @@
 """JXB002 bad: the rule returns the whole `batch_dims` tuple as the output's dim. JAX checks `type(d) is int` and
-fails with `Exception: batch dim should be int or None`, without naming the primitive (bug catalog #2;
+fails with `Exception: batch dim should be int or None`, without naming the primitive (seen in
 cusp-ai-oss/kUPS#247)."""
 
 import jax.numpy as jnp
@@ -22,7 +22,7 @@ def _softsign_abstract_eval(x):
 
 def _softsign_batching(batched_args, batch_dims):
     (x,) = batched_args
-    return softsign_p.bind(x), batch_dims
+    return softsign_p.bind(x), batch_dims  # jaxdiag-expect: JXB002
 
 
 softsign_p.def_impl(_softsign_impl)

@@ -26,7 +26,7 @@ def _l2_normalize_batching(batched_args, batch_dims):
     x = jnp.moveaxis(x, bx, 0)
     y = x / jnp.sqrt(jnp.sum(x * x, axis=-1, keepdims=True))
     n = jnp.broadcast_to(jnp.asarray(x.shape[-1], x.dtype), (x.shape[0],))
-    return (y, n), (0, 0)
+    return (y, n), (0, 0)  # jaxdiag-expect: JXB003
 
 
 l2_normalize_p.def_impl(_l2_normalize_impl)

@@ -1,6 +1,6 @@
 """JXB004 bad: the codebook output does not depend on the input, but the rule gives it dim 0, as if it were
 batched. Nothing checks that its size at dim 0 is the batch size: vmap silently returns shape (3,) instead of
-(B, 3), and the error surfaces later in unrelated code (bug catalog #3, seed 1)."""
+(B, 3), and the error surfaces later in unrelated code."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -26,7 +26,7 @@ def _quantize_abstract_eval(x):
 def _quantize_batching(batched_args, batch_dims):
     (x,), (bx,) = batched_args, batch_dims
     codes, codebook = quantize_p.bind(x)
-    return (codes, codebook), (bx, 0)
+    return (codes, codebook), (bx, 0)  # jaxdiag-expect: JXB004
 
 
 quantize_p.def_impl(_quantize_impl)

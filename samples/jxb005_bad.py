@@ -1,6 +1,6 @@
 """JXB005 bad: the rule moves the batch axis to the front but binds with the same `axis`, which now points at
 the batch axis: shapes are right, values silently wrong (a cumulative sum across examples). The correct rule
-shifts the axis by one (bug catalog #5)."""
+shifts the axis by one."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -20,7 +20,7 @@ def _cumsum_abstract_eval(x, *, axis):
     return ShapedArray(x.shape, x.dtype)
 
 
-def _cumsum_batching(batched_args, batch_dims, *, axis):
+def _cumsum_batching(batched_args, batch_dims, *, axis):  # jaxdiag-expect: JXB005
     (x,), (bx,) = batched_args, batch_dims
     x = jnp.moveaxis(x, bx, 0)
     return cumsum_p.bind(x, axis=axis), 0

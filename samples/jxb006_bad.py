@@ -1,5 +1,5 @@
 """JXB006 bad: the rule assumes every operand is batched. When the weights are shared across the batch
-(`in_axes=(0, None)`), `jnp.moveaxis(w, None, 0)` raises `TypeError` inside vmap (bug catalog #6;
+(`in_axes=(0, None)`), `jnp.moveaxis(w, None, 0)` raises `TypeError` inside vmap (as in
 enpasos/jax2onnx#115, jax#39451)."""
 
 import jax.numpy as jnp
@@ -23,7 +23,7 @@ def _matvec_abstract_eval(a, v):
 def _matvec_batching(batched_args, batch_dims):
     a, v = batched_args
     ba, bv = batch_dims
-    a = jnp.moveaxis(a, ba, 0)
+    a = jnp.moveaxis(a, ba, 0)  # jaxdiag-expect: JXB006
     v = jnp.moveaxis(v, bv, 0)
     return jnp.einsum("bij,bj->bi", a, v), 0
 

@@ -1,5 +1,5 @@
 """JXB007 bad: a multiple_results primitive must return a sequence of dims, one per output; returning the single
-int `0` fails inside vmap with `TypeError: 'int' object is not iterable` (bug catalog #8)."""
+int `0` fails inside vmap with `TypeError: 'int' object is not iterable`."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -23,7 +23,7 @@ def _min_max_abstract_eval(x):
 def _min_max_batching(batched_args, batch_dims):
     (x,), (bx,) = batched_args, batch_dims
     x = jnp.moveaxis(x, bx, 0)
-    return (jnp.min(x, axis=-1), jnp.max(x, axis=-1)), 0
+    return (jnp.min(x, axis=-1), jnp.max(x, axis=-1)), 0  # jaxdiag-expect: JXB007
 
 
 min_max_p.def_impl(_min_max_impl)

@@ -1,5 +1,5 @@
 """JXB008 bad: a single-result primitive's rule returns `([out], [dim])`, the multiple_results form. JAX fails
-with `TypeError: Argument '[Array(...)]' of type <class 'list'> is not a valid JAX type` (bug catalog #9)."""
+with `TypeError: Argument '[Array(...)]' of type <class 'list'> is not a valid JAX type`."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -22,7 +22,7 @@ def _log_softmax_abstract_eval(x):
 def _log_softmax_batching(batched_args, batch_dims):
     (x,), (bx,) = batched_args, batch_dims
     x = jnp.moveaxis(x, bx, 0)
-    return [log_softmax_p.bind(x)], [0]
+    return [log_softmax_p.bind(x)], [0]  # jaxdiag-expect: JXB008
 
 
 log_softmax_p.def_impl(_log_softmax_impl)

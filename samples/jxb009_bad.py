@@ -22,7 +22,7 @@ def _sum_sq_abstract_eval(x):
 def _sum_sq_batching(batched_args, batch_dims):
     (x,), (bx,) = batched_args, batch_dims
     x = jnp.moveaxis(x, bx, 0)
-    return jnp.sum(x * x, axis=1, keepdims=True), 0
+    return jnp.sum(x * x, axis=1, keepdims=True), 0  # jaxdiag-expect: JXB009
 
 
 sum_sq_p.def_impl(_sum_sq_impl)

@@ -25,7 +25,7 @@ def _huber_batching(batched_args, batch_dims):
     (r,), (br,) = batched_args, batch_dims
     clipped = jnp.clip(r, -1.0, 1.0)
     loss = jnp.sum(jnp.where(jnp.abs(r) < 1.0, 0.5 * r * r, jnp.abs(r) - 0.5))
-    return (clipped, loss), (br, None)
+    return (clipped, loss), (br, None)  # jaxdiag-expect: JXB010
 
 
 huber_p.def_impl(_huber_impl)

@@ -7,6 +7,6 @@ JAXDIAG = {"safe_log": {"args": ["f32[3]@positive"]}}
 
 
 def safe_log(x):
-    if jnp.any(x <= 0):
+    if jnp.any(x <= 0):  # jaxdiag-expect: JXB013
         raise ValueError("safe_log needs positive inputs")
     return jnp.log(x)

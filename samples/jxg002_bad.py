@@ -1,6 +1,6 @@
 """JXG002 bad: a linear cumulative-sum primitive whose transpose applies the cumsum again instead of its
-transpose (a reversed cumsum). Forward and reverse mode silently disagree: jacrev gives A, jacfwd gives A^T
-(bug catalog #16)."""
+transpose (a reversed cumsum). Forward and reverse mode silently disagree: jacrev gives A, jacfwd gives A^T.
+"""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -25,7 +25,7 @@ def _cumsum_batching(batched_args, batch_dims):
     return cumsum_p.bind(jnp.moveaxis(x, bx, 0)), 0  # the cumsum runs over the last axis, never the batch
 
 
-def _cumsum_transpose(ct, x):
+def _cumsum_transpose(ct, x):  # jaxdiag-expect: JXG002
     return [cumsum_p.bind(ct)]
 
 

@@ -1,5 +1,5 @@
 """JXG004 bad: bwd returns the cotangent in float16 "to save memory". JAX does not check cotangent dtypes, so
-jax.grad of a float32 input silently comes back float16 (bug catalog #22)."""
+jax.grad of a float32 input silently comes back float16."""
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +17,7 @@ def fast_tanh_fwd(x):
     return y, y
 
 
-def fast_tanh_bwd(y, g):
+def fast_tanh_bwd(y, g):  # jaxdiag-expect: JXG004
     return ((g * (1.0 - y * y)).astype(jnp.float16),)
 
 

@@ -1,6 +1,6 @@
 """JXG006 bad: the JVP rule multiplies both tangents unconditionally. When only one argument is differentiated
-the other tangent is a symbolic ad.Zero, and the rule fails with "unsupported operand type(s) for *: ... 'Zero'"
-(bug catalog #18)."""
+the other tangent is a symbolic ad.Zero, and the rule fails with "unsupported operand type(s) for *: ... 'Zero'".
+"""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -20,7 +20,7 @@ def _hypot_abstract_eval(x, y):
     return ShapedArray(jnp.broadcast_shapes(x.shape, y.shape), x.dtype)
 
 
-def _hypot_jvp(primals, tangents):
+def _hypot_jvp(primals, tangents):  # jaxdiag-expect: JXG006
     (x, y), (tx, ty) = primals, tangents
     r = hypot_p.bind(x, y)
     return r, (x * tx + y * ty) / r

@@ -1,6 +1,6 @@
 """JXG007 bad: the JVP rule of an elementwise exp reduces the tangent with a dot product, so the tangent is a
 scalar for a (3,) output. jax.jvp silently returns the () tangent; jax.grad fails later with an unrelated
-IndexError (bug catalog #19)."""
+IndexError."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -20,7 +20,7 @@ def _my_exp_abstract_eval(x):
     return ShapedArray(x.shape, x.dtype)
 
 
-def _my_exp_jvp(primals, tangents):
+def _my_exp_jvp(primals, tangents):  # jaxdiag-expect: JXG007
     (x,), (t,) = primals, tangents
     y = my_exp_p.bind(x)
     return y, jnp.dot(y, t)

@@ -1,5 +1,5 @@
 """JXG010 bad: bwd returns a bare array for the single argument. custom_vjp needs a tuple with one cotangent per
-positional argument, so jax.grad fails with a pytree-structure error (bug catalog #20)."""
+positional argument, so jax.grad fails with a pytree-structure error."""
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +17,7 @@ def smooth_abs_fwd(x):
     return y, (x, y)
 
 
-def smooth_abs_bwd(res, g):
+def smooth_abs_bwd(res, g):  # jaxdiag-expect: JXG010
     x, y = res
     return g * x / y
 

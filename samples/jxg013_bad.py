@@ -16,7 +16,7 @@ def weighted_sq_fwd(x, w):
     return w * x * x, (x, w)
 
 
-def weighted_sq_bwd(res, g):
+def weighted_sq_bwd(res, g):  # jaxdiag-expect: JXG013
     x, w = res
     dx = 2.0 * g * w * x
     dw = g * x * x

@@ -1,5 +1,5 @@
 """JXG015 bad: an array (the mask) is declared in nondiff_argnums. Eager jax.grad works, but as soon as the mask
-is traced (jit, scan) JAX raises UnexpectedTracerError (bug catalog #26)."""
+is traced (jit, scan) JAX raises UnexpectedTracerError."""
 
 from functools import partial
 
@@ -10,7 +10,7 @@ JAXDIAG = {"masked_scale": {"args": ["f32[4]", "f32[4]"]}}
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(1,))
-def masked_scale(x, mask):
+def masked_scale(x, mask):  # jaxdiag-expect: JXG015
     return 3.0 * x * mask
 
 

@@ -1,5 +1,5 @@
 """JXG021 bad: the JVP rule's primal forgets the scale that f applies. JAX never compares the two, so under
-jax.jvp and jax.grad the function silently returns a different value (bug catalog #31)."""
+jax.jvp and jax.grad the function silently returns a different value."""
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +15,7 @@ def soft_clip(x):
 
 
 @soft_clip.defjvp
-def soft_clip_jvp(primals, tangents):
+def soft_clip_jvp(primals, tangents):  # jaxdiag-expect: JXG021
     (x,), (t,) = primals, tangents
     y = jnp.tanh(x / SCALE)
     return y, (1.0 - y * y) * t

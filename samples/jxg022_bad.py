@@ -1,5 +1,5 @@
 """JXG022 bad: the rule multiplies the tangent of the integer exponent. JAX passes float0 tangents for integer
-arguments, so any jax.grad fails with "ufunc 'multiply' did not contain a loop ... float0" (bug catalog #30)."""
+arguments, so any jax.grad fails with "ufunc 'multiply' did not contain a loop ... float0"."""
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +13,7 @@ def int_pow(x, n):
 
 
 @int_pow.defjvp
-def int_pow_jvp(primals, tangents):
+def int_pow_jvp(primals, tangents):  # jaxdiag-expect: JXG022
     (x, n), (tx, tn) = primals, tangents
     y = x ** n
     return y, n * x ** (n - 1) * tx + y * jnp.log(x) * tn

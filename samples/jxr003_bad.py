@@ -1,7 +1,7 @@
 """JXR003 bad: the abstract eval says a row sum keeps the input's shape, but the impl drops the last axis. Eager
 calls silently return the impl's (correct) result; under jit lowering fails with an MLIR verifier error,
-`type of return operand 0 ('tensor<4xf32>') doesn't match function result type ('tensor<4x3xf32>')` (bug catalog
-#14)."""
+`type of return operand 0 ('tensor<4xf32>') doesn't match function result type ('tensor<4x3xf32>')`.
+"""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -17,7 +17,7 @@ def _row_sum_impl(x):
     return jnp.sum(x, axis=-1)
 
 
-def _row_sum_abstract_eval(x):
+def _row_sum_abstract_eval(x):  # jaxdiag-expect: JXR003
     return ShapedArray(x.shape, x.dtype)  # the summed axis is still there
 
 

@@ -1,5 +1,5 @@
 """JXR006 bad: a primitive with impl, abstract eval, lowering and batching, but no JVP rule: jax.grad fails with
-"Differentiation rule for 'softsign' not implemented" (bug catalog #13)."""
+"Differentiation rule for 'softsign' not implemented"."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray

@@ -1,6 +1,6 @@
 """JXR008 bad: the batching rule tests `bd is batching.not_mapped`, an internal that JAX 0.10 removed (unbatched
 is plain `None`): the rule crashes with `AttributeError: module 'jax._src.interpreters.batching' has no attribute
-'not_mapped'` (bug catalog #12; jax-finufft#227)."""
+'not_mapped'` (jax-finufft#227)."""
 
 from jax.core import ShapedArray
 from jax.extend.core import Primitive
@@ -22,7 +22,7 @@ def _weighted_abstract_eval(x, w):
 def _weighted_batching(batched_args, batch_dims):
     x, w = batched_args
     bx, bw = batch_dims
-    size = x.shape[bx] if bx is not batching.not_mapped else w.shape[bw]
+    size = x.shape[bx] if bx is not batching.not_mapped else w.shape[bw]  # jaxdiag-expect: JXR008
     x = batching.bdim_at_front(x, bx, size)
     w = batching.bdim_at_front(w, bw, size)
     return x * w[:, None, :], 0

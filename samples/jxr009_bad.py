@@ -1,6 +1,6 @@
 """JXR009 bad: JAX passes a primitive's bind parameters to every rule as keyword arguments; this batching rule has
 no parameter for `axis`, so vmap fails with `TypeError: _cummax_batching() got an unexpected keyword argument
-'axis'`, naming only the rule (bug catalog #10; jax-finufft#7)."""
+'axis'`, naming only the rule (jax-finufft#7)."""
 
 import jax.numpy as jnp
 from jax import lax
@@ -21,7 +21,7 @@ def _cummax_abstract_eval(x, *, axis):
     return ShapedArray(x.shape, x.dtype)
 
 
-def _cummax_batching(batched_args, batch_dims):
+def _cummax_batching(batched_args, batch_dims):  # jaxdiag-expect: JXR009
     (x,), (bx,) = batched_args, batch_dims
     x = jnp.moveaxis(x, bx, 0)
     return cummax_p.bind(x, axis=1), 0

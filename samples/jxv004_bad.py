@@ -1,6 +1,6 @@
 """JXV004 bad: the rule's fast path for a shared (unbatched) matrix computes `x @ m`, which is `m.T @ x` per
 example. It only runs for `vmap(apply, in_axes=(None, 0))`, so a test with every argument batched passes; the
-shared-matrix case is silently wrong (bug catalog #39)."""
+shared-matrix case is silently wrong."""
 
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
@@ -14,7 +14,7 @@ def apply(m, x):
 
 
 @apply.def_vmap
-def apply_vmap(axis_size, in_batched, m, x):
+def apply_vmap(axis_size, in_batched, m, x):  # jaxdiag-expect: JXV004
     m_batched, x_batched = in_batched
     x = x if x_batched else jnp.broadcast_to(x, (axis_size, *x.shape))
     if not m_batched:

@@ -1,6 +1,6 @@
 """JXV005 bad: the rule assumes every argument is batched. `vmap(dot, in_axes=(0, None))` hands it an unbatched
 y of shape (3,), and the einsum fails with `ValueError: Einstein sum subscript 'bj' does not contain the correct
-number of indices for operand 1` (bug catalog #39)."""
+number of indices for operand 1`."""
 
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
@@ -14,5 +14,5 @@ def dot(x, y):
 
 
 @dot.def_vmap
-def dot_vmap(axis_size, in_batched, x, y):
+def dot_vmap(axis_size, in_batched, x, y):  # jaxdiag-expect: JXV005
     return jnp.einsum("bj,bj->b", x, y), True  # ignores in_batched

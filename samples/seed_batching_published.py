@@ -9,12 +9,12 @@ import jax.numpy as jnp
 from jax.extend import core
 from jax.interpreters import batching
 
-my_sum_p = core.Primitive('my_sum')
+my_sum_p = core.Primitive('my_sum')  # jaxdiag-expect: JXR002, JXR004
 my_sum_p.multiple_results = True
 
 
 def my_sum(x):
-    return my_sum_p.bind(x)
+    return my_sum_p.bind(x)  # jaxdiag-expect: JXB011
 
 
 # 原语求值规则保持不变
@@ -38,7 +38,7 @@ def my_sum_batching_rule(batched_args, batch_dims):
     ones_output = jnp.ones((3,))
 
     # 标记输出的batch维度：第一个输出对应输入的batch轴，第二个输出无batch轴
-    return (sum_output, ones_output), (bd_x, None)
+    return (sum_output, ones_output), (bd_x, None)  # jaxdiag-expect: JXB001
 
 
 batching.primitive_batchers[my_sum_p] = my_sum_batching_rule

@@ -21,7 +21,7 @@ def test_func_fwd(*args, **kwargs):
     return (out_1, out_2), (x, y)
 
 
-def test_func_bwd(res, cotangents):
+def test_func_bwd(res, cotangents):  # jaxdiag-expect: JXG010
     x, y = res
     _, cot_out2 = cotangents  # 仅取out_2的梯度权重，忽略out_1的
 

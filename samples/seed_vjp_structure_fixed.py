@@ -15,7 +15,7 @@ def test_func_fwd(*args, **kwargs):
     return (x + y, x * y), (x, y)
 
 
-def test_func_bwd(res, cotangents):
+def test_func_bwd(res, cotangents):  # jaxdiag-expect: JXG011
     x, y = res
     _, cot_out2 = cotangents
     return (y * cot_out2, x * cot_out2)

@@ -436,3 +436,8 @@ def _jxv005(m: Any) -> str | None:
     """`jax.vmap(dot, in_axes=(0, None))(x, y)`"""
     x, y = draw("JXV005", B, 3), draw("JXV005", 3, salt=1)
     return compare(jax.vmap(m.dot, in_axes=(0, None))(x, y), x @ y)
+
+
+# --- JXS: sharding (each repro runs in a child process with 8 virtual CPU devices) -----------------------------------
+
+import jax_says_sharding  # noqa: E402,F401  registers JXS001-JXS006 in JAX_SAYS

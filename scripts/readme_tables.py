@@ -41,7 +41,8 @@ VERSION_RE = re.compile(r"with jax ([0-9][0-9A-Za-z.+-]*)")
 
 # Rules that `jaxdiag check` does not report with its defaults, and the command (and API options) that does, e.g.
 # `"JXG019": ("grad --order 2", {"order": 2})` (no longer needed: `check` runs the second-order check).
-SPECIAL_COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {}
+SPECIAL_COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {
+    f"JXS00{n}": ("sharding", {}) for n in range(1, 7)}  # `check` runs them only with `sharding = true`
 
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -93,9 +94,13 @@ def first_sentence(text: str) -> str:
 
 
 def load_sample(name: str) -> ModuleType:
-    """Import samples/<name> under a private module name (the FFI samples find `ffi_kernels` on sys.path)."""
-    if str(SAMPLES) not in sys.path:
-        sys.path.insert(0, str(SAMPLES))
+    """Import samples/<name> under a private module name (the FFI kernels the JXB02x samples call are built and
+    registered by tests/ffi_build.py first)."""
+    if name.startswith("jxb02"):
+        sys.path.insert(0, str(SAMPLES.parent / "tests"))
+        import ffi_build
+
+        ffi_build.register()
     path = SAMPLES / name
     spec = importlib.util.spec_from_file_location(f"_jax_says_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
@@ -138,7 +143,8 @@ def what_jaxdiag_says(code: str, name: str) -> tuple[str, str]:
             module = load_sample(name)
             findings = []
             for attr, config in getattr(module, "JAXDIAG", {}).items():
-                api = jaxdiag.check_grad if code.startswith("JXG") else jaxdiag.check_batching
+                api = (jaxdiag.check_sharding if code.startswith("JXS") else
+                       jaxdiag.check_grad if code.startswith("JXG") else jaxdiag.check_batching)
                 report = api(f"samples/{name}:{attr}", *config.get("args", []), **options,
                              **config.get("params", {}))
                 findings += report.findings

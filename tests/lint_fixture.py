@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 import textwrap
 from pathlib import Path
 from typing import Iterator
@@ -139,6 +141,11 @@ def write_pkg(root: Path, creation_comment: str = "", impl_comment: str = "", he
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
+    # Hermetic: forget any `lintpkg` an earlier test imported or left on sys.path (jaxdiag puts --app-dir there).
+    for module in [m for m in sys.modules if m == "lintpkg" or m.startswith("lintpkg.")]:
+        del sys.modules[module]
+    sys.path[:] = [p for p in sys.path if not (p and (Path(p) / "lintpkg").is_dir() and Path(p) != root)]
+    importlib.invalidate_caches()  # the finders cached the folders before these files existed
     return root / "lintpkg"
 
 

@@ -458,12 +458,13 @@ BROAD_CATCH_ALLOWED = {
     ("jaxdiag/_checks/_harness/boundary.py", "jaxdiag_code"),
     ("jaxdiag/_engine.py", "run_subject"),  # one check's internal error; the other checks still run
     ("jaxdiag/_lint.py", "_check"),  # one target's internal error under `jaxdiag check`; the others still run
-    ("jaxdiag/_cli.py", "_diagnose"),  # the CLI's last resort: exit 3
+    ("jaxdiag/_cli.py", "_guard"),  # the CLI's last resort for every command: exit 3
     ("jaxdiag/_cli.py", "_emit"),  # a renderer's bug: exit 3
-    ("jaxdiag/_cli.py", "check"),
-    ("jaxdiag/_parallel.py", "_worker_main"),
+    ("jaxdiag/_sharding_child.py", "main"),  # the child's last resort: reported to the parent as exit 3
+    ("jaxdiag/_sharding_child.py", "run_subject"),  # as _engine.run_subject, in the sharding child
+    ("jaxdiag/_parallel.py", "_worker_main"),  # a worker forwards whatever stops it to the parent, which reports it
     # `jaxdiag record` runs inside the user's own program: a recorder failure must never change what it does
-    ("jaxdiag/_record.py", "_observe"),  # a worker forwards whatever stops it to the parent, which reports it
+    ("jaxdiag/_record.py", "_observe"),
 }
 BROAD = {"Exception", "BaseException"}
 

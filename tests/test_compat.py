@@ -12,7 +12,7 @@ import jaxlib
 import jax.numpy as jnp
 import pytest
 from jax.interpreters import batching
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 import jaxdiag
 from jaxdiag import _compat
@@ -152,6 +152,7 @@ def _bilinear(name: str, lhs_scale: float):
     return prim
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale,wrong", [(1.0, False), (2.0, True)])
 def test_defbilinear_transpose_is_checked_on_every_release(scale, wrong):
     """jax >= 0.7 runs `ad.defbilinear` transposes through `fancy_transposes`; the spy must still see them."""

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from jax.custom_batching import custom_vmap
+from markers import line_of
 
 import jaxdiag
 from jaxdiag import _compat, _locate
@@ -46,6 +47,7 @@ def internal_errors(report: jaxdiag.Report) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", sorted(JXV_SAMPLES))
 def test_bad_sample_fires_at_the_rule(code):
     report, obj = run_sample(f"{code.lower()}_bad.py", JXV_SAMPLES[code])
@@ -64,6 +66,7 @@ def test_good_sample_is_clean(code):
     assert [c.status for t in report.targets for c in t.checks if c.name == "custom-vmap"] == ["passed"]
 
 
+@pytest.mark.slow
 def test_messages_say_what_was_observed():
     report, _ = run_sample("jxv003_bad.py", "outer")
     message = only(report, "JXV003").message
@@ -78,7 +81,8 @@ def test_messages_say_what_was_observed():
     assert "in_axes=(None, 0)" in message and "max abs difference" in message
     report, _ = run_sample("jxv005_bad.py", "dot")
     message = only(report, "JXV005").message
-    assert "Einstein sum subscript" in message and "jxv005_bad.py:18" in message
+    einsum = line_of("jxv005_bad.py", 'return jnp.einsum("bj,bj->b", x, y)')
+    assert "Einstein sum subscript" in message and f"jxv005_bad.py:{einsum}" in message
 
 
 def test_deterministic():
@@ -176,6 +180,7 @@ def test_custom_vmap_inside_a_function_is_checked_at_its_rule():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_grad_outside_vmap_is_info_under_grad_only():
     report, _ = run_sample("jxv001_good.py", "row_norm", command="grad")
     finding = only(report, "JXV006")
@@ -186,6 +191,7 @@ def test_grad_outside_vmap_is_info_under_grad_only():
     assert "JXV006" not in {f.code for f in batching.findings}
 
 
+@pytest.mark.slow
 def test_no_grad_note_when_the_parent_wraps_it_in_custom_vjp():
     target = load_target(f"{SAMPLES / 'jxv001_good.py'}:row_norm")
     inner = target.obj

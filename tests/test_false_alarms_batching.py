@@ -13,6 +13,8 @@ from jax import lax
 
 import jaxdiag
 
+pytestmark = pytest.mark.slow  # sweeps over many JAX functions: the slow tier
+
 _I32 = np.dtype("int32")
 
 # (primitive, specs, bind params): params as they appear in make_jaxpr output on both supported JAX releases
@@ -107,7 +109,3 @@ def test_jax_primitive_has_no_findings(prim, specs, params):
 def test_jax_function_has_no_findings(fn, specs):
     report = jaxdiag.check_batching(fn, *specs, include_jax=True)
     assert not _problems(report)
-
-
-def test_sweep_is_large_enough():
-    assert len(PRIMITIVES) + len(FUNCTIONS) >= 40

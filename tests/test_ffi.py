@@ -1,14 +1,13 @@
 """ffi_call / pure_callback vmap_method checks (JXB020-JXB022).
 
 pure_callback cases run everywhere. The ffi_call cases compile `samples/ffi_kernels.cc` with the system C++
-compiler (cached under the temp directory) and are skipped with a reason when there is none.
+compiler (tests/ffi_build.py, cached in a private build folder) and are skipped with a reason when there is none.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import jax
@@ -30,10 +29,8 @@ MISSING_METHOD = "JXB020" if _compat.vmap_method_none_raises() else "JXB023"
 
 
 @pytest.fixture(scope="module")
-def kernels():
-    """Skip with the reason when the sample kernels cannot be built (importing a sample builds them, once)."""
-    if not (os.environ.get("CXX") or any(shutil.which(c) for c in ("g++", "c++", "clang++"))):
-        pytest.skip("no C++ compiler (g++, c++, clang++ or $CXX) on PATH: cannot build samples/ffi_kernels.cc")
+def kernels(ffi_kernels):
+    """The compiled sample kernels, registered (conftest's `ffi_kernels` skips with the reason without a compiler)."""
 
 
 def run_sample(name: str, attr: str) -> jaxdiag.Report:
@@ -63,7 +60,7 @@ def internal_errors(report: jaxdiag.Report) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Compiled kernels: the issue's "done when"
+# Compiled kernels: the JXB020-JXB022 samples
 # ---------------------------------------------------------------------------------------------------------------
 
 BAD = [("jxb021_bad.py", "cumsum_rows", "JXB021"), ("jxb021_bad.py", "cumsum_rows_expand", "JXB021"),
@@ -146,6 +143,7 @@ def test_pure_callback(kernel, method, expected):
             assert f"pure_callback({kernel.__name__})" in finding.message
 
 
+@pytest.mark.slow
 def test_blames_only_the_call_that_is_not_batch_aware():
     def two_calls(x):
         a = callback_fn(_rows, "broadcast_all")(x)
@@ -182,5 +180,16 @@ def test_function_without_foreign_calls_skips():
     assert "no ffi_call or pure_callback" in checks["ffi-vmap-method"].detail
 
 
-def test_ffi_module_is_available():
-    assert callable(_compat.ffi.ffi_call) and Path(_compat.ffi.include_dir()).is_dir()
+@pytest.mark.slow
+def test_samples_build_nothing_on_import(tmp_path):
+    """Importing an FFI sample compiles nothing and writes nothing: the kernels are built by the tests only."""
+    import subprocess
+    import sys
+
+    code = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('s', sys.argv[1]); "
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); print(sorted(m.JAXDIAG))")
+    env = {**os.environ, "TMPDIR": str(tmp_path), "CXX": "/nonexistent-compiler"}
+    done = subprocess.run([sys.executable, "-c", code, str(SAMPLES / "jxb021_bad.py")], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "cumsum_rows" in done.stdout and not list(tmp_path.iterdir())

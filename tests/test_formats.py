@@ -9,7 +9,7 @@ from typing import Iterator
 
 import pytest
 from lint_fixture import PROBE, probe, write_pkg
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 from jaxdiag import _engine
 from jaxdiag import _rules as rules
@@ -206,7 +206,8 @@ def checked(tmp_path, monkeypatch) -> Iterator[dict[str, str]]:
               extra={"lintpkg/broken.py": "raise ImportError('no GPU, no luck')\n"})
     outputs = {}
     for fmt in ("json", "sarif", "github", "junit", "text"):
-        result = runner.invoke(app, ["check", *IN_PROCESS, "lintpkg", "--keep-going", "--format", fmt])
+        result = runner.invoke(app, ["check", *IN_PROCESS, "lintpkg", "--keep-going", "--format", fmt,
+                                     *(["-v"] if fmt == "text" else [])])
         assert result.exit_code == 2, result.output  # an import failure fails the run even with --keep-going
         outputs[fmt] = result.output
     out_file = tmp_path / "out.sarif"
@@ -274,9 +275,20 @@ def test_machine_formats_are_plain_and_deterministic(checked, monkeypatch):
 
 
 def test_render_dispatch_knows_every_format():
+    """Every format the CLI offers renders through its own renderer and carries every finding's code (the text
+    report folds the inputs-inferred note into the target's header)."""
+    from jaxdiag._cli import FORMAT_NAMES
+    from jaxdiag._render import FORMATS
+
     report = sample_report()
-    for fmt in ("text", "json", "sarif", "github", "junit"):
-        assert render(report, fmt)
+    assert tuple(FORMATS) == FORMAT_NAMES
+    for fmt in FORMAT_NAMES:
+        out = render(report, fmt)
+        assert out == FORMATS[fmt](report)
+        shown = {f.code for f in report.findings} - ({rules.INPUTS_INFERRED.code} if fmt == "text" else set())
+        assert all(code in out for code in shown), (fmt, shown)
+        assert "pkg/ops.py" in out and "12" in out
+    assert "(inferred)" in render(report, "text")
 
 
 # ---------------------------------------------------------------------------------------------------------------

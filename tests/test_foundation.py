@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -10,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from clirun import Runner
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 import jaxdiag
 from jaxdiag import _inputs, _locate
@@ -21,11 +24,21 @@ from jaxdiag._errors import UsageError
 from jaxdiag._targets import classify, load_target
 
 ROOT = Path(__file__).resolve().parent.parent
-runner = CliRunner()
+runner = Runner()
 
 
 def invoke(*args: str):
     return runner.invoke(app, list(args))
+
+
+MORE_USER_FILES = {
+    "relpkg/__init__.py": "",
+    "relpkg/helpers.py": "SCALE = 2.0\n",
+    "relpkg/ops.py": "from .helpers import SCALE\n\n\ndef f(x):\n    return SCALE * x\n",
+    "typo_suppression.py": "import jax.numpy as jnp\n\n\ndef f(x):  # jaxdiag: ignore[JXB01O]\n    return jnp.sin(x)\n",
+    "docstring_mentions_syntax.py": '"""Silence a finding: `# jaxdiag: ignore[CODE]` on the def line."""\n'
+                                    "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sin(x)\n",
+}
 
 
 @pytest.fixture()
@@ -54,12 +67,15 @@ def user_files(tmp_path, monkeypatch):
         "raises_on_import.py": "import jax\n\nraise RuntimeError('config file missing')\n",
         "broken_syntax.py": "def f(x:\n    return x\n",
     }
+    files.update(MORE_USER_FILES)
     for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(textwrap.dedent(text))
     monkeypatch.chdir(tmp_path)
     yield tmp_path
     for name in files:  # each test gets its own copy of these modules
-        sys.modules.pop(name[:-3], None)
+        sys.modules.pop(name[:-3].replace("/", "."), None)
+    sys.modules.pop("relpkg", None)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -90,7 +106,35 @@ BAD_INPUTS = [
     (["batching", "good_mod:two_args", "--in-axes", "0,x"], "bad --in-axes"),
     (["batching", "good_mod:two_args", "--format", "xml"], "unknown --format 'xml'"),
     (["batching", "good_mod:never_runs"], "could not infer example inputs"),
-    (["rules", "JXB999"], "unknown rule code 'JXB999'"),
+    (["rules", "JXB999"], "unknown rule code or prefix 'JXB999'; did you mean JXB009?"),
+    (["rules", "XYZ"], "unknown rule code or prefix 'XYZ'"),
+    (["rules", "--format", "html"], "unknown --format 'html'"),
+    # the report file is checked before anything runs
+    (["batching", "good_mod:two_args", "--output", "/nonexistent/dir/r.txt"], "directory '/nonexistent/dir' does "
+                                                                             "not exist"),
+    (["batching", "good_mod:two_args", "--output", "."], "--output '.' is a directory"),
+    (["check", "good_mod.py", "--output", "/nonexistent/dir/r.txt"], "does not exist"),
+    # values the parsers choked on (exit 3 before)
+    (["batching", "good_mod:two_args", "--param", "axis=(0,"], "bad --param axis value '(0,'"),
+    (["batching", "good_mod:two_args", "--arg", "f32[3]@2..1"], "domain '2..1' must be @LO..HI with numbers LO < "
+                                                              "HI"),
+    # unknown rule codes wherever they can be written (ruff rejects them too)
+    (["batching", "good_mod:two_args", "--select", "XYZ"], "--select: unknown rule code or prefix 'XYZ'"),
+    (["grad", "good_mod:two_args", "--ignore", "JXB001,JXG99"], "--ignore: unknown rule code or prefix 'JXG99'"),
+    (["check", "good_mod.py", "--select", "JXB01O"], "did you mean JXB010?"),
+    (["grad", "typo_suppression.py:f"], "typo_suppression.py:4: # jaxdiag: ignore[...]: unknown rule code or prefix "
+                                        "'JXB01O'"),
+    (["check", "typo_suppression.py"], "unknown rule code or prefix 'JXB01O'"),
+    (["batching", "good_mod:two_args", "--app-dir", "/nonexistent"], "--app-dir '/nonexistent' is not a directory"),
+    (["batching", "good_mod:two_args", "-v", "-q"], "--verbose and --quiet exclude each other"),
+    # click/typer's own errors, in the same one-line format
+    (["batching", "good_mod:two_args", "--seed", "abc"], "Invalid value for '--seed'"),
+    (["grad", "good_mod:two_args", "--order", "3"], "Invalid value for '--order'"),
+    (["batching", "good_mod:two_args", "--no-such-option"], "No such option: --no-such-option"),
+    (["batching"], "Missing argument 'TARGET'"),
+    (["no-such-command"], "No such command 'no-such-command'"),
+    # a package's module loaded as a file: say how to name it
+    (["grad", "relpkg/ops.py:f"], "name it as a module: relpkg.ops:f"),
 ]
 
 
@@ -103,6 +147,85 @@ def test_bad_input_is_one_line_exit_2(user_files, argv, expected):
     assert lines[0].startswith("jaxdiag: error: ")
     assert expected in lines[0]
     assert "Traceback" not in result.output
+
+
+UP_FRONT_FLAGS = ("--output", "--select", "--ignore", "--app-dir", "-v", "--seed", "--order", "--param", "--arg")
+UP_FRONT = [argv for argv, expected in BAD_INPUTS
+            if "applies to primitives" not in expected and any(flag in argv for flag in UP_FRONT_FLAGS)
+            or argv[-1] in ("typo_suppression.py:f", "typo_suppression.py")]
+
+
+@pytest.mark.parametrize("argv", UP_FRONT, ids=[" ".join(a) for a in UP_FRONT])
+def test_bad_values_are_rejected_before_anything_runs(user_files, monkeypatch, argv):
+    from jaxdiag import _engine, _lint
+
+    def ran(*args, **kwargs):
+        raise AssertionError("a check ran despite the bad input")
+
+    monkeypatch.setattr(_engine, "run", ran)
+    monkeypatch.setattr(_lint, "check_paths", ran)
+    result = invoke(*argv)
+    assert result.exit_code == 2 and result.stderr.startswith("jaxdiag: error: "), result.output
+
+
+@pytest.mark.parametrize("table,expected", [
+    ('select = ["JXB", "XYZ"]', ["[tool.jaxdiag] select", "unknown rule code", "'XYZ'"]),
+    ('ignore = ["JXG0141"]', ["[tool.jaxdiag] ignore", "unknown rule code", "'JXG0141'"]),
+    ('[tool.jaxdiag.per-target-ignores]\n"good_mod:smooth" = ["JXB1"]', ["good_mod:smooth", "unknown rule code",
+                                                                       "'JXB1'"]),
+])
+def test_unknown_codes_in_pyproject_are_bad_input(user_files, table, expected):
+    (user_files / "pyproject.toml").write_text(f"[tool.jaxdiag]\n{table}\n")
+    for argv in (["grad", "good_mod:smooth", "--arg", "f32[3]"], ["check", "good_mod.py"]):
+        result = invoke(*argv)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.count("\n") == 1 and all(part in result.stderr for part in expected), result.stderr
+
+
+def test_every_catalog_code_and_category_prefix_is_a_valid_selector(user_files):
+    from jaxdiag import _rules, _validate
+
+    selectors = list(_rules.RULES) + list(_rules.CATEGORIES) + [c[:4] for c in _rules.RULES]
+    _validate.check_selectors(selectors, "--select")  # raises on any unknown
+    assert not _validate.known_selector("JXB999") and not _validate.known_selector("")
+
+
+def test_suppression_syntax_in_a_docstring_is_not_a_suppression(user_files):
+    result = invoke("grad", "docstring_mentions_syntax.py:f", "--arg", "f32[3]")
+    assert result.exit_code == 0, result.output
+
+
+def test_ctrl_c_is_one_line_and_exit_130(user_files, monkeypatch):
+    from jaxdiag import _engine, _lint
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_engine, "run", interrupted)
+    monkeypatch.setattr(_lint, "check_paths", interrupted)
+    for argv in (["grad", "good_mod:smooth", "--arg", "f32[3]"], ["check", "good_mod.py"]):
+        result = invoke(*argv)
+        assert result.exit_code == 130
+        assert result.stderr == "jaxdiag: error: interrupted\n" and "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_real_process(user_files):
+    import signal
+    import time
+
+    started = user_files / "import-started"
+    slow = user_files / "slow_import.py"
+    slow.write_text(f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\n\n"
+                    "def f(x):\n    return x\n")
+    proc = subprocess.Popen([sys.executable, "-m", "jaxdiag", "grad", "slow_import.py:f"], cwd=user_files,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not started.exists() and time.monotonic() < deadline:  # inside the user's module, past jaxdiag's imports
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and stderr == "jaxdiag: error: interrupted\n", stderr
 
 
 def test_inference_failure_names_the_arg_to_pass(user_files):
@@ -257,6 +380,108 @@ def test_rules_command_lists_and_explains():
     assert one.exit_code == 0 and "batch-axis-size-mismatch" in one.output and "What it does" in one.output
 
 
+def test_rules_prefix_lists_exactly_the_matching_rules():
+    for prefix in ("JXB", "jxg01", "JXR00"):
+        result = invoke("rules", prefix)
+        assert result.exit_code == 0, result.output
+        listed = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+        assert listed == sorted(c for c in jaxdiag.RULES if c.startswith(prefix.upper()))
+
+
+def test_rules_prints_every_sample_line_whole():
+    result = invoke("rules", "JXB001")
+    rule = jaxdiag.RULES["JXB001"]
+    for which in ("bad", "good"):
+        assert rule.sample_path(which).name in result.stdout
+        for line in rule.sample_text(which).splitlines():
+            assert line in result.stdout  # long lines are not cut at the console width
+
+
+def test_docs_rules_md_is_generated_from_the_catalog():
+    """docs/rules.md is `jaxdiag rules --format markdown`; regenerate it when the catalog or a sample changes."""
+    result = invoke("rules", "--format", "markdown")
+    assert result.exit_code == 0
+    assert (ROOT / "docs" / "rules.md").read_text(encoding="utf-8") == result.stdout, \
+        "docs/rules.md is stale: python -m jaxdiag rules --format markdown > docs/rules.md"
+    for code, rule in jaxdiag.RULES.items():
+        assert f"## {code} {rule.name}" in result.stdout
+    one = invoke("rules", "JXV", "--format", "markdown").stdout
+    assert "## JXV001" in one and "## JXB001" not in one
+
+
+HELP_NOISE = ("<bool>", "<str>", "<int>", "<list", "{target}", "TEXT", "INTEGER", "BOOLEAN")
+
+
+@pytest.mark.parametrize("argv", [["-h"], ["batching", "-h"], ["grad", "--help"], ["check", "-h"], ["rules", "-h"]])
+def test_help_is_clean_and_documents_formats_spec_and_exit_codes(argv):
+    result = invoke(*argv)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())  # independent of wrapping
+    for noise in HELP_NOISE:
+        assert noise not in result.stdout, noise
+    assert "Exit codes:" in text and "130 interrupted" in text and "3 jaxdiag's own internal error" in text
+    if argv[0] in ("batching", "grad"):
+        assert "Usage: jaxdiag " + argv[0] + " [OPTIONS] TARGET" in text
+        assert "--format FORMAT Output format: text, json, sarif, github, junit" in text
+        assert "f32[3]@positive" in text and "@LO..HI" in text and "-v, --verbose" in text and "-q, --quiet" in text
+    if argv[0] == "rules":
+        assert "text, markdown" in text
+
+
+def test_bare_command_shows_help():
+    result = invoke()
+    assert result.exit_code == 0 and "Usage: jaxdiag" in result.stdout
+
+
+def test_public_api_namespace():
+    names = dir(jaxdiag)
+    assert names == sorted(set(names)) == sorted(jaxdiag.__all__)
+    _ = jaxdiag.check_batching  # a lazily imported name, once loaded, is not listed twice
+    assert dir(jaxdiag) == names
+    assert not {"Any", "TYPE_CHECKING", "annotations", "importlib"} & set(names)
+    assert issubclass(jaxdiag.TargetLoadError, jaxdiag.UsageError)
+    with pytest.raises(jaxdiag.TargetLoadError):
+        jaxdiag.check_grad("no_such_module_xyz:f", "f32[3]")
+
+
+def test_samples_are_the_packages_own_not_a_samples_folder_on_sys_path(tmp_path, monkeypatch):
+    """An unrelated `samples` package earlier on sys.path must not hide the bundled examples."""
+    (tmp_path / "samples").mkdir()
+    (tmp_path / "samples" / "__init__.py").write_text("")
+    (tmp_path / "samples" / "jxb001_bad.py").write_text("# not jaxdiag's\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code = ("from jaxdiag import _rules; print(_rules.SAMPLES_DIR); "
+            "print(_rules.RULES['JXB001'].sample_text('bad').splitlines()[0])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    folder, first = done.stdout.splitlines()[:2]
+    assert Path(folder) != tmp_path / "samples" and first != "# not jaxdiag's"
+
+
+def test_packaging_metadata():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    meta = project["project"]
+    assert meta["license"] == "Apache-2.0" and meta["license-files"] == ["LICENSE"]
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").split()[:3] == ["Apache", "License", "Version"]
+    assert "Typing :: Typed" in meta["classifiers"] and (ROOT / "jaxdiag" / "py.typed").is_file()
+    declared = {re.split(r"[<>=!~;\[ ]", d)[0].lower().replace("-", "_"): d for d in meta["dependencies"]}
+    assert "<0.11" in declared["jax"] and "<0.11" in declared["jaxlib"]
+    # every package directory ships in the wheel (a new subpackage must be listed in pyproject)
+    listed = set(project["tool"]["setuptools"]["packages"])
+    found = {".".join(p.relative_to(ROOT).parent.parts) for p in (ROOT / "jaxdiag").rglob("__init__.py")}
+    assert listed == found | {"jaxdiag.samples"}
+    # every third-party module jaxdiag imports is declared (pytest only by the plugin pytest itself loads)
+    imported = set()
+    for path in (ROOT / "jaxdiag").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+    third_party = {m for m in imported if m not in sys.stdlib_module_names and m not in ("jaxdiag", "pytest")}
+    assert third_party <= set(declared), sorted(third_party - set(declared))
 def test_version_names_jax_and_jaxlib():
     result = invoke("--version")
     assert result.exit_code == 0
@@ -278,15 +503,17 @@ def _assert_keys(obj: dict, types: dict) -> None:
 
 
 def validate_report_json(data: dict) -> None:
-    """Every key and type of the JSON contract in DESIGN.md."""
+    """Every key and type of the JSON contract in docs/json.md."""
     _assert_keys(data, SCHEMA_TYPES)
     assert data["schema"] == 1
     _assert_keys(data["summary"], {"targets": int, "errors": int, "warnings": int, "infos": int,
                                    "import_failures": int, "internal_errors": int})
-    assert data["summary"]["targets"] == len(data["targets"])
+    real = [t for t in data["targets"] if t["kind"] not in ("module", "config")]  # those only hold notes
+    assert data["summary"]["targets"] == len(real)
     for target in data["targets"]:
         _assert_keys(target, TARGET_TYPES)
-        assert target["kind"] in ("primitive", "custom_vjp", "custom_jvp", "custom_vmap", "function")
+        assert target["kind"] in ("primitive", "custom_vjp", "custom_jvp", "custom_vmap", "function", "module",
+                                  "config")
         assert all(isinstance(s, str) for s in target["inputs"])
         for check in target["checks"]:
             _assert_keys(check, CHECK_TYPES)
@@ -318,6 +545,7 @@ def _without_timings(data: dict) -> dict:
     ["grad", "samples/seed_vjp_published.py:test_func", "--arg", "f32[3]", "--arg", "f32[3]"],
     ["grad", "samples/seed_jvp.py:test_func"],
 ])
+@pytest.mark.slow
 def test_json_matches_schema_and_is_deterministic(argv, monkeypatch):
     monkeypatch.chdir(ROOT)
     first = invoke(*argv, "--format", "json")
@@ -346,6 +574,56 @@ def test_text_report_shows_code_source_and_fix_without_colour(monkeypatch):
     assert "target checked" in result.stdout
 
 
+def _report_with_notes():
+    from jaxdiag import Finding, Location, Report
+    from jaxdiag._report import TargetReport
+    from jaxdiag._rules import DOMAIN_FALLBACK, INPUTS_INFERRED
+
+    where = Location("ops.py", 3, "f")
+    inferred = INPUTS_INFERRED.finding(location=where, count=1, specs="f32[3]")
+    domain = DOMAIN_FALLBACK.finding(location=where, target="ops:f", domain="positive", pinned="f32[3]@positive")
+    problem = Finding("JXB005", "batch-result-mismatch", "error", "observed 1.0 vs 2.0", fix="do x", location=where)
+    targets = [TargetReport("ops:f", "function", ["f32[3]"], findings=[inferred, domain]),
+               TargetReport("ops:g", "function", ["f32[3]"], findings=[inferred, problem]),
+               TargetReport("ops", "module", findings=[]), TargetReport("pyproject.toml", "config", findings=[])]
+    return Report(targets)
+
+
+def test_summary_counts_real_targets_only():
+    from jaxdiag._render.text import render_plain
+
+    report = _report_with_notes()
+    assert report.summary["targets"] == 2 and report.to_dict()["summary"]["targets"] == 2
+    assert "2 targets checked" in render_plain(report)
+
+
+def test_notes_are_one_line_unless_verbose_and_hidden_when_quiet():
+    from jaxdiag._render.text import render_plain
+    from jaxdiag._rules import DOMAIN_FALLBACK, INPUTS_INFERRED
+
+    report = _report_with_notes()
+    default = render_plain(report)
+    assert "inputs f32[3] (inferred)" in default and INPUTS_INFERRED.code not in default
+    note_lines = [line for line in default.splitlines() if DOMAIN_FALLBACK.code in line]
+    assert len(note_lines) == 1 and note_lines[0].lstrip().startswith("note ")
+    verbose = render_plain(report, verbosity=1)
+    assert INPUTS_INFERRED.code in verbose and "Pin the domain" in verbose and "(inferred)" not in verbose
+    quiet = render_plain(report, verbosity=-1)
+    assert DOMAIN_FALLBACK.code not in quiet and "ops:f " not in quiet and "JXB005" in quiet
+    assert quiet.splitlines()[-1].startswith("2 targets checked: 1 error")
+
+
+@pytest.mark.slow
+def test_quiet_and_verbose_on_the_command_line(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    argv = ["grad", "samples/seed_vjp_published.py:test_func"]
+    default, quiet, verbose = invoke(*argv), invoke(*argv, "-q"), invoke(*argv, "--verbose")
+    assert default.exit_code == quiet.exit_code == verbose.exit_code == 1
+    assert "(inferred)" in default.stdout and "(inferred)" not in verbose.stdout
+    assert len(quiet.stdout) <= len(default.stdout) < len(verbose.stdout)
+    assert "JXG010" in quiet.stdout
+
+
 def test_report_api():
     from jaxdiag import Finding, Report
     from jaxdiag._report import TargetReport
@@ -370,3 +648,15 @@ def test_report_does_not_depend_on_the_checkout_folder(tmp_path):
     there = jaxdiag.check_grad(f"{copy}:test_func", "f32[3]", "f32[3]")
     assert [(f.code, f.message) for f in here.findings] == [(f.code, f.message) for f in there.findings]
     assert here.codes() == {"JXG011"}
+
+
+def test_the_repository_cites_only_itself():
+    """Docs and comments name documents a contributor who clones the repository has, nothing outside it."""
+    outside = re.compile("|".join(["shared " + "folder", "bug " + "catalog", "DESIGN" + r"\.md", "STYLE" + r"\.md",
+                                   "the issue" + "'s done", r"\bissue " + r"#?\d+"]), re.I)
+    files = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "pyproject.toml", ROOT / ".ci" / "run"]
+    for folder in ("jaxdiag", "tests", "samples", "docs", "scripts", "bench"):
+        files += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md", ".toml", ".cc")]
+    hits = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in files
+            for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if outside.search(line)]
+    assert not hits, "\n".join(hits)

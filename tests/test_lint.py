@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from lint_fixture import ALL_TARGETS, FUNCS, MORE, PRIMS, PROBE, probe, write_pkg
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 import jaxdiag
 from jaxdiag import _engine
@@ -48,6 +48,7 @@ def codes_by_target(report) -> dict[str, list[str]]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_new_user_package_without_config_is_found_and_checked(pkg):
     """Real checks, no configuration: every target once, each checked on inferred inputs or told what to add."""
     report = check_paths(["lintpkg"])
@@ -84,9 +85,10 @@ def test_module_names_files_and_plain_folders(pkg, tmp_path, monkeypatch, probe_
         "scripts/ops.py:smooth_bad", "scripts/ops.py:clipped", "scripts/ops.py:row_sum"]
 
 
-def test_check_module_api_takes_a_module_object_or_a_name(pkg, probe_only):
+def test_check_module_api_takes_a_module_object_or_a_name(pkg, probe_only, monkeypatch):
     import importlib
 
+    monkeypatch.syspath_prepend(str(pkg.parent))  # importable by name, whatever ran before
     module = importlib.import_module("lintpkg.funcs")
     report = jaxdiag.check_module(module)
     assert [t.target for t in report.targets] == ["lintpkg.funcs:smooth_bad", "lintpkg.funcs:clipped",
@@ -179,10 +181,17 @@ def test_bad_configuration_is_exit_2(pkg, tmp_path):
 
 
 def test_pre_commit_hook_definition():
-    text = (Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text()
-    for line in ("- id: jaxdiag", "entry: jaxdiag check", "language: python", "pass_filenames: false",
-                 "require_serial: true", "types: [python]"):
-        assert f"\n{line}\n" in text or f"\n  {line}\n" in text, line
+    """The hook file parses as pre-commit reads it, and its entry is a real jaxdiag command."""
+    yaml = pytest.importorskip("yaml")
+    hooks = yaml.safe_load((Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text())
+    assert isinstance(hooks, list) and len(hooks) == 1
+    hook = hooks[0]
+    assert {"id", "name", "entry", "language"} <= set(hook)
+    assert hook["id"] == "jaxdiag" and hook["language"] == "python" and hook["types"] == ["python"]
+    assert hook["pass_filenames"] is False and hook["require_serial"] is True  # booleans, not strings
+    program, command = hook["entry"].split()
+    assert program == "jaxdiag"
+    assert runner.invoke(app, [command, "-h"]).exit_code == 0
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import jax_state_changes
 from lint_fixture import FUNCS, PROBE, probe
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 from jaxdiag import _compat, _engine
 from jaxdiag._cli import app
@@ -95,6 +95,7 @@ def jax_still_works() -> None:
     assert jnp.ones(3).dtype == jnp.float32  # x64 still off
 
 
+@pytest.mark.slow
 def test_checks_leave_jax_state_as_they_found_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "raising.py").write_text(RAISING)

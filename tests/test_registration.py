@@ -40,6 +40,7 @@ def _removed_api_exists(code: str) -> bool:
     return code == "JXR008" and hasattr(batching, "not_mapped")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code, attr, args, params", CASES, ids=[c[0] for c in CASES])
 def test_rule_fires_on_bad_sample(code, attr, args, params):
     if _removed_api_exists(code):
@@ -49,6 +50,7 @@ def test_rule_fires_on_bad_sample(code, attr, args, params):
     assert UNDER_BATCHING.get(code, code) in serious(report), report.findings
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code, attr, args, params", CASES, ids=[c[0] for c in CASES])
 def test_good_sample_is_clean(code, attr, args, params):
     report = jaxdiag.check_batching(sample(code, "good", attr), *args, params=params)

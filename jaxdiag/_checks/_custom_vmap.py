@@ -3,7 +3,7 @@ user's rule returns before JAX sees it.
 
 JAX checks only the pytree structure of `(out, out_batched)`. It never checks that an output declared batched has
 the batch axis in front with size `axis_size`, nor that an output declared unbatched is the same for every example:
-both are silently wrong (bug catalog #36-#38). The rule is wrapped for the duration of the run
+both are silently wrong. The rule is wrapped for the duration of the run
 (`_compat.spy_custom_vmap_rule`); a defect found in what it returns aborts that vmap with `_RuleDefect`, so the
 user sees jaxdiag's explanation rather than JAX's `IndexError`.
 """
@@ -301,7 +301,7 @@ def all_unbatched(ctx: Context, t: _Target, batch: int) -> list[Finding]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# grad outside vmap (bug catalog #40): a JAX limitation, reported as info
+# grad outside vmap: a JAX limitation, reported as info
 # ---------------------------------------------------------------------------------------------------------------
 
 

@@ -2,7 +2,7 @@
 
 A foreign kernel has no batching rule: the `vmap_method` the user declares tells JAX how to batch it, and JAX
 trusts it. `"expand_dims"` and `"broadcast_all"` hand the kernel one buffer with the batch axis in front; a kernel
-that treats the whole buffer as one example silently mixes examples (bug catalog #42, #43). This check reads each
+that treats the whole buffer as one example silently mixes examples. This check reads each
 call's `vmap_method` and `target_name` from the jaxpr, runs the function under vmap against the per-example loop,
 and, on a mismatch, re-runs with only that call's method changed to prove which call is at fault and that
 `"sequential"` fixes it. The jaxpr is re-evaluated with rewritten parameters (`_compat.with_vmap_methods`), so the

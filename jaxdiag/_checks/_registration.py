@@ -1,7 +1,7 @@
 """Registration checks (JXR): is every rule a primitive needs there, and do the rules agree with the impl?
 
-A primitive works eagerly with an impl alone, so eager-only tests pass while `jit`, `vmap` and `grad` fail (bug
-catalog 11, 13, 14). These checks look at what is registered, call the impl once on the example as the trusted
+A primitive works eagerly with an impl alone, so eager-only tests pass while `jit`, `vmap` and `grad` fail.
+These checks look at what is registered, call the impl once on the example as the trusted
 reference, and compare the abstract eval and the jitted lowering with it. The helpers they share with the batching
 checks (the reference call, the example's output, the abstract eval's output) are in `_shared.py`.
 """

@@ -234,7 +234,7 @@ def user_frame_location(exc: BaseException, fn: Any) -> Location | None:
     return Location(target.path, line, target.function) if line else target
 
 
-# JAX internals removed in recent releases, with what replaces them (bug catalog 12).
+# JAX internals removed in recent releases, with what replaces them.
 REMOVED_APIS = {
     "not_mapped": "use `None` for an unbatched dim (`d is None`); batching.not_mapped was removed in JAX 0.10",
     "NotMapped": "use `None` (`type(None)`) for an unbatched dim",

@@ -1,4 +1,4 @@
-"""`--format json`: the versioned schema documented in DESIGN.md (`schema: 1`)."""
+"""`--format json`: the versioned schema documented in docs/json.md (`schema: 1`)."""
 
 from __future__ import annotations
 

@@ -14,6 +14,9 @@ from rich.text import Text
 from rich.theme import Theme
 
 from .._report import Finding, Problem, Report, TargetReport, register_text_view
+from .._rules import INPUTS_INFERRED as _INPUTS_INFERRED_RULE
+
+INPUTS_INFERRED = _INPUTS_INFERRED_RULE.code  # folded into the target's header unless -v
 
 THEME = Theme({
     "jaxdiag.error": "bold red",
@@ -35,19 +38,28 @@ def make_console(file=None, color: bool | None = None) -> Console:
                    soft_wrap=False, no_color=(color is False) or None, force_terminal=color or None)
 
 
-def render_plain(report: Report) -> str:
+def render_plain(report: Report, verbosity: int = 0) -> str:
     """The text report without colour (for files, `raise_if_failed` and tests)."""
     buffer = io.StringIO()
     console = Console(file=buffer, theme=THEME, width=WIDTH, no_color=True, highlight=False, color_system=None,
                       force_terminal=False)
-    draw(report, console)
+    draw(report, console, verbosity)
     return buffer.getvalue()
 
 
-def draw(report: Report, console: Console) -> None:
+def draw(report: Report, console: Console, verbosity: int = 0) -> None:
+    """`verbosity` -1 (`-q`): only targets with errors, warnings or problems, without notes; 0: notes on one line
+    each, inferred inputs in the target's header; 1 (`-v`): every note in full."""
     for target in report.targets:
-        _draw_target(target, console)
+        if verbosity < 0 and not _has_problems(target):
+            continue
+        _draw_target(target, console, verbosity)
     console.print(summary_line(report))
+
+
+def _has_problems(target: TargetReport) -> bool:
+    return (any(f.severity in ("error", "warning") for f in target.findings) or bool(target.all_problems())
+            or bool(target.internal_errors))
 
 
 def summary_line(report: Report) -> Text:
@@ -66,12 +78,13 @@ def summary_line(report: Report) -> Text:
     return text
 
 
-def _draw_target(target: TargetReport, console: Console) -> None:
+def _draw_target(target: TargetReport, console: Console, verbosity: int = 0) -> None:
+    inferred = verbosity <= 0 and any(f.code == INPUTS_INFERRED for f in target.findings)
     header = Text()
     header.append(target.target, style="jaxdiag.label")
     header.append(f"  ({target.kind}", style="jaxdiag.dim")
     if target.inputs:
-        header.append(f"; inputs {' '.join(target.inputs)}", style="jaxdiag.dim")
+        header.append(f"; inputs {' '.join(target.inputs)}{' (inferred)' if inferred else ''}", style="jaxdiag.dim")
     header.append(")", style="jaxdiag.dim")
     counts = {sev: sum(1 for f in target.findings if f.severity == sev) for sev in ("error", "warning")}
     problems = target.all_problems()
@@ -85,10 +98,22 @@ def _draw_target(target: TargetReport, console: Console) -> None:
     for problem in target.problems:
         console.print(_problem_panel(problem))
     for finding in target.findings:
-        console.print(_panel(finding))
+        if finding.severity != "info" or verbosity > 0:
+            console.print(_panel(finding))
+        elif verbosity == 0 and not (inferred and finding.code == INPUTS_INFERRED):
+            console.print(_note_line(finding))
     for check in target.internal_errors:
         detail = check.detail.splitlines()[0] if check.detail else f"internal error in check {check.name}"
         console.print(Text(f"  {detail} (jaxdiag's own bug, not a defect in your code)", style="jaxdiag.error"))
+
+
+def _note_line(finding: Finding) -> Text:
+    """A note on one line (`-v` shows it as a panel, with its fix)."""
+    line = Text("  note ", style="jaxdiag.info")
+    line.append(f"{finding.code} {finding.name}", style="jaxdiag.code")
+    where = f" ({finding.location})" if finding.location else ""
+    line.append(f": {' '.join(finding.message.split())}{where}")
+    return line
 
 
 def _problem_panel(problem: Problem) -> Panel:

@@ -6,9 +6,9 @@ and the fix. Checks build findings with `rules.X.finding(location=..., **fields)
 observed fields into the message and the fix, and the severity is the catalog's, never the call site's. Control flow
 that depends on a rule (`st.blocked[rules.X]`) holds the `Rule` object, never a code string.
 
-One module per prefix: `JXR` registration, `JXB` batching, `JXG` differentiation, `JXV` custom_vmap, `JXN` notes
-about the run (info only). A rule whose severity would depend on the context is two rules, linked by
-`variant_of` (a missing JVP rule is a note under `check` and an error under `grad`).
+One module per prefix: `JXR` registration, `JXB` batching, `JXG` differentiation, `JXV` custom_vmap, `JXS`
+sharding, `JXN` notes about the run (info only). A rule whose severity would depend on the context is two rules,
+linked by `variant_of` (a missing JVP rule is a note under `check` and an error under `grad`).
 
 Severities: `error` (fails or is wrong under a JAX transformation, or the user's rules contradict each other),
 `warning` (likely unintended but can be deliberate), `info` (what jaxdiag inferred or skipped).
@@ -32,6 +32,7 @@ from ._custom_vmap import *  # noqa: F403  (each rule module defines only Rule c
 from ._differentiation import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._notes import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._registration import *  # noqa: F403  (each rule module defines only Rule constants)
+from ._sharding import *  # noqa: F403  (each rule module defines only Rule constants)
 
 __all__ = ["CATEGORIES", "DEPRECATED", "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
            "matches", "normalize_codes", "rule", "template_fields", "validate_codes"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +16,22 @@ CATEGORIES = {
     "JXR": "registration",
     "JXG": "differentiation",
     "JXV": "custom_vmap",
+    "JXS": "sharding",
     "JXN": "note",
 }
 NOTE_PREFIX = "JXN"
-SAMPLES_DIR = Path(__file__).resolve().parent.parent.parent / "samples"
-if not SAMPLES_DIR.is_dir():  # installed as a wheel: samples ship as the jaxdiag.samples package
-    SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
+
+
+def _samples_dir() -> Path:
+    """The samples shipped with this jaxdiag (package data of `jaxdiag.samples`, never a `samples/` folder that
+    happens to be on sys.path); a source checkout used without installing falls back to its own folder."""
+    try:
+        return Path(str(importlib.resources.files("jaxdiag.samples")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent.parent / "samples"
+
+
+SAMPLES_DIR = _samples_dir()
 
 RULES: dict[str, Rule] = {}
 

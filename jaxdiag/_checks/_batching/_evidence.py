@@ -154,7 +154,7 @@ def _variants(ctx: Context, size: int, outer: int, inner: int, notes: list[str])
     out.append(Variant(tuple(len(s.shape) for s in specs), outer, mode="nested", inner=inner))
     if ctx.subject.kind == "primitive" and _compat.batching_rule_is_fancy(ctx.subject.obj) and _locate.is_user_code(
             _compat.batching_rule(ctx.subject.obj)):
-        # JAX calls rules registered in the fancy table even when no input is batched (bug catalog #7)
+        # JAX calls rules registered in the fancy table even when no input is batched
         out.append(Variant(tuple(None for _ in specs), size, mode="constants"))
     if _can_jit(ctx, notes):
         out.append(Variant(zeros, size, mode="jit(vmap)"))

@@ -31,6 +31,7 @@ class SubjectCache:
     batching_evidence: Any = None  # _batching.Evidence, or the SkipCheck that stopped collecting it
     jit_broken: bool = False  # jax.jit of the primitive fails or differs from its impl (JXR010)
     grad: Any = None  # _gradref.GradState
+    sharding: dict[str, Any] = field(default_factory=dict)  # the sharding child's runs and reference
 
     @property
     def jaxpr(self) -> Any:

@@ -1,0 +1,98 @@
+"""`jaxdiag rules`: the catalog as a listing, one rule explained with its samples, or Markdown (`docs/rules.md` is
+this module's output, checked for staleness by the tests). Reads the catalog only; no JAX."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from pathlib import Path
+
+from . import _rules
+from ._errors import UsageError
+from ._locate import relative_path
+
+DOC_HEADER = """# Rule catalog
+
+Generated from the catalog (`jaxdiag/_rules.py`) by `jaxdiag rules --format markdown > docs/rules.md`; do not edit
+by hand (a test fails when this file is stale). `jaxdiag rules CODE` prints the same text in a terminal.
+
+Prefixes: {prefixes}.
+
+Severities: `error` (fails or is wrong under a JAX transformation), `warning` (likely unintended but can be
+deliberate), `info` (a note about the run).
+"""
+
+
+def select_rules(code_or_prefix: str | None) -> list[_rules.Rule]:
+    """Every rule, the rules whose code starts with a prefix (`JXB`, `JXB00`), or one rule; UsageError if none."""
+    rules = _rules.iter_rules()
+    if code_or_prefix is None:
+        return rules
+    wanted = code_or_prefix.strip().upper()
+    chosen = [r for r in rules if r.code.startswith(wanted)] if wanted else []
+    if chosen or (wanted and any(p.startswith(wanted) for p in _rules.CATEGORIES)):
+        return chosen
+    close = difflib.get_close_matches(wanted, [r.code for r in rules], n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    prefixes = ", ".join(sorted(_rules.CATEGORIES))
+    raise UsageError(f"unknown rule code or prefix {code_or_prefix!r}{hint} (prefixes: {prefixes}; "
+                     "`jaxdiag rules` lists every code)")
+
+
+def table(rules: list[_rules.Rule]) -> None:
+    """One plain line per rule: greppable, never wrapped or cut."""
+    width = max((len(r.name) for r in rules), default=0)
+    for r in rules:
+        sys.stdout.write(f"{r.code}  {r.name:<{width}}  {r.severity:<7}  {r.summary}\n")
+    if not rules:
+        sys.stdout.write("no rules with this prefix yet\n")
+
+
+def explain(rule: _rules.Rule) -> None:
+    """The rule's documentation and its bad and good samples, each sample line printed whole."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.syntax import Syntax
+
+    console = Console(highlight=False)
+    console.print(f"[bold]{rule.code} {rule.name}[/bold] ({rule.severity}, {rule.category})")
+    console.print(rule.summary)
+    console.print(Markdown(rule.explanation))
+    for which, heading in (("bad", "Example"), ("good", "Use instead:")):
+        path, text = rule.sample_path(which), rule.sample_text(which)
+        if path is None or text is None:
+            continue
+        console.print(f"\n[bold]{heading}[/bold] ({relative_path(str(path))})")
+        if console.is_terminal:
+            console.print(Syntax(text, "python", line_numbers=True, word_wrap=True, theme="ansi_dark",
+                                 background_color="default"))
+        else:  # a pipe or a file: plain numbered lines, never cut at the console width
+            lines = text.splitlines()
+            digits = len(str(len(lines)))
+            sys.stdout.flush()
+            console.file.write("".join(f"{i:>{digits}} {line}\n" for i, line in enumerate(lines, 1)))
+
+
+def _anchor(rule: _rules.Rule) -> str:
+    return f"{rule.code} {rule.name}".lower().replace(" ", "-")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def rules_markdown(rules: list[_rules.Rule]) -> str:
+    prefixes = ", ".join(f"`{p}` {name}" for p, name in sorted(_rules.CATEGORIES.items()))
+    parts = [DOC_HEADER.format(prefixes=prefixes), "| code | name | severity | summary |",
+             "| --- | --- | --- | --- |"]
+    parts += [f"| [{r.code}](#{_anchor(r)}) | {r.name} | {r.severity} | {_cell(r.summary)} |" for r in rules]
+    for r in rules:
+        parts += ["", f"## {r.code} {r.name}", "", f"**{r.severity}** · {r.category}", "", r.summary, "",
+                  "### What it does", "", r.what, "", "### Why is this bad?", "", r.why]
+        for which, heading in (("bad", "Example"), ("good", "Use instead")):
+            path, text = r.sample_path(which), r.sample_text(which)
+            if path is None or text is None:
+                continue
+            parts += ["", f"### {heading}", "", f"`samples/{Path(path).name}`:", "", "```python",
+                      text.rstrip("\n"), "```"]
+    return "\n".join(parts) + "\n"

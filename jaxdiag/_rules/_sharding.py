@@ -1,0 +1,84 @@
+"""JXS: sharding (`jaxdiag sharding`): jit with sharded inputs, custom_partitioning callbacks and Shardy rules,
+shard_map, and the gathering cost of opaque calls, checked on a virtual CPU mesh in a child process."""
+
+from __future__ import annotations
+
+from ._catalog import Rule
+
+SHARDED_RESULT_MISMATCH = Rule(
+    "JXS001", "sharded-result-mismatch", "error",
+    "jit on sharded inputs gives different numbers than the unsharded computation.",
+    "Runs `jax.jit(f)` on a virtual CPU mesh with each input placed replicated, with each dimension sharded over "
+    "each mesh axis, and with bounded combinations, and compares with the unsharded result (dtype tolerances). "
+    "For a `custom_partitioning` op the finding sits at its `partition` callback and names the input sharding "
+    "that exposed it. A user primitive is also run inside `shard_map`, one example per device, against the "
+    "example alone.",
+    "A `partition` that keeps a transformed or reduced dimension sharded makes every device compute on its own "
+    "slice (an FFT of a quarter of the signal), silently: exact when replicated, wrong when sharded.",
+    "jxs001_bad.py", "jxs001_good.py",
+    message="Wrong results under sharding: {evidence}",
+    fix="{fix}",
+)
+PARTITION_SHARDING_MISMATCH = Rule(
+    "JXS002", "partition-output-sharding-mismatch", "error",
+    "`partition` returns a result sharding other than the one `infer_sharding_from_operands` (or the Shardy "
+    "`sharding_rule`) declared, or a lowered function whose per-device result does not fit it.",
+    "Spies on the op's callbacks under jit with sharded inputs and compares, for each input sharding, the result "
+    "sharding the partitioner asked `partition` for with the one `partition` returned; also reports JAX's "
+    "`Mismatch in result shapes` when the lowered function's result does not match the returned sharding.",
+    "The partitioner planned the rest of the program around the declared sharding; a different returned one makes "
+    "XLA insert an all-gather and re-slice after every call (or fails compilation).",
+    "jxs002_bad.py", "jxs002_good.py",
+    message="`partition` returns another result sharding than the declared one: {evidence}",
+    fix="{fix}",
+)
+SHARDING_RULE_NOT_PASSTHROUGH = Rule(
+    "JXS003", "sharding-rule-not-passthrough", "error",
+    "The Shardy `sharding_rule` declares a dimension as passing through, but the op mixes values along it.",
+    "For each factor the rule maps from an operand dimension to a result dimension (not listed as reduction, "
+    "need-replication or permutation factor), splits the operand along it, applies the op to each piece and "
+    "compares the concatenation with the op on the whole array.",
+    "Shardy keeps a pass-through dimension sharded and hands `partition` per-device slices along it: an FFT, a "
+    "sort or a cumulative sum along that dimension is then computed per slice.",
+    "jxs003_bad.py", "jxs003_good.py",
+    message="The sharding_rule passes a mixed dimension through: {evidence}",
+    fix="{fix}",
+)
+SHARD_MAP_RULE_MISSING = Rule(
+    "JXS004", "shard-map-rule-missing", "error",
+    "A user primitive lacks what `shard_map` needs from it on this JAX version.",
+    "Traces the primitive inside `shard_map` over the mesh and checks what this JAX requires: on JAX that tracks "
+    "varying mesh axes (`vma`), that the abstract eval keeps the inputs' axes; on jax 0.5, that the replication "
+    "check and rewrite rules are registered for `check_rep`. Confirms the consequence with plain shard_map (and its "
+    "gradient).",
+    "Inside shard_map the output is typed as identical on every device while it differs per device: JAX inserts "
+    "casts that fail under `grad` (`pvary is a invariant->variant collective`) or refuses to trace.",
+    "jxs004_bad.py", "jxs004_good.py",
+    message="shard_map needs a rule this primitive lacks: {evidence}",
+    fix="{fix}",
+)
+SHARDED_CALL_GATHERS = Rule(
+    "JXS005", "sharded-call-gathers", "warning",
+    "An opaque user call (ffi_call, pure_callback, a primitive lowered to a custom call) makes XLA gather its "
+    "sharded operands onto every device.",
+    "Compiles `jax.jit` with sharded inputs and reads the partitioned HLO: the user's custom call runs on the "
+    "full, global operand, with all-gather / all-to-all collectives in front of it. Reports the bytes moved per "
+    "call.",
+    "Results stay correct but each call costs a full copy of the operand per device, which defeats sharding; "
+    "wrap the call in `shard_map` (when it works per shard) or give it a `custom_partitioning` rule.",
+    "jxs005_bad.py", "jxs005_good.py",
+    message="XLA gathers the operands of an opaque call: {evidence}",
+    fix="{fix}",
+)
+PARTITION_CALLBACK_RAISED = Rule(
+    "JXS006", "partition-callback-raised", "error",
+    "A `custom_partitioning` callback (`partition`, `infer_sharding_from_operands`) raised for some input "
+    "sharding.",
+    "Compiles jit with each enumerated input sharding and reports the callback's own exception with the sharding "
+    "that triggered it.",
+    "Callbacks run inside XLA's compiler, so their exception surfaces as an opaque compile error only when a user "
+    "first shards the input that way.",
+    "jxs006_bad.py", "jxs006_good.py",
+    message="A custom_partitioning callback raised: {evidence}",
+    fix="{fix}",
+)

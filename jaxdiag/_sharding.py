@@ -1,0 +1,249 @@
+"""`jaxdiag sharding` / `jaxdiag.check_sharding`: run the sharding checks in a child process on virtual CPU devices.
+
+The number of CPU devices is fixed when JAX initialises, by `--xla_force_host_platform_device_count` in
+`XLA_FLAGS`. The user's process may have initialised JAX already (a test suite, a notebook) and must keep its
+environment, so the checks run in `python -m jaxdiag._sharding_child` started with that flag appended to the
+child's copy of `XLA_FLAGS` (and `JAX_PLATFORMS=cpu`). The child sends back the report as schema-1 JSON, which is
+turned into the same `Report` every command renders.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import fields
+from typing import Any, Sequence
+
+from . import __version__
+from ._errors import TargetLoadError, UsageError
+from ._report import CheckResult, Finding, Location, Report, TargetReport
+
+DEFAULT_MESH = (2, 4)
+MAX_DEVICES = 64
+DEFAULT_TIMEOUT = 1800.0
+
+
+def check_sharding(
+    target: Any,
+    *args: Any,
+    params: dict[str, Any] | None = None,
+    mesh: Sequence[int] | str = DEFAULT_MESH,
+    seed: int = 0,
+    include_jax: bool = False,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    app_dir: str = ".",
+    max_placements: int = 12,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> Report:
+    """Check a target on a virtual CPU mesh: jit on sharded inputs against the unsharded result, custom_partitioning
+    callbacks and Shardy rules, shard_map, and the gathering cost of opaque calls.
+
+    `target` is an object or a TARGET string; each arg a concrete array or a SPEC string; `params` a primitive's
+    bind parameters; `mesh` the mesh shape (`(2, 4)` or `"2x4"`, at most 64 devices). The checks run in a child
+    process; this process's JAX and environment are untouched.
+    """
+    from ._filtering import Filter
+
+    shape = parse_mesh(mesh) if isinstance(mesh, str) else validate_mesh(tuple(mesh))
+    settings = Filter(select, ignore)  # unknown codes: a usage error before the child starts
+    ref = target_ref(target)
+    entry = {"ref": ref, "args": list(args), "params": dict(params or {})}
+    report = run_in_child([entry], shape, seed=seed, include_jax=include_jax, app_dir=app_dir,
+                          max_placements=max_placements, timeout=timeout)
+    return settings.apply(report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Options
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def validate_mesh(shape: tuple[int, ...]) -> tuple[int, ...]:
+    if not shape or len(shape) > 4 or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1
+                                              for n in shape):
+        raise UsageError(f"bad mesh {shape!r}: give 1 to 4 positive axis sizes, e.g. 2x4")
+    total = 1
+    for n in shape:
+        total *= n
+    if total > MAX_DEVICES:
+        raise UsageError(f"mesh {'x'.join(map(str, shape))} needs {total} virtual devices; at most {MAX_DEVICES}")
+    return shape
+
+
+def parse_mesh(text: str) -> tuple[int, ...]:
+    """`2x4` -> (2, 4); `8` -> (8,)."""
+    cleaned = (text or "").strip().lower().replace("×", "x")
+    if not re.fullmatch(r"\d+(x\d+){0,3}", cleaned):
+        raise UsageError(f"bad --mesh {text!r}: write axis sizes separated by 'x', e.g. 2x4 or 8")
+    return validate_mesh(tuple(int(n) for n in cleaned.split("x")))
+
+
+def target_ref(target: Any) -> str:
+    """A TARGET string the child can load for an object given to the API: `module:attr` when the module imports by
+    name, else `path/to/file.py:attr`."""
+    if isinstance(target, str):
+        return target
+    for module in _modules_holding(target):
+        attr = next(a for a, v in vars(module).items() if v is target)
+        name = module.__name__
+        path = getattr(module, "__file__", None)
+        if name != "__main__" and not name.startswith("_jaxdiag_user_") and getattr(module, "__spec__", None):
+            return f"{name}:{attr}"
+        if path:
+            return f"{path}:{attr}"
+    raise TargetLoadError("check_sharding runs in a child process, which must import the target: pass a TARGET "
+                          "string ('pkg.mod:attr' or 'path/file.py:attr') or an object defined at module level")
+
+
+def _modules_holding(obj: Any) -> list[Any]:
+    fn = getattr(obj, "fun", None) or getattr(obj, "__wrapped__", None) or obj
+    home = getattr(fn, "__module__", None) or getattr(inspect.getmodule(fn), "__name__", None)
+    found = []
+    for module in list(sys.modules.values()):
+        try:
+            if module is not None and any(v is obj for v in vars(module).values()):
+                found.append(module)
+        except TypeError:
+            continue
+    found.sort(key=lambda m: (m.__name__ != home, m.__name__ == "__main__"))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The child process
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def child_env(devices: int, base: dict[str, str] | None = None) -> dict[str, str]:
+    """A copy of the environment with the device-count flag appended to XLA_FLAGS (the last occurrence of a flag
+    wins, so a user's own count is overridden in the child only) and the CPU platform selected."""
+    env = dict(os.environ if base is None else base)
+    flag = f"--xla_force_host_platform_device_count={devices}"
+    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flag}".strip()
+    env["JAX_PLATFORMS"] = "cpu"
+    return env
+
+
+def run_in_child(entries: list[dict[str, Any]], mesh: tuple[int, ...], *, seed: int = 0, include_jax: bool = False,
+                 app_dir: str = ".", max_placements: int = 12, timeout: float | None = DEFAULT_TIMEOUT,
+                 strict: bool = True) -> Report:
+    """Every finding of every entry, unfiltered (each target report carries its anchors and config keys, so the
+    caller filters once, as every command does)."""
+    devices = 1
+    for n in mesh:
+        devices *= n
+    handle, out_path = tempfile.mkstemp(prefix="jaxdiag-sharding-", suffix=".json")
+    os.close(handle)
+    request = {"targets": entries, "mesh": list(mesh), "seed": seed, "include_jax": include_jax, "app_dir": app_dir,
+               "max_placements": max_placements, "sys_path": [p for p in sys.path if p], "out_path": out_path,
+               "strict": strict}
+    try:
+        try:
+            payload = pickle.dumps(request)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            raise UsageError(f"the sharding checks' inputs cannot be sent to the child process: {exc}") from None
+        try:
+            done = subprocess.run([sys.executable, "-m", "jaxdiag._sharding_child"], input=payload,
+                                  capture_output=True, env=child_env(devices), timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return _timed_out(entries, timeout)
+        try:
+            with open(out_path, encoding="utf-8") as result:
+                answer = json.load(result)
+        except (OSError, ValueError):
+            answer = {"internal_error": f"the child process exited with {done.returncode} without a report",
+                      "traceback": done.stderr.decode(errors="replace")[-4000:]}
+    finally:
+        try:
+            os.unlink(out_path)
+        except OSError:
+            pass
+    if "usage_error" in answer:
+        error = TargetLoadError if answer.get("error_type") == "TargetLoadError" else UsageError
+        raise error(answer["usage_error"])
+    if "internal_error" in answer:
+        return _internal(entries, answer)
+    return report_from_dict(answer["report"])
+
+
+def _timed_out(entries: list[dict[str, Any]], timeout: float | None) -> Report:
+    from . import _rules as rules
+
+    return Report([TargetReport(e.get("label") or e["ref"], "function", findings=[rules.CHECK_SKIPPED.finding(
+        reason=f"the sharding checks did not finish within {timeout:.0f} s and were stopped", check="sharding")])
+        for e in entries], jaxdiag_version=__version__)
+
+
+def _internal(entries: list[dict[str, Any]], answer: dict[str, Any]) -> Report:
+    detail = f"internal error in the sharding child process: {answer['internal_error']}\n{answer.get('traceback', '')}"
+    return Report([TargetReport(e["ref"], "function", checks=[CheckResult("sharding", "error", 0.0, detail)])
+                   for e in entries], jaxdiag_version=__version__)
+
+
+def _only_known(cls: Any, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def report_from_dict(data: dict[str, Any]) -> Report:
+    """The inverse of `Report.to_dict` (schema 1)."""
+    targets = []
+    for t in data.get("targets", []):
+        findings = [Finding.from_dict(f) for f in t.get("findings", [])]
+        checks = [CheckResult(**_only_known(CheckResult, c)) for c in t.get("checks", [])]
+        report = TargetReport(t["target"], t["kind"], list(t.get("inputs", [])), checks, findings,
+                              module=t.get("module", ""))
+        report.anchors = [Location(**a) for a in t.get("anchors", [])]
+        report.config_keys = list(t.get("config_keys", []))
+        targets.append(report)
+    return Report(targets, jaxdiag_version=data.get("jaxdiag_version", __version__),
+                  jax_version=data.get("jax_version", ""))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `jaxdiag check` with `sharding = true`
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def lint_entries(lint: Any, found: list[Any]) -> list[dict[str, Any]]:
+    """One child request entry per target `jaxdiag check` found, plus custom_partitioning objects (which only the
+    sharding checks look at)."""
+    entries = []
+    seen = {id(f.obj) for f in found}
+    for item in found:
+        args, params, _ = lint._inputs_for(item)
+        entries.append({"ref": _walked_ref(item.walked, item.attr), "label": item.label, "args": args,
+                        "params": params, "config_keys": list(item.keys), "module": item.walked.label})
+    from ._compat import _sharding as cs
+
+    for walked in lint.discovery.walked:
+        for attr, value in list(vars(walked.module).items()):
+            if cs.is_custom_partitioning(value) and id(value) not in seen:
+                seen.add(id(value))
+                label = f"{walked.label}:{attr}"
+                entries.append({"ref": _walked_ref(walked, attr), "label": label, "args": [], "params": {},
+                                "config_keys": [label], "module": walked.label})
+    return entries
+
+
+def _walked_ref(walked: Any, attr: str) -> str:
+    path = getattr(walked.module, "__file__", None)
+    return f"{path}:{attr}" if walked.by_path and path else f"{walked.module.__name__}:{attr}"
+
+
+def lint_sharding(lint: Any, found: list[Any], mesh: tuple[int, ...] = DEFAULT_MESH) -> list[TargetReport]:
+    """The sharding reports of every target `jaxdiag check` found, unfiltered (check filters once)."""
+    entries = lint_entries(lint, found)
+    if not entries:
+        return []
+    report = run_in_child(entries, mesh, seed=lint.seed, app_dir=lint.app_dir, strict=False)
+    for target in report.targets:
+        target.target = f"{target.target} [sharding]"
+    return report.targets

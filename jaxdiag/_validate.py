@@ -1,0 +1,137 @@
+"""Up-front validation of the CLI's inputs, so that every bad value is one `jaxdiag: error:` line with exit 2
+before any check runs: rule selectors (`--select`/`--ignore`, pyproject, inline `# jaxdiag: ignore[...]`),
+the output file, and `--app-dir`. No JAX here: this runs before the engine is imported.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import os
+import re
+import sys
+import tokenize
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from . import _rules
+from ._errors import UsageError
+
+# The inline suppression syntax `_locate` reads (`# jaxdiag: ignore` or `# jaxdiag: ignore[CODE, ...]`).
+_INLINE_RE = re.compile(r"#\s*jaxdiag:\s*ignore(?:\[([^\]]*)\])?")
+# Folders a source walk never enters (virtual environments, caches, VCS metadata).
+_SKIPPED_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages"}
+
+
+def known_selector(selector: str) -> bool:
+    """A rule code, a deprecated code, or a prefix of a code or of a category (`JXB`, `JXB0`, `JXN`), like ruff's
+    codes: the catalog (`_rules.validate_codes`) decides, plus category prefixes that have no rules yet."""
+    selector = selector.strip().upper()
+    if not selector:
+        return False
+    return not _rules.validate_codes([selector]) or any(prefix.startswith(selector) for prefix in _rules.CATEGORIES)
+
+
+def check_selectors(selectors: Iterable[str], where: str) -> None:
+    """Raise UsageError naming the first unknown code; `where` says where it was written (`--select`, a file)."""
+    for selector in selectors:
+        if known_selector(selector):
+            continue
+        wanted = selector.strip().upper()
+        digits = wanted[:3] + wanted[3:].replace("O", "0").replace("I", "1").replace("L", "1")  # JXB01O -> JXB010
+        close = [digits] if known_selector(digits) else difflib.get_close_matches(wanted, sorted(_rules.RULES), n=1,
+                                                                                  cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise UsageError(f"{where}: unknown rule code or prefix {selector.strip()!r}{hint} "
+                         "(`jaxdiag rules` lists them)")
+
+
+def check_output(path: str | None) -> None:
+    """The report file can be written: not a directory, in an existing, writable directory."""
+    if path is None:
+        return
+    if not path or os.path.isdir(path):
+        raise UsageError(f"--output {path!r} is a directory; give a file name such as report.json")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"--output {path!r}: directory {folder!r} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise UsageError(f"--output {path!r} is not writable")
+
+
+def check_app_dir(app_dir: str) -> None:
+    if not os.path.isdir(app_dir):
+        raise UsageError(f"--app-dir {app_dir!r} is not a directory")
+
+
+def inline_selectors(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, code) for every code named in a `# jaxdiag: ignore[...]` comment of a Python file (comments only,
+    so a docstring that shows the syntax is not read as a suppression)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (OSError, UnicodeDecodeError, SyntaxError, tokenize.TokenError):
+        return  # unreadable or broken files are reported when they are imported
+    for token in tokens:
+        if token.type != tokenize.COMMENT:
+            continue
+        match = _INLINE_RE.search(token.string)
+        if match and match.group(1) is not None:
+            for code in match.group(1).split(","):
+                yield token.start[0], code.strip()
+
+
+def check_inline_suppressions(files: Iterable[Path]) -> None:
+    for path in files:
+        for line, code in inline_selectors(path):
+            if not code or not known_selector(code):
+                check_selectors([code or "''"], f"{_shown(path)}:{line}: # jaxdiag: ignore[...]")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def source_files(items: Iterable[str], app_dir: str) -> list[Path]:
+    """The Python files named by TARGET module parts, file paths, folders or module names, as far as they can be
+    found without importing the user's code (a package is walked as a folder). Anything not found here is left
+    to the loader, which reports it."""
+    found: list[Path] = []
+    for item in items:
+        if not item.strip():
+            continue
+        path = Path(item) if os.path.isabs(item) else Path(app_dir) / item
+        if not path.exists() and Path(item).exists():
+            path = Path(item)
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            found.extend(_walk(path))
+        elif all(part.isidentifier() for part in item.split(".")):
+            found.extend(_module_files(item, app_dir))
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
+        yield from (Path(root) / f for f in sorted(files) if f.endswith(".py"))
+
+
+def _module_files(name: str, app_dir: str) -> list[Path]:
+    """The file (or package folder) of a dotted module name, looked up on --app-dir and sys.path without importing
+    anything: validation must not run the user's code (the loader does, once)."""
+    parts = name.split(".")
+    for base in [os.path.abspath(app_dir), *sys.path]:
+        if not base or not os.path.isdir(base):
+            continue
+        folder = Path(base).joinpath(*parts)
+        if (folder / "__init__.py").is_file():
+            return list(_walk(folder))
+        module = folder.with_suffix(".py")
+        if module.is_file():
+            return [module]
+    return []

@@ -1,0 +1,41 @@
+"""One CLI runner for the tests on every supported click/typer: stdout and stderr always captured apart (click
+< 8.2 mixes them unless asked), and `output` is both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from typer.testing import CliRunner
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+class Runner:
+    def __init__(self) -> None:
+        try:
+            self._runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]  # click < 8.2
+        except TypeError:
+            self._runner = CliRunner()
+
+    def invoke(self, app: Any, args: Any = None, **kwargs: Any) -> Result:
+        result = self._runner.invoke(app, args, **kwargs)
+        return Result(result.exit_code, result.stdout, result.stderr, result.exception)
+
+
+def flat(text: str) -> str:
+    """Report text without panel borders and with every run of whitespace one space: assertions on it do not depend
+    on where the terminal width wrapped a line."""
+    for border in "│╭╮╰╯─":
+        text = text.replace(border, " ")
+    return " ".join(text.split())

@@ -1,0 +1,259 @@
+"""`jaxdiag sharding`: every JXS sample pair on a virtual CPU mesh (the rule on the bad file, at the line its
+`# jaxdiag-expect: JXS00N` marker names; nothing on the good file), the false-alarm sweep over JAX's own ops, the
+child process (environment, errors), the CLI, the API and `check` with `sharding = true`.
+
+Each child process costs a JAX start-up plus one compilation per input sharding, so the default tier runs one
+child for all of its targets (`fast_report`); everything else is marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxdiag import _sharding
+from jaxdiag._errors import UsageError
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+TESTS = Path(__file__).resolve().parent
+SAMPLE_ARGS = {"jxs001": ("fft_real", "f32[8,16]"), "jxs002": ("scale", "f32[8,16]"),
+               "jxs003": ("running_total", "f32[8,16]"), "jxs004": ("soft_sign_p", "f32[4]"),
+               "jxs005": ("cumsum_rows", "f32[8,16]"), "jxs006": ("row_norms", "f32[8,16]")}
+FAST = ["jxs001_bad", "jxs001_good", "jxs004_bad", "jxs004_good", "jxs005_bad"]
+SLOW = sorted({f"{c}_{w}" for c in SAMPLE_ARGS for w in ("bad", "good")} - set(FAST))
+
+
+def expected_lines(stem: str) -> dict[str, set[int]]:
+    """Marker lines per code: `# jaxdiag-expect: JXS001` in the sample."""
+    lines: dict[str, set[int]] = {}
+    for number, text in enumerate((SAMPLES / f"{stem}.py").read_text().splitlines(), start=1):
+        marker = text.partition("jaxdiag-expect:")[2]
+        for code in re.findall(r"\bJX[A-Z]\d{3}\b", marker):
+            lines.setdefault(code, set()).add(number)
+    return lines
+
+
+def entry(stem: str) -> dict:
+    attr, spec = SAMPLE_ARGS[stem[:6]]
+    return {"ref": f"samples/{stem}.py:{attr}", "args": [spec], "params": {}}
+
+
+def run(stems: list[str], extra: tuple[dict, ...] = (), **options) -> dict[str, list]:
+    """One child for every sample (and `extra` entries); {file stem: [target reports]}."""
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        report = _sharding.run_in_child([entry(s) for s in stems] + list(extra), (2, 4), **options)
+    finally:
+        os.chdir(cwd)
+    assert not report.internal_errors, [c.detail for c in report.internal_errors]
+    by_stem: dict[str, list] = {s: [] for s in stems}
+    for target in report.targets:
+        stem = target.target.split(":")[0].rsplit("/", 1)[-1][:-3]
+        by_stem.setdefault(stem, []).append(target)
+    return by_stem
+
+
+def assert_sample(stem: str, targets: list) -> None:
+    findings = [f for t in targets for f in t.findings]
+    problems = [f for f in findings if f.severity in ("error", "warning")]
+    code = stem[:6].upper()
+    if stem.endswith("_good"):
+        assert not problems, [(f.code, f.message) for f in problems]
+        return
+    hits = [f for f in problems if f.code == code]
+    assert hits, f"samples/{stem}.py should report {code}; got {[(f.code, f.message) for f in findings]}"
+    marked = expected_lines(stem)
+    for f in problems:
+        assert f.code in marked, f"{stem}: unexpected {f.code}: {f.message}"
+        assert f.location is not None and f.location.path.endswith(f"{stem}.py"), f.location
+        assert f.location.line in marked[f.code], (f.code, f.location.line, marked[f.code])
+        assert f.fix, f"{f.code} has no fix"
+
+
+@pytest.fixture(scope="module")
+def fast_report():
+    # + a target no placement can shard (f32[3] on 2x4), which must say so rather than pass quietly
+    return run(FAST, ({"ref": "tests/sharding_targets.py:total", "args": ["f32[3]"]},), max_placements=6)
+
+
+@pytest.mark.parametrize("stem", FAST)
+def test_fast_samples(fast_report, stem):
+    assert_sample(stem, fast_report[stem])
+
+
+def test_fft_mismatch_names_the_input_sharding_and_values(fast_report):
+    finding = next(f for t in fast_report["jxs001_bad"] for f in t.findings if f.code == "JXS001")
+    assert re.search(r"input P\(None, '[ab]'\)", finding.message), finding.message
+    assert "got" in finding.message and "expected" in finding.message and "max abs difference" in finding.message
+    assert "P(None, None)" in finding.message  # the replicated placement agrees
+    assert "partition_fft" in finding.fix and "dimension 1" in finding.fix
+
+
+def test_an_unshardable_input_is_a_note_not_a_pass(fast_report):
+    (target,) = fast_report["sharding_targets"]
+    assert [(f.code, f.severity) for f in target.findings] == [("JXN003", "info")]
+    assert "only the replicated placement ran" in target.findings[0].message
+
+
+def test_inputs_come_from_the_modules_jaxdiag_dict_without_arg(monkeypatch):
+    from jaxdiag import _engine, _sharding_child
+
+    monkeypatch.chdir(ROOT)
+    resolved = _engine.resolve("samples/jxs002_good.py:scale")
+    assert _sharding_child.configured_inputs("samples/jxs002_good.py:scale", resolved, ".") == (["f32[8,16]"], {})
+    resolved = _engine.resolve("tests/sharding_targets.py:total")
+    assert _sharding_child.configured_inputs("tests/sharding_targets.py:total", resolved, ".") == ([], {})
+
+
+def test_gathering_cost_reports_bytes_moved(fast_report):
+    finding = next(f for t in fast_report["jxs005_bad"] for f in t.findings if f.code == "JXS005")
+    assert finding.severity == "warning"
+    assert "512 B" in finding.message  # f32[8,16]: the global operand
+    assert re.search(r"\d+ B moved per call", finding.message), finding.message
+    assert "shard_map" in finding.fix and "custom_partitioning" in finding.fix
+
+
+@pytest.fixture(scope="module")
+def slow_report():
+    return run(SLOW)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stem", SLOW)
+def test_slow_samples(slow_report, stem):
+    assert_sample(stem, slow_report[stem])
+
+
+SWEEP = [("fft_last", ["f32[8,16]"]), ("total", ["f32[8,16]"]), ("sort_rows", ["f32[8,16]"]),
+         ("matmul", ["f32[8,16]", "f32[16,8]"]), ("uses_lower_fun_primitive", ["f32[8,16]"]),
+         ("cumulative_sin_p", ["f32[8,16]"]), ("jit_mix", ["f32[8,16]", "f32[4,16]"])]
+
+
+@pytest.mark.slow
+def test_false_alarm_sweep_over_jax_ops_under_sharding():
+    entries = [{"ref": f"{TESTS / 'sharding_targets.py'}:{name}", "args": args, "params": {}} for name, args in SWEEP]
+    report = _sharding.run_in_child(entries, (2, 4))
+    assert not report.internal_errors, [c.detail for c in report.internal_errors]
+    problems = [(t.target, f.code, f.message) for t in report.targets for f in t.findings
+                if f.severity in ("error", "warning")]
+    assert not problems, problems
+    ran = {c.name for t in report.targets for c in t.checks if c.status == "passed"}
+    assert {"sharded-results", "shard-map"} <= ran, ran  # the sweep really compared something
+
+
+# --- options, the child process, API and CLI ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,shape", [("2x4", (2, 4)), ("8", (8,)), ("2X2x2", (2, 2, 2)), (" 4x2 ", (4, 2))])
+def test_parse_mesh(text, shape):
+    assert _sharding.parse_mesh(text) == shape
+
+
+@pytest.mark.parametrize("text", ["", "2x", "x4", "2*4", "0x4", "8x16", "a"])
+def test_parse_mesh_rejects(text):
+    with pytest.raises(UsageError):
+        _sharding.parse_mesh(text)
+
+
+def test_child_env_appends_the_flag_without_touching_the_parent():
+    before = dict(os.environ)
+    env = _sharding.child_env(8, {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false", "PATH": "/bin"})
+    assert env["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=8"
+    assert env["JAX_PLATFORMS"] == "cpu" and env["PATH"] == "/bin"
+    assert _sharding.child_env(4, {})["XLA_FLAGS"] == "--xla_force_host_platform_device_count=4"
+    assert dict(os.environ) == before
+
+
+def test_placements_are_bounded_and_start_replicated():
+    from jaxdiag._checks._sharding import placements, show_spec
+    from jaxdiag._inputs import parse_spec
+
+    found = placements([parse_spec("f32[8,16]")], (2, 4), ("a", "b"), 12)
+    shown = [" ".join(show_spec(s) for s in p.specs) for p in found]
+    assert shown[0] == "P(None, None)" and len(found) == len(set(shown)) <= 12
+    assert {"P('a', None)", "P('b', None)", "P(None, 'a')", "P(None, 'b')"} <= set(shown)
+    assert "P('a', 'b')" in shown  # a combination
+    odd = placements([parse_spec("f32[3,5]")], (2, 4), ("a", "b"), 12)
+    assert len(odd) == 1  # nothing divides: replicated only
+
+
+def test_report_round_trips_through_the_child_json():
+    from jaxdiag._report import CheckResult, Finding, Location, Report, TargetReport
+
+    report = Report([TargetReport("m:f", "function", ["f32[3]"], [CheckResult("c", "failed", 0.5, "JXS001")],
+                                  [Finding("JXS001", "n", "error", "msg", "fix", Location("a.py", 3, "f"))])],
+                    "0.1", "0.10")
+    again = _sharding.report_from_dict(json.loads(json.dumps(report.to_dict())))
+    assert again.to_dict() == report.to_dict()
+
+
+def test_object_targets_become_importable_refs():
+    from sharding_targets import cumulative_sin_p, total
+
+    assert _sharding.target_ref(total) == "sharding_targets:total"
+    assert _sharding.target_ref(cumulative_sin_p) == "sharding_targets:cumulative_sin_p"
+    with pytest.raises(UsageError):
+        _sharding.target_ref(lambda x: x)
+
+
+def test_config_key_is_validated(tmp_path):
+    from jaxdiag import _config
+
+    assert _config.parse({"sharding": True}).sharding is True
+    assert _config.parse({}).sharding is False
+    with pytest.raises(UsageError):
+        _config.parse({"sharding": "yes"})
+
+
+@pytest.mark.slow
+def test_cli_exit_codes_and_json(tmp_path):
+    env = dict(os.environ)
+    cmd = [sys.executable, "-m", "jaxdiag", "sharding", "samples/jxs002_bad.py:scale", "--arg", "f32[8,16]",
+           "--format", "json"]
+    done = subprocess.run(cmd, cwd=ROOT, check=False, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    assert [f["code"] for t in data["targets"] for f in t["findings"]] == ["JXS002"]
+    assert os.environ.get("XLA_FLAGS") == env.get("XLA_FLAGS")
+    bad = subprocess.run([sys.executable, "-m", "jaxdiag", "sharding", "samples/jxs002_bad.py:scale", "--mesh",
+                          "2x"], cwd=ROOT, check=False, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.startswith("jaxdiag: error: bad --mesh")
+    ignored = subprocess.run(cmd + ["--ignore", "JXS002"], cwd=ROOT, check=False, capture_output=True, text=True,
+                             timeout=600)
+    assert ignored.returncode == 0, ignored.stderr
+
+
+@pytest.mark.slow
+def test_api_takes_objects_and_a_mesh(monkeypatch):
+    import jaxdiag
+
+    monkeypatch.syspath_prepend(str(SAMPLES))
+    monkeypatch.chdir(ROOT)
+    import jxs001_bad  # type: ignore[import-not-found]
+
+    report = jaxdiag.check_sharding(jxs001_bad.fft_real, "f32[8,16]", mesh="4x2", max_placements=6)
+    assert not report.ok and "JXS001" in report.codes()
+    assert "a=4 x b=2" in next(f.message for f in report.findings if f.code == "JXS001")
+
+
+@pytest.mark.slow
+def test_check_runs_sharding_when_configured(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxdiag]\nsharding = true\n")
+    (tmp_path / "ops.py").write_text((SAMPLES / "jxs002_bad.py").read_text())
+    done = subprocess.run([sys.executable, "-m", "jaxdiag", "check", "ops.py", "--format", "json"], cwd=tmp_path,
+                          check=False, capture_output=True, text=True, timeout=600)
+    data = json.loads(done.stdout)
+    codes = {f["code"] for t in data["targets"] for f in t["findings"]}
+    assert "JXS002" in codes and done.returncode == 1, (codes, done.stderr)
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxdiag]\n")
+    off = subprocess.run([sys.executable, "-m", "jaxdiag", "check", "ops.py", "--format", "json"], cwd=tmp_path,
+                         check=False, capture_output=True, text=True, timeout=600)
+    assert not any(f["code"].startswith("JXS") for t in json.loads(off.stdout)["targets"] for f in t["findings"])
