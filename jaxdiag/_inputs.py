@@ -1,6 +1,6 @@
 """Example inputs: SPEC parsing, seeded random draws, domains, and shape ladders.
 
-One `--arg` describes one positional argument (DESIGN.md, SPEC):
+One `--arg` describes one positional argument (docs/cli.md, SPEC):
 - an array: `f32[2,3]`, optionally with a value domain, `f32[3]@positive`, `f32[3]@-1..0`;
 - a typed PRNG key: `key[]`, `key[4]` (drawn as raw key data, wrapped into a key when the target is called);
 - a static Python value, passed as-is and never batched or differentiated: `0.1`, `3`, `True`, `'mode'`, `None`,
