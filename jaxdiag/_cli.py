@@ -188,6 +188,18 @@ AppDirOpt = typer.Option(".", "--app-dir", metavar="DIR",
                          help="Directory put on sys.path before importing the target (default: .).")
 IncludeJaxOpt = typer.Option(False, "--include-jax", help="Also check JAX's own primitives found in a function.")
 TargetArg = typer.Argument(..., metavar="TARGET", help="pkg.module:attr or path/to/file.py:attr")
+DiffOpt = typer.Option(False, "--diff", help="Print the verified fixes as a unified diff (git apply / patch -p1).",
+                       rich_help_panel="Evidence and fixes")
+FixOpt = typer.Option(False, "--fix", help="Apply the verified fixes to the files.",
+                      rich_help_panel="Evidence and fixes")
+ShowJaxprOpt = typer.Option(False, "--show-jaxpr",
+                            help="Show the jaxpr of the transformation that exposed each defect.",
+                            rich_help_panel="Evidence and fixes")
+ReproOpt = typer.Option(None, "--repro", help="Write one plain-JAX script per finding to DIR.", metavar="DIR",
+                        rich_help_panel="Evidence and fixes")
+PlatformsOpt = typer.Option(None, "--platforms",
+                            help="Platforms that need a lowering: cpu,cuda,rocm,tpu (default cpu).",
+                            metavar="LIST", rich_help_panel="Evidence and fixes")
 
 
 def _version_callback(value: bool) -> None:
@@ -248,11 +260,30 @@ def _validate_common(fmt: str, output: Optional[str], app_dir: str, verbose: boo
     _validate.check_selectors(ignore, "--ignore")
 
 
-def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool, verbosity: int) -> None:
+def _views(diff: bool, fix: bool, show_jaxpr: bool, repro: Optional[str], platforms: Optional[str],
+           config_platforms: Any = None) -> dict[str, Any]:
+    """The evidence-and-fix options as `Options` fields; a bad --platforms is a usage error (exit 2)."""
+    from ._config import parse_platforms
+
+    chosen = parse_platforms(platforms, "--platforms") if platforms is not None else config_platforms
+    views: dict[str, Any] = {"fixes": diff or fix, "show_jaxpr": show_jaxpr}
+    if chosen:
+        views["platforms"] = tuple(chosen)
+    return views
+
+
+def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool, verbosity: int = 0, diff: bool = False,
+          fix: bool = False, repro: Optional[str] = None) -> None:
     """Render, write, and exit with the contract's code."""
     from ._render import render
     from ._render.text import draw, make_console
 
+    if diff or fix or repro:
+        from . import _views
+
+        if _views.deliver(report, fmt, output, diff=diff, fix=fix, repro=repro):
+            code = report.exit_code
+            raise typer.Exit(EXIT_CLEAN if code == EXIT_FINDINGS and exit_zero else code)
     try:
         if fmt == "text" and output is None:
             draw(report, make_console(), verbosity=verbosity)
@@ -278,7 +309,9 @@ def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool, verbosi
 
 def _diagnose(command: str, target: str, args: Optional[List[str]], params: Optional[List[str]], fmt: str,
               output: Optional[str], select: Optional[List[str]], ignore: Optional[List[str]], seed: Optional[int],
-              exit_zero: bool, app_dir: str, verbose: bool, quiet: bool, **options: Any) -> None:
+              exit_zero: bool, app_dir: str, verbose: bool, quiet: bool, diff: bool = False, fix: bool = False,
+              show_jaxpr: bool = False, repro: Optional[str] = None, platforms: Optional[str] = None,
+              **options: Any) -> None:
     with _guard():
         selected, ignored = _split_codes(select), _split_codes(ignore)
         _validate_common(fmt, output, app_dir, verbose, quiet, selected, ignored)
@@ -296,11 +329,12 @@ def _diagnose(command: str, target: str, args: Optional[List[str]], params: Opti
         from . import _engine
         from ._checks._base import Options
 
+        options.update(_views(diff, fix, show_jaxpr, repro, platforms, config.platforms))
         opts = Options(command=command, seed=seed if seed is not None else config.seed, **options)
         report = _engine.run(target, specs, bind_params, opts, select=selected or config.select,
                              ignore=ignored + config.ignore, app_dir=app_dir,
                              per_target_ignore=config.ignores_for(target))
-        _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet))
+        _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet), diff, fix, repro)
 
 
 def _parse_param(parse: Any, text: str) -> tuple[str, Any]:
@@ -337,10 +371,15 @@ def batching(
     seed: Optional[int] = SeedOpt,
     app_dir: str = AppDirOpt,
     include_jax: bool = IncludeJaxOpt,
+    diff: bool = DiffOpt,
+    fix: bool = FixOpt,
+    show_jaxpr: bool = ShowJaxprOpt,
+    repro: Optional[str] = ReproOpt,
+    platforms: Optional[str] = PlatformsOpt,
 ) -> None:
     """Check batching: registration, the batching rule's returns, and vmap against a per-example loop."""
     _diagnose("batching", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, verbose, quiet,
-              in_axes=in_axes, out_axes=out_axes, include_jax=include_jax)
+              diff, fix, show_jaxpr, repro, platforms, in_axes=in_axes, out_axes=out_axes, include_jax=include_jax)
 
 
 @app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
@@ -360,10 +399,15 @@ def grad(
     seed: Optional[int] = SeedOpt,
     app_dir: str = AppDirOpt,
     include_jax: bool = IncludeJaxOpt,
+    diff: bool = DiffOpt,
+    fix: bool = FixOpt,
+    show_jaxpr: bool = ShowJaxprOpt,
+    repro: Optional[str] = ReproOpt,
+    platforms: Optional[str] = PlatformsOpt,
 ) -> None:
     """Check differentiation: custom_vjp/custom_jvp rules, JVP and transpose rules, against references."""
     _diagnose("grad", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, verbose, quiet,
-              order=order, include_jax=include_jax)
+              diff, fix, show_jaxpr, repro, platforms, order=order, include_jax=include_jax)
 
 
 @app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
@@ -427,6 +471,11 @@ def check(
                                             "reported (default: pyproject's timeout, else 300; 0: no limit).",
                                             metavar="S"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Check every target again, ignoring .jaxdiag_cache/."),
+    diff: bool = DiffOpt,
+    fix: bool = FixOpt,
+    show_jaxpr: bool = ShowJaxprOpt,
+    repro: Optional[str] = ReproOpt,
+    platforms: Optional[str] = PlatformsOpt,
 ) -> None:
     """CI lint: discover every primitive and custom_* function in modules or paths, run every check."""
     with _guard():
@@ -447,14 +496,20 @@ def check(
             raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), got {timeout:g}")
         from . import _lint, _parallel
 
+        views = _views(diff, fix, show_jaxpr, repro, platforms, config.platforms)
+        in_process = bool(diff or fix or show_jaxpr or repro)
+
         if timeout is None:
             timeout = config.timeout
         report = _lint.check_paths(paths or [], app_dir=app_dir, seed=seed, select=selected, ignore=ignored,
                                    keep_going=keep_going, include_tests=include_tests,
-                                   jobs=jobs or _parallel.default_jobs(),
-                                   timeout=_parallel.DEFAULT_TIMEOUT if timeout is None else timeout,
-                                   cache=not no_cache)
-        _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet))
+                                   # fixes, jaxprs and repro subjects live on the in-process findings: one process,
+                                   # no cache, when they are asked for
+                                   jobs=1 if in_process else jobs or _parallel.default_jobs(),
+                                   timeout=0 if in_process else (_parallel.DEFAULT_TIMEOUT if timeout is None
+                                                                 else timeout),
+                                   cache=not (no_cache or in_process or platforms), **views)
+        _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet), diff, fix, repro)
 
 
 @app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")

@@ -16,7 +16,21 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-KNOWN_KEYS = {"select", "ignore", "per-target-ignores", "paths", "seed", "targets", "sharding", "timeout"}
+KNOWN_KEYS = {"select", "ignore", "per-target-ignores", "paths", "seed", "targets", "sharding", "timeout", "platforms"}
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+
+
+def parse_platforms(value: Any, where: str) -> tuple[str, ...]:
+    """`cpu,cuda` or `["cpu", "cuda"]` -> ("cpu", "cuda"); a UsageError naming `where` for anything else."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) for v in items):
+        raise UsageError(f"{where} must be a list of platforms ({', '.join(PLATFORMS)})")
+    names = [v.strip().lower() for v in items if v.strip()]
+    bad = [n for n in names if n not in PLATFORMS]
+    if bad or not names:
+        raise UsageError(f"{where}: unknown platform {bad[0] if bad else '(none)'!r}; choose from "
+                         f"{', '.join(PLATFORMS)}")
+    return tuple(dict.fromkeys(names))
 
 
 @dataclass
@@ -36,6 +50,7 @@ class Config:
     timeout: float | None = None  # seconds per target under `jaxdiag check`; 0: no limit; None: the default
     source: str | None = None
     sharding: bool = False  # `jaxdiag check` also runs the sharding checks (in a child process)
+    platforms: tuple[str, ...] = ("cpu",)
 
     def ignores_for(self, target: str) -> list[str]:
         """Codes per-target-ignores lists for `target`, its keys matched by glob (`pkg.mod:*`), as `check` does."""
@@ -114,6 +129,8 @@ def parse(table: dict, path: str = "pyproject.toml") -> Config:
     if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0):
         raise UsageError(f"{path}: [tool.jaxdiag] timeout must be a number of seconds >= 0 (0: no limit)")
     config.timeout = None if timeout is None else float(timeout)
+    if "platforms" in table:
+        config.platforms = parse_platforms(table["platforms"], f"{path}: [tool.jaxdiag] platforms")
     targets = table.get("targets", {})
     if not isinstance(targets, dict):
         raise UsageError(f"{path}: [tool.jaxdiag.targets] must be a table keyed by target")

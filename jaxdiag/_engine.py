@@ -173,7 +173,12 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
     for report in reports:
         report.anchors = list(anchors)
         report.config_keys = [resolved.ref]
-    return Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
+    final = Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
+    if options.fixes:  # --diff / --fix: verify candidate edits by re-running this same call on edited copies
+        from . import _fixes
+
+        _fixes.attach(final, resolved, args, params, options, app_dir, run_unfiltered)
+    return final
 
 
 def _run_target(target: Target, templates: list[Any], concrete: list, params: dict, options: Options
@@ -468,6 +473,7 @@ def run_subject(subject: Subject, options: Options, cache: SubjectCache | None =
     cache = SubjectCache() if cache is None else cache
     report = TargetReport(target=subject.label, kind=subject.kind, inputs=subject.input_texts,
                           module=subject.module)
+    report.subject = subject  # type: ignore[attr-defined]  # for --repro; not serialized
     for chk in ALL_CHECKS:
         if not chk.applies(subject, options):
             continue
@@ -495,7 +501,30 @@ def run_subject(subject: Subject, options: Options, cache: SubjectCache | None =
             detail = "; ".join(sorted({f.code for f in findings}))
         report.checks.append(CheckResult(chk.name, status, seconds, detail))
         report.findings.extend(findings)
+    if options.show_jaxpr:
+        attach_jaxprs(subject, report.findings)
     return report
+
+
+def attach_jaxprs(subject: Subject, findings: list[Finding]) -> None:
+    """--show-jaxpr: each error's or warning's jaxpr under the transformation that exposed it (one trace per
+    distinct transformation)."""
+    from . import _exposure
+
+    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
+    from ._checks._shared import prim_var
+
+    name = f"{prim_var(subject)}.bind" if subject.kind == "primitive" else subject.name
+    marker = subject.obj.name if subject.kind == "primitive" else ""
+    texts: dict[Any, str] = {}
+    for finding in findings:
+        if finding.severity == "info" or not shapes:
+            continue
+        exposure = _exposure.exposure_for(finding, subject.kind)
+        key = repr(exposure)  # out_axes may be a list (unhashable), and a list is not the same as a tuple there
+        if key not in texts:
+            texts[key] = _exposure.exposing_jaxpr(subject.call, exposure, shapes, name, marker)
+        finding.jaxpr = texts[key]
 
 
 def suppression_anchors(target: Target) -> list[Location]:

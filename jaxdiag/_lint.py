@@ -60,11 +60,14 @@ def check_paths(
     jobs: int = 1,
     timeout: float | None = None,
     cache: bool = False,
+    **run_options: Any,
 ) -> Report:
     """`jaxdiag check [PATHS]`: with no paths, `[tool.jaxdiag] paths`; with neither, a UsageError (exit 2).
 
     `jobs` worker processes (1: this process), `timeout` seconds per target (None: no limit; a limit runs the
-    targets in worker processes), `cache`: reuse results from `.jaxdiag_cache/` (see `_parallel`, `_cache`).
+    targets in worker processes), `cache`: reuse results from `.jaxdiag_cache/` (see `_parallel`,
+    `_cache`). `run_options` are further
+    `Options` fields (`fixes`, `show_jaxpr`, `platforms`).
     """
     config = _config.load(app_dir)
     from_config = not paths
@@ -75,6 +78,7 @@ def check_paths(
     lint = _Lint(config, app_dir, seed if seed is not None else config.seed,
                  list(select) or config.select, list(ignore) + config.ignore, keep_going, include_tests)
     lint.settings = _parallel.RunSettings(jobs=jobs, timeout=timeout, cache=cache)
+    lint.run_options = run_options  # type: ignore[attr-defined]  # Options fields for every target's run
     with _engine.RUN_LOCK, _compat.restored_sys_path():  # user folders stay importable for the run only
         return lint.run(items, from_config=from_config)
 
@@ -153,8 +157,8 @@ class _Lint:
         target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
         anchors = _engine.suppression_anchors(target)
         try:
-            report = _engine.run_unfiltered(target, args, params, Options(command="check", seed=self.seed),
-                                            app_dir=self.app_dir)
+            report = _engine.run_unfiltered(target, args, params, Options(
+                command="check", seed=self.seed, **getattr(self, "run_options", {})), app_dir=self.app_dir)
         except _engine.MissingDependencyError as exc:
             report = Report([TargetReport(found.label, found.kind, checks=[CheckResult(
                 "infer-inputs", "skipped", 0.0, "optional dependency missing")], findings=[
@@ -218,7 +222,7 @@ class _Lint:
             given_args, given_params = (entry.get("args", []), entry.get("params", {})) if isinstance(
                 entry, dict) else (None, None)
             if not isinstance(given_args, (list, tuple)) or not all(isinstance(a, str) for a in given_args) or \
-                    not isinstance(given_params, dict) or not set(entry) <= {"args", "params"}:
+                    not isinstance(given_params, dict) or not set(entry) <= {"args", "params", "platforms"}:
                 raise UsageError(f"{found.walked.label}: JAXDIAG[{name!r}] must be {{'args': [SPEC, ...], "
                                  "'params': {...}}} with SPEC strings such as 'f32[3]'")
             return list(given_args), _hashable(given_params), where

@@ -46,7 +46,7 @@ def def_line(filename: str, first_line: int) -> int:
             if offset and not linecache.getline(filename, first_line + offset):
                 break
             continue
-        if text.startswith(("def ", "async def ", "lambda")) or " lambda" in text or "=lambda" in text:
+        if text.startswith(("def ", "async def ")) or re.search(r"\blambda\b", text):
             return first_line + offset
         if not text.startswith("@") and offset:
             break
@@ -66,7 +66,9 @@ def locate(fn: Any) -> Location | None:
     if not filename or filename.startswith("<"):
         return None
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or code.co_name
-    return Location(relative_path(filename), def_line(filename, code.co_firstlineno), name)
+    # a lambda starts on its own line (`p.def_abstract_eval(lambda x: ...)`): no `def` to look for below it
+    line = code.co_firstlineno if code.co_name == "<lambda>" else def_line(filename, code.co_firstlineno)
+    return Location(relative_path(filename), line, name)
 
 
 # What is not the user's code: JAX, NumPy, the wrappers of the standard library, and jaxdiag itself (except the

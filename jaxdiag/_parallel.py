@@ -141,9 +141,12 @@ def run_in_process(lint: Lint, found: Found) -> Outcome:
             reports = lint._check(found)
         except UsageError as exc:
             return Outcome(usage_error=str(exc), complete=False)
-        return Outcome(reports=[target_report_to_dict(r) for r in reports],
-                       unchecked_lines=sorted(lint.unchecked_lines),
-                       complete=not any(r.internal_errors or r.problems for r in reports))
+        outcome = Outcome(reports=[target_report_to_dict(r) for r in reports],
+                          unchecked_lines=sorted(lint.unchecked_lines),
+                          complete=not any(r.internal_errors or r.problems for r in reports))
+        # in this process, keep the report objects themselves: --fix and --repro need what is not serialized
+        outcome.live = reports  # type: ignore[attr-defined]
+        return outcome
     finally:
         lint.unchecked_lines = saved
 
@@ -153,7 +156,8 @@ def apply(lint: Lint, outcome: Outcome) -> list[TargetReport]:
     if outcome.usage_error is not None:
         raise UsageError(outcome.usage_error)
     lint.unchecked_lines.update(outcome.unchecked_lines)
-    return [target_report_from_dict(r) for r in outcome.reports]
+    live = getattr(outcome, "live", None)
+    return list(live) if live is not None else [target_report_from_dict(r) for r in outcome.reports]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -43,10 +43,20 @@ class Finding:
     message: str
     fix: str = ""
     location: Location | None = None
+    # Optional evidence (DESIGN.md): the verified fix as a unified diff, and the jaxpr that exposed the defect.
+    diff: str = ""
+    jaxpr: str = ""
+    # None: no source edit was attempted; False: candidate edits failed verification (the fix stays text); True.
+    fix_verified: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["location"] = asdict(self.location) if self.location else None
+        for optional in ("diff", "jaxpr"):
+            if not data[optional]:
+                del data[optional]
+        if data["fix_verified"] is None:
+            del data["fix_verified"]
         return data
 
     @classmethod

@@ -103,6 +103,13 @@ def _jxr004(m: Any) -> str | None:
     return ok()
 
 
+@says("JXR015")
+def _jxr015(m: Any) -> str | None:
+    """`jax.jit(softclip).trace(x).lower(lowering_platforms=("cuda",))` (or run on a GPU)"""
+    jax.jit(bind(m.softclip_p)).trace(draw("JXR015", 4)).lower(lowering_platforms=("cuda",))
+    return ok()
+
+
 @says("JXR005")
 def _jxr005(m: Any) -> str | None:
     """`jax.vmap(gelu_tanh)(x)`"""

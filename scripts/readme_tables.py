@@ -9,6 +9,10 @@ For every catalog rule with a bad sample (`samples/<code>_bad.py`):
     python scripts/readme_tables.py            # rewrite the table in README.md
     python scripts/readme_tables.py --print    # print the table, leave README.md alone
     python scripts/readme_tables.py --check    # exit 1 with a diff if README.md's table is stale
+    python scripts/readme_tables.py --examples-only   # rewrite only the `--diff` / `--show-jaxpr` examples
+
+It also generates the README's `--diff` and `--show-jaxpr` examples (blocks `<!-- example:NAME -->`) by running
+those commands on the samples.
 
 The table records the JAX version it was generated with. `--check` on another JAX release prints a notice and exits
 0: messages legitimately differ between releases (CI checks on the newest JAX). Inputs are seeded, so two runs on
@@ -175,6 +179,7 @@ def _cell(text: str, code: bool = False) -> str:
 def rows() -> list[tuple[str, str, str, str, str]]:
     """(code and name, the plain-JAX call, what JAX says, what jaxdiag says, jaxdiag command) per bad sample."""
     from jax_says import JAX_SAYS
+
     from jaxdiag._rules import iter_rules
 
     out = []
@@ -212,6 +217,47 @@ def render() -> str:
     return "\n".join(lines)
 
 
+# README examples: (command line after `jaxdiag`, what to show: "stdout" or the JSON field of the first finding)
+EXAMPLES: dict[str, tuple[list[str], str]] = {
+    "diff": (["batching", "samples/jxb004_bad.py:quantize_p", "--arg", "f32[8]", "--diff"], "stdout"),
+    "show-jaxpr": (["batching", "samples/jxb004_bad.py:quantize_p", "--arg", "f32[8]", "--show-jaxpr"], "jaxpr"),
+}
+
+
+def example(name: str) -> str:
+    """The README block for one example: the command and what it prints (or the finding's field)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from jaxdiag._cli import app
+
+    command, show = EXAMPLES[name]
+    with _in_root(), _quiet():
+        if show == "stdout":
+            result = CliRunner().invoke(app, command)
+            output = result.stdout
+        else:
+            result = CliRunner().invoke(app, [*command, "--format", "json"])
+            output = json.loads(result.stdout)["targets"][0]["findings"][0][show]
+    fence = "diff" if show == "stdout" and "--diff" in command else "text"
+    return f"```console\n$ jaxdiag {' '.join(command)}\n```\n```{fence}\n{output.rstrip()}\n```"
+
+
+def _example_markers(name: str) -> tuple[str, str]:
+    return f"<!-- example:{name} -->", f"<!-- /example:{name} -->"
+
+
+def replace_examples(readme: str) -> str:
+    for name in EXAMPLES:
+        begin, end = _example_markers(name)
+        start, stop = readme.find(begin), readme.find(end)
+        if start < 0 or stop < start:
+            raise SystemExit(f"README.md has no {begin} ... {end} block")
+        readme = readme[:start + len(begin)] + "\n" + example(name) + "\n" + readme[stop:]
+    return readme
+
+
 def _block(text: str) -> str | None:
     start, end = text.find(BEGIN), text.find(END)
     if start < 0 or end < start:
@@ -224,11 +270,16 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 with a diff if README.md's table is stale")
     mode.add_argument("--print", action="store_true", help="print the table instead of writing README.md")
+    mode.add_argument("--examples-only", action="store_true", help="rewrite only the --diff/--show-jaxpr examples")
     args = parser.parse_args(argv)
 
     import jax
 
     readme = README.read_text(encoding="utf-8")
+    if args.examples_only:
+        README.write_text(replace_examples(readme), encoding="utf-8")
+        print("wrote the examples to README.md")
+        return 0
     current = _block(readme)
     if current is None and not args.print:
         print(f"README.md has no {BEGIN} ... {END} block", file=sys.stderr)
@@ -250,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
         print(table)
         return 0
     if args.check:
+        stale_examples = replace_examples(readme) != readme
+        if stale_examples:
+            print("README examples are stale: run `python scripts/readme_tables.py --examples-only`", file=sys.stderr)
+            return 1
         if table == current:
             print(f"README table is up to date (jax {jax.__version__}, {seconds:.0f} s)")
             return 0
@@ -258,8 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(diff))
         print("README table is stale: run `python scripts/readme_tables.py` and commit README.md", file=sys.stderr)
         return 1
-    README.write_text(readme.replace(readme[readme.find(BEGIN):readme.find(END)], f"{BEGIN}\n{table}\n", 1),
-                      encoding="utf-8")
+    readme = readme.replace(readme[readme.find(BEGIN):readme.find(END)], f"{BEGIN}\n{table}\n", 1)
+    README.write_text(replace_examples(readme), encoding="utf-8")
     print(f"wrote the table to README.md (jax {jax.__version__}, {seconds:.0f} s)")
     return 0
 

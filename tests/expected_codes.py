@@ -128,6 +128,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'jxr009_good.py': {'info': ['JXR006']},
     'jxr010_bad.py': {'error': ['JXR010'], 'info': ['JXN003', 'JXR006']},
     'jxr010_good.py': {'info': ['JXR006']},
+    'jxr015_bad.py': {'warning': ['JXR015'], 'info': ['JXR006']},
+    'jxr015_good.py': {'info': ['JXR006']},
     'jxs001_bad.py': {'error': ['JXB013'], 'info': ['JXN007']},
     'jxs001_good.py': {'error': ['JXB013'], 'info': ['JXN007']},
     'jxs002_bad.py': {'error': ['JXB013'], 'info': ['JXN007']},

@@ -75,7 +75,9 @@ def test_messages_say_what_was_observed():
     report, _ = run_sample("jxv002_bad.py", "total")
     assert "shape (5,)" in only(report, "JXV002").message and "(5, 5)" in only(report, "JXV002").message
     report, _ = run_sample("jxv001_bad.py", "row_norm")
-    assert "PyTreeDef([*])" in only(report, "JXV001").message and "return out, True" in only(report, "JXV001").fix
+    assert "PyTreeDef([*])" in only(report, "JXV001").message
+    # the fix keeps the rule's own value and flag, without the list around it
+    assert "return jnp.sqrt(jnp.sum(x * x, axis=-1)), x_batched" in only(report, "JXV001").fix
     report, _ = run_sample("jxv004_bad.py", "apply")
     message = only(report, "JXV004").message
     assert "in_axes=(None, 0)" in message and "max abs difference" in message

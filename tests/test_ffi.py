@@ -102,7 +102,7 @@ def test_missing_method_says_which_choices_work(kernels):
     assert "'broadcast_all' and 'expand_dims' match" in finding.fix
     assert finding.severity == ("error" if _compat.vmap_method_none_raises() else "warning")
     legacy = only(run_sample("jxb022_bad.py", "cumsum_rows"), "JXB022")
-    assert legacy.severity == "warning" and "'expand_dims', which jaxdiag checked matches" in legacy.fix
+    assert legacy.severity == "warning" and '`vmap_method="expand_dims"`, which jaxdiag checked matches' in legacy.fix
 
 
 # ---------------------------------------------------------------------------------------------------------------

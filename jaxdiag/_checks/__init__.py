@@ -3,12 +3,13 @@ rule catalog (`jaxdiag._rules`) and never touches JAX internals except through `
 
 from __future__ import annotations
 
-from . import (_batching, _custom_jvp, _custom_vjp, _custom_vmap, _ffi, _grad, _portability, _primitive_ad,
-               _registration)
+from . import (_batching, _custom_jvp, _custom_vjp, _custom_vmap, _ffi, _grad, _platforms, _portability,
+               _primitive_ad, _registration)
 from ._base import Check
 
 ALL_CHECKS: list[Check] = [
     *_registration.CHECKS,
+    *_platforms.CHECKS,
     *_portability.CHECKS,
     *_batching.CHECKS,
     *_custom_vmap.CHECKS,

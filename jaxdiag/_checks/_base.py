@@ -99,6 +99,9 @@ class Options:
     out_axes: Any = None
     order: int = 1
     include_jax: bool = False
+    fixes: bool = False  # propose source edits and verify them by re-running the checks (--diff / --fix)
+    show_jaxpr: bool = False  # attach the exposing jaxpr to each finding (--show-jaxpr)
+    platforms: tuple[str, ...] = ("cpu",)  # platforms whose lowering must exist (--platforms)
 
     def runs(self, family: str) -> bool:
         return self.command == "check" or self.command == family

@@ -62,6 +62,43 @@ def _labels(out_tree: Any) -> list[str]:
     return [f"output{jax.tree_util.keystr(path)}" for path, _ in paths]
 
 
+def _any_batched_like(t: _Target) -> str:
+    """`any(in_batched)` (the rule's own parameter name) for each output leaf, in the output's structure."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(_locate.unwrap(t.rule)).parameters)
+    except (TypeError, ValueError):
+        params = []
+    flag = f"any({params[1]})" if len(params) > 1 else "True"
+    return _all_true_like(t.out_tree).replace("True", flag)
+
+
+def _return_with_flags(t: _Target, flags: str, unwrap: bool = False) -> str:
+    """The rule's own `return value, flags` with the flags replaced (`return out, flags` when the rule does not
+    end in one such return). `unwrap`: a one-element list or tuple around the flag of a single output keeps the
+    user's own flag (`[x_batched]` -> `x_batched`)."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        source = textwrap.dedent(inspect.getsource(_locate.unwrap(t.rule)))
+        node = ast.parse(source).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return f"return out, {flags}"
+    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return)]
+    if len(returns) == 1 and isinstance(returns[0].value, ast.Tuple) and len(returns[0].value.elts) == 2:
+        value = ast.get_source_segment(source, returns[0].value.elts[0])
+        given = returns[0].value.elts[1]
+        if unwrap and isinstance(given, (ast.List, ast.Tuple)) and len(given.elts) == 1 and len(
+                jax.tree_util.tree_leaves(t.out_tree)) == 1:
+            flags = ast.get_source_segment(source, given.elts[0]) or flags
+        if value:
+            return f"return {value}, {flags}"
+    return f"return out, {flags}"
+
+
 def _all_true_like(tree: Any) -> str:
     """The `out_batched` the user should return, written as Python (`True`, `(True, True)`, `{'a': True}`)."""
     return repr(jax.tree_util.tree_map(lambda _: True, tree))
@@ -103,7 +140,7 @@ def _check_structures(t: _Target, out: Any, out_batched: Any, where: str) -> lis
             rule_name=t.rule_name,
             problem=problem,
             where=where,
-            all_true_like=_all_true_like(t.out_tree),
+            corrected_return=_return_with_flags(t, _all_true_like(t.out_tree), unwrap=True),
             location=t.location))
     return [bool(b) for b in batched_leaves]
 
@@ -125,8 +162,8 @@ def _check_unbatched_leaf(t: _Target, i: int, shape: tuple[int, ...], size: int,
                  f"{shape}: "
         f"{what} ({where}). JAX treats it as one value and broadcasts it to every example again, giving shape "
         f"{(size,) + shape}: silently wrong.",
-        fix=f"In `{t.rule_name}`, mark {t.labels[i]} batched: `return out, {_all_true_like(t.out_tree)}` "
-            "(with the batch axis first).",
+        fix=f"In `{t.rule_name}`, mark {t.labels[i]} batched whenever an input is (it depends on the inputs): "
+            f"`{_return_with_flags(t, _any_batched_like(t))}` (with the batch axis first).",
         location=t.location))
 
 

@@ -187,6 +187,11 @@ def _which_methods_work(runner: Runner, call: ForeignCall) -> str:
             f"per-example loop (the {call.noun} is not batch-aware), so use 'sequential'.")
 
 
+def _best_method(runner: Runner, call: ForeignCall) -> str:
+    """The single-call method that matches the per-example loop (one call is faster), else 'sequential'."""
+    return next((m for m in ("expand_dims", "broadcast_all") if runner.failure(call, m) is None), "sequential")
+
+
 def missing_method(runner: Runner, call: ForeignCall) -> Finding:
     raises = _compat.vmap_method_none_raises()
     consequence = (f"`jax.vmap` of the function raises `NotImplementedError: vmap is only supported for the "
@@ -202,14 +207,16 @@ def missing_method(runner: Runner, call: ForeignCall) -> Finding:
         primitive=call.primitive,
         line=_line(call),
         choices=choices(call.noun),
-        which_methods_work=_which_methods_work(runner, call),
+        which_methods_work=f"{_which_methods_work(runner, call)} Here: "
+                           f"`vmap_method=\"{_best_method(runner, call)}\"`.",
         location=call.location)
 
 
 def legacy_method(runner: Runner, call: ForeignCall) -> Finding:
-    advice = (f"'expand_dims', which jaxdiag checked matches the per-example loop for this {call.noun}"
-              if runner.failure(call, "expand_dims") is None else
-              "'sequential': jaxdiag checked that 'expand_dims' does not match the per-example loop here")
+    advice = (f"`vmap_method=\"expand_dims\"`, which jaxdiag checked matches the per-example loop for this "
+              f"{call.noun}" if runner.failure(call, "expand_dims") is None else
+              "`vmap_method=\"sequential\"`: jaxdiag checked that 'expand_dims' does not match the per-example loop "
+              "here")
     return rules.FFI_LEGACY_VECTORIZED.finding(
         call_describe=call.describe(),
         call_where=call.where(),

@@ -8,6 +8,9 @@ custom_vjp, custom_jvp and primitive rules are checked rule by rule in `_custom_
 from __future__ import annotations
 
 import collections
+import linecache
+import os
+import re
 from typing import Any, Callable, Iterator, Sequence
 
 import jax
@@ -20,6 +23,8 @@ from .._inputs import choose_batch_size
 from .._numerics import FD_EPS, compare
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
+from ._harness import call_user
+from ._shared import first_line, user_frame_location
 from ._custom_jvp import eager_vjp, pullback_at_first_cotangent, rule_location
 from ._gradref import (GradState, absdot, all_finite, close, close_scalar, dot, error_text, fmt_values, grad_tol,
                        is_float0, locate, quiet_call, require, rule_name, short_dtype, short_message, state, to_f64,
@@ -47,6 +52,17 @@ def _rule_location(st: GradState) -> Location | None:
     return st.subject.location
 
 
+def _foreign_calls(ctx: Context) -> list[str]:
+    """The foreign-call primitives (`ffi_call`, `pure_callback`) in the function's jaxpr: the fix names them only
+    when the user's code has them."""
+    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in ctx.specs]
+    traced = call_user(jax.make_jaxpr(ctx.subject.call), *shapes, quiet=True)
+    if traced.error is not None:  # not traceable: nothing to name
+        return []
+    closed = traced.value
+    return sorted({eqn.primitive.name for eqn in _compat.iter_eqns(closed) if _compat.is_foreign_call(eqn)})
+
+
 def _float_outputs(st: GradState) -> bool:
     return any(st.out_diff(k) for k in range(len(st.out_leaves)))
 
@@ -69,14 +85,22 @@ def function_grad(ctx: Context) -> Iterator[Finding]:
         if _from_nested_rule(ctx, exc):
             return  # the nested rule's own finding says it (JXG010 for a bwd, JXR006 for a primitive, ...)
         # `jaxdiag check` also walks functions nobody differentiates (an ffi_call, a pure_callback): a note there
+        foreign = _foreign_calls(ctx)
+        remedy = (f"give the {' and '.join(foreign)} a derivative: wrap it in a function with jax.custom_jvp or "
+                  "jax.custom_vjp (JAX cannot differentiate foreign code)" if foreign else
+                  f"compute {name} with jax.numpy on traced values (no NumPy conversion, `float()` or Python `if` "
+                  "on them), or give that part a derivative with jax.custom_jvp / jax.custom_vjp"
+                  if "Tracer" in type(exc).__name__ or "Concretization" in type(exc).__name__ else
+                  "fix the operation named in the error, or give the part JAX cannot differentiate a derivative "
+                  "with jax.custom_jvp / jax.custom_vjp")
         if ctx.options.command == "check":
             yield rules.FUNCTION_GRAD_NOT_CHECKED.finding(
-                function=name, error=error_text(exc), hint=_nested_hint(ctx), location=st.subject.location)
+                function=name, error=error_text(exc), hint=_nested_hint(ctx), remedy=remedy,
+                location=st.subject.location)
             return
         yield rules.DERIVATIVE_RULE_RAISED.finding(
             evidence=f"jax.grad of {name} fails: {error_text(exc)}." + _nested_hint(ctx),
-            fix="Give the non-differentiable part a derivative (jax.custom_jvp / jax.custom_vjp around the "
-                "ffi_call or callback), or fix the rule named in the error.",
+            fix=remedy[:1].upper() + remedy[1:] + ".",
             location=st.subject.location)
         return
     custom = _custom_parts(ctx)
@@ -471,6 +495,9 @@ def _first_order(st: GradState, ws: Sequence[Any], call: Callable) -> Callable:
 def _second_order_failed(st: GradState, how: str, exc: BaseException, command: str) -> Finding:
     name = _display_name(st)
     prefer = st.bwd if st.kind == "custom_vjp" else st.jvp_rule
+    recursive = _fwd_calls_itself(st, exc, command)
+    if recursive is not None:
+        return recursive
     if command == "check":  # many rules never need second derivatives: a note unless they were asked for
         return rules.SECOND_ORDER_NOT_CHECKED.finding(
             how=how, function=name, error=error_text(exc, prefer), location=_rule_location(st))
@@ -480,6 +507,58 @@ def _second_order_failed(st: GradState, how: str, exc: BaseException, command: s
         fix="Write the rule with differentiable jax.numpy operations (no NumPy, no Python control flow on values, "
             "no pure_callback without its own derivative).",
         location=_rule_location(st))
+
+
+def _fwd_calls_itself(st: GradState, exc: BaseException, command: str) -> Finding | None:
+    """fwd calls the custom_vjp function itself: forward-mode differentiation of fwd (which grad of grad does)
+    reaches the custom_vjp and JAX refuses. The defect is that call in fwd, not bwd."""
+    if st.kind != "custom_vjp" or st.fwd is None or "forward-mode autodiff" not in str(exc):
+        return None
+    where = user_frame_location(exc, st.fwd)
+    fwd_loc = locate(st.fwd)
+    if where is None or fwd_loc is None or where.line == fwd_loc.line:
+        return None
+    fwd_name = getattr(_locate.unwrap(st.fwd), "__name__", "fwd")
+    name = getattr(_locate.unwrap(st.fun), "__name__", "f")
+    line_text = linecache.getline(os.path.abspath(where.path), where.line).strip()
+    if not re.search(rf"\b{re.escape(name)}\(", line_text):
+        return None
+    fixed = _inline_primal(st, line_text, name)
+    suggestion = f" (line {where.line}): `{fixed}`" if fixed else ""
+    evidence = (f"{fwd_name} calls {name} itself (`{line_text}`), so differentiating {fwd_name} in forward mode, as "
+                f"grad of grad and jax.hessian do, reaches the custom_vjp {name} and fails: {first_line(exc)}. "
+                "First-order gradients work.")
+    if command == "check":  # a note, as for any second-order failure under `check`, but at the faulty line
+        return rules.SECOND_ORDER_NOT_CHECKED.finding(
+            how="grad of grad", function=name, error=f"{fwd_name} calls {name} itself (`{line_text}`)",
+            location=where)
+    return rules.SECOND_ORDER_FAILURE.finding(
+        evidence=evidence,
+        fix=f"In {fwd_name}, compute the primal output with the undecorated computation instead of calling {name}"
+            f"{suggestion}.", location=where)
+
+
+def _inline_primal(st: GradState, line_text: str, name: str) -> str | None:
+    """The fwd line with `name(args)` replaced by the primal's own `return` expression, when the primal is one
+    `return EXPR` and the call passes its parameters by the same names; else by `name.fun(args)`."""
+    import ast
+    import inspect
+    import textwrap
+
+    call = re.search(rf"\b{re.escape(name)}\(([^()]*)\)", line_text)
+    if call is None:
+        return None
+    try:
+        node = ast.parse(textwrap.dedent(inspect.getsource(_locate.unwrap(st.fun)))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        node = None
+    args = [a.strip() for a in call.group(1).split(",") if a.strip()]
+    replacement = f"{name}.fun({call.group(1)})"
+    if isinstance(node, ast.FunctionDef) and len(node.body) == 1 and isinstance(node.body[0], ast.Return) \
+            and node.body[0].value is not None and [a.arg for a in node.args.args] == args:
+        replacement = ast.unparse(node.body[0].value)
+    fixed = line_text[:call.start()] + replacement + line_text[call.end():]
+    return fixed.split("  #")[0].rstrip()
 
 
 def _second_order_consistency(st: GradState, hv: list, htu: Any, u: list) -> Iterator[Finding]:

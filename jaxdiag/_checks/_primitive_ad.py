@@ -10,6 +10,9 @@ custom_jvp in `_custom_jvp/`.
 
 from __future__ import annotations
 
+import linecache
+import os
+import re
 from typing import Any, Callable, Generator, Iterator, Sequence
 
 import jax
@@ -20,6 +23,7 @@ from .. import _rules as rules
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
 from ._harness import call_user
+from ._shared import user_frame_location
 from ._custom_jvp import T, names
 from ._gradref import (Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0,
                        quiet_call, require, return_values, short_dtype, source_of, state)
@@ -102,7 +106,12 @@ def _check_arguments(st: GradState, ctx: Context, reported: set[rules.Rule]) -> 
     transpose rule untested."""
     outputs = [k for k in range(len(st.out_leaves)) if st.out_diff(k)]
     spy = Spy()
-    ct = yield from _reverse(st, ctx, st.diff, None, spy, reported)
+    joint: list[Finding] = []
+    ct = yield from _collecting(_reverse(st, ctx, st.diff, None, spy, reported), joint)
+    raised = [f for f in joint if f.code in (rules.TRANSPOSE_ASSUMES_LINEAR_ARG.code,
+                                             rules.DERIVATIVE_RULE_RAISED.code)]
+    if raised and len(st.diff) > 1:  # say which directions fail, not just the first one JAX happened to try
+        raised[0].message += _directions(st)
     if ct is not None:
         st.memo["eager_grad"] = ct  # the eager gradient, reused by the composition check
         if spy.calls and not reported & {rules.TRANSPOSE_OUTPUT_STRUCTURE, rules.COTANGENT_DTYPE}:
@@ -116,8 +125,32 @@ def _check_arguments(st: GradState, ctx: Context, reported: set[rules.Rule]) -> 
             yield from _reverse(st, ctx, st.diff, k, Spy(), reported)
 
 
-def _reverse(st: GradState, ctx: Context, args: Sequence[Arg], k: int | None, spy: Spy, reported: set[rules.Rule]
-             ) -> Generator[Finding, None, Any]:
+def _collecting(gen: Generator[Finding, None, Any], into: list[Finding]) -> Generator[Finding, None, Any]:
+    """Re-yield `gen`'s findings, keeping them in `into`; returns what `gen` returns."""
+    while True:
+        try:
+            item = next(gen)
+        except StopIteration as stop:
+            return stop.value
+        into.append(item)
+        yield item
+
+
+def _directions(st: GradState) -> str:
+    """` jax.grad with respect to x fails; with respect to y works.`: each differentiable argument alone."""
+    failing: list[str] = []
+    working: list[str] = []
+    for arg in st.diff:
+        _, exc = _run_reverse(st, [arg], None, Spy())
+        (failing if exc is not None else working).append(arg.name)
+    if not failing:
+        return ""
+    text = f" One argument at a time: jax.grad with respect to {', '.join(failing)} fails"
+    return text + (f"; with respect to {', '.join(working)} it works." if working else ".")
+
+
+def _reverse(st: GradState, ctx: Context, args: Sequence[Arg], k: int | None, spy: Spy,
+             reported: set[rules.Rule]) -> Generator[Finding, None, Any]:
     """One reverse-mode run; yields its findings and returns the cotangents (None when it failed)."""
     ct, exc = _run_reverse(st, args, k, spy)
     spied = list(_spy_findings(st, spy, k))
@@ -190,11 +223,27 @@ def _raised(st: GradState, name: str, call: dict, undefined: list[int], k: int |
     exc, ct = call["exc"], call["ct"]
     text = error_text(exc, _transpose_fns(st)[0] if _transpose_fns(st) else None)
     which = ", ".join(st.args[i].name for i in undefined if i < len(st.args))
+    asserted = _asserted_linear(st, exc)
+    if asserted is not None:
+        location, line_text, assumed = asserted
+        known = [a.name for i, a in enumerate(st.args) if i not in undefined]
+        return rules.TRANSPOSE_ASSUMES_LINEAR_ARG.finding(
+            name=name, text="AssertionError", which=which,
+            cause=f"it asserts `{line_text}`, so jax.grad with respect to {which} (with {assumed} a known primal, "
+                  "a concrete value rather than an ad.UndefinedPrimal) fails.",
+            remedy=f"handle the case where {assumed} is a known primal: branch with `if "
+                   f"ad.is_undefined_primal({which.split(', ')[0]}):` and return the cotangent for the undefined "
+                   f"argument ({which}), None for the known one(s) ({', '.join(known) or assumed}), instead of "
+                   "asserting.",
+            location=location)
     if "UndefinedPrimal" in str(exc):
         return rules.TRANSPOSE_ASSUMES_LINEAR_ARG.finding(
             name=name,
             text=text,
             which=which,
+            cause="it uses an ad.UndefinedPrimal as a value, i.e. it assumes another argument is the linear one.",
+            remedy="branch on `ad.is_undefined_primal(x)` for each argument and return the cotangent only for the "
+                   "undefined one(s) (None for the others).",
             location=_location(st))
     zero_ct = _compat.is_symbolic_zero(ct) or (isinstance(ct, (list, tuple)) and any(
         _compat.is_symbolic_zero(c) for c in ct))
@@ -210,6 +259,27 @@ def _raised(st: GradState, name: str, call: dict, undefined: list[int], k: int |
         evidence=f"{name} raised {text} when transposing with respect to {which}.",
         fix=f"Make {name}(ct, *args, **params) return one cotangent per argument.",
         location=_location(st))
+
+
+_ASSERT_LINEAR = re.compile(r"^\s*assert\s+(?:ad\.)?is_undefined_primal\(\s*(\w+)\s*\)")
+
+
+def _asserted_linear(st: GradState, exc: BaseException) -> tuple[Location, str, str] | None:
+    """(the assert's location, its text, the argument it assumes linear) when the rule failed on
+    `assert ad.is_undefined_primal(y)`."""
+    if not isinstance(exc, AssertionError):
+        return None
+    for fn in _transpose_fns(st):
+        if not _locate.is_user_code(fn):
+            continue
+        where = user_frame_location(exc, fn)
+        if where is None:
+            continue
+        text = linecache.getline(os.path.abspath(where.path), where.line)
+        match = _ASSERT_LINEAR.match(text)
+        if match:
+            return where, text.split("#")[0].strip(), match.group(1)
+    return None
 
 
 def _validate(st: GradState, name: str, out: Any, args: tuple, undefined: list[int]) -> Iterator[Finding]:

@@ -305,13 +305,19 @@ def _compare_with_impl(ctx: Context, result: AbstractOutput, location: Location 
             f"{'; '.join(parts)}. "
             "Eager calls silently use the impl's result; under jit lowering fails with an MLIR verifier error "
             "(`type of return operand 0 ... doesn't match function result type`).",
-            fix="Return what the impl returns: " + _shaped_list(
-                [out.avals[k] for k in bad], subject, _arg_names(ctx), _pick(grown_shapes(ctx), bad)) + ".",
+            fix="Return what the impl returns: " + _as_return(_shaped_list(
+                [out.avals[k] for k in bad], subject, _arg_names(ctx), _pick(grown_shapes(ctx), bad)),
+                len(out.avals) == 1 and not subject.obj.multiple_results) + ".",
             location=location)
 
 
 def _pick(items: list[Any] | None, indices: list[int]) -> list[Any] | None:
     return [items[k] for k in indices] if items is not None and max(indices) < len(items) else None
+
+
+def _as_return(shaped: str, whole: bool) -> str:
+    """`return ShapedArray(...)` when it is the rule's whole result (a statement jaxdiag can verify as a fix)."""
+    return f"`return {shaped.strip('`')}`" if whole and shaped.count("`ShapedArray(") == 1 else shaped
 
 
 def _shaped_list(avals: list[tuple[tuple[int, ...], Any]], subject: Subject, names: list[str],

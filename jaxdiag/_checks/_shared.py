@@ -6,6 +6,8 @@ eval's output, cached in `ctx.cache`), texts for avals and errors, and the remov
 from __future__ import annotations
 
 import inspect
+import os
+import re
 import sys
 import weakref
 from collections.abc import Callable
@@ -206,9 +208,51 @@ def inputs_text(subject: Subject) -> str:
     return text
 
 
+# The operative part of a JAX error: shape expectations and the failing operation.
+_OPERATIVE = re.compile(r"Expected\b[^\n]{0,80}?\bActual\b[^\n.;]{0,40}|incompatible shapes[^\n;]{0,80}|"
+                        r"expected [^\n;]{0,60}?\bgot\b[^\n;.]{0,40}|shapes? \([^\n;]{0,80}", re.IGNORECASE)
+_LONG = 240
+
+
 def first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0].rstrip('.;: ')}" if text else type(exc).__name__
+    """`Type: first line`, plus the operative part of a long or multi-line message (`Expected (4, 4), Actual (5,
+    4)`) when the first line does not already carry it; the rest is trimmed."""
+    lines = [t.strip() for t in str(exc).strip().splitlines() if t.strip()]
+    if not lines:
+        return type(exc).__name__
+    head = lines[0].rstrip(".;: ")
+    found = _OPERATIVE.search(head)
+    if found is not None and not re.search(r"\d", found.group(0)):
+        found = None  # "incompatible shapes" without the shapes: look for them further down
+    if found is None:
+        extra = next((m.group(0) for t in lines[1:] for m in [_OPERATIVE.search(t)] if m and re.search(
+            r"\d", m.group(0))), None)
+        if extra:
+            head = f"{head[:_LONG]}{'...' if len(head) > _LONG else ''} ({extra.strip().rstrip('.;: ')})"
+    elif len(head) > _LONG:
+        start = max(found.start() - 60, 0)
+        lead = head[:min(start, 120)]
+        head = f"{lead}{' ... ' if start > len(lead) else ''}{head[start:found.end() + 40]}".rstrip()
+        head += "..." if found.end() + 40 < len(lines[0]) else ""
+    return f"{type(exc).__name__}: {head}"
+
+
+def registration_location(subject: Subject, helper: str) -> Location | None:
+    """The line of `batching.<helper>(prim)` (defvectorized, defbroadcasting, ...) in the primitive's module: where a
+    finding about JAX's generic batching rule belongs, since that line chose it."""
+    module = primitive_module(subject)
+    if module is None:
+        return None
+    try:
+        lines, _ = inspect.getsourcelines(module)
+        path = inspect.getsourcefile(module)
+    except (OSError, TypeError):
+        return None
+    pattern = re.compile(rf"\b{re.escape(helper)}\(\s*{re.escape(prim_var(subject))}\b")
+    for number, text in enumerate(lines, start=1):
+        if pattern.search(text) and not text.lstrip().startswith("#"):
+            return Location(_locate.relative_path(path or ""), number, prim_var(subject))
+    return None
 
 
 def rule_location(fn: Any, fallback: Location | None) -> Location | None:
@@ -219,16 +263,25 @@ def rule_location(fn: Any, fallback: Location | None) -> Location | None:
 
 
 def user_frame_location(exc: BaseException, fn: Any) -> Location | None:
-    """The innermost traceback line inside the file of the user's `fn`, named after `fn`."""
+    """The deepest traceback line that belongs to the user's `fn` itself (its body, or a lambda or comprehension
+    written inside it), named after `fn`: a helper it calls is not the rule, so the call into the helper is shown."""
     target = _locate.locate(fn)
     if target is None:
         return None
     code = getattr(_locate.unwrap(fn), "__code__", None)
-    filename = code.co_filename if code else None
+    if code is None:
+        return target
+    try:
+        lines, first = inspect.getsourcelines(_locate.unwrap(fn))
+        span = range(first, first + len(lines))
+    except (OSError, TypeError):
+        span = range(code.co_firstlineno, code.co_firstlineno + 1)
     line = None
     tb = exc.__traceback__
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
+        frame_code = tb.tb_frame.f_code
+        if frame_code is code or (frame_code.co_filename == code.co_filename and frame_code.co_firstlineno in span
+                                  and tb.tb_lineno in span):
             line = tb.tb_lineno
         tb = tb.tb_next
     return Location(target.path, line, target.function) if line else target
@@ -241,6 +294,7 @@ REMOVED_APIS = {
     "Primitive": "import it from `jax.extend.core` (`from jax.extend.core import Primitive`)",
     "ShapedArray": "import it from `jax.core` (`from jax.core import ShapedArray`)",
     "xla_client": "use `jax.ffi` / `jax.extend` instead of `jax.lib.xla_client`",
+    "zeros_like_array": "use `jnp.zeros_like(x)` (or `ad.instantiate_zeros(t)` for a tangent)",
 }
 
 
@@ -255,6 +309,10 @@ def removed_api(exc: BaseException) -> tuple[str, str] | None:
     return (parts[1], parts[3]) if len(parts) >= 4 else None
 
 
+# Removed APIs with a drop-in replacement expression, so the fix can show the user's line corrected.
+_DROP_IN = {"not_mapped": "None", "zeros_like_array": "jnp.zeros_like"}
+
+
 def removed_api_finding(exc: BaseException, where: str, location: Location | None) -> Finding:
     module, attr = removed_api(exc) or ("jax", "?")
     advice = REMOVED_APIS.get(attr, f"look up what replaced `{module}.{attr}` in the JAX changelog")
@@ -264,8 +322,25 @@ def removed_api_finding(exc: BaseException, where: str, location: Location | Non
         attr=attr,
         jax_version=_compat.JAX_VERSION,
         exc_error=first_line(exc),
-        advice=advice,
+        advice=advice + _corrected_line(location, attr),
         location=location)
+
+
+def _corrected_line(location: Location | None, attr: str) -> str:
+    """`. Line N: `corrected statement``, when the removed name has a drop-in replacement and the line is a whole
+    statement (the fix template ends the sentence)."""
+    import ast
+    import linecache
+
+    if location is None or attr not in _DROP_IN:
+        return ""
+    text = linecache.getline(os.path.abspath(location.path), location.line).split("#")[0].strip()
+    fixed = re.sub(rf"(?:\b\w+\.)*\b{re.escape(attr)}\b", _DROP_IN[attr], text)
+    try:
+        ast.parse(fixed)
+    except SyntaxError:
+        return ""
+    return f". Line {location.line}: `{fixed}`" if fixed != text else ""
 
 
 def signature_problem(fn: Any, args: tuple, kwargs: dict[str, Any]) -> str | None:

@@ -7,7 +7,8 @@ something breaks this one package. Feature detection is preferred over version c
 types, config flags), `_registries` (rule registries), `_state` (snapshot/restore of everything patched,
 x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects),
 `_jaxprs` (equations, foreign calls), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception)
-and `_removed` (removed public attributes).
+`_removed` (removed public attributes) and `_views`
+(jaxprs with source lines, cross-platform lowering).
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ from ._registries import (
     abstract_eval_rule,
     batching_rule,
     batching_rule_is_fancy,
+    drop_registrations_since,
     has_abstract_eval,
     has_batching_rule,
     has_impl,
@@ -96,6 +98,7 @@ from ._registries import (
     jvp_rule,
     lowering_rule,
     registered_rules,
+    registration_keys,
     transpose_rule,
 )
 from ._state import restore_jax_state, restored_sys_path, snapshot_jax_state, x64_scope
@@ -105,6 +108,7 @@ from ._removed import (
     removed_api_uses,
     removed_apis_still_here,
 )
+from ._views import lower_for_platform, pretty_jaxpr
 from ._vmap import (
     abstract_eval_output,
     generic_batcher_name,
@@ -149,6 +153,7 @@ __all__ = [
     "custom_vmap_parts",
     "install_call_hooks",
     "custom_vmap_type",
+    "drop_registrations_since",
     "eqn_source_function",
     "eqn_source_line",
     "ffi",
@@ -179,12 +184,15 @@ __all__ = [
     "iter_eqns",
     "jaxpr_as_fun",
     "jvp_rule",
+    "lower_for_platform",
     "lowering_rule",
     "mlir",
     "output_dependence",
+    "pretty_jaxpr",
     "record_custom_calls",
     "record_primitive_binds",
     "registered_rules",
+    "registration_keys",
     "removed_api_uses",
     "removed_apis_still_here",
     "resolve_positional",

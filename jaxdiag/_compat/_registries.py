@@ -134,3 +134,25 @@ def registered_rules(prim: Any) -> dict[str, Callable | None]:
 def is_builtin_primitive(prim: Any) -> bool:
     """JAX's own primitives are trusted unless asked: none of their rules is the user's code."""
     return not any(is_user_code(r) for r in registered_rules(prim).values() if r is not None)
+
+
+def _all_tables() -> dict[str, dict]:
+    tables = {"batching": _batching_table(), "legacy_batching": _legacy_batching_table(),
+              "jvp": _ad.primitive_jvps, "transpose": _ad.primitive_transposes,
+              "lowerings": getattr(_mlir, "_lowerings", {})}
+    for platform, table in getattr(_mlir, "_platform_specific_lowerings", {}).items():
+        tables[f"lowerings:{platform}"] = table
+    return tables
+
+
+def registration_keys() -> dict[str, set]:
+    """The keys of every rule registry, to drop later what a module jaxdiag loaded itself registered."""
+    return {name: set(table) for name, table in _all_tables().items()}
+
+
+def drop_registrations_since(keys: dict[str, set]) -> None:
+    """Remove the entries added since `registration_keys()` returned `keys` (the rules of an edited copy of the
+    user's module that jaxdiag loaded to verify a fix: its primitives must not stay registered)."""
+    for name, table in _all_tables().items():
+        for key in set(table) - keys.get(name, set()):
+            del table[key]

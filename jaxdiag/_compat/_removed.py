@@ -56,6 +56,7 @@ REMOVED_IN_NEWER_JAX: dict[str, dict[str, str]] = {
         "find_top_trace": "",
     },
     "jax.interpreters.xla": {"canonicalize_dtype": "use `jax.dtypes.canonicalize_dtype`"},
+    "jax.lax": {"zeros_like_array": "use `jnp.zeros_like(x)` (or `ad.instantiate_zeros(t)` for a tangent)"},
     "jax.lib": {
         "xla_client": "use `jax.ffi` / `jax.extend` instead of `jax.lib.xla_client`",
         "xla_extension": "", "xla_bridge": "use `jax.devices()` or `jax.extend.backend`",

@@ -147,9 +147,16 @@ def _panel(finding: Finding) -> Panel:
     if snippet is not None:
         parts.append(snippet)
     if finding.fix:
-        fix = Text("fix: ", style="jaxdiag.label")
+        status = "fix: " if finding.fix_verified is None else ("fix (verified): " if finding.fix_verified
+                                                              else "fix (unverified): ")
+        fix = Text(status, style="jaxdiag.label")
         fix.append(finding.fix, style="jaxdiag.fix")
         parts.append(fix)
+    if finding.diff:
+        parts.append(Syntax(finding.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
+    if finding.jaxpr:
+        parts.append(Text("jaxpr that exposed it:", style="jaxdiag.label"))
+        parts.append(Text(finding.jaxpr.rstrip("\n"), style="jaxdiag.dim"))
     return Panel(Group(*parts), title=title, title_align="left", border_style=style, expand=True)
 
 

@@ -13,7 +13,7 @@ VMAP_OUT_BATCHED_STRUCTURE = Rule(
     message="`{rule_name}`: {problem} ({where}). JAX fails with `ValueError: structure of output value and "
             "output batching specification returned by custom vmap rule ... do not match`.",
     fix="In `{rule_name}`, return `out_batched` with exactly the output's structure, one bool per "
-        "output: e.g. `return out, {all_true_like}`.",
+        "output: e.g. `{corrected_return}`.",
 )
 VMAP_DECLARED_UNBATCHED_VARIES = Rule(
     "JXV002", "declared-unbatched-but-batched", "error",

@@ -54,10 +54,8 @@ TRANSPOSE_ASSUMES_LINEAR_ARG = Rule(
     "JAX fails with `Error interpreting argument to <prim> as a JAX value ... UndefinedPrimal`. Branch on "
     "`ad.is_undefined_primal(x)`.",
     "jxg005_bad.py", "jxg005_good.py",
-    message="{name} raised {text} when {which} is the linear (undefined) argument: it uses an "
-            "ad.UndefinedPrimal as a value, i.e. it assumes another argument is the linear one.",
-    fix="In {name}, branch on `ad.is_undefined_primal(x)` for each argument and return the cotangent "
-        "only for the undefined one(s) (None for the others).",
+    message="{name} raised {text} when {which} is the linear (undefined) argument: {cause}",
+    fix="In {name}, {remedy}",
 )
 SYMBOLIC_ZERO_UNHANDLED = Rule(
     "JXG006", "symbolic-zero-unhandled", "error",
@@ -123,7 +121,7 @@ VJP_SWAPPED_COTANGENTS = Rule(
             "{name_2}, and vice versa. jax.grad(f, argnums=...) silently returns the other argument's "
             "gradient.",
     fix="Swap the entries in {bwd}'s return: the tuple is ordered like the primal's positional arguments "
-        "({dyn_list}).",
+        "({dyn_list}).{corrected}",
 )
 CUSTOM_DERIVATIVE_MISMATCH = Rule(
     "JXG014", "custom-derivative-mismatch", "warning",

@@ -67,8 +67,7 @@ FUNCTION_GRAD_NOT_CHECKED = Rule(
     "function reports JXG017 (an error): there you asked for its gradient.",
     "Only a problem if something differentiates the function.",
     message="jax.grad of {function} fails: {error}.{hint} Its gradient was not checked.",
-    fix="If it is differentiated, give the non-differentiable part a derivative (jax.custom_jvp / jax.custom_vjp "
-        "around the ffi_call or callback), or fix the rule named in the error; then run `jaxdiag grad`.",
+    fix="If it is differentiated, {remedy}; then run `jaxdiag grad`.",
     variant_of="JXG017",
 )
 SECOND_ORDER_NOT_CHECKED = Rule(

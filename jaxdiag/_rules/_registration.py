@@ -177,3 +177,16 @@ GRAD_WITHOUT_TRANSPOSE_RULE = Rule(
         "use `ad.deflinear2`.",
     variant_of="JXR007",
 )
+PLATFORM_LOWERING_MISSING = Rule(
+    "JXR015", "platform-lowering-missing", "warning",
+    "A platform the project declares (`--platforms`, `platforms` in pyproject.toml, or `platforms` in the "
+    "module's `JAXDIAG` entry) has no lowering for the primitive.",
+    "Lowers `jax.jit` of the primitive for each declared platform with cross-platform lowering, which needs no "
+    "such device: a CPU-only machine can check the CUDA, ROCm and TPU lowerings.",
+    "A lowering registered with `platform=\"cpu\"` passes every test on a laptop and CI, and `jax.jit` fails "
+    "with `NotImplementedError: MLIR translation rule for primitive '<name>' not found for platform cuda` on the "
+    "first GPU. `mlir.lower_fun(impl, ...)` registered without `platform=` serves every platform.",
+    "jxr015_bad.py", "jxr015_good.py",
+    message="No lowering for a declared platform: {evidence}",
+    fix="{fix}",
+)

@@ -15,6 +15,7 @@ from .._base import Context, check
 from .._shared import (
     first_line,
     prim_var,
+    registration_location,
     removed_api,
     removed_api_finding,
     rule_location,
@@ -25,6 +26,7 @@ from ._reference import _axes_repr
 from .._harness.source import own_nodes, return_nodes
 from ._source import _dim_names, _function_node, _rule_names, corrected_return
 from ._spy import Problem, RuleCall
+from ._true_axis import WRONG_VALUES, measured_dims, rule_constructs
 
 # ---------------------------------------------------------------------------------------------------------------
 # What the dims should have been
@@ -65,6 +67,9 @@ def suggested_dims(ev: Evidence, prim: Any) -> dict[int, str]:
             dim = _correct_dim(c.out_shapes[k], c.expected[k][0], c.size)
             if dim is None and c.top and ev.reference.constant(c.variant.pattern, k, c.variant.size) is False:
                 dim = _UNKNOWN  # no batch axis although the output varies: the rule drops or reduces it
+            measured = measured_dims(c, ev.reference)  # by values: beats shapes when sizes coincide
+            if measured is not None and k < len(measured):
+                dim = _UNKNOWN if measured[k] is WRONG_VALUES else measured[k]
             observed.append((dim, c.in_dims))
         if not observed or any(d is _UNKNOWN for d, _ in observed):
             continue
@@ -234,6 +239,26 @@ def _dims_source(rule_fn: Any, call: RuleCall, k: int) -> str | None:
     return ast.get_source_segment(found[2], dims) if found else None
 
 
+def wrong_value_outputs(ev: Evidence, prim: Any) -> set[int]:
+    """Outputs for which no axis (and not None) reproduces the per-example results in some measured call."""
+    out: set[int] = set()
+    for call in ev.calls:
+        if call.prim is prim:
+            measured = measured_dims(call, ev.reference) or []
+            out |= {k for k, d in enumerate(measured) if d is WRONG_VALUES}
+    return out
+
+
+def _dropped_axis_hint(rule_fn: Any) -> str:
+    """Name what in the user's rule can lose a batch axis, only if the rule contains it."""
+    found = rule_constructs(rule_fn)
+    hints = [f"`{found['index']}` indexes one example" if "index" in found else "",
+             f"`{found['reduction']}` computes along an axis" if "reduction" in found else "",
+             f"`{found['axis_move']}` moves axes" if "axis_move" in found else ""]
+    hints = [h for h in hints if h]
+    return f" In the rule, {' and '.join(hints)}: check which axis it removes or moves." if hints else ""
+
+
 def _advice(ev: Evidence, call: RuleCall, problem: Problem, suggestions: dict[int, str]) -> str:
     k = problem.output
     rule = problem.rule
@@ -242,15 +267,22 @@ def _advice(ev: Evidence, call: RuleCall, problem: Problem, suggestions: dict[in
     label = f"output {k}" if call.prim.multiple_results else "the output"
     title = label[:1].upper() + label[1:]
     suggestion = suggestions.get(k)
+    rule_fn = _compat.batching_rule(call.prim)
+    if rule in (rules.BATCH_AXIS_SIZE_MISMATCH, rules.BATCH_DIM_OUT_OF_RANGE) and k in wrong_value_outputs(
+            ev, call.prim):
+        return (f" No axis of {label} (and not None) reproduces the per-example results: the rule computes the wrong "
+                f"values, not just the wrong dim, so changing the returned dim cannot fix it."
+                f"{_dropped_axis_hint(rule_fn)}")
     if rule is rules.BATCH_AXIS_SIZE_MISMATCH and suggestion == "None":
         return (f" {title} is the same for every example (it does not depend on the batch): return None as its "
                 "dim, and JAX broadcasts it where a batch axis is needed.")
+    if rule in (rules.BATCH_AXIS_SIZE_MISMATCH, rules.BATCH_DIM_OUT_OF_RANGE) and suggestion is not None:
+        where = f"dim {suggestion}" if suggestion.lstrip("-").isdigit() else f"`{suggestion}`"
+        return (f" {title}'s batch axis is at {where}: jaxdiag moved each axis of {label} to the front and compared "
+                "with the per-example results, and only that one matches.")
     if rule is rules.BATCH_AXIS_SIZE_MISMATCH:
-        return (f" The rule drops or reduces the batch axis of {label} (e.g. indexes `x[0]` or reduces over the "
-                "batch dim): keep it, and return where it is.")
-    if rule is rules.BATCH_DIM_OUT_OF_RANGE and suggestion is not None and suggestion.lstrip("-").isdigit():
-        return (f" {title} always has its batch axis at {suggestion} (the rule moved or reduced it there), "
-                "whatever the input's dim: return that, not the input's dim.")
+        return (f" The rule loses the batch axis of {label}: keep it, and return where it is."
+                f"{_dropped_axis_hint(rule_fn)}")
     if rule is rules.BATCH_DIM_OUT_OF_RANGE:
         return f" Return the axis of {label} that carries the batch (0 <= dim < out.ndim), or None."
     if rule is rules.BATCH_DIM_WRONG_TYPE:
@@ -267,8 +299,10 @@ def _raised_finding(ctx: Context, raised: list[RuleCall]) -> Finding:
     assert exc is not None
     prim, name = call.prim, _display(ctx, call.prim)
     rule_fn = _compat.batching_rule(prim)
+    generic = _compat.generic_batcher_name(prim) if prim is ctx.subject.obj else None
     location = (user_frame_location(exc, rule_fn) if rule_fn is not None and _locate.is_user_code(rule_fn)
-                else None) or rule_location(rule_fn, ctx.subject.location)
+                else None) or (registration_location(ctx.subject, generic) if generic else None) or rule_location(
+        rule_fn, ctx.subject.location)
     if removed_api(exc):
         where = f"{_owner(ctx, prim)}'s batching rule (called by {call.variant.describe(name)})"
         return removed_api_finding(exc, where, location)
@@ -279,19 +313,36 @@ def _raised_finding(ctx: Context, raised: list[RuleCall]) -> Finding:
                f"{call.describe()}.{others}")
     if passed:
         message += f" It works for {passed[0].describe(name)}."
+    fix = _generic_raised_fix(ctx, generic, raised) if generic else _raised_fix(call, exc, raised, passed)
     return rules.BATCHING_RULE_RAISED.finding(
         evidence=message,
-        fix=_raised_fix(call, exc),
+        fix=fix,
         location=location)
 
 
-def _raised_fix(call: RuleCall, exc: BaseException) -> str:
+def _generic_raised_fix(ctx: Context, helper: str, raised: list[RuleCall]) -> str:
+    """JAX's generic batcher raised: say what it requires, and the registration that fits."""
+    var = prim_var(ctx.subject)
+    mixed = any(len(set(c.in_dims)) > 1 for c in raised)
+    if helper == "defvectorized" and mixed:
+        return (f"`batching.defvectorized({var})` requires every argument to be batched along the same dim; vmap "
+                "also passes unbatched arguments (dim None) and other dims. For an elementwise primitive whose impl "
+                f"broadcasts, register `batching.defbroadcasting({var})` instead, which aligns the arguments first.")
+    return (f"`batching.{helper}({var})` cannot batch this primitive for batch_dims "
+            f"{_axes_repr(tuple(raised[0].in_dims))}: register your own rule in batching.primitive_batchers that "
+            "moves each batched argument to the front (`batching.bdim_at_front`) and binds there.")
+
+
+def _raised_fix(call: RuleCall, exc: BaseException, raised: list[RuleCall] | None = None,
+                passed: list | None = None) -> str:
     text = f"{type(exc).__name__}: {exc}"
+    unbatched_only = bool(raised) and bool(passed) and all(None in c.in_dims for c in raised or []) and all(
+        None not in v.axes for v in passed or [])
     if call.in_dims and all(d is None for d in call.in_dims):
         return ("A rule registered in batching.fancy_primitive_batchers is called even when no input is batched "
                 "(constants inside a vmapped function): when every dim is None, return `prim.bind(*args, **params)` "
                 "with None dims, or register the rule through batching.primitive_batchers, which does that for you.")
-    if any(d is None for d in call.in_dims) and ("NoneType" in text or "None" in text):
+    if any(d is None for d in call.in_dims) and ("NoneType" in text or "None" in text or unbatched_only):
         return ("Handle unbatched arguments (dim None): `batching.bdim_at_front(x, d, size)` moves a batched axis "
                 "to the front and broadcasts an unbatched argument, e.g.\n" + _front_lines(call))
     if call.variant.mode in ("jit(vmap)", "vmap(jit)") or "Tracer" in text:

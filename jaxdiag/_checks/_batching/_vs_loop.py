@@ -16,12 +16,14 @@ from .._base import Context, SkipCheck, check
 from .._shared import (
     first_line,
     prim_var,
+    registration_location,
     rule_location,
     user_frame_location,
 )
 from ._evidence import Evidence, Outcome, _run, evidence
 from ._rule_returns import (
     _display,
+    _dropped_axis_hint,
     _other_variants,
     _owner,
     _raised_finding,
@@ -31,6 +33,7 @@ from ._rule_returns import (
 )
 from .._harness.source import return_nodes
 from ._source import corrected_return
+from ._true_axis import WRONG_VALUES, measured_dims, rule_constructs
 from ._spy import RuleCall, Spy
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -92,9 +95,11 @@ def _unbatched_but_varies(ctx: Context, ev: Evidence) -> Iterator[tuple[Finding,
         suggestion = suggested_dims(ev, prim).get(k)
         fixed = corrected_return(rule_fn, line, {k: suggestion}, bool(prim.multiple_results)) if (
             suggestion and suggestion != "None" and rule_fn is not None) else None
+        reduces = "reduction" in rule_constructs(rule_fn) if rule_fn is not None else False
         fix = (f"Return `{fixed}`: output {k} carries the batch at that axis." if fixed else
-               f"Compute output {k} per example (keep the batch axis, e.g. reduce over the non-batch axes only) and "
-               "return the axis where the batch is.")
+               f"Compute output {k} per example (keep the batch axis"
+               + (", e.g. reduce over the non-batch axes only" if reduces else "")
+               + f") and return the axis where the batch is.{_dropped_axis_hint(rule_fn) if reduces else ''}")
         keys = {("output", k)}
         yield rules.UNBATCHED_OUTPUT_VARIES.finding(
             evidence=message,
@@ -120,6 +125,8 @@ def _mismatch_findings(ctx: Context, ev: Evidence, explained: set[tuple]) -> Ite
     message = f"{_mismatch_text(first, name)}{_others(failing, first, name, ev)}"
     location = (rule_location(_compat.batching_rule(ctx.subject.obj), ctx.subject.location)
                 if ctx.subject.kind == "primitive" else ctx.subject.location)
+    generic = _compat.generic_batcher_name(ctx.subject.obj) if ctx.subject.kind == "primitive" else None
+    location = (registration_location(ctx.subject, generic) if generic else None) or location
     yield rules.BATCH_RESULT_MISMATCH.finding(
         evidence=message,
         fix=_mismatch_fix(ctx, ev, failing),
@@ -161,7 +168,13 @@ def _mismatch_fix(ctx: Context, ev: Evidence, failing: list[Outcome]) -> str:
     modes = {o.variant.mode for o in failing}
     bad_axes = [o.variant for o in failing if o.variant.single_level and o.variant.mode != "jit(vmap)"]
     good = [o.variant for o in ev.outcomes if o.ok]
-    front_ok = any(v.axes and all(a in (0, None) for a in v.axes) and v.mode == "eager" for v in good)
+    # "right at 0": a real batch (size > 1) with the batch in front passed, and no such layout failed
+    failed_layouts = {(o.variant.axes, o.variant.mode) for o in failing}
+    front_ok = any(v.axes and all(a in (0, None) for a in v.axes) and v.mode == "eager" and v.size > 1
+                   and (v.axes, v.mode) not in failed_layouts for v in good)
+    measured = _measured_fix(ctx, ev)
+    if measured and not measured.startswith("No axis"):
+        return measured
     if bad_axes and any(None in v.axes for v in bad_axes) and all(None in v.axes for v in bad_axes):
         return ("The rule is wrong when some arguments are unbatched (dim None), typically because it relies on "
                 "broadcasting against a batch axis that is not where it assumes: bring every argument to the same "
@@ -181,9 +194,56 @@ def _mismatch_fix(ctx: Context, ev: Evidence, failing: list[Outcome]) -> str:
         return (f"The rule does not compute what the primitive computes on each example: {names} counts one "
                 "example's axes, so once the rule has moved the batch axis to the front it must bind with that "
                 "axis shifted by one (e.g. `axis=axis + 1`) and return 0.")
+    if measured:
+        return measured
     return ("The rule does not compute what the primitive computes on each example: once the batch axis is in "
             "front, every axis the computation uses (an `axis` parameter, a reduction, a transpose) moves by one; "
             "compare the rule's body with the impl applied per example.")
+
+
+def _measured_fix(ctx: Context, ev: Evidence) -> str | None:
+    """From the measured batch axes of the subject's own rule calls: the dim to return when an axis other than the
+    returned one reproduces the loop (sizes coincided, so the shape checks could not tell), or "wrong values" when
+    none does."""
+    if ctx.subject.kind != "primitive":
+        return None
+    prim = ctx.subject.obj
+    rule_fn = _compat.batching_rule(prim)
+    if rule_fn is None or not _locate.is_user_code(rule_fn):
+        return None
+    moved: dict[int, Any] = {}
+    wrong: set[int] = set()
+    lines = set()
+    for call in ev.calls:
+        if call.prim is not prim or call.out_dims is None:
+            continue
+        measured = measured_dims(call, ev.reference)
+        if measured is None:
+            continue
+        for k, (got, returned) in enumerate(zip(measured, call.out_dims)):
+            if got is WRONG_VALUES:
+                wrong.add(k)
+            elif got != returned:
+                moved.setdefault(k, got)
+                lines.add(call.return_line or _returning_line_of(ev, call))
+    multiple = bool(prim.multiple_results)
+    label = (lambda k: f"output {k}") if multiple else (lambda k: "the output")
+    if moved and not wrong:
+        suggestions = suggested_dims(ev, prim)
+        line = next(iter(lines)) if len(lines) == 1 else None
+        fixed = corrected_return(rule_fn, line, {k: suggestions[k] for k in moved if k in suggestions}, multiple) \
+            if line else None
+        parts = [f"{label(k)[:1].upper() + label(k)[1:]}'s batch axis is at dim {d}, not where the rule says"
+                 for k, d in moved.items()]
+        text = ("; ".join(parts) + ": jaxdiag moved each axis of the rule's output to the front and compared with "
+                "the per-example results, and only that one matches.")
+        return text + (f" Return (line {line}): `{fixed}`" if fixed else "")
+    if wrong:
+        outs = ", ".join(label(k) for k in sorted(wrong))
+        return (f"No axis of {outs} (and not None) reproduces the per-example results: the rule computes the wrong "
+                f"values, not just the wrong dim (it mixes examples or computes something else than the impl)."
+                f"{_dropped_axis_hint(rule_fn)}")
+    return None
 
 
 def _generic_batcher_fix(ctx: Context, helper: str) -> str:

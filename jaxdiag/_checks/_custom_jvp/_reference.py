@@ -15,6 +15,7 @@ from ... import _rules as rules
 from ..._numerics import compare
 from ..._report import Finding
 from .._base import Context, SkipCheck, check
+from .._shared import removed_api, removed_api_finding, user_frame_location
 from .._gradref import (
     N_DIRECTIONS,
     Arg,
@@ -167,6 +168,11 @@ def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
             continue
         fun, rule = names(st)
         remember_error(st, exc)
+        if removed_api(exc):  # e.g. the tutorial's `lax.zeros_like_array`: a removed API, not a zero-handling bug
+            fns = [f for f in user_rules(st) if f is not None]
+            where = (user_frame_location(exc, fns[0]) if fns else None) or rule_location(st)
+            yield removed_api_finding(exc, f"{rule} (called with a symbolic-zero tangent)", where)
+            return
         st.blocked[rules.SYMBOLIC_ZERO_UNHANDLED] = "the JVP rule fails on symbolic zeros"
         zero = "jax.custom_derivatives.SymbolicZero" if st.kind == "custom_jvp" else "ad.Zero"
         others = ", ".join(b.name for b in candidates if b is not a)

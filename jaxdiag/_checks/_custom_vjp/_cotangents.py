@@ -11,7 +11,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from ... import _compat
+from ... import _compat, _locate
 from ... import _rules as rules
 from ..._report import Finding
 from .._base import Context, SkipCheck, check
@@ -258,7 +258,30 @@ def _swapped(st: GradState, bad: list[tuple[dict, Arg]], reported: set[int]) -> 
                     out_names=st.out_names[v['k']],
                     get_values=fmt_values(v['got'].get(a.pos)),
                     dyn_list=', '.join(x.name for x in st.dyn),
+                    corrected=_swapped_return(st, a.pos, b.pos),
                     location=locate(st.bwd))
+
+
+def _swapped_return(st: GradState, i: int, j: int) -> str:
+    """` Return: `return (ct_x, ct_w)``: bwd's own single `return (...)` with entries i and j swapped."""
+    import inspect
+    import textwrap
+
+    try:
+        source = textwrap.dedent(inspect.getsource(_locate.unwrap(st.bwd)))
+        node = ast.parse(source).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return ""
+    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or not isinstance(returns[0].value, ast.Tuple):
+        return ""
+    items = [ast.get_source_segment(source, e) or ast.unparse(e) for e in returns[0].value.elts]
+    offset = len(st.nondiff) if st.nondiff else 0  # bwd's tuple has no entries for nondiff_argnums
+    i, j = i - offset, j - offset
+    if not (0 <= i < len(items) and 0 <= j < len(items)):
+        return ""
+    items[i], items[j] = items[j], items[i]
+    return f" Return: `return ({', '.join(items)}{',' if len(items) == 1 else ''})`."
 
 
 def _matches_reference_of(st: GradState, v: dict, got: Any, b: Arg) -> bool:

@@ -1,0 +1,223 @@
+"""`--repro DIR` scripts (plain JAX: fail on the bad samples, pass on the good ones and after the verified fix),
+`--show-jaxpr` (the exposing jaxpr, the user's equation marked with its line) and `--platforms` (JXR015)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from jaxdiag import _lint, _repro
+from jaxdiag._cli import app
+from jaxdiag._exposure import mark_and_truncate
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+BAD = sorted(p.name[:6] for p in SAMPLES.glob("jx*_bad.py"))
+FAST = {"jxb004"}
+runner = CliRunner()
+
+
+def _copy(names: list[str], folder: Path) -> None:
+    folder.mkdir(exist_ok=True)
+    for support in ("__init__.py", "ffi_kernels.cc", *names):
+        if (SAMPLES / support).exists():  # the FFI kernels are built and registered by tests/ffi_build.py
+            shutil.copy(SAMPLES / support, folder / support)
+
+
+def _top_level_names(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _start(script: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --repro
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in FAST else [pytest.mark.slow]) for n in BAD])
+def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_fix(name, tmp_path, monkeypatch):
+    from test_fixes import FFI_CALL_SAMPLES, FIXABLE
+
+    if name in FFI_CALL_SAMPLES:
+        pytest.skip("a standalone repro script cannot register the test-built FFI kernels this sample calls")
+    folder = tmp_path / "samples"
+    _copy([f"{name}_bad.py", f"{name}_good.py"], folder)
+    monkeypatch.chdir(tmp_path)
+
+    report = _lint.check_paths([f"samples/{name}_bad.py"], fixes=name in FIXABLE)
+    problems = [f for f in report.findings if f.severity in ("error", "warning")]
+    if not problems:
+        pytest.skip(f"{name}_bad reports only notes under `check` (no repro for notes)")
+    scripts = _repro.write_all(report, str(tmp_path / "repro"))
+    assert len(scripts) == len(problems), "one script per error or warning"
+    good = folder / f"{name}_good.py"
+    fixed = None
+    if all(f.fix_verified for f in problems):
+        from jaxdiag import _fixes
+
+        patched = folder / f"{name}_fixed.py"
+        source = (folder / f"{name}_bad.py").read_text()
+        edits = [e for fix in _fixes.verified_fixes(report) for e in fix.edits]
+        patched.write_text(_fixes.apply_edits(source, _fixes._edits.dedupe(edits)))
+        fixed = patched
+    runs = []  # every script on the bad module, the good one and the fixed one, all at once
+    for script in map(Path, scripts):
+        text = script.read_text()
+        assert "jaxdiag" not in re.sub(r'""".*?"""', "", text, flags=re.DOTALL), "plain JAX only"
+        runs.append((script, "bad", _start(script)))
+        attr = re.search(r"for part in '([^']+)'\.split", text)
+        if attr and attr.group(1).split(".")[0] in _top_level_names(good):
+            runs.append((script, "good", _start(script, str(good))))
+        if fixed is not None:
+            runs.append((script, "fixed", _start(script, str(fixed))))
+    for script, which, process in runs:
+        out, err = process.communicate(timeout=600)
+        if which == "bad":
+            assert process.returncode != 0, f"{script.name} passes on {name}_bad:\n{out}"
+            assert "Traceback (most recent call last)" in err, err[-2000:]  # an assertion or JAX's own error
+        else:
+            assert process.returncode == 0, f"{script.name} fails on the {which} module:\n{err[-3000:]}"
+
+
+def test_repro_states_expected_and_actual(tmp_path, monkeypatch):
+    _copy(["jxb004_bad.py"], tmp_path / "samples")
+    monkeypatch.chdir(tmp_path)
+    scripts = _repro.write_all(_lint.check_paths(["samples/jxb004_bad.py"]), str(tmp_path / "repro"))
+    result = _run(Path(scripts[0]))
+    assert "AssertionError: output 1: expected shape (5, 3) (batch of 5 at axis 0), actual (3,)" in result.stderr
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --show-jaxpr
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _line(path: Path, needle: str) -> int:
+    return next(i for i, t in enumerate(path.read_text().splitlines(), start=1) if needle in t)
+
+
+def test_show_jaxpr_marks_the_rules_equation(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(app, ["batching", "samples/jxb004_bad.py:quantize_p", "--arg", "f32[8]", "--show-jaxpr",
+                                 "--format", "json"])
+    finding = json.loads(result.stdout)["targets"][0]["findings"][0]
+    line = _line(SAMPLES / "jxb004_bad.py", "codes, codebook = quantize_p.bind(x)")
+    assert finding["jaxpr"].startswith("jax.make_jaxpr(jax.vmap(quantize_p.bind, in_axes=0)):")
+    assert f"<-- samples/jxb004_bad.py:{line} (_quantize_batching)" in finding["jaxpr"]
+    assert "c:f32[3]" in finding["jaxpr"]  # the unbatched codebook the rule calls batched
+
+
+def test_show_jaxpr_when_the_transformation_fails(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(app, ["grad", "samples/jxg010_bad.py:smooth_abs", "--show-jaxpr", "--format", "json"])
+    finding = next(f for f in json.loads(result.stdout)["targets"][0]["findings"] if f["code"] == "JXG010")
+    assert finding["jaxpr"].startswith("jax.make_jaxpr(jax.vjp(smooth_abs, ...)) raised TypeError: Custom VJP bwd")
+    assert "custom_vjp_call" in finding["jaxpr"]
+    assert f"<-- samples/jxg010_bad.py:{_line(SAMPLES / 'jxg010_bad.py', 'return jnp.sqrt')}" in finding["jaxpr"]
+
+
+def test_jaxpr_text_is_truncated_around_the_marked_lines():
+    body = [f"    v{i}:f32[3] = sin v{i - 1}   # /site-packages/jax/x.py:1:2 (f)" for i in range(1, 200)]
+    body[120] = "    v120:f32[3] = my_prim v119   # /home/me/proj/ops.py:42:3 (rule)"
+    text = "{ lambda ; v0:f32[3]. let\n" + "\n".join(body) + "\n  in (v199,) }"
+    shown = mark_and_truncate(text, limit=40).splitlines()
+    assert len(shown) < 20
+    assert any("<-- /home/me/proj/ops.py:42 (rule)" in s for s in shown)
+    assert any("more line(s)" in s for s in shown)
+    assert not any("site-packages" in s for s in shown)
+
+
+def test_no_jaxpr_without_the_option(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(app, ["batching", "samples/jxb004_bad.py:quantize_p", "--arg", "f32[8]", "--format",
+                                 "json"])
+    finding = json.loads(result.stdout)["targets"][0]["findings"][0]
+    assert "jaxpr" not in finding and "diff" not in finding and "fix_verified" not in finding
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --platforms
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _undeclared(tmp_path: Path, which: str) -> Path:
+    """The sample without its JAXDIAG `platforms` declaration: only --platforms / pyproject declare CUDA."""
+    path = tmp_path / f"jxr015_{which}_plain.py"
+    text = (SAMPLES / f"jxr015_{which}.py").read_text()
+    path.write_text(text.replace(', "platforms": ["cpu", "cuda"]', ""))
+    return path
+
+
+def test_platforms_cuda_flags_a_cpu_only_lowering(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad = _undeclared(tmp_path, "bad")
+    plain = runner.invoke(app, ["batching", f"{bad.name}:softclip_p", "--arg", "f32[4]", "--format", "json"])
+    assert plain.exit_code == 0, plain.stdout
+    result = runner.invoke(app, ["batching", f"{bad.name}:softclip_p", "--arg", "f32[4]", "--platforms", "cpu,cuda",
+                                 "--format", "json"])
+    assert result.exit_code == 1, result.stdout
+    finding = next(f for f in json.loads(result.stdout)["targets"][0]["findings"] if f["code"] == "JXR015")
+    assert finding["severity"] == "warning"
+    assert "no lowering for cuda" in finding["message"]
+    assert finding["location"]["line"] == _line(bad, 'mlir.register_lowering(softclip_p')
+    assert "without `platform=`" in finding["fix"]
+
+
+def test_platforms_cuda_passes_a_lower_fun_lowering(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    good = _undeclared(tmp_path, "good")
+    result = runner.invoke(app, ["batching", f"{good.name}:softclip_p", "--arg", "f32[4]", "--platforms",
+                                 "cuda,rocm,tpu", "--format", "json"])
+    assert result.exit_code == 0, result.stdout
+    assert not [f for f in json.loads(result.stdout)["targets"][0]["findings"] if f["code"] == "JXR015"]
+
+
+def test_platforms_from_pyproject(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad = _undeclared(tmp_path, "bad")
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nplatforms = ["cpu", "tpu"]\n')
+    result = runner.invoke(app, ["batching", f"{bad.name}:softclip_p", "--arg", "f32[4]", "--format", "json"])
+    finding = next(f for f in json.loads(result.stdout)["targets"][0]["findings"] if f["code"] == "JXR015")
+    assert "no lowering for tpu" in finding["message"]
+
+
+@pytest.mark.parametrize("value", ["gpu", "cpu,metal", ""])
+def test_bad_platform_is_a_usage_error(value, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(app, ["batching", "samples/jxr015_good.py:softclip_p", "--platforms", value])
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith("jaxdiag: error: --platforms") and len(result.stderr.splitlines()) == 1
+
+
+def test_show_jaxpr_with_list_out_axes(monkeypatch):
+    """The exposing vmap of JXB003 uses `out_axes=[0, None]` (a list, unhashable): shown, with JAX's error."""
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(app, ["batching", "samples/jxb003_bad.py:l2_normalize_p", "--arg", "f32[3]",
+                                 "--show-jaxpr", "--format", "json"])
+    assert result.exit_code == 1, result.output
+    finding = next(f for f in json.loads(result.stdout)["targets"][0]["findings"] if f["code"] == "JXB003")
+    assert "out_axes=[0, None]" in finding["jaxpr"] and "got axis spec None" in finding["jaxpr"]
