@@ -15,7 +15,7 @@ from ... import _compat, _locate, _numerics
 from ... import _rules as rules
 from ..._inputs import choose_batch_size
 from .._base import Context, SkipCheck, Subject
-from .._harness import call_user
+from .._harness import call_user, jaxdiag_code
 from .._shared import (
     abstract_output,
     example_output,
@@ -220,7 +220,7 @@ def _run(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variant
         jax.block_until_ready(result)
         return result
 
-    with _compat.intercept_batching_rules(spy.handlers(spied)):
+    with _compat.intercept_batching_rules(spy.handlers(spied), guard=jaxdiag_code):
         try:
             ran = call_user(run_vmapped)
         except _Abort as abort:  # the spy recorded a malformed return (or a rule that raised) and stopped vmap
