@@ -27,7 +27,7 @@ from . import (
 from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
-from ._checks._harness import call_user
+from ._checks._harness import call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
 from ._checks._harness.tracing import trace_function
 from ._errors import InferenceError, UsageError
@@ -420,7 +420,7 @@ def _bound_primitive_subjects(root: Subject) -> list[Subject]:
     rng = np.random.default_rng(0)
     args = [draw(s, rng, root.domain) for s in root.specs]
     seen: list = []
-    with _compat.record_primitive_binds(seen):
+    with _compat.record_primitive_binds(seen, guard=jaxdiag_code):
         call_user(root.call, *args)  # a failure is reported by the function's own checks; keep what was bound
     subjects: list[Subject] = []
     keys: set = set()
