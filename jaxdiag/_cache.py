@@ -147,7 +147,11 @@ def environment_fingerprint(*, seed: int, config: Any, app_dir: str) -> str:
     config_data = dataclasses.asdict(config) if dataclasses.is_dataclass(config) and not isinstance(
         config, type) else repr(config)
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("JAX_", "XLA_")))
-    recorded = Path(app_dir) / ".jaxdiag" / "calls.json"
+    # the recorded calls `jaxdiag check` reads, found where _reach.Recorded.load looks (first folder that has one)
+    source = getattr(config, "source", None)
+    folders = [os.path.dirname(source) if source else os.getcwd(), app_dir, os.getcwd()]
+    recorded = next((p for p in (Path(f) / ".jaxdiag" / "calls.json" for f in folders) if p.is_file()),
+                    Path(app_dir) / ".jaxdiag" / "calls.json")
     return _digest([
         CACHE_FORMAT, __version__, _own_source_hash(), _compat.JAX_VERSION, _compat.JAXLIB_VERSION,
         sys.version, sys.platform, _installed_distributions(), env, _compat.x64_enabled(),

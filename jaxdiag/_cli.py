@@ -316,10 +316,10 @@ def _diagnose(command: str, target: str, args: Optional[List[str]], params: Opti
         selected, ignored = _split_codes(select), _split_codes(ignore)
         _validate_common(fmt, output, app_dir, verbose, quiet, selected, ignored)
         from . import _config, _validate
-        from ._inputs import parse_axes, parse_param, parse_spec
+        from ._inputs import parse_arg, parse_axes, parse_param
 
         config = _config.load(app_dir)  # validates the codes it names
-        specs = [parse_spec(a) for a in args or []]
+        specs = [parse_arg(a) for a in args or []]  # SPECs, literals (static values) and pytrees
         bind_params = dict(_parse_param(parse_param, p) for p in params or [])
         if "in_axes" in options:
             options["in_axes"] = parse_axes(options["in_axes"], "--in-axes")
@@ -510,6 +510,26 @@ def check(
                                                                  else timeout),
                                    cache=not (no_cache or in_process or platforms), **views)
         _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet), diff, fix, repro)
+
+
+@app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
+def record(
+    command: Optional[List[str]] = typer.Argument(None, help="The command to run, after `--`.", metavar="COMMAND..."),
+    output: str = typer.Option(".jaxdiag/calls.json", "--output", help="Where to write the recorded calls.",
+                               metavar="FILE"),
+) -> None:
+    """Run your examples or tests (`jaxdiag record -- pytest tests/`) and record every call of a user primitive or
+    custom_* rule: avals, static args, bind params, value ranges. `jaxdiag check` then uses them as inputs."""
+    with _guard():
+        from . import _record
+
+        code = _record.run_command(command or [], output)
+        try:
+            count = len(_record.read(output))
+        except (OSError, ValueError):  # the command wrote nothing readable: nothing was recorded
+            count = 0
+        typer.echo(f"jaxdiag: recorded {count} distinct call(s) in {output}", err=True)
+    raise typer.Exit(code)
 
 
 @app.command(cls=JaxdiagCommand, rich_help_panel="Reference")

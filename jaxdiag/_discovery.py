@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import _compat, _config, _locate
+from . import _compat, _config, _locate, _reach
 from ._checks._harness import call_user
 from ._errors import TargetLoadError, UsageError
 from ._report import CheckResult, Location, Problem, TargetReport
@@ -149,6 +149,13 @@ class Discovery:
             raise UsageError(f"{text!r}: no such file or directory")
         if path.is_file() and path.suffix != ".py":
             raise UsageError(f"{text!r} is not a Python file (expected a .py file, a folder, or a module name)")
+        namespace = _reach.namespace_name(path, self.app_dir)
+        if namespace is not None:  # inside a namespace package: import by name so relative imports work
+            add_app_dir(self.app_dir)
+            module = self._import(namespace, _posix(_locate.relative_path(str(path))))
+            if module is not None:
+                self._walk_module(module, namespace, by_path=False)
+            return
         package = _package_root(path)
         if package is not None:
             name, root = package
@@ -227,6 +234,12 @@ class Discovery:
             sub = self._import(info.name, _submodule_label(info, short) if by_path else info.name)
             if sub is not None:
                 self._walk_module(sub, self._path_label(sub) if by_path else info.name, by_path)
+        for name in _reach.namespace_children(module):  # subfolders without __init__.py (pkgutil skips them)
+            if _is_test_name(name.rsplit(".", 1)[-1]) and not self.include_tests:
+                continue
+            sub = self._import(name, name)
+            if sub is not None:
+                self._walk_module(sub, name, by_path)
 
     def _add(self, module: ModuleType, label: str, by_path: bool) -> None:
         if all(w.module is not module for w in self.walked):
@@ -324,7 +337,7 @@ def _origin(obj: Any, kind: str) -> str | None:
     return getattr(_locate.unwrap(getattr(obj, "fun", None) or obj), "__module__", None)
 
 
-def _kind_of(value: Any) -> tuple[str, Any] | None:
+def _kind_of(value: Any, roots: set[str]) -> tuple[str, Any] | None:
     if _compat.is_primitive(value):
         return None if _compat.is_builtin_primitive(value) else ("primitive", value)
     if isinstance(value, (ModuleType, type)) or not callable(value):
@@ -332,13 +345,13 @@ def _kind_of(value: Any) -> tuple[str, Any] | None:
     if any(test(value) for test in (_compat.is_custom_vjp, _compat.is_custom_jvp, _compat.is_custom_vmap)) \
             or _compat.is_jit_wrapped(value):
         kind, obj = classify(value)
-        return (kind, obj) if kind in CUSTOM_KINDS else None
-    return None
+        return (kind, obj) if kind in CUSTOM_KINDS else _reach.wrapped_candidate(value, roots)
+    return _reach.wrapped_candidate(value, roots)  # filter-style decorators: a callable holding the custom function
 
 
 def _candidate(value: Any, roots: set[str]) -> tuple[str, Any] | None:
     """(kind, object) when `value` is a user target; JAX's own objects and other libraries' are skipped."""
-    probed = call_user(_kind_of, value)  # probing a module attribute may run its code (lazy proxies, descriptors)
+    probed = call_user(_kind_of, value, roots)  # probing a module attribute may run its code (lazy proxies)
     if probed.value is None:  # not a target, or an exotic attribute that raised: not a target either
         return None
     kind, obj = probed.value
@@ -379,6 +392,16 @@ def _import_failure(label: str, message: str, what: str) -> TargetReport:
         location: Location | None = Location(_posix(match.group(1)), int(match.group(2)), "<module>")
     else:
         location = Location(_posix(what), 1, "<module>") if what.endswith(".py") else None
+    missing = re.search(r"(?:ModuleNotFoundError|ImportError): No module named '([\w.]+)'", message)
+    if missing and missing.group(1).split(".")[0] != what.replace("/", ".").split(".")[0]:
+        # an optional dependency of the package, not installed here: a note, not a failure of the package
+        from . import _rules as rules
+
+        dependency = missing.group(1).split(".")[0]
+        finding = rules.DEPENDENCY_MISSING.finding(error=message, dependency=dependency, what=label,
+                                                   location=location)
+        return TargetReport(label, "module", checks=[CheckResult("import", "skipped", 0.0, message)],
+                            findings=[finding], module=label)
     problem = Problem("import-failed", message, location,
                       fix=f"Make `{what}` importable (reproduce with `python -c \"import ...\"` or run the file), or "
                           "leave it out of the checked paths.")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import re
 import threading
 import time
 import traceback
@@ -22,16 +23,25 @@ from . import (
     _compat,
     _locate,
     _render,  # noqa: F401  (registers the text view behind `str(report)`)
+    _signature,
 )
 from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
-from ._checks._harness import call_user
+from ._checks._harness import call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
 from ._checks._harness.tracing import trace_function
 from ._errors import InferenceError, UsageError
 from ._filtering import Filter, validate_inline
-from ._inputs import DOMAINS, ArgSpec, draw, parse_spec, shape_ladder, spec_of
+from ._inputs import (
+    DOMAINS,
+    ArgSpec,
+    draw,
+    shape_ladder,
+    spec_of,
+    template_leaves,
+    template_text,
+)
 from ._report import CheckResult, Finding, Location, Report, TargetReport
 from ._targets import Target, classify, describe, load_target
 
@@ -156,14 +166,13 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
     module_file = getattr(resolved.module, "__file__", None)
     if module_file and module_file.endswith(".py"):
         validate_inline(module_file)
-    given = [a if isinstance(a, ArgSpec) else parse_spec(a) if isinstance(a, str) else None for a in args]
-    concrete = [None if isinstance(a, (str, ArgSpec)) else np.asarray(a) for a in args]
-    specs = [s if s is not None else spec_of(c) for s, c in zip(given, concrete)]
+    templates, concrete = _signature.templates_of_args(args)
+    specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
     # x64 only for an explicitly 64-bit spec (f64, i64, u64, c128), scoped to this run and restored after it:
     # c64 is a 32-bit type and needs no x64, and turning x64 on changes the dtypes the user's rules compute in.
     wide = any(needs_x64(s) for s in specs)
     with _compat.x64_scope(True) if wide else contextlib.nullcontext():
-        reports = _run_target(resolved, specs, concrete, params, options)
+        reports = _run_target(resolved, templates, concrete, params, options)
     anchors = suppression_anchors(resolved)
     for report in reports:
         report.anchors = list(anchors)
@@ -182,18 +191,23 @@ def needs_x64(spec: ArgSpec) -> bool:
     return itemsize >= 8 and spec.dtype.kind in "fciu"
 
 
-def _run_target(target: Target, specs: list[ArgSpec], concrete: list, params: dict, options: Options
+def _run_target(target: Target, templates: list[Any], concrete: list, params: dict, options: Options
                 ) -> list[TargetReport]:
     notes: list[Finding] = []
     root = _root_subject(target, params)
-    if not specs:
-        specs = infer_specs(root, notes)
-    root.specs = specs
+    _signature.check_params(root)
+    if not templates:
+        templates = infer_templates(root, notes)
+    else:
+        _signature.check_arity(root, templates)
+    _signature.apply(root, templates)
+    specs = root.specs
     choose_domain(root, notes)
     root_cache = SubjectCache()
     if any(c is not None for c in concrete):
         rng = np.random.default_rng(options.seed)
-        root_cache.example = [c if c is not None else draw(s, rng, root.domain) for c, s in zip(concrete, specs)]
+        root_cache.example = [np.asarray(c) if c is not None else draw(s, rng, root.domain)
+                              for c, s in zip(concrete, specs)]
     subjects = [root] + find_nested_subjects(root, options, root_cache)
     observed = observed_examples(root, subjects[1:], options, root_cache) if len(subjects) > 1 else {}
     reports = []
@@ -277,53 +291,88 @@ def choose_domain(subject: Subject, notes: list[Finding]) -> None:
 
 
 def _arity(subject: Subject) -> list[int]:
-    """Candidate positional arities, most likely first."""
+    """Candidate positional arities (static positions included), most likely first."""
+    sig = _signature.signature_of(subject)
+    if sig is None:
+        return [1, 2, 3]
+    params = _signature.positional(sig)
+    required = [p for p in params if p.default is p.empty]
+    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+        return sorted({len(required), 1, 2, 3} - {0}) or [1]
     if subject.kind == "primitive":
-        fns = [_compat.impl(subject.obj), _compat.abstract_eval_rule(subject.obj)]
-    else:
-        fns = [getattr(subject.obj, "fun", None) or subject.obj]
-    for fn in fns:
-        if fn is None:
-            continue
-        try:
-            sig = inspect.signature(_locate.unwrap(fn))
-        except (TypeError, ValueError):
-            continue
-        positional = [p for p in sig.parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        required = [p for p in positional if p.default is p.empty]
-        if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
-            return sorted({len(required), 1, 2, 3} - {0}) or [1]
-        if subject.kind == "primitive":
-            return [len(required) - _params_taken(required, subject.params)] if required else [1]
-        return [len(required)] if required else [max(len(positional), 1)]
-    return [1, 2, 3]
+        return [len(required) - _params_taken(required, subject.params)] if required else [1]
+    return [len(required)]
 
 
 def _params_taken(required: list, params: dict) -> int:
     return sum(1 for p in required if p.name in params)
 
 
-def infer_specs(subject: Subject, notes: list[Finding]) -> list[ArgSpec]:
-    """Try a short ladder of float32 shapes until the target runs; report what was inferred."""
+def infer_templates(subject: Subject, notes: list[Finding]) -> list[Any]:
+    """Try a short ladder of float32 shapes for the array positions until the target runs; report it.
+
+    Static positions (nondiff_argnums, static_argnums) take their defaults; one without a default cannot be
+    guessed, and neither can a shape contract outside the ladder: both raise InferenceError saying what to pass."""
+    sig = _signature.signature_of(subject)
+    keyword_only = [p.name for p in (sig.parameters.values() if sig is not None else ())
+                    if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    if keyword_only and subject.kind != "primitive":
+        raise InferenceError(f"could not infer example inputs for {subject.label}: it requires keyword-only "
+                             f"argument(s) {', '.join(keyword_only)}, which positional --arg cannot pass; check the "
+                             "function that calls it, or record your own calls with `jaxdiag record`",
+                             label=subject.label, tried=[], last_error="keyword-only arguments", arity=1)
+    statics = _signature.static_templates(subject)
+    if statics is None:
+        needed = _signature.static_without_default(subject)
+        what = "; ".join(f"`{name}` is static ({where})" for name, where in needed)
+        raise InferenceError(f"could not infer example inputs for {subject.label}: {what}, so no value can be "
+                             "drawn for it; pass it as a Python literal, e.g. --arg 0.1",
+                             label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0])
     tried = []
     last_error = ""
     for arity in _arity(subject):
-        for candidate in shape_ladder(arity):
-            tried.append(" ".join(str(s) for s in candidate))
-            ok, error = _try_call(subject, candidate, "normal", 0)
-            if not ok and error == "non-finite output":
-                ok = any(_try_call(subject, candidate, d, 0)[0] for d in DOMAINS[1:])
-            if ok:
-                notes.append(rules.INPUTS_INFERRED.finding(
-                    count=len(candidate), specs=" ".join(str(s) for s in candidate), location=subject.location))
-                return candidate
+        if arity == 0:
+            _signature.apply(subject, [])
+            ok, error = _try_call(subject, [], "normal", 0)
+            if ok or error == "non-finite output":
+                return []
             last_error = error
+            continue
+        n_arrays = max(arity - len(statics), 0)
+        for candidate in shape_ladder(n_arrays) if n_arrays else iter([[]]):
+            it = iter(candidate)
+            templates = [statics[i] if i in statics else next(it) for i in range(n_arrays + len(statics))]
+            text = " ".join(template_text(t) for t in templates)
+            tried.append(text)
+            _signature.apply(subject, templates)
+            ok, error = _try_call(subject, subject.specs, "normal", 0)
+            if not ok and error == "non-finite output":
+                ok = any(_try_call(subject, subject.specs, d, 0)[0] for d in DOMAINS[1:])
+            if ok:
+                notes.append(rules.INPUTS_INFERRED.finding(count=len(templates), specs=text,
+                                                           location=subject.location))
+                return templates
+            last_error = error
+            if error.startswith(_MISSING_DEPENDENCY):
+                raise MissingDependencyError(subject.label, error)
     arity = _arity(subject)[0]
     suggestion = " ".join("--arg f32[3]" for _ in range(arity))
     raise InferenceError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
                          f"error: {last_error}); pass them explicitly, e.g. {suggestion}",
                          label=subject.label, tried=tried, last_error=last_error, arity=arity)
+
+
+_MISSING_DEPENDENCY = ("ModuleNotFoundError", "ImportError")
+
+
+class MissingDependencyError(InferenceError):
+    """The target imports an optional dependency at call time that is not installed: not an inference failure."""
+
+    def __init__(self, label: str, error: str):
+        super().__init__(f"{label} could not run: {error} (an optional dependency is missing); install it to "
+                         "check this target", label=label, tried=[], last_error=error, arity=0)
+        match = re.search(r"No module named '([\w.]+)'", error)
+        self.dependency = match.group(1).split(".")[0] if match else error
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -350,12 +399,9 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
         fn = getattr(obj, "fun", None) or obj
         if not (options.include_jax or _locate.is_user_code(fn)):
             continue  # JAX's own custom_jvp/custom_vjp (jnp.sinc, jax.nn.softplus) are trusted like its primitives
-        specs, static = _split_custom_args(kind, fn, args, kwargs)
-        if specs is None:
-            continue
-        subjects.append(Subject(label=f"{root.label} > {getattr(fn, '__name__', kind)}", kind=kind, obj=obj,
-                                specs=specs, location=_locate.locate(fn), module=root.module, parent=root,
-                                domain=root.domain, static_args=static))
+        nested = _signature.custom_call_subject(root, kind, obj, fn, args, kwargs, cache.input_tracers)
+        if nested is not None:
+            subjects.append(nested)
     for eqn in _compat.iter_eqns(jaxpr):
         prim = eqn.primitive
         if not _compat.is_primitive(prim):
@@ -369,6 +415,8 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
         specs = [s for s in maybe_specs if s is not None]
         if len(specs) != len(maybe_specs):
             continue
+        inputs = list(getattr(jaxpr, "jaxpr", jaxpr).invars)
+        specs = [_signature.inherited(s, [v], inputs, root) for s, v in zip(specs, eqn.invars)]
         key = _primitive_call_key(prim, eqn.params, specs)
         if key in seen_keys:
             continue
@@ -392,7 +440,8 @@ def observed_examples(root: Subject, nested: list[Subject], options: Options, ca
     example = [jax.numpy.asarray(x) for x in Context(root, options, "observe", cache).example()]
     customs: list = []
     binds: list = []
-    with _compat.record_custom_calls(customs), _compat.record_primitive_binds([], binds), jax.disable_jit():
+    recording = _compat.record_primitive_binds([], jaxdiag_code, binds)
+    with _compat.record_custom_calls(customs), recording, jax.disable_jit():
         call_user(root.call, *example)  # a failure is reported by the function's own checks; keep what was observed
     out: dict[int, list[np.ndarray]] = {}
     for subject in nested:
@@ -415,7 +464,7 @@ def _bound_primitive_subjects(root: Subject) -> list[Subject]:
     rng = np.random.default_rng(0)
     args = [draw(s, rng, root.domain) for s in root.specs]
     seen: list = []
-    with _compat.record_primitive_binds(seen):
+    with _compat.record_primitive_binds(seen, guard=jaxdiag_code):
         call_user(root.call, *args)  # a failure is reported by the function's own checks; keep what was bound
     subjects: list[Subject] = []
     keys: set = set()
@@ -444,27 +493,6 @@ def _primitive_call_key(prim: Any, params: dict, specs: Sequence[ArgSpec]) -> tu
     return prim, repr(sorted(params.items(), key=lambda kv: kv[0])), tuple(map(str, specs))
 
 
-def _split_custom_args(kind: str, fn: Any, args: tuple, kwargs: dict) -> tuple[list[ArgSpec] | None, dict]:
-    """Specs for the array arguments of a recorded custom_jvp/custom_vjp call, and its other positional arguments
-    (an int in nondiff_argnums, a callable, a Python scalar) as fixed values. Keyword arguments are bound
-    positionally, as JAX does. (None, {}) when the call cannot be reproduced from specs."""
-    if kind in ("custom_jvp", "custom_vjp"):
-        args = _compat.resolve_positional(fn, tuple(args), dict(kwargs))
-    elif kwargs:
-        return None, {}
-    specs: list[ArgSpec] = []
-    static: dict[int, Any] = {}
-    for i, a in enumerate(args):
-        spec = _spec_of_aval(getattr(a, "aval", a)) if hasattr(a, "shape") or hasattr(a, "aval") else None
-        if spec is not None:
-            specs.append(spec)
-        elif kind in ("custom_jvp", "custom_vjp") and not hasattr(a, "shape"):
-            static[i] = a
-        else:
-            return None, {}
-    return specs, static
-
-
 def _spec_of_aval(aval: Any) -> ArgSpec | None:
     shape = getattr(aval, "shape", None)
     dtype = getattr(aval, "dtype", None)
@@ -487,7 +515,7 @@ on_check_start: Callable[[str, str], None] | None = None
 
 def run_subject(subject: Subject, options: Options, cache: SubjectCache | None = None) -> TargetReport:
     cache = SubjectCache() if cache is None else cache
-    report = TargetReport(target=subject.label, kind=subject.kind, inputs=[str(s) for s in subject.specs],
+    report = TargetReport(target=subject.label, kind=subject.kind, inputs=subject.input_texts,
                           module=subject.module)
     report.subject = subject  # type: ignore[attr-defined]  # for --repro; not serialized
     for chk in ALL_CHECKS:
@@ -500,6 +528,8 @@ def run_subject(subject: Subject, options: Options, cache: SubjectCache | None =
         findings: list[Finding] = []
         status, detail = "passed", ""
         try:
+            if chk.family == "batching" and not subject.specs:
+                raise SkipCheck("no array arguments: nothing to batch")
             findings = list(chk.run(ctx))
         except SkipCheck as skip:
             status, detail = "skipped", str(skip)

@@ -1,4 +1,13 @@
-"""Example inputs: SPEC parsing (`f32[2,3]@positive`), seeded random draws, domains, and shape ladders."""
+"""Example inputs: SPEC parsing, seeded random draws, domains, and shape ladders.
+
+One `--arg` describes one positional argument (docs/cli.md, SPEC):
+- an array: `f32[2,3]`, optionally with a value domain, `f32[3]@positive`, `f32[3]@-1..0`;
+- a typed PRNG key: `key[]`, `key[4]` (drawn as raw key data, wrapped into a key when the target is called);
+- a static Python value, passed as-is and never batched or differentiated: `0.1`, `3`, `True`, `'mode'`, `None`,
+  a dtype name (`int32`, `f32`);
+- a pytree of those: `(f32[3], i32[])`, `[f32[2], 0.5]`, `{"w": f32[3,4], "b": f32[4]}`.
+`parse_arg` returns a *template*: the same structure with `ArgSpec` for arrays and keys and `Static` for values.
+"""
 
 from __future__ import annotations
 
@@ -23,13 +32,15 @@ DTYPES: dict[str, np.dtype] = {
 SHORT_NAMES = {v: k for k, v in DTYPES.items()}
 
 # Domains to draw from; the fallback order is the order of this dict after "normal".
-DOMAINS = ("normal", "positive", "unit", "small")
+DOMAINS = ("normal", "positive", "unit", "small", "negative")
 _SPEC_RE = re.compile(r"^([a-z]+[0-9]*)\[([0-9,\s]*)\](?:@(.+))?$")
 _RANGE_RE = re.compile(r"^(-?[0-9.eE+-]+)\.\.(-?[0-9.eE+-]+)$")
 
 SPEC_HELP = (
     "expected DTYPE[DIMS] such as f32[2,3], f64[], i32[5], bool[4], bf16[8], f16[3], c64[2], u8[3] "
-    "(optionally @positive, @unit, @small, @normal or @LO..HI for the value domain)"
+    "(optionally @positive, @negative, @unit, @small, @normal or @LO..HI for the value domain), key[] or key[4] "
+    "for a PRNG key, a Python literal (0.1, 3, True, 'mode', None, int32) for a static argument, or a pytree of "
+    "these: (f32[3], i32[]), [f32[2], f32[2]], {\"w\": f32[3,4], \"b\": f32[4]}"
 )
 
 
@@ -40,8 +51,13 @@ class ArgSpec:
     dtype: np.dtype
     shape: tuple[int, ...]
     domain: str | None = None
+    # A typed PRNG key: `dtype`/`shape` describe its raw key data (uint32, key shape + the impl's data shape), which
+    # is what checks draw, batch and compare; the target receives `jax.random.wrap_key_data(data, impl=key)`.
+    key: str | None = None
 
     def __str__(self) -> str:
+        if self.key is not None:
+            return f"key[{','.join(map(str, self.shape[:len(self.shape) - len(key_data_shape(self.key))]))}]"
         text = f"{SHORT_NAMES.get(self.dtype, self.dtype.name)}[{','.join(map(str, self.shape))}]"
         return f"{text}@{self.domain}" if self.domain else text
 
@@ -54,7 +70,144 @@ class ArgSpec:
         return self.is_float or np.issubdtype(self.dtype, np.complexfloating)
 
     def with_domain(self, domain: str | None) -> "ArgSpec":
-        return ArgSpec(self.dtype, self.shape, domain)
+        return self if self.key is not None else ArgSpec(self.dtype, self.shape, domain)
+
+
+@dataclass(frozen=True)
+class Static:
+    """A static argument (or pytree leaf): passed to the target as-is, never drawn, batched or differentiated."""
+
+    value: Any
+
+    def __str__(self) -> str:
+        return static_text(self.value)
+
+
+def static_text(value: Any) -> str:
+    """How a static value is written as an --arg: `0.1`, `'mode'`, `int32`."""
+    if isinstance(value, np.dtype):
+        return SHORT_NAMES.get(value, value.name)
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return SHORT_NAMES.get(np.dtype(value), np.dtype(value).name)
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        value = value.item()
+    text = repr(value)
+    if not is_literal_text(text):  # a callable, a treedef: named by type, so reports stay deterministic
+        return f"<{type(value).__name__}>"
+    return text
+
+
+def is_literal_text(text: str) -> bool:
+    """Whether `parse_arg` gives the value back: a Python literal or a dtype name."""
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text in DTYPES
+    return True
+
+
+def template_text(template: Any) -> str:
+    """The --arg text of a parsed template (round-trips through `parse_arg` for literal statics)."""
+    if isinstance(template, (ArgSpec, Static)):
+        return str(template)
+    if isinstance(template, tuple) and type(template) is tuple:
+        inner = ", ".join(template_text(t) for t in template)
+        return f"({inner},)" if len(template) == 1 else f"({inner})"
+    if isinstance(template, list) and type(template) is list:
+        return "[" + ", ".join(template_text(t) for t in template) + "]"
+    if isinstance(template, dict) and type(template) is dict:
+        return "{" + ", ".join(f"{k!r}: {template_text(v)}" for k, v in template.items()) + "}"
+    if template is None:
+        return "None"
+    return f"<{type(template).__name__}>"  # a custom pytree node (a NamedTuple, a Module): not expressible as text
+
+
+def key_data_shape(impl: str) -> tuple[int, ...]:
+    """The raw data shape of one key of this PRNG implementation (threefry2x32: (2,), rbg: (4,))."""
+    import jax
+
+    return tuple(jax.random.key_data(jax.random.key(0, impl=impl)).shape)
+
+
+def default_key_impl() -> str:
+    import jax
+
+    return str(jax.random.key_impl(jax.random.key(0)))
+
+
+def key_spec(shape: tuple[int, ...], impl: str | None = None) -> ArgSpec:
+    impl = impl or default_key_impl()
+    return ArgSpec(np.dtype(np.uint32), tuple(shape) + key_data_shape(impl), key=impl)
+
+
+# An array or key spec inside a larger expression: `f32[2,3]`, `f32[3]@positive`, `f32[3]@-1..1`, `key[4]`.
+_SPEC_TOKEN_RE = re.compile(r"(?<![\w'\"])([a-z]+[0-9]*)\[([0-9,\s]*)\](?:@(-?[0-9.eE]+\.\.-?[0-9.eE]+|[a-z]+))?")
+
+
+def parse_arg(text: str) -> Any:
+    """Parse one --arg into a template (ArgSpec, Static, or a tuple/list/dict of them); UsageError if malformed."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError(f"bad argument spec {text!r}: {SPEC_HELP}")
+    specs: dict[str, ArgSpec] = {}
+
+    def placeholder(match: re.Match) -> str:
+        name = f"__jaxdiag_spec_{len(specs)}__"
+        specs[name] = _parse_one_spec(match.group(0), text)
+        return name
+
+    source = _SPEC_TOKEN_RE.sub(placeholder, text.strip())
+    try:
+        tree = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        raise UsageError(f"bad argument spec {text!r}: {SPEC_HELP}") from None
+    return _template(tree, specs, text)
+
+
+def _parse_one_spec(token: str, text: str) -> ArgSpec:
+    name = token.split("[", 1)[0]
+    if name == "key":
+        dims = token[4:].split("]", 1)[0].replace(" ", "")
+        if "@" in token:
+            raise UsageError(f"bad argument spec {text!r}: a PRNG key takes no value domain")
+        parts = dims.split(",") if dims else []
+        if any(p == "" for p in parts):
+            raise UsageError(f"bad argument spec {text!r}: empty dimension in key[{dims}]; {SPEC_HELP}")
+        return key_spec(tuple(int(p) for p in parts))
+    return parse_spec(token)
+
+
+def _template(node: ast.AST, specs: dict[str, ArgSpec], text: str) -> Any:
+    if isinstance(node, ast.Name):
+        if node.id in specs:
+            return specs[node.id]
+        if node.id in DTYPES or node.id in ("bfloat16",):
+            return Static(DTYPES.get(node.id, DTYPES["bf16"]))
+        try:
+            return Static(np.dtype(node.id))
+        except TypeError:
+            raise UsageError(f"bad argument spec {text!r}: unknown name {node.id!r}; {SPEC_HELP}") from None
+    if isinstance(node, ast.Tuple):
+        return tuple(_template(e, specs, text) for e in node.elts)
+    if isinstance(node, ast.List):
+        return [_template(e, specs, text) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            if not (isinstance(k, ast.Constant) and isinstance(k.value, (str, int))):
+                raise UsageError(f"bad argument spec {text!r}: dict keys must be strings or ints")
+            out[k.value] = _template(v, specs, text)
+        return out
+    try:
+        return Static(ast.literal_eval(node))
+    except (ValueError, SyntaxError):
+        raise UsageError(f"bad argument spec {text!r}: {SPEC_HELP}") from None
+
+
+def template_leaves(template: Any) -> list[Any]:
+    """The ArgSpec and Static leaves of a template, in the order `Layout` flattens them."""
+    import jax
+
+    return jax.tree_util.tree_leaves(template, is_leaf=lambda x: isinstance(x, (ArgSpec, Static)))
 
 
 def parse_spec(text: str) -> ArgSpec:
@@ -101,15 +254,16 @@ def draw(spec: ArgSpec, rng: np.random.Generator, domain: str = "normal", lead: 
     domain = spec.domain or domain
     shape = lead + spec.shape
     dtype = spec.dtype
+    if spec.key is not None:  # raw key data: any bits are a valid key
+        return rng.integers(0, 2**32, size=shape, dtype=np.uint64).astype(np.uint32)
     if dtype == np.bool_:
         return rng.random(shape) < 0.5
     if np.issubdtype(dtype, np.integer):
         low = 1 if domain in ("positive", "unit") or np.issubdtype(dtype, np.unsignedinteger) else -5
+        high = 0 if domain == "negative" and not np.issubdtype(dtype, np.unsignedinteger) else 6
         bounds = _domain_bounds(domain)
         if bounds:
             low, high = int(np.ceil(bounds[0])), int(np.floor(bounds[1])) + 1
-        else:
-            high = 6
         return rng.integers(low, high, size=shape).astype(dtype)
     real = _draw_real(rng, domain, shape)
     if np.issubdtype(dtype, np.complexfloating):
@@ -123,6 +277,8 @@ def _draw_real(rng: np.random.Generator, domain: str, shape: tuple[int, ...]) ->
         return rng.uniform(bounds[0], bounds[1], size=shape)
     if domain == "positive":
         return rng.uniform(0.5, 2.0, size=shape)
+    if domain == "negative":
+        return rng.uniform(-2.0, -0.5, size=shape)
     if domain == "unit":
         return rng.uniform(0.05, 0.95, size=shape)
     if domain == "small":

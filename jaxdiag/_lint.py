@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import __version__, _compat, _config, _engine, _locate, _parallel
+from . import __version__, _compat, _config, _engine, _locate, _parallel, _reach
 from . import _rules as rules
 from ._checks._base import Options
 from ._discovery import Discovery, Found, _posix, _unjit
@@ -103,6 +103,8 @@ class _Lint:
         # validates every code before anything is imported or checked (unknown codes are exit 2)
         self.filter = Filter(select, ignore, config.per_target_ignores)
         self.unchecked_lines: set[tuple[str, int]] = set()
+        config_dir = os.path.dirname(config.source) if config.source else os.getcwd()
+        self.recorded = _reach.Recorded.load([config_dir, app_dir, os.getcwd()])
         self.settings = _parallel.RunSettings()
 
     def run(self, items: Sequence[ModuleType | str], from_config: bool) -> Report:
@@ -113,8 +115,12 @@ class _Lint:
             if where and where.endswith(".py"):
                 validate_inline(where)
         reports: list[TargetReport] = list(self.discovery.failed)
-        discovered = self.discovery.discover()
+        discovered = self.discover()
         reports.extend(_parallel.check_targets(self, discovered, items, self.settings))
+        roots = {w.module.__name__.split(".")[0] for w in self.discovery.walked}
+        for call in self.recorded.unclaimed():
+            if call.get("target", "").split(".")[0].split(":")[0] in roots:  # other packages' rules: not asked
+                reports.extend(self._check_recorded(call))
         if self.config.sharding:  # opt-in: a child process on virtual devices
             from . import _sharding
 
@@ -128,15 +134,38 @@ class _Lint:
         report.targets.extend(t for t in notes.targets if t.findings)
         return report
 
+    def discover(self) -> list[Found]:
+        """The discovered targets, with the recorded calls they claim marked here (also when workers check them:
+        the calls no target claims are checked afterwards, in this process)."""
+        discovered = self.discovery.discover()
+        if self.recorded.calls:
+            self.recorded.note_sites((f.obj, f.kind) for f in discovered)
+            for found in discovered:
+                self.recorded.for_keys(self._recorded_keys(found), found.obj, found.kind)
+        return discovered
+
+    @staticmethod
+    def _recorded_keys(found: Found) -> list[str]:
+        return found.keys + [f"{found.walked.module.__name__}:{found.attr}"]
+
     # -- checking ----------------------------------------------------------------------------------------------
 
     def _check(self, found: Found) -> list[TargetReport]:
         args, params, origin = self._inputs_for(found)
+        if origin == _VIA:
+            return self._check_recorded(params, found)
         target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
         anchors = _engine.suppression_anchors(target)
         try:
             report = _engine.run_unfiltered(target, args, params, Options(
                 command="check", seed=self.seed, **getattr(self, "run_options", {})), app_dir=self.app_dir)
+        except _engine.MissingDependencyError as exc:
+            report = Report([TargetReport(found.label, found.kind, checks=[CheckResult(
+                "infer-inputs", "skipped", 0.0, "optional dependency missing")], findings=[
+                rules.DEPENDENCY_MISSING.finding(error=exc.last_error, dependency=exc.dependency, what=found.label,
+                                                 location=anchors[0] if anchors else None)],
+                module=found.walked.label)])
+            self._mark_unchecked(found, anchors)
         except InferenceError as exc:
             report = Report([self._not_inferred(found, exc, anchors)])
             self._mark_unchecked(found, anchors)
@@ -148,6 +177,14 @@ class _Lint:
             report = Report([TargetReport(found.label, found.kind, checks=[CheckResult(
                 "engine", "error", 0.0, f"internal error: {type(exc).__name__}: {exc}")])])
             self._mark_unchecked(found, anchors)
+        if origin.startswith(" (recorded") and report.targets:
+            report.targets[0].findings.insert(0, rules.INPUTS_RECORDED.finding(
+                how=f"checked on the call recorded{origin[len(' (recorded'):-1]}",
+                inputs=" ".join(report.targets[0].inputs),
+                params=(" with " + ", ".join(f"{k}={v!r}" for k, v in sorted(params.items()))) if params else "",
+                location=anchors[0] if anchors else None))
+        if found.kind == "primitive" and _reach.jax_owned(found.obj) and report.targets:
+            _reach.restrict_to_user_rules(report.targets[0], found.obj)
         for tr in report.targets:
             tr.module = found.walked.label
             tr.config_keys = list(found.keys)
@@ -156,12 +193,20 @@ class _Lint:
                 self._mark_unchecked(found, anchors)
         return report.targets
 
-    def _inputs_for(self, found: Found) -> tuple[list[str], dict[str, Any], str]:
-        """(args, params, where they came from) from pyproject, else the module's JAXDIAG dict, else none."""
+    def _inputs_for(self, found: Found) -> tuple[list[Any], Any, str]:
+        """(args, params, where they came from) from pyproject, else recorded calls, else the module's JAXDIAG
+        dict, else none. Recorded calls that cannot be replayed give (`[]`, the call, _VIA)."""
         for key in found.keys:
             entry = self.config.target(key)
             if entry is not None:
                 return list(entry.args), _hashable(entry.params), f" ([tool.jaxdiag.targets.\"{key}\"])"
+        calls = self.recorded.for_keys(self._recorded_keys(found), found.obj, found.kind)
+        replayable = [c for c in calls if c.get("replayable", True)]
+        if replayable:
+            templates, params = _reach.templates_of(replayable[0])
+            return templates, params, f" (recorded in {_locate.relative_path(self.recorded.path or '')})"
+        if calls:  # only calls with a callable/treedef argument or param: checked inside the function that made it
+            return [], calls[0], _VIA
         table = getattr(found.walked.module, "JAXDIAG", None)
         if table is None:
             return [], {}, ""
@@ -174,30 +219,43 @@ class _Lint:
             entry = table.get(name)
             if entry is None:
                 continue
-            args, params = (entry.get("args", []), entry.get("params", {})) if isinstance(entry, dict) else (
-                None, None)
-            if not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args) or not isinstance(
-                    params, dict) or not set(entry) <= {"args", "params", "platforms"}:
+            given_args, given_params = (entry.get("args", []), entry.get("params", {})) if isinstance(
+                entry, dict) else (None, None)
+            if not isinstance(given_args, (list, tuple)) or not all(isinstance(a, str) for a in given_args) or \
+                    not isinstance(given_params, dict) or not set(entry) <= {"args", "params", "platforms"}:
                 raise UsageError(f"{found.walked.label}: JAXDIAG[{name!r}] must be {{'args': [SPEC, ...], "
                                  "'params': {...}}} with SPEC strings such as 'f32[3]'")
-            return list(args), _hashable(params), where
+            return list(given_args), _hashable(given_params), where
         return [], {}, ""
 
     def _not_inferred(self, found: Found, exc: InferenceError, anchors: list[Location]) -> TargetReport:
         key = self.discovery.config_key(found)
         args = ", ".join('"f32[3]"' for _ in range(max(exc.arity, 1)))
         snippet = f"[tool.jaxdiag.targets.\"{key}\"]\nargs = [{args}]"
-        missing = _missing_params(found) if found.kind == "primitive" else []
+        missing = list(getattr(exc, "missing", [])) or (_missing_params(found) if found.kind == "primitive" else [])
+        jaxdiag_dict = f"\"args\": [{args}]"
         if missing:
-            snippet += "\nparams = {" + ", ".join(f"{m} = 0" for m in missing) + "}"
-        finding = rules.INPUTS_NOT_INFERRED.finding(
-            target=found.label, tried="; ".join(exc.tried[:6]), error=exc.last_error,
-            params_hint=", and its bind params" if missing else "", snippet=snippet,
-            jaxdiag_dict=f"JAXDIAG = {{\"{found.attr}\": {{\"args\": [{args}]}}}}", module=found.walked.label,
-            location=anchors[0] if anchors else None)
+            snippet += "\nparams = {" + ", ".join(f"{m} = …" for m in missing) + "}"
+            jaxdiag_dict += ", \"params\": {" + ", ".join(f"\"{m}\": …" for m in missing) + "}"
+        location = anchors[0] if anchors else None
+        if exc.tried:
+            finding = rules.INPUTS_NOT_INFERRED.finding(
+                target=found.label, tried="; ".join(exc.tried[:6]), error=exc.last_error,
+                params_hint=", and its bind params" if missing else "", snippet=snippet,
+                jaxdiag_dict=f"JAXDIAG = {{\"{found.attr}\": {{{jaxdiag_dict}}}}}", module=found.walked.label,
+                location=location)
+        else:  # a precise reason (bind params, static arguments, keyword-only arguments): say it as it is
+            finding = rules.TARGET_NOT_CHECKABLE.finding(
+                reason=str(exc), fix=f"Add its inputs to pyproject.toml (a SPEC per positional argument, a literal "
+                f"such as 0.1 for a static one{', and its bind params' if missing else ''}):\n{snippet}\nor define "
+                f"JAXDIAG = {{\"{found.attr}\": {{{jaxdiag_dict}}}}} in {found.walked.label}, or record the calls "
+                "your own tests make: jaxdiag record -- pytest", location=location)
         return TargetReport(found.label, found.kind, checks=[CheckResult(
             "infer-inputs", "skipped", 0.0, "could not infer example inputs")], findings=[finding],
             module=found.walked.label)
+
+    def _check_recorded(self, call: dict, found: Found | None = None) -> list[TargetReport]:
+        return _reach.check_recorded(self, call, found)
 
     def _mark_unchecked(self, found: Found, anchors: list[Location]) -> None:
         """Lines whose suppressions cannot be judged because this target was not (fully) checked."""
@@ -225,6 +283,9 @@ class _Lint:
         if config_findings:
             reports.append(TargetReport(label, "config", findings=config_findings, module=label))
         return reports
+
+
+_VIA = " (via)"
 
 
 def _hashable(value: Any) -> Any:

@@ -43,7 +43,7 @@ class Finding:
     message: str
     fix: str = ""
     location: Location | None = None
-    # Optional evidence (DESIGN.md): the verified fix as a unified diff, and the jaxpr that exposed the defect.
+    # Optional evidence: the verified fix as a unified diff, and the jaxpr that exposed the defect.
     diff: str = ""
     jaxpr: str = ""
     # None: no source edit was attempted; False: candidate edits failed verification (the fix stays text); True.

@@ -93,7 +93,7 @@ def run_target(entry: dict[str, Any], options: Any, request: dict[str, Any]) -> 
 
     import numpy as np
 
-    from . import _compat, _engine
+    from . import _compat, _engine, _signature
     from ._checks._sharding import subject_for_partitioned_call
     from ._compat import _sharding as cs
     from ._inputs import ArgSpec, draw, parse_spec, spec_of
@@ -119,7 +119,7 @@ def run_target(entry: dict[str, Any], options: Any, request: dict[str, Any]) -> 
         if cs.is_custom_partitioning(root.obj):
             root = subject_for_partitioned_call(root, root.obj, [], {}, is_root=True)
         notes: list = []
-        root.specs = specs or _engine.infer_specs(root, notes)
+        _signature.apply(root, specs or _engine.infer_templates(root, notes))  # statics stay out of root.specs
         _engine.choose_domain(root, notes)
         cache = SubjectCache()
         if any(c is not None for c in concrete):
@@ -184,9 +184,10 @@ def nested_subjects(root: Any, options: Any, cache: Any) -> list[Any]:
         if id(obj) in ids or kwargs:
             continue
         ids.add(id(obj))
-        specs, static = _engine._split_custom_args("custom_partitioning", obj.fun, args, {})
-        if specs is not None:
-            subjects.append(subject_for_partitioned_call(root, obj, specs, static))
+        specs = [_engine._spec_of_aval(getattr(a, "aval", a)) if hasattr(a, "shape") or hasattr(a, "aval") else None
+                 for a in args]  # a custom_partitioning call is reproduced from array arguments only
+        if all(s is not None for s in specs):
+            subjects.append(subject_for_partitioned_call(root, obj, [s for s in specs if s is not None], {}))
     cache.sharding["partitioned_calls"] = len(subjects)
     primitives = [s for s in _engine.find_nested_subjects(root, options, SubjectCache()) if s.kind == "primitive"]
     return subjects + primitives

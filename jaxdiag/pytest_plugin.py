@@ -89,3 +89,30 @@ def jaxdiag() -> JaxdiagFixture:
     """jaxdiag's checks for this test: `jaxdiag.check_batching(...)`, `.check_grad`, `.check_module`,
     `.assert_clean(report)`."""
     return JaxdiagFixture()
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("jaxdiag")
+    group.addoption("--jaxdiag-record", action="store_true", default=False,
+                    help="record every call of a user primitive or custom_* rule the tests make, for `jaxdiag check`")
+    group.addoption("--jaxdiag-record-file", default=".jaxdiag/calls.json", metavar="FILE",
+                    help="where --jaxdiag-record writes (default .jaxdiag/calls.json)")
+
+
+def pytest_configure(config: Any) -> None:
+    if config.getoption("--jaxdiag-record", default=False):
+        import os
+
+        from . import _record
+
+        path = os.path.abspath(config.getoption("--jaxdiag-record-file"))
+        if os.path.exists(path):
+            os.remove(path)
+        _record.install_on_import(path)
+
+
+def pytest_unconfigure(config: Any) -> None:
+    if config.getoption("--jaxdiag-record", default=False):
+        from . import _record
+
+        _record.flush()

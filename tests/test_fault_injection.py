@@ -79,9 +79,11 @@ def test_api_report_fails_and_raises(fault, monkeypatch, in_root):
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_cli_exits_3(fault, monkeypatch, in_root):
     FAULTS[fault](monkeypatch)
-    result = runner.invoke(app, ["check", *GOOD, "--format", "json"])
+    # in this process (the fault is patched here, not in spawned workers) and past the result cache
+    in_process = ["-j", "1", "--timeout", "0", "--no-cache"]
+    result = runner.invoke(app, ["check", *in_process, *GOOD, "--format", "json"])
     assert result.exit_code == 3, result.output
-    result = runner.invoke(app, ["check", *GOOD, "--exit-zero", "--ignore", "JX"])
+    result = runner.invoke(app, ["check", *in_process, *GOOD, "--exit-zero", "--ignore", "JX"])
     assert result.exit_code == 3, result.output  # neither --exit-zero nor any filter hides jaxdiag's own bug
 
 

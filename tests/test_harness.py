@@ -4,6 +4,7 @@ a user rule called once per evaluation, bind params apart from options, one run 
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 
 import jaxdiag
 from jaxdiag import _compat, _engine
-from jaxdiag._checks import _custom_vmap, _primitive_ad
+from jaxdiag._checks import _custom_vmap, _harness, _primitive_ad
 from jaxdiag._checks._batching import _spy
 from jaxdiag._checks._harness import JaxdiagBug, Signal, call_user, jaxdiag_code
 from jaxdiag._cli import app
@@ -116,6 +117,26 @@ def test_a_failing_report_of_a_raising_custom_vmap_rule_is_an_internal_error(mon
     _assert_internal_error(jaxdiag.check_batching(halve, "f32[3]"))
 
 
+def test_a_failing_batching_interceptor_is_an_internal_error(monkeypatch):
+    """The batching-rule interceptor's bookkeeping runs inside the user's vmap: the batching checks hand
+    `_compat.intercept_batching_rules` `jaxdiag_code` as its guard, so its failure is jaxdiag's, never JXB013."""
+    monkeypatch.setattr(_compat._vmap, "_axis_size", _injected)  # called on every intercepted rule call
+    _assert_internal_error(jaxdiag.check_batching(counted_p, "f32[3,2]"))
+
+
+def test_a_failing_bind_recorder_is_jaxdiags_bug_not_the_users_error(monkeypatch):
+    """`_compat.record_primitive_binds` runs its bookkeeping inside the user's function (the engine passes
+    `jaxdiag_code` as its guard): a failure there passes the boundary as a JaxdiagBug instead of becoming the
+    function's error."""
+    monkeypatch.setattr(_compat._vmap, "is_builtin_primitive", _injected)
+    seen: list = []
+    with _compat.record_primitive_binds(seen, guard=jaxdiag_code):
+        with pytest.raises(JaxdiagBug, match="injected jaxdiag bug"):
+            call_user(lambda: counted_p.bind(jnp.ones(3)))
+    with _compat.record_primitive_binds(seen, guard=lambda where: contextlib.nullcontext()):
+        assert not call_user(lambda: counted_p.bind(jnp.ones(3))).ok  # without the guard: taken as the user's
+
+
 def test_the_cli_exits_3_on_jaxdiag_own_failure(monkeypatch):
     monkeypatch.setattr(_spy, "validate", _injected)
     result = runner.invoke(app, ["batching", f"{SAMPLES / 'jxb001_good.py'}:norm_p", "--arg", "f32[3]"])
@@ -201,6 +222,80 @@ def test_a_custom_vmap_rule_is_called_once_per_evaluation(monkeypatch):
     assert report.ok, report.findings
     direct = 1  # the all-unbatched call the check makes itself
     assert calls["asked"] > 0 and calls["rule"] == calls["asked"] + direct
+
+
+VJP_CALLS = {"fwd": 0, "bwd": 0}
+
+
+@jax.custom_vjp
+def counted_sin(x):
+    return jnp.sin(x)
+
+
+def counted_sin_fwd(x):
+    VJP_CALLS["fwd"] += 1
+    return jnp.sin(x), jnp.cos(x)
+
+
+def counted_sin_bwd(cos_x, g):
+    VJP_CALLS["bwd"] += 1
+    return (cos_x * g,)
+
+
+counted_sin.defvjp(counted_sin_fwd, counted_sin_bwd)
+
+
+def test_custom_vjp_fwd_and_bwd_are_called_once_per_evaluation(monkeypatch):
+    """Every fwd/bwd call happens inside one of jaxdiag's evaluations through the boundary (none outside, e.g. to
+    find a line), a direct call of a rule runs that rule once, and one `jax.vjp(f, x)` runs fwd once and each call
+    of the function it returns runs bwd once: no hidden re-runs."""
+    evaluations: list[tuple[object, int, int]] = []  # (callable, fwd calls, bwd calls) per outermost call_user
+    vjps: list[tuple[str, int]] = []  # ("fwd", calls) per jax.vjp, ("bwd", calls) per call of its vjp function
+    depth = [0]
+    real_call_user, real_vjp = _harness.boundary.call_user, jax.vjp
+
+    def counted(run):
+        """(what `run()` returned, fwd calls during it, bwd calls during it)."""
+        before = dict(VJP_CALLS)
+        result = run()
+        return result, VJP_CALLS["fwd"] - before["fwd"], VJP_CALLS["bwd"] - before["bwd"]
+
+    def counting_call_user(fn, *args, **kwargs):
+        if depth[0]:  # inside an evaluation already counted
+            return real_call_user(fn, *args, **kwargs)
+        depth[0] += 1
+        try:
+            result, fwd, bwd = counted(lambda: real_call_user(fn, *args, **kwargs))
+        finally:
+            depth[0] -= 1
+        evaluations.append((fn, fwd, bwd))
+        return result
+
+    def counting_vjp(fn, *primals, **kwargs):
+        (out, vjp_fn), fwd, _ = counted(lambda: real_vjp(fn, *primals, **kwargs))
+        vjps.append(("fwd", fwd))
+
+        def counting_vjp_fn(ct):
+            result, _, bwd = counted(lambda: vjp_fn(ct))
+            vjps.append(("bwd", bwd))
+            return result
+
+        return out, counting_vjp_fn
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("jaxdiag") and getattr(module, "call_user", None) is \
+                real_call_user:
+            monkeypatch.setattr(module, "call_user", counting_call_user)
+    monkeypatch.setattr(jax, "vjp", counting_vjp)
+    VJP_CALLS.update(fwd=0, bwd=0)
+    report = jaxdiag.check_grad(counted_sin, "f32[3]")
+    assert report.ok and not report.findings, report.findings
+    assert VJP_CALLS["fwd"] == sum(e[1] for e in evaluations) > 0, "fwd ran outside jaxdiag's evaluations"
+    assert VJP_CALLS["bwd"] == sum(e[2] for e in evaluations) > 0, "bwd ran outside jaxdiag's evaluations"
+    direct = {(fn.__name__, fwd, bwd) for fn, fwd, bwd in evaluations if fn in (counted_sin_fwd, counted_sin_bwd)}
+    assert direct == {("counted_sin_fwd", 1, 0), ("counted_sin_bwd", 0, 1)}, evaluations
+    assert {kind for kind, n in vjps if n} == {"fwd", "bwd"}, vjps  # jaxdiag evaluated jax.vjp through the rules
+    assert all(n <= 1 for _, n in vjps), vjps
 
 
 doubled_p = Primitive("jaxdiag_test_doubled")

@@ -55,12 +55,12 @@ def test_new_user_package_without_config_is_found_and_checked(pkg):
     targets = [t for t in report.targets if t.kind != "module"]
     assert [t.target for t in targets] == ALL_TARGETS
     for t in targets:
-        assert t.inputs or "JXN004" in {f.code for f in t.findings}, t.target
+        assert t.inputs or {"JXN004", "JXN012"} & {f.code for f in t.findings}, t.target
     needs = next(t for t in targets if t.target.endswith(":needs_p"))
-    note = next(f for f in needs.findings if f.code == "JXN004")
+    note = next(f for f in needs.findings if f.code == "JXN012")
     assert note.severity == "info"
     assert "axis" in note.message
-    assert '[tool.jaxdiag.targets."lintpkg/prims.py:needs_p"]\nargs = ["f32[3]"]\nparams = {axis = 0}' in note.fix
+    assert '[tool.jaxdiag.targets."lintpkg/prims.py:needs_p"]\nargs = ["f32[3]"]\nparams = {axis = …}' in note.fix
     assert note.location and note.location.line == PRIMS.splitlines().index('needs_p = Primitive("needs")') + 1
     scaled = next(t for t in targets if t.target.endswith(":scaled"))
     assert scaled.inputs == ["f32[4]", "f32[4]"]  # from the module's JAXDIAG dict
@@ -135,14 +135,14 @@ def test_pyproject_paths_targets_and_params(pkg, tmp_path, probe_only):
     inputs = {t["target"]: t["inputs"] for t in data["targets"]}
     assert inputs["lintpkg/prims.py:needs_p"] == ["f32[2,3]"]  # params reached bind: no JXN004
     assert inputs["lintpkg/prims.py:good_p"] == ["f32[5]"]
-    assert "JXN004" not in {f["code"] for t in data["targets"] for f in t["findings"]}
+    assert not {"JXN004", "JXN012"} & {f["code"] for t in data["targets"] for f in t["findings"]}
     assert result.exit_code == 1  # the probe's warning on bad_p
 
 
 def test_select_and_ignore_from_config_and_cli(pkg, tmp_path, probe_only):
     (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nselect = ["JXN"]\n')
     data = json.loads(invoke("lintpkg", "--format", "json").output)
-    assert {f["code"] for t in data["targets"] for f in t["findings"]} == {"JXN001", "JXN004"}
+    assert {f["code"] for t in data["targets"] for f in t["findings"]} == {"JXN001", "JXN012"}  # needs_p: a bind param
     data = json.loads(invoke("lintpkg", "--format", "json", "--select", PROBE).output)  # CLI replaces select
     assert {f["code"] for t in data["targets"] for f in t["findings"]} == {PROBE}
     result = invoke("lintpkg", "--select", PROBE, "--ignore", PROBE[:4])
@@ -258,7 +258,7 @@ def test_unused_suppressions_of_unchecked_targets_are_not_reported(tmp_path, mon
     prims.write_text(prims.read_text().replace("def needs_impl(x, *, axis):",
                                                "def needs_impl(x, *, axis):  # jaxdiag: ignore[JXB001]"))
     report = check_paths(["lintpkg/prims.py"])
-    assert "JXN004" in report.codes() and "JXN005" not in report.codes()
+    assert "JXN012" in report.codes() and "JXN005" not in report.codes()
 
 
 # ---------------------------------------------------------------------------------------------------------------

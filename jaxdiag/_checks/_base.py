@@ -52,6 +52,15 @@ class Subject:
     # Positional arguments that are not arrays (an int axis, a callable in nondiff_argnums), by position: `specs`
     # describe the array arguments only and `call` puts these back in place.
     static_args: dict[int, Any] = field(default_factory=dict)
+    # The user's real signature when it has pytrees or keys: `obj` is then a flat view of `original` taking one
+    # array per spec (see _layout), and `arg_texts` say what each positional argument was.
+    original: Any = None
+    arg_texts: list[str] | None = None
+
+    @property
+    def input_texts(self) -> list[str]:
+        """What the report shows as inputs: one text per positional argument."""
+        return list(self.arg_texts) if self.arg_texts is not None else [str(s) for s in self.specs]
 
     def call(self, *args: Any) -> Any:
         if self.static_args:
@@ -79,7 +88,8 @@ class Subject:
     def name(self) -> str:
         if self.kind == "primitive":
             return self.obj.name
-        fn = getattr(self.obj, "fun", None) or self.obj
+        obj = self.original if self.original is not None else self.obj
+        fn = getattr(obj, "fun", None) or obj
         return getattr(fn, "__name__", None) or self.label
 
 

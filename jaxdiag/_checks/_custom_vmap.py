@@ -24,7 +24,7 @@ from .. import _rules as rules
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
 from ._harness import Signal, call_user, jaxdiag_code
-from ._harness.vmap import Variant, first_line, lead, loop_reference, variants, vmap_args, vmapped
+from ._harness.vmap import Reference, Variant, first_line, loop_variants, vmapped
 
 # ---------------------------------------------------------------------------------------------------------------
 # Validating what the rule returns
@@ -239,7 +239,7 @@ class _Spy:
         def spy(axis_size: int, in_batched: Any, *args: Any) -> Any:
             with jaxdiag_code("the custom_vmap spy"):
                 where = (f"in_batched={list(in_batched)!r}, axis_size={axis_size}, under "
-                         f"{self.variant.describe(self.target.fn_name)}")
+                         f"{self.variant.phrase(self.target.fn_name)}")
             ran = call_user(rule, axis_size, in_batched, *args)
             if ran.error is not None:  # the user's rule failed: a finding, never a crash
                 with jaxdiag_code("reporting a custom_vmap rule that raised"):  # runs inside the user's vmap
@@ -269,14 +269,14 @@ def _compare_outputs(t: _Target, variant: Variant, got: list[Any], want: list[np
             yield rules.VMAP_DECLARED_UNBATCHED_VARIES.finding(
                 evidence=f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched), but it differs "
                          f"from "
-                f"example to example: {variant.describe(t.fn_name)} (in_batched={in_batched}) gives "
+                f"example to example: {variant.phrase(t.fn_name)} (in_batched={in_batched}) gives "
                 f"{comparison.describe()} against the per-example loop. JAX broadcast one value to every example.",
                 fix=f"In `{t.rule_name}`, compute {t.labels[i]} per example (batch axis first) and mark it `True` "
                     "in out_batched.",
                 location=t.location)
         else:
             yield rules.VMAP_RESULT_MISMATCH.finding(
-                evidence=f"{variant.describe(t.fn_name)} (the rule saw in_batched={in_batched}) differs from calling "
+                evidence=f"{variant.phrase(t.fn_name)} (the rule saw in_batched={in_batched}) differs from calling "
                 f"`{t.fn_name}` on each example for {t.labels[i]}: {comparison.describe()}.",
                 fix=f"Make `{t.rule_name}` compute what `{t.fn_name}` computes for this in_batched combination: "
                     "look at the branch taken when some arguments are unbatched (no batch axis).",
@@ -285,22 +285,22 @@ def _compare_outputs(t: _Target, variant: Variant, got: list[Any], want: list[np
 
 
 def run_variant(ctx: Context, t: _Target, variant: Variant) -> list[Finding]:
-    stacked = [ctx.draw(s, lead(variant)) for s in ctx.specs]
-    reference = call_user(loop_reference, ctx.call, stacked, variant)
-    if reference.error is not None:
-        exc = reference.error
+    stacked = [ctx.draw(s, variant.lead) for s in ctx.specs]
+    reference = Reference.stacked(ctx.subject, ctx.call, stacked, variant)
+    want = reference.expected(variant)
+    if isinstance(want, BaseException):
+        exc = want
         raise SkipCheck(f"{t.fn_name} fails on a single example ({type(exc).__name__}: {exc})") from exc
-    want = reference.value
     spy = _Spy(t, variant)
     try:
         with _compat.spy_custom_vmap_rule(ctx.subject.obj, spy.make):
-            ran = call_user(vmapped(ctx.call, variant), *vmap_args(stacked, variant))
+            ran = call_user(vmapped(ctx.call, variant), *reference.batched_args(variant))
     except _RuleDefect as defect:
         return [defect.finding]
     if ran.error is not None:  # the rule's result passed validation, yet JAX failed: report it with the variant
         exc = ran.error
         return [rules.VMAP_RESULT_MISMATCH.finding(
-            evidence=f"{variant.describe(t.fn_name)} raises {first_line(exc)}, while calling `{t.fn_name}` on each "
+            evidence=f"{variant.phrase(t.fn_name)} raises {first_line(exc)}, while calling `{t.fn_name}` on each "
                      f"example "
             "works.",
             fix=f"Check the dtypes and shapes `{t.rule_name}` returns against `{t.fn_name}`'s output.",
@@ -419,7 +419,7 @@ def custom_vmap_rule(ctx: Context) -> Iterator[Finding]:
     outer = ctx.batch_size(out_shapes + [(batch,)])
     user_axes = ctx.options.in_axes if ctx.subject.parent is None else None  # --in-axes is about the target
     findings = []
-    for variant in variants(len(ctx.specs), batch, outer, user_axes):
+    for variant in loop_variants(len(ctx.specs), batch, outer, user_axes):
         findings += run_variant(ctx, t, variant)
     findings += all_unbatched(ctx, t, batch)
     yield from _first_per_code(findings)

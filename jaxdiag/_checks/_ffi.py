@@ -24,7 +24,7 @@ from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
 from ._harness import call_user
 from ._harness.tracing import trace_function
-from ._harness.vmap import Variant, first_line, lead, loop_reference, variants, vmap_args, vmapped
+from ._harness.vmap import Reference, Variant, first_line, loop_variants, vmapped
 
 # What each method hands the kernel under vmap (B is the batch size), for messages.
 HANDS = {
@@ -109,36 +109,32 @@ class Runner:
         out_shapes = [tuple(v.aval.shape) for v in closed.jaxpr.outvars if hasattr(v.aval, "shape")]
         batch = ctx.batch_size(out_shapes)
         outer = ctx.batch_size(out_shapes + [(batch,)])
-        self.variants = variants(len(ctx.specs), batch, outer, ctx.options.in_axes, batch_one=False)
-        self._inputs: dict[tuple[int, ...], list[np.ndarray]] = {}
-        self._loops: dict[Variant, list[np.ndarray]] = {}
+        self.variants = loop_variants(len(ctx.specs), batch, outer, ctx.options.in_axes, batch_one=False)
+        self._references: dict[tuple[int, ...], Reference] = {}
 
     def _fn(self, call: ForeignCall, method: str) -> Callable[..., list]:
         """The function with `call` at `method` and every other foreign call sequential (always correct)."""
         rewritten = _compat.with_vmap_methods(self.closed, lambda e: method if call.owns(e) else "sequential")
         return _compat.jaxpr_as_fun(rewritten)
 
-    def _stacked(self, variant: Variant) -> list[np.ndarray]:
-        key = lead(variant)
-        if key not in self._inputs:
-            self._inputs[key] = [self.ctx.draw(s, key) for s in self.ctx.specs]
-        return self._inputs[key]
-
-    def _loop(self, variant: Variant, fn: Callable) -> list[np.ndarray]:
-        if variant not in self._loops:
-            self._loops[variant] = loop_reference(fn, self._stacked(variant), variant)
-        return self._loops[variant]
+    def _reference(self, variant: Variant, fn: Callable) -> Reference:
+        """Examples drawn once per batch shape; their loop does not depend on the vmap_methods (no vmap in it)."""
+        key = variant.lead
+        if key not in self._references:
+            stacked = [self.ctx.draw(s, key) for s in self.ctx.specs]
+            self._references[key] = Reference.stacked(self.ctx.subject, fn, stacked, variant)
+        return self._references[key]
 
     def failure(self, call: ForeignCall, method: str, only: Sequence[Variant] = ()) -> Failure | None:
         """The first variant where vmap with `call` at `method` differs from (or fails unlike) the loop."""
         fn = self._fn(call, method)
         for variant in only or self.variants:
-            looped = call_user(self._loop, variant, fn)
-            if looped.error is not None:
-                exc = looped.error
+            reference = self._reference(variant, fn)
+            want = reference.expected(variant)
+            if isinstance(want, BaseException):
+                exc = want
                 raise SkipCheck(f"the function fails on one example ({type(exc).__name__}: {exc})") from exc
-            want = looped.value
-            args = vmap_args(self._stacked(variant), variant)
+            args = reference.batched_args(variant)
             observed = _observe(vmapped(fn, variant), args, want)
             if observed:
                 return Failure(variant, observed, _handed(vmapped(fn, variant), args, call, method))
@@ -150,13 +146,13 @@ class Runner:
         site is never batched, so vmap never asks for its vmap_method."""
         fn = _compat.jaxpr_as_fun(self.closed)
         for variant in self.variants:
-            looped = call_user(self._loop, variant, fn)
-            if looped.error is not None:  # the function fails on one example: the other checks report that
+            reference = self._reference(variant, fn)
+            want = reference.expected(variant)
+            if isinstance(want, BaseException):  # the function fails on one example: the other checks report that
                 return True
-            want = looped.value
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                observed = _observe(vmapped(fn, variant), vmap_args(self._stacked(variant), variant), want)
+                observed = _observe(vmapped(fn, variant), reference.batched_args(variant), want)
             if observed or any("vmap_method" in str(w.message) for w in caught):
                 return True
         return False
@@ -259,7 +255,7 @@ def not_batch_aware(call: ForeignCall, failure: Failure, fn_name: str) -> Findin
         call_where=call.where(),
         method=method,
         noun=call.noun,
-        variant_describe=failure.variant.describe(fn_name),
+        variant_describe=failure.variant.phrase(fn_name),
         observed=failure.observed,
         buffers=HANDS.get(method, 'batched buffers'),
         handed=handed,

@@ -60,3 +60,13 @@ def tangent_dtype(dtype: Any) -> Any:
     if jnp.issubdtype(dtype, jnp.inexact):
         return dtype
     return float0
+
+
+def jit_static_args(obj: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """(static_argnums, static_argnames) of a `jax.jit` function; empty for anything else."""
+    if not is_jit_wrapped(obj):
+        return (), ()
+    info = getattr(obj, "_jit_info", None)  # jax >= 0.4.30 (PjitFunction)
+    if info is None:
+        return (), ()
+    return tuple(getattr(info, "static_argnums", ()) or ()), tuple(getattr(info, "static_argnames", ()) or ())

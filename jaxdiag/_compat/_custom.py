@@ -81,3 +81,32 @@ def spy_custom_vmap_rule(obj: Any, make_spy: Callable[[Callable], Callable]) -> 
         yield
     finally:
         obj.vmap_rule = original
+
+
+def install_call_hooks(on_bind: Callable[[Any, tuple, dict], None],
+                       on_custom_call: Callable[[str, Any, tuple, dict], None]) -> None:
+    """For the whole process (`jaxdiag record`): call `on_bind(prim, args, params)` before every
+    `Primitive.bind` and `on_custom_call(kind, obj, args, kwargs)` before every custom_vjp/custom_jvp/custom_vmap
+    call. Never removed: the recording process ends with the user's command."""
+    from jax._src import core as _core_module
+
+    original_bind = _core_module.Primitive.bind
+
+    def recording_bind(self: Any, *args: Any, **params: Any) -> Any:
+        on_bind(self, args, params)
+        return original_bind(self, *args, **params)
+
+    _core_module.Primitive.bind = recording_bind  # type: ignore[method-assign]
+    for kind, cls in (("custom_vjp", custom_vjp_type), ("custom_jvp", custom_jvp_type),
+                      ("custom_vmap", custom_vmap_type)):
+        if cls is None or "__call__" not in cls.__dict__:
+            continue
+        cls.__call__ = _recording_call(kind, cls.__dict__["__call__"], on_custom_call)  # type: ignore[method-assign]
+
+
+def _recording_call(kind: str, original: Callable, hook: Callable[[str, Any, tuple, dict], None]) -> Callable:
+    def recording_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        hook(kind, self, args, kwargs)
+        return original(self, *args, **kwargs)
+
+    return recording_call

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ContextManager
 
 import numpy as np
 from jax._src import core as _core
@@ -16,6 +16,11 @@ from ._autodiff import is_tracer
 from ._base import is_primitive
 from ._jaxprs import axis_size_of
 from ._registries import _batching_table, _legacy_batching_table, is_builtin_primitive
+
+# `guard(where)` wraps jaxdiag's own code that runs inside a user call (the bookkeeping of a patched bind or
+# batching table); the checks pass `jaxdiag_code`, so a failure there is jaxdiag's bug, never the user's error. The
+# compatibility layer sits below the harness and cannot import it.
+Guard = Callable[[str], ContextManager[None]]
 
 # ---------------------------------------------------------------------------------------------------------------
 # --- batching ---
@@ -33,7 +38,7 @@ def user_batching_primitives() -> list[Any]:
 
 
 @contextlib.contextmanager
-def intercept_batching_rules(handlers: dict[Any, Callable[..., Any]]) -> Iterator[None]:
+def intercept_batching_rules(handlers: dict[Any, Callable[..., Any]], guard: Guard) -> Iterator[None]:
     """Route every call vmap makes to these primitives' batching rules through their handler.
 
     `handler(vals, dims, params, axis_size, call)` returns what JAX gets; `call()` runs the registered rule (and
@@ -50,7 +55,7 @@ def intercept_batching_rules(handlers: dict[Any, Callable[..., Any]]) -> Iterato
                 table, is_fancy = fancy, True
             original = table.get(prim)
             changed.append((table, prim, original))
-            table[prim] = _interceptor(prim, handler, original, is_fancy)
+            table[prim] = _interceptor(prim, handler, original, is_fancy, guard)
         yield
     finally:
         for table, prim, original in reversed(changed):
@@ -60,16 +65,15 @@ def intercept_batching_rules(handlers: dict[Any, Callable[..., Any]]) -> Iterato
                 table[prim] = original
 
 
-def _interceptor(prim: Any, handler: Callable, original: Callable | None, is_fancy: bool) -> Callable:
+def _interceptor(prim: Any, handler: Callable, original: Callable | None, is_fancy: bool, guard: Guard) -> Callable:
     def missing() -> Any:
         raise NotImplementedError(f"Batching rule for '{prim}' not implemented")
 
     if is_fancy:
 
         def fancy_spy(axis_data, vals, dims, **params):
-            size = getattr(axis_data, "size", None)
-            if not isinstance(size, int):
-                size = axis_size_of(tuple(vals), tuple(dims))
+            with guard("intercepting a batching rule"):
+                size = _axis_size(axis_data, vals, dims)
             call = missing if original is None else (lambda: original(axis_data, vals, dims, **params))
             return handler(tuple(vals), tuple(dims), params, size, call)
 
@@ -77,9 +81,17 @@ def _interceptor(prim: Any, handler: Callable, original: Callable | None, is_fan
 
     def legacy_spy(vals, dims, **params):
         call = missing if original is None else (lambda: original(vals, dims, **params))
-        return handler(tuple(vals), tuple(dims), params, axis_size_of(tuple(vals), tuple(dims)), call)
+        with guard("intercepting a batching rule"):
+            size = _axis_size(None, vals, dims)
+        return handler(tuple(vals), tuple(dims), params, size, call)
 
     return legacy_spy
+
+
+def _axis_size(axis_data: Any, vals: Any, dims: Any) -> int | None:
+    """The vmap's size: from the fancy table's axis data, else from the batched inputs."""
+    size = getattr(axis_data, "size", None)
+    return size if isinstance(size, int) else axis_size_of(tuple(vals), tuple(dims))
 
 
 def abstract_eval_output(prim: Any, avals: list[Any], params: dict[str, Any]) -> Any:
@@ -112,7 +124,7 @@ def output_dependence(closed: Any) -> list[bool]:
 
 
 @contextlib.contextmanager
-def record_primitive_binds(seen: list, values: list | None = None) -> Iterator[None]:
+def record_primitive_binds(seen: list, guard: Guard, values: list | None = None) -> Iterator[None]:
     """Record (primitive, input avals, params) for every user primitive bound while the body runs, and in `values`
     (when given) (primitive, params, concrete arguments or None where an argument is traced).
 
@@ -122,18 +134,22 @@ def record_primitive_binds(seen: list, values: list | None = None) -> Iterator[N
     original = _core.Primitive.bind
 
     def recording_bind(self, *args, **params):
-        if values is not None and not is_builtin_primitive(self):
-            concrete = None if any(is_tracer(a) for a in args) else [np.asarray(a) for a in args]
-            values.append((self, dict(params), concrete))
-        if not is_builtin_primitive(self):
-            try:
-                avals = [_core.ShapedArray(np.shape(a), np.asarray(a).dtype if not is_tracer(a) else a.aval.dtype)
-                         for a in args]
-            except (TypeError, AttributeError, ValueError):  # extended dtypes, tokens: nothing jaxdiag can draw
-                avals = None
-            if avals is not None:
-                seen.append((self, avals, dict(params)))
+        with guard("recording a primitive bind"):
+            _record(self, args, params)
         return original(self, *args, **params)
+
+    def _record(prim, args, params):
+        if is_builtin_primitive(prim):
+            return
+        if values is not None:
+            concrete = None if any(is_tracer(a) for a in args) else [np.asarray(a) for a in args]
+            values.append((prim, dict(params), concrete))
+        try:
+            avals = [_core.ShapedArray(np.shape(a), np.asarray(a).dtype if not is_tracer(a) else a.aval.dtype)
+                     for a in args]
+        except (TypeError, AttributeError, ValueError):  # extended dtypes, tokens: nothing jaxdiag can draw
+            return
+        seen.append((prim, avals, dict(params)))
 
     try:
         _core.Primitive.bind = recording_bind  # type: ignore[method-assign]  # the patch, undone in finally

@@ -96,3 +96,28 @@ TARGET_TIMED_OUT = Rule(
         "never comes), or raise the limit with --timeout SECONDS or `timeout = ...` under [tool.jaxdiag] in "
         "pyproject.toml if the target is just slow.",
 )
+INPUTS_RECORDED = Rule(
+    "JXN010", "inputs-recorded", "info",
+    "The target was checked on inputs recorded from your own code (`jaxdiag record`).",
+    "Reports the recorded call used (argument specs, bind params) and the value domain its observed range chose.",
+    "Recorded inputs are what your code really passes; re-record after changing the call sites.",
+    message="{how}: {inputs}{params}",
+)
+DEPENDENCY_MISSING = Rule(
+    "JXN011", "dependency-missing", "info",
+    "The target (or a module) needs an optional dependency that is not installed; it was not checked.",
+    "Reports targets whose call raised ModuleNotFoundError/ImportError on every example input, and, with "
+    "`--keep-going`, submodules whose import needs a module that is not installed.",
+    "Install the dependency in the environment jaxdiag runs in to check this target.",
+    message="{error} (optional dependency {dependency!r} is not installed; {what} was not checked)",
+    fix="Install {dependency!r} to check {what}.",
+)
+TARGET_NOT_CHECKABLE = Rule(
+    "JXN012", "target-not-checkable", "info",
+    "jaxdiag cannot build inputs for this target from what it knows; the finding says exactly why and what to add.",
+    "Reports a primitive whose rules need bind params nobody gave, static arguments without a default, rules only "
+    "ever called with callables or treedefs, closure rules no recorded call reaches.",
+    "Give the inputs in pyproject.toml or a JAXDIAG dict, or record your own calls with `jaxdiag record`.",
+    message="{reason}; it was not checked.",
+    fix="{fix}",
+)

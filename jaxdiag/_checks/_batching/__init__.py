@@ -10,15 +10,15 @@ last and in the middle, each argument unbatched, pairwise combinations, batch si
 and `vmap(jit f)`.
 
 All runs of a subject happen once (`evidence`, cached in `ctx.cache`); the checks only read them. The runs live in
-`_reference.py` (in_axes variants, per-example reference), `_spy.py` (the rule spy and return validation),
+the harness's `vmap.py` (in_axes variants, per-example reference), `_spy.py` (the rule spy and return validation),
 `_evidence.py` (running every variant once) and `_source.py` (dim names and fixes over the harness's AST of the
 rule); each check is its own module: `_rule_returns.py`, `_vs_loop.py`, `_outputs.py`.
 """
 
 from __future__ import annotations
 
+from .._harness.vmap import axes_variants
 from ._outputs import out_axes_check, out_axes_none_check, unbatched_outputs_check
-from ._reference import axes_variants
 from ._rule_returns import rule_returns_check
 from ._vs_loop import vs_loop_check
 

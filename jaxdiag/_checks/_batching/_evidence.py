@@ -15,18 +15,17 @@ from ... import _compat, _locate, _numerics
 from ... import _rules as rules
 from ..._inputs import ArgSpec, choose_batch_size
 from .._base import Context, SkipCheck, Subject
-from .._harness import call_user
+from .._harness import call_user, jaxdiag_code
 from .._shared import (
     abstract_output,
     example_output,
     first_line,
     has_jit_path,
     is_user_primitive,
-    jitted,
     reference_fn,
     subject_fn,
 )
-from ._reference import Aval, Reference, Variant, axes_variants
+from .._harness.vmap import Aval, Reference, Variant, axes_variants, vmapped
 from ._spy import RuleCall, Spy, _Abort
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -101,7 +100,7 @@ def _collect(ctx: Context) -> Evidence:
     outer = choose_batch_size(shapes, start=2)
     inner = choose_batch_size(shapes + [(outer,)], start=outer + 1)
     wide = _wide_batch_size(ctx.specs)
-    reference = Reference(ctx, fn, max(size, outer * inner, wide or 0))
+    reference = Reference.drawn(ctx, fn, max(size, outer * inner, wide or 0))
     expected_at_subject = _subject_avals(ctx)
     spied = _spied_primitives(ctx)
     spy = Spy(subject, expected_at_subject, trust_abstract_eval=_abstract_eval_agrees(ctx))
@@ -216,23 +215,6 @@ def _can_jit(ctx: Context, notes: list[str]) -> bool:
     return True
 
 
-def _vmapped(fn: Callable, variant: Variant) -> Callable:
-    if variant.under_jit:
-        return jax.jit(_vmapped(fn, replace(variant, under_jit=False)))
-    if variant.mode == "user":
-        return jax.vmap(fn, in_axes=variant.user_in_axes, out_axes=variant.out_axes)
-    axes = variant.axes
-    if variant.mode == "nested":
-        return jax.vmap(jax.vmap(fn, in_axes=tuple(-1 for _ in axes)), in_axes=tuple(0 for _ in axes))
-    if variant.mode == "jit(vmap)":
-        return jax.jit(jax.vmap(fn, in_axes=axes))
-    if variant.mode == "vmap(jit)":
-        return jax.vmap(jitted(fn), in_axes=axes)
-    if variant.mode == "constants":
-        return lambda t, *args: jax.vmap(lambda _: fn(*args))(t)
-    return jax.vmap(fn, in_axes=axes)
-
-
 def _run(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variant: Variant) -> Outcome:
     outcome = Outcome(variant)
     expected = reference.expected(variant)
@@ -245,11 +227,11 @@ def _run(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variant
         args = [np.zeros((variant.size,), np.float32), *args]
     outcome.input_shapes = [tuple(np.shape(a)) for a in args]
     def run_vmapped() -> Any:
-        result = _vmapped(fn, variant)(*args)
+        result = vmapped(fn, variant)(*args)
         jax.block_until_ready(result)
         return result
 
-    with _compat.intercept_batching_rules(spy.handlers(spied)):
+    with _compat.intercept_batching_rules(spy.handlers(spied), guard=jaxdiag_code):
         try:
             ran = call_user(run_vmapped)
         except _Abort as abort:  # the spy recorded a malformed return (or a rule that raised) and stopped vmap

@@ -27,7 +27,8 @@ from .._shared import (
     rule_location,
 )
 from ._evidence import Evidence, _run, evidence
-from ._reference import Variant, _axes_repr
+from .._harness.vmap import Variant
+from .._harness.vmap import axes_repr as _axes_repr
 from ._rule_returns import _display, _return_location
 from .._harness.source import own_nodes, return_nodes
 from ._source import _function_node, corrected_return

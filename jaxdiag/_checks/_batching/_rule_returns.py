@@ -22,7 +22,7 @@ from .._shared import (
     user_frame_location,
 )
 from ._evidence import Evidence, evidence
-from ._reference import _axes_repr
+from .._harness.vmap import axes_repr as _axes_repr
 from .._harness.source import own_nodes, return_nodes
 from ._source import _dim_names, _function_node, _rule_names, corrected_return
 from ._spy import Problem, RuleCall

@@ -27,7 +27,8 @@ from .._shared import (
     params_key,
     signature_problem,
 )
-from ._reference import Aval, Variant, _axes_repr
+from .._harness.vmap import Aval, Variant
+from .._harness.vmap import axes_repr as _axes_repr
 from .._harness.source import return_nodes
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ... import _compat, _numerics
-from ._reference import Reference
+from .._harness.vmap import Reference
 from ._spy import RuleCall
 
 

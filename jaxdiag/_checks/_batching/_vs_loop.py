@@ -4,6 +4,8 @@ vmap failures outside the user's rules, and the fixes for each.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterator
 from typing import Any
 
@@ -280,6 +282,13 @@ def _raised_outside_rules(ctx: Context, ev: Evidence, failed: list[Outcome]) -> 
     first = failed[0]
     exc = first.error
     assert exc is not None
+    missing = _jax_primitive_without_batching(ctx, exc)
+    if missing is not None:  # JAX's own limitation (e.g. custom_partitioning): nothing in the user's code to fix
+        yield rules.CHECK_SKIPPED.finding(
+            reason=f"vmap of {name} could not be checked: JAX itself has no batching rule for its own primitive "
+                   f"{missing!r}, which {name} uses",
+            check="batching-vs-loop", location=ctx.subject.location)
+        return
     rest = [o.variant.describe(name) for o in failed[1:]]
     also = f" Also for {'; '.join(rest[:3])}." if rest else ""
     passing = [o.variant.describe(name) for o in ev.outcomes if o.ok]
@@ -363,3 +372,16 @@ def _unattributed_abort(ctx: Context, call: RuleCall) -> Iterator[Finding]:
         return
     for problem in call.problems[:1]:
         yield _structure_finding(ctx, evidence(ctx), [(call, problem)], {})
+
+
+_NO_BATCHING_RULE = re.compile(r"Batching rule for '([^']+)' not implemented")
+
+
+def _jax_primitive_without_batching(ctx: Context, exc: BaseException) -> str | None:
+    """The name of a JAX-owned primitive in the traced function whose missing batching rule made vmap raise."""
+    found = _NO_BATCHING_RULE.search(str(exc)) if isinstance(exc, NotImplementedError) else None
+    jaxpr = ctx.cache.jaxpr
+    if found is None or jaxpr is None:
+        return None
+    owned = {e.primitive.name for e in _compat.iter_eqns(jaxpr) if _compat.is_builtin_primitive(e.primitive)}
+    return found.group(1) if found.group(1) in owned else None

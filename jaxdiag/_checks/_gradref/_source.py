@@ -106,6 +106,9 @@ def _star_args_names(fn: Any, star: str, count: int) -> list[str] | None:
 
 def argument_names(fn: Any, count: int) -> list[str]:
     """Readable names of the first `count` positional parameters of `fn` (`args[0]` for `*args` ones)."""
+    leaf_names = getattr(fn, "__jaxdiag_arg_names__", None)  # a flat view of pytree arguments (_layout)
+    if leaf_names is not None and len(leaf_names) >= count:
+        return list(leaf_names[:count])
     fn = _locate.unwrap(fn)
     try:
         params = list(inspect.signature(fn).parameters.values())

@@ -2,7 +2,8 @@
 
 `boundary` is the only place that catches what user code raises (and turns jaxdiag's own failures inside user
 calls into internal errors); `tracing` traces a function once, `source` reads the user's source by AST once,
-`cache` is the typed per-subject cache, `vmap` the variants and per-example loop of the custom_vmap and ffi checks.
+`cache` is the typed per-subject cache, `vmap` the vmap variants and per-example reference of the batching,
+custom_vmap and ffi checks.
 See CONTRIBUTING.md for the layers.
 """
 

@@ -42,3 +42,8 @@ class SubjectCache:
     def custom_calls(self) -> list[tuple[Any, tuple, dict]]:
         """(custom_* object, args, kwargs) for every custom_vjp/custom_jvp/custom_vmap call seen while tracing."""
         return self.trace.value.custom_calls if self.trace is not None and self.trace.value is not None else []
+
+    @property
+    def input_tracers(self) -> list[Any]:
+        """The traced function's input tracers, in argument order (empty when it was not traced)."""
+        return self.trace.value.input_tracers if self.trace is not None and self.trace.value is not None else []

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 class Trace:
     jaxpr: Any  # the ClosedJaxpr of the function at the subject's specs
     custom_calls: list[tuple[Any, tuple, dict]]  # (custom_* object, args, kwargs) called while tracing
+    input_tracers: list[Any]  # the function's input tracers: nested calls on them inherit their domains
 
 
 def trace_function(subject: Subject, cache: SubjectCache) -> UserResult[Trace]:
@@ -29,8 +30,14 @@ def trace_function(subject: Subject, cache: SubjectCache) -> UserResult[Trace]:
         shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
         # disable_jit: a jit-wrapped function that already ran (the domain probe calls it) would be served from
         # jit's trace cache without running its Python, so its custom_vjp/custom_jvp calls would go unrecorded.
+        inputs: list = []
+
+        def traced_call(*xs: Any) -> Any:
+            inputs[:] = xs  # kept so nested calls on these tracers inherit the function's per-argument domains
+            return subject.call(*xs)
+
         with _compat.record_custom_calls(seen), jax.disable_jit():
-            traced = call_user(jax.make_jaxpr(subject.call), *shapes)
-        cache.trace = (UserResult(Trace(traced.value, seen)) if traced.error is None
+            traced = call_user(jax.make_jaxpr(traced_call), *shapes)
+        cache.trace = (UserResult(Trace(traced.value, seen, list(inputs))) if traced.error is None
                        else UserResult(error=traced.error))
     return cache.trace

@@ -1,0 +1,371 @@
+"""How `jaxdiag check` reaches rules that are not plain module attributes: recorded calls (inputs, closure and
+factory rules), custom functions held by wrappers, namespace packages, and rules a library attaches to JAX's own
+primitives.
+
+Input sources, first wins: pyproject `targets`, recorded calls (`.jaxdiag/calls.json`, written by `jaxdiag record`
+or `pytest --jaxdiag-record`), a module's `JAXDIAG` dict, inference.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from . import _compat, _locate
+from ._checks._harness import call_user
+from ._inputs import ArgSpec, parse_arg, parse_literal
+
+__all__ = ["parse_arg"]
+from ._report import Location, TargetReport
+
+RECORD_FILE = os.path.join(".jaxdiag", "calls.json")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Recorded calls
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Recorded:
+    """The calls recorded for a project; `claimed` are the targets discovery matched."""
+
+    path: str | None = None
+    calls: list[dict] = field(default_factory=list)
+    claimed: set[str] = field(default_factory=set)
+
+    @classmethod
+    def load(cls, folders: Iterable[str]) -> "Recorded":
+        from . import _record
+        from ._errors import UsageError
+
+        for folder in dict.fromkeys(os.path.abspath(f) for f in folders):
+            path = os.path.join(folder, RECORD_FILE)
+            if os.path.isfile(path):
+                try:
+                    return cls(path, _record.read(path))
+                except (OSError, ValueError) as exc:
+                    raise UsageError(f"cannot read recorded calls {path}: {exc}") from None
+        return cls()
+
+    ambiguous: set[str] = field(default_factory=set)  # definition sites shared by several discovered targets
+
+    def note_sites(self, objects: Iterable[tuple[Any, str]]) -> None:
+        """Definition sites shared by several targets (one factory's closures): never matched by site."""
+        from ._record import definition_site
+
+        seen: dict[str, int] = {}
+        for obj, kind in objects:
+            site = _real_site(definition_site(obj, kind))
+            seen[site] = seen.get(site, 0) + 1
+        self.ambiguous = {site for site, count in seen.items() if count > 1}
+
+    def for_keys(self, keys: Iterable[str], obj: Any = None, kind: str = "") -> list[dict]:
+        """The recorded calls of a target named by any of `keys`, or (re-exported under another name) defined at
+        the same place as `obj`, most frequent first (then file order)."""
+        keys = set(keys)
+        site = ""
+        if obj is not None and self.calls:
+            from ._record import definition_site
+
+            site = _real_site(definition_site(obj, kind))
+            site = "" if site in self.ambiguous else site
+        calls = [c for c in self.calls if c.get("target") in keys or (
+            site and c.get("kind") == kind and _real_site(c.get("defined_at", "")) == site)]
+        self.claimed.update(c["target"] for c in calls)
+        return sorted(calls, key=lambda c: -int(c.get("count", 1)))
+
+    def unclaimed(self) -> list[dict]:
+        """Recorded targets that discovery did not name (closures, factories): one call each, most frequent."""
+        best: dict[str, dict] = {}
+        for call in self.calls:
+            target = call.get("target", "")
+            if target in self.claimed:
+                continue
+            if target not in best or int(call.get("count", 1)) > int(best[target].get("count", 1)):
+                best[target] = call
+        return [best[t] for t in sorted(best)]
+
+
+def _real_site(where: str) -> str:
+    path, _, line = where.rpartition(":")
+    return f"{os.path.realpath(path)}:{line}" if path else ""
+
+
+def domain_of(recorded_range: dict | None) -> str | None:
+    """The domain the recorded values call for: negative-only, unit interval, positive, or none (normal)."""
+    if not recorded_range:
+        return None
+    low, high = float(recorded_range["min"]), float(recorded_range["max"])
+    if high < 0:
+        return "negative"
+    if low > 0 and high < 1:
+        return "unit"
+    if low > 0:
+        return "positive"
+    return None
+
+
+def templates_of(call: dict) -> tuple[list[Any], dict[str, Any]]:
+    """(argument templates with the recorded domains applied, bind params) of one recorded call."""
+    templates = [parse_arg(text) for text in call.get("args", [])]
+    ranges = iter(call.get("ranges") or [])
+
+    def with_domain(leaf: Any) -> Any:
+        if not isinstance(leaf, ArgSpec):
+            return leaf
+        domain = domain_of(next(ranges, None))
+        return leaf.with_domain(domain) if domain and leaf.is_inexact else leaf
+
+    import jax
+
+    templates = [jax.tree_util.tree_map(with_domain, t, is_leaf=lambda x: isinstance(x, ArgSpec))
+                 for t in templates]
+    params = {name: _hashable(parse_literal(text, f"recorded param {name}"))
+              for name, text in (call.get("params") or {}).items()}
+    return templates, params
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def _rule_functions(obj: Any, kind: str, target: str) -> list[Any]:
+    """The rule functions of `obj` when it is a `kind` object the recorded `target` may name, else []."""
+    if kind == "primitive":
+        if not _compat.is_primitive(obj) or f"<primitive {obj.name}>" not in target:
+            return []
+        return [r for r in _compat.registered_rules(obj).values() if r is not None]
+    is_kind = {"custom_vjp": _compat.is_custom_vjp, "custom_jvp": _compat.is_custom_jvp,
+               "custom_vmap": _compat.is_custom_vmap}[kind]
+    return [obj.fun] if is_kind(obj) else []
+
+
+def find_recorded_object(call: dict) -> Any:
+    """The live object of a recorded closure/factory rule, found by its definition site among existing objects."""
+    where = call.get("defined_at", "")
+    path, _, line = where.rpartition(":")
+    if not path or not line.isdigit():
+        return None
+    full = os.path.realpath(path)
+    kind = call.get("kind")
+    if kind not in ("primitive", "custom_vjp", "custom_jvp", "custom_vmap"):
+        return None
+    for obj in gc.get_objects():
+        probed = call_user(_rule_functions, obj, kind, call["target"])  # exotic heap objects may raise when probed
+        fns = probed.value or []
+        for fn in fns:
+            loc = _locate.locate(fn)
+            if loc and loc.line == int(line) and os.path.realpath(loc.path) == full:
+                return obj
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Wrapped custom functions and JAX-owned primitives
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def unwrap_custom(value: Any) -> Any:
+    """The custom_vjp/custom_jvp/custom_vmap object a wrapper holds (`__wrapped__`, `.fn`, `.func`, an attribute
+    of a callable object, a partial's func), or None."""
+    def is_custom(x: Any) -> bool:
+        return any(t(x) for t in (_compat.is_custom_vjp, _compat.is_custom_jvp, _compat.is_custom_vmap))
+
+    seen: set[int] = set()
+    frontier = [value]
+    for _ in range(4):
+        nxt = []
+        for item in frontier:
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if item is not value and is_custom(item):
+                return item
+            for name in ("__wrapped__", "fn", "func", "fun", "_fun", "f"):
+                inner = call_user(getattr, item, name, None).value  # a user descriptor may raise
+                if inner is not None and callable(inner):
+                    nxt.append(inner)
+            if callable(item) and not isinstance(item, type) and hasattr(item, "__dict__") and \
+                    not hasattr(item, "__code__"):
+                try:
+                    nxt.extend(v for v in vars(item).values() if callable(v) and not isinstance(v, type))
+                except TypeError:
+                    pass
+        frontier = nxt
+    return None
+
+
+def jax_owned(prim: Any) -> bool:
+    """A primitive JAX defines (its impl or abstract eval lives in jax) that a library added a rule to."""
+    for fn in (_compat.impl(prim), _compat.abstract_eval_rule(prim)):
+        if fn is not None and not _locate.is_user_code(fn) and \
+                (getattr(_locate.unwrap(fn), "__module__", "") or "").split(".")[0] in ("jax", "jaxlib"):
+            return True
+    return False
+
+
+def user_rule_locations(prim: Any) -> list[Location]:
+    locs = [_locate.locate(r) for r in _compat.registered_rules(prim).values()
+            if r is not None and _locate.is_user_code(r)]
+    return [loc for loc in locs if loc is not None]
+
+
+def restrict_to_user_rules(report: TargetReport, prim: Any) -> None:
+    """Keep only findings located at the library's own rules: JAX's rules of its own primitive are trusted."""
+    allowed = {(os.path.abspath(loc.path), loc.line) for loc in user_rule_locations(prim)}
+    report.findings = [f for f in report.findings if f.severity == "info" or (
+        f.location is not None and (os.path.abspath(f.location.path), f.location.line) in allowed)]
+
+
+def relabel_nested(report: Any, call: dict, label: str) -> None:
+    """Name the nested report of the recorded rule after the target itself: `pkg.mod:prim_p (inside pkg.mod:f)`."""
+    name = call.get("name") or call.get("target", "").rpartition(":")[2].rpartition(".")[2]
+    for tr in report.targets[1:]:
+        if tr.target.rpartition(" > ")[2] == name and tr.kind == call.get("kind"):
+            tr.target = f"{label} (inside {report.targets[0].target})"
+
+
+def wrapped_candidate(value: Any, roots: set[str]) -> tuple[str, Any] | None:
+    """(kind, object) for a callable wrapping a custom_vjp/custom_jvp/custom_vmap (`__wrapped__`, `.fn`, an
+    attribute of a callable object), when the user's function behind it belongs to a checked package.
+
+    When the custom function itself is the user's (a decorator returning a wrapper), it is checked directly. When it
+    is a helper library's (equinox's `filter_custom_vjp` builds a custom_vjp of its own flattening function), the
+    wrapper is checked as a function with the user's signature, and the custom call found inside it."""
+    from ._targets import classify
+
+    inner = unwrap_custom(value)
+    if inner is None:
+        return None
+    kind, obj = classify(inner)
+    inner_fn = _locate.unwrap(getattr(obj, "fun", None) or obj)
+    user_fn = next((getattr(value, n) for n in ("__wrapped__", "fn", "func") if callable(getattr(value, n, None))),
+                   None)
+    user_module = getattr(_locate.unwrap(user_fn), "__module__", "") or "" if user_fn is not None else ""
+    inner_module = getattr(inner_fn, "__module__", "") or ""
+    if inner_module.split(".")[0] in roots and (not user_module or user_module == inner_module
+                                                 or "<locals>" not in getattr(inner_fn, "__qualname__", "")):
+        return kind, obj  # the custom function is the user's own: check its rules directly
+    # the custom function is a helper's closure (its calling convention is the helper's): check the wrapper
+    if user_module.split(".")[0] in roots and user_module.split(".")[0] not in ("jax", "jaxlib"):
+        return "function", value
+    return None
+
+
+def namespace_name(path: Any, app_dir: str) -> str | None:
+    """The dotted name of a folder or file inside a namespace package (folders without `__init__.py`) whose code
+    uses relative imports, relative to `app_dir` or the current folder; None otherwise (loose scripts are loaded
+    as files, packages with `__init__.py` by their own rules)."""
+    from pathlib import Path
+
+    path = Path(path).resolve()
+    folder = path if path.is_dir() else path.parent
+    if (folder / "__init__.py").is_file():
+        return None
+    files = [path] if path.is_file() else sorted(path.rglob("*.py"))
+    if not any(_relative_import(f) for f in files):
+        return None
+    for base in (Path(app_dir).resolve(), Path.cwd().resolve()):
+        try:
+            parts = list(path.relative_to(base).with_suffix("").parts) if path.is_file() else list(
+                path.relative_to(base).parts)
+        except ValueError:
+            continue
+        if parts and all(p.isidentifier() for p in parts):
+            return ".".join(parts)
+    return None
+
+
+def _relative_import(path: Any) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "from ." in text
+
+
+def namespace_children(module: Any) -> list[str]:
+    """Dotted names of the namespace subpackages of a package: subfolders without `__init__.py` holding Python
+    files, which `pkgutil.iter_modules` does not list."""
+    from pathlib import Path
+
+    out = []
+    for folder in getattr(module, "__path__", []) or []:
+        base = Path(folder)
+        if not base.is_dir():
+            continue
+        for entry in sorted(base.iterdir(), key=lambda p: p.name):
+            if (entry.is_dir() and entry.name.isidentifier() and not (entry / "__init__.py").exists()
+                    and entry.name != "__pycache__" and any(entry.rglob("*.py"))):
+                out.append(f"{module.__name__}.{entry.name}")
+    return list(dict.fromkeys(out))
+
+
+def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetReport]:
+    """Check a recorded target discovery could not name (a closure or factory rule) or whose calls cannot be
+    replayed from the file (a callable or treedef argument): the live object if one exists, else the module-level
+    function that called it, else a note saying why it was not checked. `lint` is the running `jaxdiag check`."""
+    import sys
+
+    from . import _engine
+    from . import _rules as rules
+    from ._checks._base import Options
+    from ._errors import InferenceError, TargetLoadError
+    from ._report import CheckResult
+    from ._targets import Target, classify
+
+    label = found.label if found is not None else call["target"]
+    where = call.get("defined_at", "")
+    path, _, line = where.rpartition(":")
+    location = Location(_locate.relative_path(path).replace(os.sep, "/"), int(line), label.rpartition(":")[2]) if (
+        path and line.isdigit()) else None
+    obj = find_recorded_object(call) if found is None and call.get("replayable", True) else None
+    options = Options(command="check", seed=lint.seed, **getattr(lint, "run_options", {}))
+    try:
+        if obj is not None:
+            kind, obj = classify(obj)
+            templates, params = templates_of(call)
+            target = Target(ref=label, obj=obj, kind=kind, module=sys.modules.get(label.partition(":")[0]))
+            report = _engine.run_unfiltered(target, templates, params, options, app_dir=lint.app_dir)
+            note = f"found through the recording (defined at {where}, made in a closure or factory)"
+        elif call.get("via"):
+            via = call["via"]
+            report = _engine.run_unfiltered(via["target"], templates_of(via)[0], {}, options, app_dir=lint.app_dir)
+            why = "is made at run time" if found is None else "takes a callable or treedef in the recording"
+            note = (f"{label} (defined at {where}) {why}; checked inside {via['target']}, the function that "
+                    "called it in the recording")
+            relabel_nested(report, call, label)
+        elif found is not None:
+            raise InferenceError(f"{label} was recorded only with a callable or treedef argument or bind param "
+                                 f"({', '.join(call.get('args', []))}; {call.get('params')}), which cannot be "
+                                 "replayed from a file, and no module-level function of its package that called "
+                                 "it takes replayable arguments")
+        else:
+            raise InferenceError(f"{label} (defined at {where}) is made at run time by a factory and no "
+                                 "module-level function of its package called it in the recording, so "
+                                 "jaxdiag cannot re-create it outside your command")
+    except InferenceError as exc:
+        return [TargetReport(label, call.get("kind", "function"), checks=[CheckResult(
+            "recorded", "skipped", 0.0, str(exc))], findings=[rules.TARGET_NOT_CHECKABLE.finding(
+                reason=str(exc), fix="Hold it in a module-level name (e.g. `my_op = make_op(...)`) so discovery "
+                "and the recording can reach it.", location=location)])]
+    except TargetLoadError as exc:
+        return [TargetReport(label, call.get("kind", "function"), checks=[CheckResult(
+            "recorded", "skipped", 0.0, str(exc))], findings=[rules.TARGET_NOT_CHECKABLE.finding(
+                reason=f"recorded target {label} could not be loaded: {exc}",
+                fix="Re-record with `jaxdiag record -- ...` after moving or renaming code.",
+                location=location)])]
+    if report.targets:
+        report.targets[0].findings.insert(0, rules.INPUTS_RECORDED.finding(
+            how=note, inputs=" ".join(report.targets[0].inputs), params="", location=location))
+    keys = found.keys if found is not None else [label]
+    for tr in report.targets:  # filtered with everything else at the end of the run, under these names
+        tr.module = found.walked.label if found is not None else tr.module
+        tr.config_keys = list(keys)
+        tr.anchors = [location] if location else []
+    return report.targets

@@ -1,0 +1,246 @@
+"""Reproduce the README's "real libraries" table: `jaxdiag check` on published JAX libraries.
+
+    pip install -c <(printf 'jax==%s\\njaxlib==%s\\n' ...) jaxlie interpax ...   # into the same environment
+    python scripts/real_libraries.py [--only NAME ...] [--timeout S] [--markdown]
+
+Not part of the test suite (it needs the libraries installed and takes minutes). For each library that is
+installed: where the library ships examples, `jaxdiag record -- python -c ...` runs a small use of its public API
+first so that recorded calls supply bind params and inputs; then `jaxdiag check PACKAGE --keep-going --format json`
+runs in a scratch folder. The table counts discovered targets (`summary.targets`), checked targets (at least one
+check ran), findings by severity, the wall time, and lists why each unchecked target was not checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+# Small uses of each library's public API, run under `jaxdiag record` before the check (the libraries ship no
+# examples or tests in their wheels): they supply bind params, static arguments and value ranges. (distrax has
+# none: checking its von Mises sampler on the recorded call did not finish within the timeout; see the README.)
+SNIPPETS: dict[str, str] = {
+    'equinox': """
+import jax, jax.numpy as jnp, equinox as eqx
+import equinox.internal as eqxi
+x = jnp.array([1.0, -2.0, 3.0])
+print(eqx.error_if(x, x > 10, "too big"))
+print(eqxi.nondifferentiable(x))
+print(jax.vmap(lambda v: eqxi.unvmap_max(v))(x), eqxi.unvmap_any(x > 0), eqxi.unvmap_all(x > 0))
+print(eqxi.noinline(lambda v: v * 2)(x))
+def body(c): return c[0] + 1, c[1] * 0.5
+print(jax.grad(lambda v: eqxi.while_loop(lambda c: c[0] < 3, body, (0, v), max_steps=5, kind="checkpointed")[1].sum())(x))
+print(jax.grad(lambda v: eqx.debug.backward_nan(v).sum())(x))
+print(eqxi.nextafter(x), eqxi.prevbefore(x))
+""",
+    'jaxopt': """
+import jax, jax.numpy as jnp
+from jaxopt import projection
+x = jnp.array([0.3, -1.2, 2.0, 0.5])
+print(projection.projection_sparse_simplex(x, 2), jax.jacobian(lambda v: projection.projection_sparse_simplex(v, 2))(x))
+print(projection.projection_simplex(x))
+""",
+    'lineax': """
+import jax, jax.numpy as jnp, lineax as lx
+A = jnp.array([[3.0, 1.0], [1.0, 2.0]]); b = jnp.array([1.0, -1.0])
+op = lx.MatrixLinearOperator(A)
+print(lx.linear_solve(op, b).value, jax.grad(lambda bb: lx.linear_solve(op, bb).value.sum())(b))
+""",
+    'optimistix': """
+import jax, jax.numpy as jnp, optimistix as optx
+def fn(y, args): return y**2 - args
+sol = optx.root_find(fn, optx.Newton(rtol=1e-6, atol=1e-6), jnp.array(1.0), args=jnp.array(2.0))
+print(sol.value, jax.grad(lambda a: optx.root_find(fn, optx.Newton(rtol=1e-6, atol=1e-6), jnp.array(1.0), args=a).value)(2.0))
+""",
+    'e3nn-jax': """
+import jax, jax.numpy as jnp, e3nn_jax as e3nn
+x = e3nn.IrrepsArray('1o', jnp.array([0.1, 0.2, 0.3]))
+print(e3nn.spherical_harmonics('0e+1o+2e', x, True))
+print(e3nn.sus(jnp.array([-1.0, 0.5])), e3nn.soft_one_hot_linspace(jnp.array([0.2]), start=0., end=1., number=4, basis='cosine', cutoff=True))
+""",
+    'optax': """
+import jax, jax.numpy as jnp, optax
+print(optax.safe_norm(jnp.array([3.0, 4.0]), 1e-6), jax.grad(lambda x: optax.safe_norm(x, 1e-6))(jnp.ones(3)))
+print(optax.safe_root_mean_squares(jnp.array([3.0, 4.0]), 1e-6))
+""",
+    'jax-md': """
+import jax, jax.numpy as jnp
+from jax_md import rigid_body, space
+q = rigid_body.Quaternion(jnp.array([0.9, 0.1, 0.2, 0.3]) / jnp.linalg.norm(jnp.array([0.9, 0.1, 0.2, 0.3])))
+print(rigid_body.quaternion_rotate(q, jnp.array([1.0, 0.0, 0.5])))
+disp, shift = space.periodic_general(jnp.eye(3) * 5.0)
+print(disp(jnp.array([0.1, 0.2, 0.3]), jnp.array([0.4, 0.1, 0.2])))
+""",
+    'numpyro': """
+import jax, jax.numpy as jnp
+import numpyro.distributions as dist
+print(dist.TruncatedNormal(0.0, 1.0, low=-1.0).log_prob(jnp.array([0.5, 0.2])))
+print(jax.grad(lambda s: dist.TruncatedNormal(0.0, s, low=-1.0).log_prob(0.5))(1.0))
+print(dist.VonMises(0.0, 2.0).sample(jax.random.PRNGKey(0), (3,)))
+""",
+    'quadax': """
+import jax, jax.numpy as jnp, quadax
+print(quadax.quadgk(lambda t, a: jnp.sin(a * t), jnp.array([0.0, 1.0]), args=(2.0,))[0])
+print(jax.grad(lambda a: quadax.quadgk(lambda t, a: jnp.sin(a * t), jnp.array([0.0, 1.0]), args=(a,))[0])(2.0))
+""",
+    'jaxoplanet': """
+import jax, jax.numpy as jnp
+from jaxoplanet.core import kepler
+print(kepler(jnp.array([0.1, 1.0, 2.0]), jnp.array([0.1, 0.1, 0.1])))
+""",
+    'diffrax': """
+import jax, jax.numpy as jnp, diffrax
+term = diffrax.ODETerm(lambda t, y, args: -y)
+def solve(y0):
+    return diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 1.0, 0.1, y0, adjoint=diffrax.BacksolveAdjoint()).ys.sum()
+print(solve(jnp.array([1.0, 2.0])), jax.grad(solve)(jnp.array([1.0, 2.0])))
+""",
+}
+
+# (distribution, package to check)
+LIBRARIES: list[tuple[str, str]] = [
+    ('equinox', 'equinox'),
+    ('optax', 'optax'),
+    ('jaxopt', 'jaxopt'),
+    ('lineax', 'lineax'),
+    ('optimistix', 'optimistix'),
+    ('diffrax', 'diffrax'),
+    ('distrax', 'distrax'),
+    ('numpyro', 'numpyro'),
+    ('e3nn-jax', 'e3nn_jax'),
+    ('jax-md', 'jax_md'),
+    ('quadax', 'quadax'),
+    ('jaxoplanet', 'jaxoplanet'),
+    ('flax', 'flax'),
+    ('jax-galsim', 'jax_galsim'),
+]
+
+
+@dataclass
+class Row:
+    name: str
+    version: str = ""
+    targets: int = 0
+    checked: int = 0
+    errors: int = 0
+    warnings: int = 0
+    infos: int = 0
+    import_failures: int = 0
+    seconds: float = 0.0
+    exit_code: int = 0
+    recorded: int = 0
+    reasons: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+
+
+def _jaxdiag() -> list[str]:
+    return [sys.executable, "-m", "jaxdiag"]
+
+
+def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
+    row = Row(dist, version=importlib.metadata.version(dist))
+    with tempfile.TemporaryDirectory(prefix=f"jaxdiag-{package}-") as scratch:
+        start = time.perf_counter()
+        if snippet:
+            subprocess.run(_jaxdiag() + ["record", "--", sys.executable, "-c", snippet], cwd=scratch,
+                           capture_output=True, text=True, timeout=timeout, check=False)
+            try:
+                with open(os.path.join(scratch, ".jaxdiag", "calls.json"), encoding="utf-8") as handle:
+                    row.recorded = len(json.load(handle)["calls"])
+            except (OSError, ValueError, KeyError):
+                row.recorded = 0
+        report = os.path.join(scratch, "report.json")  # not stdout: the libraries themselves may print
+        try:
+            done = subprocess.run(_jaxdiag() + ["check", package, "--keep-going", "--format", "json", "--output",
+                                                report], cwd=scratch, capture_output=True, text=True,
+                                  timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            row.seconds = time.perf_counter() - start
+            row.reasons.append(f"timed out after {timeout:.0f} s")
+            return row
+        row.seconds = time.perf_counter() - start
+        row.exit_code = done.returncode
+        try:
+            with open(report, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            row.reasons.append(f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}")
+            return row
+    counted = [t for t in data["targets"] if t["kind"] not in ("module", "config")]
+    row.targets = len(counted)
+    for t in counted:
+        ran = any(c["status"] in ("passed", "failed") for c in t["checks"])
+        row.checked += ran
+        if not ran:
+            why = next((f["message"] for f in t["findings"] if f["severity"] == "info"),
+                       "; ".join(c["detail"] for c in t["checks"]) or "no check applied")
+            row.reasons.append(f"{t['target']}: {why}")
+    for t in data["targets"]:
+        for p in t.get("problems", []):
+            row.import_failures += 1
+            row.reasons.append(f"{t['target']}: {p.get('kind', 'problem')}: {p.get('message', '')[:200]}")
+        for f in t["findings"]:
+            if f["severity"] == "error":
+                row.errors += 1
+            elif f["severity"] == "warning":
+                row.warnings += 1
+            else:
+                row.infos += 1
+            if f["severity"] in ("error", "warning"):
+                row.findings.append(f"{t['target']}: {f['code']} {f['message'][:200]}")
+    return row
+
+
+def markdown(rows: list[Row]) -> str:
+    lines = ["| library | version | targets | checked | errors | warnings | notes | modules not imported | "
+             "recorded calls | time |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r.name} | {r.version} | {r.targets} | {r.checked} | {r.errors} | {r.warnings} | {r.infos} "
+                     f"| {r.import_failures} | {r.recorded} | {r.seconds:.0f} s |")
+    total = sum(r.targets for r in rows)
+    checked = sum(r.checked for r in rows)
+    lines.append(f"| **total** | | {total} | {checked} ({100 * checked / max(total, 1):.0f}%) | "
+                 f"{sum(r.errors for r in rows)} | {sum(r.warnings for r in rows)} | {sum(r.infos for r in rows)} | "
+                 f"{sum(r.import_failures for r in rows)} | "
+                 f"{sum(r.recorded for r in rows)} | {sum(r.seconds for r in rows):.0f} s |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="*", default=None, help="distribution names to run")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per library")
+    parser.add_argument("--json", default=None, help="also write the rows (with reasons and findings) here")
+    args = parser.parse_args()
+    rows = []
+    for dist, package in LIBRARIES:
+        snippet = SNIPPETS.get(dist, "")
+        if args.only and dist not in args.only:
+            continue
+        try:
+            importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            print(f"skipping {dist}: not installed", file=sys.stderr)
+            continue
+        row = run_library(dist, package, snippet, args.timeout)
+        rows.append(row)
+        print(f"{dist}: {row.checked}/{row.targets} checked, {row.errors} errors, {row.warnings} warnings, "
+              f"{row.seconds:.0f} s", file=sys.stderr, flush=True)
+        for line in row.reasons + row.findings:
+            print(f"    {line}", file=sys.stderr)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump([r.__dict__ for r in rows], handle, indent=2)
+    print(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

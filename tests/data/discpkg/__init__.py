@@ -1,0 +1,1 @@
+"""Discovery cases for tests/test_inputs_discovery.py."""

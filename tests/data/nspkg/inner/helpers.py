@@ -1,0 +1,3 @@
+import jax.numpy as jnp
+def base(x):
+    return jnp.sin(x)

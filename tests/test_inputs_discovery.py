@@ -1,0 +1,72 @@
+"""Discovery: wrapped custom functions, namespace packages, optional dependencies, rules attached to JAX's own
+primitives, and the precise reasons a target is not checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from jaxdiag._cli import app
+from jaxdiag.pytest_plugin import preserved_jax_state
+
+runner = CliRunner()
+DATA = Path(__file__).parent / "data"
+
+
+def check(*args: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["check", *args, "--app-dir", str(DATA), "--format", "json", "--keep-going"])
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def by_target(data: dict) -> dict:
+    return {t["target"]: t for t in data["targets"]}
+
+
+def test_custom_function_held_by_a_wrapper_object_is_found_and_checked(monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, data = check("discpkg.wrapped")
+    target = by_target(data)["discpkg.wrapped:soft_sign"]
+    assert target["kind"] == "custom_jvp"
+    bad = [f for f in target["findings"] if f["severity"] != "info"]
+    assert bad and bad[0]["location"]["function"] == "soft_sign_jvp" and code == 1
+    lines = (DATA / "discpkg" / "wrapped.py").read_text().splitlines()
+    assert bad[0]["location"]["line"] == next(i for i, t in enumerate(lines, 1) if "def soft_sign_jvp" in t)
+
+
+def test_optional_dependency_is_its_own_note(monkeypatch):
+    monkeypatch.chdir(DATA)
+    _, data = check("discpkg.optional", "discpkg.needs_extra")
+    targets = by_target(data)
+    note = next(f for f in targets["discpkg.optional:fancy"]["findings"])
+    assert note["code"] == "JXN011" and "jaxdiag_not_installed_dependency" in note["message"]
+    module_note = targets["discpkg.needs_extra"]["findings"][0]
+    assert module_note["code"] == "JXN011" and module_note["severity"] == "info"
+
+
+@pytest.mark.parametrize("how", ["nspkg", "nspkg/inner/rules.py"])
+def test_namespace_packages_are_walked_with_relative_imports(monkeypatch, how):
+    monkeypatch.chdir(DATA)
+    _, data = check(how)
+    assert any(t["target"].endswith(":f") and any(c["status"] == "passed" for c in t["checks"])
+               for t in data["targets"]), data
+
+
+def test_library_rule_on_a_jax_primitive_is_checked_only_as_that_rule(tmp_path, monkeypatch):
+    (tmp_path / "attach.py").write_text(
+        "from jax import lax\nfrom jax.interpreters import ad\n\n"
+        "erf_inv_p = lax.erf_inv_p\n\n\n"
+        "def erf_inv_transpose(ct, x):  # a (meaningless) rule the library adds to JAX's primitive\n"
+        "    return [ct]\n\n\n"
+        "ad.primitive_transposes[erf_inv_p] = erf_inv_transpose\n")
+    monkeypatch.chdir(tmp_path)
+    with preserved_jax_state():
+        result = runner.invoke(app, ["check", "attach.py", "--format", "json"])
+    data = json.loads(result.stdout)
+    findings = [f for t in data["targets"] for f in t["findings"] if f["severity"] != "info"]
+    # whatever is reported points at the library's own rule, never at JAX's rules of erf_inv
+    assert all(f["location"]["path"].endswith("attach.py") for f in findings), findings
+    assert data["targets"] and data["targets"][0]["target"] == "attach.py:erf_inv_p"

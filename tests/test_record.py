@@ -1,0 +1,117 @@
+"""`jaxdiag record` and `pytest --jaxdiag-record`: recorded calls feed `jaxdiag check` (bind params, static args,
+pytrees, value domains, closure rules), deterministically.
+
+Runs on tests/data/recpkg: a primitive whose rules need a keyword-only bind param (`width`), a custom_jvp made in a
+factory that only ever sees negative inputs (log(-x)), a pytree custom_vjp and the JAX docs' clip_gradient.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+pytestmark = pytest.mark.slow
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(DATA)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+def jaxdiag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jaxdiag", *args], cwd=cwd, env=_env(), capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("record")
+    done = jaxdiag("record", "--", sys.executable, "-m", "recpkg.example", cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert "recorded 4 distinct call(s)" in done.stderr
+    return work
+
+
+def calls(folder: Path) -> list[dict]:
+    return json.loads((folder / ".jaxdiag" / "calls.json").read_text())["calls"]
+
+
+def line_of(marker: str) -> int:
+    lines = (DATA / "recpkg" / "ops.py").read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if marker in text)
+
+
+def test_record_writes_every_distinct_call(recorded):
+    by_target = {c["target"]: c for c in calls(recorded)}
+    assert set(by_target) == {"recpkg.ops:pad_p", "recpkg.ops:dense", "recpkg.ops:clip_gradient",
+                              "recpkg.ops:make_scaled_log.<locals>.scaled_log"}
+    pad = by_target["recpkg.ops:pad_p"]
+    assert pad["kind"] == "primitive" and pad["params"] == {"width": "2"} and pad["args"] == ["f32[4]"]
+    assert pad["ranges"] == [{"min": -2.0, "max": -0.5}]
+    clip = by_target["recpkg.ops:clip_gradient"]
+    assert clip["args"] == ["-0.1", "0.1", "f32[3]"]
+    closure = by_target["recpkg.ops:make_scaled_log.<locals>.scaled_log"]
+    assert closure["reachable"] is False
+    assert closure["defined_at"].endswith(f"recpkg/ops.py:{line_of('def scaled_log(x):')}")
+    assert closure["via"]["target"] == "recpkg.ops:neg_log_sum"
+    assert by_target["recpkg.ops:dense"]["args"] == ["{'b': f32[3], 'w': f32[3,4]}", "f32[4]"]
+
+
+def test_record_is_deterministic(recorded, tmp_path):
+    again = jaxdiag("record", "--", sys.executable, "-m", "recpkg.example", cwd=tmp_path)
+    assert again.returncode == 0
+    assert (tmp_path / ".jaxdiag" / "calls.json").read_bytes() == (recorded / ".jaxdiag" / "calls.json").read_bytes()
+
+
+def test_check_uses_the_recording_and_gives_the_same_report_twice(recorded):
+    runs = [jaxdiag("check", "recpkg", "--format", "json", cwd=recorded) for _ in range(2)]
+    assert runs[0].returncode == 0, runs[0].stdout + runs[0].stderr
+    first, second = (json.loads(r.stdout) for r in runs)
+    for data in (first, second):
+        for t in data["targets"]:
+            for c in t["checks"]:
+                c.pop("seconds")
+    assert first == second
+    targets = {t["target"]: t for t in first["targets"]}
+    # the bind param came from the recording: the primitive was checked, not reported as missing `width`
+    pad = targets["recpkg.ops:pad_p"]
+    assert pad["inputs"] == ["f32[4]@negative"]
+    assert any(c["status"] == "passed" for c in pad["checks"])
+    assert "JXN010" in {f["code"] for f in pad["findings"]}
+    # the closure was found through the recording, inside the function that called it, on negative inputs
+    closure = [t for name, t in targets.items() if "scaled_log (inside recpkg.ops:neg_log_sum)" in name]
+    assert closure and all(c["status"] != "error" for c in closure[0]["checks"])
+    assert closure[0]["inputs"] == ["f32[4]@negative"]
+    note = next(f for f in targets["recpkg.ops:neg_log_sum"]["findings"] if f["code"] == "JXN010")
+    assert note["location"]["line"] == line_of("def scaled_log(x):")
+    assert "JXN002" not in {f["code"] for t in first["targets"] for f in t["findings"]}  # no domain guessing
+
+
+def test_without_a_recording_the_bind_param_is_a_precise_note(tmp_path):
+    done = jaxdiag("check", "recpkg", "--format", "json", cwd=tmp_path)
+    data = json.loads(done.stdout)
+    pad = next(t for t in data["targets"] if t["target"] == "recpkg.ops:pad_p")
+    note = next(f for f in pad["findings"] if f["code"] == "JXN012")
+    assert "needs bind parameter(s) width" in note["message"]
+    assert "params = {width = …}" in note["fix"] and '"params": {"width": …}' in note["fix"]
+    assert not any(f["severity"] == "error" for t in data["targets"] for f in t["findings"])
+
+
+def test_pytest_option_records_the_tests_calls(tmp_path):
+    (tmp_path / "test_uses.py").write_text(
+        "import jax.numpy as jnp\nfrom recpkg import ops\n\n"
+        "def test_pad():\n    assert ops.pad(-jnp.ones(3), 1).shape == (4,)\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxdiag-record",
+                           "test_uses.py"], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    recorded = calls(tmp_path)
+    assert [(c["target"], c["args"], c["params"]) for c in recorded] == [("recpkg.ops:pad_p", ["f32[3]"],
+                                                                          {"width": "1"})]
