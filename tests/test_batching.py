@@ -145,6 +145,7 @@ def test_published_wrapper_as_a_function_target():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # > 1 s; the fast tier keeps a cheaper test of the same feature
 def test_unbatched_constant_names_the_out_axes_failure():
     report = jaxdiag.check_batching(sample("jxb003_bad", "l2_normalize_p"), "f32[3]")
     f = finding(report, "JXB003")

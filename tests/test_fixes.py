@@ -146,6 +146,7 @@ def test_fixable_sample_gets_a_verified_diff_that_makes_it_clean(name, tmp_path,
     assert not problems(_lint.check_paths([f"samples/{fixed.name}"])), patch
 
 
+@pytest.mark.slow  # > 1 s; the fast tier keeps a cheaper test of the same feature
 def test_cli_diff_then_fix(tmp_path):
     """`--diff` prints only the patch (stdout), `--fix` writes it and exits 0 when nothing else remains."""
     path = _copy_sample("jxb004", tmp_path)

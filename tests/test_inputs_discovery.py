@@ -55,6 +55,7 @@ def test_namespace_packages_are_walked_with_relative_imports(monkeypatch, how):
                for t in data["targets"]), data
 
 
+@pytest.mark.slow  # > 1 s; the fast tier keeps a cheaper test of the same feature
 def test_library_rule_on_a_jax_primitive_is_checked_only_as_that_rule(tmp_path, monkeypatch):
     (tmp_path / "attach.py").write_text(
         "from jax import lax\nfrom jax.interpreters import ad\n\n"

@@ -75,6 +75,7 @@ def test_prng_key_argument_is_checked():
         assert any(c["status"] == "passed" for c in target["checks"])
 
 
+@pytest.mark.slow  # > 1 s; the fast tier keeps a cheaper test of the same feature
 def test_prng_key_function_batches_over_keys():
     result, data = cli("batching", "sigs:dropout", "--arg", "key[]", "--arg", "f32[4]")
     assert result.exit_code == 0, result.output

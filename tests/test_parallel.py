@@ -229,6 +229,7 @@ def test_cache_hit_gives_the_same_report_without_checking_again(project, engine_
     assert engine_calls == ["uses_helper.py:wave", "standalone.py:cube"]  # --no-cache checks everything
 
 
+@pytest.mark.slow  # > 1 s; the fast tier keeps a cheaper test of the same feature
 def test_editing_a_file_rechecks_only_the_targets_that_depend_on_it(project, engine_calls):
     check_paths(FILES, cache=True)
     engine_calls.clear()
@@ -262,6 +263,7 @@ def test_a_module_edited_after_this_process_imported_it_is_never_cached(project,
     assert engine_calls == ["standalone.py:cube"] and problems(fresh, "standalone.py:cube")
 
 
+@pytest.mark.slow  # > 1 s; the fast tier keeps a cheaper test of the same feature
 def test_changing_the_seed_or_configuration_rechecks_and_filters_apply_to_cached_results(project, engine_calls):
     check_paths(FILES, cache=True)
     both = ["uses_helper.py:wave", "standalone.py:cube"]
