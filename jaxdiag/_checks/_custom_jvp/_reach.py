@@ -11,7 +11,7 @@ from typing import Any
 
 from ... import _compat, _locate
 from ..._errors import TargetLoadError
-from ..._targets import classify
+from ... import _targets  # a module reference: _targets imports the checks package while it loads
 
 
 def custom_derivative_wrappers(prim: Any, module: ModuleType | None) -> list[str]:
@@ -53,7 +53,7 @@ def _custom_pieces(module: ModuleType) -> tuple[set[str], dict[str, str]]:
     owner: dict[str, str] = {}
     for value in vars(module).values():
         try:
-            kind, _ = classify(value)
+            kind, _ = _targets.classify(value)
         except TargetLoadError:  # a module-level value that is no checkable target (a constant, a class)
             continue
         if kind == "custom_vjp":
