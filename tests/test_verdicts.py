@@ -336,6 +336,7 @@ def test_mismatch_that_persists_with_sequential_callbacks_is_reported():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # 7 s; the nested_values samples are in the samples table
 def test_nested_rule_is_checked_at_the_values_its_function_passes():
     bad, good = load("nested_values_bad.py"), load("nested_values_good.py")  # plain JAX first
     x = jnp.asarray(np.random.default_rng(0).standard_normal((3, 3)), jnp.float32)
