@@ -28,6 +28,7 @@ FIXABLE = ["jxb001", "jxb002", "jxb004", "jxb005", "jxb007", "jxb008", "jxb009",
            "jxv001", "jxv002"]
 # The others need code jaxdiag cannot write for the user: their fix stays text (marked unverified when tried).
 NOT_LOCAL = {
+    "jxg024": "a different derivative formula (the sign or factor of the rule is wrong)",
     "jxb003": "two statements: stop broadcasting the constant output and return None as its dim",
     "jxb006": "new lines: bring unbatched arguments to the batch layout (bdim_at_front)",
     "jxb010": "a new per-example computation of the output",
