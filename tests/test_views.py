@@ -25,6 +25,15 @@ FAST: set[str] = set()  # the fast tier keeps test_repro_states_expected_and_act
 runner = CliRunner()
 
 
+def _fixes_marks(name: str) -> list:
+    from test_fixes import REWORK
+
+    marks = [] if name in FAST else [pytest.mark.slow]
+    if name in REWORK:
+        marks.append(pytest.mark.xfail(reason=REWORK[name], strict=False))
+    return marks
+
+
 def _copy(names: list[str], folder: Path) -> None:
     folder.mkdir(exist_ok=True)
     for support in ("__init__.py", "ffi_kernels.cc", *names):
@@ -58,7 +67,7 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in FAST else [pytest.mark.slow]) for n in BAD])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_fixes_marks(n)) for n in BAD])
 def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_fix(name, tmp_path, monkeypatch):
     from test_fixes import FFI_CALL_SAMPLES, FIXABLE
 
