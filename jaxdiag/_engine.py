@@ -28,6 +28,7 @@ from . import (
 from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
+from ._checks._call_site import unperturbed_inputs
 from ._checks._harness import call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
 from ._checks._harness.tracing import trace_function
@@ -210,6 +211,10 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
                               for c, s in zip(concrete, specs)]
     subjects = [root] + find_nested_subjects(root, options, root_cache)
     observed = observed_examples(root, subjects[1:], options, root_cache) if len(subjects) > 1 else {}
+    if len(subjects) > 1:  # inputs JAX never perturbs at a nested rule's call site stay fixed in its checks
+        unperturbed = unperturbed_inputs(root, subjects[1:], Context(root, options, "observe", root_cache).example())
+        for subject in subjects[1:]:
+            subject.unperturbed = unperturbed.get(id(subject), frozenset())
     reports = []
     given = any(c is not None for c in concrete)
     for subject in subjects:

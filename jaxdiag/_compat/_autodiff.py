@@ -113,3 +113,12 @@ def spy_transpose_rule(prim: Any, wrap: Callable[[Callable], Callable]) -> Itera
         table[prim] = original
         if fancy_original is not None:
             fancy[prim] = fancy_original
+
+
+def jvp_perturbed(x: Any) -> bool | None:
+    """Whether JAX's forward mode perturbs `x` where a rule receives it: True for a JVP tracer with a non-zero
+    tangent, False for a concrete value or a JVP tracer whose tangent is a symbolic zero, None for any other tracer
+    (a jaxpr being built inside scan or while_loop: its perturbation is decided later, out of sight)."""
+    if isinstance(x, _ad.JVPTracer):
+        return not isinstance(x.tangent, _ad.Zero)
+    return None if isinstance(x, _core.Tracer) else False

@@ -32,6 +32,7 @@ class Arg:
     value: Any  # a jax Array for array arguments, the fixed Python value otherwise
     static: bool  # not an array (an int axis, a callable): never perturbed
     nondiff: bool  # listed in nondiff_argnums
+    unperturbed: bool = False  # JAX never perturbs it at the rule's call site in its function (Subject.unperturbed)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -43,8 +44,8 @@ class Arg:
 
     @property
     def diff(self) -> bool:
-        """Perturbed by the checks: a floating (or complex) array outside nondiff_argnums."""
-        return not self.static and not self.nondiff and is_inexact(self.dtype)
+        """Perturbed by the checks: a floating (or complex) array outside nondiff_argnums that JAX can perturb."""
+        return not self.static and not self.nondiff and not self.unperturbed and is_inexact(self.dtype)
 
     @property
     def text(self) -> str:
@@ -80,8 +81,10 @@ class GradState:
             full = _compat.resolve_positional(self.fun, full)  # defaults of nondiff parameters (log_ndtr)
         static_pos = set(subject.static_args) | set(range(len(arrays) + len(subject.static_args), len(full)))
         names = argument_names(self.fun if self.fun is not None else _name_source(subject), len(full))
-        self.args = [Arg(i, names[i], v, i in static_pos or not hasattr(v, "dtype"), i in self.nondiff)
-                     for i, v in enumerate(full)]
+        array_pos = [i for i in range(len(arrays) + len(subject.static_args)) if i not in subject.static_args]
+        unperturbed = {array_pos[k] for k in subject.unperturbed if k < len(array_pos)}
+        self.args = [Arg(i, names[i], v, i in static_pos or not hasattr(v, "dtype"), i in self.nondiff,
+                         i in unperturbed) for i, v in enumerate(full)]
         self.diff = [a for a in self.args if a.diff]
         self.dyn = [a for a in self.args if not a.nondiff]  # one bwd cotangent each (static or not)
         self._out: Any = None

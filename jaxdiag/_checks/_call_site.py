@@ -1,0 +1,71 @@
+"""Which inputs of a nested custom rule JAX itself perturbs at its call site in the function.
+
+A custom_jvp or custom_vjp found inside a function gets a tangent for an input only where one of the function's own
+inputs reaches it through operations JAX can differentiate. An input the function stop-gradients, builds from
+integers, or routes through a wrapper that refuses differentiation arrives as a symbolic zero: JAX never calls the
+JVP rule with a tangent there, and a custom_vjp's fwd sees `perturbed=False` for it. A rule may rely on that
+(`assert not x.perturbed`), so the grad checks must not perturb those inputs either: what JAX cannot do to the rule
+is outside its contract.
+
+Found by running JAX's own forward mode on the function, one differentiable input at a time (eagerly, so each
+custom call is seen as it happens), and reading which arguments of each nested call carry a non-zero tangent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from .. import _compat
+from ._base import Subject
+from ._harness import call_user
+
+
+def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequence[Any]) -> dict[int, frozenset[int]]:
+    """id(subject) -> indices into the subject's specs that JAX never perturbs at its call site in `root`.
+
+    Only custom_jvp / custom_vjp subjects are answered, and only when at least one of their calls was seen with
+    every argument concrete or a forward-mode tracer of this run; a call made while a loop body is traced (scan,
+    while_loop) cannot be read and leaves the subject as it was (every input perturbed, the conservative choice).
+    """
+    customs = [s for s in nested if s.kind in ("custom_jvp", "custom_vjp")]
+    if not customs or root.kind != "function":
+        return {}
+    arrays = [jax.numpy.asarray(x) for x in example]
+    perturbed: dict[int, list[bool]] = {}
+    for i, x in enumerate(arrays):
+        if not jax.numpy.issubdtype(x.dtype, jax.numpy.inexact):
+            continue
+        calls: list = []
+
+        def along_input(xi: Any, i: int = i) -> Any:
+            return root.call(*arrays[:i], xi, *arrays[i + 1:])
+
+        with _compat.record_custom_calls(calls), jax.disable_jit():
+            # a failure is the function's own (its grad checks report it); keep the calls made before it
+            call_user(jax.jvp, along_input, (x,), (jax.numpy.ones_like(x),))
+        for subject in customs:
+            for flags in _call_flags(subject, calls):
+                seen = perturbed.setdefault(id(subject), [False] * len(flags))
+                perturbed[id(subject)] = [a or b for a, b in zip(seen, flags)]
+    return {key: frozenset(k for k, flag in enumerate(flags) if not flag) for key, flags in perturbed.items()}
+
+
+def _call_flags(subject: Subject, calls: list) -> list[list[bool]]:
+    """For each readable call of `subject`: per array argument (in the order of its specs), whether it is perturbed."""
+    out = []
+    for obj, args, kwargs in calls:
+        if obj is not subject.obj and obj is not subject.original:  # `obj` is a flat view of a pytree signature
+            continue
+        resolved = _compat.resolve_positional(getattr(obj, "fun", obj), tuple(args), dict(kwargs))
+        leaves = [leaf for leaf in jax.tree_util.tree_leaves(resolved) if hasattr(leaf, "shape")]
+        if [tuple(np.shape(leaf)) for leaf in leaves] != [tuple(s.shape) for s in subject.specs]:
+            continue  # another call of the same rule, at other shapes
+        flags = [_compat.jvp_perturbed(leaf) for leaf in leaves]
+        if any(flag is None for flag in flags):
+            continue
+        out.append([bool(flag) for flag in flags])
+    return out
