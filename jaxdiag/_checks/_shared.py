@@ -6,6 +6,7 @@ eval's output, cached in `ctx.cache`), texts for avals and errors, and the remov
 from __future__ import annotations
 
 import inspect
+import linecache
 import os
 import re
 import sys
@@ -285,6 +286,26 @@ def user_frame_location(exc: BaseException, fn: Any) -> Location | None:
             line = tb.tb_lineno
         tb = tb.tb_next
     return Location(target.path, line, target.function) if line else target
+
+
+def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
+    """True when the user's rule `fn` raised `exc` with a `raise SomeError(...)` statement of its own body: the
+    deepest frame of the traceback is the rule itself (not a helper, JAX or NumPy called from it) and that line is a
+    `raise` of a new exception. Such a rule refuses the call deliberately, with a message written for its users; an
+    `assert`, a bare re-`raise` or an error from a call inside the rule is an accident of the code."""
+    code = getattr(_locate.unwrap(fn), "__code__", None)
+    tb = exc.__traceback__
+    if code is None or tb is None or isinstance(exc, AssertionError):
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    frame_code = tb.tb_frame.f_code
+    if frame_code is not code and not (frame_code.co_filename == code.co_filename
+                                       and frame_code.co_firstlineno >= code.co_firstlineno
+                                       and frame_code.co_name in ("<lambda>", "<listcomp>", "<genexpr>")):
+        return False
+    line = linecache.getline(frame_code.co_filename, tb.tb_lineno).strip()
+    return re.match(r"raise\s+[A-Za-z_][\w.]*\s*\(", line) is not None
 
 
 # JAX internals removed in recent releases, with what replaces them.

@@ -65,6 +65,20 @@ BATCHING_RULE_RAISED = Rule(
     message="Batching rule raised: {evidence}",
     fix="{fix}",
 )
+BATCHING_RULE_REFUSES = Rule(
+    "JXB014", "batching-rule-refuses", "warning",
+    "The batching rule refuses some batch dims with its own `raise` statement: vmap fails there on purpose.",
+    "Like JXB006, but the exception comes from a `raise` written in the rule's own body (not from a call inside "
+    "it, and not an `assert`): the author saw the case and chose to refuse it with a message for the user.",
+    "`jax.vmap` fails with the rule's message for every caller, which can be the intent (an operation that must "
+    "never be batched) or a limitation to lift.",
+    "jxb014_bad.py", "jxb014_good.py",
+    message="Batching rule refuses on purpose: {evidence} The rule raises this itself, with its own `raise` "
+            "statement, so the refusal looks deliberate; plain `jax.vmap` fails the same way.",
+    fix="{fix} If the refusal is intended, say so in the primitive's documentation and suppress this warning "
+        "with `# jaxdiag: ignore[JXB014]` on the rule's `def` line.",
+    variant_of="JXB006",
+)
 MULTIPLE_RESULTS_STRUCTURE = Rule(
     "JXB007", "multiple-results-structure", "error",
     "A `multiple_results` primitive's batching rule must return (sequence of outputs, sequence of dims) with one "

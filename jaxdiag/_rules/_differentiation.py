@@ -186,6 +186,21 @@ DERIVATIVE_RULE_RAISED = Rule(
     message="Derivative rule failed: {evidence}",
     fix="{fix}",
 )
+DERIVATIVE_RULE_REFUSES = Rule(
+    "JXG025", "derivative-rule-refuses", "warning",
+    "A derivative rule (fwd, bwd, JVP or transpose) refuses with its own `raise` statement: differentiation "
+    "fails there on purpose.",
+    "Like JXG017, but the exception comes from a `raise` written in the rule's own body (not from a call inside "
+    "it, and not an `assert`): the author chose to refuse differentiation with a message for the user.",
+    "`jax.grad` fails with the rule's message wherever JAX perturbs these inputs, which can be the intent (a "
+    "value that must never be differentiated) or a limitation to lift.",
+    "jxg025_bad.py", "jxg025_good.py",
+    message="Derivative rule refuses on purpose: {evidence} The rule raises this itself, with its own `raise` "
+            "statement, so the refusal looks deliberate; plain `jax.grad` fails the same way.",
+    fix="{fix} If the refusal is intended, say so where the function is documented and suppress this warning "
+        "with `# jaxdiag: ignore[JXG025]` on the rule's `def` line.",
+    variant_of="JXG017",
+)
 JVP_NOT_LINEAR = Rule(
     "JXG020", "jvp-not-linear", "error",
     "The JVP rule's tangent output is not linear in the input tangents.",

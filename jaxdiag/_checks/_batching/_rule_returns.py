@@ -13,6 +13,7 @@ from ... import _rules as rules
 from ..._report import Finding, Location
 from .._base import Context, check
 from .._shared import (
+    raises_on_purpose,
     first_line,
     prim_var,
     registration_location,
@@ -318,7 +319,8 @@ def _raised_finding(ctx: Context, raised: list[RuleCall]) -> Finding:
     if passed:
         message += f" It works for {passed[0].describe(name)}."
     fix = _generic_raised_fix(ctx, generic, raised) if generic else _raised_fix(call, exc, raised, passed)
-    return rules.BATCHING_RULE_RAISED.finding(
+    on_purpose = rule_fn is not None and _locate.is_user_code(rule_fn) and raises_on_purpose(exc, rule_fn)
+    return (rules.BATCHING_RULE_REFUSES if on_purpose else rules.BATCHING_RULE_RAISED).finding(
         evidence=message,
         fix=fix,
         location=location)

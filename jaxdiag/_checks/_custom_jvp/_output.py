@@ -16,6 +16,7 @@ from ... import _compat, _locate
 from ... import _rules as rules
 from ..._report import Finding
 from .._base import Context, SkipCheck, check
+from .._shared import raises_on_purpose
 from .._gradref import (
     GradState,
     aval_text,
@@ -135,7 +136,8 @@ def _raised(st: GradState, exc: BaseException) -> Finding:
                 f"{st.nondiff} come first) but it is written as {rule}(primals, tangents, {nd}).",
                 fix=f"Put the non-differentiable arguments first: `def {rule}({nd}, primals, tangents):`.",
                 location=rule_location(st))
-    return rules.DERIVATIVE_RULE_RAISED.finding(
+    refuses = any(raises_on_purpose(exc, fn) for fn in fns)
+    return (rules.DERIVATIVE_RULE_REFUSES if refuses else rules.DERIVATIVE_RULE_RAISED).finding(
         evidence=f"{rule} raised {text} when called as JAX calls it (primals {', '.join(a.text for a in st.args)} "
                  f"with random "
         "tangents).",

@@ -17,6 +17,7 @@ from ... import _compat
 from ... import _rules as rules
 from ..._report import Finding
 from .._base import Context, check
+from .._shared import raises_on_purpose
 from .._gradref import (
     RESIDUALS_NOT_ARRAYS,
     Arg,
@@ -90,6 +91,11 @@ def vjp_fwd(ctx: Context) -> Iterator[Finding]:
     yield from _residual_findings(st, residuals)
 
 
+def _raised_rule(exc: BaseException, rule: Any) -> rules.Rule:
+    """JXG025 for a deliberate refusal (a `raise` of the rule's own), JXG017 otherwise."""
+    return rules.DERIVATIVE_RULE_REFUSES if raises_on_purpose(exc, rule) else rules.DERIVATIVE_RULE_RAISED
+
+
 def _fwd_raised(st: GradState, exc: BaseException) -> Finding:
     fun, fwd, _ = _names(st)
     text = error_text(exc, st.fwd)
@@ -100,7 +106,7 @@ def _fwd_raised(st: GradState, exc: BaseException) -> Finding:
             fix=f"In {fwd}, unwrap the arguments first: `x = x.value` (and use `x.perturbed` to skip work for "
                 "arguments that are not differentiated).",
             location=locate(st.fwd))
-    return rules.DERIVATIVE_RULE_RAISED.finding(
+    return _raised_rule(exc, st.fwd).finding(
         evidence=f"{fwd} raised {text} when called as JAX calls it, {fwd}({', '.join(a.text for a in st.args)}).",
         fix=f"Make {fwd} accept the same positional arguments as {fun} and return (primal_out, residuals).",
         location=locate(st.fwd))
@@ -222,7 +228,7 @@ def _bwd_raised(st: GradState, exc: BaseException, ws: Sequence[Any]) -> Finding
                 f"{st.nondiff} come first), but it is written as {bwd}({order}).",
                 fix=f"Put the non-differentiable arguments first: `def {bwd}({nondiff_names}, res, g):`.",
                 location=locate(st.bwd))
-    return rules.DERIVATIVE_RULE_RAISED.finding(
+    return _raised_rule(exc, st.bwd).finding(
         evidence=f"{bwd} raised {text} when called as JAX calls it, with the residuals from fwd and a cotangent "
         f"{aval_text(_cotangent(st, ws))} shaped like {fun}'s output.",
         fix=f"Make {bwd}(res, g) accept a cotangent for every output of {fun} and return one cotangent per "
