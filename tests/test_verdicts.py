@@ -367,3 +367,54 @@ def test_gradient_transformation_controlled_by_an_argument_is_a_warning():
     assert np.allclose(jax.grad(lambda x: jnp.sum(scale_gradient(x, scale)))(x), scale)  # plain JAX: scaled
     report = jaxdiag.check_grad(scale_gradient, "f32[3]", "f32[3]")
     assert "JXG014" in codes(report, "warning") and "JXG024" not in codes(report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. Nested rules see only the tangents JAX gives them at their call site; deliberate refusals are warnings
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_nested_rule_is_not_perturbed_where_jax_never_perturbs_it():
+    """`scale` is computed from an integer step, so JAX never perturbs it at the custom_vjp's call site: the fwd's
+    `assert not scale.perturbed` holds in plain JAX and the nested rule is clean; passing a differentiable `scale`
+    (the bad sample) perturbs it in plain JAX too, and the assertion is reported at fwd."""
+    good, bad = load("unperturbed_input_good.py"), load("unperturbed_input_bad.py")
+    x, step = jnp.array([0.5, -1.0, 2.0]), jnp.array([1, 2, 3], jnp.int32)
+    assert np.all(np.isfinite(jax.grad(good.loss)(x, step)))  # plain JAX: works
+    with pytest.raises(AssertionError, match="hyperparameter"):
+        jax.grad(bad.loss, argnums=(0, 1))(x, x)  # plain JAX: the bad function perturbs scale
+    good_report = jaxdiag.check_grad(f"{SAMPLES / 'unperturbed_input_good.py'}:loss", "f32[3]", "i32[3]")
+    no_internal_errors(good_report)
+    assert [t.target for t in good_report.targets if t.target.endswith("> scaled")]  # the nested rule was checked
+    assert not problems(good_report), problems(good_report)
+    bad_report = jaxdiag.check_grad(f"{SAMPLES / 'unperturbed_input_bad.py'}:loss", "f32[3]", "f32[3]")
+    nested = [t for t in bad_report.targets if t.target.endswith("> scaled")]
+    assert nested and "JXG017" in codes_of(nested[0], "error")
+
+
+def codes_of(target, severity: str) -> set[str]:
+    return {f.code for f in target.findings if f.severity == severity}
+
+
+def test_a_rule_that_raises_on_purpose_is_a_warning_and_an_accident_stays_an_error():
+    """A `raise` written in the rule's own body is a deliberate refusal (JXB014 / JXG025 warnings); an error from a
+    call inside the rule (jxb006_bad: `jnp.moveaxis(v, None, 0)`) or an `assert` stays JXB006 / JXG017."""
+    bad_b, bad_g = load("jxb014_bad.py"), load("jxg025_bad.py")
+    with pytest.raises(ValueError, match="cannot be vmapped"):
+        jax.vmap(bad_b.checksum_p.bind)(jnp.ones((2, 4)))  # plain JAX: the rule's own message
+    with pytest.raises(RuntimeError, match="must not be differentiated"):
+        jax.grad(lambda x: bad_g.frozen(x).sum())(jnp.ones(3))
+    refused = jaxdiag.check_batching(f"{SAMPLES / 'jxb014_bad.py'}:checksum_p", "f32[4]")
+    assert "JXB014" in codes(refused, "warning") and "JXB006" not in codes(refused)
+    assert any(f.code == "JXB014" and "checksum cannot be vmapped" in f.message for f in refused.findings)
+    accident = jaxdiag.check_batching(f"{SAMPLES / 'jxb006_bad.py'}:matvec_p", "f32[4,3]", "f32[3]")
+    assert "JXB006" in codes(accident, "error") and "JXB014" not in codes(accident)
+    refused_g = jaxdiag.check_grad(f"{SAMPLES / 'jxg025_bad.py'}:frozen", "f32[3]")
+    assert "JXG025" in codes(refused_g, "warning") and "JXG017" not in codes(refused_g)
+    for good in ("jxb014_good.py:checksum_p", "jxg025_good.py:frozen"):
+        check = jaxdiag.check_batching if "jxb" in good else jaxdiag.check_grad
+        report = check(f"{SAMPLES / good}", "f32[4]" if "jxb" in good else "f32[3]")
+        no_internal_errors(report)
+        assert not problems(report), problems(report)
+    unpacked = jaxdiag.check_grad(f"{SAMPLES / 'jxg017_bad.py'}:scaled_tanh", "f32[3]")
+    assert "JXG017" in codes(unpacked, "error") and "JXG025" not in codes(unpacked)
