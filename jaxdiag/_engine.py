@@ -28,6 +28,7 @@ from . import (
 from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
+from ._checks import _x64_only
 from ._checks._call_site import unperturbed_inputs
 from ._checks._harness import call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
@@ -174,6 +175,11 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
     wide = any(needs_x64(s) for s in specs)
     with _compat.x64_scope(True) if wide else contextlib.nullcontext():
         reports = _run_target(resolved, templates, concrete, params, options)
+    if wide and all(c is None for c in concrete) and _x64_only.has_variant_errors(reports):
+        narrow = _x64_only.narrow_templates(templates)  # is the error x64's alone? the same target on 32-bit specs
+        with _compat.x64_scope(False):
+            _x64_only.mark_x64_only(reports, _run_target(resolved, narrow, concrete, params, options), templates,
+                                    narrow)
     anchors = suppression_anchors(resolved)
     for report in reports:
         report.anchors = list(anchors)

@@ -32,6 +32,8 @@ NOT_LOCAL = {
     "jxb003": "two statements: stop broadcasting the constant output and return None as its dim",
     "jxb006": "new lines: bring unbatched arguments to the batch layout (bdim_at_front)",
     "jxb010": "a new per-example computation of the output",
+    "jxb014": "a batched computation in place of a deliberate refusal (or its suppression)",
+    "jxg025": "a derivative formula in place of a deliberate refusal (or its suppression)",
     "jxb013": "rewrite Python control flow on array values",
     "jxg001": "a derivative formula", "jxg002": "a transpose formula", "jxg004": "a cast in every cotangent",
     "jxg005": "branches on which argument is linear", "jxg006": "symbolic-zero handling in the rule",

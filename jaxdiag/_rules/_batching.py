@@ -79,6 +79,19 @@ BATCHING_RULE_REFUSES = Rule(
         "with `# jaxdiag: ignore[JXB014]` on the rule's `def` line.",
     variant_of="JXB006",
 )
+X64_ONLY_BATCHING = Rule(
+    "JXB015", "x64-only-batching-defect", "warning",
+    "A batching defect that shows only with `jax_enable_x64` on: the same check passes on the 32-bit version of "
+    "the inputs with x64 off.",
+    "When a 64-bit spec (f64, i64, u64, c128) turned x64 on and a batching check failed, the target is checked "
+    "again on the 32-bit specs (f32, i32, u32, c64) with x64 off; an error that this run does not show is reported "
+    "here, with the original rule's code, evidence and fix.",
+    "Real for users who enable x64, invisible to everyone else: often a hard-coded 32-bit dtype in the rule.",
+    "x64_only_bad.py", "x64_only_good.py",
+    message="Only under x64 ({wide}): {original} {evidence} With {narrow} and x64 off the same check passes, so "
+            "this shows only when jax_enable_x64 is on.",
+    fix="{fix} If your code never enables x64, this does not affect you.",
+)
 MULTIPLE_RESULTS_STRUCTURE = Rule(
     "JXB007", "multiple-results-structure", "error",
     "A `multiple_results` primitive's batching rule must return (sequence of outputs, sequence of dims) with one "
