@@ -452,6 +452,38 @@ def _jxv005(m: Any) -> str | None:
     return compare(jax.vmap(m.dot, in_axes=(0, None))(x, y), x @ y)
 
 
+# --- deliberate refusals and x64-only defects -----------------------------------------------------------------------
+
+@says("JXB014")
+def _jxb014(m: Any) -> str | None:
+    """`jax.vmap(checksum_p.bind)(x)`"""
+    x = draw("JXB014", B, 4)
+    return compare(jax.vmap(m.checksum_p.bind)(x), x @ np.arange(1, 5, dtype=np.float32))
+
+
+@says("JXG025")
+def _jxg025(m: Any) -> str | None:
+    """`jax.grad(lambda x: frozen(x).sum())(x)`"""
+    x = draw("JXG025", 3)
+    return compare(jax.grad(lambda x: m.frozen(x).sum())(x), np.ones(3, np.float32), "gradient")
+
+
+@says("JXB015")
+def _jxb015(m: Any) -> str | None:
+    """`jax.vmap(rowsum_p.bind)(x)` on float64 under `jax.enable_x64(True)`"""
+    with jax.enable_x64(True):
+        x = draw("JXB015", B, 3).astype(np.float64)
+        return compare(jax.vmap(m.rowsum_p.bind)(x), x.sum(axis=1))
+
+
+@says("JXG026")
+def _jxg026(m: Any) -> str | None:
+    """`jax.grad(lambda x: softplus(x).sum())(x)` on float64 under `jax.enable_x64(True)`"""
+    with jax.enable_x64(True):
+        x = draw("JXG026", 3).astype(np.float64)
+        return compare(jax.grad(lambda x: m.softplus(x).sum())(x), 1 / (1 + np.exp(-x)), "gradient")
+
+
 # --- JXS: sharding (each repro runs in a child process with 8 virtual CPU devices) -----------------------------------
 
 import jax_says_sharding  # noqa: E402,F401  registers JXS001-JXS006 in JAX_SAYS

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import jaxdiag
+from jaxdiag import _compat
 from jaxdiag._checks._gradref import deliberate_disagreement
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -423,17 +424,17 @@ def test_a_rule_that_raises_on_purpose_is_a_warning_and_an_accident_stays_an_err
 def test_an_error_only_under_x64_is_an_x64_only_warning_and_its_fix_is_clean():
     """bwd's hard-coded float32: with f64 inputs (x64 on) jax.grad returns float32; with f32 inputs nothing is
     wrong. The report says so and grades it as the x64-only warning (JXG026) carrying JXG004's evidence."""
-    bad, good = load("x64_only_bad.py"), load("x64_only_good.py")
-    with jax.enable_x64(True):
+    bad, good = load("jxg026_bad.py"), load("jxg026_good.py")
+    with _compat.x64_scope(True):
         x = jnp.array([0.5, -1.0, 2.0], jnp.float64)
         assert jax.grad(lambda v: bad.softplus(v).sum())(x).dtype == jnp.float32  # plain JAX: precision lost
         assert jax.grad(lambda v: good.softplus(v).sum())(x).dtype == jnp.float64
     x32 = jnp.array([0.5, -1.0, 2.0], jnp.float32)
     assert jax.grad(lambda v: bad.softplus(v).sum())(x32).dtype == jnp.float32  # 32-bit: nothing to see
-    report = jaxdiag.check_grad(f"{SAMPLES / 'x64_only_bad.py'}:softplus", "f64[3]")
+    report = jaxdiag.check_grad(f"{SAMPLES / 'jxg026_bad.py'}:softplus", "f64[3]")
     warned = [f for f in report.findings if f.code == "JXG026"]
     assert warned and warned[0].severity == "warning" and "JXG004" in warned[0].message
     assert "only when jax_enable_x64 is on" in warned[0].message and not codes(report, "error")
-    assert not problems(jaxdiag.check_grad(f"{SAMPLES / 'x64_only_good.py'}:softplus", "f64[3]"))
+    assert not problems(jaxdiag.check_grad(f"{SAMPLES / 'jxg026_good.py'}:softplus", "f64[3]"))
     still = jaxdiag.check_grad(f"{SAMPLES / 'jxg017_bad.py'}:scaled_tanh", "f64[3]")  # wrong at any width
     assert "JXG017" in codes(still, "error") and "JXG026" not in codes(still)

@@ -87,7 +87,7 @@ X64_ONLY_BATCHING = Rule(
     "again on the 32-bit specs (f32, i32, u32, c64) with x64 off; an error that this run does not show is reported "
     "here, with the original rule's code, evidence and fix.",
     "Real for users who enable x64, invisible to everyone else: often a hard-coded 32-bit dtype in the rule.",
-    "x64_only_bad.py", "x64_only_good.py",
+    "jxb015_bad.py", "jxb015_good.py",
     message="Only under x64 ({wide}): {original} {evidence} With {narrow} and x64 off the same check passes, so "
             "this shows only when jax_enable_x64 is on.",
     fix="{fix} If your code never enables x64, this does not affect you.",

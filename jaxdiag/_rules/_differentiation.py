@@ -210,7 +210,7 @@ X64_ONLY_DIFFERENTIATION = Rule(
     "reported here, with the original rule's code, evidence and fix.",
     "Real for users who enable x64, invisible to everyone else: often a hard-coded float32 in a derivative rule, "
     "so cotangents or tangents come back in the wrong precision.",
-    "x64_only_bad.py", "x64_only_good.py",
+    "jxg026_bad.py", "jxg026_good.py",
     message="Only under x64 ({wide}): {original} {evidence} With {narrow} and x64 off the same check passes, so "
             "this shows only when jax_enable_x64 is on.",
     fix="{fix} If your code never enables x64, this does not affect you.",

@@ -1,4 +1,4 @@
-"""The fix of x64_only_bad.py: bwd returns the cotangent in the primal's own dtype, so f64 inputs under x64
+"""JXG026 good: bwd returns the cotangent in the primal's own dtype, so f64 inputs under x64
 get a float64 gradient and f32 inputs a float32 one."""
 
 import jax

@@ -1,6 +1,6 @@
-"""x64-only defect: bwd casts the cotangent to float32. With 32-bit inputs that changes nothing; with f64 inputs
-(x64 on) the gradient silently comes back in float32, losing the precision the user asked for. Reported as a
-warning (JXG026) because only users who enable x64 see it."""
+"""JXG026 bad (an x64-only defect): bwd casts the cotangent to float32. With 32-bit inputs that changes nothing;
+with f64 inputs (x64 on) the gradient silently comes back in float32, losing the precision the user asked for. A
+warning, because only users who enable x64 see it."""
 
 import jax
 import jax.numpy as jnp
