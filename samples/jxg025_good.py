@@ -3,6 +3,8 @@ through, so `jax.grad` works through `frozen` and matches finite differences."""
 
 import jax
 
+JAXDIAG = {"frozen": {"args": ["f32[3]"]}}
+
 
 @jax.custom_jvp
 def frozen(x):

@@ -77,6 +77,10 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'jxb011_good.py': {'info': ['JXR006']},
     'jxb013_bad.py': {'error': ['JXB013'], 'info': ['JXN003']},
     'jxb013_good.py': {},
+    'jxb014_bad.py': {'warning': ['JXB014'], 'info': ['JXR006']},
+    'jxb014_good.py': {'info': ['JXR006']},
+    'jxb015_bad.py': {'warning': ['JXB015'], 'info': ['JXR006']},
+    'jxb015_good.py': {'info': ['JXR006']},
     'jxb020_bad.py': {'error': ['JXB020'], 'info': ['JXN007']},
     'jxb020_good.py': {'info': ['JXN007']},
     'jxb021_bad.py': {'error': ['JXB021'], 'info': ['JXN007']},
@@ -125,6 +129,10 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'jxg022_good.py': {},
     'jxg024_bad.py': {'error': ['JXG024']},
     'jxg024_good.py': {},
+    'jxg025_bad.py': {'warning': ['JXG025']},
+    'jxg025_good.py': {},
+    'jxg026_bad.py': {'warning': ['JXG026'], 'info': ['JXN008']},
+    'jxg026_good.py': {},
     'jxr001_bad.py': {'error': ['JXR001'], 'info': ['JXN003', 'JXR006']},
     'jxr001_good.py': {'info': ['JXR006']},
     'jxr002_bad.py': {'error': ['JXR002'], 'info': ['JXN003', 'JXR006']},
@@ -187,6 +195,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'seed_vjp_fixed.py': {'info': ['JXN001']},
     'seed_vjp_published.py': {'error': ['JXG010'], 'info': ['JXN001']},
     'seed_vjp_structure_fixed.py': {'error': ['JXG011'], 'info': ['JXN001']},
+    'unperturbed_input_bad.py': {'error': ['JXG017']},
+    'unperturbed_input_good.py': {},
 }
 EXPECTED_BY_JAX: dict[str, dict[str, dict[str, list[str]]]] = {
     '0.5': {

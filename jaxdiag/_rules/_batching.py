@@ -77,7 +77,6 @@ BATCHING_RULE_REFUSES = Rule(
             "statement, so the refusal looks deliberate; plain `jax.vmap` fails the same way.",
     fix="{fix} If the refusal is intended, say so in the primitive's documentation and suppress this warning "
         "with `# jaxdiag: ignore[JXB014]` on the rule's `def` line.",
-    variant_of="JXB006",
 )
 X64_ONLY_BATCHING = Rule(
     "JXB015", "x64-only-batching-defect", "warning",

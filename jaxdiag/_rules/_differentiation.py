@@ -199,7 +199,6 @@ DERIVATIVE_RULE_REFUSES = Rule(
             "statement, so the refusal looks deliberate; plain `jax.grad` fails the same way.",
     fix="{fix} If the refusal is intended, say so where the function is documented and suppress this warning "
         "with `# jaxdiag: ignore[JXG025]` on the rule's `def` line.",
-    variant_of="JXG017",
 )
 X64_ONLY_DIFFERENTIATION = Rule(
     "JXG026", "x64-only-derivative-defect", "warning",
