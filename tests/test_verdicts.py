@@ -438,3 +438,26 @@ def test_an_error_only_under_x64_is_an_x64_only_warning_and_its_fix_is_clean():
     assert not problems(jaxdiag.check_grad(f"{SAMPLES / 'jxg026_good.py'}:softplus", "f64[3]"))
     still = jaxdiag.check_grad(f"{SAMPLES / 'jxg017_bad.py'}:scaled_tanh", "f64[3]")  # wrong at any width
     assert "JXG017" in codes(still, "error") and "JXG026" not in codes(still)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 9. Index inputs at and beyond their valid range
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_index_rule_wrong_only_out_of_range_is_caught_and_its_fix_is_clean():
+    """The bad rule agrees with the loop for every in-range index (what random small integers give) and differs
+    for an index >= len(x), where dynamic_index_in_dim clamps and the rule's gather fills 0."""
+    bad, good = load("index_range_bad.py"), load("index_range_good.py")
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((4, 8)), jnp.float32)
+    inside, outside = jnp.array([0, 3, -1, 7], jnp.int32), jnp.array([8, 9, -9, 100], jnp.int32)
+    for module, agrees_outside in ((bad, False), (good, True)):
+        loop = [jnp.stack([module.pick_p.bind(x[b], i[b]) for b in range(4)]) for i in (inside, outside)]
+        batched = [jax.vmap(module.pick_p.bind)(x, i) for i in (inside, outside)]
+        np.testing.assert_allclose(batched[0], loop[0])  # plain JAX: in range, both agree
+        assert np.allclose(batched[1], loop[1]) == agrees_outside  # plain JAX: out of range, only the fix agrees
+    report = jaxdiag.check_batching(f"{SAMPLES / 'index_range_bad.py'}:pick_p", "f32[8]", "i32[]")
+    assert "JXB005" in codes(report, "error")
+    clean = jaxdiag.check_batching(f"{SAMPLES / 'index_range_good.py'}:pick_p", "f32[8]", "i32[]")
+    no_internal_errors(clean)
+    assert not problems(clean), problems(clean)

@@ -157,3 +157,45 @@ def vmap_method_none_raises() -> bool:
         except NotImplementedError:
             return True
     return False
+
+
+# Primitives that read or write at integer positions, with where their index operands start: they clamp or drop
+# positions outside the operand (`gather`/`dynamic_slice` clamp, `scatter` drops), so a rule that treats an
+# out-of-range index differently from them is wrong only there.
+_INDEX_OPERANDS = {"gather": (1, 2), "dynamic_slice": (1, None), "dynamic_update_slice": (2, None),
+                   "scatter": (1, 2), "scatter-add": (1, 2), "scatter_add": (1, 2), "scatter-mul": (1, 2),
+                   "scatter_mul": (1, 2), "scatter-min": (1, 2), "scatter_min": (1, 2), "scatter-max": (1, 2),
+                   "scatter_max": (1, 2)}
+
+
+def index_operand_bounds(closed: Any) -> dict[int, int]:
+    """Input position -> the largest dimension of an array it indexes, for every integer input of the jaxpr that
+    flows (through any equations) into the index operand of a gather, scatter, dynamic_slice or
+    dynamic_update_slice. An input reaching a nested jaxpr (jit, scan, cond) that indexes is bounded by the largest
+    dimension indexed in there."""
+    jaxpr = closed.jaxpr if isinstance(closed, _core.ClosedJaxpr) else closed
+    origin: dict[Any, set[int]] = {v: {k} for k, v in enumerate(jaxpr.invars)
+                                   if np.issubdtype(np.dtype(getattr(v.aval, "dtype", np.float32)), np.integer)}
+    bounds: dict[int, int] = {}
+
+    def note(var: Any, size: int) -> None:
+        for k in origin.get(var, ()) if isinstance(var, _core.Var) else ():
+            bounds[k] = max(bounds.get(k, 0), size)
+
+    for eqn in jaxpr.eqns:
+        sources = set().union(*(origin.get(v, set()) for v in eqn.invars if isinstance(v, _core.Var)))
+        name = eqn.primitive.name
+        if name in _INDEX_OPERANDS:
+            start, stop = _INDEX_OPERANDS[name]
+            size = max(getattr(eqn.invars[0].aval, "shape", ()) or (0,))
+            for var in eqn.invars[start:stop]:
+                note(var, size)
+        inner = [e for sub in sub_jaxprs(eqn) for e in iter_eqns(sub) if e.primitive.name in _INDEX_OPERANDS]
+        if inner:
+            size = max(max(getattr(e.invars[0].aval, "shape", ()) or (0,)) for e in inner)
+            for var in eqn.invars:
+                note(var, size)
+        if sources:
+            for out in eqn.outvars:
+                origin[out] = set(sources)
+    return {k: v for k, v in bounds.items() if v > 0}

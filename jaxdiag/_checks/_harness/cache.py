@@ -26,6 +26,7 @@ class SubjectCache:
     nested_subjects: list[Subject] = field(default_factory=list)  # user primitives / custom_* calls inside it
     example_output: Any = None  # _shared.ExampleOutput
     abstract_output: Any = None  # _shared.AbstractOutput
+    index_bounds: dict[int, int] | None = None  # _index_range: spec position -> the largest dim it indexes
     grown_shapes: list[tuple[int, ...]] | None = None  # impl output shapes for inputs one larger in every dim
     grown_shapes_done: bool = False
     batching_evidence: Any = None  # _batching.Evidence, or the SkipCheck that stopped collecting it

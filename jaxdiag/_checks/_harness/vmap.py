@@ -248,7 +248,9 @@ class Reference:
         """A pool of `count` examples; example 0 is `ctx.example()`, shared with the registration checks."""
         rng = np.random.default_rng(zlib.crc32(f"{ctx.options.seed}:{ctx.subject.seed_key}:pool".encode()))
         pool = [_column(x, s, rng, ctx.subject.domain, count) for x, s in zip(ctx.example(), ctx.specs)]
-        return cls(ctx.subject, fn, pool, count)
+        from .._index_range import widen_index_examples  # index inputs also at and beyond their valid range
+
+        return cls(ctx.subject, fn, widen_index_examples(ctx, fn, pool), count)
 
     @classmethod
     def stacked(cls, subject: Subject, fn: Callable, stacked: list[np.ndarray], variant: Variant) -> Reference:
