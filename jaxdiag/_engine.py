@@ -29,7 +29,7 @@ from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
 from ._checks import _x64_only
-from ._checks._call_site import unperturbed_inputs
+from ._checks._call_site import traced_only_primitives, unperturbed_inputs
 from ._checks._harness import call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
 from ._checks._harness.tracing import trace_function
@@ -218,9 +218,12 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
     subjects = [root] + find_nested_subjects(root, options, root_cache)
     observed = observed_examples(root, subjects[1:], options, root_cache) if len(subjects) > 1 else {}
     if len(subjects) > 1:  # inputs JAX never perturbs at a nested rule's call site stay fixed in its checks
-        unperturbed = unperturbed_inputs(root, subjects[1:], Context(root, options, "observe", root_cache).example())
+        example = Context(root, options, "observe", root_cache).example()
+        unperturbed = unperturbed_inputs(root, subjects[1:], example)
+        traced_only = traced_only_primitives(root, subjects[1:], example)  # never bound eagerly by the function
         for subject in subjects[1:]:
             subject.unperturbed = unperturbed.get(id(subject), frozenset())
+            subject.traced_only = id(subject) in traced_only
     reports = []
     given = any(c is not None for c in concrete)
     for subject in subjects:

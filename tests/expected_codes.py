@@ -55,6 +55,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'int8_gather_good.py': {'info': ['JXR006']},
     'int_reduce_bad.py': {'error': ['JXB005']},
     'int_reduce_good.py': {},
+    'jit_only_bad.py': {'error': ['JXR011'], 'info': ['JXR006']},
+    'jit_only_good.py': {'info': ['JXN003', 'JXR006']},
     'jxb001_bad.py': {'error': ['JXB001'], 'info': ['JXR006']},
     'jxb001_good.py': {'info': ['JXR006']},
     'jxb002_bad.py': {'error': ['JXB002'], 'info': ['JXR006']},

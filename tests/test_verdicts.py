@@ -461,3 +461,27 @@ def test_index_rule_wrong_only_out_of_range_is_caught_and_its_fix_is_clean():
     clean = jaxdiag.check_batching(f"{SAMPLES / 'index_range_good.py'}:pick_p", "f32[8]", "i32[]")
     no_internal_errors(clean)
     assert not problems(clean), problems(clean)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. A primitive the user's code binds only under tracing is not called eagerly
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_primitive_bound_only_under_jit_is_not_called_eagerly():
+    """The impl refuses to run eagerly; the good module binds the primitive only inside jax.jit (plain JAX: works),
+    the bad one eagerly (plain JAX: raises). Only the bad one is reported."""
+    good, bad = load("jit_only_good.py"), load("jit_only_bad.py")
+    x = jnp.array([1.0, -2.0, 0.5, 3.0])
+    np.testing.assert_allclose(good.normalize(x), 2 * x / jnp.linalg.norm(x), rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(good.normalize)(jnp.stack([x, 2 * x])),
+                               jnp.stack([2 * x / jnp.linalg.norm(x)] * 2), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="only under jax.jit"):
+        bad.normalize(x)
+    for target in ("fused_scale_p", "normalize"):
+        report = jaxdiag.check_batching(f"{SAMPLES / 'jit_only_good.py'}:{target}", "f32[4]")
+        no_internal_errors(report)
+        assert not problems(report), (target, problems(report))
+        assert any(c.status == "passed" for t in report.targets for c in t.checks if c.name == "batching-vs-loop")
+        flagged = jaxdiag.check_batching(f"{SAMPLES / 'jit_only_bad.py'}:{target}", "f32[4]")
+        assert "JXR011" in codes(flagged, "error")

@@ -59,6 +59,9 @@ class Subject:
     # Indices into `specs` that JAX never perturbs at this nested rule's call site in its function (a symbolic-zero
     # tangent there: stop-gradiented, built from integers, refused by a wrapper); the grad checks leave them fixed.
     unperturbed: frozenset[int] = frozenset()
+    # A nested primitive the function binds only under tracing (inside jit, scan, ...): its impl never runs in the
+    # user's program, so it is not called eagerly; its per-example reference runs under jax.jit like their code.
+    traced_only: bool = False
 
     @property
     def input_texts(self) -> list[str]:

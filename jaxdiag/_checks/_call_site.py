@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _compat
 from ._base import Subject
-from ._harness import call_user
+from ._harness import call_user, jaxdiag_code
 
 
 def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequence[Any]) -> dict[int, frozenset[int]]:
@@ -68,4 +68,24 @@ def _call_flags(subject: Subject, calls: list) -> list[list[bool]]:
         if any(flag is None for flag in flags):
             continue
         out.append([bool(flag) for flag in flags])
+    return out
+
+
+def traced_only_primitives(root: Subject, nested: Sequence[Subject], example: Sequence[Any]) -> set[int]:
+    """id(subject) of each nested primitive that the function, run as the user runs it (jit left on), never binds
+    with concrete values: it is bound only while something traces (inside jax.jit, scan, while_loop), so its impl
+    never runs in their program. A primitive the run did not reach because the function raised first is left out."""
+    primitives = [s for s in nested if s.kind == "primitive"]
+    if not primitives or root.kind != "function":
+        return set()
+    binds: list = []
+    with _compat.record_primitive_binds([], jaxdiag_code, binds):
+        ran = call_user(lambda: jax.block_until_ready(root.call(*[jax.numpy.asarray(x) for x in example])))
+    out = set()
+    for subject in primitives:
+        seen = [concrete for prim, _, concrete in binds if prim is subject.obj]
+        if any(concrete is not None for concrete in seen):
+            continue  # bound eagerly at least once: its impl runs in the user's code
+        if ran.error is None or seen:
+            out.add(id(subject))
     return out

@@ -107,10 +107,29 @@ def has_jit_path(prim: Any) -> bool:
     return _compat.has_abstract_eval(prim) and _compat.has_lowering(prim)
 
 
+def runs_eagerly(subject: Subject) -> bool:
+    """Whether a primitive subject's impl is the per-example reference: it has one, and the user's code calls it.
+    A primitive with a jit path that their code binds only under tracing runs under jax.jit instead, as in their
+    code: a nested one their function never binds eagerly, or a target whose module binds it only inside
+    `jax.jit`-wrapped functions."""
+    return _compat.has_impl(subject.obj) and not (traced_only(subject) and has_jit_path(subject.obj))
+
+
+def traced_only(subject: Subject) -> bool:
+    """Whether the user's code binds this primitive only while tracing (see `runs_eagerly`)."""
+    if subject.kind != "primitive":
+        return False
+    if subject.traced_only or subject.parent is not None:
+        return subject.traced_only
+    from ._custom_jvp._reach import jit_wrappers  # that package imports this module
+
+    return bool(jit_wrappers(subject.obj, primitive_module(subject)))
+
+
 def reference_fn(subject: Subject) -> Callable | None:
     """How one example's trusted output is computed: the subject itself, eagerly. A primitive without an impl
     falls back to `jax.jit` when it has an abstract eval and a lowering; None when nothing can run it."""
-    if subject.kind != "primitive" or _compat.has_impl(subject.obj):
+    if subject.kind != "primitive" or runs_eagerly(subject):
         return subject.call
     if has_jit_path(subject.obj):
         return jitted(bind_fn(subject.obj, subject.params))
@@ -155,7 +174,7 @@ def example_output(ctx: Context) -> ExampleOutput:
             else:
                 leaves, structure = ran.value
                 result = ExampleOutput(leaves, structure, via_jit=ctx.subject.kind == "primitive"
-                                       and not _compat.has_impl(ctx.subject.obj))
+                                       and not runs_eagerly(ctx.subject))
         ctx.cache.example_output = result
     return ctx.cache.example_output
 

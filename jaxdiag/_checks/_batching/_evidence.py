@@ -21,6 +21,7 @@ from .._shared import (
     example_output,
     first_line,
     has_jit_path,
+    runs_eagerly,
     is_user_primitive,
     reference_fn,
     subject_fn,
@@ -158,8 +159,10 @@ def _variants(ctx: Context, size: int, outer: int, inner: int, notes: list[str],
         out.append(Variant(zeros, 1))
     if wide is not None:
         out.append(Variant(zeros, wide))
-    if ctx.subject.kind == "primitive" and not _compat.has_impl(ctx.subject.obj):
-        notes.append(f"no impl ({rules.MISSING_IMPL.code}): every variant ran under jax.jit; nested vmap skipped")
+    if ctx.subject.kind == "primitive" and not runs_eagerly(ctx.subject):
+        why = ("bound only under tracing by your code" if _compat.has_impl(ctx.subject.obj)
+               else f"no impl ({rules.MISSING_IMPL.code})")
+        notes.append(f"{why}: every variant ran under jax.jit; nested vmap skipped")
         return [replace(v, under_jit=True) for v in out]
     out.append(Variant(tuple(len(s.shape) for s in specs), outer, mode="nested", inner=inner))
     if ctx.subject.kind == "primitive" and _compat.batching_rule_is_fancy(ctx.subject.obj) and _locate.is_user_code(

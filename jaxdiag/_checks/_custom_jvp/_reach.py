@@ -19,32 +19,47 @@ def custom_derivative_wrappers(prim: Any, module: ModuleType | None) -> list[str
     [] when some bind is reachable otherwise (or there is none, or the source cannot be read)."""
     if module is None:
         return []
+    covered, wrappers = _custom_pieces(module)
+    reached = _reached_only_through(prim, module, covered)
+    return sorted({wrappers[n] for n in reached}) if reached else []
+
+
+def jit_wrappers(prim: Any, module: ModuleType | None) -> list[str]:
+    """The `jax.jit`-wrapped functions of `module` through which every `bind` of `prim` in it is reached (so the
+    module's code binds it only while jit traces, and its impl never runs eagerly there), or [] otherwise."""
+    if module is None:
+        return []
+    covered = {getattr(_locate.unwrap(v), "__name__", "") for v in vars(module).values() if _compat.is_jit_wrapped(v)}
+    return sorted(_reached_only_through(prim, module, covered - {""}) or ())
+
+
+def _reached_only_through(prim: Any, module: ModuleType, covered: set[str]) -> set[str] | None:
+    """The names in `covered` through which every function of `module` that binds `prim` is reached (a binder is
+    in `covered`, or every function that calls it is, recursively), or None when some bind is reachable otherwise
+    (a module-level bind, an uncovered caller-less binder), there is no bind, or the source cannot be read."""
     names = {n for n, v in vars(module).items() if v is prim}
     try:
         tree = ast.parse(inspect.getsource(module))
     except (OSError, TypeError, SyntaxError):
-        return []
-    covered, wrappers = _custom_pieces(module)
+        return None
     if not names or not covered:
-        return []
+        return None
     functions = {node.name: node for node in ast.walk(tree)
                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     binders = {name for name, node in functions.items() if _binds(node, names)}
     if not binders or _binds_at_module_level(tree, names):
-        return []
+        return None
     callers = {name: {c for c, node in functions.items() if c != name and _calls(node, name)} for name in functions}
     reached: set[str] = set()
 
-    def only_custom(name: str, seen: frozenset[str]) -> bool:
+    def only_covered(name: str, seen: frozenset[str]) -> bool:
         if name in covered:
             reached.add(name)
             return True
         who = callers.get(name, set()) - seen
-        return bool(who) and all(only_custom(c, seen | {name}) for c in who)
+        return bool(who) and all(only_covered(c, seen | {name}) for c in who)
 
-    if all(only_custom(b, frozenset()) for b in binders):
-        return sorted({wrappers[n] for n in reached})
-    return []
+    return reached if all(only_covered(b, frozenset()) for b in binders) else None
 
 
 def _custom_pieces(module: ModuleType) -> tuple[set[str], dict[str, str]]:
