@@ -7,8 +7,9 @@ JVP rule with a tangent there, and a custom_vjp's fwd sees `perturbed=False` for
 (`assert not x.perturbed`), so the grad checks must not perturb those inputs either: what JAX cannot do to the rule
 is outside its contract.
 
-Found by running JAX's own forward mode on the function, one differentiable input at a time (eagerly, so each
-custom call is seen as it happens), and reading which arguments of each nested call carry a non-zero tangent.
+Found by running JAX's own autodiff (`jax.vjp`, whose forward pass linearizes) on the function, one differentiable
+input at a time (eagerly, so each custom call is seen as it happens), and reading which arguments of each nested
+call carry a non-zero tangent.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequen
     """id(subject) -> indices into the subject's specs that JAX never perturbs at its call site in `root`.
 
     Only custom_jvp / custom_vjp subjects are answered, and only when at least one of their calls was seen with
-    every argument concrete or a forward-mode tracer of this run; a call made while a loop body is traced (scan,
+    every argument concrete or an autodiff tracer of this run; a call made while a loop body is traced (scan,
     while_loop) cannot be read and leaves the subject as it was (every input perturbed, the conservative choice).
     """
     customs = [s for s in nested if s.kind in ("custom_jvp", "custom_vjp")]
@@ -46,7 +47,7 @@ def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequen
 
         with _compat.record_custom_calls(calls), jax.disable_jit():
             # a failure is the function's own (its grad checks report it); keep the calls made before it
-            call_user(jax.jvp, along_input, (x,), (jax.numpy.ones_like(x),))
+            call_user(jax.vjp, along_input, x)  # reverse mode runs through custom_vjp calls (jax.jvp stops there)
         for subject in customs:
             for flags in _call_flags(subject, calls):
                 seen = perturbed.setdefault(id(subject), [False] * len(flags))

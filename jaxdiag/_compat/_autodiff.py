@@ -115,10 +115,14 @@ def spy_transpose_rule(prim: Any, wrap: Callable[[Callable], Callable]) -> Itera
             fancy[prim] = fancy_original
 
 
+# Reverse mode traces with LinearizeTracer on newer JAX (jax.vjp through a custom_vjp), with JVPTracer on older ones.
+_AD_TRACERS = tuple(t for t in (_ad.JVPTracer, getattr(_ad, "LinearizeTracer", None)) if t is not None)
+
+
 def jvp_perturbed(x: Any) -> bool | None:
-    """Whether JAX's forward mode perturbs `x` where a rule receives it: True for a JVP tracer with a non-zero
-    tangent, False for a concrete value or a JVP tracer whose tangent is a symbolic zero, None for any other tracer
+    """Whether JAX's autodiff perturbs `x` where a rule receives it: True for a JVP/linearize tracer with a non-zero
+    tangent, False for a concrete value or such a tracer whose tangent is a symbolic zero, None for any other tracer
     (a jaxpr being built inside scan or while_loop: its perturbation is decided later, out of sight)."""
-    if isinstance(x, _ad.JVPTracer):
+    if isinstance(x, _AD_TRACERS):
         return not isinstance(x.tangent, _ad.Zero)
     return None if isinstance(x, _core.Tracer) else False
