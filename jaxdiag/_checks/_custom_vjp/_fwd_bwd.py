@@ -99,7 +99,8 @@ def _raised_rule(exc: BaseException, rule: Any) -> rules.Rule:
 def _fwd_raised(st: GradState, exc: BaseException) -> Finding:
     fun, fwd, _ = _names(st)
     text = error_text(exc, st.fwd)
-    if st.symbolic_zeros and "CustomVJPPrimal" in str(exc):
+    # an array operation on the wrapper (a TypeError/AttributeError naming it), not an assertion that shows its repr
+    if st.symbolic_zeros and isinstance(exc, (TypeError, AttributeError)) and "CustomVJPPrimal" in str(exc):
         return rules.SYMBOLIC_ZERO_UNHANDLED.finding(
             evidence=f"{fwd} raised {text}: with defvjp(..., symbolic_zeros=True) fwd receives each argument as "
             "CustomVJPPrimal(value, perturbed), not as an array.",
