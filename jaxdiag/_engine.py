@@ -6,13 +6,12 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import inspect
 import re
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -35,12 +34,13 @@ from ._checks._harness.cache import SubjectCache
 from ._checks._harness.tracing import trace_function
 from ._errors import InferenceError, UsageError
 from ._filtering import Filter, validate_inline
+from ._fresh_draws import confirm_on_fresh_draws
+from ._observe import observed_examples, primitive_call_key
 from ._inputs import (
     DOMAINS,
     ArgSpec,
     draw,
     shape_ladder,
-    spec_of,
     template_leaves,
     template_text,
 )
@@ -230,9 +230,9 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
         cache = root_cache if subject is root else SubjectCache()
         if id(subject) in observed:  # a nested rule is checked at the values its function passes it
             cache.example = observed[id(subject)]
-        report = run_subject(subject, options, cache)
+        report, by_check = run_subject_by_check(subject, options, cache)
         if not (given and subject is root) and id(subject) not in observed:  # given/observed inputs stay as they are
-            report.findings = confirm_on_fresh_draws(subject, options, cache, report.findings)
+            report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, run_checks)
         if subject is root:
             report.findings[:0] = notes
         reports.append(report)
@@ -431,7 +431,7 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
             continue
         inputs = list(getattr(jaxpr, "jaxpr", jaxpr).invars)
         specs = [_signature.inherited(s, [v], inputs, root) for s, v in zip(specs, eqn.invars)]
-        key = _primitive_call_key(prim, eqn.params, specs)
+        key = primitive_call_key(prim, eqn.params, specs)
         if key in seen_keys:
             continue
         seen_keys.add(key)
@@ -443,34 +443,6 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
             eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None))
     cache.nested_subjects = subjects  # the function's checks attribute vmap failures to these
     return subjects
-
-
-def observed_examples(root: Subject, nested: list[Subject], options: Options, cache: SubjectCache
-                      ) -> dict[int, list[np.ndarray]]:
-    """The concrete arguments each nested subject receives when the function runs eagerly on its own example
-    (id(subject) -> one array per spec): a Cholesky-style rule inside a function that builds a positive-definite
-    matrix is then checked on that matrix, not on random ones it never sees. Subjects only reached under tracing
-    (inside scan, while_loop) or whose observed arguments do not match their specs keep random draws."""
-    example = [jax.numpy.asarray(x) for x in Context(root, options, "observe", cache).example()]
-    customs: list = []
-    binds: list = []
-    recording = _compat.record_primitive_binds([], jaxdiag_code, binds)
-    with _compat.record_custom_calls(customs), recording, jax.disable_jit():
-        call_user(root.call, *example)  # a failure is reported by the function's own checks; keep what was observed
-    out: dict[int, list[np.ndarray]] = {}
-    for subject in nested:
-        if subject.kind == "primitive":
-            want = _primitive_call_key(subject.obj, subject.params, list(subject.specs))
-            calls = [vals for prim, params, vals in binds if prim is subject.obj
-                     and _primitive_call_key(prim, params, [spec_of(v) for v in vals or []]) == want]
-        else:
-            calls = [[a for a in (_compat.resolve_positional(getattr(obj, "fun", obj), tuple(args), dict(kwargs))
-                                  if subject.kind in ("custom_jvp", "custom_vjp") else args)
-                      if hasattr(a, "shape")] for obj, args, kwargs in customs if obj is subject.obj]
-        values = next((v for v in calls if v is not None and not any(_compat.is_tracer(a) for a in v)), None)
-        if values is not None and [spec_of(v) for v in values] == [ArgSpec(s.dtype, s.shape) for s in subject.specs]:
-            out[id(subject)] = [np.asarray(v) for v in values]
-    return out
 
 
 def _bound_primitive_subjects(root: Subject) -> list[Subject]:
@@ -485,7 +457,7 @@ def _bound_primitive_subjects(root: Subject) -> list[Subject]:
     for prim, avals, params in seen:
         maybe_specs = [_spec_of_aval(a) for a in avals]
         specs = [s for s in maybe_specs if s is not None]
-        key = _primitive_call_key(prim, params, specs)
+        key = primitive_call_key(prim, params, specs)
         if len(specs) != len(maybe_specs) or key in keys:
             continue
         keys.add(key)
@@ -500,11 +472,6 @@ _STRUCTURAL_PRIMITIVES = {"pjit", "jit", "closed_call", "core_call", "custom_jvp
                           "custom_vjp_call_jaxpr", "custom_lin", "remat", "checkpoint", "custom_vmap_call",
                           "ffi_call", "pure_callback", "io_callback", "debug_callback", "random_wrap",
                           "random_unwrap", "random_seed", "random_bits", "threefry2x32", "iota", "rng_bit_generator"}
-
-
-def _primitive_call_key(prim: Any, params: dict, specs: Sequence[ArgSpec]) -> tuple:
-    """Calls of one primitive with the same params and shapes are checked once."""
-    return prim, repr(sorted(params.items(), key=lambda kv: kv[0])), tuple(map(str, specs))
 
 
 def _spec_of_aval(aval: Any) -> ArgSpec | None:
@@ -528,12 +495,25 @@ on_check_start: Callable[[str, str], None] | None = None
 
 
 def run_subject(subject: Subject, options: Options, cache: SubjectCache | None = None) -> TargetReport:
+    return run_subject_by_check(subject, options, cache)[0]
+
+
+def run_checks(subject: Subject, options: Options, cache: SubjectCache, names: Collection[str]
+               ) -> dict[str, list[Finding]]:
+    """Only the named checks (in run order), as the fresh-draw retries run them: {check name: its findings}."""
+    return run_subject_by_check(subject, options, cache, names)[1]
+
+
+def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache | None = None,
+                         only: Collection[str] | None = None) -> tuple[TargetReport, dict[str, list[Finding]]]:
+    """Every applicable check (or `only` those named) on one subject: its report, and each check's findings."""
     cache = SubjectCache() if cache is None else cache
     report = TargetReport(target=subject.label, kind=subject.kind, inputs=subject.input_texts,
                           module=subject.module)
     report.subject = subject  # type: ignore[attr-defined]  # for --repro; not serialized
+    by_check: dict[str, list[Finding]] = {}
     for chk in ALL_CHECKS:
-        if not chk.applies(subject, options):
+        if not chk.applies(subject, options) or (only is not None and chk.name not in only):
             continue
         ctx = Context(subject, options, chk.name, cache)
         if on_check_start is not None:
@@ -559,9 +539,10 @@ def run_subject(subject: Subject, options: Options, cache: SubjectCache | None =
             detail = "; ".join(sorted({f.code for f in findings}))
         report.checks.append(CheckResult(chk.name, status, seconds, detail))
         report.findings.extend(findings)
+        by_check.setdefault(chk.name, []).extend(findings)
     if options.show_jaxpr:
         attach_jaxprs(subject, report.findings)
-    return report
+    return report, by_check
 
 
 def attach_jaxprs(subject: Subject, findings: list[Finding]) -> None:
@@ -583,47 +564,6 @@ def attach_jaxprs(subject: Subject, findings: list[Finding]) -> None:
         if key not in texts:
             texts[key] = _exposure.exposing_jaxpr(subject.call, exposure, shapes, name, marker)
         finding.jaxpr = texts[key]
-
-
-# Seeds of the fresh draws a finding is re-tried on (offsets from --seed); a re-run keeps the cache entries that
-# describe the subject's structure (its trace with the custom calls in it, the nested subjects found in it).
-_RETRY_SEEDS = (7919, 104729)
-
-
-def confirm_on_fresh_draws(subject: Subject, options: Options, cache: SubjectCache, findings: list[Finding]
-                           ) -> list[Finding]:
-    """Re-run the subject's checks on fresh random inputs when it has errors or warnings. A finding every draw
-    shows is kept as is; one that only some draws show depends on the values drawn (often an implicit
-    precondition such as `lo <= hi`): it is kept with the inputs that reproduce it and how often it appeared."""
-    codes = {f.code for f in findings if f.severity in ("error", "warning")}
-    if not codes:
-        return findings
-    seen = {code: 1 for code in codes}
-    runs = 1
-    for offset in _RETRY_SEEDS:
-        fresh = SubjectCache(trace=cache.trace, nested_subjects=list(cache.nested_subjects))
-        again = run_subject(subject, dataclasses.replace(options, seed=options.seed + offset), fresh)
-        runs += 1
-        for code in {f.code for f in again.findings} & codes:
-            seen[code] += 1
-    if all(n == runs for n in seen.values()):
-        return findings  # every finding reproduced on every fresh draw: not an artefact of the values
-    inputs = _inputs_text(cache.example)
-    out = []
-    for f in findings:
-        if f.code in seen and seen[f.code] < runs:
-            f = dataclasses.replace(f, message=f"{f.message} (Seen on {seen[f.code]} of {runs} independent draws "
-                                               f"of the inputs, so it depends on their values; it reproduces with "
-                                               f"{inputs}.)")
-        out.append(f)
-    return out
-
-
-def _inputs_text(example: Any) -> str:
-    if not example:
-        return "the first draw"
-    with np.printoptions(precision=4, threshold=8, edgeitems=3):
-        return ", ".join(f"arg{i} = {np.asarray(x)!r}".replace("\n", " ") for i, x in enumerate(example))
 
 
 def suppression_anchors(target: Target) -> list[Location]:

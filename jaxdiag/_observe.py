@@ -1,0 +1,51 @@
+"""The values a function passes to the rules nested inside it, observed by running it once eagerly.
+
+A nested rule is checked at the arguments its function really gives it, not at random ones: a Cholesky-style JVP
+inside a function that builds a positive-definite matrix is then checked on that matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from . import _compat
+from ._checks._base import Context, Options, Subject
+from ._checks._harness import call_user, jaxdiag_code
+from ._checks._harness.cache import SubjectCache
+from ._inputs import ArgSpec, spec_of
+
+
+def primitive_call_key(prim: Any, params: dict, specs: Sequence[ArgSpec]) -> tuple:
+    """Calls of one primitive with the same params and shapes are checked once."""
+    return prim, repr(sorted(params.items(), key=lambda kv: kv[0])), tuple(map(str, specs))
+
+
+def observed_examples(root: Subject, nested: list[Subject], options: Options, cache: SubjectCache
+                      ) -> dict[int, list[np.ndarray]]:
+    """The concrete arguments each nested subject receives when the function runs eagerly on its own example
+    (id(subject) -> one array per spec). Subjects only reached under tracing (inside scan, while_loop) or whose
+    observed arguments do not match their specs keep random draws."""
+    example = [jax.numpy.asarray(x) for x in Context(root, options, "observe", cache).example()]
+    customs: list = []
+    binds: list = []
+    recording = _compat.record_primitive_binds([], jaxdiag_code, binds)
+    with _compat.record_custom_calls(customs), recording, jax.disable_jit():
+        call_user(root.call, *example)  # a failure is reported by the function's own checks; keep what was observed
+    out: dict[int, list[np.ndarray]] = {}
+    for subject in nested:
+        if subject.kind == "primitive":
+            want = primitive_call_key(subject.obj, subject.params, list(subject.specs))
+            calls = [vals for prim, params, vals in binds if prim is subject.obj
+                     and primitive_call_key(prim, params, [spec_of(v) for v in vals or []]) == want]
+        else:
+            calls = [[a for a in (_compat.resolve_positional(getattr(obj, "fun", obj), tuple(args), dict(kwargs))
+                                  if subject.kind in ("custom_jvp", "custom_vjp") else args)
+                      if hasattr(a, "shape")] for obj, args, kwargs in customs if obj is subject.obj]
+        values = next((v for v in calls if v is not None and not any(_compat.is_tracer(a) for a in v)), None)
+        if values is not None and [spec_of(v) for v in values] == [ArgSpec(s.dtype, s.shape) for s in subject.specs]:
+            out[id(subject)] = [np.asarray(v) for v in values]
+    return out
