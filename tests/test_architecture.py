@@ -456,7 +456,7 @@ def test_no_import_cycles():
 BROAD_CATCH_ALLOWED = {
     ("jaxdiag/_checks/_harness/boundary.py", "call_user"),
     ("jaxdiag/_checks/_harness/boundary.py", "jaxdiag_code"),
-    ("jaxdiag/_engine.py", "run_subject"),  # one check's internal error; the other checks still run
+    ("jaxdiag/_engine.py", "run_subject_by_check"),  # one check's internal error; the other checks still run
     ("jaxdiag/_lint.py", "_check"),  # one target's internal error under `jaxdiag check`; the others still run
     ("jaxdiag/_cli.py", "_guard"),  # the CLI's last resort for every command: exit 3
     ("jaxdiag/_cli.py", "_emit"),  # a renderer's bug: exit 3
