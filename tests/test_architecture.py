@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -46,6 +47,7 @@ def rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
+@functools.lru_cache(maxsize=None)  # read-only trees, parsed once for the ~300 tests that read them
 def parse(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
@@ -365,6 +367,7 @@ def _type_checking_nodes(tree: ast.Module) -> set[int]:
     return ids
 
 
+@functools.lru_cache(maxsize=None)  # built once; the tests only read it
 def import_graph() -> dict[str, set[str]]:
     """jaxdiag module -> the jaxdiag modules it imports anywhere in its body (function-level imports included: a
     lazy import is still a dependency), `if TYPE_CHECKING:` blocks excepted."""

@@ -6,6 +6,7 @@ compiler (tests/ffi_build.py, cached in a private build folder) and are skipped 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -33,7 +34,9 @@ def kernels(ffi_kernels):
     """The compiled sample kernels, registered (conftest's `ffi_kernels` skips with the reason without a compiler)."""
 
 
+@functools.lru_cache(maxsize=None)
 def run_sample(name: str, attr: str) -> jaxdiag.Report:
+    """One run per sample target in this process: several tests read the same report (none changes it)."""
     target = load_target(f"{SAMPLES / name}:{attr}")
     return jaxdiag.check_batching(target, *target.module.JAXDIAG[attr]["args"])
 
