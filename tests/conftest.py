@@ -97,6 +97,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
+@pytest.fixture(autouse=True)
+def _check_runs_in_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`jaxdiag check` invoked by a test runs its targets in the test's process (one job, no time limit) unless the
+    test passes `-j`/`--timeout` itself: a worker process re-imports JAX and the user's modules, seconds per test,
+    and these tests are about discovery, configuration and output, not about processes. test_parallel.py tests the
+    workers and keeps the real defaults."""
+    if request.node.path.name == "test_parallel.py":
+        return
+    from jaxdiag import _parallel
+
+    monkeypatch.setattr(_parallel, "default_jobs", lambda: 1)
+    monkeypatch.setattr(_parallel, "DEFAULT_TIMEOUT", 0.0)
+
+
 @pytest.fixture(scope="session")
 def ffi_kernels() -> None:
     """Compile samples/ffi_kernels.cc into a private build folder and register its targets (skip without a
