@@ -71,8 +71,7 @@ def published() -> jaxdiag.Report:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("code, attr, args, params", CASES, ids=IDS)
+@pytest.mark.parametrize("code, attr, args, params", CASES, ids=IDS)  # every JXB rule, in the fast tier
 def test_rule_fires_on_bad_sample(code, attr, args, params):
     report = jaxdiag.check_batching(sample(f"{code.lower()}_bad", attr), *args, params=params)
     no_internal_errors(report)
@@ -80,8 +79,7 @@ def test_rule_fires_on_bad_sample(code, attr, args, params):
     assert len(set(serious(report))) == 1, "a bad sample shows one defect"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("code, attr, args, params", CASES, ids=IDS)
+@pytest.mark.parametrize("code, attr, args, params", CASES, ids=IDS)  # every JXB rule, in the fast tier
 def test_good_sample_is_clean(code, attr, args, params):
     report = jaxdiag.check_batching(sample(f"{code.lower()}_good", attr), *args, params=params)
     no_internal_errors(report)
