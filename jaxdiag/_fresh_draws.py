@@ -48,8 +48,8 @@ VALUE_INDEPENDENT = frozenset(rule.code for rule in (
 RunChecks = Callable[[Subject, Options, SubjectCache, Collection[str]], dict[str, list[Finding]]]
 
 
-def confirm_on_fresh_draws(subject: Subject, options: Options, cache: SubjectCache, findings_by_check: dict[str, list[
-        Finding]], run_checks: RunChecks) -> list[Finding]:
+def confirm_on_fresh_draws(subject: Subject, options: Options, cache: SubjectCache,
+                           findings_by_check: dict[str, list[Finding]], run_checks: RunChecks) -> list[Finding]:
     """The subject's findings, each value-dependent error or warning re-tried on fresh draws. One every draw shows
     is kept as is; one that only some draws show depends on the values drawn (often an implicit precondition such
     as `lo <= hi`): it is kept with the inputs that reproduce it and how often it appeared."""
