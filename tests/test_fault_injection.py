@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 from jaxdiag import _numerics
 from jaxdiag import _rules as rules

@@ -16,7 +16,7 @@ from conftest import jax_state_changes
 from jax.custom_batching import custom_vmap
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 import jaxdiag
 from jaxdiag import _compat, _engine

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 import jaxdiag
 from jaxdiag._cli import app
