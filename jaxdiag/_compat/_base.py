@@ -50,6 +50,25 @@ def is_jit_wrapped(obj: Any) -> bool:
     return callable(obj) and hasattr(obj, "lower") and hasattr(obj, "__wrapped__")
 
 
+def _jit_info_in_closures(obj: Any) -> Any:
+    """The PjitInfo of a jit function whose PjitFunction has no `_jit_info` (jax 0.5: only the closure of
+    `_cache_miss` holds it, two levels down); None when no such cell is found."""
+    pending, seen = [getattr(obj, "_cache_miss", None)], 0
+    while pending and seen < 8:
+        fn = pending.pop()
+        seen += 1
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if hasattr(value, "static_argnums") and hasattr(value, "static_argnames"):
+                return value
+            if callable(value) and getattr(value, "__closure__", None):
+                pending.append(value)
+    return None
+
+
 def x64_enabled() -> bool:
     return bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]  # flags are read as attributes
 
@@ -66,7 +85,7 @@ def jit_static_args(obj: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """(static_argnums, static_argnames) of a `jax.jit` function; empty for anything else."""
     if not is_jit_wrapped(obj):
         return (), ()
-    info = getattr(obj, "_jit_info", None)  # jax >= 0.4.30 (PjitFunction)
+    info = getattr(obj, "_jit_info", None) or _jit_info_in_closures(obj)
     if info is None:
         return (), ()
     return tuple(getattr(info, "static_argnums", ()) or ()), tuple(getattr(info, "static_argnames", ()) or ())
