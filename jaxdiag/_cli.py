@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Iterator, List, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, List, Optional, Sequence
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -307,11 +308,42 @@ def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool, verbosi
     raise typer.Exit(EXIT_CLEAN if code == EXIT_FINDINGS and exit_zero else code)
 
 
+@dataclass
+class Request:
+    """One diagnose command's input, validated and parsed by `_diagnose` the same way for every command: the
+    runner only runs it."""
+
+    command: str
+    target: str
+    args: list[Any]  # parsed --arg templates: ArgSpec, Static, or pytrees of them
+    params: dict[str, Any]
+    seed: int
+    select: list[str]  # the codes of --select, else of the configuration
+    ignore: list[str]  # --ignore plus the configuration's
+    app_dir: str
+    config: Any  # _config.Config
+    options: dict[str, Any] = field(default_factory=dict)  # the command's own options
+
+
+def _run_engine(request: Request) -> Any:
+    """`batching` and `grad`: the checks in this process."""
+    from . import _engine
+    from ._checks._base import Options
+
+    opts = Options(command=request.command, seed=request.seed, **request.options)
+    return _engine.run(request.target, request.args, request.params, opts, select=request.select,
+                       ignore=request.ignore, app_dir=request.app_dir,
+                       per_target_ignore=request.config.ignores_for(request.target))
+
+
 def _diagnose(command: str, target: str, args: Optional[List[str]], params: Optional[List[str]], fmt: str,
               output: Optional[str], select: Optional[List[str]], ignore: Optional[List[str]], seed: Optional[int],
               exit_zero: bool, app_dir: str, verbose: bool, quiet: bool, diff: bool = False, fix: bool = False,
               show_jaxpr: bool = False, repro: Optional[str] = None, platforms: Optional[str] = None,
-              **options: Any) -> None:
+              runner: Callable[[Request], Any] = _run_engine, **options: Any) -> None:
+    """The path every single-target command shares: validate the common options, load the configuration, parse
+    --arg (SPECs, static literals, key[], pytrees, @domain) and --param, check inline suppressions, then hand the
+    request to the command's runner (the engine in this process, or the sharding child process) and render."""
     with _guard():
         selected, ignored = _split_codes(select), _split_codes(ignore)
         _validate_common(fmt, output, app_dir, verbose, quiet, selected, ignored)
@@ -325,15 +357,10 @@ def _diagnose(command: str, target: str, args: Optional[List[str]], params: Opti
             options["in_axes"] = parse_axes(options["in_axes"], "--in-axes")
             options["out_axes"] = parse_axes(options["out_axes"], "--out-axes")
         _validate.check_inline_suppressions(_validate.source_files([target.rpartition(":")[0]], app_dir))
-
-        from . import _engine
-        from ._checks._base import Options
-
         options.update(_views(diff, fix, show_jaxpr, repro, platforms, config.platforms))
-        opts = Options(command=command, seed=seed if seed is not None else config.seed, **options)
-        report = _engine.run(target, specs, bind_params, opts, select=selected or config.select,
-                             ignore=ignored + config.ignore, app_dir=app_dir,
-                             per_target_ignore=config.ignores_for(target))
+        request = Request(command, target, specs, bind_params, seed if seed is not None else config.seed,
+                          selected or config.select, ignored + config.ignore, app_dir, config, options)
+        report = runner(request)
         _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet), diff, fix, repro)
 
 
@@ -427,26 +454,37 @@ def sharding(
     seed: Optional[int] = SeedOpt,
     app_dir: str = AppDirOpt,
     include_jax: bool = IncludeJaxOpt,
+    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="S",
+                                            help="Seconds the target may run before it is stopped and reported "
+                                                 "(default: pyproject's timeout, else 300; 0: no limit)."),
 ) -> None:
     """Check sharding on a virtual CPU mesh: jit on sharded inputs, custom_partitioning, Shardy rules, shard_map,
     gathering cost. Runs in a child process with its own XLA_FLAGS."""
-    with _guard():
-        selected, ignored = _split_codes(select), _split_codes(ignore)
-        _validate_common(fmt, output, app_dir, verbose, quiet, selected, ignored)
-        from . import _config, _sharding, _validate
-        from ._filtering import Filter
-        from ._inputs import parse_param, parse_spec
+    _diagnose("sharding", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, verbose, quiet,
+              runner=_run_sharding, mesh=mesh, include_jax=include_jax, timeout=timeout)
 
-        shape = _sharding.parse_mesh(mesh)
-        config = _config.load(app_dir)  # validates the codes it names
-        settings = Filter(selected or config.select, ignored + config.ignore, config.per_target_ignores)
-        specs = [str(parse_spec(a)) for a in arg or []]
-        bind_params = dict(_parse_param(parse_param, p) for p in param or [])
-        _validate.check_inline_suppressions(_validate.source_files([target.rpartition(":")[0]], app_dir))
-        entry = {"ref": target, "args": specs, "params": bind_params}
-        report = settings.apply(_sharding.run_in_child([entry], shape, seed=seed if seed is not None else config.seed,
-                                                       include_jax=include_jax, app_dir=app_dir))
-        _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet))
+
+def _run_sharding(request: Request) -> Any:
+    """`sharding`: the checks in a child process on virtual devices, its report filtered here."""
+    from . import _sharding
+    from ._filtering import Filter
+
+    options = request.options
+    shape = _sharding.parse_mesh(options["mesh"])
+    timeout = _check_timeout(options["timeout"])
+    if timeout is None:
+        timeout = request.config.timeout
+    settings = Filter(request.select, request.ignore, request.config.per_target_ignores)
+    entry = {"ref": request.target, "args": request.args, "params": request.params}
+    return settings.apply(_sharding.run_in_child(
+        [entry], shape, seed=request.seed, include_jax=options["include_jax"], app_dir=request.app_dir,
+        timeout=_sharding.DEFAULT_TIMEOUT if timeout is None else timeout))
+
+
+def _check_timeout(timeout: Optional[float]) -> Optional[float]:
+    if timeout is not None and timeout < 0:
+        raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), got {timeout:g}")
+    return timeout
 
 
 @app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
@@ -492,8 +530,7 @@ def check(
 
         if jobs is not None and jobs < 1:
             raise UsageError(f"--jobs must be at least 1, got {jobs}")
-        if timeout is not None and timeout < 0:
-            raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), got {timeout:g}")
+        _check_timeout(timeout)
         from . import _lint, _parallel
 
         views = _views(diff, fix, show_jaxpr, repro, platforms, config.platforms)

@@ -5,6 +5,12 @@ The number of CPU devices is fixed when JAX initialises, by `--xla_force_host_pl
 environment, so the checks run in `python -m jaxdiag._sharding_child` started with that flag appended to the
 child's copy of `XLA_FLAGS` (and `JAX_PLATFORMS=cpu`). The child sends back the report as schema-1 JSON, which is
 turned into the same `Report` every command renders.
+
+A collective on virtual devices can wait forever (a rule that never returns, or a JAX release whose CPU collectives
+deadlock), so the child runs under a per-target time limit, like `jaxdiag check`'s workers: it writes which target
+and check it is running to a status file and each finished target's report to a results file, and the parent stops
+it when one target has run past the limit. The stopped target gets the JXN009 note naming the check that was
+running; the targets finished before it keep their reports, the ones after it get the same note.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ import json
 import os
 import pickle
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import fields
 from typing import Any, Sequence
 
@@ -26,7 +34,14 @@ from ._report import CheckResult, Finding, Location, Report, TargetReport
 
 DEFAULT_MESH = (2, 4)
 MAX_DEVICES = 64
-DEFAULT_TIMEOUT = 1800.0
+# Seconds one target may run in the child: the default of `jaxdiag check`'s per-target limit (`--timeout`).
+DEFAULT_TIMEOUT = 300.0
+# Seconds the child may take to start (Python, JAX, the virtual devices) before its first target, at least: a
+# loaded machine takes tens of seconds, and a per-target limit of a few seconds must not stop the start-up.
+START_SECONDS = 120.0
+# How often the parent looks at the child's status while it runs.
+POLL_SECONDS = 0.2
+CHILD_COMMAND = (sys.executable, "-m", "jaxdiag._sharding_child")
 
 
 def check_sharding(
@@ -45,9 +60,11 @@ def check_sharding(
     """Check a target on a virtual CPU mesh: jit on sharded inputs against the unsharded result, custom_partitioning
     callbacks and Shardy rules, shard_map, and the gathering cost of opaque calls.
 
-    `target` is an object or a TARGET string; each arg a concrete array or a SPEC string; `params` a primitive's
-    bind parameters; `mesh` the mesh shape (`(2, 4)` or `"2x4"`, at most 64 devices). The checks run in a child
-    process; this process's JAX and environment are untouched.
+    `target` is an object or a TARGET string; each arg a concrete array, a SPEC string (`f32[3]@positive`,
+    `key[]`, a pytree such as `(f32[3], i32[])`), or a static Python value; `params` a primitive's bind
+    parameters; `mesh` the mesh shape (`(2, 4)` or `"2x4"`, at most 64 devices); `timeout` seconds the target may
+    run before it is stopped with a JXN009 note (None or 0: no limit). The checks run in a child process; this
+    process's JAX and environment are untouched.
     """
     from ._filtering import Filter
 
@@ -135,34 +152,38 @@ def run_in_child(entries: list[dict[str, Any]], mesh: tuple[int, ...], *, seed: 
                  app_dir: str = ".", max_placements: int = 12, timeout: float | None = DEFAULT_TIMEOUT,
                  strict: bool = True) -> Report:
     """Every finding of every entry, unfiltered (each target report carries its anchors and config keys, so the
-    caller filters once, as every command does)."""
+    caller filters once, as every command does). `timeout`: seconds per target (None or 0: no limit)."""
     devices = 1
     for n in mesh:
         devices *= n
-    handle, out_path = tempfile.mkstemp(prefix="jaxdiag-sharding-", suffix=".json")
-    os.close(handle)
+    folder = tempfile.mkdtemp(prefix="jaxdiag-sharding-")
+    paths = {name: os.path.join(folder, f"{name}.json") for name in ("out", "status", "partial")}
     request = {"targets": entries, "mesh": list(mesh), "seed": seed, "include_jax": include_jax, "app_dir": app_dir,
-               "max_placements": max_placements, "sys_path": [p for p in sys.path if p], "out_path": out_path,
-               "strict": strict}
+               "max_placements": max_placements, "sys_path": [p for p in sys.path if p], "out_path": paths["out"],
+               "status_path": paths["status"], "partial_path": paths["partial"], "strict": strict}
     try:
         try:
             payload = pickle.dumps(request)
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             raise UsageError(f"the sharding checks' inputs cannot be sent to the child process: {exc}") from None
+        returncode, stderr, stopped = _run_child(payload, child_env(devices), timeout or None, paths["status"],
+                                                 folder)
+        if stopped is not None:
+            return _timed_out(entries, _read_lines(paths["partial"]), stopped, timeout or 0.0)
         try:
-            done = subprocess.run([sys.executable, "-m", "jaxdiag._sharding_child"], input=payload,
-                                  capture_output=True, env=child_env(devices), timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            return _timed_out(entries, timeout)
-        try:
-            with open(out_path, encoding="utf-8") as result:
+            with open(paths["out"], encoding="utf-8") as result:
                 answer = json.load(result)
         except (OSError, ValueError):
-            answer = {"internal_error": f"the child process exited with {done.returncode} without a report",
-                      "traceback": done.stderr.decode(errors="replace")[-4000:]}
+            answer = {"internal_error": f"the child process exited with {returncode} without a report",
+                      "traceback": stderr[-4000:]}
     finally:
+        for path in [*paths.values(), os.path.join(folder, "stderr.txt")]:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
         try:
-            os.unlink(out_path)
+            os.rmdir(folder)
         except OSError:
             pass
     if "usage_error" in answer:
@@ -173,12 +194,133 @@ def run_in_child(entries: list[dict[str, Any]], mesh: tuple[int, ...], *, seed: 
     return report_from_dict(answer["report"])
 
 
-def _timed_out(entries: list[dict[str, Any]], timeout: float | None) -> Report:
+def _run_child(payload: bytes, env: dict[str, str], limit: float | None, status_path: str, folder: str
+               ) -> tuple[int | None, str, dict[str, Any] | None]:
+    """(exit code, stderr, None) of a child that finished; (None, stderr, status) of one stopped because a target
+    ran past `limit` seconds (or the start-up past max(limit, START_SECONDS)), `status` saying what was running and
+    for how long. stderr goes to a file: a pipe nobody reads would block a child that writes much."""
+    with open(os.path.join(folder, "stderr.txt"), "w+b") as stderr, \
+            tempfile.TemporaryFile() as stdin:
+        stdin.write(payload)
+        stdin.seek(0)
+        child = subprocess.Popen(list(CHILD_COMMAND), stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr,
+                                 env=env, start_new_session=os.name == "posix")
+        started = time.monotonic()
+        stopped: dict[str, Any] | None = None
+        try:
+            while child.poll() is None:
+                try:
+                    child.wait(timeout=POLL_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if limit is not None:
+                    stopped = _past_limit(_read_status(status_path), started, limit)
+                    if stopped is not None:
+                        _stop(child)
+                        break
+        finally:
+            if child.poll() is None:  # Ctrl-C or an error in this process: the child never outlives it
+                _stop(child)
+        stderr.seek(0)
+        text = stderr.read().decode(errors="replace")
+    return (None if stopped is not None else child.returncode), text, stopped
+
+
+def _read_status(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            status = json.load(handle)
+        return status if isinstance(status, dict) else {}
+    except (OSError, ValueError):  # not written yet (the child is starting), or being replaced
+        return {}
+
+
+def _past_limit(status: dict[str, Any], started: float, limit: float) -> dict[str, Any] | None:
+    """The status of a target that has run longer than `limit`, with the seconds it ran; None while within it.
+    The child stamps each target's start with its own clock (time.time()); before the first, start-up is timed."""
+    if "target_started" in status:
+        seconds = time.time() - float(status["target_started"])
+        return dict(status, seconds=seconds) if seconds > limit else None
+    seconds = time.monotonic() - started
+    return {"target": None, "check": "", "seconds": seconds} if seconds > max(limit, START_SECONDS) else None
+
+
+def _stop(child: subprocess.Popen) -> None:
+    """Kill the child and anything it started (its own process group on POSIX), then reap it."""
+    try:
+        if os.name == "posix":
+            os.killpg(child.pid, signal.SIGKILL)
+        else:
+            child.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+    child.wait()
+
+
+def _read_lines(path: str) -> list[dict[str, Any]]:
+    """The reports of the targets the child finished: one JSON object per line (a line cut by the kill is
+    dropped)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            continue
+    return found
+
+
+def _timed_out(entries: list[dict[str, Any]], finished: list[dict[str, Any]], stopped: dict[str, Any],
+               limit: float) -> Report:
+    """The reports of the targets finished before the stop; the JXN009 note (info: neither a defect of the user's
+    code nor a pass) on the target that ran past the limit, naming the check it was in; a JXN003 note on each target
+    the child did not reach."""
     from . import _rules as rules
 
-    return Report([TargetReport(e.get("label") or e["ref"], "function", findings=[rules.CHECK_SKIPPED.finding(
-        reason=f"the sharding checks did not finish within {timeout:.0f} s and were stopped", check="sharding")])
-        for e in entries], jaxdiag_version=__version__)
+    done = {item["entry"]: report_from_dict({"targets": item.get("targets", [])}).targets for item in finished
+            if isinstance(item.get("entry"), int)}
+    targets: list[TargetReport] = []
+    running = stopped.get("entry")
+    if not isinstance(running, int):  # stopped during the start-up: charged to the first target
+        running = next((i for i in range(len(entries)) if i not in done), 0)
+    for index, entry in enumerate(entries):
+        if index in done:
+            targets.extend(done[index])
+            continue
+        label = entry.get("label") or entry["ref"]
+        report = TargetReport(label, "function", module=entry.get("module", ""))
+        report.config_keys = list(entry.get("config_keys") or [entry["ref"]])
+        if index == running:
+            check = str(stopped.get("check") or "")
+            if check:
+                where = f"check `{check}` on {stopped.get('subject') or label}"
+            elif stopped.get("phase"):
+                where = str(stopped["phase"])
+            elif "target_started" in stopped:
+                where = "preparing its inputs (no check had started)"
+            else:
+                where = "the start of the sharding checks' child process (no target had started)"
+            seconds = float(stopped.get("seconds", limit))
+            report.anchors = [Location(**a) for a in stopped.get("anchors", [])]
+            where_defined = stopped.get("location")
+            location = Location(**where_defined) if where_defined else report.anchors[0] if report.anchors else None
+            report.findings = [rules.TARGET_TIMED_OUT.finding(
+                location=location, target=label, seconds=seconds, limit=limit,
+                check=check or "sharding", where=where)]
+            report.checks = [CheckResult(check or "sharding", "skipped", seconds,
+                                         f"stopped after the {limit:g} s time limit")]
+        else:
+            stopped_label = entries[running].get("label") or entries[running]["ref"]
+            report.findings = [rules.CHECK_SKIPPED.finding(
+                reason=f"sharding checks not run: the child process was stopped when {stopped_label} ran past the "
+                       f"{limit:g} s time limit", check="sharding")]
+        targets.append(report)
+    return Report(targets, jaxdiag_version=__version__)
 
 
 def _internal(entries: list[dict[str, Any]], answer: dict[str, Any]) -> Report:
@@ -243,7 +385,10 @@ def lint_sharding(lint: Any, found: list[Any], mesh: tuple[int, ...] = DEFAULT_M
     entries = lint_entries(lint, found)
     if not entries:
         return []
-    report = run_in_child(entries, mesh, seed=lint.seed, app_dir=lint.app_dir, strict=False)
+    # `jaxdiag check --timeout` (per target) bounds each target in the child too; no limit only when asked for (0)
+    limit = getattr(getattr(lint, "settings", None), "timeout", None)
+    report = run_in_child(entries, mesh, seed=lint.seed, app_dir=lint.app_dir, strict=False,
+                          timeout=DEFAULT_TIMEOUT if limit is None else limit)
     for target in report.targets:
         target.target = f"{target.target} [sharding]"
     return report.targets

@@ -3,7 +3,9 @@
 XLA reads `--xla_force_host_platform_device_count` once, when JAX initialises its CPU backend, so the parent
 (`jaxdiag._sharding`) starts this module with that flag appended to `XLA_FLAGS` in the child's environment only.
 The request arrives pickled on stdin (targets, inputs, options); the report goes, as the JSON of the stable schema,
-to the file the request names (stdout stays the user's: their code may print).
+to the file the request names (stdout stays the user's: their code may print). While it runs, the child keeps the
+status file up to date (which target and check are running, since when) and appends each finished target's report
+to the results file, so the parent can stop it at the per-target time limit and keep what was finished.
 
     python -m jaxdiag._sharding_child < request.pickle
 """
@@ -64,20 +66,79 @@ def run_request(request: dict[str, Any]) -> dict[str, Any]:
                            f"{mesh} (XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r})")
     options = ShardingOptions(seed=request.get("seed", 0), include_jax=request.get("include_jax", False),
                               mesh=mesh, max_placements=request.get("max_placements", 12))
+    status = Status(request.get("status_path"))
     reports = []
-    for entry in request["targets"]:
+    for index, entry in enumerate(request["targets"]):
+        status.target(index, entry.get("label") or entry["ref"])
         try:
-            reports.extend(run_target(entry, options, request))
+            found = run_target(entry, options, request, status)
         except UsageError:
             if request.get("strict", True):
                 raise
-            reports.append(_note_report(entry, sys.exc_info()[1]))
+            found = [_note_report(entry, sys.exc_info()[1])]
+        reports.extend(found)
+        _append_line(request.get("partial_path"), {"entry": index, "targets": _target_dicts(found)})
     report = Report(reports, jaxdiag_version=__version__, jax_version=jax.__version__)
     data = report.to_dict()
-    for target, entry in zip(report.targets, data["targets"]):  # what the parent's filtering needs
+    data["targets"] = _target_dicts(reports)
+    return data
+
+
+def _target_dicts(reports: list[Any]) -> list[dict[str, Any]]:
+    """Schema-1 target entries plus what the parent's filtering needs (anchors, config keys)."""
+    out = []
+    for target in reports:
+        entry = target.to_dict()
         entry["anchors"] = [asdict(a) for a in target.anchors]
         entry["config_keys"] = list(target.config_keys)
-    return data
+        out.append(entry)
+    return out
+
+
+def _append_line(path: str | None, item: dict[str, Any]) -> None:
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(item) + "\n")
+
+
+class Status:
+    """What the child is doing, for the parent's time limit: the target (its index in the request, its label, its
+    suppression anchors), the check and subject, and when the target started (time.time(): the parent compares it
+    with its own clock). Replaced atomically, so the parent never reads half a file."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.state: dict[str, Any] = {}
+
+    def target(self, index: int, label: str) -> None:
+        self.state = {"entry": index, "label": label, "check": "", "subject": "", "target_started": time.time()}
+        self._write()
+
+    def anchors(self, anchors: list[Any]) -> None:
+        self.state["anchors"] = [asdict(a) for a in anchors]
+        self._write()
+
+    def location(self, location: Any) -> None:
+        """Where the target is defined: the JXN009 note points there."""
+        self.state["location"] = asdict(location) if location is not None else None
+        self._write()
+
+    def check(self, subject: str, name: str) -> None:
+        self.state.update(subject=subject, check=name, phase="")
+        self._write()
+
+    def phase(self, text: str) -> None:
+        """A step before the checks, named for the note the parent writes if the target is stopped in it."""
+        self.state.update(check="", phase=text)
+        self._write()
+
+    def _write(self) -> None:
+        if not self.path:
+            return
+        partial = f"{self.path}.tmp"
+        with open(partial, "w", encoding="utf-8") as handle:
+            json.dump(self.state, handle)
+        os.replace(partial, self.path)
 
 
 def _note_report(entry: dict, exc: Any) -> Any:
@@ -88,29 +149,33 @@ def _note_report(entry: dict, exc: Any) -> Any:
         reason=f"sharding checks not run: {exc}", check="sharding")])
 
 
-def run_target(entry: dict[str, Any], options: Any, request: dict[str, Any]) -> list[Any]:
+def run_target(entry: dict[str, Any], options: Any, request: dict[str, Any], status: Status | None = None
+               ) -> list[Any]:
+    """The reports of one target and the custom_partitioning calls and user primitives found inside it. Its inputs
+    are read as every command reads them (`_signature.templates_of_args`): SPEC strings, static literals, `key[]`,
+    pytrees, `@domain`, or concrete arrays; without any, the configuration's, else inferred."""
     import contextlib
 
     import numpy as np
 
     from . import _compat, _engine, _signature
+    from ._checks._harness.cache import SubjectCache
     from ._checks._sharding import subject_for_partitioned_call
     from ._compat import _sharding as cs
-    from ._inputs import ArgSpec, draw, parse_spec, spec_of
+    from ._inputs import ArgSpec, draw, template_leaves
 
-    from ._checks._harness.cache import SubjectCache
-
+    status = status or Status(None)
     app_dir = request.get("app_dir", ".")
     resolved = _engine.resolve(entry["ref"], app_dir)
-    args = entry.get("args", [])
+    anchors = _engine.suppression_anchors(resolved)
+    status.anchors(anchors)
+    args = list(entry.get("args", []))
     params = dict(entry.get("params", {}))
     if not args:
         args, configured_params = configured_inputs(entry["ref"], resolved, app_dir)
         params = params or configured_params
-    concrete = [None if isinstance(a, (str, ArgSpec)) else np.asarray(a) for a in args]
-    specs: list[ArgSpec] = [a if isinstance(a, ArgSpec) else parse_spec(a) if isinstance(a, str) else spec_of(c)
-                            for a, c in zip(args, concrete)]
-    wide = any(s.dtype.itemsize >= 8 and s.dtype.kind in "fciu" for s in specs)
+    templates, concrete = _signature.templates_of_args(args)
+    wide = any(_engine.needs_x64(leaf) for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec))
     x64 = _compat.x64_scope(True) if wide and not _compat.x64_enabled() else contextlib.nullcontext()
     with x64:
         root = _engine._root_subject(resolved, params)
@@ -118,23 +183,33 @@ def run_target(entry: dict[str, Any], options: Any, request: dict[str, Any]) -> 
             root.label = entry["label"]
         if cs.is_custom_partitioning(root.obj):
             root = subject_for_partitioned_call(root, root.obj, [], {}, is_root=True)
+        status.location(anchors[0] if anchors else root.location)
         notes: list = []
-        _signature.apply(root, specs or _engine.infer_templates(root, notes))  # statics stay out of root.specs
+        _signature.check_params(root)
+        if templates:
+            _signature.check_arity(root, templates)
+        else:
+            status.phase("inferring its inputs (calls on candidate shapes; no check had started)")
+            templates = _engine.infer_templates(root, notes)
+        _signature.apply(root, templates)  # statics and pytree structure stay out of root.specs
+        status.phase("a first call on drawn inputs (choosing their value domain; no check had started)")
         _engine.choose_domain(root, notes)
         cache = SubjectCache()
         if any(c is not None for c in concrete):
             rng = np.random.default_rng(options.seed)
-            cache.example = [c if c is not None else draw(s, rng, root.domain) for c, s in zip(concrete, specs)]
+            cache.example = [np.asarray(c) if c is not None else draw(s, rng, root.domain)
+                             for c, s in zip(concrete, root.specs)]
+        status.phase("jax.make_jaxpr of the target (to find the custom_partitioning calls and user primitives "
+                     "inside it; no check had started)")
         subjects = [root] + nested_subjects(root, options, cache)
         reports = []
         for subject in subjects:
-            report = run_subject(subject, options, cache if subject is root else SubjectCache())
+            report = run_subject(subject, options, cache if subject is root else SubjectCache(), status)
             if subject is root:
                 report.findings[:0] = notes
             reports.append(report)
     # Unfiltered: the parent filters once, like every command (it needs the lines where an inline suppression
     # covers the target, and the names configuration may use for it).
-    anchors = _engine.suppression_anchors(resolved)
     for report in reports:
         report.findings.sort(key=lambda f: f.sort_key())
         report.anchors = list(anchors)
@@ -193,7 +268,7 @@ def nested_subjects(root: Any, options: Any, cache: Any) -> list[Any]:
     return subjects + primitives
 
 
-def run_subject(subject: Any, options: Any, cache: Any) -> Any:
+def run_subject(subject: Any, options: Any, cache: Any, progress: Status | None = None) -> Any:
     from . import _rules as rules
     from ._checks import _sharding, _sharding_gather, _sharding_rules
     from ._checks._base import Context, SkipCheck
@@ -205,6 +280,8 @@ def run_subject(subject: Any, options: Any, cache: Any) -> Any:
     for chk in checks:
         if not chk.applies(subject, options) or not _wanted(chk.name, subject, cache):
             continue
+        if progress is not None:
+            progress.check(subject.label, chk.name)
         ctx = Context(subject, options, chk.name, cache)
         start = time.perf_counter()
         findings: list = []

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,71 @@ def test_check_runs_sharding_when_configured(tmp_path):
     off = subprocess.run([sys.executable, "-m", "jaxdiag", "check", "ops.py", "--format", "json"], cwd=tmp_path,
                          check=False, capture_output=True, text=True, timeout=600)
     assert not any(f["code"].startswith("JXS") for t in json.loads(off.stdout)["targets"] for f in t["findings"])
+
+
+# --- the child's per-target time limit --------------------------------------------------------------------------
+
+# A stand-in for the child process (no JAX: it starts in a fraction of a second): it finishes the first target,
+# starts the second at a known check, then never returns.
+FAKE_CHILD = r"""
+import json, pickle, sys, time
+request = pickle.load(sys.stdin.buffer)
+first = {"target": "m.py:first", "kind": "function", "findings": [], "checks": [], "config_keys": ["m.py:first"]}
+with open(request["partial_path"], "a") as handle:
+    handle.write(json.dumps({"entry": 0, "targets": [first]}) + "\n")
+status = {"entry": 1, "label": "m.py:second", "check": "sharded-results", "subject": "m.py:second",
+          "target_started": time.time(), "anchors": [{"path": "m.py", "line": 7, "function": "second"}]}
+with open(request["status_path"] + ".tmp", "w") as handle:
+    json.dump(status, handle)
+import os
+os.replace(request["status_path"] + ".tmp", request["status_path"])
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_a_target_past_the_time_limit_is_stopped_with_a_note(monkeypatch):
+    """The stopped target gets JXN009 (info) naming the check and its line, the finished one keeps its report, the
+    one never reached says it was not run; nothing is an error, and the child is gone."""
+    monkeypatch.setattr(_sharding, "CHILD_COMMAND", (sys.executable, "-c", FAKE_CHILD))
+    entries = [{"ref": f"m.py:{name}", "args": [], "params": {}} for name in ("first", "second", "third")]
+    start = time.monotonic()
+    report = _sharding.run_in_child(entries, (2,), timeout=0.5)
+    assert time.monotonic() - start < 30
+    assert [t.target for t in report.targets] == ["m.py:first", "m.py:second", "m.py:third"]
+    first, second, third = report.targets
+    assert first.findings == []
+    (note,) = second.findings
+    assert (note.code, note.severity) == ("JXN009", "info")
+    assert "check `sharded-results` on m.py:second" in note.message and "limit of 0.5 s" in note.message
+    assert note.location is not None and (note.location.path, note.location.line) == ("m.py", 7)
+    assert [(c.name, c.status) for c in second.checks] == [("sharded-results", "skipped")]
+    assert [f.code for f in third.findings] == ["JXN003"] and "m.py:second" in third.findings[0].message
+    assert report.ok and not report.internal_errors and report.exit_code == 0
+
+
+def test_a_child_that_never_starts_its_first_target_is_stopped(monkeypatch):
+    monkeypatch.setattr(_sharding, "CHILD_COMMAND", (sys.executable, "-c", "import time; time.sleep(600)"))
+    monkeypatch.setattr(_sharding, "START_SECONDS", 0.5)
+    report = _sharding.run_in_child([{"ref": "m.py:f", "args": [], "params": {}}], (2,), timeout=0.2)
+    (note,) = report.targets[0].findings
+    assert note.code == "JXN009" and "no target had started" in note.message
+
+
+@pytest.mark.slow
+def test_cli_stops_a_target_that_never_returns():
+    """The real child, through the CLI: `--timeout 3` on a target that never returns ends with JXN009 (exit 0: a
+    note), well before the default limit."""
+    target = f"{TESTS / 'data' / 'sharding_waits.py'}:waits"
+    done = subprocess.run([sys.executable, "-m", "jaxdiag", "sharding", target, "--arg", "f32[8]", "--timeout", "3",
+                           "--format", "json"], cwd=ROOT, check=False, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    (target_report,) = json.loads(done.stdout)["targets"]
+    (note,) = target_report["findings"]
+    assert note["code"] == "JXN009" and "limit of 3 s" in note["message"], note
+    # the first call on drawn inputs (before any check) is where it never returns
+    assert "while running a first call on drawn inputs" in note["message"], note["message"]
+    assert note["location"]["path"].endswith("sharding_waits.py"), note
+    bad = subprocess.run([sys.executable, "-m", "jaxdiag", "sharding", target, "--timeout", "-1"], cwd=ROOT,
+                         check=False, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.startswith("jaxdiag: error: --timeout"), bad.stderr
