@@ -22,7 +22,7 @@ TUTORIAL = Path(__file__).resolve().parent / "data" / "tutorial"
 # Bad samples whose fix is a local edit: a return statement, a keyword argument, a missing or platform-bound
 # registration call. Each must get a verified diff.
 # Samples whose ffi_call targets come from samples/ffi_kernels.cc (tests/ffi_build.py builds and registers them).
-FFI_CALL_SAMPLES = {"jxb021", "jxb022"}
+FFI_CALL_SAMPLES = {"jxb020", "jxb021", "jxb022"}
 FIXABLE = ["jxb001", "jxb002", "jxb004", "jxb005", "jxb007", "jxb008", "jxb009", "jxb011", "jxb020", "jxb021",
            "jxb022", "jxg003", "jxg010", "jxg013", "jxr001", "jxr003", "jxr004", "jxr005", "jxr008", "jxr015",
            "jxv001", "jxv002"]
@@ -53,18 +53,12 @@ NOT_LOCAL = {
     **{f"jxs00{i}": "a sharding rule: checked by `jaxdiag sharding` on several devices" for i in range(1, 7)},
 }
 FAST = {"jxb004"}
-
-
-# JXB020 is now proven by running vmap (the verdict change of the missing-vmap_method rule); its verified fix and
-# repro were written for the earlier static claim and are being reworked.
-REWORK = {"jxb020": "JXB020's fix and repro predate proving it by running vmap"}
+# What the verified edit of a sample must add on each flagged line (beyond making the sample clean).
+EDIT_ADDS = {"jxb020": re.compile(r"vmap_method=\"(sequential|sequential_unrolled|expand_dims|broadcast_all)\"")}
 
 
 def _marks(name: str) -> list:
-    marks = [] if name in FAST else [pytest.mark.slow]
-    if name in REWORK:
-        marks.append(pytest.mark.xfail(reason=REWORK[name], strict=False))
-    return marks
+    return [] if name in FAST else [pytest.mark.slow]
 
 
 def test_every_bad_sample_is_classified():
@@ -149,6 +143,10 @@ def test_fixable_sample_gets_a_verified_diff_that_makes_it_clean(name, tmp_path,
         if finding.severity in ("error", "warning"):
             assert finding.fix_verified is True, f"{finding.code}: fix not verified: {finding.fix}"
             assert finding.diff.startswith(f"diff --git a/samples/{path.name} b/samples/{path.name}\n")
+            if name in EDIT_ADDS:
+                added = [line for line in finding.diff.splitlines() if line.startswith("+") and
+                         not line.startswith("+++")]
+                assert any(EDIT_ADDS[name].search(line) for line in added), finding.diff
     patch = _fixes.combined_diff(_fixes.verified_fixes(report))
     (tmp_path / "fix.patch").write_text(patch)
     subprocess.run(["git", "init", "-q"], check=True, cwd=tmp_path)

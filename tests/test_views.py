@@ -26,12 +26,7 @@ runner = CliRunner()
 
 
 def _fixes_marks(name: str) -> list:
-    from test_fixes import REWORK
-
-    marks = [] if name in FAST else [pytest.mark.slow]
-    if name in REWORK:
-        marks.append(pytest.mark.xfail(reason=REWORK[name], strict=False))
-    return marks
+    return [] if name in FAST else [pytest.mark.slow]
 
 
 def _copy(names: list[str], folder: Path) -> None:
@@ -52,9 +47,19 @@ def _top_level_names(path: Path) -> set[str]:
     return names
 
 
-def _start(script: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+# Runs a repro script as `python SCRIPT ARGS` would, after registering the FFI kernels the JXB020-JXB022 samples
+# call by name (a user's own kernels are registered by their module or program the same way, before the script's
+# call): the script itself stays plain JAX.
+_WITH_FFI_KERNELS = (
+    "import runpy, sys; sys.path.insert(0, {tests!r}); import ffi_build; ffi_build.register(); "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+def _start(script: Path, *args: str, ffi: bool = False) -> subprocess.Popen:
+    prefix = ["-c", _WITH_FFI_KERNELS.format(tests=str(Path(__file__).resolve().parent))] if ffi else []
+    return subprocess.Popen([sys.executable, *prefix, str(script), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
@@ -68,11 +73,13 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_fixes_marks(n)) for n in BAD])
-def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_fix(name, tmp_path, monkeypatch):
+def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_fix(name, tmp_path, monkeypatch,
+                                                                                   request):
     from test_fixes import FFI_CALL_SAMPLES, FIXABLE
 
-    if name in FFI_CALL_SAMPLES:
-        pytest.skip("a standalone repro script cannot register the test-built FFI kernels this sample calls")
+    ffi = name in FFI_CALL_SAMPLES
+    if ffi:
+        request.getfixturevalue("ffi_kernels")  # built and registered here, and by each script's run below
     folder = tmp_path / "samples"
     _copy([f"{name}_bad.py", f"{name}_good.py"], folder)
     monkeypatch.chdir(tmp_path)
@@ -97,12 +104,12 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
     for script in map(Path, scripts):
         text = script.read_text()
         assert "jaxdiag" not in re.sub(r'""".*?"""', "", text, flags=re.DOTALL), "plain JAX only"
-        runs.append((script, "bad", _start(script)))
+        runs.append((script, "bad", _start(script, ffi=ffi)))
         attr = re.search(r"for part in '([^']+)'\.split", text)
         if attr and attr.group(1).split(".")[0] in _top_level_names(good):
-            runs.append((script, "good", _start(script, str(good))))
+            runs.append((script, "good", _start(script, str(good), ffi=ffi)))
         if fixed is not None:
-            runs.append((script, "fixed", _start(script, str(fixed))))
+            runs.append((script, "fixed", _start(script, str(fixed), ffi=ffi)))
     for script, which, process in runs:
         out, err = process.communicate(timeout=600)
         if which == "bad":
