@@ -79,10 +79,42 @@ def assert_sample(stem: str, targets: list) -> None:
         assert f.fix, f"{f.code} has no fix"
 
 
+# Inputs only the richer --arg forms and --param express (tests/data/sharding_inputs.py), as `jaxdiag sharding`
+# sends them: parsed by the CLI, pickled to the child.
+INPUT_FORMS = {
+    "scaled": (["f32[8]", "0.5"], {}),
+    "noisy": (["key[]", "f32[8]"], {}),
+    "tree_total": (['{"w": f32[8], "b": f32[8]}'], {}),
+    "pair_total": (["(f32[8], 2)"], {}),
+    "log_of": (["f32[8]@positive"], {}),
+    "scale_p": (["f32[8]"], {"factor": 3.0}),
+}
+
+
+def input_form_entries() -> tuple[dict, ...]:
+    from jaxdiag._inputs import parse_arg
+
+    return tuple({"ref": f"tests/data/sharding_inputs.py:{name}", "args": [parse_arg(a) for a in args],
+                  "params": params} for name, (args, params) in INPUT_FORMS.items())
+
+
 @pytest.fixture(scope="module")
 def fast_report():
     # + a target no placement can shard (f32[3] on 2x4), which must say so rather than pass quietly
-    return run(FAST, ({"ref": "tests/sharding_targets.py:total", "args": ["f32[3]"]},), max_placements=6)
+    return run(FAST, ({"ref": "tests/sharding_targets.py:total", "args": ["f32[3]"]}, *input_form_entries()),
+               max_placements=6)
+
+
+def test_every_arg_form_reaches_the_child(fast_report):
+    """Each target raises unless its input arrived in its form (a static float, a typed key, a dict or tuple
+    pytree, positive values, a bind parameter): clean reports whose sharded comparison ran prove they did."""
+    reports = {t.target.rpartition(":")[2]: t for t in fast_report["sharding_inputs"]}
+    assert set(reports) == set(INPUT_FORMS)
+    for name, report in reports.items():
+        assert report.findings == [], (name, [(f.code, f.message) for f in report.findings])
+        assert ("sharded-results", "passed") in [(c.name, c.status) for c in report.checks], (name, report.checks)
+    assert reports["log_of"].inputs == ["f32[8]@positive"]  # the domain reached the draws (no fallback note)
+    assert reports["noisy"].inputs[0] == "key[]"
 
 
 @pytest.mark.parametrize("stem", FAST)
@@ -326,3 +358,58 @@ def test_cli_stops_a_target_that_never_returns():
     bad = subprocess.run([sys.executable, "-m", "jaxdiag", "sharding", target, "--timeout", "-1"], cwd=ROOT,
                          check=False, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.startswith("jaxdiag: error: --timeout"), bad.stderr
+
+
+# --- `jaxdiag sharding` takes the inputs every command takes ------------------------------------------------------
+
+
+def test_sharding_command_parses_every_arg_form_and_param(monkeypatch):
+    """The CLI parses --arg and --param as batching and grad do and hands the child the parsed templates; a bad one
+    is a one-line usage error before any child starts."""
+    from clirun import Runner
+
+    from jaxdiag._cli import app
+    from jaxdiag._inputs import parse_arg
+
+    sent: list = []
+
+    def fake_child(entries, mesh, **options):
+        sent.append((entries, mesh, options))
+        from jaxdiag._report import Report
+
+        return Report([], "0")
+
+    monkeypatch.setattr(_sharding, "run_in_child", fake_child)
+    monkeypatch.chdir(ROOT)
+    forms = ["f32[8]@positive", "0.5", "key[]", '{"w": f32[8], "b": f32[8]}', "(f32[8], 2)", "int32", "None"]
+    argv = ["sharding", "tests/data/sharding_inputs.py:scaled", "--mesh", "4", "--timeout", "7", "--seed", "3"]
+    result = Runner().invoke(app, argv + [x for a in forms for x in ("--arg", a)] + ["--param", "factor=3.0"])
+    assert result.exit_code == 0, result.output
+    ((entry,), mesh, options) = sent[0]
+    assert entry["args"] == [parse_arg(a) for a in forms] and entry["params"] == {"factor": 3.0}
+    assert mesh == (4,) and options["timeout"] == 7 and options["seed"] == 3
+    for bad in (["--arg", "f32[3]@2..1"], ["--param", "axis=(0,"], ["--arg", "f32[3"], ["--timeout", "-1"],
+                ["--mesh", "2x"], ["--select", "XYZ"]):
+        result = Runner().invoke(app, ["sharding", "tests/data/sharding_inputs.py:scaled", *bad])
+        assert result.exit_code == 2 and result.stderr.startswith("jaxdiag: error:"), (bad, result.output)
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert len(sent) == 1  # no child for bad input
+
+
+@pytest.mark.slow
+def test_cli_sharding_param_and_pytree_args():
+    """Through the real child: a primitive without its required bind parameter is a usage error naming
+    `--param factor=…`; with it, and a pytree with a static leaf, the targets are checked clean."""
+    base = [sys.executable, "-m", "jaxdiag", "sharding"]
+    missing = subprocess.run(base + ["tests/data/sharding_inputs.py:scale_p", "--arg", "f32[8]"], cwd=ROOT,
+                             check=False, capture_output=True, text=True, timeout=600)
+    assert missing.returncode == 2 and "--param factor=" in missing.stderr, missing.stderr
+    assert len(missing.stderr.splitlines()) == 1, missing.stderr
+    for target, extra in (("scale_p", ["--arg", "f32[8]", "--param", "factor=3.0"]),
+                          ("pair_total", ["--arg", "(f32[8], 2)"])):
+        done = subprocess.run(base + [f"tests/data/sharding_inputs.py:{target}", *extra, "--format", "json"],
+                              cwd=ROOT, check=False, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        (report,) = json.loads(done.stdout)["targets"]
+        assert report["findings"] == [] and any(c["name"] == "sharded-results" and c["status"] == "passed"
+                                                for c in report["checks"]), report

@@ -192,9 +192,11 @@ def reference_outputs(ctx: Context) -> list[np.ndarray]:
         ctx.cache.sharding["reference"] = called.error if called.error is not None else [
             np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(called.value)]
     ref = ctx.cache.sharding["reference"]
-    if isinstance(ref, BaseException):
-        raise SkipCheck(f"the target raised on one device, so nothing can be compared under sharding: "
-                        f"{type(ref).__name__}: {str(ref).splitlines()[0] if str(ref) else ''}")
+    if isinstance(ref, BaseException):  # a note, never a silent pass: nothing was compared
+        raise SkipCheck(f"{ctx.subject.name} raised on one device on the example inputs "
+                        f"({', '.join(map(str, ctx.specs)) or 'none'}), so nothing can be compared under sharding: "
+                        f"{type(ref).__name__}: {str(ref).splitlines()[0] if str(ref) else ''}; pass the inputs it "
+                        "expects with --arg", note=True, location=ctx.subject.location)
     return ref
 
 
