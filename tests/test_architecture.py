@@ -9,7 +9,10 @@
 - the catalog owns every rule's severity and text: no `severity=` at an emission site, no `Finding(...)` built
   outside the catalog, no rule-code string literal outside `jaxdiag/_rules/` (control flow holds `Rule` objects);
 - the import graph: no check imports the engine, the report model imports no other jaxdiag module (renderers
-  register the text view instead), and jaxdiag's modules import each other without cycles.
+  register the text view instead), and jaxdiag's modules import each other without cycles;
+- every module imports (the one test here that imports): mypy runs with `ignore_missing_imports`, so a relative
+  import of a deleted or renamed module would pass it and fail only when that code path runs;
+- CLI tests capture stderr apart from stdout on every supported click (through `tests/clirun.py`).
 """
 
 from __future__ import annotations
@@ -500,3 +503,50 @@ def test_only_the_boundary_catches_every_exception():
 def test_the_broad_catch_detector_sees_every_form():
     source = "def f():\n    try: pass\n    except: pass\n    try: pass\n    except (ValueError, Exception): pass\n"
     assert [line for _, line in _broad_handlers(ast.parse(source))] == [3, 5]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every module imports
+# ---------------------------------------------------------------------------------------------------------------
+
+# The bundled examples (`jaxdiag.samples` in an installed wheel) are data, not jaxdiag code: some call FFI kernels
+# that only the tests build.
+NOT_IMPORTED = ("jaxdiag.samples",)
+
+
+def jaxdiag_module_names() -> list[str]:
+    import pkgutil
+
+    import jaxdiag
+
+    failed: list[str] = []
+    names = [m.name for m in pkgutil.walk_packages(jaxdiag.__path__, "jaxdiag.", onerror=failed.append)]
+    assert not failed, f"packages that fail to import while walked: {failed}"
+    return sorted(n for n in names if not n.startswith(NOT_IMPORTED))
+
+
+def test_every_module_is_walked():
+    """The walk sees every .py file under jaxdiag/ (so the import test below misses none)."""
+    files = {".".join(p.relative_to(ROOT).with_suffix("").parts) for p in modules()}
+    files = {f[: -len(".__init__")] if f.endswith(".__init__") else f for f in files} - {"jaxdiag"}
+    assert files == set(jaxdiag_module_names())
+
+
+def test_every_module_imports():
+    import importlib
+
+    broken = []
+    for name in jaxdiag_module_names():
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - every failure is listed, not just the first
+            broken.append(f"{name}: {type(exc).__name__}: {exc}")
+    assert not broken, "\n".join(broken)
+
+
+def test_cli_tests_capture_stderr_apart():
+    """click < 8.2 mixes stderr into stdout unless asked; tests/clirun.py asks on every release, so no test builds
+    typer's CliRunner itself (its `result.stderr` raises on the lower-bound click)."""
+    direct = [rel(p) for p in sorted((ROOT / "tests").glob("*.py")) if p.name != "clirun.py"
+              and re.search(r"^from typer\.testing import CliRunner", p.read_text(encoding="utf-8"), re.MULTILINE)]
+    assert not direct, f"use `from clirun import Runner as CliRunner` in {direct}"
