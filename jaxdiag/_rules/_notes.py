@@ -85,9 +85,10 @@ SECOND_ORDER_NOT_CHECKED = Rule(
 )
 TARGET_TIMED_OUT = Rule(
     "JXN009", "target-timed-out", "info",
-    "A target ran past the per-target time limit of `jaxdiag check`; it was stopped and not fully checked.",
-    "Runs each target in a worker process and stops it after `--timeout` seconds (config key `timeout`), naming "
-    "the check that was running; the other targets are still checked.",
+    "A target ran past the per-target time limit of `jaxdiag check` or `jaxdiag sharding`; it was stopped and not "
+    "fully checked.",
+    "Runs each target in a worker (or the sharding child) process and stops it after `--timeout` seconds (config "
+    "key `timeout`), naming the check that was running; the other targets are still checked.",
     "A rule that never returns (an endless loop, a wait on something that never comes) hangs every program that "
     "transforms it, and would hang the CI job.",
     message="{target} was stopped after {seconds:.1f} s, past the per-target limit of {limit:g} s, while running "
