@@ -1,7 +1,9 @@
 """The exact codes `jaxdiag check samples/<file>` reports for every sample file, by severity, and where.
 
 Locations: every error or warning located in a sample must sit on a line that carries a trailing
-`# jaxdiag-expect: CODE` comment for its code, and every such marker must be hit (`location_differences`).
+`# jaxdiag-expect: CODE` comment for its code, and every such marker must be hit (`location_differences`). Markers
+name what `TABLE_JAX` reports; on a release with an override below, a marker stands for its rule's catalog variant at
+the same line, or for nothing where the release cannot show the defect (`marked_locations`).
 
 `tests/test_samples_table.py` runs the check per file and compares with this table. After changing a check or a
 sample, regenerate the table and review the diff like any other code change:
@@ -259,12 +261,37 @@ def observed(name: str) -> dict[str, list[str]]:
     return {sev: codes for sev, codes in found.items() if codes}
 
 
-def location_differences(name: str) -> list[str]:
-    """Every error and warning located in the sample sits on a line marked `# jaxdiag-expect: CODE` with its code,
-    and every marker is hit by a finding of that code (notes are located too, but carry no marker)."""
+def _related(a: str, b: str) -> bool:
+    """Whether one rule is the catalog's variant of the other (JXB023, the fallback on jax 0.5, of JXB020)."""
+    from jaxdiag import _rules
+
+    return _rules.rule(a).variant_of == b or _rules.rule(b).variant_of == a
+
+
+def marked_locations(name: str, release: str | None = None) -> set[tuple[str, int]]:
+    """(code, line) of every `# jaxdiag-expect: CODE` marker of the sample, as this JAX release reports it. Markers
+    name what `TABLE_JAX` reports; where `EXPECTED_BY_JAX` overrides the sample for this release (each with its
+    reason in `WHY_BY_JAX`), a marker's code that the release does not report as an error or warning stands for its
+    catalog variant at the same line (JXB020 -> JXB023), or for nothing when the release cannot show the defect
+    (the override then expects the JXN003 note that says so)."""
     from markers import markers
 
-    expected = {(code, line) for code, lines in markers(SAMPLES / name).items() for line in lines}
+    marked = {(code, line) for code, lines in markers(SAMPLES / name).items() for line in lines}
+    overrides = EXPECTED_BY_JAX.get(release or jax_release(), {})
+    if name not in overrides:
+        return marked
+    reported = set(overrides[name].get("error", [])) | set(overrides[name].get("warning", []))
+    out = set()
+    for code, line in marked:
+        out |= {(code, line)} if code in reported else {(v, line) for v in reported if _related(v, code)}
+    return out
+
+
+def location_differences(name: str) -> list[str]:
+    """Every error and warning located in the sample sits on a line marked `# jaxdiag-expect: CODE` with its code,
+    and every marker is hit by a finding of that code (notes are located too, but carry no marker); on a release
+    that reports the sample differently, as `marked_locations` maps the markers."""
+    expected = marked_locations(name)
     located = {(code, line) for code, severity, path, line in findings(name)
                if severity in ("error", "warning") and path and Path(path).resolve() == (SAMPLES / name).resolve()}
     lines = [f"samples/{name}:{line}: {code} reported here, but the line has no `# jaxdiag-expect: {code}` marker"

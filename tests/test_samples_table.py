@@ -72,6 +72,20 @@ def test_marker_check_catches_a_moved_finding(monkeypatch):
     assert any(f":{line}: marker expects {code}" in p for p in problems)
 
 
+def test_markers_follow_a_release_override():
+    """On a release that reports a sample differently, a marker stands for its rule's catalog variant at the same
+    line (jax 0.5: JXB023 for JXB020), or for nothing where the release cannot show the defect (JXR008 on 0.5);
+    elsewhere the markers are taken as written."""
+    from expected_codes import TABLE_JAX, marked_locations
+    from markers import markers
+
+    jxb020 = markers("jxb020_bad.py")["JXB020"]
+    assert marked_locations("jxb020_bad.py", TABLE_JAX) == {("JXB020", line) for line in jxb020}
+    assert marked_locations("jxb020_bad.py", "0.5") == {("JXB023", line) for line in jxb020}
+    assert marked_locations("jxr008_bad.py", "0.5") == set()
+    assert marked_locations("jxb004_bad.py", "0.5") == marked_locations("jxb004_bad.py", TABLE_JAX) != set()
+
+
 def test_table_lists_exactly_the_sample_files():
     assert sorted(EXPECTED) == sample_files(), HINT
 
