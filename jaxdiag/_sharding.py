@@ -10,7 +10,8 @@ A collective on virtual devices can wait forever (a rule that never returns, or 
 deadlock), so the child runs under a per-target time limit, like `jaxdiag check`'s workers: it writes which target
 and check it is running to a status file and each finished target's report to a results file, and the parent stops
 it when one target has run past the limit. The stopped target gets the JXN009 note naming the check that was
-running; the targets finished before it keep their reports, the ones after it get the same note.
+running; the targets finished before it keep their reports, the ones it never reached get a JXN003 note saying
+so.
 """
 
 from __future__ import annotations
@@ -243,7 +244,7 @@ def _past_limit(status: dict[str, Any], started: float, limit: float) -> dict[st
         seconds = time.time() - float(status["target_started"])
         return dict(status, seconds=seconds) if seconds > limit else None
     seconds = time.monotonic() - started
-    return {"target": None, "check": "", "seconds": seconds} if seconds > max(limit, START_SECONDS) else None
+    return {"check": "", "seconds": seconds} if seconds > max(limit, START_SECONDS) else None
 
 
 def _stop(child: subprocess.Popen) -> None:
