@@ -545,7 +545,7 @@ def check(
                                    jobs=1 if in_process else jobs or _parallel.default_jobs(),
                                    timeout=0 if in_process else (_parallel.DEFAULT_TIMEOUT if timeout is None
                                                                  else timeout),
-                                   cache=not (no_cache or in_process or platforms), **views)
+                                   cache=not (no_cache or in_process or platforms), bound_memory=True, **views)
         _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet), diff, fix, repro)
 
 

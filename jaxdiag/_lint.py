@@ -60,13 +60,15 @@ def check_paths(
     jobs: int = 1,
     timeout: float | None = None,
     cache: bool = False,
+    bound_memory: bool = False,
     **run_options: Any,
 ) -> Report:
     """`jaxdiag check [PATHS]`: with no paths, `[tool.jaxdiag] paths`; with neither, a UsageError (exit 2).
 
     `jobs` worker processes (1: this process), `timeout` seconds per target (None: no limit; a limit runs the
     targets in worker processes), `cache`: reuse results from `.jaxdiag_cache/` (see `_parallel`,
-    `_cache`). `run_options` are further
+    `_cache`); `bound_memory`: clear JAX's caches between targets checked in this process when it grows past
+    the workers' bound (the CLI; the Python API leaves its caller's caches alone). `run_options` are further
     `Options` fields (`fixes`, `show_jaxpr`, `platforms`).
     """
     config = _config.load(app_dir)
@@ -77,7 +79,8 @@ def check_paths(
                          "`paths = [\"mypkg\"]` under [tool.jaxdiag] in pyproject.toml")
     lint = _Lint(config, app_dir, seed if seed is not None else config.seed,
                  list(select) or config.select, list(ignore) + config.ignore, keep_going, include_tests)
-    lint.settings = _parallel.RunSettings(jobs=jobs, timeout=timeout, cache=cache)
+    lint.settings = _parallel.RunSettings(jobs=jobs, timeout=timeout, cache=cache,
+                                           bound_memory=bound_memory)
     lint.run_options = run_options  # type: ignore[attr-defined]  # Options fields for every target's run
     with _engine.RUN_LOCK, _compat.restored_sys_path():  # user folders stay importable for the run only
         return lint.run(items, from_config=from_config)
