@@ -16,10 +16,13 @@ targets they are sent one at a time. A worker tells the parent which check it st
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Iterator, Sequence
@@ -69,8 +72,10 @@ class RunSettings:
     jobs: int = 1
     timeout: float | None = None  # seconds per target; None or 0: no limit
     cache: bool = False
-    # clear JAX's caches past WORKER_MEMORY_MB in this process too (`jaxdiag check`; never the Python API's caller)
+    # `jaxdiag check` (never the Python API's caller): clear JAX's caches past WORKER_MEMORY_MB in this process too,
+    # and share compiled programs through a compilation cache (`_run_compilation_cache`)
     bound_memory: bool = False
+    scratch_xla: str | None = None  # the --no-cache run's temporary compilation cache, while the run lasts
 
     @property
     def in_process(self) -> bool:
@@ -180,6 +185,13 @@ def check_targets(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleTyp
             if hit is not None:
                 outcomes[i] = Outcome.from_dict(hit)
     todo = [i for i, o in enumerate(outcomes) if o is None]
+    with _run_compilation_cache(lint, settings) if todo else contextlib.nullcontext():
+        return _check_todo(lint, founds, items, settings, outcomes, todo, cache, keys)
+
+
+def _check_todo(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleType | str], settings: RunSettings,
+                outcomes: list[Outcome | None], todo: list[int], cache: _cache.ResultCache | None,
+                keys: list[str | None] | None) -> list[TargetReport]:
     worker_items = _items_for_workers(items)
     if todo and not settings.in_process and worker_items is not None:
         pool = _Pool(_WorkerSetup.of(lint, worker_items, settings), settings)
@@ -290,16 +302,51 @@ class _WorkerSetup:
 
     @classmethod
     def of(cls, lint: Lint, items: list[str], settings: RunSettings) -> _WorkerSetup:
-        xla = None
-        if settings.cache:
-            root = _cache.cache_root(lint.config.source)
-            try:
-                _cache.ensure_root(root)
-                xla = str(root / "xla")
-            except OSError:  # a read-only checkout: no compilation cache either
-                pass
+        xla = _xla_cache_dir(lint, settings)
         return cls(items, lint.app_dir, lint.seed, lint.discovery.keep_going, lint.discovery.include_tests,
                    os.getcwd(), list(sys.path), xla, type(lint))
+
+
+def _xla_cache_dir(lint: Lint, settings: RunSettings) -> str | None:
+    """Where this run's processes share JAX's persistent compilation cache: `.jaxdiag_cache/xla` with the result
+    cache, else (`--no-cache`) a folder of this run only (`settings.scratch_xla`), removed when the run ends."""
+    if settings.cache:
+        root = _cache.cache_root(lint.config.source)
+        try:
+            _cache.ensure_root(root)
+            return str(root / "xla")
+        except OSError:  # a read-only checkout: no compilation cache either
+            return None
+    return settings.scratch_xla
+
+
+@contextlib.contextmanager
+def _run_compilation_cache(lint: Lint, settings: RunSettings) -> Iterator[None]:
+    """The compilation cache of one `jaxdiag check` run (`settings.bound_memory`). Targets compile mostly the same
+    small programs (the same operations on the same shapes): with a cache, a second worker, or this process after
+    it cleared JAX's caches to bound its memory, loads them instead of compiling them again. Without the result
+    cache the folder is temporary, so nothing outlives the run. In this process JAX's settings are restored after
+    the run."""
+    scratch = None
+    if settings.bound_memory and not settings.cache:
+        try:
+            scratch = tempfile.mkdtemp(prefix="jaxdiag-xla-")
+        except OSError:
+            scratch = None
+    settings.scratch_xla = scratch
+    folder = _xla_cache_dir(lint, settings) if settings.bound_memory else None
+    try:
+        if folder is not None and settings.in_process:
+            from . import _compat
+
+            with _compat.compilation_cache(folder):
+                yield
+        else:
+            yield
+    finally:
+        settings.scratch_xla = None
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _rss_mb() -> float:

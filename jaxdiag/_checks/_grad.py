@@ -275,7 +275,7 @@ def _host_example_cotangent(w: Any, j: int) -> Any:
         return w
     host = np.asarray(w)
     flat = np.roll(host.reshape(-1), j)
-    return jnp.asarray(((1 + j) * flat).reshape(host.shape).astype(host.dtype))
+    return _compat.device_array(((1 + j) * flat).reshape(host.shape).astype(host.dtype))
 
 
 def _compiled(st: GradState, ws: Sequence[Any], size: int) -> Callable:
@@ -297,7 +297,7 @@ def _batch(ctx: Context, st: GradState) -> tuple[int, list[Any]]:
     shapes = [a.shape for a in st.args if not a.static] + [tuple(np.shape(x)) for x in st.out_leaves]
     size = choose_batch_size(shapes, start=2)
     draws = ctx.draw_examples(size)
-    return size, [jnp.asarray(x) for x in draws]
+    return size, [_compat.device_array(x) for x in draws]
 
 
 @check("grad-composition", family="grad", kinds=ALL_KINDS)
@@ -684,9 +684,9 @@ def _fd_of_gradient(st: GradState, G: Callable) -> tuple[list[np.ndarray], list[
 
 
 def _central(st: GradState, G: Callable, eps: float) -> list[np.ndarray] | None:
-    plus, e1 = quiet_call(G, *[jnp.asarray((to_f64(a.value) + eps * st.direction(a, 0)).astype(a.dtype))
+    plus, e1 = quiet_call(G, *[_compat.device_array((to_f64(a.value) + eps * st.direction(a, 0)).astype(a.dtype))
                                for a in st.diff])
-    minus, e2 = quiet_call(G, *[jnp.asarray((to_f64(a.value) - eps * st.direction(a, 0)).astype(a.dtype))
+    minus, e2 = quiet_call(G, *[_compat.device_array((to_f64(a.value) - eps * st.direction(a, 0)).astype(a.dtype))
                                 for a in st.diff])
     if e1 is None and e2 is None and all_finite(plus) and all_finite(minus):
         return [(to_f64(p) - to_f64(m)) / (2 * eps) for p, m in zip(plus, minus)]

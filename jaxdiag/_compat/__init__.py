@@ -54,6 +54,7 @@ from ._base import (
     is_primitive,
     is_undefined_primal,
     jit_static_args,
+    device_array,
     tangent_dtype,
     x64_enabled,
 )
@@ -104,7 +105,7 @@ from ._registries import (
     registration_keys,
     transpose_rule,
 )
-from ._state import restore_jax_state, restored_sys_path, snapshot_jax_state, x64_scope
+from ._state import compilation_cache, restore_jax_state, restored_sys_path, snapshot_jax_state, x64_scope
 from ._removed import (
     REMOVED_BY_JAX,
     REMOVED_IN_NEWER_JAX,
@@ -153,7 +154,9 @@ __all__ = [
     "custom_jvp_type",
     "custom_vjp_parts",
     "custom_vjp_primal",
+    "compilation_cache",
     "custom_vjp_type",
+    "device_array",
     "custom_vmap_parts",
     "install_call_hooks",
     "custom_vmap_type",

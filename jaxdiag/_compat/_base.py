@@ -73,6 +73,15 @@ def x64_enabled() -> bool:
     return bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]  # flags are read as attributes
 
 
+def device_array(x: Any) -> Any:
+    """`jnp.asarray(x)` without a compilation: from jax 0.10 on, `jnp.asarray` of a NumPy array binds
+    `lax.stage`, an identity program XLA compiles once per shape and dtype; `jax.device_put` copies the same
+    values (same dtype canonicalization, same x64 scope, not weakly typed) without compiling anything."""
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype != float0:
+        return jax.device_put(x)
+    return jnp.asarray(x)
+
+
 def tangent_dtype(dtype: Any) -> Any:
     """The tangent dtype JAX uses for a primal dtype (float0 for integers and bools)."""
     dtype = np.dtype(dtype)

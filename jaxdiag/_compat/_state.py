@@ -94,6 +94,31 @@ def restore_jax_state(snapshot: dict[str, Any]) -> list[str]:
     return restored
 
 
+_CACHE_FLAGS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
+                "jax_persistent_cache_min_entry_size_bytes")
+
+
+@contextlib.contextmanager
+def compilation_cache(folder: str) -> Iterator[None]:
+    """JAX's persistent compilation cache in `folder`, every compiled program stored (the small ones too), for the
+    body only. JAX opens its cache once per process at the first compilation that uses it: it is reset on entry
+    and exit, so a later run in this process (another folder, or none) does not keep writing to this one. The
+    three flags are restored on exit, even on error."""
+    from jax.experimental.compilation_cache import compilation_cache as cache_api
+
+    saved = {name: getattr(jax.config, name) for name in _CACHE_FLAGS}
+    cache_api.reset_cache()
+    try:
+        jax.config.update("jax_compilation_cache_dir", folder)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        yield
+    finally:
+        for name, value in saved.items():
+            jax.config.update(name, value)
+        cache_api.reset_cache()
+
+
 @contextlib.contextmanager
 def x64_scope(enabled: bool) -> Iterator[None]:
     """x64 mode `enabled` for the body only, through JAX's scoped (thread-local) context where this JAX has one,

@@ -90,13 +90,13 @@ class FiniteDifferences:
             values = []
             for a in self.st.args:
                 if a.pos in shifted:
-                    values.append(jnp.asarray(shifted[a.pos]))
+                    values.append(_compat.device_array(shifted[a.pos]))
                 elif a.diff:
-                    values.append(jnp.asarray(to_f64(a.value)))
+                    values.append(_compat.device_array(to_f64(a.value)))
                 elif a.static:
                     values.append(a.value)
                 else:
-                    values.append(jnp.asarray(np.asarray(a.value)))
+                    values.append(_compat.device_array(np.asarray(a.value)))
             out, exc = quiet_call(self.st.call_primal, values)
             if exc is not None:
                 return None
@@ -106,7 +106,7 @@ class FiniteDifferences:
             return [to_f64(x) if not is_float0(x) else np.zeros(np.shape(x)) for x in leaves]
 
     def _evaluate_native(self, shifted: dict[int, np.ndarray]) -> list[np.ndarray] | None:
-        values = self.st.values({p: jnp.asarray(v.astype(self.st.args[p].dtype)) for p, v in shifted.items()})
+        values = self.st.values({p: _compat.device_array(v.astype(self.st.args[p].dtype)) for p, v in shifted.items()})
         out, exc = quiet_call(self.st.call_primal, values)
         if exc is not None:
             return None

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ... import _compat
@@ -75,7 +74,7 @@ class GradState:
             # a primitive has no `fun`; the checks that read it run on custom_vjp/custom_jvp only
             self.fun, self.fwd, self.bwd, self.jvp_rule = None, None, None, None  # type: ignore[assignment]
             self.nondiff, self.symbolic_zeros = (), False
-        arrays = [jnp.asarray(x) for x in ctx.example()]
+        arrays = [_compat.device_array(x) for x in ctx.example()]
         full = subject.full_args(arrays) if subject.static_args else tuple(arrays)
         if self.fun is not None:
             full = _compat.resolve_positional(self.fun, full)  # defaults of nondiff parameters (log_ndtr)
@@ -135,7 +134,7 @@ class GradState:
     @property
     def out_leaves(self) -> list[Any]:
         if "out_leaves" not in self.memo:  # Python scalars in the output become arrays (they have no dtype)
-            self.memo["out_leaves"] = [x if hasattr(x, "dtype") else jnp.asarray(x)
+            self.memo["out_leaves"] = [x if hasattr(x, "dtype") else _compat.device_array(x)
                                        for x in jax.tree_util.tree_leaves(self.out)]
         return self.memo["out_leaves"]
 
@@ -156,7 +155,7 @@ class GradState:
         key = f"w{which}"
         if key not in self.memo:
             # jax Arrays, as JAX passes them: NumPy arrays promote differently (2.0 * a bf16 ndarray is float64)
-            self.memo[key] = [jnp.asarray(self._random_like(leaf)) if self.out_diff(k)
+            self.memo[key] = [_compat.device_array(self._random_like(leaf)) if self.out_diff(k)
                               else _compat.float0_zeros(leaf.shape) for k, leaf in enumerate(self.out_leaves)]
         return self.memo[key]
 
@@ -180,7 +179,7 @@ class GradState:
         """Direction `d` of `arg` in the argument's own dtype (what a JVP rule receives)."""
         key = f"t{arg.pos}:{d}"
         if key not in self.memo:
-            self.memo[key] = jnp.asarray(self.direction(arg, d).astype(arg.dtype))
+            self.memo[key] = _compat.device_array(self.direction(arg, d).astype(arg.dtype))
         return self.memo[key]
 
     def zero_tangent(self, arg: Arg) -> Any:

@@ -108,7 +108,7 @@ def primal_tol(dtype: Any) -> float:
 def device_zeros(shape: tuple[int, ...], dtype: Any) -> Any:
     """`jnp.zeros(shape, dtype)` without compiling anything: jnp.zeros is an XLA computation compiled once per
     shape and dtype, a host array is only copied to the device."""
-    return jnp.asarray(np.zeros(shape, dtype))
+    return _compat.device_array(np.zeros(shape, dtype))
 
 
 def host_linear(dtype: Any, *terms: tuple[float, Any]) -> Any:
@@ -121,7 +121,7 @@ def host_linear(dtype: Any, *terms: tuple[float, Any]) -> Any:
     for scale, x in terms:
         term = (np.asarray(x).astype(wide) * scale).astype(dtype)
         total = term if total is None else (total.astype(wide) + term.astype(wide)).astype(dtype)
-    return jnp.asarray(total)
+    return _compat.device_array(total)
 
 
 def to_f64(x: Any) -> np.ndarray:
