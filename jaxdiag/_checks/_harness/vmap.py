@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
+from ... import _compat
 from ..._inputs import ArgSpec, draw
 from .._shared import flat_outputs, jitted
 from .boundary import call_user
@@ -279,16 +280,20 @@ class Reference:
         self._outputs[pattern] = done
         return done
 
-    def batched_args(self, variant: Variant) -> list[np.ndarray]:
-        """The arrays handed to `vmapped(fn, variant)`: the batch axis at each argument's in_axes."""
+    def batched_args(self, variant: Variant) -> list[Any]:
+        """The arrays handed to `vmapped(fn, variant)`: the batch axis at each argument's in_axes. Device arrays,
+        as a user's vmap gets them: a NumPy array reaching jnp code under vmap is converted there, one compiled
+        conversion per shape and variant."""
         if variant.mode == "nested":
             n = variant.size * variant.inner
             # every argument is batched in a nested variant; the inner batch axis goes to its inner in_axes
-            return [np.moveaxis(column[:n].reshape(variant.lead + column.shape[1:]), 1, 1 + (axis or 0))
+            return [_compat.device_array(np.moveaxis(column[:n].reshape(variant.lead + column.shape[1:]), 1,
+                                                     1 + (axis or 0)))
                     for column, axis in zip(self.pool, variant.axes)]
         out = []
         for column, axis in zip(self.pool, variant.axes):
-            out.append(column[0] if axis is None else np.moveaxis(column[:variant.size], 0, axis))
+            out.append(_compat.device_array(column[0] if axis is None else
+                                            np.ascontiguousarray(np.moveaxis(column[:variant.size], 0, axis))))
         return out
 
     def expected(self, variant: Variant) -> list[np.ndarray] | BaseException:
