@@ -1,0 +1,120 @@
+"""Compile-count regression tests: XLA compilations dominate a cold check (each small program costs tens of
+milliseconds to compile, far more than running it), so the number of programs one check compiles is what keeps
+`check_grad` and `check_batching` close to the hand-written tests they replace (README "Speed").
+
+Counted with JAX's public monitoring events, after `jax.clear_caches()` so that programs compiled by earlier
+tests count again. The bounds are what the shared programs achieve on every supported JAX (jax 0.10.2 and 0.5.3
+give the same counts here); the code before them compiled 15 (jax 0.10) programs for the grad check below and 20
+for the batching check: NumPy arrays handed to `jnp.asarray` (an identity program per shape from jax 0.10 on) or
+to `vmap` (a conversion per shape and variant).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from jax import monitoring
+
+import jaxdiag
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+_counting: list[int] = []
+
+
+def _listen(event: str, seconds: float, **_: object) -> None:
+    if event == COMPILE_EVENT and _counting:
+        _counting[-1] += 1
+
+
+monitoring.register_event_duration_secs_listener(_listen)  # once per process; counts only inside `compiles`
+
+
+@pytest.fixture
+def compiles() -> Iterator[Callable[[Callable[[], object]], int]]:
+    def count(run: Callable[[], object]) -> int:
+        jax.clear_caches()
+        _counting.append(0)
+        try:
+            run()
+        finally:
+            n = _counting.pop()
+        return n
+
+    yield count
+
+
+def _sample(name: str, attr: str) -> object:
+    spec = importlib.util.spec_from_file_location(f"speed_{name}", SAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, attr)
+
+
+def _inputs(*shapes: tuple[int, ...]) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+
+def test_check_grad_of_a_small_primitive_compiles_at_most_12_programs(compiles) -> None:
+    # my_cos: the impl and the JVP rule eagerly (4 operations), the JVP rule on every tangent set in one program,
+    # the float64 finite differences, the eager transpose (2), and one program for jit(grad), vmap(grad) and
+    # vjp(vmap) together (the per-example loop reuses the eager operations)
+    prim = _sample("jxg001_good", "my_cos_p")
+    report: list[jaxdiag.Report] = []
+    n = compiles(lambda: report.append(jaxdiag.check_grad(prim, *_inputs((8,)))))
+    assert report[0].ok
+    assert n <= 12, f"check_grad compiled {n} programs"
+
+
+def test_check_batching_of_a_small_primitive_compiles_at_most_17_programs(compiles) -> None:
+    # my_sum's batching rule runs eagerly on each in_axes variant's shapes (3 operations each): vmap's inputs are
+    # device arrays, so no conversion program per variant on top
+    prim = _sample("seed_batching_fixed", "my_sum_p")
+    report: list[jaxdiag.Report] = []
+    n = compiles(lambda: report.append(jaxdiag.check_batching(prim, *_inputs((3,)))))
+    assert report[0].ok
+    assert n <= 17, f"check_batching compiled {n} programs"
+
+
+def test_device_array_compiles_nothing(compiles) -> None:
+    from jaxdiag import _compat
+
+    host = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out: list[object] = []
+    assert compiles(lambda: out.append(_compat.device_array(host))) == 0
+    value = out[0]
+    assert isinstance(value, jax.Array) and value.dtype == np.float32 and not value.weak_type
+    np.testing.assert_array_equal(np.asarray(value), host)
+
+
+def test_run_compilation_cache_is_scoped_to_the_run(tmp_path: Path) -> None:
+    """`jaxdiag check --no-cache` in this process: a temporary compilation cache that programs compiled during
+    the run go to, removed afterwards, JAX's flags as they were."""
+    import os
+
+    from jaxdiag import _parallel
+
+    flags = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
+             "jax_persistent_cache_min_entry_size_bytes")
+    before = {name: getattr(jax.config, name) for name in flags}
+    settings = _parallel.RunSettings(jobs=1, timeout=0, cache=False, bound_memory=True)
+    with _parallel._run_compilation_cache(object(), settings):  # type: ignore[arg-type]  # no result cache: unused
+        folder = settings.scratch_xla
+        assert folder is not None and jax.config.jax_compilation_cache_dir == folder
+        jax.jit(lambda x: x * 3.0 + 1.0)(np.ones(5, np.float32)).block_until_ready()
+        assert os.listdir(folder)  # the program was stored
+    assert not os.path.exists(folder)
+    assert settings.scratch_xla is None
+    assert {name: getattr(jax.config, name) for name in flags} == before
+    # the Python API (bound_memory False) touches nothing
+    api = _parallel.RunSettings()
+    with _parallel._run_compilation_cache(object(), api):  # type: ignore[arg-type]
+        assert api.scratch_xla is None and getattr(jax.config, flags[0]) == before[flags[0]]
