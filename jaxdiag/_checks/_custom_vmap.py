@@ -314,7 +314,7 @@ def all_unbatched(ctx: Context, t: _Target, batch: int) -> list[Finding]:
     example = ctx.example()
     where = (f"every in_batched False, axis_size={batch}: JAX calls the rule like this under vmap of `jax.jvp` "
              "when the tangents are not batched")
-    ran = call_user(t.rule, batch, [False] * len(example), *[jnp.asarray(x) for x in example])
+    ran = call_user(t.rule, batch, [False] * len(example), *[_compat.device_array(x) for x in example])
     if ran.error is not None:
         return [_raised(t, ran.error, where).finding]
     result = ran.value
