@@ -61,6 +61,9 @@ DEFAULT_TIMEOUT = 300.0
 # one still above WORKER_RETIRE_MB after that (memory JAX does not hold) is replaced by a fresh worker.
 WORKER_MEMORY_MB = 400
 WORKER_RETIRE_MB = 600
+# In `jaxdiag check`'s own process (`-j 1 --timeout 0`): JAX's caches are cleared when it grew this much past what
+# clearing them last left (about 8 targets' worth), or past WORKER_MEMORY_MB, whichever is higher.
+IN_PROCESS_GROWTH_MB = 100
 # A worker must have imported the user's modules within this many seconds (the parent already imported them once).
 WORKER_START_SECONDS = 300.0
 
@@ -223,15 +226,20 @@ def _in_process(lint: Lint, founds: Sequence[Found], todo: list[int], release: b
                 ) -> Iterator[tuple[int, Outcome]]:
     """The targets checked in this process, one after the other. Under `jaxdiag check` (`release`), memory is
     bounded as in a worker: past WORKER_MEMORY_MB after a target, JAX's caches are cleared (else they grow by
-    about 13 MB per target). The Python API leaves the caller's JAX caches alone."""
+    about 13 MB per target). This process cannot be replaced as a worker is, so where clearing does not bring it
+    back under the bound (memory JAX does not hold, or a caller that was larger to begin with), the bound becomes
+    IN_PROCESS_GROWTH_MB above what is left: cleared every few targets, never after every one. The Python API
+    leaves the caller's JAX caches alone."""
+    limit = max(WORKER_MEMORY_MB, _rss_mb() + IN_PROCESS_GROWTH_MB) if release else 0.0
     for i in todo:
         outcome = run_in_process(lint, founds[i])
         if release:
             rss = _rss_mb()
             LAST_RUN["peak_worker_mb"] = max(LAST_RUN.get("peak_worker_mb", 0.0), rss)
-            if rss > WORKER_MEMORY_MB:
+            if rss > limit:
                 _release_memory()
                 LAST_RUN["cache_clears"] = LAST_RUN.get("cache_clears", 0) + 1
+                limit = max(limit, _rss_mb() + IN_PROCESS_GROWTH_MB)
         yield i, outcome
 
 
