@@ -307,7 +307,8 @@ def _carrier(obj: Any) -> dict | None:
 
     top = _top_package(obj)
     frame = sys._getframe(3)
-    own, others = [], []
+    own: list[tuple[str, Any, Any]] = []
+    others: list[tuple[str, Any, Any]] = []
     while frame is not None:
         code = frame.f_code
         fn = frame.f_globals.get(code.co_name)
@@ -396,6 +397,15 @@ def _name(obj: Any, kind: str) -> tuple[str, str, bool]:
             if value is obj or (_compat.is_jit_wrapped(value) and getattr(value, "__wrapped__", None) is obj) or \
                     _holds(value, obj):
                 holders.append((name != origin, name, attr))
+    if not holders and kind != "primitive":
+        # a helper library's wrapper held by another package (diffrax's `_loop_backsolve = filter_custom_vjp(f)`
+        # keeps the function equinox wraps in a custom_vjp): named after that package's attribute
+        for name, module in list(sys.modules.items()):
+            if module is None or name.split(".")[0] in _locate._LIBRARY_ROOTS or name == "__main__":
+                continue
+            for attr, value in list(vars(module).items()):
+                if _holds(value, obj):
+                    holders.append((True, name, attr))
     if holders:
         _, module_name, attr = sorted(holders)[0]
         return f"{module_name}:{attr}", defined_at, True
@@ -413,8 +423,9 @@ def _holds(value: Any, obj: Any) -> bool:
 
     if isinstance(value, (type, types.ModuleType, types.FunctionType)) or not callable(value):
         return False
+    fun = getattr(obj, "fun", None)  # a custom function made afresh on each call around the wrapper's function
     try:
-        return any(v is obj for v in vars(value).values())
+        return any(v is obj or (fun is not None and v is fun) for v in vars(value).values())
     except TypeError:  # no __dict__
         return False
 

@@ -157,6 +157,12 @@ def main():
 import jax, jax.numpy as jnp
 from flax.linen import fp8_ops
 
+MATMUL = (((1,), (0,)), ((), ()))
+def scaled_dot(a, b, scale, history):  # quantized_dot with its static dimension_numbers and preferred type
+    return fp8_ops.fp8_scaled_dot_general(a, b, MATMUL, preferred_element_type=jnp.float32, lhs_scale=scale,
+                                          rhs_scale=scale, grad_scale=scale, lhs_amax_history=history,
+                                          rhs_amax_history=history, grad_amax_history=history)
+
 def main():
     x, scale, history = jnp.array([0.5, -1.5, 2.0]), jnp.array(1.0), jnp.zeros(4)
     print(fp8_ops.in_qdq(jnp.float32, jnp.float8_e4m3fn, x, scale, history))
@@ -165,6 +171,10 @@ def main():
         jnp.float32, jnp.float8_e4m3fn, v, scale, history), scale, history).sum())(x))
     print(fp8_ops.in_q(jnp.float32, jnp.float8_e4m3fn, x, scale, history))
     print(fp8_ops.out_dq(jnp.float32, scale, scale, x))
+    a, b = jnp.array([[1.0, 2.0], [3.0, -1.0]]), jnp.array([[0.5, 1.0], [-1.0, 2.0]])
+    print(scaled_dot(a, b, scale, history), jax.grad(lambda v: scaled_dot(v, b, scale, history).sum())(a))
+    print(fp8_ops.dot_general_with_precision(a, b, MATMUL),
+          jax.grad(lambda v: fp8_ops.dot_general_with_precision(v, b, MATMUL).sum())(a))
 """,
     'distrax': """
 import jax, jax.numpy as jnp, distrax
