@@ -131,9 +131,14 @@ import jax, jax.numpy as jnp, quadax
 
 def integrand(t, a): return jnp.sin(a * t)
 def integral(a): return quadax.quadgk(integrand, jnp.array([0.0, 1.0]), args=(a,))[0]
+def leibniz_integral(a):  # the Leibniz adjoint binds _leibniz_p under differentiation
+    return quadax.quadgk(integrand, jnp.array([0.0, 1.0]), args=(a,), adjoint=quadax.LeibnizAdjoint())[0]
+def romberg_integral(a):  # Romberg's frozen discretization goes through _leibniz_p under the default adjoint
+    return quadax.romberg(integrand, jnp.array([0.0, 1.0]), args=(a,))[0]
 
 def main():
-    print(integral(jnp.array(2.0)), jax.grad(integral)(2.0))
+    for f in (integral, leibniz_integral, romberg_integral):
+        print(f(jnp.array(2.0)), jax.grad(f)(2.0))
 """,
     'jaxoplanet': """
 import jax, jax.numpy as jnp
