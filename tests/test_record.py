@@ -136,3 +136,10 @@ def test_a_callable_bind_param_is_checked_inside_the_users_own_example_function(
     assert not any(c["status"] == "error" for t in targets.values() for c in t["checks"])
     round_trip = targets["carrypkg.ops:round_trip"]
     assert round_trip["inputs"] == ["bf16", "f32[3]"] and any(c["status"] == "passed" for c in round_trip["checks"])
+    # the custom_vjp a helper library's wrapper holds is named after the user's attribute holding the wrapper, and
+    # (its arguments being the helper's, not the wrapper's) checked inside the example function that called it
+    assert by_target["carrypkg.filtered:softplus"]["kind"] == "custom_vjp"
+    assert by_target["carrypkg.filtered:softplus"]["via"]["target"] == "carry_example:soft"
+    softplus = targets["carrypkg.filtered:softplus (inside carry_example:soft)"]
+    assert any(c["status"] == "passed" for c in softplus["checks"])
+    assert not [f for t in targets.values() for f in t["findings"] if f["severity"] != "info"]
