@@ -9,9 +9,9 @@ Imports module names, package folders, `.py` files and plain folders of files, w
 
 from __future__ import annotations
 
-import inspect
 import importlib
 import importlib.util
+import inspect
 import os
 import pkgutil
 import re
