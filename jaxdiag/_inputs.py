@@ -102,8 +102,18 @@ def is_literal_text(text: str) -> bool:
     try:
         ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return text in DTYPES
+        return text in DTYPES or _extended_dtype_name(text)
     return True
+
+
+def _extended_dtype_name(text: str) -> bool:
+    """`float8_e4m3fn`, `int4` and the other ml_dtypes names NumPy knows once ml_dtypes is imported."""
+    if not text.isidentifier():
+        return False
+    try:
+        return np.dtype(text).name == text
+    except TypeError:
+        return False
 
 
 def template_text(template: Any) -> str:

@@ -144,6 +144,11 @@ def _fill(leaf: Any, arrays: Any, tangents: bool) -> Any:
 def template_of(value: Any) -> Any:
     """The template of a real argument: arrays and keys become specs, other leaves static."""
     def leaf(x: Any) -> Any:
+        if isinstance(x, type) or (isinstance(getattr(x, "dtype", None), np.dtype) and not hasattr(x, "shape")):
+            # a scalar type as a static argument (`jnp.float8_e4m3fn`, `np.float32`): passed on as its dtype
+            # (equivalent wherever JAX takes a dtype), so it is written and replayed as `float8_e4m3fn`
+            scalar = _scalar_dtype(x)
+            return Static(scalar if scalar is not None else x)
         dtype = getattr(x, "dtype", None)
         if dtype is not None and hasattr(x, "shape"):
             if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
@@ -160,6 +165,14 @@ def template_of(value: Any) -> Any:
         return Static(x)
 
     return jax.tree_util.tree_map(leaf, value)
+
+
+def _scalar_dtype(x: Any) -> np.dtype | None:
+    """The dtype a scalar type stands for (`np.float32`, jax.numpy's `float8_e4m3fn`), else None."""
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return np.dtype(x)
+    dtype = getattr(x, "dtype", None)
+    return dtype if isinstance(dtype, np.dtype) else None
 
 
 def _tracer_key_impl(x: Any) -> str:

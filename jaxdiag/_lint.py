@@ -204,12 +204,14 @@ class _Lint:
             if entry is not None:
                 return list(entry.args), _hashable(entry.params), f" ([tool.jaxdiag.targets.\"{key}\"])"
         calls = self.recorded.for_keys(self._recorded_keys(found), found.obj, found.kind)
-        replayable = [c for c in calls if c.get("replayable", True)]
+        # a call of the custom function a wrapper object holds has the inner function's arguments, not the
+        # wrapper's: replayed only through the function that carried it
+        replayable = [c for c in calls if c.get("replayable", True) and c.get("kind", found.kind) == found.kind]
         if replayable:
             templates, params = _reach.templates_of(replayable[0])
             return templates, params, f" (recorded in {_locate.relative_path(self.recorded.path or '')})"
         if calls:  # only calls with a callable/treedef argument or param: checked inside the function that made it
-            return [], calls[0], _VIA
+            return [], next((c for c in calls if c.get("via")), calls[0]), _VIA
         table = getattr(found.walked.module, "JAXDIAG", None)
         if table is None:
             return [], {}, ""

@@ -295,36 +295,51 @@ def _merge_ranges(old: list | None, new: list | None) -> list | None:
 
 
 def _carrier(obj: Any) -> dict | None:
-    """The outermost module-level function of the rule's own package on the stack whose arguments can be written
-    down (arrays, keys, literals), with those arguments."""
+    """The module-level function on the stack that can carry the rule: its arguments can be written down (arrays,
+    keys, literals) while the rule's own are not (a callable, treedef or solver object JAX supplies again when the
+    function runs). The outermost such function of the rule's own package, else the outermost one of another
+    importable user module that passes at least one array (the user's own example or helper calling the library:
+    `def solve(y0): return diffeqsolve(...)`). Test functions, `__main__` and JAX/NumPy/jaxdiag are never carriers."""
     from . import _locate
-    from ._inputs import template_text
+    from ._inputs import ArgSpec, template_text
     from ._checks._harness import call_user
     from ._layout import template_of
 
     top = _top_package(obj)
     frame = sys._getframe(3)
-    candidates = []
+    own: list[tuple[str, Any, Any]] = []
+    others: list[tuple[str, Any, Any]] = []
     while frame is not None:
         code = frame.f_code
         fn = frame.f_globals.get(code.co_name)
-        module = frame.f_globals.get("__name__", "")
-        if (getattr(_locate.unwrap(fn), "__code__", None) is code and top and module.split(".")[0] == top
-                and not code.co_name.startswith("test")):
-            candidates.append((module, code, frame))
+        module = frame.f_globals.get("__name__", "") or ""
+        if (getattr(_locate.unwrap(fn), "__code__", None) is code and not code.co_name.startswith("test")
+                and module != "__main__" and _locate.is_user_code(fn)):
+            (own if top and module.split(".")[0] == top else others).append((module, code, frame))
         frame = frame.f_back  # type: ignore[assignment]
-    for module, code, frame in reversed(candidates):  # outermost first
-        if code.co_flags & 0x04 or code.co_kwonlyargcount:  # *args / keyword-only: not replayable positionally
-            continue
-        values = [frame.f_locals[n] for n in code.co_varnames[:code.co_argcount]]
-        described = call_user(lambda vs=values: [template_of(v) for v in vs])  # user objects may raise when probed
-        if described.value is None:
-            continue
-        templates = described.value
-        if all(_replayable(template_text(t)) for t in templates):
-            return {"target": f"{module}:{code.co_name}", "args": [template_text(t) for t in templates],
-                    "ranges": _ranges(values)}
+    for candidates, needs_array in ((own, False), (others, True)):
+        for module, code, frame in reversed(candidates):  # outermost first
+            if code.co_flags & 0x04 or code.co_kwonlyargcount:  # *args / keyword-only: not replayable positionally
+                continue
+            values = [frame.f_locals[n] for n in code.co_varnames[:code.co_argcount]]
+            described = call_user(lambda vs=values: [template_of(v) for v in vs])  # user objects may raise
+            if described.value is None:
+                continue
+            templates = described.value
+            if needs_array and not any(isinstance(leaf, ArgSpec) for leaf in jax_leaves(templates)):
+                continue  # a `main()`: nothing to transform, and it would re-run the whole command
+            if all(_replayable(template_text(t)) for t in templates):
+                return {"target": f"{module}:{code.co_name}", "args": [template_text(t) for t in templates],
+                        "ranges": _ranges(values)}
     return None
+
+
+def jax_leaves(tree: Any) -> list[Any]:
+    import jax
+
+    from ._inputs import ArgSpec
+
+    return jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, ArgSpec))
 
 
 def _top_package(obj: Any) -> str:
@@ -379,8 +394,18 @@ def _name(obj: Any, kind: str) -> tuple[str, str, bool]:
         if module is None or not origin or name.split(".")[0] != origin.split(".")[0]:
             continue
         for attr, value in list(vars(module).items()):
-            if value is obj or (_compat.is_jit_wrapped(value) and getattr(value, "__wrapped__", None) is obj):
+            if value is obj or (_compat.is_jit_wrapped(value) and getattr(value, "__wrapped__", None) is obj) or \
+                    _holds(value, obj):
                 holders.append((name != origin, name, attr))
+    if not holders and kind != "primitive":
+        # a helper library's wrapper held by another package (diffrax's `_loop_backsolve = filter_custom_vjp(f)`
+        # keeps the function equinox wraps in a custom_vjp): named after that package's attribute
+        for name, module in list(sys.modules.items()):
+            if module is None or name.split(".")[0] in _locate._LIBRARY_ROOTS or name == "__main__":
+                continue
+            for attr, value in list(vars(module).items()):
+                if _holds(value, obj):
+                    holders.append((True, name, attr))
     if holders:
         _, module_name, attr = sorted(holders)[0]
         return f"{module_name}:{attr}", defined_at, True
@@ -389,6 +414,20 @@ def _name(obj: Any, kind: str) -> tuple[str, str, bool]:
     if kind == "primitive":
         label = f"<primitive {obj.name}>"
     return f"{origin or '?'}:{label}", defined_at, False
+
+
+def _holds(value: Any, obj: Any) -> bool:
+    """A wrapper object holding the custom function in one of its own attributes (`_error = filter_custom_jvp(f)`
+    keeps the `jax.custom_jvp` in `_error.fn`): named after the wrapper, as discovery names it."""
+    import types
+
+    if isinstance(value, (type, types.ModuleType, types.FunctionType)) or not callable(value):
+        return False
+    fun = getattr(obj, "fun", None)  # a custom function made afresh on each call around the wrapper's function
+    try:
+        return any(v is obj or (fun is not None and v is fun) for v in vars(value).values())
+    except TypeError:  # no __dict__
+        return False
 
 
 def _merge_via(old: dict | None, new: dict | None) -> dict | None:

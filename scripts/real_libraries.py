@@ -23,83 +23,171 @@ import time
 from dataclasses import dataclass, field
 
 # Small uses of each library's public API, run under `jaxdiag record` before the check (the libraries ship no
-# examples or tests in their wheels): they supply bind params, static arguments and value ranges. (distrax has
-# none: checking its von Mises sampler on the recorded call did not finish within the timeout; see the README.)
+# examples or tests in their wheels): they supply bind params, static arguments and value ranges. Each is written
+# as a module `jaxdiag_example_<package>.py` in the scratch folder and run as `import ...; main()`, so its
+# module-level functions that take arrays can carry a rule whose own arguments cannot be written to a file (a
+# callable, a treedef, a solver object): `jaxdiag check` re-runs such a function and checks the rule inside it.
 SNIPPETS: dict[str, str] = {
     'equinox': """
 import jax, jax.numpy as jnp, equinox as eqx
 import equinox.internal as eqxi
-x = jnp.array([1.0, -2.0, 3.0])
-print(eqx.error_if(x, x > 10, "too big"))
-print(eqxi.nondifferentiable(x))
-print(jax.vmap(lambda v: eqxi.unvmap_max(v))(x), eqxi.unvmap_any(x > 0), eqxi.unvmap_all(x > 0))
-print(eqxi.noinline(lambda v: v * 2)(x))
+
+def checked(x): return eqx.error_if(x, x > 10, "too big")
 def body(c): return c[0] + 1, c[1] * 0.5
-print(jax.grad(lambda v: eqxi.while_loop(lambda c: c[0] < 3, body, (0, v), max_steps=5, kind="checkpointed")[1].sum())(x))
-print(jax.grad(lambda v: eqx.debug.backward_nan(v).sum())(x))
-print(eqxi.nextafter(x), eqxi.prevbefore(x))
+def loop_grad(x):
+    return jax.grad(lambda v: eqxi.while_loop(lambda c: c[0] < 3, body, (0, v), max_steps=5,
+                                              kind="checkpointed")[1].sum())(x)
+def buffered_loop(x):  # writes into a loop buffer: maybe_set_p (and _vprim_p under vmap)
+    def step(c):
+        i, buf = c
+        return i + 1, buf.at[i].set(x[i] * 2.0)
+    return eqxi.while_loop(lambda c: c[0] < 3, step, (0, jnp.zeros(3)), max_steps=3, buffers=lambda c: c[1],
+                           kind="checkpointed")[1]
+def batched_buffered_loop(xs): return jax.vmap(buffered_loop)(xs)
+def backward_nan(x): return eqx.debug.backward_nan(x)
+def announced(x): return eqx.debug.announce_transform(x, name="demo", announce=lambda s: None)
+def nontraceable(x): return eqxi.nontraceable(x, name="demo")
+def nondifferentiable_backward(x): return eqxi.nondifferentiable_backward(x, msg="no grad here")
+def noinline_double(x): return eqxi.noinline(lambda v: v * 2)(x)
+
+def main():
+    x = jnp.array([1.0, -2.0, 3.0])
+    print(checked(x), eqxi.nondifferentiable(x))
+    print(jax.vmap(lambda v: eqxi.unvmap_max(v))(x), eqxi.unvmap_any(x > 0), eqxi.unvmap_all(x > 0))
+    print(noinline_double(x), loop_grad(x), buffered_loop(x), batched_buffered_loop(jnp.stack([x, 2 * x])))
+    print(jax.grad(lambda v: backward_nan(v).sum())(x), announced(x), nontraceable(x), nondifferentiable_backward(x))
+    print(eqxi.nextafter(x), eqxi.prevbefore(x))
 """,
     'jaxopt': """
 import jax, jax.numpy as jnp
 from jaxopt import projection
-x = jnp.array([0.3, -1.2, 2.0, 0.5])
-print(projection.projection_sparse_simplex(x, 2), jax.jacobian(lambda v: projection.projection_sparse_simplex(v, 2))(x))
-print(projection.projection_simplex(x))
+
+def main():
+    x = jnp.array([0.3, -1.2, 2.0, 0.5])
+    print(projection.projection_sparse_simplex(x, 2),
+          jax.jacobian(lambda v: projection.projection_sparse_simplex(v, 2))(x))
+    print(projection.projection_simplex(x))
 """,
     'lineax': """
 import jax, jax.numpy as jnp, lineax as lx
-A = jnp.array([[3.0, 1.0], [1.0, 2.0]]); b = jnp.array([1.0, -1.0])
-op = lx.MatrixLinearOperator(A)
-print(lx.linear_solve(op, b).value, jax.grad(lambda bb: lx.linear_solve(op, bb).value.sum())(b))
+
+def solve(A, b): return lx.linear_solve(lx.MatrixLinearOperator(A), b).value
+
+def main():
+    A = jnp.array([[3.0, 1.0], [1.0, 2.0]]); b = jnp.array([1.0, -1.0])
+    print(solve(A, b), jax.grad(lambda bb: solve(A, bb).sum())(b))
 """,
     'optimistix': """
 import jax, jax.numpy as jnp, optimistix as optx
+
 def fn(y, args): return y**2 - args
-sol = optx.root_find(fn, optx.Newton(rtol=1e-6, atol=1e-6), jnp.array(1.0), args=jnp.array(2.0))
-print(sol.value, jax.grad(lambda a: optx.root_find(fn, optx.Newton(rtol=1e-6, atol=1e-6), jnp.array(1.0), args=a).value)(2.0))
+def root(a): return optx.root_find(fn, optx.Newton(rtol=1e-6, atol=1e-6), jnp.array(1.0), args=a).value
+
+def main():
+    print(root(jnp.array(2.0)), jax.grad(root)(2.0))
 """,
     'e3nn-jax': """
 import jax, jax.numpy as jnp, e3nn_jax as e3nn
-x = e3nn.IrrepsArray('1o', jnp.array([0.1, 0.2, 0.3]))
-print(e3nn.spherical_harmonics('0e+1o+2e', x, True))
-print(e3nn.sus(jnp.array([-1.0, 0.5])), e3nn.soft_one_hot_linspace(jnp.array([0.2]), start=0., end=1., number=4, basis='cosine', cutoff=True))
+# e3nn's custom_jvp `einsum` is called only by `e3nn_jax._src.legacy`, which does not import on this jax: use it
+# directly, as the legacy tensor product does
+from e3nn_jax._src.utils.einsum import einsum
+
+def main():
+    x = e3nn.IrrepsArray('1o', jnp.array([0.1, 0.2, 0.3]))
+    print(e3nn.spherical_harmonics('0e+1o+2e', x, True))
+    print(e3nn.sus(jnp.array([-1.0, 0.5])), e3nn.soft_one_hot_linspace(jnp.array([0.2]), start=0., end=1., number=4,
+                                                                       basis='cosine', cutoff=True))
+    a, b = jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.array([0.5, -1.0])
+    print(einsum('ij,j->i', a, b), jax.grad(lambda v: einsum('ij,j->i', a, v).sum())(b))
 """,
     'optax': """
 import jax, jax.numpy as jnp, optax
-print(optax.safe_norm(jnp.array([3.0, 4.0]), 1e-6), jax.grad(lambda x: optax.safe_norm(x, 1e-6))(jnp.ones(3)))
-print(optax.safe_root_mean_squares(jnp.array([3.0, 4.0]), 1e-6))
+
+def main():
+    print(optax.safe_norm(jnp.array([3.0, 4.0]), 1e-6), jax.grad(lambda x: optax.safe_norm(x, 1e-6))(jnp.ones(3)))
+    print(optax.safe_root_mean_squares(jnp.array([3.0, 4.0]), 1e-6))
 """,
     'jax-md': """
 import jax, jax.numpy as jnp
 from jax_md import rigid_body, space
-q = rigid_body.Quaternion(jnp.array([0.9, 0.1, 0.2, 0.3]) / jnp.linalg.norm(jnp.array([0.9, 0.1, 0.2, 0.3])))
-print(rigid_body.quaternion_rotate(q, jnp.array([1.0, 0.0, 0.5])))
-disp, shift = space.periodic_general(jnp.eye(3) * 5.0)
-print(disp(jnp.array([0.1, 0.2, 0.3]), jnp.array([0.4, 0.1, 0.2])))
+
+def main():
+    q = rigid_body.Quaternion(jnp.array([0.9, 0.1, 0.2, 0.3]) / jnp.linalg.norm(jnp.array([0.9, 0.1, 0.2, 0.3])))
+    print(rigid_body.quaternion_rotate(q, jnp.array([1.0, 0.0, 0.5])))
+    disp, shift = space.periodic_general(jnp.eye(3) * 5.0)
+    print(disp(jnp.array([0.1, 0.2, 0.3]), jnp.array([0.4, 0.1, 0.2])))
 """,
     'numpyro': """
 import jax, jax.numpy as jnp
 import numpyro.distributions as dist
-print(dist.TruncatedNormal(0.0, 1.0, low=-1.0).log_prob(jnp.array([0.5, 0.2])))
-print(jax.grad(lambda s: dist.TruncatedNormal(0.0, s, low=-1.0).log_prob(0.5))(1.0))
-print(dist.VonMises(0.0, 2.0).sample(jax.random.PRNGKey(0), (3,)))
+
+def main():
+    print(dist.TruncatedNormal(0.0, 1.0, low=-1.0).log_prob(jnp.array([0.5, 0.2])))
+    print(jax.grad(lambda s: dist.TruncatedNormal(0.0, s, low=-1.0).log_prob(0.5))(1.0))
+    print(dist.VonMises(0.0, 2.0).sample(jax.random.PRNGKey(0), (3,)))
 """,
     'quadax': """
 import jax, jax.numpy as jnp, quadax
-print(quadax.quadgk(lambda t, a: jnp.sin(a * t), jnp.array([0.0, 1.0]), args=(2.0,))[0])
-print(jax.grad(lambda a: quadax.quadgk(lambda t, a: jnp.sin(a * t), jnp.array([0.0, 1.0]), args=(a,))[0])(2.0))
+
+def integrand(t, a): return jnp.sin(a * t)
+def integral(a): return quadax.quadgk(integrand, jnp.array([0.0, 1.0]), args=(a,))[0]
+def leibniz_integral(a):  # the Leibniz adjoint binds _leibniz_p under differentiation
+    return quadax.quadgk(integrand, jnp.array([0.0, 1.0]), args=(a,), adjoint=quadax.LeibnizAdjoint())[0]
+def romberg_integral(a):  # Romberg's frozen discretization goes through _leibniz_p under the default adjoint
+    return quadax.romberg(integrand, jnp.array([0.0, 1.0]), args=(a,))[0]
+
+def main():
+    for f in (integral, leibniz_integral, romberg_integral):
+        print(f(jnp.array(2.0)), jax.grad(f)(2.0))
 """,
     'jaxoplanet': """
 import jax, jax.numpy as jnp
 from jaxoplanet.core import kepler
-print(kepler(jnp.array([0.1, 1.0, 2.0]), jnp.array([0.1, 0.1, 0.1])))
+
+def main():
+    print(kepler(jnp.array([0.1, 1.0, 2.0]), jnp.array([0.1, 0.1, 0.1])))
 """,
     'diffrax': """
 import jax, jax.numpy as jnp, diffrax
-term = diffrax.ODETerm(lambda t, y, args: -y)
+
+def vector_field(t, y, args): return -y
 def solve(y0):
-    return diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 1.0, 0.1, y0, adjoint=diffrax.BacksolveAdjoint()).ys.sum()
-print(solve(jnp.array([1.0, 2.0])), jax.grad(solve)(jnp.array([1.0, 2.0])))
+    return diffrax.diffeqsolve(diffrax.ODETerm(vector_field), diffrax.Tsit5(), 0.0, 1.0, 0.1, y0,
+                               adjoint=diffrax.BacksolveAdjoint()).ys.sum()
+
+def main():
+    print(solve(jnp.array([1.0, 2.0])), jax.grad(solve)(jnp.array([1.0, 2.0])))
+""",
+    'flax': """
+import jax, jax.numpy as jnp
+from flax.linen import fp8_ops
+
+MATMUL = (((1,), (0,)), ((), ()))
+def scaled_dot(a, b, scale, history):  # quantized_dot with its static dimension_numbers and preferred type
+    return fp8_ops.fp8_scaled_dot_general(a, b, MATMUL, preferred_element_type=jnp.float32, lhs_scale=scale,
+                                          rhs_scale=scale, grad_scale=scale, lhs_amax_history=history,
+                                          rhs_amax_history=history, grad_amax_history=history)
+
+def main():
+    x, scale, history = jnp.array([0.5, -1.5, 2.0]), jnp.array(1.0), jnp.zeros(4)
+    print(fp8_ops.in_qdq(jnp.float32, jnp.float8_e4m3fn, x, scale, history))
+    print(fp8_ops.out_qdq(jnp.float32, jnp.float8_e5m2, x, scale, history))
+    print(jax.grad(lambda v: fp8_ops.out_qdq(jnp.float32, jnp.float8_e5m2, fp8_ops.in_qdq(
+        jnp.float32, jnp.float8_e4m3fn, v, scale, history), scale, history).sum())(x))
+    print(fp8_ops.in_q(jnp.float32, jnp.float8_e4m3fn, x, scale, history))
+    print(fp8_ops.out_dq(jnp.float32, scale, scale, x))
+    a, b = jnp.array([[1.0, 2.0], [3.0, -1.0]]), jnp.array([[0.5, 1.0], [-1.0, 2.0]])
+    print(scaled_dot(a, b, scale, history), jax.grad(lambda v: scaled_dot(v, b, scale, history).sum())(a))
+    print(fp8_ops.dot_general_with_precision(a, b, MATMUL),
+          jax.grad(lambda v: fp8_ops.dot_general_with_precision(v, b, MATMUL).sum())(a))
+""",
+    'distrax': """
+import jax, jax.numpy as jnp, distrax
+
+def main():
+    d = distrax.VonMises(0.0, 2.0)
+    print(d.cdf(jnp.array([0.5, -0.3])), jax.grad(lambda c: distrax.VonMises(0.0, c).cdf(0.5))(2.0))
+    print(d.sample(seed=jax.random.PRNGKey(0), sample_shape=(3,)))
 """,
 }
 
@@ -148,8 +236,11 @@ def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
     with tempfile.TemporaryDirectory(prefix=f"jaxdiag-{package}-") as scratch:
         start = time.perf_counter()
         if snippet:
-            subprocess.run(_jaxdiag() + ["record", "--", sys.executable, "-c", snippet], cwd=scratch,
-                           capture_output=True, text=True, timeout=timeout, check=False)
+            example = f"jaxdiag_example_{package}"
+            with open(os.path.join(scratch, f"{example}.py"), "w", encoding="utf-8") as handle:
+                handle.write(snippet)
+            subprocess.run(_jaxdiag() + ["record", "--", sys.executable, "-c", f"import {example}; {example}.main()"],
+                           cwd=scratch, capture_output=True, text=True, timeout=timeout, check=False)
             try:
                 with open(os.path.join(scratch, ".jaxdiag", "calls.json"), encoding="utf-8") as handle:
                     row.recorded = len(json.load(handle)["calls"])
@@ -172,7 +263,10 @@ def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
         except (OSError, ValueError):
             row.reasons.append(f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}")
             return row
-    counted = [t for t in data["targets"] if t["kind"] not in ("module", "config")]
+    # the example module's own functions are not the library's targets (the library rules found inside them are
+    # reported under the rule's own name, "... (inside jaxdiag_example_...)", and counted)
+    counted = [t for t in data["targets"] if t["kind"] not in ("module", "config")
+               and not t["target"].startswith("jaxdiag_example_")]
     row.targets = len(counted)
     for t in counted:
         ran = any(c["status"] in ("passed", "failed") for c in t["checks"])
@@ -181,11 +275,21 @@ def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
             why = next((f["message"] for f in t["findings"] if f["severity"] == "info"),
                        "; ".join(c["detail"] for c in t["checks"]) or "no check applied")
             row.reasons.append(f"{t['target']}: {why}")
+    seen: set[tuple] = set()
     for t in data["targets"]:
         for p in t.get("problems", []):
             row.import_failures += 1
             row.reasons.append(f"{t['target']}: {p.get('kind', 'problem')}: {p.get('message', '')[:200]}")
         for f in t["findings"]:
+            where = f.get("location") or {}
+            # one rule seen through several example functions is one finding; a finding located in the example
+            # module itself is about the example, not the library
+            key = (f["code"], where.get("path"), where.get("line"), f["severity"] == "info" and t["target"])
+            if key in seen or "jaxdiag_example_" in str(where.get("path", "")):
+                continue
+            if f["severity"] != "info" and where.get("path") and not _in_package(where["path"], package):
+                continue  # another library's rule met inside an example function: counted in its own row
+            seen.add(key)
             if f["severity"] == "error":
                 row.errors += 1
             elif f["severity"] == "warning":
@@ -195,6 +299,10 @@ def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
             if f["severity"] in ("error", "warning"):
                 row.findings.append(f"{t['target']}: {f['code']} {f['message'][:200]}")
     return row
+
+
+def _in_package(path: str, package: str) -> bool:
+    return f"/{package}/" in "/" + path.replace(os.sep, "/")
 
 
 def markdown(rows: list[Row]) -> str:
@@ -218,7 +326,16 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=None, help="distribution names to run")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per library")
     parser.add_argument("--json", default=None, help="also write the rows (with reasons and findings) here")
+    parser.add_argument("--from-json", nargs="*", default=None,
+                        help="print the table of rows saved by earlier --json runs (in LIBRARIES order)")
     args = parser.parse_args()
+    if args.from_json is not None:
+        saved = {}
+        for path in args.from_json:
+            with open(path, encoding="utf-8") as handle:
+                saved.update({r["name"]: Row(**r) for r in json.load(handle)})
+        print(markdown([saved[d] for d, _ in LIBRARIES if d in saved]))
+        return 0
     rows = []
     for dist, package in LIBRARIES:
         snippet = SNIPPETS.get(dist, "")

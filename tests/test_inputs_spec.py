@@ -25,6 +25,25 @@ def test_dtype_names_are_static_dtypes():
     assert parse_arg("f32") == Static(np.dtype(np.float32))
 
 
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "int4"])
+def test_ml_dtypes_names_are_static_dtypes(name):
+    from jaxdiag._inputs import is_literal_text
+
+    assert parse_arg(name) == Static(np.dtype(name)) and is_literal_text(name)
+
+
+def test_scalar_types_in_a_real_call_are_written_as_dtype_names():
+    import jax.numpy as jnp
+
+    from jaxdiag._layout import template_of
+
+    for value, text in ((jnp.float8_e4m3fn, "float8_e4m3fn"), (jnp.float32, "f32"), (np.int8, "i8"),
+                        (jnp.bfloat16, "bf16")):
+        template = template_of(value)
+        assert isinstance(template, Static) and isinstance(template.value, np.dtype)
+        assert template_text(template) == text and parse_arg(text) == template
+
+
 def test_pytrees_keep_their_structure_and_order():
     template = parse_arg('{"w": f32[3,4], "b": f32[4]}')
     assert list(template) == ["w", "b"]

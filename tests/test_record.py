@@ -115,3 +115,31 @@ def test_pytest_option_records_the_tests_calls(tmp_path):
     recorded = calls(tmp_path)
     assert [(c["target"], c["args"], c["params"]) for c in recorded] == [("recpkg.ops:pad_p", ["f32[3]"],
                                                                           {"width": "1"})]
+
+
+def test_a_callable_bind_param_is_checked_inside_the_users_own_example_function(tmp_path):
+    """`apply_p.bind(x, fn=jnp.sin)`: the param cannot be written to the file; the user's module-level example
+    function that called it with arrays only (`carry_example:apply_sin`) carries it, and `jaxdiag check` re-runs it
+    and checks the primitive inside. A dtype given as a scalar type (`jnp.bfloat16`) is recorded as `bf16`."""
+    done = jaxdiag("record", "--", sys.executable, "-c", "import carry_example; carry_example.main()", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    by_target = {c["target"]: c for c in calls(tmp_path)}
+    apply = by_target["carrypkg.ops:apply_p"]
+    assert apply["replayable"] is False and apply["params"] == {"fn": "<PjitFunction>"}
+    assert apply["via"]["target"] == "carry_example:apply_sin" and apply["via"]["args"] == ["f32[3]"]
+    assert by_target["carrypkg.ops:round_trip"]["args"] == ["bf16", "f32[3]"]
+    check = jaxdiag("check", "carrypkg", "--format", "json", cwd=tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
+    targets = {t["target"]: t for t in json.loads(check.stdout)["targets"]}
+    inside = targets["carrypkg.ops:apply_p (inside carry_example:apply_sin)"]
+    assert any(c["status"] == "passed" for c in inside["checks"])
+    assert not any(c["status"] == "error" for t in targets.values() for c in t["checks"])
+    round_trip = targets["carrypkg.ops:round_trip"]
+    assert round_trip["inputs"] == ["bf16", "f32[3]"] and any(c["status"] == "passed" for c in round_trip["checks"])
+    # the custom_vjp a helper library's wrapper holds is named after the user's attribute holding the wrapper, and
+    # (its arguments being the helper's, not the wrapper's) checked inside the example function that called it
+    assert by_target["carrypkg.filtered:softplus"]["kind"] == "custom_vjp"
+    assert by_target["carrypkg.filtered:softplus"]["via"]["target"] == "carry_example:soft"
+    softplus = targets["carrypkg.filtered:softplus (inside carry_example:soft)"]
+    assert any(c["status"] == "passed" for c in softplus["checks"])
+    assert not [f for t in targets.values() for f in t["findings"] if f["severity"] != "info"]

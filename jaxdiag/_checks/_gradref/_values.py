@@ -177,7 +177,7 @@ def all_finite(leaves: Iterable[Any]) -> bool:
     return True
 
 
-def quiet_call(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | None]:
+def quiet_call(fn: Callable, /, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | None]:
     """(result, None) or (None, the exception): user rules are called through this so a rule that raises becomes
     a finding and never a jaxdiag crash. Warnings from the user's code are not jaxdiag's output."""
     ran = call_user(fn, *args, quiet=True, **kwargs)

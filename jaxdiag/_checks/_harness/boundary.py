@@ -62,7 +62,7 @@ def find_in_chain(exc: BaseException | None, kind: type[BaseException]) -> BaseE
     return next((e for e in _chain(exc) if isinstance(e, kind)), None)
 
 
-def call_user(fn: Callable[..., T], *args: Any, quiet: bool = False, **kwargs: Any) -> UserResult[T]:
+def call_user(fn: Callable[..., T], /, *args: Any, quiet: bool = False, **kwargs: Any) -> UserResult[T]:
     """Call user code: `UserResult(value)` or `UserResult(error=exc)` for what it raised.
 
     `quiet=True` hides the warnings the user's code emits (they are not jaxdiag's output). A `Signal` or a
