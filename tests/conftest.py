@@ -73,6 +73,18 @@ SLOW_NODE_IDS = frozenset({
     "tests/test_registration.py::test_missing_abstract_eval_fix_computes_shapes_from_inputs",
     "tests/test_harness.py::test_jax_state_is_restored_around_representative_samples[jxv002_bad.py]",
     "tests/test_foundation.py::test_report_does_not_depend_on_the_checkout_folder",
+    # details whose feature keeps a cheaper fast test (the samples behind them run in the slow sample table)
+    "tests/test_inputs_discovery.py::test_a_helper_librarys_wrapper_object_is_dated_by_the_users_function",
+    "tests/test_batching.py::test_rule_fires_on_bad_sample[JXB011-standardize]",
+    "tests/test_verdicts.py::test_index_rule_wrong_only_out_of_range_is_caught_and_its_fix_is_clean",
+    "tests/test_verdicts.py::test_clipping_and_straight_through_stay_warnings[clipped_sin-JXG014-warning]",
+    "tests/test_verdicts.py::test_primitive_bound_only_under_jit_is_not_called_eagerly",
+    "tests/test_verdicts.py::test_axis_primitive_batchers_rule_is_called_with_its_own_convention",
+    "tests/test_fixes.py::test_defvectorized_with_unbatched_argument",
+    "tests/test_plugin.py::test_guard_puts_back_what_a_leak_changed",
+    "tests/test_speed_compiles.py::test_check_grad_of_a_small_primitive_compiles_at_most_12_programs",
+    "tests/test_foundation.py::test_spec_round_trips",
+    "tests/test_parallel.py::test_cache_hit_gives_the_same_report_without_checking_again",
 })
 
 
