@@ -7,8 +7,11 @@ runs everything selected. `.ci/run` runs both tiers.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +89,56 @@ SLOW_NODE_IDS = frozenset({
     "tests/test_foundation.py::test_spec_round_trips",
     "tests/test_parallel.py::test_cache_hit_gives_the_same_report_without_checking_again",
 })
+
+
+# The test session's own JAX compilation cache: the tests check many small targets that compile the same small
+# programs (the same operations on the same shapes) again and again, in both xdist workers; with a cache each is
+# compiled once per session. A private folder made by the controlling process (the workers inherit its path through
+# the environment), removed at the end of the session; JAX's flags are restored in every process. Loading a program
+# gives the same executable as compiling it, so no verdict depends on it; tests that count compilations
+# (test_speed_compiles.py) run without it.
+_XLA_CACHE_ENV = "JAXDIAG_TEST_XLA_CACHE"
+_session_cache = contextlib.ExitStack()
+_made_cache_dir: str | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _made_cache_dir
+    folder = os.environ.get(_XLA_CACHE_ENV)
+    if folder is None:
+        folder = _made_cache_dir = tempfile.mkdtemp(prefix="jaxdiag-test-xla-")
+        os.environ[_XLA_CACHE_ENV] = folder
+    if os.environ.get("PYTEST_XDIST_WORKER") is None and getattr(config.option, "numprocesses", None) not in (None, 0):
+        return  # the xdist controller runs no test: it only owns the folder
+    from jaxdiag import _compat
+
+    _session_cache.enter_context(_compat.compilation_cache(folder))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _session_cache.close()
+    if _made_cache_dir is not None:
+        os.environ.pop(_XLA_CACHE_ENV, None)
+        shutil.rmtree(_made_cache_dir, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _no_compilation_cache_when_counting_compiles(request: pytest.FixtureRequest) -> Any:
+    if request.node.path.name != "test_speed_compiles.py":
+        yield
+        return
+    from jax.experimental.compilation_cache import compilation_cache as cache_api
+
+    import jax
+
+    saved = jax.config.jax_compilation_cache_dir
+    cache_api.reset_cache()
+    jax.config.update("jax_compilation_cache_dir", None)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_compilation_cache_dir", saved)
+        cache_api.reset_cache()
 
 
 def _runs_slow(config: pytest.Config) -> bool:
