@@ -88,6 +88,9 @@ SLOW_NODE_IDS = frozenset({
     "tests/test_speed_compiles.py::test_check_grad_of_a_small_primitive_compiles_at_most_12_programs",
     "tests/test_foundation.py::test_spec_round_trips",
     "tests/test_parallel.py::test_cache_hit_gives_the_same_report_without_checking_again",
+    "tests/test_verdicts.py::test_a_value_dependent_finding_is_retried_and_reported_with_its_inputs",
+    "tests/test_verdicts.py::test_nested_rule_is_not_perturbed_where_jax_never_perturbs_it",
+    "tests/test_verdicts.py::test_integer_reduction_over_the_batch_axis_is_caught",
 })
 
 
