@@ -485,3 +485,41 @@ def test_primitive_bound_only_under_jit_is_not_called_eagerly():
         assert any(c.status == "passed" for t in report.targets for c in t.checks if c.name == "batching-vs-loop")
         flagged = jaxdiag.check_batching(f"{SAMPLES / 'jit_only_bad.py'}:{target}", "f32[4]")
         assert "JXR011" in codes(flagged, "error")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pytree outputs compared as JAX compares them: None is an empty subtree, integer outputs take float0 tangents
+# ---------------------------------------------------------------------------------------------------------------
+
+DATA = ROOT / "tests" / "data"
+
+
+def _load_data(name: str):
+    path = DATA / name
+    spec = importlib.util.spec_from_file_location(f"verdict_data_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("target", ["use_record_zeros", "use_solve_with_steps"])
+def test_jvp_output_with_none_and_integer_leaves_is_clean(target):
+    """equinox's `_record_symbolic_zeros` ((x, None) in, the tangents back out) and optimistix's `_implicit_impl`
+    (an integer step count and a None in the residual, float0 tangent): plain JAX differentiates both."""
+    module = _load_data("jvp_tree_leaves.py")
+    x = jnp.array([0.5, -1.0, 2.0])
+    fun = getattr(module, target)
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda v: jnp.sum(fun(v))))(x), [2.0, 2.0, 2.0])  # plain JAX
+    report = jaxdiag.check_grad(f"{DATA / 'jvp_tree_leaves.py'}:{target}", "f32[3]")
+    no_internal_errors(report)
+    assert len(report.targets) == 2  # the function and its nested custom_jvp, both checked
+    assert not problems(report), problems(report)
+
+
+def test_none_tangent_for_an_array_output_is_still_jxg007():
+    module = _load_data("jvp_tree_leaves.py")
+    x = jnp.array([0.5, -1.0, 2.0])
+    with pytest.raises(TypeError, match="equal container"):
+        jax.jvp(module.none_tangent, (x,), (x,))  # plain JAX rejects it
+    report = jaxdiag.check_grad(f"{DATA / 'jvp_tree_leaves.py'}:none_tangent", "f32[3]")
+    assert "JXG007" in codes(report, "error")
