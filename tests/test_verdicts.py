@@ -523,3 +523,16 @@ def test_none_tangent_for_an_array_output_is_still_jxg007():
         jax.jvp(module.none_tangent, (x,), (x,))  # plain JAX rejects it
     report = jaxdiag.check_grad(f"{DATA / 'jvp_tree_leaves.py'}:none_tangent", "f32[3]")
     assert "JXG007" in codes(report, "error")
+
+
+def test_impl_written_with_jax_numpy_updates_gets_jax_arrays():
+    """equinox's `maybe_set_p`: the impl uses `buffer.at[i].set(v)`. Binding jax Arrays (what callers bind) works
+    in plain JAX; NumPy buffers would reach the impl unchanged and fail, so jaxdiag must never bind those."""
+    module = _load_data("jnp_impl.py")
+    np.testing.assert_allclose(module.set_at(jnp.zeros(3), jnp.float32(5), jnp.int32(1)), [0, 5, 0])  # plain JAX
+    with pytest.raises(AttributeError, match="at"):
+        module.set_at(np.zeros(3, np.float32), np.float32(5), np.int32(1))  # what a NumPy example would do
+    report = jaxdiag.check_batching(f"{DATA / 'jnp_impl.py'}:set_at_p", "f32[3]", "f32[]", "i32[]")
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+    assert any(c.status == "passed" for t in report.targets for c in t.checks if c.name == "batching-vs-loop")
