@@ -536,3 +536,19 @@ def test_impl_written_with_jax_numpy_updates_gets_jax_arrays():
     no_internal_errors(report)
     assert not problems(report), problems(report)
     assert any(c.status == "passed" for t in report.targets for c in t.checks if c.name == "batching-vs-loop")
+
+
+def test_float8_output_gets_a_float8_cotangent_under_jit_grad():
+    """flax's `fp8_ops.in_q`: float8 is floating to JAX, so `jax.jit(jax.grad(...))` through a float8 output
+    works in plain JAX; feeding it a float0 cotangent (as for an integer output) made JXG016/JXG017 false alarms.
+    The bwd's deliberate choices (no gradient for x, scale passed through) stay reported as such."""
+    module = _load_data("fp8_output.py")
+    x, scale = jnp.array([0.5, -1.5, 2.0]), jnp.array(1.0)
+    loss = lambda v: module.quantize_e4m3(v, scale)[0].astype(jnp.float32).sum()  # noqa: E731
+    np.testing.assert_allclose(jax.jit(jax.grad(loss))(x), [0.0, 0.0, 0.0])  # plain JAX: works
+    report = jaxdiag.check_grad(f"{DATA / 'fp8_output.py'}:quantize_e4m3", "f32[3]", "f32[]")
+    no_internal_errors(report)
+    assert not {"JXG016", "JXG017"} & codes(report), problems(report)
+    nested = [t for t in report.targets if t.target.endswith("> quantize")]
+    assert nested and any(c.status == "passed" for c in nested[0].checks if "composition" in c.name), \
+        [(c.name, c.status) for c in nested[0].checks]
