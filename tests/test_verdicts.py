@@ -552,3 +552,20 @@ def test_float8_output_gets_a_float8_cotangent_under_jit_grad():
     nested = [t for t in report.targets if t.target.endswith("> quantize")]
     assert nested and any(c.status == "passed" for c in nested[0].checks if "composition" in c.name), \
         [(c.name, c.status) for c in nested[0].checks]
+
+
+def test_rule_whose_primal_fails_on_the_example_is_not_a_symbolic_zero_finding():
+    """equinox's `error_if`: the primal raises (from a callback) whenever its predicate holds. Plain JAX
+    differentiates the function that guards `a > 10` without raising; a random predicate makes the primal itself
+    fail, which is no evidence about symbolic zeros (JXG006 used to be reported)."""
+    module = _load_data("raising_guard.py")
+    x = jnp.array([0.5, -1.5, 2.0])
+    _, tangent = jax.jvp(module.checked, (x, x), (jnp.zeros(3), jnp.ones(3)))  # plain JAX: zero tangent on `a`
+    np.testing.assert_allclose(tangent, x)
+    report = jaxdiag.check_grad(f"{DATA / 'raising_guard.py'}:guarded", "f32[3]", "f32[3]", "bool[3]")
+    assert "JXG006" not in codes(report), problems(report)
+    skipped = [c.detail for t in report.targets for c in t.checks if c.name == "jvp-symbolic-zeros"]
+    assert skipped and all("fails on the example inputs" in (d or "") for d in skipped), skipped
+    function_report = jaxdiag.check_grad(f"{DATA / 'raising_guard.py'}:checked", "f32[3]", "f32[3]")
+    no_internal_errors(function_report)
+    assert not problems(function_report), problems(function_report)
