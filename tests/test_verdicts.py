@@ -569,3 +569,16 @@ def test_rule_whose_primal_fails_on_the_example_is_not_a_symbolic_zero_finding()
     function_report = jaxdiag.check_grad(f"{DATA / 'raising_guard.py'}:checked", "f32[3]", "f32[3]")
     no_internal_errors(function_report)
     assert not problems(function_report), problems(function_report)
+
+
+def test_multiple_results_primitive_whose_impl_returns_a_tuple_is_clean():
+    """equinox's `announce_jaxpr_p`: the impl returns a tuple, so the eager bind does; under jax.grad the bind
+    returns a list and the cotangent must be a list too. Plain JAX differentiates it (also under jit)."""
+    module = _load_data("tuple_impl.py")
+    x = jnp.array([0.5, -1.5, 2.0])
+    assert isinstance(module.tagged_p.bind(x), tuple)
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda v: module.tagged_p.bind(v)[0].sum()))(x), [1.0, 1.0, 1.0])
+    report = jaxdiag.check_grad(f"{DATA / 'tuple_impl.py'}:tagged_p", "f32[3]")
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+    assert any(c.status == "passed" for t in report.targets for c in t.checks if c.name == "primitive-transpose")
