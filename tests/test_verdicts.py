@@ -485,3 +485,100 @@ def test_primitive_bound_only_under_jit_is_not_called_eagerly():
         assert any(c.status == "passed" for t in report.targets for c in t.checks if c.name == "batching-vs-loop")
         flagged = jaxdiag.check_batching(f"{SAMPLES / 'jit_only_bad.py'}:{target}", "f32[4]")
         assert "JXR011" in codes(flagged, "error")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pytree outputs compared as JAX compares them: None is an empty subtree, integer outputs take float0 tangents
+# ---------------------------------------------------------------------------------------------------------------
+
+DATA = ROOT / "tests" / "data"
+
+
+def _load_data(name: str):
+    path = DATA / name
+    spec = importlib.util.spec_from_file_location(f"verdict_data_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("target", ["use_record_zeros", "use_solve_with_steps"])
+def test_jvp_output_with_none_and_integer_leaves_is_clean(target):
+    """equinox's `_record_symbolic_zeros` ((x, None) in, the tangents back out) and optimistix's `_implicit_impl`
+    (an integer step count and a None in the residual, float0 tangent): plain JAX differentiates both."""
+    module = _load_data("jvp_tree_leaves.py")
+    x = jnp.array([0.5, -1.0, 2.0])
+    fun = getattr(module, target)
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda v: jnp.sum(fun(v))))(x), [2.0, 2.0, 2.0])  # plain JAX
+    report = jaxdiag.check_grad(f"{DATA / 'jvp_tree_leaves.py'}:{target}", "f32[3]")
+    no_internal_errors(report)
+    assert len(report.targets) == 2  # the function and its nested custom_jvp, both checked
+    assert not problems(report), problems(report)
+
+
+def test_none_tangent_for_an_array_output_is_still_jxg007():
+    module = _load_data("jvp_tree_leaves.py")
+    x = jnp.array([0.5, -1.0, 2.0])
+    with pytest.raises(TypeError, match="equal container"):
+        jax.jvp(module.none_tangent, (x,), (x,))  # plain JAX rejects it
+    report = jaxdiag.check_grad(f"{DATA / 'jvp_tree_leaves.py'}:none_tangent", "f32[3]")
+    assert "JXG007" in codes(report, "error")
+
+
+def test_impl_written_with_jax_numpy_updates_gets_jax_arrays():
+    """equinox's `maybe_set_p`: the impl uses `buffer.at[i].set(v)`. Binding jax Arrays (what callers bind) works
+    in plain JAX; NumPy buffers would reach the impl unchanged and fail, so jaxdiag must never bind those."""
+    module = _load_data("jnp_impl.py")
+    np.testing.assert_allclose(module.set_at(jnp.zeros(3), jnp.float32(5), jnp.int32(1)), [0, 5, 0])  # plain JAX
+    with pytest.raises(AttributeError, match="at"):
+        module.set_at(np.zeros(3, np.float32), np.float32(5), np.int32(1))  # what a NumPy example would do
+    report = jaxdiag.check_batching(f"{DATA / 'jnp_impl.py'}:set_at_p", "f32[3]", "f32[]", "i32[]")
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+    assert any(c.status == "passed" for t in report.targets for c in t.checks if c.name == "batching-vs-loop")
+
+
+def test_float8_output_gets_a_float8_cotangent_under_jit_grad():
+    """flax's `fp8_ops.in_q`: float8 is floating to JAX, so `jax.jit(jax.grad(...))` through a float8 output
+    works in plain JAX; feeding it a float0 cotangent (as for an integer output) made JXG016/JXG017 false alarms.
+    The bwd's deliberate choices (no gradient for x, scale passed through) stay reported as such."""
+    module = _load_data("fp8_output.py")
+    x, scale = jnp.array([0.5, -1.5, 2.0]), jnp.array(1.0)
+    loss = lambda v: module.quantize_e4m3(v, scale)[0].astype(jnp.float32).sum()  # noqa: E731
+    np.testing.assert_allclose(jax.jit(jax.grad(loss))(x), [0.0, 0.0, 0.0])  # plain JAX: works
+    report = jaxdiag.check_grad(f"{DATA / 'fp8_output.py'}:quantize_e4m3", "f32[3]", "f32[]")
+    no_internal_errors(report)
+    assert not {"JXG016", "JXG017"} & codes(report), problems(report)
+    nested = [t for t in report.targets if t.target.endswith("> quantize")]
+    assert nested and any(c.status == "passed" for c in nested[0].checks if "composition" in c.name), \
+        [(c.name, c.status) for c in nested[0].checks]
+
+
+def test_rule_whose_primal_fails_on_the_example_is_not_a_symbolic_zero_finding():
+    """equinox's `error_if`: the primal raises (from a callback) whenever its predicate holds. Plain JAX
+    differentiates the function that guards `a > 10` without raising; a random predicate makes the primal itself
+    fail, which is no evidence about symbolic zeros (JXG006 used to be reported)."""
+    module = _load_data("raising_guard.py")
+    x = jnp.array([0.5, -1.5, 2.0])
+    _, tangent = jax.jvp(module.checked, (x, x), (jnp.zeros(3), jnp.ones(3)))  # plain JAX: zero tangent on `a`
+    np.testing.assert_allclose(tangent, x)
+    report = jaxdiag.check_grad(f"{DATA / 'raising_guard.py'}:guarded", "f32[3]", "f32[3]", "bool[3]")
+    assert "JXG006" not in codes(report), problems(report)
+    skipped = [c.detail for t in report.targets for c in t.checks if c.name == "jvp-symbolic-zeros"]
+    assert skipped and all("fails on the example inputs" in (d or "") for d in skipped), skipped
+    function_report = jaxdiag.check_grad(f"{DATA / 'raising_guard.py'}:checked", "f32[3]", "f32[3]")
+    no_internal_errors(function_report)
+    assert not problems(function_report), problems(function_report)
+
+
+def test_multiple_results_primitive_whose_impl_returns_a_tuple_is_clean():
+    """equinox's `announce_jaxpr_p`: the impl returns a tuple, so the eager bind does; under jax.grad the bind
+    returns a list and the cotangent must be a list too. Plain JAX differentiates it (also under jit)."""
+    module = _load_data("tuple_impl.py")
+    x = jnp.array([0.5, -1.5, 2.0])
+    assert isinstance(module.tagged_p.bind(x), tuple)
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda v: module.tagged_p.bind(v)[0].sum()))(x), [1.0, 1.0, 1.0])
+    report = jaxdiag.check_grad(f"{DATA / 'tuple_impl.py'}:tagged_p", "f32[3]")
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+    assert any(c.status == "passed" for t in report.targets for c in t.checks if c.name == "primitive-transpose")

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from .. import _compat
 from .._inputs import ArgSpec, choose_batch_size, draw
 from .._report import Finding, Location
 from ._harness.boundary import Signal
@@ -69,6 +70,10 @@ class Subject:
         return list(self.arg_texts) if self.arg_texts is not None else [str(s) for s in self.specs]
 
     def call(self, *args: Any) -> Any:
+        if self.kind == "primitive":
+            # An eager bind hands its operands to the impl unchanged, and user code binds jax Arrays (or tracers):
+            # an impl written in jax.numpy (`buffer.at[i].set(v)`) must not get the NumPy example buffers.
+            args = tuple(_as_jax_operand(x) for x in args)
         if self.static_args:
             args = self.full_args(args)
         if self.kind == "primitive":
@@ -149,6 +154,12 @@ class Context:
 
     def batch_size(self, extra_shapes: Iterable[tuple[int, ...]] = ()) -> int:
         return choose_batch_size([s.shape for s in self.specs] + list(extra_shapes))
+
+
+def _as_jax_operand(x: Any) -> Any:
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype != _compat.float0:
+        return _compat.device_array(x)
+    return x
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,8 @@ def tangent_leaves(st: GradState, tangent_out: Any) -> list[np.ndarray]:
     elif st.kind == "primitive":
         leaves = list(tangent_out)
     else:
-        leaves = jax.tree_util.tree_leaves(tangent_out, is_leaf=lambda x: x is None or _compat.is_symbolic_zero(x))
+        # None is an empty subtree, as in JAX and in the primal's leaves (st.out_leaves), so the two stay aligned.
+        leaves = jax.tree_util.tree_leaves(tangent_out, is_leaf=_compat.is_symbolic_zero)
     out = []
     for leaf, primal in zip(leaves, st.out_leaves):
         if leaf is None or _compat.is_symbolic_zero(leaf) or is_float0(leaf):

@@ -201,7 +201,9 @@ def _tangent_findings(st: GradState, primal: Any, tangent: Any) -> Iterator[Find
             else None if st.subject.obj.multiple_results else [tangent]
         ok = leaves is not None and len(leaves) == len(st.out_leaves)
     else:
-        is_leaf = lambda x: x is None or _compat.is_symbolic_zero(x)  # noqa: E731
+        # JAX's own comparison: None is an empty subtree on both sides (a `(x, None)` output takes a
+        # `(t, None)` tangent, and a None tangent for an array output is rejected); symbolic zeros are leaves.
+        is_leaf = _compat.is_symbolic_zero
         tangent_tree: Any = jax.tree_util.tree_structure(tangent, is_leaf=is_leaf)
         ok = tangent_tree == jax.tree_util.tree_structure(primal)
         leaves = jax.tree_util.tree_leaves(tangent, is_leaf=is_leaf)

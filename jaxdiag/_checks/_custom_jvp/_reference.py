@@ -174,6 +174,7 @@ def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
         raise SkipCheck("defjvp without symbolic_zeros=True: JAX instantiates zero tangents")
     if not _symbolic_candidates(st):
         raise SkipCheck("a single argument: JAX never calls the rule with only zero tangents")
+    st.out  # noqa: B018  (skips when the primal itself fails on the example, e.g. equinox's error_if raising)
     candidates = [a for a in st.dyn if not a.static] if st.kind == "custom_jvp" else st.args
     for a in _symbolic_candidates(st):
         if ("z", a.pos) in st.memo.get("T", {}):

@@ -234,6 +234,10 @@ class GradState:
 
     @property
     def out_treedef(self) -> Any:
+        if self.subject.kind == "primitive" and self.subject.obj.multiple_results:
+            # Under every transformation a multiple-results bind returns a list, even when the eager impl returns
+            # a tuple (equinox's announce_jaxpr_p): cotangents must take the list, or JAX rejects their structure.
+            return jax.tree_util.tree_structure(list(self.out))
         return jax.tree_util.tree_structure(self.out)
 
 

@@ -35,8 +35,11 @@ _BF16 = np.dtype(jnp.bfloat16)
 
 
 def is_inexact(dtype: Any) -> bool:
+    """Differentiable as JAX decides it: bfloat16 and the float8/float4 types have NumPy kind "V" but are
+    floating to JAX (their cotangents have their own dtype, not float0)."""
     dtype = np.dtype(dtype)
-    return dtype.kind in "fc" or dtype == _BF16
+    return dtype.kind in "fc" or dtype == _BF16 or (dtype.kind == "V" and dtype != _compat.float0
+                                                      and bool(jnp.issubdtype(dtype, jnp.inexact)))
 
 
 def is_float0(x: Any) -> bool:
