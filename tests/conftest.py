@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # helpers (ffi_build, 
 # Expensive tests (over ~1 s each on an idle machine) that the fast tier leaves to the slow tier, listed here by node
 # id (rather than with a marker in each file) so that the tier is tuned in one place. Each one covers a detail
 # (a message's wording, a second variant, a fix's verification, a process boundary) of a feature the fast tier still
-# runs. The fast tier runs every rule's bad sample and the JXB rules' good samples; the JXG good samples (checked to
-# second order) and most JXS pairs run in the slow tier only, which CI runs too. `python -m pytest -q --durations=30`
-# shows the next candidates.
+# runs. The fast tier runs every JXB/JXG/JXR/JXV rule's bad sample and the JXB rules' good samples; the JXG good
+# samples (checked to second order) and most JXS pairs run in the slow tier only, which CI runs too.
+# `python -m pytest -q --durations=30` shows the next candidates.
 SLOW_NODE_IDS = frozenset({
     # ffi / pure_callback: one bad and one good kernel sample per rule (JXB020-022) and two callbacks stay fast
     "tests/test_ffi.py::test_not_batch_aware_message",
