@@ -167,6 +167,10 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
                         "warnings.simplefilter('error', DeprecationWarning)  # the finding is a deprecation\n")
     else:
         call_prelude = ""
+    if any(np.dtype(dtype).itemsize == 8 and np.dtype(dtype).kind in "fiu" or dtype == "complex128"
+           for dtype, _, _ in specs):
+        # a 64-bit spec is checked with x64 on (only there); so is the script, before anything is traced.
+        call_prelude += "import jax\njax.config.update('jax_enable_x64', True)  # the inputs are 64-bit\n"
     body = _PRELUDE.format(module_file=module_file, module_name=module.__name__, root=os.getcwd(), attr=attr,
                            specs=repr(specs), call=call)
     check = _CHECKS[exposure.mode].format(in_axes=repr(exposure.in_axes), out_axes=repr(exposure.out_axes),

@@ -183,7 +183,9 @@ class GradState:
         return self.memo[key]
 
     def zero_tangent(self, arg: Arg) -> Any:
-        if arg.diff:
+        """The zero tangent JAX passes a custom JVP rule for an argument it does not perturb: zeros of the argument's
+        own dtype for a floating one (also one left unperturbed at its call site), float0 for integers and bools."""
+        if not arg.static and is_inexact(arg.dtype):
             return device_zeros(arg.shape, arg.dtype)
         return _compat.float0_zeros(arg.shape)
 
