@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _engine
 from . import _rules as rules
 from ._exposure import Exposure, exposure_for
 from ._report import Finding, Report, TargetReport
@@ -167,8 +168,7 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
                         "warnings.simplefilter('error', DeprecationWarning)  # the finding is a deprecation\n")
     else:
         call_prelude = ""
-    if any(np.dtype(dtype).itemsize == 8 and np.dtype(dtype).kind in "fiu" or dtype == "complex128"
-           for dtype, _, _ in specs):
+    if any(_engine.needs_x64(s) for s in chosen.specs):
         # a 64-bit spec is checked with x64 on (only there); so is the script, before anything is traced.
         call_prelude += "import jax\njax.config.update('jax_enable_x64', True)  # the inputs are 64-bit\n"
     body = _PRELUDE.format(module_file=module_file, module_name=module.__name__, root=os.getcwd(), attr=attr,
