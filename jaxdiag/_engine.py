@@ -216,8 +216,9 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
         root_cache.example = [np.asarray(c) if c is not None else draw(s, rng, root.domain)
                               for c, s in zip(concrete, specs)]
     subjects = [root] + find_nested_subjects(root, options, root_cache)
-    observed = observed_examples(root, subjects[1:], options, root_cache) if len(subjects) > 1 else {}
-    if len(subjects) > 1:  # inputs JAX never perturbs at a nested rule's call site stay fixed in its checks
+    observed: dict[int, list[np.ndarray]] = {}
+    if len(subjects) > 1:  # nested rules are checked as their function calls them: values, perturbation, tracing
+        observed = observed_examples(root, subjects[1:], options, root_cache)
         example = Context(root, options, "observe", root_cache).example()
         unperturbed = unperturbed_inputs(root, subjects[1:], example)
         traced_only = traced_only_primitives(root, subjects[1:], example)  # never bound eagerly by the function
