@@ -9,7 +9,6 @@ at the end, and suppressions that suppressed nothing are reported as JXN005, as 
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from ._errors import InferenceError, UsageError
 from ._filtering import Filter, unused_inline, validate_inline
 from ._report import CheckResult, Location, Report, TargetReport
 from ._targets import Target
+from ._signature import required_params
 
 # ---------------------------------------------------------------------------------------------------------------
 # Public API
@@ -237,7 +237,7 @@ class _Lint:
         key = self.discovery.config_key(found)
         args = ", ".join('"f32[3]"' for _ in range(max(exc.arity, 1)))
         snippet = f"[tool.jaxdiag.targets.\"{key}\"]\nargs = [{args}]"
-        missing = list(getattr(exc, "missing", [])) or (_missing_params(found) if found.kind == "primitive" else [])
+        missing = list(getattr(exc, "missing", [])) or (required_params(found.obj) if found.kind == "primitive" else [])
         jaxdiag_dict = f"\"args\": [{args}]"
         if missing:
             snippet += "\nparams = {" + ", ".join(f"{m} = …" for m in missing) + "}"
@@ -300,19 +300,6 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_hashable(v) for v in value)
     return value
-
-
-def _missing_params(found: Found) -> list[str]:
-    """Keyword-only parameters without defaults in a primitive's impl or abstract eval: bind params to give."""
-    for fn in (_compat.impl(found.obj), _compat.abstract_eval_rule(found.obj)):
-        if fn is None or not _locate.is_user_code(fn):
-            continue
-        try:
-            params = inspect.signature(_locate.unwrap(fn)).parameters.values()
-        except (TypeError, ValueError):
-            continue
-        return [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
-    return []
 
 
 def _rule_locations(found: Found) -> list[Location]:
