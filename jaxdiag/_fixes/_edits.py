@@ -87,8 +87,8 @@ def dedupe(edits: list[SourceEdit]) -> list[SourceEdit]:
     return kept
 
 
-def combined_diff(fixes: list[Fix]) -> str:
-    """One patch for several fixes: per file, every non-overlapping edit (the first fix wins a conflict)."""
+def _edits_by_path(fixes: list[Fix]) -> dict[str, list[SourceEdit]]:
+    """Per file, every edit of the fixes that overlaps no edit taken before it (the first fix wins a conflict)."""
     by_path: dict[str, list[SourceEdit]] = {}
     for fix in fixes:
         taken = [e for p in fix.paths for e in by_path.get(p, [])]
@@ -96,6 +96,12 @@ def combined_diff(fixes: list[Fix]) -> str:
             continue
         for edit in fix.edits:
             by_path.setdefault(edit.path, []).append(edit)
+    return by_path
+
+
+def combined_diff(fixes: list[Fix]) -> str:
+    """One patch for several fixes: per file, every non-overlapping edit (the first fix wins a conflict)."""
+    by_path = _edits_by_path(fixes)
     parts = []
     for path in sorted(by_path):
         old = read_source(path)
@@ -105,13 +111,7 @@ def combined_diff(fixes: list[Fix]) -> str:
 
 def write_fixes(fixes: list[Fix]) -> list[str]:
     """Apply the fixes to the files on disk (like `ruff --fix`); returns the paths written."""
-    by_path: dict[str, list[SourceEdit]] = {}
-    for fix in fixes:
-        taken = [e for p in fix.paths for e in by_path.get(p, [])]
-        if any(e.overlaps(t) for e in fix.edits for t in taken):
-            continue
-        for edit in fix.edits:
-            by_path.setdefault(edit.path, []).append(edit)
+    by_path = _edits_by_path(fixes)
     for path, edits in by_path.items():
         new = apply_edits(read_source(path), edits)
         with open(path, "w", encoding="utf-8", newline="") as handle:
