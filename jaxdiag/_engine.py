@@ -27,7 +27,7 @@ from . import (
 from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
-from ._checks import _x64_only
+from ._checks import _abstract, _x64_only
 from ._checks._call_site import traced_only_primitives, unperturbed_inputs
 from ._checks._harness import call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
@@ -513,7 +513,8 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
                           module=subject.module)
     report.subject = subject  # type: ignore[attr-defined]  # for --repro; not serialized
     by_check: dict[str, list[Finding]] = {}
-    for chk in ALL_CHECKS:
+    blocked = _abstract.platform_blocker(subject, options, cache)  # a GPU kernel here: its rules are only traced
+    for chk in _abstract.CHECKS if blocked else ALL_CHECKS:
         if not chk.applies(subject, options) or (only is not None and chk.name not in only):
             continue
         ctx = Context(subject, options, chk.name, cache)
@@ -541,6 +542,11 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
         report.checks.append(CheckResult(chk.name, status, seconds, detail))
         report.findings.extend(findings)
         by_check.setdefault(chk.name, []).extend(findings)
+    if blocked:
+        ran = [c.name for c in report.checks if c.status in ("passed", "failed")]
+        note = _abstract.values_not_compared(subject, blocked, ran)
+        report.findings.insert(0, note)
+        by_check = {"values-not-compared": [note], **by_check}
     if options.show_jaxpr:
         attach_jaxprs(subject, report.findings)
     return report, by_check

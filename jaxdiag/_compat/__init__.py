@@ -7,7 +7,7 @@ something breaks this one package. Feature detection is preferred over version c
 types, config flags), `_registries` (rule registries), `_state` (snapshot/restore of everything patched,
 x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects),
 `_jaxprs` (equations, foreign calls), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception)
-`_removed` (removed public attributes) and `_views`
+`_platform` (where a primitive can run), `_removed` (removed public attributes) and `_views`
 (jaxprs with source lines, cross-platform lowering).
 """
 
@@ -106,6 +106,7 @@ from ._registries import (
     transpose_rule,
 )
 from ._state import compilation_cache, restore_jax_state, restored_sys_path, snapshot_jax_state, x64_scope
+from ._platform import accelerator_only_lowering, is_platform_error, lowering_platforms
 from ._removed import (
     REMOVED_BY_JAX,
     REMOVED_IN_NEWER_JAX,
@@ -125,6 +126,9 @@ from ._vmap import (
 )
 
 __all__ = [
+    "accelerator_only_lowering",
+    "is_platform_error",
+    "lowering_platforms",
     "FOREIGN_CALL_PRIMITIVES",
     "JAXLIB_VERSION",
     "JAX_VERSION",

@@ -122,3 +122,18 @@ TARGET_NOT_CHECKABLE = Rule(
     message="{reason}; it was not checked.",
     fix="{fix}",
 )
+VALUES_NOT_COMPARED = Rule(
+    "JXN013", "values-not-compared", "info",
+    "The target cannot run on this platform (a GPU/TPU kernel on a CPU-only machine); its rules were checked "
+    "abstractly, without comparing values.",
+    "When the example call raises from a Pallas/Triton/Mosaic kernel, or a primitive is lowered only for `cuda`, "
+    "`rocm` or `tpu`, jaxdiag traces instead of running: the abstract eval, the batching rule under "
+    "`jax.eval_shape(jax.vmap(...))` for every in_axes variant (malformed returns get their normal JXB codes), the "
+    "JVP rule's tangent avals and the transpose rule's or bwd's cotangent avals. No kernel runs.",
+    "Shapes, dtypes and batch dims can be wrong independently of the kernel; a CPU-only CI still catches those. "
+    "Wrong values need the platform itself.",
+    "values_not_compared_bad.py", "values_not_compared_good.py",
+    message="{target} cannot run here: {reason}. Values not compared: only shapes, dtypes and batch dims were "
+            "checked (by {checks}).",
+    fix="Run jaxdiag on a machine with the kernel's platform to compare values as well.",
+)

@@ -30,6 +30,7 @@ class SubjectCache:
     grown_shapes: list[tuple[int, ...]] | None = None  # impl output shapes for inputs one larger in every dim
     grown_shapes_done: bool = False
     batching_evidence: Any = None  # _batching.Evidence, or the SkipCheck that stopped collecting it
+    platform_blocker: str | None = None  # _abstract: why it cannot run here ("" when it can)
     jit_broken: bool = False  # jax.jit of the primitive fails or differs from its impl (JXR010)
     grad: Any = None  # _gradref.GradState
     sharding: dict[str, Any] = field(default_factory=dict)  # the sharding child's runs and reference

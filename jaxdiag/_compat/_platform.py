@@ -1,0 +1,57 @@
+"""Which platforms a primitive can run on here: its registered lowerings, and whether an error is a platform's.
+
+A GPU kernel (a Pallas or Triton kernel, a lowering registered with `platform="cuda"`) cannot run on a CPU-only
+machine; its rules (abstract eval, batching, JVP, transpose) can still be traced without running it.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from jax._src.interpreters import mlir as _mlir
+
+# Modules whose frames in a traceback mean the error came from a GPU/TPU kernel's machinery, not from the rule.
+_KERNEL_MODULES = ("jax._src.pallas", "jax.experimental.pallas", "jax_triton", "jax._src.tpu_custom_call",
+                   "jaxlib.mosaic", "jax._src.triton", "jaxlib.triton")
+_KERNEL_PATHS = tuple("/" + m.replace(".", "/") for m in _KERNEL_MODULES)
+# What JAX says when a primitive has no lowering for the platform it is compiled for, or a kernel that only
+# compiles elsewhere is compiled on CPU.
+_PLATFORM_MESSAGES = ("not found for platform", "only interpret mode is supported on cpu",
+                      "cannot lower pallas_call on cpu", "only supported on gpu", "only supported on tpu",
+                      "requires a gpu", "requires gpu")
+_ACCELERATORS = frozenset({"cuda", "rocm", "gpu", "tpu"})
+
+
+def lowering_platforms(prim: Any) -> frozenset[str]:
+    """The platforms `prim` has a lowering for: `{"*"}` for a platform-independent one."""
+    if prim in getattr(_mlir, "_lowerings", {}):
+        return frozenset({"*"})
+    per_platform = getattr(_mlir, "_platform_specific_lowerings", {})
+    return frozenset(platform for platform, table in per_platform.items() if prim in table)
+
+
+def accelerator_only_lowering(prim: Any, platform: str = "cpu") -> frozenset[str]:
+    """The accelerator platforms `prim` lowers for when it has no lowering for `platform` (empty otherwise)."""
+    have = lowering_platforms(prim)
+    if not have or "*" in have or platform in have:
+        return frozenset()
+    return frozenset(have & _ACCELERATORS) or frozenset(have)
+
+
+def is_platform_error(exc: BaseException) -> bool:
+    """The error comes from a GPU/TPU kernel's machinery (Pallas, Triton, Mosaic) or says the platform lacks a
+    lowering: running the kernel here is impossible, which says nothing about its rules."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current).lower()
+        if any(m in text for m in _PLATFORM_MESSAGES):
+            return True
+        for frame in traceback.extract_tb(current.__traceback__):
+            path = frame.filename.replace("\\", "/")
+            if any(p in path for p in _KERNEL_PATHS):
+                return True
+        current = current.__cause__ or current.__context__
+    return False
