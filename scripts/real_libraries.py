@@ -191,6 +191,45 @@ def main():
 """,
 }
 
+# `[tool.jaxdiag]` written into the scratch folder's pyproject.toml before the check, for targets whose inputs no
+# example can record. jax-md's UMA kernels (`jax_md._nn.uma.kernels`) run only on GPU (jax-md binds them only when
+# `jax.default_backend() == 'gpu'`): their bind params and the kernels' shape contract (9 coefficients, [E, 9, 9]
+# Wigner matrices, edge_index [2, E]) are read from jax-md's own abstract evals; on CPU they are checked abstractly.
+_UMA = "jax_md._nn.uma.kernels"
+_SEG = ["f32[8,4]", "f32[2,3,4]", "i32[2]", "i32[2]"]  # x [N, I], weights [B, O, I], sizes [B], starts [B]
+_SEG_DX = ["f32[8,3]", "f32[2,3,4]", "i32[2]", "i32[2]"]  # grad_y [N, O], weights, sizes, starts
+_SEG_DW = ["f32[8,4]", "f32[8,3]", "i32[2]", "i32[2]"]  # x, grad_y, sizes, starts
+_N2E = ["f32[4,9,8]", "i32[2,6]", "f32[6,9,9]"]  # x [nodes, 9, C], edge_index [2, E], wigner [E, 9, 9]
+_E2N = ["f32[6,9,16]", "i32[2,6]", "f32[6,9,9]"]  # messages [E, 9, C'], edge_index, wigner
+
+
+def _target(name: str, args: list[str], params: str = "") -> str:
+    quoted = ", ".join(f'"{a}"' for a in args)
+    return (f'[tool.jaxdiag.targets."{_UMA}:{name}"]\nargs = [{quoted}]\n' + (f"params = {{{params}}}\n" if params else ""))
+
+
+PYPROJECTS: dict[str, str] = {
+    'jax-md': "\n".join([
+        _target("segment_mm_p", _SEG, "max_size = 8"),
+        _target("segment_mm_jvp_p", _SEG + ["f32[8,4]", "f32[2,3,4]"], "max_size = 8"),
+        _target("segment_mm_bwd_dx_p", _SEG_DX, "max_size = 8"),
+        _target("segment_mm_bwd_dx_jvp_p", _SEG_DX + ["f32[8,3]", "f32[2,3,4]"], "max_size = 8"),
+        _target("segment_mm_bwd_dweights_p", _SEG_DW, "weights_shape = [2, 3, 4], max_size = 8"),
+        _target("segment_mm_bwd_dweights_jvp_p", _SEG_DW + ["f32[8,4]", "f32[8,3]"],
+                "weights_shape = [2, 3, 4], max_size = 8"),
+        _target("_segment_mm_2d", ["f32[8,4]", "f32[2,3,4]", "i32[2]"]),
+        _target("node_to_edge_p", _N2E),
+        _target("node_to_edge_jvp_p", _N2E + ["f32[4,9,8]", "f32[6,9,9]"]),
+        _target("node_to_edge_backward_p", _N2E + ["f32[6,9,16]"]),
+        _target("node_to_edge_backward_jvp_p", _N2E + ["f32[6,9,16]", "f32[4,9,8]", "f32[6,9,9]", "f32[6,9,16]"]),
+        _target("edge_to_node_p", _E2N, "num_nodes = 4"),
+        _target("edge_to_node_jvp_p", _E2N + ["f32[6,9,16]", "f32[6,9,9]"], "num_nodes = 4"),
+        _target("edge_to_node_backward_p", _E2N + ["f32[4,9,16]"], "num_nodes = 4"),
+        _target("edge_to_node_backward_jvp_p", _E2N + ["f32[4,9,16]", "f32[6,9,16]", "f32[6,9,9]", "f32[4,9,16]"],
+                "num_nodes = 4"),
+    ]),
+}
+
 # (distribution, package to check)
 LIBRARIES: list[tuple[str, str]] = [
     ('equinox', 'equinox'),
@@ -235,6 +274,9 @@ def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
     row = Row(dist, version=importlib.metadata.version(dist))
     with tempfile.TemporaryDirectory(prefix=f"jaxdiag-{package}-") as scratch:
         start = time.perf_counter()
+        if dist in PYPROJECTS:
+            with open(os.path.join(scratch, "pyproject.toml"), "w", encoding="utf-8") as handle:
+                handle.write("[tool.jaxdiag]\n\n" + PYPROJECTS[dist])
         if snippet:
             example = f"jaxdiag_example_{package}"
             with open(os.path.join(scratch, f"{example}.py"), "w", encoding="utf-8") as handle:
