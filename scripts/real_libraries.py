@@ -7,7 +7,8 @@ Not part of the test suite (it needs the libraries installed and takes minutes).
 installed: where the library ships examples, `jaxdiag record -- python -c ...` runs a small use of its public API
 first so that recorded calls supply bind params and inputs; then `jaxdiag check PACKAGE --keep-going --format json`
 runs in a scratch folder. The table counts discovered targets (`summary.targets`), checked targets (at least one
-check ran), findings by severity, the wall time, and lists why each unchecked target was not checked.
+check ran; "(N abstract)": N of them cannot run on this platform, a GPU kernel on CPU, and were checked by tracing
+only, JXN013), findings by severity, the wall time, and lists why each unchecked target was not checked.
 """
 
 from __future__ import annotations
@@ -255,6 +256,7 @@ class Row:
     version: str = ""
     targets: int = 0
     checked: int = 0
+    abstract: int = 0  # checked by tracing only (JXN013: the kernel cannot run on this platform)
     errors: int = 0
     warnings: int = 0
     infos: int = 0
@@ -313,6 +315,7 @@ def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
     for t in counted:
         ran = any(c["status"] in ("passed", "failed") for c in t["checks"])
         row.checked += ran
+        row.abstract += ran and any(f["code"] == "JXN013" for f in t["findings"])
         if not ran:
             why = next((f["message"] for f in t["findings"] if f["severity"] == "info"),
                        "; ".join(c["detail"] for c in t["checks"]) or "no check applied")
@@ -352,11 +355,14 @@ def markdown(rows: list[Row]) -> str:
              "recorded calls | time |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r.name} | {r.version} | {r.targets} | {r.checked} | {r.errors} | {r.warnings} | {r.infos} "
+        checked = f"{r.checked} ({r.abstract} abstract)" if r.abstract else f"{r.checked}"
+        lines.append(f"| {r.name} | {r.version} | {r.targets} | {checked} | {r.errors} | {r.warnings} | {r.infos} "
                      f"| {r.import_failures} | {r.recorded} | {r.seconds:.0f} s |")
     total = sum(r.targets for r in rows)
     checked = sum(r.checked for r in rows)
-    lines.append(f"| **total** | | {total} | {checked} ({100 * checked / max(total, 1):.0f}%) | "
+    abstract = sum(r.abstract for r in rows)
+    lines.append(f"| **total** | | {total} | {checked} ({100 * checked / max(total, 1):.0f}%"
+                 f"{f'; {abstract} abstract' if abstract else ''}) | "
                  f"{sum(r.errors for r in rows)} | {sum(r.warnings for r in rows)} | {sum(r.infos for r in rows)} | "
                  f"{sum(r.import_failures for r in rows)} | "
                  f"{sum(r.recorded for r in rows)} | {sum(r.seconds for r in rows):.0f} s |")
