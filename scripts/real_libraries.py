@@ -206,7 +206,8 @@ _E2N = ["f32[6,9,16]", "i32[2,6]", "f32[6,9,9]"]  # messages [E, 9, C'], edge_in
 
 def _target(name: str, args: list[str], params: str = "") -> str:
     quoted = ", ".join(f'"{a}"' for a in args)
-    return (f'[tool.jaxdiag.targets."{_UMA}:{name}"]\nargs = [{quoted}]\n' + (f"params = {{{params}}}\n" if params else ""))
+    table = f'[tool.jaxdiag.targets."{_UMA}:{name}"]\nargs = [{quoted}]\n'
+    return table + (f"params = {{{params}}}\n" if params else "")
 
 
 PYPROJECTS: dict[str, str] = {

@@ -139,6 +139,7 @@ def abstract_batching_check(ctx: Context) -> Iterator[Finding]:
     failed = [o for o in ev.outcomes if o.error is not None and id(o.variant) not in spied]
     if failed:  # vmap failed outside the rule's own return (JAX's checks of what the rule handed back)
         first = failed[0]
+        assert first.error is not None
         yield rules.VMAP_CALL_FAILED.finding(
             evidence=f"jax.eval_shape(jax.vmap({ctx.subject.name}, in_axes={first.variant.in_axes_text})) raised "
             f"{first_line(first.error)} ({len(failed)} of {len(ev.outcomes)} in_axes variants fail).",
@@ -219,7 +220,7 @@ def abstract_jvp_check(ctx: Context) -> Iterator[Finding]:
         yield rules.JVP_OUTPUT_STRUCTURE.finding(
             evidence=f"traced with {_inputs(ctx)}, {subject.name}'s JVP gives tangents {_avals(got)} for primal "
             f"outputs {_avals(_aval_list(primal_out))} (expected {_avals(want)}).",
-            fix=f"Return one tangent per primal output, each with the primal's shape and tangent dtype.",
+            fix="Return one tangent per primal output, each with the primal's shape and tangent dtype.",
             location=rule_location(rule, subject.location))
 
 
