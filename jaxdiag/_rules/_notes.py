@@ -132,7 +132,7 @@ VALUES_NOT_COMPARED = Rule(
     "JVP rule's tangent avals and the transpose rule's or bwd's cotangent avals. No kernel runs.",
     "Shapes, dtypes and batch dims can be wrong independently of the kernel; a CPU-only CI still catches those. "
     "Wrong values need the platform itself.",
-    "values_not_compared_bad.py", "values_not_compared_good.py",
+    "jxn013_bad.py", "jxn013_good.py",
     message="{target} cannot run here: {reason}. Values not compared: only shapes, dtypes and batch dims were "
             "checked (by {checks}).",
     fix="Run jaxdiag on a machine with the kernel's platform to compare values as well.",
