@@ -176,6 +176,15 @@ def _jxb003(m: Any) -> str | None:
     return ok()
 
 
+@says("JXN013")
+def _jxn013(m: Any) -> str | None:
+    """`jax.eval_shape(jax.vmap(scale_rows), x, w)` (on CPU, `jax.vmap(scale_rows)(x, w)` raises: no cpu lowering)"""
+    x, w = draw("JXN013", B, 7, 3), draw("JXN013", B, 3, salt=1)
+    out = jax.eval_shape(jax.vmap(bind(m.scale_rows_p)), x, w)
+    want = (B, 7, 3)
+    return ok() if out.shape == want else wrong(f"shape {out.shape}, expected {want}")
+
+
 @says("JXB004")
 def _jxb004(m: Any) -> str | None:
     """`codes, codebook = jax.vmap(quantize)(x)`"""

@@ -24,7 +24,7 @@ TUTORIAL = Path(__file__).resolve().parent / "data" / "tutorial"
 # Samples whose ffi_call targets come from samples/ffi_kernels.cc (tests/ffi_build.py builds and registers them).
 FFI_CALL_SAMPLES = {"jxb020", "jxb021", "jxb022"}
 FIXABLE = ["jxb001", "jxb002", "jxb004", "jxb005", "jxb007", "jxb008", "jxb009", "jxb011", "jxb020", "jxb021",
-           "jxb022", "jxg003", "jxg010", "jxg013", "jxr001", "jxr003", "jxr004", "jxr005", "jxr008", "jxr015",
+           "jxb022", "jxg003", "jxg010", "jxg013", "jxn013", "jxr001", "jxr003", "jxr004", "jxr005", "jxr008", "jxr015",
            "jxv001", "jxv002"]
 # The others need code jaxdiag cannot write for the user: their fix stays text (marked unverified when tried).
 NOT_LOCAL = {
