@@ -63,6 +63,9 @@ class Subject:
     # A nested primitive the function binds only under tracing (inside jit, scan, ...): its impl never runs in the
     # user's program, so it is not called eagerly; its per-example reference runs under jax.jit like their code.
     traced_only: bool = False
+    # Indices into `specs` of a nested primitive's operands that depend on none of its function's inputs (a captured
+    # constant, an index built in the function): vmap of the function never batches them, so neither do the checks.
+    unbatched: frozenset[int] = frozenset()
 
     @property
     def input_texts(self) -> list[str]:

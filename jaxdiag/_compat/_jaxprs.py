@@ -39,6 +39,71 @@ def iter_eqns(jaxpr: Any) -> Iterator[Any]:
             yield from iter_eqns(sub)
 
 
+def input_dependent_operands(jaxpr: Any) -> Callable[[Any], list[bool]]:
+    """For `jaxpr` traced from a function: a map from any of its equations (nested ones included) to, per operand,
+    whether the operand depends on the function's inputs. An operand that does not (a literal, a captured
+    constant, anything computed from those alone) is never batched by `vmap` of the function, whatever its in_axes.
+
+    Conservative: every output of an equation with at least one dependent operand is dependent; a loop's carry is
+    dependent once any iteration can make it so; a sub-jaxpr whose operands cannot be matched to the equation's is
+    dependent throughout as soon as one operand is."""
+    closed = jaxpr.jaxpr if isinstance(jaxpr, _core.ClosedJaxpr) else jaxpr
+    dependent: set[int] = {id(v) for v in closed.invars}
+    _propagate_dependence(closed, dependent)
+
+    def operands(eqn: Any) -> list[bool]:
+        return [_operand_dependent(v, dependent) for v in eqn.invars]
+
+    return operands
+
+
+def _operand_dependent(var: Any, dependent: set[int]) -> bool:
+    return not isinstance(var, _core.Literal) and id(var) in dependent
+
+
+def _propagate_dependence(jaxpr: Any, dependent: set[int]) -> None:
+    for eqn in jaxpr.eqns:
+        flags = [_operand_dependent(v, dependent) for v in eqn.invars]
+        subs = list(sub_jaxprs(eqn))
+        name, params = eqn.primitive.name, eqn.params
+        if name == "while" and len(subs) == 2:
+            cond_n, body_n = params.get("cond_nconsts", 0), params.get("body_nconsts", 0)
+            carry = flags[cond_n + body_n:]
+            cond, body = params["cond_jaxpr"].jaxpr, params["body_jaxpr"].jaxpr
+            for _ in range(len(carry) + 1):  # until the carry's dependence stops growing
+                _enter(body, flags[cond_n:cond_n + body_n] + carry, dependent)
+                grown = [a or _operand_dependent(v, dependent) for a, v in zip(carry, body.outvars)]
+                if grown == carry:
+                    break
+                carry = grown
+            _enter(cond, flags[:cond_n] + carry, dependent)
+        elif name == "scan" and len(subs) == 1:
+            n_consts, n_carry = params.get("num_consts", 0), params.get("num_carry", 0)
+            body = subs[0]
+            consts, carry, xs = flags[:n_consts], flags[n_consts:n_consts + n_carry], flags[n_consts + n_carry:]
+            for _ in range(len(carry) + 1):
+                _enter(body, consts + carry + xs, dependent)
+                grown = [a or _operand_dependent(v, dependent) for a, v in zip(carry, body.outvars)]
+                if grown == carry:
+                    break
+                carry = grown
+        else:
+            for sub in subs:
+                if len(sub.invars) == len(flags):
+                    _enter(sub, flags, dependent)
+                elif name == "cond" and len(sub.invars) == len(flags) - 1:  # the branch index is not passed on
+                    _enter(sub, flags[1:], dependent)
+                else:
+                    _enter(sub, [any(flags)] * len(sub.invars), dependent)
+        if any(flags):
+            dependent.update(id(v) for v in eqn.outvars)
+
+
+def _enter(sub: Any, flags: list[bool], dependent: set[int]) -> None:
+    dependent.update(id(v) for v, flag in zip(sub.invars, flags) if flag)
+    _propagate_dependence(sub, dependent)
+
+
 def _user_frame(eqn: Any) -> Any:
     """JAX's record of the innermost user frame that created `eqn` (file_name, start_line, function_name)."""
     try:

@@ -1,0 +1,61 @@
+"""Nested rules checked as their function drives them (false alarms met on equinox, each on a fixture of the same
+pattern in tests/data, no equinox import): operands a function never batches, calls recorded under vmap, and
+arguments a function passes its nested custom rules. Each case is first confirmed with plain JAX."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxdiag
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _load_data(name: str):
+    path = DATA / name
+    spec = importlib.util.spec_from_file_location(f"nested_fixture_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def problems(report: jaxdiag.Report) -> list:
+    return [(f.code, f.severity, f.message[:200]) for f in report.findings if f.severity in ("error", "warning")]
+
+
+def no_internal_errors(report: jaxdiag.Report) -> None:
+    assert not report.internal_errors, [(c.name, c.detail) for c in report.internal_errors]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Operands built from no input of the function are never batched by vmap of the function
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["double", "sine_twice"])
+def test_constant_operand_of_a_nested_primitive_stays_unbatched(target):
+    module = _load_data("fn_table_primitive.py")
+    xs = jnp.arange(12.0).reshape(4, 3)
+    fn = getattr(module, target)
+    np.testing.assert_allclose(jax.vmap(fn)(xs), np.stack([fn(x) for x in xs]), rtol=1e-6)  # plain JAX: fine
+    report = jaxdiag.check_batching(f"{DATA / 'fn_table_primitive.py'}:{target}", "f32[3]")
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+    nested = [t for t in report.targets if t.target.endswith("> table_call")]
+    assert nested and all(c.status == "passed" for c in nested[0].checks if c.name == "batching-rule")
+
+
+def test_an_operand_that_is_an_input_is_still_batched():
+    """Where the index is one of the function's inputs, vmap does batch it and the rule's refusal is reported."""
+    module = _load_data("fn_table_primitive.py")
+    with pytest.raises(ValueError, match="must not be batched"):
+        jax.vmap(module.pick)(jnp.zeros(4, jnp.int32), jnp.ones((4, 3)))
+    report = jaxdiag.check_batching(f"{DATA / 'fn_table_primitive.py'}:pick", "i32[]", "f32[3]")
+    no_internal_errors(report)
+    assert any(code.startswith("JXB") for code, _, _ in problems(report)), problems(report)
