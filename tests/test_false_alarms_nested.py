@@ -59,3 +59,21 @@ def test_an_operand_that_is_an_input_is_still_batched():
     report = jaxdiag.check_batching(f"{DATA / 'fn_table_primitive.py'}:pick", "i32[]", "f32[3]")
     no_internal_errors(report)
     assert any(code.startswith("JXB") for code, _, _ in problems(report)), problems(report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A primitive's JVP rule gets tuples of primals and tangents, as JAX passes them
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("target", "specs"), [("pair_mul_p", ["f32[3]", "f32[3]"]), ("square_sum", ["f32[3]"])])
+def test_jvp_rule_gets_tuples_as_jax_passes_them(target, specs):
+    """equinox's `_vprim_jvp` vmaps over its primals with a tuple in_axes: under JAX's jvp it works."""
+    module = _load_data("tuple_primals_jvp.py")
+    x, y = jnp.array([0.5, -1.0, 2.0]), jnp.array([1.5, 0.25, -3.0])
+    _, tangent = jax.jvp(module.pair_mul, (x, y), (jnp.ones(3), jnp.zeros(3)))
+    np.testing.assert_allclose(tangent, y)
+    np.testing.assert_allclose(jax.grad(module.square_sum)(x), 2 * x)
+    report = jaxdiag.check_grad(f"{DATA / 'tuple_primals_jvp.py'}:{target}", *specs)
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
