@@ -70,13 +70,15 @@ def _propagate_dependence(jaxpr: Any, dependent: set[int]) -> None:
             cond_n, body_n = params.get("cond_nconsts", 0), params.get("body_nconsts", 0)
             carry = flags[cond_n + body_n:]
             cond, body = params["cond_jaxpr"].jaxpr, params["body_jaxpr"].jaxpr
-            for _ in range(len(carry) + 1):  # until the carry's dependence stops growing
+            for _ in range(len(carry) + 2):  # until the carry's dependence stops growing
                 _enter(body, flags[cond_n:cond_n + body_n] + carry, dependent)
                 grown = [a or _operand_dependent(v, dependent) for a, v in zip(carry, body.outvars)]
+                _enter(cond, flags[:cond_n] + grown, dependent)
+                if any(_operand_dependent(v, dependent) for v in cond.outvars):
+                    grown = [True] * len(carry)  # a batched predicate batches every carry
                 if grown == carry:
                     break
                 carry = grown
-            _enter(cond, flags[:cond_n] + carry, dependent)
         elif name == "scan" and len(subs) == 1:
             n_consts, n_carry = params.get("num_consts", 0), params.get("num_carry", 0)
             body = subs[0]
