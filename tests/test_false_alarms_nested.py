@@ -77,3 +77,29 @@ def test_jvp_rule_gets_tuples_as_jax_passes_them(target, specs):
     report = jaxdiag.check_grad(f"{DATA / 'tuple_primals_jvp.py'}:{target}", *specs)
     no_internal_errors(report)
     assert not problems(report), problems(report)
+
+
+def test_operand_dependence_follows_loops_and_calls():
+    """A loop counter is not batched by vmap; a carry is once the loop's predicate depends on an input."""
+    from jaxdiag import _compat
+
+    def counted(x):
+        return jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + x), (0, jnp.zeros(3)))
+
+    def until(x):
+        return jax.lax.while_loop(lambda c: c[0] < x[0], lambda c: (c[0] + 1.0, c[1] * 2), (0.0, 1))
+
+    def through_jit(x):
+        n = jax.jit(lambda v: (jnp.int32(2), v * 2))(x)[0]
+        return n * 3, x + 1
+
+    def by_name(fn):
+        jaxpr = jax.make_jaxpr(fn)(jnp.ones(3))
+        dependent = _compat.input_dependent_operands(jaxpr)
+        return [(e.primitive.name, dependent(e)) for e in _compat.iter_eqns(jaxpr)]
+
+    assert ("lt", [False, False]) in by_name(counted) and ("add", [True, True]) in by_name(counted)
+    assert ("add", [False, False]) in by_name(counted)  # the counter
+    assert ("mul", [True, False]) in by_name(until)  # the int carry, batched by the input-dependent predicate
+    assert ("mul", [False, False]) in by_name(through_jit)  # jit's first output is a constant
+    assert jax.vmap(until)(jnp.ones((2, 3)))[1].shape == (2,)  # plain JAX: that carry is batched
