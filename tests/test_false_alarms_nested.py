@@ -103,3 +103,36 @@ def test_operand_dependence_follows_loops_and_calls():
     assert ("mul", [True, False]) in by_name(until)  # the int carry, batched by the input-dependent predicate
     assert ("mul", [False, False]) in by_name(through_jit)  # jit's first output is a constant
     assert jax.vmap(until)(jnp.ones((2, 3)))[1].shape == (2,)  # plain JAX: that carry is batched
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# float8 / float4 are floating everywhere (as jnp.issubdtype(dtype, jnp.inexact) says)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_repro_scripts_treat_float8_as_floating(monkeypatch):
+    import ml_dtypes
+
+    from jaxdiag import _repro
+
+    namespace: dict = {}
+    monkeypatch.setattr("sys.argv", ["repro.py"])
+    exec(_repro._PRELUDE.format(module_file="json", module_name="json", root=str(DATA), attr="dumps", specs="[]",
+                                call="TARGET(*args)"), namespace)
+    assert namespace["is_float"](ml_dtypes.float8_e4m3fn) and namespace["is_float"](ml_dtypes.float4_e2m1fn)
+    assert not namespace["is_float"](np.int8) and not namespace["is_float"](jax.dtypes.float0)
+    a = np.array([0.5, 1.0, 2.0], ml_dtypes.float8_e4m3fn)
+    namespace["assert_close"](a, np.array([0.5, 1.0, 2.0], ml_dtypes.float8_e4m3fn), "same")
+    with pytest.raises(AssertionError, match="differ"):
+        namespace["assert_close"](a, np.array([0.5, 1.0, 4.0], ml_dtypes.float8_e4m3fn), "other")
+
+
+def test_vmap_reference_sees_equal_float8_nans_as_constant():
+    import ml_dtypes
+
+    from jaxdiag._checks._harness.vmap import Reference
+
+    out = np.array([np.nan, 1.0], ml_dtypes.float8_e4m3fn)
+    reference = Reference(None, lambda *a: out, [np.zeros((3, 2), np.float32)], 3)  # type: ignore[arg-type]
+    reference._outputs[frozenset()] = [[out.copy()] for _ in range(3)]
+    assert reference.constant(frozenset(), 0, 3)
