@@ -136,3 +136,18 @@ def test_vmap_reference_sees_equal_float8_nans_as_constant():
     reference = Reference(None, lambda *a: out, [np.zeros((3, 2), np.float32)], 3)  # type: ignore[arg-type]
     reference._outputs[frozenset()] = [[out.copy()] for _ in range(3)]
     assert reference.constant(frozenset(), 0, 3)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Functions get jax Arrays, as users call them
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_function_indexing_its_input_with_a_traced_counter_is_clean():
+    module = _load_data("traced_index.py")
+    assert float(module.running_total(jnp.array([1.0, 2.0, 3.0]))) == 12.0  # plain JAX, on a jax Array
+    with pytest.raises(jax.errors.TracerArrayConversionError):  # only a NumPy input cannot be indexed so
+        module.running_total(np.array([1.0, 2.0, 3.0], np.float32))
+    report = jaxdiag.check_batching(f"{DATA / 'traced_index.py'}:running_total", "f32[3]")
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
