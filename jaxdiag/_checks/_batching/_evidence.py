@@ -166,8 +166,8 @@ def _variants(ctx: Context, size: int, outer: int, inner: int, notes: list[str],
         raise SkipCheck("no operand of this call depends on the function's inputs: vmap of the function never "
                         "batches it")
     names = ", ".join(f"#{i}" for i in sorted(unbatched))
-    notes.append(f"operand(s) {names} depend on none of the function's inputs and stay unbatched, as vmap of the "
-                 "function leaves them")
+    notes.append(f"variants batching operand(s) {names} skipped: they depend on none of the function's inputs, so "
+                 "vmap of the function never batches them")
     return kept
 
 
