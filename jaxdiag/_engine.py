@@ -417,6 +417,8 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
         nested = _signature.custom_call_subject(root, kind, obj, fn, args, kwargs, cache.input_tracers)
         if nested is not None:
             subjects.append(nested)
+    operand_dependent = _compat.input_dependent_operands(jaxpr)
+    by_key: dict[tuple, Subject] = {}
     for eqn in _compat.iter_eqns(jaxpr):
         prim = eqn.primitive
         if not _compat.is_primitive(prim):
@@ -433,15 +435,18 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
         inputs = list(getattr(jaxpr, "jaxpr", jaxpr).invars)
         specs = [_signature.inherited(s, [v], inputs, root) for s, v in zip(specs, eqn.invars)]
         key = primitive_call_key(prim, eqn.params, specs)
-        if key in seen_keys:
+        # operands built from no input of the function (a captured constant, an index) are never batched there
+        unbatched = frozenset(k for k, dependent in enumerate(operand_dependent(eqn)) if not dependent)
+        if key in by_key:
+            by_key[key].unbatched &= unbatched
             continue
-        seen_keys.add(key)
         where = _compat.eqn_source_line(eqn)
-        subjects.append(Subject(
+        subjects.append(by_key.setdefault(key, Subject(
             label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs, params=dict(eqn.params),
             location=_primitive_location(prim, None) if user else None, module=root.module, parent=root,
             domain=root.domain,
-            eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None))
+            eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None,
+            unbatched=unbatched)))
     cache.nested_subjects = subjects  # the function's checks attribute vmap failures to these
     return subjects
 

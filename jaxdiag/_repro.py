@@ -265,6 +265,8 @@ def draw(dtype, shape, domain, lead=()):
 
 
 def tolerance(dtype):
+    if np.dtype(dtype).itemsize == 1:  # float8 / float4: two or three bits of mantissa
+        return 3e-2
     return {{"float16": 1e-2, "bfloat16": 5e-2, "float64": 1e-7, "complex128": 1e-7}}.get(np.dtype(dtype).name, 2e-5)
 
 
@@ -272,7 +274,7 @@ def assert_close(actual, expected, what):
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, f"{{what}}: expected shape {{expected.shape}}, actual {{actual.shape}}"
     assert actual.dtype == expected.dtype, f"{{what}}: expected dtype {{expected.dtype}}, actual {{actual.dtype}}"
-    if actual.dtype.kind in "fc" or actual.dtype.name == "bfloat16":
+    if is_float(actual.dtype):
         a, e = actual.astype(np.complex128 if actual.dtype.kind == "c" else np.float64), expected.astype(
             np.complex128 if expected.dtype.kind == "c" else np.float64)
         tol = tolerance(actual.dtype)
@@ -290,7 +292,10 @@ def leaves(tree):
 
 
 def is_float(dtype):
-    return np.dtype(dtype).kind in "fc" or np.dtype(dtype).name == "bfloat16"
+    """Differentiable as JAX decides it: bfloat16 and the float8/float4 types (NumPy kind "V") are floating."""
+    dtype = np.dtype(dtype)
+    return dtype.kind in "fc" or (dtype.kind == "V" and dtype != jax.dtypes.float0
+                                  and bool(jnp.issubdtype(dtype, jnp.inexact)))
 
 '''
 

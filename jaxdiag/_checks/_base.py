@@ -63,6 +63,9 @@ class Subject:
     # A nested primitive the function binds only under tracing (inside jit, scan, ...): its impl never runs in the
     # user's program, so it is not called eagerly; its per-example reference runs under jax.jit like their code.
     traced_only: bool = False
+    # Indices into `specs` of a nested primitive's operands that depend on none of its function's inputs (a captured
+    # constant, an index built in the function): vmap of the function never batches them, so neither do the checks.
+    unbatched: frozenset[int] = frozenset()
 
     @property
     def input_texts(self) -> list[str]:
@@ -70,10 +73,10 @@ class Subject:
         return list(self.arg_texts) if self.arg_texts is not None else [str(s) for s in self.specs]
 
     def call(self, *args: Any) -> Any:
-        if self.kind == "primitive":
-            # An eager bind hands its operands to the impl unchanged, and user code binds jax Arrays (or tracers):
-            # an impl written in jax.numpy (`buffer.at[i].set(v)`) must not get the NumPy example buffers.
-            args = tuple(_as_jax_operand(x) for x in args)
+        # Users call JAX code with jax Arrays (or tracers), and an eager bind hands its operands to the impl
+        # unchanged: an impl written in jax.numpy (`buffer.at[i].set(v)`) must not get the NumPy example buffers,
+        # nor a function that indexes its input with a traced loop counter (`x[i]` inside fori_loop).
+        args = tuple(_as_jax_operand(x) for x in args)
         if self.static_args:
             args = self.full_args(args)
         if self.kind == "primitive":

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import _compat
 from ._base import Subject
+from ._gradref import is_inexact
 from ._harness import call_user, jaxdiag_code
 
 
@@ -38,7 +39,7 @@ def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequen
     arrays = [jax.numpy.asarray(x) for x in example]
     perturbed: dict[int, list[bool]] = {}
     for i, x in enumerate(arrays):
-        if not jax.numpy.issubdtype(x.dtype, jax.numpy.inexact):
+        if not is_inexact(x.dtype):
             continue
         calls: list = []
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -37,6 +37,97 @@ def iter_eqns(jaxpr: Any) -> Iterator[Any]:
         yield eqn
         for sub in sub_jaxprs(eqn):
             yield from iter_eqns(sub)
+
+
+def input_dependent_operands(jaxpr: Any) -> Callable[[Any], list[bool]]:
+    """For `jaxpr` traced from a function: a map from any of its equations (nested ones included) to, per operand,
+    whether the operand depends on the function's inputs. An operand that does not (a literal, a captured
+    constant, anything computed from those alone) is never batched by `vmap` of the function, whatever its in_axes.
+
+    Outputs of an equation with sub-jaxprs (jit, custom_jvp/vjp calls, cond, while, scan) follow the sub-jaxpr's
+    outputs; a loop's carry is dependent once any iteration can make it so, and every carry once the predicate is;
+    any other equation's outputs are dependent as soon as one operand is, and a sub-jaxpr whose operands cannot
+    be matched to the equation's is dependent throughout."""
+    closed = jaxpr.jaxpr if isinstance(jaxpr, _core.ClosedJaxpr) else jaxpr
+    dependent: set[int] = {id(v) for v in closed.invars}
+    _propagate_dependence(closed, dependent)
+
+    def operands(eqn: Any) -> list[bool]:
+        return [_operand_dependent(v, dependent) for v in eqn.invars]
+
+    return operands
+
+
+def _operand_dependent(var: Any, dependent: set[int]) -> bool:
+    return not isinstance(var, _core.Literal) and id(var) in dependent
+
+
+def _propagate_dependence(jaxpr: Any, dependent: set[int]) -> None:
+    for eqn in jaxpr.eqns:
+        flags = [_operand_dependent(v, dependent) for v in eqn.invars]
+        outs = _equation_outputs_dependent(eqn, flags, dependent)
+        dependent.update(id(v) for v, flag in zip(eqn.outvars, outs) if flag)
+
+
+def _equation_outputs_dependent(eqn: Any, flags: list[bool], dependent: set[int]) -> list[bool]:
+    """Enter the equation's sub-jaxprs with its operands' dependence; per output, whether it is dependent."""
+    subs = list(sub_jaxprs(eqn))
+    name, params, n_out = eqn.primitive.name, eqn.params, len(eqn.outvars)
+    if not subs:
+        return [any(flags)] * n_out
+    if name == "while" and len(subs) == 2:
+        cond_n, body_n = params.get("cond_nconsts", 0), params.get("body_nconsts", 0)
+        cond, body = params["cond_jaxpr"].jaxpr, params["body_jaxpr"].jaxpr
+        return _loop_carry(flags[cond_n + body_n:], lambda carry: _enter(
+            body, flags[cond_n:cond_n + body_n] + carry, dependent, body.outvars), lambda carry: any(_enter(
+                cond, flags[:cond_n] + carry, dependent, cond.outvars)))
+    if name == "scan" and len(subs) == 1:
+        n_consts, n_carry = params.get("num_consts", 0), params.get("num_carry", 0)
+        body = subs[0]
+        consts, xs = flags[:n_consts], flags[n_consts + n_carry:]
+        ys: list[bool] = []
+
+        def step(carry: list[bool]) -> list[bool]:
+            outs = _enter(body, consts + carry + xs, dependent, body.outvars)
+            ys[:] = outs[n_carry:]
+            return outs[:n_carry]
+
+        carry = _loop_carry(flags[n_consts:n_consts + n_carry], step, lambda carry: False)
+        return carry + ys
+    outs = [False] * n_out
+    for sub in subs:
+        if len(sub.invars) == len(flags):
+            got = _enter(sub, flags, dependent, sub.outvars)
+        elif name == "cond" and len(sub.invars) == len(flags) - 1:  # the branch index is not passed on
+            got = _enter(sub, flags[1:], dependent, sub.outvars)
+        else:
+            got = _enter(sub, [any(flags)] * len(sub.invars), dependent, sub.outvars)
+            got = [any(flags)] * n_out
+        if len(got) != n_out:
+            return [any(flags)] * n_out
+        outs = [a or b for a, b in zip(outs, got)]
+    if name == "cond" and flags and flags[0]:  # a batched branch index batches every output
+        return [True] * n_out
+    return outs
+
+
+def _loop_carry(carry: list[bool], step: Callable[[list[bool]], list[bool]],
+                predicate_dependent: Callable[[list[bool]], bool]) -> list[bool]:
+    """The carry's dependence once no iteration can grow it; a dependent predicate makes all of it dependent."""
+    for _ in range(len(carry) + 2):
+        grown = [a or b for a, b in zip(carry, step(carry))]
+        if predicate_dependent(grown):
+            grown = [True] * len(carry)  # a batched predicate batches every carry
+        if grown == carry:
+            break
+        carry = grown
+    return carry
+
+
+def _enter(sub: Any, flags: list[bool], dependent: set[int], outvars: Sequence[Any]) -> list[bool]:
+    dependent.update(id(v) for v, flag in zip(sub.invars, flags) if flag)
+    _propagate_dependence(sub, dependent)
+    return [_operand_dependent(v, dependent) for v in outvars]
 
 
 def _user_frame(eqn: Any) -> Any:

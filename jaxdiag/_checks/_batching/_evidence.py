@@ -148,6 +148,31 @@ def _wide_batch_size(specs: Sequence[ArgSpec]) -> int | None:
 
 def _variants(ctx: Context, size: int, outer: int, inner: int, notes: list[str], wide: int | None = None
               ) -> list[Variant]:
+    """Every variant to run; a nested primitive's operands that its function never batches stay unbatched in all."""
+    out = _every_variant(ctx, size, outer, inner, notes, wide)
+    unbatched = ctx.subject.unbatched
+    if not unbatched:
+        return out
+    kept: list[Variant] = []
+    for variant in out:
+        if variant.mode != "constants":
+            axes = tuple(None if i in unbatched else a for i, a in enumerate(variant.axes))
+            if all(a is None for a in axes):
+                continue
+            variant = replace(variant, axes=axes)
+        if variant not in kept:
+            kept.append(variant)
+    if not any(v.mode != "constants" for v in kept):
+        raise SkipCheck("no operand of this call depends on the function's inputs: vmap of the function never "
+                        "batches it")
+    names = ", ".join(f"#{i}" for i in sorted(unbatched))
+    notes.append(f"variants batching operand(s) {names} skipped: they depend on none of the function's inputs, so "
+                 "vmap of the function never batches them")
+    return kept
+
+
+def _every_variant(ctx: Context, size: int, outer: int, inner: int, notes: list[str], wide: int | None = None
+                   ) -> list[Variant]:
     specs = ctx.specs
     out = []
     user = _user_variant(ctx, size)

@@ -83,8 +83,9 @@ def call_jvp(st: GradState, tangents: dict[int, Any], symbolic: bool = False) ->
     `symbolic`, as JAX passes for arguments it does not differentiate)."""
     rule = jvp_rule(st)
     if st.kind == "primitive":
-        primals: Sequence[Any] = st.values()
-        tans: Sequence[Any] = [tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.args]
+        primals: Sequence[Any] = tuple(st.values())  # tuples, as JAX passes them
+        tans: Sequence[Any] = tuple(tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic)
+                                    for a in st.args)
         return quiet_call(rule, primals, tans, **st.subject.params)
     primals = tuple(a.value for a in st.dyn)
     tans = tuple(tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.dyn)
@@ -190,8 +191,10 @@ def _call_jvp_with(st: GradState, values: list[Any], tangents: dict[int, Any], s
     """The rule on explicit primal values (traceable, no error handling: for jit)."""
     rule = jvp_rule(st)
     if st.kind == "primitive":
-        tans: Sequence[Any] = [tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.args]
-        return rule(values, tans, **st.subject.params)
+        # tuples, as JAX passes them (a rule may use them as a vmap in_axes tree, where a list is another tree)
+        tans: Sequence[Any] = tuple(tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic)
+                                    for a in st.args)
+        return rule(tuple(values), tans, **st.subject.params)
     primals = tuple(values[a.pos] for a in st.dyn)
     tans = tuple(tangents[a.pos] if a.pos in tangents else _zero_for(st, a, symbolic) for a in st.dyn)
     return rule(*[values[i] for i in st.nondiff], primals, tans)

@@ -62,6 +62,11 @@ class Variant:
         return (self.size, self.inner) if self.mode == "nested" else (self.size,)
 
     @property
+    def outer_axes(self) -> tuple[int | None, ...]:
+        """nested: the outer vmap's in_axes (0 for every argument the inner vmap batches)."""
+        return tuple(None if a is None else 0 for a in self.axes)
+
+    @property
     def single_level(self) -> bool:
         return self.mode != "nested"
 
@@ -79,8 +84,8 @@ class Variant:
         axes = self.in_axes_text()
         out = "" if self.out_axes == 0 else f", out_axes={axes_repr(self.out_axes)}"
         if self.mode == "nested":
-            inner = axes_repr(tuple(-1 for _ in self.axes) if len(self.axes) > 1 else -1)
-            outer = axes_repr(tuple(0 for _ in self.axes) if len(self.axes) > 1 else 0)
+            inner = axes_repr(tuple(None if a is None else -1 for a in self.axes) if len(self.axes) > 1 else -1)
+            outer = axes_repr(self.outer_axes if len(self.axes) > 1 else 0)
             return (f"nested `jax.vmap(jax.vmap({name}, in_axes={inner}), in_axes={outer})` with batch sizes "
                     f"{self.size}x{self.inner}")
         if self.mode == "constants":
@@ -206,7 +211,7 @@ def vmapped(fn: Callable, variant: Variant) -> Callable:
         return jax.vmap(fn, in_axes=variant.user_in_axes, out_axes=variant.out_axes)
     axes = variant.axes
     if variant.mode == "nested":
-        return jax.vmap(jax.vmap(fn, in_axes=axes), in_axes=tuple(0 for _ in axes))
+        return jax.vmap(jax.vmap(fn, in_axes=axes), in_axes=variant.outer_axes)
     if variant.mode == "jit(vmap)":
         return jax.jit(jax.vmap(fn, in_axes=axes))
     if variant.mode == "vmap(jit)":
@@ -286,9 +291,9 @@ class Reference:
         conversion per shape and variant."""
         if variant.mode == "nested":
             n = variant.size * variant.inner
-            # every argument is batched in a nested variant; the inner batch axis goes to its inner in_axes
-            return [_compat.device_array(np.moveaxis(column[:n].reshape(variant.lead + column.shape[1:]), 1,
-                                                     1 + (axis or 0)))
+            # an argument the inner vmap batches is batched by both; its inner batch axis goes to its inner in_axes
+            return [_compat.device_array(column[0] if axis is None else
+                                         np.moveaxis(column[:n].reshape(variant.lead + column.shape[1:]), 1, 1 + axis))
                     for column, axis in zip(self.pool, variant.axes)]
         out = []
         for column, axis in zip(self.pool, variant.axes):
@@ -313,7 +318,9 @@ class Reference:
         if isinstance(per_example, BaseException) or k >= len(per_example[0]):
             return None
         first = per_example[0][k]
-        return all(np.array_equal(ex[k], first, equal_nan=first.dtype.kind in "fc") for ex in per_example[1:])
+        from .._gradref import is_inexact  # float8/float4 and bfloat16 hold NaNs too
+
+        return all(np.array_equal(ex[k], first, equal_nan=is_inexact(first.dtype)) for ex in per_example[1:])
 
 
 def _column(example: Any, spec: ArgSpec, rng: np.random.Generator, domain: Any, count: int) -> np.ndarray:

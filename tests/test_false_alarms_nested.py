@@ -1,0 +1,153 @@
+"""Nested rules checked as their function drives them (false alarms met on equinox, each on a fixture of the same
+pattern in tests/data, no equinox import): operands a function never batches, calls recorded under vmap, and
+arguments a function passes its nested custom rules. Each case is first confirmed with plain JAX."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxdiag
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _load_data(name: str):
+    path = DATA / name
+    spec = importlib.util.spec_from_file_location(f"nested_fixture_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def problems(report: jaxdiag.Report) -> list:
+    return [(f.code, f.severity, f.message[:200]) for f in report.findings if f.severity in ("error", "warning")]
+
+
+def no_internal_errors(report: jaxdiag.Report) -> None:
+    assert not report.internal_errors, [(c.name, c.detail) for c in report.internal_errors]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Operands built from no input of the function are never batched by vmap of the function
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["double", "sine_twice"])
+def test_constant_operand_of_a_nested_primitive_stays_unbatched(target):
+    module = _load_data("fn_table_primitive.py")
+    xs = jnp.arange(12.0).reshape(4, 3)
+    fn = getattr(module, target)
+    np.testing.assert_allclose(jax.vmap(fn)(xs), np.stack([fn(x) for x in xs]), rtol=1e-6)  # plain JAX: fine
+    report = jaxdiag.check_batching(f"{DATA / 'fn_table_primitive.py'}:{target}", "f32[3]")
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+    nested = [t for t in report.targets if t.target.endswith("> table_call")]
+    assert nested and all(c.status == "passed" for c in nested[0].checks if c.name == "batching-rule")
+
+
+def test_an_operand_that_is_an_input_is_still_batched():
+    """Where the index is one of the function's inputs, vmap does batch it and the rule's refusal is reported."""
+    module = _load_data("fn_table_primitive.py")
+    with pytest.raises(ValueError, match="must not be batched"):
+        jax.vmap(module.pick)(jnp.zeros(4, jnp.int32), jnp.ones((4, 3)))
+    report = jaxdiag.check_batching(f"{DATA / 'fn_table_primitive.py'}:pick", "i32[]", "f32[3]")
+    no_internal_errors(report)
+    assert any(code.startswith("JXB") for code, _, _ in problems(report)), problems(report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A primitive's JVP rule gets tuples of primals and tangents, as JAX passes them
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("target", "specs"), [("pair_mul_p", ["f32[3]", "f32[3]"]), ("square_sum", ["f32[3]"])])
+def test_jvp_rule_gets_tuples_as_jax_passes_them(target, specs):
+    """equinox's `_vprim_jvp` vmaps over its primals with a tuple in_axes: under JAX's jvp it works."""
+    module = _load_data("tuple_primals_jvp.py")
+    x, y = jnp.array([0.5, -1.0, 2.0]), jnp.array([1.5, 0.25, -3.0])
+    _, tangent = jax.jvp(module.pair_mul, (x, y), (jnp.ones(3), jnp.zeros(3)))
+    np.testing.assert_allclose(tangent, y)
+    np.testing.assert_allclose(jax.grad(module.square_sum)(x), 2 * x)
+    report = jaxdiag.check_grad(f"{DATA / 'tuple_primals_jvp.py'}:{target}", *specs)
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+
+
+def test_operand_dependence_follows_loops_and_calls():
+    """A loop counter is not batched by vmap; a carry is once the loop's predicate depends on an input."""
+    from jaxdiag import _compat
+
+    def counted(x):
+        return jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + x), (0, jnp.zeros(3)))
+
+    def until(x):
+        return jax.lax.while_loop(lambda c: c[0] < x[0], lambda c: (c[0] + 1.0, c[1] * 2), (0.0, 1))
+
+    def through_jit(x):
+        n = jax.jit(lambda v: (jnp.int32(2), v * 2))(x)[0]
+        return n * 3, x + 1
+
+    def by_name(fn):
+        jaxpr = jax.make_jaxpr(fn)(jnp.ones(3))
+        dependent = _compat.input_dependent_operands(jaxpr)
+        return [(e.primitive.name, dependent(e)) for e in _compat.iter_eqns(jaxpr)]
+
+    assert ("lt", [False, False]) in by_name(counted) and ("add", [True, True]) in by_name(counted)
+    assert ("add", [False, False]) in by_name(counted)  # the counter
+    assert ("mul", [True, False]) in by_name(until)  # the int carry, batched by the input-dependent predicate
+    assert ("mul", [False, False]) in by_name(through_jit)  # jit's first output is a constant
+    assert jax.vmap(until)(jnp.ones((2, 3)))[1].shape == (2,)  # plain JAX: that carry is batched
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# float8 / float4 are floating everywhere (as jnp.issubdtype(dtype, jnp.inexact) says)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_repro_scripts_treat_float8_as_floating(monkeypatch):
+    import ml_dtypes
+
+    from jaxdiag import _repro
+
+    namespace: dict = {}
+    monkeypatch.setattr("sys.argv", ["repro.py"])
+    exec(_repro._PRELUDE.format(module_file="json", module_name="json", root=str(DATA), attr="dumps", specs="[]",
+                                call="TARGET(*args)"), namespace)
+    assert namespace["is_float"](ml_dtypes.float8_e4m3fn) and namespace["is_float"](ml_dtypes.float4_e2m1fn)
+    assert not namespace["is_float"](np.int8) and not namespace["is_float"](jax.dtypes.float0)
+    a = np.array([0.5, 1.0, 2.0], ml_dtypes.float8_e4m3fn)
+    namespace["assert_close"](a, np.array([0.5, 1.0, 2.0], ml_dtypes.float8_e4m3fn), "same")
+    with pytest.raises(AssertionError, match="differ"):
+        namespace["assert_close"](a, np.array([0.5, 1.0, 4.0], ml_dtypes.float8_e4m3fn), "other")
+
+
+def test_vmap_reference_sees_equal_float8_nans_as_constant():
+    import ml_dtypes
+
+    from jaxdiag._checks._harness.vmap import Reference
+
+    out = np.array([np.nan, 1.0], ml_dtypes.float8_e4m3fn)
+    reference = Reference(None, lambda *a: out, [np.zeros((3, 2), np.float32)], 3)  # type: ignore[arg-type]
+    reference._outputs[frozenset()] = [[out.copy()] for _ in range(3)]
+    assert reference.constant(frozenset(), 0, 3)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Functions get jax Arrays, as users call them
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_function_indexing_its_input_with_a_traced_counter_is_clean():
+    module = _load_data("traced_index.py")
+    assert float(module.running_total(jnp.array([1.0, 2.0, 3.0]))) == 12.0  # plain JAX, on a jax Array
+    with pytest.raises(jax.errors.TracerArrayConversionError):  # only a NumPy input cannot be indexed so
+        module.running_total(np.array([1.0, 2.0, 3.0], np.float32))
+    report = jaxdiag.check_batching(f"{DATA / 'traced_index.py'}:running_total", "f32[3]")
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
