@@ -222,14 +222,6 @@ def restrict_to_user_rules(report: TargetReport, prim: Any) -> None:
         f.location is not None and (os.path.abspath(f.location.path), f.location.line) in allowed)]
 
 
-def relabel_nested(report: Any, call: dict, label: str) -> None:
-    """Name the nested report of the recorded rule after the target itself: `pkg.mod:prim_p (inside pkg.mod:f)`."""
-    name = call.get("name") or call.get("target", "").rpartition(":")[2].rpartition(".")[2]
-    for tr in report.targets[1:]:
-        if tr.target.rpartition(" > ")[2] == name and tr.kind == call.get("kind"):
-            tr.target = f"{label} (inside {report.targets[0].target})"
-
-
 def wrapped_candidate(value: Any, roots: set[str]) -> tuple[str, Any] | None:
     """(kind, object) for a callable wrapping a custom_vjp/custom_jvp/custom_vmap (`__wrapped__`, `.fn`, an
     attribute of a callable object), when the user's function behind it belongs to a checked package.
@@ -312,11 +304,11 @@ def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetRepor
     function that called it, else a note saying why it was not checked. `lint` is the running `jaxdiag check`."""
     import sys
 
-    from . import _engine
+    from . import _engine, _record_carrier
     from . import _rules as rules
     from ._checks._base import Options
     from ._errors import InferenceError, TargetLoadError
-    from ._report import CheckResult
+    from ._report import CheckResult, Report
     from ._targets import Target, classify
 
     label = found.label if found is not None else call["target"]
@@ -335,11 +327,17 @@ def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetRepor
             note = f"found through the recording (defined at {where}, made in a closure or factory)"
         elif call.get("via"):
             via = call["via"]
-            report = _engine.run_unfiltered(via["target"], templates_of(via)[0], {}, options, app_dir=lint.app_dir)
+            inside = _record_carrier.check_inside(_record_carrier.runs_of(lint), via, call, options, lint.app_dir)
+            if not inside:
+                raise InferenceError(f"{label} (defined at {where}) was recorded inside {via['target']}, but "
+                                     f"re-running {via['target']} on {' '.join(via.get('args') or [])} does not "
+                                     "reach it (neither traced nor differentiated)")
+            for tr in inside:
+                tr.target = f"{label} (inside {via['target']})"
+            report = Report(inside)
             why = "is made at run time" if found is None else "takes a callable or treedef in the recording"
             note = (f"{label} (defined at {where}) {why}; checked inside {via['target']}, the function that "
                     "called it in the recording")
-            relabel_nested(report, call, label)
         elif found is not None:
             raise InferenceError(f"{label} was recorded only with a callable or treedef argument or bind param "
                                  f"({', '.join(call.get('args', []))}; {call.get('params')}), which cannot be "
