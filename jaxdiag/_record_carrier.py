@@ -12,7 +12,9 @@ recorded arguments in a run, whatever number of targets it carries (`CarrierRuns
 
 A rule bound only under differentiation (a primitive the JVP rule of a custom_jvp binds, as quadax's Leibniz
 adjoint binds its tangent primitive) does not appear in the carrier's trace: it is looked for in the trace of
-`jax.jvp` of the carrier, and checked at the values it receives there.
+`jax.jvp` of the carrier, and checked at the values it receives there; when differentiating the carrier as
+`jax.grad` does binds it only on tracers (its impl never runs in the user's program), its per-example reference
+runs under `jax.jit`, as for any rule bound only under tracing.
 
 The result depends only on the carrier, its recorded arguments, the seed and the rule, never on which target asked
 first or which worker process asked, so `-j 1` and `-j N` give the same report.
@@ -204,14 +206,18 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
     if not inexact:
         return prepared.under_jvp
 
-    def jvp(*primals: Any) -> Any:
-        def along(*moving: Any) -> Any:
-            args = list(example)
-            for i, value in zip(inexact, moving):
-                args[i] = value
-            return root.call(*args)
+    def along(*moving: Any) -> Any:  # the carrier as a function of its inexact arguments
+        args = list(example)
+        for i, value in zip(inexact, moving):
+            args[i] = value
+        return root.call(*args)
 
+    def jvp(*primals: Any) -> Any:
         return jax.jvp(along, primals, primals)  # tangent values do not matter for finding the rules
+
+    def gradient(*primals: Any) -> Any:  # as the user differentiates it: jax.grad's linearize, jit left on
+        out, pullback = jax.vjp(along, *primals)
+        return pullback(jax.tree_util.tree_map(jax.numpy.ones_like, out))
 
     moving = [example[i] for i in inexact]
     traced = call_user(lambda: jax.make_jaxpr(jvp)(*moving))
@@ -220,6 +226,9 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
     binds: list = []
     with _compat.record_primitive_binds([], jaxdiag_code, binds), jax.disable_jit():
         call_user(jvp, *moving)
+    as_used: list = []  # a rule JAX binds only on tracers when the user differentiates: its impl never runs there
+    with _compat.record_primitive_binds([], jaxdiag_code, as_used):
+        differentiated = call_user(lambda: jax.block_until_ready(gradient(*moving)))
     known = {primitive_call_key(s.obj, s.params, list(s.specs)) for s in prepared.nested if s.kind == "primitive"}
     for eqn in _compat.iter_eqns(traced.value):
         prim = eqn.primitive
@@ -240,6 +249,8 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
                        and primitive_call_key(p, params, [_spec(a) for a in v]) == key), None)
         if values is not None:
             prepared.observed[id(subject)] = [np.asarray(v) for v in values]
+        seen = [concrete for p, _, concrete in as_used if p is prim]
+        subject.traced_only = (differentiated.error is None or bool(seen)) and all(c is None for c in seen)
         prepared.under_jvp.append(subject)
     return prepared.under_jvp
 
