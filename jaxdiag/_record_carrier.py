@@ -92,9 +92,9 @@ def check_inside(runs: CarrierRuns, via: dict, call: dict, options: Options, app
     if isinstance(prepared, BaseException):
         raise prepared
     with _scope(prepared), _engine.RUN_LOCK, _compat.restored_sys_path():
-        subjects = [s for s in prepared.nested if _is_rule(s, call)]
+        subjects = _the_rule(prepared.nested, call)
         if not subjects and call.get("kind") == "primitive":
-            subjects = [s for s in _jvp_subjects(prepared, options) if _is_rule(s, call)]
+            subjects = _the_rule(_jvp_subjects(prepared, options), call)
         reports = []
         for subject in subjects:
             rule_key = (key, id(subject))
@@ -149,6 +149,24 @@ def _prepare(runs: CarrierRuns, via: dict, options: Options, app_dir: str) -> Pr
                     subject.unperturbed = unperturbed.get(id(subject), frozenset())
                     subject.traced_only = id(subject) in traced_only
     return Prepared(root, nested, observed, wide, notes=notes)
+
+
+def _the_rule(subjects: list[Subject], call: dict) -> list[Subject]:
+    """The subjects that are the recorded rule. Name and definition site can be shared by several rules: a helper
+    library's wrapper (equinox's `filter_custom_vjp`) makes every custom_vjp from its own `fn_wrapped`. Then the
+    rule is told apart by the name the recording gave it, from the module attribute holding it or its wrapper."""
+    from ._record import _name
+
+    candidates = [s for s in subjects if _is_rule(s, call)]
+    if len({id(_user_object(s)) for s in candidates}) > 1:
+        named = {id(_user_object(s)): _name(_user_object(s), s.kind)[0] for s in candidates}
+        candidates = [s for s in candidates if named[id(_user_object(s))] == call.get("target")]
+    return candidates
+
+
+def _user_object(subject: Subject) -> Any:
+    """The user's own rule object (a subject with pytree arguments is checked through a flat view of it)."""
+    return subject.original if subject.original is not None else subject.obj
 
 
 def _is_rule(subject: Subject, call: dict) -> bool:
