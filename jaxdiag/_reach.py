@@ -54,26 +54,26 @@ class Recorded:
 
     def note_sites(self, objects: Iterable[tuple[Any, str]]) -> None:
         """Definition sites shared by several targets (one factory's closures): never matched by site."""
-        from ._record import definition_site
+        from ._record import definition_site, real_site
 
         seen: dict[str, int] = {}
         for obj, kind in objects:
-            site = _real_site(definition_site(obj, kind))
+            site = real_site(definition_site(obj, kind))
             seen[site] = seen.get(site, 0) + 1
         self.ambiguous = {site for site, count in seen.items() if count > 1}
 
     def for_keys(self, keys: Iterable[str], obj: Any = None, kind: str = "") -> list[dict]:
         """The recorded calls of a target named by any of `keys`, or (re-exported under another name) defined at
         the same place as `obj`, most frequent first (then file order)."""
+        from ._record import definition_site, real_site
+
         keys = set(keys)
         site = ""
         if obj is not None and self.calls:
-            from ._record import definition_site
-
-            site = _real_site(definition_site(obj, kind))
+            site = real_site(definition_site(obj, kind))
             site = "" if site in self.ambiguous else site
         calls = [c for c in self.calls if c.get("target") in keys or (
-            site and c.get("kind") == kind and _real_site(c.get("defined_at", "")) == site)]
+            site and c.get("kind") == kind and real_site(c.get("defined_at", "")) == site)]
         self.claimed.update(c["target"] for c in calls)
         return sorted(calls, key=lambda c: -int(c.get("count", 1)))
 
@@ -87,11 +87,6 @@ class Recorded:
             if target not in best or int(call.get("count", 1)) > int(best[target].get("count", 1)):
                 best[target] = call
         return [best[t] for t in sorted(best)]
-
-
-def _real_site(where: str) -> str:
-    path, _, line = where.rpartition(":")
-    return f"{os.path.realpath(path)}:{line}" if path else ""
 
 
 def domain_of(recorded_range: dict | None) -> str | None:
@@ -338,7 +333,8 @@ def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetRepor
             note = f"found through the recording (defined at {where}, made in a closure or factory)"
         elif call.get("via"):
             via = call["via"]
-            inside = _record_carrier.check_inside(_record_carrier.runs_of(lint), via, call, options, lint.app_dir)
+            inside = _record_carrier.check_inside(_record_carrier.runs_of(lint), via, templates_of(via)[0], call,
+                                                  options, lint.app_dir)
             if not inside:
                 raise InferenceError(f"{label} (defined at {where}) was recorded inside {via['target']}, but "
                                      f"re-running {via['target']} on {' '.join(via.get('args') or [])} does not "

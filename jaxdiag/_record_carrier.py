@@ -32,6 +32,7 @@ from . import _compat, _locate
 from ._checks._base import Context, Options, Subject
 from ._checks._harness import call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
+from ._errors import InferenceError, TargetLoadError, UsageError
 from ._report import Finding, TargetReport
 
 
@@ -74,18 +75,19 @@ def carrier_key(via: dict, options: Options) -> tuple:
     return via["target"], tuple(via.get("args") or ()), repr(via.get("ranges")), options.seed
 
 
-def check_inside(runs: CarrierRuns, via: dict, call: dict, options: Options, app_dir: str
+def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict, options: Options, app_dir: str
                  ) -> list[TargetReport]:
-    """The reports of the recorded rule `call` checked inside its carrier `via` (one per distinct call of it there,
-    labelled by the caller); [] when the carrier does not reach it. Raises what loading the carrier raises."""
+    """The reports of the recorded rule `call` checked inside its carrier `via` (run on `templates`, its recorded
+    arguments with their domains), one per distinct call of it there, labelled by the caller; [] when the carrier
+    does not reach it. Raises what loading the carrier raises."""
     from . import _engine
 
     key = carrier_key(via, options)
     prepared = runs.prepared.get(key)
     if prepared is None:
         try:
-            prepared = _prepare(runs, via, options, app_dir)
-        except BaseException as exc:  # noqa: BLE001 - every target this carrier holds hears the same reason
+            prepared = _prepare(runs, via, templates, options, app_dir)
+        except (InferenceError, TargetLoadError, UsageError) as exc:  # every target it holds hears the same reason
             runs.prepared[key] = exc
             raise
         runs.prepared[key] = prepared
@@ -117,18 +119,16 @@ def _scope(prepared: Prepared) -> Any:
     return _compat.x64_scope(True) if prepared.wide else contextlib.nullcontext()
 
 
-def _prepare(runs: CarrierRuns, via: dict, options: Options, app_dir: str) -> Prepared:
+def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str) -> Prepared:
     """Load the carrier, apply its recorded arguments, find the rules inside it and observe their values."""
     from . import _engine, _signature
     from ._checks._call_site import traced_only_primitives, unperturbed_inputs
     from ._inputs import ArgSpec, template_leaves
     from ._observe import observed_examples
-    from ._reach import templates_of
 
     runs.count(f"prepare {via['target']}")
     with _engine.RUN_LOCK, _compat.restored_sys_path():
         target = _engine.resolve(via["target"], app_dir)
-        templates, _ = templates_of(via)
         specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
         wide = any(_engine.needs_x64(s) for s in specs)
         with _compat.x64_scope(True) if wide else contextlib.nullcontext():
@@ -178,10 +178,9 @@ def _is_rule(subject: Subject, call: dict) -> bool:
     found = subject.obj.name if subject.kind == "primitive" else subject.label.rpartition(" > ")[2]
     if found != name:
         return False
-    from ._reach import _real_site
-    from ._record import definition_site
+    from ._record import definition_site, real_site
 
-    recorded, here = _real_site(call.get("defined_at", "")), _real_site(definition_site(subject.obj, subject.kind))
+    recorded, here = real_site(call.get("defined_at", "")), real_site(definition_site(subject.obj, subject.kind))
     return not (recorded and here) or recorded == here
 
 
