@@ -7,7 +7,8 @@ of the rules met inside it only the one being checked is checked. Two costs are 
 recorded arguments in a run, whatever number of targets it carries (`CarrierRuns`):
 
 - preparing it: tracing it, finding the rules inside it, running it once eagerly to observe the values each rule
-  receives;
+  receives (how it calls a rule, which inputs are perturbed and whether only under tracing, is observed for the
+  checked rules only);
 - each rule's checks, so a rule reached under several names or from several targets is checked once.
 
 A rule bound only under differentiation (a primitive the JVP rule of a custom_jvp binds, as quadax's Leibniz
@@ -47,6 +48,7 @@ class Prepared:
     # rules found only under differentiation (filled on first demand), and the values they were observed with
     under_jvp: list[Subject] | None = None
     notes: list[Finding] = field(default_factory=list)
+    call_sites_done: set[int] = field(default_factory=set)  # subjects whose call sites were observed
 
 
 @dataclass
@@ -97,6 +99,7 @@ def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict,
         subjects = _the_rule(prepared.nested, call)
         if not subjects and call.get("kind") == "primitive":
             subjects = _the_rule(_jvp_subjects(prepared, options), call)
+        _observe_call_sites(prepared, subjects, options)
         reports = []
         for subject in subjects:
             rule_key = (key, id(subject))
@@ -122,7 +125,6 @@ def _scope(prepared: Prepared) -> Any:
 def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str) -> Prepared:
     """Load the carrier, apply its recorded arguments, find the rules inside it and observe their values."""
     from . import _engine, _signature
-    from ._checks._call_site import traced_only_primitives, unperturbed_inputs
     from ._inputs import ArgSpec, template_leaves
     from ._observe import observed_examples
 
@@ -139,16 +141,27 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
             _engine.choose_domain(root, notes)
             root_cache = SubjectCache()
             nested = _engine.find_nested_subjects(root, options, root_cache)
-            observed: dict[int, list[np.ndarray]] = {}
-            if nested:
-                observed = observed_examples(root, nested, options, root_cache)
-                example = Context(root, options, "observe", root_cache).example()
-                unperturbed = unperturbed_inputs(root, nested, example)
-                traced_only = traced_only_primitives(root, nested, example)
-                for subject in nested:
-                    subject.unperturbed = unperturbed.get(id(subject), frozenset())
-                    subject.traced_only = id(subject) in traced_only
+            observed = observed_examples(root, nested, options, root_cache) if nested else {}
     return Prepared(root, nested, observed, wide, notes=notes)
+
+
+def _observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Options) -> None:
+    """How the carrier calls the rules about to be checked: the inputs JAX never perturbs there, and whether it
+    binds them only under tracing. Each costs runs of the carrier (a `jax.vjp` per input, a jitted run), so only for
+    the rules checked, once each."""
+    from ._checks._call_site import traced_only_primitives, unperturbed_inputs
+
+    fresh = [s for s in subjects if id(s) not in prepared.call_sites_done and s.parent is prepared.root
+             and s not in (prepared.under_jvp or [])]
+    if not fresh:
+        return
+    prepared.call_sites_done.update(id(s) for s in fresh)
+    example = Context(prepared.root, options, "observe", SubjectCache()).example()
+    unperturbed = unperturbed_inputs(prepared.root, fresh, example)
+    traced_only = traced_only_primitives(prepared.root, fresh, example)
+    for subject in fresh:
+        subject.unperturbed = unperturbed.get(id(subject), frozenset())
+        subject.traced_only = id(subject) in traced_only
 
 
 def _the_rule(subjects: list[Subject], call: dict) -> list[Subject]:
