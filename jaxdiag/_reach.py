@@ -54,26 +54,26 @@ class Recorded:
 
     def note_sites(self, objects: Iterable[tuple[Any, str]]) -> None:
         """Definition sites shared by several targets (one factory's closures): never matched by site."""
-        from ._record import definition_site
+        from ._record import definition_site, real_site
 
         seen: dict[str, int] = {}
         for obj, kind in objects:
-            site = _real_site(definition_site(obj, kind))
+            site = real_site(definition_site(obj, kind))
             seen[site] = seen.get(site, 0) + 1
         self.ambiguous = {site for site, count in seen.items() if count > 1}
 
     def for_keys(self, keys: Iterable[str], obj: Any = None, kind: str = "") -> list[dict]:
         """The recorded calls of a target named by any of `keys`, or (re-exported under another name) defined at
         the same place as `obj`, most frequent first (then file order)."""
+        from ._record import definition_site, real_site
+
         keys = set(keys)
         site = ""
         if obj is not None and self.calls:
-            from ._record import definition_site
-
-            site = _real_site(definition_site(obj, kind))
+            site = real_site(definition_site(obj, kind))
             site = "" if site in self.ambiguous else site
         calls = [c for c in self.calls if c.get("target") in keys or (
-            site and c.get("kind") == kind and _real_site(c.get("defined_at", "")) == site)]
+            site and c.get("kind") == kind and real_site(c.get("defined_at", "")) == site)]
         self.claimed.update(c["target"] for c in calls)
         return sorted(calls, key=lambda c: -int(c.get("count", 1)))
 
@@ -87,11 +87,6 @@ class Recorded:
             if target not in best or int(call.get("count", 1)) > int(best[target].get("count", 1)):
                 best[target] = call
         return [best[t] for t in sorted(best)]
-
-
-def _real_site(where: str) -> str:
-    path, _, line = where.rpartition(":")
-    return f"{os.path.realpath(path)}:{line}" if path else ""
 
 
 def domain_of(recorded_range: dict | None) -> str | None:
@@ -222,14 +217,6 @@ def restrict_to_user_rules(report: TargetReport, prim: Any) -> None:
         f.location is not None and (os.path.abspath(f.location.path), f.location.line) in allowed)]
 
 
-def relabel_nested(report: Any, call: dict, label: str) -> None:
-    """Name the nested report of the recorded rule after the target itself: `pkg.mod:prim_p (inside pkg.mod:f)`."""
-    name = call.get("name") or call.get("target", "").rpartition(":")[2].rpartition(".")[2]
-    for tr in report.targets[1:]:
-        if tr.target.rpartition(" > ")[2] == name and tr.kind == call.get("kind"):
-            tr.target = f"{label} (inside {report.targets[0].target})"
-
-
 def wrapped_candidate(value: Any, roots: set[str]) -> tuple[str, Any] | None:
     """(kind, object) for a callable wrapping a custom_vjp/custom_jvp/custom_vmap (`__wrapped__`, `.fn`, an
     attribute of a callable object), when the user's function behind it belongs to a checked package.
@@ -306,20 +293,31 @@ def namespace_children(module: Any) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _cheapest_carried(lint: Any, found: Any, call: dict) -> dict:
+    """Of a target's recorded calls that a carrier holds, the one with the fewest arguments (then the most
+    frequent, then file order): every one is a real call of the rule, and the batching checks' cost grows with the
+    number of arguments (quadax's Leibniz tangent is bound with 21 or with 44 arrays)."""
+    keys = found.keys + [f"{found.walked.module.__name__}:{found.attr}"]
+    carried = [c for c in lint.recorded.for_keys(keys, found.obj, found.kind) if c.get("via")]
+    return min(carried, key=lambda c: len(c.get("args") or ())) if carried else call
+
+
 def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetReport]:
     """Check a recorded target discovery could not name (a closure or factory rule) or whose calls cannot be
     replayed from the file (a callable or treedef argument): the live object if one exists, else the module-level
     function that called it, else a note saying why it was not checked. `lint` is the running `jaxdiag check`."""
     import sys
 
-    from . import _engine
+    from . import _engine, _record_carrier
     from . import _rules as rules
     from ._checks._base import Options
     from ._errors import InferenceError, TargetLoadError
-    from ._report import CheckResult
+    from ._report import CheckResult, Report
     from ._targets import Target, classify
 
     label = found.label if found is not None else call["target"]
+    if found is not None and call.get("via"):
+        call = _cheapest_carried(lint, found, call)
     where = call.get("defined_at", "")
     path, _, line = where.rpartition(":")
     location = Location(_locate.relative_path(path).replace(os.sep, "/"), int(line), label.rpartition(":")[2]) if (
@@ -335,11 +333,18 @@ def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetRepor
             note = f"found through the recording (defined at {where}, made in a closure or factory)"
         elif call.get("via"):
             via = call["via"]
-            report = _engine.run_unfiltered(via["target"], templates_of(via)[0], {}, options, app_dir=lint.app_dir)
+            inside = _record_carrier.check_inside(_record_carrier.runs_of(lint), via, templates_of(via)[0], call,
+                                                  options, lint.app_dir)
+            if not inside:
+                raise InferenceError(f"{label} (defined at {where}) was recorded inside {via['target']}, but "
+                                     f"re-running {via['target']} on {' '.join(via.get('args') or [])} does not "
+                                     "reach it (neither traced nor differentiated)")
+            for tr in inside:
+                tr.target = f"{label} (inside {via['target']})"
+            report = Report(inside)
             why = "is made at run time" if found is None else "takes a callable or treedef in the recording"
             note = (f"{label} (defined at {where}) {why}; checked inside {via['target']}, the function that "
                     "called it in the recording")
-            relabel_nested(report, call, label)
         elif found is not None:
             raise InferenceError(f"{label} was recorded only with a callable or treedef argument or bind param "
                                  f"({', '.join(call.get('args', []))}; {call.get('params')}), which cannot be "

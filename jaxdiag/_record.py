@@ -455,6 +455,12 @@ def definition_site(obj: Any, kind: str) -> str:
     return f"{_posix(where.path)}:{where.line}" if where else ""
 
 
+def real_site(where: str) -> str:
+    """`path:line` with the path resolved (symlinks, relative paths), for comparing definition sites; '' if none."""
+    path, _, line = where.rpartition(":")
+    return f"{os.path.realpath(path)}:{line}" if path else ""
+
+
 def _posix(path: str) -> str:
     return path.replace(os.sep, "/")
 

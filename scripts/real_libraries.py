@@ -143,10 +143,15 @@ def main():
 """,
     'jaxoplanet': """
 import jax, jax.numpy as jnp
-from jaxoplanet.core import kepler
+from jaxoplanet.core import kepler, light_curve
+
+def transit(b):  # a limb-darkened light curve: the quadrature terms come from `_p_integral` (static order, l_max)
+    return light_curve(jnp.array([0.1, 0.4, 0.05]), b, jnp.array(0.1), order=20)
 
 def main():
     print(kepler(jnp.array([0.1, 1.0, 2.0]), jnp.array([0.1, 0.1, 0.1])))
+    b = jnp.array([0.0, 0.5, 1.05])  # centred, inside the disk, grazing
+    print(transit(b), jax.grad(lambda v: transit(v).sum())(b))
 """,
     'diffrax': """
 import jax, jax.numpy as jnp, diffrax
