@@ -4,9 +4,9 @@ hand-written vmap-vs-loop test, each in a fresh process, as a user's test file p
 For every target, the two sides run alternately in fresh Python processes (`--runs` each, default 5); the figure
 is the ratio of the medians (of wall time, and of the process's CPU time, which the machine's load moves less;
 `programs` is the number of XLA programs each side compiled). In each process the target's module, JAX and the
-inputs are ready before the clock starts (both sides need them); the timed region starts before `import jaxdiag` (or the import of
-`jax.test_util`) and ends when the check returns, so jaxdiag's own import is paid. Nothing is warm: every op JAX
-compiles on either side is compiled in the timed region.
+inputs are ready before the clock starts (both sides need them); the timed region starts before `import jaxdiag`
+(or the import of `jax.test_util`) and ends when the check returns, so jaxdiag's own import is paid. Nothing is
+warm: every op JAX compiles on either side is compiled in the timed region.
 
 jaxdiag's side also reports where its time goes: import, tracing, lowering to MLIR and XLA compilation (JAX's
 monitoring events), the rest (running the compiled code, eager dispatch and jaxdiag's own Python), and each
