@@ -176,7 +176,8 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
                     ) -> Report:
     resolved = resolve(target, app_dir)
     module_file = getattr(resolved.module, "__file__", None)
-    if module_file and module_file.endswith(".py"):
+    # a Primitive object's module is JAX's own core.py (its class's): tokenizing it took longer than some checks
+    if module_file and module_file.endswith(".py") and _locate.is_user_file(module_file):
         validate_inline(module_file)
     templates, concrete = _signature.templates_of_args(args)
     specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
