@@ -13,7 +13,7 @@ vmap(jit) compiling the program jit(vmap) had just compiled.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import jax
@@ -175,9 +175,10 @@ def test_vmap_jit_reuses_the_jit_vmap_result_with_the_same_rule_calls_and_report
 
     prim = _sample("jxb006_good", "matvec_p")
     rule = _compat.batching_rule(prim)
+    assert rule is not None
     calls: list[tuple] = []
 
-    def counting(args, dims, **params):  # type: ignore[no-untyped-def]
+    def counting(args: Sequence[object], dims: tuple, **params: object) -> object:
         calls.append((tuple(np.shape(a) for a in args), dims))
         return rule(args, dims, **params)
 

@@ -106,7 +106,7 @@ def _collect(ctx: Context) -> Evidence:
     expected_at_subject = _subject_avals(ctx)
     spied = _spied_primitives(ctx)
     spy = Spy(subject, expected_at_subject, trust_abstract_eval=_abstract_eval_agrees(ctx))
-    outcomes = []
+    outcomes: list[Outcome] = []
     target = subject_fn(subject)
     notes: list[str] = []
     for variant in _variants(ctx, size, outer, inner, notes, wide):
