@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -178,7 +179,7 @@ def test_vmap_jit_reuses_the_jit_vmap_result_with_the_same_rule_calls_and_report
     assert rule is not None
     calls: list[tuple] = []
 
-    def counting(args: Sequence[object], dims: tuple, **params: object) -> object:
+    def counting(args: Sequence[Any], dims: tuple, **params: Any) -> Any:
         calls.append((tuple(np.shape(a) for a in args), dims))
         return rule(args, dims, **params)
 
