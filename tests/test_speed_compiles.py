@@ -206,3 +206,22 @@ def test_vmap_jit_reuses_the_jit_vmap_result_with_the_same_rule_calls_and_report
         batching.primitive_batchers[prim] = rule
     assert verdicts == [True]
     assert reused == compiled
+
+
+def test_same_program_as_jit_only_for_the_very_same_program() -> None:
+    from jaxdiag import _compat
+
+    x = _compat.device_array(np.arange(12, dtype=np.float32).reshape(4, 3))
+
+    def f(v: jax.Array) -> jax.Array:
+        return jax.numpy.sin(v) * 2.0
+
+    def g(v: jax.Array) -> jax.Array:
+        return jax.numpy.sin(v) * 3.0  # another constant: the same text but for the literal
+
+    ran = jax.jit(jax.vmap(f))
+    ran(x).block_until_ready()
+    assert _compat.same_program_as_jit(ran, jax.vmap(jax.jit(f)), [x])
+    assert not _compat.same_program_as_jit(ran, jax.vmap(jax.jit(g)), [x])
+    assert not _compat.same_program_as_jit(ran, jax.vmap(jax.jit(f), out_axes=1), [x])  # a transpose after the jit
+    assert not _compat.same_program_as_jit(ran, lambda v: jax.jit(f)(v) + 1.0, [x])
