@@ -55,7 +55,7 @@ def explain(rule: _rules.Rule) -> None:
     from rich.syntax import Syntax
 
     console = Console(highlight=False)
-    console.print(f"[bold]{rule.code} {rule.name}[/bold] ({rule.severity}, {rule.category})")
+    console.print(f"[bold]{rule.code} {rule.name}[/bold] ({rule.severity}, {rule.category}{_draws(rule)})")
     console.print(rule.summary)
     console.print(Markdown(rule.explanation))
     for which, heading in (("bad", "Example"), ("good", "Use instead:")):
@@ -73,6 +73,13 @@ def explain(rule: _rules.Rule) -> None:
             console.file.write("".join(f"{i:>{digits}} {line}\n" for i, line in enumerate(lines, 1)))
 
 
+def _draws(rule: _rules.Rule, sep: str = ", ") -> str:
+    """Whether a finding of the rule can depend on the drawn inputs (then it is re-tried on fresh draws)."""
+    if rule.is_note:
+        return ""
+    return f"{sep}structural: the same on every draw" if not rule.depends_on_values else f"{sep}re-tried on fresh draws"
+
+
 def _anchor(rule: _rules.Rule) -> str:
     return f"{rule.code} {rule.name}".lower().replace(" ", "-")
 
@@ -87,7 +94,8 @@ def rules_markdown(rules: list[_rules.Rule]) -> str:
              "| --- | --- | --- | --- |"]
     parts += [f"| [{r.code}](#{_anchor(r)}) | {r.name} | {r.severity} | {_cell(r.summary)} |" for r in rules]
     for r in rules:
-        parts += ["", f"## {r.code} {r.name}", "", f"**{r.severity}** · {r.category}", "", r.summary, "",
+        badge = f"**{r.severity}** · {r.category}{_draws(r, ' · ')}"
+        parts += ["", f"## {r.code} {r.name}", "", badge, "", r.summary, "",
                   "### What it does", "", r.what, "", "### Why is this bad?", "", r.why]
         for which, heading in (("bad", "Example"), ("good", "Use instead")):
             path, text = r.sample_path(which), r.sample_text(which)

@@ -25,24 +25,8 @@ from ._report import Finding
 # Seeds of the fresh draws a finding is re-tried on (offsets from --seed).
 RETRY_SEEDS = (7919, 104729)
 
-# Rules whose evidence does not depend on the values drawn: a registration, a rule's signature, a shape, dtype or
-# pytree structure, or an exception from a rule or a transformation (rules see the same avals on every draw).
-# A target that itself raises (JXR011) is not here: that is typically an implicit precondition on the values.
-VALUE_INDEPENDENT = frozenset(rule.code for rule in (
-    rules.BATCH_DIM_OUT_OF_RANGE, rules.BATCH_DIM_WRONG_TYPE, rules.BATCH_AXIS_SIZE_MISMATCH,
-    rules.BATCHING_RULE_RAISED, rules.MULTIPLE_RESULTS_STRUCTURE, rules.RULE_RETURN_NOT_PAIR,
-    rules.BATCHED_SHAPE_MISMATCH, rules.OUT_AXES_TUPLE_FOR_LIST, rules.VMAP_CALL_FAILED, rules.VMAP_RAISED,
-    rules.FFI_VMAP_METHOD_MISSING, rules.FFI_LEGACY_VECTORIZED, rules.FFI_VMAP_METHOD_FALLBACK,
-    rules.TRANSPOSE_OUTPUT_STRUCTURE, rules.COTANGENT_DTYPE, rules.TRANSPOSE_ASSUMES_LINEAR_ARG,
-    rules.SYMBOLIC_ZERO_UNHANDLED, rules.JVP_OUTPUT_STRUCTURE, rules.VJP_BWD_STRUCTURE, rules.DERIVATIVE_RULE_RAISED,
-    rules.FLOAT0_TANGENT_UNHANDLED,
-    rules.MISSING_IMPL, rules.MISSING_ABSTRACT_EVAL, rules.ABSTRACT_EVAL_MISMATCH, rules.MISSING_LOWERING,
-    rules.MISSING_BATCHING_RULE, rules.MISSING_JVP_RULE, rules.MISSING_TRANSPOSE_RULE, rules.REMOVED_JAX_API,
-    rules.WRONG_RULE_SIGNATURE, rules.VMAP_WITHOUT_BATCHING_RULE, rules.GRAD_WITHOUT_JVP_RULE,
-    rules.GRAD_WITHOUT_TRANSPOSE_RULE, rules.PLATFORM_LOWERING_MISSING,
-    rules.SHARD_MAP_RULE_MISSING, rules.PARTITION_CALLBACK_RAISED,
-    rules.VMAP_OUT_BATCHED_STRUCTURE, rules.VMAP_BATCH_AXIS_NOT_LEADING, rules.VMAP_RULE_RAISED,
-))
+# Rules whose evidence cannot depend on the values drawn (the catalog's `depends_on_values`).
+VALUE_INDEPENDENT = frozenset(rule.code for rule in rules.iter_rules() if not rule.depends_on_values)
 
 # run_checks(subject, options, cache, check names) -> {check name: its findings}
 RunChecks = Callable[[Subject, Options, SubjectCache, Collection[str]], dict[str, list[Finding]]]

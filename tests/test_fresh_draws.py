@@ -80,7 +80,11 @@ def test_retries_stop_once_the_finding_has_missed_a_draw():
     assert "Seen on 1 of 2 independent draws" in out[0].message and out[1].message == "JXR006 seen"
 
 
-def test_value_independent_codes_are_rules_of_the_catalog():
+def test_value_independence_is_a_catalog_property():
     from jaxdiag import _rules
 
-    assert _fresh_draws.VALUE_INDEPENDENT <= {rule.code for rule in _rules.iter_rules()}
+    by_code = {rule.code: rule for rule in _rules.iter_rules()}
+    assert _fresh_draws.VALUE_INDEPENDENT == {c for c, r in by_code.items() if not r.depends_on_values}
+    # structure and raises are the same on every draw; value comparisons and the target's own raise are not
+    assert {"JXB001", "JXB006", "JXR001", "JXG017"} <= _fresh_draws.VALUE_INDEPENDENT
+    assert not {"JXB005", "JXG001", "JXG014", "JXR011"} & _fresh_draws.VALUE_INDEPENDENT

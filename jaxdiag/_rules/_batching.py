@@ -13,6 +13,7 @@ BATCH_DIM_OUT_OF_RANGE = Rule(
     "jxb001_bad.py", "jxb001_good.py",
     message="Batch dim out of range: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 BATCH_DIM_WRONG_TYPE = Rule(
     "JXB002", "batch-dim-wrong-type", "error",
@@ -22,6 +23,7 @@ BATCH_DIM_WRONG_TYPE = Rule(
     "jxb002_bad.py", "jxb002_good.py",
     message="Batch dim of the wrong type: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 MISSING_NONE_FOR_UNBATCHED_OUTPUT = Rule(
     "JXB003", "unbatched-output-reported-batched", "warning",
@@ -44,6 +46,7 @@ BATCH_AXIS_SIZE_MISMATCH = Rule(
     "jxb004_bad.py", "jxb004_good.py",
     message="Batch axis of the wrong size: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 BATCH_RESULT_MISMATCH = Rule(
     "JXB005", "batched-result-mismatch", "error",
@@ -64,6 +67,7 @@ BATCHING_RULE_RAISED = Rule(
     "jxb006_bad.py", "jxb006_good.py",
     message="Batching rule raised: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 BATCHING_RULE_REFUSES = Rule(
     "JXB014", "batching-rule-refuses", "warning",
@@ -101,6 +105,7 @@ MULTIPLE_RESULTS_STRUCTURE = Rule(
     "jxb007_bad.py", "jxb007_good.py",
     message="Wrong multiple_results structure: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 RULE_RETURN_NOT_PAIR = Rule(
     "JXB008", "rule-return-not-pair", "error",
@@ -111,6 +116,7 @@ RULE_RETURN_NOT_PAIR = Rule(
     "jxb008_bad.py", "jxb008_good.py",
     message="Batching rule does not return (out, dim): {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 BATCHED_SHAPE_MISMATCH = Rule(
     "JXB009", "batched-shape-mismatch", "error",
@@ -120,6 +126,7 @@ BATCHED_SHAPE_MISMATCH = Rule(
     "jxb009_bad.py", "jxb009_good.py",
     message="Batched shape disagrees with the abstract eval: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 UNBATCHED_OUTPUT_VARIES = Rule(
     "JXB010", "unbatched-output-varies", "error",
@@ -141,6 +148,7 @@ OUT_AXES_TUPLE_FOR_LIST = Rule(
     "jxb011_bad.py", "jxb011_good.py",
     message="Tuple out_axes for a list output: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 VMAP_CALL_FAILED = Rule(
     "JXB012", "vmap-call-failed", "error",
@@ -149,6 +157,7 @@ VMAP_CALL_FAILED = Rule(
     "JAX's messages about tree prefixes and axis sizes rarely say which argument or output is at fault.",
     message="The requested vmap fails: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 VMAP_RAISED = Rule(
     "JXB013", "vmap-raised", "error",
@@ -159,6 +168,7 @@ VMAP_RAISED = Rule(
     "jxb013_bad.py", "jxb013_good.py",
     message="{variant_describe} raised {exc_error}, although {name} runs on each example.{also}{works}",
     fix="{vmap_raised_fix}",
+    depends_on_values=False,
 )
 FFI_VMAP_METHOD_MISSING = Rule(
     "JXB020", "ffi-vmap-method-missing", "error",
@@ -171,6 +181,7 @@ FFI_VMAP_METHOD_MISSING = Rule(
     "jxb020_bad.py", "jxb020_good.py",
     message="{call_describe}{call_where} has no vmap_method (None), so {consequence}.",
     fix="Pass `vmap_method=` to the {primitive} at {line}: {choices}. {which_methods_work}",
+    depends_on_values=False,
 )
 FFI_KERNEL_NOT_BATCH_AWARE = Rule(
     "JXB021", "ffi-kernel-not-batch-aware", "error",
@@ -200,6 +211,7 @@ FFI_LEGACY_VECTORIZED = Rule(
     message="{call_describe}{call_where} declares the deprecated vmap_method='legacy_vectorized' (it hands "
             "the {noun} {handed_what}); it is slated for removal.",
     fix="Replace it at {line} with {advice}.",
+    depends_on_values=False,
 )
 FFI_VMAP_METHOD_FALLBACK = Rule(
     "JXB023", "ffi-vmap-method-fallback", "warning",
@@ -214,4 +226,5 @@ FFI_VMAP_METHOD_FALLBACK = Rule(
     message="{call_describe}{call_where} has no vmap_method (None), so {consequence}.",
     fix="Pass `vmap_method=` to the {primitive} at {line}: {choices}. {which_methods_work}",
     variant_of="JXB020",
+    depends_on_values=False,
 )

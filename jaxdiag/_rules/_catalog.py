@@ -60,6 +60,11 @@ class Rule:
     # The code of the rule reporting the same defect in another context (a missing JVP rule is a note under
     # `check`, which cannot know whether anyone differentiates the primitive, and an error under `grad`).
     variant_of: str | None = None
+    # Whether the evidence can depend on the values drawn. False for a registration, a rule's signature, a shape,
+    # dtype or pytree structure, or an exception from a rule or a transformation (rules see the same avals on
+    # every draw): such findings are never re-tried on fresh draws (`_fresh_draws.py`). A target that itself
+    # raises (JXR011) keeps the default: that is typically an implicit precondition on the values.
+    depends_on_values: bool = True
 
     def __post_init__(self) -> None:
         assert self.severity in SEVERITIES, self.severity

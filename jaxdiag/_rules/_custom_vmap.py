@@ -14,6 +14,7 @@ VMAP_OUT_BATCHED_STRUCTURE = Rule(
             "output batching specification returned by custom vmap rule ... do not match`.",
     fix="In `{rule_name}`, return `out_batched` with exactly the output's structure, one bool per "
         "output: e.g. `{corrected_return}`.",
+    depends_on_values=False,
 )
 VMAP_DECLARED_UNBATCHED_VARIES = Rule(
     "JXV002", "declared-unbatched-but-batched", "error",
@@ -35,6 +36,7 @@ VMAP_BATCH_AXIS_NOT_LEADING = Rule(
     message="`{rule_name}` declares {labels} batched (`True` in out_batched) but returned shape {shape}: "
             "{what} ({where}).",
     fix="{fix}",
+    depends_on_values=False,
 )
 VMAP_RESULT_MISMATCH = Rule(
     "JXV004", "custom-vmap-result-mismatch", "error",
@@ -55,6 +57,7 @@ VMAP_RULE_RAISED = Rule(
     "jxv005_bad.py", "jxv005_good.py",
     message="custom_vmap rule failed: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 VMAP_GRAD_LIMITATION = Rule(
     "JXV006", "custom-vmap-grad-outside-vmap", "info",

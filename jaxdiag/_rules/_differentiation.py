@@ -35,6 +35,7 @@ TRANSPOSE_OUTPUT_STRUCTURE = Rule(
     "jxg003_bad.py", "jxg003_good.py",
     message="Transpose rule output has the wrong structure: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 COTANGENT_DTYPE = Rule(
     "JXG004", "cotangent-dtype-drift", "error",
@@ -46,6 +47,7 @@ COTANGENT_DTYPE = Rule(
     message="{owner}'s cotangent for {argument} is {got} but {argument} is {want}: JAX does not check cotangent "
             "dtypes, so jax.grad with respect to {argument} silently returns {got}{truncated}.",
     fix="Cast the cotangent in {owner}: `{cast}` (or compute in the input dtype).",
+    depends_on_values=False,
 )
 TRANSPOSE_ASSUMES_LINEAR_ARG = Rule(
     "JXG005", "transpose-assumes-linear-arg", "error",
@@ -56,6 +58,7 @@ TRANSPOSE_ASSUMES_LINEAR_ARG = Rule(
     "jxg005_bad.py", "jxg005_good.py",
     message="{name} raised {text} when {which} is the linear (undefined) argument: {cause}",
     fix="In {name}, {remedy}",
+    depends_on_values=False,
 )
 SYMBOLIC_ZERO_UNHANDLED = Rule(
     "JXG006", "symbolic-zero-unhandled", "error",
@@ -66,6 +69,7 @@ SYMBOLIC_ZERO_UNHANDLED = Rule(
     "jxg006_bad.py", "jxg006_good.py",
     message="Symbolic zero not handled: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 JVP_OUTPUT_STRUCTURE = Rule(
     "JXG007", "jvp-output-structure", "error",
@@ -77,6 +81,7 @@ JVP_OUTPUT_STRUCTURE = Rule(
     "jxg007_bad.py", "jxg007_good.py",
     message="JVP rule output has the wrong structure: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 VJP_BWD_STRUCTURE = Rule(
     "JXG010", "vjp-bwd-structure", "error",
@@ -88,6 +93,7 @@ VJP_BWD_STRUCTURE = Rule(
     "jxg010_bad.py", "jxg010_good.py",
     message="custom_vjp bwd output has the wrong structure: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 VJP_IGNORED_COTANGENT = Rule(
     "JXG011", "vjp-ignored-cotangent", "error",
@@ -185,6 +191,7 @@ DERIVATIVE_RULE_RAISED = Rule(
     "jxg017_bad.py", "jxg017_good.py",
     message="Derivative rule failed: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 DERIVATIVE_RULE_REFUSES = Rule(
     "JXG025", "derivative-rule-refuses", "warning",
@@ -244,6 +251,7 @@ FLOAT0_TANGENT_UNHANDLED = Rule(
             "passes float0 zeros for integer and bool inputs), and the rule uses it in arithmetic.",
     fix="In {rule}, ignore the tangents of {ints_2} (they are always zero), or mark the argument in "
         "nondiff_argnums.",
+    depends_on_values=False,
 )
 VJP_DROPPED_ARGUMENT_GRADIENT = Rule(
     "JXG018", "vjp-dropped-argument-gradient", "warning",

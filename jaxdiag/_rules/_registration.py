@@ -13,6 +13,7 @@ MISSING_IMPL = Rule(
     message="{var} has no impl (`{var}.def_impl(...)` was never called): eager calls fail with "
             "`NotImplementedError: Evaluation rule for '{prim_name}' not implemented`.{also}",
     fix="{fix}",
+    depends_on_values=False,
 )
 MISSING_ABSTRACT_EVAL = Rule(
     "JXR002", "missing-abstract-eval", "error",
@@ -25,6 +26,7 @@ MISSING_ABSTRACT_EVAL = Rule(
             "`jax.grad` and `jax.make_jaxpr` fail with `NotImplementedError: Abstract evaluation for "
             "'{prim_name}' not implemented`.{observed}",
     fix="{fix}",
+    depends_on_values=False,
 )
 ABSTRACT_EVAL_MISMATCH = Rule(
     "JXR003", "abstract-eval-mismatch", "error",
@@ -37,6 +39,7 @@ ABSTRACT_EVAL_MISMATCH = Rule(
     "jxr003_bad.py", "jxr003_good.py",
     message="Abstract eval disagrees with the impl: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 MISSING_LOWERING = Rule(
     "JXR004", "missing-lowering", "warning",
@@ -49,6 +52,7 @@ MISSING_LOWERING = Rule(
             "`NotImplementedError: MLIR translation rule for primitive '{prim_name}' not found for platform "
             "cpu`.",
     fix="{fix}",
+    depends_on_values=False,
 )
 MISSING_BATCHING_RULE = Rule(
     "JXR005", "missing-batching-rule", "warning",
@@ -62,6 +66,7 @@ MISSING_BATCHING_RULE = Rule(
     message="{var} has no batching rule: `jax.vmap` (and `jax.jacfwd`) of anything using it fails with "
             "`NotImplementedError: Batching rule for '{prim_name}' not implemented`.",
     fix="{fix}",
+    depends_on_values=False,
 )
 MISSING_JVP_RULE = Rule(
     "JXR006", "missing-jvp-rule", "info",
@@ -77,6 +82,7 @@ MISSING_JVP_RULE = Rule(
     fix="Register one: `ad.defjvp({var}, lambda g, {args}, **params: ...)` (one function per argument), "
         "or `ad.primitive_jvps[prim] = rule` with rule(primals, tangents, **params) -> (primal_out, "
         "tangent_out).",
+    depends_on_values=False,
 )
 MISSING_TRANSPOSE_RULE = Rule(
     "JXR007", "missing-transpose-rule", "warning",
@@ -92,6 +98,7 @@ MISSING_TRANSPOSE_RULE = Rule(
     fix="Register the adjoint: `ad.primitive_transposes[{var}] = lambda ct, {args}, **params: [...]` "
         "returning one cotangent per argument (None for arguments that are not `ad.UndefinedPrimal`), or "
         "use `ad.deflinear2`.",
+    depends_on_values=False,
 )
 REMOVED_JAX_API = Rule(
     "JXR008", "removed-jax-api", "error",
@@ -101,6 +108,7 @@ REMOVED_JAX_API = Rule(
     "jxr008_bad.py", "jxr008_good.py",
     message="{where} uses `{module}.{attr}`, which does not exist on JAX {jax_version}: {exc_error}.",
     fix="Replace `{attr}`: {advice}.",
+    depends_on_values=False,
 )
 WRONG_RULE_SIGNATURE = Rule(
     "JXR009", "wrong-rule-signature", "error",
@@ -112,6 +120,7 @@ WRONG_RULE_SIGNATURE = Rule(
     "jxr009_bad.py", "jxr009_good.py",
     message="Rule signature does not match JAX's call: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 LOWERING_MISMATCH = Rule(
     "JXR010", "lowering-mismatch", "error",
@@ -145,6 +154,7 @@ VMAP_WITHOUT_BATCHING_RULE = Rule(
             "`NotImplementedError: Batching rule for '{prim_name}' not implemented`.",
     fix="{fix}",
     variant_of="JXR005",
+    depends_on_values=False,
 )
 GRAD_WITHOUT_JVP_RULE = Rule(
     "JXR013", "grad-without-jvp-rule", "error",
@@ -160,6 +170,7 @@ GRAD_WITHOUT_JVP_RULE = Rule(
         "or `ad.primitive_jvps[prim] = rule` with rule(primals, tangents, **params) -> (primal_out, "
         "tangent_out).",
     variant_of="JXR006",
+    depends_on_values=False,
 )
 GRAD_WITHOUT_TRANSPOSE_RULE = Rule(
     "JXR014", "grad-without-transpose-rule", "error",
@@ -176,6 +187,7 @@ GRAD_WITHOUT_TRANSPOSE_RULE = Rule(
         "returning one cotangent per argument (None for arguments that are not `ad.UndefinedPrimal`), or "
         "use `ad.deflinear2`.",
     variant_of="JXR007",
+    depends_on_values=False,
 )
 PLATFORM_LOWERING_MISSING = Rule(
     "JXR015", "platform-lowering-missing", "warning",
@@ -189,4 +201,5 @@ PLATFORM_LOWERING_MISSING = Rule(
     "jxr015_bad.py", "jxr015_good.py",
     message="No lowering for a declared platform: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )

@@ -56,6 +56,7 @@ SHARD_MAP_RULE_MISSING = Rule(
     "jxs004_bad.py", "jxs004_good.py",
     message="shard_map needs a rule this primitive lacks: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
 SHARDED_CALL_GATHERS = Rule(
     "JXS005", "sharded-call-gathers", "warning",
@@ -81,4 +82,5 @@ PARTITION_CALLBACK_RAISED = Rule(
     "jxs006_bad.py", "jxs006_good.py",
     message="A custom_partitioning callback raised: {evidence}",
     fix="{fix}",
+    depends_on_values=False,
 )
