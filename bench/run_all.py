@@ -59,6 +59,10 @@ BENCHES = [
               ("batching vs hand loop (median target)", r"batching cold ratio: median ([\d.]+)x", "{}x", "<= 1.0x"),
               ("batching vs hand loop (worst target)", r"batching cold ratio: median [\d.]+x, worst ([\d.]+)x",
                "{}x", "<= 1.0x"),
+              ("grad vs check_grads, CPU time (median / worst target)",
+               r"grad cold ratio: .*CPU time: median ([\d.]+)x, worst ([\d.]+)x", "{0}x / {1}x", "<= 1.0x"),
+              ("batching vs hand loop, CPU time (median / worst target)",
+               r"batching cold ratio: .*CPU time: median ([\d.]+)x, worst ([\d.]+)x", "{0}x / {1}x", "<= 1.0x"),
           ]),
     Bench("bench_check_samples.py", "jaxdiag check samples: -j 2, cache, memory", ["--jobs", "2"], ["--jobs", "2"], [
         ("check -j 2 vs serial (wall)", r"parallel ratio: ([\d.]+)x", "{}x", "<= 0.65x"),

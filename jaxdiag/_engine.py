@@ -21,7 +21,6 @@ from . import (
     __version__,
     _compat,
     _locate,
-    _render,  # noqa: F401  (registers the text view behind `str(report)`)
     _signature,
 )
 from . import _rules as rules
@@ -44,8 +43,19 @@ from ._inputs import (
     template_leaves,
     template_text,
 )
-from ._report import CheckResult, Finding, Location, Report, TargetReport
+from ._report import CheckResult, Finding, Location, Report, TargetReport, register_text_view
 from ._targets import Target, classify, describe, load_target
+
+
+def _text_view(report: Report) -> str:
+    """`str(report)`: the text renderer (and rich, which it needs) imported only when a report is printed, not
+    by every `check_grad` call that never prints one."""
+    from ._render.text import render_plain
+
+    return render_plain(report)
+
+
+register_text_view(_text_view)
 
 # One run at a time per process (re-entrant: `jaxdiag check` holds it around discovery and the runs inside).
 RUN_LOCK = threading.RLock()
@@ -166,7 +176,8 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
                     ) -> Report:
     resolved = resolve(target, app_dir)
     module_file = getattr(resolved.module, "__file__", None)
-    if module_file and module_file.endswith(".py"):
+    # a Primitive object's module is JAX's own core.py (its class's): tokenizing it took longer than some checks
+    if module_file and module_file.endswith(".py") and _locate.is_user_file(module_file):
         validate_inline(module_file)
     templates, concrete = _signature.templates_of_args(args)
     specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]

@@ -1,8 +1,8 @@
 """Plain data: what the checks found. No JAX, and no renderer imported (renderers import this module).
 
 `str(report)` is the plain-text report the CLI prints; the text renderer registers itself here with
-`register_text_view` when `jaxdiag._render` is imported (the engine imports it), so this module never imports a
-renderer and the import graph has no cycle.
+`register_text_view` when `jaxdiag._render` is imported (the engine registers a view that imports it on first use),
+so this module never imports a renderer and the import graph has no cycle.
 """
 
 from __future__ import annotations

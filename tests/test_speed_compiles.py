@@ -3,17 +3,19 @@ milliseconds to compile, far more than running it), so the number of programs on
 `check_grad` and `check_batching` close to the hand-written tests they replace (README "Speed").
 
 Counted with JAX's public monitoring events, after `jax.clear_caches()` so that programs compiled by earlier
-tests count again. The bounds are what the shared programs achieve on every supported JAX (jax 0.10.2 and 0.5.3
-give the same counts here); the code before them compiled 15 (jax 0.10) programs for the grad check below and 20
-for the batching check: NumPy arrays handed to `jnp.asarray` (an identity program per shape from jax 0.10 on) or
-to `vmap` (a conversion per shape and variant).
+tests count again. The bounds are what the shared programs achieve on jax 0.10.2; each test's comment says what the
+code before compiled: NumPy arrays handed to `jnp.asarray` (an identity program per shape from jax 0.10 on) or to
+`vmap` (a conversion per shape and variant), `jnp.zeros` (two programs per shape), a jit of a rule over tangent
+sets whose operations had already run eagerly, operations compiled again inside JAX's backward pass, and
+vmap(jit) compiling the program jit(vmap) had just compiled.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -63,25 +65,50 @@ def _inputs(*shapes: tuple[int, ...]) -> list[np.ndarray]:
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]
 
 
-def test_check_grad_of_a_small_primitive_compiles_at_most_12_programs(compiles) -> None:
-    # my_cos: the impl and the JVP rule eagerly (4 operations), the JVP rule on every tangent set in one program,
-    # the float64 finite differences, the eager transpose (2), and one program for jit(grad), vmap(grad) and
-    # vjp(vmap) together (the per-example loop reuses the eager operations)
+def test_check_grad_of_a_small_primitive_compiles_at_most_11_programs(compiles) -> None:
+    # my_cos: the impl and the JVP rule eagerly (4 operations; jvp-linearity's tangent sets reuse them), the float64
+    # finite differences, the eager transpose (5, as jax.test_util.check_grads compiles them), and one program for
+    # jit(grad), vmap(grad) and vjp(vmap) together (the per-example loop reuses the eager operations).
+    # Before: 15 (jnp.asarray), then 12 (a jit of the JVP rule over the linearity tangent sets)
     prim = _sample("jxg001_good", "my_cos_p")
     report: list[jaxdiag.Report] = []
     n = compiles(lambda: report.append(jaxdiag.check_grad(prim, *_inputs((8,)))))
     assert report[0].ok
-    assert n <= 12, f"check_grad compiled {n} programs"
+    assert n <= 11, f"check_grad compiled {n} programs"
+
+
+def test_check_grad_of_a_custom_vjp_compiles_at_most_5_programs(compiles) -> None:
+    # x + y and x * y (the primal, fwd's and bwd's operations, all on f32[3]), the same two in float64 (finite
+    # differences), and the jit(grad)/vmap(grad)/vjp(vmap) program; check_grads compiles 6.
+    # Before: 9 (two for each jnp.zeros cotangent, and bwd's two operations again inside jax.vjp's backward pass
+    # for the per-example loop)
+    fn = _sample("seed_vjp_fixed", "test_func")
+    report: list[jaxdiag.Report] = []
+    n = compiles(lambda: report.append(jaxdiag.check_grad(fn, *_inputs((3,), (3,)))))
+    assert report[0].ok
+    assert n <= 5, f"check_grad compiled {n} programs"
 
 
 def test_check_batching_of_a_small_primitive_compiles_at_most_17_programs(compiles) -> None:
     # my_sum's batching rule runs eagerly on each in_axes variant's shapes (3 operations each): vmap's inputs are
-    # device arrays, so no conversion program per variant on top
+    # device arrays, so no conversion program per variant on top (before: 20). Its rule returns out_axes
+    # (0, None), so vmap(jit) broadcasts outside the jit: not jit(vmap)'s program, compiled on its own
     prim = _sample("seed_batching_fixed", "my_sum_p")
     report: list[jaxdiag.Report] = []
     n = compiles(lambda: report.append(jaxdiag.check_batching(prim, *_inputs((3,)))))
     assert report[0].ok
     assert n <= 17, f"check_batching compiled {n} programs"
+
+
+def test_check_batching_compiles_the_jit_vmap_program_once(compiles) -> None:
+    # matvec (two arguments): its rule's operations on each variant's shapes, the jit of the primitive for the
+    # lowering check, and one program for jit(vmap) and vmap(jit) together, which trace to the same batched jaxpr
+    # (before: 14, vmap(jit) compiled jit(vmap)'s program again)
+    prim = _sample("jxb006_good", "matvec_p")
+    report: list[jaxdiag.Report] = []
+    n = compiles(lambda: report.append(jaxdiag.check_batching(prim, *_inputs((4, 3), (3,)))))
+    assert report[0].ok
+    assert n <= 13, f"check_batching compiled {n} programs"
 
 
 def test_device_array_compiles_nothing(compiles) -> None:
@@ -138,3 +165,63 @@ def test_in_process_run_clears_jax_caches_past_the_bound_not_after_every_target(
     monkeypatch.setattr(_parallel, "_rss_mb", lambda: 10_000.0)
     list(_parallel._in_process(object(), ["a"], [0], release=False))  # type: ignore[arg-type]
     assert len(clears) == 2
+
+
+def test_vmap_jit_reuses_the_jit_vmap_result_with_the_same_rule_calls_and_report(monkeypatch) -> None:
+    """vmap(jit) still traces, so the rule runs under it (the spy sees that call) and the report is the same as
+    when vmap(jit) compiles and runs its own program; only that program is saved."""
+    from jax.interpreters import batching
+
+    from jaxdiag import _compat
+
+    prim = _sample("jxb006_good", "matvec_p")
+    rule = _compat.batching_rule(prim)
+    assert rule is not None
+    calls: list[tuple] = []
+
+    def counting(args: Sequence[Any], dims: tuple, **params: Any) -> Any:
+        calls.append((tuple(np.shape(a) for a in args), dims))
+        return rule(args, dims, **params)
+
+    real = _compat.same_program_as_jit
+    verdicts: list[bool] = []
+
+    def recording(*a: object) -> bool:
+        verdicts.append(real(*a))  # type: ignore[arg-type]
+        return verdicts[-1]
+
+    def run(same: Callable[..., bool]) -> tuple[list[tuple], str]:
+        calls.clear()
+        monkeypatch.setattr(_compat, "same_program_as_jit", same)
+        jax.clear_caches()
+        report = jaxdiag.check_batching(prim, *_inputs((4, 3), (3,)))
+        assert report.ok
+        return list(calls), str(report)
+
+    batching.primitive_batchers[prim] = counting
+    try:
+        reused = run(recording)
+        compiled = run(lambda *a: False)
+    finally:
+        batching.primitive_batchers[prim] = rule
+    assert verdicts == [True]
+    assert reused == compiled
+
+
+def test_same_program_as_jit_only_for_the_very_same_program() -> None:
+    from jaxdiag import _compat
+
+    x = _compat.device_array(np.arange(12, dtype=np.float32).reshape(4, 3))
+
+    def f(v: jax.Array) -> jax.Array:
+        return jax.numpy.sin(v) * 2.0
+
+    def g(v: jax.Array) -> jax.Array:
+        return jax.numpy.sin(v) * 3.0  # another constant: the same text but for the literal
+
+    ran = jax.jit(jax.vmap(f))
+    ran(x).block_until_ready()
+    assert _compat.same_program_as_jit(ran, jax.vmap(jax.jit(f)), [x])
+    assert not _compat.same_program_as_jit(ran, jax.vmap(jax.jit(g)), [x])
+    assert not _compat.same_program_as_jit(ran, jax.vmap(jax.jit(f), out_axes=1), [x])  # a transpose after the jit
+    assert not _compat.same_program_as_jit(ran, lambda v: jax.jit(f)(v) + 1.0, [x])

@@ -26,9 +26,9 @@ from ._base import Context, SkipCheck, check
 from ._harness import call_user
 from ._shared import first_line, user_frame_location
 from ._custom_jvp import eager_vjp, pullback_at_first_cotangent, rule_location
-from ._gradref import (GradState, absdot, all_finite, close, close_scalar, dot, error_text, fmt_values, grad_tol,
-                       is_float0, locate, quiet_call, require, rule_name, short_dtype, short_message, state, to_f64,
-                       vjp_against_fd)
+from ._gradref import (GradState, absdot, all_finite, close, close_scalar, device_zeros, dot, error_text, fmt_values,
+                       grad_tol, is_float0, locate, quiet_call, require, rule_name, short_dtype, short_message, state,
+                       to_f64, vjp_against_fd)
 
 ALL_KINDS = {"custom_vjp", "custom_jvp", "primitive", "function"}
 
@@ -261,11 +261,37 @@ def _composite(st: GradState, ws: Sequence[Any], size: int) -> Callable:
 def _per_example_loop(st: GradState, ws: Sequence[Any], batch: list[Any], size: int) -> tuple[list, list]:
     """The eager per-example gradients: with the cotangents `ws` (for vmap(grad f)) and with each example's own
     cotangent (for vjp(vmap f)); raises what the user's rule raises on one example."""
-    gradient = _gradient_fn(st, ws)
+    gradient = _direct_gradient_fn(st, ws) or _gradient_fn(st, ws)
     host = [np.asarray(b) for b in batch]
     loop = [gradient([b[j] for b in host]) for j in range(size)]
     loop_w = [gradient([b[j] for b in host], [_host_example_cotangent(w, j) for w in ws]) for j in range(size)]
     return loop, loop_w
+
+
+def _direct_gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[..., list[Any]] | None:
+    """A custom_vjp's per-example gradient as `jax.vjp` computes it, fwd then bwd, called directly: the eager gradient
+    of the rule checks (`eager_grad`) is that same call, so bwd's operations run on programs those checks compiled.
+    Through `jax.vjp`, bwd runs inside JAX's backward pass, whose trace context differs (an abstract mesh is
+    set), so every operation of bwd was compiled a second time. None (use `jax.vjp`) where JAX does more than call
+    the rules: symbolic zeros (fwd gets wrapped primals), nondiff_argnums, or a bwd whose structure was not
+    validated."""
+    if st.kind != "custom_vjp" or st.symbolic_zeros or st.nondiff or "bwd_full" not in st.memo:
+        return None
+    positions = _array_positions(st)
+    treedef = st.out_treedef
+    fwd, bwd = st.fwd, st.bwd
+    assert fwd is not None and bwd is not None  # "bwd_full" is set only when both ran
+
+    def gradient(arrays: Sequence[Any], cotangents: Sequence[Any] | None = None) -> list[Any]:
+        values = st.values(dict(zip(positions, [_compat.device_array(x) for x in arrays])))
+        _, residuals = fwd(*values)
+        cts = bwd(residuals, jax.tree_util.tree_unflatten(treedef, list(ws if cotangents is None else cotangents)))
+        by_pos = {a.pos: ct for a, ct in zip(st.dyn, cts)}
+        # as JAX hands them to the caller: None becomes zeros, every cotangent has its argument's dtype
+        return [device_zeros(a.shape, a.dtype) if by_pos.get(a.pos) is None
+                else np.asarray(by_pos[a.pos]).astype(a.dtype) for a in st.diff]
+
+    return gradient
 
 
 def _host_example_cotangent(w: Any, j: int) -> Any:

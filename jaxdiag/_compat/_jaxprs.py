@@ -130,6 +130,38 @@ def _enter(sub: Any, flags: list[bool], dependent: set[int], outvars: Sequence[A
     return [_operand_dependent(v, dependent) for v in outvars]
 
 
+def same_program_as_jit(jitted: Callable, call: Callable, args: Sequence[Any]) -> bool:
+    """True when `call(*args)` is one jit call of exactly the program `jitted(*args)` already ran (`vmap(jit(f))`
+    against `jit(vmap(f))`: the same batched jaxpr, the same constants), so its result is `jitted`'s and running it
+    would only compile that program a second time. Traces `call` (the rules it reaches run, with tracers, as they
+    do when it is called); compiles nothing. False wherever this cannot be told: a release whose jit objects have
+    no `trace`, anything around the one jit call (a transpose for out_axes), another jaxpr."""
+    trace = getattr(jitted, "trace", None)
+    if trace is None:
+        return False
+    ran = trace(*args).jaxpr  # the traced program `jitted(*args)` compiled (a cache hit: no tracing again)
+    closed = jax.make_jaxpr(call)(*args)
+    if len(closed.jaxpr.eqns) != 1 or closed.consts:
+        return False
+    eqn = closed.jaxpr.eqns[0]
+    inner = eqn.params.get("jaxpr")
+    if eqn.primitive.name not in ("jit", "pjit") or not isinstance(inner, _core.ClosedJaxpr):
+        return False
+    if list(eqn.invars) != list(closed.jaxpr.invars) or list(eqn.outvars) != list(closed.jaxpr.outvars):
+        return False
+    if str(inner.jaxpr) != str(ran.jaxpr) or len(inner.consts) != len(ran.consts):
+        return False
+    return all(_same_constant(a, b) for a, b in zip(inner.consts, ran.consts))
+
+
+def _same_constant(a: Any, b: Any) -> bool:
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+    except (TypeError, ValueError):  # not an array (a token, an opaque constant): cannot compare
+        return False
+    return x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y, equal_nan=x.dtype.kind in "fc")
+
+
 def _user_frame(eqn: Any) -> Any:
     """JAX's record of the innermost user frame that created `eqn` (file_name, start_line, function_name)."""
     try:

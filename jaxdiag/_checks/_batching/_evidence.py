@@ -45,6 +45,7 @@ class Outcome:
     reference_error: BaseException | None = None
     count_mismatch: tuple[int, int] | None = None
     input_shapes: list[tuple[int, ...]] = field(default_factory=list)
+    call: tuple[Callable, list[Any]] | None = None  # what ran: the vmapped function and its arguments
 
     @property
     def mismatched(self) -> list[int]:
@@ -105,11 +106,13 @@ def _collect(ctx: Context) -> Evidence:
     expected_at_subject = _subject_avals(ctx)
     spied = _spied_primitives(ctx)
     spy = Spy(subject, expected_at_subject, trust_abstract_eval=_abstract_eval_agrees(ctx))
-    outcomes = []
+    outcomes: list[Outcome] = []
     target = subject_fn(subject)
     notes: list[str] = []
     for variant in _variants(ctx, size, outer, inner, notes, wide):
-        outcomes.append(_run(target, reference, spy, spied, variant))
+        twin = next((o for o in outcomes if o.variant.mode == "jit(vmap)"), None) if variant.mode == "vmap(jit)" \
+            else None
+        outcomes.append(_run(target, reference, spy, spied, variant, twin))
     return Evidence(subject, target, reference, outcomes, spy.calls, spied, expected_at_subject, notes)
 
 
@@ -243,7 +246,11 @@ def _can_jit(ctx: Context, notes: list[str]) -> bool:
     return True
 
 
-def _run(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variant: Variant) -> Outcome:
+def _run(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variant: Variant,
+         twin: Outcome | None = None) -> Outcome:
+    """Run one variant under the spy and compare it with the reference. `twin` (the jit(vmap) outcome, for
+    vmap(jit)): when vmap(jit) traces to the very program jit(vmap) ran on the same arrays, its result is reused
+    instead of compiled a second time (the rule still runs, under the spy, while it is traced)."""
     outcome = Outcome(variant)
     expected = reference.expected(variant)
     if isinstance(expected, BaseException):
@@ -254,8 +261,14 @@ def _run(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variant
     if variant.mode == "constants":
         args = [np.zeros((variant.size,), np.float32), *args]
     outcome.input_shapes = [tuple(np.shape(a)) for a in args]
+    call = vmapped(fn, variant)
+    outcome.call = (call, args)
+    reuse = _reusable(twin, args)
+
     def run_vmapped() -> Any:
-        result = vmapped(fn, variant)(*args)
+        if reuse is not None and _compat.same_program_as_jit(reuse[0], call, args):
+            return reuse[1]
+        result = call(*args)
         jax.block_until_ready(result)
         return result
 
@@ -273,6 +286,17 @@ def _run(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variant
     outcome.leaves = [np.asarray(x) for x in leaves]
     _compare(outcome, expected)
     return outcome
+
+
+def _reusable(twin: Outcome | None, args: list[Any]) -> tuple[Callable, Any] | None:
+    """(the twin's jitted function, its result) when the twin ran cleanly on the same arrays."""
+    if twin is None or twin.call is None or twin.leaves is None or not twin.ok:
+        return None
+    call, twin_args = twin.call
+    same = len(args) == len(twin_args) and all(
+        np.shape(a) == np.shape(b) and np.asarray(a).dtype == np.asarray(b).dtype
+        and np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(args, twin_args))
+    return (call, jax.tree_util.tree_unflatten(twin.tree, twin.leaves)) if same else None
 
 
 def _compare(outcome: Outcome, expected: list[np.ndarray]) -> None:

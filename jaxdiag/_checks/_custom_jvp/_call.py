@@ -140,21 +140,23 @@ _COMPILED: "collections.OrderedDict[tuple, tuple[Any, Any]]" = collections.Order
 
 
 def T_many(st: GradState, items: Sequence[tuple[Any, dict[int, Any]]]) -> None:
-    """Fill T's memo for several tangent sets with one compiled call of the rule (eager calls of a rule cost a
-    dispatch per operation); falls back to eager calls when the rule cannot be traced or jitted. A key
-    ("z", pos) asks for the tangent of `pos` alone with the others as symbolic zeros (jvp-symbolic-zeros)."""
+    """Fill T's memo for several tangent sets. Dense sets run the rule eagerly: they have the shapes and dtypes of
+    the tangents jvp-rule-output already ran it on, so every eager operation is a compiled program reused (one jit
+    over them was a new program per target, whose compilation cost far more than the dispatches it saved). A key
+    ("z", pos) asks for the tangent of `pos` alone with the others as symbolic zeros (jvp-symbolic-zeros): the rule
+    then runs operations it has not run yet (instantiating the zeros), so those sets share one compiled call, and
+    are left to jvp-symbolic-zeros (eager) when the rule cannot be jitted."""
     memo = st.memo.setdefault("T", {})
     missing = [(_norm_key(st, k), t) for k, t in items if _norm_key(st, k) not in memo]
-    if len(missing) > 1 and not any(a.nondiff and not a.static for a in st.args):
-        only = tuple(k[1] if k[0] == "z" else None for k, _ in missing)
-        fn = _compiled_rule(st, only)
-        sets = [[t.get(a.pos, device_zeros(a.shape, a.dtype)) for a in st.diff] for _, t in missing]
+    symbolic = [(k, t) for k, t in missing if k[0] == "z"]
+    if symbolic and not any(a.nondiff and not a.static for a in st.args):
+        fn = _compiled_rule(st, tuple(k[1] for k, _ in symbolic))
+        sets = [[t.get(a.pos, device_zeros(a.shape, a.dtype)) for a in st.diff] for _, t in symbolic]
         out, exc = quiet_call(lambda: jax.block_until_ready(fn([a.value for a in st.args if not a.static], sets)))
         if exc is None:
-            for (key, _), tangent_out in zip(missing, out):
+            for (key, _), tangent_out in zip(symbolic, out):
                 memo[key] = tangent_leaves(st, tangent_out)
-            return
-    for key, tangents in missing:  # eager, one by one; symbolic-zero sets are left to jvp-symbolic-zeros
+    for key, tangents in missing:
         if key[0] != "z":
             T(st, key, tangents)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from ... import _compat
@@ -22,6 +21,7 @@ from .._gradref import (
     GradState,
     close,
     deliberate_disagreement,
+    device_zeros,
     dot,
     error_text,
     fmt_values,
@@ -115,7 +115,7 @@ def _wider(a: Any, b: Any) -> Any:
 def _reference_tangents(st: GradState, a: Arg, d: int) -> list[np.ndarray] | None:
     if st.kind != "custom_jvp":
         return None
-    tangents = [st.tangent(b, d) if b is a else jnp.zeros(b.shape, b.dtype) for b in st.diff]
+    tangents = [st.tangent(b, d) if b is a else device_zeros(b.shape, b.dtype) for b in st.diff]
     ref = st.reference_jvp(tangents)
     return None if ref is None else [to_f64(r) for r in ref]
 
@@ -178,7 +178,7 @@ def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
     candidates = [a for a in st.dyn if not a.static] if st.kind == "custom_jvp" else st.args
     for a in _symbolic_candidates(st):
         if ("z", a.pos) in st.memo.get("T", {}):
-            continue  # ran inside the compiled call of jvp-linearity
+            continue  # ran in jvp-linearity's compiled call of the symbolic-zero sets
         _, exc = call_jvp(st, {a.pos: st.tangent(a, 0)}, symbolic=True)
         if exc is None:
             continue

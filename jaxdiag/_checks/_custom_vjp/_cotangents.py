@@ -8,7 +8,6 @@ import ast
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from ... import _compat, _locate
@@ -22,6 +21,7 @@ from .._gradref import (
     aval_text,
     compare_grad,
     deliberate_disagreement,
+    device_zeros,
     error_text,
     fd_reference_nonzero,
     fmt_values,
@@ -53,7 +53,7 @@ def _dense(st: GradState, leaves: Sequence[Any]) -> list[Any]:
     for j, leaf in enumerate(leaves):
         if _compat.is_symbolic_zero(leaf):
             src = st.out_leaves[j]
-            leaf = jnp.zeros(np.shape(src), src.dtype) if st.out_diff(j) else _compat.float0_zeros(np.shape(src))
+            leaf = device_zeros(np.shape(src), src.dtype) if st.out_diff(j) else _compat.float0_zeros(np.shape(src))
         out.append(leaf)
     return out
 
@@ -148,7 +148,8 @@ def _ignored_finding(st: GradState, k: int, got: dict[int, Any], ref: list[Any] 
     fun, _, bwd = _names(st)
     name = st.out_names[k]
     leaf = st.out_leaves[k]
-    ones = [jnp.ones(np.shape(leaf), leaf.dtype) if j == k else _zero_ct(st, j) for j in range(len(st.out_leaves))]
+    ones = [_compat.device_array(np.ones(np.shape(leaf), leaf.dtype)) if j == k else _zero_ct(st, j)
+            for j in range(len(st.out_leaves))]
     got_ones, _ = call_bwd(st, ones)
     ref_ones = st.reference_cotangent(_dense(st, ones))
     parts = []

@@ -10,7 +10,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ... import _compat
@@ -23,6 +22,7 @@ from .._gradref import (
     Arg,
     GradState,
     aval_text,
+    device_zeros,
     error_text,
     is_zero,
     leaf_difference,
@@ -174,7 +174,7 @@ def _make_zero_ct(st: GradState, k: int) -> Any:
         return _compat.symbolic_zero(np.shape(leaf), leaf.dtype)
     if not st.out_diff(k):
         return _compat.float0_zeros(np.shape(leaf))
-    return jnp.zeros(np.shape(leaf), leaf.dtype)
+    return device_zeros(np.shape(leaf), leaf.dtype)  # no compiled zeros program per shape
 
 
 def _cotangent(st: GradState, leaves: Sequence[Any]) -> Any:
@@ -213,7 +213,7 @@ def vjp_bwd_structure(ctx: Context) -> Iterator[Finding]:
         return
     st.memo["bwd_full"] = _as_entries(st, result)
     # bwd called directly with the full cotangent is the eager gradient; the composition check reuses it
-    st.memo["eager_grad"] = [jnp.zeros(a.shape, a.dtype) if is_zero(st.memo["bwd_full"].get(a.pos))
+    st.memo["eager_grad"] = [device_zeros(a.shape, a.dtype) if is_zero(st.memo["bwd_full"].get(a.pos))
                              else st.memo["bwd_full"][a.pos] for a in st.diff]
 
 
