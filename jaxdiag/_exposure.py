@@ -37,7 +37,8 @@ MAX_LINES = 40
 
 @dataclass(frozen=True)
 class Exposure:
-    """A transformation of the target: `mode` is vmap, vjp, jvp, jit, grad2 (grad of grad), vmap_grad or call."""
+    """A transformation of the target: `mode` is vmap, abstract_vmap (traced only), vjp, jvp, jit, grad2 (grad of grad),
+    vmap_grad or call."""
 
     mode: str
     in_axes: Any = 0
@@ -48,6 +49,8 @@ class Exposure:
         if self.mode == "vmap":
             extra = f", out_axes={self.out_axes!r}" if self.out_axes != 0 else ""
             return f"jax.vmap({name}, in_axes={self.in_axes!r}{extra})"
+        if self.mode == "abstract_vmap":
+            return f"jax.eval_shape(jax.vmap({name}, in_axes={self.in_axes!r})) (shapes only: no kernel runs here)"
         return {"vjp": f"jax.vjp({name}, ...)", "jvp": f"jax.jvp({name}, ...)", "jit": f"jax.jit({name})",
                 "grad2": f"jax.grad(jax.grad({name}))", "vmap_grad": f"jax.vmap(jax.grad({name}))"}.get(
             self.mode, name)

@@ -9,6 +9,8 @@ value), or with JAX's own error; it exits 0 once the defect is gone.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import re
 import textwrap
@@ -153,6 +155,11 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
         exposure = Exposure("lower")
     if finding.code == rules.FFI_LEGACY_VECTORIZED.code:
         exposure = Exposure("legacy")
+    if any(f.code == rules.VALUES_NOT_COMPARED.code for f in target.findings):
+        # checked abstractly (the kernel cannot run on this platform): so is the script, shapes and dtypes only
+        if exposure.mode != "vmap":
+            return None
+        exposure = dataclasses.replace(exposure, mode="abstract_vmap")
     specs = [(np.dtype(s.dtype).name, tuple(s.shape), s.domain or chosen.domain) for s in chosen.specs]
     first = finding.message.split(". ")[0].strip().rstrip(".")
     platform = _platform_of(finding) if exposure.mode == "lower" else ""
@@ -531,5 +538,32 @@ assert "legacy_vectorized" not in jaxpr, (
 print("ok: no deprecated vmap_method")
 '''
 
-_CHECKS = {"vmap": _VMAP, "vjp": _VJP, "jvp": _JVP, "grad2": _GRAD2, "vmap_grad": _VMAP_GRAD, "jit": _JIT,
+_ABSTRACT_VMAP = '''
+B = {batch}
+IN_AXES, OUT_AXES = {in_axes}, {out_axes}
+axes = list(IN_AXES) if isinstance(IN_AXES, (tuple, list)) else [IN_AXES] * len(SPECS)
+
+
+def with_batch(shape, axis):  # the shape with a batch of B inserted at `axis` (negative counts from the end)
+    shape = list(shape)
+    shape.insert(axis if axis >= 0 else len(shape) + 1 + axis, B)
+    return tuple(shape)
+
+
+# The target cannot run on this platform: shapes and dtypes only, by tracing (no kernel runs).
+one = [jax.ShapeDtypeStruct(shape, dtype) for dtype, shape, _ in SPECS]
+batched = [x if a is None else jax.ShapeDtypeStruct(with_batch(x.shape, a), x.dtype) for x, a in zip(one, axes)]
+expected = jax.tree_util.tree_leaves(jax.eval_shape(f, *one))
+actual = jax.tree_util.tree_leaves(jax.eval_shape(jax.vmap(f, in_axes=IN_AXES, out_axes=OUT_AXES), *batched))
+out_axes = list(OUT_AXES) if isinstance(OUT_AXES, (tuple, list)) else [OUT_AXES] * len(actual)
+assert len(actual) == len(expected), f"vmap returned {{len(actual)}} outputs, one example {{len(expected)}}"
+for k, (a, e, axis) in enumerate(zip(actual, expected, out_axes)):
+    want = e.shape if axis is None else with_batch(e.shape, axis)
+    assert (a.shape, a.dtype) == (want, e.dtype), (f"output {{k}}: vmap gives {{a.dtype}}{{list(a.shape)}}, "
+                                                   f"expected {{e.dtype}}{{list(want)}} (batch of {{B}} at {{axis}})")
+print("ok: jax.vmap gives the per-example shapes and dtypes with the batch axis")
+'''
+
+_CHECKS = {"vmap": _VMAP, "abstract_vmap": _ABSTRACT_VMAP, "vjp": _VJP, "jvp": _JVP, "grad2": _GRAD2,
+           "vmap_grad": _VMAP_GRAD, "jit": _JIT,
            "call": _CALL, "lower": _LOWER, "legacy": _LEGACY}

@@ -8,26 +8,14 @@ factory that only ever sees negative inputs (log(-x)), a pytree custom_vjp and t
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from datacli import DATA, data_env, jaxdiag
 
-DATA = Path(__file__).parent / "data"
 pytestmark = pytest.mark.slow
-
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(DATA)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    return env
-
-
-def jaxdiag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jaxdiag", *args], cwd=cwd, env=_env(), capture_output=True,
-                          text=True, timeout=600, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +98,7 @@ def test_pytest_option_records_the_tests_calls(tmp_path):
         "import jax.numpy as jnp\nfrom recpkg import ops\n\n"
         "def test_pad():\n    assert ops.pad(-jnp.ones(3), 1).shape == (4,)\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxdiag-record",
-                           "test_uses.py"], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600,
+                           "test_uses.py"], cwd=tmp_path, env=data_env(), capture_output=True, text=True, timeout=600,
                           check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     recorded = calls(tmp_path)

@@ -9,28 +9,15 @@ function `carrytwo_example:both`; `shift_p`'s batching rule computes wrong value
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from datacli import DATA, jaxdiag
 
-DATA = Path(__file__).parent / "data"
 OPS = DATA / "carrytwo" / "ops.py"
 pytestmark = pytest.mark.slow
-
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(DATA)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    return env
-
-
-def jaxdiag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jaxdiag", *args], cwd=cwd, env=_env(), capture_output=True,
-                          text=True, timeout=600, check=False)
 
 
 @pytest.fixture(scope="module")
