@@ -241,7 +241,7 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
     for subject in subjects:
         cache = root_cache if subject is root else SubjectCache()
         if id(subject) in observed:  # a nested rule is checked at the values its function passes it
-            cache.example = observed[id(subject)]
+            cache.example, cache.observed = observed[id(subject)], True
         report, by_check = run_subject_by_check(subject, options, cache)
         if not (given and subject is root) and id(subject) not in observed:  # given/observed inputs stay as they are
             report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, run_checks)

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _compat
 from ._checks._base import Context, Options, Subject
+from ._checks._call_site import call_arrays
 from ._checks._harness import call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
 from ._inputs import ArgSpec, spec_of
@@ -41,11 +42,20 @@ def observed_examples(root: Subject, nested: list[Subject], options: Options, ca
             want = primitive_call_key(subject.obj, subject.params, list(subject.specs))
             calls = [vals for prim, params, vals in binds if prim is subject.obj
                      and primitive_call_key(prim, params, [spec_of(v) for v in vals or []]) == want]
+        elif subject.kind in ("custom_jvp", "custom_vjp"):
+            calls = [call_arrays(subject, obj, args, kwargs) for obj, args, kwargs in customs]
         else:
-            calls = [[a for a in (_compat.resolve_positional(getattr(obj, "fun", obj), tuple(args), dict(kwargs))
-                                  if subject.kind in ("custom_jvp", "custom_vjp") else args)
-                      if hasattr(a, "shape")] for obj, args, kwargs in customs if obj is subject.obj]
-        values = next((v for v in calls if v is not None and not any(_compat.is_tracer(a) for a in v)), None)
-        if values is not None and [spec_of(v) for v in values] == [ArgSpec(s.dtype, s.shape) for s in subject.specs]:
+            calls = [[a for a in args if hasattr(a, "shape")] for obj, args, _ in customs if obj is subject.obj]
+        wanted = [ArgSpec(s.dtype, s.shape) for s in subject.specs]
+        values = next((v for v in calls if v is not None and _concrete_at(v, wanted)), None)
+        if values is not None:
             out[id(subject)] = [np.asarray(v) for v in values]
     return out
+
+
+def _concrete_at(values: Sequence[Any], wanted: list[ArgSpec]) -> bool:
+    """Whether one observed call passed concrete arrays of exactly the subject's specs (a call made while a loop body
+    traces holds tracers; a PRNG key has no plain spec)."""
+    if any(_compat.is_tracer(a) or jax.dtypes.issubdtype(a.dtype, jax.dtypes.extended) for a in values):
+        return False
+    return [spec_of(v) for v in values] == wanted

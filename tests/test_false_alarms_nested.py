@@ -152,3 +152,38 @@ def test_function_indexing_its_input_with_a_traced_counter_is_clean():
     report = jaxdiag.check_batching(f"{DATA / 'traced_index.py'}:running_total", "f32[3]")
     no_internal_errors(report)
     assert not problems(report), problems(report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A custom_vjp over a pytree argument is checked at the values its function passes it (diffrax's adjoint pattern)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_pytree_custom_vjp_is_checked_at_the_values_its_function_passes():
+    """diffrax's `_loop_backsolve` false alarm: the nested rule takes a pytree, so jaxdiag checks a flat view of it;
+    the observed call is of the original and must still be matched, or bwd runs on random save times and raises."""
+    module = _load_data("pytree_vjp_precondition.py")
+    y0 = jnp.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(jax.jacrev(module.solve)(y0), 3.0 * np.eye(3), rtol=1e-6)  # plain JAX: fine
+    jumbled = {"ts": jnp.array([0.0, 2.0, 1.0, 0.5]), "scale": jnp.asarray(1.5)}
+    with pytest.raises(Exception, match="strictly increasing"):  # the precondition is real
+        jax.block_until_ready(jax.grad(lambda y: module.integrate(jumbled, y).sum())(y0))
+    report = jaxdiag.check_grad(f"{DATA / 'pytree_vjp_precondition.py'}:solve", "f32[3]")
+    no_internal_errors(report)
+    assert not problems(report), problems(report)
+    nested = [t for t in report.targets if t.target.endswith("> integrate")]
+    assert nested, [t.target for t in report.targets]
+    statuses = {c.name: c.status for c in nested[0].checks}
+    assert statuses["vjp-cotangents"] == "passed" and statuses["grad-composition"] == "passed", statuses
+
+
+def test_pytree_custom_vjp_wrong_at_the_observed_values_is_still_reported():
+    module = _load_data("pytree_vjp_precondition.py")
+    y0 = jnp.array([1.0, 2.0, 3.0])
+    assert not np.allclose(jax.jacrev(module.solve_unscaled)(y0), 3.0 * np.eye(3))  # plain JAX: the bwd is wrong
+    report = jaxdiag.check_grad(f"{DATA / 'pytree_vjp_precondition.py'}:solve_unscaled", "f32[3]")
+    no_internal_errors(report)
+    nested = [t for t in report.targets if t.target.endswith("> integrate_unscaled")]
+    assert nested, [t.target for t in report.targets]
+    found = [f for f in nested[0].findings if f.code == "JXG014"]
+    assert found and found[0].location.function == "integrate_unscaled_bwd", problems(report)

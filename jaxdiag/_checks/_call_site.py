@@ -60,17 +60,24 @@ def _call_flags(subject: Subject, calls: list) -> list[list[bool]]:
     """For each readable call of `subject`: per array argument (in the order of its specs), whether it is perturbed."""
     out = []
     for obj, args, kwargs in calls:
-        if obj is not subject.obj and obj is not subject.original:  # `obj` is a flat view of a pytree signature
-            continue
-        resolved = _compat.resolve_positional(getattr(obj, "fun", obj), tuple(args), dict(kwargs))
-        leaves = [leaf for leaf in jax.tree_util.tree_leaves(resolved) if hasattr(leaf, "shape")]
-        if [tuple(np.shape(leaf)) for leaf in leaves] != [tuple(s.shape) for s in subject.specs]:
-            continue  # another call of the same rule, at other shapes
+        leaves = call_arrays(subject, obj, args, kwargs)
+        if leaves is None or [tuple(np.shape(leaf)) for leaf in leaves] != [tuple(s.shape) for s in subject.specs]:
+            continue  # another rule, or another call of the same rule at other shapes
         flags = [_compat.jvp_perturbed(leaf) for leaf in leaves]
         if any(flag is None for flag in flags):
             continue
         out.append([bool(flag) for flag in flags])
     return out
+
+
+def call_arrays(subject: Subject, obj: Any, args: Sequence[Any], kwargs: dict) -> list[Any] | None:
+    """The array arguments (in the order of the subject's specs) of one recorded call of a custom rule, or None when
+    the call is not of `subject`. A subject with a pytree signature is a flat view: the call recorded is of
+    `subject.original`, and its array leaves are what the view takes."""
+    if obj is not subject.obj and obj is not subject.original:
+        return None
+    resolved = _compat.resolve_positional(getattr(obj, "fun", obj), tuple(args), dict(kwargs))
+    return [leaf for leaf in jax.tree_util.tree_leaves(resolved) if hasattr(leaf, "shape")]
 
 
 def traced_only_primitives(root: Subject, nested: Sequence[Subject], example: Sequence[Any]) -> set[int]:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 @dataclass
 class SubjectCache:
     example: list[np.ndarray] | None = None  # one example's arguments (Context.example)
+    observed: bool = False  # `example` holds the values the user's own function passes this nested rule
     trace: UserResult[Trace] | None = None  # the function traced once (tracing.trace_function)
     nested_subjects: list[Subject] = field(default_factory=list)  # user primitives / custom_* calls inside it
     example_output: Any = None  # _shared.ExampleOutput
