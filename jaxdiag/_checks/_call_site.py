@@ -77,7 +77,8 @@ def call_arrays(subject: Subject, obj: Any, args: Sequence[Any], kwargs: dict) -
     if obj is not subject.obj and obj is not subject.original:
         return None
     resolved = _compat.resolve_positional(getattr(obj, "fun", obj), tuple(args), dict(kwargs))
-    return [leaf for leaf in jax.tree_util.tree_leaves(resolved) if hasattr(leaf, "shape")]
+    # shape and dtype, as the flat view's specs are read (`_signature`): a NumPy dtype leaf has a shape, no dtype
+    return [leaf for leaf in jax.tree_util.tree_leaves(resolved) if hasattr(leaf, "shape") and hasattr(leaf, "dtype")]
 
 
 def traced_only_primitives(root: Subject, nested: Sequence[Subject], example: Sequence[Any]) -> set[int]:
