@@ -187,3 +187,23 @@ def test_pytree_custom_vjp_wrong_at_the_observed_values_is_still_reported():
     assert nested, [t.target for t in report.targets]
     found = [f for f in nested[0].findings if f.code == "JXG014"]
     assert found and found[0].location.function == "integrate_unscaled_bwd", problems(report)
+
+
+def test_observed_pytree_call_skips_non_array_leaves():
+    """optimistix passes its rule pytrees holding NumPy dtypes: a dtype has a `shape` but is no array, and reading it
+    as one stopped the whole check with an internal error."""
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._checks._call_site import call_arrays
+    from jaxdiag._inputs import ArgSpec
+    from jaxdiag._observe import _concrete_at
+
+    def solve(options, y):
+        return y * options["scale"]
+
+    subject = Subject("solve", "custom_vjp", object(), [ArgSpec("float32", ()), ArgSpec("float32", (3,))],
+                      original=solve)
+    options = {"dtype": np.dtype("float32"), "scale": np.float32(2.0), "name": "newton"}
+    leaves = call_arrays(subject, solve, (options, np.ones(3, np.float32)), {})
+    assert leaves is not None and [np.shape(leaf) for leaf in leaves] == [(), (3,)]
+    assert _concrete_at(leaves, [ArgSpec("float32", ()), ArgSpec("float32", (3,))])
+    assert call_arrays(subject, lambda o, y: y, (options, np.ones(3)), {}) is None  # another rule's call
