@@ -356,7 +356,13 @@ def infer_templates(subject: Subject, notes: list[Finding]) -> list[Any]:
                              label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0])
     tried = []
     last_error = ""
+    totals: set[int] = set()
     for arity in _arity(subject):
+        # a static position past the arity (a default taken, a forwarded option after `*args`) still counts
+        arity = max(arity, max(statics) + 1 if statics else 0)
+        if arity in totals:
+            continue
+        totals.add(arity)
         if arity == 0:
             _signature.apply(subject, [])
             ok, error = _try_call(subject, [], "normal", 0)

@@ -20,6 +20,7 @@ from ._checks._harness import call_user
 from ._errors import InferenceError, UsageError
 from ._inputs import ArgSpec, Static, parse_arg, template_leaves, template_text
 from ._layout import Layout, flat_view, template_of
+from ._passthrough import passthrough_defaults
 
 
 class MissingParamsError(InferenceError):
@@ -157,24 +158,50 @@ def apply(subject: Subject, templates: Sequence[Any]) -> None:
 
 
 def static_templates(subject: Subject) -> dict[int, Any] | None:
-    """For inference: the static positions with their default values; None when one has no default."""
+    """For inference: the static positions with their default values, and the positions the target's own module
+    always fills from an option-valued default (`_passthrough`); None when a static position has neither."""
     statics = static_positions(subject)
     params = positional(signature_of(subject))
+    forwarded = forwarded_options(subject)
     out: dict[int, Any] = {}
     for i in statics:
         if i >= len(params):
             continue
-        if params[i].default is params[i].empty:
+        if params[i].default is params[i].empty and i not in forwarded:
             return None
-        out[i] = Static(params[i].default)
+        out[i] = Static(params[i].default if params[i].default is not params[i].empty else forwarded[i])
+    for i, value in forwarded.items():
+        out.setdefault(i, Static(value))
     return out
+
+
+def forwarded_options(subject: Subject) -> dict[int, Any]:
+    """Positions without a default of their own that the target's module fills from a caller's option default. A
+    callable object taking `*args` (equinox's `filter_custom_vjp`) is read through the function it holds."""
+    if subject.kind == "primitive" or subject.parent is not None:
+        return {}
+    sig = signature_of(subject)
+    if sig is None:
+        return {}
+    obj = subject.original if subject.original is not None else subject.obj
+    held = getattr(obj, "fn", None)
+    fn = held if callable(held) else getattr(obj, "fun", obj)
+    params = positional(sig)
+    if held is not None and callable(held) and any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+        try:
+            params = positional(inspect.signature(_locate.unwrap(held)))
+        except (TypeError, ValueError):
+            return {}
+    found = passthrough_defaults(fn, subject.label.rpartition(":")[2], [p.name for p in params])
+    return {i: v for i, v in found.items() if params[i].default is params[i].empty}
 
 
 def static_without_default(subject: Subject) -> list[tuple[str, str]]:
     statics = static_positions(subject)
     params = positional(signature_of(subject))
+    forwarded = forwarded_options(subject)
     return [(params[i].name, where) for i, where in sorted(statics.items())
-            if i < len(params) and params[i].default is params[i].empty]
+            if i < len(params) and params[i].default is params[i].empty and i not in forwarded]
 
 
 def templates_of_args(args: Sequence[Any]) -> tuple[list[Any], list[Any]]:

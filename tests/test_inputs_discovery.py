@@ -81,3 +81,33 @@ def test_library_rule_on_a_jax_primitive_is_checked_only_as_that_rule(tmp_path, 
     # whatever is reported points at the library's own rule, never at JAX's rules of erf_inv
     assert all(f["location"]["path"].endswith("attach.py") for f in findings), findings
     assert data["targets"] and data["targets"][0]["target"] == "attach.py:erf_inv_p"
+
+
+def test_option_parameters_take_the_defaults_their_module_forwards(monkeypatch):
+    """equinox's `backward_nan(x, name=None, terminate=True)` forwards to `_backward_nan(x, name, terminate)`: the
+    rule's options have no default of their own, and drawing arrays for them made its bwd fail on `if terminate:`
+    (a JXG017 no program can hit); a nondiff option without a default left the rule unchecked."""
+    monkeypatch.chdir(DATA)
+    _, data = check("discpkg.options")
+    targets = by_target(data)
+    assert targets["discpkg.options:zero_nan_rule"]["inputs"] == ["f32[3]", "None", "True"]
+    assert targets["discpkg.options:reduce_rule"]["inputs"] == ["f32[3]", "'sum'"]
+    for name in ("zero_nan_rule", "zero_nan_rule > fn_wrapped", "reduce_rule"):
+        assert any(c["status"] == "passed" for c in targets[f"discpkg.options:{name}"]["checks"]), name
+    assert not [f for t in data["targets"] for f in t["findings"] if f["severity"] != "info"]
+
+
+def test_only_option_defaults_of_same_module_callers_are_forwarded(tmp_path, monkeypatch):
+    import importlib
+
+    from jaxdiag._passthrough import passthrough_defaults
+
+    (tmp_path / "fwdmod.py").write_text(
+        "def rule(x, scale, mode, flag):\n    return x\n\n"
+        "def a(x, scale=2.0, mode='fast', flag=True):\n    return rule(x, scale, mode=mode, flag=flag)\n\n"
+        "def b(x, flag=False):\n    return rule(x, 1.0, 'fast', flag)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("fwdmod")
+    found = passthrough_defaults(module.rule, "rule", ["x", "scale", "mode", "flag"])
+    # a number may stand for an array: never lent; two callers lending different flags: no single value
+    assert found == {2: "fast"}
