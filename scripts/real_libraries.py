@@ -1,7 +1,10 @@
 """Reproduce the README's "real libraries" table: `jaxdiag check` on published JAX libraries.
 
-    pip install -c <(printf 'jax==%s\\njaxlib==%s\\n' ...) jaxlie interpax ...   # into the same environment
-    python scripts/real_libraries.py [--only NAME ...] [--timeout S] [--markdown]
+    pip install -c <(printf 'jax==0.10.2\\njaxlib==0.10.2\\n') equinox==0.13.8 optax==0.2.8 jaxopt==0.8.5 \\
+        lineax==0.1.1 optimistix==0.1.0 diffrax==0.7.2 distrax==0.1.9 numpyro==0.22.0 e3nn-jax==0.21.0 \\
+        jax-md==0.2.29 quadax==0.3.1 jaxoplanet==0.2.0 flax==0.12.8 jax-galsim==2026.7.0   # beside jaxdiag
+    python scripts/real_libraries.py [--only NAME ...] [--timeout S] [--json ROWS] [--keep-reports DIR]
+    python scripts/real_libraries.py --from-json ROWS ...   # the README table from saved rows
 
 Not part of the test suite (it needs the libraries installed and takes minutes). For each library that is
 installed: where the library ships examples, `jaxdiag record -- python -c ...` runs a small use of its public API
@@ -17,6 +20,7 @@ import argparse
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -272,13 +276,14 @@ class Row:
     recorded: int = 0
     reasons: list[str] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
+    elsewhere: list[str] = field(default_factory=list)  # errors/warnings located in another library's files
 
 
 def _jaxdiag() -> list[str]:
     return [sys.executable, "-m", "jaxdiag"]
 
 
-def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
+def run_library(dist: str, package: str, snippet: str, timeout: float, keep: str | None = None) -> Row:
     row = Row(dist, version=importlib.metadata.version(dist))
     with tempfile.TemporaryDirectory(prefix=f"jaxdiag-{package}-") as scratch:
         start = time.perf_counter()
@@ -307,6 +312,9 @@ def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
             return row
         row.seconds = time.perf_counter() - start
         row.exit_code = done.returncode
+        if keep and os.path.exists(report):  # the whole report: findings located in other libraries' files too
+            os.makedirs(keep, exist_ok=True)
+            shutil.copy(report, os.path.join(keep, f"{package}.json"))
         try:
             with open(report, encoding="utf-8") as handle:
                 data = json.load(handle)
@@ -339,7 +347,10 @@ def run_library(dist: str, package: str, snippet: str, timeout: float) -> Row:
             if key in seen or "jaxdiag_example_" in str(where.get("path", "")):
                 continue
             if f["severity"] != "info" and where.get("path") and not _in_package(where["path"], package):
-                continue  # another library's rule met inside an example function: counted in its own row
+                # another library's rule met inside an example function: counted in its own row, listed here
+                row.elsewhere.append(f"{t['target']}: {f['code']} at {where['path']}:{where.get('line')}: "
+                                     f"{f['message'][:160]}")
+                continue
             seen.add(key)
             if f["severity"] == "error":
                 row.errors += 1
@@ -380,6 +391,8 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=None, help="distribution names to run")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per library")
     parser.add_argument("--json", default=None, help="also write the rows (with reasons and findings) here")
+    parser.add_argument("--keep-reports", default=None, metavar="DIR",
+                        help="copy each library's full `jaxdiag check` JSON report to DIR/PACKAGE.json")
     parser.add_argument("--from-json", nargs="*", default=None,
                         help="print the table of rows saved by earlier --json runs (in LIBRARIES order)")
     args = parser.parse_args()
@@ -400,12 +413,14 @@ def main() -> int:
         except importlib.metadata.PackageNotFoundError:
             print(f"skipping {dist}: not installed", file=sys.stderr)
             continue
-        row = run_library(dist, package, snippet, args.timeout)
+        row = run_library(dist, package, snippet, args.timeout, args.keep_reports)
         rows.append(row)
         print(f"{dist}: {row.checked}/{row.targets} checked, {row.errors} errors, {row.warnings} warnings, "
               f"{row.seconds:.0f} s", file=sys.stderr, flush=True)
         for line in row.reasons + row.findings:
             print(f"    {line}", file=sys.stderr)
+        for line in row.elsewhere:
+            print(f"    (located in another library) {line}", file=sys.stderr)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump([r.__dict__ for r in rows], handle, indent=2)
