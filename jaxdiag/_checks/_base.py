@@ -164,12 +164,13 @@ class Context:
 
 
 def _rows_near(x: np.ndarray, batch: int) -> np.ndarray:
-    """`batch` rows: `x` itself, then `x` shrunk by 0.1 % per row (order, signs and strict inequalities kept, rows
-    still distinct so a batching rule that mixes them up shows); non-float arrays repeated as they are."""
+    """`batch` rows: `x` itself, then `x` shrunk by 1 % per row (a positive factor keeps order, signs and strict
+    inequalities; rows differ by more than the comparison tolerance, so a batching rule that mixes them up shows);
+    non-float arrays repeated as they are."""
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.inexact):
         return np.stack([x] * batch)
-    return np.stack([(x * (1 - 1e-3 * j)).astype(x.dtype) for j in range(batch)])
+    return np.stack([(x * 0.99 ** j).astype(x.dtype) for j in range(batch)])
 
 
 def _as_jax_operand(x: Any) -> Any:
