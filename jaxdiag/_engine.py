@@ -35,6 +35,7 @@ from ._errors import InferenceError, UsageError
 from ._filtering import Filter, validate_inline
 from ._fresh_draws import confirm_on_fresh_draws
 from ._observe import observed_examples, primitive_call_key
+from ._relocate import relocate
 from ._inputs import (
     DOMAINS,
     ArgSpec,
@@ -548,7 +549,7 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
         try:
             if chk.family == "batching" and not subject.specs:
                 raise SkipCheck("no array arguments: nothing to batch")
-            findings = list(chk.run(ctx))
+            findings = relocate(subject, list(chk.run(ctx)))  # a helper's wrapper -> the user's rule
         except SkipCheck as skip:
             status, detail = "skipped", str(skip)
             if skip.note:  # a skip the user must hear about (e.g. a defect this JAX release cannot show)

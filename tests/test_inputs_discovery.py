@@ -111,3 +111,33 @@ def test_only_option_defaults_of_same_module_callers_are_forwarded(tmp_path, mon
     found = passthrough_defaults(module.rule, "rule", ["x", "scale", "mode", "flag"])
     # a number may stand for an array: never lent; two callers lending different flags: no single value
     assert found == {2: "fast"}
+
+
+def test_a_finding_in_a_helper_wrapped_rule_points_at_the_users_rule(monkeypatch):
+    """equinox's `filter_custom_jvp` hands JAX its own closures (`fn_wrapper`, `fn_jvp_wrapper`), which call the
+    user's functions: quadax's `_leibniz` finding was located at `equinox/_ad.py:802` and named the closure."""
+    monkeypatch.chdir(DATA)
+    _, data = check("discpkg.helper_jvp")
+    nested = next(t for t in data["targets"] if t["target"].startswith("discpkg.helper_jvp:cube > "))
+    bad = [f for f in nested["findings"] if f["severity"] != "info"]
+    assert bad, nested["findings"]
+    lines = (DATA / "discpkg" / "helper_jvp.py").read_text().splitlines()
+    where = bad[0]["location"]
+    assert where["function"] == "_cube_jvp" and where["path"].endswith("helper_jvp.py")
+    assert where["line"] == next(i for i, t in enumerate(lines, 1) if t.startswith("def _cube_jvp"))
+    text = bad[0]["message"] + bad[0]["fix"]
+    assert "_cube_jvp" in text and "fn_jvp_wrapper" not in text and "helperlib" not in text, text
+
+
+def test_a_users_own_decorator_beside_the_rule_is_not_looked_through():
+    from jaxdiag._relocate import held_function
+
+    def decorate(fn):
+        def wrapper(*args):
+            return fn(*args)
+        return wrapper
+
+    def rule(x):
+        return x
+
+    assert held_function(decorate(rule)) is None  # same module: the wrapper may be where the bug is
