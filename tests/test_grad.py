@@ -458,3 +458,24 @@ def test_function_whose_grad_fails_inside_a_nested_bwd_is_reported_once(tmp_path
     report = jaxdiag.check_grad(f"{module}:loss", "f32[2,3]", "f32[3,4]")
     raised = [(t.kind, f.location.function) for t in report.targets for f in t.findings if f.code == "JXG017"]
     assert raised == [("custom_vjp", "layer_bwd")]
+
+
+def test_a_loop_bound_traced_under_vmap_is_explained_not_blamed_on_numpy():
+    """quadax's `_leibniz` JVP: a data-dependent fori_loop count is concrete eagerly (a scan) and traced under vmap
+    or jit (a while_loop JAX cannot transpose). The generic "use jax.numpy instead of NumPy" fix was wrong advice."""
+    import jax
+    import jax.numpy as jnp
+
+    path = ROOT / "tests" / "data" / "traced_loop_bound.py"
+    spec = importlib.util.spec_from_file_location("traced_loop_bound_fixture", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = jnp.array([0.5, 2.0, 1.0])
+    assert jax.grad(lambda v: module.repeated(v).sum())(x).tolist() == [2.0, 2.0, 2.0]  # plain JAX: eager works
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+        jax.grad(lambda v: jax.vmap(module.repeated)(v).sum())(jnp.stack([x, x[::-1]]))
+    report = jaxdiag.check_grad(f"{path}:repeated", "f32[3]")
+    (composition,) = [f for f in report.findings if f.code == "JXG016"]
+    assert composition.location.function == "repeated_jvp"
+    assert "bounds are traced" in composition.message and "NumPy" not in composition.fix
+    assert "static" in composition.fix and "lax.scan" in composition.fix

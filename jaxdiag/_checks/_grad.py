@@ -415,6 +415,14 @@ def _explain(exc: BaseException, prefer: Any) -> tuple[str, str]:
                 "TracerIntegerConversionError"):
         return (f"fails with {text}, although the eager gradient works: the rule only works on concrete arrays "
                 "(it converts a traced cotangent or tangent to NumPy or a Python value).", "")
+    if "Reverse-mode differentiation does not work for lax.while_loop" in str(exc):
+        # the eager gradient works: only under vmap/jit does a loop bound become a tracer (quadax's Romberg loop)
+        return (f"fails with {text}, although the eager gradient works: under this transformation the tangent "
+                "passes through a loop whose bounds are traced (a fori_loop bound that vmap batches or jit traces "
+                "becomes a while_loop), and JAX cannot transpose a while_loop.",
+                "Keep every loop on the tangent's path transposable under vmap and jit: give lax.fori_loop bounds "
+                "that are Python ints (static), or use lax.scan with a fixed length and mask the extra steps; a "
+                "data-dependent count belongs in the primal only, with the tangent computed outside the loop.")
     if "Cannot lower jaxpr" in str(exc) or "verifier" in str(exc):
         return (f"fails to compile with {text}: an abstract evaluation (or lowering) disagrees with the impl for "
                 "batched inputs, so eager vmap works but jit does not.",
