@@ -207,3 +207,18 @@ def test_observed_pytree_call_skips_non_array_leaves():
     assert leaves is not None and [np.shape(leaf) for leaf in leaves] == [(), (3,)]
     assert _concrete_at(leaves, [ArgSpec("float32", ()), ArgSpec("float32", (3,))])
     assert call_arrays(subject, lambda o, y: y, (options, np.ones(3)), {}) is None  # another rule's call
+
+
+def test_rows_near_observed_values_keep_their_order_and_stay_apart():
+    """The vmap batch of a rule checked at observed values: row 0 is the observed value, every row keeps its order
+    and signs (a precondition the caller keeps still holds), and rows differ by more than the f32 tolerance."""
+    from jaxdiag._checks._base import _rows_near
+
+    ts = np.array([0.0, 0.5, 1.0, 2.0], np.float32)
+    rows = _rows_near(ts, 5)
+    assert rows.shape == (5, 4) and rows.dtype == np.float32 and np.array_equal(rows[0], ts)
+    assert all(np.all(np.diff(r) > 0) for r in rows)
+    gaps = np.abs(np.diff(rows[:, -1])) / np.abs(rows[:-1, -1])
+    assert np.all(gaps > 2e-3), gaps
+    counts = np.array([3, 1, 2], np.int32)
+    assert np.array_equal(_rows_near(counts, 3), np.stack([counts] * 3))  # integers are repeated as they are
