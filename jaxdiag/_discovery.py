@@ -338,10 +338,9 @@ def _origin(obj: Any, kind: str) -> str | None:
     if kind == "function" and not inspect.isfunction(obj):
         # a wrapper object (equinox's `filter_custom_vjp`): defined where the function it wraps is, not in the
         # module of the wrapper's class
-        held = next((getattr(obj, n) for n in ("__wrapped__", "fn", "func") if inspect.isfunction(
-            _locate.unwrap(getattr(obj, n, None)))), None)
+        held = _locate.held_function(obj)
         if held is not None:
-            return getattr(_locate.unwrap(held), "__module__", None)
+            return getattr(held, "__module__", None)
     return getattr(_locate.unwrap(getattr(obj, "fun", None) or obj), "__module__", None)
 
 

@@ -28,6 +28,14 @@ def unwrap(fn: Any) -> Any:
     return fn
 
 
+def held_function(obj: Any) -> Any | None:
+    """The function a wrapper object holds (`__wrapped__`, `.fn`, `.func`: equinox's `filter_custom_vjp`),
+    unwrapped; None when it holds none."""
+    held = next((getattr(obj, n) for n in ("__wrapped__", "fn", "func") if inspect.isfunction(
+        unwrap(getattr(obj, n, None)))), None)
+    return unwrap(held) if held is not None else None
+
+
 def relative_path(path: str) -> str:
     """Relative to the current directory for files under it (what editors and CI annotations expect); absolute
     for files elsewhere (site-packages), where `../../..` chains help nobody."""

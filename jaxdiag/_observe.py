@@ -56,6 +56,7 @@ def observed_examples(root: Subject, nested: list[Subject], options: Options, ca
 def _concrete_at(values: Sequence[Any], wanted: list[ArgSpec]) -> bool:
     """Whether one observed call passed concrete arrays of exactly the subject's specs (a call made while a loop body
     traces holds tracers; a PRNG key has no plain spec)."""
-    if any(_compat.is_tracer(a) or jax.dtypes.issubdtype(a.dtype, jax.dtypes.extended) for a in values):
+    if any(not hasattr(a, "dtype") or _compat.is_tracer(a) or jax.dtypes.issubdtype(a.dtype, jax.dtypes.extended)
+           for a in values):
         return False
     return [spec_of(v) for v in values] == wanted

@@ -72,11 +72,9 @@ def _held_by_object(obj: Any) -> list[tuple[Any, Any]]:
     """A helper's callable object (equinox's `filter_custom_vjp`) checked as a function: its `__call__` is the
     helper's line; the function it holds is the user's."""
     call = getattr(type(obj), "__call__", None)  # noqa: B004 - its code, not a callable test
-    held = next((getattr(obj, n) for n in ("fn", "__wrapped__", "func") if inspect.isfunction(
-        _locate.unwrap(getattr(obj, n, None)))), None)
+    held = _locate.held_function(obj)
     if inspect.isfunction(obj) or call is None or held is None or not hasattr(call, "__code__"):
         return []
-    held = _locate.unwrap(held)
     if held.__module__ == type(obj).__module__ or not _locate.is_user_code(held):
         return []
     return [(call, held)]

@@ -184,14 +184,14 @@ def forwarded_options(subject: Subject) -> dict[int, Any]:
     if sig is None:
         return {}
     obj = subject.original if subject.original is not None else subject.obj
-    held = getattr(obj, "fn", None)
-    fn = held if callable(held) else getattr(obj, "fun", obj)
+    held = _locate.held_function(obj)
     params = positional(sig)
-    if held is not None and callable(held) and any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+    if held is not None and any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
         try:
-            params = positional(inspect.signature(_locate.unwrap(held)))
+            params = positional(inspect.signature(held))
         except (TypeError, ValueError):
             return {}
+    fn = held if held is not None else getattr(obj, "fun", obj)
     found = passthrough_defaults(fn, subject.label.rpartition(":")[2], [p.name for p in params])
     return {i: v for i, v in found.items() if params[i].default is params[i].empty}
 
