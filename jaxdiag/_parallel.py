@@ -9,9 +9,11 @@ cross the process boundary and are what the cache stores.
 
 Workers are started with the `spawn` method (JAX is not fork-safe: a forked child inherits XLA's threads in
 whatever state they were), import the same modules and discover the same targets as the parent, then run the
-targets they are sent one at a time. A worker tells the parent which check it starts, so a target that runs past
-`--timeout` is reported naming that check; the worker is then killed and replaced. A worker whose memory grew past
-`WORKER_MEMORY_MB` after a target is retired and replaced too, so memory stays bounded per worker.
+targets they are sent one at a time: each worker works through its own contiguous run of the targets (`_Runs`),
+so neighbours that compile the same programs run in the same process. A worker tells the parent which check it
+starts, so a target that runs past `--timeout` is reported naming that check; the worker is then killed and
+replaced. A worker clears JAX's caches as it grows (`MemoryBound`), and one that stays past `WORKER_RETIRE_MB`
+after clearing is retired and replaced, so memory stays bounded per worker.
 """
 
 from __future__ import annotations
@@ -56,13 +58,15 @@ class Lint(Protocol):
 # Seconds a target may run under `jaxdiag check` unless `--timeout` or `timeout` in [tool.jaxdiag] says otherwise.
 DEFAULT_TIMEOUT = 300.0
 # Memory bound per worker. JAX keeps the executables it compiled in its caches, so a process checking target
-# after target grows by about 13 MB per target (1.5 GB over the 115 samples). A worker whose resident memory
-# passed this after a target clears JAX's caches (back to about 300 MB: Python, JAX, jaxlib, the user's modules);
-# one still above WORKER_RETIRE_MB after that (memory JAX does not hold) is replaced by a fresh worker.
+# after target grows by 13-20 MB per target (1.2 GB after 60 of the samples). A worker whose resident memory
+# passed this after a target clears JAX's caches and gives the freed memory back (`MemoryBound`; back to about
+# 300 MB). A target's own transient growth comes on top (up to 240 MB for the samples' nested logdet): with two
+# workers and the parent (about 180 MB) the whole run stays under 1.5 GB. A worker still above WORKER_RETIRE_MB
+# after clearing (memory the user's code holds) is replaced.
 WORKER_MEMORY_MB = 400
 WORKER_RETIRE_MB = 600
-# In `jaxdiag check`'s own process (`-j 1 --timeout 0`): JAX's caches are cleared when it grew this much past what
-# clearing them last left (about 8 targets' worth), or past WORKER_MEMORY_MB, whichever is higher.
+# In a worker and in `jaxdiag check`'s own process (`-j 1 --timeout 0`): JAX's caches are cleared when it grew this
+# much past what clearing them last left (about 8 targets' worth), or past WORKER_MEMORY_MB, whichever is higher.
 IN_PROCESS_GROWTH_MB = 100
 # A worker must have imported the user's modules within this many seconds (the parent already imported them once).
 WORKER_START_SECONDS = 300.0
@@ -226,20 +230,14 @@ def _in_process(lint: Lint, founds: Sequence[Found], todo: list[int], release: b
                 ) -> Iterator[tuple[int, Outcome]]:
     """The targets checked in this process, one after the other. Under `jaxdiag check` (`release`), memory is
     bounded as in a worker: past WORKER_MEMORY_MB after a target, JAX's caches are cleared (else they grow by
-    about 13 MB per target). This process cannot be replaced as a worker is, so where clearing does not bring it
-    back under the bound (memory JAX does not hold, or a caller that was larger to begin with), the bound becomes
-    IN_PROCESS_GROWTH_MB above what is left: cleared every few targets, never after every one. The Python API
-    leaves the caller's JAX caches alone."""
-    limit = max(WORKER_MEMORY_MB, _rss_mb() + IN_PROCESS_GROWTH_MB) if release else 0.0
+    about 13 MB per target), as `MemoryBound` says. The Python API leaves the caller's JAX caches alone."""
+    bound = MemoryBound() if release else None
     for i in todo:
         outcome = run_in_process(lint, founds[i])
-        if release:
-            rss = _rss_mb()
+        if bound is not None:
+            rss, cleared = bound.after_target()
             LAST_RUN["peak_worker_mb"] = max(LAST_RUN.get("peak_worker_mb", 0.0), rss)
-            if rss > limit:
-                _release_memory()
-                LAST_RUN["cache_clears"] = LAST_RUN.get("cache_clears", 0) + 1
-                limit = max(limit, _rss_mb() + IN_PROCESS_GROWTH_MB)
+            LAST_RUN["cache_clears"] = LAST_RUN.get("cache_clears", 0) + cleared
         yield i, outcome
 
 
@@ -335,12 +333,7 @@ def _run_compilation_cache(lint: Lint, settings: RunSettings) -> Iterator[None]:
     it cleared JAX's caches to bound its memory, loads them instead of compiling them again. Without the result
     cache the folder is temporary, so nothing outlives the run. In this process JAX's settings are restored after
     the run."""
-    scratch = None
-    if settings.bound_memory and not settings.cache:
-        try:
-            scratch = tempfile.mkdtemp(prefix="jaxdiag-xla-")
-        except OSError:
-            scratch = None
+    scratch = _scratch_folder() if settings.bound_memory and not settings.cache else None
     settings.scratch_xla = scratch
     folder = _xla_cache_dir(lint, settings) if settings.bound_memory else None
     try:
@@ -355,6 +348,13 @@ def _run_compilation_cache(lint: Lint, settings: RunSettings) -> Iterator[None]:
         settings.scratch_xla = None
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _scratch_folder() -> str | None:
+    try:
+        return tempfile.mkdtemp(prefix="jaxdiag-xla-")
+    except OSError:
+        return None
 
 
 def _rss_mb() -> float:
@@ -398,6 +398,25 @@ def _use_compilation_cache(folder: str) -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
+class MemoryBound:
+    """When a process that checks target after target clears JAX's caches: past WORKER_MEMORY_MB after a target.
+    Where the process stays above the bound afterwards (memory the user's code holds, or an allocator that keeps
+    what was freed), the bound becomes IN_PROCESS_GROWTH_MB above what is left: cleared every few targets, never
+    after every one (which would compile every program again for every target)."""
+
+    def __init__(self) -> None:
+        self.limit = max(WORKER_MEMORY_MB, _rss_mb() + IN_PROCESS_GROWTH_MB)
+
+    def after_target(self) -> tuple[float, bool]:
+        """(resident memory after the target in MB, whether JAX's caches were cleared)."""
+        rss = _rss_mb()
+        if rss <= self.limit:
+            return rss, False
+        _release_memory()
+        self.limit = max(self.limit, _rss_mb() + IN_PROCESS_GROWTH_MB)
+        return rss, True
+
+
 def _release_memory() -> None:
     """Drop JAX's compiled executables and traces: later targets compile what they need again."""
     import gc
@@ -406,6 +425,23 @@ def _release_memory() -> None:
 
     jax.clear_caches()
     gc.collect()
+    _return_freed_memory()
+
+
+def _return_freed_memory() -> None:
+    """Hand the memory just freed back to the system. glibc's allocator keeps it otherwise: after clearing JAX's
+    caches a worker that had grown to 1.2 GB stayed at 1.2 GB; with `malloc_trim` it drops to about 300 MB. Other
+    C libraries have no such call, and nothing is lost without it but the memory."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        trim = None
+    if trim is not None:
+        trim(0)
 
 
 def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
@@ -431,6 +467,7 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
         conn.send(("check", subject, check))
 
     _engine.on_check_start = started
+    bound = MemoryBound()
     conn.send(("ready",))
     while True:
         task = conn.recv()
@@ -446,14 +483,31 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
         except BaseException:  # noqa: BLE001 - JAXDIAG_DEBUG re-raises jaxdiag's own errors: the parent raises them
             conn.send(("raised", index, traceback.format_exc()))
             return
-        rss = _rss_mb()
-        if rss > WORKER_MEMORY_MB:
-            _release_memory()
-        conn.send(("done", index, outcome.to_dict(), rss, _rss_mb()))
+        rss, cleared = bound.after_target()
+        conn.send(("done", index, outcome.to_dict(), rss, _rss_mb(), cleared))
+
+
+class _Runs:
+    """The targets left to check, split into one contiguous run per worker slot. Neighbours in discovery order (a
+    module's targets, a bad sample and its good twin) mostly compile the same programs, so a worker that checks
+    them one after the other finds those in its own memory instead of compiling or loading them again. A slot
+    whose run is done takes the last target of the longest run left."""
+
+    def __init__(self, todo: Sequence[int], slots: int) -> None:
+        n = max(1, min(slots, len(todo)))
+        bounds = [round(k * len(todo) / n) for k in range(n + 1)]
+        self.runs = [list(todo[bounds[k]:bounds[k + 1]]) for k in range(n)]
+
+    def __bool__(self) -> bool:
+        return any(self.runs)
+
+    def take(self, slot: int) -> int:
+        own = self.runs[slot % len(self.runs)]
+        return own.pop(0) if own else max(self.runs, key=len).pop()
 
 
 class _Worker:
-    def __init__(self, setup: _WorkerSetup) -> None:
+    def __init__(self, setup: _WorkerSetup, slot: int) -> None:
         ctx = multiprocessing.get_context("spawn")  # JAX is not fork-safe
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main, args=(child, setup), name="jaxdiag-worker", daemon=True)
@@ -465,6 +519,7 @@ class _Worker:
         self.task_started = 0.0
         self.running = ""  # "subject: check" the worker said it started last
         self.peak_mb = 0.0
+        self.slot = slot  # which run of targets it takes from (`_Runs`); a replacement keeps it
 
     def send(self, index: int, label: str) -> None:
         self.conn.send((index, label))
@@ -496,14 +551,14 @@ class _Pool:
 
     def run(self, lint: Lint, founds: Sequence[Found], todo: list[int]) -> Iterator[tuple[int, Outcome]]:
         """(index, outcome) as targets finish, in any order. Workers are killed when the iterator is closed."""
-        queue = list(todo)
-        workers = [_Worker(self.setup) for _ in range(min(self.jobs, len(queue)))]
+        queue = _Runs(todo, self.jobs)
+        workers = [_Worker(self.setup, slot) for slot in range(min(self.jobs, len(todo)))]
         LAST_RUN.update(workers_started=len(workers), peak_worker_mb=0.0, cache_clears=0)
         try:
             while queue or any(w.task is not None for w in workers):
                 for w in workers:
                     if w.ready and w.task is None and queue:
-                        index = queue.pop(0)
+                        index = queue.take(w.slot)
                         w.send(index, founds[index].label)
                 busy = [w for w in workers if w.task is not None or not w.ready]
                 if not busy:
@@ -531,15 +586,15 @@ class _Pool:
             return now > w.spawned + WORKER_START_SECONDS
         return bool(self.timeout and w.task is not None and now > w.task_started + self.timeout)
 
-    def _replace(self, w: _Worker, workers: list[_Worker], queue: list[int], killed: bool) -> None:
+    def _replace(self, w: _Worker, workers: list[_Worker], queue: _Runs, killed: bool) -> None:
         w.kill() if killed else w.stop()
         workers.remove(w)
         if queue:
-            workers.append(_Worker(self.setup))
+            workers.append(_Worker(self.setup, w.slot))
             LAST_RUN["workers_started"] += 1
 
     def _receive(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
-                 queue: list[int]) -> Iterator[tuple[int, Outcome]]:
+                 queue: _Runs) -> Iterator[tuple[int, Outcome]]:
         try:
             message = w.conn.recv()
         except (EOFError, OSError):  # the worker died: a crash in native code, or killed from outside
@@ -557,11 +612,11 @@ class _Pool:
         elif kind == "check":
             w.running = f"{message[1]}: {message[2]}"
         elif kind == "done":
-            _, index, data, rss, after = message
+            _, index, data, rss, after, cleared = message
             w.task = None
             self.peak_worker_mb = max(self.peak_worker_mb, rss)
             LAST_RUN["peak_worker_mb"] = max(LAST_RUN.get("peak_worker_mb", 0.0), rss)
-            LAST_RUN["cache_clears"] += rss > WORKER_MEMORY_MB
+            LAST_RUN["cache_clears"] += cleared
             if after > WORKER_RETIRE_MB:  # clearing JAX's caches was not enough
                 self._replace(w, workers, queue, killed=False)
             yield index, Outcome.from_dict(data)
@@ -575,7 +630,7 @@ class _Pool:
             raise RuntimeError(f"checking {founds[message[1]].label} raised in a worker:\n{message[2]}")
 
     def _expire(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
-                queue: list[int]) -> Iterator[tuple[int, Outcome]]:
+                queue: _Runs) -> Iterator[tuple[int, Outcome]]:
         index = w.task
         if not w.ready:
             self._replace(w, workers, queue, killed=True)

@@ -7,6 +7,7 @@ Speed figures live in `bench/run_all.py`; these tests assert behaviour only.
 from __future__ import annotations
 
 import json
+import platform
 import shutil
 import sys
 import textwrap
@@ -82,6 +83,47 @@ def test_jobs_give_the_same_report_as_serial(tmp_path, monkeypatch):
     assert without_seconds(parallel) == without_seconds(serial)
     assert without_seconds(one_worker) == without_seconds(serial)
     assert {"JXB001", "JXG001", "JXR003"} <= serial.codes()  # a real run, with findings to compare
+
+
+def test_each_worker_takes_a_contiguous_run_of_targets_and_then_helps_with_the_longest_run_left():
+    """Neighbours compile the same programs: a worker checks its own run in order, so they share its caches."""
+    runs = _parallel._Runs([0, 1, 2, 3, 4, 5, 6], slots=2)
+    assert [runs.take(0), runs.take(0), runs.take(1)] == [0, 1, 4]
+    assert [runs.take(0), runs.take(0)] == [2, 3]
+    assert runs.take(0) == 6  # its own run is done: the last target of the other run
+    assert [runs.take(1)] == [5] and not runs
+    one = _parallel._Runs([3, 9], slots=4)  # more slots than targets: every slot still finds work
+    assert sorted([one.take(3), one.take(2)]) == [3, 9] and not one
+
+
+def test_a_worker_clears_jax_caches_past_the_bound_not_after_every_target(monkeypatch):
+    """Clearing rarely returns memory to the system: a process left above the bound must not clear (and compile
+    everything again) after every target, which made one worker 1.2x slower than the serial run."""
+    rss = iter([300.0,                      # at the start: the bound is WORKER_MEMORY_MB (400)
+                420.0, 380.0,               # above -> cleared, 380 left -> the bound is 480
+                450.0,                      # below the new bound: kept
+                500.0, 390.0])              # above -> cleared
+    clears: list[int] = []
+    monkeypatch.setattr(_parallel, "WORKER_MEMORY_MB", 400)
+    monkeypatch.setattr(_parallel, "_rss_mb", lambda: next(rss))
+    monkeypatch.setattr(_parallel, "_release_memory", lambda: clears.append(1))
+    bound = _parallel.MemoryBound()
+    assert [bound.after_target()[1] for _ in range(3)] == [True, False, True]
+    assert len(clears) == 2 and bound.limit == 490.0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+                    reason="malloc_trim is glibc's")
+def test_clearing_gives_freed_memory_back_to_the_system():
+    """glibc keeps freed heap memory: without malloc_trim a worker stays as large after clearing JAX's caches."""
+    import ctypes
+
+    buffers = [ctypes.create_string_buffer(8192) for _ in range(25_000)]  # about 200 MB of small heap blocks
+    kept = buffers[::50]  # a few stay alive, so the heap cannot simply shrink from its top
+    before = _parallel._rss_mb()
+    del buffers
+    _parallel._return_freed_memory()
+    assert _parallel._rss_mb() < before - 100 and len(kept) == 500
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -156,6 +156,7 @@ def test_in_process_run_clears_jax_caches_past_the_bound_not_after_every_target(
                 350.0, 420.0, 380.0,        # target 0 below; target 1 above -> cleared, 380 left -> bound 480
                 450.0, 500.0, 390.0])       # target 2 below the new bound; target 3 above -> cleared
     clears: list[int] = []
+    monkeypatch.setattr(_parallel, "WORKER_MEMORY_MB", 400)
     monkeypatch.setattr(_parallel, "_rss_mb", lambda: next(rss))
     monkeypatch.setattr(_parallel, "_release_memory", lambda: clears.append(1))
     monkeypatch.setattr(_parallel, "run_in_process", lambda lint, found: found)
