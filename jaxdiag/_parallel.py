@@ -432,14 +432,14 @@ def _return_freed_memory() -> None:
     """Hand the memory just freed back to the system. glibc's allocator keeps it otherwise: after clearing JAX's
     caches a worker that had grown to 1.2 GB stayed at 1.2 GB; with `malloc_trim` it drops to about 300 MB. Other
     C libraries have no such call, and nothing is lost without it but the memory."""
+    if not sys.platform.startswith("linux"):
+        return
     import ctypes
-    import ctypes.util
 
-    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-        trim = None
+    try:  # the process's own symbols, libc's among them (no `ldconfig` run, as ctypes.util.find_library does)
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # None: not glibc (musl has no malloc_trim)
+    except OSError:
+        return
     if trim is not None:
         trim(0)
 
@@ -617,7 +617,7 @@ class _Pool:
             self.peak_worker_mb = max(self.peak_worker_mb, rss)
             LAST_RUN["peak_worker_mb"] = max(LAST_RUN.get("peak_worker_mb", 0.0), rss)
             LAST_RUN["cache_clears"] += cleared
-            if after > WORKER_RETIRE_MB:  # clearing JAX's caches was not enough
+            if cleared and after > WORKER_RETIRE_MB:  # clearing JAX's caches was not enough
                 self._replace(w, workers, queue, killed=False)
             yield index, Outcome.from_dict(data)
         elif kind == "missing":  # the worker did not find the target (a module object given to the API)
