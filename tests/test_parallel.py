@@ -112,6 +112,23 @@ def test_a_worker_clears_jax_caches_past_the_bound_not_after_every_target(monkey
     assert len(clears) == 2 and bound.limit == 490.0
 
 
+def test_a_worker_is_replaced_only_when_clearing_left_it_above_the_retire_bound(monkeypatch):
+    """A fresh worker costs an import of JAX and the user's modules: replace one only when clearing was tried."""
+    from types import SimpleNamespace
+
+    pool = _parallel._Pool(None, _parallel.RunSettings(jobs=2))  # type: ignore[arg-type]
+    replaced: list[bool] = []
+    monkeypatch.setattr(pool, "_replace", lambda w, workers, queue, killed: replaced.append(killed))
+    monkeypatch.setitem(_parallel.LAST_RUN, "cache_clears", 0)
+    high = _parallel.WORKER_RETIRE_MB + 50.0
+    for cleared, after, expected in ((False, high, []), (True, high, [False]), (True, 300.0, [])):
+        replaced.clear()
+        message = ("done", 0, _parallel.Outcome().to_dict(), high, after, cleared)
+        worker = SimpleNamespace(conn=SimpleNamespace(recv=lambda message=message: message), task=0)
+        [(index, _)] = list(pool._receive(worker, [worker], None, [], _parallel._Runs([1], 2)))  # type: ignore[arg-type]
+        assert index == 0 and worker.task is None and replaced == expected
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
                     reason="malloc_trim is glibc's")
 def test_clearing_gives_freed_memory_back_to_the_system():
