@@ -35,7 +35,7 @@ from ._errors import InferenceError, UsageError
 from ._filtering import Filter, validate_inline
 from ._fresh_draws import confirm_on_fresh_draws
 from ._observe import observed_examples, primitive_call_key
-from ._relocate import relocate
+from ._relocate import relocate, wrapper_moves
 from ._inputs import (
     DOMAINS,
     ArgSpec,
@@ -536,6 +536,7 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
                           module=subject.module)
     report.subject = subject  # type: ignore[attr-defined]  # for --repro; not serialized
     by_check: dict[str, list[Finding]] = {}
+    moves: list[tuple[Any, Any]] | None = None  # a helper's wrappers -> the user's rules, once per subject
     blocked = _abstract.platform_blocker(subject, options, cache)  # a GPU kernel here: its rules are only traced
     for chk in _abstract.CHECKS if blocked else ALL_CHECKS:
         if not chk.applies(subject, options) or (only is not None and chk.name not in only):
@@ -549,7 +550,10 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
         try:
             if chk.family == "batching" and not subject.specs:
                 raise SkipCheck("no array arguments: nothing to batch")
-            findings = relocate(subject, list(chk.run(ctx)))  # a helper's wrapper -> the user's rule
+            findings = list(chk.run(ctx))
+            if findings:
+                moves = wrapper_moves(subject) if moves is None else moves
+                findings = relocate(findings, moves)
         except SkipCheck as skip:
             status, detail = "skipped", str(skip)
             if skip.note:  # a skip the user must hear about (e.g. a defect this JAX release cannot show)

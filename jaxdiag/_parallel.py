@@ -518,7 +518,6 @@ class _Worker:
         self.task: int | None = None
         self.task_started = 0.0
         self.running = ""  # "subject: check" the worker said it started last
-        self.peak_mb = 0.0
         self.slot = slot  # which run of targets it takes from (`_Runs`); a replacement keeps it
 
     def send(self, index: int, label: str) -> None:
@@ -547,7 +546,6 @@ class _Pool:
         self.setup = setup
         self.timeout = settings.timeout or None
         self.jobs = max(settings.jobs, 1)
-        self.peak_worker_mb = 0.0
 
     def run(self, lint: Lint, founds: Sequence[Found], todo: list[int]) -> Iterator[tuple[int, Outcome]]:
         """(index, outcome) as targets finish, in any order. Workers are killed when the iterator is closed."""
@@ -614,7 +612,6 @@ class _Pool:
         elif kind == "done":
             _, index, data, rss, after, cleared = message
             w.task = None
-            self.peak_worker_mb = max(self.peak_worker_mb, rss)
             LAST_RUN["peak_worker_mb"] = max(LAST_RUN.get("peak_worker_mb", 0.0), rss)
             LAST_RUN["cache_clears"] += cleared
             if cleared and after > WORKER_RETIRE_MB:  # clearing JAX's caches was not enough

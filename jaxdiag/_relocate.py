@@ -21,14 +21,12 @@ from ._checks._base import Subject
 from ._report import Finding
 
 
-def relocate(subject: Subject, findings: list[Finding]) -> list[Finding]:
-    moves = _moves(subject)
-    if not moves:
-        return findings
-    return [_moved(f, moves) for f in findings]
+def relocate(findings: list[Finding], moves: list[tuple[Any, Any]]) -> list[Finding]:
+    """The findings with each helper wrapper's location and name replaced by the user's (`wrapper_moves`)."""
+    return [_moved(f, moves) for f in findings] if moves else findings
 
 
-def held_function(fn: Any) -> Any | None:
+def called_user_function(fn: Any) -> Any | None:
     """The one user function a helper's closure calls, when the closure lives in another module than it."""
     fn = _locate.unwrap(fn)
     code = getattr(fn, "__code__", None)
@@ -50,7 +48,7 @@ def held_function(fn: Any) -> Any | None:
     return found[0] if len(found) == 1 else None
 
 
-def _moves(subject: Subject) -> list[tuple[Any, Any]]:
+def wrapper_moves(subject: Subject) -> list[tuple[Any, Any]]:
     """(wrapper, user function) for each rule part of the subject that a helper wraps."""
     obj = subject.original if subject.original is not None else subject.obj
     if subject.kind == "function":
@@ -62,7 +60,7 @@ def _moves(subject: Subject) -> list[tuple[Any, Any]]:
     for part in parts:
         if part is None:
             continue
-        held = held_function(part)
+        held = called_user_function(part)
         if held is not None:
             out.append((_locate.unwrap(part), held))
     return out

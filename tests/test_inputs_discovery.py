@@ -130,7 +130,7 @@ def test_a_finding_in_a_helper_wrapped_rule_points_at_the_users_rule(monkeypatch
 
 
 def test_a_users_own_decorator_beside_the_rule_is_not_looked_through():
-    from jaxdiag._relocate import held_function
+    from jaxdiag._relocate import called_user_function
 
     def decorate(fn):
         def wrapper(*args):
@@ -140,4 +140,4 @@ def test_a_users_own_decorator_beside_the_rule_is_not_looked_through():
     def rule(x):
         return x
 
-    assert held_function(decorate(rule)) is None  # same module: the wrapper may be where the bug is
+    assert called_user_function(decorate(rule)) is None  # same module: the wrapper may be where the bug is
