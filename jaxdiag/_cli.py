@@ -1,9 +1,13 @@
 """The command line: parse arguments, validate them, call the engine, render the report, choose the exit code.
 No check logic.
 
-Exit codes (docs/cli.md): 0 clean, 1 an error or warning remains, 2 usage/configuration/target-loading error
-(always one `jaxdiag: error: ...` line on stderr, before any check runs), 3 jaxdiag's own internal error,
-130 interrupted (Ctrl-C). `--exit-zero` turns 1 into 0.
+Exit codes (docs/cli.md): 0 every target verified and clean, 1 an error or warning remains, 2
+usage/configuration/target-loading error (always one `jaxdiag: error: ...` line on stderr, before any check runs),
+3 jaxdiag's own internal error, 5 a discovered target was not verified, 130 interrupted (Ctrl-C), 143 terminated
+(SIGTERM). `--exit-zero` turns 1 into 0, nothing else.
+
+This process is the supervisor's parent: it never imports JAX or the user's code. Each command's checks run in a
+child process (`_supervisor.run`), whose report comes back as data and is rendered here.
 """
 
 from __future__ import annotations
@@ -19,20 +23,30 @@ from typer.core import TyperCommand, TyperGroup
 
 from . import __version__
 from ._errors import UsageError
+from ._report import (
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_VERIFIED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
 
 # click's exception base, found through typer's public names: typer >= 0.2x vendors click, older releases use it.
 ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 FORMAT_NAMES = ("text", "json", "sarif", "github", "junit")
 RULES_FORMATS = ("text", "markdown")
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
 EXIT_CODES = (
-    ("0", "no error or warning remains (after --select/--ignore and suppressions)"),
-    ("1", "at least one error or warning (0 with --exit-zero)"),
-    ("2", "bad usage, configuration or target (one `jaxdiag: error:` line, nothing checked)"),
-    ("3", "jaxdiag's own internal error (never a pass)"),
-    ("130", "interrupted (Ctrl-C)"),
+    (str(EXIT_CLEAN), "every discovered target was checked and no error or warning remains"),
+    (str(EXIT_FINDINGS), "at least one error or warning (0 with --exit-zero)"),
+    (str(EXIT_USAGE), "bad usage, configuration or target (one `jaxdiag: error:` line, nothing checked)"),
+    (str(EXIT_INTERNAL), "jaxdiag's own internal error (never a pass)"),
+    (str(EXIT_NOT_VERIFIED), "a discovered target was not verified: it crashed, exited, hung, timed out, had no "
+                             "inputs, or its module failed to import; or nothing was discovered"),
+    (str(EXIT_INTERRUPTED), "interrupted (Ctrl-C)"),
+    (str(EXIT_TERMINATED), "terminated (SIGTERM)"),
 )
 SPEC_SYNTAX = (
     ("f32[2,3]", "dtype and shape of one positional argument, per example (no batch axis); dtypes f16 bf16 f32 "
@@ -143,6 +157,10 @@ class JaxdiagGroup(TyperGroup):
         except (typer.Abort, KeyboardInterrupt):
             typer.echo("jaxdiag: error: interrupted", err=True)
             code = EXIT_INTERRUPTED
+        except BaseException as exc:  # the supervisor's Interrupted (SIGINT/SIGTERM) outside a command body
+            if type(exc).__name__ != "Interrupted":
+                raise
+            code = _interrupted_exit(exc)
         if standalone_mode:
             sys.exit(code)
         return code
@@ -198,6 +216,9 @@ ShowJaxprOpt = typer.Option(False, "--show-jaxpr",
                             rich_help_panel="Evidence and fixes")
 ReproOpt = typer.Option(None, "--repro", help="Write one plain-JAX script per finding to DIR.", metavar="DIR",
                         rich_help_panel="Evidence and fixes")
+TimeoutOpt = typer.Option(None, "--timeout", metavar="S",
+                          help="Seconds the target may run before it is stopped and reported as not verified "
+                               "(default: pyproject's timeout, else 300; 0: no limit).")
 PlatformsOpt = typer.Option(None, "--platforms",
                             help="Platforms that need a lowering: cpu,cuda,rocm,tpu (default cpu).",
                             metavar="LIST", rich_help_panel="Evidence and fixes")
@@ -224,9 +245,21 @@ def _fail(message: str, code: int = EXIT_USAGE) -> "typer.Exit":
     return typer.Exit(code)
 
 
+def _interrupted_exit(exc: BaseException) -> int:
+    """One line and the exit code for SIGINT (130) or SIGTERM (143) that reached the supervisor."""
+    import signal
+
+    term = getattr(exc, "signum", None) == signal.SIGTERM
+    typer.echo(f"jaxdiag: error: {'terminated' if term else 'interrupted'}", err=True)
+    return EXIT_TERMINATED if term else EXIT_INTERRUPTED
+
+
 @contextlib.contextmanager
 def _guard() -> Iterator[None]:
-    """Bad input -> one line, exit 2; Ctrl-C -> one line, exit 130; jaxdiag's own bug -> one line, exit 3."""
+    """Bad input -> one line, exit 2; Ctrl-C -> one line, exit 130 (SIGTERM: 143); jaxdiag's own bug -> one line,
+    exit 3."""
+    from ._supervisor import Interrupted
+
     try:
         yield
     except typer.Exit:
@@ -235,6 +268,8 @@ def _guard() -> Iterator[None]:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
         raise _fail("interrupted", EXIT_INTERRUPTED) from None
+    except Interrupted as exc:
+        raise typer.Exit(_interrupted_exit(exc)) from None
     except Exception as exc:
         if os.environ.get("JAXDIAG_DEBUG"):
             raise
@@ -273,18 +308,21 @@ def _views(diff: bool, fix: bool, show_jaxpr: bool, repro: Optional[str], platfo
     return views
 
 
-def _emit(report: Any, fmt: str, output: Optional[str], exit_zero: bool, verbosity: int = 0, diff: bool = False,
-          fix: bool = False, repro: Optional[str] = None) -> None:
-    """Render, write, and exit with the contract's code."""
+def _emit(answer: Any, fmt: str, output: Optional[str], exit_zero: bool, verbosity: int = 0) -> None:
+    """Render, write, and exit with the contract's code. `answer` is the supervisor's: the report, and what
+    `--diff`/`--fix`/`--repro` printed in the child."""
     from ._render import render
     from ._render.text import draw, make_console
 
-    if diff or fix or repro:
-        from . import _views
-
-        if _views.deliver(report, fmt, output, diff=diff, fix=fix, repro=repro):
-            code = report.exit_code
-            raise typer.Exit(EXIT_CLEAN if code == EXIT_FINDINGS and exit_zero else code)
+    report = answer.report
+    if answer.views_stderr:
+        sys.stderr.write(answer.views_stderr)
+    if answer.views_stdout:
+        sys.stdout.write(answer.views_stdout)
+        sys.stdout.flush()
+    if answer.views_done:
+        code = report.exit_code
+        raise typer.Exit(EXIT_CLEAN if code == EXIT_FINDINGS and exit_zero else code)
     try:
         if fmt == "text" and output is None:
             draw(report, make_console(), verbosity=verbosity)
@@ -322,25 +360,45 @@ class Request:
     ignore: list[str]  # --ignore plus the configuration's
     app_dir: str
     config: Any  # _config.Config
-    options: dict[str, Any] = field(default_factory=dict)  # the command's own options
+    options: dict[str, Any] = field(default_factory=dict)  # the command's own options (`Options` fields)
+    views: dict[str, Any] = field(default_factory=dict)  # --diff/--fix/--repro, --format and --output
+    timeout: float | None = None  # seconds the target may run; None or 0: no limit
+    verbosity: int = 0
+
+    @property
+    def per_target(self) -> list[str]:
+        return self.config.ignores_for(self.target)
+
+    @property
+    def allow_unchecked(self) -> dict[str, str]:
+        return self.config.allow_unchecked
 
 
 def _run_engine(request: Request) -> Any:
-    """`batching` and `grad`: the checks in this process."""
-    from . import _engine
-    from ._checks._base import Options
+    """`batching` and `grad`: the checks in a child process (`_supervisor`), the report rendered here."""
+    from . import _progress, _supervisor
 
-    opts = Options(command=request.command, seed=request.seed, **request.options)
-    return _engine.run(request.target, request.args, request.params, opts, select=request.select,
-                       ignore=request.ignore, app_dir=request.app_dir,
-                       per_target_ignore=request.config.ignores_for(request.target))
+    job = _supervisor.Job("diagnose", request, label=request.target, views=request.views)
+    with _progress.display(request.verbosity >= 0) as progress:
+        return _supervisor.run(job, timeout=request.timeout, progress=progress)
+
+
+def _timeout_for(option: Optional[float], config: Any) -> float:
+    """--timeout, else `timeout` under [tool.jaxdiag], else the default; 0 means no limit."""
+    from ._parallel import DEFAULT_TIMEOUT
+
+    chosen = _check_timeout(option)
+    if chosen is None:
+        chosen = config.timeout
+    return DEFAULT_TIMEOUT if chosen is None else chosen
 
 
 def _diagnose(command: str, target: str, args: Optional[List[str]], params: Optional[List[str]], fmt: str,
               output: Optional[str], select: Optional[List[str]], ignore: Optional[List[str]], seed: Optional[int],
               exit_zero: bool, app_dir: str, verbose: bool, quiet: bool, diff: bool = False, fix: bool = False,
               show_jaxpr: bool = False, repro: Optional[str] = None, platforms: Optional[str] = None,
-              runner: Callable[[Request], Any] = _run_engine, **options: Any) -> None:
+              runner: Callable[[Request], Any] = _run_engine, timeout: Optional[float] = None,
+              **options: Any) -> None:
     """The path every single-target command shares: validate the common options, load the configuration, parse
     --arg (SPECs, static literals, key[], pytrees, @domain) and --param, check inline suppressions, then hand the
     request to the command's runner (the engine in this process, or the sharding child process) and render."""
@@ -359,9 +417,11 @@ def _diagnose(command: str, target: str, args: Optional[List[str]], params: Opti
         _validate.check_inline_suppressions(_validate.source_files([target.rpartition(":")[0]], app_dir))
         options.update(_views(diff, fix, show_jaxpr, repro, platforms, config.platforms))
         request = Request(command, target, specs, bind_params, seed if seed is not None else config.seed,
-                          selected or config.select, ignored + config.ignore, app_dir, config, options)
-        report = runner(request)
-        _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet), diff, fix, repro)
+                          selected or config.select, ignored + config.ignore, app_dir, config, options,
+                          views={"diff": diff, "fix": fix, "repro": repro, "format": fmt, "output": output},
+                          timeout=_timeout_for(timeout, config), verbosity=_verbosity(verbose, quiet))
+        answer = runner(request)
+        _emit(answer, fmt, output, exit_zero, request.verbosity)
 
 
 def _parse_param(parse: Any, text: str) -> tuple[str, Any]:
@@ -403,10 +463,12 @@ def batching(
     show_jaxpr: bool = ShowJaxprOpt,
     repro: Optional[str] = ReproOpt,
     platforms: Optional[str] = PlatformsOpt,
+    timeout: Optional[float] = TimeoutOpt,
 ) -> None:
     """Check batching: registration, the batching rule's returns, and vmap against a per-example loop."""
     _diagnose("batching", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, verbose, quiet,
-              diff, fix, show_jaxpr, repro, platforms, in_axes=in_axes, out_axes=out_axes, include_jax=include_jax)
+              diff, fix, show_jaxpr, repro, platforms, timeout=timeout, in_axes=in_axes, out_axes=out_axes,
+              include_jax=include_jax)
 
 
 @app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
@@ -431,10 +493,11 @@ def grad(
     show_jaxpr: bool = ShowJaxprOpt,
     repro: Optional[str] = ReproOpt,
     platforms: Optional[str] = PlatformsOpt,
+    timeout: Optional[float] = TimeoutOpt,
 ) -> None:
     """Check differentiation: custom_vjp/custom_jvp rules, JVP and transpose rules, against references."""
     _diagnose("grad", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, verbose, quiet,
-              diff, fix, show_jaxpr, repro, platforms, order=order, include_jax=include_jax)
+              diff, fix, show_jaxpr, repro, platforms, timeout=timeout, order=order, include_jax=include_jax)
 
 
 @app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
@@ -461,7 +524,7 @@ def sharding(
     """Check sharding on a virtual CPU mesh: jit on sharded inputs, custom_partitioning, Shardy rules, shard_map,
     gathering cost. Runs in a child process with its own XLA_FLAGS."""
     _diagnose("sharding", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, verbose, quiet,
-              runner=_run_sharding, mesh=mesh, include_jax=include_jax, timeout=timeout)
+              runner=_run_sharding, timeout=timeout, mesh=mesh, include_jax=include_jax)
 
 
 def _run_sharding(request: Request) -> Any:
@@ -469,20 +532,20 @@ def _run_sharding(request: Request) -> Any:
     from . import _sharding
     from ._filtering import Filter
 
+    from ._supervisor import Answer
+
     options = request.options
     shape = _sharding.parse_mesh(options["mesh"])
-    timeout = _check_timeout(options["timeout"])
-    if timeout is None:
-        timeout = request.config.timeout
-    settings = Filter(request.select, request.ignore, request.config.per_target_ignores)
+    settings = Filter(request.select, request.ignore, request.config.per_target_ignores,
+                      request.config.allow_unchecked)
     entry = {"ref": request.target, "args": request.args, "params": request.params}
-    return settings.apply(_sharding.run_in_child(
+    return Answer(settings.apply(_sharding.run_in_child(
         [entry], shape, seed=request.seed, include_jax=options["include_jax"], app_dir=request.app_dir,
-        timeout=_sharding.DEFAULT_TIMEOUT if timeout is None else timeout))
+        timeout=request.timeout)))
 
 
 def _check_timeout(timeout: Optional[float]) -> Optional[float]:
-    if timeout is not None and timeout < 0:
+    if timeout is not None and not timeout >= 0:  # NaN too
         raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), got {timeout:g}")
     return timeout
 
@@ -530,23 +593,25 @@ def check(
 
         if jobs is not None and jobs < 1:
             raise UsageError(f"--jobs must be at least 1, got {jobs}")
-        _check_timeout(timeout)
-        from . import _lint, _parallel
+        limit = _timeout_for(timeout, config)
+        from . import _progress, _supervisor
+        from ._parallel import default_jobs
 
         views = _views(diff, fix, show_jaxpr, repro, platforms, config.platforms)
+        # fixes, jaxprs and repro subjects live on the in-process findings: the child checks every target itself,
+        # with no cache, when they are asked for (a crash there ends the run: reported, never a pass)
         in_process = bool(diff or fix or show_jaxpr or repro)
-
-        if timeout is None:
-            timeout = config.timeout
-        report = _lint.check_paths(paths or [], app_dir=app_dir, seed=seed, select=selected, ignore=ignored,
-                                   keep_going=keep_going, include_tests=include_tests,
-                                   # fixes, jaxprs and repro subjects live on the in-process findings: one process,
-                                   # no cache, when they are asked for
-                                   jobs=1 if in_process else jobs or _parallel.default_jobs(),
-                                   timeout=0 if in_process else (_parallel.DEFAULT_TIMEOUT if timeout is None
-                                                                 else timeout),
-                                   cache=not (no_cache or in_process or platforms), bound_memory=True, **views)
-        _emit(report, fmt, output, exit_zero, _verbosity(verbose, quiet), diff, fix, repro)
+        request = dict(paths=list(paths or []), app_dir=app_dir, seed=seed, select=selected, ignore=ignored,
+                       keep_going=keep_going, include_tests=include_tests,
+                       jobs=1 if in_process else jobs or default_jobs(), timeout=0 if in_process else limit,
+                       cache=not (no_cache or in_process or platforms), bound_memory=True, isolate=not in_process,
+                       **views)
+        job = _supervisor.Job("check", request, label=" ".join(items) or "check", kind="module",
+                              views={"diff": diff, "fix": fix, "repro": repro, "format": fmt, "output": output})
+        verbosity = _verbosity(verbose, quiet)
+        with _progress.display(verbosity >= 0) as progress:
+            answer = _supervisor.run(job, progress=progress)
+        _emit(answer, fmt, output, exit_zero, verbosity)
 
 
 @app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")

@@ -16,7 +16,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-KNOWN_KEYS = {"select", "ignore", "per-target-ignores", "paths", "seed", "targets", "sharding", "timeout", "platforms"}
+KNOWN_KEYS = {"select", "ignore", "per-target-ignores", "paths", "seed", "targets", "sharding", "timeout", "platforms",
+              "allow-unchecked"}
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
 
@@ -51,6 +52,8 @@ class Config:
     source: str | None = None
     sharding: bool = False  # `jaxdiag check` also runs the sharding checks (in a child process)
     platforms: tuple[str, ...] = ("cpu",)
+    # target glob -> why it may stay unverified: the one way to accept a target that was not checked (exit 0)
+    allow_unchecked: dict[str, str] = field(default_factory=dict)
 
     def ignores_for(self, target: str) -> list[str]:
         """Codes per-target-ignores lists for `target`, its keys matched by glob (`pkg.mod:*`), as `check` does."""
@@ -131,6 +134,7 @@ def parse(table: dict, path: str = "pyproject.toml") -> Config:
     config.timeout = None if timeout is None else float(timeout)
     if "platforms" in table:
         config.platforms = parse_platforms(table["platforms"], f"{path}: [tool.jaxdiag] platforms")
+    config.allow_unchecked = _allow_unchecked(table.get("allow-unchecked", {}), path)
     targets = table.get("targets", {})
     if not isinstance(targets, dict):
         raise UsageError(f"{path}: [tool.jaxdiag.targets] must be a table keyed by target")
@@ -144,3 +148,20 @@ def parse(table: dict, path: str = "pyproject.toml") -> Config:
                              "params a table")
         config.targets[ref] = TargetConfig(list(args), dict(params))
     return config
+
+
+def _allow_unchecked(value: Any, path: str) -> dict[str, str]:
+    """`allow-unchecked = {"pkg.mod:kernel" = "needs a GPU"}` (or a list of `{target = ..., reason = ...}`): every
+    entry names a target (a glob) and gives a non-empty reason."""
+    if isinstance(value, list):
+        if not all(isinstance(v, dict) and set(v) == {"target", "reason"} for v in value):
+            raise UsageError(f"{path}: [tool.jaxdiag] allow-unchecked entries are {{target = \"pkg.mod:attr\", "
+                             "reason = \"why\"}")
+        value = {v["target"]: v["reason"] for v in value}
+    if not isinstance(value, dict):
+        raise UsageError(f"{path}: [tool.jaxdiag] allow-unchecked must be a table of target = \"reason\"")
+    for target, reason in value.items():
+        if not isinstance(reason, str) or not reason.strip():
+            raise UsageError(f"{path}: [tool.jaxdiag] allow-unchecked[{target!r}] needs a reason: why may this "
+                             "target stay unverified?")
+    return {str(k): v.strip() for k, v in value.items()}

@@ -20,6 +20,7 @@ import numpy as np
 from . import (
     __version__,
     _compat,
+    _contain,
     _locate,
     _signature,
 )
@@ -28,7 +29,7 @@ from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
 from ._checks import _abstract, _x64_only
 from ._checks._call_site import traced_only_primitives, unperturbed_inputs
-from ._checks._harness import call_user, jaxdiag_code
+from ._checks._harness import abort_of, call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
 from ._checks._harness.tracing import trace_function
 from ._errors import InferenceError, UsageError
@@ -143,6 +144,7 @@ def run(
     ignore: Sequence[str] = (),
     app_dir: str = ".",
     per_target_ignore: Sequence[str] | Mapping[str, Sequence[str]] = (),
+    allow_unchecked: Mapping[str, str] | None = None,
 ) -> Report:
     """Load, choose inputs, expand nested subjects, run checks, then filter findings (once, at the end).
 
@@ -151,7 +153,7 @@ def run(
     """
     table = per_target_ignore if isinstance(per_target_ignore, Mapping) else (
         {"*": list(per_target_ignore)} if per_target_ignore else {})
-    settings = Filter(select, ignore, table)
+    settings = Filter(select, ignore, table, allow_unchecked)
     report = run_unfiltered(target, args, params, options, app_dir)
     settings.apply(report)
     if report.targets:
@@ -170,7 +172,18 @@ def run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], opt
     `sys.path` to load the target stay there for the run only.
     """
     with RUN_LOCK, _compat.restored_sys_path():
-        return _run_unfiltered(target, args, params, options, app_dir)
+        watch = _contain.Watch()
+        label = target if isinstance(target, str) else target.ref if isinstance(target, Target) else describe(target)
+        try:
+            report = _run_unfiltered(target, args, params, options, app_dir)
+        except BaseException as exc:  # SystemExit & co. from user code while loading or choosing inputs
+            abort = abort_of(exc)
+            if abort is None:
+                raise
+            report = Report([_contain.abort_report(abort, label, "function", f"preparing {label}")],
+                            jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
+        _contain.attach(report.targets, watch.finish(label))
+        return report
 
 
 def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], options: Options, app_dir: str
@@ -538,6 +551,7 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
     by_check: dict[str, list[Finding]] = {}
     moves: list[tuple[Any, Any]] | None = None  # a helper's wrappers -> the user's rules, once per subject
     blocked = _abstract.platform_blocker(subject, options, cache)  # a GPU kernel here: its rules are only traced
+    stopped = False  # user code ended the checks (SystemExit, a custom BaseException)
     for chk in _abstract.CHECKS if blocked else ALL_CHECKS:
         if not chk.applies(subject, options) or (only is not None and chk.name not in only):
             continue
@@ -562,6 +576,13 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
             status = "error"
             detail = f"internal error in check {chk.name}: {type(exc).__name__}: {exc}\n" + "".join(
                 traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
+        except BaseException as exc:  # SystemExit & co. from user code: this subject's checks stop here
+            abort = abort_of(exc)
+            if abort is None:
+                raise
+            findings = [_contain.abort_finding(abort, subject.label, f"check `{chk.name}` on {subject.label}")]
+            status, detail = "failed", f"stopped: {abort}"
+            stopped = True
         seconds = time.perf_counter() - start
         if status == "passed" and any(f.severity in ("error", "warning") for f in findings):
             status = "failed"
@@ -569,6 +590,8 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
         report.checks.append(CheckResult(chk.name, status, seconds, detail))
         report.findings.extend(findings)
         by_check.setdefault(chk.name, []).extend(findings)
+        if stopped:
+            break
     if blocked:
         ran = [c.name for c in report.checks if c.status in ("passed", "failed")]
         note = _abstract.values_not_compared(subject, blocked, ran)

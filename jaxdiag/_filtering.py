@@ -44,7 +44,8 @@ class Filter:
     """One run's filtering settings and what they suppressed (for the unused-suppression notes)."""
 
     def __init__(self, select: Sequence[str] = (), ignore: Sequence[str] = (),
-                 per_target_ignores: Mapping[str, Sequence[str]] | None = None) -> None:
+                 per_target_ignores: Mapping[str, Sequence[str]] | None = None,
+                 allow_unchecked: Mapping[str, str] | None = None) -> None:
         select = check_codes(select, "--select")
         ignore = check_codes(ignore, "--ignore")
         per_target = {k: check_codes(v, f"per-target-ignores[{k!r}]") for k, v in (per_target_ignores or {}).items()}
@@ -56,18 +57,30 @@ class Filter:
         self.used_inline: set[InlineUse] = set()
         self.used_config: set[tuple[str, str]] = set()
         self.matched_keys: set[str] = set()
+        self.allow_unchecked = dict(allow_unchecked or {})  # glob -> the reason the user gave
 
     # -- applying ----------------------------------------------------------------------------------------------
 
     def apply(self, report: Report) -> Report:
-        """Filter every target's findings in place (and sort them); returns the report."""
+        """Filter every target's findings in place (and sort them); returns the report. Coverage is judged first,
+        on the unfiltered findings: `--ignore JXN` hides the note that a target had no inputs, never the fact.
+        Blocking rules (a crash, an exit, a time limit) are never filtered."""
         for target in report.targets:
+            mark_coverage(target)
+            if target.unverified and not target.allowed:
+                target.allowed = self._allowed(target)
             if target.kind in ("module", "config"):
-                target.findings = [f for f in target.findings if not self._run_note_silenced(f)]
+                target.findings = [f for f in target.findings if _blocking(f) or not self._run_note_silenced(f)]
             else:
-                target.findings = [f for f in target.findings if not self._suppressed(f, target)]
+                target.findings = [f for f in target.findings if _blocking(f) or not self._suppressed(f, target)]
             target.findings.sort(key=Finding.sort_key)
         return report
+
+    def _allowed(self, target: TargetReport) -> str:
+        """The reason of the first `allow-unchecked` entry naming this target (by glob), else ""."""
+        keys = [target.target, *target.config_keys]
+        return next((reason for pattern, reason in self.allow_unchecked.items()
+                     if any(fnmatch.fnmatchcase(key, pattern) for key in keys)), "")
 
     def _suppressed(self, finding: Finding, target: TargetReport) -> bool:
         if suppressed_inline(finding, target.anchors, self.used_inline):
@@ -129,6 +142,30 @@ class Filter:
                     action=f"Remove {', '.join(unused)} from per-target-ignores[{pattern!r}] in pyproject.toml.",
                     location=location))
         return out
+
+
+def _blocking(finding: Finding) -> bool:
+    known = rules.RULES.get(finding.code)
+    return bool(known and known.blocking)
+
+
+def mark_coverage(target: TargetReport) -> None:
+    """Why `target` was not verified, from its unfiltered findings, problems and checks ("" when it was): a
+    finding whose rule leaves its target unverified (a crash, a time limit, no inputs), an internal error, an
+    import failure, or (for a target) no check that ran to a verdict."""
+    if target.unverified:
+        return
+    for finding in target.findings:
+        known = rules.RULES.get(finding.code)
+        if known is not None and known.leaves_unverified:
+            target.unverified = known.leaves_unverified
+            return
+    if target.internal_errors:
+        target.unverified = "internal-error"
+    elif any(p.kind == "import-failed" for p in target.problems):
+        target.unverified = "import-failed"
+    elif target.counted and target.checks and not any(c.status in ("passed", "failed") for c in target.checks):
+        target.unverified = "no-check-ran"
 
 
 def deprecation_note(code: str, location: Location | None = None) -> Finding:

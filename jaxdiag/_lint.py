@@ -61,6 +61,7 @@ def check_paths(
     timeout: float | None = None,
     cache: bool = False,
     bound_memory: bool = False,
+    isolate: bool = False,
     **run_options: Any,
 ) -> Report:
     """`jaxdiag check [PATHS]`: with no paths, `[tool.jaxdiag] paths`; with neither, a UsageError (exit 2).
@@ -68,7 +69,9 @@ def check_paths(
     `jobs` worker processes (1: this process), `timeout` seconds per target (None: no limit; a limit runs the
     targets in worker processes), `cache`: reuse results from `.jaxdiag_cache/` (see `_parallel`,
     `_cache`); `bound_memory`: clear JAX's caches between targets checked in this process when it grows past
-    the workers' bound (the CLI; the Python API leaves its caller's caches alone). `run_options` are further
+    the workers' bound (the CLI; the Python API leaves its caller's caches alone); `isolate`: every target in a
+    worker process, whatever `jobs` and `timeout` are (the CLI's child: a crash ends a worker, never the run).
+    `run_options` are further
     `Options` fields (`fixes`, `show_jaxpr`, `platforms`).
     """
     config = _config.load(app_dir)
@@ -80,7 +83,7 @@ def check_paths(
     lint = _Lint(config, app_dir, seed if seed is not None else config.seed,
                  list(select) or config.select, list(ignore) + config.ignore, keep_going, include_tests)
     lint.settings = _parallel.RunSettings(jobs=jobs, timeout=timeout, cache=cache,
-                                           bound_memory=bound_memory)
+                                           bound_memory=bound_memory, isolate=isolate)
     lint.run_options = run_options  # type: ignore[attr-defined]  # Options fields for every target's run
     with _engine.RUN_LOCK, _compat.restored_sys_path():  # user folders stay importable for the run only
         return lint.run(items, from_config=from_config)
@@ -104,7 +107,7 @@ class _Lint:
         self.seed = seed
         self.discovery = Discovery(config, app_dir, keep_going, include_tests)
         # validates every code before anything is imported or checked (unknown codes are exit 2)
-        self.filter = Filter(select, ignore, config.per_target_ignores)
+        self.filter = Filter(select, ignore, config.per_target_ignores, config.allow_unchecked)
         self.unchecked_lines: set[tuple[str, int]] = set()
         config_dir = os.path.dirname(config.source) if config.source else os.getcwd()
         self.recorded = _reach.Recorded.load([config_dir, app_dir, os.getcwd()])
@@ -135,6 +138,11 @@ class _Lint:
                     finding.location = target.anchors[0]
         notes = self.filter.apply(Report(self._run_notes(report_stale_keys=from_config)))
         report.targets.extend(t for t in notes.targets if t.findings)
+        if not any(t.counted for t in report.targets) and not self.discovery.failed:
+            # nothing discovered is nothing verified: an empty `check` never passes (unless allowed by name)
+            empty = TargetReport("(no targets)", "config", unverified="no-targets")
+            empty.allowed = self.filter._allowed(empty)
+            report.targets.append(empty)
         return report
 
     def discover(self) -> list[Found]:

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from types import ModuleType
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from . import _cache
 from . import _rules as rules
 from ._errors import UsageError
-from ._report import CheckResult, Finding, Location, Problem, TargetReport
+from ._report import CheckResult, Location, TargetReport, target_report_from_dict, target_report_to_dict
 
 if TYPE_CHECKING:
     from ._discovery import Found
@@ -83,10 +83,24 @@ class RunSettings:
     # and share compiled programs through a compilation cache (`_run_compilation_cache`)
     bound_memory: bool = False
     scratch_xla: str | None = None  # the --no-cache run's temporary compilation cache, while the run lasts
+    # the CLI (`_child.check`): every target in a worker, so that a crash or an exit in user code ends a worker
+    # and becomes that target's result, never the run's end
+    isolate: bool = False
 
     @property
     def in_process(self) -> bool:
-        return self.jobs <= 1 and not self.timeout
+        return self.jobs <= 1 and not self.timeout and not self.isolate
+
+
+# Told of the run's progress (the supervised child forwards it to the parent's display): {"event": "discovered",
+# "total": n}, {"event": "check", "target": subject, "check": name}, {"event": "done", "target": label,
+# "findings": n}.
+on_progress: Callable[[dict[str, Any]], None] | None = None
+
+
+def _tell(**event: Any) -> None:
+    if on_progress is not None:
+        on_progress(event)
 
 
 # What the last pooled run did (for the bench and for tests): worker processes started, the largest resident
@@ -104,26 +118,6 @@ def default_jobs() -> int:
 # ---------------------------------------------------------------------------------------------------------------
 # Outcomes: a target's results as plain data
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def _location(data: dict[str, Any] | None) -> Location | None:
-    return Location(**data) if data else None
-
-
-def target_report_to_dict(report: TargetReport) -> dict[str, Any]:
-    """Every field, `module`, `config_keys` and `anchors` included (`TargetReport.to_dict` is the JSON format,
-    which leaves out what only filtering needs)."""
-    return dataclasses.asdict(report)
-
-
-def target_report_from_dict(data: dict[str, Any]) -> TargetReport:
-    return TargetReport(**{
-        **data,
-        "checks": [CheckResult(**c) for c in data["checks"]],
-        "findings": [Finding.from_dict(f) for f in data["findings"]],
-        "problems": [Problem(**{**p, "location": _location(p.get("location"))}) for p in data.get("problems", [])],
-        "anchors": [Location(**a) for a in data.get("anchors", [])],
-    })
 
 
 @dataclass
@@ -147,7 +141,11 @@ class Outcome:
 
 
 def run_in_process(lint: Lint, found: Found) -> Outcome:
-    """Check one target here, recording the lines it leaves unchecked separately from the other targets'."""
+    """Check one target here, recording the lines it leaves unchecked separately from the other targets'. A
+    `SystemExit` or other `BaseException` from user code is this target's result (`_contain`)."""
+    from . import _contain
+    from ._checks._harness import abort_of
+
     saved = lint.unchecked_lines
     lint.unchecked_lines = set()
     try:
@@ -155,6 +153,11 @@ def run_in_process(lint: Lint, found: Found) -> Outcome:
             reports = lint._check(found)
         except UsageError as exc:
             return Outcome(usage_error=str(exc), complete=False)
+        except BaseException as exc:  # SystemExit & co. from user code outside the engine (a recorded carrier)
+            abort = abort_of(exc)
+            if abort is None:
+                raise
+            reports = [_contain.abort_report(abort, found.label, found.kind, f"preparing {found.label}")]
         outcome = Outcome(reports=[target_report_to_dict(r) for r in reports],
                           unchecked_lines=sorted(lint.unchecked_lines),
                           complete=not any(r.internal_errors or r.problems for r in reports))
@@ -192,6 +195,7 @@ def check_targets(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleTyp
             if hit is not None:
                 outcomes[i] = Outcome.from_dict(hit)
     todo = [i for i, o in enumerate(outcomes) if o is None]
+    _tell(event="discovered", total=len(founds), cached=len(founds) - len(todo))
     with _run_compilation_cache(lint, settings) if todo else contextlib.nullcontext():
         return _check_todo(lint, founds, items, settings, outcomes, todo, cache, keys)
 
@@ -213,6 +217,8 @@ def _check_todo(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleType 
     try:
         for i, outcome in outcomes_iter:
             outcomes[i], fresh[i] = outcome, True
+            _tell(event="done", target=founds[i].label,
+                  findings=sum(1 for r in outcome.reports for f in r["findings"] if f["severity"] != "info"))
             while next_index < len(founds) and outcomes[next_index] is not None:
                 reports.extend(_finish(lint, outcomes[next_index], cache, keys, next_index, fresh[next_index]))
                 next_index += 1
@@ -351,8 +357,9 @@ def _run_compilation_cache(lint: Lint, settings: RunSettings) -> Iterator[None]:
 
 
 def _scratch_folder() -> str | None:
+    """In the supervised run's folder when there is one: the parent removes it however the run ends."""
     try:
-        return tempfile.mkdtemp(prefix="jaxdiag-xla-")
+        return tempfile.mkdtemp(prefix="jaxdiag-xla-", dir=os.environ.get("JAXDIAG_RUN_DIR") or None)
     except OSError:
         return None
 
@@ -445,7 +452,14 @@ def _return_freed_memory() -> None:
 
 
 def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
-    """A worker: rebuild the discovery, then check the targets the parent sends until it sends None."""
+    """A worker: rebuild the discovery, then check the targets the parent sends until it sends None. Ctrl-C is
+    the supervisor's to handle: a `KeyboardInterrupt` here is the user code's own (`user_interrupts`)."""
+    import signal
+
+    from ._checks._harness import user_interrupts
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    user_interrupts(True)
     _exit_with_parent()
     try:
         os.chdir(setup.cwd)
@@ -480,7 +494,7 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
             continue
         try:
             outcome = run_in_process(lint, found)
-        except BaseException:  # noqa: BLE001 - JAXDIAG_DEBUG re-raises jaxdiag's own errors: the parent raises them
+        except BaseException:  # noqa: BLE001 - jaxdiag's own error: the parent reports it for this target
             conn.send(("raised", index, traceback.format_exc()))
             return
         rss, cleared = bound.after_target()
@@ -609,6 +623,7 @@ class _Pool:
             w.ready = True
         elif kind == "check":
             w.running = f"{message[1]}: {message[2]}"
+            _tell(event="check", target=message[1], check=message[2])
         elif kind == "done":
             _, index, data, rss, after, cleared = message
             w.task = None
@@ -623,8 +638,11 @@ class _Pool:
             yield index, run_in_process(lint, founds[index])
         elif kind == "broken":
             raise RuntimeError(f"a jaxdiag worker process could not rebuild the run:\n{message[1]}")
-        elif kind == "raised":
-            raise RuntimeError(f"checking {founds[message[1]].label} raised in a worker:\n{message[2]}")
+        elif kind == "raised":  # jaxdiag's own error in the worker: that target's internal error, the run goes on
+            index = message[1]
+            w.task = None
+            self._replace(w, workers, queue, killed=True)
+            yield index, _internal(founds[index], f"internal error in a worker process:\n{message[2]}")
 
     def _expire(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
                 queue: _Runs) -> Iterator[tuple[int, Outcome]]:
@@ -652,7 +670,7 @@ def timed_out(lint: Lint, found: Found, running: str, seconds: float, limit: flo
     """The report of a target stopped at the time limit: a note naming the check that was running."""
     subject, _, check = running.rpartition(": ") if running else ("", "", "")
     anchor = _anchor(found)
-    finding = rules.TARGET_TIMED_OUT.finding(
+    finding = rules.USER_CODE_TIMED_OUT.finding(
         location=anchor, target=found.label, seconds=seconds, limit=limit, check=check or "the first check",
         where=f"check `{check}` on {subject}" if check else "preparing its inputs (no check had started)")
     check_result = CheckResult(check or "prepare", "skipped", seconds, f"stopped after the {limit:g} s time limit")
@@ -670,11 +688,21 @@ def timed_out(lint: Lint, found: Found, running: str, seconds: float, limit: flo
 
 
 def _crashed(found: Found, running: str, code: int | None) -> Outcome:
-    """A worker that died mid-target: jaxdiag could not check it, which is an internal error (exit 3)."""
+    """A worker that died mid-target: the user's code it ran ended the process (`os._exit`) or crashed it (a
+    segfault): that target's blocking JXU001/JXU002 result; a replacement worker checks the rest."""
+    from ._supervisor import process_death_finding
+
     subject, _, check = running.rpartition(": ") if running else ("", "", "")
-    how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-    detail = (f"the worker process checking this target died ({how}) while running check `{check}` on {subject}"
-              if check else f"the worker process checking this target died ({how})")
-    report = TargetReport(found.label, found.kind, checks=[CheckResult(check or "engine", "error", 0.0, detail)],
+    where = f"check `{check}` on {subject}" if check else f"preparing {found.label} (no check had started)"
+    finding = process_death_finding(found.label, code, check, where)
+    finding.location = _anchor(found)
+    report = TargetReport(found.label, found.kind, checks=[CheckResult(check or "prepare", "failed", 0.0,
+                                                                       finding.message)],
+                          findings=[finding], module=found.walked.label, config_keys=list(found.keys))
+    return Outcome(reports=[target_report_to_dict(report)], complete=False)
+
+
+def _internal(found: Found, detail: str) -> Outcome:
+    report = TargetReport(found.label, found.kind, checks=[CheckResult("engine", "error", 0.0, detail)],
                           module=found.walked.label, config_keys=list(found.keys))
     return Outcome(reports=[target_report_to_dict(report)], complete=False)

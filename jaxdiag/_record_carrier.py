@@ -111,7 +111,7 @@ def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict,
 
 def _copy(report: TargetReport) -> TargetReport:
     """A copy the caller may relabel: every field copied, the live subject (for --repro) shared."""
-    from ._parallel import target_report_from_dict, target_report_to_dict
+    from ._report import target_report_from_dict, target_report_to_dict
 
     out = target_report_from_dict(target_report_to_dict(report))
     out.subject = getattr(report, "subject", None)  # type: ignore[attr-defined]  # not serialized

@@ -13,8 +13,27 @@ from typing import Any
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 CHECK_STATUSES = ("passed", "failed", "skipped", "error")
+# The exit codes of docs/cli.md. NOT_VERIFIED follows pytest's 5 ("no tests collected"): the run verified less than
+# it discovered (a target crashed, exited, hung, timed out, had no inputs, or its module failed to import; an empty
+# `check`). Precedence when several apply: internal error, usage, not verified, findings.
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL, EXIT_NOT_VERIFIED = 0, 1, 2, 3, 5
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 # Blocking problems: not rules, never filtered, always fail the run. The exit code each one forces.
-PROBLEM_KINDS = {"import-failed": 2, "internal-error": 3}
+PROBLEM_KINDS = {"import-failed": EXIT_NOT_VERIFIED, "internal-error": EXIT_INTERNAL}
+# Why a discovered target (or module) was not verified: the `reason` of `summary.not_verified`.
+NOT_VERIFIED_REASONS = {
+    "exited": "user code ended the process (SystemExit, sys.exit, os._exit)",
+    "crashed": "the process checking it was killed by a signal (a segfault, an abort, out of memory)",
+    "raised": "user code raised a BaseException that is not an Exception (KeyboardInterrupt, a custom one)",
+    "timed-out": "it ran past the per-target time limit",
+    "no-inputs": "no example inputs could be inferred or were given",
+    "not-checkable": "jaxdiag cannot build inputs for it from what it knows",
+    "dependency-missing": "it needs a module that is not installed",
+    "import-failed": "its module failed to import",
+    "internal-error": "jaxdiag's own internal error",
+    "no-check-ran": "every check was skipped",
+    "no-targets": "nothing to check was discovered",
+}
 
 _text_view: Callable[[Report], str] | None = None
 
@@ -114,20 +133,37 @@ class TargetReport:
     # against per-target-ignores) and the lines where an inline suppression covers every finding about it.
     config_keys: list[str] = field(default_factory=list, repr=False, compare=False)
     anchors: list[Location] = field(default_factory=list, repr=False, compare=False)
+    # Coverage: why the target was not verified (a key of NOT_VERIFIED_REASONS; "" when it was), and the reason an
+    # `allow-unchecked` entry of [tool.jaxdiag] gives for accepting that. Set before filtering (`_filtering`).
+    unverified: str = ""
+    allowed: str = ""
+    # What the user's code printed while this target was checked (captured in the child process; shown with -v).
+    output: str = ""
 
     @property
     def internal_errors(self) -> list[CheckResult]:
         return [c for c in self.checks if c.status == "error"]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "target": self.target,
             "kind": self.kind,
             "inputs": list(self.inputs),
             "checks": [c.to_dict() for c in self.checks],
             "findings": [f.to_dict() for f in self.findings],
             "problems": [p.to_dict() for p in self.all_problems()],
+            "verified": not self.unverified,
         }
+        if self.unverified:
+            data["not_verified"] = {"reason": self.unverified, "allowed": self.allowed or None}
+        if self.output:
+            data["output"] = self.output
+        return data
+
+    @property
+    def counted(self) -> bool:
+        """A discovered target (module and config entries are notes about the run, not targets)."""
+        return self.kind not in ("module", "config")
 
     def all_problems(self) -> list[Problem]:
         """Recorded problems plus one `internal-error` per check that crashed."""
@@ -150,10 +186,22 @@ class Report:
         return sum(1 for f in self.findings if f.severity == severity)
 
     @property
-    def summary(self) -> dict[str, int]:
-        """Targets checked (module and config entries are notes about the run, not targets) and counts."""
+    def not_verified(self) -> list[TargetReport]:
+        """Targets (and modules, and the run itself) not verified, unless `allow-unchecked` accepts them."""
+        return [t for t in self.targets if t.unverified and not t.allowed]
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Targets discovered and checked (module and config entries are notes about the run, not targets), the
+        ones not verified with their reason, and counts."""
+        discovered = [t for t in self.targets if t.counted]
         return {
-            "targets": sum(1 for t in self.targets if t.kind not in ("module", "config")),
+            "targets": len(discovered),
+            "discovered": len(discovered),
+            "checked": sum(1 for t in discovered if not t.unverified),
+            "not_verified": [{"target": t.target, "reason": t.unverified, **({"allowed": t.allowed} if t.allowed
+                                                                            else {})}
+                             for t in self.targets if t.unverified],
             "errors": self.count("error"),
             "warnings": self.count("warning"),
             "infos": self.count("info"),
@@ -171,8 +219,10 @@ class Report:
     @property
     def ok(self) -> bool:
         """False when an error or warning remains (after select/ignore and suppressions), a check hit an internal
-        error, or a module failed to import: a run jaxdiag could not finish never passes."""
-        return self.count("error") == 0 and self.count("warning") == 0 and not self.problems
+        error, a module failed to import, or a target was not verified: a run jaxdiag could not finish never
+        passes."""
+        return (self.count("error") == 0 and self.count("warning") == 0 and not self.problems
+                and not self.not_verified)
 
     @property
     def internal_errors(self) -> list[CheckResult]:
@@ -181,11 +231,13 @@ class Report:
     @property
     def exit_code(self) -> int:
         """The CLI's exit code before `--exit-zero`: 3 on an internal error (it wins: the report may be missing
-        findings anywhere), else 2 on an import failure, else 1 when an error or warning remains, else 0."""
-        codes = [PROBLEM_KINDS[p.kind] for p in self.problems]
-        if codes:
-            return max(codes)
-        return 0 if self.ok else 1
+        findings anywhere), else 5 when a discovered target was not verified (an import failure among them), else 1
+        when an error or warning remains, else 0."""
+        if self.problems_of("internal-error"):
+            return EXIT_INTERNAL
+        if self.not_verified or self.problems_of("import-failed"):
+            return EXIT_NOT_VERIFIED
+        return EXIT_CLEAN if self.ok else EXIT_FINDINGS
 
     def codes(self) -> set[str]:
         return {f.code for f in self.findings}
@@ -212,9 +264,9 @@ class Report:
     def __repr__(self) -> str:
         s = self.summary
         state = "ok" if self.ok else "failed"
-        return (f"<Report {state}: {s['targets']} target(s), {s['errors']} error(s), {s['warnings']} warning(s), "
-                f"{s['infos']} note(s), {s['import_failures']} import failure(s), "
-                f"{s['internal_errors']} internal error(s)>")
+        return (f"<Report {state}: {s['checked']}/{s['discovered']} target(s) checked, {s['errors']} error(s), "
+                f"{s['warnings']} warning(s), {s['infos']} note(s), {len(s['not_verified'])} not verified, "
+                f"{s['import_failures']} import failure(s), {s['internal_errors']} internal error(s)>")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -227,3 +279,43 @@ class Report:
 
     def merge(self, other: Report) -> Report:
         return Report(self.targets + other.targets, self.jaxdiag_version, self.jax_version)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        """A report sent by another jaxdiag process (`_supervisor`), in `to_full_dict`'s form."""
+        return cls([target_report_from_dict(t) for t in data["targets"]], data.get("jaxdiag_version", ""),
+                   data.get("jax_version", ""))
+
+    def to_full_dict(self) -> dict[str, Any]:
+        """Every field, the ones only filtering needs included (`to_dict` is the JSON format)."""
+        return {"jaxdiag_version": self.jaxdiag_version, "jax_version": self.jax_version,
+                "targets": [target_report_to_dict(t) for t in self.targets]}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Serialisation across processes (a `check` worker, the supervised child, the cache): every field
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _location(data: dict[str, Any] | None) -> Location | None:
+    return Location(**data) if data else None
+
+
+def target_report_to_dict(report: TargetReport) -> dict[str, Any]:
+    """Every field, `module`, `config_keys` and `anchors` included (`TargetReport.to_dict` is the JSON format,
+    which leaves out what only filtering needs)."""
+    data = asdict(report)
+    data["findings"] = [{**asdict(f), "location": asdict(f.location) if f.location else None}
+                        for f in report.findings]
+    return data
+
+
+def target_report_from_dict(data: dict[str, Any]) -> TargetReport:
+    known = {f.name for f in fields(TargetReport)}
+    return TargetReport(**{
+        **{k: v for k, v in data.items() if k in known},
+        "checks": [CheckResult(**c) for c in data["checks"]],
+        "findings": [Finding.from_dict(f) for f in data["findings"]],
+        "problems": [Problem(**{**p, "location": _location(p.get("location"))}) for p in data.get("problems", [])],
+        "anchors": [Location(**a) for a in data.get("anchors", [])],
+    })

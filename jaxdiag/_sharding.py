@@ -310,7 +310,7 @@ def _timed_out(entries: list[dict[str, Any]], finished: list[dict[str, Any]], st
             report.anchors = [Location(**a) for a in stopped.get("anchors", [])]
             where_defined = stopped.get("location")
             location = Location(**where_defined) if where_defined else report.anchors[0] if report.anchors else None
-            report.findings = [rules.TARGET_TIMED_OUT.finding(
+            report.findings = [rules.USER_CODE_TIMED_OUT.finding(
                 location=location, target=label, seconds=seconds, limit=limit,
                 check=check or "sharding", where=where)]
             report.checks = [CheckResult(check or "sharding", "skipped", seconds,

@@ -107,7 +107,16 @@ from ._registries import (
     registration_keys,
     transpose_rule,
 )
-from ._state import compilation_cache, restore_jax_state, restored_sys_path, snapshot_jax_state, x64_scope
+from ._state import (
+    compilation_cache,
+    global_state,
+    restore_global_state,
+    restore_jax_state,
+    restored_sys_path,
+    snapshot_jax_state,
+    state_changes,
+    x64_scope,
+)
 from ._platform import accelerator_only_lowering, is_platform_error, lowering_platforms
 from ._removed import (
     REMOVED_BY_JAX,
@@ -212,11 +221,14 @@ __all__ = [
     "removed_api_uses",
     "removed_apis_still_here",
     "resolve_positional",
+    "global_state",
+    "restore_global_state",
     "restore_jax_state",
     "restored_sys_path",
     "rule_user_functions",
     "shaped_array",
     "snapshot_jax_state",
+    "state_changes",
     "spy_custom_vmap_rule",
     "spy_transpose_rule",
     "same_program_as_jit",

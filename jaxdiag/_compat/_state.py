@@ -144,3 +144,84 @@ def restored_sys_path() -> Iterator[None]:
         yield
     finally:
         sys.path[:] = saved
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# JAX's global state as the user's code may change it: every config flag, the environment JAX reads, and the rules
+# registered for JAX's own primitives (`_contain.StateWatch` compares and restores it around each target)
+# ---------------------------------------------------------------------------------------------------------------
+
+_TABLE_LABELS = {"batching": "batching rule", "legacy_batching": "batching rule", "jvp": "JVP rule",
+                 "transpose": "transpose rule", "fancy_transpose": "transpose rule", "lowerings": "lowering"}
+# The keys each registry had when jaxdiag was imported, before any of the user's modules in a jaxdiag process: the
+# primitives that are JAX's own. A user's primitive registering its rules lazily is no change to JAX's state.
+_JAX_OWN_KEYS: dict[str, set[int]] = {name: {id(k) for k in table} for name, table in _tables().items()}
+
+
+def _config_values() -> dict[str, Any]:
+    values = getattr(jax.config, "values", None)
+    if isinstance(values, dict):
+        return dict(values)
+    holders = getattr(jax.config, "_value_holders", {})  # older JAX: the same dict, not yet public
+    return {name: getattr(holder, "value", None) for name, holder in holders.items()}
+
+
+def _jax_environment() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k.startswith(("JAX_", "XLA_", "TPU_", "CUDA_VISIBLE"))}
+
+
+def global_state() -> dict[str, Any]:
+    """A copy of JAX's whole global state that user code can change: config values, the JAX/XLA environment
+    variables, and the rule registered for each of JAX's own primitives in every registry."""
+    own = {name: {k: v for k, v in table.items() if id(k) in _JAX_OWN_KEYS.get(name, ())}
+           for name, table in _tables().items()}
+    return {"config": _config_values(), "env": _jax_environment(), "rules": own}
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except (TypeError, ValueError):  # arrays and other values without a plain truth value
+        return False
+
+
+def state_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What differs, in words: `jax_enable_x64 False -> True`, `the JVP rule of sin`, `XLA_FLAGS`."""
+    out = [f"{name} {before['config'].get(name)!r} -> {value!r}" for name, value in after["config"].items()
+           if name in before["config"] and not _same(before["config"][name], value)]
+    env_names = set(before["env"]) | set(after["env"])
+    out += [f"the environment variable {name}" for name in sorted(env_names)
+            if before["env"].get(name) != after["env"].get(name)]
+    for table, entries in before["rules"].items():
+        now = after["rules"].get(table, {})
+        out += [f"the {_TABLE_LABELS.get(table, table)} of {getattr(k, 'name', k)}" for k, rule in entries.items()
+                if now.get(k) is not rule]
+    return out
+
+
+def restore_global_state(before: dict[str, Any]) -> list[str]:
+    """Put `before` back; returns what could not be restored (a flag JAX no longer lets change)."""
+    import os
+
+    failed = []
+    for name, value in before["config"].items():
+        current = _config_values().get(name, value)
+        if _same(current, value):
+            continue
+        try:
+            jax.config.update(name, value)
+        except (ValueError, RuntimeError, TypeError, AttributeError) as exc:  # a flag fixed once a backend exists
+            failed.append(f"{name} ({type(exc).__name__})")
+    now_env = _jax_environment()
+    for name in set(now_env) - set(before["env"]):
+        del os.environ[name]
+    for name, value in before["env"].items():
+        os.environ[name] = value
+    tables = _tables()
+    for table, entries in before["rules"].items():
+        for key, rule in entries.items():
+            if tables[table].get(key) is not rule:
+                tables[table][key] = rule
+    return failed

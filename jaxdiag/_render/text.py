@@ -64,8 +64,10 @@ def _has_problems(target: TargetReport) -> bool:
 
 def summary_line(report: Report) -> Text:
     s = report.summary
-    parts = [f"{s['targets']} target{'s' * (s['targets'] != 1)} checked"]
-    text = Text(parts[0] + ": ")
+    checked, discovered = s["checked"], s["discovered"]
+    head = (f"{checked} target{'s' * (checked != 1)} checked" if checked == discovered
+            else f"{checked} of {discovered} target{'s' * (discovered != 1)} checked")
+    text = Text(head + ": ")
     text.append(f"{s['errors']} error{'s' * (s['errors'] != 1)}", style="jaxdiag.error" if s["errors"] else "")
     text.append(", ")
     text.append(f"{s['warnings']} warning{'s' * (s['warnings'] != 1)}",
@@ -75,6 +77,13 @@ def summary_line(report: Report) -> Text:
         text.append(f"; {s['import_failures']} module(s) failed to import (exit 2)", style="jaxdiag.error")
     if s["internal_errors"]:
         text.append(f"; {s['internal_errors']} internal error(s) in jaxdiag (exit 3)", style="jaxdiag.error")
+    unverified = report.not_verified
+    if unverified:
+        reasons = sorted({t.unverified for t in unverified})
+        text.append(f"; NOT VERIFIED: {len(unverified)} ({', '.join(reasons)}; exit 5)", style="jaxdiag.error")
+    allowed = [t for t in report.targets if t.unverified and t.allowed]
+    if allowed:
+        text.append(f"; {len(allowed)} unverified by allow-unchecked")
     return text
 
 
@@ -88,7 +97,14 @@ def _draw_target(target: TargetReport, console: Console, verbosity: int = 0) -> 
     header.append(")", style="jaxdiag.dim")
     counts = {sev: sum(1 for f in target.findings if f.severity == sev) for sev in ("error", "warning")}
     problems = target.all_problems()
-    if problems:
+    if target.unverified:
+        from .._report import NOT_VERIFIED_REASONS
+
+        why = NOT_VERIFIED_REASONS.get(target.unverified, target.unverified)
+        accepted = f"; accepted by allow-unchecked: {target.allowed}" if target.allowed else ""
+        header.append(f"  NOT VERIFIED: {why}{accepted}", style="jaxdiag.warning" if target.allowed
+                      else "jaxdiag.error")
+    elif problems:
         header.append("  not fully checked", style="jaxdiag.error")
     elif all(c.status == "skipped" for c in target.checks):
         header.append("  not checked", style="jaxdiag.warning")
@@ -105,6 +121,8 @@ def _draw_target(target: TargetReport, console: Console, verbosity: int = 0) -> 
     for check in target.internal_errors:
         detail = check.detail.splitlines()[0] if check.detail else f"internal error in check {check.name}"
         console.print(Text(f"  {detail} (jaxdiag's own bug, not a defect in your code)", style="jaxdiag.error"))
+    if target.output and (verbosity > 0 or target.unverified):  # as pytest shows captured output on a failure
+        console.print(Text(target.output, style="jaxdiag.dim"))
 
 
 def _note_line(finding: Finding) -> Text:

@@ -7,8 +7,8 @@ observed fields into the message and the fix, and the severity is the catalog's,
 that depends on a rule (`st.blocked[rules.X]`) holds the `Rule` object, never a code string.
 
 One module per prefix: `JXR` registration, `JXB` batching, `JXG` differentiation, `JXV` custom_vmap, `JXS`
-sharding, `JXN` notes about the run (info only). A rule whose severity would depend on the context is two rules,
-linked by `variant_of` (a missing JVP rule is a note under `check` and an error under `grad`).
+sharding, `JXU` user code that stopped a check (exit, crash, time limit), `JXN` notes about the run (info only).
+A rule whose severity would depend on the context is two rules, linked by `variant_of` (a missing JVP rule is a note under `check` and an error under `grad`).
 
 Severities: `error` (fails or is wrong under a JAX transformation, or the user's rules contradict each other),
 `warning` (likely unintended but can be deliberate), `info` (what jaxdiag inferred or skipped).
@@ -33,6 +33,7 @@ from ._differentiation import *  # noqa: F403  (each rule module defines only Ru
 from ._notes import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._registration import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._sharding import *  # noqa: F403  (each rule module defines only Rule constants)
+from ._user_code import *  # noqa: F403  (each rule module defines only Rule constants)
 
 __all__ = ["CATEGORIES", "DEPRECATED", "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
            "matches", "normalize_codes", "rule", "template_fields", "validate_codes"]
@@ -46,6 +47,7 @@ DEPRECATED: dict[str, str | None] = {
     "JXR903": "JXN004",
     "JXR904": "JXN005",
     "JXR905": None,
+    "JXN009": "JXU004",  # a time limit leaves the target unverified: an error now, never filtered
 }
 # Old prefixes that named only run notes (`--ignore JXR9` was the documented way to hide them).
 DEPRECATED_PREFIXES: dict[str, str] = {"JXR9": "JXN", "JXR90": "JXN"}

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._report import Finding, Location
+from .._report import NOT_VERIFIED_REASONS, Finding, Location
 
 SEVERITIES = ("error", "warning", "info")
 CATEGORIES = {
@@ -17,6 +17,7 @@ CATEGORIES = {
     "JXG": "differentiation",
     "JXV": "custom_vmap",
     "JXS": "sharding",
+    "JXU": "user-code",
     "JXN": "note",
 }
 NOTE_PREFIX = "JXN"
@@ -65,6 +66,12 @@ class Rule:
     # every draw): such findings are never re-tried on fresh draws (`_fresh_draws.py`). A target that itself
     # raises (JXR011) keeps the default: that is typically an implicit precondition on the values.
     depends_on_values: bool = True
+    # Never filtered: `--ignore`, per-target ignores and inline suppressions cannot hide it (a crash, an exit, a
+    # time limit: the run did not verify the target, and hiding that would turn a CI job green).
+    blocking: bool = False
+    # A finding of this rule means its target was not verified, for this reason (a key of
+    # `_report.NOT_VERIFIED_REASONS`); the run then exits 5 unless `allow-unchecked` accepts the target.
+    leaves_unverified: str = ""
 
     def __post_init__(self) -> None:
         assert self.severity in SEVERITIES, self.severity
@@ -72,6 +79,7 @@ class Rule:
         assert self.code not in RULES, f"duplicate rule code {self.code}"
         assert self.code[:3] != NOTE_PREFIX or self.severity == "info", f"{self.code}: notes are info"
         assert self.message, f"{self.code}: a rule needs a message template"
+        assert not self.leaves_unverified or self.leaves_unverified in NOT_VERIFIED_REASONS, self.leaves_unverified
         RULES[self.code] = self
 
     @property

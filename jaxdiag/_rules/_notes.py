@@ -40,6 +40,7 @@ INPUTS_NOT_INFERRED = Rule(
     message="could not infer example inputs for {target} (tried {tried}; last error: {error}); it was not checked.",
     fix="Add its inputs to pyproject.toml (one SPEC per positional argument, e.g. f32[2,3], i32[5]{params_hint}):"
         "\n{snippet}\nor define {jaxdiag_dict} in {module}.",
+    leaves_unverified="no-inputs",
 )
 UNUSED_SUPPRESSION = Rule(
     "JXN005", "unused-suppression", "info",
@@ -83,20 +84,6 @@ SECOND_ORDER_NOT_CHECKED = Rule(
         "Python control flow on values, no pure_callback without its own derivative).",
     variant_of="JXG023",
 )
-TARGET_TIMED_OUT = Rule(
-    "JXN009", "target-timed-out", "info",
-    "A target ran past the per-target time limit of `jaxdiag check` or `jaxdiag sharding`; it was stopped and not "
-    "fully checked.",
-    "Runs each target in a worker (or the sharding child) process and stops it after `--timeout` seconds (config "
-    "key `timeout`), naming the check that was running; the other targets are still checked.",
-    "A rule that never returns (an endless loop, a wait on something that never comes) hangs every program that "
-    "transforms it, and would hang the CI job.",
-    message="{target} was stopped after {seconds:.1f} s, past the per-target limit of {limit:g} s, while running "
-            "{where}; its other checks did not run.",
-    fix="Find what does not return in the rule that `{check}` calls (an endless loop, a wait on something that "
-        "never comes), or raise the limit with --timeout SECONDS or `timeout = ...` under [tool.jaxdiag] in "
-        "pyproject.toml if the target is just slow.",
-)
 INPUTS_RECORDED = Rule(
     "JXN010", "inputs-recorded", "info",
     "The target was checked on inputs recorded from your own code (`jaxdiag record`).",
@@ -112,6 +99,7 @@ DEPENDENCY_MISSING = Rule(
     "Install the dependency in the environment jaxdiag runs in to check this target.",
     message="{error} (optional dependency {dependency!r} is not installed; {what} was not checked)",
     fix="Install {dependency!r} to check {what}.",
+    leaves_unverified="dependency-missing",
 )
 TARGET_NOT_CHECKABLE = Rule(
     "JXN012", "target-not-checkable", "info",
@@ -121,6 +109,7 @@ TARGET_NOT_CHECKABLE = Rule(
     "Give the inputs in pyproject.toml or a JAXDIAG dict, or record your own calls with `jaxdiag record`.",
     message="{reason}; it was not checked.",
     fix="{fix}",
+    leaves_unverified="not-checkable",
 )
 VALUES_NOT_COMPARED = Rule(
     "JXN013", "values-not-compared", "info",

@@ -7,6 +7,17 @@ custom_vmap and ffi checks.
 See CONTRIBUTING.md for the layers.
 """
 
-from .boundary import JaxdiagBug, Signal, UserResult, call_user, find_in_chain, jaxdiag_code
+from .boundary import (
+    JaxdiagBug,
+    Signal,
+    UserAbort,
+    UserResult,
+    abort_of,
+    call_user,
+    find_in_chain,
+    jaxdiag_code,
+    user_interrupts,
+)
 
-__all__ = ["JaxdiagBug", "Signal", "UserResult", "call_user", "find_in_chain", "jaxdiag_code"]
+__all__ = ["JaxdiagBug", "Signal", "UserAbort", "UserResult", "abort_of", "call_user", "find_in_chain",
+           "jaxdiag_code", "user_interrupts"]

@@ -9,6 +9,12 @@ the only place in jaxdiag allowed to catch `Exception`. What the user's code rai
 - `JaxdiagBug`: jaxdiag's own code failed while user code was on the stack (a spy's validation inside the
   user's vmap). `jaxdiag_code()` marks such code: whatever it raises becomes a `JaxdiagBug`, which the engine
   reports as an internal error (check status `error`, exit 3, `Report.ok` False) and never as the user's defect.
+
+What user code raises that is not an `Exception` (`SystemExit`, a `KeyboardInterrupt` nobody pressed, a custom
+`BaseException`) is no finding about one rule: it unwinds every handler, JAX's included. It becomes a `UserAbort`,
+which stops the target's checks and becomes a JXU001/JXU003 result for that target (`abort_of`). A real Ctrl-C
+is a `KeyboardInterrupt` too: only where `user_interrupts()` is on (in a child process, which ignores SIGINT: its
+parent handles Ctrl-C) is a `KeyboardInterrupt` the user code's own.
 """
 
 from __future__ import annotations
@@ -35,6 +41,38 @@ class JaxdiagBug(Exception):
         super().__init__(f"{where + ': ' if where else ''}{type(original).__name__}: {original}")
         self.original = original
         self.where = where
+
+
+class UserAbort(BaseException):
+    """User code raised a `BaseException` that is not an `Exception`: the target's checks stop here. A
+    `BaseException` itself, so that no `except Exception` (JAX's, the checks') swallows it on the way out."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(f"{type(original).__name__}: {original}")
+        self.original = original
+
+
+_USER_INTERRUPTS = False
+
+
+def user_interrupts(on: bool | None = None) -> bool:
+    """Whether a `KeyboardInterrupt` is the user code's own (set in child processes, which ignore SIGINT)."""
+    global _USER_INTERRUPTS
+    if on is not None:
+        _USER_INTERRUPTS = on
+    return _USER_INTERRUPTS
+
+
+def abort_of(exc: BaseException) -> UserAbort | None:
+    """The `UserAbort` a non-`Exception` escaping user code stands for; None for what must propagate as it is
+    (jaxdiag's own control flow, and a `KeyboardInterrupt` that may be a real Ctrl-C)."""
+    if isinstance(exc, UserAbort):
+        return exc
+    if isinstance(exc, Exception) or isinstance(exc, GeneratorExit):
+        return None
+    if isinstance(exc, KeyboardInterrupt) and not _USER_INTERRUPTS:
+        return None
+    return UserAbort(exc)
 
 
 @dataclass
@@ -78,7 +116,14 @@ def call_user(fn: Callable[..., T], /, *args: Any, quiet: bool = False, **kwargs
         for link in _chain(exc):
             if isinstance(link, (JaxdiagBug, Signal)):
                 raise link  # noqa: B904 - the signal or bug itself, with its own cause, is what callers handle
+            if isinstance(link, UserAbort):  # JAX wrapped a SystemExit it saw pass (rare): still an abort
+                raise link  # noqa: B904 - the abort itself is what the engine reports
         return UserResult(error=exc)
+    except BaseException as exc:  # SystemExit, a user KeyboardInterrupt, a custom BaseException: stop the target
+        abort = abort_of(exc)
+        if abort is None or abort is exc:
+            raise
+        raise abort from exc
 
 
 @contextlib.contextmanager
