@@ -23,14 +23,15 @@ Send = Callable[[tuple[str, Any]], None]
 
 
 def main(conn: Any, job: Any) -> None:
-    from . import _parallel, _supervisor
+    from . import _parallel
     from ._checks._harness import user_interrupts
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _parallel._exit_with_parent()
-    _capture(job.run_dir, _supervisor.capture_paths)
+    _capture(job.capture)
     os.chdir(job.cwd)
     sys.path[:] = job.sys_path
+    _environment(job.env)
     os.environ["JAXDIAG_RUN_DIR"] = job.run_dir  # scratch folders go there: the parent removes it on any exit
     user_interrupts(True)
 
@@ -52,9 +53,20 @@ def main(conn: Any, job: Any) -> None:
         os._exit(0)
 
 
-def _capture(run_dir: str, paths: Callable[[str], tuple[str, str]]) -> None:
+def _environment(env: dict[str, str]) -> None:
+    """The parent's environment as it is now (the fork server's is from when it started), and the JAX flags it
+    sets that JAX read at import (`JAX_ENABLE_X64=1` set after the server imported JAX)."""
+    from . import _compat
+
+    changed = {k: v for k, v in env.items() if k.startswith("JAX_") and os.environ.get(k) != v}
+    os.environ.clear()
+    os.environ.update(env)
+    _compat.apply_environment_flags(changed)
+
+
+def _capture(paths: tuple[str, str]) -> None:
     """File descriptors 1 and 2 (Python's prints, C's printf, the workers this process starts) go to files."""
-    for fd, path in zip((1, 2), paths(run_dir)):
+    for fd, path in zip((1, 2), paths):
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(target, fd)
         os.close(target)

@@ -140,6 +140,8 @@ class JaxdiagGroup(TyperGroup):
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+        from ._supervisor import Interrupted
+
         try:
             result = super().main(args=args, prog_name=prog_name or "jaxdiag", complete_var=complete_var,
                                   standalone_mode=False, windows_expand_args=windows_expand_args, **extra)
@@ -157,9 +159,7 @@ class JaxdiagGroup(TyperGroup):
         except (typer.Abort, KeyboardInterrupt):
             typer.echo("jaxdiag: error: interrupted", err=True)
             code = EXIT_INTERRUPTED
-        except BaseException as exc:  # the supervisor's Interrupted (SIGINT/SIGTERM) outside a command body
-            if type(exc).__name__ != "Interrupted":
-                raise
+        except Interrupted as exc:  # SIGINT/SIGTERM outside a command body
             code = _interrupted_exit(exc)
         if standalone_mode:
             sys.exit(code)

@@ -29,7 +29,7 @@ from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
 from ._checks import _abstract, _x64_only
 from ._checks._call_site import traced_only_primitives, unperturbed_inputs
-from ._checks._harness import abort_of, call_user, jaxdiag_code
+from ._checks._harness import call_user, catch_abort, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
 from ._checks._harness.tracing import trace_function
 from ._errors import InferenceError, UsageError
@@ -174,13 +174,10 @@ def run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], opt
     with RUN_LOCK, _compat.restored_sys_path():
         watch = _contain.Watch()
         label = target if isinstance(target, str) else target.ref if isinstance(target, Target) else describe(target)
-        try:
+        with catch_abort() as caught:  # SystemExit & co. from user code while loading or choosing inputs
             report = _run_unfiltered(target, args, params, options, app_dir)
-        except BaseException as exc:  # SystemExit & co. from user code while loading or choosing inputs
-            abort = abort_of(exc)
-            if abort is None:
-                raise
-            report = Report([_contain.abort_report(abort, label, "function", f"preparing {label}")],
+        if caught.abort is not None:
+            report = Report([_contain.abort_report(caught.abort, label, "function", f"preparing {label}")],
                             jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
         _contain.attach(report.targets, watch.finish(label))
         return report
@@ -562,9 +559,14 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
         findings: list[Finding] = []
         status, detail = "passed", ""
         try:
-            if chk.family == "batching" and not subject.specs:
-                raise SkipCheck("no array arguments: nothing to batch")
-            findings = list(chk.run(ctx))
+            with catch_abort() as caught:  # SystemExit & co. from user code: this subject's checks stop here
+                if chk.family == "batching" and not subject.specs:
+                    raise SkipCheck("no array arguments: nothing to batch")
+                findings = list(chk.run(ctx))
+            if caught.abort is not None:
+                findings = [_contain.abort_finding(caught.abort, subject.label,
+                                                   f"check `{chk.name}` on {subject.label}")]
+                status, detail, stopped = "failed", f"stopped: {caught.abort}", True
             if findings:
                 moves = wrapper_moves(subject) if moves is None else moves
                 findings = relocate(findings, moves)
@@ -576,13 +578,6 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
             status = "error"
             detail = f"internal error in check {chk.name}: {type(exc).__name__}: {exc}\n" + "".join(
                 traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
-        except BaseException as exc:  # SystemExit & co. from user code: this subject's checks stop here
-            abort = abort_of(exc)
-            if abort is None:
-                raise
-            findings = [_contain.abort_finding(abort, subject.label, f"check `{chk.name}` on {subject.label}")]
-            status, detail = "failed", f"stopped: {abort}"
-            stopped = True
         seconds = time.perf_counter() - start
         if status == "passed" and any(f.severity in ("error", "warning") for f in findings):
             status = "failed"

@@ -144,20 +144,18 @@ def run_in_process(lint: Lint, found: Found) -> Outcome:
     """Check one target here, recording the lines it leaves unchecked separately from the other targets'. A
     `SystemExit` or other `BaseException` from user code is this target's result (`_contain`)."""
     from . import _contain
-    from ._checks._harness import abort_of
+    from ._checks._harness import catch_abort
 
     saved = lint.unchecked_lines
     lint.unchecked_lines = set()
     try:
         try:
-            reports = lint._check(found)
+            with catch_abort() as caught:  # SystemExit & co. from user code outside the engine (a carrier)
+                reports = lint._check(found)
         except UsageError as exc:
             return Outcome(usage_error=str(exc), complete=False)
-        except BaseException as exc:  # SystemExit & co. from user code outside the engine (a recorded carrier)
-            abort = abort_of(exc)
-            if abort is None:
-                raise
-            reports = [_contain.abort_report(abort, found.label, found.kind, f"preparing {found.label}")]
+        if caught.abort is not None:
+            reports = [_contain.abort_report(caught.abort, found.label, found.kind, f"preparing {found.label}")]
         outcome = Outcome(reports=[target_report_to_dict(r) for r in reports],
                           unchecked_lines=sorted(lint.unchecked_lines),
                           complete=not any(r.internal_errors or r.problems for r in reports))
@@ -690,7 +688,7 @@ def timed_out(lint: Lint, found: Found, running: str, seconds: float, limit: flo
 def _crashed(found: Found, running: str, code: int | None) -> Outcome:
     """A worker that died mid-target: the user's code it ran ended the process (`os._exit`) or crashed it (a
     segfault): that target's blocking JXU001/JXU002 result; a replacement worker checks the rest."""
-    from ._supervisor import process_death_finding
+    from ._outcomes import process_death_finding
 
     subject, _, check = running.rpartition(": ") if running else ("", "", "")
     where = f"check `{check}` on {subject}" if check else f"preparing {found.label} (no check had started)"

@@ -108,6 +108,7 @@ from ._registries import (
     transpose_rule,
 )
 from ._state import (
+    apply_environment_flags,
     compilation_cache,
     global_state,
     restore_global_state,
@@ -221,6 +222,7 @@ __all__ = [
     "removed_api_uses",
     "removed_apis_still_here",
     "resolve_positional",
+    "apply_environment_flags",
     "global_state",
     "restore_global_state",
     "restore_jax_state",

@@ -225,3 +225,26 @@ def restore_global_state(before: dict[str, Any]) -> list[str]:
             if tables[table].get(key) is not rule:
                 tables[table][key] = rule
     return failed
+
+
+def apply_environment_flags(changed: dict[str, str]) -> None:
+    """Set the config flags that `JAX_<FLAG>` variables name, as JAX does when it is imported: for a process that
+    imported JAX before it was given its environment (a child forked from the supervisor's fork server)."""
+    values = _config_values()
+    for variable, text in changed.items():
+        name = variable.lower()
+        if name not in values:
+            continue
+        current = values[name]
+        try:
+            if isinstance(current, bool):
+                value: Any = text.strip().lower() in ("1", "true", "t", "yes", "y", "on")
+            elif isinstance(current, int):
+                value = int(text)
+            elif isinstance(current, float):
+                value = float(text)
+            else:
+                value = text
+            jax.config.update(name, value)
+        except (ValueError, TypeError, RuntimeError, AttributeError):  # a value JAX refuses: as JAX would ignore it
+            continue

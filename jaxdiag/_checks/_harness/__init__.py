@@ -8,16 +8,18 @@ See CONTRIBUTING.md for the layers.
 """
 
 from .boundary import (
+    Caught,
     JaxdiagBug,
     Signal,
     UserAbort,
     UserResult,
     abort_of,
     call_user,
+    catch_abort,
     find_in_chain,
     jaxdiag_code,
     user_interrupts,
 )
 
-__all__ = ["JaxdiagBug", "Signal", "UserAbort", "UserResult", "abort_of", "call_user", "find_in_chain",
+__all__ = ["Caught", "JaxdiagBug", "Signal", "UserAbort", "UserResult", "abort_of", "call_user", "catch_abort", "find_in_chain",
            "jaxdiag_code", "user_interrupts"]

@@ -76,6 +76,27 @@ def abort_of(exc: BaseException) -> UserAbort | None:
 
 
 @dataclass
+class Caught:
+    """What `catch_abort` caught: the user's abort, or None when the body finished."""
+
+    abort: UserAbort | None = None
+
+
+@contextlib.contextmanager
+def catch_abort() -> Iterator[Caught]:
+    """Stop the body at a `UserAbort` (or a non-`Exception` that stands for one) and hand it over in `Caught`:
+    where the engine and the `check` workers turn it into the target's result. Anything else propagates."""
+    caught = Caught()
+    try:
+        yield caught
+    except BaseException as exc:  # SystemExit & co. from user code: the caller reports it for the target
+        abort = abort_of(exc)
+        if abort is None:
+            raise
+        caught.abort = abort
+
+
+@dataclass
 class UserResult(Generic[T]):
     """What one call into user code gave: its value, or the exception it raised (then `value` is None)."""
 
