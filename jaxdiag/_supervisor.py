@@ -108,6 +108,11 @@ def run(job: Job, timeout: float | None = None, progress: Progress | None = None
         output = _captured(run_dir)
     if payload is None:
         return Answer(_stopped_report(job, stopped, proc.exitcode, output))
+    return answer_of(job, payload, output)
+
+
+def answer_of(job: Job, payload: dict[str, Any], output: str = "") -> Answer:
+    """The child's payload as an `Answer`; a usage error it hit is raised here (exit 2)."""
     if payload.get("usage_error") is not None:
         raise UsageError(payload["usage_error"])
     if payload.get("internal_error") is not None:

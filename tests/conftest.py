@@ -221,3 +221,32 @@ def jax_state_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str
         elif after[name] is not value and after[name] != value:
             changes.append(f"{name} changed")
     return changes
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The supervisor in tests. The CLI runs every command's checks in a child process (`jaxdiag/_supervisor.py`). Most
+# CLI tests are about parsing, rendering and exit codes, and many patch jaxdiag's internals (a probe check, a
+# failing renderer) in this process: for them the child's command runs here (the same `_child.COMMANDS` function,
+# without the process boundary). Tests of the boundary itself are marked `supervised` and get real children.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def run_here(job: Any, timeout: float | None = None, progress: Any = None) -> Any:
+    """`_supervisor.run` without the child: the same command function, in this process, every target in it."""
+    from jaxdiag import _child, _supervisor
+
+    if isinstance(job.request, dict) and "isolate" in job.request:
+        job.request = {**job.request, "isolate": False}
+    try:
+        payload = _child.COMMANDS[job.command](job, lambda message: None)
+    except _supervisor.UsageError as exc:
+        payload = {"usage_error": str(exc)}
+    return _supervisor.answer_of(job, payload)
+
+
+@pytest.fixture(autouse=True)
+def _supervisor_in_this_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("supervised") is None:
+        from jaxdiag import _supervisor
+
+        monkeypatch.setattr(_supervisor, "run", run_here)

@@ -6,6 +6,7 @@ import ast
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -195,18 +196,19 @@ def test_suppression_syntax_in_a_docstring_is_not_a_suppression(user_files):
     assert result.exit_code == 0, result.output
 
 
-def test_ctrl_c_is_one_line_and_exit_130(user_files, monkeypatch):
-    from jaxdiag import _engine, _lint
+@pytest.mark.parametrize("signum, code, word", [(signal.SIGINT, 130, "interrupted"),
+                                                 (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_is_one_line_and_its_exit_code(user_files, monkeypatch, signum, code, word):
+    from jaxdiag import _supervisor
 
     def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
+        raise _supervisor.Interrupted(signum)
 
-    monkeypatch.setattr(_engine, "run", interrupted)
-    monkeypatch.setattr(_lint, "check_paths", interrupted)
+    monkeypatch.setattr(_supervisor, "run", interrupted)
     for argv in (["grad", "good_mod:smooth", "--arg", "f32[3]"], ["check", "good_mod.py"]):
         result = invoke(*argv)
-        assert result.exit_code == 130
-        assert result.stderr == "jaxdiag: error: interrupted\n" and "Traceback" not in result.output
+        assert result.exit_code == code
+        assert result.stderr == f"jaxdiag: error: {word}\n" and "Traceback" not in result.output
 
 
 @pytest.mark.slow
@@ -489,29 +491,39 @@ def test_version_names_jax_and_jaxlib():
 
 
 SCHEMA_TYPES = {"schema": int, "jaxdiag_version": str, "jax_version": str, "targets": list, "summary": dict}
-TARGET_TYPES = {"target": str, "kind": str, "inputs": list, "checks": list, "findings": list, "problems": list}
+TARGET_TYPES = {"target": str, "kind": str, "inputs": list, "checks": list, "findings": list, "problems": list,
+                "verified": bool}
+TARGET_OPTIONAL = {"not_verified": dict, "output": str}  # present when the target was not verified / printed
 PROBLEM_TYPES = {"kind": str, "message": str, "fix": str, "location": (dict, type(None))}
 CHECK_TYPES = {"name": str, "status": str, "seconds": (int, float), "detail": str}
 FINDING_TYPES = {"code": str, "name": str, "severity": str, "message": str, "fix": str, "location": (dict, type(None))}
 LOCATION_TYPES = {"path": str, "line": int, "function": str}
 
 
-def _assert_keys(obj: dict, types: dict) -> None:
-    assert set(obj) == set(types), (sorted(obj), sorted(types))
-    for key, kind in types.items():
-        assert isinstance(obj[key], kind), (key, obj[key])
+def _assert_keys(obj: dict, types: dict, optional: dict | None = None) -> None:
+    optional = optional or {}
+    assert set(types) <= set(obj) <= set(types) | set(optional), (sorted(obj), sorted(types))
+    for key, kind in {**types, **optional}.items():
+        if key in obj:
+            assert isinstance(obj[key], kind), (key, obj[key])
 
 
 def validate_report_json(data: dict) -> None:
     """Every key and type of the JSON contract in docs/json.md."""
     _assert_keys(data, SCHEMA_TYPES)
     assert data["schema"] == 1
-    _assert_keys(data["summary"], {"targets": int, "errors": int, "warnings": int, "infos": int,
-                                   "import_failures": int, "internal_errors": int})
+    _assert_keys(data["summary"], {"targets": int, "discovered": int, "checked": int, "not_verified": list,
+                                   "errors": int, "warnings": int, "infos": int, "import_failures": int,
+                                   "internal_errors": int})
     real = [t for t in data["targets"] if t["kind"] not in ("module", "config")]  # those only hold notes
-    assert data["summary"]["targets"] == len(real)
+    assert data["summary"]["targets"] == data["summary"]["discovered"] == len(real)
+    assert data["summary"]["checked"] == sum(t["verified"] for t in real)
+    assert data["summary"]["not_verified"] == [{"target": t["target"], "reason": t["not_verified"]["reason"],
+                                                **({"allowed": t["not_verified"]["allowed"]}
+                                                   if t["not_verified"]["allowed"] else {})}
+                                               for t in data["targets"] if not t["verified"]]
     for target in data["targets"]:
-        _assert_keys(target, TARGET_TYPES)
+        _assert_keys(target, TARGET_TYPES, TARGET_OPTIONAL)
         assert target["kind"] in ("primitive", "custom_vjp", "custom_jvp", "custom_vmap", "function", "module",
                                   "config")
         assert all(isinstance(s, str) for s in target["inputs"])

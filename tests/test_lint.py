@@ -34,6 +34,10 @@ def probe_only(monkeypatch) -> None:
     monkeypatch.setattr(_engine, "ALL_CHECKS", [probe])
 
 
+# needs_p needs a bind param nobody gives (JXN012): accepted as unverified where a test is about something else
+ALLOW_NEEDS_P = '[tool.jaxdiag.allow-unchecked]\n"*:needs_p" = "needs a bind param"\n'
+
+
 def invoke(*args: str):
     # In this process (the probe check is monkeypatched in) and uncached: -j/--timeout/cache are test_parallel's.
     return runner.invoke(app, ["check", "-j", "1", "--timeout", "0", "--no-cache", *args])
@@ -140,7 +144,7 @@ def test_pyproject_paths_targets_and_params(pkg, tmp_path, probe_only):
 
 
 def test_select_and_ignore_from_config_and_cli(pkg, tmp_path, probe_only):
-    (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nselect = ["JXN"]\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nselect = ["JXN"]\n' + ALLOW_NEEDS_P)
     data = json.loads(invoke("lintpkg", "--format", "json").output)
     assert {f["code"] for t in data["targets"] for f in t["findings"]} == {"JXN001", "JXN012"}  # needs_p: a bind param
     data = json.loads(invoke("lintpkg", "--format", "json", "--select", PROBE).output)  # CLI replaces select
@@ -154,7 +158,7 @@ def test_per_target_ignores_with_module_path_and_glob_keys(pkg, tmp_path, probe_
         [tool.jaxdiag.per-target-ignores]
         "lintpkg.prims:bad_p" = ["{PROBE}"]
         "lintpkg/funcs.py:*" = ["{PROBE}", "JXN"]
-    '''))
+    ''') + ALLOW_NEEDS_P)
     result = invoke("lintpkg", "--format", "json")
     data = json.loads(result.output)
     codes = {t["target"]: {f["code"] for f in t["findings"]} for t in data["targets"]}
@@ -228,7 +232,8 @@ def test_unused_inline_suppressions_are_reported(tmp_path, monkeypatch, probe_on
                       (helper_line, "`# jaxdiag: ignore` suppressed nothing on this line.")]
     assert all(f.severity == "info" for f in report.findings if f.code == "JXN005")
     assert PROBE not in report.codes()  # the used half of the comment still works
-    assert report.ok
+    assert report.count("error") == report.count("warning") == 0
+    assert [t.unverified for t in report.not_verified] == ["not-checkable"]  # needs_p: nobody gave its bind param
 
 
 def test_unused_config_suppressions_are_reported(pkg, tmp_path, probe_only):
@@ -275,7 +280,7 @@ def test_import_failure_is_exit_2_unless_keep_going(tmp_path, monkeypatch, probe
     assert "lintpkg.broken" in result.output and "lintpkg/broken.py:3" in result.output
     assert "KeyError" in result.output and "--keep-going" in result.output
     result = invoke("lintpkg", "--keep-going", "--format", "json")
-    assert result.exit_code == 2  # the other modules were checked, but the run did not pass
+    assert result.exit_code == 5  # the other modules were checked, but not everything discovered was verified
     data = json.loads(result.output)
     failed = next(t for t in data["targets"] if t["kind"] == "module" and t["target"] == "lintpkg/broken.py")
     assert failed["findings"] == []  # not a rule: a blocking problem
@@ -284,6 +289,7 @@ def test_import_failure_is_exit_2_unless_keep_going(tmp_path, monkeypatch, probe
     assert problem["location"] == {"path": "lintpkg/broken.py", "line": 3, "function": "<module>"}
     assert {t["target"] for t in data["targets"]} >= set(ALL_TARGETS)
     assert data["summary"]["import_failures"] == 1
+    assert {"target": "lintpkg/broken.py", "reason": "import-failed"} in data["summary"]["not_verified"]
 
 
 @pytest.mark.parametrize("filters", [["--select", "JXB"], ["--ignore", "JXR"], ["--ignore", "JX"],
@@ -292,7 +298,7 @@ def test_no_filter_hides_an_import_failure(tmp_path, monkeypatch, probe_only, fi
     monkeypatch.chdir(tmp_path)
     write_pkg(tmp_path, extra={"lintpkg/broken.py": "raise ImportError('no GPU')\n"})
     result = invoke("lintpkg", "--keep-going", "--format", "json", *filters)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 5, result.output
     data = json.loads(result.output)
     assert [p["kind"] for t in data["targets"] for p in t["problems"]] == ["import-failed"]
 
@@ -301,7 +307,7 @@ def test_import_failure_through_the_api_fails_the_report(tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     write_pkg(tmp_path, extra={"lintpkg/broken.py": "raise ImportError('no GPU')\n"})
     report = check_paths(["lintpkg"], keep_going=True, ignore=["JX"])
-    assert not report.ok and report.exit_code == 2 and report.problems_of("import-failed")
+    assert not report.ok and report.exit_code == 5 and report.problems_of("import-failed")
     with pytest.raises(AssertionError, match="import-failed"):
         report.raise_if_failed()
     assert "import-failed" in str(report) and "no GPU" in str(report)
@@ -346,11 +352,17 @@ def test_missing_paths_are_exit_2(pkg):
         assert expected in result.output, (argv, result.output)
 
 
-def test_exit_codes(pkg, probe_only, monkeypatch):
+def test_exit_codes(pkg, tmp_path, probe_only, monkeypatch):
     assert invoke("lintpkg/sub").exit_code == 0
+    # lintpkg has findings and a primitive whose bind params nobody gave (JXN012): a target not verified wins
+    assert invoke("lintpkg").exit_code == 5
+    assert invoke("lintpkg", "--exit-zero").exit_code == 5  # --exit-zero turns 1 into 0, nothing else
+    assert invoke("lintpkg", "--ignore", "JXN").exit_code == 5  # ignoring the note never hides the fact
+    (tmp_path / "pyproject.toml").write_text(ALLOW_NEEDS_P)
     assert invoke("lintpkg").exit_code == 1
     assert invoke("lintpkg", "--exit-zero").exit_code == 0
     assert invoke("lintpkg", "--ignore", PROBE).exit_code == 0
+    (tmp_path / "pyproject.toml").unlink()
     crash = FUNCS.replace("smooth_bad", "smooth_crash")
     (pkg / "crashing.py").write_text(crash)
     result = invoke("lintpkg/crashing.py")
