@@ -164,7 +164,7 @@ def mark_coverage(target: TargetReport) -> None:
         target.unverified = "internal-error"
     elif any(p.kind == "import-failed" for p in target.problems):
         target.unverified = "import-failed"
-    elif target.counted and target.checks and not any(c.status in ("passed", "failed") for c in target.checks):
+    elif target.counted and not any(c.status in ("passed", "failed") for c in target.checks):
         target.unverified = "no-check-ran"
 
 

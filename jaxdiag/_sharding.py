@@ -9,7 +9,7 @@ turned into the same `Report` every command renders.
 A collective on virtual devices can wait forever (a rule that never returns, or a JAX release whose CPU collectives
 deadlock), so the child runs under a per-target time limit, like `jaxdiag check`'s workers: it writes which target
 and check it is running to a status file and each finished target's report to a results file, and the parent stops
-it when one target has run past the limit. The stopped target gets the JXN009 note naming the check that was
+it when one target has run past the limit. The stopped target gets the JXU004 result naming the check that was
 running; the targets finished before it keep their reports, the ones it never reached get a JXN003 note saying
 so.
 """
@@ -64,7 +64,7 @@ def check_sharding(
     `target` is an object or a TARGET string; each arg a concrete array, a SPEC string (`f32[3]@positive`,
     `key[]`, a pytree such as `(f32[3], i32[])`), or a static Python value; `params` a primitive's bind
     parameters; `mesh` the mesh shape (`(2, 4)` or `"2x4"`, at most 64 devices); `timeout` seconds the target may
-    run before it is stopped with a JXN009 note (None or 0: no limit). The checks run in a child process; this
+    run before it is stopped with a JXU004 result (None or 0: no limit). The checks run in a child process; this
     process's JAX and environment are untouched.
     """
     from ._filtering import Filter
@@ -278,9 +278,9 @@ def _read_lines(path: str) -> list[dict[str, Any]]:
 
 def _timed_out(entries: list[dict[str, Any]], finished: list[dict[str, Any]], stopped: dict[str, Any],
                limit: float) -> Report:
-    """The reports of the targets finished before the stop; the JXN009 note (info: neither a defect of the user's
-    code nor a pass) on the target that ran past the limit, naming the check it was in; a JXN003 note on each target
-    the child did not reach."""
+    """The reports of the targets finished before the stop; the JXU004 result (not verified: neither a defect of the
+    user's code nor a pass) on the target that ran past the limit, naming the check it was in; a JXN003 note on each
+    target the child did not reach."""
     from . import _rules as rules
 
     done = {item["entry"]: report_from_dict({"targets": item.get("targets", [])}).targets for item in finished

@@ -119,7 +119,7 @@ class Status:
         self._write()
 
     def location(self, location: Any) -> None:
-        """Where the target is defined: the JXN009 note points there."""
+        """Where the target is defined: the JXU004 result points there."""
         self.state["location"] = asdict(location) if location is not None else None
         self._write()
 

@@ -208,12 +208,12 @@ def checked(tmp_path, monkeypatch) -> Iterator[dict[str, str]]:
     for fmt in ("json", "sarif", "github", "junit", "text"):
         result = runner.invoke(app, ["check", *IN_PROCESS, "lintpkg", "--keep-going", "--format", fmt,
                                      *(["-v"] if fmt == "text" else [])])
-        assert result.exit_code == 2, result.output  # an import failure fails the run even with --keep-going
+        assert result.exit_code == 5, result.output  # an import failure fails the run even with --keep-going
         outputs[fmt] = result.output
     out_file = tmp_path / "out.sarif"
     result = runner.invoke(app, ["check", *IN_PROCESS, "lintpkg", "--keep-going", "--format", "sarif", "--output",
                                  str(out_file)])
-    assert result.exit_code == 2 and result.output == ""
+    assert result.exit_code == 5 and result.output == ""
     assert out_file.read_text() == outputs["sarif"]
     yield outputs
 

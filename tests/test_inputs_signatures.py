@@ -19,7 +19,7 @@ SIGS = Path(__file__).parent / "data" / "sigs"
 
 def cli(*args: str):
     result = runner.invoke(app, [*args, "--app-dir", str(SIGS), "--format", "json"])
-    return result, (json.loads(result.stdout) if result.exit_code in (0, 1) else None)
+    return result, (json.loads(result.stdout) if result.exit_code in (0, 1, 5) else None)
 
 
 def marker_line(marker: str) -> int:
@@ -89,10 +89,11 @@ def test_partials_and_bound_methods_use_the_remaining_signature(target):
     assert data["targets"][0]["inputs"] == ["f32[3]"]
 
 
-def test_zero_argument_function_is_checked_without_inputs():
-    result, data = cli("grad", "sigs:ones")
-    assert result.exit_code == 0, result.output
+def test_zero_argument_function_under_grad_is_not_verified():
+    result, data = cli("grad", "sigs:ones")  # nothing to differentiate: every check skipped, nothing verified
+    assert result.exit_code == 5, result.output
     assert data["targets"][0]["inputs"] == []
+    assert data["summary"]["not_verified"] == [{"target": "sigs:ones", "reason": "no-check-ran"}]
 
 
 def test_jit_static_argnums_are_static():

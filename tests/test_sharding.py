@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from jaxdiag._filtering import Filter
+
 from jaxdiag import _sharding
 from jaxdiag._errors import UsageError
 
@@ -315,8 +317,8 @@ while True:
 
 
 def test_a_target_past_the_time_limit_is_stopped_with_a_note(monkeypatch):
-    """The stopped target gets JXN009 (info) naming the check and its line, the finished one keeps its report, the
-    one never reached says it was not run; nothing is an error, and the child is gone."""
+    """The stopped target gets JXU004 (a blocking error: not verified) naming the check and its line, the finished
+    one keeps its report, the one never reached says it was not run, and the child is gone."""
     monkeypatch.setattr(_sharding, "CHILD_COMMAND", (sys.executable, "-c", FAKE_CHILD))
     entries = [{"ref": f"m.py:{name}", "args": [], "params": {}} for name in ("first", "second", "third")]
     start = time.monotonic()
@@ -326,12 +328,15 @@ def test_a_target_past_the_time_limit_is_stopped_with_a_note(monkeypatch):
     first, second, third = report.targets
     assert first.findings == []
     (note,) = second.findings
-    assert (note.code, note.severity) == ("JXN009", "info")
+    assert (note.code, note.severity) == ("JXU004", "error")
     assert "check `sharded-results` on m.py:second" in note.message and "limit of 0.5 s" in note.message
     assert note.location is not None and (note.location.path, note.location.line) == ("m.py", 7)
     assert [(c.name, c.status) for c in second.checks] == [("sharded-results", "skipped")]
     assert [f.code for f in third.findings] == ["JXN003"] and "m.py:second" in third.findings[0].message
-    assert report.ok and not report.internal_errors and report.exit_code == 0
+    Filter().apply(report)  # coverage is judged where every report is filtered
+    reasons = {t.target: t.unverified for t in report.not_verified}
+    assert reasons["m.py:second"] == "timed-out" and reasons["m.py:third"] == "no-check-ran"
+    assert not report.ok and not report.internal_errors and report.exit_code == 5
 
 
 def test_a_child_that_never_starts_its_first_target_is_stopped(monkeypatch):
@@ -339,20 +344,20 @@ def test_a_child_that_never_starts_its_first_target_is_stopped(monkeypatch):
     monkeypatch.setattr(_sharding, "START_SECONDS", 0.5)
     report = _sharding.run_in_child([{"ref": "m.py:f", "args": [], "params": {}}], (2,), timeout=0.2)
     (note,) = report.targets[0].findings
-    assert note.code == "JXN009" and "no target had started" in note.message
+    assert note.code == "JXU004" and "no target had started" in note.message
 
 
 @pytest.mark.slow
 def test_cli_stops_a_target_that_never_returns():
-    """The real child, through the CLI: `--timeout 3` on a target that never returns ends with JXN009 (exit 0: a
-    note), well before the default limit."""
+    """The real child, through the CLI: `--timeout 3` on a target that never returns ends with JXU004 (exit 5: not
+    verified), well before the default limit."""
     target = f"{TESTS / 'data' / 'sharding_waits.py'}:waits"
     done = subprocess.run([sys.executable, "-m", "jaxdiag", "sharding", target, "--arg", "f32[8]", "--timeout", "3",
                            "--format", "json"], cwd=ROOT, check=False, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 5, done.stderr
     (target_report,) = json.loads(done.stdout)["targets"]
     (note,) = target_report["findings"]
-    assert note["code"] == "JXN009" and "limit of 3 s" in note["message"], note
+    assert note["code"] == "JXU004" and "limit of 3 s" in note["message"], note
     # the first call on drawn inputs (before any check) is where it never returns
     assert "while running a first call on drawn inputs" in note["message"], note["message"]
     assert note["location"]["path"].endswith("sharding_waits.py"), note

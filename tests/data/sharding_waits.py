@@ -1,6 +1,6 @@
 """Targets for the sharding child's time limit (tests/test_sharding.py): `waits` never returns once traced (a
 collective that deadlocks looks the same from outside), `fine` is correct. `jaxdiag sharding --timeout S` must stop
-the first after S seconds with the JXN009 note, not hang and not blame the user's code.
+the first after S seconds with the JXU004 result, not hang and not blame the user's code.
 
 Not a sample under `samples/`: those are checked without a short time limit.
 """
