@@ -85,6 +85,47 @@ class Answer:
 Progress = Callable[[dict[str, Any]], None]
 
 
+@dataclass
+class ApiRequest:
+    """What `_child.diagnose` reads of a request, for the Python API's `isolate=True` (the CLI's `Request` has the
+    same fields)."""
+
+    command: str
+    target: str
+    args: list[Any]
+    params: dict[str, Any]
+    seed: int
+    select: list[str]
+    ignore: list[str]
+    app_dir: str
+    options: dict[str, Any]
+    per_target: list[str] = field(default_factory=list)
+    allow_unchecked: dict[str, str] = field(default_factory=dict)
+
+
+def check_isolated(command: str, target: Any, args: Any, params: dict[str, Any], options: dict[str, Any],
+                   seed: int, select: Any, ignore: Any, app_dir: str, timeout: float | None) -> Report:
+    """The Python API with `isolate=True`: the same run as the CLI's, in a child process. `target` must be
+    importable by the child (a TARGET string, or an object defined at module level); arrays are sent as NumPy."""
+    from ._filtering import Filter
+    from ._sharding import target_ref
+
+    Filter(select, ignore)  # unknown codes: a usage error before the child starts
+    ref = target_ref(target)
+    sent = [_plain(a) for a in args]
+    request = ApiRequest(command, ref, sent, dict(params), seed, list(select), list(ignore), app_dir, dict(options))
+    return run(Job("diagnose", request, label=ref), timeout=timeout).report
+
+
+def _plain(value: Any) -> Any:
+    """A JAX array as NumPy (picklable without JAX's device state); anything else as it is."""
+    if hasattr(value, "__array__") and type(value).__module__.startswith(("jax", "jaxlib")):
+        import numpy as np
+
+        return np.asarray(value)
+    return value
+
+
 def run(job: Job, timeout: float | None = None, progress: Progress | None = None) -> Answer:
     """Run `job` in a child process; a UsageError the child hit is raised here (exit 2)."""
     with _run_dir() as run_dir, _signals_raise():

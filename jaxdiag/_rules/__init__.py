@@ -8,7 +8,8 @@ that depends on a rule (`st.blocked[rules.X]`) holds the `Rule` object, never a 
 
 One module per prefix: `JXR` registration, `JXB` batching, `JXG` differentiation, `JXV` custom_vmap, `JXS`
 sharding, `JXU` user code that stopped a check (exit, crash, time limit), `JXN` notes about the run (info only).
-A rule whose severity would depend on the context is two rules, linked by `variant_of` (a missing JVP rule is a note under `check` and an error under `grad`).
+A rule whose severity would depend on the context is two rules, linked by `variant_of` (a missing JVP rule is a
+note under `check` and an error under `grad`).
 
 Severities: `error` (fails or is wrong under a JAX transformation, or the user's rules contradict each other),
 `warning` (likely unintended but can be deliberate), `info` (what jaxdiag inferred or skipped).

@@ -21,5 +21,5 @@ from .boundary import (
     user_interrupts,
 )
 
-__all__ = ["Caught", "JaxdiagBug", "Signal", "UserAbort", "UserResult", "abort_of", "call_user", "catch_abort", "find_in_chain",
-           "jaxdiag_code", "user_interrupts"]
+__all__ = ["Caught", "JaxdiagBug", "Signal", "UserAbort", "UserResult", "abort_of", "call_user", "catch_abort",
+           "find_in_chain", "jaxdiag_code", "user_interrupts"]
