@@ -1,0 +1,260 @@
+"""The supervisor (issue: exit 0 means verified): user code that exits, crashes, raises a BaseException, hangs,
+prints, leaves threads or changes JAX's state is a result for its target, never a pass, never the end of the run.
+
+Fast tier: the in-process API and the report's coverage; one real CLI child (the parent never imports JAX).
+Slow tier: the whole battery of probes through real child processes (tests/data/supervisor/probes.py).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import pytest
+
+import jaxdiag
+from jaxdiag import _compat
+from jaxdiag import _rules as rules
+from jaxdiag._checks._harness import user_interrupts
+from jaxdiag._filtering import Filter
+from jaxdiag._report import CheckResult, Problem, Report, TargetReport
+
+DATA = Path(__file__).resolve().parent / "data" / "supervisor"
+PROBES = DATA / "probes.py"
+INPROCESS = DATA / "inprocess.py"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def grad(name: str, **kwargs):
+    return jaxdiag.check_grad(f"{INPROCESS}:{name}", "f32[3]", **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# In process (the Python API's default): a BaseException from a rule is a result, and state is restored
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, code, reason", [("system_exit", "JXU001", "exited"),
+                                                ("custom_base", "JXU003", "raised")])
+def test_a_base_exception_from_a_rule_is_the_targets_result(name, code, reason):
+    report = grad(name)
+    (finding,) = [f for f in report.findings if f.code == code]
+    assert finding.severity == "error" and finding.location is not None
+    assert finding.location.path.endswith("inprocess.py")  # the user's raising line, not jaxdiag's
+    assert [t.unverified for t in report.not_verified] == [reason]
+    assert not report.ok and report.exit_code == 5
+
+
+def test_a_keyboard_interrupt_is_the_users_ctrl_c_in_process_and_the_rules_in_a_child():
+    with pytest.raises(KeyboardInterrupt):  # in the caller's process it may be a real Ctrl-C: it propagates
+        grad("keyboard_interrupt")
+    user_interrupts(True)  # as in a child, which ignores SIGINT
+    try:
+        report = grad("keyboard_interrupt")
+    finally:
+        user_interrupts(False)
+    assert "JXU003" in report.codes() and report.exit_code == 5
+
+
+def test_blocking_results_survive_every_filter_and_the_exit_zero_code():
+    for selectors in ({"ignore": ["JXU"]}, {"ignore": ["JXU001"]}, {"select": ["JXB"]}, {"ignore": ["JX"]}):
+        report = grad("system_exit", **selectors)
+        assert "JXU001" in report.codes() and report.exit_code == 5, selectors
+
+
+def test_threads_left_running_are_an_error():
+    report = grad("thread")
+    try:
+        (finding,) = [f for f in report.findings if f.code == "JXU005"]
+        assert "left-behind" in finding.message and finding.severity == "error"
+    finally:  # end the threads the rule started (the module loaded by path is in sys.modules under its name)
+        for module in list(sys.modules.values()):
+            release = getattr(module, "RELEASE", None)
+            if getattr(module, "__file__", None) == str(INPROCESS) and release is not None:
+                release.set()
+
+
+@pytest.mark.parametrize("name, changed", [("flags", "jax_debug_nans False -> True"),
+                                           ("sin_rule", "the JVP rule of sin")])
+def test_changed_jax_state_is_reported_and_restored(name, changed):
+    before = _compat.global_state()
+    report = grad(name)
+    (finding,) = [f for f in report.findings if f.code == "JXU006"]
+    assert changed in finding.message and finding.severity == "warning"
+    assert _compat.state_changes(before, _compat.global_state()) == []
+    assert not jax.config.jax_debug_nans
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Coverage: every discovered target is checked or counted, with its reason
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _target(name: str, *statuses: str, findings=(), problems=()) -> TargetReport:
+    return TargetReport(name, "function", checks=[CheckResult(f"c{i}", s, 0.0) for i, s in enumerate(statuses)],
+                        findings=list(findings), problems=list(problems))
+
+
+def test_coverage_reasons_and_exit_code_precedence():
+    no_inputs = rules.INPUTS_NOT_INFERRED.finding(target="t", tried="f32[3]", error="e", params_hint="",
+                                                  snippet="", jaxdiag_dict="JAXDIAG", module="m")
+    report = Report([_target("ok", "passed"), _target("skipped", "skipped", "skipped"),
+                     _target("no_inputs", "skipped", findings=[no_inputs])])
+    Filter(ignore=["JXN"]).apply(report)  # the note is hidden, the fact is not
+    assert [(t.target, t.unverified) for t in report.not_verified] == [("skipped", "no-check-ran"),
+                                                                       ("no_inputs", "no-inputs")]
+    assert report.summary["discovered"] == 3 and report.summary["checked"] == 1
+    assert report.exit_code == 5 and not report.ok
+    report.targets.append(_target("bug", "error"))
+    assert report.exit_code == 3  # jaxdiag's own error wins
+    failed = Report([_target("m", problems=[Problem("import-failed", "boom")])])
+    failed.targets[0].kind = "module"
+    Filter().apply(failed)
+    assert failed.exit_code == 5 and failed.summary["not_verified"] == [{"target": "m", "reason": "import-failed"}]
+
+
+def test_allow_unchecked_is_the_only_way_to_accept_an_unverified_target():
+    report = Report([_target("pkg.mod:kernel", "skipped"), _target("pkg.mod:f", "passed")])
+    Filter(allow_unchecked={"pkg.mod:kern*": "needs a GPU"}).apply(report)
+    assert report.ok and report.exit_code == 0
+    assert report.summary["not_verified"] == [{"target": "pkg.mod:kernel", "reason": "no-check-ran",
+                                               "allowed": "needs a GPU"}]
+
+
+def test_allow_unchecked_needs_a_reason():
+    from jaxdiag._config import parse
+    from jaxdiag._errors import UsageError
+
+    assert parse({"allow-unchecked": {"a:b": "why"}}).allow_unchecked == {"a:b": "why"}
+    assert parse({"allow-unchecked": [{"target": "a:b", "reason": "why"}]}).allow_unchecked == {"a:b": "why"}
+    for bad in ({"a:b": ""}, {"a:b": 3}, ["a:b"], "a:b"):
+        with pytest.raises(UsageError, match="allow-unchecked"):
+            parse({"allow-unchecked": bad})
+
+
+def test_an_empty_check_is_not_verified(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "nothing.py").write_text("X = 1\n")
+    report = jaxdiag.check_module("empty/nothing.py")
+    assert report.exit_code == 5 and report.summary["not_verified"] == [{"target": "(no targets)",
+                                                                         "reason": "no-targets"}]
+
+
+def test_the_progress_display_counts_targets_and_names_the_running_check():
+    from jaxdiag._progress import SLOW_SECONDS, _Display
+
+    class Recorder:
+        def update(self, task, **fields):
+            self.fields = fields
+
+    recorder = Recorder()
+    view = _Display(recorder, 0)
+    view.update({"event": "discovered", "total": 3, "cached": 1})
+    view.update({"event": "check", "target": "m:f", "check": "grad-composition"})
+    view.update({"event": "done", "target": "m:f", "findings": 2})
+    assert recorder.fields["completed"] == 2 and recorder.fields["total"] == 3
+    assert "m:f: grad-composition" in recorder.fields["description"] and "2 findings" in recorder.fields["description"]
+    view.since -= SLOW_SECONDS + 5
+    view.update({"event": "tick"})
+    assert "running" in recorder.fields["description"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Real children
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jaxdiag", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.supervised
+def test_the_parent_never_imports_jax_and_an_os_exit_is_not_a_pass():
+    script = ("import sys\nfrom jaxdiag._cli import app\n"
+              f"code = app(['grad', {str(PROBES) + ':os_exit'!r}, '--arg', 'f32[3]', '--format', 'json'], "
+              "standalone_mode=False)\n"
+              "sys.stderr.write(f'JAX_IMPORTED={\"jax\" in sys.modules}\\n')\nsys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "JAX_IMPORTED=False" in done.stderr, done.stderr
+    assert done.returncode == 5, done.stderr
+    data = json.loads(done.stdout)
+    (finding,) = data["targets"][0]["findings"]
+    assert finding["code"] == "JXU001" and "exited with code 0" in finding["message"]
+    assert data["summary"]["not_verified"][0]["reason"] == "exited"
+
+
+@pytest.mark.slow
+@pytest.mark.supervised
+@pytest.mark.parametrize("name, code, reason", [("system_exit", "JXU001", "exited"),
+                                                ("sys_exit_3", "JXU001", "exited"),
+                                                ("keyboard_interrupt", "JXU003", "raised"),
+                                                ("custom_base", "JXU003", "raised"),
+                                                ("segfault", "JXU002", "crashed")])
+def test_single_command_turns_each_ending_into_a_result(name, code, reason):
+    done = _cli("grad", f"{PROBES}:{name}", "--arg", "f32[3]", "--format", "json")
+    assert done.returncode == 5, done.stderr
+    data = json.loads(done.stdout)
+    assert code in {f["code"] for f in data["targets"][0]["findings"]}
+    assert data["summary"]["not_verified"][0]["reason"] == reason
+
+
+@pytest.mark.slow
+@pytest.mark.supervised
+def test_a_hang_is_stopped_at_the_time_limit_naming_the_check():
+    start = time.monotonic()
+    done = _cli("grad", f"{PROBES}:hang", "--arg", "f32[3]", "--format", "json", "--timeout", "5")
+    assert time.monotonic() - start < 120
+    assert done.returncode == 5
+    (finding,) = json.loads(done.stdout)["targets"][0]["findings"]
+    assert finding["code"] == "JXU004" and "check `" in finding["message"]
+
+
+@pytest.mark.slow
+@pytest.mark.supervised
+def test_user_output_never_reaches_the_report_stream():
+    done = _cli("grad", f"{PROBES}:chatty", "--arg", "f32[3]", "--format", "json")
+    data = json.loads(done.stdout)  # megabytes printed by the rule did not corrupt it
+    assert done.returncode == 0 and "native-level output" in data["targets"][0]["output"]
+    text = _cli("grad", f"{PROBES}:chatty", "--arg", "f32[3]", "-v")
+    assert "captured stdout" in text.stdout and len(text.stdout) < 100_000
+
+
+@pytest.mark.slow
+@pytest.mark.supervised
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_check_reports_every_target_whatever_the_others_do(jobs):
+    done = _cli("check", str(PROBES), "-j", jobs, "--timeout", "20", "--no-cache", "--format", "json", timeout=900)
+    assert done.returncode == 5, done.stderr
+    data = json.loads(done.stdout)
+    reasons = {e["target"].rpartition(":")[2]: e["reason"] for e in data["summary"]["not_verified"]}
+    assert reasons == {"os_exit": "exited", "system_exit": "exited", "sys_exit_3": "exited",
+                       "keyboard_interrupt": "raised", "custom_base": "raised", "segfault": "crashed",
+                       "hang": "timed-out"}
+    codes = {t["target"].rpartition(":")[2]: {f["code"] for f in t["findings"]} for t in data["targets"]}
+    assert "JXU005" in codes["thread"] and "JXU006" in codes["x64"] and "JXU006" in codes["debug_nans"]
+    assert not codes["fine"] - {"JXN001"}  # the neighbours of x64 and debug_nans are checked as if nothing happened
+    assert data["summary"]["discovered"] == 12 and data["summary"]["checked"] == 5
+
+
+@pytest.mark.slow
+@pytest.mark.supervised
+@pytest.mark.parametrize("signum, code, word", [(signal.SIGINT, 130, "interrupted"),
+                                                (signal.SIGTERM, 143, "terminated")])
+def test_signals_stop_the_child_and_leave_no_temporary_folder(signum, code, word):
+    before = set(Path(tempfile.gettempdir()).glob("jaxdiag-*"))
+    proc = subprocess.Popen([sys.executable, "-m", "jaxdiag", "check", str(PROBES), "--no-cache", "-j", "1"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # into the run: the child and its worker are up
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code and stderr == f"jaxdiag: error: {word}\n", stderr
+    time.sleep(2)  # the worker sees its parent gone within a second
+    assert set(Path(tempfile.gettempdir()).glob("jaxdiag-*")) <= before
