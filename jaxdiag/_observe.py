@@ -34,7 +34,7 @@ def observed_examples(root: Subject, nested: list[Subject], options: Options, ca
     customs: list = []
     binds: list = []
     recording = _compat.record_primitive_binds([], jaxdiag_code, binds)
-    with _compat.record_custom_calls(customs), recording, jax.disable_jit():
+    with _compat.record_custom_calls(customs, jaxdiag_code), recording, jax.disable_jit():
         call_user(root.call, *example)  # a failure is reported by the function's own checks; keep what was observed
     out: dict[int, list[np.ndarray]] = {}
     for subject in nested:

@@ -243,14 +243,14 @@ def nested_subjects(root: Any, options: Any, cache: Any) -> list[Any]:
     from ._checks._sharding import subject_for_partitioned_call
     from ._compat import _sharding as cs
 
-    from ._checks._harness.boundary import call_user
+    from ._checks._harness.boundary import call_user, jaxdiag_code
     from ._checks._harness.cache import SubjectCache
 
     if root.kind != "function":
         return []
     seen: list = []
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in root.specs]
-    with cs.record_partitioned_calls(seen), jax.disable_jit():
+    with cs.record_partitioned_calls(seen, jaxdiag_code), jax.disable_jit():
         if call_user(jax.make_jaxpr(root.call), *shapes).error is not None:
             seen = []
     subjects = []

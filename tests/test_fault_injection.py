@@ -129,3 +129,68 @@ def test_the_pytest_fixture_fails(fault, pytester, monkeypatch):
         pytester.path / "test_user.py"))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*AssertionError: jaxdiag found problems:*", "*internal error*"])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# jaxdiag's own code that runs inside a user call (spies, recorders) is guarded: its failure is an internal error
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _BrokenList(list):
+    def append(self, item):
+        raise InjectedFault("injected fault in a recorder")
+
+
+def test_a_broken_transpose_spy_is_an_internal_error_not_the_rule(monkeypatch, in_root):
+    from jaxdiag._checks import _primitive_ad
+
+    original = _primitive_ad.Spy.__init__
+
+    def broken_init(self):
+        original(self)
+        self.calls = _BrokenList()
+
+    monkeypatch.setattr(_primitive_ad.Spy, "__init__", broken_init)
+    import jaxdiag
+
+    report = jaxdiag.check_grad("samples/jxg002_good.py:cumsum_p", "f32[5]")
+    assert report.internal_errors and report.exit_code == 3
+    assert not _user_blamed(report), _user_blamed(report)  # no JXG017 "the transpose rule raised" at the user's line
+    assert "transpose-rule spy" in " ".join(c.detail for c in report.internal_errors)
+
+
+def test_the_custom_call_recorder_is_guarded():
+    import jax
+    import jax.numpy as jnp
+
+    from jaxdiag import _compat
+    from jaxdiag._checks._harness import JaxdiagBug, call_user, jaxdiag_code
+
+    f = jax.custom_jvp(lambda x: jnp.sin(x))
+    f.defjvp(lambda p, t: (jnp.sin(p[0]), jnp.cos(p[0]) * t[0]))
+    with _compat.record_custom_calls(_BrokenList(), jaxdiag_code):
+        with pytest.raises(JaxdiagBug, match="custom-call recorder"):
+            call_user(f, jnp.ones(3))  # passes through the boundary: never the user's error
+
+
+def test_the_partition_callback_spy_is_guarded(monkeypatch):
+    from jaxdiag._checks import _sharding
+    from jaxdiag._checks._harness import JaxdiagBug
+
+    monkeypatch.setattr(_sharding, "_shardings", _boom)
+    spy = _sharding._spy([])("partition", lambda *args: None)
+    with pytest.raises(JaxdiagBug, match="partition-callback spy"):
+        spy("mesh", "arg_shapes", "result_shape")
+
+
+def test_the_partitioned_call_recorder_is_guarded():
+    import jax
+    import jax.numpy as jnp
+
+    from jaxdiag._checks._harness import JaxdiagBug, jaxdiag_code
+    from jaxdiag._compat import _sharding as cs
+
+    cp = cs.custom_partitioning_type(lambda x: jnp.sin(x))
+    with cs.record_partitioned_calls(_BrokenList(), jaxdiag_code):
+        with pytest.raises(JaxdiagBug, match="call recorder"):
+            cp(jax.numpy.ones(3))

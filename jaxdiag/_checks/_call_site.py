@@ -46,7 +46,7 @@ def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequen
         def along_input(xi: Any, i: int = i) -> Any:
             return root.call(*arrays[:i], xi, *arrays[i + 1:])
 
-        with _compat.record_custom_calls(calls), jax.disable_jit():
+        with _compat.record_custom_calls(calls, jaxdiag_code), jax.disable_jit():
             # a failure is the function's own (its grad checks report it); keep the calls made before it
             call_user(jax.vjp, along_input, x)  # reverse mode runs through custom_vjp calls (jax.jvp stops there)
         for subject in customs:

@@ -22,7 +22,7 @@ from .. import _compat, _locate
 from .. import _rules as rules
 from .._report import Finding, Location
 from ._base import Context, SkipCheck, check
-from ._harness import call_user
+from ._harness import call_user, jaxdiag_code
 from ._shared import user_frame_location
 from ._custom_jvp import T, names
 from ._gradref import (Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0,
@@ -56,13 +56,14 @@ class Spy:
 
     def wrap(self, original: Callable) -> Callable:
         def spy(ct: Any, *args: Any, **params: Any) -> Any:
-            call: dict = {"ct": ct, "args": args}
-            self.calls.append(call)
+            with jaxdiag_code("the transpose-rule spy"):  # its failure is jaxdiag's, never the rule's
+                call: dict = {"ct": ct, "args": args}
+                self.calls.append(call)
             ran = call_user(original, ct, *args, **params)
+            with jaxdiag_code("the transpose-rule spy"):
+                call["exc" if ran.error is not None else "out"] = ran.error if ran.error is not None else ran.value
             if ran.error is not None:
-                call["exc"] = ran.error
                 raise ran.error  # JAX sees what the user's rule raised, unchanged
-            call["out"] = ran.value
             return ran.value
 
         return spy

@@ -26,7 +26,7 @@ from .._inputs import ArgSpec
 from .._numerics import Comparison, compare
 from .._report import Finding, Location
 from ._base import Check, Context, Options, SkipCheck, Subject, check
-from ._harness.boundary import call_user
+from ._harness.boundary import call_user, jaxdiag_code
 
 MESH_AXIS_NAMES = ("a", "b", "c", "d")
 
@@ -166,17 +166,20 @@ def _shardings(tree: Any) -> list[Any]:
 def _spy(records: list[CallbackRecord]) -> Any:
     def wrap(name: str, original: Any) -> Any:
         def spy(*args: Any) -> Any:
-            arg_shapes, result_shape = args[-2], args[-1]
-            arg_sh = _shardings(arg_shapes)
-            requested = _shardings(result_shape) if name == "partition" else []
+            with jaxdiag_code("the partition-callback spy"):  # its failure is jaxdiag's, never the callback's
+                arg_shapes, result_shape = args[-2], args[-1]
+                arg_sh = _shardings(arg_shapes)
+                requested = _shardings(result_shape) if name == "partition" else []
             called = call_user(original, *args)
             if called.error is not None:  # the user's callback raised: recorded, then re-raised into XLA
-                records.append(CallbackRecord(name, arg_sh, requested, [], called.error))
+                with jaxdiag_code("the partition-callback spy"):
+                    records.append(CallbackRecord(name, arg_sh, requested, [], called.error))
                 raise called.error
             result = called.value
-            returned = _shardings(result[2]) if name == "partition" and isinstance(result, tuple) and len(
-                result) == 4 else _shardings(result)
-            records.append(CallbackRecord(name, arg_sh, requested, returned))
+            with jaxdiag_code("the partition-callback spy"):
+                returned = _shardings(result[2]) if name == "partition" and isinstance(result, tuple) and len(
+                    result) == 4 else _shardings(result)
+                records.append(CallbackRecord(name, arg_sh, requested, returned))
             return result
 
         spy.__wrapped__ = original  # type: ignore[attr-defined]

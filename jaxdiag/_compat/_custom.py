@@ -7,9 +7,11 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ContextManager
 
 from ._base import custom_jvp_type, custom_vjp_type, custom_vmap_type
+
+Guard = Callable[[str], ContextManager[None]]  # the harness's `jaxdiag_code` (this package sits below it)
 
 # ---------------------------------------------------------------------------------------------------------------
 # custom_vjp / custom_jvp / custom_vmap objects
@@ -43,10 +45,11 @@ def custom_vmap_parts(obj: Any) -> tuple[Callable, Callable | None]:
 
 
 @contextlib.contextmanager
-def record_custom_calls(seen: list) -> Iterator[None]:
+def record_custom_calls(seen: list, guard: Guard) -> Iterator[None]:
     """Record every custom_vjp / custom_jvp / custom_vmap object called while the body runs.
 
-    Appends (obj, args) for each call. The classes' `__call__` are restored on exit, even on error.
+    Appends (obj, args) for each call, inside `guard(...)` (the harness's `jaxdiag_code`: a failure of the recorder
+    is jaxdiag's, never the user's). The classes' `__call__` are restored on exit, even on error.
     """
     classes = [c for c in (custom_vjp_type, custom_jvp_type, custom_vmap_type) if c is not None]
     originals = {cls: cls.__dict__["__call__"] for cls in classes if "__call__" in cls.__dict__}
@@ -54,7 +57,8 @@ def record_custom_calls(seen: list) -> Iterator[None]:
     def make(original):
         @functools.wraps(original)
         def recording_call(self, *args, **kwargs):
-            seen.append((self, args, kwargs))
+            with guard("the custom-call recorder"):
+                seen.append((self, args, kwargs))
             return original(self, *args, **kwargs)
 
         return recording_call

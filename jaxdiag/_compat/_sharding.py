@@ -62,14 +62,15 @@ def is_custom_partitioning(obj: Any) -> bool:
 
 
 @contextlib.contextmanager
-def record_partitioned_calls(seen: list) -> Iterator[None]:
-    """Record (obj, args, kwargs) for every custom_partitioning object called while the body runs; the class's
-    `__call__` is restored on exit, even on error."""
+def record_partitioned_calls(seen: list, guard: Callable[[str], Any]) -> Iterator[None]:
+    """Record (obj, args, kwargs) for every custom_partitioning object called while the body runs, inside
+    `guard(...)` (the harness's `jaxdiag_code`); the class's `__call__` is restored on exit, even on error."""
     original = custom_partitioning_type.__dict__["__call__"]
 
     @functools.wraps(original)
     def recording_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.append((self, args, kwargs))
+        with guard("the custom_partitioning call recorder"):
+            seen.append((self, args, kwargs))
         return original(self, *args, **kwargs)
 
     custom_partitioning_type.__call__ = recording_call  # type: ignore[method-assign]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 
 from ... import _compat
-from .boundary import UserResult, call_user
+from .boundary import UserResult, call_user, jaxdiag_code
 from .cache import SubjectCache
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def trace_function(subject: Subject, cache: SubjectCache) -> UserResult[Trace]:
             inputs[:] = xs  # kept so nested calls on these tracers inherit the function's per-argument domains
             return subject.call(*xs)
 
-        with _compat.record_custom_calls(seen), jax.disable_jit():
+        with _compat.record_custom_calls(seen, jaxdiag_code), jax.disable_jit():
             traced = call_user(jax.make_jaxpr(traced_call), *shapes)
         cache.trace = (UserResult(Trace(traced.value, seen, list(inputs))) if traced.error is None
                        else UserResult(error=traced.error))
