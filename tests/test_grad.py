@@ -111,7 +111,7 @@ def test_seed_structure_fixed_ignores_out_1():
     assert not [f for f in report.findings if f.code != "JXG011"]
 
 
-@pytest.mark.parametrize("name", ["seed_vjp_fixed.py", "seed_jvp.py"])
+@pytest.mark.parametrize("name", ["seed_vjp_fixed.py", pytest.param("seed_jvp.py", marks=pytest.mark.slow)])
 def test_fixed_seeds_are_clean(name):
     report = jaxdiag.check_grad(f"{SAMPLES / name}:test_func", "f32[3]", "f32[3]", order=2)
     assert not problems(report) and not internal_errors(report)

@@ -144,6 +144,7 @@ def test_the_cli_exits_3_on_jaxdiag_own_failure(monkeypatch):
     assert "JXB013" not in result.stdout
 
 
+@pytest.mark.slow
 def test_a_user_rule_that_raises_is_still_the_user_finding():
     """The other side of the boundary: what the user's rule raises stays a finding about the rule."""
     report = jaxdiag.check_batching(f"{SAMPLES / 'jxb013_bad.py'}:safe_log", "f32[3]@positive")
@@ -367,7 +368,8 @@ def _state_is_restored_around(name: str) -> None:
     assert not jax_state_changes(before, after), name
 
 
-@pytest.mark.parametrize("name", FAST_SAMPLES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "jxv002_bad.py" else n
+                                  for n in FAST_SAMPLES])
 def test_jax_state_is_restored_around_representative_samples(name):
     _state_is_restored_around(name)
 

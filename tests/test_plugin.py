@@ -115,6 +115,7 @@ def test_checks_leave_jax_state_as_they_found_it(tmp_path, monkeypatch):
     jax_still_works()
 
 
+@pytest.mark.slow
 def test_guard_puts_back_what_a_leak_changed(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "raising_guard.py").write_text(RAISING.replace("raising_for_state_test", "raising_guard"))

@@ -65,6 +65,7 @@ def _inputs(*shapes: tuple[int, ...]) -> list[np.ndarray]:
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]
 
 
+@pytest.mark.slow
 def test_check_grad_of_a_small_primitive_compiles_at_most_11_programs(compiles) -> None:
     # my_cos: the impl and the JVP rule eagerly (4 operations; jvp-linearity's tangent sets reuse them), the float64
     # finite differences, the eager transpose (5, as jax.test_util.check_grads compiles them), and one program for
