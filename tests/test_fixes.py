@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fix_samples import FFI_CALL_SAMPLES, FIXABLE  # tests/ is on sys.path (conftest.py)
 
 from jaxdiag import _fixes, _lint
 from jaxdiag._fixes import Fix, SourceEdit, apply_edits, combined_diff, unified_diff
@@ -19,14 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 TUTORIAL = Path(__file__).resolve().parent / "data" / "tutorial"
 
-# Bad samples whose fix is a local edit: a return statement, a keyword argument, a missing or platform-bound
-# registration call. Each must get a verified diff.
-# Samples whose ffi_call targets come from samples/ffi_kernels.cc (tests/ffi_build.py builds and registers them).
-FFI_CALL_SAMPLES = {"jxb020", "jxb021", "jxb022"}
-FIXABLE = ["jxb001", "jxb002", "jxb004", "jxb005", "jxb007", "jxb008", "jxb009", "jxb011", "jxb020", "jxb021",
-           "jxb022", "jxg003", "jxg010", "jxg013", "jxn013", "jxr001", "jxr003", "jxr004", "jxr005", "jxr008", "jxr015",
-           "jxv001", "jxv002"]
-# The others need code jaxdiag cannot write for the user: their fix stays text (marked unverified when tried).
+# Bad samples outside FIXABLE (tests/fix_samples.py) need code jaxdiag cannot write for the user: their fix stays
+# text (marked unverified when tried).
 NOT_LOCAL = {
     "jxg024": "a different derivative formula (the sign or factor of the rule is wrong)",
     "jxb003": "two statements: stop broadcasting the constant output and return None as its dim",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
+from fix_samples import FFI_CALL_SAMPLES, FIXABLE
 
 from jaxdiag import _lint, _repro
 from jaxdiag._cli import app
@@ -75,8 +76,6 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_fixes_marks(n)) for n in BAD])
 def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_fix(name, tmp_path, monkeypatch,
                                                                                    request):
-    from test_fixes import FFI_CALL_SAMPLES, FIXABLE
-
     ffi = name in FFI_CALL_SAMPLES
     if ffi:
         request.getfixturevalue("ffi_kernels")  # built and registered here, and by each script's run below
