@@ -45,6 +45,7 @@ from ._base import (
     UndefinedPrimal,
     Zero,
     _ad,
+    config_values,
     custom_jvp_type,
     custom_vjp_type,
     custom_vmap_type,
@@ -105,6 +106,7 @@ from ._registries import (
     lowering_rule,
     registered_rules,
     registration_keys,
+    rule_registries,
     transpose_rule,
 )
 from ._state import compilation_cache, restore_jax_state, restored_sys_path, snapshot_jax_state, x64_scope
@@ -156,6 +158,7 @@ __all__ = [
     "batching_rule",
     "batching_rule_is_fancy",
     "batching_rule_leading_args",
+    "config_values",
     "custom_jvp_parts",
     "custom_jvp_type",
     "custom_vjp_parts",
@@ -209,6 +212,7 @@ __all__ = [
     "record_primitive_binds",
     "registered_rules",
     "registration_keys",
+    "rule_registries",
     "removed_api_uses",
     "removed_apis_still_here",
     "resolve_positional",
