@@ -18,7 +18,8 @@ from jaxdiag._rules import RULES
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
-GRAD_CODES = sorted(c for c in RULES if c.startswith("JXG") and not RULES[c].variant_of) + ["JXR006", "JXR007"]
+GRAD_CODES = sorted(c for c in RULES if c.startswith("JXG") and not RULES[c].variant_of and RULES[c].bad_sample) + [
+    "JXR006", "JXR007"]
 # `jaxdiag grad` was asked to differentiate: a missing JVP/transpose rule is its error variant there (JXR006/JXR007
 # are what `jaxdiag check` reports).
 UNDER_GRAD = {"JXR006": "JXR013", "JXR007": "JXR014"}

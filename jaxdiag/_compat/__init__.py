@@ -112,8 +112,10 @@ from ._registries import (
 from ._state import compilation_cache, restore_jax_state, restored_sys_path, snapshot_jax_state, x64_scope
 from ._platform import accelerator_only_lowering, is_platform_error, lowering_platforms
 from ._removed import (
+    DROP_IN,
     REMOVED_BY_JAX,
     REMOVED_IN_NEWER_JAX,
+    removed_api_advice,
     removed_api_uses,
     removed_apis_still_here,
 )
@@ -137,6 +139,7 @@ __all__ = [
     "JAXLIB_VERSION",
     "JAX_VERSION",
     "REMOVED_BY_JAX",
+    "DROP_IN",
     "REMOVED_IN_NEWER_JAX",
     "SEQUENTIAL_VMAP_METHODS",
     "ClosedJaxpr",
@@ -213,6 +216,7 @@ __all__ = [
     "registered_rules",
     "registration_keys",
     "rule_registries",
+    "removed_api_advice",
     "removed_api_uses",
     "removed_apis_still_here",
     "resolve_positional",
