@@ -1,6 +1,6 @@
 """Compile-count regression tests: XLA compilations dominate a cold check (each small program costs tens of
 milliseconds to compile, far more than running it), so the number of programs one check compiles is what keeps
-`check_grad` and `check_batching` close to the hand-written tests they replace (README "Speed").
+`check_grad` and `check_batching` close to the hand-written tests they replace (docs/speed.md).
 
 Counted with JAX's public monitoring events, after `jax.clear_caches()` so that programs compiled by earlier
 tests count again. The bounds are what the shared programs achieve on jax 0.10.2; each test's comment says what the
