@@ -218,7 +218,8 @@ def render() -> str:
     return "\n".join(lines)
 
 
-# The examples of docs/fixes.md: (command line after `jaxdiag`, what to show: "stdout" or the JSON field of the first finding)
+# The examples of docs/fixes.md: (command line after `jaxdiag`, what to show: "stdout" or the JSON field of the
+# first finding)
 EXAMPLES: dict[str, tuple[list[str], str]] = {
     "diff": (["batching", "samples/jxb004_bad.py:quantize_p", "--arg", "f32[8]", "--diff"], "stdout"),
     "show-jaxpr": (["batching", "samples/jxb004_bad.py:quantize_p", "--arg", "f32[8]", "--show-jaxpr"], "jaxpr"),

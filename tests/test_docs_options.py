@@ -70,7 +70,8 @@ def test_a_rows_commands_and_default_are_the_apps(option):
     default = next(commands[name][option] for name in sorted(having))
     stated = re.search(r"default `?([^`,;)\s]+)`?", meaning)
     if stated and default not in (None, False):
-        assert stated.group(1) == str(default), f"{option}: docs/cli.md says default {stated.group(1)}, the app {default}"
+        assert stated.group(1) == str(default), \
+            f"{option}: docs/cli.md says default {stated.group(1)}, the app {default}"
 
 
 def test_other_documents_link_to_cli_md_instead_of_repeating_an_option():
