@@ -1,7 +1,8 @@
 """The whole of JAX's global state a run of jaxdiag could leave changed, read independently of jaxdiag's own
 snapshot (`_compat.snapshot_jax_state`, which covers only what jaxdiag knows it patches): every JAX config option,
 every rule registry, the public classes whose methods a run may wrap, the attributes of the user's module-level
-objects, and the interpreter hooks. A test compares two `whole_state()` readings with `changes()`."""
+objects, and the interpreter hooks. A test compares two `whole_state()` readings with `changes()`; two readings of
+jaxdiag's own snapshot (what its restore puts back) with `snapshot_changes()`."""
 
 from __future__ import annotations
 
@@ -59,3 +60,28 @@ def changes(before: dict[str, dict[Any, Any]], after: dict[str, dict[Any, Any]])
             elif not _same(value, now[key]):
                 out.append(f"{label} changed: {value!r} -> {now[key]!r}"[:300])
     return out
+
+
+def snapshot_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What differs between two `_compat.snapshot_jax_state()` snapshots: entries that changed or disappeared.
+
+    New registry entries are allowed (importing user modules registers their rules; JAX registers some of its own
+    lazily on first use). Everything else must be the same object or an equal value.
+    """
+    changes: list[str] = []
+
+    def table(name: str, old: dict, new: dict) -> None:
+        for key, value in old.items():
+            if key not in new:
+                changes.append(f"{name}[{getattr(key, 'name', key)}] removed")
+            elif isinstance(value, dict) and isinstance(new[key], dict):
+                table(f"{name}[{key}]", value, new[key])
+            elif new[key] is not value and new[key] != value:
+                changes.append(f"{name}[{getattr(key, 'name', key)}] changed")
+
+    for name, value in before.items():
+        if isinstance(value, dict):
+            table(name, value, after[name])
+        elif after[name] is not value and after[name] != value:
+            changes.append(f"{name} changed")
+    return changes

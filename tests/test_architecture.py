@@ -563,10 +563,11 @@ def _imported_modules(path: Path) -> set[str]:
 
 
 def test_test_modules_do_not_import_each_other():
-    """Shared test helpers live in helper modules (clirun.py, markers.py, fix_samples.py, ...), never in a test_*
-    module: importing one runs its module-level setup and ties two test files' edits together."""
+    """Shared test helpers live in helper modules (clirun.py, markers.py, fix_samples.py, jax_state.py, ...), never
+    in a test_* module or conftest.py: importing one runs its module-level setup (pytest imports conftest itself)
+    and ties two test files' edits together."""
     tests = ROOT / "tests"
-    test_modules = {p.stem for p in tests.rglob("test_*.py") if "data" not in p.parts}
+    test_modules = {p.stem for p in tests.rglob("test_*.py") if "data" not in p.parts} | {"conftest"}
     offenders = {f"{p.relative_to(ROOT)} imports {name}" for p in tests.rglob("*.py") if "data" not in p.parts
                  for name in _imported_modules(p) & test_modules}
     assert not offenders, sorted(offenders)

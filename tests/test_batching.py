@@ -11,7 +11,7 @@ import shutil
 import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 from clirun import flat
-from conftest import jax_state_changes
+from jax_state import snapshot_changes as jax_state_changes
 
 import jaxdiag
 from jaxdiag import _compat

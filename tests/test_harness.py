@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import jax_state
 import pytest
-from conftest import jax_state_changes
+from jax_state import snapshot_changes as jax_state_changes
 from jax.custom_batching import custom_vmap
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir

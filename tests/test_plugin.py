@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import jax_state_changes
+from jax_state import snapshot_changes as jax_state_changes
 from lint_fixture import FUNCS, PROBE, probe
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
