@@ -1,4 +1,4 @@
-"""Reproduce every speed figure the README quotes, in one command:
+"""Reproduce every speed figure docs/speed.md quotes, in one command:
 
     python bench/run_all.py            # the scripts' default repeats (half an hour on 2 cores)
     python bench/run_all.py --quick    # fewer repeats, for a smoke run

@@ -48,6 +48,8 @@ EXIT_CODES = (
     (str(EXIT_INTERRUPTED), "interrupted (Ctrl-C)"),
     (str(EXIT_TERMINATED), "terminated (SIGTERM)"),
 )
+DOCS_POINTER = ("Reference: docs/cli.md (every option, TARGET and SPEC, exit codes), docs/json.md (report formats), "
+                "docs/rules.md or `jaxdiag rules CODE` (each rule), in the jaxdiag source distribution.")
 SPEC_SYNTAX = (
     ("f32[2,3]", "dtype and shape of one positional argument, per example (no batch axis); dtypes f16 bf16 f32 "
                  "f64 c64 c128 i8..i64 u8..u64 bool"),
@@ -83,6 +85,9 @@ def _write_common_sections(formatter: Any, with_spec: bool) -> None:
             formatter.write_dl(SPEC_SYNTAX)
     with formatter.section("Exit codes"):
         formatter.write_dl(EXIT_CODES)
+    # The lists above are summaries; the contract is written once, in docs/, and help says where.
+    formatter.write_paragraph()
+    formatter.write_text(DOCS_POINTER)
 
 
 class JaxdiagCommand(TyperCommand):

@@ -13,7 +13,7 @@ from ._locate import relative_path
 
 DOC_HEADER = """# Rule catalog
 
-Generated from the catalog (`jaxdiag/_rules.py`) by `jaxdiag rules --format markdown > docs/rules.md`; do not edit
+Generated from the catalog (`jaxdiag/_rules/`) by `jaxdiag rules --format markdown > docs/rules.md`; do not edit
 by hand (a test fails when this file is stale). `jaxdiag rules CODE` prints the same text in a terminal.
 
 Prefixes: {prefixes}.
@@ -57,6 +57,8 @@ def explain(rule: _rules.Rule) -> None:
     console = Console(highlight=False)
     console.print(f"[bold]{rule.code} {rule.name}[/bold] ({rule.severity}, {rule.category}{_draws(rule)})")
     console.print(rule.summary)
+    if rule.variant_of:
+        console.print(variant_line(rule))
     console.print(Markdown(rule.explanation))
     for which, heading in (("bad", "Example"), ("good", "Use instead:")):
         path, text = rule.sample_path(which), rule.sample_text(which)
@@ -80,6 +82,15 @@ def _draws(rule: _rules.Rule, sep: str = ", ") -> str:
     return f"{sep}structural: the same on every draw" if not rule.depends_on_values else f"{sep}re-tried on fresh draws"
 
 
+def variant_line(rule: _rules.Rule) -> str:
+    """What a variant is and how selectors treat it (empty for a rule that is no variant)."""
+    if not rule.variant_of:
+        return ""
+    parent = _rules.RULES[rule.variant_of]
+    return (f"Variant of {parent.code} {parent.name} ({parent.severity}): {rule.differs} Selecting, ignoring or "
+            f"suppressing {parent.code} covers {rule.code} too.")
+
+
 def _anchor(rule: _rules.Rule) -> str:
     return f"{rule.code} {rule.name}".lower().replace(" ", "-")
 
@@ -95,8 +106,11 @@ def rules_markdown(rules: list[_rules.Rule]) -> str:
     parts += [f"| [{r.code}](#{_anchor(r)}) | {r.name} | {r.severity} | {_cell(r.summary)} |" for r in rules]
     for r in rules:
         badge = f"**{r.severity}** · {r.category}{_draws(r, ' · ')}"
-        parts += ["", f"## {r.code} {r.name}", "", badge, "", r.summary, "",
-                  "### What it does", "", r.what, "", "### Why is this bad?", "", r.why]
+        parts += ["", f"## {r.code} {r.name}", "", badge, "", r.summary, ""]
+        if r.variant_of:
+            parts += [variant_line(r).replace(r.variant_of, f"[{r.variant_of}](#{_anchor(_rules.RULES[r.variant_of])})",
+                                              1), ""]
+        parts += ["### What it does", "", r.what, "", "### Why is this bad?", "", r.why]
         for which, heading in (("bad", "Example"), ("good", "Use instead")):
             path, text = r.sample_path(which), r.sample_text(which)
             if path is None or text is None:

@@ -5,7 +5,7 @@
 what JAX says (the caller records its type and first line). When JAX returns, the function compares the result with
 a reference computed without the user's rule (a per-example loop, the analytic derivative, the function itself)
 and returns `"nothing: wrong result (...)"` saying what is wrong, or `"nothing: no error, correct result"` when the
-defect does not show on this JAX release. The function's docstring is the call shown in the README table.
+defect does not show on this JAX release. The function's docstring is the call shown in docs/jax-vs-jaxdiag.md.
 
 Inputs are drawn from a generator seeded by the rule code, so every run sees the same numbers.
 """

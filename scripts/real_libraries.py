@@ -1,10 +1,10 @@
-"""Reproduce the README's "real libraries" table: `jaxdiag check` on published JAX libraries.
+"""Reproduce the "real libraries" table of docs/real-libraries.md: `jaxdiag check` on published JAX libraries.
 
     pip install -c <(printf 'jax==0.10.2\\njaxlib==0.10.2\\n') equinox==0.13.8 optax==0.2.8 jaxopt==0.8.5 \\
         lineax==0.1.1 optimistix==0.1.0 diffrax==0.7.2 distrax==0.1.9 numpyro==0.22.0 e3nn-jax==0.21.0 \\
         jax-md==0.2.29 quadax==0.3.1 jaxoplanet==0.2.0 flax==0.12.8 jax-galsim==2026.7.0   # beside jaxdiag
     python scripts/real_libraries.py [--only NAME ...] [--timeout S] [--json ROWS] [--keep-reports DIR]
-    python scripts/real_libraries.py --from-json ROWS ...   # the README table from saved rows
+    python scripts/real_libraries.py --from-json ROWS ...   # the table from saved rows
 
 Not part of the test suite (it needs the libraries installed and takes minutes). For each library that is
 installed: where the library ships examples, `jaxdiag record -- python -c ...` runs a small use of its public API

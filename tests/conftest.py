@@ -27,78 +27,11 @@ for _name in ("FORCE_COLOR", "CLICOLOR_FORCE", "TTY_COMPATIBLE", "TTY_INTERACTIV
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # helpers (ffi_build, markers, clirun) import by name
 
 
-# Expensive tests (over ~1 s each on an idle machine) that the fast tier leaves to the slow tier, listed here by node
-# id (rather than with a marker in each file) so that the tier is tuned in one place. Each one covers a detail
-# (a message's wording, a second variant, a fix's verification, a process boundary) of a feature the fast tier still
-# runs. The fast tier runs every JXB/JXG/JXR/JXV rule's bad sample and the JXB rules' good samples; the JXG good
+# The slow tier is the tests marked `@pytest.mark.slow` (a single parametrized case: `pytest.param(...,
+# marks=pytest.mark.slow)`): the one way a test is put in a tier. Mark a test slow when it takes more than about 2 s
+# on an idle machine and a cheaper fast test covers its feature; `python -m pytest -q --durations=30` shows the next
+# candidates. The fast tier runs every JXB/JXG/JXR/JXV rule's bad sample and the JXB rules' good samples; the JXG good
 # samples (checked to second order) and most JXS pairs run in the slow tier only, which CI runs too.
-# `python -m pytest -q --durations=30` shows the next candidates.
-SLOW_NODE_IDS = frozenset({
-    # ffi / pure_callback: one bad and one good kernel sample per rule (JXB020-022) and two callbacks stay fast
-    "tests/test_ffi.py::test_not_batch_aware_message",
-    "tests/test_ffi.py::test_kernel_bad_sample_fires_at_the_ffi_call[jxb021_bad.py:add_bias]",
-    "tests/test_ffi.py::test_kernel_bad_sample_fires_at_the_ffi_call[jxb021_bad.py:cumsum_rows_expand]",
-    "tests/test_ffi.py::test_kernel_good_sample_is_clean[jxb021_good.py:add_bias]",
-    "tests/test_ffi.py::test_kernel_good_sample_is_clean[jxb021_good.py:cumsum_rows_sequential]",
-    "tests/test_ffi.py::test_call_inside_jit_is_found_and_the_traced_jaxpr_is_not_modified",
-    "tests/test_ffi.py::test_function_without_foreign_calls_skips",
-    "tests/test_ffi.py::test_pure_callback[_flat-legacy_vectorized]",
-    "tests/test_ffi.py::test_pure_callback[_flat-expand_dims]",
-    "tests/test_ffi.py::test_pure_callback[_rows-None]",
-    "tests/test_ffi.py::test_pure_callback[_rows-expand_dims]",
-    "tests/test_ffi.py::test_pure_callback[_rows-legacy_vectorized]",
-    # verdicts: the samples behind these run in the slow tier's sample table too
-    "tests/test_verdicts.py::test_mismatch_that_persists_with_sequential_callbacks_is_reported",
-    "tests/test_verdicts.py::test_module_and_path_spellings_give_identical_reports",
-    "tests/test_verdicts.py::test_plain_jax_complex_vjp_pairs_bilinearly",
-    "tests/test_verdicts.py::test_transpose_bug_only_in_vjp_of_vmap_is_reported_at_the_transpose_rule",
-    "tests/test_verdicts.py::test_list_returning_wrapper_is_clean_unless_a_tuple_out_axes_is_used",
-    "tests/test_verdicts.py::test_complex_custom_vjp_following_jax_is_clean[loss-c64[3]]",
-    # fixes: the fast tier keeps one verified diff (jxb004) and one measured batch axis
-    "tests/test_fixes.py::test_unverified_fix_stays_text",
-    "tests/test_fixes.py::test_fwd_calling_the_custom_vjp_is_located_at_fwd",
-    "tests/test_fixes.py::test_fixes_never_mention_constructs_absent_from_the_code",
-    "tests/test_fixes.py::test_defvectorized_on_a_non_elementwise_primitive_is_located_at_the_registration",
-    "tests/test_fixes.py::test_fix_names_the_measured_batch_axis[swapaxes_rule]",
-    "tests/test_fixes.py::test_error_in_a_helper_is_located_in_the_rule",
-    "tests/test_fixes.py::test_wrong_values_are_not_blamed_on_the_dim",
-    # inputs, views, CLI details
-    "tests/test_inputs_signatures.py::test_prng_key_argument_is_checked",
-    "tests/test_inputs_signatures.py::test_pytree_argument_custom_vjp_with_a_wrong_leaf_cotangent_is_found",
-    "tests/test_views.py::test_repro_states_expected_and_actual",
-    "tests/test_views.py::test_show_jaxpr_with_list_out_axes",
-    "tests/test_foundation.py::test_python_dash_m_reports_errors_without_traceback",
-    "tests/test_fault_injection.py::test_a_renderer_that_raises_exits_3",
-    "tests/test_parallel.py::test_a_module_edited_after_this_process_imported_it_is_never_cached",
-    "tests/test_harness.py::test_a_user_rule_that_raises_is_still_the_user_finding",
-    "tests/test_grad.py::test_fixed_seeds_are_clean[seed_jvp.py]",
-    "tests/test_fault_injection.py::test_api_report_fails_and_raises[catalog]",
-    "tests/test_verdicts.py::test_wrong_sign_or_formula_is_an_error[tanh_c-f32[4]]",
-    "tests/test_registration.py::test_missing_abstract_eval_fix_computes_shapes_from_inputs",
-    "tests/test_harness.py::test_jax_state_is_restored_around_representative_samples[jxv002_bad.py]",
-    "tests/test_foundation.py::test_report_does_not_depend_on_the_checkout_folder",
-    # details whose feature keeps a cheaper fast test (the samples behind them run in the slow sample table)
-    "tests/test_inputs_discovery.py::test_a_helper_librarys_wrapper_object_is_dated_by_the_users_function",
-    "tests/test_batching.py::test_rule_fires_on_bad_sample[JXB011-standardize]",
-    "tests/test_verdicts.py::test_index_rule_wrong_only_out_of_range_is_caught_and_its_fix_is_clean",
-    "tests/test_verdicts.py::test_clipping_and_straight_through_stay_warnings[clipped_sin-JXG014-warning]",
-    "tests/test_verdicts.py::test_primitive_bound_only_under_jit_is_not_called_eagerly",
-    "tests/test_verdicts.py::test_axis_primitive_batchers_rule_is_called_with_its_own_convention",
-    "tests/test_fixes.py::test_defvectorized_with_unbatched_argument",
-    "tests/test_plugin.py::test_guard_puts_back_what_a_leak_changed",
-    "tests/test_speed_compiles.py::test_check_grad_of_a_small_primitive_compiles_at_most_11_programs",
-    "tests/test_foundation.py::test_spec_round_trips",
-    "tests/test_parallel.py::test_cache_hit_gives_the_same_report_without_checking_again",
-    "tests/test_verdicts.py::test_a_value_dependent_finding_is_retried_and_reported_with_its_inputs",
-    "tests/test_verdicts.py::test_nested_rule_is_not_perturbed_where_jax_never_perturbs_it",
-    "tests/test_verdicts.py::test_integer_reduction_over_the_batch_axis_is_caught",
-    # real-library false-alarm regressions (each a fixture of its own; the rules they touch keep their fast samples)
-    "tests/test_verdicts.py::test_impl_written_with_jax_numpy_updates_gets_jax_arrays",
-    "tests/test_verdicts.py::test_float8_output_gets_a_float8_cotangent_under_jit_grad",
-    "tests/test_verdicts.py::test_rule_whose_primal_fails_on_the_example_is_not_a_symbolic_zero_finding",
-    "tests/test_verdicts.py::test_jvp_output_with_none_and_integer_leaves_is_clean[use_record_zeros]",
-    "tests/test_verdicts.py::test_jvp_output_with_none_and_integer_leaves_is_clean[use_solve_with_steps]",
-})
 
 
 # The test session's own JAX compilation cache: the tests check many small targets that compile the same small
@@ -157,13 +90,6 @@ def _runs_slow(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.args or config.args == ["tests"]:  # the whole suite: every listed id must still name a test
-        stale = SLOW_NODE_IDS - {item.nodeid for item in items}
-        if stale:
-            raise pytest.UsageError(f"tests/conftest.py SLOW_NODE_IDS names tests that do not exist: {sorted(stale)}")
-    for item in items:
-        if item.nodeid in SLOW_NODE_IDS:
-            item.add_marker(pytest.mark.slow)
     if _runs_slow(config):
         return
     slow = [item for item in items if item.get_closest_marker("slow")]
@@ -196,31 +122,6 @@ def ffi_kernels() -> None:
         ffi_build.register()
     except ffi_build.CompilerNotFound as exc:
         pytest.skip(str(exc))
-
-
-def jax_state_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """What differs between two `_compat.snapshot_jax_state()` snapshots: entries that changed or disappeared.
-
-    New registry entries are allowed (importing user modules registers their rules; JAX registers some of its own
-    lazily on first use). Everything else must be the same object or an equal value.
-    """
-    changes: list[str] = []
-
-    def table(name: str, old: dict, new: dict) -> None:
-        for key, value in old.items():
-            if key not in new:
-                changes.append(f"{name}[{getattr(key, 'name', key)}] removed")
-            elif isinstance(value, dict) and isinstance(new[key], dict):
-                table(f"{name}[{key}]", value, new[key])
-            elif new[key] is not value and new[key] != value:
-                changes.append(f"{name}[{getattr(key, 'name', key)}] changed")
-
-    for name, value in before.items():
-        if isinstance(value, dict):
-            table(name, value, after[name])
-        elif after[name] is not value and after[name] != value:
-            changes.append(f"{name} changed")
-    return changes
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -552,3 +552,24 @@ def test_cli_tests_capture_stderr_apart():
     direct = [rel(p) for p in sorted((ROOT / "tests").glob("*.py")) if p.name != "clirun.py"
               and re.search(r"^from typer\.testing import CliRunner", p.read_text(encoding="utf-8"), re.MULTILINE)]
     assert not direct, f"use `from clirun import Runner as CliRunner` in {direct}"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_test_modules_do_not_import_each_other():
+    """Shared test helpers live in helper modules (clirun.py, markers.py, fix_samples.py, jax_state.py, ...), never
+    in a test_* module or conftest.py: importing one runs its module-level setup (pytest imports conftest itself)
+    and ties two test files' edits together."""
+    tests = ROOT / "tests"
+    test_modules = {p.stem for p in tests.rglob("test_*.py") if "data" not in p.parts} | {"conftest"}
+    offenders = {f"{p.relative_to(ROOT)} imports {name}" for p in tests.rglob("*.py") if "data" not in p.parts
+                 for name in _imported_modules(p) & test_modules}
+    assert not offenders, sorted(offenders)

@@ -11,7 +11,7 @@ import shutil
 import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 from clirun import flat
-from conftest import jax_state_changes
+from jax_state import snapshot_changes as jax_state_changes
 
 import jaxdiag
 from jaxdiag import _compat
@@ -71,7 +71,9 @@ def published() -> jaxdiag.Report:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("code, attr, args, params", CASES, ids=IDS)  # every JXB rule, in the fast tier
+@pytest.mark.parametrize("code, attr, args, params", [  # every JXB rule in the fast tier (JXB011 once)
+    pytest.param(*case, id=i, marks=[pytest.mark.slow] if i == "JXB011-standardize" else [])
+    for case, i in zip(CASES, IDS)])
 def test_rule_fires_on_bad_sample(code, attr, args, params):
     report = jaxdiag.check_batching(sample(f"{code.lower()}_bad", attr), *args, params=params)
     no_internal_errors(report)

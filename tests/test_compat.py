@@ -127,7 +127,7 @@ def test_scripts_cover_every_rule_with_a_bad_sample():
 def test_readme_table_helpers():
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
-        from readme_tables import first_line, first_sentence
+        from docs_tables import first_line, first_sentence
     finally:
         sys.path.remove(str(ROOT / "scripts"))
     assert first_sentence("max abs 5.15 at (3, 3): got -2.7. Also differs for `x`.") == \

@@ -63,7 +63,7 @@ def in_root(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
-@pytest.mark.parametrize("fault", sorted(FAULTS))
+@pytest.mark.parametrize("fault", ["compare", pytest.param("catalog", marks=pytest.mark.slow)])
 def test_api_report_fails_and_raises(fault, monkeypatch, in_root):
     FAULTS[fault](monkeypatch)
     report = check_paths(GOOD)
@@ -95,6 +95,7 @@ def test_single_target_command_exits_3(monkeypatch, in_root):
     assert "JXB" not in result.output  # no batching rule blamed
 
 
+@pytest.mark.slow
 def test_a_renderer_that_raises_exits_3(monkeypatch, in_root):
     monkeypatch.setattr(json_renderer, "render", _boom)
     from jaxdiag import _render

@@ -66,14 +66,22 @@ def internal_errors(report: jaxdiag.Report) -> list[str]:
 # Compiled kernels: the JXB020-JXB022 samples
 # ---------------------------------------------------------------------------------------------------------------
 
-BAD = [("jxb021_bad.py", "cumsum_rows", "JXB021"), ("jxb021_bad.py", "cumsum_rows_expand", "JXB021"),
-       ("jxb021_bad.py", "add_bias", "JXB021"), ("jxb020_bad.py", "cumsum_rows", MISSING_METHOD),
-       ("jxb022_bad.py", "cumsum_rows", "JXB022")]
-GOOD = [("jxb021_good.py", "cumsum_rows"), ("jxb021_good.py", "cumsum_rows_sequential"),
-        ("jxb021_good.py", "add_bias"), ("jxb020_good.py", "cumsum_rows"), ("jxb022_good.py", "cumsum_rows")]
+# One bad and one good kernel sample per rule stays in the fast tier; the other variants are the slow tier's.
+BAD = [pytest.param("jxb021_bad.py", "cumsum_rows", "JXB021", id="jxb021_bad.py:cumsum_rows"),
+       pytest.param("jxb021_bad.py", "cumsum_rows_expand", "JXB021", id="jxb021_bad.py:cumsum_rows_expand",
+                    marks=pytest.mark.slow),
+       pytest.param("jxb021_bad.py", "add_bias", "JXB021", id="jxb021_bad.py:add_bias", marks=pytest.mark.slow),
+       pytest.param("jxb020_bad.py", "cumsum_rows", MISSING_METHOD, id="jxb020_bad.py:cumsum_rows"),
+       pytest.param("jxb022_bad.py", "cumsum_rows", "JXB022", id="jxb022_bad.py:cumsum_rows")]
+GOOD = [pytest.param("jxb021_good.py", "cumsum_rows", id="jxb021_good.py:cumsum_rows"),
+        pytest.param("jxb021_good.py", "cumsum_rows_sequential", id="jxb021_good.py:cumsum_rows_sequential",
+                     marks=pytest.mark.slow),
+        pytest.param("jxb021_good.py", "add_bias", id="jxb021_good.py:add_bias", marks=pytest.mark.slow),
+        pytest.param("jxb020_good.py", "cumsum_rows", id="jxb020_good.py:cumsum_rows"),
+        pytest.param("jxb022_good.py", "cumsum_rows", id="jxb022_good.py:cumsum_rows")]
 
 
-@pytest.mark.parametrize("name,attr,code", BAD, ids=[f"{n}:{a}" for n, a, _ in BAD])
+@pytest.mark.parametrize("name,attr,code", BAD)
 def test_kernel_bad_sample_fires_at_the_ffi_call(kernels, name, attr, code):
     report = run_sample(name, attr)
     assert not internal_errors(report)
@@ -83,13 +91,14 @@ def test_kernel_bad_sample_fires_at_the_ffi_call(kernels, name, attr, code):
     assert finding.location.function == attr and finding.fix
 
 
-@pytest.mark.parametrize("name,attr", GOOD, ids=[f"{n}:{a}" for n, a in GOOD])
+@pytest.mark.parametrize("name,attr", GOOD)
 def test_kernel_good_sample_is_clean(kernels, name, attr):
     report = run_sample(name, attr)
     assert not internal_errors(report)
     assert not codes(report), [f.message for f in report.findings]
 
 
+@pytest.mark.slow
 def test_not_batch_aware_message(kernels):
     message = only(run_sample("jxb021_bad.py", "cumsum_rows"), "JXB021").message
     assert "`ffi_call('CumsumFlat')`" in message and "vmap_method='broadcast_all'" in message
@@ -128,14 +137,20 @@ def callback_fn(kernel, method):
     return fn
 
 
-CALLBACKS = [(_flat, "broadcast_all", {"JXB021"}), (_flat, "expand_dims", {"JXB021"}),
-             (_flat, "sequential", set()), (_rows, "broadcast_all", set()), (_rows, "expand_dims", set()),
-             (_rows, None, {MISSING_METHOD}), (_rows, "legacy_vectorized", {"JXB022"}),
-             (_flat, "legacy_vectorized", {"JXB021", "JXB022"})]
+def _callback(kernel, method, expected, slow=False):
+    return pytest.param(kernel, method, expected, id=f"{kernel.__name__}-{method}",
+                        marks=[pytest.mark.slow] if slow else [])
 
 
-@pytest.mark.parametrize("kernel,method,expected", CALLBACKS,
-                         ids=[f"{k.__name__}-{m}" for k, m, _ in CALLBACKS])
+# Two callbacks stay in the fast tier (one blamed, one clean); the rest are the slow tier's.
+CALLBACKS = [_callback(_flat, "broadcast_all", {"JXB021"}), _callback(_flat, "expand_dims", {"JXB021"}, slow=True),
+             _callback(_flat, "sequential", set()), _callback(_rows, "broadcast_all", set()),
+             _callback(_rows, "expand_dims", set(), slow=True), _callback(_rows, None, {MISSING_METHOD}, slow=True),
+             _callback(_rows, "legacy_vectorized", {"JXB022"}, slow=True),
+             _callback(_flat, "legacy_vectorized", {"JXB021", "JXB022"}, slow=True)]
+
+
+@pytest.mark.parametrize("kernel,method,expected", CALLBACKS)
 def test_pure_callback(kernel, method, expected):
     report = jaxdiag.check_batching(callback_fn(kernel, method), "f32[3]")
     assert not internal_errors(report)
@@ -158,6 +173,7 @@ def test_blames_only_the_call_that_is_not_batch_aware():
     assert "pure_callback(_flat)" in finding.message
 
 
+@pytest.mark.slow
 def test_call_inside_jit_is_found_and_the_traced_jaxpr_is_not_modified():
     @jax.jit
     def jitted(x):
@@ -176,6 +192,7 @@ def test_call_inside_jit_is_found_and_the_traced_jaxpr_is_not_modified():
     assert before == after == ["expand_dims"]
 
 
+@pytest.mark.slow
 def test_function_without_foreign_calls_skips():
     report = jaxdiag.check_batching(lambda x: x * 2.0, "f32[3]")
     checks = {c.name: c for t in report.targets for c in t.checks}

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fix_samples import FFI_CALL_SAMPLES, FIXABLE  # tests/ is on sys.path (conftest.py)
 
 from jaxdiag import _fixes, _lint
 from jaxdiag._fixes import Fix, SourceEdit, apply_edits, combined_diff, unified_diff
@@ -19,14 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 TUTORIAL = Path(__file__).resolve().parent / "data" / "tutorial"
 
-# Bad samples whose fix is a local edit: a return statement, a keyword argument, a missing or platform-bound
-# registration call. Each must get a verified diff.
-# Samples whose ffi_call targets come from samples/ffi_kernels.cc (tests/ffi_build.py builds and registers them).
-FFI_CALL_SAMPLES = {"jxb020", "jxb021", "jxb022"}
-FIXABLE = ["jxb001", "jxb002", "jxb004", "jxb005", "jxb007", "jxb008", "jxb009", "jxb011", "jxb020", "jxb021",
-           "jxb022", "jxg003", "jxg010", "jxg013", "jxn013", "jxr001", "jxr003", "jxr004", "jxr005", "jxr008", "jxr015",
-           "jxv001", "jxv002"]
-# The others need code jaxdiag cannot write for the user: their fix stays text (marked unverified when tried).
+# Bad samples outside FIXABLE (tests/fix_samples.py) need code jaxdiag cannot write for the user: their fix stays
+# text (marked unverified when tried).
 NOT_LOCAL = {
     "jxg024": "a different derivative formula (the sign or factor of the rule is wrong)",
     "jxb003": "two statements: stop broadcasting the constant output and return None as its dim",
@@ -184,6 +179,7 @@ def _line_of(text: str, needle: str) -> tuple[int, int]:
     return line, line
 
 
+@pytest.mark.slow
 def test_unverified_fix_stays_text(tmp_path, monkeypatch):
     """JXB003's fix needs two statements; the one-line candidate fails verification and is marked unverified."""
     path = _copy_sample("jxb003", tmp_path)
@@ -209,7 +205,7 @@ def _expectation(path: Path) -> tuple[str, int, str | None]:
     raise AssertionError(f"no jaxdiag-expect marker in {path}")
 
 
-@pytest.mark.parametrize("module", ["reduction_shift", "swapaxes_rule"])
+@pytest.mark.parametrize("module", ["reduction_shift", pytest.param("swapaxes_rule", marks=pytest.mark.slow)])
 def test_fix_names_the_measured_batch_axis(module, monkeypatch):
     monkeypatch.chdir(ROOT)
     path = TUTORIAL / f"{module}.py"
@@ -224,6 +220,7 @@ def test_fix_names_the_measured_batch_axis(module, monkeypatch):
         assert absent not in finding.fix
 
 
+@pytest.mark.slow
 def test_wrong_values_are_not_blamed_on_the_dim(monkeypatch):
     monkeypatch.chdir(ROOT)
     path = TUTORIAL / "wrong_values.py"
@@ -250,6 +247,7 @@ def _finding_at_marker(module: str, fixes: bool = False):
     return next(f for f in report.findings if f.code == code), line
 
 
+@pytest.mark.slow
 def test_defvectorized_with_unbatched_argument(monkeypatch):
     """Located at the `defvectorized` line, fix names `defbroadcasting` (verified), no mixed-up argument names."""
     monkeypatch.chdir(ROOT)
@@ -260,6 +258,7 @@ def test_defvectorized_with_unbatched_argument(monkeypatch):
     assert finding.fix_verified is True and "+batching.defbroadcasting(scaled_add_p)" in finding.diff
 
 
+@pytest.mark.slow
 def test_defvectorized_on_a_non_elementwise_primitive_is_located_at_the_registration(monkeypatch):
     monkeypatch.chdir(ROOT)
     finding, line = _finding_at_marker("vectorized_not_elementwise")
@@ -267,6 +266,7 @@ def test_defvectorized_on_a_non_elementwise_primitive_is_located_at_the_registra
     assert "batching.defvectorized(total_p)" in finding.fix
 
 
+@pytest.mark.slow
 def test_error_in_a_helper_is_located_in_the_rule(monkeypatch):
     """The helper raises; the finding points at the rule's call into it, named after the rule."""
     monkeypatch.chdir(ROOT)
@@ -289,6 +289,7 @@ def test_long_jax_errors_keep_their_operative_part():
     assert "Expected (4, 4), Actual (5, 4)" in text and len(text) < 400
 
 
+@pytest.mark.slow
 def test_fwd_calling_the_custom_vjp_is_located_at_fwd(monkeypatch):
     """grad of grad fails because fwd calls the custom_vjp itself: the finding is at that line of fwd, and the
     verified fix computes the primal directly."""
@@ -324,6 +325,7 @@ def test_transpose_asserting_the_linear_argument(monkeypatch):
     assert "one cotangent per argument" not in finding.fix
 
 
+@pytest.mark.slow
 def test_fixes_never_mention_constructs_absent_from_the_code(monkeypatch):
     """No `ffi_call` in a fix for code without one; the removed `lax.zeros_like_array` is a removed API (JXR008) at
     its own line, not a symbolic-zero defect, with a verified replacement (on a JAX that removed it; one that still

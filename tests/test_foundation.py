@@ -235,6 +235,7 @@ def test_inference_failure_names_the_arg_to_pass(user_files):
     assert "--arg f32[3]" in result.stderr and "RuntimeError: nope" in result.stderr
 
 
+@pytest.mark.slow
 def test_python_dash_m_reports_errors_without_traceback(user_files):
     proc = subprocess.run([sys.executable, "-m", "jaxdiag", "grad", "raises_on_import.py:f"], capture_output=True,
                           text=True, cwd=user_files)
@@ -303,6 +304,7 @@ def test_parse_spec(text, dtype, shape):
 
 @given(st.sampled_from(sorted(_inputs.DTYPES)), st.lists(st.integers(0, 9), max_size=4),
        st.sampled_from([None, "positive", "unit", "small", "normal", "-1..2"]))
+@pytest.mark.slow
 def test_spec_round_trips(dtype, dims, domain):
     text = f"{dtype}[{','.join(map(str, dims))}]" + (f"@{domain}" if domain else "")
     spec = _inputs.parse_spec(text)
@@ -649,6 +651,7 @@ def test_report_api():
         bad.raise_if_failed()
 
 
+@pytest.mark.slow
 def test_report_does_not_depend_on_the_checkout_folder(tmp_path):
     """Seeds derive from the target without its directories: a clone elsewhere draws the same inputs."""
     import shutil

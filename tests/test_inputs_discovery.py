@@ -37,6 +37,7 @@ def test_custom_function_held_by_a_wrapper_object_is_found_and_checked(monkeypat
     assert bad[0]["location"]["line"] == next(i for i, t in enumerate(lines, 1) if "def soft_sign_jvp" in t)
 
 
+@pytest.mark.slow
 def test_a_helper_librarys_wrapper_object_is_dated_by_the_users_function(monkeypatch):
     """`softplus = filter_vjp(_softplus)` from another package (as with equinox's `filter_custom_vjp`): the wrapper
     belongs to the module of the function it wraps, so it is discovered and checked there."""

@@ -57,6 +57,7 @@ def test_pytree_argument_custom_vjp_is_checked_on_its_leaves():
     assert any(c["status"] == "passed" and c["name"].startswith("vjp") for c in data["targets"][0]["checks"])
 
 
+@pytest.mark.slow
 def test_pytree_argument_custom_vjp_with_a_wrong_leaf_cotangent_is_found():
     result, data = cli("grad", "sigs:dense_bad", "--arg", '{"w": f32[3,4], "b": f32[3]}', "--arg", "f32[4]")
     assert result.exit_code == 1
@@ -66,6 +67,7 @@ def test_pytree_argument_custom_vjp_with_a_wrong_leaf_cotangent_is_found():
     assert finding["location"]["function"] == "dense_bad_bwd"
 
 
+@pytest.mark.slow
 def test_prng_key_argument_is_checked():
     for command in ("grad",):
         result, data = cli(command, "sigs:noisy_relu", "--arg", "key[]", "--arg", "f32[3]")

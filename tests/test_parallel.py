@@ -275,6 +275,7 @@ def forget_modules(folder: Path) -> None:
         del _targets._FILE_MODULES[path]
 
 
+@pytest.mark.slow
 def test_cache_hit_gives_the_same_report_without_checking_again(project, engine_calls):
     cold = check_paths(FILES, cache=True)
     assert engine_calls == ["uses_helper.py:wave", "standalone.py:cube"]
@@ -309,6 +310,7 @@ def test_editing_a_file_rechecks_only_the_targets_that_depend_on_it(project, eng
     assert problems(changed, "standalone.py:cube") == problems(edited, "standalone.py:cube")  # from the cache
 
 
+@pytest.mark.slow
 def test_a_module_edited_after_this_process_imported_it_is_never_cached(project, engine_calls):
     check_paths(FILES, cache=True)
     standalone = project / "standalone.py"

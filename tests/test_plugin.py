@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import jax_state_changes
+from jax_state import snapshot_changes as jax_state_changes
 from lint_fixture import FUNCS, PROBE, probe
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
@@ -115,6 +115,7 @@ def test_checks_leave_jax_state_as_they_found_it(tmp_path, monkeypatch):
     jax_still_works()
 
 
+@pytest.mark.slow
 def test_guard_puts_back_what_a_leak_changed(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "raising_guard.py").write_text(RAISING.replace("raising_for_state_test", "raising_guard"))

@@ -74,6 +74,7 @@ def test_missing_impl_names_the_unregistered_function():
     assert finding.location is not None and finding.location.path.endswith("jxr001_bad.py")
 
 
+@pytest.mark.slow
 def test_missing_abstract_eval_fix_computes_shapes_from_inputs():
     report = jaxdiag.check_batching(sample("JXR002", "bad", "softplus_p"), "f32[4,3]")
     fix = _finding(report, "JXR002").fix

@@ -30,8 +30,9 @@ FAST = {"jxb004_bad.py", "jxb004_good.py", "jxg011_bad.py", "jxg011_good.py", "j
         "jxv002_bad.py", "jxv002_good.py", "seed_batching_published.py"}
 
 
-def tiered(names):
-    return [name if name in FAST else pytest.param(name, marks=pytest.mark.slow) for name in names]
+def _params(names):
+    """The samples as parameters, those outside FAST marked `slow` (the one marker every tier decision uses)."""
+    return [pytest.param(name, marks=[] if name in FAST else [pytest.mark.slow]) for name in names]
 
 
 @pytest.fixture()
@@ -43,7 +44,7 @@ def kernels_for(request):
     return need
 
 
-@pytest.mark.parametrize("name", tiered(sample_files()))
+@pytest.mark.parametrize("name", _params(sample_files()))
 def test_sample_reports_exactly_the_expected_codes(name, kernels_for):
     kernels_for(name)
     lines = differences(name, expected_for(name), observed(name))
@@ -51,7 +52,7 @@ def test_sample_reports_exactly_the_expected_codes(name, kernels_for):
 
 
 # JXS markers are reported by `jaxdiag sharding` (tests/test_sharding.py checks them there), not by plain `check`.
-@pytest.mark.parametrize("name", tiered([n for n in sample_files() if not n.startswith("jxs")]))
+@pytest.mark.parametrize("name", _params([n for n in sample_files() if not n.startswith("jxs")]))
 def test_every_error_and_warning_is_at_its_marked_line(name, kernels_for):
     kernels_for(name)
     lines = location_differences(name)

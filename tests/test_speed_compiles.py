@@ -1,6 +1,6 @@
 """Compile-count regression tests: XLA compilations dominate a cold check (each small program costs tens of
 milliseconds to compile, far more than running it), so the number of programs one check compiles is what keeps
-`check_grad` and `check_batching` close to the hand-written tests they replace (README "Speed").
+`check_grad` and `check_batching` close to the hand-written tests they replace (docs/speed.md).
 
 Counted with JAX's public monitoring events, after `jax.clear_caches()` so that programs compiled by earlier
 tests count again. The bounds are what the shared programs achieve on jax 0.10.2; each test's comment says what the
@@ -65,6 +65,7 @@ def _inputs(*shapes: tuple[int, ...]) -> list[np.ndarray]:
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]
 
 
+@pytest.mark.slow
 def test_check_grad_of_a_small_primitive_compiles_at_most_11_programs(compiles) -> None:
     # my_cos: the impl and the JVP rule eagerly (4 operations; jvp-linearity's tangent sets reuse them), the float64
     # finite differences, the eager transpose (5, as jax.test_util.check_grads compiles them), and one program for

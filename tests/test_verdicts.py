@@ -54,6 +54,7 @@ def _complex(rng: np.random.Generator, shape: tuple[int, ...]) -> jnp.ndarray:
     return jnp.asarray((rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64))
 
 
+@pytest.mark.slow
 def test_plain_jax_complex_vjp_pairs_bilinearly():
     """The convention the checks follow: Re sum(w * J v) == Re sum(vjp(w) * v), with no conjugation."""
     rng = np.random.default_rng(0)
@@ -64,7 +65,8 @@ def test_plain_jax_complex_vjp_pairs_bilinearly():
         assert np.isclose(np.real(np.sum(w * jv)), np.real(np.sum(u * v)), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("attr,spec", [("fftn_c", "c64[4,4]"), ("scale_c", "c64[3]"), ("loss", "c64[3]")])
+@pytest.mark.parametrize("attr,spec", [("fftn_c", "c64[4,4]"), ("scale_c", "c64[3]"),
+                                       pytest.param("loss", "c64[3]", marks=pytest.mark.slow)])
 def test_complex_custom_vjp_following_jax_is_clean(attr, spec):
     module = load("complex_vjp_good.py")
     obj = getattr(module, attr)
@@ -146,13 +148,15 @@ def test_deliberate_disagreement_classes():
 
 
 @pytest.mark.parametrize("attr,code,severity",
-                         [("clipped_sin", "JXG014", "warning"), ("round_ste", "JXG014", "warning")])
+                         [pytest.param("clipped_sin", "JXG014", "warning", marks=pytest.mark.slow),
+                          ("round_ste", "JXG014", "warning")])
 def test_clipping_and_straight_through_stay_warnings(attr, code, severity):
     report = jaxdiag.check_grad(f"{SAMPLES / 'jxg014_bad.py'}:{attr}", "f32[6]")
     assert code in codes(report, severity) and "JXG024" not in codes(report)
 
 
-@pytest.mark.parametrize("attr,spec", [("softplus", "f32[3]"), ("tanh_c", "f32[4]")])
+@pytest.mark.parametrize("attr,spec", [("softplus", "f32[3]"),
+                                       pytest.param("tanh_c", "f32[4]", marks=pytest.mark.slow)])
 def test_wrong_sign_or_formula_is_an_error(attr, spec):
     module = load("jxg024_bad.py")
     x = jnp.array([0.3, -1.2, 2.0, 0.7][: int(spec[4:-1])])
@@ -167,6 +171,7 @@ def test_wrong_sign_or_formula_is_an_error(attr, spec):
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_list_returning_wrapper_is_clean_unless_a_tuple_out_axes_is_used():
     module = load("list_wrapper_good.py")
     xs = jnp.ones((5, 3))
@@ -183,6 +188,7 @@ def test_list_returning_wrapper_is_clean_unless_a_tuple_out_axes_is_used():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_integer_reduction_over_the_batch_axis_is_caught():
     bad, good = load("int_reduce_bad.py"), load("int_reduce_good.py")
     first = np.array([3, -2, 5, 0], np.int32)
@@ -217,6 +223,7 @@ def test_int8_index_batching_rule_is_checked_beyond_the_int8_range():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_module_and_path_spellings_give_identical_reports(tmp_path):
     package = tmp_path / "src" / "pkgverdicts"
     package.mkdir(parents=True)
@@ -232,6 +239,7 @@ def test_module_and_path_spellings_give_identical_reports(tmp_path):
     assert reports[:2] == reports[2:]
 
 
+@pytest.mark.slow
 def test_a_value_dependent_finding_is_retried_and_reported_with_its_inputs():
     module = load("clip_precondition.py")
     x = jnp.array([0.0, 0.5, 1.5, -1.0])
@@ -269,6 +277,7 @@ def _jxr006_target() -> str:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_transpose_bug_only_in_vjp_of_vmap_is_reported_at_the_transpose_rule():
     bad, good = load("batched_transpose_bad.py"), load("batched_transpose_good.py")
     rng = np.random.default_rng(0)
@@ -291,6 +300,7 @@ def test_transpose_bug_only_in_vjp_of_vmap_is_reported_at_the_transpose_rule():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_axis_primitive_batchers_rule_is_called_with_its_own_convention():
     good, bad = load("axis_batcher_good.py"), load("axis_batcher_bad.py")
     rng = np.random.default_rng(0)
@@ -322,6 +332,7 @@ def test_callback_with_unbatched_operands_needs_no_vmap_method():
     assert not problems(report), problems(report)
 
 
+@pytest.mark.slow
 def test_mismatch_that_persists_with_sequential_callbacks_is_reported():
     module = load("callback_elsewhere_bad.py")
     xs = jnp.asarray(np.random.default_rng(0).uniform(0.5, 2.0, (5, 4)), jnp.float32)
@@ -375,6 +386,7 @@ def test_gradient_transformation_controlled_by_an_argument_is_a_warning():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_nested_rule_is_not_perturbed_where_jax_never_perturbs_it():
     """`scale` is computed from an integer step, so JAX never perturbs it at the custom_vjp's call site: the fwd's
     `assert not scale.perturbed` holds in plain JAX and the nested rule is clean; passing a differentiable `scale`
@@ -445,6 +457,7 @@ def test_an_error_only_under_x64_is_an_x64_only_warning_and_its_fix_is_clean():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_index_rule_wrong_only_out_of_range_is_caught_and_its_fix_is_clean():
     """The bad rule agrees with the loop for every in-range index (what random small integers give) and differs
     for an index >= len(x), where dynamic_index_in_dim clamps and the rule's gather fills 0."""
@@ -468,6 +481,7 @@ def test_index_rule_wrong_only_out_of_range_is_caught_and_its_fix_is_clean():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_primitive_bound_only_under_jit_is_not_called_eagerly():
     """The impl refuses to run eagerly; the good module binds the primitive only inside jax.jit (plain JAX: works),
     the bad one eagerly (plain JAX: raises). Only the bad one is reported."""
@@ -502,6 +516,7 @@ def _load_data(name: str):
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["use_record_zeros", "use_solve_with_steps"])
 def test_jvp_output_with_none_and_integer_leaves_is_clean(target):
     """equinox's `_record_symbolic_zeros` ((x, None) in, the tangents back out) and optimistix's `_implicit_impl`
@@ -525,6 +540,7 @@ def test_none_tangent_for_an_array_output_is_still_jxg007():
     assert "JXG007" in codes(report, "error")
 
 
+@pytest.mark.slow
 def test_impl_written_with_jax_numpy_updates_gets_jax_arrays():
     """equinox's `maybe_set_p`: the impl uses `buffer.at[i].set(v)`. Binding jax Arrays (what callers bind) works
     in plain JAX; NumPy buffers would reach the impl unchanged and fail, so jaxdiag must never bind those."""
@@ -538,6 +554,7 @@ def test_impl_written_with_jax_numpy_updates_gets_jax_arrays():
     assert any(c.status == "passed" for t in report.targets for c in t.checks if c.name == "batching-vs-loop")
 
 
+@pytest.mark.slow
 def test_float8_output_gets_a_float8_cotangent_under_jit_grad():
     """flax's `fp8_ops.in_q`: float8 is floating to JAX, so `jax.jit(jax.grad(...))` through a float8 output
     works in plain JAX; feeding it a float0 cotangent (as for an integer output) made JXG016/JXG017 false alarms.
@@ -554,6 +571,7 @@ def test_float8_output_gets_a_float8_cotangent_under_jit_grad():
         [(c.name, c.status) for c in nested[0].checks]
 
 
+@pytest.mark.slow
 def test_rule_whose_primal_fails_on_the_example_is_not_a_symbolic_zero_finding():
     """equinox's `error_if`: the primal raises (from a callback) whenever its predicate holds. Plain JAX
     differentiates the function that guards `a > 10` without raising; a random predicate makes the primal itself

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
+from fix_samples import FFI_CALL_SAMPLES, FIXABLE
 
 from jaxdiag import _lint, _repro
 from jaxdiag._cli import app
@@ -75,8 +76,6 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_fixes_marks(n)) for n in BAD])
 def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_fix(name, tmp_path, monkeypatch,
                                                                                    request):
-    from test_fixes import FFI_CALL_SAMPLES, FIXABLE
-
     ffi = name in FFI_CALL_SAMPLES
     if ffi:
         request.getfixturevalue("ffi_kernels")  # built and registered here, and by each script's run below
@@ -119,6 +118,7 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
             assert process.returncode == 0, f"{script.name} fails on the {which} module:\n{err[-3000:]}"
 
 
+@pytest.mark.slow
 def test_repro_states_expected_and_actual(tmp_path, monkeypatch):
     _copy(["jxb004_bad.py"], tmp_path / "samples")
     monkeypatch.chdir(tmp_path)
@@ -229,6 +229,7 @@ def test_bad_platform_is_a_usage_error(value, monkeypatch):
     assert result.stderr.strip().startswith("jaxdiag: error: --platforms") and len(result.stderr.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_show_jaxpr_with_list_out_axes(monkeypatch):
     """The exposing vmap of JXB003 uses `out_axes=[0, None]` (a list, unhashable): shown, with JAX's error."""
     monkeypatch.chdir(ROOT)

@@ -1,6 +1,7 @@
 """Helpers shared by the registration and batching checks: how to run one example of a primitive or function
 (one bind/jit callable per params, the reference), what its rules say about it (the example's output, the abstract
-eval's output, cached in `ctx.cache`), texts for avals and errors, and the removed-internals table.
+eval's output, cached in `ctx.cache`), texts for avals and errors, and the removed-internals finding (its table is
+`_compat.REMOVED_IN_NEWER_JAX`).
 """
 
 from __future__ import annotations
@@ -327,17 +328,6 @@ def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
     return re.match(r"raise\s+[A-Za-z_][\w.]*\s*\(", line) is not None
 
 
-# JAX internals removed in recent releases, with what replaces them.
-REMOVED_APIS = {
-    "not_mapped": "use `None` for an unbatched dim (`d is None`); batching.not_mapped was removed in JAX 0.10",
-    "NotMapped": "use `None` (`type(None)`) for an unbatched dim",
-    "Primitive": "import it from `jax.extend.core` (`from jax.extend.core import Primitive`)",
-    "ShapedArray": "import it from `jax.core` (`from jax.core import ShapedArray`)",
-    "xla_client": "use `jax.ffi` / `jax.extend` instead of `jax.lib.xla_client`",
-    "zeros_like_array": "use `jnp.zeros_like(x)` (or `ad.instantiate_zeros(t)` for a tangent)",
-}
-
-
 def removed_api(exc: BaseException) -> tuple[str, str] | None:
     """(module, attribute) when `exc` says a `jax` module has no such attribute (a removed or moved API)."""
     if not isinstance(exc, AttributeError):
@@ -349,13 +339,9 @@ def removed_api(exc: BaseException) -> tuple[str, str] | None:
     return (parts[1], parts[3]) if len(parts) >= 4 else None
 
 
-# Removed APIs with a drop-in replacement expression, so the fix can show the user's line corrected.
-_DROP_IN = {"not_mapped": "None", "zeros_like_array": "jnp.zeros_like"}
-
-
 def removed_api_finding(exc: BaseException, where: str, location: Location | None) -> Finding:
     module, attr = removed_api(exc) or ("jax", "?")
-    advice = REMOVED_APIS.get(attr, f"look up what replaced `{module}.{attr}` in the JAX changelog")
+    advice = _compat.removed_api_advice(module, attr)
     return rules.REMOVED_JAX_API.finding(
         where=where,
         module=module,
@@ -372,10 +358,10 @@ def _corrected_line(location: Location | None, attr: str) -> str:
     import ast
     import linecache
 
-    if location is None or attr not in _DROP_IN:
+    if location is None or attr not in _compat.DROP_IN:
         return ""
     text = linecache.getline(os.path.abspath(location.path), location.line).split("#")[0].strip()
-    fixed = re.sub(rf"(?:\b\w+\.)*\b{re.escape(attr)}\b", _DROP_IN[attr], text)
+    fixed = re.sub(rf"(?:\b\w+\.)*\b{re.escape(attr)}\b", _compat.DROP_IN[attr], text)
     try:
         ast.parse(fixed)
     except SyntaxError:

@@ -45,6 +45,7 @@ from ._base import (
     UndefinedPrimal,
     Zero,
     _ad,
+    config_values,
     custom_jvp_type,
     custom_vjp_type,
     custom_vmap_type,
@@ -105,6 +106,7 @@ from ._registries import (
     lowering_rule,
     registered_rules,
     registration_keys,
+    rule_registries,
     transpose_rule,
 )
 from ._state import (
@@ -120,8 +122,10 @@ from ._state import (
 )
 from ._platform import accelerator_only_lowering, is_platform_error, lowering_platforms
 from ._removed import (
+    DROP_IN,
     REMOVED_BY_JAX,
     REMOVED_IN_NEWER_JAX,
+    removed_api_advice,
     removed_api_uses,
     removed_apis_still_here,
 )
@@ -145,6 +149,7 @@ __all__ = [
     "JAXLIB_VERSION",
     "JAX_VERSION",
     "REMOVED_BY_JAX",
+    "DROP_IN",
     "REMOVED_IN_NEWER_JAX",
     "SEQUENTIAL_VMAP_METHODS",
     "ClosedJaxpr",
@@ -166,6 +171,7 @@ __all__ = [
     "batching_rule",
     "batching_rule_is_fancy",
     "batching_rule_leading_args",
+    "config_values",
     "custom_jvp_parts",
     "custom_jvp_type",
     "custom_vjp_parts",
@@ -219,6 +225,8 @@ __all__ = [
     "record_primitive_binds",
     "registered_rules",
     "registration_keys",
+    "rule_registries",
+    "removed_api_advice",
     "removed_api_uses",
     "removed_apis_still_here",
     "resolve_positional",

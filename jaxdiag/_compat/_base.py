@@ -73,6 +73,20 @@ def x64_enabled() -> bool:
     return bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]  # flags are read as attributes
 
 
+def config_values() -> dict[str, Any]:
+    """Every JAX config option by name with its value as this thread sees it (a context-local override such as
+    `jax.enable_x64(True)` included). `jax.config.values` lists every option; a state option's current value is its
+    holder's `value`, which the attribute spelling cannot reach for every option (`jax_dump_ir_to`)."""
+    config = jax.config
+    values: dict[str, Any] = dict(config.values)
+    for name, holder in getattr(config, "_value_holders", {}).items():
+        try:
+            values[name] = holder.value
+        except AttributeError:  # a holder without a value of its own: the global value above stands
+            pass
+    return values
+
+
 def device_array(x: Any) -> Any:
     """`jnp.asarray(x)` without a compilation: from jax 0.10 on, `jnp.asarray` of a NumPy array binds
     `lax.stage`, an identity program XLA compiles once per shape and dtype; `jax.device_put` copies the same

@@ -171,6 +171,17 @@ def _all_tables() -> dict[str, dict]:
     return tables
 
 
+def rule_registries() -> dict[str, dict]:
+    """Every rule registry JAX keeps, by name, as the live tables: batching (`primitive_batchers` and the legacy
+    and axis tables), JVPs, transposes (with `fancy_transposes`), and the lowerings (generic and per platform).
+    For tests that prove a run leaves them as it found them."""
+    tables = {**_all_tables(), "axis_batching": _axis_batching_table()}
+    fancy = getattr(_ad, "fancy_transposes", None)
+    if isinstance(fancy, dict):
+        tables["fancy_transpose"] = fancy
+    return tables
+
+
 def registration_keys() -> dict[str, set]:
     """The keys of every rule registry, to drop later what a module jaxdiag loaded itself registered."""
     return {name: set(table) for name, table in _all_tables().items()}

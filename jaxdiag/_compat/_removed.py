@@ -16,10 +16,13 @@ from ._registries import _closure_vars
 # --- public JAX attributes that newer releases removed (what an old release cannot show by running a rule) ---
 # ---------------------------------------------------------------------------------------------------------------
 
+# THE table of removed JAX attributes (the JXR008 finding's advice and the JXN003 portability note both read it).
 # Attributes present on jax 0.5.3 and absent from jax 0.10.2, measured by diffing `dir()` of each module on the two
-# releases (only those extension code plausibly uses). On a release that removed them, a rule using one raises
-# AttributeError when it runs, which the checks report as JXR008. On a release that still has them nothing fails,
-# so `removed_api_uses` finds them in the rule's code instead. The value is the replacement, where there is one.
+# releases (only those extension code plausibly uses), plus `jax.core.Primitive` and `jax.interpreters.xla`'s
+# `ShapedArray`, which moved. On a release that removed them, a rule using one raises AttributeError when it runs,
+# which the checks report as JXR008 with this advice (`removed_api_advice`). On a release that still has them
+# nothing fails, so `removed_api_uses` finds them in the rule's code instead. The value is the replacement, where
+# there is one; DROP_IN holds those that are a drop-in expression, so a fix can rewrite the user's line.
 REMOVED_BY_JAX = "0.10"  # the release the table was measured against, for messages (never compared)
 REMOVED_IN_NEWER_JAX: dict[str, dict[str, str]] = {
     "jax.interpreters.batching": {
@@ -53,9 +56,10 @@ REMOVED_IN_NEWER_JAX: dict[str, dict[str, str]] = {
         "mapped_aval": "", "unmapped_aval": "", "new_jaxpr_eqn": "", "call": "", "call_impl": "",
         "CallPrimitive": "", "UnshapedArray": "use `ShapedArray`", "DShapedArray": "use `ShapedArray`",
         "valid_jaxtype": "", "primal_dtype_to_tangent_dtype": "", "check_jaxpr": "", "subjaxprs": "",
-        "find_top_trace": "",
+        "find_top_trace": "", "Primitive": "import it from `jax.extend.core` (`from jax.extend.core import Primitive`)",
     },
-    "jax.interpreters.xla": {"canonicalize_dtype": "use `jax.dtypes.canonicalize_dtype`"},
+    "jax.interpreters.xla": {"canonicalize_dtype": "use `jax.dtypes.canonicalize_dtype`",
+                             "ShapedArray": "import it from `jax.core` (`from jax.core import ShapedArray`)"},
     "jax.lax": {"zeros_like_array": "use `jnp.zeros_like(x)` (or `ad.instantiate_zeros(t)` for a tangent)"},
     "jax.lib": {
         "xla_client": "use `jax.ffi` / `jax.extend` instead of `jax.lib.xla_client`",
@@ -63,6 +67,24 @@ REMOVED_IN_NEWER_JAX: dict[str, dict[str, str]] = {
     },
     "jax.custom_derivatives": {"custom_jvp_call_jaxpr_p": "", "custom_vjp_call_jaxpr_p": ""},
 }
+
+
+# Removed attributes whose replacement is an expression that fits where the old name stood.
+DROP_IN = {"not_mapped": "None", "zeros_like_array": "jnp.zeros_like"}
+
+
+def removed_api_advice(module: str, attr: str) -> str:
+    """What to use instead of `module.attr` (a `jax` module attribute a rule read and this JAX lacks), from the table:
+    the entry of that module, else of any module with that attribute (a name read through a re-exporting module),
+    else a pointer to the changelog."""
+    public = module.replace("jax._src.", "jax.", 1)
+    known = [REMOVED_IN_NEWER_JAX.get(public, {})] + list(REMOVED_IN_NEWER_JAX.values())
+    advice = next((table[attr] for table in known if table.get(attr)), "")
+    if not advice:
+        return f"look up what replaced `{module}.{attr}` in the JAX changelog"
+    if attr in REMOVED_IN_NEWER_JAX.get(public, {}):  # measured there: say when it went
+        advice += f"; `{public}.{attr}` was removed in JAX {REMOVED_BY_JAX}"
+    return advice
 
 
 def _public_module_name(module: Any) -> str:

@@ -8,8 +8,9 @@ that depends on a rule (`st.blocked[rules.X]`) holds the `Rule` object, never a 
 
 One module per prefix: `JXR` registration, `JXB` batching, `JXG` differentiation, `JXV` custom_vmap, `JXS`
 sharding, `JXU` user code that stopped a check (exit, crash, time limit), `JXN` notes about the run (info only).
-A rule whose severity would depend on the context is two rules, linked by `variant_of` (a missing JVP rule is a
-note under `check` and an error under `grad`).
+A rule whose severity would depend on the context is two rules: the variant is declared with
+`variant(parent, code, name, severity, differs=...)`, inherits the parent's text, and is covered by every selector
+or suppression naming the parent (a missing JVP rule is a note under `check` and an error under `grad`).
 
 Severities: `error` (fails or is wrong under a JAX transformation, or the user's rules contradict each other),
 `warning` (likely unintended but can be deliberate), `info` (what jaxdiag inferred or skipped).
@@ -28,6 +29,7 @@ from ._catalog import (
     SEVERITIES,
     Rule,
     template_fields,
+    variant,
 )
 from ._custom_vmap import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._differentiation import *  # noqa: F403  (each rule module defines only Rule constants)
@@ -37,7 +39,7 @@ from ._sharding import *  # noqa: F403  (each rule module defines only Rule cons
 from ._user_code import *  # noqa: F403  (each rule module defines only Rule constants)
 
 __all__ = ["CATEGORIES", "DEPRECATED", "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
-           "matches", "normalize_codes", "rule", "template_fields", "validate_codes"]
+           "matches", "normalize_codes", "rule", "template_fields", "validate_codes", "variant"]
 
 # Old codes users may have written in --select/--ignore, pyproject.toml or inline comments, and what they stand for
 # now. `None`: the code is gone and selects nothing (JXR905 import-failed is a blocking problem, not a rule).
@@ -99,7 +101,9 @@ def normalize_codes(codes: Iterable[str]) -> tuple[list[str], list[str]]:
 
 
 def matches(code: str, selectors: list[str] | tuple[str, ...]) -> bool:
-    """True when `code` is named by any selector: `*`, a full code or a prefix (`JXG`, `JXB0`). Deprecated codes
-    in `selectors` stand for their replacements."""
+    """True when `code` is named by any selector: `*`, a full code or a prefix (`JXG`, `JXB0`), of the rule itself
+    or of a rule it is a variant of (`--ignore JXR007` also ignores JXR014, as mypy's `sub_code_of`). Deprecated
+    codes in `selectors` stand for their replacements."""
     normalized, _ = normalize_codes(selectors)
-    return any(s == "*" or code.startswith(s) for s in normalized)
+    lineage = RULES[code].lineage if code in RULES else (code,)
+    return any(s == "*" or any(c.startswith(s) for c in lineage) for s in normalized)

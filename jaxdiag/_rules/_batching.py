@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._catalog import Rule
+from ._catalog import VS_LOOP_MESSAGE, X64_ONLY_FIX, X64_ONLY_MESSAGE, Rule, variant
 
 BATCH_DIM_OUT_OF_RANGE = Rule(
     "JXB001", "batch-dim-out-of-range", "error",
@@ -56,7 +56,7 @@ BATCH_RESULT_MISMATCH = Rule(
     "The rule computes something else than the primitive under a batch, typically because it assumes the batch "
     "axis is at 0 or that every argument is batched: results are silently wrong.",
     "jxb005_bad.py", "jxb005_good.py",
-    message="vmap differs from the per-example loop: {evidence}",
+    message=VS_LOOP_MESSAGE,
     fix="{fix}",
 )
 BATCHING_RULE_RAISED = Rule(
@@ -91,9 +91,8 @@ X64_ONLY_BATCHING = Rule(
     "here, with the original rule's code, evidence and fix.",
     "Real for users who enable x64, invisible to everyone else: often a hard-coded 32-bit dtype in the rule.",
     "jxb015_bad.py", "jxb015_good.py",
-    message="Only under x64 ({wide}): {original} {evidence} With {narrow} and x64 off the same check passes, so "
-            "this shows only when jax_enable_x64 is on.",
-    fix="{fix} If your code never enables x64, this does not affect you.",
+    message=X64_ONLY_MESSAGE,
+    fix=X64_ONLY_FIX,
 )
 MULTIPLE_RESULTS_STRUCTURE = Rule(
     "JXB007", "multiple-results-structure", "error",
@@ -213,18 +212,12 @@ FFI_LEGACY_VECTORIZED = Rule(
     fix="Replace it at {line} with {advice}.",
     depends_on_values=False,
 )
-FFI_VMAP_METHOD_FALLBACK = Rule(
-    "JXB023", "ffi-vmap-method-fallback", "warning",
-    "An `ffi_call` / `pure_callback` has no `vmap_method`; this JAX release still runs it under `vmap` with a "
-    "deprecated sequential fallback.",
-    "Reads `vmap_method` from every `ffi_call`/`pure_callback` equation in the jaxpr, and tries `broadcast_all` and "
-    "`expand_dims` on the kernel to say which choice is correct.",
-    "Works today (one kernel call per example, with a DeprecationWarning) and fails on newer JAX with "
-    "`NotImplementedError: vmap is only supported for the ffi_call primitive when vmap_method is one of ...`, "
-    "reported there as JXB020 (an error).",
-    "jxb020_bad.py", "jxb020_good.py",
-    message="{call_describe}{call_where} has no vmap_method (None), so {consequence}.",
-    fix="Pass `vmap_method=` to the {primitive} at {line}: {choices}. {which_methods_work}",
-    variant_of="JXB020",
-    depends_on_values=False,
+FFI_VMAP_METHOD_FALLBACK = variant(
+    FFI_VMAP_METHOD_MISSING, "JXB023", "ffi-vmap-method-fallback", "warning",
+    differs="On a JAX release that still runs a call without `vmap_method` sequentially (0.5): a warning there.",
+    summary="An `ffi_call` / `pure_callback` has no `vmap_method`; this JAX release still runs it under `vmap` with "
+            "a deprecated sequential fallback.",
+    why="Works today (one kernel call per example, with a DeprecationWarning) and fails on newer JAX with "
+        "`NotImplementedError: vmap is only supported for the ffi_call primitive when vmap_method is one of ...`, "
+        "reported there as JXB020 (an error).",
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.resources
 import string
 from dataclasses import dataclass
@@ -36,6 +37,13 @@ SAMPLES_DIR = _samples_dir()
 
 RULES: dict[str, Rule] = {}
 
+# Wording shared by sibling rules of two families (the same kind of finding about a primitive's batching rule and a
+# custom_vmap rule, or about batching and differentiation under x64): written once here.
+VS_LOOP_MESSAGE = "vmap differs from the per-example loop: {evidence}"
+X64_ONLY_MESSAGE = ("Only under x64 ({wide}): {original} {evidence} With {narrow} and x64 off the same check passes, "
+                    "so this shows only when jax_enable_x64 is on.")
+X64_ONLY_FIX = "{fix} If your code never enables x64, this does not affect you."
+
 
 def template_fields(template: str) -> set[str]:
     """The named fields of a `str.format` template (`"{owner} returned {dim}"` -> {"owner", "dim"})."""
@@ -58,9 +66,11 @@ class Rule:
     good_sample: str | None = None
     message: str = ""
     fix: str = ""
-    # The code of the rule reporting the same defect in another context (a missing JVP rule is a note under
-    # `check`, which cannot know whether anyone differentiates the primitive, and an error under `grad`).
+    # A variant reports its parent's defect in another context (a missing JVP rule is a note under `check`, which
+    # cannot know whether anyone differentiates the primitive, and an error under `grad`). Declared with
+    # `variant(parent, ...)`: the parent's code here, and `differs` says what differs, in one sentence.
     variant_of: str | None = None
+    differs: str = ""
     # Whether the evidence can depend on the values drawn. False for a registration, a rule's signature, a shape,
     # dtype or pytree structure, or an exception from a rule or a transformation (rules see the same avals on
     # every draw): such findings are never re-tried on fresh draws (`_fresh_draws.py`). A target that itself
@@ -80,7 +90,16 @@ class Rule:
         assert self.code[:3] != NOTE_PREFIX or self.severity == "info", f"{self.code}: notes are info"
         assert self.message, f"{self.code}: a rule needs a message template"
         assert not self.leaves_unverified or self.leaves_unverified in NOT_VERIFIED_REASONS, self.leaves_unverified
+        assert not self.variant_of or (self.variant_of in RULES and self.differs), \
+            f"{self.code}: declare a variant with variant(parent, ..., differs=...) after its parent"
         RULES[self.code] = self
+
+    @property
+    def lineage(self) -> tuple[str, ...]:
+        """This rule's code, then its parent's, its parent's parent's...: a selector naming any of them names this
+        rule (`--ignore JXR007` also ignores its variant JXR014), as mypy's `sub_code_of` does."""
+        parent = RULES.get(self.variant_of) if self.variant_of else None
+        return (self.code, *(parent.lineage if parent else ()))
 
     @property
     def category(self) -> str:
@@ -125,3 +144,18 @@ class Rule:
             fix=self.fix.format(**fields),
             location=location,
         )
+
+
+_OWN = ("code", "name", "severity", "variant_of", "differs")
+
+
+def variant(parent: Rule, code: str, name: str, severity: str, *, differs: str, **changes: Any) -> Rule:
+    """A rule for `parent`'s defect in another context, declared as (parent, what differs): it inherits every field
+    of the parent (summary, explanation, samples, message and fix templates, `depends_on_values`) but those
+    `changes` replace, so the shared wording is written once. `--select`/`--ignore`, per-target ignores and inline
+    suppressions naming the parent cover the variant too (`Rule.lineage`)."""
+    unknown = set(changes) - {f.name for f in dataclasses.fields(Rule)} | set(changes) & set(_OWN)
+    assert not unknown, f"{code}: variant() cannot change {sorted(unknown)}"
+    inherited = {f.name: getattr(parent, f.name) for f in dataclasses.fields(Rule) if f.name not in _OWN}
+    return Rule(code=code, name=name, severity=severity, variant_of=parent.code, differs=differs,
+                **{**inherited, **changes})

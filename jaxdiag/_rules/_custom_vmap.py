@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._catalog import Rule
+from ._catalog import VS_LOOP_MESSAGE, Rule
 
 VMAP_OUT_BATCHED_STRUCTURE = Rule(
     "JXV001", "out-batched-structure", "error",
@@ -46,7 +46,7 @@ VMAP_RESULT_MISMATCH = Rule(
     "A rule that ignores `in_batched` can work by accident for one combination and be wrong or crash for "
     "another.",
     "jxv004_bad.py", "jxv004_good.py",
-    message="vmap differs from the per-example loop: {evidence}",
+    message=VS_LOOP_MESSAGE,
     fix="{fix}",
 )
 VMAP_RULE_RAISED = Rule(

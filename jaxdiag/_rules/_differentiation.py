@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._catalog import Rule
+from ._catalog import X64_ONLY_FIX, X64_ONLY_MESSAGE, Rule
 
 JVP_MISMATCH = Rule(
     "JXG001", "jvp-numerical-mismatch", "error",
@@ -217,9 +217,8 @@ X64_ONLY_DIFFERENTIATION = Rule(
     "Real for users who enable x64, invisible to everyone else: often a hard-coded float32 in a derivative rule, "
     "so cotangents or tangents come back in the wrong precision.",
     "jxg026_bad.py", "jxg026_good.py",
-    message="Only under x64 ({wide}): {original} {evidence} With {narrow} and x64 off the same check passes, so "
-            "this shows only when jax_enable_x64 is on.",
-    fix="{fix} If your code never enables x64, this does not affect you.",
+    message=X64_ONLY_MESSAGE,
+    fix=X64_ONLY_FIX,
 )
 JVP_NOT_LINEAR = Rule(
     "JXG020", "jvp-not-linear", "error",
@@ -281,6 +280,8 @@ SECOND_ORDER_MISMATCH = Rule(
     message="Second derivatives differ from the numerical ones: {evidence}",
     fix="{fix}",
 )
+# Not a variant of JXG019: a failure is another defect than a mismatch, and a suppressed deliberate mismatch
+# (`# jaxdiag: ignore[JXG019]`, which that rule's fix suggests) must not hide second derivatives that fail.
 SECOND_ORDER_FAILURE = Rule(
     "JXG023", "second-order-failure", "error",
     "Second derivatives fail (grad of grad, jvp of vjp), or the two modes disagree with each other.",
@@ -291,5 +292,4 @@ SECOND_ORDER_FAILURE = Rule(
     None, None,
     message="Second derivatives fail or disagree: {evidence}",
     fix="{fix}",
-    variant_of="JXG019",
 )

@@ -7,7 +7,8 @@ blocking problems (`jaxdiag._report.Problem`) that no `--select`/`--ignore` or s
 
 from __future__ import annotations
 
-from ._catalog import Rule
+from ._catalog import Rule, variant
+from ._differentiation import DERIVATIVE_RULE_RAISED, SECOND_ORDER_FAILURE
 
 INPUTS_INFERRED = Rule(
     "JXN001", "inputs-inferred", "info",
@@ -60,29 +61,31 @@ DEPRECATED_CODE = Rule(
     message="{old} is a deprecated code{meaning}.",
     fix="{action}",
 )
-FUNCTION_GRAD_NOT_CHECKED = Rule(
-    "JXN007", "function-grad-not-checked", "info",
-    "`jax.grad` of a function found by `jaxdiag check` fails, so its gradient was not checked.",
-    "`jaxdiag check` walks functions nobody may differentiate (one calling an `ffi_call` or a `pure_callback`); "
-    "when `jax.grad` of one fails outside any rule jaxdiag can blame, it says so here. `jaxdiag grad` on the same "
-    "function reports JXG017 (an error): there you asked for its gradient.",
-    "Only a problem if something differentiates the function.",
+FUNCTION_GRAD_NOT_CHECKED = variant(
+    DERIVATIVE_RULE_RAISED, "JXN007", "function-grad-not-checked", "info",
+    differs="Under `jaxdiag check`, for a function nobody may differentiate, outside any rule jaxdiag can blame: "
+            "a note.",
+    summary="`jax.grad` of a function found by `jaxdiag check` fails, so its gradient was not checked.",
+    what="`jaxdiag check` walks functions nobody may differentiate (one calling an `ffi_call` or a `pure_callback`); "
+         "when `jax.grad` of one fails outside any rule jaxdiag can blame, it says so here. `jaxdiag grad` on the "
+         "same function reports JXG017 (an error): there you asked for its gradient.",
+    why="Only a problem if something differentiates the function.",
+    bad_sample=None, good_sample=None, depends_on_values=True,
     message="jax.grad of {function} fails: {error}.{hint} Its gradient was not checked.",
     fix="If it is differentiated, {remedy}; then run `jaxdiag grad`.",
-    variant_of="JXG017",
 )
-SECOND_ORDER_NOT_CHECKED = Rule(
-    "JXN008", "second-order-not-checked", "info",
-    "Grad of grad (or jvp of vjp) fails for a custom rule found by `jaxdiag check`, so second derivatives were "
-    "not checked.",
-    "Many rules are never differentiated twice, so under `check` a failing second derivative is a note; "
-    "`jaxdiag grad --order 2` reports it as JXG023 (an error): there you asked for second derivatives.",
-    "Hessians, `jax.hessian` and Newton steps fail if anything differentiates the rule twice.",
+SECOND_ORDER_NOT_CHECKED = variant(
+    SECOND_ORDER_FAILURE, "JXN008", "second-order-not-checked", "info",
+    differs="Under `jaxdiag check`, which cannot know whether anything differentiates the rule twice: a note.",
+    summary="Grad of grad (or jvp of vjp) fails for a custom rule found by `jaxdiag check`, so second derivatives "
+            "were not checked.",
+    what="Many rules are never differentiated twice, so under `check` a failing second derivative is a note; "
+         "`jaxdiag grad --order 2` reports it as JXG023 (an error): there you asked for second derivatives.",
+    why="Hessians, `jax.hessian` and Newton steps fail if anything differentiates the rule twice.",
     message="{how} of {function} fails: {error}. First-order gradients work, but Hessians, jax.hessian and "
             "Newton steps fail.",
     fix="If second derivatives are needed, write the rule with differentiable jax.numpy operations (no NumPy, no "
         "Python control flow on values, no pure_callback without its own derivative).",
-    variant_of="JXG023",
 )
 INPUTS_RECORDED = Rule(
     "JXN010", "inputs-recorded", "info",

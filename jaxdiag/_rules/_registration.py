@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._catalog import Rule
+from ._catalog import Rule, variant
 
 MISSING_IMPL = Rule(
     "JXR001", "missing-impl", "error",
@@ -143,51 +143,31 @@ TARGET_RAISED = Rule(
     fix="If these inputs are not what it expects, pass matching ones with --arg (e.g. --arg f32[4,3]); "
         "otherwise fix the {where} so that one example runs.",
 )
-VMAP_WITHOUT_BATCHING_RULE = Rule(
-    "JXR012", "vmap-without-batching-rule", "error",
-    "`jaxdiag batching` was asked to check a primitive that has no batching rule: `jax.vmap` of it fails.",
-    "Checks that a rule is registered in `batching.primitive_batchers` before running any vmap check.",
-    "`vmap` fails with `NotImplementedError: Batching rule for '<name>' not implemented`. The same defect is "
-    "JXR005 (a warning) under `jaxdiag check`, which cannot know whether the primitive is ever vmapped.",
-    "jxr005_bad.py", "jxr005_good.py",
-    message="{var} has no batching rule: `jax.vmap` (and `jax.jacfwd`) of anything using it fails with "
-            "`NotImplementedError: Batching rule for '{prim_name}' not implemented`.",
-    fix="{fix}",
-    variant_of="JXR005",
-    depends_on_values=False,
+VMAP_WITHOUT_BATCHING_RULE = variant(
+    MISSING_BATCHING_RULE, "JXR012", "vmap-without-batching-rule", "error",
+    differs="Reported by `jaxdiag batching`, which was asked to vmap the primitive: an error there.",
+    summary="`jaxdiag batching` was asked to check a primitive that has no batching rule: `jax.vmap` of it fails.",
+    what="Checks that a rule is registered in `batching.primitive_batchers` before running any vmap check.",
+    why="`vmap` fails with `NotImplementedError: Batching rule for '<name>' not implemented`. The same defect is "
+        "JXR005 (a warning) under `jaxdiag check`, which cannot know whether the primitive is ever vmapped.",
 )
-GRAD_WITHOUT_JVP_RULE = Rule(
-    "JXR013", "grad-without-jvp-rule", "error",
-    "`jaxdiag grad` was asked to differentiate a primitive that has no JVP rule: `jax.grad`, `jax.jvp` and "
-    "`jacfwd` fail.",
-    "Checks that a rule is registered in `ad.primitive_jvps` (for example with `ad.defjvp`).",
-    "Differentiation fails with `NotImplementedError: Differentiation rule for '<name>' not implemented`. The same "
-    "defect is JXR006 (a note) under `jaxdiag check`, which cannot know whether the primitive is differentiated.",
-    "jxr006_bad.py", "jxr006_good.py",
-    message="{prim} has no JVP rule: jax.grad, jax.jvp and jacfwd fail with `NotImplementedError: "
-            "Differentiation rule for '{prim}' not implemented`.",
-    fix="Register one: `ad.defjvp({var}, lambda g, {args}, **params: ...)` (one function per argument), "
-        "or `ad.primitive_jvps[prim] = rule` with rule(primals, tangents, **params) -> (primal_out, "
-        "tangent_out).",
-    variant_of="JXR006",
-    depends_on_values=False,
+GRAD_WITHOUT_JVP_RULE = variant(
+    MISSING_JVP_RULE, "JXR013", "grad-without-jvp-rule", "error",
+    differs="Reported by `jaxdiag grad`, which was asked to differentiate the primitive: an error there.",
+    summary="`jaxdiag grad` was asked to differentiate a primitive that has no JVP rule: `jax.grad`, `jax.jvp` and "
+            "`jacfwd` fail.",
+    why="Differentiation fails with `NotImplementedError: Differentiation rule for '<name>' not implemented`. The "
+        "same defect is JXR006 (a note) under `jaxdiag check`, which cannot know whether the primitive is "
+        "differentiated.",
 )
-GRAD_WITHOUT_TRANSPOSE_RULE = Rule(
-    "JXR014", "grad-without-transpose-rule", "error",
-    "`jaxdiag grad` was asked to differentiate a primitive whose JVP is linear (it binds the primitive on the "
-    "tangent) but that has no transpose rule: `jax.grad` fails.",
-    "Checks primitives whose JVP rule re-binds the primitive on tangents for an `ad.primitive_transposes` entry.",
-    "Forward mode works, but `jax.grad` fails with `NotImplementedError: Transpose rule (for reverse-mode "
-    "differentiation) for '<name>' not implemented`. The same defect is JXR007 (a warning) under `jaxdiag check`.",
-    "jxr007_bad.py", "jxr007_good.py",
-    message="{prim} is linear in its JVP (the JVP rule binds {prim} on the tangents) but has no transpose "
-            "rule: jax.jvp works, jax.grad with respect to {args_names} fails with `NotImplementedError: "
-            "Transpose rule (for reverse-mode differentiation) for '{prim}' not implemented`.",
-    fix="Register the adjoint: `ad.primitive_transposes[{var}] = lambda ct, {args}, **params: [...]` "
-        "returning one cotangent per argument (None for arguments that are not `ad.UndefinedPrimal`), or "
-        "use `ad.deflinear2`.",
-    variant_of="JXR007",
-    depends_on_values=False,
+GRAD_WITHOUT_TRANSPOSE_RULE = variant(
+    MISSING_TRANSPOSE_RULE, "JXR014", "grad-without-transpose-rule", "error",
+    differs="Reported by `jaxdiag grad`, which was asked for reverse mode: an error there.",
+    summary="`jaxdiag grad` was asked to differentiate a primitive whose JVP is linear (it binds the primitive on "
+            "the tangent) but that has no transpose rule: `jax.grad` fails.",
+    why="Forward mode works, but `jax.grad` fails with `NotImplementedError: Transpose rule (for reverse-mode "
+        "differentiation) for '<name>' not implemented`. The same defect is JXR007 (a warning) under "
+        "`jaxdiag check`.",
 )
 PLATFORM_LOWERING_MISSING = Rule(
     "JXR015", "platform-lowering-missing", "warning",

@@ -118,7 +118,7 @@ def _structure_finding(ctx: Context, ev: Evidence, items: list[tuple[RuleCall, P
     prim, name = call.prim, _display(ctx, call.prim)
     rule_fn = _compat.batching_rule(prim)
     others = _other_variants([c for c, _ in items], call, name)
-    # Lead with the defect (the README table and one-line renderers show the first sentence), then the call.
+    # Lead with the defect (docs/jax-vs-jaxdiag.md and one-line renderers show the first sentence), then the call.
     texts = list(dict.fromkeys(p.text for c, p in items if c is call))
     first, rest = texts[0], [t[:1].upper() + t[1:] for t in texts[1:]]
     joint = (" " if first.startswith(("returned", "an output")) else
