@@ -10,9 +10,9 @@ __version__ = "0.1.0"
 
 # Public name -> the private module that defines it.
 _EXPORTS = {
-    "check_all": "_engine",
-    "check_batching": "_engine",
-    "check_grad": "_engine",
+    "check_all": "_api",
+    "check_batching": "_api",
+    "check_grad": "_api",
     "check_sharding": "_sharding",
     "check_module": "_lint",
     "UsageError": "_errors",
@@ -27,9 +27,9 @@ _EXPORTS = {
 }
 
 if _typing.TYPE_CHECKING:
-    from ._engine import check_all as check_all
-    from ._engine import check_batching as check_batching
-    from ._engine import check_grad as check_grad
+    from ._api import check_all as check_all
+    from ._api import check_batching as check_batching
+    from ._api import check_grad as check_grad
     from ._sharding import check_sharding as check_sharding
     from ._errors import TargetLoadError as TargetLoadError
     from ._errors import UsageError as UsageError

@@ -48,19 +48,19 @@ class JaxdiagFixture:
 
     def check_batching(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
         """`jaxdiag.check_batching(target, *args, in_axes=..., params={...})`: see its docstring."""
-        from ._engine import check_batching
+        from ._api import check_batching
 
         return _guarded(check_batching, target, *args, **kwargs)
 
     def check_grad(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
         """`jaxdiag.check_grad(target, *args, order=1, params={...})`: see its docstring."""
-        from ._engine import check_grad
+        from ._api import check_grad
 
         return _guarded(check_grad, target, *args, **kwargs)
 
     def check_all(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
         """Every check family on one target, as `jaxdiag check` runs them."""
-        from ._engine import check_all
+        from ._api import check_all
 
         return _guarded(check_all, target, *args, **kwargs)
 
