@@ -67,7 +67,10 @@ def _environment(env: dict[str, str]) -> None:
 def _capture(paths: tuple[str, str]) -> None:
     """File descriptors 1 and 2 (Python's prints, C's printf, the workers this process starts) go to files."""
     for fd, path in zip((1, 2), paths):
-        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError:  # the parent is gone and removed the run's folder: nobody to answer
+            os._exit(70)
         os.dup2(target, fd)
         os.close(target)
 

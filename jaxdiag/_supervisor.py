@@ -212,11 +212,9 @@ def _wait(proc: Any, receive: Any, timeout: float | None, progress: Progress | N
 
 def _stop(proc: Any, grace: float) -> None:
     """The child exits by itself right after its answer (within `grace`); otherwise (a hang, the time limit,
-    Ctrl-C) it is terminated, then killed."""
+    Ctrl-C) it is killed at once: it has nothing left to say, and must not print into the user's terminal while
+    this process removes its folder. `check`'s workers follow within a second (they watch their parent)."""
     proc.join(grace)
-    if proc.is_alive():
-        proc.terminate()
-        proc.join(2.0)
     if proc.is_alive():
         proc.kill()
         proc.join()
