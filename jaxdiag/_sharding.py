@@ -175,6 +175,9 @@ def run_in_child(entries: list[dict[str, Any]], mesh: tuple[int, ...], *, seed: 
             with open(paths["out"], encoding="utf-8") as result:
                 answer = json.load(result)
         except (OSError, ValueError):
+            status = _read_status(paths["status"])
+            if "target_started" in status and returncode is not None:  # the user's code ended or crashed it
+                return _timed_out(entries, _read_lines(paths["partial"]), status, timeout or 0.0, returncode)
             answer = {"internal_error": f"the child process exited with {returncode} without a report",
                       "traceback": stderr[-4000:]}
     finally:
@@ -277,11 +280,12 @@ def _read_lines(path: str) -> list[dict[str, Any]]:
 
 
 def _timed_out(entries: list[dict[str, Any]], finished: list[dict[str, Any]], stopped: dict[str, Any],
-               limit: float) -> Report:
-    """The reports of the targets finished before the stop; the JXU004 result (not verified: neither a defect of the
-    user's code nor a pass) on the target that ran past the limit, naming the check it was in; a JXN003 note on each
-    target the child did not reach."""
+               limit: float, exitcode: int | None = None) -> Report:
+    """The reports of the targets finished before the stop; on the target that was running, the JXU004 result (not
+    verified) when it ran past the limit, or JXU001/JXU002 when the child died under it (`exitcode`: the user's code
+    exited or crashed it), naming the check it was in; a JXN003 note on each target the child did not reach."""
     from . import _rules as rules
+    from ._outcomes import process_death_finding
 
     done = {item["entry"]: report_from_dict({"targets": item.get("targets", [])}).targets for item in finished
             if isinstance(item.get("entry"), int)}
@@ -310,16 +314,24 @@ def _timed_out(entries: list[dict[str, Any]], finished: list[dict[str, Any]], st
             report.anchors = [Location(**a) for a in stopped.get("anchors", [])]
             where_defined = stopped.get("location")
             location = Location(**where_defined) if where_defined else report.anchors[0] if report.anchors else None
-            report.findings = [rules.USER_CODE_TIMED_OUT.finding(
-                location=location, target=label, seconds=seconds, limit=limit,
-                check=check or "sharding", where=where)]
-            report.checks = [CheckResult(check or "sharding", "skipped", seconds,
-                                         f"stopped after the {limit:g} s time limit")]
+            if exitcode is not None:
+                died = process_death_finding(label, exitcode, check, where)
+                died.location = location
+                report.findings = [died]
+                report.checks = [CheckResult(check or "sharding", "failed", seconds, died.message)]
+            else:
+                report.findings = [rules.USER_CODE_TIMED_OUT.finding(
+                    location=location, target=label, seconds=seconds, limit=limit,
+                    check=check or "sharding", where=where)]
+                report.checks = [CheckResult(check or "sharding", "skipped", seconds,
+                                             f"stopped after the {limit:g} s time limit")]
         else:
             stopped_label = entries[running].get("label") or entries[running]["ref"]
+            why = ("ended the child process" if exitcode is not None
+                   else f"ran past the {limit:g} s time limit")
             report.findings = [rules.CHECK_SKIPPED.finding(
-                reason=f"sharding checks not run: the child process was stopped when {stopped_label} ran past the "
-                       f"{limit:g} s time limit", check="sharding")]
+                reason=f"sharding checks not run: the child process was stopped when {stopped_label} {why}",
+                check="sharding")]
         targets.append(report)
     return Report(targets, jaxdiag_version=__version__)
 

@@ -258,3 +258,16 @@ def test_signals_stop_the_child_and_leave_no_temporary_folder(signum, code, word
     assert proc.returncode == code and stderr == f"jaxdiag: error: {word}\n", stderr
     time.sleep(2)  # the worker sees its parent gone within a second
     assert set(Path(tempfile.gettempdir()).glob("jaxdiag-*")) <= before
+
+
+@pytest.mark.slow
+@pytest.mark.supervised
+def test_the_sharding_child_ended_by_user_code_is_that_targets_result(tmp_path):
+    (tmp_path / "m.py").write_text("import os\nimport jax.numpy as jnp\n\n\ndef f(x):\n    os._exit(0)\n"
+                                   "    return jnp.sin(x)\n")
+    done = subprocess.run([sys.executable, "-m", "jaxdiag", "sharding", "m.py:f", "--arg", "f32[8]", "--format",
+                           "json"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 5, done.stderr
+    data = json.loads(done.stdout)
+    assert data["summary"]["not_verified"] == [{"target": "m.py:f", "reason": "exited"}]
+    assert [f["code"] for f in data["targets"][0]["findings"]] == ["JXU001"]
