@@ -148,7 +148,9 @@ def test_assert_clean_raises_with_the_text_the_cli_prints(tmp_path, monkeypatch)
     monkeypatch.setattr(_engine, "ALL_CHECKS", [probe])
     (tmp_path / "ops.py").write_text(FUNCS)
     fixture = JaxdiagFixture()
-    fixture.assert_clean(fixture.check_grad("ops.py:clipped", "f32[3]"))
+    fixture.assert_clean(fixture.check_batching("ops.py:clipped", "f32[3]"))  # the probe is a batching check
+    with pytest.raises(AssertionError, match="NOT VERIFIED"):  # under grad no check runs: nothing is verified
+        fixture.assert_clean(fixture.check_grad("ops.py:clipped", "f32[3]"))
     report = fixture.check_batching("ops.py:smooth_bad", "f32[3]")
     with pytest.raises(AssertionError) as caught:
         fixture.assert_clean(report)
@@ -165,7 +167,7 @@ def test_fixture_in_a_users_test_suite(pytester, monkeypatch):
     pytester.makepyfile(ops=FUNCS)
     pytester.makepyfile(test_user=textwrap.dedent(f'''
         def test_clean(jaxdiag):
-            jaxdiag.assert_clean(jaxdiag.check_grad("ops.py:clipped", "f32[3]"))
+            jaxdiag.assert_clean(jaxdiag.check_batching("ops.py:clipped", "f32[3]"))
             jaxdiag.assert_clean(jaxdiag.check_all("ops.py:row_sum", "f32[3]"))
 
         def test_module(jaxdiag):

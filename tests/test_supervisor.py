@@ -8,10 +8,10 @@ Slow tier: the whole battery of probes through real child processes (tests/data/
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -248,16 +248,21 @@ def test_check_reports_every_target_whatever_the_others_do(jobs):
 @pytest.mark.supervised
 @pytest.mark.parametrize("signum, code, word", [(signal.SIGINT, 130, "interrupted"),
                                                 (signal.SIGTERM, 143, "terminated")])
-def test_signals_stop_the_child_and_leave_no_temporary_folder(signum, code, word):
-    before = set(Path(tempfile.gettempdir()).glob("jaxdiag-*"))
+def test_signals_stop_the_child_and_leave_no_temporary_folder(signum, code, word, tmp_path):
+    scratch = tmp_path / "tmp"  # this run's own temporary folder: other runs on the machine cannot blur the result
+    scratch.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "jaxdiag", "check", str(PROBES), "--no-cache", "-j", "1"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(8)  # into the run: the child and its worker are up
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(scratch)})
+    deadline = time.monotonic() + 120
+    while not list(scratch.glob("jaxdiag-run-*/jaxdiag-xla-*")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # into the run: the child made its scratch cache
+    time.sleep(2)
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == code and stderr == f"jaxdiag: error: {word}\n", stderr
     time.sleep(2)  # the worker sees its parent gone within a second
-    assert set(Path(tempfile.gettempdir()).glob("jaxdiag-*")) <= before
+    assert list(scratch.iterdir()) == []
 
 
 @pytest.mark.slow

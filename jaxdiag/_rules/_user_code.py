@@ -42,7 +42,8 @@ USER_CODE_RAISED_BASE_EXCEPTION = Rule(
     "so it escapes every handler. " + _RUN_APART,
     "A `BaseException` from a rule unwinds through JAX's tracing and the caller's error handling alike; a "
     "`KeyboardInterrupt` that nobody pressed looks like the user stopped the program.",
-    message="{target}: {how} while running {where}; its checks did not finish.",
+    message="{target}: {how} while running {where}; it escaped every `except Exception`, and the target's checks "
+            "stopped there.",
     fix="Raise an `Exception` subclass (ValueError, TypeError, a custom `class MyError(Exception)`) in the code "
         "that `{check}` calls{at}.",
     blocking=True, leaves_unverified="raised", depends_on_values=False,
