@@ -71,15 +71,18 @@ _MAX_ENTRY_BYTES = 64 * 1024 * 1024
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def user_cache_dir() -> Path:
-    """The per-user cache folder (XDG base directories; a relative `$XDG_CACHE_HOME` is invalid and ignored)."""
+def user_cache_dir() -> Path | None:
+    """The per-user cache folder (XDG base directories: a relative `$XDG_CACHE_HOME` is invalid and ignored); None
+    when there is no home folder to put it in (never a relative path, which would be the working folder)."""
     xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "jaxdiag"
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "jaxdiag"
+    home = os.path.expanduser("~")  # "~" itself when it cannot tell
+    return Path(home) / ".cache" / "jaxdiag" if os.path.isabs(home) else None
 
 
-def cache_root(config_source: str | None) -> Path:
-    """Next to the pyproject.toml that configures the run, else the per-user cache folder."""
+def cache_root(config_source: str | None) -> Path | None:
+    """Next to the pyproject.toml that configures the run, else the per-user cache folder (None: no cache)."""
     return Path(config_source).parent / CACHE_DIR_NAME if config_source else user_cache_dir()
 
 
@@ -94,8 +97,9 @@ def untrusted(root: Path) -> str | None:
         return exc.strerror or type(exc).__name__
     if not stat.S_ISDIR(info.st_mode):
         return "not a folder"
-    uid = os.getuid() if hasattr(os, "getuid") else None
-    if uid is not None and info.st_uid != uid:
+    if os.name != "posix":  # Windows: ACLs, not these bits, say who may write (st_mode shows 0o777 for any folder)
+        return None
+    if info.st_uid != os.getuid():
         return f"owned by uid {info.st_uid}"
     if info.st_mode & stat.S_IWOTH:
         return "writable by others"
@@ -124,6 +128,8 @@ def ensure_root(root: Path) -> str | None:
 def open_cache(config_source: str | None) -> ResultCache | None:
     """The result cache of one run, or None (with one warning line on stderr) when its folder is refused."""
     root = cache_root(config_source)
+    if root is None:
+        return None
     try:
         refused = ensure_root(root)
     except OSError:  # a read-only checkout: entries already there are still read, nothing is written
@@ -199,9 +205,9 @@ def _read_private_file(path: Path) -> bytes | None:
         return None
     try:
         info = os.fstat(fd)
-        uid = os.getuid() if hasattr(os, "getuid") else None
-        if (not stat.S_ISREG(info.st_mode) or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-                or (uid is not None and info.st_uid != uid) or info.st_size > _MAX_ENTRY_BYTES):
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_ENTRY_BYTES:
+            return None
+        if os.name == "posix" and (info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or info.st_uid != os.getuid()):
             return None
         with os.fdopen(fd, "rb", closefd=False) as handle:
             return handle.read(_MAX_ENTRY_BYTES + 1)

@@ -576,7 +576,8 @@ def check(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per target before it is stopped and "
                                             "reported (default: pyproject's timeout, else 300; 0: no limit).",
                                             metavar="S"),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Check every target again: do not read or write the result cache."),
+    no_cache: bool = typer.Option(False, "--no-cache",
+                                  help="Check every target again: do not read or write the result cache."),
     diff: bool = DiffOpt,
     fix: bool = FixOpt,
     show_jaxpr: bool = ShowJaxprOpt,

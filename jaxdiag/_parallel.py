@@ -328,7 +328,7 @@ def _xla_cache_dir(lint: Lint, settings: RunSettings) -> str | None:
     if settings.cache:
         root = _cache.cache_root(lint.config.source)
         try:
-            if _cache.ensure_root(root) is None:
+            if root is not None and _cache.ensure_root(root) is None:
                 return str(root / "xla")
         except OSError:  # a read-only checkout: no compilation cache either
             return None

@@ -338,6 +338,11 @@ def test_without_a_pyproject_the_cache_is_per_user_never_the_working_folder(
         assert _cache.cache_root(None) == home / ".cache" / "jaxdiag"
         monkeypatch.delenv("XDG_CACHE_HOME")
         assert _cache.cache_root(None) == home / ".cache" / "jaxdiag"
+        monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # no home folder at all: no cache
+        assert _cache.cache_root(None) is None
+        engine_calls.clear()
+        check_paths(["wrong.py"], cache=True)
+        assert engine_calls == ["wrong.py:cube"] and not list(work.glob(".jaxdiag_cache*"))
     finally:
         forget_modules(work)
 
@@ -381,6 +386,12 @@ def test_fix_writes_keep_the_file_mode_and_links_and_never_leave_half_a_file(
     assert write_fixes([fix]) == [str(link)]
     assert source.read_text() == "a = 1\nb = 3\n" and link.is_symlink()
     assert stat.S_IMODE(source.stat().st_mode) == 0o754
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.py", "rule.py"]
+
+    # a write that fails half-way (text the file's encoding cannot hold) leaves the file as it was, not truncated
+    with pytest.raises(UnicodeEncodeError):
+        write_fixes([Fix("unencodable", (SourceEdit(str(source), 1, 1, "a = '\udcff'\n"),))])
+    assert source.read_text() == "a = 1\nb = 3\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.py", "rule.py"]
 
     def full_disk(src: str, dst: str) -> None:
