@@ -125,6 +125,13 @@ def ensure_root(root: Path) -> str | None:
     return None
 
 
+def usable(config_source: str | None) -> bool:
+    """Whether the run may use its cache folder; when not, says why in one warning line on stderr. The CLI asks
+    this before it starts the child that runs the checks (whose stderr is the user code's captured output), and
+    turns the cache off when the answer is no."""
+    return open_cache(config_source) is not None
+
+
 def open_cache(config_source: str | None) -> ResultCache | None:
     """The result cache of one run, or None (with one warning line on stderr) when its folder is refused."""
     root = cache_root(config_source)

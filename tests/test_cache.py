@@ -94,6 +94,14 @@ def errors(report: Any) -> list[str]:
     return [f.code for t in report.targets for f in t.findings if f.severity != "info"]
 
 
+def without_seconds(report: Any) -> dict[str, Any]:
+    data = report.to_dict()
+    for target in data["targets"]:
+        for check in target["checks"]:
+            check["seconds"] = 0
+    return data
+
+
 def run_cli(*args: str) -> Any:
     return runner.invoke(app, ["check", "-j", "1", "--timeout", "0", *args])
 
@@ -224,22 +232,24 @@ def test_any_unexpected_entry_is_a_miss(genuine: tuple[str, dict[str, Any]], tmp
     assert cache.hits == 1 and cache.misses == 1
 
 
-@pytest.mark.parametrize("kind", ["severity nobody knows", "report missing a field", "a folder", "truncated"])
-def test_a_malformed_entry_neither_crashes_the_run_nor_loses_the_report(
-        cached_entry: tuple[Path, dict[str, Any], str], kind: str, engine_calls: list[str]) -> None:
-    path, entry, text = cached_entry
-    fresh = run_cli("--no-cache", "wrong.py")
-    assert fresh.exit_code == 1 and "JXG" in fresh.stdout
-    content = _garbage(entry, text)[kind]
+def _replace(path: Path, content: str | None) -> None:
     path.unlink()
     if content is None:
         path.mkdir()
     else:
         path.write_text(content)
+
+
+@pytest.mark.parametrize("kind", ["severity nobody knows", "report missing a field", "a folder", "truncated"])
+def test_a_malformed_entry_neither_crashes_the_run_nor_loses_the_report(
+        cached_entry: tuple[Path, dict[str, Any], str], kind: str, engine_calls: list[str]) -> None:
+    path, entry, text = cached_entry
+    fresh = check_paths(["wrong.py"])
+    _replace(path, _garbage(entry, text)[kind])
     engine_calls.clear()
-    result = run_cli("wrong.py")
+    again = check_paths(["wrong.py"], cache=True)
     assert engine_calls == ["wrong.py:cube"]
-    assert (result.exit_code, result.stdout) == (fresh.exit_code, fresh.stdout), result.stderr
+    assert without_seconds(again) == without_seconds(fresh) and errors(again)
 
 
 def test_an_entry_another_user_owns_or_can_write_is_a_miss(cached_entry: tuple[Path, dict[str, Any], str]) -> None:
@@ -272,34 +282,75 @@ def test_a_stored_entry_is_written_whole_and_private(cached_entry: tuple[Path, d
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("how", ["writable by others", "writable by group", "owned by another user"])
-def test_a_cache_folder_others_could_write_is_refused_with_a_warning(
-        project: Path, engine_calls: list[str], how: str) -> None:
-    check_paths(["wrong.py"], cache=True)
-    root = project / ".jaxdiag_cache"
+def _plant_clean_entry(root: Path) -> tuple[Path, dict[str, Any]]:
+    """What a planted entry looks like: well-formed, signed, and clean (the findings taken out)."""
     [path] = entries(root)
     outcome = json.loads(path.read_text())["outcome"]
     for report in outcome["reports"]:
         report["findings"] = []
-    key = path.stem
-    path.write_text(_signed(key, outcome))  # what a planted entry looks like: well-formed, signed, clean
+    path.write_text(_signed(path.stem, outcome))
+    return path, outcome
+
+
+def _refuse(root: Path, how: str) -> str:
+    """Make `root` a folder jaxdiag must refuse; returns the reason it gives."""
     if how == "writable by others":
         os.chmod(root, 0o707)
-        reason = "writable by others"
     elif how == "writable by group":
         os.chmod(root, 0o770)
-        reason = "writable by group"
     else:
         if os.getuid() != 0:
             pytest.skip("only root can give a folder away")
         os.chown(root, 12345, -1)
-        reason = "owned by uid 12345"
+        return "owned by uid 12345"
+    return how
+
+
+@pytest.mark.parametrize("how", ["writable by others", "writable by group", "owned by another user"])
+def test_a_cache_folder_others_could_write_is_refused_with_a_warning(
+        project: Path, engine_calls: list[str], how: str, capsys: pytest.CaptureFixture[str]) -> None:
+    check_paths(["wrong.py"], cache=True)
+    root = project / ".jaxdiag_cache"
+    path, outcome = _plant_clean_entry(root)
+    reason = _refuse(root, how)
+    capsys.readouterr()
     engine_calls.clear()
-    result = run_cli("wrong.py")
-    assert engine_calls == ["wrong.py:cube"] and result.exit_code == 1
-    assert result.stderr.splitlines() == [f"jaxdiag: warning: not using cache folder {root}: {reason}"]
+    report = check_paths(["wrong.py"], cache=True)
+    assert engine_calls == ["wrong.py:cube"] and errors(report)
+    assert capsys.readouterr().err.splitlines() == [f"jaxdiag: warning: not using cache folder {root}: {reason}"]
     assert json.loads(path.read_text())["outcome"] == outcome  # nothing written there either
     assert _cache.untrusted(root) == reason
+
+
+@pytest.mark.slow  # four `jaxdiag check` processes; the fast tier runs the same cases in this process
+def test_the_cli_never_passes_or_crashes_on_a_bad_entry_and_warns_of_a_refused_folder(project: Path) -> None:
+    fresh = run_cli("--format", "json", "wrong.py")
+    assert fresh.exit_code == 1, fresh.output
+    root = project / ".jaxdiag_cache"
+    [path] = entries(root)
+    text = path.read_text()
+    _plant_clean_entry(root)
+    planted = run_cli("--format", "json", "wrong.py")
+    assert planted.exit_code == 0  # the control: the CLI's run reads this very entry
+    _replace(path, _garbage(json.loads(text), text)["severity nobody knows"])
+    garbage = run_cli("--format", "json", "wrong.py")
+    assert garbage.exit_code == fresh.exit_code and _zeroed(garbage.stdout) == _zeroed(fresh.stdout)
+    path.unlink()
+    path.write_text(text)
+    _plant_clean_entry(root)
+    reason = _refuse(root, "writable by others")
+    refused = run_cli("--format", "json", "wrong.py")
+    assert refused.exit_code == fresh.exit_code and _zeroed(refused.stdout) == _zeroed(fresh.stdout)
+    assert refused.stderr.splitlines() == [f"jaxdiag: warning: not using cache folder {root}: {reason}"]
+
+
+def _zeroed(text: str) -> dict[str, Any]:
+    """A JSON report with its timings zeroed: the only part allowed to differ between two runs."""
+    data = json.loads(text)
+    for target in data["targets"]:
+        for check in target["checks"]:
+            check["seconds"] = 0
+    return data
 
 
 def test_the_compilation_cache_avoids_a_refused_folder(project: Path) -> None:
