@@ -275,7 +275,11 @@ def _conforms(value: Any, hint: Any) -> bool:
         return _conforms_record(value, hint)
     if origin is list:
         return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
-    if origin is tuple:  # JSON has no tuples: a list of the same length
+    if origin is typing.Literal:
+        return any(type(value) is type(a) and value == a for a in args)
+    if origin is tuple:  # JSON has no tuples: a list (of the same length, unless `tuple[X, ...]`)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
         return (isinstance(value, list) and len(value) == len(args)
                 and all(_conforms(v, a) for v, a in zip(value, args, strict=True)))
     if origin is dict:

@@ -8,6 +8,7 @@ entries and `--fix` write files whole or not at all.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -194,6 +195,25 @@ def cached_entry(project: Path) -> tuple[Path, dict[str, Any], str]:
     check_paths(["wrong.py"], cache=True)
     path, entry = only_entry(project)
     return path, entry, path.read_text()
+
+
+def test_every_field_of_a_report_passes_the_shape_check() -> None:
+    """A report with every optional part filled in is a valid outcome: no field's type is one the check refuses
+    (which would make every entry a miss, silently)."""
+    from jaxdiag import _rules
+    from jaxdiag._report import CheckResult, Location, Problem, TargetReport, target_report_to_dict
+
+    where = Location("m.py", 3, "f")
+    finding = _rules.INPUTS_INFERRED.finding(location=where, count=1, specs="f32[3]")
+    finding.diff, finding.jaxpr, finding.fix_verified = "--- a\n+++ b\n", "{ lambda ; }", True
+    report = TargetReport("m.py:f", "custom_jvp", inputs=["f32[3]"], module="m.py",
+                          checks=[CheckResult("jvp", "passed", 0.5, "fine"), CheckResult("vmap", "skipped", 0, "")],
+                          findings=[finding], problems=[Problem("import-failed", "boom", where, "fix it")],
+                          config_keys=["m.py:f"], anchors=[where])
+    outcome = json.loads(json.dumps({"reports": [target_report_to_dict(report)], "unchecked_lines": [["/a.py", 3]],
+                                     "usage_error": None, "complete": True}))
+    assert _cache.valid_outcome(outcome)
+    assert set(outcome) == {f.name for f in dataclasses.fields(_parallel.Outcome)}  # the mirror is up to date
 
 
 @pytest.fixture(scope="module")
