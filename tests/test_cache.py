@@ -343,6 +343,7 @@ def test_a_cache_folder_others_could_write_is_refused_with_a_warning(
 
 
 @pytest.mark.slow  # four `jaxdiag check` processes; the fast tier runs the same cases in this process
+@pytest.mark.supervised  # the real child: the refusal must reach the user's stderr, not the captured output
 def test_the_cli_never_passes_or_crashes_on_a_bad_entry_and_warns_of_a_refused_folder(project: Path) -> None:
     fresh = run_cli("--format", "json", "wrong.py")
     assert fresh.exit_code == 1, fresh.output
