@@ -1,18 +1,33 @@
-"""The `jaxdiag check` result cache: one JSON file per target in `.jaxdiag_cache/`, like ruff's and mypy's caches.
+"""The `jaxdiag check` result cache: one JSON file per target, like ruff's and mypy's caches.
+
+Where: `.jaxdiag_cache/` next to the pyproject.toml that configures the run (as ruff, mypy and pytest do); with no
+pyproject.toml, the per-user cache folder `$XDG_CACHE_HOME/jaxdiag` (else `~/.cache/jaxdiag`), never the working
+folder. A folder jaxdiag creates is private (0o700). A folder owned by another user, or writable by its group or by
+others, is refused with one warning line and the run goes on without the result cache: whoever can write there could
+plant a passing verdict.
 
 A stale verdict is worse than none, so the key is conservative. It covers:
 
 - the target itself (its label, kind and the attribute it is bound to);
 - the source of every module of the user's project it can depend on: its own module, every project module that
   module imports (read from the import statements, followed transitively) or holds a reference to (a function,
-  class or module in its namespace), the modules defining its registered rules, and the packages above them;
-  content hashes, not modification times;
+  class or module in its namespace), the modules defining its registered rules, and the packages above them
+  (importing a module runs its packages' `__init__`); content hashes, not modification times. A package's other
+  submodules are not among them: the import system sets `pkg.b` on `pkg` whenever anyone imports `pkg.b`, so that
+  attribute is no sign that `pkg` (or its submodule `pkg.a`) uses `pkg.b`; an `__init__` that imports `b` itself
+  names it in an import statement, which keeps it;
 - everything outside the source that changes a verdict or a report: jaxdiag (version and a hash of its own source,
   so a development checkout never reuses another build's results), JAX, jaxlib, Python and the platform, the
   installed distributions (the names of the `*.dist-info` folders on `sys.path`, which carry their versions),
   `JAX_*`/`XLA_*` environment variables, the working directory (reports hold paths relative to it), the seed,
   and the whole `[tool.jaxdiag]` table (per-target inputs among it). Results are stored unfiltered (the whole
   report is filtered once, after), so `--select`/`--ignore` are not part of the key.
+
+An entry cannot lie: it holds its own key and a digest of the key and its payload, and the payload must have
+exactly the shape of a stored outcome (every field, with its type and allowed values). Anything else (bad JSON, a
+truncated or edited file, an entry copied under another key, a folder or a link where a file should be, a file
+another user owns) is a miss, and the target is checked again. Entries are written whole or not at all (a temporary
+file, then `os.replace`).
 
 Only complete results are stored: a target whose run hit an internal error, a crashed worker or the time limit is
 checked again next time. Code that imports modules dynamically (`importlib.import_module` with a computed name)
@@ -26,8 +41,10 @@ import dataclasses
 import hashlib
 import json
 import os
+import stat
 import sys
-import tempfile
+import types
+import typing
 import weakref
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,38 +52,104 @@ from types import ModuleType
 from typing import Any
 
 from . import __version__
+from ._atomic import write_atomic
+from ._report import CHECK_STATUSES, PROBLEM_KINDS, SEVERITY_ORDER, CheckResult, Finding, Problem, TargetReport
 
 CACHE_DIR_NAME = ".jaxdiag_cache"
 # module object -> the hash of its file when this process first looked at it (weak: a module dropped from
 # sys.modules and imported again is a new object, possibly at the same address).
 _FIRST_SEEN: weakref.WeakKeyDictionary[ModuleType, str] = weakref.WeakKeyDictionary()
-# Bump when the stored layout changes.
-CACHE_FORMAT = 1
+# Bump when the stored layout changes (2: entries carry a digest of their key and payload).
+CACHE_FORMAT = 2
 _PACKAGE_DIR = Path(__file__).resolve().parent
+# An entry larger than this is not one jaxdiag wrote (a report is a few kB): not read, a miss.
+_MAX_ENTRY_BYTES = 64 * 1024 * 1024
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Where the cache lives
+# Where the cache lives, and whether it can be trusted
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def cache_root(config_source: str | None) -> Path:
-    """Next to the pyproject.toml that configures the run, else in the working directory."""
-    base = Path(config_source).parent if config_source else Path.cwd()
-    return base / CACHE_DIR_NAME
+def user_cache_dir() -> Path | None:
+    """The per-user cache folder (XDG base directories: a relative `$XDG_CACHE_HOME` is invalid and ignored); None
+    when there is no home folder to put it in (never a relative path, which would be the working folder)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "jaxdiag"
+    home = os.path.expanduser("~")  # "~" itself when it cannot tell
+    return Path(home) / ".cache" / "jaxdiag" if os.path.isabs(home) else None
 
 
-def ensure_root(root: Path) -> None:
-    """Create the cache folder with a `.gitignore` of `*` in it, as pytest's and ruff's caches do, so it is never
-    committed by accident."""
-    root.mkdir(parents=True, exist_ok=True)
+def cache_root(config_source: str | None) -> Path | None:
+    """Next to the pyproject.toml that configures the run, else the per-user cache folder (None: no cache)."""
+    return Path(config_source).parent / CACHE_DIR_NAME if config_source else user_cache_dir()
+
+
+def untrusted(root: Path) -> str | None:
+    """Why an existing cache folder must not be used (None: it may): another user's folder, or one its group or
+    others can write, could hold entries they planted. A folder that does not exist yet is no reason."""
+    try:
+        info = os.stat(root)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    if not stat.S_ISDIR(info.st_mode):
+        return "not a folder"
+    if os.name != "posix":  # Windows: ACLs, not these bits, say who may write (st_mode shows 0o777 for any folder)
+        return None
+    if info.st_uid != os.getuid():
+        return f"owned by uid {info.st_uid}"
+    if info.st_mode & stat.S_IWOTH:
+        return "writable by others"
+    if info.st_mode & stat.S_IWGRP:
+        return "writable by group"
+    return None
+
+
+def ensure_root(root: Path) -> str | None:
+    """Create the cache folder if needed (private: 0o700) with a `.gitignore` of `*` in it, as pytest's and ruff's
+    caches do, so it is never committed by accident. Returns why the folder must not be used (`untrusted`), None
+    when it may; raises OSError when it cannot be created (a read-only checkout)."""
+    refused = untrusted(root)
+    if refused is not None:
+        return refused
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    refused = untrusted(root)  # created by someone else between the two looks
+    if refused is not None:
+        return refused
     ignore = root / ".gitignore"
     if not ignore.exists():
-        ignore.write_text("# Created by jaxdiag: the `jaxdiag check` result cache.\n*\n", encoding="utf-8")
+        write_atomic(ignore, "# Created by jaxdiag: the `jaxdiag check` result cache.\n*\n", keep_mode=False)
+    return None
+
+
+def usable(config_source: str | None) -> bool:
+    """Whether the run may use its cache folder; when not, says why in one warning line on stderr. The CLI asks
+    this before it starts the child that runs the checks (whose stderr is the user code's captured output), and
+    turns the cache off when the answer is no."""
+    return open_cache(config_source) is not None
+
+
+def open_cache(config_source: str | None) -> ResultCache | None:
+    """The result cache of one run, or None (with one warning line on stderr) when its folder is refused."""
+    root = cache_root(config_source)
+    if root is None:
+        return None
+    try:
+        refused = ensure_root(root)
+    except OSError:  # a read-only checkout: entries already there are still read, nothing is written
+        refused = untrusted(root)
+    if refused is not None:
+        sys.stderr.write(f"jaxdiag: warning: not using cache folder {root}: {refused}\n")
+        return None
+    return ResultCache(root)
 
 
 class ResultCache:
-    """Get and put JSON outcomes by key. Writes are atomic; an unreadable entry is a miss."""
+    """Get and put JSON outcomes by key. Writes are atomic; an entry that is not exactly what `put` wrote for this
+    key is a miss."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -77,29 +160,164 @@ class ResultCache:
         return self.root / f"v{CACHE_FORMAT}" / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        outcome = self._read(key)
+        if outcome is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return outcome
+
+    def _read(self, key: str) -> dict[str, Any] | None:
+        raw = _read_private_file(self._path(key))
+        if raw is None:
+            return None
         try:
-            with open(self._path(key), encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError):
-            self.misses += 1
+            data = json.loads(raw)
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested deeper than the parser goes
             return None
-        if not isinstance(data, dict) or data.get("key") != key:
-            self.misses += 1
+        if not isinstance(data, dict) or set(data) != {"format", "key", "digest", "outcome"}:
             return None
-        self.hits += 1
-        return data.get("outcome")
+        if data["format"] != CACHE_FORMAT or data["key"] != key or not isinstance(data["digest"], str):
+            return None
+        outcome = data["outcome"]
+        try:
+            digest = _entry_digest(key, outcome)
+        except (TypeError, ValueError, RecursionError):
+            return None
+        if digest != data["digest"] or not valid_outcome(outcome):
+            return None
+        return outcome
 
     def put(self, key: str, outcome: dict[str, Any]) -> None:
         path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            ensure_root(self.root)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"key": key, "outcome": outcome}, handle)
-            os.replace(tmp, path)
+            text = json.dumps({"format": CACHE_FORMAT, "key": key, "digest": _entry_digest(key, outcome),
+                               "outcome": outcome})
+        except (TypeError, ValueError):  # not JSON data: never stored, checked again next time
+            return
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_atomic(path, text, keep_mode=False)
         except OSError:
             pass  # a read-only checkout still gets its report; it is just not cached
+
+
+def _read_private_file(path: Path) -> bytes | None:
+    """The bytes of a regular file this user owns and only this user can write; None for anything else (missing,
+    a folder, a link, a FIFO, another user's file, too large), without blocking or following links."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_ENTRY_BYTES:
+            return None
+        if os.name == "posix" and (info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or info.st_uid != os.getuid()):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(_MAX_ENTRY_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _entry_digest(key: str, outcome: Any) -> str:
+    """Binds a payload to its key: an entry edited by hand, or copied under another key, no longer matches."""
+    canonical = json.dumps(outcome, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(f"jaxdiag-cache-{CACHE_FORMAT}\0{key}\0{canonical}".encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The shape of a stored outcome
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _StoredOutcome:
+    """What `_parallel.Outcome.to_dict()` stores for a complete run, its reports spelled out
+    (`_parallel.target_report_to_dict`, which is `dataclasses.asdict`). Only complete outcomes are stored."""
+
+    reports: list[TargetReport]
+    unchecked_lines: list[tuple[str, int]]
+    usage_error: None
+    complete: bool
+
+
+# Fields whose values come from a fixed set: anything else would make the report's code fail (a severity that
+# has no order) or mean something jaxdiag never wrote.
+_ALLOWED: dict[tuple[type, str], Iterable[Any]] = {
+    (_StoredOutcome, "complete"): (True,),
+    (Finding, "severity"): SEVERITY_ORDER,
+    (CheckResult, "status"): CHECK_STATUSES,
+    (Problem, "kind"): PROBLEM_KINDS,
+}
+
+
+def valid_outcome(data: Any) -> bool:
+    """Whether `data` has exactly the shape of a stored outcome: every field of every record present, no other
+    key, each value of its declared type (read from the dataclasses' annotations, so a field added to a report
+    record is checked too), fixed-set fields within their set, and finding codes in the rule catalog."""
+    return _conforms(data, _StoredOutcome)
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, a) for a in args)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _conforms_record(value, hint)
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+    if origin is typing.Literal:
+        return any(type(value) is type(a) and value == a for a in args)
+    if origin is tuple:  # JSON has no tuples: a list (of the same length, unless `tuple[X, ...]`)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+        return (isinstance(value, list) and len(value) == len(args)
+                and all(_conforms(v, a) for v, a in zip(value, args, strict=True)))
+    if origin is dict:
+        return isinstance(value, dict) and all(isinstance(k, str) and _conforms(v, args[1])
+                                               for k, v in value.items())
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint in (str, int, bool):
+        return type(value) is hint  # bool is an int, and an int is no bool
+    return False  # a type this check does not know: refuse, so a new kind of field is never waved through
+
+
+def _conforms_record(value: Any, record: type) -> bool:
+    hints = _hints(record)
+    if not isinstance(value, dict) or set(value) != set(hints):
+        return False
+    for name, hint in hints.items():
+        if not _conforms(value[name], hint):
+            return False
+        allowed = _ALLOWED.get((record, name))
+        if allowed is not None and value[name] not in allowed:
+            return False
+    if record is Finding:
+        from . import _rules
+
+        return value["code"] in _rules.RULES
+    return True
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(record: type) -> dict[str, Any]:
+    """A dataclass's fields and their resolved annotations (memoised: the same few records for every entry)."""
+    if record not in _HINTS:
+        resolved = typing.get_type_hints(record)
+        _HINTS[record] = {f.name: resolved[f.name] for f in dataclasses.fields(record)}
+    return _HINTS[record]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -270,9 +488,13 @@ def _referenced_modules(module: ModuleType) -> set[str]:
     """Modules whose objects this module holds: `from helpers import rule` leaves `rule.__module__ == "helpers"`,
     which also catches imports the static reading cannot resolve (a name computed at import time)."""
     names: set[str] = set()
-    for value in list(vars(module).values()):
+    own = getattr(module, "__name__", "")
+    for attribute, value in list(vars(module).items()):
         if isinstance(value, ModuleType):
-            names.add(value.__name__)
+            # A package's submodule bound under its own name was put there by the import system when anything
+            # imported it, not by the package's code (which names it in an import statement when it does).
+            if value.__name__ != f"{own}.{attribute}":
+                names.add(value.__name__)
             continue
         for obj in (value, getattr(value, "fun", None), getattr(value, "__wrapped__", None)):
             owner = getattr(obj, "__module__", None) if obj is not None else None

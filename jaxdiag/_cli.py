@@ -576,7 +576,8 @@ def check(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per target before it is stopped and "
                                             "reported (default: pyproject's timeout, else 300; 0: no limit).",
                                             metavar="S"),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Check every target again, ignoring .jaxdiag_cache/."),
+    no_cache: bool = typer.Option(False, "--no-cache",
+                                  help="Check every target again: do not read or write the result cache."),
     diff: bool = DiffOpt,
     fix: bool = FixOpt,
     show_jaxpr: bool = ShowJaxprOpt,
@@ -606,10 +607,16 @@ def check(
         # fixes, jaxprs and repro subjects live on the in-process findings: the child checks every target itself,
         # with no cache, when they are asked for (a crash there ends the run: reported, never a pass)
         in_process = bool(diff or fix or show_jaxpr or repro)
+        use_cache = not (no_cache or in_process or platforms)
+        if use_cache:
+            from . import _cache
+
+            # here, not in the child: its warning must reach the user's stderr, not the captured output
+            use_cache = _cache.usable(config.source)
         request = dict(paths=list(paths or []), app_dir=app_dir, seed=seed, select=selected, ignore=ignored,
                        keep_going=keep_going, include_tests=include_tests,
                        jobs=1 if in_process else jobs or default_jobs(), timeout=0 if in_process else limit,
-                       cache=not (no_cache or in_process or platforms), bound_memory=True, isolate=not in_process,
+                       cache=use_cache, bound_memory=True, isolate=not in_process,
                        **views)
         job = _supervisor.Job("check", request, label=" ".join(items) or "check", kind="module",
                               views={"diff": diff, "fix": fix, "repro": repro, "format": fmt, "output": output})

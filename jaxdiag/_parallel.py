@@ -255,9 +255,13 @@ def _finish(lint: Lint, outcome: Outcome | None, cache: _cache.ResultCache | Non
     return reports
 
 
-def _cache_keys(lint: Lint, founds: Sequence[Found]) -> tuple[_cache.ResultCache, list[str | None]]:
+def _cache_keys(lint: Lint, founds: Sequence[Found]) -> tuple[_cache.ResultCache | None, list[str | None] | None]:
+    """The run's result cache and each target's key; (None, None) when the cache folder is refused (warned)."""
     from . import _compat
 
+    cache = _cache.open_cache(lint.config.source)
+    if cache is None:
+        return None, None
     environment = _cache.environment_fingerprint(seed=lint.seed, config=lint.config, app_dir=lint.app_dir)
     graph = _cache.SourceGraph()
     keys: list[str | None] = []
@@ -270,7 +274,7 @@ def _cache_keys(lint: Lint, founds: Sequence[Found]) -> tuple[_cache.ResultCache
             if owner is not None:
                 modules.append(owner)
         keys.append(_cache.target_key(environment, found.label, found.kind, graph.files_of(modules)))
-    return _cache.ResultCache(_cache.cache_root(lint.config.source)), keys
+    return cache, keys
 
 
 def _items_for_workers(items: Sequence[ModuleType | str]) -> list[str] | None:
@@ -318,13 +322,14 @@ class _WorkerSetup:
 
 
 def _xla_cache_dir(lint: Lint, settings: RunSettings) -> str | None:
-    """Where this run's processes share JAX's persistent compilation cache: `.jaxdiag_cache/xla` with the result
-    cache, else (`--no-cache`) a folder of this run only (`settings.scratch_xla`), removed when the run ends."""
+    """Where this run's processes share JAX's persistent compilation cache: `xla/` in the result cache's folder,
+    else (`--no-cache`, or a cache folder refused as untrusted: another user could plant executables there) a
+    folder of this run only (`settings.scratch_xla`), removed when the run ends."""
     if settings.cache:
         root = _cache.cache_root(lint.config.source)
         try:
-            _cache.ensure_root(root)
-            return str(root / "xla")
+            if root is not None and _cache.ensure_root(root) is None:
+                return str(root / "xla")
         except OSError:  # a read-only checkout: no compilation cache either
             return None
     return settings.scratch_xla
@@ -337,7 +342,8 @@ def _run_compilation_cache(lint: Lint, settings: RunSettings) -> Iterator[None]:
     it cleared JAX's caches to bound its memory, loads them instead of compiling them again. Without the result
     cache the folder is temporary, so nothing outlives the run. In this process JAX's settings are restored after
     the run."""
-    scratch = _scratch_folder() if settings.bound_memory and not settings.cache else None
+    # also with the result cache: its folder may be refused (`_xla_cache_dir`), and the run then uses this one
+    scratch = _scratch_folder() if settings.bound_memory else None
     settings.scratch_xla = scratch
     folder = _xla_cache_dir(lint, settings) if settings.bound_memory else None
     try:

@@ -51,6 +51,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if folder is None:
         folder = _made_cache_dir = tempfile.mkdtemp(prefix="jaxdiag-test-xla-")
         os.environ[_XLA_CACHE_ENV] = folder
+    # `jaxdiag check` outside a project caches in the per-user folder: the tests' runs use one inside the session's
+    # folder, never the developer's own ~/.cache/jaxdiag
+    os.environ["XDG_CACHE_HOME"] = os.path.join(folder, "xdg")  # (a name JAX's `*-cache` files never match)
     if os.environ.get("PYTEST_XDIST_WORKER") is None and getattr(config.option, "numprocesses", None) not in (None, 0):
         return  # the xdist controller runs no test: it only owns the folder
     from jaxdiag import _compat

@@ -7,6 +7,7 @@ import difflib
 import os
 from dataclasses import dataclass, field
 
+from .._atomic import write_atomic
 from .._locate import relative_path
 
 
@@ -114,6 +115,6 @@ def write_fixes(fixes: list[Fix]) -> list[str]:
     by_path = _edits_by_path(fixes)
     for path, edits in by_path.items():
         new = apply_edits(read_source(path), edits)
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(new)
+        # whole or not at all, keeping the file's mode: an interrupted --fix never leaves half a source file
+        write_atomic(path, new, durable=True)
     return sorted(by_path)
