@@ -154,3 +154,13 @@ def _supervisor_in_this_process(request: pytest.FixtureRequest, monkeypatch: pyt
         from jaxdiag import _supervisor
 
         monkeypatch.setattr(_supervisor, "run", run_here)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """pytest-xdist ends a worker by interrupting its main thread (execnet's `interrupt_main`). When that lands
+    inside the garbage-collector callback JAX installs (`_xla_gc_callback`), the KeyboardInterrupt cannot propagate
+    and pytest prints a PytestUnraisableExceptionWarning at the very end of the run. Once the session is over the
+    callback has nothing left to free: it is removed, so the run ends without that warning."""
+    import gc
+
+    gc.callbacks[:] = [cb for cb in gc.callbacks if getattr(cb, "__name__", "") != "_xla_gc_callback"]
