@@ -36,7 +36,7 @@ from ._report import (
 # click's exception base, found through typer's public names: typer >= 0.2x vendors click, older releases use it.
 ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
-FORMAT_NAMES = ("text", "json", "sarif", "github", "junit")
+FORMAT_NAMES = ("text", "json", "sarif", "github", "junit", "issue")
 RULES_FORMATS = ("text", "markdown")
 EXIT_CODES = (
     (str(EXIT_CLEAN), "every discovered target was checked and no error or warning remains"),
@@ -325,7 +325,8 @@ def _emit(answer: Any, fmt: str, output: Optional[str], exit_zero: bool, verbosi
     if answer.views_stdout:
         sys.stdout.write(answer.views_stdout)
         sys.stdout.flush()
-    if answer.views_done:
+    if answer.views_done:  # stdout carried the --diff patch: the text report goes to stderr (as ruff's --diff)
+        draw(report, make_console(sys.stderr), verbosity=verbosity, show_diffs=False)
         code = report.exit_code
         raise typer.Exit(EXIT_CLEAN if code == EXIT_FINDINGS and exit_zero else code)
     try:

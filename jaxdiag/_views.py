@@ -1,8 +1,9 @@
 """What `--diff`, `--fix` and `--repro DIR` do with a finished report (the CLI calls `deliver`; no checks here).
 
-- `--diff` (text format): stdout is the patch of every verified fix and nothing else, so
-  `jaxdiag ... --diff > fix.patch && git apply fix.patch` works; a summary goes to stderr. Other formats carry each
-  verified fix in the finding's `diff` field.
+- `--diff` (text format): stdout is the patch of every verified fix and nothing else (empty when there is none), so
+  `jaxdiag ... --diff > fix.patch && git apply fix.patch` works; a summary goes to stderr, and the CLI draws the text
+  report on stderr too (`_cli._emit`, at the terminal's width), as `ruff format --diff` splits them. Other formats
+  carry each verified fix in the finding's `diff` field.
 - `--fix`: writes the verified fixes (like `ruff --fix`); the fixed findings leave the report, since re-running the
   checks on the edited code showed them gone.
 - `--repro DIR`: one plain-JAX script per error or warning.

@@ -33,8 +33,12 @@ CONTEXT_LINES = 3
 
 
 def make_console(file=None, color: bool | None = None) -> Console:
-    """A console on `file` (stdout by default); colour only when it is a terminal unless forced."""
-    return Console(file=file, theme=THEME, width=None if file is None else WIDTH, highlight=False,
+    """A console on `file` (stdout by default); colour only when it is a terminal unless forced. On stdout and
+    stderr the width is the terminal's (or COLUMNS); a report file is WIDTH wide."""
+    import sys
+
+    terminal = file is None or file is sys.stderr
+    return Console(file=file, theme=THEME, width=None if terminal else WIDTH, highlight=False,
                    soft_wrap=False, no_color=(color is False) or None, force_terminal=color or None)
 
 
