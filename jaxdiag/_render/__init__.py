@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .._report import Report
-from . import github, json, junit, sarif, text
+from . import github, issue, json, junit, sarif, text
 
 FORMATS: dict[str, Callable[[Report], str]] = {
     "text": text.render_plain,
@@ -13,6 +13,7 @@ FORMATS: dict[str, Callable[[Report], str]] = {
     "sarif": sarif.render,
     "github": github.render,
     "junit": junit.render,
+    "issue": issue.render,
 }
 
 
