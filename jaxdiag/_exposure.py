@@ -174,12 +174,25 @@ def exposing_jaxpr(fn: Callable, exposure: Exposure, shapes: list[Any], name: st
     result = call_user(lambda: jax.make_jaxpr(traced)(*args), quiet=True)
     if result.error is not None:  # the transformation is what fails: show where, then the untransformed jaxpr
         exc = result.error
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        first = first_sentences(str(exc))
         head = f"{head} raised {type(exc).__name__}: {first}\njax.make_jaxpr({name}) instead"
         result = call_user(lambda: jax.make_jaxpr(fn)(*shapes), quiet=True)
         if result.error is not None:
             return f"{head}: also raised {type(result.error).__name__}"
     return head + ":\n" + mark_and_truncate(_compat.pretty_jaxpr(result.value), marker_name)
+
+
+def first_sentences(text: str, limit: int = 200) -> str:
+    """The first line of an error's text, as whole sentences: as many as fit in `limit` characters, and at least
+    the first one however long it is (an error is never cut mid-sentence; the renderer wraps it)."""
+    first = (text.strip().splitlines() or [""])[0].strip()
+    sentences = re.split(r"(?<=[.!?;])\s+(?=\S)", first)
+    kept = sentences[0]
+    for sentence in sentences[1:]:
+        if len(kept) + 1 + len(sentence) > limit:
+            return kept + " [...]"
+        kept += " " + sentence
+    return kept
 
 
 _SOURCE = re.compile(r"\s*#\s+(?P<path>[^#]+?):(?P<line>\d+)(?::\d+)?\s+\((?P<fn>[^)]*)\)\s*$")

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import io
 import os
+import re
+from collections.abc import Iterator
 
-from rich.console import Console, Group
+from rich.console import Console, ConsoleOptions, Group
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
@@ -51,13 +53,14 @@ def render_plain(report: Report, verbosity: int = 0) -> str:
     return buffer.getvalue()
 
 
-def draw(report: Report, console: Console, verbosity: int = 0) -> None:
+def draw(report: Report, console: Console, verbosity: int = 0, show_diffs: bool = True) -> None:
     """`verbosity` -1 (`-q`): only targets with errors, warnings or problems, without notes; 0: notes on one line
-    each, inferred inputs in the target's header; 1 (`-v`): every note in full."""
+    each, inferred inputs in the target's header; 1 (`-v`): every note in full. `show_diffs` False leaves each
+    finding's diff out (`--diff` prints them all as one patch on stdout)."""
     for target in report.targets:
         if verbosity < 0 and not _has_problems(target):
             continue
-        _draw_target(target, console, verbosity)
+        _draw_target(target, console, verbosity, show_diffs)
     console.print(summary_line(report))
 
 
@@ -91,7 +94,7 @@ def summary_line(report: Report) -> Text:
     return text
 
 
-def _draw_target(target: TargetReport, console: Console, verbosity: int = 0) -> None:
+def _draw_target(target: TargetReport, console: Console, verbosity: int = 0, show_diffs: bool = True) -> None:
     inferred = verbosity <= 0 and any(f.code == INPUTS_INFERRED for f in target.findings)
     header = Text()
     header.append(target.target, style="jaxdiag.label")
@@ -119,7 +122,7 @@ def _draw_target(target: TargetReport, console: Console, verbosity: int = 0) -> 
         console.print(_problem_panel(problem))
     for finding in target.findings:
         if finding.severity != "info" or verbosity > 0:
-            console.print(_panel(finding))
+            console.print(_panel(finding, show_diffs))
         elif verbosity == 0 and not (inferred and finding.code == INPUTS_INFERRED):
             console.print(_note_line(finding))
     for check in target.internal_errors:
@@ -154,7 +157,7 @@ def _problem_panel(problem: Problem) -> Panel:
     return Panel(Group(*parts), title=title, title_align="left", border_style="jaxdiag.error", expand=True)
 
 
-def _panel(finding: Finding) -> Panel:
+def _panel(finding: Finding, show_diff: bool = True) -> Panel:
     style = f"jaxdiag.{finding.severity}"
     title = Text()
     title.append(finding.code, style="jaxdiag.code")
@@ -174,15 +177,16 @@ def _panel(finding: Finding) -> Panel:
         fix = Text(status, style="jaxdiag.label")
         fix.append(finding.fix, style="jaxdiag.fix")
         parts.append(fix)
-    if finding.diff:
-        parts.append(Syntax(finding.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
+    if finding.diff and show_diff:
+        parts.append(CodeLines(_highlighted(finding.diff.rstrip("\n"), "diff"), break_all=True))
     if finding.jaxpr:
         parts.append(Text("jaxpr that exposed it:", style="jaxdiag.label"))
-        parts.append(Text(finding.jaxpr.rstrip("\n"), style="jaxdiag.dim"))
+        parts.append(JaxprText(finding.jaxpr.rstrip("\n")))
     return Panel(Group(*parts), title=title, title_align="left", border_style=style, expand=True)
 
 
-def _snippet(finding: Finding) -> Syntax | None:
+def _snippet(finding: Finding) -> CodeLines | None:
+    """The user's lines around the finding, numbered, the faulty one marked, fitted to the panel (`CodeLines`)."""
     loc = finding.location
     if loc is None or finding.severity == "info" or not os.path.isfile(loc.path):
         return None
@@ -190,9 +194,159 @@ def _snippet(finding: Finding) -> Syntax | None:
         code = open(loc.path, encoding="utf-8").read()
     except (OSError, UnicodeDecodeError):
         return None
-    return Syntax(code, "python", line_numbers=True, line_range=(max(1, loc.line - CONTEXT_LINES),
-                                                                 loc.line + CONTEXT_LINES),
-                  highlight_lines={loc.line}, theme="ansi_dark", word_wrap=False, background_color="default")
+    lines = _highlighted(code, "python")
+    first, last = max(1, loc.line - CONTEXT_LINES), min(len(lines), loc.line + CONTEXT_LINES)
+    if not first <= loc.line <= last:
+        return None
+    return CodeLines(lines[first - 1:last], first=first, marked=loc.line)
+
+
+def _highlighted(code: str, lexer: str) -> list[Text]:
+    """One styled Text per line (colour shows only on a terminal)."""
+    text = Syntax(code, lexer, theme="ansi_dark", background_color="default").highlight(code)
+    lines = text.split("\n", allow_blank=True)
+    return lines[:len(code.splitlines())] or [Text("")]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fitting code and jaxprs to the terminal: broken between tokens, never inside one, never silently cut
+# ---------------------------------------------------------------------------------------------------------------
+
+ELLIPSIS = "\u2026"
+CONTINUATION_INDENT = 4
+
+
+class CodeLines:
+    """Source lines fitted to the width they get. The window's common left margin is trimmed first. A line still
+    too wide is broken between tokens (preferably after a comma), its continuation rows marked with an ellipsis in
+    the line-number gutter: every token of the faulty (`marked`) line stays visible, at any width. Context lines
+    keep one row, ended by an ellipsis where they are cut, unless `break_all` (a diff: every line matters)."""
+
+    def __init__(self, lines: list[Text], first: int | None = None, marked: int | None = None,
+                 break_all: bool = False) -> None:
+        self.lines, self.first, self.marked, self.break_all = lines, first, marked, break_all
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
+        width = max(options.max_width, 20)
+        margin = min((len(t.plain) - len(t.plain.lstrip()) for t in self.lines if t.plain.strip()), default=0)
+        digits = len(str(self.first + len(self.lines) - 1)) if self.first is not None else 0
+        for i, line in enumerate(self.lines):
+            number = self.first + i if self.first is not None else None
+            marked = number is not None and number == self.marked
+            gutter = ("" if number is None else
+                      f"{'❱' if marked else ' '} {number:>{digits}} ")
+            body = line[margin:] if line.plain[:margin].strip() == "" else line
+            room = width - len(gutter)
+            if len(body.plain) <= room:
+                yield Text(gutter, style="jaxdiag.error" if marked else "jaxdiag.dim") + body
+                continue
+            if not (marked or self.break_all):
+                yield Text(gutter, style="jaxdiag.dim") + body[:room - 1] + Text(ELLIPSIS, style="jaxdiag.dim")
+                continue
+            indent = len(body.plain) - len(body.plain.lstrip()) + CONTINUATION_INDENT
+            for n, (start, end) in enumerate(break_code(body.plain, room, indent)):
+                lead = gutter if n == 0 else " " * (len(gutter) - 2) + ELLIPSIS + " "
+                row = body[start:end]
+                row.rstrip()  # in place
+                if n:
+                    row = Text(" " * indent) + row
+                yield Text(lead, style="jaxdiag.error" if marked else "jaxdiag.dim") + row
+
+
+def break_code(line: str, width: int, indent: int) -> list[tuple[int, int]]:
+    """(start, end) spans of `line` in rows of at most `width` characters, the rows after the first indented by
+    `indent`. A break falls between tokens, never inside a word or a string literal: preferably after a comma,
+    else at a space; a single token wider than a row keeps its own row whole (the terminal folds it)."""
+    points = _break_points(line)
+    spans: list[tuple[int, int]] = []
+    start, room = 0, width
+    while len(line) - start > room:
+        fitting = [p for p in points if start < p <= start + room]
+        commas = [p for p in fitting if line[:p].rstrip().endswith(",")]
+        if commas or fitting:
+            end = (commas or fitting)[-1]
+        else:  # one token wider than the row: it stays whole
+            end = next((p for p in points if p > start), len(line))
+        if end >= len(line):
+            break
+        spans.append((start, end))
+        start = end
+        while start < len(line) and line[start] == " ":
+            start += 1
+        room = max(width - indent, 10)
+    spans.append((start, len(line)))
+    return spans
+
+
+def _break_points(line: str) -> list[int]:
+    """Positions after a space outside string literals (a comment is words too): where a row may end."""
+    points: list[int] = []
+    quote, i = "", 0
+    while i < len(line):
+        char = line[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif line.startswith(quote, i):
+                i += len(quote) - 1
+                quote = ""
+        elif char == "#":  # a comment: every space in it
+            points += [i + m.end() for m in re.finditer(r" +", line[i:])]
+            break
+        elif char in "\"'":
+            quote = line[i:i + 3] if line[i:i + 3] in ('"""', "'''") else char
+            i += len(quote) - 1
+        elif char == " ":
+            points.append(i + 1)
+        i += 1
+    return sorted(set(points))
+
+
+_MARKER = re.compile(r"\s{2,}(<-- .*)$")
+
+
+class JaxprText:
+    """A jaxpr (and the line naming the transformation) fitted to the width: long lines wrap between words with an
+    indented continuation; a `<-- path:line (fn)` marker never wraps: it shares the equation's last row when it
+    fits there, else takes a row of its own."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
+        width = max(options.max_width, 20)
+        for raw in self.text.splitlines():
+            match = _MARKER.search(raw)
+            line, marker = (raw[:match.start()], match.group(1)) if match else (raw, "")
+            indent = len(line) - len(line.lstrip())
+            rows = [line[a:b].rstrip() if k == 0 else " " * (indent + CONTINUATION_INDENT) + line[a:b].rstrip()
+                    for k, (a, b) in enumerate(break_words(line, width, indent + CONTINUATION_INDENT))]
+            if marker and len(rows[-1]) + 3 + len(marker) <= width:
+                rows[-1] = f"{rows[-1]}   {marker}"
+            elif marker:
+                rows.append(" " * max(0, min(indent + CONTINUATION_INDENT, width - len(marker))) + marker)
+            for row in rows:
+                styled = Text(row, style="jaxdiag.dim", no_wrap=True, overflow="ignore")
+                if "<-- " in row:
+                    styled.stylize("jaxdiag.label", row.index("<-- "))
+                yield styled
+
+
+def break_words(line: str, width: int, indent: int) -> list[tuple[int, int]]:
+    """(start, end) spans of `line` broken at spaces only, rows after the first indented by `indent`."""
+    points = [m.end() for m in re.finditer(r"(?<=\S) +", line)]
+    spans: list[tuple[int, int]] = []
+    start, room = 0, width
+    while len(line) - start > room:
+        fitting = [p for p in points if start < p <= start + room]
+        end = fitting[-1] if fitting else next((p for p in points if p > start), len(line))
+        if end >= len(line):
+            break
+        spans.append((start, end))
+        start = end
+        room = max(width - indent, 10)
+    spans.append((start, len(line)))
+    return spans
 
 
 register_text_view(render_plain)
