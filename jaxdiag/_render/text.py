@@ -255,18 +255,18 @@ class CodeLines:
 
 def break_code(line: str, width: int, indent: int) -> list[tuple[int, int]]:
     """(start, end) spans of `line` in rows of at most `width` characters, the rows after the first indented by
-    `indent`. A break falls between tokens, never inside a word or a string literal: preferably after a comma,
-    else at a space; a single token wider than a row keeps its own row whole (the terminal folds it)."""
+    `indent`. A break falls between tokens, preferably after a comma, else at a space; only a string literal wider
+    than a row is broken, between its words, and only a single word wider than a row is folded."""
     points = _break_points(line)
+    spaces = [m.end() for m in re.finditer(r"(?<=\S) +", line)]
     spans: list[tuple[int, int]] = []
     start, room = 0, width
     while len(line) - start > room:
         fitting = [p for p in points if start < p <= start + room]
         commas = [p for p in fitting if line[:p].rstrip().endswith(",")]
-        if commas or fitting:
-            end = (commas or fitting)[-1]
-        else:  # one token wider than the row: it stays whole
-            end = next((p for p in points if p > start), len(line))
+        inside = [p for p in spaces if start < p <= start + room]
+        # between tokens; else between the words of a string literal; else (one word wider than the row) folded
+        end = (commas or fitting or inside or [start + room])[-1]
         if end >= len(line):
             break
         spans.append((start, end))
@@ -324,6 +324,7 @@ class JaxprText:
             if marker and len(rows[-1]) + 3 + len(marker) <= width:
                 rows[-1] = f"{rows[-1]}   {marker}"
             elif marker:
+                marker = _shorter_marker(marker, width)
                 rows.append(" " * max(0, min(indent + CONTINUATION_INDENT, width - len(marker))) + marker)
             for row in rows:
                 styled = Text(row, style="jaxdiag.dim", no_wrap=True, overflow="ignore")
@@ -332,14 +333,25 @@ class JaxprText:
                 yield styled
 
 
+def _shorter_marker(marker: str, width: int) -> str:
+    """`<-- path:line (fn)` for a row of `width`: whole when it fits, else without `(fn)`, else with the file's
+    name only; path:line is what the marker is for, so it is never cut."""
+    match = re.match(r"<-- (\S+):(\d+)(?: \((.*)\))?$", marker)
+    if match is None or len(marker) <= width:
+        return marker
+    shorter = f"<-- {match.group(1)}:{match.group(2)}"
+    return shorter if len(shorter) <= width else f"<-- {os.path.basename(match.group(1))}:{match.group(2)}"
+
+
 def break_words(line: str, width: int, indent: int) -> list[tuple[int, int]]:
-    """(start, end) spans of `line` broken at spaces only, rows after the first indented by `indent`."""
+    """(start, end) spans of `line` broken at spaces, rows after the first indented by `indent`; only a word wider
+    than a row is folded."""
     points = [m.end() for m in re.finditer(r"(?<=\S) +", line)]
     spans: list[tuple[int, int]] = []
     start, room = 0, width
     while len(line) - start > room:
         fitting = [p for p in points if start < p <= start + room]
-        end = fitting[-1] if fitting else next((p for p in points if p > start), len(line))
+        end = fitting[-1] if fitting else start + room  # one word wider than the row: folded, never dropped
         if end >= len(line):
             break
         spans.append((start, end))
