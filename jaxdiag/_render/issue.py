@@ -13,11 +13,13 @@ gives the jaxdiag command whose `--repro DIR` writes it.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata as metadata
 import os
 import platform
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,13 +125,19 @@ def _distribution_beside(folder: Path, package: str) -> metadata.Distribution | 
 
 
 def _installed_distribution(package: str) -> metadata.Distribution | None:
-    names = metadata.packages_distributions().get(package, [])
+    names = _packages_distributions().get(package, [])
     for name in names:
         try:
             return metadata.distribution(name)
         except metadata.PackageNotFoundError:
             continue
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def _packages_distributions() -> Mapping[str, list[str]]:
+    """Top-level package -> distributions, read once (it scans every installed distribution)."""
+    return metadata.packages_distributions()
 
 
 def _tracker(dist: metadata.Distribution) -> str:
