@@ -121,3 +121,11 @@ def test_the_plain_jax_script_a_finding_carries_is_embedded(tmp_path, monkeypatc
     text = render(report, "issue")
     assert "```python\nimport jax\nassert False, 'the defect'\n```" in text
     assert "--repro repro/" not in text
+
+
+def test_the_title_is_short_even_when_the_message_has_no_headline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    report = _hand_report("/elsewhere/lib/mod.py", 3)
+    report.findings[0].message = "word " * 60
+    title = next(line for line in render(report, "issue").splitlines() if line.startswith("## "))
+    assert title == "## mod: batch dim out of range in `_rule`"

@@ -162,7 +162,10 @@ def _issue(report: Report, target: TargetReport, finding: Finding, n: int, total
         where = os.path.relpath(os.path.abspath(loc.path), lib.root)
     except ValueError:  # another drive on Windows
         where = loc.path
-    headline = finding.message.split(":")[0].strip().rstrip(".")
+    # the message's headline ("Batch dim out of range: ..."), else the rule's name when it has none that short
+    headline = re.split(r":\s|\.\s", finding.message.strip(), maxsplit=1)[0].strip().rstrip(".")
+    if len(headline) > 80:
+        headline = finding.name.replace("-", " ")
     out = [f"<!-- jaxdiag --format issue {n}/{total}: file at {lib.url or 'the tracker of ' + lib.label} -->",
            f"## {lib.package}: {headline[:1].lower() + headline[1:]} in `{loc.function}`", ""]
     out += ["### What happens", "", finding.message.strip(), ""]
