@@ -93,15 +93,18 @@ def test_the_faulty_ffi_call_keeps_vmap_method_visible_at_60_columns():
 
 def test_breaks_fall_between_tokens_preferably_after_commas():
     line = '    y = f(alpha_value, "a string, with spaces", beta_value)  # a trailing note'
-    pieces = [line[a:b] for a, b in break_code(line, 30, 8)]
+    pieces = [line[a:b] for a, b in break_code(line, 34, 8)]
     assert len(pieces) > 1
     assert "".join("".join(pieces).split()) == "".join(line.split())  # nothing lost
     assert any('"a string, with spaces"' in piece for piece in pieces), pieces  # never inside a string literal
     assert pieces[0].rstrip().endswith(","), pieces
-    # rows after the first leave room for the continuation indent; the 23-character string literal is wider than
-    # that room and keeps a row of its own, whole
-    assert len(pieces[0]) <= 30 and all(len(piece.rstrip()) <= 30 - 8 for piece in pieces[1:]
-                                        if '"a string' not in piece), pieces
+    assert len(pieces[0]) <= 34 and all(len(piece.rstrip()) <= 34 - 8 for piece in pieces[1:]), pieces
+    # a string literal wider than a row is broken between its words, never inside one
+    narrow = [line[a:b] for a, b in break_code(line, 30, 8)]
+    assert "".join("".join(narrow).split()) == "".join(line.split())
+    assert all(len(piece.rstrip()) <= 30 - 8 for piece in narrow[1:]), narrow
+    words = set(re.findall(r"[\w.]+", line))
+    assert all(w in words for piece in narrow for w in re.findall(r"[\w.]+", piece)), narrow
 
 
 def test_error_text_is_cut_between_sentences_only():
