@@ -116,17 +116,25 @@ def test_error_text_is_cut_between_sentences_only():
 
 
 def test_diff_prints_the_report_on_stderr_and_only_the_patch_on_stdout(capsys):
-    """Without a verified fix the patch is empty: stdout stays empty, the report is on stderr."""
-    from jaxdiag import _views
+    """What the child's `--diff` printed is replayed (the patch on stdout), and the CLI draws the report on stderr,
+    without the diffs: stdout stays exactly the patch."""
+    import typer
 
+    from jaxdiag._cli import _emit
+    from jaxdiag._supervisor import Answer
+
+    patch = "diff --git a/nowhere.py b/nowhere.py\n--- a/nowhere.py\n+++ b/nowhere.py\n@@ -3 +3 @@\n-x\n+y\n"
     finding = Finding("JXB001", "batch-dim-out-of-range", "error", "Batch dim out of range: wrong.", "Return 0.",
-                      Location("nowhere.py", 3, "rule"), fix_verified=False)
+                      Location("nowhere.py", 3, "rule"), diff=patch, fix_verified=True)
     report = Report([TargetReport("nowhere.py:p", "primitive", ["f32[3]"], findings=[finding])])
-    assert _views.deliver(report, "text", None, diff=True)
+    answer = Answer(report, views_stdout=patch, views_stderr="jaxdiag: 1 verified fix(es)\n", views_done=True)
+    with pytest.raises(typer.Exit) as exit_:
+        _emit(answer, "text", None, exit_zero=False)
     out, err = capsys.readouterr()
-    assert out == ""
+    assert exit_.value.exit_code == 1
+    assert out == patch
     assert "JXB001 batch-dim-out-of-range" in err and "1 target checked: 1 error" in err
-    assert "0 verified fix(es); nothing to apply" in err
+    assert "1 verified fix(es)" in err and "diff --git" not in err
 
 
 # --- slow: the CLI on every marked bad sample, and --diff end to end ----------------------------------------------
