@@ -21,6 +21,7 @@ from . import (
     __version__,
     _compat,
     _locate,
+    _provenance,
     _signature,
 )
 from . import _rules as rules
@@ -215,6 +216,7 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
     notes: list[Finding] = []
     root = _root_subject(target, params)
     _signature.check_params(root)
+    provenance = options.provenance if templates else "inferred"  # _provenance: stamped on every finding below
     if not templates:
         templates = infer_templates(root, notes)
     else:
@@ -248,6 +250,8 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
             report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, run_checks)
         if subject is root:
             report.findings[:0] = notes
+        _provenance.stamp(report.findings, provenance if subject is root else _provenance.nested(
+            provenance, id(subject) in observed), subject.input_texts)
         reports.append(report)
     return reports
 

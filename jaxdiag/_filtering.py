@@ -21,7 +21,7 @@ import tokenize
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from . import _locate
+from . import _locate, _provenance
 from . import _rules as rules
 from ._errors import UsageError
 from ._report import Finding, Location, Report, TargetReport
@@ -60,7 +60,9 @@ class Filter:
     # -- applying ----------------------------------------------------------------------------------------------
 
     def apply(self, report: Report) -> Report:
-        """Filter every target's findings in place (and sort them); returns the report."""
+        """Grade findings by their inputs' provenance (`_provenance`), then filter every target's findings in
+        place (and sort them); returns the report."""
+        _provenance.grade(report)
         for target in report.targets:
             if target.kind in ("module", "config"):
                 target.findings = [f for f in target.findings if not self._run_note_silenced(f)]

@@ -160,8 +160,10 @@ class _Lint:
         target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
         anchors = _engine.suppression_anchors(target)
         try:
+            provenance = "recorded" if origin.startswith(" (recorded") else "declared"  # none given: inferred
             report = _engine.run_unfiltered(target, args, params, Options(
-                command="check", seed=self.seed, **getattr(self, "run_options", {})), app_dir=self.app_dir)
+                command="check", seed=self.seed, provenance=provenance, **getattr(self, "run_options", {})),
+                app_dir=self.app_dir)
         except _engine.MissingDependencyError as exc:
             report = Report([TargetReport(found.label, found.kind, checks=[CheckResult(
                 "infer-inputs", "skipped", 0.0, "optional dependency missing")], findings=[

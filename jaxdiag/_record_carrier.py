@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _compat, _locate
+from . import _compat, _locate, _provenance
 from ._checks._base import Context, Options, Subject
 from ._checks._harness import call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
@@ -209,6 +209,8 @@ def _check_subject(runs: CarrierRuns, prepared: Prepared, subject: Subject, opti
     report, by_check = _engine.run_subject_by_check(subject, options, cache)
     if observed is None:  # random draws: a finding must hold on fresh ones too
         report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, _engine.run_checks)
+    _provenance.stamp(report.findings, _provenance.nested(options.provenance, observed is not None),
+                      subject.input_texts)
     return report
 
 

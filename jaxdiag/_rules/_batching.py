@@ -182,6 +182,7 @@ FFI_VMAP_METHOD_MISSING = Rule(
     message="{call_describe}{call_where} has no vmap_method (None), so {consequence}.",
     fix="Pass `vmap_method=` to the {primitive} at {line}: {choices}. {which_methods_work}",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 FFI_KERNEL_NOT_BATCH_AWARE = Rule(
     "JXB021", "ffi-kernel-not-batch-aware", "error",
@@ -212,6 +213,7 @@ FFI_LEGACY_VECTORIZED = Rule(
             "the {noun} {handed_what}); it is slated for removal.",
     fix="Replace it at {line} with {advice}.",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 FFI_VMAP_METHOD_FALLBACK = Rule(
     "JXB023", "ffi-vmap-method-fallback", "warning",
@@ -227,4 +229,5 @@ FFI_VMAP_METHOD_FALLBACK = Rule(
     fix="Pass `vmap_method=` to the {primitive} at {line}: {choices}. {which_methods_work}",
     variant_of="JXB020",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )

@@ -21,6 +21,13 @@ CATEGORIES = {
 }
 NOTE_PREFIX = "JXN"
 
+# Findings seen only on inputs jaxdiag inferred (`_provenance.grade`): the code may never receive such inputs, so
+# they cannot make an error, and the message names the assumption.
+INFERRED_MAX_SEVERITY = "warning"
+INFERRED_MESSAGE = "on {specs} inferred; your callers may never pass such inputs. {message}"
+INFERRED_FIX = ("{fix}\nTo confirm it on the inputs your code really passes, declare them ([tool.jaxdiag.targets] "
+                "`args`, or --arg) or record them (`jaxdiag record -- pytest`).")
+
 
 def _samples_dir() -> Path:
     """The samples shipped with this jaxdiag (package data of `jaxdiag.samples`, never a `samples/` folder that
@@ -65,6 +72,11 @@ class Rule:
     # every draw): such findings are never re-tried on fresh draws (`_fresh_draws.py`). A target that itself
     # raises (JXR011) keeps the default: that is typically an implicit precondition on the values.
     depends_on_values: bool = True
+    # Whether the evidence comes from running rules on example inputs. False for a fact read off the object (a
+    # rule never registered, a removed API, a declared vmap_method) that no choice of inputs changes. A finding
+    # whose evidence comes from inputs jaxdiag synthesised (none declared, recorded or observed) is graded by
+    # `_provenance`: at most INFERRED_MAX_SEVERITY, its message prefixed with INFERRED_MESSAGE.
+    evidence_from_inputs: bool = True
 
     def __post_init__(self) -> None:
         assert self.severity in SEVERITIES, self.severity
