@@ -215,6 +215,7 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
                 ) -> list[TargetReport]:
     notes: list[Finding] = []
     root = _root_subject(target, params)
+    root.params = {**_signature.bind_site_params(root), **root.params}  # what the library's own bind calls pass
     _signature.check_params(root)
     provenance = options.provenance if templates else "inferred"  # _provenance: stamped on every finding below
     if not templates:

@@ -158,7 +158,8 @@ class _Lint:
         if origin == _VIA:
             return self._check_recorded(params, found)
         target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
-        anchors = _engine.suppression_anchors(target)
+        held_at = _reach.holder_location(found)  # a wrapper's `foo_p = Kernel(...)` line names this object
+        anchors = list(dict.fromkeys(([held_at] if held_at else []) + _engine.suppression_anchors(target)))
         try:
             provenance = "recorded" if origin.startswith(" (recorded") else "declared"  # none given: inferred
             report = _engine.run_unfiltered(target, args, params, Options(
@@ -190,6 +191,7 @@ class _Lint:
                 location=anchors[0] if anchors else None))
         if found.kind == "primitive" and _reach.jax_owned(found.obj) and report.targets:
             _reach.restrict_to_user_rules(report.targets[0], found.obj)
+        _reach.move_to_holder(report.targets, found)
         for tr in report.targets:
             tr.module = found.walked.label
             tr.config_keys = list(found.keys)

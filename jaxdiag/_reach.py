@@ -9,7 +9,9 @@ or `pytest --jaxdiag-record`), a module's `JAXDIAG` dict, inference.
 from __future__ import annotations
 
 import gc
+import inspect
 import os
+from types import ModuleType
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -193,6 +195,66 @@ def unwrap_custom(value: Any) -> Any:
                     pass
         frontier = nxt
     return None
+
+
+def held_by(value: Any, roots: set[str]) -> list[tuple[str, Any]]:
+    """(attribute name, object) for what a wrapper keeps one level down, when the wrapper belongs to a checked
+    package: the attributes of an instance of one of its classes (a kernel object keeping its `Primitive` in
+    `self.primitive`), or a class's own attributes (a custom_jvp as a class attribute, a staticmethod's function).
+    Functions, modules and JAX's or other libraries' objects are not walked."""
+    if isinstance(value, ModuleType) or inspect.isroutine(value) or _compat.is_primitive(value):
+        return []
+    owner = value if isinstance(value, type) else type(value)
+    if (getattr(owner, "__module__", "") or "").split(".")[0] not in roots:
+        return []
+    probed = call_user(lambda: list(vars(value).items()))  # a proxy's __dict__ may run its code
+    if probed.error is not None or probed.value is None:
+        return []
+    out = []
+    for name, held in probed.value:
+        if name.startswith("__"):
+            continue
+        if isinstance(held, (staticmethod, classmethod)):
+            held = held.__func__
+        out.append((name, held))
+    return out
+
+
+def holder_location(found: Any) -> Location | None:
+    """The line that defines the wrapper holding a target (`foo_p = Kernel(...)`)."""
+    if getattr(found, "holder", None) is None:
+        return None
+    return _locate.locate_assignment(found.walked.module, found.holder, [found.attr.split(".")[0]])
+
+
+def move_to_holder(reports: list[TargetReport], found: Any) -> None:
+    """Findings located in a method the wrapper's class shares with every object it makes (its impl, abstract
+    eval, a rule forwarding to the function it was given) name the object, not the class: they move to the line
+    that defines the object (`foo_p = Kernel(...)`), where an inline suppression covers that object only."""
+    where = holder_location(found)
+    if where is None:
+        return
+    shared = [span for cls in inspect.getmro(type(found.holder)) for member in vars(cls).values()
+              for span in [_span(member)] if span is not None]
+    for report in reports:
+        for finding in report.findings:
+            loc = finding.location
+            if loc is not None and any(path == os.path.abspath(loc.path) and first <= loc.line <= last
+                                       for path, first, last in shared):
+                finding.location = where
+
+
+def _span(member: Any) -> tuple[str, int, int] | None:
+    """(absolute file, first line, last line) of a function defined in a class body."""
+    fn = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+    if not inspect.isfunction(fn) or not _locate.is_user_code(fn):
+        return None
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        path = inspect.getsourcefile(fn)
+    except (OSError, TypeError):
+        return None
+    return (os.path.abspath(path), first, first + len(lines) - 1) if path else None
 
 
 def jax_owned(prim: Any) -> bool:

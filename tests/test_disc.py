@@ -1,0 +1,111 @@
+"""Discovery beyond module attributes, inputs inside the library's contract, and findings graded by the provenance
+of their inputs (issue 26). Probe packages live in tests/data/disc_*/; no real library is imported."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+import jaxdiag
+from jaxdiag import _rules as rules
+from jaxdiag._report import Report
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), start=1) if text in line)
+
+
+@functools.lru_cache(maxsize=None)
+def _checked(name: str) -> Report:
+    return jaxdiag.check_module(str(DATA / name), app_dir=str(DATA))
+
+
+def _targets(report: Report) -> dict[str, object]:
+    return {t.target.rpartition(":")[2]: t for t in report.targets if t.kind not in ("module", "config")}
+
+
+@pytest.mark.slow
+def test_primitives_held_by_kernel_objects_are_discovered_and_checked() -> None:
+    targets = _targets(_checked("disc_kernels"))
+    assert {"power_p.primitive", "scaled_p.primitive"} <= set(targets)
+    for name in ("power_p.primitive", "scaled_p.primitive"):
+        assert any(c.status in ("passed", "failed") for c in targets[name].checks), targets[name].checks
+
+
+@pytest.mark.slow
+def test_required_bind_params_come_from_the_librarys_own_call_sites() -> None:
+    targets = _targets(_checked("disc_kernels"))
+    for target in targets.values():
+        assert not any(f.code in (rules.TARGET_NOT_CHECKABLE.code, rules.INPUTS_NOT_INFERRED.code)
+                       for f in target.findings), target.findings
+
+
+def test_bind_site_params_read_literal_and_default_values() -> None:
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._signature import bind_site_params
+
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(DATA))
+    try:
+        ops = importlib.import_module("disc_kernels.ops")
+    finally:
+        sys.path.remove(str(DATA))
+    for holder, expected in ((ops.power_p, 3), (ops.scaled_p, 2)):  # a parameter's default, a literal
+        subject = Subject(label="x", kind="primitive", obj=holder.primitive, specs=[], module=ops.__name__)
+        assert bind_site_params(subject) == {"order": expected}
+
+
+@pytest.mark.slow
+def test_a_finding_in_a_shared_method_of_the_kernel_class_points_at_the_objects_definition() -> None:
+    target = _targets(_checked("disc_kernels"))["scaled_p.primitive"]
+    wrong = [f for f in target.findings if f.code == rules.JVP_MISMATCH.code]
+    assert wrong, target.findings
+    ops = DATA / "disc_kernels" / "ops.py"
+    assert wrong[0].location is not None and Path(wrong[0].location.path).name == "ops.py"
+    assert wrong[0].location.line == _line_of(ops, "scaled_p = Kernel(")
+
+
+@pytest.mark.slow
+def test_a_finding_seen_only_on_inferred_inputs_is_a_warning_that_says_so() -> None:
+    target = _targets(_checked("disc_kernels"))["scaled_p.primitive"]
+    wrong = next(f for f in target.findings if f.code == rules.JVP_MISMATCH.code)
+    assert rules.JVP_MISMATCH.severity == "error"
+    assert wrong.severity == "warning"
+    assert wrong.inputs == {"provenance": "inferred", "specs": ["f32[3]"]}
+    assert wrong.message.startswith("on f32[3] inferred;")
+    assert wrong.to_dict()["inputs"]["provenance"] == "inferred"
+
+
+def test_declared_inputs_keep_the_error_and_record_their_provenance() -> None:
+    from jaxdiag._engine import check_grad
+
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(DATA))
+    try:
+        ops = importlib.import_module("disc_kernels.ops")
+    finally:
+        sys.path.remove(str(DATA))
+    report = check_grad(ops.scaled_p.primitive, "f32[3]", params={"order": 2})
+    wrong = [f for t in report.targets for f in t.findings if f.code == rules.JVP_MISMATCH.code]
+    assert wrong and wrong[0].severity == "error"
+    assert wrong[0].inputs == {"provenance": "declared", "specs": ["f32[3]"]}
+    assert "inferred" not in wrong[0].message
+
+
+def test_a_fact_read_off_the_object_keeps_its_severity_on_inferred_inputs() -> None:
+    from jaxdiag import _provenance
+    from jaxdiag._report import TargetReport
+
+    finding = rules.MISSING_IMPL.finding(var="p", prim_name="p", also="", fix="", location=None)
+    _provenance.stamp([finding], "inferred", ["f32[3]"])
+    _provenance.grade(Report([TargetReport("t", "primitive", findings=[finding])]))
+    assert finding.severity == "error" and not finding.message.startswith("on ")
+    assert finding.to_dict()["inputs"] == {"provenance": "inferred", "specs": ["f32[3]"]}
