@@ -28,6 +28,7 @@ from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
 from ._checks import _abstract, _x64_only
+from ._checks._index_range import grade_out_of_range
 from ._checks._call_site import traced_only_primitives, unperturbed_inputs
 from ._checks._harness import call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
@@ -249,6 +250,7 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
         report, by_check = run_subject_by_check(subject, options, cache)
         if not (given and subject is root) and id(subject) not in observed:  # given/observed inputs stay as they are
             report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, run_checks)
+        report.findings = grade_out_of_range(subject, options, cache, report.findings, by_check, run_checks)
         if subject is root:
             report.findings[:0] = notes
         _provenance.stamp(report.findings, provenance if subject is root else _provenance.nested(

@@ -199,6 +199,7 @@ def _is_rule(subject: Subject, call: dict) -> bool:
 
 def _check_subject(runs: CarrierRuns, prepared: Prepared, subject: Subject, options: Options) -> TargetReport:
     from . import _engine
+    from ._checks._index_range import grade_out_of_range
     from ._fresh_draws import confirm_on_fresh_draws
 
     runs.count(f"check {subject.label}")
@@ -209,6 +210,7 @@ def _check_subject(runs: CarrierRuns, prepared: Prepared, subject: Subject, opti
     report, by_check = _engine.run_subject_by_check(subject, options, cache)
     if observed is None:  # random draws: a finding must hold on fresh ones too
         report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, _engine.run_checks)
+    report.findings = grade_out_of_range(subject, options, cache, report.findings, by_check, _engine.run_checks)
     _provenance.stamp(report.findings, _provenance.nested(options.provenance, observed is not None),
                       subject.input_texts)
     return report

@@ -52,7 +52,7 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'complex_vjp_good.py': {},
     'ffi_style_custom_vjp_good.py': {'info': ['JXN008', 'JXR006']},
     'gpu_only_kernel.py': {'info': ['JXN013']},
-    'index_range_bad.py': {'error': ['JXB005'], 'info': ['JXR006']},
+    'index_range_bad.py': {'warning': ['JXB016'], 'info': ['JXR006']},
     'index_range_good.py': {'info': ['JXR006']},
     'int8_gather_bad.py': {'error': ['JXB005'], 'info': ['JXR006']},
     'int8_gather_good.py': {'info': ['JXR006']},

@@ -109,3 +109,20 @@ def test_a_fact_read_off_the_object_keeps_its_severity_on_inferred_inputs() -> N
     _provenance.grade(Report([TargetReport("t", "primitive", findings=[finding])]))
     assert finding.severity == "error" and not finding.message.startswith("on ")
     assert finding.to_dict()["inputs"] == {"provenance": "inferred", "specs": ["f32[3]"]}
+
+
+def test_a_declared_index_domain_is_never_probed_beyond() -> None:
+    """int8 start declared in 0..4: the fill-mode gather agrees with the impl's clamping on every declared value."""
+    target = f"{DATA / 'disc_ranges' / 'int8_window.py'}:window_p"
+    report = jaxdiag.check_batching(target, "f32[8]", "i8[]@0..4")
+    assert not [f for t in report.targets for f in t.findings if f.severity in ("error", "warning")]
+    assert not [c for t in report.targets for c in t.checks if c.status == "error"]
+
+
+def test_a_difference_only_out_of_range_indices_show_is_a_warning_naming_them() -> None:
+    from jaxdiag._rules._catalog import SAMPLES_DIR
+
+    report = jaxdiag.check_batching(f"{SAMPLES_DIR / 'index_range_bad.py'}:pick_p", "f32[8]", "i32[]")
+    found = [f for t in report.targets for f in t.findings if f.severity in ("error", "warning")]
+    assert [f.code for f in found] == [rules.OUT_OF_RANGE_INDEX_ONLY.code]
+    assert found[0].severity == "warning" and "argument 1 = 8, 9" in found[0].message

@@ -231,3 +231,17 @@ FFI_VMAP_METHOD_FALLBACK = Rule(
     depends_on_values=False,
     evidence_from_inputs=False,
 )
+OUT_OF_RANGE_INDEX_ONLY = Rule(
+    "JXB016", "out-of-range-index-only", "warning",
+    "A batching difference shows only at index values outside the operand's range.",
+    "Integer inputs that index an operand (gather, scatter, dynamic_slice) and have no declared range are also "
+    "drawn at and beyond the edges of the axis they index. A finding that those values show, and in-range indices "
+    "do not, is re-run without them and reported here, naming the values.",
+    "gather and dynamic_slice clamp an out-of-range index and scatter drops it: a rule that handles them "
+    "differently is wrong only for callers that pass such indices, which many libraries never do.",
+    "index_range_bad.py", "index_range_good.py",
+    variant_of="JXB005",
+    message="{code} only at out-of-range index values ({values}); every in-range index agrees: {evidence}",
+    fix="{fix}\nIf no caller passes such indices, declare the operand's range (e.g. `{spec}`), and this probe is "
+        "not run.",
+)
