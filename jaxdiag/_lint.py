@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import __version__, _compat, _config, _engine, _locate, _parallel, _reach
+from . import __version__, _compat, _config, _engine, _locate, _parallel, _reach, _traced_reach
 from . import _rules as rules
 from ._checks._base import Options
 from ._discovery import Discovery, Found, _posix, _unjit
@@ -124,6 +124,8 @@ class _Lint:
         for call in self.recorded.unclaimed():
             if call.get("target", "").split(".")[0].split(":")[0] in roots:  # other packages' rules: not asked
                 reports.extend(self._check_recorded(call))
+        # rules made in factories and closures, callback call sites: reached through the package's own functions
+        reports.extend(_traced_reach.check_by_tracing(self, discovered))
         if self.config.sharding:  # opt-in: a child process on virtual devices
             from . import _sharding
 

@@ -109,6 +109,23 @@ def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict,
     return reports
 
 
+def prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str) -> Prepared:
+    """The carrier `via` run on `templates`, prepared once per run (as `check_inside` prepares it): the rules
+    inside it are `Prepared.nested`. Raises what loading it raises, every time it is asked."""
+    key = carrier_key(via, options)
+    prepared = runs.prepared.get(key)
+    if prepared is None:
+        try:
+            prepared = _prepare(runs, via, templates, options, app_dir)
+        except (InferenceError, TargetLoadError, UsageError) as exc:
+            runs.prepared[key] = exc
+            raise
+        runs.prepared[key] = prepared
+    if isinstance(prepared, BaseException):
+        raise prepared
+    return prepared
+
+
 def _copy(report: TargetReport) -> TargetReport:
     """A copy the caller may relabel: every field copied, the live subject (for --repro) shared."""
     from ._parallel import target_report_from_dict, target_report_to_dict

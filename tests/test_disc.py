@@ -126,3 +126,35 @@ def test_a_difference_only_out_of_range_indices_show_is_a_warning_naming_them() 
     found = [f for t in report.targets for f in t.findings if f.severity in ("error", "warning")]
     assert [f.code for f in found] == [rules.OUT_OF_RANGE_INDEX_ONLY.code]
     assert found[0].severity == "warning" and "argument 1 = 8, 9" in found[0].message
+
+
+@pytest.mark.slow
+def test_rules_made_in_factories_and_closures_are_reached_through_public_functions() -> None:
+    ops = DATA / "disc_factories" / "ops.py"
+    made = {t.target.split(" ")[0].rpartition(":")[2]: t for t in _checked("disc_factories").targets
+            if "made in a function" in t.target}
+    assert {"scaled_exp", "square"} <= set(made), list(targets)
+    for target in made.values():
+        assert any(c.status in ("passed", "failed") for c in target.checks), target.checks
+    wrong = [f for f in made["scaled_exp"].findings if f.severity == "warning"]
+    assert wrong and wrong[0].location is not None
+    assert wrong[0].location.line == _line_of(ops, "def _jvp(primals, tangents):")
+    assert wrong[0].inputs is not None and wrong[0].inputs["provenance"] == "inferred"
+    assert not [f for f in made["square"].findings if f.severity in ("error", "warning")]
+
+
+@pytest.mark.slow
+def test_callback_call_sites_inside_functions_get_the_callback_checks() -> None:
+    targets = _targets(_checked("disc_factories"))
+    sine = targets["host_sine (calls a callback)"]
+    cosine = targets["host_cosine (calls a callback)"]
+    assert [c.status for c in sine.checks if c.name == "ffi-vmap-method"] == ["passed"]
+    assert rules.FFI_VMAP_METHOD_MISSING.code in {f.code for f in cosine.findings}
+
+
+@pytest.mark.slow
+def test_a_factory_no_public_function_reaches_is_reported_with_the_reason() -> None:
+    targets = _targets(_checked("disc_factories"))
+    note = targets["_never_called_factory"].findings
+    assert [f.code for f in note] == [rules.TARGET_NOT_CHECKABLE.code]
+    assert "no public function" in note[0].message
