@@ -158,3 +158,12 @@ def test_a_factory_no_public_function_reaches_is_reported_with_the_reason() -> N
     note = targets["_never_called_factory"].findings
     assert [f.code for f in note] == [rules.TARGET_NOT_CHECKABLE.code]
     assert "no public function" in note[0].message
+
+
+def test_the_plugin_loads_without_an_assert_rewrite_warning_when_jaxdiag_was_imported_first() -> None:
+    """Under `jaxdiag record -- pytest` the recorder imports jaxdiag when the interpreter starts; pytest then marks
+    the plugin's package for assert rewriting and warns that it cannot, unless the package opts out the way pytest
+    reads it (the module docstring)."""
+    from _pytest.assertion.rewrite import AssertionRewriter
+
+    assert AssertionRewriter.is_rewrite_disabled(jaxdiag.__doc__ or "")
