@@ -120,9 +120,8 @@ class _Lint:
         reports: list[TargetReport] = list(self.discovery.failed)
         discovered = self.discover()
         reports.extend(_parallel.check_targets(self, discovered, items, self.settings))
-        roots = {w.module.__name__.split(".")[0] for w in self.discovery.walked}
         for call in self.recorded.unclaimed():
-            if call.get("target", "").split(".")[0].split(":")[0] in roots:  # other packages' rules: not asked
+            if _reach.in_walked(call, self.discovery.walked):  # other modules' rules: not asked
                 reports.extend(self._check_recorded(call))
         # rules made in factories and closures, callback call sites: reached through the package's own functions
         reports.extend(_traced_reach.check_by_tracing(self, discovered))

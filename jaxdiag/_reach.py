@@ -91,6 +91,21 @@ class Recorded:
         return [best[t] for t in sorted(best)]
 
 
+def in_walked(call: dict, walked: Iterable[Any]) -> bool:
+    """Whether a recorded call's rule belongs to the modules this run checks: its target's module is one of them,
+    or it is defined in one of their files. `jaxdiag check mypkg.softplus` after recording the whole test suite
+    checks that module's rules only, never another module's of the same package."""
+    modules = list(walked)
+    module_name = call.get("target", "").partition(":")[0]
+    if any(w.module.__name__ == module_name for w in modules):
+        return True
+    path = call.get("defined_at", "").rpartition(":")[0]
+    if not path:
+        return False
+    real = os.path.realpath(path)
+    return any(getattr(w.module, "__file__", None) and os.path.realpath(w.module.__file__) == real for w in modules)
+
+
 def domain_of(recorded_range: dict | None) -> str | None:
     """The domain the recorded values call for: negative-only, unit interval, positive, or none (normal)."""
     if not recorded_range:

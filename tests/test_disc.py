@@ -167,3 +167,20 @@ def test_the_plugin_loads_without_an_assert_rewrite_warning_when_jaxdiag_was_imp
     from _pytest.assertion.rewrite import AssertionRewriter
 
     assert AssertionRewriter.is_rewrite_disabled(jaxdiag.__doc__ or "")
+
+
+def test_checking_one_module_reports_only_its_rules_even_with_a_whole_suite_recording(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    shutil.copytree(DATA / "disc_recscope", tmp_path / "disc_recscope")
+    other = tmp_path / "disc_recscope" / "other.py"
+    call = {"target": "disc_recscope.other:make_bad.<locals>.bad", "kind": "custom_jvp", "name": "bad",
+            "defined_at": f"{other}:{_line_of(other, 'def bad(x):')}", "reachable": False, "replayable": True,
+            "args": ["f32[3]"], "params": {}, "ranges": [None], "count": 1}
+    (tmp_path / ".jaxdiag").mkdir()
+    (tmp_path / ".jaxdiag" / "calls.json").write_text(json.dumps({"schema": 1, "calls": [call]}))
+    report = jaxdiag.check_module("disc_recscope.softplus", app_dir=str(tmp_path))
+    labels = [t.target for t in report.targets if t.kind not in ("module", "config")]
+    assert labels and all("other" not in label for label in labels), labels
+    assert report.exit_code == 0, str(report)
