@@ -167,9 +167,13 @@ def find_recorded_object(call: dict) -> Any:
     kind = call.get("kind")
     if kind not in ("primitive", "custom_vjp", "custom_jvp", "custom_vmap"):
         return None
+    from ._record import definition_site, real_site
+
     for obj in gc.get_objects():
         probed = call_user(_rule_functions, obj, kind, call["target"])  # exotic heap objects may raise when probed
         fns = probed.value or []
+        if fns and kind == "primitive" and real_site(definition_site(obj, kind)) == real_site(where):
+            return obj  # a primitive held by a module attribute: recorded at its assignment line
         for fn in fns:
             loc = _locate.locate(fn)
             if loc and loc.line == int(line) and os.path.realpath(loc.path) == full:
@@ -427,6 +431,10 @@ def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetRepor
                                  f"({', '.join(call.get('args', []))}; {call.get('params')}), which cannot be "
                                  "replayed from a file, and no module-level function of its package that called "
                                  "it takes replayable arguments")
+        elif call.get("reachable"):  # a module attribute holds it: never "made at run time"
+            raise InferenceError(f"{label} (defined at {where}) is held by a module attribute, but it is not a target "
+                                 "of this run (its rules are not the checked package's own, or its module is not "
+                                 "checked)")
         else:
             raise InferenceError(f"{label} (defined at {where}) is made at run time by a factory and no "
                                  "module-level function of its package called it in the recording, so "

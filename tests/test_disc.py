@@ -184,3 +184,19 @@ def test_checking_one_module_reports_only_its_rules_even_with_a_whole_suite_reco
     labels = [t.target for t in report.targets if t.kind not in ("module", "config")]
     assert labels and all("other" not in label for label in labels), labels
     assert report.exit_code == 0, str(report)
+
+
+def test_a_module_level_primitive_is_recorded_at_its_assignment_line() -> None:
+    import importlib
+    import sys
+
+    from jaxdiag._record import definition_site
+
+    sys.path.insert(0, str(DATA))
+    try:
+        ops = importlib.import_module("disc_kernels.ops")
+    finally:
+        sys.path.remove(str(DATA))
+    where = definition_site(ops.scaled_p.primitive, "primitive")
+    path, _, line = where.rpartition(":")
+    assert Path(path).name == "ops.py" and int(line) == _line_of(DATA / "disc_kernels" / "ops.py", "scaled_p = Kernel(")
