@@ -110,9 +110,9 @@ def _forwarded(call: ast.Call, names: list[str], defaults: dict[str, Any]) -> di
 def bind_site_params(names: set[str], modules: list[Any], wanted: set[str] | None) -> dict[str, Any]:
     """The bind params the modules' own code passes a primitive held under one of `names`: keyword arguments of
     `NAME.bind(...)` (or of a call of the object holding it, `NAME(...)`, which forwards them), restricted to
-    `wanted` (None: any keyword), read from the source (never run). A value is a literal, a module-level literal constant, or the
-    option-valued default of the enclosing function's own parameter. The first call site giving the most of
-    `wanted` wins: every call site is a call the library really makes."""
+    `wanted` (None: any keyword), read from the source (never run). A value is a literal, a module-level literal
+    constant, or the literal default of the enclosing function's own parameter. The call site giving the most of
+    `wanted` wins (the first of equals): every call site is a call the library really makes."""
     best: dict[str, Any] = {}
     for module in modules:
         tree = _module_tree(module)

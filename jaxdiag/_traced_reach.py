@@ -83,7 +83,7 @@ def sites_in(module: ModuleType) -> list[Site]:
     path = getattr(module, "__file__", None)
     if tree is None or not path:
         return []
-    out = []
+    out: list[Site] = []
     for top in tree.body:
         if not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -272,6 +272,7 @@ def _rule_locations(obj: Any, kind: str) -> list[Location]:
 
 def _in_package(subject: Any, lint: Any) -> bool:
     roots = {w.module.__name__.split(".")[0] for w in lint.discovery.walked}
+    fns: list[Any]
     if subject.kind == "primitive":
         fns = [r for r in _compat.registered_rules(subject.obj).values() if r is not None]
     else:

@@ -133,7 +133,7 @@ def test_rules_made_in_factories_and_closures_are_reached_through_public_functio
     ops = DATA / "disc_factories" / "ops.py"
     made = {t.target.split(" ")[0].rpartition(":")[2]: t for t in _checked("disc_factories").targets
             if "made in a function" in t.target}
-    assert {"scaled_exp", "square"} <= set(made), list(targets)
+    assert {"scaled_exp", "square"} <= set(made), list(made)
     for target in made.values():
         assert any(c.status in ("passed", "failed") for c in target.checks), target.checks
     wrong = [f for f in made["scaled_exp"].findings if f.severity == "warning"]

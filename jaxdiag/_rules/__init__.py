@@ -37,7 +37,8 @@ from ._notes import *  # noqa: F403  (each rule module defines only Rule constan
 from ._registration import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._sharding import *  # noqa: F403  (each rule module defines only Rule constants)
 
-__all__ = ["CATEGORIES", "DEPRECATED", "INFERRED_FIX", "INFERRED_MAX_SEVERITY", "INFERRED_MESSAGE", "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
+__all__ = ["CATEGORIES", "DEPRECATED", "INFERRED_FIX", "INFERRED_MAX_SEVERITY", "INFERRED_MESSAGE",
+           "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
            "matches", "normalize_codes", "rule", "template_fields", "validate_codes"]
 
 # Old codes users may have written in --select/--ignore, pyproject.toml or inline comments, and what they stand for
