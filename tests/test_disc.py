@@ -1,5 +1,5 @@
 """Discovery beyond module attributes, inputs inside the library's contract, and findings graded by the provenance
-of their inputs (issue 26). Probe packages live in tests/data/disc_*/; no real library is imported."""
+of their inputs. Probe packages live in tests/data/disc_*/; no real library is imported."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_a_declared_index_domain_is_never_probed_beyond() -> None:
 def test_a_difference_only_out_of_range_indices_show_is_a_warning_naming_them() -> None:
     from jaxdiag._rules._catalog import SAMPLES_DIR
 
-    report = jaxdiag.check_batching(f"{SAMPLES_DIR / 'index_range_bad.py'}:pick_p", "f32[8]", "i32[]")
+    report = jaxdiag.check_batching(f"{SAMPLES_DIR / 'jxb016_bad.py'}:pick_p", "f32[8]", "i32[]")
     found = [f for t in report.targets for f in t.findings if f.severity in ("error", "warning")]
     assert [f.code for f in found] == [rules.OUT_OF_RANGE_INDEX_ONLY.code]
     assert found[0].severity == "warning" and "argument 1 = 8, 9" in found[0].message

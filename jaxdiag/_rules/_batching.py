@@ -239,8 +239,7 @@ OUT_OF_RANGE_INDEX_ONLY = Rule(
     "do not, is re-run without them and reported here, naming the values.",
     "gather and dynamic_slice clamp an out-of-range index and scatter drops it: a rule that handles them "
     "differently is wrong only for callers that pass such indices, which many libraries never do.",
-    "index_range_bad.py", "index_range_good.py",
-    variant_of="JXB005",
+    "jxb016_bad.py", "jxb016_good.py",
     message="{code} only at out-of-range index values ({values}); every in-range index agrees: {evidence}",
     fix="{fix}\nIf no caller passes such indices, declare the operand's range (e.g. `{spec}`), and this probe is "
         "not run.",
