@@ -124,10 +124,11 @@ def bind_site_params(names: set[str], modules: list[Any], wanted: set[str] | Non
                 continue
             found: dict[str, Any] = {}
             defaults = _literal_defaults(caller)
+            rebound = _rebound(caller)
             for keyword in call.keywords:
                 if keyword.arg is None or (wanted is not None and keyword.arg not in wanted):
                     continue
-                value = _static_value(keyword.value, constants, defaults)
+                value = _static_value(keyword.value, constants, defaults, rebound)
                 if value is not _UNKNOWN:
                     found[keyword.arg] = value
             if len(found) > len(best):
@@ -162,13 +163,25 @@ def _binds(call: ast.Call, names: set[str]) -> bool:
 
 
 def _literal_constants(tree: ast.Module) -> dict[str, Any]:
+    """Module-level names bound to a literal, directly or through another such name (`_order = _DEFAULT`)."""
     out: dict[str, Any] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                out[node.targets[0].id] = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        if isinstance(value, ast.Name):
+            if value.id in out:
+                out[target.id] = out[value.id]
+            continue
+        try:
+            out[target.id] = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
     return out
 
 
@@ -189,14 +202,35 @@ def _literal_defaults(caller: Any) -> dict[str, Any]:
     return out
 
 
-def _static_value(node: ast.expr, constants: dict[str, Any], defaults: dict[str, Any]) -> Any:
+def _rebound(caller: Any) -> dict[str, list[ast.expr]]:
+    """Names the enclosing function assigns in its body (`if order is None: order = _DEFAULT`), with the values."""
+    out: dict[str, list[ast.expr]] = {}
+    if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return out
+    for node in ast.walk(caller):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out.setdefault(node.targets[0].id, []).append(node.value)
+    return out
+
+
+def _static_value(node: ast.expr, constants: dict[str, Any], defaults: dict[str, Any],
+                  rebound: dict[str, list[ast.expr]] | None = None, depth: int = 0) -> Any:
+    """The value `node` stands for when it is known without running anything: a literal, a module-level literal
+    constant (through chains of names), a value the function assigns the name (a parameter defaulting to None
+    replaced by a module constant is passed as that constant, never as None), else the parameter's default."""
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         pass
-    if isinstance(node, ast.Name):
-        if node.id in defaults:
-            return defaults[node.id]
-        if node.id in constants:
-            return constants[node.id]
+    if not isinstance(node, ast.Name) or depth > 4:
+        return _UNKNOWN
+    for value in (rebound or {}).get(node.id, []):
+        if not (isinstance(value, ast.Name) and value.id == node.id):
+            known = _static_value(value, constants, defaults, None, depth + 1)
+            if known is not _UNKNOWN and known is not None:
+                return known
+    if node.id in defaults and not (rebound or {}).get(node.id):
+        return defaults[node.id]
+    if node.id in constants:
+        return constants[node.id]
     return _UNKNOWN

@@ -97,19 +97,28 @@ def required_params(prim: Any) -> list[str]:
 
 
 def _unfilled_params(prim: Any) -> tuple[set[str], bool]:
-    """(parameters without a default in a primitive's user impl or abstract eval, whether it takes `**params`):
-    arrays are positional, so a name the library's bind calls pass by keyword is a bind param. A rule taking
-    `**params` (a kernel class's shared impl forwarding them) may need any keyword its bind calls pass."""
-    for fn in (_compat.impl(prim), _compat.abstract_eval_rule(prim)):
+    """(bind params some user rule of the primitive needs, whether its impl or abstract eval takes `**params`):
+    parameters without a default of the impl or abstract eval (arrays are positional, so a name the library's
+    bind calls pass by keyword is a bind param), and keyword-only parameters without a default of any other rule
+    (JVP, transpose, batching, lowering: JAX passes them the bind params as keywords). A shared impl taking
+    `**params` (a kernel class forwarding them) may need any keyword its bind calls pass."""
+    named: set[str] = set()
+    open_ended = False
+    evaluators = {id(fn) for fn in (_compat.impl(prim), _compat.abstract_eval_rule(prim)) if fn is not None}
+    for fn in _compat.registered_rules(prim).values():
         if fn is None or not _locate.is_user_code(fn):
             continue
         try:
-            params = inspect.signature(_locate.unwrap(fn)).parameters.values()
+            params = list(inspect.signature(_locate.unwrap(fn)).parameters.values())
         except (TypeError, ValueError):
             continue
-        named = {p.name for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-        return named, any(p.kind == p.VAR_KEYWORD for p in params)
-    return set(), False
+        if id(fn) in evaluators:
+            named |= {p.name for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL,
+                                                                                         p.VAR_KEYWORD)}
+            open_ended = open_ended or any(p.kind == p.VAR_KEYWORD for p in params)
+        else:
+            named |= {p.name for p in params if p.default is p.empty and p.kind == p.KEYWORD_ONLY}
+    return named, open_ended
 
 
 def bind_site_params(subject: Subject) -> dict[str, Any]:

@@ -200,3 +200,12 @@ def test_a_module_level_primitive_is_recorded_at_its_assignment_line() -> None:
     where = definition_site(ops.scaled_p.primitive, "primitive")
     path, _, line = where.rpartition(":")
     assert Path(path).name == "ops.py" and int(line) == _line_of(DATA / "disc_kernels" / "ops.py", "scaled_p = Kernel(")
+
+
+def test_a_bind_param_only_the_rules_require_comes_from_the_librarys_call_site() -> None:
+    """The impl defaults `order`; the JVP and batching rules require it; the library's bind passes a module
+    setting. Checked with that value, the rules are clean: nothing about a missing `order`."""
+    report = jaxdiag.check_all(f"{DATA / 'disc_bindparams' / 'series.py'}:series_p")
+    found = [f for t in report.targets for f in t.findings if f.severity in ("error", "warning")]
+    assert not found, [(f.code, f.message[:120]) for f in found]
+    assert any(c.status == "passed" and c.name.startswith("batching") for t in report.targets for c in t.checks)
