@@ -8,6 +8,9 @@ bool. Drawing `f32[3]` for them checks the rule at inputs no program can give it
 passes one of its own parameters straight through (positionally or as `name=name`) lends that parameter's default,
 when the default is an option value (None, a bool, a string, an enum member, a type or a callable), never a number
 that might stand for an array.
+
+The same reading gives a primitive's bind params (`bind_site_params`): the keyword arguments the package's own
+`prim.bind(x, order=order)` calls pass, resolved to literals without running anything.
 """
 
 from __future__ import annotations
