@@ -2,6 +2,10 @@
 
 The public API returns a `Report`; the CLI (`jaxdiag ...`) is a thin layer over it. Names are imported on first
 use, so `import jaxdiag` (and the pytest plugin that pytest loads into every session) does not import JAX.
+
+PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's package, and warns ("Module already imported so
+cannot be rewritten; jaxdiag") when the package was imported first, as under `jaxdiag record -- pytest`, whose
+recorder imports it at interpreter start. jaxdiag's own asserts are not the user's tests: never rewritten.
 """
 
 import typing as _typing

@@ -54,6 +54,9 @@ class Found:
     walked: Walked
     attr: str
     keys: list[str] = field(default_factory=list)
+    # the module attribute holding it when it is held by a wrapper (`foo_p = Kernel(...)` keeps the Primitive in
+    # `foo_p.primitive`; a class keeps a custom_jvp as a class attribute): `attr` is then `foo_p.primitive`
+    holder: Any = None
 
     @property
     def label(self) -> str:
@@ -267,9 +270,16 @@ class Discovery:
                 if candidate is not None:
                     kind, obj = candidate
                     seen.setdefault(id(obj), []).append(Found(obj, kind, walked, attr))
+                    continue
+                for inner, held in _reach.held_by(value, roots):  # wrapper objects and classes, one level
+                    candidate = _candidate(held, roots)
+                    if candidate is not None:
+                        kind, obj = candidate
+                        seen.setdefault(id(obj), []).append(Found(obj, kind, walked, f"{attr}.{inner}", holder=value))
         chosen = [_defining(places) for places in seen.values()]
         order = {id(w.module): i for i, w in enumerate(self.walked)}
-        chosen.sort(key=lambda f: (order[id(f.walked.module)], list(vars(f.walked.module)).index(f.attr)))
+        chosen.sort(key=lambda f: (order[id(f.walked.module)], list(vars(f.walked.module)).index(
+            f.attr.split(".")[0]), f.attr))
         for found in chosen:
             found.keys = [f"{prefix}:{found.attr}" for prefix in self.prefixes(found.walked)]
         return chosen
@@ -376,14 +386,15 @@ def _defining(places: list[Found]) -> Found:
     first = places[0]
     if first.kind == "primitive":
         for found in places:
-            if _locate.locate_assignment(found.walked.module, found.obj, [found.attr]) is not None:
+            if _locate.locate_assignment(found.walked.module, found.obj, [found.attr.split(".")[0]]) is not None:
                 return found
     origin = _origin(first.obj, first.kind)
     for found in places:
         if found.walked.module.__name__ == origin:
             return found
     direct = [f for f in places if vars(f.walked.module).get(f.attr) is f.obj]  # prefer `g` over `jit(g)`
-    return (direct or places)[0]
+    unheld = [f for f in places if f.holder is None]  # the object's own name over a wrapper holding it
+    return (direct or unheld or places)[0]
 
 
 def _submodule_label(info: pkgutil.ModuleInfo, short: str) -> str:

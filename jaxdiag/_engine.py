@@ -22,12 +22,14 @@ from . import (
     _compat,
     _contain,
     _locate,
+    _provenance,
     _signature,
 )
 from . import _rules as rules
 from ._checks import ALL_CHECKS
 from ._checks._base import Context, Options, SkipCheck, Subject
 from ._checks import _abstract, _x64_only
+from ._checks._index_range import grade_out_of_range
 from ._checks._call_site import traced_only_primitives, unperturbed_inputs
 from ._checks._harness import call_user, catch_abort, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
@@ -166,7 +168,9 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
                 ) -> list[TargetReport]:
     notes: list[Finding] = []
     root = _root_subject(target, params)
+    root.params = {**_signature.bind_site_params(root), **root.params}  # what the library's own bind calls pass
     _signature.check_params(root)
+    provenance = options.provenance if templates else "inferred"  # _provenance: stamped on every finding below
     if not templates:
         templates = infer_templates(root, notes)
     else:
@@ -198,8 +202,11 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
         report, by_check = run_subject_by_check(subject, options, cache)
         if not (given and subject is root) and id(subject) not in observed:  # given/observed inputs stay as they are
             report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, run_checks)
+        report.findings = grade_out_of_range(subject, options, cache, report.findings, by_check, run_checks)
         if subject is root:
             report.findings[:0] = notes
+        _provenance.stamp(report.findings, provenance if subject is root else _provenance.nested(
+            provenance, id(subject) in observed), subject.input_texts)
         reports.append(report)
     return reports
 

@@ -21,7 +21,7 @@ import tokenize
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from . import _locate
+from . import _locate, _provenance
 from . import _rules as rules
 from ._errors import UsageError
 from ._report import Finding, Location, Report, TargetReport
@@ -62,9 +62,11 @@ class Filter:
     # -- applying ----------------------------------------------------------------------------------------------
 
     def apply(self, report: Report) -> Report:
-        """Filter every target's findings in place (and sort them); returns the report. Coverage is judged first,
-        on the unfiltered findings: `--ignore JXN` hides the note that a target had no inputs, never the fact.
-        Blocking rules (a crash, an exit, a time limit) are never filtered."""
+        """Grade findings by their inputs' provenance (`_provenance`), then filter every target's findings in
+        place (and sort them); returns the report. Coverage is judged first, on the unfiltered findings: `--ignore
+        JXN` hides the note that a target had no inputs, never the fact. Blocking rules (a crash, an exit, a time
+        limit) are never filtered."""
+        _provenance.grade(report)
         for target in report.targets:
             mark_coverage(target)
             if target.unverified and not target.allowed:

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import __version__, _compat, _config, _engine, _locate, _parallel, _reach
+from . import __version__, _compat, _config, _engine, _locate, _parallel, _reach, _traced_reach
 from . import _rules as rules
 from ._checks._base import Options
 from ._discovery import Discovery, Found, _posix, _unjit
@@ -123,10 +123,11 @@ class _Lint:
         reports: list[TargetReport] = list(self.discovery.failed)
         discovered = self.discover()
         reports.extend(_parallel.check_targets(self, discovered, items, self.settings))
-        roots = {w.module.__name__.split(".")[0] for w in self.discovery.walked}
         for call in self.recorded.unclaimed():
-            if call.get("target", "").split(".")[0].split(":")[0] in roots:  # other packages' rules: not asked
+            if _reach.in_walked(call, self.discovery.walked):  # other modules' rules: not asked
                 reports.extend(self._check_recorded(call))
+        # rules made in factories and closures, callback call sites: reached through the package's own functions
+        reports.extend(_traced_reach.check_by_tracing(self, discovered))
         if self.config.sharding:  # opt-in: a child process on virtual devices
             from . import _sharding
 
@@ -166,10 +167,13 @@ class _Lint:
         if origin == _VIA:
             return self._check_recorded(params, found)
         target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
-        anchors = _engine.suppression_anchors(target)
+        held_at = _reach.holder_location(found)  # a wrapper's `foo_p = Kernel(...)` line names this object
+        anchors = list(dict.fromkeys(([held_at] if held_at else []) + _engine.suppression_anchors(target)))
         try:
+            provenance = "recorded" if origin.startswith(" (recorded") else "declared"  # none given: inferred
             report = _engine.run_unfiltered(target, args, params, Options(
-                command="check", seed=self.seed, **getattr(self, "run_options", {})), app_dir=self.app_dir)
+                command="check", seed=self.seed, provenance=provenance, **getattr(self, "run_options", {})),
+                app_dir=self.app_dir)
         except _engine.MissingDependencyError as exc:
             report = Report([TargetReport(found.label, found.kind, checks=[CheckResult(
                 "infer-inputs", "skipped", 0.0, "optional dependency missing")], findings=[
@@ -196,6 +200,7 @@ class _Lint:
                 location=anchors[0] if anchors else None))
         if found.kind == "primitive" and _reach.jax_owned(found.obj) and report.targets:
             _reach.restrict_to_user_rules(report.targets[0], found.obj)
+        _reach.move_to_holder(report.targets, found)
         for tr in report.targets:
             tr.module = found.walked.label
             tr.config_keys = list(found.keys)

@@ -112,8 +112,9 @@ def locate_assignment(module: Any, obj: Any, names: list[str] | None = None) -> 
         return None
     if filename is None:
         return None
-    if names is None:
-        names = [k for k, v in vars(module).items() if v is obj]
+    if names is None:  # the object's own names, then a wrapper's holding it one level down (`foo_p = Kernel(...)`)
+        names = [k for k, v in vars(module).items() if v is obj] + [
+            k for k, v in vars(module).items() if v is not obj and _holds(v, obj)]
     for name in names:
         pattern = re.compile(rf"^\s*{re.escape(name)}\s*(:[^=]*)?=")
         for i, text in enumerate(lines, start=1):
@@ -121,6 +122,14 @@ def locate_assignment(module: Any, obj: Any, names: list[str] | None = None) -> 
                 return Location(relative_path(filename), i, name)
     return None
 
+
+def _holds(value: Any, obj: Any) -> bool:
+    if isinstance(value, type) or inspect.ismodule(value) or inspect.isroutine(value):
+        return False
+    try:
+        return any(v is obj for v in vars(value).values())
+    except TypeError:  # no __dict__
+        return False
 
 
 def inline_ignores(location: Location | None) -> set[str] | None:

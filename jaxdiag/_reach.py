@@ -9,7 +9,9 @@ or `pytest --jaxdiag-record`), a module's `JAXDIAG` dict, inference.
 from __future__ import annotations
 
 import gc
+import inspect
 import os
+from types import ModuleType
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -89,6 +91,21 @@ class Recorded:
         return [best[t] for t in sorted(best)]
 
 
+def in_walked(call: dict, walked: Iterable[Any]) -> bool:
+    """Whether a recorded call's rule belongs to the modules this run checks: its target's module is one of them,
+    or it is defined in one of their files. `jaxdiag check mypkg.softplus` after recording the whole test suite
+    checks that module's rules only, never another module's of the same package."""
+    modules = list(walked)
+    module_name = call.get("target", "").partition(":")[0]
+    if any(w.module.__name__ == module_name for w in modules):
+        return True
+    path = call.get("defined_at", "").rpartition(":")[0]
+    if not path:
+        return False
+    real = os.path.realpath(path)
+    return any(getattr(w.module, "__file__", None) and os.path.realpath(w.module.__file__) == real for w in modules)
+
+
 def domain_of(recorded_range: dict | None) -> str | None:
     """The domain the recorded values call for: negative-only, unit interval, positive, or none (normal)."""
     if not recorded_range:
@@ -150,9 +167,13 @@ def find_recorded_object(call: dict) -> Any:
     kind = call.get("kind")
     if kind not in ("primitive", "custom_vjp", "custom_jvp", "custom_vmap"):
         return None
+    from ._record import definition_site, real_site
+
     for obj in gc.get_objects():
         probed = call_user(_rule_functions, obj, kind, call["target"])  # exotic heap objects may raise when probed
         fns = probed.value or []
+        if fns and kind == "primitive" and real_site(definition_site(obj, kind)) == real_site(where):
+            return obj  # a primitive held by a module attribute: recorded at its assignment line
         for fn in fns:
             loc = _locate.locate(fn)
             if loc and loc.line == int(line) and os.path.realpath(loc.path) == full:
@@ -193,6 +214,66 @@ def unwrap_custom(value: Any) -> Any:
                     pass
         frontier = nxt
     return None
+
+
+def held_by(value: Any, roots: set[str]) -> list[tuple[str, Any]]:
+    """(attribute name, object) for what a wrapper keeps one level down, when the wrapper belongs to a checked
+    package: the attributes of an instance of one of its classes (a kernel object keeping its `Primitive` in
+    `self.primitive`), or a class's own attributes (a custom_jvp as a class attribute, a staticmethod's function).
+    Functions, modules and JAX's or other libraries' objects are not walked."""
+    if isinstance(value, ModuleType) or inspect.isroutine(value) or _compat.is_primitive(value):
+        return []
+    owner = value if isinstance(value, type) else type(value)
+    if (getattr(owner, "__module__", "") or "").split(".")[0] not in roots:
+        return []
+    probed = call_user(lambda: list(vars(value).items()))  # a proxy's __dict__ may run its code
+    if probed.error is not None or probed.value is None:
+        return []
+    out = []
+    for name, held in probed.value:
+        if name.startswith("__"):
+            continue
+        if isinstance(held, (staticmethod, classmethod)):
+            held = held.__func__
+        out.append((name, held))
+    return out
+
+
+def holder_location(found: Any) -> Location | None:
+    """The line that defines the wrapper holding a target (`foo_p = Kernel(...)`)."""
+    if getattr(found, "holder", None) is None:
+        return None
+    return _locate.locate_assignment(found.walked.module, found.holder, [found.attr.split(".")[0]])
+
+
+def move_to_holder(reports: list[TargetReport], found: Any) -> None:
+    """Findings located in a method the wrapper's class shares with every object it makes (its impl, abstract
+    eval, a rule forwarding to the function it was given) name the object, not the class: they move to the line
+    that defines the object (`foo_p = Kernel(...)`), where an inline suppression covers that object only."""
+    where = holder_location(found)
+    if where is None:
+        return
+    shared = [span for cls in inspect.getmro(type(found.holder)) for member in vars(cls).values()
+              for span in [_span(member)] if span is not None]
+    for report in reports:
+        for finding in report.findings:
+            loc = finding.location
+            if loc is not None and any(path == os.path.abspath(loc.path) and first <= loc.line <= last
+                                       for path, first, last in shared):
+                finding.location = where
+
+
+def _span(member: Any) -> tuple[str, int, int] | None:
+    """(absolute file, first line, last line) of a function defined in a class body."""
+    fn = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+    if not inspect.isfunction(fn) or not _locate.is_user_code(fn):
+        return None
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        path = inspect.getsourcefile(fn)
+    except (OSError, TypeError):
+        return None
+    return (os.path.abspath(path), first, first + len(lines) - 1) if path else None
 
 
 def jax_owned(prim: Any) -> bool:
@@ -323,7 +404,7 @@ def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetRepor
     location = Location(_locate.relative_path(path).replace(os.sep, "/"), int(line), label.rpartition(":")[2]) if (
         path and line.isdigit()) else None
     obj = find_recorded_object(call) if found is None and call.get("replayable", True) else None
-    options = Options(command="check", seed=lint.seed, **getattr(lint, "run_options", {}))
+    options = Options(command="check", seed=lint.seed, provenance="recorded", **getattr(lint, "run_options", {}))
     try:
         if obj is not None:
             kind, obj = classify(obj)
@@ -350,6 +431,10 @@ def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetRepor
                                  f"({', '.join(call.get('args', []))}; {call.get('params')}), which cannot be "
                                  "replayed from a file, and no module-level function of its package that called "
                                  "it takes replayable arguments")
+        elif call.get("reachable"):  # a module attribute holds it: never "made at run time"
+            raise InferenceError(f"{label} (defined at {where}) is held by a module attribute, but it is not a target "
+                                 "of this run (its rules are not the checked package's own, or its module is not "
+                                 "checked)")
         else:
             raise InferenceError(f"{label} (defined at {where}) is made at run time by a factory and no "
                                  "module-level function of its package called it in the recording, so "

@@ -447,12 +447,36 @@ def definition_function(obj: Any, kind: str) -> Any:
 
 
 def definition_site(obj: Any, kind: str) -> str:
-    """`path/file.py:LINE` of `definition_function` (how recorded calls and discovered targets are matched)."""
+    """`path/file.py:LINE` of `definition_function` (how recorded calls and discovered targets are matched); for a
+    primitive a module attribute holds (`my_p = Primitive(...)`, `my_p = Kernel(...)`), that assignment's line."""
     from . import _locate
 
+    if kind == "primitive":
+        held = _assignment_site(obj)
+        if held:
+            return held
     fn = definition_function(obj, kind)
     where = _locate.locate(fn) if fn is not None else None
     return f"{_posix(where.path)}:{where.line}" if where else ""
+
+
+def _assignment_site(prim: Any) -> str:
+    """`path:line` of the module-level assignment holding a primitive (or the wrapper holding it), searched in the
+    package of its first user rule; '' when none holds it (made in a factory)."""
+    from . import _locate
+
+    fn = definition_function(prim, "primitive")
+    origin = (getattr(_locate.unwrap(fn), "__module__", "") or "") if fn is not None else ""
+    if not origin:
+        return ""
+    root = origin.split(".")[0]
+    for name, module in sorted(sys.modules.items(), key=lambda item: (item[0] != origin, item[0])):
+        if module is None or name.split(".")[0] != root:
+            continue
+        loc = _locate.locate_assignment(module, prim)
+        if loc is not None:
+            return f"{_posix(loc.path)}:{loc.line}"
+    return ""
 
 
 def real_site(where: str) -> str:

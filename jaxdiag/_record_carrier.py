@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _compat, _locate
+from . import _compat, _locate, _provenance
 from ._checks._base import Context, Options, Subject
 from ._checks._harness import call_user, jaxdiag_code
 from ._checks._harness.cache import SubjectCache
@@ -107,6 +107,23 @@ def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict,
                 runs.checked[rule_key] = _check_subject(runs, prepared, subject, options)
             reports.append(_copy(runs.checked[rule_key]))
     return reports
+
+
+def prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str) -> Prepared:
+    """The carrier `via` run on `templates`, prepared once per run (as `check_inside` prepares it): the rules
+    inside it are `Prepared.nested`. Raises what loading it raises, every time it is asked."""
+    key = carrier_key(via, options)
+    prepared = runs.prepared.get(key)
+    if prepared is None:
+        try:
+            prepared = _prepare(runs, via, templates, options, app_dir)
+        except (InferenceError, TargetLoadError, UsageError) as exc:
+            runs.prepared[key] = exc
+            raise
+        runs.prepared[key] = prepared
+    if isinstance(prepared, BaseException):
+        raise prepared
+    return prepared
 
 
 def _copy(report: TargetReport) -> TargetReport:
@@ -199,6 +216,7 @@ def _is_rule(subject: Subject, call: dict) -> bool:
 
 def _check_subject(runs: CarrierRuns, prepared: Prepared, subject: Subject, options: Options) -> TargetReport:
     from . import _engine
+    from ._checks._index_range import grade_out_of_range
     from ._fresh_draws import confirm_on_fresh_draws
 
     runs.count(f"check {subject.label}")
@@ -209,6 +227,9 @@ def _check_subject(runs: CarrierRuns, prepared: Prepared, subject: Subject, opti
     report, by_check = _engine.run_subject_by_check(subject, options, cache)
     if observed is None:  # random draws: a finding must hold on fresh ones too
         report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, _engine.run_checks)
+    report.findings = grade_out_of_range(subject, options, cache, report.findings, by_check, _engine.run_checks)
+    _provenance.stamp(report.findings, _provenance.nested(options.provenance, observed is not None),
+                      subject.input_texts)
     return report
 
 

@@ -67,6 +67,9 @@ class Finding:
     jaxpr: str = ""
     # None: no source edit was attempted; False: candidate edits failed verification (the fix stays text); True.
     fix_verified: bool | None = None
+    # The inputs that showed it: {"provenance": "declared|recorded|observed|inferred", "specs": [...]} (set by
+    # `_provenance.stamp` where inputs are chosen; None for findings about no inputs, e.g. an import note).
+    inputs: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -74,8 +77,9 @@ class Finding:
         for optional in ("diff", "jaxpr"):
             if not data[optional]:
                 del data[optional]
-        if data["fix_verified"] is None:
-            del data["fix_verified"]
+        for unset in ("fix_verified", "inputs"):
+            if data[unset] is None:
+                del data[unset]
         return data
 
     @classmethod

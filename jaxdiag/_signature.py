@@ -10,6 +10,7 @@ does not give, are usage errors (exit 2), never a defect of the rules.
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any, Sequence
 
 import jax
@@ -20,6 +21,7 @@ from ._checks._harness import call_user
 from ._errors import InferenceError, UsageError
 from ._inputs import ArgSpec, Static, parse_arg, template_leaves, template_text
 from ._layout import Layout, flat_view, template_of
+from ._passthrough import bind_site_params as passthrough_bind_params
 from ._passthrough import passthrough_defaults
 
 
@@ -92,6 +94,77 @@ def required_params(prim: Any) -> list[str]:
             continue
         return [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
     return []
+
+
+def _unfilled_params(prim: Any) -> tuple[set[str], bool]:
+    """(bind params some user rule of the primitive needs, whether its impl or abstract eval takes `**params`):
+    parameters without a default of the impl or abstract eval (arrays are positional, so a name the library's
+    bind calls pass by keyword is a bind param), and keyword-only parameters without a default of any other rule
+    (JVP, transpose, batching, lowering: JAX passes them the bind params as keywords). A shared impl taking
+    `**params` (a kernel class forwarding them) may need any keyword its bind calls pass."""
+    named: set[str] = set()
+    open_ended = False
+    evaluators = {id(fn) for fn in (_compat.impl(prim), _compat.abstract_eval_rule(prim)) if fn is not None}
+    for fn in _compat.registered_rules(prim).values():
+        if fn is None or not _locate.is_user_code(fn):
+            continue
+        try:
+            params = list(inspect.signature(_locate.unwrap(fn)).parameters.values())
+        except (TypeError, ValueError):
+            continue
+        if id(fn) in evaluators:
+            named |= {p.name for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL,
+                                                                                         p.VAR_KEYWORD)}
+            open_ended = open_ended or any(p.kind == p.VAR_KEYWORD for p in params)
+        else:
+            named |= {p.name for p in params if p.default is p.empty and p.kind == p.KEYWORD_ONLY}
+    return named, open_ended
+
+
+def bind_site_params(subject: Subject) -> dict[str, Any]:
+    """Bind params the primitive's rules need and nobody gave, read from the library's own `prim.bind(...,
+    name=value)` call sites (`_passthrough.bind_site_params`): the values its own code binds, never asked of the
+    user. Looked for in every loaded module of the package that defines the primitive or its rules."""
+    if subject.kind != "primitive" or subject.parent is not None:
+        return {}
+    prim = subject.obj
+    named, open_ended = _unfilled_params(prim)
+    wanted: set[str] | None = None if open_ended else named - set(subject.params)
+    if wanted is not None and not wanted:
+        return {}
+    roots = {(getattr(_locate.unwrap(r), "__module__", "") or "").split(".")[0]
+             for r in _compat.registered_rules(prim).values() if r is not None and _locate.is_user_code(r)}
+    roots.add((subject.module or "").split(".")[0])
+    roots.discard("")
+    modules = [m for name, m in sorted(sys.modules.items()) if m is not None and name.split(".")[0] in roots]
+    names = {prim.name}
+    for module in modules:
+        for attr, value in list(vars(module).items()):
+            if value is prim:
+                names.add(attr)
+            elif _holds(value, prim):
+                names.add(attr)
+    found = passthrough_bind_params(names, modules, wanted)
+    return {k: _hashable(v) for k, v in found.items() if k not in subject.params}
+
+
+def _attrs(value: Any) -> dict[str, Any]:
+    try:
+        return dict(vars(value)) if hasattr(value, "__dict__") and not isinstance(value, type) else {}
+    except TypeError:
+        return {}
+
+
+def _holds(value: Any, obj: Any) -> bool:
+    return any(v is obj for v in _attrs(value).values())
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
 
 
 def param_snippet(missing: Sequence[str]) -> str:

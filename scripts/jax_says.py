@@ -485,6 +485,14 @@ def _jxb015(m: Any) -> str | None:
         return compare(jax.vmap(m.rowsum_p.bind)(x), x.sum(axis=1))
 
 
+@says("JXB016")
+def _jxb016(m: Any) -> str | None:
+    """`jax.vmap(pick_p.bind)(x, i)` with an index past the end of `x` (in range, vmap agrees with the loop)"""
+    x = draw("JXB016", B, 8)
+    i = np.full((B,), 8, np.int32)
+    return compare(jax.vmap(m.pick_p.bind)(x, i), x[:, -1])
+
+
 @says("JXG026")
 def _jxg026(m: Any) -> str | None:
     """`jax.grad(lambda x: softplus(x).sum())(x)` on float64 under `jax.enable_x64(True)`"""

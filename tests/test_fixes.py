@@ -27,6 +27,7 @@ NOT_LOCAL = {
     "jxb003": "two statements: stop broadcasting the constant output and return None as its dim",
     "jxb006": "new lines: bring unbatched arguments to the batch layout (bdim_at_front)",
     "jxb010": "a new per-example computation of the output",
+    "jxb016": "out-of-range index handling in the rule (or a declared index range)",
     "jxb014": "a batched computation in place of a deliberate refusal (or its suppression)",
     "jxg025": "a derivative formula in place of a deliberate refusal (or its suppression)",
     "jxb015": "the dtype the rule computes in (an x64-only defect: the fix is the base rule's)",

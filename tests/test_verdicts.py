@@ -461,7 +461,7 @@ def test_an_error_only_under_x64_is_an_x64_only_warning_and_its_fix_is_clean():
 def test_index_rule_wrong_only_out_of_range_is_caught_and_its_fix_is_clean():
     """The bad rule agrees with the loop for every in-range index (what random small integers give) and differs
     for an index >= len(x), where dynamic_index_in_dim clamps and the rule's gather fills 0."""
-    bad, good = load("index_range_bad.py"), load("index_range_good.py")
+    bad, good = load("jxb016_bad.py"), load("jxb016_good.py")
     x = jnp.asarray(np.random.default_rng(0).standard_normal((4, 8)), jnp.float32)
     inside, outside = jnp.array([0, 3, -1, 7], jnp.int32), jnp.array([8, 9, -9, 100], jnp.int32)
     for module, agrees_outside in ((bad, False), (good, True)):
@@ -469,9 +469,9 @@ def test_index_rule_wrong_only_out_of_range_is_caught_and_its_fix_is_clean():
         batched = [jax.vmap(module.pick_p.bind)(x, i) for i in (inside, outside)]
         np.testing.assert_allclose(batched[0], loop[0])  # plain JAX: in range, both agree
         assert np.allclose(batched[1], loop[1]) == agrees_outside  # plain JAX: out of range, only the fix agrees
-    report = jaxdiag.check_batching(f"{SAMPLES / 'index_range_bad.py'}:pick_p", "f32[8]", "i32[]")
-    assert "JXB005" in codes(report, "error")
-    clean = jaxdiag.check_batching(f"{SAMPLES / 'index_range_good.py'}:pick_p", "f32[8]", "i32[]")
+    report = jaxdiag.check_batching(f"{SAMPLES / 'jxb016_bad.py'}:pick_p", "f32[8]", "i32[]")
+    assert "JXB016" in codes(report, "warning") and "JXB005" not in codes(report)  # only out-of-range values
+    clean = jaxdiag.check_batching(f"{SAMPLES / 'jxb016_good.py'}:pick_p", "f32[8]", "i32[]")
     no_internal_errors(clean)
     assert not problems(clean), problems(clean)
 

@@ -118,6 +118,8 @@ class Options:
     fixes: bool = False  # propose source edits and verify them by re-running the checks (--diff / --fix)
     show_jaxpr: bool = False  # attach the exposing jaxpr to each finding (--show-jaxpr)
     platforms: tuple[str, ...] = ("cpu",)  # platforms whose lowering must exist (--platforms)
+    # where given inputs come from ("declared" or "recorded"; `_provenance`): inputs the engine infers are "inferred"
+    provenance: str = "declared"
 
     def runs(self, family: str) -> bool:
         return self.command == "check" or self.command == family

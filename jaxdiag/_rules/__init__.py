@@ -23,6 +23,9 @@ from collections.abc import Iterable
 from ._batching import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._catalog import (
     CATEGORIES,
+    INFERRED_FIX,
+    INFERRED_MAX_SEVERITY,
+    INFERRED_MESSAGE,
     NOTE_PREFIX,
     RULES,
     SAMPLES_DIR,
@@ -38,7 +41,8 @@ from ._registration import *  # noqa: F403  (each rule module defines only Rule 
 from ._sharding import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._user_code import *  # noqa: F403  (each rule module defines only Rule constants)
 
-__all__ = ["CATEGORIES", "DEPRECATED", "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
+__all__ = ["CATEGORIES", "DEPRECATED", "INFERRED_FIX", "INFERRED_MAX_SEVERITY", "INFERRED_MESSAGE",
+           "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
            "matches", "normalize_codes", "rule", "template_fields", "validate_codes", "variant"]
 
 # Old codes users may have written in --select/--ignore, pyproject.toml or inline comments, and what they stand for

@@ -181,6 +181,7 @@ FFI_VMAP_METHOD_MISSING = Rule(
     message="{call_describe}{call_where} has no vmap_method (None), so {consequence}.",
     fix="Pass `vmap_method=` to the {primitive} at {line}: {choices}. {which_methods_work}",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 FFI_KERNEL_NOT_BATCH_AWARE = Rule(
     "JXB021", "ffi-kernel-not-batch-aware", "error",
@@ -211,6 +212,7 @@ FFI_LEGACY_VECTORIZED = Rule(
             "the {noun} {handed_what}); it is slated for removal.",
     fix="Replace it at {line} with {advice}.",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 FFI_VMAP_METHOD_FALLBACK = variant(
     FFI_VMAP_METHOD_MISSING, "JXB023", "ffi-vmap-method-fallback", "warning",
@@ -220,4 +222,18 @@ FFI_VMAP_METHOD_FALLBACK = variant(
     why="Works today (one kernel call per example, with a DeprecationWarning) and fails on newer JAX with "
         "`NotImplementedError: vmap is only supported for the ffi_call primitive when vmap_method is one of ...`, "
         "reported there as JXB020 (an error).",
+    evidence_from_inputs=False,
+)
+OUT_OF_RANGE_INDEX_ONLY = Rule(
+    "JXB016", "out-of-range-index-only", "warning",
+    "A batching difference shows only at index values outside the operand's range.",
+    "Integer inputs that index an operand (gather, scatter, dynamic_slice) and have no declared range are also "
+    "drawn at and beyond the edges of the axis they index. A finding that those values show, and in-range indices "
+    "do not, is re-run without them and reported here, naming the values.",
+    "gather and dynamic_slice clamp an out-of-range index and scatter drops it: a rule that handles them "
+    "differently is wrong only for callers that pass such indices, which many libraries never do.",
+    "jxb016_bad.py", "jxb016_good.py",
+    message="{code} only at out-of-range index values ({values}); every in-range index agrees: {evidence}",
+    fix="{fix}\nIf no caller passes such indices, declare the operand's range (e.g. `{spec}`), and this probe is "
+        "not run.",
 )

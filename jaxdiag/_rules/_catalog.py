@@ -23,6 +23,13 @@ CATEGORIES = {
 }
 NOTE_PREFIX = "JXN"
 
+# Findings seen only on inputs jaxdiag inferred (`_provenance.grade`): the code may never receive such inputs, so
+# they cannot make an error, and the message names the assumption.
+INFERRED_MAX_SEVERITY = "warning"
+INFERRED_MESSAGE = "on {specs} inferred; your callers may never pass such inputs. {message}"
+INFERRED_FIX = ("{fix}\nTo confirm it on the inputs your code really passes, declare them ([tool.jaxdiag.targets] "
+                "`args`, or --arg) or record them (`jaxdiag record -- pytest`).")
+
 
 def _samples_dir() -> Path:
     """The samples shipped with this jaxdiag (package data of `jaxdiag.samples`, never a `samples/` folder that
@@ -82,6 +89,11 @@ class Rule:
     # A finding of this rule means its target was not verified, for this reason (a key of
     # `_report.NOT_VERIFIED_REASONS`); the run then exits 5 unless `allow-unchecked` accepts the target.
     leaves_unverified: str = ""
+    # Whether the evidence comes from running rules on example inputs. False for a fact read off the object (a
+    # rule never registered, a removed API, a declared vmap_method) that no choice of inputs changes. A finding
+    # whose evidence comes from inputs jaxdiag synthesised (none declared, recorded or observed) is graded by
+    # `_provenance`: at most INFERRED_MAX_SEVERITY, its message prefixed with INFERRED_MESSAGE.
+    evidence_from_inputs: bool = True
 
     def __post_init__(self) -> None:
         assert self.severity in SEVERITIES, self.severity

@@ -14,6 +14,7 @@ MISSING_IMPL = Rule(
             "`NotImplementedError: Evaluation rule for '{prim_name}' not implemented`.{also}",
     fix="{fix}",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 MISSING_ABSTRACT_EVAL = Rule(
     "JXR002", "missing-abstract-eval", "error",
@@ -27,6 +28,7 @@ MISSING_ABSTRACT_EVAL = Rule(
             "'{prim_name}' not implemented`.{observed}",
     fix="{fix}",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 ABSTRACT_EVAL_MISMATCH = Rule(
     "JXR003", "abstract-eval-mismatch", "error",
@@ -53,6 +55,7 @@ MISSING_LOWERING = Rule(
             "cpu`.",
     fix="{fix}",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 MISSING_BATCHING_RULE = Rule(
     "JXR005", "missing-batching-rule", "warning",
@@ -67,6 +70,7 @@ MISSING_BATCHING_RULE = Rule(
             "`NotImplementedError: Batching rule for '{prim_name}' not implemented`.",
     fix="{fix}",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 MISSING_JVP_RULE = Rule(
     "JXR006", "missing-jvp-rule", "info",
@@ -99,6 +103,7 @@ MISSING_TRANSPOSE_RULE = Rule(
         "returning one cotangent per argument (None for arguments that are not `ad.UndefinedPrimal`), or "
         "use `ad.deflinear2`.",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 REMOVED_JAX_API = Rule(
     "JXR008", "removed-jax-api", "error",
@@ -109,6 +114,7 @@ REMOVED_JAX_API = Rule(
     message="{where} uses `{module}.{attr}`, which does not exist on JAX {jax_version}: {exc_error}.",
     fix="Replace `{attr}`: {advice}.",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 WRONG_RULE_SIGNATURE = Rule(
     "JXR009", "wrong-rule-signature", "error",
@@ -121,6 +127,7 @@ WRONG_RULE_SIGNATURE = Rule(
     message="Rule signature does not match JAX's call: {evidence}",
     fix="{fix}",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 LOWERING_MISMATCH = Rule(
     "JXR010", "lowering-mismatch", "error",
@@ -182,4 +189,5 @@ PLATFORM_LOWERING_MISSING = Rule(
     message="No lowering for a declared platform: {evidence}",
     fix="{fix}",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )

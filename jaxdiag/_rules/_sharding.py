@@ -57,6 +57,7 @@ SHARD_MAP_RULE_MISSING = Rule(
     message="shard_map needs a rule this primitive lacks: {evidence}",
     fix="{fix}",
     depends_on_values=False,
+    evidence_from_inputs=False,
 )
 SHARDED_CALL_GATHERS = Rule(
     "JXS005", "sharded-call-gathers", "warning",

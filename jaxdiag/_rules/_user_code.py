@@ -22,7 +22,7 @@ USER_CODE_EXITED = Rule(
     "looks like success: before the supervisor, a rule calling `os._exit(0)` turned the whole run green.",
     message="{target}: {how} while running {where}; its checks did not finish.",
     fix="Raise an exception instead of ending the process in the code that `{check}` calls{at}.",
-    blocking=True, leaves_unverified="exited", depends_on_values=False,
+    blocking=True, leaves_unverified="exited", depends_on_values=False, evidence_from_inputs=False,
 )
 USER_CODE_CRASHED = Rule(
     "JXU002", "user-code-crashed", "error",
@@ -32,7 +32,7 @@ USER_CODE_CRASHED = Rule(
     message="{target}: the process checking it died ({how}) while running {where}; its checks did not finish.",
     fix="Run the transformation named above on the target under `python -X faulthandler` to see the native frame; "
         "check the kernel's buffer sizes and dtypes against the avals it is given.",
-    blocking=True, leaves_unverified="crashed", depends_on_values=False,
+    blocking=True, leaves_unverified="crashed", depends_on_values=False, evidence_from_inputs=False,
 )
 USER_CODE_RAISED_BASE_EXCEPTION = Rule(
     "JXU003", "user-code-raised-base-exception", "error",
@@ -46,7 +46,7 @@ USER_CODE_RAISED_BASE_EXCEPTION = Rule(
             "stopped there.",
     fix="Raise an `Exception` subclass (ValueError, TypeError, a custom `class MyError(Exception)`) in the code "
         "that `{check}` calls{at}.",
-    blocking=True, leaves_unverified="raised", depends_on_values=False,
+    blocking=True, leaves_unverified="raised", depends_on_values=False, evidence_from_inputs=False,
 )
 USER_CODE_TIMED_OUT = Rule(
     "JXU004", "target-timed-out", "error",
@@ -60,7 +60,7 @@ USER_CODE_TIMED_OUT = Rule(
     fix="Find what does not return in the rule that `{check}` calls (an endless loop, a wait on something that "
         "never comes), or raise the limit with --timeout SECONDS or `timeout = ...` under [tool.jaxdiag] in "
         "pyproject.toml if the target is just slow.",
-    blocking=True, leaves_unverified="timed-out", depends_on_values=False,
+    blocking=True, leaves_unverified="timed-out", depends_on_values=False, evidence_from_inputs=False,
 )
 USER_CODE_LEFT_THREADS = Rule(
     "JXU005", "user-code-left-threads", "error",
@@ -70,7 +70,7 @@ USER_CODE_LEFT_THREADS = Rule(
     "A rule or impl that starts a thread and never joins it makes every program that calls it hang at exit.",
     message="{target}: {count} non-daemon thread(s) started by user code still running after its checks: {threads}.",
     fix="Join the thread before the rule returns, or start it with `daemon=True`.",
-    blocking=True, depends_on_values=False,
+    blocking=True, depends_on_values=False, evidence_from_inputs=False,
 )
 USER_CODE_CHANGED_STATE = Rule(
     "JXU006", "user-code-changed-global-state", "warning",
@@ -83,5 +83,5 @@ USER_CODE_CHANGED_STATE = Rule(
     message="{target}: its checks changed {changes}; jaxdiag restored them for the targets after it.",
     fix="Change JAX's configuration once, at import time of your package (or in `with jax.enable_x64(...)` scopes), "
         "never inside a rule; register rules only for your own primitives.",
-    depends_on_values=False,
+    depends_on_values=False, evidence_from_inputs=False,
 )

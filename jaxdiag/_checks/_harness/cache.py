@@ -28,6 +28,10 @@ class SubjectCache:
     example_output: Any = None  # _shared.ExampleOutput
     abstract_output: Any = None  # _shared.AbstractOutput
     index_bounds: dict[int, int] | None = None  # _index_range: spec position -> the largest dim it indexes
+    # _index_range: example -> {spec position: the out-of-range value drawn there}; `index_probes_off` re-runs
+    # the batching checks without them
+    index_probes: dict[int, dict[int, int]] = field(default_factory=dict)
+    index_probes_off: bool = False
     grown_shapes: list[tuple[int, ...]] | None = None  # impl output shapes for inputs one larger in every dim
     grown_shapes_done: bool = False
     batching_evidence: Any = None  # _batching.Evidence, or the SkipCheck that stopped collecting it

@@ -2,7 +2,8 @@
 wraps a negative index once and clamps the rest into [0, len(x) - 1]; the batching rule wraps negatives the same
 way but gathers with `mode="fill"`, so an index >= len(x) reads 0 instead of the last element. Every in-range index
 agrees with the loop, so random small integers never showed it: index inputs are also drawn at len(x), len(x) + 1,
--1 and -(len(x) + 1)."""
+-1 and -(len(x) + 1). Only those values show it, so it is a warning naming them (JXB016): declaring the index's
+range (`i32[]@0..7`) states that callers never pass them."""
 
 import jax.numpy as jnp
 from jax import lax
@@ -23,7 +24,7 @@ def _pick_abstract_eval(x, i):
     return ShapedArray((), x.dtype)
 
 
-def _pick_batching(batched_args, batch_dims):  # jaxdiag-expect: JXB005
+def _pick_batching(batched_args, batch_dims):  # jaxdiag-expect: JXB016
     x, i = batched_args
     bx, bi = batch_dims
     size = x.shape[bx] if bx is not None else i.shape[bi]

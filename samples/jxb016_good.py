@@ -1,4 +1,4 @@
-"""The fix of index_range_bad.py: the batching rule clamps the wrapped index into [0, len(x) - 1] as
+"""The fix of jxb016_bad.py: the batching rule clamps the wrapped index into [0, len(x) - 1] as
 `dynamic_index_in_dim` does, so it agrees with the loop for every index, in range or not."""
 
 import jax.numpy as jnp

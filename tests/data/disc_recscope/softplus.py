@@ -1,0 +1,13 @@
+import jax
+import jax.numpy as jnp
+
+
+@jax.custom_jvp
+def softplus(x):
+    return jnp.logaddexp(x, 0.0)
+
+
+@softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return softplus(x), jax.nn.sigmoid(x) * t

@@ -1,0 +1,211 @@
+"""Discovery beyond module attributes, inputs inside the library's contract, and findings graded by the provenance
+of their inputs. Probe packages live in tests/data/disc_*/; no real library is imported."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+import jaxdiag
+from jaxdiag import _rules as rules
+from jaxdiag._report import Report
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), start=1) if text in line)
+
+
+@functools.lru_cache(maxsize=None)
+def _checked(name: str) -> Report:
+    return jaxdiag.check_module(str(DATA / name), app_dir=str(DATA))
+
+
+def _targets(report: Report) -> dict[str, object]:
+    return {t.target.rpartition(":")[2]: t for t in report.targets if t.kind not in ("module", "config")}
+
+
+@pytest.mark.slow
+def test_primitives_held_by_kernel_objects_are_discovered_and_checked() -> None:
+    targets = _targets(_checked("disc_kernels"))
+    assert {"power_p.primitive", "scaled_p.primitive"} <= set(targets)
+    for name in ("power_p.primitive", "scaled_p.primitive"):
+        assert any(c.status in ("passed", "failed") for c in targets[name].checks), targets[name].checks
+
+
+@pytest.mark.slow
+def test_required_bind_params_come_from_the_librarys_own_call_sites() -> None:
+    targets = _targets(_checked("disc_kernels"))
+    for target in targets.values():
+        assert not any(f.code in (rules.TARGET_NOT_CHECKABLE.code, rules.INPUTS_NOT_INFERRED.code)
+                       for f in target.findings), target.findings
+
+
+def test_bind_site_params_read_literal_and_default_values() -> None:
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._signature import bind_site_params
+
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(DATA))
+    try:
+        ops = importlib.import_module("disc_kernels.ops")
+    finally:
+        sys.path.remove(str(DATA))
+    for holder, expected in ((ops.power_p, 3), (ops.scaled_p, 2)):  # a parameter's default, a literal
+        subject = Subject(label="x", kind="primitive", obj=holder.primitive, specs=[], module=ops.__name__)
+        assert bind_site_params(subject) == {"order": expected}
+
+
+@pytest.mark.slow
+def test_a_finding_in_a_shared_method_of_the_kernel_class_points_at_the_objects_definition() -> None:
+    target = _targets(_checked("disc_kernels"))["scaled_p.primitive"]
+    wrong = [f for f in target.findings if f.code == rules.JVP_MISMATCH.code]
+    assert wrong, target.findings
+    ops = DATA / "disc_kernels" / "ops.py"
+    assert wrong[0].location is not None and Path(wrong[0].location.path).name == "ops.py"
+    assert wrong[0].location.line == _line_of(ops, "scaled_p = Kernel(")
+
+
+@pytest.mark.slow
+def test_a_finding_seen_only_on_inferred_inputs_is_a_warning_that_says_so() -> None:
+    target = _targets(_checked("disc_kernels"))["scaled_p.primitive"]
+    wrong = next(f for f in target.findings if f.code == rules.JVP_MISMATCH.code)
+    assert rules.JVP_MISMATCH.severity == "error"
+    assert wrong.severity == "warning"
+    assert wrong.inputs == {"provenance": "inferred", "specs": ["f32[3]"]}
+    assert wrong.message.startswith("on f32[3] inferred;")
+    assert wrong.to_dict()["inputs"]["provenance"] == "inferred"
+
+
+def test_declared_inputs_keep_the_error_and_record_their_provenance() -> None:
+    from jaxdiag._engine import check_grad
+
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(DATA))
+    try:
+        ops = importlib.import_module("disc_kernels.ops")
+    finally:
+        sys.path.remove(str(DATA))
+    report = check_grad(ops.scaled_p.primitive, "f32[3]", params={"order": 2})
+    wrong = [f for t in report.targets for f in t.findings if f.code == rules.JVP_MISMATCH.code]
+    assert wrong and wrong[0].severity == "error"
+    assert wrong[0].inputs == {"provenance": "declared", "specs": ["f32[3]"]}
+    assert "inferred" not in wrong[0].message
+
+
+def test_a_fact_read_off_the_object_keeps_its_severity_on_inferred_inputs() -> None:
+    from jaxdiag import _provenance
+    from jaxdiag._report import TargetReport
+
+    finding = rules.MISSING_IMPL.finding(var="p", prim_name="p", also="", fix="", location=None)
+    _provenance.stamp([finding], "inferred", ["f32[3]"])
+    _provenance.grade(Report([TargetReport("t", "primitive", findings=[finding])]))
+    assert finding.severity == "error" and not finding.message.startswith("on ")
+    assert finding.to_dict()["inputs"] == {"provenance": "inferred", "specs": ["f32[3]"]}
+
+
+def test_a_declared_index_domain_is_never_probed_beyond() -> None:
+    """int8 start declared in 0..4: the fill-mode gather agrees with the impl's clamping on every declared value."""
+    target = f"{DATA / 'disc_ranges' / 'int8_window.py'}:window_p"
+    report = jaxdiag.check_batching(target, "f32[8]", "i8[]@0..4")
+    assert not [f for t in report.targets for f in t.findings if f.severity in ("error", "warning")]
+    assert not [c for t in report.targets for c in t.checks if c.status == "error"]
+
+
+def test_a_difference_only_out_of_range_indices_show_is_a_warning_naming_them() -> None:
+    from jaxdiag._rules._catalog import SAMPLES_DIR
+
+    report = jaxdiag.check_batching(f"{SAMPLES_DIR / 'jxb016_bad.py'}:pick_p", "f32[8]", "i32[]")
+    found = [f for t in report.targets for f in t.findings if f.severity in ("error", "warning")]
+    assert [f.code for f in found] == [rules.OUT_OF_RANGE_INDEX_ONLY.code]
+    assert found[0].severity == "warning" and "argument 1 = 8, 9" in found[0].message
+
+
+@pytest.mark.slow
+def test_rules_made_in_factories_and_closures_are_reached_through_public_functions() -> None:
+    ops = DATA / "disc_factories" / "ops.py"
+    made = {t.target.split(" ")[0].rpartition(":")[2]: t for t in _checked("disc_factories").targets
+            if "made in a function" in t.target}
+    assert {"scaled_exp", "square"} <= set(made), list(made)
+    for target in made.values():
+        assert any(c.status in ("passed", "failed") for c in target.checks), target.checks
+    wrong = [f for f in made["scaled_exp"].findings if f.severity == "warning"]
+    assert wrong and wrong[0].location is not None
+    assert wrong[0].location.line == _line_of(ops, "def _jvp(primals, tangents):")
+    assert wrong[0].inputs is not None and wrong[0].inputs["provenance"] == "inferred"
+    assert not [f for f in made["square"].findings if f.severity in ("error", "warning")]
+
+
+@pytest.mark.slow
+def test_callback_call_sites_inside_functions_get_the_callback_checks() -> None:
+    targets = _targets(_checked("disc_factories"))
+    sine = targets["host_sine (calls a callback)"]
+    cosine = targets["host_cosine (calls a callback)"]
+    assert [c.status for c in sine.checks if c.name == "ffi-vmap-method"] == ["passed"]
+    assert rules.FFI_VMAP_METHOD_MISSING.code in {f.code for f in cosine.findings}
+
+
+@pytest.mark.slow
+def test_a_factory_no_public_function_reaches_is_reported_with_the_reason() -> None:
+    targets = _targets(_checked("disc_factories"))
+    note = targets["_never_called_factory"].findings
+    assert [f.code for f in note] == [rules.TARGET_NOT_CHECKABLE.code]
+    assert "no public function" in note[0].message
+
+
+def test_the_plugin_loads_without_an_assert_rewrite_warning_when_jaxdiag_was_imported_first() -> None:
+    """Under `jaxdiag record -- pytest` the recorder imports jaxdiag when the interpreter starts; pytest then marks
+    the plugin's package for assert rewriting and warns that it cannot, unless the package opts out the way pytest
+    reads it (the module docstring)."""
+    from _pytest.assertion.rewrite import AssertionRewriter
+
+    assert AssertionRewriter.is_rewrite_disabled(jaxdiag.__doc__ or "")
+
+
+def test_checking_one_module_reports_only_its_rules_even_with_a_whole_suite_recording(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    shutil.copytree(DATA / "disc_recscope", tmp_path / "disc_recscope")
+    other = tmp_path / "disc_recscope" / "other.py"
+    call = {"target": "disc_recscope.other:make_bad.<locals>.bad", "kind": "custom_jvp", "name": "bad",
+            "defined_at": f"{other}:{_line_of(other, 'def bad(x):')}", "reachable": False, "replayable": True,
+            "args": ["f32[3]"], "params": {}, "ranges": [None], "count": 1}
+    (tmp_path / ".jaxdiag").mkdir()
+    (tmp_path / ".jaxdiag" / "calls.json").write_text(json.dumps({"schema": 1, "calls": [call]}))
+    report = jaxdiag.check_module("disc_recscope.softplus", app_dir=str(tmp_path))
+    labels = [t.target for t in report.targets if t.kind not in ("module", "config")]
+    assert labels and all("other" not in label for label in labels), labels
+    assert report.exit_code == 0, str(report)
+
+
+def test_a_module_level_primitive_is_recorded_at_its_assignment_line() -> None:
+    import importlib
+    import sys
+
+    from jaxdiag._record import definition_site
+
+    sys.path.insert(0, str(DATA))
+    try:
+        ops = importlib.import_module("disc_kernels.ops")
+    finally:
+        sys.path.remove(str(DATA))
+    where = definition_site(ops.scaled_p.primitive, "primitive")
+    path, _, line = where.rpartition(":")
+    assert Path(path).name == "ops.py" and int(line) == _line_of(DATA / "disc_kernels" / "ops.py", "scaled_p = Kernel(")
+
+
+def test_a_bind_param_only_the_rules_require_comes_from_the_librarys_call_site() -> None:
+    """The impl defaults `order`; the JVP and batching rules require it; the library's bind passes a module
+    setting. Checked with that value, the rules are clean: nothing about a missing `order`."""
+    report = jaxdiag.check_all(f"{DATA / 'disc_bindparams' / 'series.py'}:series_p")
+    found = [f for t in report.targets for f in t.findings if f.severity in ("error", "warning")]
+    assert not found, [(f.code, f.message[:120]) for f in found]
+    assert any(c.status == "passed" and c.name.startswith("batching") for t in report.targets for c in t.checks)
