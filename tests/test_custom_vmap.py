@@ -8,6 +8,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pytest
+from jax_state import snapshot_changes
 from jax.custom_batching import custom_vmap
 from markers import line_of
 
@@ -216,7 +217,8 @@ def test_rule_restored_after_run(name, attr):
     registries = _compat.snapshot_jax_state()
     run_sample(name, attr)
     assert target.obj.vmap_rule is rule
-    assert _compat.snapshot_jax_state() == registries
+    # nothing changed or removed; JAX registers some rules of its own lazily on first use (tests/jax_state.py)
+    assert snapshot_changes(registries, _compat.snapshot_jax_state()) == []
 
 
 def test_rule_restored_when_the_rule_raises_a_base_exception():

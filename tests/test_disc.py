@@ -83,7 +83,7 @@ def test_a_finding_seen_only_on_inferred_inputs_is_a_warning_that_says_so() -> N
 
 
 def test_declared_inputs_keep_the_error_and_record_their_provenance() -> None:
-    from jaxdiag._engine import check_grad
+    from jaxdiag._api import check_grad
 
     import importlib
     import sys
