@@ -573,3 +573,30 @@ def test_test_modules_do_not_import_each_other():
     offenders = {f"{p.relative_to(ROOT)} imports {name}" for p in tests.rglob("*.py") if "data" not in p.parts
                  for name in _imported_modules(p) & test_modules}
     assert not offenders, sorted(offenders)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The supervisor's parent side never imports JAX (nor, so, the user's code): docs/cli.md and CONTRIBUTING
+# ---------------------------------------------------------------------------------------------------------------
+
+PARENT_SIDE = ("_cli", "_supervisor", "_outcomes", "_progress", "_config", "_validate", "_inputs", "_filtering",
+               "_provenance", "_report", "_rules", "_render", "_docs", "_errors", "_atomic", "_cache", "_views")
+
+
+def test_the_parent_side_imports_no_jax():
+    script = ("import sys\n" + "".join(f"import jaxdiag.{m}\n" for m in PARENT_SIDE)
+              + "from jaxdiag._cli import app\n"
+              + "leaked = sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib')))\n"
+              + "print(leaked)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_contributing_names_the_side_of_every_parent_module():
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    side = text[text.index("PARENT SIDE"):text.index("CHILD SIDE")]
+    listed = text[text.index("Parent side (never imports JAX)"):].split("\n\n")[0]
+    assert "_supervisor.py" in side
+    missing = [m for m in PARENT_SIDE if f"{m}" not in listed]
+    assert not missing, f"CONTRIBUTING's parent-side list lacks {missing}"
