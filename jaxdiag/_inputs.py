@@ -552,8 +552,9 @@ def check_in_axes(in_axes: Any, templates: list[Any], label: str = "the target")
         return
     if isinstance(in_axes, (tuple, list)):
         if len(in_axes) != len(templates):
-            raise UsageError(f"--in-axes {_axes_text(in_axes)} has {len(in_axes)} entr{'y' if len(in_axes) == 1 else 'ies'}"
-                             f" but {len(templates)} --arg given for {label}: give one axis (or None) per argument")
+            entries = f"{len(in_axes)} entr{'y' if len(in_axes) == 1 else 'ies'}"
+            raise UsageError(f"--in-axes {_axes_text(in_axes)} has {entries} but {len(templates)} --arg given for "
+                             f"{label}: give one axis (or None) per argument")
         for i, (axis, template) in enumerate(zip(in_axes, templates)):
             _check_axis(axis, template, f"argument {i}", in_axes)
     else:

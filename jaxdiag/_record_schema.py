@@ -21,7 +21,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NoReturn
 
 from ._errors import UsageError
 
@@ -135,7 +135,7 @@ class _Checker:
         self.root = root
         self.search = search
 
-    def fail(self, where: str, problem: str) -> Any:
+    def fail(self, where: str, problem: str) -> NoReturn:
         raise RecordingError(f"{self.shown}: {where or '(document)'}: {problem}")
 
     def depth(self, value: Any, where: str, level: int) -> None:

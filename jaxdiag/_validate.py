@@ -1,6 +1,7 @@
 """Up-front validation of the CLI's inputs, so that every bad value is one `jaxdiag: error:` line with exit 2
 before any check runs: rule selectors (`--select`/`--ignore`, pyproject, inline `# jaxdiag: ignore[...]`),
-the output file, the --repro folder, the files --fix rewrites, and `--app-dir`. No JAX here: this runs before the engine is imported.
+the output file, the --repro folder, the files --fix rewrites, a folder given as TARGET, and `--app-dir`. No JAX
+here: this runs before the engine is imported.
 """
 
 from __future__ import annotations
