@@ -34,6 +34,7 @@ MAX_TEXT = 1_000  # characters of `target`, `name`, `defined_at`, a param name
 MAX_ARGS = 1_024  # entries of `args` (one per positional argument) and of `params`
 MAX_RANGES = 65_536  # entries of `ranges` (one per array leaf)
 MAX_COUNT = 2 ** 53  # `count` (exact in every JSON reader)
+MAX_PROJECT_DIRS = 20_000  # folders of the project looked through for a module no search path holds
 ENTRY_FIELDS = ("target", "kind", "name", "defined_at", "reachable", "replayable", "args", "params", "ranges", "via",
                 "count")
 REQUIRED = ("target", "kind", "args")
@@ -134,6 +135,7 @@ class _Checker:
         self.shown = shown
         self.root = root
         self.search = search
+        self.folders: list[str] | None = None  # the project's folders, walked on first need
 
     def fail(self, where: str, problem: str) -> NoReturn:
         raise RecordingError(f"{self.shown}: {where or '(document)'}: {problem}")
@@ -220,8 +222,9 @@ class _Checker:
                              "into a module")
         if carrier and not attr.isidentifier():
             self.fail(where, f"a carrier is a module-level function MODULE:NAME, got {_value(text)}")
-        # the project's root and its src/ last: `jaxdiag check src/pkg` puts a package's root on sys.path itself
-        path = module_file(module, self.search, [self.root, os.path.join(self.root, "src")])
+        # then the project's own folders: `jaxdiag check src/pkg` puts a package's root on sys.path itself, and
+        # pytest puts a test folder's there, so a module of the project may be found by neither
+        path = module_file(module, self.search) or self.in_project(module)
         if path is None:
             self.fail(where, f"{_value(text)}: module {module!r} is not a Python file found on --app-dir or sys.path "
                              f"(a recording names only the project's own modules)")
@@ -231,6 +234,24 @@ class _Checker:
         if carrier and not defines_function(path, attr):
             self.fail(where, f"{_value(text)}: {module} does not define a module-level function {attr!r} (a carrier "
                              "is a function of the project's own code, defined with def in its module)")
+
+    def in_project(self, module: str) -> str | None:
+        """The file of `module` in a folder of the project (walked once, at most MAX_PROJECT_DIRS folders, hidden
+        folders, environments and installed packages skipped), or None."""
+        if self.folders is None:
+            self.folders = []
+            for folder, dirs, _ in os.walk(self.root):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _FOREIGN_DIRS)
+                self.folders.append(folder)
+                if len(self.folders) >= MAX_PROJECT_DIRS:
+                    break
+        parts = module.split(".")
+        for folder in self.folders:
+            base = Path(folder).joinpath(*parts)
+            for candidate in (base / "__init__.py", base.with_suffix(".py")):
+                if candidate.is_file():
+                    return os.path.realpath(candidate)
+        return None
 
     def args(self, value: Any, where: str, parse: bool = True) -> None:
         from ._inputs import MAX_SPEC_CHARS, parse_arg
@@ -297,10 +318,9 @@ class _Checker:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def module_file(name: str, search: Iterable[str] = (), extra: Iterable[str] = ()) -> str | None:
-    """The real path of the file a module name imports (an imported module's own file; else the first of `search`,
-    sys.path and `extra` that holds it, as the import would find it), or None (builtin, frozen, namespace, not
-    found)."""
+def module_file(name: str, search: Iterable[str] = ()) -> str | None:
+    """The real path of the file a module name imports (an imported module's own file; else the first of `search`
+    and sys.path that holds it, as the import would find it), or None (builtin, frozen, namespace, not found)."""
     if not _MODULE_RE.match(name):
         return None
     loaded = sys.modules.get(name)
@@ -310,7 +330,7 @@ def module_file(name: str, search: Iterable[str] = (), extra: Iterable[str] = ()
     if name.split(".")[0] in sys.builtin_module_names:
         return None
     parts = name.split(".")
-    for base in [*search, *sys.path, *extra]:
+    for base in [*search, *sys.path]:
         base = os.path.abspath(base or ".")
         if not os.path.isdir(base):
             continue

@@ -100,8 +100,8 @@ def test_pytest_option_records_the_tests_calls(tmp_path):
         "import jax.numpy as jnp\nfrom recpkg import ops\n\n"
         "def test_pad():\n    assert ops.pad(-jnp.ones(3), 1).shape == (4,)\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxdiag-record",
-                           "test_uses.py"], cwd=tmp_path, env=data_env(tmp_path), capture_output=True, text=True, timeout=600,
-                          check=False)
+                           "test_uses.py"], cwd=tmp_path, env=data_env(tmp_path), capture_output=True, text=True,
+                          timeout=600, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     recorded = calls(tmp_path)
     assert [(c["target"], c["args"], c["params"]) for c in recorded] == [("recpkg.ops:pad_p", ["f32[3]"],
