@@ -152,7 +152,8 @@ def test_the_recorder_writes_only_what_the_validator_accepts(project):
 def test_a_module_in_a_project_folder_off_the_path_is_the_projects_own(project):
     """A carrier in tests/helpers.py (pytest put tests/ on the path while recording) is found in the project."""
     (project / "tests").mkdir()
-    (project / "tests" / "helpers_for_recbad.py").write_text("import recops\n\n\ndef run(x):\n    return recops.run(x)\n")
+    helper = "import recops\n\n\ndef run(x):\n    return recops.run(x)\n"
+    (project / "tests" / "helpers_for_recbad.py").write_text(helper)
     data = _good()
     data["calls"][0]["via"]["target"] = "helpers_for_recbad:run"
     path = project / ".jaxdiag" / "calls.json"
