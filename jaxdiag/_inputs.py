@@ -461,11 +461,12 @@ def parse_axes(text: str | None, option: str) -> Any:
     stripped = text.strip()
     if not stripped:
         raise UsageError(f"bad {option} {text!r}: expected an int, None, or a comma-separated list like 0,None")
+    check_spec_text(stripped, option)
     source = stripped if stripped[0] in "([" or "," not in stripped else f"({stripped},)"
     try:
         value = ast.literal_eval(source)
-    except (ValueError, SyntaxError):
-        raise UsageError(f"bad {option} {text!r}: expected an int, None, or a comma-separated list like "
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise UsageError(f"bad {option} {_shown(text)}: expected an int, None, or a comma-separated list like "
                          "0,None") from None
 
     def ok(v: Any) -> bool:
@@ -474,7 +475,7 @@ def parse_axes(text: str | None, option: str) -> Any:
         return v is None or (isinstance(v, int) and not isinstance(v, bool))
 
     if not ok(value):
-        raise UsageError(f"bad {option} {text!r}: every axis must be an int or None")
+        raise UsageError(f"bad {option} {_shown(text)}: every axis must be an int or None")
     return value
 
 

@@ -275,3 +275,10 @@ def test_a_path_loaded_module_is_loaded_again_only_when_its_content_changed(tmp_
     os.utime(path, ns=(mtime, mtime))
     second = load_target(f"{path}:g")
     assert second.module is not first.module and second.obj(1) == 3 and first.obj(1) == 2
+
+
+@pytest.mark.parametrize("text", ["(" * 300 + "0" + ")" * 300, "0," * 6000])
+def test_axes_beyond_the_text_bounds_are_one_short_line(text):
+    with pytest.raises(UsageError) as info:
+        _inputs.parse_axes(text, "--in-axes")
+    assert "bad --in-axes" in str(info.value) and len(str(info.value)) < 300
