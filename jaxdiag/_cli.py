@@ -490,7 +490,7 @@ def _check_timeout(timeout: Optional[float]) -> Optional[float]:
     import math
 
     if timeout is not None and (not math.isfinite(timeout) or timeout < 0):  # nan compares false to everything
-        raise UsageError(f"--timeout must be a finite number of seconds >= 0 (0: no limit), got {timeout:g}")
+        raise UsageError(f"--timeout must be a number of seconds >= 0 and finite (0: no limit), got {timeout:g}")
     return timeout
 
 

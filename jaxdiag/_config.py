@@ -132,7 +132,7 @@ def parse(table: dict, path: str = "pyproject.toml") -> Config:
     timeout = table.get("timeout")
     if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(timeout, bool)
                                 or not math.isfinite(timeout) or timeout < 0):  # TOML has nan and inf
-        raise UsageError(f"{path}: [tool.jaxdiag] timeout must be a finite number of seconds >= 0 (0: no limit), "
+        raise UsageError(f"{path}: [tool.jaxdiag] timeout must be a number of seconds >= 0 and finite (0: no limit), "
                          f"got {timeout!r}")
     config.timeout = None if timeout is None else float(timeout)
     if "platforms" in table:

@@ -135,13 +135,13 @@ def test_cli_bad_arg_is_exit_2_and_writes_nothing(project, spec):
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_timeout_must_be_finite(project, value):
-    assert "finite number of seconds" in usage_error("check", "ops.py", "--timeout", value,
+    assert "number of seconds >= 0 and finite" in usage_error("check", "ops.py", "--timeout", value,
                                                      report=project / "r.json")
 
 
 def test_pyproject_timeout_nan_is_exit_2(project):
     (project / "pyproject.toml").write_text("[tool.jaxdiag]\ntimeout = nan\n")
-    assert "timeout must be a finite number" in usage_error("check", "ops.py")
+    assert "timeout must be a number of seconds >= 0 and finite" in usage_error("check", "ops.py")
 
 
 def test_non_utf8_pyproject_is_exit_2(project):
