@@ -420,7 +420,12 @@ def _diagnose(command: str, target: str, args: Optional[List[str]], params: Opti
         if "in_axes" in options:
             options["in_axes"] = parse_axes(options["in_axes"], "--in-axes")
             options["out_axes"] = parse_axes(options["out_axes"], "--out-axes")
-        _validate.check_inline_suppressions(_validate.source_files([target.rpartition(":")[0]], app_dir))
+        _validate.check_target(target, app_dir)
+        sources = _validate.source_files([target.rpartition(":")[0]], app_dir)
+        _validate.check_inline_suppressions(sources)
+        _validate.check_repro(repro)
+        if fix:
+            _validate.check_fixable(sources)
         options.update(_views(diff, fix, show_jaxpr, repro, platforms, config.platforms))
         request = Request(command, target, specs, bind_params, seed if seed is not None else config.seed,
                           selected or config.select, ignored + config.ignore, app_dir, config, options,
@@ -551,8 +556,10 @@ def _run_sharding(request: Request) -> Any:
 
 
 def _check_timeout(timeout: Optional[float]) -> Optional[float]:
-    if timeout is not None and not timeout >= 0:  # NaN too
-        raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), got {timeout:g}")
+    import math
+
+    if timeout is not None and (not math.isfinite(timeout) or timeout < 0):  # nan compares false to everything
+        raise UsageError(f"--timeout must be a number of seconds >= 0 and finite (0: no limit), got {timeout:g}")
     return timeout
 
 
@@ -596,7 +603,11 @@ def check(
         if not items and config.source:
             base = os.path.dirname(config.source)
             items = [os.path.join(base, p) if os.path.exists(os.path.join(base, p)) else p for p in config.paths]
-        _validate.check_inline_suppressions(_validate.source_files(items, app_dir))
+        sources = _validate.source_files(items, app_dir)
+        _validate.check_inline_suppressions(sources)
+        _validate.check_repro(repro)
+        if fix:
+            _validate.check_fixable(sources)
 
         if jobs is not None and jobs < 1:
             raise UsageError(f"--jobs must be at least 1, got {jobs}")
@@ -641,7 +652,7 @@ def record(
         code = _record.run_command(command or [], output)
         try:
             count = len(_record.read(output))
-        except (OSError, ValueError):  # the command wrote nothing readable: nothing was recorded
+        except (OSError, ValueError, UsageError):  # the command wrote nothing readable: nothing was recorded
             count = 0
         typer.echo(f"jaxdiag: recorded {count} distinct call(s) in {output}", err=True)
     raise typer.Exit(code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -86,6 +87,9 @@ def load(app_dir: str = ".") -> Config:
             data = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8; tomllib decodes before it parses
+        raise UsageError(f"cannot read {path}: not UTF-8 (byte {exc.start}: {exc.reason}); TOML files are "
+                         "UTF-8") from None
     table = data.get("tool", {}).get("jaxdiag")
     if table is None:
         return Config(source=path)
@@ -129,8 +133,10 @@ def parse(table: dict, path: str = "pyproject.toml") -> Config:
         raise UsageError(f"{path}: [tool.jaxdiag] sharding must be true or false")
     config.sharding = sharding
     timeout = table.get("timeout")
-    if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0):
-        raise UsageError(f"{path}: [tool.jaxdiag] timeout must be a number of seconds >= 0 (0: no limit)")
+    if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(timeout, bool)
+                                or not math.isfinite(timeout) or timeout < 0):  # TOML has nan and inf
+        raise UsageError(f"{path}: [tool.jaxdiag] timeout must be a number of seconds >= 0 and finite (0: no limit), "
+                         f"got {timeout!r}")
     config.timeout = None if timeout is None else float(timeout)
     if "platforms" in table:
         config.platforms = parse_platforms(table["platforms"], f"{path}: [tool.jaxdiag] platforms")

@@ -42,6 +42,7 @@ from ._relocate import relocate, wrapper_moves
 from ._inputs import (
     DOMAINS,
     ArgSpec,
+    check_inputs_fit,
     draw,
     shape_ladder,
     template_leaves,
@@ -135,6 +136,7 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
     if module_file and module_file.endswith(".py") and _locate.is_user_file(module_file):
         validate_inline(module_file)
     templates, concrete = _signature.templates_of_args(args)
+    check_inputs_fit(resolved, templates, params, options.in_axes)  # a mismatch is exit 2, never a finding
     specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
     # x64 only for an explicitly 64-bit spec (f64, i64, u64, c128), scoped to this run and restored after it:
     # c64 is a 32-bit type and needs no x64, and turning x64 on changes the dtypes the user's rules compute in.

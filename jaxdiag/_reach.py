@@ -43,11 +43,12 @@ class Recorded:
         from . import _record
         from ._errors import UsageError
 
-        for folder in dict.fromkeys(os.path.abspath(f) for f in folders):
+        folders = list(dict.fromkeys(os.path.abspath(f) for f in folders))
+        for folder in folders:
             path = os.path.join(folder, RECORD_FILE)
             if os.path.isfile(path):
-                try:
-                    return cls(path, _record.read(path))
+                try:  # validated: a bad field is exit 2 naming its JSON path, before any check
+                    return cls(path, _record.read(path, search=folders))
                 except (OSError, ValueError) as exc:
                     raise UsageError(f"cannot read recorded calls {path}: {exc}") from None
         return cls()

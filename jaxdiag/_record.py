@@ -6,7 +6,8 @@ the arguments as SPEC texts (static values as literals), the bind params, and th
 array input (when it is concrete). `jaxdiag check` then checks those targets with those inputs (see `load`).
 
 The file (default `.jaxdiag/calls.json`) is JSON, sorted, with no timestamps, so two runs of a deterministic
-command write the same bytes:
+command write the same bytes. Its schema and bounds are in docs/json.md and `_record_schema`, which validates it
+when it is read; only calls of the project's own modules (under the folder the recording belongs to) are written:
 
     {"schema": 1, "calls": [{
         "target": "pkg.mod:attr",            # how `jaxdiag check` names it (module:attr, or module:qualname)
@@ -490,7 +491,12 @@ def _posix(path: str) -> str:
 
 
 def _merge_into(output: str, fresh: dict[tuple, dict]) -> None:
-    """Merge under an exclusive lock: several processes of one command may finish at once."""
+    """Merge under an exclusive lock: several processes of one command may finish at once. Only records the
+    schema accepts are written (`_record_schema.keep_valid`): a recording jaxdiag wrote is always read back."""
+    from ._errors import UsageError
+    from ._record_schema import keep_valid
+
+    fresh = keep_valid(fresh, output)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     lock_path = output + ".lock"
     with open(lock_path, "w") as lock:
@@ -505,7 +511,7 @@ def _merge_into(output: str, fresh: dict[tuple, dict]) -> None:
             try:
                 for record in read(output):
                     merged[_key(record)] = record
-            except (OSError, ValueError):
+            except (OSError, ValueError, UsageError):  # another process's file is unreadable: rewritten whole
                 merged = {}
         for key, record in fresh.items():
             key = (record["target"], tuple(record["args"]), tuple(sorted(record["params"].items())))
@@ -539,10 +545,10 @@ def write(output: str, records: dict[tuple, dict]) -> None:
     os.replace(tmp, output)
 
 
-def read(path: str) -> list[dict]:
-    """The recorded calls; ValueError on a file that is not a jaxdiag calls file."""
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("calls"), list):
-        raise ValueError(f"{path} is not a jaxdiag calls file (schema {SCHEMA})")
-    return data["calls"]
+def read(path: str, search: Sequence[str] = ()) -> list[dict]:
+    """The recorded calls, validated against the schema (`_record_schema`, docs/json.md): a RecordingError (a
+    UsageError, exit 2) naming the JSON path of anything else. `search`: folders the user's modules are found in
+    before sys.path (--app-dir)."""
+    from . import _record_schema
+
+    return _record_schema.load(path, search)

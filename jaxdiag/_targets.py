@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -81,7 +83,12 @@ def split_target(text: str) -> tuple[str, str]:
 
 def load_target(text: str, app_dir: str = ".") -> Target:
     """Import the module or file and return the classified object. Every failure is a TargetLoadError."""
+    from ._validate import folder_named
+
     module_part, attr = split_target(text)
+    if folder_named(module_part, app_dir):  # a folder holds no attribute: never imported as a namespace package
+        raise TargetLoadError(f"{module_part!r} is a directory; name a module (pkg.module:attr) or a file "
+                              "(path/to/file.py:attr)")
     try:
         module = load_module(module_part, app_dir)
     except TargetLoadError as exc:
@@ -122,7 +129,25 @@ def load_module(module_part: str, app_dir: str = ".") -> ModuleType:
     raise TargetLoadError(_user_error(module_part, exc)) from None
 
 
-_FILE_MODULES: dict[str, ModuleType] = {}
+# Files loaded by path, by real path: (content hash, module). A file edited since it was loaded is loaded again, so
+# a second `check_batching("ops.py:f")` in the same process reports on the code now on disk.
+_FILE_MODULES: dict[str, tuple[str, ModuleType]] = {}
+
+
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles the file's current source: a `.pyc` is matched by mtime in seconds and size, so an edit within the
+    same second that keeps the size would run the old code."""
+
+    def get_code(self, fullname: str) -> Any:
+        return compile(self.get_data(self.path), self.path, "exec", dont_inherit=True)
+
+
+def _content_hash(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:  # unreadable now: the import below reports it
+        return ""
 
 
 def _load_file(path: str, app_dir: str) -> ModuleType:
@@ -132,8 +157,12 @@ def _load_file(path: str, app_dir: str) -> ModuleType:
     if not os.path.isfile(full):
         raise TargetLoadError(f"file {path!r} not found")
     full = os.path.realpath(full)
-    if full in _FILE_MODULES:
-        return _FILE_MODULES[full]
+    digest = _content_hash(full)
+    cached = _FILE_MODULES.get(full)
+    if cached is not None and cached[0] == digest:
+        return cached[1]
+    # the file changed (or was never loaded): a fresh module object, and no stale bytecode for it
+    importlib.invalidate_caches()
     name = os.path.splitext(os.path.basename(full))[0]
     existing = sys.modules.get(name)
     if existing is not None and os.path.realpath(getattr(existing, "__file__", "") or "") != full:
@@ -141,7 +170,7 @@ def _load_file(path: str, app_dir: str) -> ModuleType:
     folder = os.path.dirname(full)
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(name, full)
+    spec = importlib.util.spec_from_file_location(name, full, loader=_SourceLoader(name, full))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -158,7 +187,7 @@ def _load_file(path: str, app_dir: str) -> ModuleType:
         raise TargetLoadError(_syntax_error(path, loaded.error)) from None
     if loaded.error is not None:
         raise TargetLoadError(_user_error(path, loaded.error)) from None
-    _FILE_MODULES[full] = module
+    _FILE_MODULES[full] = (digest, module)
     return module
 
 

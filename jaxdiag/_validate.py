@@ -1,6 +1,7 @@
 """Up-front validation of the CLI's inputs, so that every bad value is one `jaxdiag: error:` line with exit 2
 before any check runs: rule selectors (`--select`/`--ignore`, pyproject, inline `# jaxdiag: ignore[...]`),
-the output file, and `--app-dir`. No JAX here: this runs before the engine is imported.
+the output file, the --repro folder, the files --fix rewrites, a folder given as TARGET, and `--app-dir`. No JAX
+here: this runs before the engine is imported.
 """
 
 from __future__ import annotations
@@ -57,6 +58,55 @@ def check_output(path: str | None) -> None:
         raise UsageError(f"--output {path!r}: directory {folder!r} does not exist")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise UsageError(f"--output {path!r} is not writable")
+
+
+def check_repro(folder: str | None) -> None:
+    """The --repro folder can be made or written: not an existing file, under a writable existing folder."""
+    if folder is None:
+        return
+    if not folder:
+        raise UsageError("--repro needs a folder name, e.g. --repro repro/")
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise UsageError(f"--repro {folder!r} is a file, not a folder; give a folder for the repro scripts")
+    existing = os.path.abspath(folder)
+    while not os.path.exists(existing):  # the folders --repro makes start below the nearest existing one
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UsageError(f"--repro {folder!r}: {existing!r} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--repro {folder!r}: folder {existing!r} is not writable")
+
+
+def check_fixable(files: Iterable[Path]) -> None:
+    """--fix rewrites the target's source files in place: each must be writable (checked before any check runs,
+    so a read-only checkout is one line, not a run whose fixes cannot land)."""
+    for path in files:
+        # no write bit is read-only even for root, who may write anyway: the file's owner marked it so
+        if path.is_file() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+            raise UsageError(f"--fix: {_shown(path)} is not writable (make it writable, or use --diff to print the "
+                             "fixes)")
+
+
+def folder_named(module_part: str, app_dir: str) -> str | None:
+    """The folder a TARGET's module part names, when it names one rather than a module: a path (`src/ops`,
+    `./pkg`) to a folder, or a name whose folder has no `__init__.py` (no code of its own to hold an attribute).
+    A package named as a module (`pkg:attr`, its `__init__.py`) is a module. None when it is not a folder."""
+    pathlike = module_part.endswith(".py") or "/" in module_part or os.sep in module_part or \
+        not all(part.isidentifier() for part in module_part.split("."))
+    relative = module_part if pathlike else module_part.replace(".", os.sep)
+    for base in (os.path.abspath(app_dir), os.getcwd()):
+        folder = relative if os.path.isabs(relative) else os.path.join(base, relative)
+        if os.path.isdir(folder) and (pathlike or not os.path.isfile(os.path.join(folder, "__init__.py"))):
+            return module_part
+    return None
+
+
+def check_target(target: str, app_dir: str) -> None:
+    """A TARGET whose module part is a folder is one line, exit 2 (its tree is neither walked nor imported)."""
+    module_part, sep, _ = target.strip().rpartition(":")
+    if sep and module_part and folder_named(module_part, app_dir):
+        raise UsageError(f"target {target.strip()!r}: {module_part!r} is a directory; name a module "
+                         "(pkg.module:attr) or a file (path/to/file.py:attr)")
 
 
 def check_app_dir(app_dir: str) -> None:

@@ -15,6 +15,7 @@ from jax_state import snapshot_changes as jax_state_changes
 
 import jaxdiag
 from jaxdiag import _compat
+from jaxdiag._errors import UsageError
 from jaxdiag._checks._batching import axes_variants
 from jaxdiag._cli import app
 from jaxdiag._inputs import parse_spec
@@ -244,10 +245,10 @@ def test_user_out_axes_tuple_is_explained():
     assert "returns a list" in f.message and "--out-axes [0, None]" in f.fix
 
 
-def test_user_in_axes_out_of_range_is_explained():
-    report = jaxdiag.check_batching(sample("seed_batching_fixed", "my_sum_p"), "f32[3]", in_axes=3)
-    f = finding(report, "JXB012")
-    assert "beyond the rank" in f.message and "valid axes -2..1" in f.message
+def test_user_in_axes_out_of_range_is_a_usage_error():
+    """Axes that do not fit the given inputs are the user's mistake (exit 2), never a finding against the code."""
+    with pytest.raises(UsageError, match=r"axis 3 is out of range .* valid axes -2\.\.1"):
+        jaxdiag.check_batching(sample("seed_batching_fixed", "my_sum_p"), "f32[3]", in_axes=3)
 
 
 def test_user_in_axes_is_the_first_variant_reported():

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from clirun import Runner
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import jaxdiag
@@ -306,6 +306,7 @@ def test_parse_spec(text, dtype, shape):
        st.sampled_from([None, "positive", "unit", "small", "normal", "-1..2"]))
 @pytest.mark.slow
 def test_spec_round_trips(dtype, dims, domain):
+    assume(not (domain == "-1..2" and dtype.startswith("u")))  # below an unsigned dtype's range: refused
     text = f"{dtype}[{','.join(map(str, dims))}]" + (f"@{domain}" if domain else "")
     spec = _inputs.parse_spec(text)
     assert _inputs.parse_spec(str(spec)) == spec

@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from datacli import DATA, data_env, jaxdiag
+from datacli import DATA, data_env, jaxdiag, project
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("record")
+    work = project(tmp_path_factory.mktemp("record"), "recpkg")
     done = jaxdiag("record", "--", sys.executable, "-m", "recpkg.example", cwd=work)
     assert done.returncode == 0, done.stderr
     assert "recorded 4 distinct call(s)" in done.stderr
@@ -53,6 +53,7 @@ def test_record_writes_every_distinct_call(recorded):
 
 
 def test_record_is_deterministic(recorded, tmp_path):
+    project(tmp_path, "recpkg")
     again = jaxdiag("record", "--", sys.executable, "-m", "recpkg.example", cwd=tmp_path)
     assert again.returncode == 0
     assert (tmp_path / ".jaxdiag" / "calls.json").read_bytes() == (recorded / ".jaxdiag" / "calls.json").read_bytes()
@@ -94,12 +95,13 @@ def test_without_a_recording_the_bind_param_is_a_precise_note(tmp_path):
 
 
 def test_pytest_option_records_the_tests_calls(tmp_path):
+    project(tmp_path, "recpkg")
     (tmp_path / "test_uses.py").write_text(
         "import jax.numpy as jnp\nfrom recpkg import ops\n\n"
         "def test_pad():\n    assert ops.pad(-jnp.ones(3), 1).shape == (4,)\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxdiag-record",
-                           "test_uses.py"], cwd=tmp_path, env=data_env(), capture_output=True, text=True, timeout=600,
-                          check=False)
+                           "test_uses.py"], cwd=tmp_path, env=data_env(tmp_path), capture_output=True, text=True,
+                          timeout=600, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     recorded = calls(tmp_path)
     assert [(c["target"], c["args"], c["params"]) for c in recorded] == [("recpkg.ops:pad_p", ["f32[3]"],
@@ -110,6 +112,7 @@ def test_a_callable_bind_param_is_checked_inside_the_users_own_example_function(
     """`apply_p.bind(x, fn=jnp.sin)`: the param cannot be written to the file; the user's module-level example
     function that called it with arrays only (`carry_example:apply_sin`) carries it, and `jaxdiag check` re-runs it
     and checks the primitive inside. A dtype given as a scalar type (`jnp.bfloat16`) is recorded as `bf16`."""
+    project(tmp_path, "carrypkg", "carry_example.py")  # helperlib stays a library outside the project
     done = jaxdiag("record", "--", sys.executable, "-c", "import carry_example; carry_example.main()", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     by_target = {c["target"]: c for c in calls(tmp_path)}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from datacli import DATA, jaxdiag
+from datacli import DATA, jaxdiag, project
 
 OPS = DATA / "carrytwo" / "ops.py"
 pytestmark = pytest.mark.slow
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("carrytwo")
+    work = project(tmp_path_factory.mktemp("carrytwo"), "carrytwo", "carrytwo_example.py")
     done = jaxdiag("record", "--", sys.executable, "-c", "import carrytwo_example; carrytwo_example.main()",
                    cwd=work)
     assert done.returncode == 0, done.stderr
@@ -58,7 +58,9 @@ def test_the_carrier_is_prepared_once_and_each_rule_checked_once(recorded, monke
     monkeypatch.setattr(_record_carrier, "_prepare", prepare)
     monkeypatch.setattr(_engine, "run_subject_by_check", run_subject_by_check)
     monkeypatch.chdir(recorded)
-    monkeypatch.syspath_prepend(str(DATA))
+    monkeypatch.syspath_prepend(str(recorded / "src"))
+    for name in [n for n in sys.modules if n.split(".")[0] in ("carrytwo", "carrytwo_example")]:
+        monkeypatch.delitem(sys.modules, name)  # the project's copies, not tests/data's, as the recording names
     report = check_paths(["carrytwo"], app_dir=str(recorded))
 
     assert prepared == ["carrytwo_example:both"]
@@ -94,6 +96,7 @@ def test_one_and_two_workers_give_the_same_report(recorded):
 def test_a_primitive_bound_only_under_differentiation_is_found_in_the_carriers_jvp(tmp_path):
     """`inner_p` is bound only by the JVP rule of the custom_jvp `outer` (as quadax's Leibniz adjoint binds its
     tangent primitive): the carrier's forward trace never contains it, its `jax.jvp` does."""
+    project(tmp_path, "carrytwo", "carrytwo_example.py")
     done = jaxdiag("record", "--", sys.executable, "-c", "import carrytwo_example; carrytwo_example.main_jvp()",
                    cwd=tmp_path)
     assert done.returncode == 0, done.stderr
