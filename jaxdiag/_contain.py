@@ -63,8 +63,14 @@ class Watch:
         self.state = _compat.global_state()
 
     def left_threads(self) -> list[threading.Thread]:
+        """Non-daemon threads started since, still alive, that would keep the process from exiting. The workers of a
+        `concurrent.futures` pool are not among them: the pool joins them at exit by itself."""
+        import concurrent.futures.thread as pool
+
+        managed = set(getattr(pool, "_threads_queues", {}))
         return [t for t in threading.enumerate()
-                if t.is_alive() and not t.daemon and t.ident not in self.threads and t is not threading.main_thread()]
+                if t.is_alive() and not t.daemon and t.ident not in self.threads and t is not threading.main_thread()
+                and t not in managed]
 
     def finish(self, target: str) -> list[Finding]:
         """JXU005/JXU006 findings for `target`; JAX's state is restored either way."""
