@@ -17,6 +17,7 @@ from .._base import Context, SkipCheck, check
 from .._gradref import (
     N_DIRECTIONS,
     Arg,
+    NonFinite,
     GradState,
     aval_text,
     compare_grad,
@@ -29,6 +30,8 @@ from .._gradref import (
     grad_tol,
     is_zero,
     locate,
+    nonfinite_split,
+    value_at,
     require,
     short_dtype,
     source_of,
@@ -36,7 +39,7 @@ from .._gradref import (
     to_f64,
     vjp_against_fd,
 )
-from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd
+from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd, vjp_bwd_structure, vjp_fwd
 
 # ---------------------------------------------------------------------------------------------------------------
 # Per-output cotangent probing
@@ -62,6 +65,13 @@ def _dense(st: GradState, leaves: Sequence[Any]) -> list[Any]:
 def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
     """Feed a cotangent on one output at a time; compare bwd with autodiff of f and finite differences."""
     st = state(ctx)
+    if "fwd" not in st.memo and not st.blocked:
+        # Run alone (the fresh-draw retries re-run only the check that reported): its prerequisites first, their
+        # findings already reported on the first draw. Without this every retry skipped and a finding seen on
+        # every draw read "seen on 1 of 2 draws".
+        for prerequisite in (vjp_fwd, vjp_bwd_structure):
+            for _ in prerequisite.run(ctx):
+                pass
     require(st, (rules.DERIVATIVE_RULE_RAISED, rules.VJP_FWD_MISMATCH, rules.VJP_BWD_STRUCTURE))
     if "bwd_full" not in st.memo:
         raise SkipCheck("bwd was not checked")
@@ -75,6 +85,7 @@ def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
         result = yield from _probe_output(st, k)
         if result is not None:
             verdicts.append(result)
+    yield from report_nonfinite(st, verdicts)
     yield from _report_mismatches(st, verdicts)
 
 
@@ -210,18 +221,69 @@ def _verdict(st: GradState, k: int, ws: list[Any], got: dict[int, Any], ref: lis
         ref = st.reference_cotangent(ws)
     ad_cmp = {a.pos: compare_grad(got.get(a.pos), ref[i], a.dtype) for i, a in enumerate(st.diff)} \
         if ref is not None else {}
+    # NaN/inf on one side only, entry by entry: against autodiff of the primal with its own NaNs kept (a NaN entry
+    # of the rule where the primal's derivative is finite is a defect, never excused as a numerical corner)
+    raw = ref if ref is not None else st.reference_cotangent_raw(ws)
+    nonfinite = {a.pos: nonfinite_split(got.get(a.pos), raw[i]) if raw is not None
+                 else _nonfinite_against_fd(got.get(a.pos), [c for c in fd_checks if c.covers(a)])
+                 for i, a in enumerate(st.diff)}
     status = {}
     for a in st.diff:
         ok = fd_ok[a.pos] or (a.pos in ad_cmp and ad_cmp[a.pos].ok)
+        if nonfinite[a.pos].rule_only:
+            ok = False
         if not ok and not any(c.covers(a) for c in fd_checks) and a.pos not in ad_cmp:
             status[a.pos] = "unknown"
         else:
             status[a.pos] = "ok" if ok else "bad"
-    return {"k": k, "ws": ws, "got": got, "ref": ref, "fd": fd_checks, "ad": ad_cmp, "status": status}
+    return {"k": k, "ws": ws, "got": got, "ref": ref, "raw": raw, "fd": fd_checks, "ad": ad_cmp, "status": status,
+            "nonfinite": nonfinite}
+
+
+def _nonfinite_against_fd(got: Any, checks: Sequence[Any]) -> NonFinite:
+    """Without autodiff of the primal: every NaN/inf entry of the rule's value counts where finite differences of
+    the primal along every direction are finite (the reference is finite there, entry by entry unknown)."""
+    if got is None or is_zero(got) or not checks or not all(np.isfinite(c.expected) for c in checks):
+        return NonFinite(0, 0, 0)
+    return nonfinite_split(got, np.zeros(np.shape(got)))
+
+
+def report_nonfinite(st: GradState, verdicts: list[dict]) -> Iterator[Finding]:
+    """JXG027 for each argument whose cotangent is NaN/inf where the reference is finite (then left out of the
+    mismatch grading), and one JXG028 note where only the reference is."""
+    fun, _, bwd = _names(st)
+    noted = False
+    for a in st.diff:
+        hits = [(v, v["nonfinite"][a.pos]) for v in verdicts if v["nonfinite"][a.pos].rule_only]
+        if hits:
+            v, nf = hits[0]
+            reference = f"autodiff of {fun}" if v["raw"] is not None else f"finite differences of {fun}"
+            want = value_at(v["raw"][st.diff.index(a)], nf.rule_index) if v["raw"] is not None else "finite"
+            details = (f"the cotangent for {a.name} with a cotangent on {st.out_names[v['k']]} has {nf.rule_only} "
+                       f"NaN/inf of {nf.size} entries (e.g. index {nf.rule_index}: {bwd} gives "
+                       f"{value_at(v['got'].get(a.pos), nf.rule_index)}, {reference} gives {want})")
+            for w in verdicts:
+                w["status"][a.pos] = "reported"
+            yield rules.DERIVATIVE_NONFINITE.finding(
+                owner=bwd, derivative="cotangent", reference=reference, details=details,
+                consequence="jax.grad returns these NaNs without any error",
+                fix=f"Make {bwd} write every entry of its result: a blocked kernel must cover the last, partial "
+                    "block; a symbolic or zero cotangent must not be multiplied by an infinite partial derivative "
+                    "(`0 * inf = NaN`).",
+                location=locate(st.bwd))
+            continue
+        notes = [(v, v["nonfinite"][a.pos]) for v in verdicts if v["nonfinite"][a.pos].ref_only]
+        if notes and not noted:
+            noted = True
+            v, nf = notes[0]
+            yield rules.REFERENCE_NONFINITE.finding(
+                function=fun, count=nf.ref_only, size=nf.size, derivative="cotangent", name=a.name, owner=bwd,
+                index=nf.ref_index, ref_value=value_at(v["raw"][st.diff.index(a)], nf.ref_index),
+                got_value=value_at(v["got"].get(a.pos), nf.ref_index), location=locate(st.bwd))
 
 
 def _report_mismatches(st: GradState, verdicts: list[dict]) -> Iterator[Finding]:
-    bad = [(v, a) for v in verdicts for a in st.diff if v["status"][a.pos] == "bad"]
+    bad = [(v, a) for v in verdicts for a in st.diff if v["status"].get(a.pos) == "bad"]
     if not bad:
         return
     bad = [(v, a) for v, a in bad if _confirmed(st, v, a)]

@@ -212,11 +212,17 @@ class GradState:
     def reference_cotangent(self, ws: Sequence[Any]) -> list[Any] | None:
         """`vjp(w)` of the undecorated primal (JAX's convention, also for complex values: what a correct bwd
         returns for the same `w`), one entry per differentiable argument."""
+        res = self.reference_cotangent_raw(ws)
+        return res if res is not None and all_finite(res) else None
+
+    def reference_cotangent_raw(self, ws: Sequence[Any]) -> list[Any] | None:
+        """`reference_cotangent` with its non-finite entries kept (None only where autodiff does not run): the
+        elementwise reference for "NaN/inf on one side only"."""
         vjp_fn = self.reference_vjp()
         if vjp_fn is None:
             return None
         res, exc = quiet_call(vjp_fn, jax.tree_util.tree_unflatten(self.out_treedef, list(ws)))
-        if exc is not None or not all_finite(jax.tree_util.tree_leaves(res)):
+        if exc is not None:
             return None
         return [np.asarray(r) for r in res]
 
