@@ -19,6 +19,7 @@ from .._gradref import (
     N_DIRECTIONS,
     Arg,
     GradState,
+    all_finite,
     close,
     deliberate_disagreement,
     device_zeros,
@@ -28,9 +29,11 @@ from .._gradref import (
     grad_tol,
     is_float0,
     is_inexact,
+    nonfinite_split,
     require,
     state,
     to_f64,
+    value_at,
 )
 from ._call import (
     KINDS,
@@ -98,7 +101,14 @@ def _compare_direction(st: GradState, a: Arg, d: int) -> dict | None:
     if not bad:
         return None
     cmps = {k: compare(got[k], fd.jv[k], tol=tols[k]) for k in bad}
-    ref = _reference_tangents(st, a, d)
+    ref = _reference_tangents(st, a, d, raw=True)
+    for k in bad:  # NaN/inf on the rule's side only, against autodiff of the primal (else finite differences)
+        nf = nonfinite_split(got[k], ref[k] if ref is not None else fd.jv[k])
+        if nf.rule_only:
+            return {"arg": a, "d": d, "k": k, "got": got[k], "fd": fd.jv[k], "cmp": cmps[k], "nonfinite": nf,
+                    "ref": None if ref is None else ref[k]}
+    if ref is not None and not all_finite(ref):
+        ref = None
     if ref is not None and all(close(got[k], ref[k], grad_tol(a.dtype)) for k in bad):
         return None  # the rule reproduces JAX's derivative of the primal; FD sees a kink or a stop_gradient
     if ref is None and not st.fd.stable(a, d):
@@ -112,11 +122,12 @@ def _wider(a: Any, b: Any) -> Any:
     return a if grad_tol(a) >= grad_tol(b) else b
 
 
-def _reference_tangents(st: GradState, a: Arg, d: int) -> list[np.ndarray] | None:
+def _reference_tangents(st: GradState, a: Arg, d: int, raw: bool = False) -> list[np.ndarray] | None:
+    """Autodiff of the undecorated primal along direction `d` of `a` (with its NaN/inf entries only when `raw`)."""
     if st.kind != "custom_jvp":
         return None
     tangents = [st.tangent(b, d) if b is a else device_zeros(b.shape, b.dtype) for b in st.diff]
-    ref = st.reference_jvp(tangents)
+    ref = st.reference_jvp(tangents, raw=raw)
     return None if ref is None else [to_f64(r) for r in ref]
 
 
@@ -129,7 +140,28 @@ def _deliberate(st: GradState, p: dict) -> bool:
     return deliberate_disagreement(p["got"], reference, st.tangent(p["arg"], p["d"]), p["arg"].dtype)
 
 
+def _nonfinite_finding(st: GradState, p: dict) -> Finding:
+    fun, rule = names(st)
+    a, name, nf = p["arg"], st.out_names[p["k"]], p["nonfinite"]
+    reference = f"autodiff of {fun}" if p["ref"] is not None else f"float64 finite differences of {fun}"
+    want = p["ref"] if p["ref"] is not None else p["fd"]
+    details = (f"the tangent of {name} for a step in {a.name} has {nf.rule_only} NaN/inf of {nf.size} entries (e.g. "
+               f"index {nf.rule_index}: {rule} gives {value_at(p['got'], nf.rule_index)}, {reference} gives "
+               f"{value_at(want, nf.rule_index)})")
+    loc = rule_location(st, a) if st.kind == "primitive" else rule_location(st)
+    return rules.DERIVATIVE_NONFINITE.finding(
+        owner=rule, derivative="tangent", reference=reference, details=details,
+        consequence="jax.jvp and jax.grad return these NaNs without any error",
+        fix=f"Make {rule} finite wherever {fun} is differentiable: a zero (or symbolic-zero) tangent must not be "
+            "multiplied by an infinite partial derivative (`0 * inf = NaN`); keep symbolic zeros symbolic or mask "
+            "the factor with `jnp.where`.",
+        location=loc)
+
+
 def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
+    nonfinite = [p for p in problems if p.get("nonfinite") is not None]
+    if nonfinite:
+        return _nonfinite_finding(st, nonfinite[0])
     fun, rule = names(st)
     details = []
     for p in problems[:3]:

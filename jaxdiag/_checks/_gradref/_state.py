@@ -226,8 +226,9 @@ class GradState:
             return None
         return [np.asarray(r) for r in res]
 
-    def reference_jvp(self, tangents: Sequence[Any]) -> list[np.ndarray] | None:
-        """JAX's JVP of the undecorated primal for tangents of the differentiable args, as output leaves."""
+    def reference_jvp(self, tangents: Sequence[Any], raw: bool = False) -> list[np.ndarray] | None:
+        """JAX's JVP of the undecorated primal for tangents of the differentiable args, as output leaves (None
+        where it has NaN/inf entries, unless `raw`)."""
         if self.fun is None:
             return None
         key = "ref_jvp_fail"
@@ -238,7 +239,7 @@ class GradState:
             self.memo[key] = exc
             return None
         leaves = [np.asarray(t) for t in jax.tree_util.tree_leaves(res[1])]
-        return leaves if all_finite(leaves) else None
+        return leaves if raw or all_finite(leaves) else None
 
     @property
     def out_treedef(self) -> Any:

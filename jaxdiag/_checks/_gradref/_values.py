@@ -92,13 +92,15 @@ def fmt_values(x: Any, limit: int = 4) -> str:
 
 def close(actual: Any, expected: Any, tol: float) -> bool:
     """`|a - e| <= tol * (1 + |e|)` elementwise, as `_numerics.compare` but without building the report (the
-    hot path); positions where either side is NaN/inf never count as a difference."""
+    hot path). A position where `expected` (the reference) is NaN/inf says nothing and never counts; one where
+    only `actual` is NaN/inf does: a NaN the reference does not have is a difference (`nonfinite_split` says
+    where)."""
     a, e = to_f64(actual), to_f64(expected)
     if a.shape != e.shape:
         return False
     with np.errstate(invalid="ignore", over="ignore"):
         ok = np.abs(a - e) <= tol * (1.0 + np.abs(e))
-        return bool(np.all(ok | ~np.isfinite(a) | ~np.isfinite(e)))
+        return bool(np.all(ok | ~np.isfinite(e) | (a == e)))
 
 
 def grad_tol(dtype: Any) -> float:
