@@ -84,10 +84,16 @@ def _of_one(st: GradState, values: list[Any], a: Arg, k: int | None) -> Callable
     return fn
 
 
-def _fd_finite(fn: Callable[[Any], Any], x: Any, v: np.ndarray) -> list[np.ndarray] | None:
+def _fd_finite(fn: Callable[[Any], Any], x: Any, v: np.ndarray, smooth: bool = False) -> list[np.ndarray] | None:
     """Per output leaf: True where central differences along `v` are finite at both steps and do not grow as the
-    step shrinks (a finite derivative there); None when the primal fails."""
-    slopes = []
+    step shrinks (a finite derivative there); None when the primal fails. `smooth`: the one-sided differences must
+    also agree (no kink at the point: where the point itself is on the edge, |x| at 0 has finite central
+    differences but no derivative)."""
+    slopes, sides = [], []
+    center, e0 = quiet_call(fn, x)
+    if e0 is not None:
+        return None
+    center_l = [to_f64(c) for c in jax.tree_util.tree_leaves(center)]
     for step in _STEPS:
         h = step * float(np.max(np.abs(to_f64(x)), initial=0.0) + 1.0)
         plus, e1 = quiet_call(fn, host_linear(x.dtype, (1.0, x), (h, v)))
@@ -97,10 +103,15 @@ def _fd_finite(fn: Callable[[Any], Any], x: Any, v: np.ndarray) -> list[np.ndarr
         plus_l, minus_l = jax.tree_util.tree_leaves(plus), jax.tree_util.tree_leaves(minus)
         with np.errstate(invalid="ignore", over="ignore"):
             slopes.append([(to_f64(p) - to_f64(m)) / (2 * h) for p, m in zip(plus_l, minus_l)])
+            sides.append([np.abs((to_f64(p) - c) - (c - to_f64(m))) / h
+                          for p, m, c in zip(plus_l, minus_l, center_l)])
     out = []
-    for s1, s2 in zip(*slopes):
+    for s1, s2, _, d2 in zip(*slopes, *sides):
         with np.errstate(invalid="ignore", over="ignore"):
-            out.append(np.isfinite(s1) & np.isfinite(s2) & (np.abs(s2) <= _GROWTH * np.abs(s1) + 1e-3))
+            ok = np.isfinite(s1) & np.isfinite(s2) & (np.abs(s2) <= _GROWTH * np.abs(s1) + 1e-3)
+            if smooth:  # the one-sided quotients differ by O(h) where smooth, by the jump at a kink
+                ok &= d2 <= 0.1 * (np.abs(s2) + 1.0)
+        out.append(ok)
     return out
 
 
@@ -122,31 +133,58 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
     if not st.diff:
         raise SkipCheck("no floating-point argument to differentiate")
     edged = {a.pos: e for a in st.diff if (e := _edge_values(st, a)) is not None}
-    if not edged:
-        raise SkipCheck("no entry to place on the edge of the domain")
-    values = [_compat.device_array(edged[a.pos]) if a.pos in edged else a.value for a in st.args]
-    out, exc = quiet_call(st.call_target, values)
-    if exc is not None:
-        raise SkipCheck("the primal fails on the edge of the domain")
-    out_leaves = jax.tree_util.tree_leaves(out)
-    inexact = [k for k, leaf in enumerate(out_leaves) if is_inexact(np.asarray(leaf).dtype)]
-    if not inexact:
-        raise SkipCheck("no floating-point output")
-    edge_text = _edge_text(st, edged)
+    if not edged or (len(st.diff) == 1 and len(jax.tree_util.tree_leaves(st.out)) == 1):
+        raise SkipCheck("a single argument and output: no symbolic zero reaches the rule")
     forward_hit = False
     for a in st.diff:
+        # Only the arguments NOT differentiated sit on the edge: the one differentiated stays at its interior draw,
+        # where its derivative exists (at a kink such as hypot's (0, 0) central differences are finite but no
+        # derivative is).
+        others = {pos: e for pos, e in edged.items() if pos != a.pos}
+        values = [_compat.device_array(others[b.pos]) if b.pos in others else b.value for b in st.args]
+        out, exc = quiet_call(st.call_target, values)
+        if exc is not None:
+            continue  # the primal fails on the edge of the domain
+        out_leaves = jax.tree_util.tree_leaves(out)
+        inexact = [k for k, leaf in enumerate(out_leaves) if is_inexact(np.asarray(leaf).dtype)]
+        edge_text = _edge_text(st, others) or "every argument at its draw"
         x = values[a.pos]
         v = st.direction(a, 0).astype(a.dtype)
-        if st.kind != "custom_vjp":
+        if st.kind != "custom_vjp" and others:
             finding = _forward(st, values, a, x, v, out_leaves, inexact, edge_text)
             if finding is not None:
                 forward_hit = True
                 yield finding
                 return
-        for k in inexact:
+        for k in inexact if len(out_leaves) > 1 or others else []:
             if not all_finite([out_leaves[k]]):
                 continue  # the output itself is NaN/inf there: its derivative says nothing
             finding = _reverse(st, values, a, x, v, k, out_leaves, edge_text, forward_hit)
+            if finding is not None:
+                yield finding
+                return
+    yield from _own_edge(st, edged, forward_hit)
+
+
+def _own_edge(st: GradState, edged: dict[int, np.ndarray], forward_hit: bool) -> Iterator[Finding]:
+    """Several outputs: every argument on the edge, the differentiated one too, and one output's cotangent at a
+    time (the others' symbolic zeros): `ct_1 * 0.5 / sqrt(x) + ct_2` at x = 0 is NaN when only the second output
+    is used, where its derivative (1) is finite. Only outputs smooth at the point count."""
+    out, exc = quiet_call(st.call_target, [_compat.device_array(edged[b.pos]) if b.pos in edged else b.value
+                                           for b in st.args])
+    if exc is not None:
+        return
+    out_leaves = jax.tree_util.tree_leaves(out)
+    if len(out_leaves) < 2:
+        return
+    values = [_compat.device_array(edged[b.pos]) if b.pos in edged else b.value for b in st.args]
+    edge_text = _edge_text(st, edged)
+    for a in st.diff:
+        v = st.direction(a, 0).astype(a.dtype)
+        for k, leaf in enumerate(out_leaves):
+            if not is_inexact(np.asarray(leaf).dtype) or not all_finite([leaf]):
+                continue
+            finding = _reverse(st, values, a, values[a.pos], v, k, out_leaves, edge_text, forward_hit, smooth=True)
             if finding is not None:
                 yield finding
                 return
@@ -180,7 +218,7 @@ def _forward(st: GradState, values: list[Any], a: Arg, x: Any, v: np.ndarray, ou
 
 
 def _reverse(st: GradState, values: list[Any], a: Arg, x: Any, v: np.ndarray, k: int, out_leaves: list[Any],
-             edge_text: str, forward_hit: bool) -> Finding | None:
+             edge_text: str, forward_hit: bool, smooth: bool = False) -> Finding | None:
     fn = _of_one(st, values, a, k)
     res, exc = quiet_call(jax.vjp, fn, x)
     if exc is not None:
@@ -192,7 +230,7 @@ def _reverse(st: GradState, values: list[Any], a: Arg, x: Any, v: np.ndarray, k:
     cts, exc = quiet_call(res[1], w)
     if exc is not None:
         return None
-    finite = _fd_finite(fn, x, v)
+    finite = _fd_finite(fn, x, v, smooth)
     if finite is None or not finite[0].all():
         return None  # a projection <w, J v> needs every entry of output k finite along v
     ct = cts[0]
@@ -232,7 +270,7 @@ def _edge_text(st: GradState, edged: dict[int, np.ndarray]) -> str:
     for a in st.diff:
         if a.pos in edged:
             flat = edged[a.pos].reshape(-1)
-            edges = sorted({float(flat[i]) for i in range(0, flat.size, 2)})
+            edges = sorted({float(np.real(flat[i])) for i in range(0, flat.size, 2)})
             parts.append(f"{a.name} = {' or '.join(f'{e:g}' for e in edges)} at every other entry")
     return " and ".join(parts)
 
