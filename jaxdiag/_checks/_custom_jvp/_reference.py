@@ -21,6 +21,7 @@ from .._gradref import (
     GradState,
     all_finite,
     close,
+    constant_factor,
     deliberate_disagreement,
     device_zeros,
     dot,
@@ -137,7 +138,27 @@ def _deliberate(st: GradState, p: dict) -> bool:
     if p["cmp"].nonfinite:
         return True
     reference = p["ref"] if p["ref"] is not None else p["fd"]
-    return deliberate_disagreement(p["got"], reference, st.tangent(p["arg"], p["d"]), p["arg"].dtype)
+    if not deliberate_disagreement(p["got"], reference, st.tangent(p["arg"], p["d"]), p["arg"].dtype):
+        return False
+    return _uniform_scale(st, p) is None
+
+
+def _uniform_scale(st: GradState, p: dict) -> float | None:
+    """The factor `c` when the rule's tangent is the reference's times the same `c` along every direction (the
+    problem's and the other seeded ones): a scaled derivative, not a clip (see `constant_factor`)."""
+    a, k = p["arg"], p["k"]
+    pairs = [(p["got"], p["ref"] if p["ref"] is not None else p["fd"])]
+    for d in range(N_DIRECTIONS):
+        if d == p["d"]:
+            continue
+        got = T(st, ("a", a.pos, d), {a.pos: st.tangent(a, d)})
+        ref = _reference_tangents(st, a, d)
+        fd = st.fd.jv(a, d)
+        want = ref[k] if ref is not None and p["ref"] is not None else (fd.jv[k] if fd is not None else None)
+        if got is None or want is None:
+            return None
+        pairs.append((got[k], want))
+    return constant_factor(pairs, a.dtype)
 
 
 def _nonfinite_finding(st: GradState, p: dict) -> Finding:
@@ -182,6 +203,10 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
     loc = rule_location(st)
     where = f" ({loc})" if loc else ""
     if any(not _deliberate(st, p) for p in problems):
+        factor = next((c for p in problems if (c := _uniform_scale(st, p)) is not None), None)
+        if factor is not None:
+            details.append(f"along every direction the rule's tangent is the reference times {factor:.4g}: a uniformly "
+                           "scaled derivative, which no clipping produces")
         return rules.CUSTOM_DERIVATIVE_WRONG.finding(
             owner=rule, derivative="tangent", function=fun, details="; ".join(details),
             consequence="jax.grad and jax.jvp are silently wrong",

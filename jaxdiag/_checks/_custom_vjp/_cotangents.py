@@ -21,6 +21,7 @@ from .._gradref import (
     GradState,
     aval_text,
     compare_grad,
+    constant_factor,
     deliberate_disagreement,
     device_zeros,
     error_text,
@@ -140,7 +141,9 @@ def _probe_output(st: GradState, k: int) -> Generator[Finding, None, Any]:
     if depends and same:
         yield _ignored_finding(st, k, got1, ref1)
         return None
-    return _verdict(st, k, ws1, got1, ref1)
+    verdict = _verdict(st, k, ws1, got1, ref1)
+    verdict["got2"], verdict["ws2"] = got2, _dense(st, _probe(st, k, w2))
+    return verdict
 
 
 def _entries_close(a: Any, b: Any, arg: Arg) -> bool:
@@ -407,6 +410,11 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
     loc = locate(st.bwd)
     where = f" ({loc})" if loc else ""
     if _interior_error(st, bad):
+        factor = next((c for v, a in bad if v["ref"] is not None and (c := _uniform_scale(st, v, a)) is not None),
+                      None)
+        if factor is not None:
+            details.append(f"for both cotangents probed, {bwd}'s result is autodiff's times {factor:.4g}: a uniformly "
+                           "scaled gradient, which no clipping produces")
         return rules.CUSTOM_DERIVATIVE_WRONG.finding(
             owner=bwd, derivative="gradient", function=fun, details="; ".join(details),
             consequence="jax.grad is silently wrong",
@@ -433,7 +441,21 @@ def _interior_error(st: GradState, bad: list[tuple[dict, Arg]]) -> bool:
         passed = v["ws"][v["k"]]
         if not deliberate_disagreement(v["got"].get(a.pos), v["ref"][st.diff.index(a)], passed, a.dtype):
             return True
+        if _uniform_scale(st, v, a) is not None:
+            return True
     return False
+
+
+def _uniform_scale(st: GradState, v: dict, a: Arg) -> float | None:
+    """The factor `c` when bwd's cotangent for `a` is autodiff's times the same `c` for both seeded cotangents on the
+    output (their magnitudes differ, so a norm clip would give two ratios): a scaled gradient, not a clip."""
+    if v.get("got2") is None:
+        return None
+    ref2 = st.reference_cotangent(v["ws2"])
+    if ref2 is None:
+        return None
+    i = st.diff.index(a)
+    return constant_factor([(v["got"].get(a.pos), v["ref"][i]), (v["got2"].get(a.pos), ref2[i])], a.dtype)
 
 
 def _control_argument(st: GradState, v: dict, c: Arg) -> bool:

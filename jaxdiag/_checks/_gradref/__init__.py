@@ -20,8 +20,10 @@ from __future__ import annotations
 from ._compare import (
     DotCheck,
     compare_grad,
+    constant_factor,
     deliberate_disagreement,
     fd_reference_nonzero,
+    uniform_ratio,
     vjp_against_fd,
 )
 from ._fd import FDResult, FiniteDifferences
@@ -84,6 +86,8 @@ __all__ = [
     "close",
     "close_scalar",
     "compare_grad",
+    "constant_factor",
+    "uniform_ratio",
     "deliberate_disagreement",
     "device_zeros",
     "dot",
