@@ -21,6 +21,7 @@ from .._gradref import (
     GradState,
     all_finite,
     close,
+    conjugated,
     constant_factor,
     deliberate_disagreement,
     device_zeros,
@@ -202,6 +203,13 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
             location=loc)
     loc = rule_location(st)
     where = f" ({loc})" if loc else ""
+    correction = f"fix the tangent formula (compare with jax.jvp({fun}.fun, ...))"
+    conj = [p["arg"].name for p in problems if p["ref"] is not None and conjugated(p["got"], p["ref"], p["arg"].dtype)]
+    if conj:
+        details.append(f"the tangent is exactly the complex conjugate of autodiff's (a step in "
+                       f"{', '.join(dict.fromkeys(conj))})")
+        correction = ("conjugate the tangent: a `jnp.conj` is missing (or one too many); a holomorphic f has tangent "
+                      "`f'(z) * t`, unconjugated")
     if any(not _deliberate(st, p) for p in problems):
         factor = next((c for p in problems if (c := _uniform_scale(st, p)) is not None), None)
         if factor is not None:
@@ -210,11 +218,11 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
         return rules.CUSTOM_DERIVATIVE_WRONG.finding(
             owner=rule, derivative="tangent", function=fun, details="; ".join(details),
             consequence="jax.grad and jax.jvp are silently wrong",
-            correction=f"fix the tangent formula (compare with jax.jvp({fun}.fun, ...))", location=loc)
+            correction=correction, location=loc)
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
         owner=rule, derivative="tangent", function=fun, details="; ".join(details),
         consequence="jax.grad and jax.jvp are silently wrong", where=where,
-        correction=f"fix the tangent formula (compare with jax.jvp({fun}.fun, ...))", location=loc)
+        correction=correction, location=loc)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from .._gradref import (
     GradState,
     aval_text,
     compare_grad,
+    conjugated,
     constant_factor,
     deliberate_disagreement,
     device_zeros,
@@ -409,6 +410,16 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
                            f"(tolerance {worst.tol:.0e} for {short_dtype(a.dtype)})")
     loc = locate(st.bwd)
     where = f" ({loc})" if loc else ""
+    conj = [a.name for v, a in bad if v["ref"] is not None
+            and conjugated(v["got"].get(a.pos), v["ref"][st.diff.index(a)], a.dtype)]
+    correction = f"make {bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...))"
+    if conj:
+        details.append(f"{bwd}'s cotangent for {', '.join(dict.fromkeys(conj))} is exactly the complex conjugate of "
+                       "autodiff's")
+        correction = (f"conjugate {bwd}'s cotangent for {', '.join(dict.fromkeys(conj))}: a `jnp.conj` is missing "
+                      "(or one too many). JAX's convention: for a real-valued f, the cotangent of a complex z is "
+                      "`g * jnp.conj(df/dz)` (e.g. `2 * g * jnp.conj(z)` for |z|^2), and for `y = c * z` it is "
+                      "`c * g`, unconjugated")
     if _interior_error(st, bad):
         factor = next((c for v, a in bad if v["ref"] is not None and (c := _uniform_scale(st, v, a)) is not None),
                       None)
@@ -417,12 +428,10 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
                            "scaled gradient, which no clipping produces")
         return rules.CUSTOM_DERIVATIVE_WRONG.finding(
             owner=bwd, derivative="gradient", function=fun, details="; ".join(details),
-            consequence="jax.grad is silently wrong",
-            correction=f"make {bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...))", location=loc)
+            consequence="jax.grad is silently wrong", correction=correction, location=loc)
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
         owner=bwd, derivative="gradient", function=fun, details="; ".join(details),
-        consequence="jax.grad is silently wrong", where=where,
-        correction=f"make {bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...))", location=loc)
+        consequence="jax.grad is silently wrong", where=where, correction=correction, location=loc)
 
 
 def _interior_error(st: GradState, bad: list[tuple[dict, Arg]]) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ._compare import (
     DotCheck,
     compare_grad,
+    conjugated,
     constant_factor,
     deliberate_disagreement,
     fd_reference_nonzero,
@@ -86,6 +87,7 @@ __all__ = [
     "close",
     "close_scalar",
     "compare_grad",
+    "conjugated",
     "constant_factor",
     "uniform_ratio",
     "deliberate_disagreement",

@@ -171,3 +171,14 @@ def constant_factor(pairs: Sequence[tuple[Any, Any]], dtype: Any) -> float | Non
     if all(abs(c - c0) <= tol * abs(c0) for c in ratios if c is not None):
         return c0
     return None
+
+
+def conjugated(got: Any, ref: Any, dtype: Any) -> bool:
+    """True when a complex `got` is the complex conjugate of the reference `ref` (and not `ref` itself): a `jnp.conj`
+    missing from a rule, or one too many."""
+    if got is None or ref is None or np.dtype(dtype).kind != "c":
+        return False
+    g, r = to_f64(got), to_f64(ref)
+    if g.shape != r.shape or not np.any(np.abs(np.imag(r)) > grad_tol(dtype) * (1.0 + np.abs(r))):
+        return False
+    return compare(np.conj(g), r, tol=grad_tol(dtype)).ok and not compare(g, r, tol=grad_tol(dtype)).ok
