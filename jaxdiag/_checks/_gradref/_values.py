@@ -36,11 +36,10 @@ _BF16 = np.dtype(jnp.bfloat16)
 
 
 def is_inexact(dtype: Any) -> bool:
-    """Differentiable as JAX decides it: bfloat16 and the float8/float4 types have NumPy kind "V" but are
-    floating to JAX (their cotangents have their own dtype, not float0)."""
+    """Differentiable as JAX decides it, from JAX's dtype categories (never NumPy's `kind`: bfloat16 and the
+    float8/float4 types have kind "V" or "f" depending on the ml_dtypes release, and are floating to JAX)."""
     dtype = np.dtype(dtype)
-    return dtype.kind in "fc" or dtype == _BF16 or (dtype.kind == "V" and dtype != _compat.float0
-                                                      and bool(jnp.issubdtype(dtype, jnp.inexact)))
+    return dtype != _compat.float0 and bool(jnp.issubdtype(dtype, jnp.inexact))
 
 
 def is_float0(x: Any) -> bool:
