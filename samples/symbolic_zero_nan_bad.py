@@ -1,12 +1,13 @@
 """A custom_jvp of `x * sqrt(y)` whose rule densifies the symbolic-zero tangent of `y`: when only `x` is
-differentiated (`jax.grad(f, argnums=0)`), `ty` is a SymbolicZero, the rule turns it into zeros and multiplies it by
-`x / (2 sqrt(y))`, which is infinite at `y = 0`: `0 * inf = NaN`, although the derivative in `x`, `sqrt(y)`, is 0.
+differentiated, `ty` is a SymbolicZero, the rule turns it into zeros and multiplies it by `x / (2 sqrt(y))`, which is
+infinite at `y = 0`: `0 * inf = NaN`, although the derivative in `x`, `sqrt(y)`, is 0. Forward mode (jax.jvp,
+jax.jacfwd, jax.hessian) returns the NaN; reverse mode happens to drop the constant term.
 
 Plain JAX::
 
-    >>> jax.grad(scaled_sqrt, argnums=0)(3.0, 0.0)
+    >>> jax.jvp(lambda x: scaled_sqrt(x, 0.0), (3.0,), (1.0,))[1]
     Array(nan, dtype=float32, weak_type=True)
-    >>> jax.grad(lambda x, y: x * jnp.sqrt(y), argnums=0)(3.0, 0.0)
+    >>> jax.jvp(lambda x: x * jnp.sqrt(0.0), (3.0,), (1.0,))[1]
     Array(0., dtype=float32, weak_type=True)
 """
 

@@ -213,7 +213,7 @@ def _forward(st: GradState, values: list[Any], a: Arg, x: Any, v: np.ndarray, ou
                        f"{nf.size} entries NaN/inf)")
             loc = rule_location(st, a) if st.kind == "primitive" else rule_location(st)
             return _finding(st, rule, "tangent", f"the central-difference derivative of {fun} in {a.name}", details,
-                            "jax.grad(f, argnums=...) returns NaN there, without any error", loc)
+                            "forward mode (jax.jvp, jax.jacfwd, jax.hessian) returns NaN there without any error", loc)
     return None
 
 
