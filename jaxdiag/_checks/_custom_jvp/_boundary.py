@@ -61,8 +61,8 @@ def _edge_values(st: GradState, a: Arg) -> np.ndarray | None:
     specs = st.subject.specs
     array_pos = [i for i in range(len(st.args)) if i not in st.subject.static_args]
     k = array_pos.index(a.pos) if a.pos in array_pos else None
-    domain = specs[k].domain if k is not None and k < len(specs) and specs[k].domain else st.subject.domain
-    edges = domain_edges(domain)
+    declared = specs[k].domain if k is not None and k < len(specs) else None
+    edges = domain_edges(declared or st.subject.domain)
     value = np.array(np.asarray(a.value))
     flat = value.reshape(-1)
     if flat.size == 0 or not edges:
