@@ -56,25 +56,25 @@ def test_nonfinite_split_counts_each_side():
 
 
 def test_nan_cotangent_is_an_error_and_nan_reference_a_note():
-    bad, good = load(SAMPLES / "nan_grad_bad.py"), load(SAMPLES / "nan_grad_good.py")
+    bad, good = load(SAMPLES / "jxg027_bad.py"), load(SAMPLES / "jxg027_good.py")
     x = jnp.arange(6.0)
     assert np.isnan(np.asarray(jax.grad(lambda x: jnp.sum(bad.scale(x)))(x))).sum() == 2  # plain JAX first
     assert np.all(np.isfinite(np.asarray(jax.grad(lambda x: jnp.sum(good.scale(x)))(x))))
-    report = jaxdiag.check_grad(f"{SAMPLES / 'nan_grad_bad.py'}:scale", "f32[6]")
+    report = jaxdiag.check_grad(f"{SAMPLES / 'jxg027_bad.py'}:scale", "f32[6]")
     no_internal_errors(report)
     hits = findings(report, "JXG027")
     assert hits and hits[0].severity == "error" and "2 NaN/inf of 6" in hits[0].message
-    assert hits[0].location.line == expect_line("nan_grad_bad.py", "JXG027")
+    assert hits[0].location.line == expect_line("jxg027_bad.py", "JXG027")
     assert "Seen on" not in hits[0].message  # the retry on fresh draws reproduces it
-    assert jaxdiag.check_grad(f"{SAMPLES / 'nan_grad_good.py'}:scale", "f32[6]").ok
+    assert jaxdiag.check_grad(f"{SAMPLES / 'jxg027_good.py'}:scale", "f32[6]").ok
 
-    ref = load(SAMPLES / "reference_nan_bad.py")
+    ref = load(SAMPLES / "jxg028_bad.py")
     z = jnp.array([4.0, -1.0])
     assert np.isnan(jax.grad(lambda x: jnp.sum(jnp.where(x > 0, jnp.sqrt(x), 0.0)))(z)[1])
     assert np.all(np.isfinite(jax.grad(lambda x: jnp.sum(ref.relu_sqrt(x)))(z)))
-    note = jaxdiag.check_grad(f"{SAMPLES / 'reference_nan_bad.py'}:relu_sqrt", "f32[8]")
+    note = jaxdiag.check_grad(f"{SAMPLES / 'jxg028_bad.py'}:relu_sqrt", "f32[8]")
     assert note.ok and [f.severity for f in findings(note, "JXG028")] == ["info"]
-    assert not findings(jaxdiag.check_grad(f"{SAMPLES / 'reference_nan_good.py'}:relu_sqrt", "f32[8]"), "JXG028")
+    assert not findings(jaxdiag.check_grad(f"{SAMPLES / 'jxg028_good.py'}:relu_sqrt", "f32[8]"), "JXG028")
 
 
 # ---------------------------------------------------------------------------------------------------------------

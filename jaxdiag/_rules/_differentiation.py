@@ -305,7 +305,7 @@ DERIVATIVE_NONFINITE = Rule(
     "multiplied by an infinite partial derivative (`0 * inf = NaN`) shows up here.",
     "One NaN entry in a gradient poisons every parameter after the next optimizer step; a kernel that leaves part of "
     "its output buffer unwritten, or a rule that densifies a symbolic zero, does this silently.",
-    "nan_grad_bad.py", "nan_grad_good.py",
+    "jxg027_bad.py", "jxg027_good.py",
     message="{owner}'s {derivative} is NaN/inf where {reference} is finite: {details}. {consequence}.",
     fix="{fix}",
 )
@@ -316,7 +316,7 @@ REFERENCE_NONFINITE = Rule(
     "Notes the entries where JAX's autodiff of the primal is not finite (the `jnp.where(x > 0, log(x), 0)` trap, "
     "a `sqrt` at 0) while the rule's value is: often the reason the custom rule exists.",
     "Not a defect: it says which part of the check rests on finite differences alone.",
-    "reference_nan_bad.py", "reference_nan_good.py",
+    "jxg028_bad.py", "jxg028_good.py",
     message="Autodiff of {function} gives NaN/inf at {count} of {size} entries of the {derivative} for {name} "
             "where {owner} is finite (e.g. index {index}: autodiff {ref_value}, {owner} {got_value}); those "
             "entries were compared with finite differences only.",

@@ -1,4 +1,4 @@
-"""The primal of reference_nan_bad.py written with the double-`where` idiom: `sqrt` only ever sees positive
+"""The primal of jxg028_bad.py written with the double-`where` idiom: `sqrt` only ever sees positive
 values, so autodiff of the primal is finite everywhere and every entry of the bwd is compared with it."""
 
 import jax

@@ -1,4 +1,4 @@
-"""The fix of nan_grad_bad.py: the blocked bwd covers the tail block too, so every gradient entry is written."""
+"""The fix of jxg027_bad.py: the blocked bwd covers the tail block too, so every gradient entry is written."""
 
 import jax
 import jax.numpy as jnp
