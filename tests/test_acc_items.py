@@ -1,4 +1,4 @@
-"""Bug classes of issue 27 items 15-19: NaN/inf where the reference is finite (JXG027, and the JXG028 note for the
+"""Bug classes: NaN/inf where the reference is finite (JXG027, and the JXG028 note for the
 reverse), symbolic zeros on the edge of the domain, uniformly scaled derivatives graded as errors, pytree custom_vjp
 structures named per argument, complex inputs (conjugates, draws, --repro), float classification from JAX's dtype
 categories. Each defect is first shown with plain JAX in the test itself."""

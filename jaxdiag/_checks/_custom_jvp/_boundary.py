@@ -31,19 +31,31 @@ from .._gradref import (
     host_linear,
     is_inexact,
     locate,
+    may_be_singular,
     quiet_call,
     require,
     state,
     to_f64,
     value_at,
 )
-from ._call import names, rule_location
+from ._call import names, rule_location, user_rules
 
 # Relative central-difference steps: only whether the derivative is finite is read, not its value, so the native
 # dtype suffices. A derivative that is really infinite at the point (cbrt at 0) grows as the step shrinks; a finite
 # one does not (GROWTH bounds the ratio).
 _STEPS = (1e-2, 1e-3)
 _GROWTH = 3.0
+
+
+def _rule_functions(st: GradState) -> list[Any]:
+    """The user's derivative rules of the subject: bwd, the JVP rule, a primitive's JVP and transpose rules."""
+    if st.kind == "custom_vjp":
+        return [st.bwd] if st.bwd is not None else []
+    fns = [f for f in user_rules(st) if f is not None]
+    if st.kind == "primitive":
+        rule = _compat.transpose_rule(st.subject.obj)
+        fns += [f for f in _compat.rule_user_functions(rule) if f is not None] if rule is not None else []
+    return fns
 
 
 def domain_edges(domain: str) -> tuple[float, ...]:
@@ -132,6 +144,8 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
     require(st)
     if not st.diff:
         raise SkipCheck("no floating-point argument to differentiate")
+    if not may_be_singular(_rule_functions(st)):
+        raise SkipCheck("no rule divides or calls an operation singular at a finite point")
     edged = {a.pos: e for a in st.diff if (e := _edge_values(st, a)) is not None}
     if not edged or (len(st.diff) == 1 and len(jax.tree_util.tree_leaves(st.out)) == 1):
         raise SkipCheck("a single argument and output: no symbolic zero reaches the rule")

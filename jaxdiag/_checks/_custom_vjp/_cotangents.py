@@ -32,6 +32,7 @@ from .._gradref import (
     grad_tol,
     is_zero,
     locate,
+    may_be_singular,
     nonfinite_split,
     value_at,
     require,
@@ -227,7 +228,11 @@ def _verdict(st: GradState, k: int, ws: list[Any], got: dict[int, Any], ref: lis
         if ref is not None else {}
     # NaN/inf on one side only, entry by entry: against autodiff of the primal with its own NaNs kept (a NaN entry
     # of the rule where the primal's derivative is finite is a defect, never excused as a numerical corner)
-    raw = ref if ref is not None else st.reference_cotangent_raw(ws)
+    # (only where autodiff of the primal was consulted anyway, or bwd has a NaN/inf entry: building it otherwise
+    # costs compilations on every custom_vjp)
+    consulted = not fd_checks or not all(fd_ok.values()) or st.memo.get("ref_vjp") is not None \
+        or may_be_singular([st.fun])  # only a singular operation (sqrt, log, a division) makes autodiff NaN
+    raw = ref if ref is not None else st.reference_cotangent_raw(ws) if consulted or _has_nonfinite(got) else None
     nonfinite = {a.pos: nonfinite_split(got.get(a.pos), raw[i]) if raw is not None
                  else _nonfinite_against_fd(got.get(a.pos), [c for c in fd_checks if c.covers(a)])
                  for i, a in enumerate(st.diff)}
@@ -242,6 +247,10 @@ def _verdict(st: GradState, k: int, ws: list[Any], got: dict[int, Any], ref: lis
             status[a.pos] = "ok" if ok else "bad"
     return {"k": k, "ws": ws, "got": got, "ref": ref, "raw": raw, "fd": fd_checks, "ad": ad_cmp, "status": status,
             "nonfinite": nonfinite}
+
+
+def _has_nonfinite(got: dict[int, Any]) -> bool:
+    return any(v is not None and not is_zero(v) and not np.all(np.isfinite(to_f64(v))) for v in got.values())
 
 
 def _nonfinite_against_fd(got: Any, checks: Sequence[Any]) -> NonFinite:

@@ -251,7 +251,7 @@ def _working_order(st: GradState, ws: Sequence[Any]) -> str | None:
 
 def validate_bwd(st: GradState, result: Any, ws: Sequence[Any] = ()) -> Iterator[Finding]:
     fun, _, bwd = _names(st)
-    mismatch = pytree_mismatch(st, _cotangent(st, ws)) if ws else None
+    mismatch = pytree_mismatch(st, _cotangent(st, ws), bwd) if ws else None
     if mismatch is not None:  # a pytree argument: compared per argument, as the user wrote the signature
         evidence, fix = mismatch
         yield rules.VJP_BWD_STRUCTURE.finding(

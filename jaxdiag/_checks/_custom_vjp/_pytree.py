@@ -125,7 +125,7 @@ def suggested_return(st: GradState, layout: Any, diff_args: Sequence[int], resul
     return f"return ({', '.join(entries)}{',' if len(entries) == 1 else ''})", missing
 
 
-def pytree_mismatch(st: GradState, g: Any) -> tuple[str, str] | None:
+def pytree_mismatch(st: GradState, g: Any, bwd: str) -> tuple[str, str] | None:
     """(what is wrong, the fix) in the user's terms when the user's bwd, called as JAX calls it with cotangent `g`,
     returns something that does not match the primal's argument trees; None when it does (or the subject takes
     plain arrays, or bwd raises: reported elsewhere)."""
@@ -143,7 +143,6 @@ def pytree_mismatch(st: GradState, g: Any) -> tuple[str, str] | None:
         return None
     names = [layout.names[i] if i < len(layout.names) else f"argument {i}" for i in range(len(args))]
     described = "; ".join(f"{names[i]} is {kind_text(args[i])}" for i in diff_args)
-    _, _, bwd = _bwd_name(st)
     n = len(diff_args)
     problems: list[str] = []
     if not isinstance(result, (tuple, list)):
@@ -183,9 +182,3 @@ def _placeholder_names(name: str, arg: Any) -> list[str]:
         out.append(f"d{key}" if isinstance(key, str) and key.isidentifier()
                    else f"d{name}_{key}" if key is not None else f"d{name}")
     return out
-
-
-def _bwd_name(st: GradState) -> tuple[str, str, str]:
-    from ._fwd_bwd import _names
-
-    return _names(st)
