@@ -258,7 +258,7 @@ def draw(dtype, shape, domain, lead=()):
         low = 1 if domain in ("positive", "unit") or np.issubdtype(dtype, np.unsignedinteger) else -5
         return rng.integers(low, 6, size=shape).astype(dtype)
     real = draw_real(shape, domain)
-    if jnp.issubdtype(dtype, jnp.complexfloating):  # a nonzero imaginary part at every entry, as jaxdiag drew
+    if jnp.issubdtype(dtype, jnp.complexfloating):  # a nonzero imaginary part at every entry
         real = real + 1j * draw_real(shape, domain)
     return real.astype(dtype)
 
