@@ -270,6 +270,8 @@ def _flat_custom_vjp(obj: Any, layout: Layout) -> Any:
 
     view = jax.custom_vjp(_named(flat_fun, fun, names), nondiff_argnums=tuple(flat_nondiff))
     view.defvjp(_named(flat_fwd, fwd, names), _named(flat_bwd, bwd, names), symbolic_zeros=symbolic_zeros)
+    # the real signature, for messages about a bwd whose result does not fit it (named per argument, not per leaf)
+    view.__jaxdiag_layout__ = (layout, diff_args)  # type: ignore[attr-defined]
     return view
 
 

@@ -257,18 +257,25 @@ def draw(dtype, shape, domain, lead=()):
     if np.issubdtype(dtype, np.integer):
         low = 1 if domain in ("positive", "unit") or np.issubdtype(dtype, np.unsignedinteger) else -5
         return rng.integers(low, 6, size=shape).astype(dtype)
-    if domain == "positive":
-        real = rng.uniform(0.5, 2.0, size=shape)
-    elif domain == "unit":
-        real = rng.uniform(0.05, 0.95, size=shape)
-    elif domain == "small":
-        real = 0.1 * rng.standard_normal(shape)
-    elif ".." in str(domain):
-        lo, hi = (float(v) for v in str(domain).split(".."))
-        real = rng.uniform(lo, hi, size=shape)
-    else:
-        real = rng.standard_normal(shape)
+    real = draw_real(shape, domain)
+    if jnp.issubdtype(dtype, jnp.complexfloating):  # a nonzero imaginary part at every entry
+        real = real + 1j * draw_real(shape, domain)
     return real.astype(dtype)
+
+
+def draw_real(shape, domain):
+    if domain == "positive":
+        return rng.uniform(0.5, 2.0, size=shape)
+    if domain == "negative":
+        return rng.uniform(-2.0, -0.5, size=shape)
+    if domain == "unit":
+        return rng.uniform(0.05, 0.95, size=shape)
+    if domain == "small":
+        return 0.1 * rng.standard_normal(shape)
+    if ".." in str(domain):
+        lo, hi = (float(v) for v in str(domain).split(".."))
+        return rng.uniform(lo, hi, size=shape)
+    return rng.standard_normal(shape)
 
 
 def tolerance(dtype):
@@ -282,8 +289,7 @@ def assert_close(actual, expected, what):
     assert actual.shape == expected.shape, f"{{what}}: expected shape {{expected.shape}}, actual {{actual.shape}}"
     assert actual.dtype == expected.dtype, f"{{what}}: expected dtype {{expected.dtype}}, actual {{actual.dtype}}"
     if is_float(actual.dtype):
-        a, e = actual.astype(np.complex128 if actual.dtype.kind == "c" else np.float64), expected.astype(
-            np.complex128 if expected.dtype.kind == "c" else np.float64)
+        a, e = wide(actual), wide(expected)
         tol = tolerance(actual.dtype)
         err = np.max(np.abs(a - e), initial=0.0)
         scale = max(1.0, float(np.max(np.abs(e), initial=0.0)))
@@ -299,10 +305,16 @@ def leaves(tree):
 
 
 def is_float(dtype):
-    """Differentiable as JAX decides it: bfloat16 and the float8/float4 types (NumPy kind "V") are floating."""
+    """Differentiable as JAX decides it (JAX's dtype categories, not NumPy's kind: bfloat16 and the float8/float4
+    types are floating)."""
     dtype = np.dtype(dtype)
-    return dtype.kind in "fc" or (dtype.kind == "V" and dtype != jax.dtypes.float0
-                                  and bool(jnp.issubdtype(dtype, jnp.inexact)))
+    return dtype != jax.dtypes.float0 and bool(jnp.issubdtype(dtype, jnp.inexact))
+
+
+def wide(a):
+    """float64, or complex128 for a complex array: the precision every comparison is made in."""
+    a = np.asarray(a)
+    return a.astype(np.complex128 if jnp.issubdtype(a.dtype, jnp.complexfloating) else np.float64)
 
 '''
 
@@ -358,8 +370,8 @@ def in_float64(fn, *args):
     previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
     try:
-        out = leaves(fn(*[np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else a for a in args]))
-        if any(v.dtype.kind == "f" and v.dtype != np.float64 for v in out):
+        out = leaves(fn(*[wide(a) if is_float(np.asarray(a).dtype) else a for a in args]))
+        if any(is_float(v.dtype) and v.dtype not in (np.float64, np.complex128) for v in out):
             raise TypeError("the target computes in lower precision even on float64 inputs")
         return out
     finally:
@@ -368,26 +380,28 @@ def in_float64(fn, *args):
 
 def directional_fd(g, xs, vs):
     """d/dh g(xs + h vs) at 0 by central differences (float64 when the target accepts it)."""
-    for wide, h in ((True, 1e-6), (False, 1e-2)):
+    for in64, h in ((True, 1e-6), (False, 1e-2)):
         try:
-            if wide:  # perturb in float64: a float32 step of 1e-6 would round away
-                xs64 = [np.asarray(a, np.float64) for a in xs]
-                vs64 = [np.asarray(v, np.float64) for v in vs]
+            if in64:  # perturb in float64: a float32 step of 1e-6 would round away
+                xs64 = [wide(a) for a in xs]
+                vs64 = [wide(v) for v in vs]
                 plus = in_float64(g, *[a + h * v for a, v in zip(xs64, vs64)])
                 minus = in_float64(g, *[a - h * v for a, v in zip(xs64, vs64)])
             else:
                 plus = leaves(g(*[(a + h * v).astype(a.dtype) for a, v in zip(xs, vs)]))
                 minus = leaves(g(*[(a - h * v).astype(a.dtype) for a, v in zip(xs, vs)]))
-            return [(p.astype(np.float64) - m.astype(np.float64)) / (2 * h) for p, m in zip(plus, minus)], wide
+            return [(wide(p) - wide(m)) / (2 * h) for p, m in zip(plus, minus)], in64
         except Exception:
-            if not wide:
+            if not in64:
                 raise
     raise AssertionError("unreachable")
 
 
-def assert_derivative(actual, expected, wide, what):
-    actual, expected = float(actual), float(expected)
-    tol = (1e-4 if wide else 3e-2) * max(1.0, abs(expected))
+def assert_derivative(actual, expected, in64, what):
+    actual, expected = complex(actual), complex(expected)
+    if actual.imag == 0 and expected.imag == 0:
+        actual, expected = actual.real, expected.real
+    tol = (1e-4 if in64 else 3e-2) * max(1.0, abs(expected))
     assert abs(actual - expected) <= tol + 1e-3 * max(1.0, abs(expected)), (
         f"{{what}}: expected {{expected:.6g}} (finite differences), actual {{actual:.6g}}")
 
@@ -404,7 +418,7 @@ def reference_directional(which, xs, vs, g):
             return undecorated(*[full[i] for i in range(len(full))])
         try:
             tangent = jax.jvp(plain, tuple(xs), tuple(vs))[1]
-            return [np.asarray(t, np.float64) for t in leaves(tangent)], True
+            return [wide(t) for t in leaves(tangent)], True
         except Exception:
             pass
     return directional_fd(g, xs, vs)
@@ -430,11 +444,11 @@ for which in subsets:
         assert np.asarray(gx).dtype == np.asarray(xi).dtype, (
             f"cotangent of argument {{i}}: expected dtype {{np.asarray(xi).dtype}}, actual {{np.asarray(gx).dtype}}")
     vs = [draw(np.asarray(xi).dtype, np.shape(xi), "normal") for xi in xs]
-    fd, wide = reference_directional(which, xs, vs, g)
-    ct_leaves = [np.asarray(c, np.float64) for c in leaves(cts)]
-    expected = sum(float(np.sum(c * d)) for c, d in zip(ct_leaves, fd) if c.dtype.kind == "f")
-    actual = sum(float(np.sum(np.asarray(gx, np.float64) * v)) for gx, v in zip(grads, vs))
-    assert_derivative(actual, expected, wide, f"<cotangent, J v> for arguments {{which}}")
+    fd, in64 = reference_directional(which, xs, vs, g)
+    # <a, b> = Re(sum(a * b)), unconjugated: JAX's VJP is the transpose of its JVP under this pairing
+    expected = sum(float(np.real(np.sum(wide(c) * d))) for c, d in zip(leaves(cts), fd) if is_float(c.dtype))
+    actual = sum(float(np.real(np.sum(wide(gx) * wide(v)))) for gx, v in zip(grads, vs))
+    assert_derivative(actual, expected, in64, f"<cotangent, J v> for arguments {{which}}")
 print("ok: jax.vjp matches finite differences")
 '''
 
@@ -446,11 +460,11 @@ for which in subsets:
     out, tangent = jax.jvp(g, tuple(xs), tuple(vs))
     for k, (a, e) in enumerate(zip(leaves(out), leaves(g(*xs)))):
         assert_close(a, e, f"primal output {{k}} of jax.jvp (arguments {{which}})")
-    fd, wide = directional_fd(g, xs, vs)
+    fd, in64 = directional_fd(g, xs, vs)
     for k, (t, d) in enumerate(zip(leaves(tangent), fd)):
         assert t.shape == d.shape, f"tangent {{k}}: expected shape {{d.shape}}, actual {{t.shape}}"
         for index in np.ndindex(t.shape):
-            assert_derivative(t[index], d[index], wide, f"tangent output {{k}} at {{index}} (arguments {{which}})")
+            assert_derivative(t[index], d[index], in64, f"tangent output {{k}} at {{index}} (arguments {{which}})")
     scaled = jax.jvp(g, tuple(xs), tuple((-1.5 * np.asarray(v)).astype(np.asarray(v).dtype) for v in vs))[1]
     for k, (t2, t) in enumerate(zip(leaves(scaled), leaves(tangent))):
         assert_close(t2, (-1.5 * t).astype(t.dtype), f"tangent {{k}} with input tangents scaled by -1.5 (the JVP "
@@ -467,9 +481,9 @@ xs = [x[i] for i in diff]
 grad = jax.grad(total, argnums=tuple(range(len(xs))))
 vs = [draw(np.asarray(xi).dtype, np.shape(xi), "normal") for xi in xs]
 hvp = jax.jvp(grad, tuple(xs), tuple(vs))[1]
-fd, wide = directional_fd(lambda *ys: grad(*ys), xs, vs)
+fd, in64 = directional_fd(lambda *ys: grad(*ys), xs, vs)
 for k, (a, e) in enumerate(zip(leaves(hvp), fd)):
-    assert_derivative(np.sum(a.astype(np.float64)), np.sum(e), wide, f"second derivative, argument {{diff[k]}}")
+    assert_derivative(np.sum(wide(a)), np.sum(e), in64, f"second derivative, argument {{diff[k]}}")
 print("ok: grad of grad matches finite differences of the gradient")
 '''
 

@@ -501,6 +501,21 @@ def _jxg026(m: Any) -> str | None:
         return compare(jax.grad(lambda x: m.softplus(x).sum())(x), 1 / (1 + np.exp(-x)), "gradient")
 
 
+@says("JXG027")
+def _jxg027(m: Any) -> str | None:
+    """`jax.grad(lambda x: scale(x).sum())(x)`"""
+    x = draw("JXG027", 6)
+    return compare(jax.grad(lambda x: m.scale(x).sum())(x), np.full(6, 2.0, np.float32), "gradient")
+
+
+@says("JXG028")
+def _jxg028(m: Any) -> str | None:
+    """`jax.grad(lambda x: jnp.where(x > 0, jnp.sqrt(x), 0.0).sum())(x)`: autodiff of relu_sqrt's primal"""
+    x = draw("JXG028", 8)
+    want = np.where(x > 0, 0.5 / np.sqrt(np.abs(x) + (x <= 0)), 0.0).astype(np.float32)
+    return compare(jax.grad(lambda x: jnp.where(x > 0, jnp.sqrt(x), 0.0).sum())(x), want, "gradient")
+
+
 # --- JXS: sharding (each repro runs in a child process with 8 virtual CPU devices) -----------------------------------
 
 import jax_says_sharding  # noqa: E402,F401  registers JXS001-JXS006 in JAX_SAYS

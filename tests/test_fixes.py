@@ -32,6 +32,8 @@ NOT_LOCAL = {
     "jxg025": "a derivative formula in place of a deliberate refusal (or its suppression)",
     "jxb015": "the dtype the rule computes in (an x64-only defect: the fix is the base rule's)",
     "jxg026": "the dtype the rule computes in (an x64-only defect: the fix is the base rule's)",
+    "jxg027": "a rule that writes every entry, or keeps a symbolic zero symbolic",
+    "jxg028": "nothing: a note about the reference (the custom rule is right)",
     "jxb013": "rewrite Python control flow on array values",
     "jxg001": "a derivative formula", "jxg002": "a transpose formula", "jxg004": "a cast in every cotangent",
     "jxg005": "branches on which argument is linear", "jxg006": "symbolic-zero handling in the rule",

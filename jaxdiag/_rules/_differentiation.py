@@ -293,3 +293,32 @@ SECOND_ORDER_FAILURE = Rule(
     message="Second derivatives fail or disagree: {evidence}",
     fix="{fix}",
 )
+DERIVATIVE_NONFINITE = Rule(
+    "JXG027", "derivative-nonfinite", "error",
+    "A derivative rule returns NaN or inf where the reference derivative (autodiff of the primal, finite "
+    "differences) is finite.",
+    "Compares every entry of the rule's cotangent/tangent with JAX's autodiff of the undecorated primal (or the "
+    "float64 finite differences along random directions): an entry that is NaN/inf on the rule's side only is a "
+    "defect, never excused as a numerical corner. Also calls JVP rules with a symbolic-zero tangent on each input "
+    "and transpose rules / bwds with a symbolic-zero cotangent on each output in turn, and probes the boundary of "
+    "the declared domain (0 for log, sqrt, pow; the edge of `@lo..hi`): a zero that was instantiated and then "
+    "multiplied by an infinite partial derivative (`0 * inf = NaN`) shows up here.",
+    "One NaN entry in a gradient poisons every parameter after the next optimizer step; a kernel that leaves part of "
+    "its output buffer unwritten, or a rule that densifies a symbolic zero, does this silently.",
+    "jxg027_bad.py", "jxg027_good.py",
+    message="{owner}'s {derivative} is NaN/inf where {reference} is finite: {details}. {consequence}.",
+    fix="{fix}",
+)
+REFERENCE_NONFINITE = Rule(
+    "JXG028", "reference-nonfinite", "info",
+    "The reference derivative (autodiff of the undecorated primal) is NaN/inf where the custom rule is finite; "
+    "those entries were compared with finite differences only.",
+    "Notes the entries where JAX's autodiff of the primal is not finite (the `jnp.where(x > 0, log(x), 0)` trap, "
+    "a `sqrt` at 0) while the rule's value is: often the reason the custom rule exists.",
+    "Not a defect: it says which part of the check rests on finite differences alone.",
+    "jxg028_bad.py", "jxg028_good.py",
+    message="Autodiff of {function} gives NaN/inf at {count} of {size} entries of the {derivative} for {name} "
+            "where {owner} is finite (e.g. index {index}: autodiff {ref_value}, {owner} {got_value}); those "
+            "entries were compared with finite differences only.",
+    fix="Nothing to fix if {owner} exists to avoid the NaN of the primal's autodiff.",
+)

@@ -11,11 +11,15 @@ The rule is called directly, as JAX calls it (`rule(*nondiff, primals, tangents)
 - symbolic zero tangents are handled when JAX passes them (JXG006);
 - reverse mode works and agrees with forward mode (custom_jvp; primitives in `_primitive_ad.py`).
 
-Modules: `_call.py` (calling the rule), `_output.py`, `_linearity.py`, `_reference.py` (the checks).
+- every argument on the edge of its domain, one argument differentiated at a time: no NaN/inf from a symbolic
+  zero made dense (`_boundary.py`, JXG027; also custom_vjp bwds and primitive transpose rules).
+
+Modules: `_call.py` (calling the rule), `_output.py`, `_linearity.py`, `_reference.py`, `_boundary.py` (the checks).
 """
 
 from __future__ import annotations
 
+from ._boundary import derivative_boundary
 from ._call import KINDS, T, names, rule_location
 from ._linearity import eager_vjp, jvp_linearity, pullback_at_first_cotangent
 from ._output import jvp_rule_output
@@ -23,4 +27,4 @@ from ._reference import jvp_reference, jvp_reverse, jvp_symbolic_zeros
 
 __all__ = ["CHECKS", "KINDS", "T", "eager_vjp", "names", "pullback_at_first_cotangent", "rule_location"]
 
-CHECKS = [jvp_rule_output, jvp_linearity, jvp_reference, jvp_symbolic_zeros, jvp_reverse]
+CHECKS = [jvp_rule_output, jvp_linearity, jvp_reference, jvp_symbolic_zeros, jvp_reverse, derivative_boundary]

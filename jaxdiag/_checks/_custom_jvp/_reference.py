@@ -19,7 +19,10 @@ from .._gradref import (
     N_DIRECTIONS,
     Arg,
     GradState,
+    all_finite,
     close,
+    conjugated,
+    constant_factor,
     deliberate_disagreement,
     device_zeros,
     dot,
@@ -28,9 +31,11 @@ from .._gradref import (
     grad_tol,
     is_float0,
     is_inexact,
+    nonfinite_split,
     require,
     state,
     to_f64,
+    value_at,
 )
 from ._call import (
     KINDS,
@@ -98,7 +103,14 @@ def _compare_direction(st: GradState, a: Arg, d: int) -> dict | None:
     if not bad:
         return None
     cmps = {k: compare(got[k], fd.jv[k], tol=tols[k]) for k in bad}
-    ref = _reference_tangents(st, a, d)
+    ref = _reference_tangents(st, a, d, raw=True)
+    for k in bad:  # NaN/inf on the rule's side only, against autodiff of the primal (else finite differences)
+        nf = nonfinite_split(got[k], ref[k] if ref is not None else fd.jv[k])
+        if nf.rule_only:
+            return {"arg": a, "d": d, "k": k, "got": got[k], "fd": fd.jv[k], "cmp": cmps[k], "nonfinite": nf,
+                    "ref": None if ref is None else ref[k]}
+    if ref is not None and not all_finite(ref):
+        ref = None
     if ref is not None and all(close(got[k], ref[k], grad_tol(a.dtype)) for k in bad):
         return None  # the rule reproduces JAX's derivative of the primal; FD sees a kink or a stop_gradient
     if ref is None and not st.fd.stable(a, d):
@@ -112,11 +124,12 @@ def _wider(a: Any, b: Any) -> Any:
     return a if grad_tol(a) >= grad_tol(b) else b
 
 
-def _reference_tangents(st: GradState, a: Arg, d: int) -> list[np.ndarray] | None:
+def _reference_tangents(st: GradState, a: Arg, d: int, raw: bool = False) -> list[np.ndarray] | None:
+    """Autodiff of the undecorated primal along direction `d` of `a` (with its NaN/inf entries only when `raw`)."""
     if st.kind != "custom_jvp":
         return None
     tangents = [st.tangent(b, d) if b is a else device_zeros(b.shape, b.dtype) for b in st.diff]
-    ref = st.reference_jvp(tangents)
+    ref = st.reference_jvp(tangents, raw=raw)
     return None if ref is None else [to_f64(r) for r in ref]
 
 
@@ -126,10 +139,51 @@ def _deliberate(st: GradState, p: dict) -> bool:
     if p["cmp"].nonfinite:
         return True
     reference = p["ref"] if p["ref"] is not None else p["fd"]
-    return deliberate_disagreement(p["got"], reference, st.tangent(p["arg"], p["d"]), p["arg"].dtype)
+    if not deliberate_disagreement(p["got"], reference, st.tangent(p["arg"], p["d"]), p["arg"].dtype):
+        return False
+    return _uniform_scale(st, p) is None
+
+
+def _uniform_scale(st: GradState, p: dict) -> float | None:
+    """The factor `c` when the rule's tangent is the reference's times the same `c` along every direction (the
+    problem's and the other seeded ones): a scaled derivative, not a clip (see `constant_factor`)."""
+    a, k = p["arg"], p["k"]
+    pairs = [(p["got"], p["ref"] if p["ref"] is not None else p["fd"])]
+    for d in range(N_DIRECTIONS):
+        if d == p["d"]:
+            continue
+        got = T(st, ("a", a.pos, d), {a.pos: st.tangent(a, d)})
+        ref = _reference_tangents(st, a, d)
+        fd = st.fd.jv(a, d)
+        want = ref[k] if ref is not None and p["ref"] is not None else (fd.jv[k] if fd is not None else None)
+        if got is None or want is None:
+            return None
+        pairs.append((got[k], want))
+    return constant_factor(pairs, a.dtype)
+
+
+def _nonfinite_finding(st: GradState, p: dict) -> Finding:
+    fun, rule = names(st)
+    a, name, nf = p["arg"], st.out_names[p["k"]], p["nonfinite"]
+    reference = f"autodiff of {fun}" if p["ref"] is not None else f"float64 finite differences of {fun}"
+    want = p["ref"] if p["ref"] is not None else p["fd"]
+    details = (f"the tangent of {name} for a step in {a.name} has {nf.rule_only} NaN/inf of {nf.size} entries (e.g. "
+               f"index {nf.rule_index}: {rule} gives {value_at(p['got'], nf.rule_index)}, {reference} gives "
+               f"{value_at(want, nf.rule_index)})")
+    loc = rule_location(st, a) if st.kind == "primitive" else rule_location(st)
+    return rules.DERIVATIVE_NONFINITE.finding(
+        owner=rule, derivative="tangent", reference=reference, details=details,
+        consequence="jax.jvp and jax.grad return these NaNs without any error",
+        fix=f"Make {rule} finite wherever {fun} is differentiable: a zero (or symbolic-zero) tangent must not be "
+            "multiplied by an infinite partial derivative (`0 * inf = NaN`); keep symbolic zeros symbolic or mask "
+            "the factor with `jnp.where`.",
+        location=loc)
 
 
 def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
+    nonfinite = [p for p in problems if p.get("nonfinite") is not None]
+    if nonfinite:
+        return _nonfinite_finding(st, nonfinite[0])
     fun, rule = names(st)
     details = []
     for p in problems[:3]:
@@ -149,15 +203,26 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
             location=loc)
     loc = rule_location(st)
     where = f" ({loc})" if loc else ""
+    correction = f"fix the tangent formula (compare with jax.jvp({fun}.fun, ...))"
+    conj = [p["arg"].name for p in problems if p["ref"] is not None and conjugated(p["got"], p["ref"], p["arg"].dtype)]
+    if conj:
+        details.append(f"the tangent is exactly the complex conjugate of autodiff's (a step in "
+                       f"{', '.join(dict.fromkeys(conj))})")
+        correction = ("conjugate the tangent: a `jnp.conj` is missing (or one too many); a holomorphic f has tangent "
+                      "`f'(z) * t`, unconjugated")
     if any(not _deliberate(st, p) for p in problems):
+        factor = next((c for p in problems if (c := _uniform_scale(st, p)) is not None), None)
+        if factor is not None:
+            details.append(f"along every direction the rule's tangent is the reference times {factor:.4g}: a uniformly "
+                           "scaled derivative, which no clipping produces")
         return rules.CUSTOM_DERIVATIVE_WRONG.finding(
             owner=rule, derivative="tangent", function=fun, details="; ".join(details),
             consequence="jax.grad and jax.jvp are silently wrong",
-            correction=f"fix the tangent formula (compare with jax.jvp({fun}.fun, ...))", location=loc)
+            correction=correction, location=loc)
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
         owner=rule, derivative="tangent", function=fun, details="; ".join(details),
         consequence="jax.grad and jax.jvp are silently wrong", where=where,
-        correction=f"fix the tangent formula (compare with jax.jvp({fun}.fun, ...))", location=loc)
+        correction=correction, location=loc)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -17,9 +17,12 @@ from .._base import Context, SkipCheck, check
 from .._gradref import (
     N_DIRECTIONS,
     Arg,
+    NonFinite,
     GradState,
     aval_text,
     compare_grad,
+    conjugated,
+    constant_factor,
     deliberate_disagreement,
     device_zeros,
     error_text,
@@ -29,6 +32,9 @@ from .._gradref import (
     grad_tol,
     is_zero,
     locate,
+    may_be_singular,
+    nonfinite_split,
+    value_at,
     require,
     short_dtype,
     source_of,
@@ -36,7 +42,7 @@ from .._gradref import (
     to_f64,
     vjp_against_fd,
 )
-from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd
+from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd, vjp_bwd_structure, vjp_fwd
 
 # ---------------------------------------------------------------------------------------------------------------
 # Per-output cotangent probing
@@ -62,6 +68,13 @@ def _dense(st: GradState, leaves: Sequence[Any]) -> list[Any]:
 def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
     """Feed a cotangent on one output at a time; compare bwd with autodiff of f and finite differences."""
     st = state(ctx)
+    if "fwd" not in st.memo and not st.blocked:
+        # Run alone (the fresh-draw retries re-run only the check that reported): its prerequisites first, their
+        # findings already reported on the first draw. Without this every retry skipped and a finding seen on
+        # every draw read "seen on 1 of 2 draws".
+        for prerequisite in (vjp_fwd, vjp_bwd_structure):
+            for _ in prerequisite.run(ctx):
+                pass
     require(st, (rules.DERIVATIVE_RULE_RAISED, rules.VJP_FWD_MISMATCH, rules.VJP_BWD_STRUCTURE))
     if "bwd_full" not in st.memo:
         raise SkipCheck("bwd was not checked")
@@ -75,6 +88,7 @@ def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
         result = yield from _probe_output(st, k)
         if result is not None:
             verdicts.append(result)
+    yield from report_nonfinite(st, verdicts)
     yield from _report_mismatches(st, verdicts)
 
 
@@ -129,7 +143,9 @@ def _probe_output(st: GradState, k: int) -> Generator[Finding, None, Any]:
     if depends and same:
         yield _ignored_finding(st, k, got1, ref1)
         return None
-    return _verdict(st, k, ws1, got1, ref1)
+    verdict = _verdict(st, k, ws1, got1, ref1)
+    verdict["got2"], verdict["ws2"] = got2, _dense(st, _probe(st, k, w2))
+    return verdict
 
 
 def _entries_close(a: Any, b: Any, arg: Arg) -> bool:
@@ -210,18 +226,77 @@ def _verdict(st: GradState, k: int, ws: list[Any], got: dict[int, Any], ref: lis
         ref = st.reference_cotangent(ws)
     ad_cmp = {a.pos: compare_grad(got.get(a.pos), ref[i], a.dtype) for i, a in enumerate(st.diff)} \
         if ref is not None else {}
+    # NaN/inf on one side only, entry by entry: against autodiff of the primal with its own NaNs kept (a NaN entry
+    # of the rule where the primal's derivative is finite is a defect, never excused as a numerical corner)
+    # (only where autodiff of the primal was consulted anyway, or bwd has a NaN/inf entry: building it otherwise
+    # costs compilations on every custom_vjp)
+    consulted = not fd_checks or not all(fd_ok.values()) or st.memo.get("ref_vjp") is not None \
+        or may_be_singular([st.fun])  # only a singular operation (sqrt, log, a division) makes autodiff NaN
+    raw = ref if ref is not None else st.reference_cotangent_raw(ws) if consulted or _has_nonfinite(got) else None
+    nonfinite = {a.pos: nonfinite_split(got.get(a.pos), raw[i]) if raw is not None
+                 else _nonfinite_against_fd(got.get(a.pos), [c for c in fd_checks if c.covers(a)])
+                 for i, a in enumerate(st.diff)}
     status = {}
     for a in st.diff:
         ok = fd_ok[a.pos] or (a.pos in ad_cmp and ad_cmp[a.pos].ok)
+        if nonfinite[a.pos].rule_only:
+            ok = False
         if not ok and not any(c.covers(a) for c in fd_checks) and a.pos not in ad_cmp:
             status[a.pos] = "unknown"
         else:
             status[a.pos] = "ok" if ok else "bad"
-    return {"k": k, "ws": ws, "got": got, "ref": ref, "fd": fd_checks, "ad": ad_cmp, "status": status}
+    return {"k": k, "ws": ws, "got": got, "ref": ref, "raw": raw, "fd": fd_checks, "ad": ad_cmp, "status": status,
+            "nonfinite": nonfinite}
+
+
+def _has_nonfinite(got: dict[int, Any]) -> bool:
+    return any(v is not None and not is_zero(v) and not np.all(np.isfinite(to_f64(v))) for v in got.values())
+
+
+def _nonfinite_against_fd(got: Any, checks: Sequence[Any]) -> NonFinite:
+    """Without autodiff of the primal: every NaN/inf entry of the rule's value counts where finite differences of
+    the primal along every direction are finite (the reference is finite there, entry by entry unknown)."""
+    if got is None or is_zero(got) or not checks or not all(np.isfinite(c.expected) for c in checks):
+        return NonFinite(0, 0, 0)
+    return nonfinite_split(got, np.zeros(np.shape(got)))
+
+
+def report_nonfinite(st: GradState, verdicts: list[dict]) -> Iterator[Finding]:
+    """JXG027 for each argument whose cotangent is NaN/inf where the reference is finite (then left out of the
+    mismatch grading), and one JXG028 note where only the reference is."""
+    fun, _, bwd = _names(st)
+    noted = False
+    for a in st.diff:
+        hits = [(v, v["nonfinite"][a.pos]) for v in verdicts if v["nonfinite"][a.pos].rule_only]
+        if hits:
+            v, nf = hits[0]
+            reference = f"autodiff of {fun}" if v["raw"] is not None else f"finite differences of {fun}"
+            want = value_at(v["raw"][st.diff.index(a)], nf.rule_index) if v["raw"] is not None else "finite"
+            details = (f"the cotangent for {a.name} with a cotangent on {st.out_names[v['k']]} has {nf.rule_only} "
+                       f"NaN/inf of {nf.size} entries (e.g. index {nf.rule_index}: {bwd} gives "
+                       f"{value_at(v['got'].get(a.pos), nf.rule_index)}, {reference} gives {want})")
+            for w in verdicts:
+                w["status"][a.pos] = "reported"
+            yield rules.DERIVATIVE_NONFINITE.finding(
+                owner=bwd, derivative="cotangent", reference=reference, details=details,
+                consequence="jax.grad returns these NaNs without any error",
+                fix=f"Make {bwd} write every entry of its result: a blocked kernel must cover the last, partial "
+                    "block; a symbolic or zero cotangent must not be multiplied by an infinite partial derivative "
+                    "(`0 * inf = NaN`).",
+                location=locate(st.bwd))
+            continue
+        notes = [(v, v["nonfinite"][a.pos]) for v in verdicts if v["nonfinite"][a.pos].ref_only]
+        if notes and not noted:
+            noted = True
+            v, nf = notes[0]
+            yield rules.REFERENCE_NONFINITE.finding(
+                function=fun, count=nf.ref_only, size=nf.size, derivative="cotangent", name=a.name, owner=bwd,
+                index=nf.ref_index, ref_value=value_at(v["raw"][st.diff.index(a)], nf.ref_index),
+                got_value=value_at(v["got"].get(a.pos), nf.ref_index), location=locate(st.bwd))
 
 
 def _report_mismatches(st: GradState, verdicts: list[dict]) -> Iterator[Finding]:
-    bad = [(v, a) for v in verdicts for a in st.diff if v["status"][a.pos] == "bad"]
+    bad = [(v, a) for v in verdicts for a in st.diff if v["status"].get(a.pos) == "bad"]
     if not bad:
         return
     bad = [(v, a) for v, a in bad if _confirmed(st, v, a)]
@@ -344,15 +419,28 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
                            f"(tolerance {worst.tol:.0e} for {short_dtype(a.dtype)})")
     loc = locate(st.bwd)
     where = f" ({loc})" if loc else ""
+    conj = [a.name for v, a in bad if v["ref"] is not None
+            and conjugated(v["got"].get(a.pos), v["ref"][st.diff.index(a)], a.dtype)]
+    correction = f"make {bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...))"
+    if conj:
+        details.append(f"{bwd}'s cotangent for {', '.join(dict.fromkeys(conj))} is exactly the complex conjugate of "
+                       "autodiff's")
+        correction = (f"conjugate {bwd}'s cotangent for {', '.join(dict.fromkeys(conj))}: a `jnp.conj` is missing "
+                      "(or one too many). JAX's convention: for a real-valued f, the cotangent of a complex z is "
+                      "`g * jnp.conj(df/dz)` (e.g. `2 * g * jnp.conj(z)` for |z|^2), and for `y = c * z` it is "
+                      "`c * g`, unconjugated")
     if _interior_error(st, bad):
+        factor = next((c for v, a in bad if v["ref"] is not None and (c := _uniform_scale(st, v, a)) is not None),
+                      None)
+        if factor is not None:
+            details.append(f"for both cotangents probed, {bwd}'s result is autodiff's times {factor:.4g}: a uniformly "
+                           "scaled gradient, which no clipping produces")
         return rules.CUSTOM_DERIVATIVE_WRONG.finding(
             owner=bwd, derivative="gradient", function=fun, details="; ".join(details),
-            consequence="jax.grad is silently wrong",
-            correction=f"make {bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...))", location=loc)
+            consequence="jax.grad is silently wrong", correction=correction, location=loc)
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
         owner=bwd, derivative="gradient", function=fun, details="; ".join(details),
-        consequence="jax.grad is silently wrong", where=where,
-        correction=f"make {bwd} return the VJP of {fun} (compare with jax.vjp({fun}.fun, ...))", location=loc)
+        consequence="jax.grad is silently wrong", where=where, correction=correction, location=loc)
 
 
 def _interior_error(st: GradState, bad: list[tuple[dict, Arg]]) -> bool:
@@ -371,7 +459,21 @@ def _interior_error(st: GradState, bad: list[tuple[dict, Arg]]) -> bool:
         passed = v["ws"][v["k"]]
         if not deliberate_disagreement(v["got"].get(a.pos), v["ref"][st.diff.index(a)], passed, a.dtype):
             return True
+        if _uniform_scale(st, v, a) is not None:
+            return True
     return False
+
+
+def _uniform_scale(st: GradState, v: dict, a: Arg) -> float | None:
+    """The factor `c` when bwd's cotangent for `a` is autodiff's times the same `c` for both seeded cotangents on the
+    output (their magnitudes differ, so a norm clip would give two ratios): a scaled gradient, not a clip."""
+    if v.get("got2") is None:
+        return None
+    ref2 = st.reference_cotangent(v["ws2"])
+    if ref2 is None:
+        return None
+    i = st.diff.index(a)
+    return constant_factor([(v["got"].get(a.pos), v["ref"][i]), (v["got2"].get(a.pos), ref2[i])], a.dtype)
 
 
 def _control_argument(st: GradState, v: dict, c: Arg) -> bool:

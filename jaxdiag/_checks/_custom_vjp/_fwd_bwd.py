@@ -17,6 +17,7 @@ from ... import _rules as rules
 from ..._report import Finding
 from .._base import Context, check
 from .._shared import raises_on_purpose
+from ._pytree import pytree_mismatch
 from .._gradref import (
     RESIDUALS_NOT_ARRAYS,
     Arg,
@@ -206,7 +207,7 @@ def vjp_bwd_structure(ctx: Context) -> Iterator[Finding]:
         st.blocked[rules.DERIVATIVE_RULE_RAISED] = "bwd raised"
         yield _bwd_raised(st, exc, ws)
         return
-    findings = list(validate_bwd(st, result))
+    findings = list(validate_bwd(st, result, ws))
     yield from findings
     if any(f.code == rules.VJP_BWD_STRUCTURE.code for f in findings):
         st.blocked[rules.VJP_BWD_STRUCTURE] = "bwd returns the wrong structure"
@@ -248,8 +249,16 @@ def _working_order(st: GradState, ws: Sequence[Any]) -> str | None:
     return None
 
 
-def validate_bwd(st: GradState, result: Any) -> Iterator[Finding]:
+def validate_bwd(st: GradState, result: Any, ws: Sequence[Any] = ()) -> Iterator[Finding]:
     fun, _, bwd = _names(st)
+    mismatch = pytree_mismatch(st, _cotangent(st, ws), bwd) if ws else None
+    if mismatch is not None:  # a pytree argument: compared per argument, as the user wrote the signature
+        evidence, fix = mismatch
+        yield rules.VJP_BWD_STRUCTURE.finding(
+            evidence=evidence + ". JAX fails with `Custom VJP bwd rule must produce an output with the same container "
+            "(pytree) structure as the args tuple of the primal function`.",
+            fix=fix, location=locate(st.bwd))
+        return
     n = len(st.dyn)
     expected = ", ".join(a.text for a in st.dyn)
     head = (f"{bwd} returned {aval_text(result)}, but {fun} has {n} differentiable positional argument"

@@ -129,3 +129,56 @@ def deliberate_disagreement(got: Any, ref: Any, passed: Any, dtype: Any) -> bool
             identity = np.abs(g - p) <= tol * (1.0 + np.abs(p))
     explained = zeroed | bounded | identity
     return bool(np.all(explained | ~differ))
+
+
+def uniform_ratio(got: Any, ref: Any, dtype: Any) -> float | None:
+    """The one real factor `c` with `got == c * ref` at every entry where the reference is clearly nonzero (at
+    least 1% of its largest magnitude), or None when the ratio varies from entry to entry (clipping bounds only the
+    entries past a threshold) or nothing is nonzero."""
+    if got is None or ref is None:
+        return None
+    g, r = to_f64(got), to_f64(ref)
+    if g.shape != r.shape or not np.all(np.isfinite(g)) or not np.all(np.isfinite(r)):
+        return None
+    mag = np.abs(r)
+    big = mag >= 1e-2 * float(np.max(mag, initial=0.0))
+    if not np.any(big) or float(np.max(mag, initial=0.0)) == 0.0:
+        return None
+    ratio = np.real(g[big] * np.conj(r[big])) / mag[big] ** 2
+    if np.iscomplexobj(g) and np.any(np.abs(np.imag(g[big] * np.conj(r[big]))) > 2 * grad_tol(dtype) * mag[big] ** 2):
+        return None  # a phase, not a real factor
+    c = float(np.median(ratio))
+    if np.all(np.abs(ratio - c) <= 2 * grad_tol(dtype) * max(abs(c), 1e-3)):
+        return c
+    return None
+
+
+def constant_factor(pairs: Sequence[tuple[Any, Any]], dtype: Any) -> float | None:
+    """`c` when every (got, reference) pair, taken along different directions or at different points, is the
+    reference times the same factor `c` (neither 0 nor 1): a uniformly scaled derivative (`2 x^2` for `3 x^2`, a
+    10x slope), which no clipping produces (clipping scales only what exceeds a threshold, so its ratio changes with
+    the direction's magnitude). Needs at least two pairs: one direction alone cannot tell a scale from a norm clip."""
+    if len(pairs) < 2:
+        return None
+    ratios = [uniform_ratio(g, r, dtype) for g, r in pairs]
+    if any(c is None for c in ratios):
+        return None
+    c0 = ratios[0]
+    assert c0 is not None
+    tol = 2 * grad_tol(dtype)
+    if abs(c0) <= tol or abs(c0 - 1.0) <= tol:
+        return None
+    if all(abs(c - c0) <= tol * abs(c0) for c in ratios if c is not None):
+        return c0
+    return None
+
+
+def conjugated(got: Any, ref: Any, dtype: Any) -> bool:
+    """True when a complex `got` is the complex conjugate of the reference `ref` (and not `ref` itself): a `jnp.conj`
+    missing from a rule, or one too many."""
+    if got is None or ref is None or np.dtype(dtype).kind != "c":
+        return False
+    g, r = to_f64(got), to_f64(ref)
+    if g.shape != r.shape or not np.any(np.abs(np.imag(r)) > grad_tol(dtype) * (1.0 + np.abs(r))):
+        return False
+    return compare(np.conj(g), r, tol=grad_tol(dtype)).ok and not compare(g, r, tol=grad_tol(dtype)).ok

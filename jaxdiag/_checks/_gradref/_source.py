@@ -147,3 +147,30 @@ def output_names(fn: Any, out: Any) -> list[str]:
             base = "out" + jax.tree_util.keystr((first,)) if first is not None else "out"
         names.append(base + (jax.tree_util.keystr(tuple(rest)) if rest else ""))
     return names
+
+
+# Operations with a derivative (or value) that is infinite at a finite point: only a rule that computes one of them can
+# turn a zero into `0 * inf = NaN` at the edge of a domain.
+_SINGULAR_CALLS = frozenset({"sqrt", "rsqrt", "cbrt", "log", "log1p", "log2", "log10", "reciprocal", "power", "pow",
+                             "float_power", "arctanh", "atanh", "arcsin", "arccos", "asin", "acos", "xlogy", "xlog1py",
+                             "lgamma", "digamma", "gammaln", "polygamma", "erfinv", "divide", "true_divide", "div",
+                             "logit", "tan"})
+
+
+def may_be_singular(fns: list[Any]) -> bool:
+    """Some user rule divides, raises to a power, or calls an operation singular at a finite point; True also when a
+    rule's source cannot be read (nothing rules it out)."""
+    if not fns:
+        return True
+    for fn in fns:
+        node = function_ast(fn)
+        if node is None:
+            return True
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)):
+                return True
+            if isinstance(sub, ast.Call):
+                name = sub.func.attr if isinstance(sub.func, ast.Attribute) else getattr(sub.func, "id", "")
+                if name in _SINGULAR_CALLS:
+                    return True
+    return False

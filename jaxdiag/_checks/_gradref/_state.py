@@ -212,16 +212,23 @@ class GradState:
     def reference_cotangent(self, ws: Sequence[Any]) -> list[Any] | None:
         """`vjp(w)` of the undecorated primal (JAX's convention, also for complex values: what a correct bwd
         returns for the same `w`), one entry per differentiable argument."""
+        res = self.reference_cotangent_raw(ws)
+        return res if res is not None and all_finite(res) else None
+
+    def reference_cotangent_raw(self, ws: Sequence[Any]) -> list[Any] | None:
+        """`reference_cotangent` with its non-finite entries kept (None only where autodiff does not run): the
+        elementwise reference for "NaN/inf on one side only"."""
         vjp_fn = self.reference_vjp()
         if vjp_fn is None:
             return None
         res, exc = quiet_call(vjp_fn, jax.tree_util.tree_unflatten(self.out_treedef, list(ws)))
-        if exc is not None or not all_finite(jax.tree_util.tree_leaves(res)):
+        if exc is not None:
             return None
         return [np.asarray(r) for r in res]
 
-    def reference_jvp(self, tangents: Sequence[Any]) -> list[np.ndarray] | None:
-        """JAX's JVP of the undecorated primal for tangents of the differentiable args, as output leaves."""
+    def reference_jvp(self, tangents: Sequence[Any], raw: bool = False) -> list[np.ndarray] | None:
+        """JAX's JVP of the undecorated primal for tangents of the differentiable args, as output leaves (None
+        where it has NaN/inf entries, unless `raw`)."""
         if self.fun is None:
             return None
         key = "ref_jvp_fail"
@@ -232,7 +239,7 @@ class GradState:
             self.memo[key] = exc
             return None
         leaves = [np.asarray(t) for t in jax.tree_util.tree_leaves(res[1])]
-        return leaves if all_finite(leaves) else None
+        return leaves if raw or all_finite(leaves) else None
 
     @property
     def out_treedef(self) -> Any:

@@ -5,6 +5,7 @@ conversion, inner products (`dot`, `absdot`), closeness tests and a warning-free
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import jax.numpy as jnp
@@ -35,11 +36,10 @@ _BF16 = np.dtype(jnp.bfloat16)
 
 
 def is_inexact(dtype: Any) -> bool:
-    """Differentiable as JAX decides it: bfloat16 and the float8/float4 types have NumPy kind "V" but are
-    floating to JAX (their cotangents have their own dtype, not float0)."""
+    """Differentiable as JAX decides it, from JAX's dtype categories (never NumPy's `kind`: bfloat16 and the
+    float8/float4 types have kind "V" or "f" depending on the ml_dtypes release, and are floating to JAX)."""
     dtype = np.dtype(dtype)
-    return dtype.kind in "fc" or dtype == _BF16 or (dtype.kind == "V" and dtype != _compat.float0
-                                                      and bool(jnp.issubdtype(dtype, jnp.inexact)))
+    return dtype != _compat.float0 and bool(jnp.issubdtype(dtype, jnp.inexact))
 
 
 def is_float0(x: Any) -> bool:
@@ -91,13 +91,15 @@ def fmt_values(x: Any, limit: int = 4) -> str:
 
 def close(actual: Any, expected: Any, tol: float) -> bool:
     """`|a - e| <= tol * (1 + |e|)` elementwise, as `_numerics.compare` but without building the report (the
-    hot path); positions where either side is NaN/inf never count as a difference."""
+    hot path). A position where `expected` (the reference) is NaN/inf says nothing and never counts; one where
+    only `actual` is NaN/inf does: a NaN the reference does not have is a difference (`nonfinite_split` says
+    where)."""
     a, e = to_f64(actual), to_f64(expected)
     if a.shape != e.shape:
         return False
     with np.errstate(invalid="ignore", over="ignore"):
         ok = np.abs(a - e) <= tol * (1.0 + np.abs(e))
-        return bool(np.all(ok | ~np.isfinite(a) | ~np.isfinite(e)))
+        return bool(np.all(ok | ~np.isfinite(e) | (a == e)))
 
 
 def grad_tol(dtype: Any) -> float:
@@ -169,6 +171,48 @@ def is_zero(x: Any) -> bool:
     if x is None or _compat.is_symbolic_zero(x):
         return True
     return is_float0(x) or not np.any(np.asarray(x))
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    """Where a rule's derivative and its reference disagree about being finite, entry by entry."""
+
+    rule_only: int  # entries NaN/inf in the rule's value where the reference is finite: a defect
+    ref_only: int  # entries NaN/inf in the reference where the rule's value is finite: a note
+    size: int
+    rule_index: tuple[int, ...] | None = None  # the first entry of each kind
+    ref_index: tuple[int, ...] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.rule_only or self.ref_only)
+
+
+def nonfinite_split(got: Any, ref: Any) -> NonFinite:
+    """Count the entries where exactly one of `got` (a rule's cotangent/tangent; None counts as zeros) and `ref`
+    is NaN/inf. Shapes that differ are a structure defect reported elsewhere: nothing here."""
+    if ref is None or is_float0(ref) or not is_inexact(np.asarray(ref).dtype):
+        return NonFinite(0, 0, 0)
+    r = np.isfinite(to_f64(ref))
+    g = np.ones_like(r) if got is None or _compat.is_symbolic_zero(got) or is_float0(got) \
+        else np.isfinite(to_f64(got))
+    if g.shape != r.shape:
+        return NonFinite(0, 0, int(r.size))
+    rule_bad, ref_bad = ~g & r, g & ~r
+
+    def first(mask: np.ndarray) -> tuple[int, ...] | None:
+        if not mask.any():
+            return None
+        return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask.reshape(-1))), mask.shape))
+
+    return NonFinite(int(rule_bad.sum()), int(ref_bad.sum()), int(r.size), first(rule_bad), first(ref_bad))
+
+
+def value_at(x: Any, index: tuple[int, ...] | None) -> str:
+    """One entry of an array as text (`nan`, `-inf`, `0.5403`)."""
+    if x is None or index is None:
+        return "?"
+    value = to_f64(x)[index] if index else to_f64(x)[()]
+    return f"{complex(value) + 0.0:.4g}" if np.iscomplexobj(value) else f"{float(value) + 0.0:.4g}"
 
 
 def all_finite(leaves: Iterable[Any]) -> bool:

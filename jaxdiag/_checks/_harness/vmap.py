@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ... import _compat
@@ -318,9 +319,17 @@ class Reference:
         if isinstance(per_example, BaseException) or k >= len(per_example[0]):
             return None
         first = per_example[0][k]
-        from .._gradref import is_inexact  # float8/float4 and bfloat16 hold NaNs too
+        return all(_same(ex[k], first) for ex in per_example[1:])
 
-        return all(np.array_equal(ex[k], first, equal_nan=is_inexact(first.dtype)) for ex in per_example[1:])
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal values, NaN equal to NaN for every floating type as JAX categorizes it (`jnp.inexact`: bfloat16 and
+    the float8/float4 types too, whatever NumPy kind ml_dtypes gives them); those NumPy cannot test for NaN natively
+    are compared widened to float32, which holds every value of theirs exactly."""
+    inexact = np.dtype(a.dtype) != _compat.float0 and bool(jnp.issubdtype(a.dtype, jnp.inexact))
+    if inexact and a.dtype.kind not in "fc":
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    return bool(np.array_equal(a, b, equal_nan=inexact))
 
 
 def _column(example: Any, spec: ArgSpec, rng: np.random.Generator, domain: Any, count: int) -> np.ndarray:
