@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from . import _compat, _locate
+from . import _compat, _locate, _signature
 from ._report import CheckResult, Location, TargetReport
 
 # Calls that make a rule (or are a callback call site), by the name they are called with.
@@ -105,14 +105,20 @@ def sites_in(module: ModuleType) -> list[Site]:
 
 
 def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
-    """Module-level function name -> the names it calls (plain or attribute), from the source."""
+    """Module-level function name -> the names it calls (plain or attribute), and the names it hands on as values
+    (`shard_map(_kernel, ...)`, `jax.vmap(f)`, `lax.scan(step, ...)`: a transformation calls them), from the
+    source."""
     from ._passthrough import _module_tree
 
     tree = _module_tree(module)
     out: dict[str, set[str]] = {}
     for top in tree.body if tree is not None else []:
         if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out[top.name] = {n for n in (_last_name(c.func) for c in ast.walk(top) if isinstance(c, ast.Call)) if n}
+            calls = [c for c in ast.walk(top) if isinstance(c, ast.Call)]
+            named = {_last_name(c.func) for c in calls}
+            handed = {a.id for c in calls for a in [*c.args, *(k.value for k in c.keywords)]
+                      if isinstance(a, ast.Name)}
+            out[top.name] = {n for n in named | handed if n}
     return out
 
 
@@ -185,19 +191,24 @@ def check_by_tracing(lint: Any, discovered: list[Any]) -> list[TargetReport]:
     if not result.sites:
         return []
     known = {id(f.obj) for f in discovered}
+    # a carrier that is itself a discovered target: the engine checked every rule nested in it already, on that
+    # target's own inputs (declared, recorded or inferred); tracing it only tells which sites it reaches
+    targets = {id(_locate.unwrap(f.obj)): f for f in discovered}
     reports: list[TargetReport] = []
     tried: list[Tried] = []
     for module, name in result.carriers:
         if all(s.reached for s in result.sites):
             break
-        reports.extend(_through(lint, module, name, result.sites, known, tried))
+        found = targets.get(id(_locate.unwrap(getattr(module, name, None))))
+        reports.extend(_through(lint, module, name, result.sites, known, tried, found))
     reports.extend(_unreached(result.sites, tried, lint))
     return reports
 
 
-def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known: set[int], tried: list[Tried]
-             ) -> list[TargetReport]:
-    """Trace one public function on inferred inputs; check each new rule inside it and its callback sites."""
+def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known: set[int], tried: list[Tried],
+             found: Any = None) -> list[TargetReport]:
+    """Trace one public function on inferred inputs (a discovered target's: its own); check each new rule inside it
+    and its callback sites (a discovered target's were checked with it: only the sites it reaches are marked)."""
     from . import _engine, _record_carrier
     from . import _rules as rules
     from ._checks._base import Options
@@ -214,7 +225,9 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
                 tried.append(Tried(label, f"it is a {target.kind}, checked as such"))
                 return []
             root = _engine._root_subject(target, {})
-            templates = _engine.infer_templates(root, [])
+            given = lint._inputs_for(found)[0] if found is not None else []
+            templates = (_signature.templates_of_args(given)[0] if given
+                         else _engine.infer_templates(root, []))
     except (InferenceError, TargetLoadError, UsageError) as exc:
         tried.append(Tried(label, f"inputs not inferred ({str(exc).splitlines()[0][:160]})"))
         return []
@@ -231,11 +244,13 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
         obj = subject.original if subject.original is not None else subject.obj
         if id(obj) in known or not _in_package(subject, lint):
             continue
-        known.add(id(obj))
         where = definition_site(obj, subject.kind)
         _mark(sites, where)
         if subject.eqn_location is not None:
             _mark(sites, f"{subject.eqn_location.path}:{subject.eqn_location.line}")
+        if found is not None:  # checked as a nested subject of that target already
+            continue
+        known.add(id(obj))
         rule_name = obj.name if subject.kind == "primitive" else subject.label.rpartition(" > ")[2]
         call = {"kind": subject.kind, "name": rule_name, "defined_at": where,
                 "target": f"{module.__name__}:{rule_name}"}
@@ -254,7 +269,7 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
     callbacks = _callback_lines(prepared)
     for where in callbacks:
         _mark(sites, where)
-    if callbacks:
+    if callbacks and found is None:
         reports.extend(_callback_report(prepared, label, module, options))
     reached = sum(s.reached for s in sites) > reached_before
     tried.append(Tried(label, "" if reached else "traced, but it reaches none of them"))
