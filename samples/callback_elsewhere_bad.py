@@ -10,7 +10,7 @@ from jax.core import ShapedArray
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
-JAXDIAG = {"normalized_log": {"args": ["f32[4]@positive"]}}
+JAXDIAG = {"normalized_log": {"args": ["f32[4]@positive"]}, "total_p": {"args": ["f32[4]@positive"]}}
 
 total_p = Primitive("total_over_batch")
 

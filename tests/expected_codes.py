@@ -44,7 +44,7 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'axis_batcher_good.py': {'info': ['JXR006']},
     'batched_transpose_bad.py': {'error': ['JXG016']},
     'batched_transpose_good.py': {},
-    'callback_elsewhere_bad.py': {'error': ['JXB005'], 'warning': ['JXB005'], 'info': ['JXN001', 'JXN007', 'JXR006']},
+    'callback_elsewhere_bad.py': {'error': ['JXB005'], 'info': ['JXN007', 'JXR006']},
     'callback_unbatched_good.py': {},
     'clip_precondition.py': {'warning': ['JXG014'], 'info': ['JXN008']},
     'complex_conj_bad.py': {'error': ['JXG024']},
