@@ -138,7 +138,13 @@ def run(job: Job, timeout: float | None = None, progress: Progress | None = None
 
         # not daemonic: `check`'s child starts the worker processes itself
         proc = ctx.Process(target=_child.main, args=(send, job), name="jaxdiag-child")
-        proc.start()
+        try:
+            proc.start()
+        except OSError:  # no fork server here (its socket path is too long under a deep TMPDIR): spawn instead
+            ctx = multiprocessing.get_context("spawn")
+            receive, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_child.main, args=(send, job), name="jaxdiag-child")
+            proc.start()
         send.close()
         payload = None
         try:

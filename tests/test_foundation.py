@@ -537,12 +537,12 @@ def validate_report_json(data: dict) -> None:
             _assert_keys(problem, PROBLEM_TYPES)
             assert problem["kind"] in ("import-failed", "internal-error")
         for finding in target["findings"]:
-            inputs = finding.pop("inputs", None)  # optional: where the inputs that showed it came from
+            inputs = finding.get("inputs")  # optional: where the inputs that showed it came from
             if inputs is not None:
                 _assert_keys(inputs, {"provenance": str, "specs": list})
                 assert inputs["provenance"] in ("declared", "recorded", "observed", "inferred")
                 assert all(isinstance(s, str) for s in inputs["specs"])
-            _assert_keys(finding, FINDING_TYPES)
+            _assert_keys(finding, FINDING_TYPES, {"inputs": dict})  # validated, never changed
             assert finding["severity"] in ("error", "warning", "info")
             assert finding["code"] in jaxdiag.RULES
             if finding["location"] is not None:

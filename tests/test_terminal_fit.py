@@ -152,7 +152,7 @@ def test_every_marked_sample_fits_60_columns(name, monkeypatch):
     monkeypatch.chdir(SAMPLES.parent)
     result = Runner().invoke(app, ["check", f"samples/{name}", "--show-jaxpr", "--keep-going", "-j", "1"],
                              env={"COLUMNS": str(WIDTH)})
-    assert result.exit_code in (0, 1, 2), result.output
+    assert result.exit_code in (0, 1, 2, 5), result.output  # 5: a target of the sample is not verified
     panels = [row for row in result.stdout.splitlines() if row.startswith("╭")]
     assert all(len(row) == WIDTH for row in panels)  # a panel spans the terminal: COLUMNS is what was used
     assert_fits(result.stdout)

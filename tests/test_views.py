@@ -73,7 +73,17 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_fixes_marks(n)) for n in BAD])
+# A known gap (issue 29, item 3): the repro of a finding that only out-of-range index values show (JXB016) draws
+# in-range indices, so it passes on the bug. Strict: this fails once the repro draws the named values.
+KNOWN_REPRO_GAPS = {"jxb016": "the JXB016 repro draws in-range indices, not the out-of-range values it names"}
+
+
+def _repro_marks(name: str) -> list:
+    gap = KNOWN_REPRO_GAPS.get(name)
+    return _fixes_marks(name) + ([pytest.mark.xfail(reason=gap, strict=True)] if gap else [])
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_repro_marks(n)) for n in BAD])
 def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_fix(name, tmp_path, monkeypatch,
                                                                                    request):
     ffi = name in FFI_CALL_SAMPLES
