@@ -73,7 +73,7 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-# A known gap (issue 29, item 3): the repro of a finding that only out-of-range index values show (JXB016) draws
+# A known gap: the repro of a finding that only out-of-range index values show (JXB016) draws
 # in-range indices, so it passes on the bug. Strict: this fails once the repro draws the named values.
 KNOWN_REPRO_GAPS = {"jxb016": "the JXB016 repro draws in-range indices, not the out-of-range values it names"}
 
