@@ -108,7 +108,7 @@ def diagnose(job: Any, send: Send) -> dict[str, Any]:
     request = job.request
     _progress(send)
     send(("progress", {"event": "discovered", "total": 1}))
-    opts = Options(command=request.command, seed=request.seed, **request.options)
+    opts = Options.for_command(request.command, seed=request.seed, **request.options)
     report = _engine.run(request.target, request.args, request.params, opts, select=request.select,
                          ignore=request.ignore, app_dir=request.app_dir, per_target_ignore=request.per_target,
                          allow_unchecked=request.allow_unchecked)

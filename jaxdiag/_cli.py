@@ -13,6 +13,8 @@ child process (`_supervisor.run`), whose report comes back as data and is render
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
 import sys
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from . import __version__
+from ._commands import COMMANDS, FORMAT_NAMES, TARGET, TARGET_COMMANDS, Command, Opt
 from ._errors import UsageError
 from ._report import (
     EXIT_CLEAN,
@@ -36,7 +39,6 @@ from ._report import (
 # click's exception base, found through typer's public names: typer >= 0.2x vendors click, older releases use it.
 ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
-FORMAT_NAMES = ("text", "json", "sarif", "github", "junit", "issue")
 RULES_FORMATS = ("text", "markdown")
 EXIT_CODES = (
     (str(EXIT_CLEAN), "every discovered target was checked and no error or warning remains"),
@@ -186,47 +188,44 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-# Options shared by the diagnose commands. Every option has an explicit metavar: the help shows `SPEC`, `FILE`,
-# never a type name.
-ArgOpt = typer.Option(None, "--arg", metavar="SPEC", help="Example input per positional argument, e.g. f32[2,3] or "
-                      "f32[3]@positive (repeat, in order; see SPEC below). Default: inferred.")
-ParamOpt = typer.Option(None, "--param", metavar="NAME=VALUE",
-                        help="Primitive bind parameter, VALUE a Python literal or dtype name (repeat).")
-FormatOpt = typer.Option("text", "--format", metavar="FORMAT",
-                         help=f"Output format: {', '.join(FORMAT_NAMES)} (default text).", rich_help_panel="Output")
-OutputOpt = typer.Option(None, "--output", metavar="FILE", help="Write the report to FILE instead of stdout.",
-                         rich_help_panel="Output")
-VerboseOpt = typer.Option(False, "--verbose", "-v", help="Show every note in full (inferred inputs, skipped checks).",
-                          rich_help_panel="Output")
-QuietOpt = typer.Option(False, "--quiet", "-q", help="Only errors, warnings and the summary line.",
-                        rich_help_panel="Output")
-SelectOpt = typer.Option(None, "--select", metavar="CODES", rich_help_panel="Filtering",
-                         help="Only report these rule codes or prefixes, comma-separated (e.g. JXB,JXG011).")
-IgnoreOpt = typer.Option(None, "--ignore", metavar="CODES", rich_help_panel="Filtering",
-                         help="Do not report these rule codes or prefixes, comma-separated.")
-ExitZeroOpt = typer.Option(False, "--exit-zero", rich_help_panel="Filtering",
-                           help="Exit 0 even when errors or warnings are found.")
-SeedOpt = typer.Option(None, "--seed", metavar="N",
-                       help="Seed for the random example inputs (default 0, or `seed` in pyproject.toml).")
-AppDirOpt = typer.Option(".", "--app-dir", metavar="DIR",
-                         help="Directory put on sys.path before importing the target (default: .).")
-IncludeJaxOpt = typer.Option(False, "--include-jax", help="Also check JAX's own primitives found in a function.")
-TargetArg = typer.Argument(..., metavar="TARGET", help="pkg.module:attr or path/to/file.py:attr")
-DiffOpt = typer.Option(False, "--diff", help="Print the verified fixes as a unified diff (git apply / patch -p1).",
-                       rich_help_panel="Evidence and fixes")
-FixOpt = typer.Option(False, "--fix", help="Apply the verified fixes to the files.",
-                      rich_help_panel="Evidence and fixes")
-ShowJaxprOpt = typer.Option(False, "--show-jaxpr",
-                            help="Show the jaxpr of the transformation that exposed each defect.",
-                            rich_help_panel="Evidence and fixes")
-ReproOpt = typer.Option(None, "--repro", help="Write one plain-JAX script per finding to DIR.", metavar="DIR",
-                        rich_help_panel="Evidence and fixes")
-TimeoutOpt = typer.Option(None, "--timeout", metavar="S",
-                          help="Seconds the target may run before it is stopped and reported as not verified "
-                               "(default: pyproject's timeout, else 300; 0: no limit).")
-PlatformsOpt = typer.Option(None, "--platforms",
-                            help="Platforms that need a lowering: cpu,cuda,rocm,tpu (default cpu).",
-                            metavar="LIST", rich_help_panel="Evidence and fixes")
+# Every diagnose command's parameters come from the registry (`_commands`): one declaration per option gives the
+# CLI parameter, the API keyword, the `Options` field and the docs/cli.md row. Every option has an explicit metavar:
+# the help shows `SPEC`, `FILE`, never a type name.
+_ANNOTATIONS: dict[Any, Any] = {bool: bool, int: Optional[int], float: Optional[float], str: Optional[str],
+                                list: Optional[List[str]]}
+
+
+def _typer_default(opt: Opt) -> Any:
+    """The typer.Option (or typer.Argument, for TARGET) that declares `opt`."""
+    if not opt.flags:
+        return typer.Argument(..., metavar=opt.metavar, help=opt.help)
+    extra: dict[str, Any] = {"help": opt.help, "rich_help_panel": opt.panel or None}
+    if opt.metavar:
+        extra["metavar"] = opt.metavar
+    if opt.bounds is not None:
+        extra["min"], extra["max"] = opt.bounds
+    return typer.Option(opt.default, *opt.flags, **extra)
+
+
+def _parameter(opt: Opt) -> inspect.Parameter:
+    annotation = str if not opt.flags else _ANNOTATIONS[opt.kind]
+    if opt.kind in (int, float, str) and opt.default is not None:
+        annotation = opt.kind
+    return inspect.Parameter(opt.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=_typer_default(opt),
+                             annotation=annotation)
+
+
+def _registry_command(spec: Command, body: Callable[..., None]) -> Callable[..., None]:
+    """`body(**values)` with the signature typer reads: TARGET (unless the command takes paths) and every option."""
+
+    def command(**values: Any) -> None:
+        body(**values)
+
+    command.__name__ = spec.name
+    command.__doc__ = spec.summary
+    head = () if spec.paths else (TARGET,)
+    command.__dict__["__signature__"] = inspect.Signature([_parameter(o) for o in (*head, *spec.cli_options)])
+    return command
 
 
 def _version_callback(value: bool) -> None:
@@ -399,15 +398,16 @@ def _timeout_for(option: Optional[float], config: Any) -> float:
     return DEFAULT_TIMEOUT if chosen is None else chosen
 
 
-def _diagnose(command: str, target: str, args: Optional[List[str]], params: Optional[List[str]], fmt: str,
-              output: Optional[str], select: Optional[List[str]], ignore: Optional[List[str]], seed: Optional[int],
-              exit_zero: bool, app_dir: str, verbose: bool, quiet: bool, diff: bool = False, fix: bool = False,
+def _diagnose(spec: Command, target: str, arg: Optional[List[str]] = None, param: Optional[List[str]] = None,
+              fmt: str = "text", output: Optional[str] = None, select: Optional[List[str]] = None,
+              ignore: Optional[List[str]] = None, seed: Optional[int] = None, exit_zero: bool = False,
+              app_dir: str = ".", verbose: bool = False, quiet: bool = False, diff: bool = False, fix: bool = False,
               show_jaxpr: bool = False, repro: Optional[str] = None, platforms: Optional[str] = None,
-              runner: Callable[[Request], Any] = _run_engine, timeout: Optional[float] = None,
-              **options: Any) -> None:
+              timeout: Optional[float] = None, **options: Any) -> None:
     """The path every single-target command shares: validate the common options, load the configuration, parse
     --arg (SPECs, static literals, key[], pytrees, @domain) and --param, check inline suppressions, then hand the
-    request to the command's runner (the engine in this process, or the sharding child process) and render."""
+    request to the command's runner (the engine or the sharding child, each in a child process) and render.
+    `options` are the command's own (`spec.options`, and --include-jax)."""
     with _guard():
         selected, ignored = _split_codes(select), _split_codes(ignore)
         _validate_common(fmt, output, app_dir, verbose, quiet, selected, ignored)
@@ -415,23 +415,24 @@ def _diagnose(command: str, target: str, args: Optional[List[str]], params: Opti
         from ._inputs import parse_arg, parse_axes, parse_param
 
         config = _config.load(app_dir)  # validates the codes it names
-        specs = [parse_arg(a) for a in args or []]  # SPECs, literals (static values) and pytrees
-        bind_params = dict(_parse_param(parse_param, p) for p in params or [])
-        if "in_axes" in options:
-            options["in_axes"] = parse_axes(options["in_axes"], "--in-axes")
-            options["out_axes"] = parse_axes(options["out_axes"], "--out-axes")
+        specs = [parse_arg(a) for a in arg or []]  # SPECs, literals (static values) and pytrees
+        bind_params = dict(_parse_param(parse_param, p) for p in param or [])
+        for opt in spec.options:
+            if opt.parse == "axes":
+                options[opt.name] = parse_axes(options[opt.name], opt.flags[0])
         _validate.check_target(target, app_dir)
         sources = _validate.source_files([target.rpartition(":")[0]], app_dir)
         _validate.check_inline_suppressions(sources)
         _validate.check_repro(repro)
         if fix:
             _validate.check_fixable(sources)
-        options.update(_views(diff, fix, show_jaxpr, repro, platforms, config.platforms))
-        request = Request(command, target, specs, bind_params, seed if seed is not None else config.seed,
+        if spec.evidence:
+            options.update(_views(diff, fix, show_jaxpr, repro, platforms, config.platforms))
+        request = Request(spec.name, target, specs, bind_params, seed if seed is not None else config.seed,
                           selected or config.select, ignored + config.ignore, app_dir, config, options,
                           views={"diff": diff, "fix": fix, "repro": repro, "format": fmt, "output": output},
                           timeout=_timeout_for(timeout, config), verbosity=_verbosity(verbose, quiet))
-        answer = runner(request)
+        answer = RUNNERS[spec.runner](request)
         _emit(answer, fmt, output, exit_zero, request.verbosity)
 
 
@@ -448,94 +449,6 @@ def _parse_param(parse: Any, text: str) -> tuple[str, Any]:
 
 def _verbosity(verbose: bool, quiet: bool) -> int:
     return 1 if verbose else -1 if quiet else 0
-
-
-@app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
-def batching(
-    target: str = TargetArg,
-    arg: Optional[List[str]] = ArgOpt,
-    param: Optional[List[str]] = ParamOpt,
-    in_axes: Optional[str] = typer.Option(None, "--in-axes", metavar="AXES",
-                                          help="Reproduce vmap with these in_axes, e.g. 1,None."),
-    out_axes: Optional[str] = typer.Option(None, "--out-axes", metavar="AXES",
-                                           help="Reproduce vmap with these out_axes, e.g. [0,None]."),
-    fmt: str = FormatOpt,
-    output: Optional[str] = OutputOpt,
-    verbose: bool = VerboseOpt,
-    quiet: bool = QuietOpt,
-    select: Optional[List[str]] = SelectOpt,
-    ignore: Optional[List[str]] = IgnoreOpt,
-    exit_zero: bool = ExitZeroOpt,
-    seed: Optional[int] = SeedOpt,
-    app_dir: str = AppDirOpt,
-    include_jax: bool = IncludeJaxOpt,
-    diff: bool = DiffOpt,
-    fix: bool = FixOpt,
-    show_jaxpr: bool = ShowJaxprOpt,
-    repro: Optional[str] = ReproOpt,
-    platforms: Optional[str] = PlatformsOpt,
-    timeout: Optional[float] = TimeoutOpt,
-) -> None:
-    """Check batching: registration, the batching rule's returns, and vmap against a per-example loop."""
-    _diagnose("batching", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, verbose, quiet,
-              diff, fix, show_jaxpr, repro, platforms, timeout=timeout, in_axes=in_axes, out_axes=out_axes,
-              include_jax=include_jax)
-
-
-@app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
-def grad(
-    target: str = TargetArg,
-    arg: Optional[List[str]] = ArgOpt,
-    param: Optional[List[str]] = ParamOpt,
-    order: int = typer.Option(1, "--order", metavar="1|2", min=1, max=2,
-                              help="1: first-order checks (default); 2: also grad-of-grad."),
-    fmt: str = FormatOpt,
-    output: Optional[str] = OutputOpt,
-    verbose: bool = VerboseOpt,
-    quiet: bool = QuietOpt,
-    select: Optional[List[str]] = SelectOpt,
-    ignore: Optional[List[str]] = IgnoreOpt,
-    exit_zero: bool = ExitZeroOpt,
-    seed: Optional[int] = SeedOpt,
-    app_dir: str = AppDirOpt,
-    include_jax: bool = IncludeJaxOpt,
-    diff: bool = DiffOpt,
-    fix: bool = FixOpt,
-    show_jaxpr: bool = ShowJaxprOpt,
-    repro: Optional[str] = ReproOpt,
-    platforms: Optional[str] = PlatformsOpt,
-    timeout: Optional[float] = TimeoutOpt,
-) -> None:
-    """Check differentiation: custom_vjp/custom_jvp rules, JVP and transpose rules, against references."""
-    _diagnose("grad", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, verbose, quiet,
-              diff, fix, show_jaxpr, repro, platforms, timeout=timeout, order=order, include_jax=include_jax)
-
-
-@app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
-def sharding(
-    target: str = TargetArg,
-    arg: Optional[List[str]] = ArgOpt,
-    param: Optional[List[str]] = ParamOpt,
-    mesh: str = typer.Option("2x4", "--mesh", help="Virtual CPU mesh shape, e.g. 2x4 (8 devices) or 8; at most 64.",
-                             metavar="SHAPE"),
-    fmt: str = FormatOpt,
-    output: Optional[str] = OutputOpt,
-    verbose: bool = VerboseOpt,
-    quiet: bool = QuietOpt,
-    select: Optional[List[str]] = SelectOpt,
-    ignore: Optional[List[str]] = IgnoreOpt,
-    exit_zero: bool = ExitZeroOpt,
-    seed: Optional[int] = SeedOpt,
-    app_dir: str = AppDirOpt,
-    include_jax: bool = IncludeJaxOpt,
-    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="S",
-                                            help="Seconds the target may run before it is stopped and reported "
-                                                 "(default: pyproject's timeout, else 300; 0: no limit)."),
-) -> None:
-    """Check sharding on a virtual CPU mesh: jit on sharded inputs, custom_partitioning, Shardy rules, shard_map,
-    gathering cost. Runs in a child process with its own XLA_FLAGS."""
-    _diagnose("sharding", target, arg, param, fmt, output, select, ignore, seed, exit_zero, app_dir, verbose, quiet,
-              runner=_run_sharding, timeout=timeout, mesh=mesh, include_jax=include_jax)
 
 
 def _run_sharding(request: Request) -> Any:
@@ -563,34 +476,20 @@ def _check_timeout(timeout: Optional[float]) -> Optional[float]:
     return timeout
 
 
-@app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")
-def check(
-    paths: Optional[List[str]] = typer.Argument(None, metavar="MODULE_OR_PATH",
-                                                help="Modules, packages, files or folders (default: `paths` "
-                                                     "under [tool.jaxdiag] in pyproject.toml)."),
-    fmt: str = FormatOpt,
-    output: Optional[str] = OutputOpt,
-    verbose: bool = VerboseOpt,
-    quiet: bool = QuietOpt,
-    select: Optional[List[str]] = SelectOpt,
-    ignore: Optional[List[str]] = IgnoreOpt,
-    exit_zero: bool = ExitZeroOpt,
-    seed: Optional[int] = SeedOpt,
-    app_dir: str = AppDirOpt,
-    keep_going: bool = typer.Option(False, "--keep-going", help="Report modules that fail to import; check the rest."),
-    include_tests: bool = typer.Option(False, "--include-tests", help="Also walk test modules in packages."),
-    jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Worker processes (default: the number of cores; "
-                                       "1 with --timeout 0: all in this process).", metavar="N"),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per target before it is stopped and "
-                                            "reported (default: pyproject's timeout, else 300; 0: no limit).",
-                                            metavar="S"),
-    no_cache: bool = typer.Option(False, "--no-cache",
-                                  help="Check every target again: do not read or write the result cache."),
-    diff: bool = DiffOpt,
-    fix: bool = FixOpt,
-    show_jaxpr: bool = ShowJaxprOpt,
-    repro: Optional[str] = ReproOpt,
-    platforms: Optional[str] = PlatformsOpt,
+RUNNERS: dict[str, Callable[[Request], Any]] = {"engine": _run_engine, "sharding": _run_sharding}
+
+for _name in TARGET_COMMANDS:
+    app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")(
+        _registry_command(COMMANDS[_name], functools.partial(_diagnose, COMMANDS[_name])))
+
+
+def _check(
+    paths: Optional[List[str]] = None, fmt: str = "text", output: Optional[str] = None, verbose: bool = False,
+    quiet: bool = False, select: Optional[List[str]] = None, ignore: Optional[List[str]] = None,
+    exit_zero: bool = False, seed: Optional[int] = None, app_dir: str = ".", keep_going: bool = False,
+    include_tests: bool = False, jobs: Optional[int] = None, timeout: Optional[float] = None, no_cache: bool = False,
+    diff: bool = False, fix: bool = False, show_jaxpr: bool = False, repro: Optional[str] = None,
+    platforms: Optional[str] = None,
 ) -> None:
     """CI lint: discover every primitive and custom_* function in modules or paths, run every check."""
     with _guard():
@@ -636,6 +535,23 @@ def check(
         with _progress.display(verbosity >= 0) as progress:
             answer = _supervisor.run(job, progress=progress)
         _emit(answer, fmt, output, exit_zero, verbosity)
+
+
+PATHS = Opt("paths", (), None, "Modules, packages, files or folders (default: `paths` under [tool.jaxdiag] in "
+            "pyproject.toml).", kind=list, metavar="MODULE_OR_PATH")
+
+
+def _paths_command(spec: Command) -> Callable[..., None]:
+    """`jaxdiag check`: the registry's options, and MODULE_OR_PATH... instead of TARGET."""
+    command = _registry_command(spec, _check)
+    argument = inspect.Parameter("paths", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Optional[List[str]],
+                                 default=typer.Argument(None, metavar=PATHS.metavar, help=PATHS.help))
+    signature = command.__dict__["__signature__"]
+    command.__dict__["__signature__"] = signature.replace(parameters=[argument, *signature.parameters.values()])
+    return command
+
+
+app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")(_paths_command(COMMANDS["check"]))
 
 
 @app.command(cls=JaxdiagCommand, rich_help_panel="Diagnose")

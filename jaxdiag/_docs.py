@@ -118,3 +118,26 @@ def rules_markdown(rules: list[_rules.Rule]) -> str:
             parts += ["", f"### {heading}", "", f"`samples/{Path(path).name}`:", "", "```python",
                       text.rstrip("\n"), "```"]
     return "\n".join(parts) + "\n"
+
+
+OPTIONS_BEGIN, OPTIONS_END = "<!-- table:options (generated from jaxdiag/_commands.py) -->", "<!-- /table:options -->"
+
+
+def options_table() -> str:
+    """docs/cli.md's options table, generated from the registry of commands: one row per option, the commands that
+    take it named where not every diagnose command does."""
+    from ._commands import COMMANDS, documented_options
+
+    rows = ["| option | meaning |", "|---|---|"]
+    for opt, having in documented_options():
+        metavar = f" {opt.metavar}".replace("|", "\\|") if opt.metavar else ""
+        flags = sorted(opt.flags, key=lambda f: (f.startswith("--"), f))
+        which = "" if len(having) == len(COMMANDS) else "(" + ", ".join(f"`{c}`" for c in having) + ") "
+        rows.append(f"| {', '.join(f'`{f}{metavar}`' for f in flags)} | {which}{opt.doc or opt.help} |")
+    return "\n".join(rows)
+
+
+def with_options_table(doc: str) -> str:
+    """`doc` (docs/cli.md's text) with its options block replaced by the generated table."""
+    start, end = doc.index(OPTIONS_BEGIN), doc.index(OPTIONS_END)
+    return doc[:start] + f"{OPTIONS_BEGIN}\n{options_table()}\n" + doc[end:]

@@ -27,6 +27,7 @@ from . import (
 )
 from . import _rules as rules
 from ._checks import ALL_CHECKS
+from ._commands import FAMILIES
 from ._checks._base import Context, Options, SkipCheck, Subject
 from ._checks import _abstract, _x64_only
 from ._checks._index_range import grade_out_of_range
@@ -511,7 +512,7 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
         status, detail = "passed", ""
         try:
             with catch_abort() as caught:  # SystemExit & co. from user code: this subject's checks stop here
-                if chk.family == "batching" and not subject.specs:
+                if FAMILIES[chk.family].needs_arrays and not subject.specs:
                     raise SkipCheck("no array arguments: nothing to batch")
                 findings = list(chk.run(ctx))
             if caught.abort is not None:
