@@ -581,7 +581,8 @@ def test_test_modules_do_not_import_each_other():
 # ---------------------------------------------------------------------------------------------------------------
 
 PARENT_SIDE = ("_cli", "_commands", "_supervisor", "_outcomes", "_progress", "_config", "_validate", "_inputs",
-               "_filtering", "_provenance", "_report", "_rules", "_render", "_docs", "_errors", "_atomic", "_cache", "_views")
+               "_filtering", "_provenance", "_report", "_rules", "_render", "_docs", "_errors", "_atomic", "_cache",
+               "_views")
 
 
 def test_the_parent_side_imports_no_jax():
