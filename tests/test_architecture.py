@@ -580,7 +580,7 @@ def test_test_modules_do_not_import_each_other():
 # The supervisor's parent side never imports JAX (nor, so, the user's code): docs/cli.md and CONTRIBUTING
 # ---------------------------------------------------------------------------------------------------------------
 
-PARENT_SIDE = ("_cli", "_commands", "_supervisor", "_outcomes", "_progress", "_config", "_validate", "_inputs",
+PARENT_SIDE = ("_cli", "_help", "_commands", "_supervisor", "_outcomes", "_progress", "_config", "_validate", "_inputs",
                "_filtering", "_provenance", "_report", "_rules", "_render", "_docs", "_errors", "_atomic", "_cache",
                "_views")
 
