@@ -3,7 +3,9 @@ this module's output, checked for staleness by the tests). Reads the catalog onl
 
 from __future__ import annotations
 
+import ast
 import difflib
+import functools
 import sys
 from pathlib import Path
 
@@ -110,6 +112,7 @@ def rules_markdown(rules: list[_rules.Rule]) -> str:
         if r.variant_of:
             parts += [variant_line(r).replace(r.variant_of, f"[{r.variant_of}](#{_anchor(_rules.RULES[r.variant_of])})",
                                               1), ""]
+        parts += [f"Emitted by: {emitted_by(r)}.", ""]
         parts += ["### What it does", "", r.what, "", "### Why is this bad?", "", r.why]
         for which, heading in (("bad", "Example"), ("good", "Use instead")):
             path, text = r.sample_path(which), r.sample_text(which)
@@ -141,3 +144,81 @@ def with_options_table(doc: str) -> str:
     """`doc` (docs/cli.md's text) with its options block replaced by the generated table."""
     start, end = doc.index(OPTIONS_BEGIN), doc.index(OPTIONS_END)
     return doc[:start] + f"{OPTIONS_BEGIN}\n{options_table()}\n" + doc[end:]
+
+
+PACKAGE = Path(_rules.__file__).resolve().parent.parent  # the jaxdiag package, read as source (never imported)
+
+
+def _rule_names(tree: ast.AST) -> set[str]:
+    """The catalog constants a module names (`rules.X`, `_rules.X`)."""
+    return {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id in ("rules", "_rules")}
+
+
+def _emitted_names(tree: ast.AST) -> set[str]:
+    """The catalog constants a module builds findings of: `rules.X.finding(...)`, through a conditional or a local
+    name bound to one (`missing = rules.A if c else rules.B; missing.finding(...)`)."""
+    out: set[str] = set()
+    for function in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+        bound = {n.targets[0].id: n.value for n in ast.walk(function) if isinstance(n, ast.Assign)
+                 and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "finding":
+                receiver = node.func.value
+                receiver = bound.get(receiver.id, receiver) if isinstance(receiver, ast.Name) else receiver
+                out |= _rule_names(receiver)
+    return out
+
+
+def _check_names(tree: ast.AST) -> list[str]:
+    """The names of the checks a module declares (`@check("name", ...)`)."""
+    return [str(d.args[0].value) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) for d in n.decorator_list
+            if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "check" and d.args
+            and isinstance(d.args[0], ast.Constant)]
+
+
+@functools.lru_cache(maxsize=None)
+def _emitters() -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """rule code -> [(a module or check package of jaxdiag that names it, the checks declared there)]: a check
+    package (`_checks/_custom_vjp/`) is one unit, as its helpers emit for its checks."""
+    units: dict[str, tuple[set[str], set[str], list[str]]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        if parts[0] == "_rules" or "__pycache__" in parts:
+            continue
+        in_check_package = parts[0] == "_checks" and len(parts) > 2 and not parts[1].endswith(".py")
+        unit = "/".join(parts[:2]) + "/" if in_check_package else "/".join(parts)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        emitted, named, checks = units.setdefault(unit, (set(), set(), []))
+        emitted |= _emitted_names(tree)
+        named |= _rule_names(tree)
+        checks += _check_names(tree)
+    out: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for unit, (emitted, _, checks) in units.items():
+        for rule in _rules_named(emitted):
+            out.setdefault(rule.code, []).append((unit, tuple(sorted(checks))))
+    # a rule no site builds directly (re-emitted under its variant's code, a `**fields` site): where it is named
+    for unit, (_, named, checks) in units.items():
+        for rule in _rules_named(named):
+            if rule.code not in out or out[rule.code][0][0].startswith("named:"):
+                out.setdefault(rule.code, []).append(("named:" + unit, tuple(sorted(checks))))
+    return out
+
+
+def _rules_named(names: set[str]) -> list[_rules.Rule]:
+    found = [getattr(_rules, name, None) for name in sorted(names)]
+    return [r for r in found if isinstance(r, _rules.Rule)]
+
+
+def emitted_by(rule: _rules.Rule) -> str:
+    """Where `rule` is emitted: the checks (with their module or package), or the module that emits it."""
+    places = _emitters().get(rule.code, [])
+    if not places:
+        return "no check or module (a deprecated code, or a variant only the parent's emitter picks)"
+    texts = []
+    for unit, checks in places:
+        named = ", ".join(f"`{c}`" for c in checks)
+        unit = unit.removeprefix("named:")
+        texts.append(f"{'check ' if len(checks) == 1 else 'checks '}{named} (`{unit}`)" if checks else f"`{unit}`")
+    chosen = " (the rule chosen at run time)" if places[0][0].startswith("named:") else ""
+    return "; ".join(texts) + chosen
