@@ -53,7 +53,8 @@ from typing import Any
 
 from . import __version__
 from ._atomic import write_atomic
-from ._report import CHECK_STATUSES, PROBLEM_KINDS, SEVERITY_ORDER, CheckResult, Finding, Problem, TargetReport
+from ._report import (CHECK_STATUSES, PROBLEM_KINDS, SEVERITY_ORDER, CheckResult, Finding, Problem, TargetReport,
+                      serialized_fields)
 
 CACHE_DIR_NAME = ".jaxdiag_cache"
 # module object -> the hash of its file when this process first looked at it (weak: a module dropped from
@@ -316,7 +317,7 @@ def _hints(record: type) -> dict[str, Any]:
     """A dataclass's fields and their resolved annotations (memoised: the same few records for every entry)."""
     if record not in _HINTS:
         resolved = typing.get_type_hints(record)
-        _HINTS[record] = {f.name: resolved[f.name] for f in dataclasses.fields(record)}
+        _HINTS[record] = {f.name: resolved[f.name] for f in serialized_fields(record)}
     return _HINTS[record]
 
 

@@ -195,12 +195,10 @@ def describe_static(value: Any) -> str:
 
 def _named(fn: Callable, original: Any, names: list[str]) -> Callable:
     """Mark a view: `__wrapped__` for locations, leaf names for messages, a signature of identifiers."""
-    fn.__wrapped__ = original  # type: ignore[attr-defined]
     fn.__name__ = getattr(original, "__name__", "function")
     fn.__qualname__ = getattr(original, "__qualname__", fn.__name__)
-    fn.__jaxdiag_arg_names__ = list(names)  # type: ignore[attr-defined]
-    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(len(names))])
+    vars(fn).update(__wrapped__=original, __jaxdiag_arg_names__=list(names), __signature__=inspect.Signature(
+        [inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(len(names))]))
     return fn
 
 
@@ -271,7 +269,7 @@ def _flat_custom_vjp(obj: Any, layout: Layout) -> Any:
     view = jax.custom_vjp(_named(flat_fun, fun, names), nondiff_argnums=tuple(flat_nondiff))
     view.defvjp(_named(flat_fwd, fwd, names), _named(flat_bwd, bwd, names), symbolic_zeros=symbolic_zeros)
     # the real signature, for messages about a bwd whose result does not fit it (named per argument, not per leaf)
-    view.__jaxdiag_layout__ = (layout, diff_args)  # type: ignore[attr-defined]
+    vars(view)["__jaxdiag_layout__"] = (layout, diff_args)
     return view
 
 

@@ -131,7 +131,7 @@ def _copy(report: TargetReport) -> TargetReport:
     from ._report import target_report_from_dict, target_report_to_dict
 
     out = target_report_from_dict(target_report_to_dict(report))
-    out.subject = getattr(report, "subject", None)  # type: ignore[attr-defined]  # not serialized
+    out.subject = report.subject  # not serialized
     return out
 
 

@@ -143,6 +143,8 @@ class TargetReport:
     allowed: str = ""
     # What the user's code printed while this target was checked (captured in the child process; shown with -v).
     output: str = ""
+    # The live `Subject` checked (for --repro, in the process that ran the checks): never serialized.
+    subject: Any = field(default=None, repr=False, compare=False, metadata={"serialized": False})
 
     @property
     def internal_errors(self) -> list[CheckResult]:
@@ -305,12 +307,21 @@ def _location(data: dict[str, Any] | None) -> Location | None:
     return Location(**data) if data else None
 
 
+def serialized_fields(record: type) -> list[Any]:
+    """A report record's fields that cross processes and go into the cache (not the live objects it carries for
+    the process that ran the checks, marked `metadata={"serialized": False}`)."""
+    return [f for f in fields(record) if f.metadata.get("serialized", True)]
+
+
 def target_report_to_dict(report: TargetReport) -> dict[str, Any]:
     """Every field, `module`, `config_keys` and `anchors` included (`TargetReport.to_dict` is the JSON format,
     which leaves out what only filtering needs)."""
-    data = asdict(report)
-    data["findings"] = [{**asdict(f), "location": asdict(f.location) if f.location else None}
-                        for f in report.findings]
+    data = {f.name: getattr(report, f.name) for f in serialized_fields(TargetReport)}
+    data.update(inputs=list(report.inputs), config_keys=list(report.config_keys),
+                checks=[asdict(c) for c in report.checks], problems=[asdict(p) for p in report.problems],
+                anchors=[asdict(a) for a in report.anchors],
+                findings=[{**asdict(f), "location": asdict(f.location) if f.location else None}
+                          for f in report.findings])
     return data
 
 
