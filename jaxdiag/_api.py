@@ -17,9 +17,11 @@ import inspect
 from collections.abc import Sequence
 from typing import Any, Callable
 
-from . import _commands, _engine, _supervisor
+from ._core import _commands
+from ._run import _engine
+from ._parent import _supervisor
 from ._checks._base import Options
-from ._report import Report
+from ._core._report import Report
 
 # The keywords every API function takes after the command's own options.
 _COMMON = (("seed", 0), ("select", ()), ("ignore", ()), ("app_dir", "."), ("params", None), ("isolate", False),

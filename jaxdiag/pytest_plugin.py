@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 import pytest
 
 if TYPE_CHECKING:
-    from ._report import Report
+    from ._core._report import Report
 
 T = TypeVar("T")
 
@@ -51,7 +51,7 @@ class JaxdiagFixture:
     JAX is untouched."""
 
     def __getattr__(self, name: str) -> Callable[..., "Report"]:
-        from . import _commands
+        from ._core import _commands
 
         for spec in _commands.COMMANDS.values():
             if spec.function_name == name:
@@ -59,13 +59,13 @@ class JaxdiagFixture:
         raise AttributeError(f"the jaxdiag fixture has no attribute {name!r}")
 
     def __dir__(self) -> list[str]:
-        from . import _commands
+        from ._core import _commands
 
         return sorted({*super().__dir__(), *(c.function_name for c in _commands.COMMANDS.values())})
 
     def check_module(self, module_or_path: Any, **kwargs: Any) -> "Report":
         """`jaxdiag.check_module(module_or_path, ...)`: discover and check every target, as `jaxdiag check`."""
-        from ._lint import check_module
+        from ._jobs._lint import check_module
 
         return _guarded(check_module, module_or_path, **kwargs)
 
@@ -80,7 +80,7 @@ def _method_for(function_name: str, runner: str) -> Callable[..., "Report"]:
     """The API function of a registry command, guarded (the sharding runner has its own child process)."""
     import importlib
 
-    module = importlib.import_module(f"{__package__}.{'_sharding' if runner == 'sharding' else '_api'}")
+    module = importlib.import_module(f"{__package__}.{'_mesh._sharding' if runner == 'sharding' else '_api'}")
     function = getattr(module, function_name)
     if runner == "sharding":
         return function
@@ -106,7 +106,7 @@ def pytest_configure(config: Any) -> None:
     if config.getoption("--jaxdiag-record", default=False):
         import os
 
-        from . import _record
+        from ._jobs import _record
 
         path = os.path.abspath(config.getoption("--jaxdiag-record-file"))
         if os.path.exists(path):
@@ -116,6 +116,6 @@ def pytest_configure(config: Any) -> None:
 
 def pytest_unconfigure(config: Any) -> None:
     if config.getoption("--jaxdiag-record", default=False):
-        from . import _record
+        from ._jobs import _record
 
         _record.flush()

@@ -138,7 +138,7 @@ def _quiet() -> contextlib.AbstractContextManager:
 def what_jaxdiag_says(code: str, name: str) -> tuple[str, str]:
     """(first sentence of the finding for `code`, the command that produced it)."""
     import jaxdiag
-    from jaxdiag._lint import check_paths
+    from jaxdiag._jobs._lint import check_paths
 
     with _in_root(), _quiet(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -232,7 +232,7 @@ def example(name: str) -> str:
 
     from typer.testing import CliRunner
 
-    from jaxdiag._cli import app
+    from jaxdiag._parent._cli import app
 
     command, show = EXAMPLES[name]
     with _in_root(), _quiet():
@@ -269,7 +269,7 @@ def _block(text: str) -> str | None:
 
 def _options_table_current(write: bool) -> bool:
     """docs/cli.md's options table, generated from the registry of commands: rewritten, or checked."""
-    from jaxdiag import _docs
+    from jaxdiag._parent import _docs
 
     path = ROOT / "docs" / "cli.md"
     text = path.read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The registry of commands (`jaxdiag/_commands.py`) is the one place a command is declared: the CLI, the Python
+"""The registry of commands (`jaxdiag/_core/_commands.py`) is the one place a command is declared: the CLI, the Python
 API, the pytest fixture and docs/cli.md are generated from it. The proof: a toy check family with a command of its
 own, added to a temporary copy of the package as one registry entry plus its check module, is seen by all three."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import jaxdiag
-from jaxdiag import _commands
+from jaxdiag._core import _commands
 from jaxdiag.pytest_plugin import JaxdiagFixture
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def _toy_copy(tmp_path: Path) -> Path:
     """jaxdiag copied to tmp_path with the toy family: one FAMILIES and one COMMANDS entry, and its module."""
     package = tmp_path / "jaxdiag"
     shutil.copytree(ROOT / "jaxdiag", package, ignore=shutil.ignore_patterns("__pycache__"))
-    registry = package / "_commands.py"
+    registry = package / "_core" / "_commands.py"
     text = registry.read_text(encoding="utf-8")
     for anchor, entry in (("FAMILIES: dict[str, Family] = {f.name: f for f in (\n", TOY_FAMILY),
                           ("COMMANDS: dict[str, Command] = {c.name: c for c in (\n", TOY_COMMAND)):
@@ -105,7 +105,7 @@ def test_a_toy_family_is_one_registry_entry_plus_its_module(tmp_path):
         print({c.name: c.status for t in report.targets for c in t.checks})
         report = JaxdiagFixture().check_toy("toy_target.py:double", "f32[3]", level=2)
         print({c.name: c.detail for t in report.targets for c in t.checks})
-        from jaxdiag._docs import options_table
+        from jaxdiag._parent._docs import options_table
         print([row for row in options_table().splitlines() if "--level" in row])
     """ % str(copy))
     api = _run(copy, "-c", script)

@@ -1,12 +1,12 @@
 """Every check, in the order they run: the `CHECKS` of each family's modules, families and modules in the order
-the registry of commands (`jaxdiag._commands.FAMILIES`) lists them. A check yields `Finding`s built from the rule
+the registry of commands (`jaxdiag._core._commands.FAMILIES`) lists them. A check yields `Finding`s built from the rule
 catalog (`jaxdiag._rules`) and never touches JAX internals except through `jaxdiag._compat`."""
 
 from __future__ import annotations
 
 import importlib
 
-from .. import _commands
+from .._core import _commands
 from ._base import Check
 
 

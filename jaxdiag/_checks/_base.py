@@ -9,11 +9,12 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from .. import _commands, _compat
-from .._inputs import ArgSpec, choose_batch_size, draw
-from .._report import Finding, Location
-from ._harness.boundary import Signal
-from ._harness.cache import SubjectCache
+from .._core import _commands
+from .. import _compat
+from .._loading._inputs import ArgSpec, choose_batch_size, draw
+from .._core._report import Finding, Location
+from .._harness.boundary import Signal
+from .._harness.cache import SubjectCache
 
 
 class SkipCheck(Signal):

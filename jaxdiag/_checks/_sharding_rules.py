@@ -12,13 +12,14 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .. import _compat, _locate
+from .. import _compat
+from .._core import _locate
 from .. import _rules as rules
 from .._compat import _sharding as cs
-from .._numerics import compare
-from .._report import Finding, Location
+from .._loading._numerics import compare
+from .._core._report import Finding, Location
 from ._base import Check, Context, SkipCheck, check
-from ._harness.boundary import call_user
+from .._harness.boundary import call_user
 from ._sharding import describe_mesh, mesh_of, reference_outputs
 
 # ---------------------------------------------------------------------------------------------------------------
