@@ -54,7 +54,23 @@ def attach(report: Report, target: Any, args: Sequence[Any], params: dict[str, A
             return run_unfiltered(Target(ref=target.ref, obj=checked, kind=kind, module=module), args, params,
                                   quiet, app_dir)
 
-    return verify_findings(report, rerun, candidate_fixes, lambda p: os.path.realpath(p) == path)
+    return verify_findings(report, rerun, candidate_fixes, lambda p: os.path.realpath(p) == path, repro_passes)
+
+
+def repro_passes(finding: Any, target_report: Any, sources: dict[str, str]) -> str | None:
+    """None when the finding's plain-JAX repro script (`_repro`) passes on a scratch copy of the edited module, or
+    when the finding has no plain-JAX form (the re-run checks alone decide); else the script's last error line."""
+    from .. import _repro
+
+    subject = getattr(target_report, "subject", None)
+    text = _repro.script(target_report, subject, finding) if subject is not None else None
+    if text is None:
+        return None
+    module = os.path.realpath(_repro.module_path(text) or "")
+    edited = {os.path.realpath(p): s for p, s in sources.items()}
+    if module not in edited:
+        return None
+    return _repro.passes_on(text, module, edited[module])
 
 
 def verified_fixes(report: Report) -> list[Fix]:
