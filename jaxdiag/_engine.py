@@ -315,7 +315,8 @@ def infer_templates(subject: Subject, notes: list[Finding]) -> list[Any]:
         what = "; ".join(f"`{name}` is static ({where})" for name, where in needed)
         raise InferenceError(f"could not infer example inputs for {subject.label}: {what}, so no value can be "
                              "drawn for it; pass it as a Python literal, e.g. --arg 0.1",
-                             label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0])
+                             label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0],
+                             static=_signature.static_suggestions(subject))
     tried = []
     last_error = ""
     totals: set[int] = set()
