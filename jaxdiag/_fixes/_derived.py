@@ -1,0 +1,304 @@
+"""Edits derived from a finding's evidence and the user's AST where the fix text holds no complete statement:
+
+- a derivative off by a constant factor (the evidence shows the rule's values are the reference's times `c` in every
+  entry): the rule's tangent or cotangent expression divided by `c` (`-(expr)` for a flipped sign);
+- an output built with its batch axis elsewhere (`out = jnp.moveaxis(out, 2, 0)` in the fix, `out` being the
+  returned expression): the returned expression wrapped in that `moveaxis`;
+- a batching rule that assumes every operand batched (`x = batching.bdim_at_front(x, bx, size)` block in the fix):
+  the statements that move each operand's batch axis replaced by the block;
+- an output whose dim becomes None in the corrected `return`: its `jnp.broadcast_to(value, ...)` undone.
+
+As for every candidate, nothing here decides that an edit is right: `_verify` re-runs the checks and the plain-JAX
+repro on the edited copy and keeps only what works.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from .._report import Finding
+from ._edits import Fix, SourceEdit
+
+# The rule's values and the reference's, as the derivative checks print them (4 significant digits, `...` cut).
+_VECTORS = re.compile(r"(?:bwd|the rule) gives \[([^\]]*)\], (?:float64 finite differences|autodiff of [\w.]+) "
+                      r"gives? \[([^\]]*)\]")
+_TIMES = re.compile(r"the reference times (-?[0-9.]+(?:e[-+]?\d+)?)")
+_NICE = (-1.0, 2.0, 0.5, -2.0, -0.5, 3.0, -3.0, 1 / 3, -1 / 3, 4.0, 0.25, -4.0, -0.25, 10.0, 0.1, -10.0, -0.1)
+_SCALED_CODES = {"JXG001", "JXG024"}
+
+
+def derived_fixes(finding: Finding, tree: ast.Module, lines: list[str], path: str) -> Iterator[Fix]:
+    if finding.location is None:
+        return
+    line = finding.location.line
+    if finding.code in _SCALED_CODES:
+        factor = constant_factor(finding.message)
+        if factor is not None:
+            yield from _scaled_return(finding, factor, tree, lines, path, line)
+    for span in re.findall(r"`([^`\n]+)`", finding.fix):
+        moved = re.fullmatch(r"(\w+) = (\w+(?:\.\w+)*\.moveaxis)\(\1, (-?\d+), (-?\d+)\)", span.strip())
+        if moved:
+            yield from _moved_output(moved, tree, lines, path, line)
+    block = _fix_block(finding.fix)
+    if block:
+        yield from _block_edits(block, tree, lines, path, line)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A derivative off by a constant factor
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _numbers(text: str) -> list[float] | None:
+    try:
+        return [float(v) for v in text.replace("...", "").replace("…", "").split(",") if v.strip()]
+    except ValueError:
+        return None
+
+
+def constant_factor(message: str) -> float | None:
+    """The factor `c` with (the rule's values) = c * (the reference's) in every printed entry, snapped to a simple
+    number (-1, 2, 1/2, ...); None when the evidence shows no single factor (a wrong formula, not a wrong scale)."""
+    said = _TIMES.search(message)
+    if said:
+        return _snap(float(said.group(1)))
+    match = _VECTORS.search(message)
+    if not match:
+        return None
+    got, want = _numbers(match.group(1)), _numbers(match.group(2))
+    if not got or not want or len(got) != len(want):
+        return None
+    ratios = [g / w for g, w in zip(got, want) if abs(w) > 1e-2]
+    if len(ratios) < 2 or any(abs(g) > 1e-3 for g, w in zip(got, want) if abs(w) <= 1e-2):
+        return None
+    if max(ratios) - min(ratios) > 2e-3 * max(1.0, abs(ratios[0])) * 5:  # 4 printed digits on each side
+        return None
+    return _snap(sum(ratios) / len(ratios))
+
+
+def _snap(value: float) -> float | None:
+    return next((n for n in _NICE if abs(value - n) <= 5e-3 * max(1.0, abs(n))), None)
+
+
+def _scaled_text(expr: str, factor: float) -> str:
+    if factor == -1.0:
+        return f"-({expr})"
+    inverse = 1 / factor
+    if abs(inverse - round(inverse)) < 1e-9:
+        return f"({expr}) * {int(round(inverse))}"
+    return f"({expr}) / {int(round(factor))}" if abs(factor - round(factor)) < 1e-9 else f"({expr}) * {inverse!r}"
+
+
+def _scaled_return(finding: Finding, factor: float, tree: ast.Module, lines: list[str], path: str, line: int
+                   ) -> Iterator[Fix]:
+    """Divide the derivative part of each `return` of the rule at `line` by `factor`: the tangent of a JVP rule
+    (the whole value of a per-argument `defjvp` rule, the second entry of a `(primal, tangent)` rule), or the
+    single cotangent of a bwd."""
+    fn = enclosing_function(tree, line)
+    if fn is None:
+        return
+    source = "".join(lines)
+    edits = []
+    for ret in own_returns(fn):
+        value = ret.value
+        if value is None:
+            return
+        part: ast.expr = value
+        if isinstance(value, (ast.Tuple, ast.List)):
+            if re.search(r"\btangent\b", finding.message) and len(value.elts) == 2:  # (primal, tangent)
+                part = value.elts[1]
+            elif len(value.elts) == 1:
+                part = value.elts[0]
+            else:
+                return  # several cotangents: which one is scaled is not in the evidence
+        text = ast.get_source_segment(source, part)
+        if text is None:
+            return
+        edit = replace_expr(part, _scaled_text(text, factor), lines, path)
+        if edit is None:
+            return
+        edits.append(edit)
+    if edits:
+        yield Fix(f"the derivative in {fn.name} divided by {factor:g} (the evidence shows it {factor:g} times the "
+                  "reference everywhere)", tuple(edits))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# An output built with the batch axis elsewhere
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _moved_output(moved: re.Match, tree: ast.Module, lines: list[str], path: str, line: int) -> Iterator[Fix]:
+    name, func, src, dst = moved.groups()
+    fn = enclosing_function(tree, line)
+    if fn is None or _binds(fn, name):
+        return  # a name of the user's: the snippet itself is the edit (`_candidates`)
+    source = "".join(lines)
+    edits = []
+    for ret in own_returns(fn):
+        value = ret.value
+        if not isinstance(value, ast.Tuple) or len(value.elts) != 2:
+            return
+        out = value.elts[0]
+        text = ast.get_source_segment(source, out)
+        edit = replace_expr(out, f"{func}({text}, {src}, {dst})", lines, path) if text else None
+        if edit is None:
+            return
+        edits.append(edit)
+    if edits:
+        yield Fix(f"the returned output moved with {func}(..., {src}, {dst})", tuple(edits))
+
+
+def _binds(fn: ast.AST, name: str) -> bool:
+    args = fn.args if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else None
+    if args is not None and name in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
+        return True
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(fn))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A code block in the fix (`e.g.` followed by indented statements): the operands' batch-axis handling
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _fix_block(fix: str) -> list[ast.Assign]:
+    """The statements of an indented code block in the fix text, when every one is a single-name assignment."""
+    block = [ln.strip() for ln in fix.splitlines() if ln.startswith("    ") and ln.strip()]
+    out = []
+    for text in block:
+        try:
+            body = ast.parse(text).body
+        except SyntaxError:
+            return []
+        if len(body) != 1 or not isinstance(body[0], ast.Assign) or len(body[0].targets) != 1 or not isinstance(
+                body[0].targets[0], ast.Name):
+            return []
+        out.append(body[0])
+    return out
+
+
+def _block_edits(block: list[ast.Assign], tree: ast.Module, lines: list[str], path: str, line: int
+                 ) -> Iterator[Fix]:
+    """Each `x = helper(x, bx, ...)` of the block replaces the rule's own statement that rebinds `x` from `bx` (its
+    `moveaxis`); the block's other assignments (`size = ...`) go just before the first replaced statement."""
+    fn = enclosing_function(tree, line)
+    if fn is None:
+        return
+    moves: list[tuple[ast.Assign, str]] = []  # (the user's statement, the block's replacement)
+    helpers: list[str] = []
+    for stmt in block:
+        name = stmt.targets[0].id  # type: ignore[attr-defined]  # _fix_block keeps single-name targets only
+        call = stmt.value
+        reads = {n.id for n in ast.walk(call) if isinstance(n, ast.Name)}
+        if isinstance(call, ast.Call) and name in reads:
+            dims = reads - {name} - {n.id for n in ast.walk(call.func) if isinstance(n, ast.Name)}
+            found = [s for s in statements(fn) if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(
+                s.targets[0], ast.Name) and s.targets[0].id == name and dims & {
+                n.id for n in ast.walk(s.value) if isinstance(n, ast.Name)}]
+            if len(found) != 1:
+                return
+            moves.append((found[0], ast.unparse(stmt)))
+        else:
+            helpers.append(ast.unparse(stmt))
+    if not moves:
+        return
+    moves.sort(key=lambda m: m[0].lineno)
+    edits = []
+    for k, (old, text) in enumerate(moves):
+        first, last = old.lineno, old.end_lineno or old.lineno
+        head = lines[first - 1][:old.col_offset]
+        if head.strip():
+            return
+        newline = "\r\n" if lines[last - 1].endswith("\r\n") else "\n"
+        prefix = "".join(f"{head}{h}{newline}" for h in helpers) if k == 0 else ""
+        tail = lines[last - 1][old.end_col_offset or 0:].rstrip("\r\n")
+        edits.append(SourceEdit(path, first, last, f"{prefix}{head}{text}{tail}{newline}"))
+    yield Fix(f"the operands' batch axes handled in {getattr(fn, 'name', 'the rule')} (unbatched ones too)",
+              tuple(edits))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# An output whose dim becomes None: its broadcast undone
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def unbroadcast_edits(old: ast.Return, new: ast.Return, tree: ast.Module, lines: list[str], path: str
+                      ) -> list[SourceEdit]:
+    """For `return (y, n), (0, 0)` corrected to `return (y, n), (0, None)`: where output k's dim becomes None and
+    the rule made it with `jnp.broadcast_to(value, ...)` (in the return or in the one assignment of its name), the
+    value itself (an unbatched output is returned unbroadcast)."""
+    pairs = [(r.value, n.value) for r, n in ((old, new),)]
+    old_value, new_value = pairs[0]
+    if not (isinstance(old_value, ast.Tuple) and isinstance(new_value, ast.Tuple) and len(old_value.elts) == 2
+            and len(new_value.elts) == 2):
+        return []
+    outs, old_dims, new_dims = old_value.elts[0], old_value.elts[1], new_value.elts[1]
+    if not all(isinstance(t, (ast.Tuple, ast.List)) for t in (outs, old_dims, new_dims)):
+        return []
+    fn = enclosing_function(tree, old.lineno)
+    source = "".join(lines)
+    edits: list[SourceEdit] = []
+    for out, was, now in zip(outs.elts, old_dims.elts, new_dims.elts):  # type: ignore[attr-defined]
+        if not (isinstance(now, ast.Constant) and now.value is None) or (
+                isinstance(was, ast.Constant) and was.value is None):
+            continue
+        made = out
+        if isinstance(out, ast.Name) and fn is not None:
+            assigns = [s for s in statements(fn) if isinstance(s, ast.Assign) and [ast.unparse(t) for t in s.targets]
+                       == [out.id] and s.lineno < old.lineno]
+            if len(assigns) != 1:
+                continue
+            made = assigns[0].value
+        if isinstance(made, ast.Call) and ast.unparse(made.func).endswith("broadcast_to") and made.args:
+            inner = ast.get_source_segment(source, made.args[0])
+            edit = replace_expr(made, inner, lines, path) if inner else None
+            if edit is not None:
+                edits.append(edit)
+    return edits
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# AST helpers shared with _candidates
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def statements(tree: ast.AST) -> Iterator[ast.stmt]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            yield node
+
+
+def enclosing_function(tree: ast.AST, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (
+                node.end_lineno or node.lineno) and (best is None or node.lineno >= best.lineno):
+            best = node
+    return best
+
+
+def own_returns(fn: ast.AST) -> list[ast.Return]:
+    out: list[ast.Return] = []
+
+    def walk(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            if isinstance(child, ast.Return):
+                out.append(child)
+            walk(child)
+
+    walk(fn)
+    return out
+
+
+def replace_expr(node: ast.expr, text: str, lines: list[str], path: str) -> SourceEdit | None:
+    """Replace the expression `node` (possibly spanning lines) by `text`, the rest of its lines kept."""
+    first, last = node.lineno, node.end_lineno or node.lineno
+    if node.end_col_offset is None:
+        return None
+    head = lines[first - 1][:node.col_offset]
+    tail = lines[last - 1][node.end_col_offset:]
+    return SourceEdit(path, first, last, head + text + tail)
