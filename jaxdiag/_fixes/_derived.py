@@ -2,6 +2,7 @@
 
 - a derivative off by a constant factor (the evidence shows the rule's values are the reference's times `c` in every
   entry): the rule's tangent or cotangent expression divided by `c` (`-(expr)` for a flipped sign);
+- a complex cotangent that is exactly the conjugate of autodiff's: the cotangent wrapped in `jnp.conj`;
 - an output built with its batch axis elsewhere (`out = jnp.moveaxis(out, 2, 0)` in the fix, `out` being the
   returned expression): the returned expression wrapped in that `moveaxis`;
 - a batching rule that assumes every operand batched (`x = batching.bdim_at_front(x, bx, size)` block in the fix):
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .._report import Finding
 from ._edits import Fix, SourceEdit
@@ -36,7 +37,13 @@ def derived_fixes(finding: Finding, tree: ast.Module, lines: list[str], path: st
     if finding.code in _SCALED_CODES:
         factor = constant_factor(finding.message)
         if factor is not None:
-            yield from _scaled_return(finding, factor, tree, lines, path, line)
+            yield from _wrapped_derivative(finding, tree, lines, path, line, lambda e: _scaled_text(e, factor),
+                                           f"divided by {factor:g} (the evidence shows it {factor:g} times the "
+                                           "reference everywhere)")
+        numpy = _numpy_name(tree)
+        if _CONJUGATE in finding.message and numpy:
+            yield from _wrapped_derivative(finding, tree, lines, path, line, lambda e: f"{numpy}.conj({e})",
+                                           "conjugated (the evidence shows it the complex conjugate of autodiff's)")
     for span in re.findall(r"`([^`\n]+)`", finding.fix):
         moved = re.fullmatch(r"(\w+) = (\w+(?:\.\w+)*\.moveaxis)\(\1, (-?\d+), (-?\d+)\)", span.strip())
         if moved:
@@ -91,11 +98,28 @@ def _scaled_text(expr: str, factor: float) -> str:
     return f"({expr}) / {int(round(factor))}" if abs(factor - round(factor)) < 1e-9 else f"({expr}) * {inverse!r}"
 
 
-def _scaled_return(finding: Finding, factor: float, tree: ast.Module, lines: list[str], path: str, line: int
-                   ) -> Iterator[Fix]:
-    """Divide the derivative part of each `return` of the rule at `line` by `factor`: the tangent of a JVP rule
-    (the whole value of a per-argument `defjvp` rule, the second entry of a `(primal, tangent)` rule), or the
-    single cotangent of a bwd."""
+_CONJUGATE = "is exactly the complex conjugate of autodiff's"
+
+
+def _numpy_name(tree: ast.Module) -> str | None:
+    """The name the module gives `jax.numpy` (`jnp`), or None when it imports it under no name."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.name == "jax.numpy":
+                    return alias.asname or "jax.numpy"
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "jax":
+            for alias in stmt.names:
+                if alias.name == "numpy":
+                    return alias.asname or "numpy"
+    return None
+
+
+def _wrapped_derivative(finding: Finding, tree: ast.Module, lines: list[str], path: str, line: int,
+                        wrap: Callable[[str], str], why: str) -> Iterator[Fix]:
+    """`wrap` the derivative part of each `return` of the rule at `line`: the tangent of a JVP rule (the whole
+    value of a per-argument `defjvp` rule, the second entry of a `(primal, tangent)` rule), or the single
+    cotangent of a bwd."""
     fn = enclosing_function(tree, line)
     if fn is None:
         return
@@ -116,13 +140,12 @@ def _scaled_return(finding: Finding, factor: float, tree: ast.Module, lines: lis
         text = ast.get_source_segment(source, part)
         if text is None:
             return
-        edit = replace_expr(part, _scaled_text(text, factor), lines, path)
+        edit = replace_expr(part, wrap(text), lines, path)
         if edit is None:
             return
         edits.append(edit)
     if edits:
-        yield Fix(f"the derivative in {fn.name} divided by {factor:g} (the evidence shows it {factor:g} times the "
-                  "reference everywhere)", tuple(edits))
+        yield Fix(f"the derivative in {fn.name} {why}", tuple(edits))
 
 
 # ---------------------------------------------------------------------------------------------------------------
