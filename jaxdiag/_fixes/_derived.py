@@ -40,10 +40,15 @@ def derived_fixes(finding: Finding, tree: ast.Module, lines: list[str], path: st
             yield from _wrapped_derivative(finding, tree, lines, path, line, lambda e: _scaled_text(e, factor),
                                            f"divided by {factor:g} (the evidence shows it {factor:g} times the "
                                            "reference everywhere)")
-        numpy = _numpy_name(tree)
-        if _CONJUGATE in finding.message and numpy:
-            yield from _wrapped_derivative(finding, tree, lines, path, line, lambda e: f"{numpy}.conj({e})",
-                                           "conjugated (the evidence shows it the complex conjugate of autodiff's)")
+        numpy = _numpy_name(tree) or "jnp"
+        if _CONJUGATE in finding.message:
+            yield from _with_numpy(_wrapped_derivative(
+                finding, tree, lines, path, line, lambda e: f"{numpy}.conj({e})",
+                "conjugated (the evidence shows it the complex conjugate of autodiff's)"), tree, lines, path)
+    unsummed = _UNSUMMED.search(finding.message)
+    if unsummed:
+        numpy = _numpy_name(tree) or "jnp"
+        yield from _with_numpy(_summed_cotangent(unsummed, numpy, tree, lines, path, line), tree, lines, path)
     for span in re.findall(r"`([^`\n]+)`", finding.fix):
         moved = re.fullmatch(r"(\w+) = (\w+(?:\.\w+)*\.moveaxis)\(\1, (-?\d+), (-?\d+)\)", span.strip())
         if moved:
@@ -101,6 +106,20 @@ def _scaled_text(expr: str, factor: float) -> str:
 _CONJUGATE = "is exactly the complex conjugate of autodiff's"
 
 
+def _with_numpy(fixes: Iterator[Fix], tree: ast.Module, lines: list[str], path: str) -> Iterator[Fix]:
+    """The fixes, each with `import jax.numpy as jnp` added after the module's imports when it has no such name."""
+    if _numpy_name(tree) is not None:
+        yield from fixes
+        return
+    after = max((s.end_lineno or s.lineno for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))),
+                default=0)
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    add = SourceEdit(path, after + 1, after, f"import jax.numpy as jnp{newline}")
+    for fix in fixes:
+        if not any(add.overlaps(e) for e in fix.edits):
+            yield Fix(fix.description, (add, *fix.edits))
+
+
 def _numpy_name(tree: ast.Module) -> str | None:
     """The name the module gives `jax.numpy` (`jnp`), or None when it imports it under no name."""
     for stmt in tree.body:
@@ -146,6 +165,74 @@ def _wrapped_derivative(finding: Finding, tree: ast.Module, lines: list[str], pa
         edits.append(edit)
     if edits:
         yield Fix(f"the derivative in {fn.name} {why}", tuple(edits))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A cotangent with the broadcast axes left in
+# ---------------------------------------------------------------------------------------------------------------
+
+_UNSUMMED = re.compile(r"cotangent for (\w+) has shape \w+\[([\d,]*)\] but \1 is \w+\[([\d,]*)\]")
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(",") if v)
+
+
+def primal_parameters(tree: ast.Module, rule: str) -> list[str] | None:
+    """The differentiable positional parameters of the custom_vjp/custom_jvp function whose `defvjp`/`defjvp` call
+    names `rule`, in order (the entries of its bwd's return); None when the module does not say."""
+    owner = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "defvjp", "defjvp", "defjvps") and any(isinstance(a, ast.Name) and a.id == rule for a in node.args):
+            owner = ast.unparse(node.func.value)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == owner), None)
+    if fn is None:
+        return None
+    nondiff: set[int] = set()
+    for deco in fn.decorator_list:
+        for kw in deco.keywords if isinstance(deco, ast.Call) else []:
+            if kw.arg == "nondiff_argnums":
+                try:
+                    value = ast.literal_eval(kw.value)
+                except ValueError:
+                    return None
+                nondiff = {value} if isinstance(value, int) else set(value)
+    return [a.arg for i, a in enumerate(fn.args.args) if i not in nondiff]
+
+
+def _summed_cotangent(unsummed: re.Match, numpy: str, tree: ast.Module, lines: list[str], path: str, line: int
+                      ) -> Iterator[Fix]:
+    """`jnp.sum(ct, axis=...)` over the axes broadcasting added (leading ones, and those where the argument has
+    size 1), reshaped to the argument's shape where it keeps size-1 axes, around the bwd's entry for it."""
+    name, got_text, want_text = unsummed.groups()
+    got, want = _shape(got_text), _shape(want_text)
+    lead = len(got) - len(want)
+    if lead < 0 or any(w not in (1, g) for g, w in zip(got[lead:], want)):
+        return
+    axes = tuple(range(lead)) + tuple(lead + i for i, (g, w) in enumerate(zip(got[lead:], want)) if w == 1 != g)
+    fn = enclosing_function(tree, line)
+    params = primal_parameters(tree, fn.name) if fn is not None else None
+    if fn is None or params is None or name not in params or not axes:
+        return
+    index = params.index(name)
+    source = "".join(lines)
+    edits = []
+    for ret in own_returns(fn):
+        value = ret.value
+        if not isinstance(value, (ast.Tuple, ast.List)) or len(value.elts) != len(params):
+            return
+        text = ast.get_source_segment(source, value.elts[index])
+        axis = str(axes[0]) if len(axes) == 1 else repr(axes)
+        summed = f"{numpy}.sum({text}, axis={axis})"
+        if any(w == 1 for w in want):
+            summed += f".reshape({want!r})"
+        edit = replace_expr(value.elts[index], summed, lines, path) if text else None
+        if edit is None:
+            return
+        edits.append(edit)
+    if edits:
+        yield Fix(f"{name}'s cotangent summed over the broadcast axes {axes}", tuple(edits))
 
 
 # ---------------------------------------------------------------------------------------------------------------
