@@ -21,6 +21,7 @@ import numpy as np
 from . import _engine, _inputs
 from . import _rules as rules
 from ._exposure import Exposure, exposure_for
+from ._errors import UsageError
 from ._report import Finding, Report, TargetReport
 
 
@@ -293,6 +294,11 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
                 "copy).\nExits 0 once the defect is gone; fails with an AssertionError or JAX's own error while "
                 "it is there.\n\"\"\"\n")
     call = _call_text(kind, params, statics, len(chosen.specs))
+    if chosen.original is not None and chosen.arg_texts is not None and kind != "primitive":
+        structured = _structured_call(chosen.arg_texts)  # pytree arguments: called with the user's structure
+        if structured is None:
+            return None
+        call = structured
     if finding.code in _DEPRECATIONS:
         call_prelude = ("import warnings\n"
                         "warnings.simplefilter('error', DeprecationWarning)  # the finding is a deprecation\n")
@@ -341,6 +347,42 @@ def _call_text(kind: str, params: dict[str, str | None], statics: dict[int, str 
         kw = ", ".join(f"{name}={value}" for name, value in params.items())
         return f"TARGET.bind({args}{', ' + kw if kw else ''})"
     return f"TARGET({args})"
+
+
+class _NoPlainForm(Exception):
+    """An argument the script cannot write as plain Python (a PRNG key, a static value without a literal)."""
+
+
+def _structured_call(arg_texts: list[str]) -> str | None:
+    """`TARGET({'w': args[0], 'b': args[1]}, args[2])`: the target called with its arguments' own pytree structure,
+    the array leaves taken from the flat `args` in JAX's flattening order (dict keys sorted)."""
+    count = 0
+
+    def render(node: Any) -> str:
+        nonlocal count
+        if isinstance(node, _inputs.ArgSpec):
+            if node.key is not None:
+                raise _NoPlainForm
+            count += 1
+            return f"args[{count - 1}]"
+        if isinstance(node, _inputs.Static):
+            text = _literal(node.value)
+            if text is None:
+                raise _NoPlainForm
+            return text
+        if isinstance(node, dict):
+            return "{" + ", ".join(f"{_literal(k)}: {render(node[k])}" for k in sorted(node)) + "}"
+        if isinstance(node, (list, tuple)):
+            items = [render(v) for v in node]
+            if isinstance(node, list):
+                return "[" + ", ".join(items) + "]"
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        raise _NoPlainForm
+
+    try:
+        return "TARGET(" + ", ".join(render(_inputs.parse_arg(t)) for t in arg_texts) + ")"
+    except (_NoPlainForm, UsageError, ValueError, TypeError):
+        return None
 
 
 _PRELUDE = '''
