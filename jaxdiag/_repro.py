@@ -308,7 +308,8 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
         # a 64-bit spec is checked with x64 on (only there); so is the script, before anything is traced.
         call_prelude += "import jax\njax.config.update('jax_enable_x64', True)  # the inputs are 64-bit\n"
     body = _PRELUDE.format(module_file=module_file, module_name=module.__name__, root=os.getcwd(), attr=attr,
-                           specs=repr(specs), call=call, draw_real=_shared_source(_inputs.draw_real))
+                           specs=repr(specs), call=call, draw_real=_shared_source(_inputs.draw_real),
+                           edges=repr(edge_values(finding.message)))
     check = _CHECKS[exposure.mode].format(in_axes=repr(exposure.in_axes), out_axes=repr(exposure.out_axes),
                                           batch=exposure.batch, platform=repr(platform))
     return header + call_prelude + body + check
@@ -318,6 +319,21 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
 _AT_WRAPPER = {rules.OUT_AXES_TUPLE_FOR_LIST.code}
 # Findings about deprecated behaviour: the script turns JAX's DeprecationWarning into the failure.
 _DEPRECATIONS = {rules.FFI_VMAP_METHOD_FALLBACK.code}
+
+
+_EDGE_VALUES = re.compile(r"out-of-range index values \(([^)]*)\)")
+
+
+def edge_values(message: str) -> dict[int, list[int]]:
+    """{argument: the index values that show the defect} when the finding names them (the index-range probe): the
+    script draws those, since in-range random indices would pass."""
+    found = _EDGE_VALUES.search(message)
+    if not found:
+        return {}
+    out: dict[int, list[int]] = {}
+    for arg, values in re.findall(r"argument (\d+) = ([-\d, ]+)", found.group(1)):
+        out[int(arg)] = [int(v) for v in values.replace(" ", "").split(",") if v]
+    return out
 
 
 def _shared_source(fn: Any) -> str:
@@ -418,6 +434,7 @@ def f(*args):
 
 
 SPECS = {specs}  # (dtype, shape of one example, value domain) per array argument
+EDGES = {edges}  # index arguments drawn only at the out-of-range values that show the defect
 rng = np.random.default_rng(0)
 
 
@@ -487,6 +504,8 @@ for (dtype, shape, domain), axis in zip(SPECS, axes):
         batched.append(draw(dtype, shape, domain))
     else:
         batched.append(np.moveaxis(draw(dtype, shape, domain, (B,)), 0, axis))
+for k, values in EDGES.items():  # every entry one of the named values, differing across the batch
+    batched[k] = np.resize(np.asarray(values), np.shape(batched[k])).astype(batched[k].dtype)
 
 # Reference: call the target on each example and stack the results.
 per_example = [f(*[x if a is None else np.take(x, i, axis=a) for x, a in zip(batched, axes)]) for i in range(B)]

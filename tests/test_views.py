@@ -73,9 +73,9 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-# A known gap: the repro of a finding that only out-of-range index values show (JXB016) draws
-# in-range indices, so it passes on the bug. Strict: this fails once the repro draws the named values.
-KNOWN_REPRO_GAPS = {"jxb016": "the JXB016 repro draws in-range indices, not the out-of-range values it names"}
+# Bad samples whose repro is known not to reproduce the finding (strict xfails: each fails the run once closed).
+# Empty: the index-range finding's repro (JXB016) draws the out-of-range values the finding names.
+KNOWN_REPRO_GAPS: dict[str, str] = {}
 
 
 def _repro_marks(name: str) -> list:
