@@ -51,6 +51,9 @@ def measure_one(name: str) -> dict:
         import ffi_build  # noqa: PLC0415 - the FFI samples' kernels, registered by name
 
         ffi_build.register()
+        from fix_samples import ffi_script_prefix
+
+        _repro.SCRIPT_PREFIX[:] = ffi_script_prefix()  # the verification runs of fixes and scripts
     scratch = Path(tempfile.mkdtemp(prefix="jaxdiag-cov-"))
     folder = scratch / "samples"
     folder.mkdir()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
-from fix_samples import FFI_CALL_SAMPLES, FIXABLE
+from fix_samples import FFI_CALL_SAMPLES, FIXABLE, ffi_script_prefix
 
 from jaxdiag import _lint, _repro
 from jaxdiag._cli import app
@@ -48,17 +48,11 @@ def _top_level_names(path: Path) -> set[str]:
     return names
 
 
-# Runs a repro script as `python SCRIPT ARGS` would, after registering the FFI kernels the JXB020-JXB022 samples
-# call by name (a user's own kernels are registered by their module or program the same way, before the script's
-# call): the script itself stays plain JAX.
-_WITH_FFI_KERNELS = (
-    "import runpy, sys; sys.path.insert(0, {tests!r}); import ffi_build; ffi_build.register(); "
-    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
-)
-
-
 def _start(script: Path, *args: str, ffi: bool = False) -> subprocess.Popen:
-    prefix = ["-c", _WITH_FFI_KERNELS.format(tests=str(Path(__file__).resolve().parent))] if ffi else []
+    """Run a repro script as `python SCRIPT ARGS` would; for the JXB020-JXB022 samples, after registering the FFI
+    kernels they call by name (a user's own kernels are registered by their program the same way): the script
+    itself stays plain JAX."""
+    prefix = ffi_script_prefix() if ffi else []
     return subprocess.Popen([sys.executable, *prefix, str(script), *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -89,6 +83,7 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
     ffi = name in FFI_CALL_SAMPLES
     if ffi:
         request.getfixturevalue("ffi_kernels")  # built and registered here, and by each script's run below
+        monkeypatch.setattr(_repro, "SCRIPT_PREFIX", ffi_script_prefix())  # the runs verifying each script
     folder = tmp_path / "samples"
     _copy([f"{name}_bad.py", f"{name}_good.py"], folder)
     monkeypatch.chdir(tmp_path)

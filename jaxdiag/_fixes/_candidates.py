@@ -25,7 +25,7 @@ MAX_CANDIDATES = 6
 def candidate_fixes(finding: Finding) -> list[Fix]:
     """Edits worth verifying for `finding`, most specific first (at most MAX_CANDIDATES)."""
     loc = finding.location
-    if loc is None or not finding.fix or not os.path.isfile(loc.path):
+    if loc is None or not os.path.isfile(loc.path):
         return []
     path = os.path.abspath(loc.path)
     try:
