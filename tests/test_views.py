@@ -123,6 +123,65 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
             assert process.returncode == 0, f"{script.name} fails on the {which} module:\n{err[-3000:]}"
 
 
+# A repro is run before it is written: plain scripts standing in for generated ones (no JAX: fast)
+_SCRIPT = "import sys\nMODULE = sys.argv[1] if len(sys.argv) > 1 else {module!r}\n{body}\n"
+
+
+@pytest.mark.parametrize("body, verdict", [
+    ("text = open(MODULE).read()\nassert 'bug' not in text, 'output 0: expected 1, actual 2'", None),
+    ("pass", "it passes on the module as it is"),
+    ("import module_that_is_not_there", "cannot load the module standalone"),
+    ("import os\nos._exit(3)", "exits 3 without a Python error"),
+])
+def test_a_script_is_kept_only_when_it_fails_as_the_defect(tmp_path, body, verdict):
+    module = tmp_path / "mod.py"
+    module.write_text("bug = True\n")
+    reason = _repro.verify_script(_SCRIPT.format(module=str(module), body=body), str(module))
+    assert (reason is None) if verdict is None else (verdict in reason), reason
+
+
+def test_a_script_must_pass_once_the_verified_fix_is_applied(tmp_path):
+    module = tmp_path / "mod.py"
+    module.write_text("bug = True\n")
+    text = _SCRIPT.format(module=str(module), body="assert 'bug' not in open(MODULE).read(), 'still there'")
+    assert _repro.verify_script(text, str(module), {str(module): "fixed = True\n"}) is None
+    reason = _repro.verify_script(text, str(module), {str(module): "bug = False\n"})
+    assert reason is not None and "still fails once the verified fix is applied" in reason and "still there" in reason
+
+
+@pytest.mark.slow
+def test_pytree_arguments_are_called_with_the_users_structure(tmp_path, monkeypatch):
+    """A dict argument is passed as a dict: the script fails on the wrong bwd and passes on the correct twin."""
+    data = Path(__file__).resolve().parent / "data" / "fixes"
+    for which in ("bad", "good"):
+        shutil.copy(data / f"dict_dense_{which}.py", tmp_path / f"dict_dense_{which}.py")
+    monkeypatch.chdir(tmp_path)
+    report = _lint.check_paths(["dict_dense_bad.py"])
+    written, skipped = _repro.write_verified(report, str(tmp_path / "repro"))
+    assert len(written) == 1 and not skipped, skipped
+    text = Path(written[0]).read_text()
+    assert re.search(r"TARGET\(\{'b': args\[\d\], 'w': args\[\d\]\}, args\[\d\]\)", text), text
+    assert _run(Path(written[0])).returncode != 0
+    assert _run(Path(written[0]), str(tmp_path / "dict_dense_good.py")).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_repro_that_cannot_fail_is_not_written_and_the_reason_is_given(tmp_path, monkeypatch, capsys):
+    """A finding whose script passes on the module (here: the script's check made blind to the defect) gets no
+    script, and `--repro` says why on stderr."""
+    from jaxdiag import _views
+
+    _copy(["jxb004_bad.py"], tmp_path / "samples")
+    monkeypatch.chdir(tmp_path)
+    report = _lint.check_paths(["samples/jxb004_bad.py"])
+    monkeypatch.setitem(_repro._CHECKS, "vmap", "print('ok')\n")
+    _views.deliver(report, "json", None, repro=str(tmp_path / "repro"))
+    err = capsys.readouterr().err
+    assert "wrote 0 repro script(s)" in err
+    assert "no repro script for JXB004 at samples/jxb004_bad.py:" in err and "passes on the module as it is" in err
+    assert not (tmp_path / "repro").exists() or not list((tmp_path / "repro").iterdir())
+
+
 @pytest.mark.slow
 def test_repro_states_expected_and_actual(tmp_path, monkeypatch):
     _copy(["jxb004_bad.py"], tmp_path / "samples")
