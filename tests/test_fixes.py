@@ -45,14 +45,14 @@ NOT_LOCAL = {
     "jxr006": "a new JVP rule", "jxr007": "a new transpose rule",
     "jxr009": "the rule's signature and its uses of the arguments", "jxr010": "a lowering of the right function",
     "jxv004": "the rule's branch for unbatched inputs",
-    "jxv005": "a rule for every in_batched combination",
     **{f"jxs00{i}": "a sharding rule: checked by `jaxdiag sharding` on several devices" for i in range(1, 7)},
 }
 FAST = {"jxb004"}
 # What the verified edit of a sample must add on each flagged line (beyond making the sample clean).
 EDIT_ADDS = {"jxb020": re.compile(r"vmap_method=\"(sequential|sequential_unrolled|expand_dims|broadcast_all)\""),
              "jxb006": re.compile(r"batching\.bdim_at_front\("), "jxv003": re.compile(r"\.moveaxis\("),
-             "jxg001": re.compile(r"return -\(")}
+             "jxg001": re.compile(r"return -\("),
+             "jxv005": re.compile(r"= \w+ if \w+_batched else jnp\.broadcast_to\(")}
 
 
 def _marks(name: str) -> list:
@@ -545,3 +545,17 @@ def test_suggested_config_gives_a_static_argument_a_literal(tmp_path, monkeypatc
     after = _lint.check_paths(["declared.py"])
     assert not problems(after) and "scaled" in " ".join(t.target for t in after.targets), after.findings
     assert not [f for f in after.findings if "could not infer" in f.message]
+
+
+def test_a_block_of_new_statements_goes_at_the_top_of_the_rule(tmp_path):
+    source = ("import jax.numpy as jnp\n\n\ndef dot_vmap(axis_size, in_batched, u, v):  # here\n"
+              "    \"\"\"Doc.\"\"\"\n    return jnp.einsum('bj,bj->b', u, v), True\n")
+    fix = ("Make `dot_vmap` handle every `in_batched` combination: broadcast it first, e.g.\n"
+           "    u_batched, v_batched = in_batched\n"
+           "    u = u if u_batched else jnp.broadcast_to(u, (axis_size, *u.shape))\n"
+           "    v = v if v_batched else jnp.broadcast_to(v, (axis_size, *v.shape))\nat the top of the rule.")
+    candidates = _derived(tmp_path, source, "JXV005", "raised", fix)
+    want = ("    \"\"\"Doc.\"\"\"\n    u_batched, v_batched = in_batched\n"
+            "    u = u if u_batched else jnp.broadcast_to(u, (axis_size, *u.shape))\n"
+            "    v = v if v_batched else jnp.broadcast_to(v, (axis_size, *v.shape))\n    return jnp.einsum(")
+    assert any(want in c for c in candidates), candidates

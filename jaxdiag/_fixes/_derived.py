@@ -282,11 +282,15 @@ def _fix_block(fix: str) -> list[ast.Assign]:
             body = ast.parse(text).body
         except SyntaxError:
             return []
-        if len(body) != 1 or not isinstance(body[0], ast.Assign) or len(body[0].targets) != 1 or not isinstance(
-                body[0].targets[0], ast.Name):
+        if len(body) != 1 or not isinstance(body[0], ast.Assign) or len(body[0].targets) != 1 or not all(
+                isinstance(n, ast.Name) for n in _target_names(body[0].targets[0])):
             return []
         out.append(body[0])
     return out
+
+
+def _target_names(target: ast.expr) -> list[ast.expr]:
+    return list(target.elts) if isinstance(target, ast.Tuple) else [target]
 
 
 def _block_edits(block: list[ast.Assign], tree: ast.Module, lines: list[str], path: str, line: int
@@ -299,7 +303,11 @@ def _block_edits(block: list[ast.Assign], tree: ast.Module, lines: list[str], pa
     moves: list[tuple[ast.Assign, str]] = []  # (the user's statement, the block's replacement)
     helpers: list[str] = []
     for stmt in block:
-        name = stmt.targets[0].id  # type: ignore[attr-defined]  # _fix_block keeps single-name targets only
+        target = stmt.targets[0]
+        if not isinstance(target, ast.Name):
+            helpers.append(ast.unparse(stmt))
+            continue
+        name = target.id
         call = stmt.value
         reads = {n.id for n in ast.walk(call) if isinstance(n, ast.Name)}
         if isinstance(call, ast.Call) and name in reads:
@@ -313,6 +321,7 @@ def _block_edits(block: list[ast.Assign], tree: ast.Module, lines: list[str], pa
         else:
             helpers.append(ast.unparse(stmt))
     if not moves:
+        yield from _block_at_top(helpers, fn, lines, path)
         return
     moves.sort(key=lambda m: m[0].lineno)
     edits = []
@@ -327,6 +336,24 @@ def _block_edits(block: list[ast.Assign], tree: ast.Module, lines: list[str], pa
         edits.append(SourceEdit(path, first, last, f"{prefix}{head}{text}{tail}{newline}"))
     yield Fix(f"the operands' batch axes handled in {getattr(fn, 'name', 'the rule')} (unbatched ones too)",
               tuple(edits))
+
+
+def _block_at_top(block: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], path: str
+                  ) -> Iterator[Fix]:
+    """The block as the first statements of the rule's body (after its docstring): it rebinds only its own names
+    (`x = x if x_batched else jnp.broadcast_to(x, ...)`), so the rest of the rule sees batched arguments."""
+    body = fn.body
+    first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(
+        getattr(body[0], "value", None), ast.Constant) else body[0]
+    if not block or first.lineno <= fn.lineno:  # a one-line `def f(x): return x`: no line of its own to insert at
+        return
+    head = lines[first.lineno - 1][:first.col_offset]
+    if head.strip():
+        return
+    newline = "\r\n" if lines[first.lineno - 1].endswith("\r\n") else "\n"
+    text = "".join(f"{head}{stmt}{newline}" for stmt in block)
+    edit = SourceEdit(path, first.lineno, first.lineno - 1, text)
+    yield Fix(f"the fix's statements at the top of {fn.name}", (edit,))
 
 
 # ---------------------------------------------------------------------------------------------------------------
