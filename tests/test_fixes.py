@@ -516,6 +516,7 @@ FIX_DATA = Path(__file__).resolve().parent / "data" / "fixes"
     ("nondiff_scale", "return (g * scale,)"),  # a nondiff_argnums argument's cotangent entry dropped
     ("fwd_triple", "return 2.0 * y, (y, x)"),  # fwd's flat residuals paired, with the user's names
     ("bias_unsummed", "return g, jnp.sum(g, axis=0)"),  # the broadcast axis summed
+    ("batch_not_moved", "return jnp.flip(values, axis=1), 0"),  # the operand's batch axis moved to the front
 ])
 def test_probe_gets_a_verified_diff_that_makes_it_clean(module, added, tmp_path, monkeypatch):
     shutil.copy(FIX_DATA / f"{module}.py", tmp_path / f"{module}.py")
@@ -523,8 +524,8 @@ def test_probe_gets_a_verified_diff_that_makes_it_clean(module, added, tmp_path,
     report = _lint.check_paths([f"{module}.py"], fixes=True)
     found = [f for f in report.findings if f.severity in ("error", "warning")]
     assert found and all(f.fix_verified for f in found), [(f.code, f.fix) for f in found]
-    assert any(line.strip() == f"+{added}".replace("+", "+    ", 1).strip() or line.endswith(added)
-               for f in found for line in f.diff.splitlines() if line.startswith("+")), found[0].diff
+    assert any(line[1:].strip() == added for f in found for line in f.diff.splitlines()
+               if line.startswith("+")), found[0].diff
     fixed = tmp_path / f"{module}_fixed.py"
     fixed.write_text(apply_edits((tmp_path / f"{module}.py").read_text(),
                                  [e for fix in _fixes.verified_fixes(report) for e in fix.edits]))
@@ -559,3 +560,15 @@ def test_a_block_of_new_statements_goes_at_the_top_of_the_rule(tmp_path):
             "    u = u if u_batched else jnp.broadcast_to(u, (axis_size, *u.shape))\n"
             "    v = v if v_batched else jnp.broadcast_to(v, (axis_size, *v.shape))\n    return jnp.einsum(")
     assert any(want in c for c in candidates), candidates
+
+
+def test_moving_the_batch_axis_first_uses_the_rules_names_and_returns_0(tmp_path):
+    source = ("import jax.numpy as jnp\n\n\ndef rule(batched_args, batch_dims):  # here\n"
+              "    (values,), (bv,) = batched_args, batch_dims\n    return jnp.flip(values, axis=1), bv\n")
+    fix = ("It assumes the batch dim is 0. Move each operand's batch axis to the front, e.g.\n"
+           "    values = jnp.moveaxis(values, bv, 0) if bv is not None else values\nthen return 0.")
+    candidates = _derived(tmp_path, source, "JXB005", "differs", fix)
+    want = ("    (values,), (bv,) = batched_args, batch_dims\n"
+            "    values = jnp.moveaxis(values, bv, 0) if bv is not None else values\n"
+            "    return jnp.flip(values, axis=1), 0\n")
+    assert any(c.endswith(want) for c in candidates), candidates

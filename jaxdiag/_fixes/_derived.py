@@ -340,20 +340,52 @@ def _block_edits(block: list[ast.Assign], tree: ast.Module, lines: list[str], pa
 
 def _block_at_top(block: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], path: str
                   ) -> Iterator[Fix]:
-    """The block as the first statements of the rule's body (after its docstring): it rebinds only its own names
-    (`x = x if x_batched else jnp.broadcast_to(x, ...)`), so the rest of the rule sees batched arguments."""
+    """The block as new statements of the rule's body, after the last top-level statement that binds a name the
+    block reads (the operands' unpacking), else first (after a docstring): it rebinds only its own names
+    (`x = x if x_batched else jnp.broadcast_to(x, ...)`), so the rest of the rule sees the arguments it expects.
+    A block that moves operands' batch axes to the front (`x = jnp.moveaxis(x, bx, 0) ...`) also makes the rule
+    return 0 where it returned one of those dims."""
+    parsed = [ast.parse(text).body[0] for text in block]
+    reads = {n.id for stmt in parsed for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     body = fn.body
-    first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(
-        getattr(body[0], "value", None), ast.Constant) else body[0]
-    if not block or first.lineno <= fn.lineno:  # a one-line `def f(x): return x`: no line of its own to insert at
+    start = 1 if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(
+        getattr(body[0], "value", None), ast.Constant) else 0
+    anchor = None
+    for stmt in body[start:]:
+        if isinstance(stmt, ast.Return):
+            break
+        if {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} & reads:
+            anchor = stmt
+    first = body[start]
+    at = (anchor.end_lineno or anchor.lineno) + 1 if anchor is not None else first.lineno
+    if not block or first.lineno <= fn.lineno or at > len(lines):  # a one-line `def f(x): return x`
         return
-    head = lines[first.lineno - 1][:first.col_offset]
+    indent_from = anchor if anchor is not None else first
+    head = lines[indent_from.lineno - 1][:indent_from.col_offset]
     if head.strip():
         return
-    newline = "\r\n" if lines[first.lineno - 1].endswith("\r\n") else "\n"
+    newline = "\r\n" if lines[indent_from.lineno - 1].endswith("\r\n") else "\n"
     text = "".join(f"{head}{stmt}{newline}" for stmt in block)
-    edit = SourceEdit(path, first.lineno, first.lineno - 1, text)
-    yield Fix(f"the fix's statements at the top of {fn.name}", (edit,))
+    moved = {stmt.value.body.args[1].id for stmt in parsed
+             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.IfExp) and isinstance(
+                 stmt.value.body, ast.Call) and ast.unparse(stmt.value.body.func).endswith("moveaxis")
+             and len(stmt.value.body.args) == 3 and isinstance(stmt.value.body.args[1], ast.Name)}
+    edits: list[SourceEdit] = []
+    for ret in own_returns(fn) if moved else []:
+        value = ret.value
+        if isinstance(value, ast.Tuple) and len(value.elts) == 2:
+            for node in ast.walk(value.elts[1]):
+                if isinstance(node, ast.Name) and node.id in moved:
+                    edit = replace_expr(node, "0", lines, path)
+                    if edit is None or any(edit.overlaps(e) for e in edits):
+                        return
+                    edits.append(edit)
+    joined = next((e for e in edits if e.start == at), None)
+    if joined is not None:  # the return right after the unpacking: one edit of that line, the block before it
+        edits[edits.index(joined)] = SourceEdit(path, joined.start, joined.end, text + joined.replacement)
+    else:
+        edits.insert(0, SourceEdit(path, at, at - 1, text))
+    yield Fix(f"the fix's statements in {fn.name}", tuple(edits))
 
 
 # ---------------------------------------------------------------------------------------------------------------
