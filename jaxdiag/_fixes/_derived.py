@@ -49,6 +49,9 @@ def derived_fixes(finding: Finding, tree: ast.Module, lines: list[str], path: st
     if unsummed:
         numpy = _numpy_name(tree) or "jnp"
         yield from _with_numpy(_summed_cotangent(unsummed, numpy, tree, lines, path, line), tree, lines, path)
+    recast = _WRONG_DTYPE.search(finding.message)
+    if recast:
+        yield from _recast_cotangent(recast.group(1), tree, lines, path, line)
     for span in re.findall(r"`([^`\n]+)`", finding.fix):
         moved = re.fullmatch(r"(\w+) = (\w+(?:\.\w+)*\.moveaxis)\(\1, (-?\d+), (-?\d+)\)", span.strip())
         if moved:
@@ -233,6 +236,46 @@ def _summed_cotangent(unsummed: re.Match, numpy: str, tree: ast.Module, lines: l
         edits.append(edit)
     if edits:
         yield Fix(f"{name}'s cotangent summed over the broadcast axes {axes}", tuple(edits))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A cotangent in another dtype than its argument
+# ---------------------------------------------------------------------------------------------------------------
+
+_WRONG_DTYPE = re.compile(r"cotangent for (\w+) is \w+ but \1 is \w+")
+
+
+def _recast_cotangent(name: str, tree: ast.Module, lines: list[str], path: str, line: int) -> Iterator[Fix]:
+    """The bwd's entry for `name` without the trailing `.astype(...)` that gives it another dtype; else, where the
+    argument itself is in the bwd's scope, cast to its dtype (`.astype(x.dtype)`)."""
+    fn = enclosing_function(tree, line)
+    params = primal_parameters(tree, fn.name) if fn is not None else None
+    if fn is None or params is None or name not in params:
+        return
+    index = params.index(name)
+    source = "".join(lines)
+    dropped, cast = [], []
+    for ret in own_returns(fn):
+        value = ret.value
+        if not isinstance(value, (ast.Tuple, ast.List)) or len(value.elts) != len(params):
+            return
+        entry = value.elts[index]
+        text = ast.get_source_segment(source, entry)
+        if text is None:
+            return
+        if isinstance(entry, ast.Call) and isinstance(entry.func, ast.Attribute) and entry.func.attr == "astype":
+            inner = ast.get_source_segment(source, entry.func.value)
+            edit = replace_expr(entry, inner, lines, path) if inner else None
+            if edit is not None:
+                dropped.append(edit)
+        if _binds(fn, name):
+            edit = replace_expr(entry, f"({text}).astype({name}.dtype)", lines, path)
+            if edit is not None:
+                cast.append(edit)
+    if dropped:
+        yield Fix(f"the cast of {name}'s cotangent to another dtype removed", tuple(dropped))
+    if cast:
+        yield Fix(f"{name}'s cotangent cast to {name}.dtype", tuple(cast))
 
 
 # ---------------------------------------------------------------------------------------------------------------
