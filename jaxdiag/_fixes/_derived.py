@@ -3,10 +3,12 @@
 - a derivative off by a constant factor (the evidence shows the rule's values are the reference's times `c` in every
   entry): the rule's tangent or cotangent expression divided by `c` (`-(expr)` for a flipped sign);
 - a complex cotangent that is exactly the conjugate of autodiff's: the cotangent wrapped in `jnp.conj`;
+- a cotangent with the broadcast axes left in: `jnp.sum` over them; one in another dtype: its cast removed;
 - an output built with its batch axis elsewhere (`out = jnp.moveaxis(out, 2, 0)` in the fix, `out` being the
   returned expression): the returned expression wrapped in that `moveaxis`;
-- a batching rule that assumes every operand batched (`x = batching.bdim_at_front(x, bx, size)` block in the fix):
-  the statements that move each operand's batch axis replaced by the block;
+- a code block in the fix (`x = batching.bdim_at_front(x, bx, size)`, `x = jnp.moveaxis(x, bx, 0) if ...`, a
+  custom_vmap rule's broadcasts): the rule's statements that move each operand's batch axis replaced by it, or it
+  inserted after the operands' unpacking (and `0` returned for a dim it moved);
 - an output whose dim becomes None in the corrected `return`: its `jnp.broadcast_to(value, ...)` undone.
 
 As for every candidate, nothing here decides that an edit is right: `_verify` re-runs the checks and the plain-JAX
