@@ -417,7 +417,8 @@ for folder in ({root!r}, os.path.dirname(os.path.abspath(MODULE)) if MODULE.ends
     if folder not in sys.path:
         sys.path.insert(0, folder)
 if MODULE.endswith(".py"):
-    name = {module_name!r} if MODULE == {module_file!r} else "module_under_test"
+    # under the module's own name, so a fixed copy's relative imports (`from . import helpers`) resolve in its package
+    name = {module_name!r} or "module_under_test"
     spec = importlib.util.spec_from_file_location(name, MODULE)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

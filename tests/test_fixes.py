@@ -571,3 +571,15 @@ def test_a_cotangent_cast_to_another_dtype_loses_the_cast(tmp_path):
     candidates = _derived(tmp_path, source, "JXG004", message)
     assert any("    return g * w, g * x\n" in c for c in candidates), candidates
     assert any("    return ((g * w).astype(jnp.float16)).astype(x.dtype), g * x\n" in c for c in candidates)
+
+
+@pytest.mark.slow
+def test_a_fix_in_a_package_module_with_relative_imports_is_verified(tmp_path, monkeypatch):
+    """The repro that verifies the fix loads the edited copy under the module's own name, so `from .helpers import
+    ...` still resolves in its package."""
+    shutil.copytree(FIX_DATA / "relpkg", tmp_path / "relpkg")
+    monkeypatch.chdir(tmp_path)
+    report = _lint.check_paths(["relpkg/ops.py"], fixes=True)
+    finding = next(f for f in report.findings if f.code == "JXV003")
+    assert finding.fix_verified is True, getattr(finding, "verified_fix", None)
+    assert "+    return jnp.moveaxis(outer_batched(x, y), 2, 0), True" in finding.diff
