@@ -39,6 +39,7 @@ from ._filtering import Filter, validate_inline
 from ._fresh_draws import confirm_on_fresh_draws
 from ._observe import observed_examples, primitive_call_key
 from ._relocate import relocate, wrapper_moves
+from ._inputs import needs_x64  # noqa: F401 - re-exported: callers use _engine.needs_x64
 from ._inputs import (
     DOMAINS,
     ArgSpec,
@@ -158,12 +159,6 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
 
         _fixes.attach(final, resolved, args, params, options, app_dir, run_unfiltered)
     return final
-
-
-def needs_x64(spec: ArgSpec) -> bool:
-    """A 64-bit component type: f64, i64, u64, c128 (c64 holds two float32s)."""
-    itemsize = spec.dtype.itemsize // (2 if spec.dtype.kind == "c" else 1)
-    return itemsize >= 8 and spec.dtype.kind in "fciu"
 
 
 def _run_target(target: Target, templates: list[Any], concrete: list, params: dict, options: Options

@@ -427,6 +427,12 @@ def _chunked(shape: tuple[int, ...], dtype: np.dtype, sample: Any) -> np.ndarray
     return out
 
 
+def needs_x64(spec: ArgSpec) -> bool:
+    """A 64-bit component type: f64, i64, u64, c128 (c64 holds two float32s)."""
+    itemsize = spec.dtype.itemsize // (2 if spec.dtype.kind == "c" else 1)
+    return itemsize >= 8 and spec.dtype.kind in "fciu"
+
+
 def draw_real(rng: "np.random.Generator", domain: str, size: "int | tuple[int, ...]") -> "np.ndarray":
     """Real values from `domain` ("positive", "negative", "unit", "small", "LO..HI", else standard normal) for
     `size` (a count or a shape). The one domain table: `--repro` scripts embed this function's source (`_repro`),

@@ -14,26 +14,31 @@ import dataclasses
 import os
 import re
 import textwrap
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from . import _engine, _inputs
+from . import _inputs
 from . import _rules as rules
 from ._exposure import Exposure, exposure_for
 from ._errors import UsageError
 from ._report import Finding, Report, TargetReport
 
 
-def write_all(report: Report, folder: str) -> list[str]:
+# A finding -> {path: the file's text with the finding's verified fix applied}, or None without one (`_fixes`).
+FixedSources = Callable[[Finding], "dict[str, str] | None"]
+
+
+def write_all(report: Report, folder: str, fixed: FixedSources | None = None) -> list[str]:
     """Write a verified script per error/warning of `report` into `folder`; returns the paths written."""
-    return write_verified(report, folder)[0]
+    return write_verified(report, folder, fixed)[0]
 
 
-def write_verified(report: Report, folder: str) -> tuple[list[str], list[tuple[Finding, str]]]:
+def write_verified(report: Report, folder: str, fixed: FixedSources | None = None
+                   ) -> tuple[list[str], list[tuple[Finding, str]]]:
     """Write a script per error/warning of `report` into `folder`, each verified first (`verify_script`): it fails
-    on the module as it is and, for a finding with a verified fix, passes on the fixed copy. Returns the paths
-    written and, for every finding left without a script, why."""
+    on the module as it is and, for a finding with a verified fix (`fixed`), passes on the fixed copy. Returns the
+    paths written and, for every finding left without a script, why."""
     written: list[str] = []
     skipped: list[tuple[Finding, str]] = []
     used: set[str] = set()
@@ -47,8 +52,7 @@ def write_verified(report: Report, folder: str) -> tuple[list[str], list[tuple[F
                 skipped.append((finding, "no plain-JAX form of this check (the target cannot be named from its "
                                          "module, or an argument has no Python literal)"))
                 continue
-            fix = getattr(finding, "verified_fix", None)
-            reason = verify_script(text, module_path(text), fixed_source(fix) if fix is not None else None)
+            reason = verify_script(text, module_path(text), fixed(finding) if fixed is not None else None)
             if reason is not None:
                 skipped.append((finding, reason))
                 continue
@@ -82,14 +86,6 @@ _runs: dict[tuple[str, str, str], tuple[int, str]] = {}
 def module_path(text: str) -> str:
     match = re.search(r"^MODULE = sys\.argv\[1\] if len\(sys\.argv\) > 1 else (.+)$", text, re.MULTILINE)
     return str(ast.literal_eval(match.group(1))) if match else ""
-
-
-def fixed_source(fix: Any) -> dict[str, str]:
-    """{path: the file's text with `fix` applied} for every file the fix edits."""
-    from ._fixes import apply_edits
-    from ._fixes._edits import read_source
-
-    return {path: apply_edits(read_source(path), [e for e in fix.edits if e.path == path]) for path in fix.paths}
 
 
 def run_script(text: str, module: str, source: str | None = None) -> tuple[int, str]:
@@ -304,7 +300,7 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
                         "warnings.simplefilter('error', DeprecationWarning)  # the finding is a deprecation\n")
     else:
         call_prelude = ""
-    if any(_engine.needs_x64(s) for s in chosen.specs):
+    if any(_inputs.needs_x64(s) for s in chosen.specs):
         # a 64-bit spec is checked with x64 on (only there); so is the script, before anything is traced.
         call_prelude += "import jax\njax.config.update('jax_enable_x64', True)  # the inputs are 64-bit\n"
     body = _PRELUDE.format(module_file=module_file, module_name=module.__name__, root=os.getcwd(), attr=attr,

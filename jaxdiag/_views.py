@@ -26,7 +26,7 @@ def deliver(report: Report, fmt: str, output: str | None, diff: bool = False, fi
     if repro:
         from . import _repro
 
-        written, skipped = _repro.write_verified(report, repro)
+        written, skipped = _repro.write_verified(report, repro, _fixes.fixed_sources)
         _say(f"wrote {len(written)} repro script(s) to {repro}, each run first: it fails on the module as it is"
              " (and passes once a verified fix is applied)")
         for finding, reason in skipped:

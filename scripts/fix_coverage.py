@@ -80,7 +80,7 @@ def measure_one(name: str) -> dict:
         if left:
             fixed = None
     out["diff"] = fixed is not None
-    scripts = _repro.write_all(report, str(scratch / "repro"))
+    scripts = _repro.write_all(report, str(scratch / "repro"), _fixes.fixed_sources)
     out["scripts"] = len(scripts)
     failures = []
     for script in scripts:

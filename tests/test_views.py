@@ -15,7 +15,7 @@ import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 from fix_samples import FFI_CALL_SAMPLES, FIXABLE, ffi_script_prefix
 
-from jaxdiag import _lint, _repro
+from jaxdiag import _fixes, _lint, _repro
 from jaxdiag._cli import app
 from jaxdiag._exposure import mark_and_truncate
 
@@ -92,13 +92,11 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
     problems = [f for f in report.findings if f.severity in ("error", "warning")]
     if not problems:
         pytest.skip(f"{name}_bad reports only notes under `check` (no repro for notes)")
-    scripts = _repro.write_all(report, str(tmp_path / "repro"))
+    scripts = _repro.write_all(report, str(tmp_path / "repro"), _fixes.fixed_sources)
     assert len(scripts) == len(problems), "one script per error or warning"
     good = folder / f"{name}_good.py"
     fixed = None
     if all(f.fix_verified for f in problems):
-        from jaxdiag import _fixes
-
         patched = folder / f"{name}_fixed.py"
         source = (folder / f"{name}_bad.py").read_text()
         edits = [e for fix in _fixes.verified_fixes(report) for e in fix.edits]

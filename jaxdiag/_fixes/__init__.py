@@ -25,8 +25,8 @@ from ._edits import (
 )
 from ._verify import edited_module, module_file, verify_findings
 
-__all__ = ["Fix", "SourceEdit", "apply_edits", "attach", "candidate_fixes", "combined_diff", "unified_diff",
-           "verified_fixes", "write_fixes"]
+__all__ = ["Fix", "SourceEdit", "apply_edits", "attach", "candidate_fixes", "combined_diff", "fixed_sources",
+           "unified_diff", "verified_fixes", "write_fixes"]
 
 
 def attach(report: Report, target: Any, args: Sequence[Any], params: dict[str, Any], options: Any,
@@ -71,6 +71,16 @@ def repro_passes(finding: Any, target_report: Any, sources: dict[str, str]) -> s
     if module not in edited:
         return None
     return _repro.passes_on(text, module, edited[module])
+
+
+def fixed_sources(finding: Any) -> dict[str, str] | None:
+    """{path: the file's text with the finding's verified fix applied}, or None when it has none (for `_repro`)."""
+    from ._edits import read_source
+
+    fix = getattr(finding, "verified_fix", None)
+    if fix is None:
+        return None
+    return {path: apply_edits(read_source(path), [e for e in fix.edits if e.path == path]) for path in fix.paths}
 
 
 def verified_fixes(report: Report) -> list[Fix]:

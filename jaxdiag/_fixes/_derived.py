@@ -21,6 +21,7 @@ import ast
 import re
 from collections.abc import Callable, Iterator
 
+from .. import _rules as rules
 from .._report import Finding
 from ._edits import Fix, SourceEdit
 
@@ -29,7 +30,8 @@ _VECTORS = re.compile(r"(?:bwd|the rule) gives \[([^\]]*)\], (?:float64 finite d
                       r"gives? \[([^\]]*)\]")
 _TIMES = re.compile(r"the reference times (-?[0-9.]+(?:e[-+]?\d+)?)")
 _NICE = (-1.0, 2.0, 0.5, -2.0, -0.5, 3.0, -3.0, 1 / 3, -1 / 3, 4.0, 0.25, -4.0, -0.25, 10.0, 0.1, -10.0, -0.1)
-_SCALED_CODES = {"JXG001", "JXG024"}
+# Findings comparing a derivative rule's values with a reference's entry by entry (its evidence shows a factor).
+_SCALED_CODES = {rules.JVP_MISMATCH.code, rules.CUSTOM_DERIVATIVE_WRONG.code}
 
 
 def derived_fixes(finding: Finding, tree: ast.Module, lines: list[str], path: str) -> Iterator[Fix]:
