@@ -10,8 +10,8 @@ FFI_CALL_SAMPLES = {"jxb020", "jxb021", "jxb022"}
 # registration call, or an edit derived from the evidence (a constant factor, a moveaxis, the operands' batch axes,
 # an unbroadcast unbatched output, a dropped cast). Each must get a verified diff.
 FIXABLE = ["jxb001", "jxb002", "jxb003", "jxb004", "jxb005", "jxb006", "jxb007", "jxb008", "jxb009", "jxb011",
-           "jxb020", "jxb021", "jxb022", "jxg001", "jxg003", "jxg004", "jxg010", "jxg013", "jxn013", "jxr001",
-           "jxr003", "jxr004", "jxr005", "jxr008", "jxr015", "jxv001", "jxv002", "jxv003", "jxv005"]
+           "jxb020", "jxb021", "jxb022", "jxg001", "jxg003", "jxg004", "jxg010", "jxg012", "jxg013", "jxn013",
+           "jxr001", "jxr003", "jxr004", "jxr005", "jxr008", "jxr015", "jxv001", "jxv002", "jxv003", "jxv005"]
 
 
 def ffi_script_prefix() -> list[str]:

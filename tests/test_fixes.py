@@ -36,7 +36,6 @@ NOT_LOCAL = {
     "jxg002": "a transpose formula",
     "jxg005": "branches on which argument is linear", "jxg006": "symbolic-zero handling in the rule",
     "jxg007": "the tangent's computation", "jxg011": "the VJP of an ignored output",
-    "jxg012": "the primal computation of fwd",
     "jxg014": "a derivative formula (or a deliberate choice)", "jxg015": "the function's signature and callers",
     "jxg016": "NumPy code rewritten in jax.numpy", "jxg017": "the rule's signature and body",
     "jxg018": "the VJP of a dropped argument", "jxg019": "a differentiable bwd", "jxg020": "a linear tangent formula",
@@ -583,3 +582,13 @@ def test_a_fix_in_a_package_module_with_relative_imports_is_verified(tmp_path, m
     finding = next(f for f in report.findings if f.code == "JXV003")
     assert finding.fix_verified is True, getattr(finding, "verified_fix", None)
     assert "+    return jnp.moveaxis(outer_batched(x, y), 2, 0), True" in finding.diff
+
+
+def test_a_fwd_primal_is_computed_as_the_function_computes_it(tmp_path):
+    source = ("import jax\nimport jax.numpy as jnp\n\n\n@jax.custom_vjp\ndef my_tanh(u):\n    return jnp.tanh(u)\n\n\n"
+              "def my_tanh_fwd(u):  # here\n    t, d = jnp.tanh(u), 1 - jnp.tanh(u) ** 2\n    return d, (d,)\n\n\n"
+              "def my_tanh_bwd(res, g):\n    return (g * res[0],)\n\n\nmy_tanh.defvjp(my_tanh_fwd, my_tanh_bwd)\n")
+    message = "custom_vjp fwd does not match the function: my_tanh_fwd's primal output differs from my_tanh's: ..."
+    candidates = _derived(tmp_path, source, "JXG012", message)
+    assert "    return t, (d,)\n" in candidates[0], candidates
+    assert "    return jnp.tanh(u), (d,)\n" in candidates[1], candidates

@@ -9,7 +9,9 @@
 - a code block in the fix (`x = batching.bdim_at_front(x, bx, size)`, `x = jnp.moveaxis(x, bx, 0) if ...`, a
   custom_vmap rule's broadcasts): the rule's statements that move each operand's batch axis replaced by it, or it
   inserted after the operands' unpacking (and `0` returned for a dim it moved);
-- an output whose dim becomes None in the corrected `return`: its `jnp.broadcast_to(value, ...)` undone.
+- an output whose dim becomes None in the corrected `return`: its `jnp.broadcast_to(value, ...)` undone;
+- a fwd whose primal output differs from the function's: the function's `return` expression (or fwd's local bound
+  to it).
 
 As for every candidate, nothing here decides that an edit is right: `_verify` re-runs the checks and the plain-JAX
 repro on the edited copy and keeps only what works.
@@ -53,6 +55,8 @@ def derived_fixes(finding: Finding, tree: ast.Module, lines: list[str], path: st
     if unsummed:
         numpy = _numpy_name(tree) or "jnp"
         yield from _with_numpy(_summed_cotangent(unsummed, numpy, tree, lines, path, line), tree, lines, path)
+    if _PRIMAL_DIFFERS.search(finding.message):
+        yield from _fwd_primal(tree, lines, path, line)
     recast = _WRONG_DTYPE.search(finding.message)
     if recast:
         yield from _recast_cotangent(recast.group(1), tree, lines, path, line)
@@ -240,6 +244,52 @@ def _summed_cotangent(unsummed: re.Match, numpy: str, tree: ast.Module, lines: l
         edits.append(edit)
     if edits:
         yield Fix(f"{name}'s cotangent summed over the broadcast axes {axes}", tuple(edits))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A fwd whose primal output is not the function's
+# ---------------------------------------------------------------------------------------------------------------
+
+_PRIMAL_DIFFERS = re.compile(r"\w+'s primal output differs from \w+'s")
+
+
+def _fwd_primal(tree: ast.Module, lines: list[str], path: str, line: int) -> Iterator[Fix]:
+    """The fwd's primal entry computed as the function computes it, when the function is one `return EXPR` over the
+    same parameter names: a local of fwd already bound to EXPR (`s` of `s, c = jnp.sin(x), jnp.cos(x)`), else
+    EXPR itself."""
+    fwd = enclosing_function(tree, line)
+    if fwd is None:
+        return
+    owner = next((ast.unparse(n.func.value) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(
+        n.func, ast.Attribute) and n.func.attr == "defvjp" and n.args and isinstance(n.args[0], ast.Name)
+        and n.args[0].id == fwd.name), None)
+    primal = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == owner), None)
+    if primal is None or [a.arg for a in primal.args.args] != [a.arg for a in fwd.args.args]:
+        return
+    body = [b for b in primal.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return
+    wanted = ast.dump(body[0].value)
+    bound: list[str] = []
+    for stmt in statements(fwd):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+            pairs = list(zip(target.elts, value.elts)) if isinstance(target, ast.Tuple) and isinstance(
+                value, ast.Tuple) and len(target.elts) == len(value.elts) else [(target, value)]
+            bound += [t.id for t, v in pairs if isinstance(t, ast.Name) and ast.dump(v) == wanted]
+    returns = own_returns(fwd)
+    for text in [*bound[-1:], ast.unparse(body[0].value)]:
+        edits = []
+        for ret in returns:
+            returned = ret.value
+            if not isinstance(returned, ast.Tuple) or len(returned.elts) != 2:
+                return
+            edit = replace_expr(returned.elts[0], text, lines, path)
+            if edit is None:
+                return
+            edits.append(edit)
+        if edits:
+            yield Fix(f"{fwd.name}'s primal output computed as {primal.name} computes it: {text}", tuple(edits))
 
 
 # ---------------------------------------------------------------------------------------------------------------
