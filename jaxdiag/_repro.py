@@ -304,8 +304,11 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
         # a 64-bit spec is checked with x64 on (only there); so is the script, before anything is traced.
         call_prelude += "import jax\njax.config.update('jax_enable_x64', True)  # the inputs are 64-bit\n"
     body = _PRELUDE.format(module_file=module_file, module_name=module.__name__, root=os.getcwd(), attr=attr,
-                           specs=repr(specs), call=call, draw_real=_shared_source(_inputs.draw_real),
-                           edges=repr(edge_values(finding.message)))
+                           specs=repr(specs), call=call)
+    # jaxdiag's own domain table (one copy, its source), and the index values a finding names
+    body += (f"\n\n{_shared_source(_inputs.draw_real)}\n\n\n"
+             f"EDGES = {edge_values(finding.message)!r}  # index arguments drawn only at the out-of-range values "
+             "that show the defect\n")
     check = _CHECKS[exposure.mode].format(in_axes=repr(exposure.in_axes), out_axes=repr(exposure.out_axes),
                                           batch=exposure.batch, platform=repr(platform))
     return header + call_prelude + body + check
@@ -431,7 +434,6 @@ def f(*args):
 
 
 SPECS = {specs}  # (dtype, shape of one example, value domain) per array argument
-EDGES = {edges}  # index arguments drawn only at the out-of-range values that show the defect
 rng = np.random.default_rng(0)
 
 
@@ -448,8 +450,6 @@ def draw(dtype, shape, domain, lead=()):
         real = real + 1j * draw_real(rng, domain, shape)
     return real.astype(dtype)
 
-
-{draw_real}
 
 def tolerance(dtype):
     if np.dtype(dtype).itemsize == 1:  # float8 / float4: two or three bits of mantissa
