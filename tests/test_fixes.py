@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from fix_samples import FFI_CALL_SAMPLES, FIXABLE  # tests/ is on sys.path (conftest.py)
+from fix_samples import FFI_CALL_SAMPLES, FIXABLE, ffi_script_prefix  # tests/ is on sys.path (conftest.py)
 
 from jaxdiag import _fixes
 from jaxdiag._jobs import _lint
+from jaxdiag._run import _repro
 from jaxdiag._fixes import Fix, SourceEdit, apply_edits, combined_diff, unified_diff
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,9 +25,7 @@ TUTORIAL = Path(__file__).resolve().parent / "data" / "tutorial"
 # Bad samples outside FIXABLE (tests/fix_samples.py) need code jaxdiag cannot write for the user: their fix stays
 # text (marked unverified when tried).
 NOT_LOCAL = {
-    "jxg024": "a different derivative formula (the sign or factor of the rule is wrong)",
-    "jxb003": "two statements: stop broadcasting the constant output and return None as its dim",
-    "jxb006": "new lines: bring unbatched arguments to the batch layout (bdim_at_front)",
+    "jxg024": "one of its two rules has a different formula (sigmoid(-x) for sigmoid(x)); the flipped sign gets a diff",
     "jxb010": "a new per-example computation of the output",
     "jxb016": "out-of-range index handling in the rule (or a declared index range)",
     "jxb014": "a batched computation in place of a deliberate refusal (or its suppression)",
@@ -36,10 +35,9 @@ NOT_LOCAL = {
     "jxg027": "a rule that writes every entry, or keeps a symbolic zero symbolic",
     "jxg028": "nothing: a note about the reference (the custom rule is right)",
     "jxb013": "rewrite Python control flow on array values",
-    "jxg001": "a derivative formula", "jxg002": "a transpose formula", "jxg004": "a cast in every cotangent",
+    "jxg002": "a transpose formula",
     "jxg005": "branches on which argument is linear", "jxg006": "symbolic-zero handling in the rule",
     "jxg007": "the tangent's computation", "jxg011": "the VJP of an ignored output",
-    "jxg012": "the primal computation of fwd",
     "jxg014": "a derivative formula (or a deliberate choice)", "jxg015": "the function's signature and callers",
     "jxg016": "NumPy code rewritten in jax.numpy", "jxg017": "the rule's signature and body",
     "jxg018": "the VJP of a dropped argument", "jxg019": "a differentiable bwd", "jxg020": "a linear tangent formula",
@@ -47,13 +45,15 @@ NOT_LOCAL = {
     "jxr002": "a new abstract evaluation rule",
     "jxr006": "a new JVP rule", "jxr007": "a new transpose rule",
     "jxr009": "the rule's signature and its uses of the arguments", "jxr010": "a lowering of the right function",
-    "jxv003": "an axis move in the rule", "jxv004": "the rule's branch for unbatched inputs",
-    "jxv005": "a rule for every in_batched combination",
+    "jxv004": "the rule's branch for unbatched inputs",
     **{f"jxs00{i}": "a sharding rule: checked by `jaxdiag sharding` on several devices" for i in range(1, 7)},
 }
 FAST = {"jxb004"}
 # What the verified edit of a sample must add on each flagged line (beyond making the sample clean).
-EDIT_ADDS = {"jxb020": re.compile(r"vmap_method=\"(sequential|sequential_unrolled|expand_dims|broadcast_all)\"")}
+EDIT_ADDS = {"jxb020": re.compile(r"vmap_method=\"(sequential|sequential_unrolled|expand_dims|broadcast_all)\""),
+             "jxb006": re.compile(r"batching\.bdim_at_front\("), "jxv003": re.compile(r"\.moveaxis\("),
+             "jxg001": re.compile(r"return -\("),
+             "jxv005": re.compile(r"= \w+ if \w+_batched else jnp\.broadcast_to\(")}
 
 
 def _marks(name: str) -> list:
@@ -132,6 +132,7 @@ def problems(report) -> list:
 def test_fixable_sample_gets_a_verified_diff_that_makes_it_clean(name, tmp_path, monkeypatch, request):
     if name in FFI_CALL_SAMPLES:
         request.getfixturevalue("ffi_kernels")  # their ffi_call targets: compiled and registered in this process
+        monkeypatch.setattr(_repro, "SCRIPT_PREFIX", ffi_script_prefix())  # and in each repro run verifying a fix
     path = _copy_sample(name, tmp_path)
     monkeypatch.chdir(tmp_path)
     report = _lint.check_paths([f"samples/{path.name}"], fixes=True)
@@ -181,17 +182,6 @@ def test_cli_diff_then_fix(tmp_path):
 def _line_of(text: str, needle: str) -> tuple[int, int]:
     line = next(i for i, t in enumerate(text.splitlines(), start=1) if needle in t)
     return line, line
-
-
-@pytest.mark.slow
-def test_unverified_fix_stays_text(tmp_path, monkeypatch):
-    """JXB003's fix needs two statements; the one-line candidate fails verification and is marked unverified."""
-    path = _copy_sample("jxb003", tmp_path)
-    monkeypatch.chdir(tmp_path)
-    report = _lint.check_paths([f"samples/{path.name}"], fixes=True)
-    finding = next(f for f in report.findings if f.code == "JXB003")
-    assert finding.fix_verified is False and finding.diff == "" and finding.fix
-    assert "fix_verified" in finding.to_dict() and "diff" not in finding.to_dict()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -383,3 +373,225 @@ def test_verification_leaves_no_trace(tmp_path, monkeypatch):
     assert path.read_text() == before_source
     cached = linecache.cache.get(str(path.resolve()))
     assert cached is None or "".join(cached[2]) == before_source
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Edits derived from the evidence and the user's AST (no JAX run: a finding as a check writes it)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _derived(tmp_path: Path, source: str, code: str, message: str, fix: str = "", marker: str = "# here"
+             ) -> list[str]:
+    """The candidate sources for a finding located at the line carrying `marker`."""
+    from jaxdiag._fixes import candidate_fixes
+    from jaxdiag._core._report import Finding, Location
+
+    path = tmp_path / "mod.py"
+    path.write_text(source)
+    line = next(i for i, t in enumerate(source.splitlines(), start=1) if marker in t)
+    finding = Finding(code, "name", "error", message, fix, Location(str(path), line, "rule"))
+    return [apply_edits(source, fix.edits) for fix in candidate_fixes(finding)]
+
+
+_JVP = "import jax.numpy as jnp\n\n\ndef _sin_jvp(g, x):  # here\n    return {expr}\n"
+
+
+@pytest.mark.parametrize("got, want, scaled", [
+    ("[0.5, -1.25, 2]", "[-0.5, 1.25, -2]", "return -(g * jnp.cos(x))"),
+    ("[1, -2.5, 4]", "[0.5, -1.25, 2]", "return (g * jnp.cos(x)) / 2"),
+    ("[0.25, -0.625, 1]", "[0.5, -1.25, 2]", "return (g * jnp.cos(x)) * 2"),
+])
+def test_a_constant_factor_in_the_evidence_divides_the_derivative(tmp_path, got, want, scaled):
+    source = _JVP.format(expr="g * jnp.cos(x)")
+    message = f"_sin_jvp disagrees: tangent of output for a step in x: the rule gives {got}, float64 finite " \
+              f"differences give {want} (max abs difference 1)"
+    assert any(scaled in c for c in _derived(tmp_path, source, "JXG001", message)), scaled
+
+
+def test_no_factor_when_the_evidence_shows_a_different_formula(tmp_path):
+    source = _JVP.format(expr="g * jnp.cos(x)")
+    message = "tangent of output for a step in x: the rule gives [0.5, 1.3, 2], float64 finite differences give " \
+              "[-0.5, 1.25, -2] (max abs difference 1)"
+    assert _derived(tmp_path, source, "JXG001", message) == []
+
+
+def test_a_custom_jvp_rule_scales_only_its_tangent(tmp_path):
+    source = ("import jax.numpy as jnp\n\n\ndef tanh_jvp(primals, tangents):  # here\n    (x,), (t,) = primals, "
+              "tangents\n    y = jnp.tanh(x)\n    return y, (y * y - 1.0) * t\n")
+    message = "tanh_jvp's tangent is wrong: along every direction the rule's tangent is the reference times -1."
+    assert any("return y, -((y * y - 1.0) * t)" in c for c in _derived(tmp_path, source, "JXG024", message))
+
+
+def test_a_conjugate_cotangent_gets_conj(tmp_path):
+    source = "import jax.numpy as np_\n\n\ndef abs2_bwd(z, g):  # here\n    return (2.0 * g * z,)\n"
+    message = "abs2_bwd's gradient is wrong: abs2_bwd's cotangent for z is exactly the complex conjugate of autodiff's."
+    assert any("return (np_.conj(2.0 * g * z),)" in c for c in _derived(tmp_path, source, "JXG024", message))
+
+
+def test_broadcast_axes_are_summed_in_the_arguments_entry(tmp_path):
+    source = ("import jax\n\n\n@jax.custom_vjp\ndef add_bias(x, b):\n    return x + b\n\n\ndef fwd(x, b):\n"
+              "    return x + b, None\n\n\ndef bwd(res, g):  # here\n    return g, g\n\n\nadd_bias.defvjp(fwd, bwd)\n")
+    message = "custom_vjp bwd output has the wrong structure: bwd's cotangent for b has shape f32[5,4,3] but b is " \
+              "f32[1,3]; JAX rejects it"
+    candidates = _derived(tmp_path, source, "JXG010", message)
+    assert any("import jax.numpy as jnp\n" in c and "return g, jnp.sum(g, axis=(0, 1)).reshape((1, 3))" in c
+               for c in candidates), candidates
+
+
+def test_an_output_built_batch_last_is_moved_first(tmp_path):
+    source = ("import jax.numpy as jnp\n\n\ndef outer_vmap(axis_size, in_batched, x, y):  # here\n"
+              "    return jnp.einsum('bi,bj->ijb', x, y), True\n")
+    fix = "In `outer_vmap`, put the batch axis first: `out = jnp.moveaxis(out, 2, 0)` before returning."
+    candidates = _derived(tmp_path, source, "JXV003", "batch axis last", fix)
+    assert any("return jnp.moveaxis(jnp.einsum('bi,bj->ijb', x, y), 2, 0), True" in c for c in candidates)
+
+
+def test_a_block_in_the_fix_replaces_the_operands_moveaxis(tmp_path):
+    source = ("import jax.numpy as jnp\n\n\ndef rule(args, dims):\n    p, q = args\n    bp, bq = dims\n"
+              "    p = jnp.moveaxis(p, bp, 0)  # here\n    q = jnp.moveaxis(q, bq, 0)\n    return p @ q, 0\n")
+    fix = ("Handle unbatched arguments (dim None), e.g.\n    size = p.shape[bp] if bp is not None else q.shape[bq]\n"
+           "    p = batching.bdim_at_front(p, bp, size)\n    q = batching.bdim_at_front(q, bq, size)\nthen return 0.")
+    candidates = _derived(tmp_path, source, "JXB006", "raised", fix)
+    want = ("    size = p.shape[bp] if bp is not None else q.shape[bq]\n    p = batching.bdim_at_front(p, bp, size)  "
+            "# here\n    q = batching.bdim_at_front(q, bq, size)\n    return p @ q, 0\n")
+    assert any(c.endswith(want) for c in candidates), candidates
+
+
+def test_an_output_made_unbatched_is_returned_unbroadcast(tmp_path):
+    source = ("import jax.numpy as jnp\n\n\ndef rule(args, dims):\n    (x,), (bx,) = args, dims\n"
+              "    n = jnp.broadcast_to(jnp.float32(3), (x.shape[0],))\n    return (x, n), (0, 0)  # here\n")
+    fix = "Return None as output 1's dim: `return (x, n), (0, None)`."
+    candidates = _derived(tmp_path, source, "JXB003", "unbatched output", fix)
+    assert candidates[0].endswith("    n = jnp.float32(3)\n    return (x, n), (0, None)  # here\n"), candidates
+    assert "    n = jnp.broadcast_to(" in candidates[1]  # the return alone is tried next
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# End-to-end verification: a candidate the re-run accepts but whose plain-JAX repro still fails is not verified
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_a_fix_whose_repro_still_fails_is_not_verified(tmp_path):
+    from jaxdiag._fixes._verify import verify_findings
+    from jaxdiag._core._report import Finding, Location, Report, TargetReport
+
+    path = tmp_path / "m.py"
+    path.write_text("def rule(x):\n    return x, 1\n")
+    finding = Finding("JXB001", "name", "error", "wrong dim", "`return x, 0`", Location(str(path), 2, "rule"))
+    report = Report([TargetReport("m.py:rule", "primitive", findings=[finding])])
+    clean = Report([TargetReport("m.py:rule", "primitive")])
+    seen: list[str] = []
+
+    def repro(found, target, sources):
+        seen.append(sources[str(path)])
+        return "AssertionError: output 0 differs"
+
+    fixes = verify_findings(report, lambda sources: clean, _fixes.candidate_fixes, lambda p: True, repro)
+    assert fixes == [] and finding.fix_verified is False and finding.diff == ""
+    assert seen == ["def rule(x):\n    return x, 0\n"]  # the repro ran on the edited copy
+    assert "fix_verified" in finding.to_dict() and "diff" not in finding.to_dict()
+    verified = verify_findings(report, lambda sources: clean, _fixes.candidate_fixes, lambda p: True,
+                               lambda *a: None)
+    assert len(verified) == 1 and finding.fix_verified is True and "+    return x, 0" in finding.diff
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Probes under tests/data/fixes: each gets a verified diff (the re-run clean, the repro passing on the edited copy)
+# ---------------------------------------------------------------------------------------------------------------
+
+FIX_DATA = Path(__file__).resolve().parent / "data" / "fixes"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module, added", [
+    ("nondiff_scale", "return (g * scale,)"),  # a nondiff_argnums argument's cotangent entry dropped
+    ("fwd_triple", "return 2.0 * y, (y, x)"),  # fwd's flat residuals paired, with the user's names
+    ("bias_unsummed", "return g, jnp.sum(g, axis=0)"),  # the broadcast axis summed
+    ("batch_not_moved", "return jnp.flip(values, axis=1), 0"),  # the operand's batch axis moved to the front
+])
+def test_probe_gets_a_verified_diff_that_makes_it_clean(module, added, tmp_path, monkeypatch):
+    shutil.copy(FIX_DATA / f"{module}.py", tmp_path / f"{module}.py")
+    monkeypatch.chdir(tmp_path)
+    report = _lint.check_paths([f"{module}.py"], fixes=True)
+    found = [f for f in report.findings if f.severity in ("error", "warning")]
+    assert found and all(f.fix_verified for f in found), [(f.code, f.fix) for f in found]
+    assert any(line[1:].strip() == added for f in found for line in f.diff.splitlines()
+               if line.startswith("+")), found[0].diff
+    fixed = tmp_path / f"{module}_fixed.py"
+    fixed.write_text(apply_edits((tmp_path / f"{module}.py").read_text(),
+                                 [e for fix in _fixes.verified_fixes(report) for e in fix.edits]))
+    assert not problems(_lint.check_paths([fixed.name]))
+
+
+@pytest.mark.slow
+def test_suggested_config_gives_a_static_argument_a_literal(tmp_path, monkeypatch):
+    """`check` cannot draw a nondiff_argnums argument: the inputs it suggests hold a Python literal there, and a
+    module declaring exactly them checks clean (no array for a static argument, no new error)."""
+    shutil.copy(FIX_DATA / "nondiff_inferred.py", tmp_path / "nondiff_inferred.py")
+    monkeypatch.chdir(tmp_path)
+    report = _lint.check_paths(["nondiff_inferred.py"])
+    note = next(f for f in report.findings if "JAXDIAG = " in f.fix)
+    declared = re.search(r"(JAXDIAG = \{.*\}) in ", note.fix).group(1)
+    assert '"f32[3]", "0.1"' in declared, note.fix
+    (tmp_path / "declared.py").write_text((tmp_path / "nondiff_inferred.py").read_text() + f"\n{declared}\n")
+    after = _lint.check_paths(["declared.py"])
+    assert not problems(after) and "scaled" in " ".join(t.target for t in after.targets), after.findings
+    assert not [f for f in after.findings if "could not infer" in f.message]
+
+
+def test_a_block_of_new_statements_goes_at_the_top_of_the_rule(tmp_path):
+    source = ("import jax.numpy as jnp\n\n\ndef dot_vmap(axis_size, in_batched, u, v):  # here\n"
+              "    \"\"\"Doc.\"\"\"\n    return jnp.einsum('bj,bj->b', u, v), True\n")
+    fix = ("Make `dot_vmap` handle every `in_batched` combination: broadcast it first, e.g.\n"
+           "    u_batched, v_batched = in_batched\n"
+           "    u = u if u_batched else jnp.broadcast_to(u, (axis_size, *u.shape))\n"
+           "    v = v if v_batched else jnp.broadcast_to(v, (axis_size, *v.shape))\nat the top of the rule.")
+    candidates = _derived(tmp_path, source, "JXV005", "raised", fix)
+    want = ("    \"\"\"Doc.\"\"\"\n    u_batched, v_batched = in_batched\n"
+            "    u = u if u_batched else jnp.broadcast_to(u, (axis_size, *u.shape))\n"
+            "    v = v if v_batched else jnp.broadcast_to(v, (axis_size, *v.shape))\n    return jnp.einsum(")
+    assert any(want in c for c in candidates), candidates
+
+
+def test_moving_the_batch_axis_first_uses_the_rules_names_and_returns_0(tmp_path):
+    source = ("import jax.numpy as jnp\n\n\ndef rule(batched_args, batch_dims):  # here\n"
+              "    (values,), (bv,) = batched_args, batch_dims\n    return jnp.flip(values, axis=1), bv\n")
+    fix = ("It assumes the batch dim is 0. Move each operand's batch axis to the front, e.g.\n"
+           "    values = jnp.moveaxis(values, bv, 0) if bv is not None else values\nthen return 0.")
+    candidates = _derived(tmp_path, source, "JXB005", "differs", fix)
+    want = ("    (values,), (bv,) = batched_args, batch_dims\n"
+            "    values = jnp.moveaxis(values, bv, 0) if bv is not None else values\n"
+            "    return jnp.flip(values, axis=1), 0\n")
+    assert any(c.endswith(want) for c in candidates), candidates
+
+
+def test_a_cotangent_cast_to_another_dtype_loses_the_cast(tmp_path):
+    source = ("import jax\nimport jax.numpy as jnp\n\n\n@jax.custom_vjp\ndef f(x, w):\n    return x * w\n\n\n"
+              "def f_fwd(x, w):\n    return x * w, (x, w)\n\n\ndef f_bwd(res, g):  # here\n    x, w = res\n"
+              "    return (g * w).astype(jnp.float16), g * x\n\n\nf.defvjp(f_fwd, f_bwd)\n")
+    message = "f_bwd's cotangent for x is f16 but x is f32: JAX does not check cotangent dtypes"
+    candidates = _derived(tmp_path, source, "JXG004", message)
+    assert any("    return g * w, g * x\n" in c for c in candidates), candidates
+    assert any("    return ((g * w).astype(jnp.float16)).astype(x.dtype), g * x\n" in c for c in candidates)
+
+
+@pytest.mark.slow
+def test_a_fix_in_a_package_module_with_relative_imports_is_verified(tmp_path, monkeypatch):
+    """The repro that verifies the fix loads the edited copy under the module's own name, so `from .helpers import
+    ...` still resolves in its package."""
+    shutil.copytree(FIX_DATA / "relpkg", tmp_path / "relpkg")
+    monkeypatch.chdir(tmp_path)
+    report = _lint.check_paths(["relpkg/ops.py"], fixes=True)
+    finding = next(f for f in report.findings if f.code == "JXV003")
+    assert finding.fix_verified is True, getattr(finding, "verified_fix", None)
+    assert "+    return jnp.moveaxis(outer_batched(x, y), 2, 0), True" in finding.diff
+
+
+def test_a_fwd_primal_is_computed_as_the_function_computes_it(tmp_path):
+    source = ("import jax\nimport jax.numpy as jnp\n\n\n@jax.custom_vjp\ndef my_tanh(u):\n    return jnp.tanh(u)\n\n\n"
+              "def my_tanh_fwd(u):  # here\n    t, d = jnp.tanh(u), 1 - jnp.tanh(u) ** 2\n    return d, (d,)\n\n\n"
+              "def my_tanh_bwd(res, g):\n    return (g * res[0],)\n\n\nmy_tanh.defvjp(my_tanh_fwd, my_tanh_bwd)\n")
+    message = "custom_vjp fwd does not match the function: my_tanh_fwd's primal output differs from my_tanh's: ..."
+    candidates = _derived(tmp_path, source, "JXG012", message)
+    assert "    return t, (d,)\n" in candidates[0], candidates
+    assert "    return jnp.tanh(u), (d,)\n" in candidates[1], candidates

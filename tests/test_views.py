@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
-from fix_samples import FFI_CALL_SAMPLES, FIXABLE
+from fix_samples import FFI_CALL_SAMPLES, FIXABLE, ffi_script_prefix
 
+from jaxdiag import _fixes
 from jaxdiag._jobs import _lint
 from jaxdiag._run import _repro
 from jaxdiag._parent._cli import app
@@ -49,17 +50,11 @@ def _top_level_names(path: Path) -> set[str]:
     return names
 
 
-# Runs a repro script as `python SCRIPT ARGS` would, after registering the FFI kernels the JXB020-JXB022 samples
-# call by name (a user's own kernels are registered by their module or program the same way, before the script's
-# call): the script itself stays plain JAX.
-_WITH_FFI_KERNELS = (
-    "import runpy, sys; sys.path.insert(0, {tests!r}); import ffi_build; ffi_build.register(); "
-    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
-)
-
-
 def _start(script: Path, *args: str, ffi: bool = False) -> subprocess.Popen:
-    prefix = ["-c", _WITH_FFI_KERNELS.format(tests=str(Path(__file__).resolve().parent))] if ffi else []
+    """Run a repro script as `python SCRIPT ARGS` would; for the JXB020-JXB022 samples, after registering the FFI
+    kernels they call by name (a user's own kernels are registered by their program the same way): the script
+    itself stays plain JAX."""
+    prefix = ffi_script_prefix() if ffi else []
     return subprocess.Popen([sys.executable, *prefix, str(script), *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -74,9 +69,9 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-# A known gap: the repro of a finding that only out-of-range index values show (JXB016) draws
-# in-range indices, so it passes on the bug. Strict: this fails once the repro draws the named values.
-KNOWN_REPRO_GAPS = {"jxb016": "the JXB016 repro draws in-range indices, not the out-of-range values it names"}
+# Bad samples whose repro is known not to reproduce the finding (strict xfails: each fails the run once closed).
+# Empty: the index-range finding's repro (JXB016) draws the out-of-range values the finding names.
+KNOWN_REPRO_GAPS: dict[str, str] = {}
 
 
 def _repro_marks(name: str) -> list:
@@ -90,6 +85,7 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
     ffi = name in FFI_CALL_SAMPLES
     if ffi:
         request.getfixturevalue("ffi_kernels")  # built and registered here, and by each script's run below
+        monkeypatch.setattr(_repro, "SCRIPT_PREFIX", ffi_script_prefix())  # the runs verifying each script
     folder = tmp_path / "samples"
     _copy([f"{name}_bad.py", f"{name}_good.py"], folder)
     monkeypatch.chdir(tmp_path)
@@ -98,13 +94,11 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
     problems = [f for f in report.findings if f.severity in ("error", "warning")]
     if not problems:
         pytest.skip(f"{name}_bad reports only notes under `check` (no repro for notes)")
-    scripts = _repro.write_all(report, str(tmp_path / "repro"))
+    scripts = _repro.write_all(report, str(tmp_path / "repro"), _fixes.fixed_sources)
     assert len(scripts) == len(problems), "one script per error or warning"
     good = folder / f"{name}_good.py"
     fixed = None
     if all(f.fix_verified for f in problems):
-        from jaxdiag import _fixes
-
         patched = folder / f"{name}_fixed.py"
         source = (folder / f"{name}_bad.py").read_text()
         edits = [e for fix in _fixes.verified_fixes(report) for e in fix.edits]
@@ -127,6 +121,65 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
             assert "Traceback (most recent call last)" in err, err[-2000:]  # an assertion or JAX's own error
         else:
             assert process.returncode == 0, f"{script.name} fails on the {which} module:\n{err[-3000:]}"
+
+
+# A repro is run before it is written: plain scripts standing in for generated ones (no JAX: fast)
+_SCRIPT = "import sys\nMODULE = sys.argv[1] if len(sys.argv) > 1 else {module!r}\n{body}\n"
+
+
+@pytest.mark.parametrize("body, verdict", [
+    ("text = open(MODULE).read()\nassert 'bug' not in text, 'output 0: expected 1, actual 2'", None),
+    ("pass", "it passes on the module as it is"),
+    ("import module_that_is_not_there", "cannot load the module standalone"),
+    ("import os\nos._exit(3)", "exits 3 without a Python error"),
+])
+def test_a_script_is_kept_only_when_it_fails_as_the_defect(tmp_path, body, verdict):
+    module = tmp_path / "mod.py"
+    module.write_text("bug = True\n")
+    reason = _repro.verify_script(_SCRIPT.format(module=str(module), body=body), str(module))
+    assert (reason is None) if verdict is None else (verdict in reason), reason
+
+
+def test_a_script_must_pass_once_the_verified_fix_is_applied(tmp_path):
+    module = tmp_path / "mod.py"
+    module.write_text("bug = True\n")
+    text = _SCRIPT.format(module=str(module), body="assert 'bug' not in open(MODULE).read(), 'still there'")
+    assert _repro.verify_script(text, str(module), {str(module): "fixed = True\n"}) is None
+    reason = _repro.verify_script(text, str(module), {str(module): "bug = False\n"})
+    assert reason is not None and "still fails once the verified fix is applied" in reason and "still there" in reason
+
+
+@pytest.mark.slow
+def test_pytree_arguments_are_called_with_the_users_structure(tmp_path, monkeypatch):
+    """A dict argument is passed as a dict: the script fails on the wrong bwd and passes on the correct twin."""
+    data = Path(__file__).resolve().parent / "data" / "fixes"
+    for which in ("bad", "good"):
+        shutil.copy(data / f"dict_dense_{which}.py", tmp_path / f"dict_dense_{which}.py")
+    monkeypatch.chdir(tmp_path)
+    report = _lint.check_paths(["dict_dense_bad.py"])
+    written, skipped = _repro.write_verified(report, str(tmp_path / "repro"))
+    assert len(written) == 1 and not skipped, skipped
+    text = Path(written[0]).read_text()
+    assert re.search(r"TARGET\(\{'b': args\[\d\], 'w': args\[\d\]\}, args\[\d\]\)", text), text
+    assert _run(Path(written[0])).returncode != 0
+    assert _run(Path(written[0]), str(tmp_path / "dict_dense_good.py")).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_repro_that_cannot_fail_is_not_written_and_the_reason_is_given(tmp_path, monkeypatch, capsys):
+    """A finding whose script passes on the module (here: the script's check made blind to the defect) gets no
+    script, and `--repro` says why on stderr."""
+    from jaxdiag._run import _views
+
+    _copy(["jxb004_bad.py"], tmp_path / "samples")
+    monkeypatch.chdir(tmp_path)
+    report = _lint.check_paths(["samples/jxb004_bad.py"])
+    monkeypatch.setitem(_repro._CHECKS, "vmap", "print('ok')\n")
+    _views.deliver(report, "json", None, repro=str(tmp_path / "repro"))
+    err = capsys.readouterr().err
+    assert "wrote 0 repro script(s)" in err
+    assert "no repro script for JXB004 at samples/jxb004_bad.py:" in err and "passes on the module as it is" in err
+    assert not (tmp_path / "repro").exists() or not list((tmp_path / "repro").iterdir())
 
 
 @pytest.mark.slow

@@ -224,9 +224,25 @@ def _raised(t: _Target, exc: Exception, where: str) -> _RuleDefect:
     return _RuleDefect(rules.VMAP_RULE_RAISED.finding(
         evidence=f"`{t.rule_name}` raised {first_line(exc)}{_user_line(exc, rule_file)} ({where}).",
         fix=f"Make `{t.rule_name}` handle every `in_batched` combination: an argument whose flag is False has no "
-            "batch axis; broadcast it first (`x = x if x_batched else jnp.broadcast_to(x, (axis_size, "
-            "*x.shape))`) or branch on the flag.",
+            f"batch axis; broadcast it first{_broadcast_block(t.rule)} or branch on the flag.",
         location=t.location))
+
+
+def _broadcast_block(rule: Callable) -> str:
+    """The broadcast of each unbatched argument, with the rule's own names, as an indented block:
+        x_batched, y_batched = in_batched
+        x = x if x_batched else jnp.broadcast_to(x, (axis_size, *x.shape))
+    (the generic one-liner when the rule's signature is not `(axis_size, in_batched, *plain arguments)`)."""
+    from .._harness import source
+
+    found = source.function_source(rule)
+    names = [a.arg for a in found.node.args.args] if found is not None else []
+    if len(names) < 3 or found is None or found.node.args.vararg is not None:
+        return " (`x = x if x_batched else jnp.broadcast_to(x, (axis_size, *x.shape))`)"
+    size, flags, args = names[0], names[1], names[2:]
+    lines = [f"    {', '.join(f'{a}_batched' for a in args)}{',' if len(args) == 1 else ''} = {flags}"]
+    lines += [f"    {a} = {a} if {a}_batched else jnp.broadcast_to({a}, ({size}, *{a}.shape))" for a in args]
+    return ", e.g.\n" + "\n".join(lines) + "\nat the top of the rule,"
 
 
 @dataclass

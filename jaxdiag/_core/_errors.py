@@ -15,8 +15,10 @@ class InferenceError(UsageError):
     """Example inputs could not be inferred; `jaxdiag check` turns this into a JXR903 note instead of exit 2."""
 
     def __init__(self, message: str, label: str = "", tried: "list[str] | None" = None, last_error: str = "",
-                 arity: int = 1):
+                 arity: int = 1, static: "dict[int, str] | None" = None):
         super().__init__(message)
+        # positions that take a static Python value, with the literal to suggest for each (never an array SPEC)
+        self.static = dict(static or {})
         self.label = label
         self.tried = list(tried or [])
         self.last_error = last_error

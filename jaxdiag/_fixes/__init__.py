@@ -18,8 +18,8 @@ from ._candidates import candidate_fixes
 from ._edits import Fix, SourceEdit, apply_edits, combined_diff, unified_diff, write_fixes
 from ._verify import edited_module, module_file, verify_findings
 
-__all__ = ["Fix", "SourceEdit", "apply_edits", "attach", "candidate_fixes", "combined_diff", "unified_diff",
-           "verified_fixes", "write_fixes"]
+__all__ = ["Fix", "SourceEdit", "apply_edits", "attach", "candidate_fixes", "combined_diff", "fixed_sources",
+           "unified_diff", "verified_fixes", "write_fixes"]
 
 
 def attach(report: Report, target: Any, args: Sequence[Any], params: dict[str, Any], options: Any,
@@ -47,7 +47,33 @@ def attach(report: Report, target: Any, args: Sequence[Any], params: dict[str, A
             return run_unfiltered(Target(ref=target.ref, obj=checked, kind=kind, module=module), args, params,
                                   quiet, app_dir)
 
-    return verify_findings(report, rerun, candidate_fixes, lambda p: os.path.realpath(p) == path)
+    return verify_findings(report, rerun, candidate_fixes, lambda p: os.path.realpath(p) == path, repro_passes)
+
+
+def repro_passes(finding: Any, target_report: Any, sources: dict[str, str]) -> str | None:
+    """None when the finding's plain-JAX repro script (`_repro`) passes on a scratch copy of the edited module, or
+    when the finding has no plain-JAX form (the re-run checks alone decide); else the script's last error line."""
+    from .._run import _repro
+
+    subject = getattr(target_report, "subject", None)
+    text = _repro.script(target_report, subject, finding) if subject is not None else None
+    if text is None:
+        return None
+    module = os.path.realpath(_repro.module_path(text) or "")
+    edited = {os.path.realpath(p): s for p, s in sources.items()}
+    if module not in edited:
+        return None
+    return _repro.passes_on(text, module, edited[module])
+
+
+def fixed_sources(finding: Any) -> dict[str, str] | None:
+    """{path: the file's text with the finding's verified fix applied}, or None when it has none (for `_repro`)."""
+    from ._edits import read_source
+
+    fix = getattr(finding, "verified_fix", None)
+    if fix is None:
+        return None
+    return {path: apply_edits(read_source(path), [e for e in fix.edits if e.path == path]) for path in fix.paths}
 
 
 def verified_fixes(report: Report) -> list[Fix]:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 
 from .._core._report import Finding
+from ._derived import derived_fixes, own_returns, statements, unbroadcast_edits
 from ._edits import Fix, SourceEdit, read_source
 
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -24,7 +25,7 @@ MAX_CANDIDATES = 6
 def candidate_fixes(finding: Finding) -> list[Fix]:
     """Edits worth verifying for `finding`, most specific first (at most MAX_CANDIDATES)."""
     loc = finding.location
-    if loc is None or not finding.fix or not os.path.isfile(loc.path):
+    if loc is None or not os.path.isfile(loc.path):
         return []
     path = os.path.abspath(loc.path)
     try:
@@ -35,11 +36,13 @@ def candidate_fixes(finding: Finding) -> list[Fix]:
     lines = source.splitlines(keepends=True)
     found: list[Fix] = []
     seen: set[tuple[SourceEdit, ...]] = set()
-    for snippet, text in _snippets(finding.fix):
-        for fix in _edits_for(snippet, text, tree, lines, path, loc.line):
-            if fix.edits not in seen and not _is_noop(fix, lines):
-                seen.add(fix.edits)
-                found.append(fix)
+    derived = derived_fixes(finding, tree, lines, path)
+    snippets = (fix for snippet, text in _snippets(finding.fix)
+                for fix in _edits_for(snippet, text, tree, lines, path, loc.line))
+    for fix in [*derived, *snippets]:
+        if fix.edits not in seen and not _is_noop(fix, lines):
+            seen.add(fix.edits)
+            found.append(fix)
     return found[:MAX_CANDIDATES]
 
 
@@ -67,12 +70,16 @@ def _edits_for(snippet: ast.stmt, text: str, tree: ast.Module, lines: list[str],
     if isinstance(snippet, ast.Return):
         for stmt in _returns_near(tree, line):
             edit = _replace_statement(stmt, text, lines, path)
-            if edit is not None:
-                yield Fix(f"`{text}` at line {stmt.lineno}", (edit,))
+            if edit is None:
+                continue
+            undone = unbroadcast_edits(stmt, snippet, tree, lines, path)  # a None dim: the value unbroadcast too
+            if undone and not any(e.overlaps(edit) for e in undone):
+                yield Fix(f"`{text}` at line {stmt.lineno}, its unbatched output(s) not broadcast", (*undone, edit))
+            yield Fix(f"`{text}` at line {stmt.lineno}", (edit,))
         return
     if isinstance(snippet, ast.Assign) and len(snippet.targets) == 1:
         target = snippet.targets[0]
-        assigned: list[ast.stmt] = [s for s in _statements(tree) if isinstance(s, ast.Assign) and s.lineno <= line <= (
+        assigned: list[ast.stmt] = [s for s in statements(tree) if isinstance(s, ast.Assign) and s.lineno <= line <= (
             s.end_lineno or s.lineno) and [ast.unparse(t) for t in s.targets] == [ast.unparse(target)]]
         for assign in assigned:  # the assignment on the finding's line, corrected (`size = ... if bx is not None`)
             edit = _replace_statement(assign, text, lines, path)
@@ -117,12 +124,6 @@ def _same_call(stmt: ast.stmt, call: ast.Call) -> bool:
     return ast.unparse(other.args[0]) == ast.unparse(call.args[0]) and ast.unparse(other) != ast.unparse(call)
 
 
-def _statements(tree: ast.AST) -> Iterator[ast.stmt]:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt):
-            yield node
-
-
 def _enclosing_function(tree: ast.AST, line: int) -> ast.AST | None:
     best: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None = None
     for node in ast.walk(tree):
@@ -133,29 +134,14 @@ def _enclosing_function(tree: ast.AST, line: int) -> ast.AST | None:
     return best
 
 
-def _own_returns(fn: ast.AST) -> list[ast.Return]:
-    out: list[ast.Return] = []
-
-    def walk(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                continue
-            if isinstance(child, ast.Return):
-                out.append(child)
-            walk(child)
-
-    walk(fn)
-    return out
-
-
 def _returns_near(tree: ast.Module, line: int) -> list[ast.Return]:
     """The `return` on the finding's line; else every `return` of the function containing (or defined at) it,
     last first (the final return is the usual batched path)."""
-    on_line = [s for s in _statements(tree) if isinstance(s, ast.Return) and s.lineno <= line <= (s.end_lineno or 0)]
+    on_line = [s for s in statements(tree) if isinstance(s, ast.Return) and s.lineno <= line <= (s.end_lineno or 0)]
     if on_line:
         return on_line
     fn = _enclosing_function(tree, line)
-    return list(reversed(_own_returns(fn))) if fn is not None else []
+    return list(reversed(own_returns(fn))) if fn is not None else []
 
 
 def _replace_statement(stmt: ast.stmt, text: str, lines: list[str], path: str) -> SourceEdit | None:
@@ -174,7 +160,7 @@ def _keyword_edits(name: str, value_text: str, tree: ast.Module, lines: list[str
                    line: int) -> Iterator[Fix]:
     """Set `name=value` on the calls of the statement at `line` (or of the function containing it): replace the
     keyword where it exists, add it where a call already takes keywords of the same family."""
-    stmts = [s for s in _statements(tree) if s.lineno <= line <= (s.end_lineno or s.lineno)
+    stmts = [s for s in statements(tree) if s.lineno <= line <= (s.end_lineno or s.lineno)
              and not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For,
                                     ast.While, ast.With, ast.Try))]
     fn = _enclosing_function(tree, line)

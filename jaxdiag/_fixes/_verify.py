@@ -22,6 +22,9 @@ _counter = itertools.count()
 
 # (edited sources by absolute path) -> the report of the same run on the edited module, or None if it cannot run
 Rerun = Callable[[dict[str, str]], "Report | None"]
+# (finding, its target's report, edited sources) -> None when the finding's plain-JAX repro passes on the edited
+# copy (or the finding has no plain-JAX form), else what the repro still shows
+ReproCheck = Callable[[Finding, Any, dict[str, str]], "str | None"]
 
 
 @contextlib.contextmanager
@@ -58,9 +61,10 @@ def problems(report: Report) -> set[tuple[str, str]]:
     return {(t.target, f.code) for t in report.targets for f in t.findings if f.severity in ("error", "warning")}
 
 
-def verify(fix: Fix, finding: Finding, label: str, baseline: Report, rerun: Rerun) -> bool:
-    """True when the edited code no longer shows `finding` (same code, same target) and shows no error or warning
-    that the original did not."""
+def verify(fix: Fix, finding: Finding, label: str, baseline: Report, rerun: Rerun,
+           repro: Callable[[dict[str, str]], str | None] | None = None) -> bool:
+    """True when the edited code no longer shows `finding` (same code, same target), shows no error or warning
+    that the original did not, and (given `repro`) the finding's plain-JAX repro passes on the edited copy."""
     sources: dict[str, str] = {}
     for path in fix.paths:
         sources[path] = apply_edits(read_source(path), [e for e in fix.edits if e.path == path])
@@ -74,15 +78,20 @@ def verify(fix: Fix, finding: Finding, label: str, baseline: Report, rerun: Reru
     if after is None or after.internal_errors:
         return False
     now = problems(after)
-    if (label, finding.code) in now:
+    if (label, finding.code) in now or not now <= problems(baseline):
         return False
-    return now <= problems(baseline)
+    still = repro(sources) if repro is not None else None
+    if still is not None:  # jaxdiag's checks pass the edit, but plain JAX still shows the defect: not a fix
+        fix.notes.append(f"the plain-JAX repro still fails on the edited copy: {still}")
+        return False
+    return True
 
 
 def verify_findings(report: Report, rerun: Rerun, candidates: Callable[[Finding], list[Fix]],
-                    editable: Callable[[str], bool]) -> list[Fix]:
+                    editable: Callable[[str], bool], repro: ReproCheck | None = None) -> list[Fix]:
     """Try each error/warning's candidate fixes in order; attach the first verified one to the finding
-    (`finding.diff`, `finding.fix_verified`) and return the verified fixes."""
+    (`finding.diff`, `finding.fix_verified`) and return the verified fixes. With `repro`, a candidate is verified
+    only when the finding's plain-JAX repro also passes on the edited copy."""
     from ._edits import combined_diff
 
     verified: list[Fix] = []
@@ -98,7 +107,9 @@ def verify_findings(report: Report, rerun: Rerun, candidates: Callable[[Finding]
             for fix in fixes:
                 key = (fix.edits, target.target, finding.code)
                 if key not in tried:
-                    tried[key] = verify(fix, finding, target.target, report, rerun)
+                    check = None if repro is None else (
+                        lambda sources, finding=finding, target=target: repro(finding, target, sources))
+                    tried[key] = verify(fix, finding, target.target, report, rerun, check)
                 if tried[key]:
                     fix.verified = True
                     finding.fix_verified = True

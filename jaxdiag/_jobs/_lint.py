@@ -9,6 +9,8 @@ at the end, and suppressions that suppressed nothing are reported as JXN005, as 
 
 from __future__ import annotations
 
+import json
+
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -251,7 +253,8 @@ class _Lint:
 
     def _not_inferred(self, found: Found, exc: InferenceError, anchors: list[Location]) -> TargetReport:
         key = self.discovery.config_key(found)
-        args = ", ".join('"f32[3]"' for _ in range(max(exc.arity, 1)))
+        static = getattr(exc, "static", {})  # a static position takes a Python literal, never an array SPEC
+        args = ", ".join(json.dumps(static[i]) if i in static else '"f32[3]"' for i in range(max(exc.arity, 1)))
         snippet = f"[tool.jaxdiag.targets.\"{key}\"]\nargs = [{args}]"
         missing = list(getattr(exc, "missing", [])) or (required_params(found.obj) if found.kind == "primitive" else [])
         jaxdiag_dict = f"\"args\": [{args}]"

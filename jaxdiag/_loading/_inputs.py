@@ -411,10 +411,10 @@ def draw(spec: ArgSpec, rng: np.random.Generator, domain: str = "normal", lead: 
         return _chunked(shape, dtype, lambda n: rng.integers(low, high, size=n))
     if np.issubdtype(dtype, np.complexfloating):
         out = np.empty(shape, dtype)
-        out.real = _chunked(shape, out.real.dtype, lambda n: _draw_real(rng, domain, n))
-        out.imag = _chunked(shape, out.real.dtype, lambda n: _draw_real(rng, domain, n))
+        out.real = _chunked(shape, out.real.dtype, lambda n: draw_real(rng, domain, n))
+        out.imag = _chunked(shape, out.real.dtype, lambda n: draw_real(rng, domain, n))
         return out
-    return _chunked(shape, dtype, lambda n: _draw_real(rng, domain, n))
+    return _chunked(shape, dtype, lambda n: draw_real(rng, domain, n))
 
 
 def _chunked(shape: tuple[int, ...], dtype: np.dtype, sample: Any) -> np.ndarray:
@@ -427,10 +427,21 @@ def _chunked(shape: tuple[int, ...], dtype: np.dtype, sample: Any) -> np.ndarray
     return out
 
 
-def _draw_real(rng: np.random.Generator, domain: str, size: int) -> np.ndarray:
-    bounds = _domain_bounds(domain)
-    if bounds:
-        return rng.uniform(bounds[0], bounds[1], size=size)
+def needs_x64(spec: ArgSpec) -> bool:
+    """A 64-bit component type: f64, i64, u64, c128 (c64 holds two float32s)."""
+    itemsize = spec.dtype.itemsize // (2 if spec.dtype.kind == "c" else 1)
+    return itemsize >= 8 and spec.dtype.kind in "fciu"
+
+
+def draw_real(rng: "np.random.Generator", domain: str, size: "int | tuple[int, ...]") -> "np.ndarray":
+    """Real values from `domain` ("positive", "negative", "unit", "small", "LO..HI", else standard normal) for
+    `size` (a count or a shape). The one domain table: `--repro` scripts embed this function's source (`_repro`),
+    so it uses NumPy and the standard library only, and reads no name of this module."""
+    import re
+
+    match = re.match(r"^(-?[0-9.eE+-]+)\.\.(-?[0-9.eE+-]+)$", str(domain))  # _RANGE_RE (no module names here)
+    if match:
+        return rng.uniform(float(match.group(1)), float(match.group(2)), size=size)
     if domain == "positive":
         return rng.uniform(0.5, 2.0, size=size)
     if domain == "negative":

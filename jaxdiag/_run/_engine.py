@@ -35,6 +35,7 @@ from .._core._filtering import Filter, validate_inline
 from ._fresh_draws import confirm_on_fresh_draws
 from ._observe import observed_examples, primitive_call_key
 from ._relocate import relocate, wrapper_moves
+from .._loading._inputs import needs_x64
 from .._loading._inputs import DOMAINS, ArgSpec, check_inputs_fit, draw, shape_ladder, template_leaves, template_text
 from .._core._report import CheckResult, Finding, Location, Report, TargetReport, register_text_view
 from .._loading._targets import Target, classify, describe, load_target
@@ -146,12 +147,6 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
 
         _fixes.attach(final, resolved, args, params, options, app_dir, run_unfiltered)
     return final
-
-
-def needs_x64(spec: ArgSpec) -> bool:
-    """A 64-bit component type: f64, i64, u64, c128 (c64 holds two float32s)."""
-    itemsize = spec.dtype.itemsize // (2 if spec.dtype.kind == "c" else 1)
-    return itemsize >= 8 and spec.dtype.kind in "fciu"
 
 
 def _run_target(target: Target, templates: list[Any], concrete: list, params: dict, options: Options
@@ -303,7 +298,8 @@ def infer_templates(subject: Subject, notes: list[Finding]) -> list[Any]:
         what = "; ".join(f"`{name}` is static ({where})" for name, where in needed)
         raise InferenceError(f"could not infer example inputs for {subject.label}: {what}, so no value can be "
                              "drawn for it; pass it as a Python literal, e.g. --arg 0.1",
-                             label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0])
+                             label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0],
+                             static=_signature.static_suggestions(subject))
     tried = []
     last_error = ""
     totals: set[int] = set()

@@ -9,46 +9,166 @@ value), or with JAX's own error; it exits 0 once the defect is gone.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
-
 import os
 import re
 import textwrap
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from . import _engine
+from .._loading import _inputs
 from .. import _rules as rules
 from ._exposure import Exposure, exposure_for
+from .._core._errors import UsageError
 from .._core._report import Finding, Report, TargetReport
 
 
-def write_all(report: Report, folder: str) -> list[str]:
-    """Write a script per error/warning of `report` into `folder`; returns the paths written."""
-    os.makedirs(folder, exist_ok=True)
+# A finding -> {path: the file's text with the finding's verified fix applied}, or None without one (`_fixes`).
+FixedSources = Callable[[Finding], "dict[str, str] | None"]
+
+
+def write_all(report: Report, folder: str, fixed: FixedSources | None = None) -> list[str]:
+    """Write a verified script per error/warning of `report` into `folder`; returns the paths written."""
+    return write_verified(report, folder, fixed)[0]
+
+
+def write_verified(report: Report, folder: str, fixed: FixedSources | None = None
+                   ) -> tuple[list[str], list[tuple[Finding, str]]]:
+    """Write a script per error/warning of `report` into `folder`, each verified first (`verify_script`): it fails
+    on the module as it is and, for a finding with a verified fix (`fixed`), passes on the fixed copy. Returns the
+    paths written and, for every finding left without a script, why."""
     written: list[str] = []
+    skipped: list[tuple[Finding, str]] = []
     used: set[str] = set()
     for target in report.targets:
         subject = getattr(target, "subject", None)
-        if subject is None:
-            continue
         for finding in target.findings:
             if finding.severity == "info":
                 continue
-            text = script(target, subject, finding)
+            text = script(target, subject, finding) if subject is not None else None
             if text is None:
+                skipped.append((finding, "no plain-JAX form of this check (the target cannot be named from its "
+                                         "module, or an argument has no Python literal)"))
+                continue
+            reason = verify_script(text, module_path(text), fixed(finding) if fixed is not None else None)
+            if reason is not None:
+                skipped.append((finding, reason))
                 continue
             base = f"{finding.code.lower()}_{_slug(subject)}"
             name, n = f"{base}.py", 2
             while name in used:
                 name, n = f"{base}_{n}.py", n + 1
             used.add(name)
+            os.makedirs(folder, exist_ok=True)
             path = os.path.join(folder, name)
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(text)
             written.append(path)
-    return written
+    return written, skipped
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Verifying a script before it is written: run it (a fresh interpreter, plain Python) on the module as it is, and
+# on the fixed copy when the finding has a verified fix
+# ---------------------------------------------------------------------------------------------------------------
+
+# The command prefix that runs a script: `python` (tests that register FFI kernels in their own process put a
+# registering `-c` wrapper here, as a user's program registers its kernels before calling them).
+SCRIPT_PREFIX: list[str] = []
+SCRIPT_TIMEOUT = 180.0
+# A failure that is the script's own, not the defect's: the module or a name in it cannot be loaded standalone.
+_NOT_THE_DEFECT = re.compile(r"^(ModuleNotFoundError|ImportError|SyntaxError|FileNotFoundError|NameError)\b")
+_runs: dict[tuple[str, str, str], tuple[int, str]] = {}
+
+
+def module_path(text: str) -> str:
+    match = re.search(r"^MODULE = sys\.argv\[1\] if len\(sys\.argv\) > 1 else (.+)$", text, re.MULTILINE)
+    return str(ast.literal_eval(match.group(1))) if match else ""
+
+
+def run_script(text: str, module: str, source: str | None = None) -> tuple[int, str]:
+    """(exit code, stderr) of the script `text` run on `module` (a file path); with `source`, on a scratch copy of
+    that file holding `source` instead (same file name, in a private temporary folder). -1 on a timeout."""
+    import hashlib
+    import subprocess
+    import sys
+    import tempfile
+
+    digest = hashlib.sha256((source if source is not None else _file_text(module)).encode()).hexdigest()
+    key = (text, module, digest)
+    if key in _runs:
+        return _runs[key]
+    with tempfile.TemporaryDirectory(prefix="jaxdiag-repro-") as scratch:
+        script_path = os.path.join(scratch, "repro.py")
+        with open(script_path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        args = []
+        if source is not None:
+            copy = os.path.join(scratch, "fixed", os.path.basename(module))
+            os.makedirs(os.path.dirname(copy))
+            with open(copy, "w", encoding="utf-8") as handle:
+                handle.write(source)
+            args = [copy]
+        try:
+            done = subprocess.run([sys.executable, *SCRIPT_PREFIX, script_path, *args], capture_output=True,
+                                  text=True, timeout=SCRIPT_TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+            result = (done.returncode, done.stderr)
+        except subprocess.TimeoutExpired:
+            result = (-1, f"no result within {SCRIPT_TIMEOUT:.0f} s")
+    _runs[key] = result
+    return result
+
+
+def _file_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def _last_line(stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no output"
+
+
+def fails_as_the_defect(code: int, stderr: str) -> str | None:
+    """None when a run failed the way a repro must (an assertion or JAX's own error, with its traceback); else
+    what happened instead."""
+    if code == -1:
+        return stderr
+    if code == 0:
+        return "it passes on the module as it is"
+    last = _last_line(stderr)
+    if "Traceback (most recent call last)" not in stderr:
+        return f"it exits {code} without a Python error ({last[:160]})"
+    if _NOT_THE_DEFECT.match(last):
+        return f"it cannot load the module standalone ({last[:160]})"
+    return None
+
+
+def verify_script(text: str, module: str, fixed: dict[str, str] | None = None) -> str | None:
+    """None when the script fails on `module` as it is and, given the fixed sources, passes on the fixed copy of
+    `module`; else why it is not a trustworthy repro."""
+    if not module or not os.path.isfile(module):
+        return "the module's file cannot be found"
+    wrong = fails_as_the_defect(*run_script(text, module))
+    if wrong is not None:
+        return f"the script does not reproduce the finding: {wrong}"
+    if fixed is not None and os.path.realpath(module) in {os.path.realpath(p) for p in fixed}:
+        source = next(v for p, v in fixed.items() if os.path.realpath(p) == os.path.realpath(module))
+        code, stderr = run_script(text, module, source)
+        if code != 0:
+            return f"the script still fails once the verified fix is applied ({_last_line(stderr)[:160]})"
+    return None
+
+
+def passes_on(text: str, module: str, source: str) -> str | None:
+    """None when the script passes on a scratch copy of `module` holding `source` (a fixed module); else why not."""
+    code, stderr = run_script(text, module, source)
+    return None if code == 0 else _last_line(stderr)[:200]
 
 
 def _slug(subject: Any) -> str:
@@ -170,16 +290,25 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
                 "copy).\nExits 0 once the defect is gone; fails with an AssertionError or JAX's own error while "
                 "it is there.\n\"\"\"\n")
     call = _call_text(kind, params, statics, len(chosen.specs))
+    if chosen.original is not None and chosen.arg_texts is not None and kind != "primitive":
+        structured = _structured_call(chosen.arg_texts)  # pytree arguments: called with the user's structure
+        if structured is None:
+            return None
+        call = structured
     if finding.code in _DEPRECATIONS:
         call_prelude = ("import warnings\n"
                         "warnings.simplefilter('error', DeprecationWarning)  # the finding is a deprecation\n")
     else:
         call_prelude = ""
-    if any(_engine.needs_x64(s) for s in chosen.specs):
+    if any(_inputs.needs_x64(s) for s in chosen.specs):
         # a 64-bit spec is checked with x64 on (only there); so is the script, before anything is traced.
         call_prelude += "import jax\njax.config.update('jax_enable_x64', True)  # the inputs are 64-bit\n"
     body = _PRELUDE.format(module_file=module_file, module_name=module.__name__, root=os.getcwd(), attr=attr,
                            specs=repr(specs), call=call)
+    # jaxdiag's own domain table (one copy, its source), and the index values a finding names
+    body += (f"\n\n{_shared_source(_inputs.draw_real)}\n\n\n"
+             f"EDGES = {edge_values(finding.message)!r}  # index arguments drawn only at the out-of-range values "
+             "that show the defect\n")
     check = _CHECKS[exposure.mode].format(in_axes=repr(exposure.in_axes), out_axes=repr(exposure.out_axes),
                                           batch=exposure.batch, platform=repr(platform))
     return header + call_prelude + body + check
@@ -189,6 +318,28 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
 _AT_WRAPPER = {rules.OUT_AXES_TUPLE_FOR_LIST.code}
 # Findings about deprecated behaviour: the script turns JAX's DeprecationWarning into the failure.
 _DEPRECATIONS = {rules.FFI_VMAP_METHOD_FALLBACK.code}
+
+
+_EDGE_VALUES = re.compile(r"out-of-range index values \(([^)]*)\)")
+
+
+def edge_values(message: str) -> dict[int, list[int]]:
+    """{argument: the index values that show the defect} when the finding names them (the index-range probe): the
+    script draws those, since in-range random indices would pass."""
+    found = _EDGE_VALUES.search(message)
+    if not found:
+        return {}
+    out: dict[int, list[int]] = {}
+    for arg, values in re.findall(r"argument (\d+) = ([-\d, ]+)", found.group(1)):
+        out[int(arg)] = [int(v) for v in values.replace(" ", "").split(",") if v]
+    return out
+
+
+def _shared_source(fn: Any) -> str:
+    """The source of a NumPy-only function jaxdiag itself draws with, for the script (one table, never a copy)."""
+    import inspect
+
+    return textwrap.dedent(inspect.getsource(fn)).strip()
 
 
 def _platform_of(finding: Finding) -> str:
@@ -213,6 +364,42 @@ def _call_text(kind: str, params: dict[str, str | None], statics: dict[int, str 
     return f"TARGET({args})"
 
 
+class _NoPlainForm(Exception):
+    """An argument the script cannot write as plain Python (a PRNG key, a static value without a literal)."""
+
+
+def _structured_call(arg_texts: list[str]) -> str | None:
+    """`TARGET({'w': args[0], 'b': args[1]}, args[2])`: the target called with its arguments' own pytree structure,
+    the array leaves taken from the flat `args` in JAX's flattening order (dict keys sorted)."""
+    count = 0
+
+    def render(node: Any) -> str:
+        nonlocal count
+        if isinstance(node, _inputs.ArgSpec):
+            if node.key is not None:
+                raise _NoPlainForm
+            count += 1
+            return f"args[{count - 1}]"
+        if isinstance(node, _inputs.Static):
+            text = _literal(node.value)
+            if text is None:
+                raise _NoPlainForm
+            return text
+        if isinstance(node, dict):
+            return "{" + ", ".join(f"{_literal(k)}: {render(node[k])}" for k in sorted(node)) + "}"
+        if isinstance(node, (list, tuple)):
+            items = [render(v) for v in node]
+            if isinstance(node, list):
+                return "[" + ", ".join(items) + "]"
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        raise _NoPlainForm
+
+    try:
+        return "TARGET(" + ", ".join(render(_inputs.parse_arg(t)) for t in arg_texts) + ")"
+    except (_NoPlainForm, UsageError, ValueError, TypeError):
+        return None
+
+
 _PRELUDE = '''
 import importlib
 import importlib.util
@@ -229,7 +416,8 @@ for folder in ({root!r}, os.path.dirname(os.path.abspath(MODULE)) if MODULE.ends
     if folder not in sys.path:
         sys.path.insert(0, folder)
 if MODULE.endswith(".py"):
-    name = {module_name!r} if MODULE == {module_file!r} else "module_under_test"
+    # under the module's own name, so a fixed copy's relative imports (`from . import helpers`) resolve in its package
+    name = {module_name!r} or "module_under_test"
     spec = importlib.util.spec_from_file_location(name, MODULE)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -257,25 +445,10 @@ def draw(dtype, shape, domain, lead=()):
     if np.issubdtype(dtype, np.integer):
         low = 1 if domain in ("positive", "unit") or np.issubdtype(dtype, np.unsignedinteger) else -5
         return rng.integers(low, 6, size=shape).astype(dtype)
-    real = draw_real(shape, domain)
+    real = draw_real(rng, domain, shape)
     if jnp.issubdtype(dtype, jnp.complexfloating):  # a nonzero imaginary part at every entry
-        real = real + 1j * draw_real(shape, domain)
+        real = real + 1j * draw_real(rng, domain, shape)
     return real.astype(dtype)
-
-
-def draw_real(shape, domain):
-    if domain == "positive":
-        return rng.uniform(0.5, 2.0, size=shape)
-    if domain == "negative":
-        return rng.uniform(-2.0, -0.5, size=shape)
-    if domain == "unit":
-        return rng.uniform(0.05, 0.95, size=shape)
-    if domain == "small":
-        return 0.1 * rng.standard_normal(shape)
-    if ".." in str(domain):
-        lo, hi = (float(v) for v in str(domain).split(".."))
-        return rng.uniform(lo, hi, size=shape)
-    return rng.standard_normal(shape)
 
 
 def tolerance(dtype):
@@ -328,6 +501,8 @@ for (dtype, shape, domain), axis in zip(SPECS, axes):
         batched.append(draw(dtype, shape, domain))
     else:
         batched.append(np.moveaxis(draw(dtype, shape, domain, (B,)), 0, axis))
+for k, values in EDGES.items():  # every entry one of the named values, differing across the batch
+    batched[k] = np.resize(np.asarray(values), np.shape(batched[k])).astype(batched[k].dtype)
 
 # Reference: call the target on each example and stack the results.
 per_example = [f(*[x if a is None else np.take(x, i, axis=a) for x, a in zip(batched, axes)]) for i in range(B)]

@@ -278,6 +278,42 @@ def static_without_default(subject: Subject) -> list[tuple[str, str]]:
             if i < len(params) and params[i].default is params[i].empty and i not in forwarded]
 
 
+def static_suggestions(subject: Subject) -> dict[int, str]:
+    """For a suggested configuration: each static position without a default, with a Python literal to put there
+    (the literal the module's own calls pass at that position, else `0.1`): a static argument is never a SPEC."""
+    params = positional(signature_of(subject))
+    names = {i: params[i].name for i, _ in enumerate(params)}
+    seen = _literal_call_arguments(subject)
+    return {i: seen.get(i) or seen.get(names.get(i, "")) or "0.1"
+            for i in static_positions(subject) if i < len(params) and params[i].default is params[i].empty}
+
+
+def _literal_call_arguments(subject: Subject) -> dict[Any, str]:
+    """{position or keyword name: the source of a literal} from calls of the target in its own module."""
+    import ast
+
+    module = sys.modules.get(subject.module or "")
+    path = getattr(module, "__file__", None)
+    attr = subject.label.rpartition(":")[2].split(".")[-1]
+    if not path or not attr:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return {}
+    out: dict[Any, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == attr:
+            for i, arg in enumerate(node.args):
+                if isinstance(arg, ast.Constant):
+                    out.setdefault(i, repr(arg.value))
+            for kw in node.keywords:
+                if kw.arg and isinstance(kw.value, ast.Constant):
+                    out.setdefault(kw.arg, repr(kw.value.value))
+    return out
+
+
 def templates_of_args(args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """(one template per argument, one concrete array or None per array leaf). SPEC strings are parsed; arrays
     stay concrete; Python scalars, None, dtypes and callables are static; tuples/lists/dicts are pytrees."""

@@ -6,7 +6,9 @@
   carry each verified fix in the finding's `diff` field.
 - `--fix`: writes the verified fixes (like `ruff --fix`); the fixed findings leave the report, since re-running the
   checks on the edited code showed them gone.
-- `--repro DIR`: one plain-JAX script per error or warning.
+- `--repro DIR`: one plain-JAX script per error or warning, written only once it has been run and seen to fail on
+  the module as it is (and to pass on the fixed copy when the finding has a verified fix); for each finding without
+  a script, stderr says why.
 """
 
 from __future__ import annotations
@@ -24,8 +26,12 @@ def deliver(report: Report, fmt: str, output: str | None, diff: bool = False, fi
     if repro:
         from . import _repro
 
-        written = _repro.write_all(report, repro)
-        _say(f"wrote {len(written)} repro script(s) to {repro}")
+        written, skipped = _repro.write_verified(report, repro, _fixes.fixed_sources)
+        _say(f"wrote {len(written)} repro script(s) to {repro}, each run first: it fails on the module as it is"
+             " (and passes once a verified fix is applied)")
+        for finding, reason in skipped:
+            where = f" at {_rel(finding.location.path)}:{finding.location.line}" if finding.location else ""
+            _say(f"no repro script for {finding.code}{where}: {reason}")
     fixes = _fixes.verified_fixes(report)
     unverified = [f for f in report.findings if f.fix_verified is False]
     patch = _fixes.combined_diff(fixes) if (diff or fix) and fixes else ""

@@ -180,8 +180,7 @@ def _mismatch_fix(ctx: Context, ev: Evidence, failing: list[Outcome]) -> str:
                 "layout first with `batching.bdim_at_front(x, bx, size)` (it broadcasts unbatched ones).")
     if front_ok and bad_axes:
         return ("The rule is right when the batch axis is at 0 and wrong elsewhere: it assumes the batch dim is 0. "
-                "Move it first (`x = jnp.moveaxis(x, bx, 0)` or `batching.bdim_at_front(x, bx, size)`) and return 0, "
-                "or shift every axis it uses by the batch dim.")
+                f"{_move_first(ctx)}, or shift every axis it uses by the batch dim.")
     if modes <= {"jit(vmap)", "vmap(jit)"}:
         return "The rule is right eagerly but not under jit: it must not depend on concrete values."
     if modes == {"nested"}:
@@ -198,6 +197,52 @@ def _mismatch_fix(ctx: Context, ev: Evidence, failing: list[Outcome]) -> str:
     return ("The rule does not compute what the primitive computes on each example: once the batch axis is in "
             "front, every axis the computation uses (an `axis` parameter, a reduction, a transpose) moves by one; "
             "compare the rule's body with the impl applied per example.")
+
+
+def _move_first(ctx: Context) -> str:
+    """Move each batched operand's axis to the front, written with the rule's own names where its source unpacks
+    `batched_args` and `batch_dims` (`(values,), (bv,) = batched_args, batch_dims`)."""
+    generic = "Move it first (`x = jnp.moveaxis(x, bx, 0)` or `batching.bdim_at_front(x, bx, size)`) and return 0"
+    rule_fn = _compat.batching_rule(ctx.subject.obj) if ctx.subject.kind == "primitive" else None
+    pairs = _unpacked_operands(rule_fn) if rule_fn is not None else []
+    if not pairs:
+        return generic
+    block = "\n".join(f"    {x} = jnp.moveaxis({x}, {d}, 0) if {d} is not None else {x}" for x, d in pairs)
+    dims = " or ".join(f"`{d}`" for _, d in pairs)
+    return (f"Move each operand's batch axis to the front right after unpacking them, e.g.\n{block}\nthen compute "
+            f"with the batch axis at 0 and return 0 as the output's dim (not {dims})")
+
+
+def _unpacked_operands(rule_fn: Any) -> list[tuple[str, str]]:
+    """[(operand name, its batch dim's name)] from the rule's unpacking of its two parameters, in order."""
+    import ast
+
+    from ..._harness.source import function_source
+
+    found = function_source(rule_fn)
+    if found is None or len(found.node.args.args) < 2:
+        return []
+    args_name, dims_name = (a.arg for a in found.node.args.args[:2])
+    values: list[str] = []
+    dims: list[str] = []
+
+    def names(node: ast.AST) -> list[str] | None:
+        elts = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
+        out = [e.id for e in elts if isinstance(e, ast.Name)]
+        return out if len(out) == len(elts) else None
+
+    for stmt in found.node.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target, value = stmt.targets[0], stmt.value
+        sources = names(value) if isinstance(value, (ast.Tuple, ast.Name)) else None
+        if sources == [args_name, dims_name] and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            values, dims = names(target.elts[0]) or [], names(target.elts[1]) or []
+        elif sources == [args_name]:
+            values = names(target) or []
+        elif sources == [dims_name]:
+            dims = names(target) or []
+    return list(zip(values, dims)) if values and len(values) == len(dims) else []
 
 
 def _measured_fix(ctx: Context, ev: Evidence) -> str | None:

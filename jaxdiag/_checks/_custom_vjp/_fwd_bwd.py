@@ -69,13 +69,34 @@ def vjp_fwd(ctx: Context) -> Iterator[Finding]:
             evidence=f"{fwd} must return a pair (primal_out, residuals) but returned {aval_text(result)}; JAX fails "
                      f"with "
             "`Custom VJP fwd rule ... must produce a pair (list or tuple of length two)`.",
-            fix=f"Return the primal output and the residuals bwd needs, e.g. `return out, (x,)`, in {fwd}.",
+            fix=f"Return the primal output and the residuals bwd needs, e.g. `{_pair_return(st.fwd, result)}`, "
+                f"in {fwd}.",
             location=locate(st.fwd))
         return
     primal, residuals = result
     st.memo["fwd"] = (primal, residuals)
     yield from _fwd_primal_findings(st, primal, expected)
     yield from _residual_findings(st, residuals)
+
+
+def _pair_return(fwd: Any, result: Any) -> str:
+    """The fwd's `return` written as a (primal, residuals) pair with the user's own names: `return y, s, x` ->
+    `return y, (s, x)`; `return y` -> `return y, (x,)` (fwd's own arguments as residuals, always available)."""
+    from ..._harness import source
+
+    found = source.function_source(fwd)
+    returns = [r for _, r in source.return_nodes(fwd)]
+    if found is None or len(returns) != 1 or returns[0].value is None:
+        return "return out, (x,)"
+    value = returns[0].value
+    args = [a.arg for a in found.node.args.args]
+    if isinstance(value, ast.Tuple) and len(value.elts) > 2:
+        rest = ", ".join(ast.unparse(e) for e in value.elts[1:])
+        return f"return {ast.unparse(value.elts[0])}, ({rest})"
+    if isinstance(value, ast.Tuple) and len(value.elts) == 1:
+        value = value.elts[0]
+    residuals = f"({', '.join(args)},)" if len(args) == 1 else f"({', '.join(args)})" if args else "None"
+    return f"return {ast.unparse(value)}, {residuals}"
 
 
 def _raised_rule(exc: BaseException, rule: Any) -> rules.Rule:
