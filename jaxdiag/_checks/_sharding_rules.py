@@ -166,9 +166,12 @@ def _factor_verdict(ctx: Context, parts: Any, factors: Any, factor: str, mixing:
     partitioner = "" if cs.uses_shardy() else (" (measured with Shardy enabled; this JAX partitions with GSPMD by "
                                               "default, where the rule takes effect once jax_use_shardy_partitioner "
                                               "is set)")
-    fix = (f"Declare {factor!r} as needing replication: `def_partition(..., sharding_rule={factors.text!r}, "
-           f"need_replication_factors=({factor!r},))`, or give the result dimension its own factor "
-           f"(e.g. {_renamed(factors, factor)!r}) so Shardy does not propagate the sharding through it.")
+    fix = (f"Give the result dimension its own factor, `sharding_rule={_renamed(factors, factor)!r}`, so Shardy "
+           "does not keep the operand's sharding of it on the result"
+           + (f", or declare {factor!r} as needing replication: `def_partition(..., sharding_rule={factors.text!r}, "
+              f"need_replication_factors=({factor!r},))`" if cs.supports_factor_kinds() else "")
+           + (f"; and make `{callback_name(ctx, 'partition')}` replicate that dimension of its operand before "
+              "lowering (the op needs it whole)." if wrong else "."))
     location = rule_location(parts.partition or parts.fun, factors.text)
     if wrong:
         run, (k, cmp) = wrong[0]

@@ -168,6 +168,13 @@ def rule_factors(rule: Any) -> RuleFactors | None:
     return RuleFactors(operands, results, special, text)
 
 
+def supports_factor_kinds() -> bool:
+    """Whether `def_partition` takes `need_replication_factors` (jax 0.5.3 takes only the rule itself)."""
+    import inspect
+
+    return "need_replication_factors" in inspect.signature(custom_partitioning_type.def_partition).parameters
+
+
 def supports_sharding_rule() -> bool:
     """Whether `def_partition` takes a Shardy `sharding_rule` on this JAX."""
     import inspect

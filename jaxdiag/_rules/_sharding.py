@@ -21,23 +21,27 @@ SHARDED_RESULT_MISMATCH = Rule(
 )
 PARTITION_SHARDING_MISMATCH = Rule(
     "JXS002", "partition-output-sharding-mismatch", "error",
-    "`partition` returns a result sharding other than the one `infer_sharding_from_operands` (or the Shardy "
-    "`sharding_rule`) declared, or a lowered function whose per-device result does not fit it.",
+    "`partition` returns a lowered function whose per-device result does not fit the result sharding it returns, "
+    "or a result sharding other than the declared one with results that then differ from the unsharded ones.",
     "Spies on the op's callbacks under jit with sharded inputs and compares, for each input sharding, the result "
-    "sharding the partitioner asked `partition` for with the one `partition` returned; also reports JAX's "
-    "`Mismatch in result shapes` when the lowered function's result does not match the returned sharding.",
-    "The partitioner planned the rest of the program around the declared sharding; a different returned one makes "
-    "XLA insert an all-gather and re-slice after every call (or fails compilation).",
+    "sharding the partitioner asked `partition` for with the one `partition` returned, and the results with the "
+    "unsharded ones; reports JAX's `Mismatch in result shapes` when the lowered function's result does not match "
+    "the returned sharding. Exact results under a mismatch are JXS007 (a cost, not an error).",
+    "Compilation fails for the input shardings that expose it (a replicated input still works), or the op "
+    "silently computes wrong numbers under them.",
     "jxs002_bad.py", "jxs002_good.py",
     message="`partition` returns another result sharding than the declared one: {evidence}",
     fix="{fix}",
 )
 SHARDING_RULE_NOT_PASSTHROUGH = Rule(
     "JXS003", "sharding-rule-not-passthrough", "error",
-    "The Shardy `sharding_rule` declares a dimension as passing through, but the op mixes values along it.",
+    "The Shardy `sharding_rule` declares a dimension as passing through, the op mixes values along it, and the "
+    "results under a sharding of it differ from the unsharded ones.",
     "For each factor the rule maps from an operand dimension to a result dimension (not listed as reduction, "
     "need-replication or permutation factor), splits the operand along it, applies the op to each piece and "
-    "compares the concatenation with the op on the whole array.",
+    "compares the concatenation with the op on the whole array. A factor the op mixes is then compiled under "
+    "Shardy (switched on for the check where this JAX defaults to GSPMD) with that dimension sharded: an error "
+    "when the results differ from the unsharded ones, JXS008 (a cost) when `partition` gathers it and they agree.",
     "Shardy keeps a pass-through dimension sharded and hands `partition` per-device slices along it: an FFT, a "
     "sort or a cumulative sum along that dimension is then computed per slice.",
     "jxs003_bad.py", "jxs003_good.py",
