@@ -116,9 +116,9 @@ def partition_parts(obj: Any) -> PartitionParts:
 
 @contextlib.contextmanager
 def spy_partition_callbacks(obj: Any, wrap: Callable[[str, Callable], Callable]) -> Iterator[None]:
-    """Replace the object's `partition`, `infer_sharding_from_operands` and `propagate_user_sharding` with `wrap(name, original)` for the
-    body; `custom_partitioning.__call__` reads them at every call and passes them to the primitive, so a fresh
-    trace (a new jit) sees the spies. Restored on exit, even on error."""
+    """Replace the object's `partition`, `infer_sharding_from_operands` and `propagate_user_sharding` with
+    `wrap(name, original)` for the body; `custom_partitioning.__call__` reads them at every call and passes them to
+    the primitive, so a fresh trace (a new jit) sees the spies. Restored on exit, even on error."""
     saved = {name: getattr(obj, name, None)
              for name in ("partition", "infer_sharding_from_operands", "propagate_user_sharding")}
     try:
