@@ -29,8 +29,10 @@ TESTS = Path(__file__).resolve().parent
 SAMPLE_ARGS = {"jxs001": ("fft_real", "f32[8,16]"), "jxs002": ("scale", "f32[8,16]"),
                "jxs003": ("running_total", "f32[8,16]"), "jxs004": ("soft_sign_p", "f32[4]"),
                "jxs005": ("cumsum_rows", "f32[8,16]"), "jxs006": ("row_norms", "f32[8,16]"),
-               "jxs007": ("scale", "f32[8,16]"), "jxs008": ("fft_last", "c64[8,16]")}
-FAST = ["jxs001_bad", "jxs001_good", "jxs004_bad", "jxs004_good", "jxs005_bad", "jxs008_bad", "jxs008_good"]
+               "jxs007": ("scale", "f32[8,16]"), "jxs008": ("fft_last", "c64[8,16]"),
+               "jxs009": ("scale_p", "f32[4]")}
+FAST = ["jxs001_bad", "jxs001_good", "jxs004_bad", "jxs004_good", "jxs005_bad", "jxs008_bad", "jxs008_good",
+        "jxs009_bad", "jxs009_good"]
 SLOW = sorted({f"{c}_{w}" for c in SAMPLE_ARGS for w in ("bad", "good")} - set(FAST))
 
 
@@ -46,7 +48,8 @@ def expected_lines(stem: str) -> dict[str, set[int]]:
 
 def entry(stem: str) -> dict:
     attr, spec = SAMPLE_ARGS[stem[:6]]
-    return {"ref": f"samples/{stem}.py:{attr}", "args": [spec], "params": {}}
+    args = [spec, spec] if stem.startswith("jxs009") else [spec]  # x and a weight of its shape
+    return {"ref": f"samples/{stem}.py:{attr}", "args": args, "params": {}}
 
 
 def run(stems: list[str], extra: tuple[dict, ...] = (), **options) -> dict[str, list]:

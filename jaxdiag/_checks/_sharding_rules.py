@@ -1,19 +1,19 @@
-"""Sharding checks that need no partitioner run: a Shardy `sharding_rule` against the op's real behaviour
-(JXS003), and a user primitive inside `shard_map` (JXS004, and JXS001 for its per-device results)."""
+"""custom_partitioning verdicts from evidence: the result sharding `partition` returns against the declared one
+(JXS002 when results break, JXS007 when XLA reconciles them at a cost), and a Shardy `sharding_rule` that passes a
+dimension the op mixes (JXS003 when the partitioner then hands `partition` slices it computes wrongly, JXS008 when
+`partition` gathers them)."""
 
 from __future__ import annotations
 
 import linecache
 import re
 from dataclasses import dataclass
-from typing import Any, Generator, Iterator
+from typing import Any, Iterator
 
 import jax
 import numpy as np
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
-from .. import _compat, _locate
+from .. import _locate
 from .. import _rules as rules
 from .._compat import _sharding as cs
 from .._numerics import Comparison, compare
@@ -25,7 +25,6 @@ from ._sharding import (
     callback_name,
     describe_mesh,
     first_line,
-    mesh_of,
     moved_bytes,
     reference_outputs,
     same_sharding,
@@ -305,120 +304,4 @@ def _renamed(factors: Any, factor: str) -> str:
     return lhs + "->" + re.sub(rf"\b{re.escape(factor)}\b", new, rhs)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# shard_map: one example per device
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _per_device_fn(ctx: Context) -> tuple[Any, Any]:
-    mesh = mesh_of(ctx.options)
-    names = tuple(mesh.axis_names)
-    subject = ctx.subject
-
-    def body(*xs: Any) -> Any:
-        out = subject.call(*[x[0] for x in xs])
-        return jax.tree_util.tree_map(lambda o: o[None], out)
-
-    spec = P(names)
-    return cs.shard_map(body, mesh, tuple(spec for _ in ctx.specs), spec), mesh
-
-
-def _abstract_eval_location(ctx: Context) -> Location | None:
-    rule = _compat.abstract_eval_rule(ctx.subject.obj)
-    loc = _locate.locate(rule) if rule is not None and _locate.is_user_code(rule) else None
-    return loc or ctx.subject.location
-
-
-@check("shard-map", "sharding", {"primitive"})
-def shard_map_check(ctx: Context) -> Iterator[Finding]:
-    prim = ctx.subject.obj
-    if _compat.is_builtin_primitive(prim):
-        raise SkipCheck("JAX's own primitive")
-    devices = int(np.prod(ctx.options.mesh))  # type: ignore[attr-defined]
-    stacked = ctx.draw_examples(devices)
-    fn, mesh = _per_device_fn(ctx)
-    names = tuple(mesh.axis_names)
-    placed = [jax.device_put(x, NamedSharding(mesh, P(names))) for x in stacked]
-    missing = yield from _rule_missing(ctx, fn, placed)
-    ran = call_user(jax.jit(fn), *placed)
-    if ran.error is not None:
-        exc = ran.error
-        if missing:
-            return
-        yield rules.SHARDED_RESULT_MISMATCH.finding(
-            evidence=f"{prim.name} inside shard_map over mesh {describe_mesh(ctx.options)} (one "
-            f"{', '.join(map(str, ctx.specs))} example per device) raised {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''}",
-            fix=f"Make {prim.name}'s impl and lowering work on device-local arrays inside shard_map.",
-            location=ctx.subject.location)
-        return
-    leaves = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(ran.value)]
-    for k in range(devices):
-        expected = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(ctx.call(*[x[k] for x in stacked]))]
-        for j, (got, want) in enumerate(zip(leaves, expected)):
-            cmp = compare(got[k], want)
-            if not cmp.ok and not cmp.nonfinite:
-                yield rules.SHARDED_RESULT_MISMATCH.finding(
-                    evidence=f"{prim.name} inside shard_map over mesh {describe_mesh(ctx.options)}, one example "
-                    "per device: "
-                    f"device {k}'s output {j} differs from {prim.name} on that example alone: {cmp.describe()}",
-                    fix=f"{prim.name}'s lowering must compute from the device-local operands only.",
-                    location=ctx.subject.location)
-                return
-
-
-def _rule_missing(ctx: Context, fn: Any, placed: list[Any]) -> Generator[Finding, None, bool]:
-    """Yield JXS004 when the primitive lacks what shard_map needs here; return whether it did."""
-    prim = ctx.subject.obj
-    if cs.tracks_varying_axes():
-        traced = call_user(jax.make_jaxpr(fn), *placed)
-        if traced.error is not None:
-            return False
-        jaxpr = traced.value
-        for eqn in _compat.iter_eqns(jaxpr):
-            if eqn.primitive is not prim:
-                continue
-            axes_in = frozenset().union(*[cs.varying_axes(v.aval) or frozenset() for v in eqn.invars])
-            lost = [k for k, v in enumerate(eqn.outvars)
-                    if not axes_in <= (cs.varying_axes(v.aval) or frozenset())]
-            if not lost:
-                return False
-            consequence = _grad_consequence(ctx, fn, placed)
-            yield rules.SHARD_MAP_RULE_MISSING.finding(
-                evidence=f"inside shard_map over mesh {describe_mesh(ctx.options)}, {prim.name}'s inputs vary "
-                "over mesh "
-                f"axes {sorted(axes_in)} but its abstract eval types output {lost[0]} as "
-                f"`{eqn.outvars[lost[0]].aval}`, identical on every device (no varying axes): "
-                f"this JAX needs {cs.shard_map_rule_name()}.{consequence}",
-                fix=cs.shard_map_rule_fix(prim.name), location=_abstract_eval_location(ctx))
-            return True
-        return False
-    missing = cs.missing_replication_rules(prim)
-    if not missing:
-        return False
-    ran = call_user(jax.jit(fn), *placed)
-    exc = ran.error
-    observed = (" (shard_map ran, but only because nothing checked the output's replication)" if exc is None else
-                f": shard_map raises {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-    yield rules.SHARD_MAP_RULE_MISSING.finding(
-        evidence=f"{prim.name} lacks the replication rules shard_map's check_rep needs on this JAX "
-        f"(not registered: {', '.join(missing)}){observed}",
-        fix=cs.shard_map_rule_fix(prim.name), location=ctx.subject.location)
-    return True
-
-
-def _grad_consequence(ctx: Context, fn: Any, placed: list[Any]) -> str:
-    """What plain JAX does with the lost axes: grad of the shard_map, when the primitive has a JVP rule."""
-    prim = ctx.subject.obj
-    if _compat.jvp_rule(prim) is None or not all(s.is_float for s in ctx.specs):
-        return " The output is then cast back to varying, which `grad` cannot transpose."
-    def loss(*xs: Any) -> Any:
-        return sum(jax.numpy.sum(leaf) for leaf in jax.tree_util.tree_leaves(fn(*xs)))
-    exc = call_user(jax.jit(jax.grad(loss)), *placed).error
-    if exc is not None:
-        return (f" Plain JAX confirms it: jax.grad through this shard_map raises {type(exc).__name__}: "
-                f"{str(exc).splitlines()[0][:200] if str(exc) else ''}")
-    return ""
-
-
-CHECKS: list[Check] = [partition_output_sharding, sharding_rule, shard_map_check]
+CHECKS: list[Check] = [partition_output_sharding, sharding_rule]

@@ -223,12 +223,16 @@ def shard_map_rule_name() -> str:
     return "a replication rule for shard_map's check_rep"
 
 
-def shard_map_rule_fix(prim_name: str) -> str:
+def shard_map_rule_fix(prim_name: str, mixed: bool = False) -> str:
     if tracks_varying_axes():
+        cast = ("jax.lax.pcast(w, axis_names, to='varying')" if hasattr(jax.lax, "pcast") else
+                "jax.lax.pvary(w, axis_names)")
+        operands = (" With several operands, bind it only on operands that vary over the same mesh axes, as JAX's "
+                    f"own primitives require: cast a replicated one first (`{cast}`), or make the abstract eval "
+                    "raise when the operands' varying axes differ." if mixed else "")
         return (f"Build {prim_name}'s output avals from an input aval so they keep its varying mesh axes: "
                 "`return x.update(shape=out_shape, dtype=out_dtype)` instead of "
-                "`return ShapedArray(out_shape, out_dtype)` (on JAX with `vma`, "
-                "`ShapedArray(shape, dtype, vma=x.vma)` also works).")
+                "`return ShapedArray(out_shape, out_dtype)`." + operands)
     return (f"Register {prim_name}'s replication rules for shard_map (its output is replicated exactly when all "
             "inputs are): `from jax.experimental import shard_map` then "
             f"`shard_map.register_standard_check(prim)` and `shard_map.register_standard_rewrite(prim)` for the "
