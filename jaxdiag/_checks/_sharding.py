@@ -81,19 +81,23 @@ class Placement:
 
     specs: tuple[Any, ...]
     sharded_dims: tuple[tuple[int, int], ...] = ()  # (argument, dimension) pairs sharded here
+    out_spec: Any = None  # the result's sharding requested with jit's out_shardings (GSPMD's propagate callback)
 
     def describe(self, arg_specs: Sequence[ArgSpec]) -> str:
         if len(self.specs) == 1:
-            return f"input {show_spec(self.specs[0])}"
-        return ", ".join(f"argument {i} {show_spec(s)}" for i, s in enumerate(self.specs))
+            text = f"input {show_spec(self.specs[0])}"
+        else:
+            text = ", ".join(f"argument {i} {show_spec(s)}" for i, s in enumerate(self.specs))
+        return text + (f" and the result constrained to {show_spec(self.out_spec)}" if self.out_spec else "")
 
     @property
     def short(self) -> str:
-        return " ".join(show_spec(s) for s in self.specs)
+        return " ".join(show_spec(s) for s in self.specs) + (f" -> {show_spec(self.out_spec)}" if self.out_spec
+                                                             else "")
 
     @property
     def sharded(self) -> bool:
-        return bool(self.sharded_dims)
+        return bool(self.sharded_dims) or self.out_spec is not None
 
 
 def placements(specs: Sequence[ArgSpec], mesh: tuple[int, ...], names: tuple[str, ...], limit: int
@@ -210,9 +214,9 @@ def _fresh_call(subject: Subject) -> Any:
     return call
 
 
-def _compile_and_run(fn: Any, placed: list[Any]) -> tuple[str, list[np.ndarray]]:
+def _compile_and_run(fn: Any, placed: list[Any], out: Any = None) -> tuple[str, list[np.ndarray]]:
     """Compile jit(fn) for these placed arguments (the partitioner calls the user's callbacks here), run it."""
-    compiled = jax.jit(fn).lower(*placed).compile()
+    compiled = (jax.jit(fn) if out is None else jax.jit(fn, out_shardings=out)).lower(*placed).compile()
     out = compiled(*placed)
     return compiled.as_text() or "", [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
 
@@ -233,21 +237,37 @@ def _sharded_runs(ctx: Context) -> list[Run]:
     example = ctx.example()
     partitioned = ctx.subject.obj if ctx.subject.kind == "custom_partitioning" else None
     runs = []
-    for placement in placements(ctx.specs, tuple(options.mesh), options.axis_names,  # type: ignore[attr-defined]
-                                options.max_placements):  # type: ignore[attr-defined]
+    found = placements(ctx.specs, tuple(options.mesh), options.axis_names,  # type: ignore[attr-defined]
+                       options.max_placements)  # type: ignore[attr-defined]
+    for placement in found + _constrained(ctx, partitioned):
         run = Run(placement)
         placed = [jax.device_put(x, NamedSharding(mesh, s)) for x, s in zip(example, placement.specs)]
         spying = cs.spy_partition_callbacks(partitioned, _spy(run.callbacks)) if partitioned is not None \
             else contextlib.nullcontext()
         with spying:
             fresh = _fresh_call(ctx.subject)  # a new function per placement: a new trace carries the spies
-            called = call_user(_compile_and_run, fresh, placed)
+            out = NamedSharding(mesh, placement.out_spec) if placement.out_spec is not None else None
+            called = call_user(_compile_and_run, fresh, placed, out)
             if called.error is not None:
                 run.error = called.error
             else:
                 run.hlo, run.outputs = called.value
         runs.append(run)
     return runs
+
+
+def _constrained(ctx: Context, partitioned: Any) -> list[Placement]:
+    """Under GSPMD, a custom_partitioning op with a `propagate_user_sharding` callback is also compiled with
+    replicated inputs and its (single) result constrained to its leading dimension sharded over the first mesh
+    axis: that is when GSPMD calls the callback. Shardy never calls it."""
+    if partitioned is None or cs.uses_shardy() or cs.partition_parts(partitioned).propagate is None:
+        return []
+    reference = reference_outputs(ctx)
+    first = ctx.options.axis_names[0]  # type: ignore[attr-defined]
+    size = dict(zip(ctx.options.axis_names, ctx.options.mesh))[first]  # type: ignore[attr-defined]
+    if len(reference) != 1 or not np.ndim(reference[0]) or np.shape(reference[0])[0] % size or size < 2:
+        return []
+    return [Placement(tuple(P() for _ in ctx.specs), (), P(first, *(None,) * (np.ndim(reference[0]) - 1)))]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -190,13 +190,13 @@ def _factor_verdict(ctx: Context, parts: Any, factors: Any, factor: str, mixing:
                 f"the dimension, and XLA reconciles its sharding with the rule's around every call: with "
                 f"{run.placement.describe(ctx.specs)} on mesh {describe_mesh(ctx.options)}, {m.describe(devices)}")
     elif runs:
-        seen = ("Results are exact and nothing is moved under every input sharding that splits it ("
-                f"{', '.join(r.placement.short for r in runs[:4])}), so the declaration costs nothing measurable "
-                "here")
-    else:
-        seen = (f"No input sharding on mesh {describe_mesh(ctx.options)} splits that dimension"
-                + ("" if cs.supports_sharding_rule() else " (this JAX has no Shardy partitioner)")
-                + ", so what the partitioner does with it was not observed")
+        return None  # exact, and nothing moves: the declaration costs nothing observable
+    else:  # no evidence either way: said, not graded
+        return rules.CHECK_SKIPPED.finding(
+            reason=f"{claim}; no input sharding on mesh {describe_mesh(ctx.options)} splits that dimension"
+            + ("" if cs.supports_sharding_rule() else " (this JAX has no Shardy partitioner)")
+            + ", so whether the partitioner then computes it wrongly was not observed; pass --arg with that "
+            "dimension divisible by a mesh axis", check="sharding-rule", location=location)
     return rules.SHARDING_RULE_GATHERS.finding(evidence=f"{claim}. {seen}{partitioner}.", fix=fix,
                                                location=location)
 
@@ -254,7 +254,7 @@ def partition_output_sharding(ctx: Context) -> Iterator[Finding]:
                 finding = _mismatch_verdict(ctx, run, k, want, got, name, declared_by)
                 if finding is not None:
                     yield finding
-                return
+                    return
 
 
 def _mismatch_verdict(ctx: Context, run: Any, k: int, want: Any, got: Any, name: str, declared_by: str
@@ -285,9 +285,10 @@ def _mismatch_verdict(ctx: Context, run: Any, k: int, want: Any, got: Any, name:
             f"the partitioner asked for) and lower on per-device slices, or change {declared_by} to declare "
             f"{shown_got} for this input.")
     moved = moved_bytes(run.hlo)
+    if not moved.per_device:
+        return None  # exact, and reconciled by re-slicing locally: no bytes move
     devices = int(np.prod(ctx.options.mesh))  # type: ignore[attr-defined]
-    cost = (f"XLA reconciles the two with collectives around the call: {moved.describe(devices)}" if moved.per_device
-            else "XLA reconciles the two by re-slicing the result after the call (no bytes moved, extra copies)")
+    cost = f"XLA reconciles the two with collectives around the call: {moved.describe(devices)}"
     return rules.PARTITION_RESULT_RESHARDED.finding(
         evidence=f"{claim}. The results are exact (they equal the unsharded ones); {cost}.", fix=fix, location=at)
 
