@@ -50,11 +50,14 @@ SHARDING_RULE_NOT_PASSTHROUGH = Rule(
 )
 SHARD_MAP_RULE_MISSING = Rule(
     "JXS004", "shard-map-rule-missing", "error",
-    "A user primitive lacks what `shard_map` needs from it on this JAX version.",
-    "Traces the primitive inside `shard_map` over the mesh and checks what this JAX requires: on JAX that tracks "
-    "varying mesh axes (`vma`), that the abstract eval keeps the inputs' axes; on jax 0.5, that the replication "
-    "check and rewrite rules are registered for `check_rep`. Confirms the consequence with plain shard_map (and its "
-    "gradient).",
+    "A user primitive lacks what `shard_map` needs from it on this JAX version, and shard_map or `grad` through it "
+    "fails.",
+    "Runs the primitive inside `shard_map` over the mesh (every operand sharded, one example per device; then one "
+    "operand replicated, or sharded over fewer mesh axes) and `grad` of a psum-reduced loss through it, against the "
+    "same computation without shard_map. A failure is this rule when this JAX's requirement explains it: on JAX "
+    "that tracks varying mesh axes (`vma`), an abstract eval that types an output with fewer axes than its "
+    "operands (the finding sits there); on jax 0.5, replication check and rewrite rules missing for `check_rep`. "
+    "A primitive that runs correctly is clean whatever its abstract eval returns.",
     "Inside shard_map the output is typed as identical on every device while it differs per device: JAX inserts "
     "casts that fail under `grad` (`pvary is a invariant->variant collective`) or refuses to trace.",
     "jxs004_bad.py", "jxs004_good.py",
