@@ -3,7 +3,8 @@ primitives do, refuses operands that vary over different axes, so a caller casts
 (`jax.lax.pcast(w, axes, to="varying")`) before binding; the transpose of that cast sums the weight's cotangent
 over the devices. On jax 0.5 the primitive registers shard_map's standard replication rules instead."""
 
-from jax.interpreters import ad, mlir
+import jax.numpy as jnp
+from jax.interpreters import ad, batching, mlir
 
 try:
     from jax.extend.core import Primitive
@@ -49,11 +50,20 @@ def _scale_transpose(ct, x, w):
     return None, scale(x, ct)
 
 
+def _scale_batch(args, dims):
+    """Both operands batched along axis 0 (an unbatched one broadcast): the primitive takes equal shapes."""
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    x, w = (jnp.moveaxis(a, d, 0) if d is not None else jnp.broadcast_to(a, (size, *a.shape))
+            for a, d in zip(args, dims))
+    return scale(x, w), 0
+
+
 scale_p.def_impl(lambda x, w: x * w)
 scale_p.def_abstract_eval(_scale_abstract_eval)
 mlir.register_lowering(scale_p, mlir.lower_fun(lambda x, w: x * w, multiple_results=False))
 ad.primitive_jvps[scale_p] = _scale_jvp
 ad.primitive_transposes[scale_p] = _scale_transpose
+batching.primitive_batchers[scale_p] = _scale_batch
 if register_standard_check is not None:
     register_standard_check(scale_p)
     register_standard_rewrite(scale_p)

@@ -3,7 +3,7 @@ shard_map, and the gathering cost of opaque calls, checked on a virtual CPU mesh
 
 from __future__ import annotations
 
-from ._catalog import Rule, variant
+from ._catalog import Rule
 
 SHARDED_RESULT_MISMATCH = Rule(
     "JXS001", "sharded-result-mismatch", "error",
@@ -92,49 +92,51 @@ PARTITION_CALLBACK_RAISED = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-PARTITION_RESULT_RESHARDED = variant(
-    PARTITION_SHARDING_MISMATCH, "JXS007", "partition-result-resharded", "warning",
-    differs="The results are exact under every input sharding: XLA reconciles the two shardings with collectives, "
-            "so it is a cost (the bytes moved are stated), not an error.",
-    summary="`partition` returns another result sharding than the declared one; XLA reconciles them with "
-            "collectives, exactly but at a cost.",
-    what="Spies on the op's callbacks under jit with sharded inputs, compares the result sharding the partitioner "
-         "asked `partition` for with the one it returned, checks that the results still equal the unsharded ones, "
-         "and reads the bytes the reconciling collectives move off the partitioned HLO.",
-    why="The partitioner planned the rest of the program around the declared sharding; a different returned one "
-        "costs an all-gather (or re-slice) around every call. Results are right, so only performance suffers.",
-    bad_sample="jxs007_bad.py", good_sample="jxs007_good.py",
+PARTITION_RESULT_RESHARDED = Rule(
+    "JXS007", "partition-result-resharded", "warning",
+    "`partition` returns another result sharding than the declared one; the results are exact, and XLA "
+    "reconciles the two with collectives around every call.",
+    "Spies on the op's callbacks under jit with sharded inputs, compares the result sharding the partitioner "
+    "asked `partition` for with the one it returned, checks that the results still equal the unsharded ones, and "
+    "reads the bytes the reconciling collectives move off the partitioned HLO (an all-gather receives its result "
+    "less its own operand). Found at the callback at fault: `partition` when the op keeps the declared dimension "
+    "independent, `infer_sharding_from_operands` when it declares sharded a dimension the op mixes. A mismatch "
+    "reconciled by a local re-slice (nothing moved) is not reported; one whose results differ is JXS002.",
+    "The partitioner planned the rest of the program around the declared sharding; a different returned one "
+    "costs collectives around every call. Results are right, so only performance suffers, by the bytes stated.",
+    "jxs007_bad.py", "jxs007_good.py",
     message="`partition` returns another result sharding than the declared one, reconciled by XLA: {evidence}",
+    fix="{fix}",
 )
-SHARDING_RULE_GATHERS = variant(
-    SHARDING_RULE_NOT_PASSTHROUGH, "JXS008", "sharding-rule-passthrough-gathered", "warning",
-    differs="`partition` replicates the mixed dimension itself, so results are exact under every input sharding "
-            "that splits it: the pass-through only costs the collectives that gather and re-slice it.",
-    summary="The Shardy `sharding_rule` passes a mixed dimension through, but `partition` gathers it, so the "
-            "results are exact and XLA pays collectives around every call.",
-    what="For each pass-through factor that the op mixes (the op on slices, concatenated, differs from the op on "
-         "the whole array), compiles jit under Shardy with that dimension sharded over each mesh axis, compares "
-         "with the unsharded result, and reads the bytes moved off the partitioned HLO.",
-    why="Shardy keeps the dimension sharded on the result, so every call gathers the operand and re-slices the "
-        "result: correct, but it moves bytes that a rule declaring the factor as needing replication would "
-        "let the partitioner plan for.",
-    bad_sample="jxs008_bad.py", good_sample="jxs008_good.py",
+SHARDING_RULE_GATHERS = Rule(
+    "JXS008", "sharding-rule-passthrough-gathered", "warning",
+    "The Shardy `sharding_rule` passes a dimension the op mixes through, but `partition` gathers it, so results "
+    "are exact and XLA pays collectives around every call.",
+    "For each pass-through factor the op mixes (the op on slices along it, concatenated, differs from the op on "
+    "the whole array), compiles jit under Shardy (switched on for the check where this JAX defaults to GSPMD) "
+    "with that dimension sharded over each mesh axis, compares with the unsharded result, and reads the bytes "
+    "moved off the partitioned HLO. Results that differ are JXS003; exact results with nothing moved are not "
+    "reported.",
+    "Shardy keeps the dimension sharded on the result, so every call gathers the operand and re-slices the "
+    "result: correct, but a rule that gives the result dimension its own factor (or declares it as needing "
+    "replication) lets the partitioner plan the gather instead. The custom_partitioning FFT as JAX's "
+    "documentation writes it (`... i -> ... i`) is this case.",
+    "jxs008_bad.py", "jxs008_good.py",
     message="The sharding_rule passes a mixed dimension through, and `partition` gathers it: {evidence}",
+    fix="{fix}",
 )
-SHARD_MAP_GRAD_UNSUMMED = variant(
-    SHARD_MAP_RULE_MISSING, "JXS009", "shard-map-grad-unsummed", "error",
-    differs="Nothing raises: `grad` through shard_map returns wrong numbers, because the output is typed as "
-            "identical on every device and the cotangent of a replicated operand is never summed over devices.",
-    summary="Inside `shard_map`, a user primitive's abstract eval types its output as identical on every device "
-            "(no varying mesh axes) while it varies, and `grad` with a replicated operand is silently wrong.",
-    what="Runs the primitive inside `shard_map` with each operand sharded (one example per device) and, in turn, "
-         "with one operand replicated, takes `grad` of a psum-reduced loss with respect to each operand, and "
-         "compares with the gradient of the same loss computed without shard_map.",
-    why="JAX sums the cotangent of a replicated operand over the devices only where the type says its use "
-        "varies (the transpose of `pvary` is `psum`). An output typed as identical hides that, so each device "
-        "keeps its own part of the gradient and no error is raised.",
-    bad_sample="jxs009_bad.py", good_sample="jxs009_good.py",
+SHARD_MAP_GRAD_UNSUMMED = Rule(
+    "JXS009", "shard-map-grad-unsummed", "error",
+    "Inside `shard_map`, a user primitive's abstract eval types its output with fewer varying mesh axes than its "
+    "operands, and `grad` with a replicated operand is silently wrong.",
+    "Runs the primitive inside `shard_map` with every operand sharded (one example per device) and, in turn, "
+    "with one operand replicated or sharded over fewer mesh axes, takes `grad` of a psum-reduced loss with "
+    "respect to each float operand, and compares with the gradient of the same loss without shard_map. Reported "
+    "at the abstract eval when it types an output with fewer varying axes than the operands have.",
+    "JAX sums the cotangent of a replicated operand over the devices only where the types say its use varies "
+    "(the transpose of `pvary` is `psum`). An output typed as identical on every device hides that, so each "
+    "device keeps its own part of the gradient and nothing raises.",
+    "jxs009_bad.py", "jxs009_good.py",
     message="grad through shard_map is silently wrong: {evidence}",
-    evidence_from_inputs=True,
-    depends_on_values=True,
+    fix="{fix}",
 )
