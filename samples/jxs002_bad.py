@@ -1,6 +1,13 @@
-"""JXS002 bad: `infer_sharding_from_operands` (and the Shardy rule) declare the result sharded like the input, but
-`partition` returns a replicated result (it lowers on whole arrays). The numbers are right, yet XLA gathers the
-operand and re-slices the result around every call to reconcile the two."""
+"""JXS002 bad: `partition` lowers on each device's own shard (it keeps the operand's sharding) but returns a
+replicated result sharding, which promises every device the whole result. The per-device result does not fit, so
+jit on a sharded input fails to compile:
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 4), ("a", "b"))   # 8 CPU devices
+    x = jax.device_put(np.ones((8, 16), np.float32), NamedSharding(mesh, P("a", None)))
+    jax.jit(scale)(x)   # raises: ValueError: Mismatch in result shapes. [float32[4,16]] vs [float32[8,16]]
+
+(the input replicated, `P()`, still works, which is how it slips through).
+"""
 
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding
@@ -19,12 +26,10 @@ def infer_scale_sharding(mesh, arg_shapes, result_shape):
 
 
 def partition_scale(mesh, arg_shapes, result_shape):  # jaxdiag-expect: JXS002
-    replicated = NamedSharding(mesh, P())
-
     def lower(x):
         return x * 2.0
 
-    return mesh, lower, replicated, (replicated,)
+    return mesh, lower, NamedSharding(mesh, P()), (arg_shapes[0].sharding,)
 
 
 scale.def_partition(

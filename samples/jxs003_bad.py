@@ -1,11 +1,17 @@
-"""JXS003 bad: the Shardy `sharding_rule` says the scanned axis `j` passes through, but a cumulative sum mixes
-values along it. `partition` itself is careful (it replicates `j`), so the results are right; the rule is what
-Shardy propagates to the rest of the program, and it keeps `j` sharded on the result."""
+"""JXS003 bad: the Shardy `sharding_rule` says the scanned axis `j` passes through, but a cumulative sum mixes values
+along it. `partition` trusts what the partitioner hands it and lowers the cumsum on each device's slice, so with the
+last axis sharded every device sums only its own quarter of each row.
+
+Plain JAX on 8 CPU devices::
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 4), ("a", "b"))
+    x = np.ones((8, 16), np.float32)
+    jax.jit(running_total)(jax.device_put(x, NamedSharding(mesh, P(None, "b"))))[0]
+    # [1. 2. 3. 4. 1. 2. 3. 4. ...], where np.cumsum(x, axis=-1)[0] is [1. 2. ... 16.]
+"""
 
 import jax.numpy as jnp
 from jax.experimental.custom_partitioning import custom_partitioning
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
 JAXDIAG = {"running_total": {"args": ["f32[8,16]"]}}
 
@@ -15,17 +21,12 @@ def running_total(x):
     return jnp.cumsum(x, axis=-1)
 
 
-def _rows_only(mesh, arg_shapes):
-    spec = tuple(arg_shapes[0].sharding.spec)
-    return NamedSharding(mesh, P(spec[0] if spec else None, None))
-
-
 def infer_total_sharding(mesh, arg_shapes, result_shape):
-    return _rows_only(mesh, arg_shapes)
+    return arg_shapes[0].sharding
 
 
-def partition_total(mesh, arg_shapes, result_shape):  # jaxdiag-expect: JXS002 (under Shardy, from the rule)
-    sharding = _rows_only(mesh, arg_shapes)
+def partition_total(mesh, arg_shapes, result_shape):  # jaxdiag-expect: JXS001
+    sharding = arg_shapes[0].sharding
     return mesh, lambda x: jnp.cumsum(x, axis=-1), sharding, (sharding,)
 
 

@@ -19,7 +19,7 @@ def infer_norms_sharding(mesh, arg_shapes, result_shape):
     return NamedSharding(mesh, P(spec[0] if spec else None, None))
 
 
-def partition_norms(mesh, arg_shapes, result_shape):  # jaxdiag-expect: JXS006, JXS002 (wrong axis picked)
+def partition_norms(mesh, arg_shapes, result_shape):  # jaxdiag-expect: JXS006, JXS007 (wrong axis picked)
     (row_axis,) = [a for a in arg_shapes[0].sharding.spec if a is not None]  # exactly one sharded dimension
     sharding = NamedSharding(mesh, P(row_axis, None))
     return mesh, lambda x: x / jnp.linalg.norm(x, axis=-1, keepdims=True), sharding, (sharding,)

@@ -47,7 +47,7 @@ VERSION_RE = re.compile(r"with jax ([0-9][0-9A-Za-z.+-]*)")
 # Rules that `jaxdiag check` does not report with its defaults, and the command (and API options) that does, e.g.
 # `"JXG019": ("grad --order 2", {"order": 2})` (no longer needed: `check` runs the second-order check).
 SPECIAL_COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {
-    f"JXS00{n}": ("sharding", {}) for n in range(1, 7)}  # `check` runs them only with `sharding = true`
+    f"JXS00{n}": ("sharding", {}) for n in range(1, 10)}  # `check` runs them only with `sharding = true`
 
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))

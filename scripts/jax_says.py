@@ -518,4 +518,4 @@ def _jxg028(m: Any) -> str | None:
 
 # --- JXS: sharding (each repro runs in a child process with 8 virtual CPU devices) -----------------------------------
 
-import jax_says_sharding  # noqa: E402,F401  registers JXS001-JXS006 in JAX_SAYS
+import jax_says_sharding  # noqa: E402,F401  registers JXS001-JXS009 in JAX_SAYS

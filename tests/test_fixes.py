@@ -46,7 +46,7 @@ NOT_LOCAL = {
     "jxr006": "a new JVP rule", "jxr007": "a new transpose rule",
     "jxr009": "the rule's signature and its uses of the arguments", "jxr010": "a lowering of the right function",
     "jxv004": "the rule's branch for unbatched inputs",
-    **{f"jxs00{i}": "a sharding rule: checked by `jaxdiag sharding` on several devices" for i in range(1, 7)},
+    **{f"jxs00{i}": "a sharding rule: checked by `jaxdiag sharding` on several devices" for i in range(1, 10)},
 }
 FAST = {"jxb004"}
 # What the verified edit of a sample must add on each flagged line (beyond making the sample clean).

@@ -28,8 +28,11 @@ SAMPLES = ROOT / "samples"
 TESTS = Path(__file__).resolve().parent
 SAMPLE_ARGS = {"jxs001": ("fft_real", "f32[8,16]"), "jxs002": ("scale", "f32[8,16]"),
                "jxs003": ("running_total", "f32[8,16]"), "jxs004": ("soft_sign_p", "f32[4]"),
-               "jxs005": ("cumsum_rows", "f32[8,16]"), "jxs006": ("row_norms", "f32[8,16]")}
-FAST = ["jxs001_bad", "jxs001_good", "jxs004_bad", "jxs004_good", "jxs005_bad"]
+               "jxs005": ("cumsum_rows", "f32[8,16]"), "jxs006": ("row_norms", "f32[8,16]"),
+               "jxs007": ("scale", "f32[8,16]"), "jxs008": ("fft_last", "c64[8,16]"),
+               "jxs009": ("scale_p", "f32[4]")}
+FAST = ["jxs001_bad", "jxs001_good", "jxs004_bad", "jxs004_good", "jxs005_bad", "jxs008_bad", "jxs008_good",
+        "jxs009_bad", "jxs009_good"]
 SLOW = sorted({f"{c}_{w}" for c in SAMPLE_ARGS for w in ("bad", "good")} - set(FAST))
 
 
@@ -45,7 +48,8 @@ def expected_lines(stem: str) -> dict[str, set[int]]:
 
 def entry(stem: str) -> dict:
     attr, spec = SAMPLE_ARGS[stem[:6]]
-    return {"ref": f"samples/{stem}.py:{attr}", "args": [spec], "params": {}}
+    args = [spec, spec] if stem.startswith("jxs009") else [spec]  # x and a weight of its shape
+    return {"ref": f"samples/{stem}.py:{attr}", "args": args, "params": {}}
 
 
 def run(stems: list[str], extra: tuple[dict, ...] = (), **options) -> dict[str, list]:
@@ -102,8 +106,10 @@ def input_form_entries() -> tuple[dict, ...]:
 
 @pytest.fixture(scope="module")
 def fast_report():
-    # + a target no placement can shard (f32[3] on 2x4), which must say so rather than pass quietly
-    return run(FAST, ({"ref": "tests/sharding_targets.py:total", "args": ["f32[3]"]},), max_placements=6)
+    # + a target no placement can shard (f32[3] on 2x4), which must say so rather than pass quietly, and a plain
+    # primitive (a fresh ShapedArray, no JVP) that works inside shard_map
+    return run(FAST, ({"ref": "tests/sharding_targets.py:total", "args": ["f32[3]"]},
+                      {"ref": "tests/data/shard/vma_members.py:plain_p", "args": ["f32[4]"]}), max_placements=6)
 
 
 @pytest.mark.slow  # a child of its own (the fast tier keeps the CLI's parsing of every form, below)
@@ -131,6 +137,84 @@ def test_fft_mismatch_names_the_input_sharding_and_values(fast_report):
     assert "got" in finding.message and "expected" in finding.message and "max abs difference" in finding.message
     assert "P(None, None)" in finding.message  # the replicated placement agrees
     assert "partition_fft" in finding.fix and "dimension 1" in finding.fix
+
+
+def test_the_documented_fft_is_a_cost_warning_with_bytes_not_an_error(fast_report):
+    """The custom_partitioning FFT as JAX documents it (`... i -> ... i`, partition gathering the last axis) gives
+    exact results under every sharding: one warning at the rule's line stating what moves, no JXS002/JXS003."""
+    findings = [f for t in fast_report["jxs008_bad"] for f in t.findings]
+    assert [(f.code, f.severity) for f in findings] == [("JXS008", "warning")], [(f.code, f.message) for f in findings]
+    (finding,) = findings
+    assert "'... i -> ... i'" in finding.message and "Results are exact" in finding.message
+    # f32 complex [8,16] is 1 KiB: a device holding half of the last axis receives the other half
+    assert re.search(r"\b512 B received per device and call \(all-gather c64\[8,8\] -> c64\[8,16\]\)",
+                     finding.message), finding.message
+    assert finding.location is not None and finding.location.function == "sharding_rule"
+
+
+def test_a_plain_primitive_that_works_inside_shard_map_is_clean(fast_report):
+    (target,) = fast_report["vma_members"]
+    assert target.findings == [], [(f.code, f.message) for f in target.findings]
+    assert ("shard-map", "passed") in [(c.name, c.status) for c in target.checks], target.checks
+
+
+def test_a_silently_wrong_shard_map_grad_is_at_the_abstract_eval(fast_report):
+    (finding,) = [f for t in fast_report["jxs009_bad"] for f in t.findings]
+    assert (finding.code, finding.severity) == ("JXS009", "error")
+    assert finding.location is not None and finding.location.function == "_scale_abstract_eval"
+    # the replicated operand is the one whose cotangent is never summed
+    assert re.search(r"operand (\d) replicated.* never sums the cotangent of operand \1 ", finding.message), \
+        finding.message
+    assert "expected" in finding.message and "pcast" in finding.fix
+
+
+def test_shard_map_layouts_cover_replicated_and_fewer_axes():
+    from jaxdiag._checks._sharding_map import layouts
+
+    found = [layout.axes for layout in layouts(2, ("a", "b"))]
+    assert found[0] == (("a", "b"), ("a", "b"))
+    assert ((), ("a", "b")) in found and (("a", "b"), ()) in found  # each operand replicated in turn
+    assert (("a",), ("a", "b")) in found and (("a", "b"), ("a",)) in found  # varying over fewer axes
+    assert [layout.axes for layout in layouts(1, ("a", "b"))] == [(("a", "b"),)]
+
+
+def test_bytes_moved_are_read_off_partitioned_hlo():
+    from jaxdiag._checks._sharding import moved_bytes
+
+    hlo = """
+  %param = f32[8,4]{1,0} parameter(0)
+  %copy = f32[8,4]{0,1} copy(%param)
+  %all-gather = f32[8,16]{0,1} all-gather(%copy), channel_id=1, replica_groups=[2,4]<=[8], dimensions={1}
+  ROOT %all-to-all = f32[8,16]{1,0} all-to-all(%all-gather), dimensions={0}
+"""
+    moved = moved_bytes(hlo)
+    assert moved.per_device == (8 * 16 - 8 * 4) * 4 + 8 * 16 * 4
+    assert moved.parts == ("all-gather f32[8,4] -> f32[8,16]", "all-to-all f32[8,16] -> f32[8,16]")
+    assert moved_bytes("ROOT %add = f32[4]{0} add(%a, %b)").per_device == 0
+
+
+def expected_marks(path: Path, partitioner: str) -> dict[str, set[tuple[str, int]]]:
+    """{op: {(code, line)}} from `# expect: CODE` marks (a code may say `(GSPMD)` or `(Shardy)`: only there), per
+    block: each op's block starts at a comment line in column 0 and defines one op (`@custom_partitioning` then
+    `def NAME`, or `NAME = _elementwise(...)`)."""
+    marks: dict[str, set[tuple[str, int]]] = {}
+    blocks: list[list[tuple[int, str]]] = []
+    for number, text in enumerate(path.read_text().splitlines(), start=1):
+        if text.startswith("# "):
+            blocks.append([])
+        if blocks:
+            blocks[-1].append((number, text))
+    for block in blocks:
+        source = "\n".join(text for _, text in block)
+        op = re.search(r"@custom_partitioning\ndef (\w+)|^(\w+) = _elementwise\(", source, re.M)
+        if op is None:
+            continue
+        found = marks.setdefault(op.group(1) or op.group(2), set())
+        for number, text in block:
+            for code, only in re.findall(r"\b(JX[A-Z]\d{3})(?: \((GSPMD|Shardy)\))?", text.partition("# expect:")[2]):
+                if not only or only == partitioner:
+                    found.add((code, number))
+    return marks
 
 
 def test_an_unshardable_input_is_a_note_not_a_pass(fast_report):
@@ -420,3 +504,42 @@ def test_cli_sharding_param_and_pytree_args():
         (report,) = json.loads(done.stdout)["targets"]
         assert report["findings"] == [] and any(c["name"] == "sharded-results" and c["status"] == "passed"
                                                 for c in report["checks"]), report
+
+
+# --- other members of each class: custom_partitioning ops and user primitives ----------------------------------
+
+DATA = TESTS / "data" / "shard"
+CP_ARGS = {"fft_rows": ["c64[8,16]"], "triple": ["f32[8,16]"], "shifted_total": ["f32[8,16]", "f32[8,16]"],
+           "column_sums": ["f32[8,16]"], "running_rows": ["f32[8,16]"], "doubled": ["f32[8,16]"]}
+
+
+def _findings_by_target(report) -> dict[str, set[tuple[str, int]]]:
+    assert not report.internal_errors, [c.detail for c in report.internal_errors]
+    return {t.target.rpartition(":")[2]: {(f.code, f.location.line) for f in t.findings
+                                          if f.severity in ("error", "warning") and f.location is not None}
+            for t in report.targets}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("partitioner", ["Shardy", "GSPMD"])
+def test_custom_partitioning_members_are_judged_by_evidence_at_the_callback(monkeypatch, partitioner):
+    """Gathering another axis, a replicated second operand, a reduction inside partition, infer at fault (GSPMD),
+    propagate_user_sharding exercised (GSPMD): each finding at the callback or rule line marked in the module."""
+    monkeypatch.setenv("JAX_USE_SHARDY_PARTITIONER", "1" if partitioner == "Shardy" else "0")
+    entries = [{"ref": f"{DATA / 'cp_members.py'}:{name}", "args": args, "params": {}}
+               for name, args in CP_ARGS.items()]
+    got = _findings_by_target(_sharding.run_in_child(entries, (2, 4)))
+    want = expected_marks(DATA / "cp_members.py", partitioner)
+    assert set(want) == set(CP_ARGS)
+    assert got == want
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mesh", [(2, 4), (8,), (2, 2, 2)])
+def test_shard_map_members_on_other_meshes(mesh):
+    """An output typed after the replicated operand (JXS009), a lax-written JVP under a fresh ShapedArray (grad
+    raises: JXS004), a plain primitive (clean), whatever the mesh's axes."""
+    args = {"plain_p": ["f32[8]"], "weighted_p": ["f32[8]", "f32[8]"], "mixed_p": ["f32[8]", "f32[8]"]}
+    entries = [{"ref": f"{DATA / 'vma_members.py'}:{name}", "args": a, "params": {}} for name, a in args.items()]
+    got = _findings_by_target(_sharding.run_in_child(entries, mesh))
+    assert got == expected_marks(DATA / "vma_members.py", "Shardy")

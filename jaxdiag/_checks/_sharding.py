@@ -81,19 +81,23 @@ class Placement:
 
     specs: tuple[Any, ...]
     sharded_dims: tuple[tuple[int, int], ...] = ()  # (argument, dimension) pairs sharded here
+    out_spec: Any = None  # the result's sharding requested with jit's out_shardings (GSPMD's propagate callback)
 
     def describe(self, arg_specs: Sequence[ArgSpec]) -> str:
         if len(self.specs) == 1:
-            return f"input {show_spec(self.specs[0])}"
-        return ", ".join(f"argument {i} {show_spec(s)}" for i, s in enumerate(self.specs))
+            text = f"input {show_spec(self.specs[0])}"
+        else:
+            text = ", ".join(f"argument {i} {show_spec(s)}" for i, s in enumerate(self.specs))
+        return text + (f" and the result constrained to {show_spec(self.out_spec)}" if self.out_spec else "")
 
     @property
     def short(self) -> str:
-        return " ".join(show_spec(s) for s in self.specs)
+        return " ".join(show_spec(s) for s in self.specs) + (f" -> {show_spec(self.out_spec)}" if self.out_spec
+                                                             else "")
 
     @property
     def sharded(self) -> bool:
-        return bool(self.sharded_dims)
+        return bool(self.sharded_dims) or self.out_spec is not None
 
 
 def placements(specs: Sequence[ArgSpec], mesh: tuple[int, ...], names: tuple[str, ...], limit: int
@@ -142,7 +146,7 @@ def placements(specs: Sequence[ArgSpec], mesh: tuple[int, ...], names: tuple[str
 class CallbackRecord:
     """One call of a custom_partitioning callback during compilation."""
 
-    name: str  # "partition" or "infer_sharding_from_operands"
+    name: str  # "partition", "infer_sharding_from_operands" or "propagate_user_sharding"
     arg_shardings: list[Any]
     requested: list[Any]  # result shardings the partitioner asked `partition` for
     returned: list[Any]  # what the callback returned
@@ -167,7 +171,7 @@ def _spy(records: list[CallbackRecord]) -> Any:
     def wrap(name: str, original: Any) -> Any:
         def spy(*args: Any) -> Any:
             with jaxdiag_code("the partition-callback spy"):  # its failure is jaxdiag's, never the callback's
-                arg_shapes, result_shape = args[-2], args[-1]
+                arg_shapes, result_shape = (args[-2], args[-1]) if len(args) > 2 else ((), args[-1])
                 arg_sh = _shardings(arg_shapes)
                 requested = _shardings(result_shape) if name == "partition" else []
             called = call_user(original, *args)
@@ -210,38 +214,60 @@ def _fresh_call(subject: Subject) -> Any:
     return call
 
 
-def _compile_and_run(fn: Any, placed: list[Any]) -> tuple[str, list[np.ndarray]]:
+def _compile_and_run(fn: Any, placed: list[Any], out: Any = None) -> tuple[str, list[np.ndarray]]:
     """Compile jit(fn) for these placed arguments (the partitioner calls the user's callbacks here), run it."""
-    compiled = jax.jit(fn).lower(*placed).compile()
+    compiled = (jax.jit(fn) if out is None else jax.jit(fn, out_shardings=out)).lower(*placed).compile()
     out = compiled(*placed)
     return compiled.as_text() or "", [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
 
 
-def sharded_runs(ctx: Context) -> list[Run]:
-    """jit of the subject compiled and run for every placement (cached per subject)."""
-    if "runs" in ctx.cache.sharding:
-        return ctx.cache.sharding["runs"]
+def sharded_runs(ctx: Context, shardy: bool = False) -> list[Run]:
+    """jit of the subject compiled and run for every placement (cached per subject); `shardy` partitions with
+    Shardy even where this JAX defaults to GSPMD (empty when it cannot)."""
+    key = "runs" if not shardy or cs.uses_shardy() else "runs-shardy"
+    if key not in ctx.cache.sharding:
+        with cs.shardy_partitioner() if key == "runs-shardy" else contextlib.nullcontext(True) as on:
+            ctx.cache.sharding[key] = _sharded_runs(ctx) if on else []
+    return ctx.cache.sharding[key]
+
+
+def _sharded_runs(ctx: Context) -> list[Run]:
     options = ctx.options
     mesh = mesh_of(options)
     example = ctx.example()
     partitioned = ctx.subject.obj if ctx.subject.kind == "custom_partitioning" else None
     runs = []
-    for placement in placements(ctx.specs, tuple(options.mesh), options.axis_names,  # type: ignore[attr-defined]
-                                options.max_placements):  # type: ignore[attr-defined]
+    found = placements(ctx.specs, tuple(options.mesh), options.axis_names,  # type: ignore[attr-defined]
+                       options.max_placements)  # type: ignore[attr-defined]
+    for placement in found + _constrained(ctx, partitioned):
         run = Run(placement)
         placed = [jax.device_put(x, NamedSharding(mesh, s)) for x, s in zip(example, placement.specs)]
         spying = cs.spy_partition_callbacks(partitioned, _spy(run.callbacks)) if partitioned is not None \
             else contextlib.nullcontext()
         with spying:
             fresh = _fresh_call(ctx.subject)  # a new function per placement: a new trace carries the spies
-            called = call_user(_compile_and_run, fresh, placed)
+            out = NamedSharding(mesh, placement.out_spec) if placement.out_spec is not None else None
+            called = call_user(_compile_and_run, fresh, placed, out)
             if called.error is not None:
                 run.error = called.error
             else:
                 run.hlo, run.outputs = called.value
         runs.append(run)
-    ctx.cache.sharding["runs"] = runs
     return runs
+
+
+def _constrained(ctx: Context, partitioned: Any) -> list[Placement]:
+    """Under GSPMD, a custom_partitioning op with a `propagate_user_sharding` callback is also compiled with
+    replicated inputs and its (single) result constrained to its leading dimension sharded over the first mesh
+    axis: that is when GSPMD calls the callback. Shardy never calls it."""
+    if partitioned is None or cs.uses_shardy() or cs.partition_parts(partitioned).propagate is None:
+        return []
+    reference = reference_outputs(ctx)
+    first = ctx.options.axis_names[0]  # type: ignore[attr-defined]
+    size = dict(zip(ctx.options.axis_names, ctx.options.mesh))[first]  # type: ignore[attr-defined]
+    if len(reference) != 1 or not np.ndim(reference[0]) or np.shape(reference[0])[0] % size or size < 2:
+        return []
+    return [Placement(tuple(P() for _ in ctx.specs), (), P(first, *(None,) * (np.ndim(reference[0]) - 1)))]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -249,26 +275,31 @@ def sharded_runs(ctx: Context) -> list[Run]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
-def _callback_location(ctx: Context, name: str = "partition") -> Location | None:
+def _callback(ctx: Context, name: str) -> Any:
+    parts = cs.partition_parts(ctx.subject.obj)
+    return {"partition": parts.partition, "infer_sharding_from_operands": parts.infer,
+            "propagate_user_sharding": parts.propagate}.get(name)
+
+
+def callback_location(ctx: Context, name: str = "partition") -> Location | None:
+    """The `def` line of the custom_partitioning callback at fault (the subject's location for other kinds)."""
     if ctx.subject.kind != "custom_partitioning":
         return ctx.subject.location
-    parts = cs.partition_parts(ctx.subject.obj)
-    fn = parts.partition if name == "partition" else parts.infer
+    fn = _callback(ctx, name)
     return (_locate.locate(fn) if fn is not None else None) or ctx.subject.location
 
 
-def _callback_name(ctx: Context, name: str) -> str:
-    parts = cs.partition_parts(ctx.subject.obj)
-    fn = parts.partition if name == "partition" else parts.infer
+def callback_name(ctx: Context, name: str) -> str:
+    fn = _callback(ctx, name)
     return str(getattr(_locate.unwrap(fn), "__name__", name)) if fn is not None else name
 
 
-def _worst(outputs: list[np.ndarray], reference: list[np.ndarray]) -> tuple[int, Comparison] | None:
+def worst(outputs: list[np.ndarray], reference: list[np.ndarray]) -> tuple[int, Comparison] | None:
     for k, (got, want) in enumerate(zip(outputs, reference)):
         cmp = compare(got, want)
         if not cmp.ok and not cmp.nonfinite:
@@ -296,24 +327,24 @@ def sharded_results(ctx: Context) -> Iterator[Finding]:
         if raised:
             rec = raised[0]
             yield rules.PARTITION_CALLBACK_RAISED.finding(
-                evidence=f"`{_callback_name(ctx, rec.name)}` (the `{rec.name}` callback of {subject.name}) raised "
+                evidence=f"`{callback_name(ctx, rec.name)}` (the `{rec.name}` callback of {subject.name}) raised "
                 f"for {run.placement.describe(ctx.specs)} on mesh {describe_mesh(ctx.options)} (arguments "
-                f"{', '.join(map(str, ctx.specs))}): {_first_line(rec.error)}",  # type: ignore[arg-type]
-                fix=f"Make `{_callback_name(ctx, rec.name)}` handle every sharding of its operands (including "
+                f"{', '.join(map(str, ctx.specs))}): {first_line(rec.error)}",  # type: ignore[arg-type]
+                fix=f"Make `{callback_name(ctx, rec.name)}` handle every sharding of its operands (including "
                     f"{run.placement.short}): read `arg_shapes[i].sharding.spec` and return shardings for it, "
                     "replicating the dimensions the op cannot split.",
-                location=_callback_location(ctx, rec.name))
+                location=callback_location(ctx, rec.name))
             return
         if run.error is not None:
             if "Mismatch in result shapes" in str(run.error):
                 continue  # JXS002 reports the lowered function's result against its declared sharding
-            failing.append((run, f"raised {_first_line(run.error)}"))
+            failing.append((run, f"raised {first_line(run.error)}"))
             continue
-        worst = _worst(run.outputs or [], reference)
-        if worst is None:
+        differs = worst(run.outputs or [], reference)
+        if differs is None:
             passing.append(run)
         else:
-            k, cmp = worst
+            k, cmp = differs
             output = f"output {k}: " if len(reference) > 1 else ""
             failing.append((run, f"{output}{cmp.describe()}"))
     if not failing:
@@ -326,7 +357,7 @@ def sharded_results(ctx: Context) -> Iterator[Finding]:
                f"(arguments {', '.join(map(str, ctx.specs))}) differs from the unsharded result: {what}{others}. "
                f"It agrees with the unsharded result for: {agree}.")
     yield rules.SHARDED_RESULT_MISMATCH.finding(evidence=message, fix=_mismatch_fix(ctx, dims),
-                                                location=_callback_location(ctx))
+                                                location=callback_location(ctx))
 
 
 def _mismatch_fix(ctx: Context, dims: list[tuple[int, int]]) -> str:
@@ -346,60 +377,79 @@ def _mismatch_fix(ctx: Context, dims: list[tuple[int, int]]) -> str:
             f"sharding and the result's.{rule_note}")
 
 
-def _same_sharding(a: Any, b: Any, ndim: int) -> bool:
+def same_sharding(a: Any, b: Any, ndim: int) -> bool:
     try:
         return bool(a.is_equivalent_to(b, ndim))
     except (AttributeError, TypeError, ValueError):  # not a jax Sharding (a user's odd return value)
         return getattr(a, "spec", a) == getattr(b, "spec", b)
 
 
-@check("partition-output-sharding", "sharding", {"custom_partitioning"})
-def partition_output_sharding(ctx: Context) -> Iterator[Finding]:
-    """JXS002: the result sharding `partition` returns against the one the partitioner asked for."""
-    runs = sharded_runs(ctx)
-    parts = cs.partition_parts(ctx.subject.obj)
-    name = getattr(parts.partition, "__name__", "partition")
-    declared_by = ("the `sharding_rule`" if cs.uses_shardy() and parts.rule is not None
-                   else f"`{getattr(parts.infer, '__name__', 'infer_sharding_from_operands')}`")
-    for run in runs:
-        if run.error is not None and "Mismatch in result shapes" in str(run.error):
-            yield rules.PARTITION_SHARDING_MISMATCH.finding(
-                evidence=f"for {run.placement.describe(ctx.specs)} on mesh {describe_mesh(ctx.options)}, the function "
-                f"`{name}` lowers returns per-device results that do not fit the result sharding it returns: JAX "
-                f"reports {_first_line(run.error)}",
-                fix=f"In `{name}`, return as result sharding the sharding the lowered function's per-device result "
-                    "actually has (its shape is the global shape divided by the mesh axes in that sharding).",
-                location=_callback_location(ctx))
-            return
-        for rec in run.callbacks:
-            if rec.name != "partition" or rec.error is not None or len(rec.requested) != len(rec.returned):
-                continue
-            for k, (want, got) in enumerate(zip(rec.requested, rec.returned)):
-                ndim = len(getattr(want, "spec", ()) or ()) or 8
-                if _same_sharding(want, got, ndim):
-                    continue
-                cost = ("XLA reconciles the two with collectives (all-gather, then a re-slice) after every call"
-                        if _has_collective(run.hlo) else "the partitioner must reshard the result after every call")
-                yield rules.PARTITION_SHARDING_MISMATCH.finding(
-                    evidence=f"for {run.placement.describe(ctx.specs)} on mesh {describe_mesh(ctx.options)}, "
-                    f"{declared_by} "
-                    f"declares result {k} sharded as {show_spec(getattr(want, 'spec', want))} but `{name}` returns "
-                    f"{show_spec(getattr(got, 'spec', got))}: {cost}.",
-                    fix=f"Make `{name}` return the result sharding {declared_by} declares "
-                        f"(`result_shape.sharding` is what the partitioner asked for), or change {declared_by} to "
-                        f"declare {show_spec(getattr(got, 'spec', got))} for this input.",
-                    location=_callback_location(ctx))
-                return
-
-
 _COLLECTIVE = re.compile(r"\b(all-gather|all-to-all|collective-permute|all-reduce)(-start)?\(")
+_DEFINITION = re.compile(r"^\s*(?:ROOT\s+)?%([\w.-]+)\s*=\s*(.*?)\s+([\w-]+)\((.*)$")
+_ARRAY = re.compile(r"\b([a-z]+[0-9]*)\[([0-9,]*)\]")
+_ITEMSIZE = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4,
+             "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
 
 
 def _has_collective(hlo: str) -> bool:
     return bool(_COLLECTIVE.search(hlo))
 
 
-CHECKS: list[Check] = [sharded_results, partition_output_sharding]
+def _array_bytes(text: str) -> tuple[int, str]:
+    """Bytes and the shape text of the (last) array type in an HLO type string, `c64[4,16]{1,0}` -> 512."""
+    found = _ARRAY.findall(text)
+    if not found:
+        return 0, ""
+    dtype, dims = found[-1]
+    n = int(np.prod([int(d) for d in dims.split(",") if d] or [1]))
+    return n * _ITEMSIZE.get(dtype, 4), f"{dtype}[{dims}]"
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What the collectives of one partitioned program move, per device."""
+
+    per_device: int  # bytes each device receives
+    parts: tuple[str, ...]  # "all-gather c64[4,4] -> c64[4,16]"
+
+    def describe(self, devices: int) -> str:
+        return (f"{fmt_bytes(self.per_device)} received per device and call ({'; '.join(self.parts[:3])}"
+                f"{'; ...' if len(self.parts) > 3 else ''}), {fmt_bytes(self.per_device * devices)} over the "
+                f"{devices} devices")
+
+
+def moved_bytes(hlo: str) -> Moved:
+    """The bytes the collectives in partitioned HLO text move per device: an all-gather receives its result less
+    its own operand, an all-to-all, collective-permute or all-reduce exchanges its operand."""
+    shapes: dict[str, str] = {}
+    total, parts = 0, []
+    for line in hlo.splitlines():
+        m = _DEFINITION.match(line)
+        if m is None:
+            continue
+        name, result_type, op, rest = m.groups()
+        shapes[name] = result_type
+        kind = op[:-6] if op.endswith("-start") else op
+        if kind not in ("all-gather", "all-to-all", "collective-permute", "all-reduce"):
+            continue
+        operand = re.match(r"\s*(?:[^%)]*\s)?%([\w.-]+)", rest)
+        in_bytes, in_shape = _array_bytes(shapes.get(operand.group(1), "")) if operand else (0, "")
+        out_bytes, out_shape = _array_bytes(result_type)
+        got = max(out_bytes - in_bytes, 0) if kind == "all-gather" else (in_bytes or out_bytes)
+        total += got
+        parts.append(f"{kind} {in_shape or '?'} -> {out_shape}")
+    return Moved(total, tuple(parts))
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+CHECKS: list[Check] = [sharded_results]
 
 
 def subject_for_partitioned_call(parent: Subject, obj: Any, specs: list[ArgSpec], static: dict[int, Any],

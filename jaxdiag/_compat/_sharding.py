@@ -48,6 +48,22 @@ def uses_shardy() -> bool:
     return bool(getattr(jax.config, "jax_use_shardy_partitioner", False))
 
 
+@contextlib.contextmanager
+def shardy_partitioner() -> Iterator[bool]:
+    """Partition with Shardy for the body, where this JAX can (jax 0.5 still defaults to GSPMD but has the switch,
+    measured on jax 0.5.3: a custom_partitioning `sharding_rule` then takes effect). Yields whether Shardy is on."""
+    if uses_shardy():
+        yield True
+        return
+    try:
+        from jax._src.config import use_shardy_partitioner
+    except ImportError:  # pragma: no cover - a JAX without the switch: GSPMD only
+        yield False
+        return
+    with use_shardy_partitioner(True):
+        yield True
+
+
 def shard_map(fn: Callable, mesh: Any, in_specs: Any, out_specs: Any) -> Callable:
     return _shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
 
@@ -85,6 +101,7 @@ class PartitionParts:
     fun: Callable
     partition: Callable | None
     infer: Callable | None
+    propagate: Callable | None
     rule: Any  # SdyShardingRule, a callable building one, or None
     static_argnums: tuple[int, ...]
 
@@ -92,16 +109,18 @@ class PartitionParts:
 def partition_parts(obj: Any) -> PartitionParts:
     return PartitionParts(fun=obj.fun, partition=getattr(obj, "partition", None),
                           infer=getattr(obj, "infer_sharding_from_operands", None),
+                          propagate=getattr(obj, "propagate_user_sharding", None),
                           rule=getattr(obj, "sharding_rule", None),
                           static_argnums=tuple(getattr(obj, "static_argnums", ()) or ()))
 
 
 @contextlib.contextmanager
 def spy_partition_callbacks(obj: Any, wrap: Callable[[str, Callable], Callable]) -> Iterator[None]:
-    """Replace the object's `partition` and `infer_sharding_from_operands` with `wrap(name, original)` for the
-    body; `custom_partitioning.__call__` reads them at every call and passes them to the primitive, so a fresh
-    trace (a new jit) sees the spies. Restored on exit, even on error."""
-    saved = {name: getattr(obj, name, None) for name in ("partition", "infer_sharding_from_operands")}
+    """Replace the object's `partition`, `infer_sharding_from_operands` and `propagate_user_sharding` with
+    `wrap(name, original)` for the body; `custom_partitioning.__call__` reads them at every call and passes them to
+    the primitive, so a fresh trace (a new jit) sees the spies. Restored on exit, even on error."""
+    saved = {name: getattr(obj, name, None)
+             for name in ("partition", "infer_sharding_from_operands", "propagate_user_sharding")}
     try:
         for name, original in saved.items():
             if original is not None:
@@ -140,10 +159,20 @@ def rule_factors(rule: Any) -> RuleFactors | None:
                         for f in (getattr(rule, name, ()) or ()))
 
     def show(mapping: tuple[tuple[str, ...], ...]) -> str:
-        return " ".join(d[0] if len(d) == 1 else "(" + " ".join(d) + ")" for d in mapping)
+        words = [d[0] if len(d) == 1 else "(" + " ".join(d) + ")" for d in mapping]
+        # `...` is stored as one factor per batch dimension (`…0 …1`): written back as the user wrote it
+        shown = [w for k, w in enumerate(words) if not (w.startswith("…") and k and words[k - 1].startswith("…"))]
+        return " ".join("..." if w.startswith("…") else w for w in shown)
 
     text = ", ".join(show(m) for m in operands) + " -> " + ", ".join(show(m) for m in results)
     return RuleFactors(operands, results, special, text)
+
+
+def supports_factor_kinds() -> bool:
+    """Whether `def_partition` takes `need_replication_factors` (jax 0.5.3 takes only the rule itself)."""
+    import inspect
+
+    return "need_replication_factors" in inspect.signature(custom_partitioning_type.def_partition).parameters
 
 
 def supports_sharding_rule() -> bool:
@@ -194,12 +223,16 @@ def shard_map_rule_name() -> str:
     return "a replication rule for shard_map's check_rep"
 
 
-def shard_map_rule_fix(prim_name: str) -> str:
+def shard_map_rule_fix(prim_name: str, mixed: bool = False) -> str:
     if tracks_varying_axes():
+        cast = ("jax.lax.pcast(w, axis_names, to='varying')" if hasattr(jax.lax, "pcast") else
+                "jax.lax.pvary(w, axis_names)")
+        operands = (" With several operands, bind it only on operands that vary over the same mesh axes, as JAX's "
+                    f"own primitives require: cast a replicated one first (`{cast}`), or make the abstract eval "
+                    "raise when the operands' varying axes differ." if mixed else "")
         return (f"Build {prim_name}'s output avals from an input aval so they keep its varying mesh axes: "
                 "`return x.update(shape=out_shape, dtype=out_dtype)` instead of "
-                "`return ShapedArray(out_shape, out_dtype)` (on JAX with `vma`, "
-                "`ShapedArray(shape, dtype, vma=x.vma)` also works).")
+                "`return ShapedArray(out_shape, out_dtype)`." + operands)
     return (f"Register {prim_name}'s replication rules for shard_map (its output is replicated exactly when all "
             "inputs are): `from jax.experimental import shard_map` then "
             f"`shard_map.register_standard_check(prim)` and `shard_map.register_standard_rewrite(prim)` for the "

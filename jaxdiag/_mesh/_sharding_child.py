@@ -271,11 +271,11 @@ def nested_subjects(root: Any, options: Any, cache: Any) -> list[Any]:
 
 def run_subject(subject: Any, options: Any, cache: Any, progress: Status | None = None) -> Any:
     from .. import _rules as rules
-    from .._checks import _sharding, _sharding_gather, _sharding_rules
+    from .._checks import _sharding, _sharding_gather, _sharding_map, _sharding_rules
     from .._checks._base import Context, SkipCheck
     from .._core._report import CheckResult, TargetReport
 
-    checks = [*_sharding.CHECKS, *_sharding_rules.CHECKS, *_sharding_gather.CHECKS]
+    checks = [*_sharding.CHECKS, *_sharding_rules.CHECKS, *_sharding_map.CHECKS, *_sharding_gather.CHECKS]
     report = TargetReport(target=subject.label, kind=_report_kind(subject.kind),
                           inputs=[str(s) for s in subject.specs], module=subject.module)
     for chk in checks:

@@ -21,23 +21,27 @@ SHARDED_RESULT_MISMATCH = Rule(
 )
 PARTITION_SHARDING_MISMATCH = Rule(
     "JXS002", "partition-output-sharding-mismatch", "error",
-    "`partition` returns a result sharding other than the one `infer_sharding_from_operands` (or the Shardy "
-    "`sharding_rule`) declared, or a lowered function whose per-device result does not fit it.",
+    "`partition` returns a lowered function whose per-device result does not fit the result sharding it returns, "
+    "or a result sharding other than the declared one with results that then differ from the unsharded ones.",
     "Spies on the op's callbacks under jit with sharded inputs and compares, for each input sharding, the result "
-    "sharding the partitioner asked `partition` for with the one `partition` returned; also reports JAX's "
-    "`Mismatch in result shapes` when the lowered function's result does not match the returned sharding.",
-    "The partitioner planned the rest of the program around the declared sharding; a different returned one makes "
-    "XLA insert an all-gather and re-slice after every call (or fails compilation).",
+    "sharding the partitioner asked `partition` for with the one `partition` returned, and the results with the "
+    "unsharded ones; reports JAX's `Mismatch in result shapes` when the lowered function's result does not match "
+    "the returned sharding. Exact results under a mismatch are JXS007 (a cost, not an error).",
+    "Compilation fails for the input shardings that expose it (a replicated input still works), or the op "
+    "silently computes wrong numbers under them.",
     "jxs002_bad.py", "jxs002_good.py",
     message="`partition` returns another result sharding than the declared one: {evidence}",
     fix="{fix}",
 )
 SHARDING_RULE_NOT_PASSTHROUGH = Rule(
     "JXS003", "sharding-rule-not-passthrough", "error",
-    "The Shardy `sharding_rule` declares a dimension as passing through, but the op mixes values along it.",
+    "The Shardy `sharding_rule` declares a dimension as passing through, the op mixes values along it, and the "
+    "results under a sharding of it differ from the unsharded ones.",
     "For each factor the rule maps from an operand dimension to a result dimension (not listed as reduction, "
     "need-replication or permutation factor), splits the operand along it, applies the op to each piece and "
-    "compares the concatenation with the op on the whole array.",
+    "compares the concatenation with the op on the whole array. A factor the op mixes is then compiled under "
+    "Shardy (switched on for the check where this JAX defaults to GSPMD) with that dimension sharded: an error "
+    "when the results differ from the unsharded ones, JXS008 (a cost) when `partition` gathers it and they agree.",
     "Shardy keeps a pass-through dimension sharded and hands `partition` per-device slices along it: an FFT, a "
     "sort or a cumulative sum along that dimension is then computed per slice.",
     "jxs003_bad.py", "jxs003_good.py",
@@ -46,11 +50,14 @@ SHARDING_RULE_NOT_PASSTHROUGH = Rule(
 )
 SHARD_MAP_RULE_MISSING = Rule(
     "JXS004", "shard-map-rule-missing", "error",
-    "A user primitive lacks what `shard_map` needs from it on this JAX version.",
-    "Traces the primitive inside `shard_map` over the mesh and checks what this JAX requires: on JAX that tracks "
-    "varying mesh axes (`vma`), that the abstract eval keeps the inputs' axes; on jax 0.5, that the replication "
-    "check and rewrite rules are registered for `check_rep`. Confirms the consequence with plain shard_map (and its "
-    "gradient).",
+    "A user primitive lacks what `shard_map` needs from it on this JAX version, and shard_map or `grad` through it "
+    "fails.",
+    "Runs the primitive inside `shard_map` over the mesh (every operand sharded, one example per device; then one "
+    "operand replicated, or sharded over fewer mesh axes) and `grad` of a psum-reduced loss through it, against the "
+    "same computation without shard_map. A failure is this rule when this JAX's requirement explains it: on JAX "
+    "that tracks varying mesh axes (`vma`), an abstract eval that types an output with fewer axes than its "
+    "operands (the finding sits there); on jax 0.5, replication check and rewrite rules missing for `check_rep`. "
+    "A primitive that runs correctly is clean whatever its abstract eval returns.",
     "Inside shard_map the output is typed as identical on every device while it differs per device: JAX inserts "
     "casts that fail under `grad` (`pvary is a invariant->variant collective`) or refuses to trace.",
     "jxs004_bad.py", "jxs004_good.py",
@@ -84,4 +91,52 @@ PARTITION_CALLBACK_RAISED = Rule(
     message="A custom_partitioning callback raised: {evidence}",
     fix="{fix}",
     depends_on_values=False,
+)
+PARTITION_RESULT_RESHARDED = Rule(
+    "JXS007", "partition-result-resharded", "warning",
+    "`partition` returns another result sharding than the declared one; the results are exact, and XLA "
+    "reconciles the two with collectives around every call.",
+    "Spies on the op's callbacks under jit with sharded inputs, compares the result sharding the partitioner "
+    "asked `partition` for with the one it returned, checks that the results still equal the unsharded ones, and "
+    "reads the bytes the reconciling collectives move off the partitioned HLO (an all-gather receives its result "
+    "less its own operand). Found at the callback at fault: `partition` when the op keeps the declared dimension "
+    "independent, `infer_sharding_from_operands` when it declares sharded a dimension the op mixes. A mismatch "
+    "reconciled by a local re-slice (nothing moved) is not reported; one whose results differ is JXS002.",
+    "The partitioner planned the rest of the program around the declared sharding; a different returned one "
+    "costs collectives around every call. Results are right, so only performance suffers, by the bytes stated.",
+    "jxs007_bad.py", "jxs007_good.py",
+    message="`partition` returns another result sharding than the declared one, reconciled by XLA: {evidence}",
+    fix="{fix}",
+)
+SHARDING_RULE_GATHERS = Rule(
+    "JXS008", "sharding-rule-passthrough-gathered", "warning",
+    "The Shardy `sharding_rule` passes a dimension the op mixes through, but `partition` gathers it, so results "
+    "are exact and XLA pays collectives around every call.",
+    "For each pass-through factor the op mixes (the op on slices along it, concatenated, differs from the op on "
+    "the whole array), compiles jit under Shardy (switched on for the check where this JAX defaults to GSPMD) "
+    "with that dimension sharded over each mesh axis, compares with the unsharded result, and reads the bytes "
+    "moved off the partitioned HLO. Results that differ are JXS003; exact results with nothing moved are not "
+    "reported.",
+    "Shardy keeps the dimension sharded on the result, so every call gathers the operand and re-slices the "
+    "result: correct, but a rule that gives the result dimension its own factor (or declares it as needing "
+    "replication) lets the partitioner plan the gather instead. The custom_partitioning FFT as JAX's "
+    "documentation writes it (`... i -> ... i`) is this case.",
+    "jxs008_bad.py", "jxs008_good.py",
+    message="The sharding_rule passes a mixed dimension through, and `partition` gathers it: {evidence}",
+    fix="{fix}",
+)
+SHARD_MAP_GRAD_UNSUMMED = Rule(
+    "JXS009", "shard-map-grad-unsummed", "error",
+    "Inside `shard_map`, a user primitive's abstract eval types its output with fewer varying mesh axes than its "
+    "operands, and `grad` with a replicated operand is silently wrong.",
+    "Runs the primitive inside `shard_map` with every operand sharded (one example per device) and, in turn, "
+    "with one operand replicated or sharded over fewer mesh axes, takes `grad` of a psum-reduced loss with "
+    "respect to each float operand, and compares with the gradient of the same loss without shard_map. Reported "
+    "at the abstract eval when it types an output with fewer varying axes than the operands have.",
+    "JAX sums the cotangent of a replicated operand over the devices only where the types say its use varies "
+    "(the transpose of `pvary` is `psum`). An output typed as identical on every device hides that, so each "
+    "device keeps its own part of the gradient and nothing raises.",
+    "jxs009_bad.py", "jxs009_good.py",
+    message="grad through shard_map is silently wrong: {evidence}",
+    fix="{fix}",
 )
