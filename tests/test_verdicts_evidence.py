@@ -97,3 +97,58 @@ def test_zero_padded_and_tied_tangents_are_kept(target):
     report = jaxdiag.check_grad(f"{DATA / 'nested_hermitian.py'}:{target}", "f32[3]")
     no_internal_errors(report)
     assert not codes(report, "error") and not codes(report, "warning"), [f.message for f in report.findings]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Second-derivative failures are confirmed before they are reported
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _modes(f, x, w, u, v):
+    """<u, H v> by forward over reverse and <H^T u, v> by reverse over reverse, H the Jacobian of x -> J(x)^T w."""
+    def grad_fn(y):
+        return jax.vjp(f, y)[1](w)[0]
+
+    hv = jax.jvp(grad_fn, (x,), (v,))[1]
+    htu = jax.vjp(grad_fn, x)[1](u)[0]
+    return float(jnp.sum(u * hv)), float(jnp.sum(htu * v))
+
+
+def _sharp_inputs(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(3).astype(np.float32)
+
+
+def test_plain_jax_sharp_logsumexp_is_right_in_every_mode_and_cube_is_not():
+    mod = load("second_order.py")
+    rng = np.random.default_rng(1)
+    w, u, v = 0.7, rng.standard_normal(3), rng.standard_normal(3)
+    with _compat.x64_scope(True):
+        for seed in (0, 2, 5):
+            x = jnp.asarray(_sharp_inputs(seed), jnp.float64)
+            dense = np.asarray(jax.hessian(mod.sharp_logsumexp.fun)(x))  # the undecorated function's Hessian
+            for mode in (jax.jacfwd, jax.jacrev):
+                np.testing.assert_allclose(mode(jax.grad(mod.sharp_logsumexp))(x), dense, atol=1e-9)
+        x = jnp.asarray([0.4, -1.1, 0.8])
+        fwd, rev = _modes(mod.cube, x, jnp.ones(3), jnp.asarray(u), jnp.asarray(v))
+        exact = float(np.sum(u * 6 * np.asarray(x) * v))  # the Hessian of sum(x^3) is diag(6 x)
+        assert abs(fwd - exact) < 1e-9 and abs(rev - exact) > 0.1 * abs(exact)
+    # in float32 the two modes of the correct rule differ by far more than 2e-3 of the terms summed
+    x32 = jnp.asarray(_sharp_inputs(2))
+    fwd, rev = _modes(mod.sharp_logsumexp, x32, jnp.float32(w), jnp.asarray(u, jnp.float32),
+                      jnp.asarray(v, jnp.float32))
+    assert abs(fwd - rev) > 2e-3 * max(abs(fwd), abs(rev))
+
+
+@pytest.mark.slow
+def test_second_order_disagreement_within_rounding_is_not_reported():
+    for seed in (0, 2, 5):
+        report = jaxdiag.check_grad(f"{DATA / 'second_order.py'}:sharp_logsumexp", _sharp_inputs(seed), order=2)
+        no_internal_errors(report)
+        assert "JXG023" not in codes(report), [f.message for f in report.findings]
+
+
+def test_second_order_disagreement_confirmed_by_the_references_is_reported():
+    report = jaxdiag.check_grad(f"{DATA / 'second_order.py'}:cube", "f32[3]", order=2)
+    [finding] = [f for f in report.findings if f.code == "JXG023"]
+    assert finding.severity == "error" and "finite differences of the gradient gives" in finding.message
+    assert finding.location is not None and finding.location.function == "_cube_bwd"
