@@ -152,3 +152,85 @@ def test_second_order_disagreement_confirmed_by_the_references_is_reported():
     [finding] = [f for f in report.findings if f.code == "JXG023"]
     assert finding.severity == "error" and "finite differences of the gradient gives" in finding.message
     assert finding.location is not None and finding.location.function == "_cube_bwd"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Deliberate semantics: warnings that state the other reading, and the `intended` marker
+# ---------------------------------------------------------------------------------------------------------------
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def _load_sample(name: str):
+    path = SAMPLES / name
+    spec = importlib.util.spec_from_file_location(f"verdicts_sample_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_plain_jax_flat_primals_and_ignored_arguments():
+    mod = _load_sample("jxg033_bad.py")
+    x, key = jnp.array([0.3, -1.2, 0.5, 2.0]), jax.random.key(0)
+    assert not np.any(jax.grad(lambda v: mod.bernoulli_mean.fun(v, key).sum())(x))
+    assert np.all(np.isfinite(jax.grad(lambda v: mod.bernoulli_mean(v, key).sum())(x)))
+    assert np.any(jax.grad(lambda v: mod.bernoulli_mean(v, key).sum())(x))
+    data = load("deliberate.py")
+    y = jnp.array([0.4, -0.3, 1.1])
+    assert not np.any(jax.grad(lambda v: data.hard_step.fun(v).sum())(y))
+    assert np.any(jax.grad(lambda v: data.hard_step(v).sum())(y))
+    logits = jnp.array([0.5, -1.0, 2.0])
+    loss = lambda f, t: f(logits, t)[0]  # noqa: E731
+    assert float(jax.grad(lambda t: loss(data.tempered_softmax, t))(0.7)) == 0.0
+    assert abs(float(jax.grad(lambda t: loss(data.tempered_softmax.fun, t))(0.7))) > 0.1
+    bad = _load_sample("jxg034_bad.py")
+    x3 = jnp.array([0.9, -0.2, -1.5])
+    assert float(jax.grad(lambda v: jnp.abs(bad.soft_threshold(x3, v)).sum())(0.3)) == 0.0
+    assert float(jax.grad(lambda v: jnp.abs(bad.soft_threshold.fun(x3, v)).sum())(0.3)) == pytest.approx(-2.0)
+
+
+@pytest.mark.parametrize("target,args,code", [
+    (f"{SAMPLES / 'jxg033_bad.py'}:bernoulli_mean", ("f32[4]", "key[]"), "JXG033"),
+    (f"{DATA / 'deliberate.py'}:hard_step", ("f32[5]",), "JXG033"),
+    (f"{DATA / 'deliberate.py'}:tempered_softmax", ("f32[4]", "f32[]@0.5..2"), "JXG034"),
+])
+def test_deliberate_semantics_are_warnings_that_name_the_other_reading(target, args, code):
+    report = jaxdiag.check_grad(target, *args)
+    no_internal_errors(report)
+    found = [f for f in report.findings if f.severity in ("error", "warning")]
+    assert [f.code for f in found] == [code], [(f.code, f.message[:160]) for f in found]
+    assert found[0].severity == "warning" and f"# jaxdiag: intended[{code}]" in found[0].fix
+    assert ("estimator" in found[0].message) if code == "JXG033" else ("hyperparameter" in found[0].message)
+
+
+def test_a_constant_factor_on_the_interior_stays_an_error(tmp_path):
+    """`2 x^2` where `3 x^2` is right: consistent and finite, yet a wrong derivative (JXG024), not an estimator."""
+    path = tmp_path / "cube_factor.py"
+    path.write_text(
+        "import jax\n\n\n@jax.custom_vjp\ndef cube(x):\n    return x ** 3\n\n\n"
+        "def cube_fwd(x):\n    return x ** 3, x\n\n\n"
+        "def cube_bwd(x, g):  # jaxdiag: intended[JXG033]\n    return (2 * x ** 2 * g,)\n\n\n"
+        "cube.defvjp(cube_fwd, cube_bwd)\n", encoding="utf-8")
+    report = jaxdiag.check_grad(f"{path}:cube", "f32[4]")
+    assert "JXG024" in codes(report, "error") and "JXG033" not in codes(report)  # the marker names JXG033 only
+
+
+def test_the_intended_marker_silences_exactly_its_finding_and_refuses_errors(tmp_path):
+    from clirun import Runner
+
+    from jaxdiag._cli import app
+
+    source = (SAMPLES / "jxg033_bad.py").read_text(encoding="utf-8")
+    marked = tmp_path / "marked.py"
+    marked.write_text(source.replace("# jaxdiag-expect: JXG033", "# jaxdiag: intended[JXG033]"), encoding="utf-8")
+    assert not jaxdiag.check_grad(f"{marked}:bernoulli_mean", "f32[4]", "key[]").findings
+    ignored = tmp_path / "other_code.py"
+    ignored.write_text(source.replace("# jaxdiag-expect: JXG033", "# jaxdiag: intended[JXG034]"), encoding="utf-8")
+    assert "JXG033" in jaxdiag.check_grad(f"{ignored}:bernoulli_mean", "f32[4]", "key[]").codes()
+    for code in ("JXG024", "JXG033 JXG024"):
+        refused = tmp_path / "refused.py"
+        listed = ", ".join(code.split())
+        refused.write_text(source.replace("# jaxdiag-expect: JXG033", f"# jaxdiag: intended[{listed}]"),
+                           encoding="utf-8")
+        result = Runner().invoke(app, ["grad", f"{refused}:bernoulli_mean", "--arg", "f32[4]", "--arg", "key[]"])
+        assert result.exit_code == 2 and "JXG024 is an error" in result.output, result.output
