@@ -234,3 +234,35 @@ def test_the_intended_marker_silences_exactly_its_finding_and_refuses_errors(tmp
                            encoding="utf-8")
         result = Runner().invoke(app, ["grad", f"{refused}:bernoulli_mean", "--arg", "f32[4]", "--arg", "key[]"])
         assert result.exit_code == 2 and "JXG024 is an error" in result.output, result.output
+
+
+def test_plain_jax_batch_aggregates_and_a_first_example_rule():
+    mod = load("batch_aggregate.py")
+    xs = jnp.asarray(np.random.default_rng(3).standard_normal((5, 4)).astype(np.float32))
+    loop = lambda f: np.stack([np.asarray(f(x)) for x in xs])  # noqa: E731
+    np.testing.assert_allclose(jax.vmap(mod.batch_max)(xs), np.full(5, np.max(loop(mod.batch_max))), rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(mod.batch_mean)(xs), np.full(5, np.mean(loop(mod.batch_mean))), rtol=1e-5)
+    np.testing.assert_allclose(jax.vmap(mod.first_only)(xs), np.full(5, loop(mod.first_only)[0]), rtol=1e-6)
+    assert np.ptp(loop(mod.batch_max)) > 0.1 and np.ptp(loop(mod.first_only)) > 0.1
+
+
+@pytest.mark.parametrize("target,code,severity", [("batch_max", "JXG035", "warning"),
+                                                  ("batch_mean", "JXG035", "warning"),
+                                                  ("first_only", "JXV002", "error")])
+def test_custom_vmap_batch_aggregate_is_a_warning_and_one_example_for_all_an_error(target, code, severity):
+    report = jaxdiag.check_batching(f"{DATA / 'batch_aggregate.py'}:{target}", "f32[4]")
+    no_internal_errors(report)
+    found = [(f.code, f.severity) for f in report.findings if f.severity in ("error", "warning")]
+    assert found == [(code, severity)], [(f.code, f.message[:160]) for f in report.findings]
+    if code == "JXG035":
+        [finding] = report.findings
+        assert "# jaxdiag: intended[JXG035]" in finding.fix and finding.location.function == f"{target}_rule"
+
+
+def test_the_intended_marker_silences_a_batch_aggregate(tmp_path):
+    source = (DATA / "batch_aggregate.py").read_text(encoding="utf-8")
+    marked = tmp_path / "marked_aggregate.py"
+    marked.write_text(source.replace("def batch_max_rule(axis_size, in_batched, x):",
+                                     "def batch_max_rule(axis_size, in_batched, x):  # jaxdiag: intended[JXG035]"),
+                      encoding="utf-8")
+    assert not jaxdiag.check_batching(f"{marked}:batch_max", "f32[4]").findings
