@@ -20,6 +20,22 @@ Prefixes: {prefixes}.
 
 Severities: `error` (fails or is wrong under a JAX transformation), `warning` (likely unintended but can be
 deliberate), `info` (a note about the run).
+
+## Deliberate semantics
+
+Some warnings describe code that is right under another reading: a custom derivative that clips (JXG014) or is an
+estimator where the primal is flat (JXG033, e.g. a score-function gradient of sampling), a JVP rule that treats one
+argument as a constant (JXG034), a custom_vmap rule that returns a batch statistic (JXG035). Each message states
+both readings. When the deliberate one is right, mark the rule itself: put
+
+    def my_bwd(res, g):  # jaxdiag: intended[JXG033]
+
+on the `def` line the finding points at. The marker is the inline suppression (`# jaxdiag: ignore[...]`) with a
+stricter contract: it names codes (no bare form), only warnings (`intended[JXG024]` is a usage error: a derivative
+off by a sign or a constant factor on the interior of the domain, such as `2 x^2` where `3 x^2` is right, is wrong
+whatever the intent, and clipping never scales a derivative uniformly), and it silences exactly the findings of those
+codes at that rule: a wrong formula elsewhere in the same rule is still reported. A marker that silenced nothing is
+reported as JXN005, like any unused suppression.
 """
 
 
