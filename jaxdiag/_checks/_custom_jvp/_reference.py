@@ -240,11 +240,6 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
                        f"{', '.join(dict.fromkeys(conj))})")
         correction = ("conjugate the tangent: a `jnp.conj` is missing (or one too many); a holomorphic f has tangent "
                       "`f'(z) * t`, unconjugated")
-    flat = _flat_primal(problems)
-    if flat is not None:
-        return rules.FLAT_PRIMAL_SURROGATE.finding(
-            owner=rule, derivative="tangent", name=flat["arg"].name, got=fmt_values(flat["got"]), function=fun,
-            where=where, location=loc)
     ignored = _ignored_argument(st, problems)
     if ignored is not None:
         reference = f"autodiff of {fun}" if ignored["ref"] is not None else "float64 finite differences"
@@ -253,6 +248,11 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
             rule=rule, name=ignored["arg"].name, out_name=st.out_names[ignored["k"]], function=fun,
             reference=reference, want=fmt_values(want), where=where, location=loc)
     if any(not _deliberate(st, p) for p in problems):
+        flat = _flat_primal(problems)  # not a surrogate JXG014 explains (straight-through, clip), yet by construction
+        if flat is not None:
+            return rules.FLAT_PRIMAL_SURROGATE.finding(
+                owner=rule, derivative="tangent", name=flat["arg"].name, got=fmt_values(flat["got"]), function=fun,
+                where=where, location=loc)
         factor = next((c for p in problems if (c := _uniform_scale(st, p)) is not None), None)
         if factor is not None:
             details.append(f"along every direction the rule's tangent is the reference times {factor:.4g}: a uniformly "

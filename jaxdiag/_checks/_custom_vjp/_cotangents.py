@@ -429,13 +429,13 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
                       "(or one too many). JAX's convention: for a real-valued f, the cotangent of a complex z is "
                       "`g * jnp.conj(df/dz)` (e.g. `2 * g * jnp.conj(z)` for |z|^2), and for `y = c * z` it is "
                       "`c * g`, unconjugated")
-    flat = _flat_primal(st, bad)
-    if flat is not None:
-        v, a = flat
-        return rules.FLAT_PRIMAL_SURROGATE.finding(
-            owner=bwd, derivative="gradient", name=a.name, got=fmt_values(v["got"].get(a.pos)), function=fun,
-            where=where, location=loc)
     if _interior_error(st, bad):
+        flat = _flat_primal(st, bad)  # not a surrogate JXG014 explains (straight-through, clip), yet by construction
+        if flat is not None:
+            v, a = flat
+            return rules.FLAT_PRIMAL_SURROGATE.finding(
+                owner=bwd, derivative="gradient", name=a.name, got=fmt_values(v["got"].get(a.pos)), function=fun,
+                where=where, location=loc)
         factor = next((c for v, a in bad if v["ref"] is not None and (c := _uniform_scale(st, v, a)) is not None),
                       None)
         if factor is not None:
