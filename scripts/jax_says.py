@@ -477,6 +477,22 @@ def _jxg025(m: Any) -> str | None:
     return compare(jax.grad(lambda x: m.frozen(x).sum())(x), np.ones(3, np.float32), "gradient")
 
 
+@says("JXG033")
+def _jxg033(m: Any) -> str | None:
+    """`jax.grad(lambda l: bernoulli_mean(l, key).sum())(logits)`"""
+    logits, key = draw("JXG033", 4), jax.random.key(0)
+    got = jax.grad(lambda v: m.bernoulli_mean(v, key).sum())(logits)
+    return compare(got, jax.grad(lambda v: m.bernoulli_mean.fun(v, key).sum())(logits), "gradient")
+
+
+@says("JXG034")
+def _jxg034(m: Any) -> str | None:
+    """`jax.grad(lambda lam: jnp.abs(soft_threshold(x, lam)).sum())(lam)`"""
+    x, lam = draw("JXG034", 4), np.float32(0.3)
+    got = jax.grad(lambda v: jnp.abs(m.soft_threshold(x, v)).sum())(lam)
+    return compare(got, jax.grad(lambda v: jnp.abs(m.soft_threshold.fun(x, v)).sum())(lam), "gradient")
+
+
 @says("JXB015")
 def _jxb015(m: Any) -> str | None:
     """`jax.vmap(rowsum_p.bind)(x)` on float64 under `jax.enable_x64(True)`"""

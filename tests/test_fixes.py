@@ -30,6 +30,8 @@ NOT_LOCAL = {
     "jxb016": "out-of-range index handling in the rule (or a declared index range)",
     "jxb014": "a batched computation in place of a deliberate refusal (or its suppression)",
     "jxg025": "a derivative formula in place of a deliberate refusal (or its suppression)",
+    "jxg033": "an `intended` marker on bwd (an estimator), or a differentiable primal",
+    "jxg034": "the ignored argument's tangent term (or a hyperparameter declared as such)",
     "jxb015": "the dtype the rule computes in (an x64-only defect: the fix is the base rule's)",
     "jxg026": "the dtype the rule computes in (an x64-only defect: the fix is the base rule's)",
     "jxg027": "a rule that writes every entry, or keeps a symbolic zero symbolic",

@@ -59,6 +59,10 @@ class Subject:
     # Indices into `specs` that JAX never perturbs at this nested rule's call site in its function (a symbolic-zero
     # tangent there: stop-gradiented, built from integers, refused by a wrapper); the grad checks leave them fixed.
     unperturbed: frozenset[int] = frozenset()
+    # Index into `specs` -> the tangents this nested rule receives there when the function's own inputs are perturbed
+    # (one per random direction of those inputs, pushed through the function's JVP): a Gram matrix's Cholesky gets
+    # only Hermitian tangents. The grad checks draw their directions in the span of these (`GradState.direction`).
+    received_tangents: dict[int, list[np.ndarray]] = field(default_factory=dict)
     # A nested primitive the function binds only under tracing (inside jit, scan, ...): its impl never runs in the
     # user's program, so it is not called eagerly; its per-example reference runs under jax.jit like their code.
     traced_only: bool = False

@@ -14,6 +14,7 @@ call carry a non-zero tangent.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -99,3 +100,80 @@ def traced_only_primitives(root: Subject, nested: Sequence[Subject], example: Se
         if ran.error is None or seen:
             out.add(id(subject))
     return out
+
+
+# Directions of the function's inputs pushed through its JVP: their tangents at a nested rule span (part of) the
+# structure the function imposes there (symmetric, triangular, zero-padded, tied); a few suffice for the checks.
+RECEIVED_DIRECTIONS = 3
+
+
+def received_tangents(root: Subject, nested: Sequence[Subject], example: Sequence[Any],
+                      observed: dict[int, list[np.ndarray]], seed: int) -> dict[int, dict[int, list[np.ndarray]]]:
+    """id(subject) -> {index into its specs: the tangents it receives there}, for the nested primitives and
+    custom_jvp rules checked at their observed values.
+
+    Runs `jax.jvp` of the function eagerly along RECEIVED_DIRECTIONS random directions of its floating inputs and
+    reads, at the call whose primal values are the observed ones, the tangent JAX hands the rule. A rule built for
+    the tangents its caller gives it (a Cholesky JVP inside a Gram-matrix function receives Hermitian tangents) is
+    then checked on those, not on directions no caller produces. An input whose tangent is a symbolic zero in
+    every direction is left out (`unperturbed_inputs` covers it)."""
+    subjects = [s for s in nested if s.kind in ("primitive", "custom_jvp") and id(s) in observed]
+    arrays = [jax.numpy.asarray(x) for x in example]
+    if not subjects or root.kind != "function" or not any(is_inexact(x.dtype) for x in arrays):
+        return {}
+    rng = np.random.default_rng(zlib.crc32(f"{seed}:{root.seed_key}:received".encode()))
+    found: dict[int, list[list[np.ndarray | None]]] = {}
+    for _ in range(RECEIVED_DIRECTIONS):
+        tangents = tuple(_compat.device_array(_random_like(x, rng)) if is_inexact(x.dtype)
+                         else _compat.float0_zeros(x.shape) for x in arrays)
+        binds: list = []
+        customs: list = []
+        with _compat.record_primitive_binds([], jaxdiag_code, raw=binds), \
+                _compat.record_custom_calls(customs, jaxdiag_code), jax.disable_jit():
+            ran = call_user(jax.jvp, root.call, tuple(arrays), tangents)
+        if ran.error is not None:
+            return {}  # the function's own checks report its failure
+        for subject in subjects:
+            if subject.kind == "primitive":
+                calls = [list(args) for prim, _, args in binds if prim is subject.obj]
+            else:
+                calls = [leaves for obj, args, kwargs in customs
+                         if (leaves := call_arrays(subject, obj, args, kwargs)) is not None]
+            received = next((t for t in (_tangents_at(c, observed[id(subject)]) for c in calls) if t is not None),
+                            None)
+            if received is None:
+                continue
+            found.setdefault(id(subject), []).append(received)
+    out = {}
+    for key, runs in found.items():  # every input's list runs over the same directions: ties between inputs hold
+        per_spec = {k: [t if t is not None else np.zeros(np.shape(observed[key][k]), observed[key][k].dtype)
+                        for t in (run[k] for run in runs)] for k in range(len(runs[0]))}
+        out[key] = {k: ts for k, ts in per_spec.items() if any(np.any(t != 0) for t in ts)}
+    return out
+
+
+def _tangents_at(leaves: Sequence[Any], values: Sequence[np.ndarray]) -> list[np.ndarray | None] | None:
+    """The tangent of each leaf of one recorded call (None where unperturbed), when its primal values are exactly
+    `values`; None for another call (other values, or traced inside a loop body)."""
+    if len(leaves) != len(values):
+        return None
+    out: list[np.ndarray | None] = []
+    for leaf, value in zip(leaves, values):
+        pair = _compat.jvp_primal_tangent(leaf)
+        if pair is None:
+            if _compat.is_tracer(leaf):
+                return None
+            primal, tangent = np.asarray(leaf), None
+        else:
+            primal, tangent = pair
+        if primal.shape != np.shape(value) or not np.array_equal(primal, value, equal_nan=True):
+            return None
+        out.append(tangent)
+    return out
+
+
+def _random_like(x: Any, rng: np.random.Generator) -> np.ndarray:
+    value = rng.standard_normal(x.shape)
+    if np.dtype(x.dtype).kind == "c":
+        value = value + 1j * rng.standard_normal(x.shape)
+    return value.astype(x.dtype)

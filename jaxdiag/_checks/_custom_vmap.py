@@ -283,6 +283,13 @@ def _compare_outputs(t: _Target, variant: Variant, got: list[Any], want: list[np
         if comparison.ok or comparison.nonfinite:
             continue
         in_batched = variant.in_batched
+        reduction = _batch_reduction(g, w, len(variant.lead) - 1)
+        if reduction is not None:
+            yield rules.VMAP_BATCH_AGGREGATE.finding(
+                rule_name=t.rule_name, fn_name=t.fn_name, reduction=reduction, label=t.labels[i],
+                where=f"{variant.phrase(t.fn_name)}, in_batched={in_batched}", size=np.shape(w)[len(variant.lead) - 1],
+                spread=f"values from {float(np.min(w)):.4g} to {float(np.max(w)):.4g}", location=t.location)
+            return
         if flags is not None and not flags[i]:
             yield rules.VMAP_DECLARED_UNBATCHED_VARIES.finding(
                 evidence=f"`{t.rule_name}` declares {t.labels[i]} unbatched (`False` in out_batched), but it differs "
@@ -300,6 +307,28 @@ def _compare_outputs(t: _Target, variant: Variant, got: list[Any], want: list[np
                     "look at the branch taken when some arguments are unbatched (no batch axis).",
                 location=t.location)
         return  # one mismatch per variant is enough to prove the defect
+
+
+_REDUCTIONS = (("maximum", np.max), ("minimum", np.min), ("sum", np.sum), ("mean", np.mean))
+
+
+def _batch_reduction(got: Any, want: np.ndarray, axis: int) -> str | None:
+    """The name of the reduction over batch axis `axis` of the per-example outputs `want` that `got` (the vmapped
+    output, the same shape) equals at every example, when `got` does not vary along that axis and the per-example
+    outputs do: the rule aggregates across the batch by construction. None otherwise (one example's result for
+    all is not an aggregate)."""
+    g, w = np.asarray(got), np.asarray(want)
+    if g.shape != w.shape or g.ndim <= axis or g.shape[axis] < 2 or not np.issubdtype(w.dtype, np.number):
+        return None
+    first = np.take(g, [0], axis=axis)
+    if not _numerics.compare(g, np.broadcast_to(first, g.shape)).ok:
+        return None  # varies along the batch: not one batch-wide value
+    if _numerics.compare(w, np.broadcast_to(np.take(w, [0], axis=axis), w.shape)).ok:
+        return None  # the per-example outputs do not vary either
+    for name, reduce in _REDUCTIONS:
+        if _numerics.compare(g, np.broadcast_to(reduce(w, axis=axis, keepdims=True), g.shape)).ok:
+            return name
+    return None
 
 
 def run_variant(ctx: Context, t: _Target, variant: Variant) -> list[Finding]:

@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - very old JAX
 
 from ._autodiff import (
     ad_zero, custom_vjp_primal, float0_zeros, is_symbolic_zero, is_tracer, is_unexpected_tracer_error, jvp_perturbed,
-    resolve_positional, rule_user_functions, spy_transpose_rule, symbolic_zero, tangent_aval,
+    jvp_primal_tangent, resolve_positional, rule_user_functions, spy_transpose_rule, symbolic_zero, tangent_aval,
 )
 from ._base import (
     JAX_VERSION, JAXLIB_VERSION, ClosedJaxpr, CustomVJPPrimal, Jaxpr, ShapedArray, SymbolicZero, UndefinedPrimal,
@@ -132,6 +132,7 @@ __all__ = [
     "iter_eqns",
     "jaxpr_as_fun",
     "jvp_perturbed",
+    "jvp_primal_tangent",
     "jvp_rule",
     "lower_for_platform",
     "lowering_rule",

@@ -126,3 +126,19 @@ def jvp_perturbed(x: Any) -> bool | None:
     if isinstance(x, _AD_TRACERS):
         return not isinstance(x.tangent, _ad.Zero)
     return None if isinstance(x, _core.Tracer) else False
+
+
+def jvp_primal_tangent(x: Any) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """(primal, tangent) of a forward-mode tracer whose values are concrete (eager `jax.jvp`): what a rule bound on
+    it receives; the tangent None for a symbolic zero. None for anything else (a concrete value, a tracer of a jaxpr
+    being built, a linearize tracer whose tangent is symbolic)."""
+    if not isinstance(x, _ad.JVPTracer):
+        return None
+    primal, tangent = x.primal, x.tangent
+    if isinstance(primal, _core.Tracer):
+        return None
+    if isinstance(tangent, _ad.Zero):
+        return np.asarray(primal), None
+    if isinstance(tangent, _core.Tracer):
+        return None
+    return np.asarray(primal), np.asarray(tangent)

@@ -124,9 +124,11 @@ def output_dependence(closed: Any) -> list[bool]:
 
 
 @contextlib.contextmanager
-def record_primitive_binds(seen: list, guard: Guard, values: list | None = None) -> Iterator[None]:
-    """Record (primitive, input avals, params) for every user primitive bound while the body runs, and in `values`
-    (when given) (primitive, params, concrete arguments or None where an argument is traced).
+def record_primitive_binds(seen: list, guard: Guard, values: list | None = None, raw: list | None = None
+                           ) -> Iterator[None]:
+    """Record (primitive, input avals, params) for every user primitive bound while the body runs, in `values`
+    (when given) (primitive, params, concrete arguments or None where an argument is traced), and in `raw` (when
+    given) (primitive, params, the arguments as bound, tracers included).
 
     Used to find user primitives in a function that cannot be traced (no abstract eval), and the values a nested
     primitive receives from its function; `Primitive.bind` is restored on exit, even on error.
@@ -141,6 +143,8 @@ def record_primitive_binds(seen: list, guard: Guard, values: list | None = None)
     def _record(prim, args, params):
         if is_builtin_primitive(prim):
             return
+        if raw is not None:
+            raw.append((prim, dict(params), tuple(args)))
         if values is not None:
             concrete = None if any(is_tracer(a) for a in args) else [np.asarray(a) for a in args]
             values.append((prim, dict(params), concrete))

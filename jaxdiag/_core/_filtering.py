@@ -24,6 +24,7 @@ from pathlib import Path
 from . import _locate, _provenance
 from .. import _rules as rules
 from ._errors import UsageError
+from ._validate import check_intended
 from ._report import Finding, Location, Report, TargetReport
 
 _NAME_RE = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)|^\s*(\w+)\s*(?::[^=]*)?=")
@@ -221,8 +222,13 @@ def validate_inline(path: str) -> None:
     """A `# jaxdiag: ignore[CODE]` naming no rule is a usage error (exit 2), reported before any check runs."""
     label = _posix(_locate.relative_path(path))
     for line in suppression_lines(path):
-        codes = _locate.inline_ignores(Location(path, line, "")) or set()
-        check_codes(sorted(codes - {"*"}), f"`# jaxdiag: ignore[...]` at {label}:{line}")
+        location = Location(path, line, "")
+        codes = _locate.inline_ignores(location) or set()
+        keyword = _locate.inline_keyword(location)
+        check_codes(sorted(codes - {"*"}), f"`# jaxdiag: {keyword}[...]` at {label}:{line}")
+        if keyword == "intended":
+            for code in sorted(codes):
+                check_intended(code, f"{label}:{line}")
 
 
 def unused_inline(path: str, used: set[InlineUse], unchecked: set[tuple[str, int]]) -> list[Finding]:
@@ -247,7 +253,7 @@ def unused_inline(path: str, used: set[InlineUse], unchecked: set[tuple[str, int
             suppression, action = "`# jaxdiag: ignore`", "Remove the comment."
         else:
             listed = ", ".join(unused)
-            suppression = f"`# jaxdiag: ignore[{listed}]`"
+            suppression = f"`# jaxdiag: {_locate.inline_keyword(location)}[{listed}]`"
             action = "Remove the comment." if len(unused) == len(codes) else f"Remove {listed} from the comment."
         out.append(rules.UNUSED_SUPPRESSION.finding(suppression=suppression, where=" on this line", action=action,
                                                     location=location))

@@ -11,7 +11,10 @@ from typing import Any
 
 from ._report import Location
 
-_IGNORE_RE = re.compile(r"#\s*jaxdiag:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+# `# jaxdiag: ignore[CODE, ...]` (or bare: every code), and its variant `# jaxdiag: intended[CODE, ...]`: the same
+# suppression, naming warnings whose deliberate reading is the right one (an estimator, a hyperparameter); it needs
+# codes, and `_validate` refuses errors in it.
+_IGNORE_RE = re.compile(r"#\s*jaxdiag:\s*(ignore|intended)(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 
 def unwrap(fn: Any) -> Any:
@@ -143,6 +146,13 @@ def inline_ignores(location: Location | None) -> set[str] | None:
     match = _IGNORE_RE.search(linecache.getline(full, location.line))
     if not match:
         return None
-    if not match.group(1):
-        return {"*"}
-    return {c.strip().upper() for c in match.group(1).split(",") if c.strip()}
+    if not match.group(2):
+        return {"*"} if match.group(1) == "ignore" else None
+    return {c.strip().upper() for c in match.group(2).split(",") if c.strip()}
+
+
+def inline_keyword(location: Location) -> str:
+    """`ignore` or `intended`: the keyword of the inline suppression on the location's line (`ignore` if none)."""
+    full = os.path.abspath(location.path)
+    match = _IGNORE_RE.search(linecache.getline(full, location.line))
+    return match.group(1) if match else "ignore"

@@ -18,8 +18,9 @@ from typing import Iterable, Iterator
 from .. import _rules
 from ._errors import UsageError
 
-# The inline suppression syntax `_locate` reads (`# jaxdiag: ignore` or `# jaxdiag: ignore[CODE, ...]`).
-_INLINE_RE = re.compile(r"#\s*jaxdiag:\s*ignore(?:\[([^\]]*)\])?")
+# The inline suppression syntax `_locate` reads (`# jaxdiag: ignore`, `# jaxdiag: ignore[CODE, ...]`, and
+# `# jaxdiag: intended[CODE, ...]`, which may name warnings only).
+_INLINE_RE = re.compile(r"#\s*jaxdiag:\s*(ignore|intended)(?:\[([^\]]*)\])?")
 # Folders a source walk never enters (virtual environments, caches, VCS metadata).
 _SKIPPED_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages"}
 
@@ -114,9 +115,10 @@ def check_app_dir(app_dir: str) -> None:
         raise UsageError(f"--app-dir {app_dir!r} is not a directory")
 
 
-def inline_selectors(path: Path) -> Iterator[tuple[int, str]]:
-    """(line, code) for every code named in a `# jaxdiag: ignore[...]` comment of a Python file (comments only,
-    so a docstring that shows the syntax is not read as a suppression)."""
+def inline_selectors(path: Path) -> Iterator[tuple[int, str, str]]:
+    """(line, code, `ignore` or `intended`) for every code named in a `# jaxdiag: ignore[...]` or
+    `# jaxdiag: intended[...]` comment of a Python file (comments only, so a docstring that shows the syntax is not
+    read as a suppression)."""
     try:
         text = path.read_text(encoding="utf-8")
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
@@ -126,16 +128,31 @@ def inline_selectors(path: Path) -> Iterator[tuple[int, str]]:
         if token.type != tokenize.COMMENT:
             continue
         match = _INLINE_RE.search(token.string)
-        if match and match.group(1) is not None:
-            for code in match.group(1).split(","):
-                yield token.start[0], code.strip()
+        if match and match.group(1) == "intended" and match.group(2) is None:
+            yield token.start[0], "", "intended"  # an intended marker names what is intended
+        elif match and match.group(2) is not None:
+            for code in match.group(2).split(","):
+                yield token.start[0], code.strip(), match.group(1)
 
 
 def check_inline_suppressions(files: Iterable[Path]) -> None:
     for path in files:
-        for line, code in inline_selectors(path):
+        for line, code, keyword in inline_selectors(path):
             if not code or not known_selector(code):
-                check_selectors([code or "''"], f"{_shown(path)}:{line}: # jaxdiag: ignore[...]")
+                check_selectors([code or "''"], f"{_shown(path)}:{line}: # jaxdiag: {keyword}[...]")
+            if keyword == "intended":
+                check_intended(code, f"{_shown(path)}:{line}")
+
+
+def check_intended(code: str, where: str) -> None:
+    """`# jaxdiag: intended[CODE]` names one warning rule: a deliberate reading exists only for a warning (an
+    estimator, a hyperparameter, a clip); an error is wrong whatever the intent."""
+    rule = _rules.RULES.get(code.strip().upper())
+    if rule is None or rule.severity != "warning":
+        what = f"{rule.code} is {'an' if rule.severity == 'error' else 'a'} {rule.severity}" if rule else \
+            f"{code.strip()!r} is not one rule"
+        raise UsageError(f"{where}: # jaxdiag: intended[{code.strip()}]: {what}; `intended` names warnings whose "
+                         "deliberate reading is the right one (use `# jaxdiag: ignore[...]` to hide anything else)")
 
 
 def _shown(path: Path) -> str:

@@ -167,7 +167,7 @@ def _observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Op
     """How the carrier calls the rules about to be checked: the inputs JAX never perturbs there, and whether it
     binds them only under tracing. Each costs runs of the carrier (a `jax.vjp` per input, a jitted run), so only for
     the rules checked, once each."""
-    from .._checks._call_site import traced_only_primitives, unperturbed_inputs
+    from .._checks._call_site import received_tangents, traced_only_primitives, unperturbed_inputs
 
     fresh = [s for s in subjects if id(s) not in prepared.call_sites_done and s.parent is prepared.root
              and s not in (prepared.under_jvp or [])]
@@ -177,9 +177,11 @@ def _observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Op
     example = Context(prepared.root, options, "observe", SubjectCache()).example()
     unperturbed = unperturbed_inputs(prepared.root, fresh, example)
     traced_only = traced_only_primitives(prepared.root, fresh, example)
+    received = received_tangents(prepared.root, fresh, example, prepared.observed, options.seed)
     for subject in fresh:
         subject.unperturbed = unperturbed.get(id(subject), frozenset())
         subject.traced_only = id(subject) in traced_only
+        subject.received_tangents = received.get(id(subject), {})
 
 
 def _the_rule(subjects: list[Subject], call: dict) -> list[Subject]:

@@ -22,7 +22,30 @@ Prefixes: {prefixes}.
 
 Severities: `error` (fails or is wrong under a JAX transformation), `warning` (likely unintended but can be
 deliberate), `info` (a note about the run).
+
+## Deliberate semantics
+
+Some warnings describe code that is right under another reading: a custom derivative that clips ({clip}) or is an
+estimator where the primal is flat ({flat}, e.g. a score-function gradient of sampling), a JVP rule that treats one
+argument as a constant ({ignored}), a custom_vmap rule that returns a batch statistic ({aggregate}). Each message states
+both readings. When the deliberate one is right, mark the rule itself: put
+
+    def my_bwd(res, g):  # jaxdiag: intended[{flat}]
+
+on the `def` line the finding points at. The marker is the inline suppression (`# jaxdiag: ignore[...]`) with a
+stricter contract: it names codes (no bare form), only warnings (`intended[{wrong}]` is a usage error: a derivative
+off by a sign or a constant factor on the interior of the domain, such as `2 x^2` where `3 x^2` is right, is wrong
+whatever the intent, and clipping never scales a derivative uniformly), and it silences exactly the findings of those
+codes at that rule: a wrong formula elsewhere in the same rule is still reported. A marker that silenced nothing is
+reported as {unused}, like any unused suppression.
 """
+
+
+def _header_codes() -> dict[str, str]:
+    """The codes the header names, read from the catalog (no code is written as a string outside it)."""
+    return {"clip": _rules.CUSTOM_DERIVATIVE_MISMATCH.code, "flat": _rules.FLAT_PRIMAL_SURROGATE.code,
+            "ignored": _rules.JVP_IGNORES_ARGUMENT.code, "aggregate": _rules.VMAP_BATCH_AGGREGATE.code,
+            "wrong": _rules.CUSTOM_DERIVATIVE_WRONG.code, "unused": _rules.UNUSED_SUPPRESSION.code}
 
 
 def select_rules(code_or_prefix: str | None) -> list[_rules.Rule]:
@@ -103,7 +126,7 @@ def _cell(text: str) -> str:
 
 def rules_markdown(rules: list[_rules.Rule]) -> str:
     prefixes = ", ".join(f"`{p}` {name}" for p, name in sorted(_rules.CATEGORIES.items()))
-    parts = [DOC_HEADER.format(prefixes=prefixes), "| code | name | severity | summary |",
+    parts = [DOC_HEADER.format(prefixes=prefixes, **_header_codes()), "| code | name | severity | summary |",
              "| --- | --- | --- | --- |"]
     parts += [f"| [{r.code}](#{_anchor(r)}) | {r.name} | {r.severity} | {_cell(r.summary)} |" for r in rules]
     for r in rules:

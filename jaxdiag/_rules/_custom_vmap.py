@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._catalog import VS_LOOP_MESSAGE, Rule
+from ._catalog import VS_LOOP_MESSAGE, Rule, variant
 
 VMAP_OUT_BATCHED_STRUCTURE = Rule(
     "JXV001", "out-batched-structure", "error",
@@ -71,4 +71,30 @@ VMAP_GRAD_LIMITATION = Rule(
     fix="If `{name}` must be differentiable on its own, wrap it with `jax.custom_vjp` outside the "
         "custom_vmap (`@jax.custom_vjp` above `@custom_vmap`, then `defvjp(fwd, bwd)`), or "
         "`jax.custom_jvp`.",
+)
+# A JXG code only because it was the one free when this rule was added; it is the JXV004 defect read as a design,
+# so `--ignore JXV004` and `--ignore JXV` cover it too.
+VMAP_BATCH_AGGREGATE = variant(
+    VMAP_RESULT_MISMATCH, "JXG035", "custom-vmap-batch-aggregate", "warning",
+    differs="The vmapped output is the same for every example and equals a reduction over the batch of the "
+            "per-example outputs (their maximum, minimum, sum or mean): an aggregate by construction, which can be "
+            "the design, so a warning.",
+    summary="A custom_vmap rule returns one batch-wide value (the maximum, minimum, sum or mean over the batch of "
+            "the per-example results) for every example.",
+    what="Like JXV004, compares vmap of the function with the per-example loop; when the vmapped output does not "
+         "vary along the batch and equals a reduction over the batch axis of the per-example outputs, the rule "
+         "aggregates across examples on purpose (a shared normaliser, a batch statistic) or by mistake (a reduction "
+         "over the wrong axis). Returning one example's result for every example stays JXV002/JXV004.",
+    why="vmap no longer means \"the same function per example\": jax.vmap(f)(xs)[i] depends on the other examples. "
+        "That can be the contract (batch statistics), and it breaks code that assumes per-example semantics (a loop, "
+        "a different batch split, a batch of 1). If intended, say so at the rule with "
+        "`# jaxdiag: intended[JXG035]` on its `def` line: that silences this finding only.",
+    bad_sample=None, good_sample=None,
+    message="`{rule_name}` returns as {label}, for every example, the {reduction} over the batch of what `{fn_name}` "
+            "gives per example ({where}): one value for all {size} examples, where calling `{fn_name}` on each "
+            "example gives {spread}. Either the rule aggregates across the batch by design (a batch statistic), or it "
+            "reduces over the batch axis by mistake and vmap of `{fn_name}` is silently not per-example.",
+    fix="If batch-wide semantics are intended, document them and add `# jaxdiag: intended[JXG035]` to the def line "
+        "of `{rule_name}`; otherwise reduce over the example's own axes only and return the batch axis first "
+        "(`True` in out_batched).",
 )

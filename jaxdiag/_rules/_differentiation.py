@@ -322,3 +322,43 @@ REFERENCE_NONFINITE = Rule(
             "entries were compared with finite differences only.",
     fix="Nothing to fix if {owner} exists to avoid the NaN of the primal's autodiff.",
 )
+FLAT_PRIMAL_SURROGATE = Rule(
+    "JXG033", "flat-primal-surrogate-derivative", "warning",
+    "A custom derivative is nonzero where the primal is flat (its autodiff is exactly zero): a surrogate by "
+    "construction, such as a score-function (REINFORCE) estimator or a relaxed gradient of sampling, rounding or "
+    "argmax.",
+    "Compares the custom VJP/JVP with JAX's autodiff of the undecorated primal. When autodiff gives exactly zero for "
+    "an argument (the primal depends on it only through sampling, comparisons, rounding or integer casts) and the "
+    "rule's derivative there is finite and nonzero, the rule cannot be the primal's derivative and is not meant to "
+    "be: it is reported here instead of as JXG024. A derivative that differs from a nonzero autodiff (a sign, a "
+    "constant factor, another formula) stays JXG024.",
+    "Deliberate when the rule implements an estimator or a surrogate (the gradient of an expectation estimated "
+    "from samples, a straight-through or sigmoid relaxation); a bug when the primal was meant to be "
+    "differentiable and lost its dependence on the argument. If intended, say so at the rule with "
+    "`# jaxdiag: intended[JXG033]` on its `def` line: that silences this finding only.",
+    "jxg033_bad.py", "jxg033_good.py",
+    message="{owner}'s {derivative} for {name} is nonzero ({got}) where {function} is flat in {name}: autodiff of "
+            "{function} gives exactly 0 (it depends on {name} only through sampling, comparisons or rounding). "
+            "So {owner} is a surrogate by construction, as a score-function (REINFORCE) estimator or a relaxed "
+            "gradient is; if that is not the intent, {function} lost its differentiable dependence on {name} and "
+            "jax.grad returns a derivative the primal does not have.",
+    fix="If {owner} implements an estimator or a surrogate on purpose, add `# jaxdiag: intended[JXG033]` to its def "
+        "line{where}; otherwise make {function} depend on {name} through differentiable operations.",
+)
+JVP_IGNORES_ARGUMENT = Rule(
+    "JXG034", "jvp-ignores-argument", "warning",
+    "A JVP rule ignores one argument's tangent entirely although the function depends on that argument.",
+    "Steps one argument at a time: when every step in one argument gives an exactly zero tangent output while finite "
+    "differences (or autodiff of the undecorated primal) show the function changing, and the other arguments' "
+    "tangents are right, the rule treats that argument as a constant. Reported here rather than as JXG014, so the "
+    "marker for this reading silences nothing else.",
+    "Deliberate for a hyperparameter nobody differentiates (a threshold, a temperature, a step count held as a "
+    "float); a bug when gradients with respect to it are wanted: they are silently zero. The custom_vjp "
+    "counterpart is JXG018.",
+    "jxg034_bad.py", "jxg034_good.py",
+    message="{rule} ignores the tangent of {name}: a step in {name} gives a zero tangent of {out_name}, but "
+            "{function} depends on {name} ({reference} gives {want}). Either {name} is deliberately treated as a "
+            "constant (a hyperparameter), or jax.jvp and jax.grad with respect to {name} are silently zero.",
+    fix="If {name} is never differentiated on purpose, make that explicit: move it to nondiff_argnums, or add "
+        "`# jaxdiag: intended[JXG034]` to the def line of {rule}{where}; otherwise add the term for {name}'s tangent.",
+)

@@ -26,7 +26,7 @@ from .._core._commands import FAMILIES
 from .._checks._base import Context, Options, SkipCheck, Subject
 from .._checks import _abstract, _x64_only
 from .._checks._index_range import grade_out_of_range
-from .._checks._call_site import traced_only_primitives, unperturbed_inputs
+from .._checks._call_site import received_tangents, traced_only_primitives, unperturbed_inputs
 from .._harness import call_user, catch_abort, jaxdiag_code
 from .._harness.cache import SubjectCache
 from .._harness.tracing import trace_function
@@ -175,9 +175,11 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
         example = Context(root, options, "observe", root_cache).example()
         unperturbed = unperturbed_inputs(root, subjects[1:], example)
         traced_only = traced_only_primitives(root, subjects[1:], example)  # never bound eagerly by the function
+        received = received_tangents(root, subjects[1:], example, observed, options.seed)
         for subject in subjects[1:]:
             subject.unperturbed = unperturbed.get(id(subject), frozenset())
             subject.traced_only = id(subject) in traced_only
+            subject.received_tangents = received.get(id(subject), {})
     reports = []
     given = any(c is not None for c in concrete)
     for subject in subjects:

@@ -136,6 +136,36 @@ def _uniform_scale(st: GradState, p: dict) -> float | None:
     return constant_factor(pairs, a.dtype)
 
 
+def _flat_primal(problems: list[dict]) -> dict | None:
+    """The first problem when in every one the rule's tangent is finite and nonzero for a step in an argument in which
+    autodiff of the primal is exactly zero (sampling, comparisons, rounding): a surrogate by construction (JXG033)."""
+    for p in problems:
+        got = to_f64(p["got"])
+        if p["ref"] is None or np.any(to_f64(p["ref"])) or not np.any(got) or not np.all(np.isfinite(got)):
+            return None
+    return problems[0] if problems else None
+
+
+def _ignored_argument(st: GradState, problems: list[dict]) -> dict | None:
+    """The first problem when every problem is an argument whose tangent the rule ignores (a zero tangent output for
+    a step in it along every seeded direction, where the reference is nonzero), and some other argument's tangent
+    is used: the rule treats that argument as a constant (JXG034)."""
+    ignored = {p["arg"].pos for p in problems}
+    if not problems or len(ignored) == len(st.diff):
+        return None
+    for p in problems:
+        want = p["ref"] if p["ref"] is not None else p["fd"]
+        if not np.any(to_f64(want)):
+            return None
+        a = p["arg"]
+        for d in range(N_DIRECTIONS):
+            got = T(st, ("a", a.pos, d), {a.pos: st.tangent(a, d)})
+            if got is None or any(np.any(to_f64(g)) for g, leaf in zip(got, st.out_leaves)
+                                  if is_inexact(leaf.dtype) and not is_float0(g)):
+                return None
+    return problems[0]
+
+
 def _nonfinite_finding(st: GradState, p: dict) -> Finding:
     fun, rule = names(st)
     a, name, nf = p["arg"], st.out_names[p["k"]], p["nonfinite"]
@@ -184,7 +214,19 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
                        f"{', '.join(dict.fromkeys(conj))})")
         correction = ("conjugate the tangent: a `jnp.conj` is missing (or one too many); a holomorphic f has tangent "
                       "`f'(z) * t`, unconjugated")
+    ignored = _ignored_argument(st, problems)
+    if ignored is not None:
+        reference = f"autodiff of {fun}" if ignored["ref"] is not None else "float64 finite differences"
+        want = ignored["ref"] if ignored["ref"] is not None else ignored["fd"]
+        return rules.JVP_IGNORES_ARGUMENT.finding(
+            rule=rule, name=ignored["arg"].name, out_name=st.out_names[ignored["k"]], function=fun,
+            reference=reference, want=fmt_values(want), where=where, location=loc)
     if any(not _deliberate(st, p) for p in problems):
+        flat = _flat_primal(problems)  # not a surrogate JXG014 explains (straight-through, clip), yet by construction
+        if flat is not None:
+            return rules.FLAT_PRIMAL_SURROGATE.finding(
+                owner=rule, derivative="tangent", name=flat["arg"].name, got=fmt_values(flat["got"]), function=fun,
+                where=where, location=loc)
         factor = next((c for p in problems if (c := _uniform_scale(st, p)) is not None), None)
         if factor is not None:
             details.append(f"along every direction the rule's tangent is the reference times {factor:.4g}: a uniformly "

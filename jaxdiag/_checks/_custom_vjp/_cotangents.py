@@ -409,6 +409,12 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
                       "`g * jnp.conj(df/dz)` (e.g. `2 * g * jnp.conj(z)` for |z|^2), and for `y = c * z` it is "
                       "`c * g`, unconjugated")
     if _interior_error(st, bad):
+        flat = _flat_primal(st, bad)  # not a surrogate JXG014 explains (straight-through, clip), yet by construction
+        if flat is not None:
+            v, a = flat
+            return rules.FLAT_PRIMAL_SURROGATE.finding(
+                owner=bwd, derivative="gradient", name=a.name, got=fmt_values(v["got"].get(a.pos)), function=fun,
+                where=where, location=loc)
         factor = next((c for v, a in bad if v["ref"] is not None and (c := _uniform_scale(st, v, a)) is not None),
                       None)
         if factor is not None:
@@ -420,6 +426,18 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
     return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
         owner=bwd, derivative="gradient", function=fun, details="; ".join(details),
         consequence="jax.grad is silently wrong", where=where, correction=correction, location=loc)
+
+
+def _flat_primal(st: GradState, bad: list[tuple[dict, Arg]]) -> tuple[dict, Arg] | None:
+    """The first mismatch when every one is a finite, nonzero cotangent for an argument in which the primal is flat
+    (autodiff of the primal gives exactly zero): a surrogate by construction (JXG033), not a wrong formula."""
+    for v, a in bad:
+        got = v["got"].get(a.pos)
+        if v["ref"] is None or got is None or np.any(to_f64(v["ref"][st.diff.index(a)])):
+            return None
+        if is_zero(got) or not np.all(np.isfinite(to_f64(got))):
+            return None
+    return bad[0] if bad else None
 
 
 def _interior_error(st: GradState, bad: list[tuple[dict, Arg]]) -> bool:

@@ -32,6 +32,7 @@ class Arg:
     static: bool  # not an array (an int axis, a callable): never perturbed
     nondiff: bool  # listed in nondiff_argnums
     unperturbed: bool = False  # JAX never perturbs it at the rule's call site in its function (Subject.unperturbed)
+    received: tuple[np.ndarray, ...] = ()  # the tangents its function hands the rule here (Subject.received_tangents)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -82,8 +83,9 @@ class GradState:
         names = argument_names(self.fun if self.fun is not None else _name_source(subject), len(full))
         array_pos = [i for i in range(len(arrays) + len(subject.static_args)) if i not in subject.static_args]
         unperturbed = {array_pos[k] for k in subject.unperturbed if k < len(array_pos)}
+        received = {array_pos[k]: tuple(ts) for k, ts in subject.received_tangents.items() if k < len(array_pos)}
         self.args = [Arg(i, names[i], v, i in static_pos or not hasattr(v, "dtype"), i in self.nondiff,
-                         i in unperturbed) for i, v in enumerate(full)]
+                         i in unperturbed, received.get(i, ())) for i, v in enumerate(full)]
         self.diff = [a for a in self.args if a.diff]
         self.dyn = [a for a in self.args if not a.nondiff]  # one bwd cotangent each (static or not)
         self._out: Any = None
@@ -164,9 +166,25 @@ class GradState:
         key = f"v{arg.pos}:{d}"
         if key not in self.memo:
             v = to_f64(self._random_like(arg.value)) * np.maximum(1.0, np.abs(to_f64(arg.value)))
+            if arg.received:  # inside the span of what its function gives it
+                v = self._received_direction(arg, d)
             # rounded to the argument's dtype: the tangent a rule receives is exactly this direction
             self.memo[key] = to_f64(v.astype(arg.dtype))
         return self.memo[key]
+
+    def _received_direction(self, arg: Arg, d: int) -> np.ndarray:
+        """Direction `d` in the span of the tangents the rule receives: one random real combination (real keeps a
+        complex structure such as Hermitian) shared by every argument, so tangents the function ties stay tied, at
+        the size of a random direction (`max(1, |x|)` per entry)."""
+        key = f"received:{d}"
+        if key not in self.memo:
+            holders = [a for a in self.args if a.received]
+            coefficients = self.rng.standard_normal(len(holders[0].received))
+            raw = {a.pos: sum(c * to_f64(t) for c, t in zip(coefficients, a.received)) for a in holders}
+            size = np.sqrt(sum(float(np.sum(np.abs(v) ** 2)) for v in raw.values()))
+            want = np.sqrt(sum(float(np.sum(np.maximum(1.0, np.abs(to_f64(a.value))) ** 2)) for a in holders))
+            self.memo[key] = {pos: np.asarray(v) * (want / size if size > 0 else 1.0) for pos, v in raw.items()}
+        return self.memo[key][arg.pos]
 
     def _random_like(self, x: Any) -> np.ndarray:
         shape, dtype = tuple(np.shape(x)), np.dtype(x.dtype)
@@ -275,3 +293,4 @@ def require(st: GradState, blockers: Sequence[rules.Rule] = ()) -> None:
 # A blocker that no rule selects: fwd's residuals are not arrays (reported as JXG012), which makes every later
 # check that calls bwd meaningless, but is not the fwd/primal mismatch that `require(st, (VJP_FWD_MISMATCH,))` means.
 RESIDUALS_NOT_ARRAYS = "fwd-residuals"
+
