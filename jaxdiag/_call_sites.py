@@ -130,7 +130,7 @@ def differs_from_inference(subject: Any) -> bool:
 def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     """The target checked at the first call of it that a public function of the package makes, run on inferred
     inputs; with `only_if_differs`, only when that call passes what inference would not draw."""
-    from . import _engine, _record_carrier
+    from . import _record_carrier
     from . import _rules as rules
     from ._checks._base import Options
     from ._errors import InferenceError, TargetLoadError, UsageError

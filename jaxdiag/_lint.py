@@ -286,10 +286,10 @@ class _Lint:
         else:  # a precise reason (bind params, static arguments, keyword-only arguments): say it as it is
             tried = f" (no call of the package's own reaches it: {'; '.join(call_sites)})" if call_sites else ""
             finding = rules.TARGET_NOT_CHECKABLE.finding(
-                reason=str(exc) + tried, fix=f"Add its inputs to pyproject.toml (a SPEC per positional argument, a literal "
-                f"such as 0.1 for a static one{', and its bind params' if missing else ''}):\n{snippet}\nor define "
-                f"JAXDIAG = {{\"{found.attr}\": {{{jaxdiag_dict}}}}} in {found.walked.label}, or record the calls "
-                "your own tests make: jaxdiag record -- pytest", location=location)
+                reason=str(exc) + tried, fix=f"Add its inputs to pyproject.toml (a SPEC per positional argument, a "
+                f"literal such as 0.1 for a static one{', and its bind params' if missing else ''}):\n{snippet}\nor "
+                f"define JAXDIAG = {{\"{found.attr}\": {{{jaxdiag_dict}}}}} in {found.walked.label}, or record the "
+                "calls your own tests make: jaxdiag record -- pytest", location=location)
         return TargetReport(found.label, found.kind, checks=[CheckResult(
             "infer-inputs", "skipped", 0.0, "could not infer example inputs")], findings=[finding],
             module=found.walked.label)
