@@ -497,9 +497,9 @@ def parse_axes(text: str | None, option: str) -> Any:
 SHAPE_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
     ((3,),), ((),), ((2, 3),), ((3, 3),), ((2, 3, 4),),
 )
-# matrix-matrix, matrix-vector and vector-matrix products, then an array with a scalar
-PAIR_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (((2, 3), (3, 4)), ((2, 3), (3,)), ((2,), (2, 3)),
-                                                        ((3,), ()), ((), (3,)))
+# matrix-matrix, matrix-vector (either side contracted) and vector-matrix products, then an array with a scalar
+PAIR_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
+    ((2, 3), (3, 4)), ((2, 3), (3,)), ((2, 3), (2,)), ((2,), (2, 3)), ((3,), ()), ((), (3,)))
 
 
 def shape_ladder(arity: int) -> Iterator[list[ArgSpec]]:

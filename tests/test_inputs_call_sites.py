@@ -1,0 +1,94 @@
+"""Rules checked at the inputs their own package's callers pass them: bind params built at run time, matrices where
+inference would draw vectors, integer operands where it would draw floats (probe package tests/data/inputs_callsite)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
+
+from jaxdiag._cli import app
+
+runner = CliRunner()
+DATA = Path(__file__).parent / "data"
+
+
+def check(module: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["check", module, "--app-dir", str(DATA), "--format", "json", "--no-cache"])
+    assert result.exit_code in (0, 1, 5), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def only_target(data: dict) -> dict:
+    (target,) = [t for t in data["targets"] if t["kind"] != "module"]
+    return target
+
+
+def call_site_note(target: dict) -> dict:
+    (note,) = [f for f in target["findings"] if f["code"] == "JXN016"]
+    return note
+
+
+@pytest.mark.slow
+def test_bind_params_built_by_the_caller_at_run_time_come_from_the_call(monkeypatch):
+    """`outs` (shape structs the caller builds from its operands) is in no literal: the kernel is checked where its
+    public caller binds it, that caller's keyword-only `transpose` taken from the package's own call sites."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.ops")
+    assert data["summary"]["checked"] == data["summary"]["discovered"] == 1, data["summary"]
+    target = only_target(data)
+    assert target["target"] == "inputs_callsite.ops:matvec_p.primitive"
+    note = call_site_note(target)
+    assert "inputs_callsite.ops:matvec calls it" in note["message"] and "outs=" in note["message"]
+    assert "transpose=" in note["message"]
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+
+
+@pytest.mark.slow
+def test_a_rule_every_caller_passes_matrices_is_not_checked_on_vectors(monkeypatch):
+    """The bwd reduces along axis 1: right for the matrices its caller passes, failing on the 1-D draw inference
+    starts with. The call site's rank wins, and the failure outside the contract is gone."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.rows")
+    target = only_target(data)
+    note = call_site_note(target)
+    spec = note["message"].rpartition(": ")[2]
+    assert spec.startswith("f32[") and spec.count(",") == 1, note["message"]  # a matrix
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+
+
+@pytest.mark.slow
+def test_integer_operands_stay_integers_and_get_no_float_tangent(monkeypatch):
+    """The ids are integers at every call: checked as integers (no float draw, no float tangent), where a float
+    draw cannot even run the rule."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.segments")
+    assert data["summary"]["checked"] == 1 and not data["summary"]["not_verified"], data["summary"]
+    target = only_target(data)
+    note = call_site_note(target)
+    assert " i32[" in note["message"], note["message"]
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+    grad_checks = [c for c in target["checks"] if c["status"] == "passed" and "jvp" in c["name"]]
+    assert grad_checks, target["checks"]
+
+
+def test_a_wrong_rule_is_still_caught_at_its_call_site(monkeypatch, tmp_path):
+    """Checking at the call site is not a pass by construction: the same segment rule with a JVP that forgets
+    the data's tangent is reported there."""
+    package = tmp_path / "callsite_wrong"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    source = (DATA / "inputs_callsite" / "segments.py").read_text()
+    broken = source.replace("jax.ops.segment_sum(t_data, ids", "2.0 * jax.ops.segment_sum(t_data, ids")
+    assert broken != source
+    (package / "segments.py").write_text(broken)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check", "callsite_wrong.segments", "--app-dir", str(tmp_path), "--format",
+                                 "json", "--no-cache"])
+    data = json.loads(result.stdout)
+    target = only_target(data)
+    assert call_site_note(target)
+    assert [f for f in target["findings"] if f["severity"] in ("error", "warning")], target["findings"]
