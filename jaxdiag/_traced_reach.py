@@ -151,8 +151,10 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
     public functions that lead to them, nearest first."""
     covered_at = [(os.path.realpath(c.path), c.line) for c in covered]
     result = Plan()
+    # a factory any checked module applies as it is imported (`foo_p = make_primitive(...)` in another module of the
+    # package) makes module attributes, which attribute discovery found
+    at_import = {name for module in modules for name in _called_at_import(module)}
     for module in modules:
-        at_import = _called_at_import(module)
         for site in sites_in(module):
             real = os.path.realpath(site.path)
             if site.function in at_import:  # a decorator or factory the module applies as it is imported

@@ -92,3 +92,13 @@ def test_a_wrong_rule_is_still_caught_at_its_call_site(monkeypatch, tmp_path):
     target = only_target(data)
     assert call_site_note(target)
     assert [f for f in target["findings"] if f["severity"] in ("error", "warning")], target["findings"]
+
+
+def test_a_factory_other_modules_call_at_import_is_not_an_unreached_rule(monkeypatch):
+    """`cube_p = make_primitive(...)` in one module, the `Primitive(...)` call in the factory's module: what the
+    factory makes is a module attribute, discovered and checked, never a rule 'made at run time' left unchecked."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_factory")
+    assert data["summary"]["discovered"] == data["summary"]["checked"] == 1, data["summary"]
+    assert [t["target"].rpartition(":")[2] for t in data["targets"] if t["kind"] != "module"] == ["cube_p"]
+    assert code == 0
