@@ -202,4 +202,4 @@ def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str) -> lis
         root = _engine._root_subject(target, {})
         if keywords:
             root.obj = functools.partial(root.obj, **keywords)
-        return _engine.infer_templates(root, [])
+        return _engine.infer_templates(root, [], pairs_early=True)

@@ -302,11 +302,12 @@ def _params_taken(required: list, params: dict) -> int:
     return sum(1 for p in required if p.name in params)
 
 
-def infer_templates(subject: Subject, notes: list[Finding]) -> list[Any]:
+def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = False) -> list[Any]:
     """Try a short ladder of float32 shapes for the array positions until the target runs; report it.
 
     Static positions (nondiff_argnums, static_argnums) take their defaults; one without a default cannot be
-    guessed, and neither can a shape contract outside the ladder: both raise InferenceError saying what to pass."""
+    guessed, and neither can a shape contract outside the ladder: both raise InferenceError saying what to pass.
+    `pairs_early`: a matrix with a vector is tried before two same-shape matrices (`shape_ladder`)."""
     sig = _signature.signature_of(subject)
     keyword_only = [p.name for p in (sig.parameters.values() if sig is not None else ())
                     if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
@@ -339,7 +340,7 @@ def infer_templates(subject: Subject, notes: list[Finding]) -> list[Any]:
             last_error = error
             continue
         n_arrays = max(arity - len(statics), 0)
-        for candidate in shape_ladder(n_arrays) if n_arrays else iter([[]]):
+        for candidate in shape_ladder(n_arrays, pairs_early) if n_arrays else iter([[]]):
             it = iter(candidate)
             templates = [statics[i] if i in statics else next(it) for i in range(n_arrays + len(statics))]
             text = " ".join(template_text(t) for t in templates)

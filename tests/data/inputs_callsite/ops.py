@@ -1,5 +1,6 @@
 """The primitive held by `matvec_p` is bound only by `matvec`, which builds `outs` from its operands' shapes and
-takes `transpose` as a keyword every caller in the package writes as a literal."""
+takes `transpose` as a keyword every caller in the package writes as a literal. `matvec` is run only to reach
+the kernel: a matrix with a vector is tried before two same-shape matrices, which its loose check lets through."""
 
 import jax
 import jax.numpy as jnp
@@ -15,8 +16,8 @@ matvec_p = OutKernel("inputs_callsite_matvec", _matvec_kernel)
 
 
 def matvec(w, x, *, transpose):
-    if w.ndim != 2 or x.ndim != 1 or x.shape[0] != w.shape[0 if transpose else 1]:
-        raise ValueError(f"matvec takes a matrix and a vector that fit, not {w.shape} and {x.shape}")
+    # checks only the contracted length (a 2-D `x` of that length would pass too): its callers pass vectors
+    assert x.shape[0] == w.shape[0 if transpose else 1], (w.shape, x.shape)
     rows = w.shape[1] if transpose else w.shape[0]
     out = jax.ShapeDtypeStruct((rows,), w.dtype)
     return matvec_p(w, x, outs=[out], transpose=transpose)
