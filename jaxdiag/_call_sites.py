@@ -6,7 +6,8 @@ can draw, yet the package's own functions pass them what they need:
 - bind params built at run time (`kernel(x, outs=[jax.ShapeDtypeStruct(...)])`) that no literal in the source
   holds, so `_passthrough` cannot read them;
 - operands of rank 2 or more (a caller passes matrices; a 1-D draw checks the rule outside its contract);
-- integer operands (indices, counts): a float draw gives them tangents no program gives them.
+- integer operands (indices, counts): a float draw gives them tangents no program gives them;
+- operands every caller stop-gradients (a temperature, a step size): a rule may give them no cotangent.
 
 For such a target the source of the checked modules is read (never run) for public module-level functions that
 reach it by name (directly, or up to `MAX_DEPTH` calls away); the nearest are run on inferred inputs, as
@@ -129,7 +130,8 @@ def differs_from_inference(subject: Any) -> bool:
 
 def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     """The target checked at the first call of it that a public function of the package makes, run on inferred
-    inputs; with `only_if_differs`, only when that call passes what inference would not draw."""
+    inputs; with `only_if_differs`, only when that call passes what inference would not draw or leaves an operand
+    unperturbed."""
     from . import _record_carrier
     from . import _rules as rules
     from ._checks._base import Options
@@ -160,7 +162,9 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
             reach.tried.append(f"{label}: traced, but it does not call it")
             continue
         subject = subjects[0]
-        if only_if_differs and not differs_from_inference(subject):
+        # which operands the caller never perturbs (stop_gradient, integers): checked as unperturbed there
+        _record_carrier.observe_call_sites(prepared, [subject], options)
+        if only_if_differs and not (differs_from_inference(subject) or subject.unperturbed):
             return reach
         reports = _record_carrier.check_subjects(runs, via, prepared, [subject], options)
         shown = ", ".join(f"{k}={v!r}" for k, v in sorted(keywords.items()))

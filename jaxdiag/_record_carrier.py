@@ -185,6 +185,14 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
     return Prepared(root, nested, observed, wide, notes=notes)
 
 
+def observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Options) -> None:
+    """Under the run's lock (and x64 for a wide carrier): see `_observe_call_sites`."""
+    from . import _engine
+
+    with _scope(prepared), _engine.RUN_LOCK, _compat.restored_sys_path():
+        _observe_call_sites(prepared, subjects, options)
+
+
 def _observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Options) -> None:
     """How the carrier calls the rules about to be checked: the inputs JAX never perturbs there, and whether it
     binds them only under tracing. Each costs runs of the carrier (a `jax.vjp` per input, a jitted run), so only for

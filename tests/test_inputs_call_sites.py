@@ -102,3 +102,15 @@ def test_a_factory_other_modules_call_at_import_is_not_an_unreached_rule(monkeyp
     assert data["summary"]["discovered"] == data["summary"]["checked"] == 1, data["summary"]
     assert [t["target"].rpartition(":")[2] for t in data["targets"] if t["kind"] != "module"] == ["cube_p"]
     assert code == 0
+
+
+@pytest.mark.slow
+def test_an_operand_every_caller_stops_gradients_gets_no_perturbation(monkeypatch):
+    """The temperature's gradient is stopped by the caller and the bwd gives it None: perturbing it (a float draw
+    for it) checks the rule outside its contract; at its call site it is left unperturbed, and its rank is the
+    caller's (a scalar)."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.stopped")
+    target = only_target(data)
+    assert call_site_note(target)["message"].endswith("f32[3] f32[]")
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
