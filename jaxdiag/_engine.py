@@ -340,10 +340,15 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
             last_error = error
             continue
         n_arrays = max(arity - len(statics), 0)
+        scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
         for candidate in shape_ladder(n_arrays, pairs_early) if n_arrays else iter([[]]):
             it = iter(candidate)
             templates = [statics[i] if i in statics else next(it) for i in range(n_arrays + len(statics))]
+            templates = [ArgSpec(t.dtype, ()) if i in scalars and isinstance(t, ArgSpec) else t
+                         for i, t in enumerate(templates)]
             text = " ".join(template_text(t) for t in templates)
+            if text in tried:
+                continue
             tried.append(text)
             _signature.apply(subject, templates)
             ok, error = _try_call(subject, subject.specs, "normal", 0)

@@ -114,3 +114,15 @@ def test_an_operand_every_caller_stops_gradients_gets_no_perturbation(monkeypatc
     target = only_target(data)
     assert call_site_note(target)["message"].endswith("f32[3] f32[]")
     assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+
+
+@pytest.mark.slow
+def test_a_parameter_annotated_float_is_inferred_as_a_scalar(monkeypatch):
+    """`gamma: float` is a scalar at every call: drawn as an array, the rule's scalar cotangent for it looks wrong
+    (a finding outside the contract); drawn as the scalar the signature names, the rule checks clean."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_annotated.smoothing")
+    target = only_target(data)
+    inferred = next(f for f in target["findings"] if f["code"] == "JXN001")
+    assert inferred["message"].endswith("f32[3] f32[]"), inferred["message"]
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
