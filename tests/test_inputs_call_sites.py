@@ -126,3 +126,17 @@ def test_a_parameter_annotated_float_is_inferred_as_a_scalar(monkeypatch):
     inferred = next(f for f in target["findings"] if f["code"] == "JXN001")
     assert inferred["message"].endswith("f32[3] f32[]"), inferred["message"]
     assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+
+
+def test_a_rule_built_in_a_class_method_is_reached_and_checked(monkeypatch):
+    """The custom_jvp is built in `__init__` of a class the public function instantiates at run time: its site is
+    read from the method, the public function traced, the rule checked and its wrong slope reported."""
+    monkeypatch.chdir(DATA)
+    _, data = check("inputs_methods")
+    assert data["summary"]["discovered"] == data["summary"]["checked"] == 1, data["summary"]
+    (target,) = data["targets"]
+    assert "inside inputs_methods.layers:soft_clip" in target["target"]
+    bad = [f for f in target["findings"] if f["severity"] != "info"]
+    lines = (DATA / "inputs_methods" / "layers.py").read_text().splitlines()
+    rule = next(i for i, text in enumerate(lines, 1) if "def clip_jvp" in text)
+    assert bad and bad[0]["code"].startswith("JXG") and bad[0]["location"]["line"] == rule
