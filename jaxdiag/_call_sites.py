@@ -10,12 +10,12 @@ can draw, yet the package's own functions pass them what they need:
 - operands every caller stop-gradients (a temperature, a step size): a rule may give them no cotangent.
 
 For such a target the source of the checked modules is read (never run) for public module-level functions that
-reach it by name (directly, or up to `MAX_DEPTH` calls away); the nearest are run on inferred inputs, as
-`_traced_reach` runs them for rules made in factories, and the target is checked where the call hands it its
-arguments (`_record_carrier`): observed values and bind params, the operands the caller never perturbs left
-unperturbed. A required keyword-only argument of such a function is given the literal that the package's own calls
-pass it (`transpose=False`). Findings stay graded as seen on inferred inputs (`_provenance`): the caller's own
-inputs were inferred.
+reach it by name (directly, or up to `MAX_DEPTH` calls away); the nearest are run on their declared inputs, else on
+inferred ones, as `_traced_reach` runs them for rules made in factories, and the target is checked where the call
+hands it its arguments (`_record_carrier`): observed values and bind params, the operands the caller never perturbs
+left unperturbed. A required keyword-only argument of such a function is given the literal that the package's own calls
+pass it (`transpose=False`). Findings are graded by the caller's inputs (`_provenance`): seen on inferred inputs
+when they were inferred, observed when they were declared.
 """
 
 from __future__ import annotations
@@ -138,9 +138,10 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     from ._errors import InferenceError, TargetLoadError, UsageError
     from ._inputs import template_text
 
+    from ._signature import templates_of_args
+
     reach = Reach()
     modules = [w.module for w in lint.discovery.walked]
-    options = Options(command="check", seed=lint.seed, provenance="inferred", **getattr(lint, "run_options", {}))
     runs = _record_carrier.runs_of(lint)
     for module, name in carriers(target_names(found, modules), modules)[:MAX_TRIES]:
         label = f"{module.__name__}:{name}"
@@ -148,8 +149,12 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         if keywords is None:
             reach.tried.append(f"{label}: a keyword-only argument has no literal at any call site")
             continue
+        given = declared_inputs(lint, module, name)  # the caller's own declared inputs, when there are some
+        options = Options(command="check", seed=lint.seed, provenance="declared" if given else "inferred",
+                          **getattr(lint, "run_options", {}))
         try:
-            templates = carrier_templates(label, keywords, lint.app_dir)
+            templates = (templates_of_args(given)[0] if given
+                         else carrier_templates(label, keywords, lint.app_dir))
             via = {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords}
             prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
         except (InferenceError, TargetLoadError, UsageError) as exc:
@@ -177,6 +182,22 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         reach.reports = reports
         return reach
     return reach
+
+
+def declared_inputs(lint: Any, module: ModuleType, name: str) -> list[str] | None:
+    """The SPECs declared for the public function `name` (`[tool.jaxdiag.targets]`, else the module's `JAXDIAG`
+    dict), or None."""
+    keys = [f"{w.label}:{name}" for w in lint.discovery.walked if w.module is module] + [f"{module.__name__}:{name}"]
+    for key in keys:
+        entry = lint.config.target(key)
+        if entry is not None and entry.args:
+            return list(entry.args)
+    table = getattr(module, "JAXDIAG", None)
+    entry = table.get(name) if isinstance(table, dict) else None
+    args = entry.get("args") if isinstance(entry, dict) else None
+    if isinstance(args, (list, tuple)) and args and all(isinstance(a, str) for a in args):
+        return list(args)
+    return None
 
 
 def _params_text(subject: Any) -> str:
