@@ -140,3 +140,14 @@ def test_a_rule_built_in_a_class_method_is_reached_and_checked(monkeypatch):
     lines = (DATA / "inputs_methods" / "layers.py").read_text().splitlines()
     rule = next(i for i, text in enumerate(lines, 1) if "def clip_jvp" in text)
     assert bad and bad[0]["code"].startswith("JXG") and bad[0]["location"]["line"] == rule
+
+
+def test_a_kernel_whose_backend_module_is_missing_is_checked_abstractly(monkeypatch):
+    """The impl raises the library's own error around a missing compiler module: the kernel cannot run here, but
+    its inputs are those its trace accepts and its rules are checked by tracing (JXN013), not left uninferred."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.backend")
+    assert data["summary"]["checked"] == data["summary"]["discovered"] == 1, data["summary"]
+    target = only_target(data)
+    assert [f["code"] for f in target["findings"] if f["code"] == "JXN013"] == ["JXN013"]
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
