@@ -20,6 +20,9 @@ _KERNEL_PATHS = tuple("/" + m.replace(".", "/") for m in _KERNEL_MODULES)
 _PLATFORM_MESSAGES = ("not found for platform", "only interpret mode is supported on cpu",
                       "cannot lower pallas_call on cpu", "only supported on gpu", "only supported on tpu",
                       "requires a gpu", "requires gpu")
+# What Python says when a module a kernel's backend needs (a JIT compiler for CPU kernels, a vendor library) is not
+# installed: the kernel cannot be built here either, whatever wrapper exception the library raises around it.
+_MISSING_BACKEND_MESSAGES = ("no module named",)
 _ACCELERATORS = frozenset({"cuda", "rocm", "gpu", "tpu"})
 
 
@@ -40,14 +43,15 @@ def accelerator_only_lowering(prim: Any, platform: str = "cpu") -> frozenset[str
 
 
 def is_platform_error(exc: BaseException) -> bool:
-    """The error comes from a GPU/TPU kernel's machinery (Pallas, Triton, Mosaic) or says the platform lacks a
-    lowering: running the kernel here is impossible, which says nothing about its rules."""
+    """The error comes from a GPU/TPU kernel's machinery (Pallas, Triton, Mosaic), says the platform lacks a
+    lowering, or says a module the kernel's backend needs is missing: running the kernel here is impossible, which
+    says nothing about its rules."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         text = str(current).lower()
-        if any(m in text for m in _PLATFORM_MESSAGES):
+        if any(m in text for m in _PLATFORM_MESSAGES + _MISSING_BACKEND_MESSAGES):
             return True
         for frame in traceback.extract_tb(current.__traceback__):
             path = frame.filename.replace("\\", "/")

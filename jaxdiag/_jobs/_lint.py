@@ -18,9 +18,9 @@ from types import ModuleType
 from typing import Any
 
 from .. import __version__, _compat
+from . import _call_sites, _parallel, _reach, _traced_reach
 from .._core import _config, _locate
 from .._run import _engine
-from . import _parallel, _reach, _traced_reach
 from .. import _rules as rules
 from .._checks._base import Options
 from ._discovery import Discovery, Found, _posix, _unjit
@@ -175,10 +175,7 @@ class _Lint:
         held_at = _reach.holder_location(found)  # a wrapper's `foo_p = Kernel(...)` line names this object
         anchors = list(dict.fromkeys(([held_at] if held_at else []) + _engine.suppression_anchors(target)))
         try:
-            provenance = "recorded" if origin.startswith(" (recorded") else "declared"  # none given: inferred
-            report = _engine.run_unfiltered(target, args, params, Options(
-                command="check", seed=self.seed, provenance=provenance, **getattr(self, "run_options", {})),
-                app_dir=self.app_dir)
+            report = self._run(found, target, args, params, origin)
         except _engine.MissingDependencyError as exc:
             report = Report([TargetReport(found.label, found.kind, checks=[CheckResult(
                 "infer-inputs", "skipped", 0.0, "optional dependency missing")], findings=[
@@ -187,7 +184,7 @@ class _Lint:
                 module=found.walked.label)])
             self._mark_unchecked(found, anchors)
         except InferenceError as exc:
-            report = Report([self._not_inferred(found, exc, anchors)])
+            report = Report([self._not_inferred(found, exc, anchors, getattr(exc, "call_sites", ()))])
             self._mark_unchecked(found, anchors)
         except UsageError as exc:
             raise UsageError(f"{found.label}{origin}: {exc}") from None
@@ -213,6 +210,29 @@ class _Lint:
             if tr.internal_errors:
                 self._mark_unchecked(found, anchors)
         return report.targets
+
+    def _run(self, found: Found, target: Target, args: list[Any], params: Any, origin: str) -> Report:
+        """The target's report on its given inputs; with none given, at a call its own package makes when that call
+        passes what inference would not draw (matrices, integers), else on inferred inputs, else (nothing drawn
+        runs it, or its bind params are built at run time) at any call its package makes."""
+        if not origin:
+            reach = _call_sites.check_at_call_sites(self, found, only_if_differs=True)
+            if reach.reports:
+                return Report(reach.reports)
+        provenance = "recorded" if origin.startswith(" (recorded") else "declared"  # none given: inferred
+        options = Options(command="check", seed=self.seed, provenance=provenance, **getattr(self, "run_options", {}))
+        try:
+            return _engine.run_unfiltered(target, args, params, options, app_dir=self.app_dir)
+        except _engine.MissingDependencyError:
+            raise
+        except InferenceError as exc:
+            if origin:
+                raise
+            reach = _call_sites.check_at_call_sites(self, found, only_if_differs=False)
+            if reach.reports:
+                return Report(reach.reports)
+            exc.call_sites = reach.tried  # type: ignore[attr-defined]  # said in the JXN012 note
+            raise
 
     def _inputs_for(self, found: Found) -> tuple[list[Any], Any, str]:
         """(args, params, where they came from) from pyproject, else recorded calls, else the module's JAXDIAG
@@ -251,7 +271,8 @@ class _Lint:
             return list(given_args), _hashable(given_params), where
         return [], {}, ""
 
-    def _not_inferred(self, found: Found, exc: InferenceError, anchors: list[Location]) -> TargetReport:
+    def _not_inferred(self, found: Found, exc: InferenceError, anchors: list[Location],
+                      call_sites: Sequence[str] = ()) -> TargetReport:
         key = self.discovery.config_key(found)
         static = getattr(exc, "static", {})  # a static position takes a Python literal, never an array SPEC
         args = ", ".join(json.dumps(static[i]) if i in static else '"f32[3]"' for i in range(max(exc.arity, 1)))
@@ -269,11 +290,12 @@ class _Lint:
                 jaxdiag_dict=f"JAXDIAG = {{\"{found.attr}\": {{{jaxdiag_dict}}}}}", module=found.walked.label,
                 location=location)
         else:  # a precise reason (bind params, static arguments, keyword-only arguments): say it as it is
+            tried = f" (no call of the package's own reaches it: {'; '.join(call_sites)})" if call_sites else ""
             finding = rules.TARGET_NOT_CHECKABLE.finding(
-                reason=str(exc), fix=f"Add its inputs to pyproject.toml (a SPEC per positional argument, a literal "
-                f"such as 0.1 for a static one{', and its bind params' if missing else ''}):\n{snippet}\nor define "
-                f"JAXDIAG = {{\"{found.attr}\": {{{jaxdiag_dict}}}}} in {found.walked.label}, or record the calls "
-                "your own tests make: jaxdiag record -- pytest", location=location)
+                reason=str(exc) + tried, fix=f"Add its inputs to pyproject.toml (a SPEC per positional argument, a "
+                f"literal such as 0.1 for a static one{', and its bind params' if missing else ''}):\n{snippet}\nor "
+                f"define JAXDIAG = {{\"{found.attr}\": {{{jaxdiag_dict}}}}} in {found.walked.label}, or record the "
+                "calls your own tests make: jaxdiag record -- pytest", location=location)
         return TargetReport(found.label, found.kind, checks=[CheckResult(
             "infer-inputs", "skipped", 0.0, "could not infer example inputs")], findings=[finding],
             module=found.walked.label)

@@ -24,6 +24,7 @@ first or which worker process asked, so `-j 1` and `-j N` give the same report.
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,7 @@ from .._harness import call_user, jaxdiag_code
 from .._harness.cache import SubjectCache
 from .._core._errors import InferenceError, TargetLoadError, UsageError
 from .._core._report import Finding, TargetReport
+from .._loading._targets import Target
 
 
 @dataclass
@@ -75,7 +77,8 @@ def runs_of(lint: Any) -> CarrierRuns:
 
 
 def carrier_key(via: dict, options: Options) -> tuple:
-    return via["target"], tuple(via.get("args") or ()), repr(via.get("ranges")), options.seed
+    return (via["target"], tuple(via.get("args") or ()), repr(via.get("ranges")), repr(via.get("keywords")),
+            options.seed)
 
 
 def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict, options: Options, app_dir: str
@@ -100,6 +103,17 @@ def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict,
         subjects = _the_rule(prepared.nested, call)
         if not subjects and call.get("kind") == "primitive":
             subjects = _the_rule(_jvp_subjects(prepared, options), call)
+    return check_subjects(runs, via, prepared, subjects, options)
+
+
+def check_subjects(runs: CarrierRuns, via: dict, prepared: Prepared, subjects: list[Subject], options: Options
+                   ) -> list[TargetReport]:
+    """The reports of `subjects`, rules found inside the prepared carrier `via`, each checked once per run where
+    the carrier passes it its values."""
+    from .._run import _engine
+
+    key = carrier_key(via, options)
+    with _scope(prepared), _engine.RUN_LOCK, _compat.restored_sys_path():
         _observe_call_sites(prepared, subjects, options)
         reports = []
         for subject in subjects:
@@ -108,6 +122,12 @@ def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict,
                 runs.checked[rule_key] = _check_subject(runs, prepared, subject, options)
             reports.append(_copy(runs.checked[rule_key]))
     return reports
+
+
+def rules_under_jvp(prepared: Prepared, options: Options) -> list[Subject]:
+    """The user primitives the carrier binds only when it is differentiated (found once per carrier)."""
+    with _scope(prepared):
+        return _jvp_subjects(prepared, options)
 
 
 def prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str) -> Prepared:
@@ -149,6 +169,9 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
     runs.count(f"prepare {via['target']}")
     with _engine.RUN_LOCK, _compat.restored_sys_path():
         target = _engine.resolve(via["target"], app_dir)
+        if via.get("keywords"):  # keyword-only arguments the package's own call sites pass it (`_call_sites`)
+            target = Target(target.ref, functools.partial(target.obj, **via["keywords"]), target.kind,
+                            target.module)
         specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
         wide = any(_engine.needs_x64(s) for s in specs)
         with _compat.x64_scope(True) if wide else contextlib.nullcontext():
@@ -161,6 +184,14 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
             nested = _engine.find_nested_subjects(root, options, root_cache)
             observed = observed_examples(root, nested, options, root_cache) if nested else {}
     return Prepared(root, nested, observed, wide, notes=notes)
+
+
+def observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Options) -> None:
+    """Under the run's lock (and x64 for a wide carrier): see `_observe_call_sites`."""
+    from .._run import _engine
+
+    with _scope(prepared), _engine.RUN_LOCK, _compat.restored_sys_path():
+        _observe_call_sites(prepared, subjects, options)
 
 
 def _observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Options) -> None:

@@ -42,10 +42,18 @@ class Site:
     path: str
     line: int
     kind: str  # custom_jvp, custom_vjp, custom_vmap, primitive, callback
-    function: str  # the module-level function enclosing it
+    function: str  # the module-level function enclosing it (`Class.method` for a method of a module-level class)
     first: int  # that function's lines
     last: int
     reached: bool = False
+    # names whose call leads to it: the function's own; a method's class (instances are made by calling it) and
+    # the method's name
+    entries: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if not self.entries:
+            cls, _, method = self.function.rpartition(".")
+            self.entries = frozenset({cls, method} if cls else {method})
 
 
 @dataclass
@@ -86,9 +94,7 @@ def sites_in(module: ModuleType) -> list[Site]:
     if tree is None or not path:
         return []
     out: list[Site] = []
-    for top in tree.body:
-        if not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for owner, top in _functions_and_methods(tree):
         last = getattr(top, "end_lineno", None) or top.lineno
         for node in ast.walk(top):
             made: list[tuple[int, str]] = []
@@ -101,9 +107,22 @@ def sites_in(module: ModuleType) -> list[Site]:
                     name = _called_name(deco)
                     if name in RULE_MAKERS:
                         made.append((node.lineno, RULE_MAKERS[name]))
-            out.extend(Site(module, path, line, kind, top.name, top.lineno, last) for line, kind in made)
+            out.extend(Site(module, path, line, kind, owner, top.lineno, last) for line, kind in made)
     unique = {(s.line, s.kind): s for s in out}  # a decorator is also a Call node
     return sorted(unique.values(), key=lambda s: s.line)
+
+
+def _functions_and_methods(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Module-level functions, and the methods of module-level classes (a rule built in `__init__` or a method) as
+    `Class.method`."""
+    out: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    for top in tree.body:
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append((top.name, top))
+        elif isinstance(top, ast.ClassDef):
+            out.extend((f"{top.name}.{node.name}", node) for node in top.body
+                       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return out
 
 
 def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
@@ -153,18 +172,21 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
     public functions that lead to them, nearest first."""
     covered_at = [(os.path.realpath(c.path), c.line) for c in covered]
     result = Plan()
+    # a factory any checked module applies as it is imported (`foo_p = make_primitive(...)` in another module of the
+    # package) makes module attributes, which attribute discovery found
+    at_import = {name for module in modules for name in _called_at_import(module)}
     for module in modules:
-        at_import = _called_at_import(module)
         for site in sites_in(module):
             real = os.path.realpath(site.path)
-            if site.function in at_import:  # a decorator or factory the module applies as it is imported
+            cls, _, _ = site.function.rpartition(".")
+            if (cls or site.function) in at_import:  # a decorator, factory or class applied as a module is imported
                 continue
             if not any(path == real and site.first <= line <= site.last for path, line in covered_at):
                 result.sites.append(site)
     if not result.sites:
         return result
     graph = {id(m): _calls_by_function(m) for m in modules}
-    wanted = {s.function for s in result.sites}
+    wanted = {name for s in result.sites for name in s.entries}
     ranked: dict[tuple[int, str], tuple[int, ModuleType]] = {}
     frontier = set(wanted)
     for depth in range(MAX_DEPTH + 1):

@@ -508,17 +508,26 @@ def parse_axes(text: str | None, option: str) -> Any:
 SHAPE_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
     ((3,),), ((),), ((2, 3),), ((3, 3),), ((2, 3, 4),),
 )
-PAIR_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (((2, 3), (3, 4)), ((3,), ()), ((), (3,)))
+# matrix-matrix, matrix-vector (either side contracted) and vector-matrix products, then an array with a scalar
+PAIR_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
+    ((2, 3), (3, 4)), ((2, 3), (3,)), ((2, 3), (2,)), ((2,), (2, 3)), ((3,), ()), ((), (3,)))
 
 
-def shape_ladder(arity: int) -> Iterator[list[ArgSpec]]:
-    """Candidate float32 inputs for a target of `arity` positional arguments, simplest first."""
+def shape_ladder(arity: int, pairs_early: bool = False) -> Iterator[list[ArgSpec]]:
+    """Candidate float32 inputs for a target of `arity` positional arguments, simplest first. `pairs_early`: for two
+    arguments, the mixed-rank pairs (a matrix with a vector) before same-shape matrices, for a function whose
+    arguments play different parts (a public function of a library, run only to reach the rules it calls)."""
     f32 = DTYPES["f32"]
-    for (shape,) in SHAPE_LADDER:
+    rungs = [shape for (shape,) in SHAPE_LADDER]
+    simple = [s for s in rungs if len(s) <= 1] if pairs_early and arity == 2 else rungs
+    for shape in simple:
         yield [ArgSpec(f32, shape) for _ in range(arity)]
     if arity == 2:
         for pair in PAIR_LADDER:
             yield [ArgSpec(f32, s) for s in pair]
+    for shape in rungs:
+        if shape not in simple:
+            yield [ArgSpec(f32, shape) for _ in range(arity)]
 
 
 def choose_batch_size(shapes: list[tuple[int, ...]], start: int = 5) -> int:

@@ -129,3 +129,19 @@ VALUES_NOT_COMPARED = Rule(
             "checked (by {checks}).",
     fix="Run jaxdiag on a machine with the kernel's platform to compare values as well.",
 )
+INPUTS_FROM_CALL_SITE = Rule(
+    "JXN016", "inputs-from-call-site", "info",
+    "The target was checked at the values and bind params its own package's code passes it, not on inputs "
+    "jaxdiag made up.",
+    "When `jaxdiag check` has no inputs for a rule (none declared or recorded), it looks in the package for a "
+    "public function that calls it (directly or up to three calls away), runs that function on inferred inputs and "
+    "checks the rule where the call hands it its arguments: their shapes and dtypes (matrices stay matrices, "
+    "integer operands stay integers), the bind params built at run time (`outs=` shape structs), and which "
+    "operands the caller stop-gradients. It does so when the rule cannot be checked alone (bind params or "
+    "inputs nobody gave) and when the call site passes what inference would not draw: an integer operand or an "
+    "array of rank 2 or more. Keyword-only arguments of that function are the literals the package's own calls "
+    "pass it.",
+    "The caller's own inputs are still inferred, so findings stay graded as seen on inferred inputs; declare the "
+    "rule's inputs or record your calls to check it on your exact values.",
+    message="checked where {carrier} calls it ({carrier} ran on {carrier_inputs}{keywords}): {inputs}{params}",
+)

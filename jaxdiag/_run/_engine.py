@@ -243,7 +243,13 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int) ->
         subject.specs = saved
     if ran.error is not None:  # the user's code rejected these inputs
         exc = ran.error
-        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        if _compat.is_platform_error(exc) and not text.startswith(_MISSING_DEPENDENCY):
+            # a kernel that cannot run on this machine: inputs its trace accepts are inputs (its rules are then
+            # checked abstractly, `_checks._abstract`)
+            traced = call_user(lambda: jax.eval_shape(subject.call, *args))
+            return traced.error is None, text
+        return False, text
     return not _nonfinite(ran.value), "non-finite output"
 
 
@@ -281,11 +287,12 @@ def _params_taken(required: list, params: dict) -> int:
     return sum(1 for p in required if p.name in params)
 
 
-def infer_templates(subject: Subject, notes: list[Finding]) -> list[Any]:
+def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = False) -> list[Any]:
     """Try a short ladder of float32 shapes for the array positions until the target runs; report it.
 
     Static positions (nondiff_argnums, static_argnums) take their defaults; one without a default cannot be
-    guessed, and neither can a shape contract outside the ladder: both raise InferenceError saying what to pass."""
+    guessed, and neither can a shape contract outside the ladder: both raise InferenceError saying what to pass.
+    `pairs_early`: a matrix with a vector is tried before two same-shape matrices (`shape_ladder`)."""
     sig = _signature.signature_of(subject)
     keyword_only = [p.name for p in (sig.parameters.values() if sig is not None else ())
                     if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
@@ -319,10 +326,15 @@ def infer_templates(subject: Subject, notes: list[Finding]) -> list[Any]:
             last_error = error
             continue
         n_arrays = max(arity - len(statics), 0)
-        for candidate in shape_ladder(n_arrays) if n_arrays else iter([[]]):
+        scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
+        for candidate in shape_ladder(n_arrays, pairs_early) if n_arrays else iter([[]]):
             it = iter(candidate)
             templates = [statics[i] if i in statics else next(it) for i in range(n_arrays + len(statics))]
+            templates = [ArgSpec(t.dtype, ()) if i in scalars and isinstance(t, ArgSpec) else t
+                         for i, t in enumerate(templates)]
             text = " ".join(template_text(t) for t in templates)
+            if text in tried:
+                continue
             tried.append(text)
             _signature.apply(subject, templates)
             ok, error = _try_call(subject, subject.specs, "normal", 0)

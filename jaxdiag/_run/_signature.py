@@ -270,6 +270,14 @@ def forwarded_options(subject: Subject) -> dict[int, Any]:
     return {i: v for i, v in found.items() if params[i].default is params[i].empty}
 
 
+def float_annotated(subject: Subject) -> set[int]:
+    """Positions the signature annotates as a Python `float` (`gamma: float`, also as the string a module with
+    postponed annotations gives): the callers pass a scalar there, never an array to draw at the ladder's shapes."""
+    if subject.kind == "primitive":
+        return set()
+    return {i for i, p in enumerate(positional(signature_of(subject))) if p.annotation in (float, "float")}
+
+
 def static_without_default(subject: Subject) -> list[tuple[str, str]]:
     statics = static_positions(subject)
     params = positional(signature_of(subject))

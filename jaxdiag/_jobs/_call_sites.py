@@ -1,0 +1,231 @@
+"""Discovered rules checked where their own package calls them, at the values and bind params the call passes.
+
+Inference draws a rule's inputs from a ladder of small float32 shapes. Three classes of rules are outside what it
+can draw, yet the package's own functions pass them what they need:
+
+- bind params built at run time (`kernel(x, outs=[jax.ShapeDtypeStruct(...)])`) that no literal in the source
+  holds, so `_passthrough` cannot read them;
+- operands of rank 2 or more (a caller passes matrices; a 1-D draw checks the rule outside its contract);
+- integer operands (indices, counts): a float draw gives them tangents no program gives them;
+- operands every caller stop-gradients (a temperature, a step size): a rule may give them no cotangent.
+
+For such a target the source of the checked modules is read (never run) for public module-level functions that
+reach it by name (directly, or up to `MAX_DEPTH` calls away); the nearest are run on their declared inputs, else on
+inferred ones, as `_traced_reach` runs them for rules made in factories, and the target is checked where the call
+hands it its arguments (`_record_carrier`): observed values and bind params, the operands the caller never perturbs
+left unperturbed. A required keyword-only argument of such a function is given the literal that the package's own calls
+pass it (`transpose=False`). Findings are graded by the caller's inputs (`_provenance`): seen on inferred inputs
+when they were inferred, observed when they were declared.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from .. import _compat
+from .._core import _locate
+from .._core._report import TargetReport
+
+# Public functions tried per target at most (each is traced once per run, whatever number of targets it reaches).
+MAX_TRIES = 3
+# Calls between a public function and the target, at most.
+MAX_DEPTH = 3
+
+
+@dataclass
+class Reach:
+    """What the call sites gave for one target: the reports, or why no function got there."""
+
+    reports: list[TargetReport] = field(default_factory=list)
+    tried: list[str] = field(default_factory=list)
+
+
+def references(module: ModuleType) -> dict[str, set[str]]:
+    """Module-level function name -> every name it calls, hands on as a value, or reaches an attribute through
+    (`foo_p.bind(...)`, `kernel.primitive.bind(...)` refer to `foo_p`, `kernel`)."""
+    from .._loading._passthrough import _module_tree
+
+    tree = _module_tree(module)
+    out: dict[str, set[str]] = {}
+    for top in tree.body if tree is not None else []:
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names: set[str] = set()
+            for node in ast.walk(top):
+                if isinstance(node, ast.Name) and node is not top:
+                    names.add(node.id)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                    names.add(node.attr)
+            out[top.name] = names - {top.name}
+    return out
+
+
+def carriers(names: set[str], modules: list[ModuleType]) -> list[tuple[ModuleType, str]]:
+    """Public module-level functions of `modules` leading to any of `names`, nearest first (a private function on
+    the way extends the search but is never run: its arguments are the package's internals)."""
+    graph = {id(m): references(m) for m in modules}
+    depth_of: dict[tuple[int, str], tuple[int, ModuleType]] = {}
+    frontier = set(names)
+    for depth in range(1, MAX_DEPTH + 1):
+        reached: set[str] = set()
+        for module in modules:
+            for name, refs in graph[id(module)].items():
+                if (id(module), name) not in depth_of and refs & frontier:
+                    depth_of[(id(module), name)] = (depth, module)
+                    reached.add(name)
+        frontier = reached
+        if not frontier:
+            break
+    public = [(depth, module, name) for (_, name), (depth, module) in depth_of.items()
+              if not name.startswith("_") and callable(getattr(module, name, None))
+              and getattr(_locate.unwrap(getattr(module, name)), "__module__", None) == module.__name__]
+    public.sort(key=lambda item: item[0])
+    return [(module, name) for _, module, name in public]
+
+
+def keyword_values(module: ModuleType, name: str) -> dict[str, Any] | None:
+    """Literals for the function's required keyword-only arguments, read from the package's own calls of it
+    (`name(..., transpose=False)`); None when one of them has no literal at any call site."""
+    from .._loading._passthrough import bind_site_params
+
+    fn = getattr(module, name, None)
+    try:
+        params = inspect.signature(fn).parameters.values() if fn is not None else []
+    except (TypeError, ValueError):
+        return None
+    wanted = {p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty}
+    if not wanted:
+        return {}
+    root = module.__name__.split(".")[0]
+    package = [m for n, m in sorted(sys.modules.items()) if m is not None and n.split(".")[0] == root]
+    found = bind_site_params({name}, package, wanted)
+    return found if wanted <= set(found) else None
+
+
+def target_names(found: Any, modules: list[ModuleType]) -> set[str]:
+    """The names the package's code may call the target by: its attribute (or its holder's), and every module
+    attribute holding it or its holder."""
+    names = {found.attr.split(".")[0]}
+    held = {id(found.obj)} | ({id(found.holder)} if getattr(found, "holder", None) is not None else set())
+    for module in modules:
+        for attr, value in list(vars(module).items()):
+            if id(value) in held or id(_locate.unwrap(value)) in held:
+                names.add(attr)
+    return names
+
+
+def _is_target(subject: Any, found: Any) -> bool:
+    obj = subject.original if subject.original is not None else subject.obj
+    return obj is found.obj or _locate.unwrap(obj) is found.obj
+
+
+def differs_from_inference(subject: Any) -> bool:
+    """Whether the call site passes what inference would not draw: an integer or boolean operand, or an array of
+    rank 2 or more (inference starts from 1-D float32 arrays and stops at the first shape that runs)."""
+    return any(not s.is_inexact or len(s.shape) >= 2 for s in subject.specs)
+
+
+def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
+    """The target checked at the first call of it that a public function of the package makes, run on inferred
+    inputs; with `only_if_differs`, only when that call passes what inference would not draw or leaves an operand
+    unperturbed."""
+    from . import _record_carrier
+    from .. import _rules as rules
+    from .._checks._base import Options
+    from .._core._errors import InferenceError, TargetLoadError, UsageError
+    from .._loading._inputs import template_text
+
+    from .._run._signature import templates_of_args
+
+    reach = Reach()
+    modules = [w.module for w in lint.discovery.walked]
+    runs = _record_carrier.runs_of(lint)
+    for module, name in carriers(target_names(found, modules), modules)[:MAX_TRIES]:
+        label = f"{module.__name__}:{name}"
+        keywords = keyword_values(module, name)
+        if keywords is None:
+            reach.tried.append(f"{label}: a keyword-only argument has no literal at any call site")
+            continue
+        given = declared_inputs(lint, module, name)  # the caller's own declared inputs, when there are some
+        options = Options(command="check", seed=lint.seed, provenance="declared" if given else "inferred",
+                          **getattr(lint, "run_options", {}))
+        try:
+            templates = (templates_of_args(given)[0] if given
+                         else carrier_templates(label, keywords, lint.app_dir))
+            via = {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords}
+            prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
+        except (InferenceError, TargetLoadError, UsageError) as exc:
+            reach.tried.append(f"{label}: {str(exc).splitlines()[0][:160]}")
+            continue
+        subjects = [s for s in prepared.nested if _is_target(s, found)]
+        if not subjects and found.kind == "primitive":
+            subjects = [s for s in _record_carrier.rules_under_jvp(prepared, options) if _is_target(s, found)]
+        if not subjects:
+            reach.tried.append(f"{label}: traced, but it does not call it")
+            continue
+        subject = subjects[0]
+        # which operands the caller never perturbs (stop_gradient, integers): checked as unperturbed there
+        _record_carrier.observe_call_sites(prepared, [subject], options)
+        if only_if_differs and not (differs_from_inference(subject) or subject.unperturbed):
+            return reach
+        reports = _record_carrier.check_subjects(runs, via, prepared, [subject], options)
+        shown = ", ".join(f"{k}={v!r}" for k, v in sorted(keywords.items()))
+        for report in reports:
+            report.target = found.label
+            report.findings.insert(0, rules.INPUTS_FROM_CALL_SITE.finding(
+                carrier=label, carrier_inputs=" ".join(via["args"]) or "no arguments",
+                keywords=f" with {shown}" if shown else "", inputs=" ".join(report.inputs),
+                params=_params_text(subject), location=subject.eqn_location or subject.location))
+        reach.reports = reports
+        return reach
+    return reach
+
+
+def declared_inputs(lint: Any, module: ModuleType, name: str) -> list[str] | None:
+    """The SPECs declared for the public function `name` (`[tool.jaxdiag.targets]`, else the module's `JAXDIAG`
+    dict), or None."""
+    keys = [f"{w.label}:{name}" for w in lint.discovery.walked if w.module is module] + [f"{module.__name__}:{name}"]
+    for key in keys:
+        entry = lint.config.target(key)
+        if entry is not None and entry.args:
+            return list(entry.args)
+    table = getattr(module, "JAXDIAG", None)
+    entry = table.get(name) if isinstance(table, dict) else None
+    args = entry.get("args") if isinstance(entry, dict) else None
+    if isinstance(args, (list, tuple)) and args and all(isinstance(a, str) for a in args):
+        return list(args)
+    return None
+
+
+def _params_text(subject: Any) -> str:
+    if not subject.params:
+        return ""
+    return " with " + ", ".join(f"{k}={_short(v)}" for k, v in sorted(subject.params.items()))
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str) -> list[Any]:
+    """Inferred inputs for the public function `label`, its keyword-only arguments given `keywords`."""
+    import functools
+
+    from .._run import _engine
+
+    with _engine.RUN_LOCK, _compat.restored_sys_path():
+        target = _engine.resolve(label, app_dir)
+        if target.kind != "function":
+            from .._core._errors import InferenceError
+
+            raise InferenceError(f"it is a {target.kind}, checked as such", label=label, tried=[],
+                                 last_error="not a function", arity=0)
+        root = _engine._root_subject(target, {})
+        if keywords:
+            root.obj = functools.partial(root.obj, **keywords)
+        return _engine.infer_templates(root, [], pairs_early=True)

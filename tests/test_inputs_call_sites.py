@@ -1,0 +1,153 @@
+"""Rules checked at the inputs their own package's callers pass them: bind params built at run time, matrices where
+inference would draw vectors, integer operands where it would draw floats (probe package tests/data/inputs_callsite)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
+
+from jaxdiag._parent._cli import app
+
+runner = CliRunner()
+DATA = Path(__file__).parent / "data"
+
+
+def check(module: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["check", module, "--app-dir", str(DATA), "--format", "json", "--no-cache"])
+    assert result.exit_code in (0, 1, 5), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def only_target(data: dict) -> dict:
+    (target,) = [t for t in data["targets"] if t["kind"] != "module"]
+    return target
+
+
+def call_site_note(target: dict) -> dict:
+    (note,) = [f for f in target["findings"] if f["code"] == "JXN016"]
+    return note
+
+
+@pytest.mark.slow
+def test_bind_params_built_by_the_caller_at_run_time_come_from_the_call(monkeypatch):
+    """`outs` (shape structs the caller builds from its operands) is in no literal: the kernel is checked where its
+    public caller binds it, that caller's keyword-only `transpose` taken from the package's own call sites."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.ops")
+    assert data["summary"]["checked"] == data["summary"]["discovered"] == 1, data["summary"]
+    target = only_target(data)
+    assert target["target"] == "inputs_callsite.ops:matvec_p.primitive"
+    note = call_site_note(target)
+    assert "inputs_callsite.ops:matvec calls it" in note["message"] and "outs=" in note["message"]
+    assert "transpose=" in note["message"]
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+
+
+@pytest.mark.slow
+def test_a_rule_every_caller_passes_matrices_is_not_checked_on_vectors(monkeypatch):
+    """The bwd reduces along axis 1: right for the matrices its caller passes, failing on the 1-D draw inference
+    starts with. The call site's rank wins, and the failure outside the contract is gone."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.rows")
+    target = only_target(data)
+    note = call_site_note(target)
+    spec = note["message"].rpartition(": ")[2]
+    assert spec.startswith("f32[") and spec.count(",") == 1, note["message"]  # a matrix
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+
+
+@pytest.mark.slow
+def test_integer_operands_stay_integers_and_get_no_float_tangent(monkeypatch):
+    """The ids are integers at every call: checked as integers (no float draw, no float tangent), where a float
+    draw cannot even run the rule."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.segments")
+    assert data["summary"]["checked"] == 1 and not data["summary"]["not_verified"], data["summary"]
+    target = only_target(data)
+    note = call_site_note(target)
+    assert " i32[" in note["message"], note["message"]
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+    grad_checks = [c for c in target["checks"] if c["status"] == "passed" and "jvp" in c["name"]]
+    assert grad_checks, target["checks"]
+
+
+def test_a_wrong_rule_is_still_caught_at_its_call_site(monkeypatch, tmp_path):
+    """Checking at the call site is not a pass by construction: the same segment rule with a JVP that forgets
+    the data's tangent is reported there."""
+    package = tmp_path / "callsite_wrong"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    source = (DATA / "inputs_callsite" / "segments.py").read_text()
+    broken = source.replace("jax.ops.segment_sum(t_data, ids", "2.0 * jax.ops.segment_sum(t_data, ids")
+    assert broken != source
+    (package / "segments.py").write_text(broken)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check", "callsite_wrong.segments", "--app-dir", str(tmp_path), "--format",
+                                 "json", "--no-cache"])
+    data = json.loads(result.stdout)
+    target = only_target(data)
+    assert call_site_note(target)
+    assert [f for f in target["findings"] if f["severity"] in ("error", "warning")], target["findings"]
+
+
+def test_a_factory_other_modules_call_at_import_is_not_an_unreached_rule(monkeypatch):
+    """`cube_p = make_primitive(...)` in one module, the `Primitive(...)` call in the factory's module: what the
+    factory makes is a module attribute, discovered and checked, never a rule 'made at run time' left unchecked."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_factory")
+    assert data["summary"]["discovered"] == data["summary"]["checked"] == 1, data["summary"]
+    assert [t["target"].rpartition(":")[2] for t in data["targets"] if t["kind"] != "module"] == ["cube_p"]
+    assert code == 0
+
+
+@pytest.mark.slow
+def test_an_operand_every_caller_stops_gradients_gets_no_perturbation(monkeypatch):
+    """The temperature's gradient is stopped by the caller and the bwd gives it None: perturbing it (a float draw
+    for it) checks the rule outside its contract; at its call site it is left unperturbed, and its rank is the
+    caller's (a scalar)."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.stopped")
+    target = only_target(data)
+    assert call_site_note(target)["message"].endswith("f32[3] f32[]")
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+
+
+@pytest.mark.slow
+def test_a_parameter_annotated_float_is_inferred_as_a_scalar(monkeypatch):
+    """`gamma: float` is a scalar at every call: drawn as an array, the rule's scalar cotangent for it looks wrong
+    (a finding outside the contract); drawn as the scalar the signature names, the rule checks clean."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_annotated.smoothing")
+    target = only_target(data)
+    inferred = next(f for f in target["findings"] if f["code"] == "JXN001")
+    assert inferred["message"].endswith("f32[3] f32[]"), inferred["message"]
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+
+
+def test_a_rule_built_in_a_class_method_is_reached_and_checked(monkeypatch):
+    """The custom_jvp is built in `__init__` of a class the public function instantiates at run time: its site is
+    read from the method, the public function traced, the rule checked and its wrong slope reported."""
+    monkeypatch.chdir(DATA)
+    _, data = check("inputs_methods")
+    assert data["summary"]["discovered"] == data["summary"]["checked"] == 1, data["summary"]
+    (target,) = data["targets"]
+    assert "inside inputs_methods.layers:soft_clip" in target["target"]
+    bad = [f for f in target["findings"] if f["severity"] != "info"]
+    lines = (DATA / "inputs_methods" / "layers.py").read_text().splitlines()
+    rule = next(i for i, text in enumerate(lines, 1) if "def clip_jvp" in text)
+    assert bad and bad[0]["code"].startswith("JXG") and bad[0]["location"]["line"] == rule
+
+
+def test_a_kernel_whose_backend_module_is_missing_is_checked_abstractly(monkeypatch):
+    """The impl raises the library's own error around a missing compiler module: the kernel cannot run here, but
+    its inputs are those its trace accepts and its rules are checked by tracing (JXN013), not left uninferred."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.backend")
+    assert data["summary"]["checked"] == data["summary"]["discovered"] == 1, data["summary"]
+    target = only_target(data)
+    assert [f["code"] for f in target["findings"] if f["code"] == "JXN013"] == ["JXN013"]
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
