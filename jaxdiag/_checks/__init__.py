@@ -4,7 +4,7 @@ rule catalog (`jaxdiag._rules`) and never touches JAX internals except through `
 from __future__ import annotations
 
 from . import (_batching, _custom_jvp, _custom_vjp, _custom_vmap, _ffi, _grad, _platforms, _portability,
-               _primitive_ad, _registration)
+               _primitive_ad, _registration, _solves)
 from ._base import Check
 
 ALL_CHECKS: list[Check] = [
@@ -17,5 +17,6 @@ ALL_CHECKS: list[Check] = [
     *_custom_vjp.CHECKS,
     *_custom_jvp.CHECKS,
     *_primitive_ad.CHECKS,
+    *_solves.CHECKS,  # before _grad: its findings block the compositions built on the same solves
     *_grad.CHECKS,
 ]

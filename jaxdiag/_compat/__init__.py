@@ -7,7 +7,7 @@ something breaks this one package. Feature detection is preferred over version c
 types, config flags), `_registries` (rule registries), `_state` (snapshot/restore of everything patched,
 x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects),
 `_jaxprs` (equations, foreign calls), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception)
-`_platform` (where a primitive can run), `_removed` (removed public attributes) and `_views`
+`_solves` (custom_linear_solve / custom_root calls), `_platform` (where a primitive can run), `_removed` (removed public attributes) and `_views`
 (jaxprs with source lines, cross-platform lowering).
 """
 
@@ -69,6 +69,14 @@ from ._custom import (
     is_custom_vmap,
     record_custom_calls,
     spy_custom_vmap_rule,
+)
+from ._solves import (
+    SolveCall,
+    is_custom_root,
+    is_linear_solve_eqn,
+    jaxpr_source,
+    record_solves,
+    solve_calls_in,
 )
 from ._jaxprs import (
     FOREIGN_CALL_PRIMITIVES,
@@ -152,6 +160,12 @@ __all__ = [
     "DROP_IN",
     "REMOVED_IN_NEWER_JAX",
     "SEQUENTIAL_VMAP_METHODS",
+    "SolveCall",
+    "is_custom_root",
+    "is_linear_solve_eqn",
+    "jaxpr_source",
+    "record_solves",
+    "solve_calls_in",
     "ClosedJaxpr",
     "CustomVJPPrimal",
     "Jaxpr",
