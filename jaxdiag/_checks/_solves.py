@@ -312,6 +312,7 @@ def _transpose_side(ctx: Context, call: _compat.SolveCall, lin: _Linear, norm_a:
     if not solve_ok and call.jaxprs["transpose_solve"] is call.jaxprs["solve"]:
         return  # the same function, already reported as solve
     c = _random_like(ctx, lin.b)
+    assert lin.transpose_solve is not None  # the caller checks only calls given a transpose_solve
     y = call_user(lin.transpose_solve, *c, quiet=True)
     if y.error is not None:
         return

@@ -7,7 +7,8 @@ something breaks this one package. Feature detection is preferred over version c
 types, config flags), `_registries` (rule registries), `_state` (snapshot/restore of everything patched,
 x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects),
 `_jaxprs` (equations, foreign calls), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception)
-`_solves` (custom_linear_solve / custom_root calls), `_platform` (where a primitive can run), `_removed` (removed public attributes) and `_views`
+`_solves` (custom_linear_solve / custom_root calls), `_platform` (where a primitive can run), `_removed` (removed
+public attributes) and `_views`
 (jaxprs with source lines, cross-platform lowering).
 """
 
