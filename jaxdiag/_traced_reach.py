@@ -2,13 +2,14 @@
 
 A `custom_jvp`/`custom_vjp`/`custom_vmap` or a `Primitive` made inside a function (a factory, a closure), and a
 `pure_callback`/`io_callback`/`ffi_call` or `lax.custom_linear_solve`/`lax.custom_root` call site inside a function,
-are invisible to attribute discovery. The
-package's source is read first (never run) for such sites inside module-level functions; only when some exist are
-the public functions that lead to them (the function itself, or one calling it by name, up to three calls away)
-traced on inferred inputs, the way a recorded carrier is (`_record_carrier`): every rule found inside that
-discovery did not name is checked where the function passes it its values, a function calling a callback gets
-the callback checks, and one making custom solves gets the solver checks (`_checks/_solves.py`). A site that no such function reaches is reported (JXN010) with what was tried and why each
-try failed (JXN012). Inputs here are inferred: findings are graded by `_provenance` (at most a warning, saying so).
+are invisible to attribute discovery. The package's source is read first (never run) for such sites inside
+module-level functions; only when some exist are the public functions that lead to them (the function itself, or
+one calling it by name, up to three calls away) traced on inferred inputs, the way a recorded carrier is
+(`_record_carrier`): every rule found inside that discovery did not name is checked where the function passes it
+its values, a function calling a callback gets the callback checks, and one making custom solves gets the solver
+checks (`_checks/_solves.py`). A site that no such function reaches is reported (JXN010) with what was tried and
+why each try failed (JXN012). Inputs here are inferred: findings are graded by `_provenance` (at most a warning,
+saying so).
 """
 
 from __future__ import annotations
