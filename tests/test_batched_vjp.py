@@ -53,7 +53,7 @@ def plain_jax_verdict(prim, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) 
 
 
 def test_plain_jax_refuses_the_sample_and_accepts_its_fix():
-    bad, good = load(SAMPLES / "batched_vjp_bad.py"), load(SAMPLES / "batched_vjp_good.py")
+    bad, good = load(SAMPLES / "jxb018_bad.py"), load(SAMPLES / "jxb018_good.py")
     assert plain_jax_verdict(bad.scale_p, (3,), (3,)) == {"fails"}
     assert plain_jax_verdict(good.scale_p, (3,), (3,)) == set()
     x = jnp.ones((5, 3))
@@ -62,13 +62,24 @@ def test_plain_jax_refuses_the_sample_and_accepts_its_fix():
 
 
 def test_sample_found_at_the_transpose_rule_and_names_the_shapes():
-    report = jaxdiag.check_batching(f"{SAMPLES / 'batched_vjp_bad.py'}:scale_p", "f32[3]", "f32[3]")
+    report = jaxdiag.check_batching(f"{SAMPLES / 'jxb018_bad.py'}:scale_p", "f32[3]", "f32[3]")
     hits = [f for f in report.findings if f.code == "JXB018"]
     assert len(hits) == 1, [(f.code, f.message) for f in report.findings]
-    assert hits[0].location.line == expect_line("batched_vjp_bad.py", "JXB018")
+    assert hits[0].location.line == expect_line("jxb018_bad.py", "JXB018")
     assert "size-1 batch dim" in hits[0].message and "(1, 3)" in hits[0].message
     assert "broadcast_to" in hits[0].fix
-    assert jaxdiag.check_batching(f"{SAMPLES / 'batched_vjp_good.py'}:scale_p", "f32[3]", "f32[3]").ok
+    assert jaxdiag.check_batching(f"{SAMPLES / 'jxb018_good.py'}:scale_p", "f32[3]", "f32[3]").ok
+
+
+def test_jxb017_sample_silently_wrong_and_found_at_the_transpose_rule():
+    bad, good = load(SAMPLES / "jxb017_bad.py"), load(SAMPLES / "jxb017_good.py")
+    assert plain_jax_verdict(bad.row_mean_p, (4, 3), (4, 3)) >= {"differs"}
+    assert plain_jax_verdict(good.row_mean_p, (4, 3), (4, 3)) == set()
+    report = jaxdiag.check_batching(f"{SAMPLES / 'jxb017_bad.py'}:row_mean_p", "f32[4,3]", "f32[4,3]")
+    hits = [f for f in report.findings if f.code in ("JXB017", "JXB018")]
+    assert len(hits) == 1 and hits[0].location.line == expect_line("jxb017_bad.py", hits[0].code), \
+        [(f.code, f.message) for f in report.findings]
+    assert jaxdiag.check_batching(f"{SAMPLES / 'jxb017_good.py'}:row_mean_p", "f32[4,3]", "f32[4,3]").ok
 
 
 @pytest.mark.slow  # four primitives through every batching check, ~20 s
@@ -94,5 +105,5 @@ def test_verdict_follows_plain_jax(name, x_shape, w_shape):
 
 @pytest.mark.slow  # the grad command on the same sample, ~6 s
 def test_grad_command_does_not_run_the_batching_check():
-    report = jaxdiag.check_grad(f"{SAMPLES / 'batched_vjp_bad.py'}:scale_p", "f32[3]", "f32[3]")
+    report = jaxdiag.check_grad(f"{SAMPLES / 'jxb018_bad.py'}:scale_p", "f32[3]", "f32[3]")
     assert not [f for f in report.findings if f.code in ("JXB017", "JXB018")]

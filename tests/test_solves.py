@@ -52,18 +52,18 @@ def exact(a, b):
 
 @pytest.mark.slow  # plain JAX compiles every gradient, ~5 s on a shared machine
 def test_plain_jax_shows_the_solve_samples_wrong():
-    bad = load(SAMPLES / "custom_solve_bad.py")
     ref_a = jax.grad(exact)(A, B)
-    assert np.allclose(jax.grad(lambda a: bad.scaled_solve(a, B).sum())(A), 2 * ref_a, rtol=1e-4, atol=1e-6)
+    scaled = load(SAMPLES / "jxg029_bad.py").scaled_solve
+    assert np.allclose(jax.grad(lambda a: scaled(a, B).sum())(A), 2 * ref_a, rtol=1e-4, atol=1e-6)
     ref_b = jax.grad(exact, argnums=1)(A, B)
-    for fn in (bad.reused_solve, bad.assumed_symmetric):
+    for fn in (load(SAMPLES / "jxg030_bad.py").reused_solve, load(SAMPLES / "jxg031_bad.py").assumed_symmetric):
         assert np.isclose(fn(A, B), exact(A, B), rtol=1e-5)  # the forward value is right
         assert not np.allclose(jax.grad(fn, argnums=1)(A, B), ref_b, rtol=1e-3)  # the gradient is not
 
 
 @pytest.mark.slow  # plain JAX compiles every gradient, ~5 s on a shared machine
 def test_plain_jax_shows_the_root_samples_wrong():
-    bad = load(SAMPLES / "custom_root_bad.py")
+    bad = load(SAMPLES / "jxg032_bad.py")
     assert np.isclose(jax.grad(bad.cube_root)(8.0), 1.0)
     assert np.isclose((bad.cube_root(8.001) - bad.cube_root(7.999)) / 0.002, 1 / 12, rtol=1e-2)
     c = jnp.array([0.3, -0.2, 0.5])
@@ -75,10 +75,11 @@ def test_plain_jax_shows_the_root_samples_wrong():
 @pytest.mark.parametrize("name, code", [("scaled_solve", "JXG029"), ("reused_solve", "JXG030"),
                                         ("assumed_symmetric", "JXG031")])
 def test_solve_sample_members_found_at_their_solver(name, code):
-    report = jaxdiag.check_grad(f"{SAMPLES / 'custom_solve_bad.py'}:{name}", *SQUARE)
+    sample = f"{code.lower()}_bad.py"
+    report = jaxdiag.check_grad(f"{SAMPLES / sample}:{name}", *SQUARE)
     no_internal_errors(report)
     found = codes(report)
-    assert expect_line("custom_solve_bad.py", code, 0) in found.get(code, []), found
+    assert expect_line(sample, code) in found.get(code, []), found
     others = {"JXG029", "JXG030", "JXG031"} - {code}
     assert not others & set(found), found  # one cause, named once
     assert found.get("JXG014"), found  # and the function's gradient disagrees with finite differences
@@ -86,10 +87,10 @@ def test_solve_sample_members_found_at_their_solver(name, code):
 
 @pytest.mark.slow  # runs every grad check of a function, 5-35 s on a shared machine
 def test_solve_messages_say_how_the_solver_is_wrong():
-    scaled = jaxdiag.check_grad(f"{SAMPLES / 'custom_solve_bad.py'}:scaled_solve", *SQUARE)
+    scaled = jaxdiag.check_grad(f"{SAMPLES / 'jxg029_bad.py'}:scaled_solve", *SQUARE)
     (hit,) = [f for f in scaled.findings if f.code == "JXG029"]
     assert "2 times the exact solution" in hit.message and "double_solve" in hit.message
-    reused = jaxdiag.check_grad(f"{SAMPLES / 'custom_solve_bad.py'}:reused_solve", *SQUARE)
+    reused = jaxdiag.check_grad(f"{SAMPLES / 'jxg030_bad.py'}:reused_solve", *SQUARE)
     (hit,) = [f for f in reused.findings if f.code == "JXG030"]
     assert "not its transpose" in hit.message and "vecmat" in hit.fix
 
@@ -98,18 +99,18 @@ def test_solve_messages_say_how_the_solver_is_wrong():
 @pytest.mark.parametrize("name", ["cube_root", "fixed_point"])
 def test_root_sample_members_found_at_tangent_solve(name):
     spec = "f32[]@positive" if name == "cube_root" else "f32[3]"
-    report = jaxdiag.check_grad(f"{SAMPLES / 'custom_root_bad.py'}:{name}", spec)
+    report = jaxdiag.check_grad(f"{SAMPLES / 'jxg032_bad.py'}:{name}", spec)
     no_internal_errors(report)
     hits = [f for f in report.findings if f.code == "JXG032"]
     assert len(hits) == 1 and "tangent_solve" in hits[0].message
-    assert hits[0].location.line in [expect_line("custom_root_bad.py", "JXG032", k) for k in (0, 1)]
+    assert hits[0].location.line in [expect_line("jxg032_bad.py", "JXG032", k) for k in (0, 1)]
 
 
 @pytest.mark.slow  # runs every grad check of a function, 5-35 s on a shared machine
 @pytest.mark.parametrize("sample, name, args", [
-    ("custom_solve_good.py", "exact_solve", SQUARE), ("custom_solve_good.py", "transposed_solve", SQUARE),
-    ("custom_solve_good.py", "symmetric_solve", SQUARE), ("custom_solve_good.py", "conjugate_gradient", SQUARE),
-    ("custom_root_good.py", "cube_root", ("f32[]@positive",)), ("custom_root_good.py", "fixed_point", ("f32[3]",)),
+    ("jxg029_good.py", "exact_solve", SQUARE), ("jxg030_good.py", "transposed_solve", SQUARE),
+    ("jxg031_good.py", "symmetric_solve", SQUARE), ("jxg029_good.py", "conjugate_gradient", SQUARE),
+    ("jxg032_good.py", "cube_root", ("f32[]@positive",)), ("jxg032_good.py", "fixed_point", ("f32[3]",)),
 ])
 def test_good_samples_are_clean(sample, name, args):
     report = jaxdiag.check_grad(f"{SAMPLES / sample}:{name}", *args)

@@ -247,7 +247,7 @@ BATCHED_VJP_MISMATCH = Rule(
     "The batching rule decides what shapes the transpose rule sees: an unbatched operand given a size-1 or a "
     "broadcast batch dim, or the batch axis where a data axis was, passes every forward check and makes gradients "
     "of vmapped code silently wrong.",
-    "batched_vjp_bad.py", "batched_vjp_good.py",
+    "jxb017_bad.py", "jxb017_good.py",
     message="vjp of vmap differs from the per-example VJPs: {evidence}",
     fix="{fix}",
 )
@@ -259,7 +259,7 @@ BATCHED_VJP_FAILS = Rule(
     "A batching rule that gives an unbatched operand a size-1 batch dim passes the forward checks (broadcasting "
     "hides it), then the transpose rule returns a full-batch cotangent for that size-1 operand and JAX fails with "
     "`Expected cotangent type float32[1,2] but got float32[3,2]` (or a reshape error), naming no rule.",
-    "batched_vjp_bad.py", "batched_vjp_good.py",
+    "jxb018_bad.py", "jxb018_good.py",
     message="vjp of vmap fails although vmap and the per-example VJPs work: {evidence}",
     fix="{fix}",
     depends_on_values=False,

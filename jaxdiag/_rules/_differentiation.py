@@ -330,7 +330,7 @@ SOLVE_NOT_INVERSE = Rule(
     "The gradient of `custom_linear_solve` is derived assuming `matvec(solve(matvec, b)) == b` (JAX does not check "
     "it): with a `solve` off by a factor, an unconverged iteration or another system, jax.grad is silently wrong "
     "with respect to everything matvec closes over.",
-    "custom_solve_bad.py", "custom_solve_good.py",
+    "jxg029_bad.py", "jxg029_good.py",
     message="{solve} does not invert {matvec} in custom_linear_solve: {evidence}. The gradient assumes "
             "matvec(solve(matvec, b)) == b, so jax.grad through this solve is silently wrong.",
     fix="Make {solve} return x with {matvec}(x) == b for every right-hand side b{hint}.",
@@ -343,7 +343,7 @@ TRANSPOSE_SOLVE_NOT_INVERSE = Rule(
     "Reverse mode (`jax.grad`, `jax.vjp`) of `custom_linear_solve` calls `transpose_solve` on the cotangent: one "
     "that solves with `matvec` instead of its transpose (a `solve` reused on a non-symmetric matrix) gives a "
     "silently wrong gradient while forward mode is right.",
-    "custom_solve_bad.py", "custom_solve_good.py",
+    "jxg030_bad.py", "jxg030_good.py",
     message="{solve} does not invert the transpose of {matvec} in custom_linear_solve: {evidence}. jax.grad and "
             "jax.vjp through this solve are silently wrong (forward mode uses solve and stays right).",
     fix="{fix}",
@@ -354,7 +354,7 @@ SYMMETRIC_MATVEC_NOT_SYMMETRIC = Rule(
     "Runs the dot-product test <u, matvec(v)> == <matvec(u), v> on random u, v.",
     "With `symmetric=True` JAX uses `matvec` as its own transpose and `solve` as `transpose_solve`: for a "
     "non-symmetric matrix, reverse-mode gradients are silently wrong.",
-    "custom_solve_bad.py", "custom_solve_good.py",
+    "jxg031_bad.py", "jxg031_good.py",
     message="custom_linear_solve is called with symmetric=True but {matvec} is not symmetric: {evidence}. Reverse "
             "mode then solves with the matrix instead of its transpose, so jax.grad is silently wrong.",
     fix="Drop `symmetric=True` and pass a `transpose_solve` that solves with the transposed matrix (its first "
@@ -370,7 +370,7 @@ ROOT_SOLVE_INCONSISTENT = Rule(
     "The gradient of `custom_root` comes from the implicit function theorem at the point `solve` returns, with "
     "`tangent_solve` inverting the Jacobian there. JAX checks neither: a `tangent_solve` with a wrong sign or "
     "scale, or one valid only for scalar problems, gives silently wrong gradients.",
-    "custom_root_bad.py", "custom_root_good.py",
+    "jxg032_bad.py", "jxg032_good.py",
     message="custom_root's {role} {name} is inconsistent with f: {evidence}. The implicit-function gradient "
             "assumes it, so jax.grad through this root is silently wrong.",
     fix="{fix}",

@@ -1,4 +1,4 @@
-"""lax.custom_root whose solve returns a root of f and whose tangent_solve solves the linearized system g(x) = y:
+"""JXG032 good: lax.custom_root whose solve returns a root of f and whose tangent_solve solves the linearized system g(x) = y:
 `y / g(1.0)` for a scalar root, a dense solve with the Jacobian of g for a vector one."""
 
 import jax

@@ -1,7 +1,12 @@
-"""The scaling primitive of batched_vjp_bad.py with a batching rule that broadcasts an unbatched operand to the
-full batch size: the transpose rule then gets operands of one batch shape, returns cotangents of that shape, and
-JAX's transpose of the broadcast sums them over the batch. `jax.vjp(jax.vmap(...))` equals the per-example VJPs for
-every in_axes."""
+"""JXB018 bad: a scaling primitive whose batching rule gives an unbatched operand a size-1 batch dim. Broadcasting makes every
+forward result right (vmap agrees with the per-example loop for every in_axes), and per example the transpose rule
+is right too. But under `jax.vjp(jax.vmap(scale, in_axes=(0, None)))` the transpose rule is handed `w` with shape
+(1, n) and returns `ct * x`, shape (batch, n), for it: plain JAX fails with "Expected cotangent type float32[1,3] but
+got float32[5,3]" (jax 0.10) or a reshape error (jax 0.5), naming no rule (JXB018, at the transpose rule):
+
+    jax.vjp(jax.vmap(lambda x, w: scale_p.bind(x, w), in_axes=(0, None)), jnp.ones((5, 3)), jnp.ones(3))[1](
+        jnp.ones((5, 3)))
+"""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -21,14 +26,13 @@ def _scale_abstract_eval(x, w):
     return ShapedArray(jnp.broadcast_shapes(x.shape, w.shape), x.dtype)
 
 
-def _front(v, d, size):
-    return jnp.broadcast_to(v, (size, *v.shape)) if d is None else jnp.moveaxis(v, d, 0)
+def _front(v, d):
+    return jnp.reshape(v, (1, *v.shape)) if d is None else jnp.moveaxis(v, d, 0)  # size 1 when unbatched
 
 
 def _scale_batching(args, dims):
     (x, w), (bx, bw) = args, dims
-    size = x.shape[bx] if bx is not None else w.shape[bw]
-    return scale_p.bind(_front(x, bx, size), _front(w, bw, size)), 0
+    return scale_p.bind(_front(x, bx), _front(w, bw)), 0
 
 
 def _scale_jvp(primals, tangents):
@@ -39,7 +43,7 @@ def _scale_jvp(primals, tangents):
     return out, t
 
 
-def _scale_transpose(ct, x, w):
+def _scale_transpose(ct, x, w):  # jaxdiag-expect: JXB018
     if ad.is_undefined_primal(x):
         return [scale_p.bind(ct, w), None]
     return [None, scale_p.bind(ct, x)]

@@ -1,4 +1,4 @@
-"""lax.custom_root with a tangent_solve that does not solve the linearized system: the implicit-function gradient
+"""JXG032 bad: lax.custom_root with a tangent_solve that does not solve the linearized system: the implicit-function gradient
 JAX builds from it is silently wrong (JAX never checks `g(tangent_solve(g, y)) == y`).
 
 - `cube_root`: tangent_solve forgets to divide by the slope g(1) (JXG032 at its def line);
