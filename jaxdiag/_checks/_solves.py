@@ -15,7 +15,8 @@ traced jaxprs JAX made of the user's functions on them and on random right-hand 
 
 Where the matrix is small enough to form (`jax.jacfwd` of matvec), the exact solution in float64 says how a solve is
 wrong (a uniform factor, matvec used where its transpose belongs). Only calls whose solver functions are the user's
-are checked (JAX's own `jax.scipy.sparse.linalg.cg` is trusted, as its primitives are; `--include-jax` checks them).
+are checked (JAX's own `jax.scipy.sparse.linalg.cg` is trusted, as its primitives are; `--include-jax` checks them),
+except that a user's matvec handed to a solver that declares it symmetric (cg does) gets the symmetry test.
 Each finding is located at the user's function at fault, read from the jaxpr's debug info.
 """
 
@@ -99,6 +100,21 @@ def _site(closed: Any, role: str = "solve") -> tuple[str, Location | None, bool]
     return name, Location(_locate.relative_path(path), _locate.def_line(path, line), name), user
 
 
+def _users_matvec(call: _compat.SolveCall) -> bool:
+    """Whether the matvec is the user's code: its function, or any operation in it, comes from the user's files
+    (JAX's own solvers wrap the user's matvec in a function of theirs)."""
+    closed = call.jaxprs.get("matvec")
+    if closed is None:
+        return False
+    if _site(closed, "matvec")[2]:
+        return True
+    for eqn in _compat.iter_eqns(closed):
+        where = _compat.eqn_source_line(eqn)
+        if where is not None and _locate.is_user_file(where[0]):
+            return True
+    return False
+
+
 def _call_line(call: _compat.SolveCall) -> Location | None:
     """The user's line that called custom_linear_solve / custom_root (the innermost user frame)."""
     for path, line, function in reversed(call.stack):
@@ -152,7 +168,7 @@ def _check_calls(ctx: Context) -> Iterator[Finding]:
             continue
         done.add(_key(call))
         ours = [role for role in _ROLES[call.kind] if _site(call.jaxprs.get(role))[2]]
-        if not (ours or ctx.options.include_jax):
+        if not (ours or ctx.options.include_jax or (call.symmetric and _users_matvec(call))):
             continue  # JAX's own solver (jax.scipy.sparse.linalg.cg): trusted like its primitives
         checked += 1
         if call.kind == "linear":
@@ -296,9 +312,7 @@ def _transpose_side(ctx: Context, call: _compat.SolveCall, lin: _Linear, norm_a:
                     dtype: Any, solve_ok: bool) -> Iterator[Finding]:
     mv_name, _, _ = _site(call.jaxprs["matvec"], "matvec")
     ts_name, ts_loc, ts_user = _site(call.jaxprs["transpose_solve"], "transpose_solve")
-    if not (ts_user or ctx.options.include_jax):
-        return
-    if call.symmetric:
+    if call.symmetric and (ts_user or ctx.options.include_jax or _users_matvec(call)):
         u, v = _random_like(ctx, lin.b), _random_like(ctx, lin.b)
         au, av = call_user(lin.matvec, *u, quiet=True), call_user(lin.matvec, *v, quiet=True)
         if au.error is None and av.error is None:
@@ -309,6 +323,8 @@ def _transpose_side(ctx: Context, call: _compat.SolveCall, lin: _Linear, norm_a:
                     matvec=mv_name, evidence=f"for random u, v, <u, matvec(v)> = {_fmt(lhs)} but <matvec(u), v> = "
                     f"{_fmt(rhs_)}", location=_call_line(call) or ts_loc)
                 return
+    if not (ts_user or ctx.options.include_jax):
+        return
     if not solve_ok and call.jaxprs["transpose_solve"] is call.jaxprs["solve"]:
         return  # the same function, already reported as solve
     c = _random_like(ctx, lin.b)

@@ -88,3 +88,9 @@ def sqrt_negated_tangent(c):
         return -y / g(1.0)
 
     return lax.custom_root(lambda x: x * x - c, jnp.ones_like(c), solve, tangent_solve)
+
+
+def cg_nonsymmetric(a, b):  # conjugate gradients promise symmetric=True: this matrix is not symmetric
+    m = _m(a)
+    x, _ = jax.scipy.sparse.linalg.cg(lambda v: m @ v, b, tol=1e-6, maxiter=200)  # the finding's line
+    return x
