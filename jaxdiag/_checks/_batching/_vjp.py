@@ -9,7 +9,8 @@ argument batched, each argument unbatched in turn (its expected cotangent is the
 size 1, each example with its own cotangent, against `jax.vjp` of each example. The transpose rule is spied on to
 name the operand and cotangent shapes at fault (JXB017 wrong values, JXB018 a failure).
 
-Under `jaxdiag check` the all-batched variant is left to `grad-composition` (JXG016), which runs it already.
+Under `jaxdiag check` the all-batched variants (batch size 1 too) are left to `grad-composition` (JXG016), which
+sees the same defects there: only the unbatched-argument variants, which it never runs, are run here.
 """
 
 from __future__ import annotations
@@ -96,14 +97,14 @@ def _variants(ctx: Context, size: int) -> list[tuple[tuple[int | None, ...], int
     n = len(ctx.specs)
     fixed = set(ctx.subject.unbatched)
     base = tuple(None if i in fixed else 0 for i in range(n))
-    out: list[tuple[tuple[int | None, ...], int]] = []
-    if ctx.options.command != "check":  # under `check`, grad-composition runs the all-batched vjp(vmap f)
-        out.append((base, size))
+    alone = ctx.options.command != "check"  # under `check`, grad-composition runs the all-batched vjp(vmap f)
+    out: list[tuple[tuple[int | None, ...], int]] = [(base, size)] if alone else []
     for i in range(n):
         axes = tuple(None if k == i else a for k, a in enumerate(base))
         if axes != base and any(a is not None for a in axes):
             out.append((axes, size))
-    out.append((base, 1))
+    if alone:
+        out.append((base, 1))
     return [v for v in dict.fromkeys(out) if any(a is not None for a in v[0])]
 
 
@@ -203,10 +204,13 @@ def _cause(ctx: Context, shapes: list[_Shapes], axes: tuple[int | None, ...]) ->
                 text = (f" {name} returned a cotangent of shape {ret} for a linear operand of shape {shape}"
                         + (": the batching rule gave an unbatched operand a size-1 batch dim, and the transpose "
                            "rule does not sum its cotangent back to that shape" if size_one else "") + ".")
-                fix = (f"Either keep the operand unbatched in the batching rule (bind with its batch dim moved or "
-                       f"broadcast to the full batch size, `jnp.broadcast_to(x, (size, *x.shape))`), or make {name} "
-                       "return each cotangent in its operand's shape: sum over the axes where the operand has size "
-                       "1 and the cotangent does not.")
+                generic = (_compat.generic_batcher_name(ctx.subject.obj) if ctx.subject.kind == "primitive"
+                           else None)
+                unbroadcast = (f"make {name} return each cotangent in its operand's shape: sum over the axes where "
+                               "the operand has size 1 and the cotangent does not")
+                fix = (f"`batching.{generic}` gives an unbatched operand size-1 axes: {unbroadcast}." if generic else
+                       "Either keep the operand unbatched in the batching rule (bind with its batch dim moved or "
+                       f"broadcast to the full batch size, `jnp.broadcast_to(x, (size, *x.shape))`), or {unbroadcast}.")
                 return text, fix
     sized = [shape for call in shapes for shape, linear in call.operands if not linear and shape and shape[0] == 1]
     if sized and unbatched:
