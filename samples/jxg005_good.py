@@ -1,4 +1,5 @@
-"""JXG005 good: the transpose branches on which argument is the UndefinedPrimal."""
+"""JXG005 good: the transpose branches on which argument is the UndefinedPrimal, and sums each cotangent back to its
+argument's shape (`batching.defbroadcasting` gives an argument left unbatched by vmap size-1 axes)."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -24,10 +25,15 @@ def _mymul_jvp(primals, tangents):
     return mymul_p.bind(a, b), mymul_p.bind(ta, b) + mymul_p.bind(a, tb)
 
 
+def _sum_to(t, shape):
+    t = jnp.sum(t, axis=tuple(range(t.ndim - len(shape))))
+    return jnp.sum(t, axis=tuple(i for i, n in enumerate(shape) if n == 1 and t.shape[i] != 1), keepdims=True)
+
+
 def _mymul_transpose(ct, a, b):
     if ad.is_undefined_primal(a):
-        return [mymul_p.bind(ct, b), None]
-    return [None, mymul_p.bind(a, ct)]
+        return [_sum_to(mymul_p.bind(ct, b), a.aval.shape), None]
+    return [None, _sum_to(mymul_p.bind(a, ct), b.aval.shape)]
 
 
 mymul_p.def_impl(_mymul_impl)

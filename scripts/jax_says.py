@@ -532,6 +532,58 @@ def _jxg028(m: Any) -> str | None:
     return compare(jax.grad(lambda x: jnp.where(x > 0, jnp.sqrt(x), 0.0).sum())(x), want, "gradient")
 
 
+@says("JXB017")
+def _jxb017(m: Any) -> str | None:
+    """`jax.vjp(jax.vmap(row_mean_p.bind), x, w)[1](ct)` against the per-example VJPs"""
+    x, w, ct = draw("JXB017", B, 4, 3), draw("JXB017", B, 4, 3, salt=1), draw("JXB017", B, 3, salt=2)
+    f = m.row_mean_p.bind
+    got = jax.vjp(jax.vmap(f), x, w)[1](ct)[0]
+    want = np.stack([jax.vjp(f, x[j], w[j])[1](ct[j])[0] for j in range(B)])
+    return compare(got, want, "cotangent of x")
+
+
+@says("JXB018")
+def _jxb018(m: Any) -> str | None:
+    """`jax.vjp(jax.vmap(scale_p.bind, in_axes=(None, 0)), x, w)[1](ct)` against the per-example VJPs"""
+    x, w, ct = draw("JXB018", 3), draw("JXB018", B, 3, salt=1), draw("JXB018", B, 3, salt=2)
+    f = m.scale_p.bind
+    got = jax.vjp(jax.vmap(f, in_axes=(None, 0)), x, w)[1](ct)[0]
+    want = sum(jax.vjp(f, x, w[j])[1](ct[j])[0] for j in range(B))
+    return compare(got, want, "cotangent of x")
+
+
+def _exact_solve_grad(a: np.ndarray, b: np.ndarray, argnums: int) -> Any:
+    return jax.grad(lambda a, b: jnp.linalg.solve(a + 4.0 * jnp.eye(3), b).sum(), argnums=argnums)(a, b)
+
+
+@says("JXG029")
+def _jxg029(m: Any) -> str | None:
+    """`jax.grad(lambda a: scaled_solve(a, b).sum())(a)` against the gradient of `jnp.linalg.solve`"""
+    a, b = draw("JXG029", 3, 3), draw("JXG029", 3, salt=1)
+    return compare(jax.grad(lambda a: m.scaled_solve(a, b).sum())(a), _exact_solve_grad(a, b, 0), "gradient")
+
+
+@says("JXG030")
+def _jxg030(m: Any) -> str | None:
+    """`jax.grad(reused_solve, argnums=1)(a, b)` against the gradient of `jnp.linalg.solve`"""
+    a, b = draw("JXG030", 3, 3), draw("JXG030", 3, salt=1)
+    return compare(jax.grad(m.reused_solve, argnums=1)(a, b), _exact_solve_grad(a, b, 1), "gradient")
+
+
+@says("JXG031")
+def _jxg031(m: Any) -> str | None:
+    """`jax.grad(assumed_symmetric, argnums=1)(a, b)` against the gradient of `jnp.linalg.solve`"""
+    a, b = draw("JXG031", 3, 3), draw("JXG031", 3, salt=1)
+    return compare(jax.grad(m.assumed_symmetric, argnums=1)(a, b), _exact_solve_grad(a, b, 1), "gradient")
+
+
+@says("JXG032")
+def _jxg032(m: Any) -> str | None:
+    """`jax.grad(cube_root)(c)` against the cube root's slope `c ** (-2/3) / 3`"""
+    c = np.float32(np.abs(draw("JXG032", 1)[0]) + 0.5)
+    return compare(jax.grad(m.cube_root)(c), np.float32(c ** (-2 / 3) / 3), "gradient")
+
+
 # --- JXS: sharding (each repro runs in a child process with 8 virtual CPU devices) -----------------------------------
 
 import jax_says_sharding  # noqa: E402,F401  registers JXS001-JXS009 in JAX_SAYS

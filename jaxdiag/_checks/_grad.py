@@ -26,6 +26,7 @@ from .._core._report import Finding, Location
 from ._base import Context, SkipCheck, check
 from .._harness import call_user
 from ._shared import first_line, user_frame_location
+from ._solves import solver_names
 from ._custom_jvp import eager_vjp, pullback_at_first_cotangent, rule_location
 from ._gradref import (
     GradState, absdot, all_finite, close, close_scalar, device_zeros, dot, error_text, fmt_values, grad_tol,
@@ -138,6 +139,7 @@ def _custom_parts(ctx: Context) -> list[str]:
             prim = eqn.primitive
             if _compat.is_primitive(prim) and not _compat.is_builtin_primitive(prim):
                 names.append(prim.name)
+    names += solver_names(_compat.solve_calls_in(jaxpr, ctx.cache.custom_calls), include_jax)
     return list(dict.fromkeys(names))
 
 

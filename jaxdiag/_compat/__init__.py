@@ -7,7 +7,8 @@ something breaks this one package. Feature detection is preferred over version c
 types, config flags), `_registries` (rule registries), `_state` (snapshot/restore of everything patched,
 x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects),
 `_jaxprs` (equations, foreign calls), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception)
-`_platform` (where a primitive can run), `_removed` (removed public attributes) and `_views`
+`_solves` (custom_linear_solve / custom_root calls), `_platform` (where a primitive can run), `_removed` (removed
+public attributes) and `_views`
 (jaxprs with source lines, cross-platform lowering).
 """
 
@@ -33,6 +34,7 @@ from ._custom import (
     custom_jvp_parts, custom_vjp_parts, custom_vmap_parts, install_call_hooks, is_custom_jvp, is_custom_vjp,
     is_custom_vmap, record_custom_calls, spy_custom_vmap_rule,
 )
+from ._solves import SolveCall, is_custom_root, is_linear_solve_eqn, jaxpr_source, record_solves, solve_calls_in
 from ._jaxprs import (
     FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, eqn_source_function, eqn_source_line, ffi,
     foreign_call_target, is_foreign_call, index_operand_bounds, input_dependent_operands, iter_eqns, jaxpr_as_fun,
@@ -69,6 +71,12 @@ __all__ = [
     "DROP_IN",
     "REMOVED_IN_NEWER_JAX",
     "SEQUENTIAL_VMAP_METHODS",
+    "SolveCall",
+    "is_custom_root",
+    "is_linear_solve_eqn",
+    "jaxpr_source",
+    "record_solves",
+    "solve_calls_in",
     "ClosedJaxpr",
     "CustomVJPPrimal",
     "Jaxpr",

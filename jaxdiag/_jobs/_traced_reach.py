@@ -1,13 +1,15 @@
 """Rules that no module attribute holds, reached by tracing the package's own public functions.
 
 A `custom_jvp`/`custom_vjp`/`custom_vmap` or a `Primitive` made inside a function (a factory, a closure), and a
-`pure_callback`/`io_callback`/`ffi_call` call site inside a function, are invisible to attribute discovery. The
-package's source is read first (never run) for such sites inside module-level functions; only when some exist are
-the public functions that lead to them (the function itself, or one calling it by name, up to three calls away)
-traced on inferred inputs, the way a recorded carrier is (`_record_carrier`): every rule found inside that
-discovery did not name is checked where the function passes it its values, and a function calling a callback gets
-the callback checks. A site that no such function reaches is reported (JXN010) with what was tried and why each
-try failed (JXN012). Inputs here are inferred: findings are graded by `_provenance` (at most a warning, saying so).
+`pure_callback`/`io_callback`/`ffi_call` or `lax.custom_linear_solve`/`lax.custom_root` call site inside a function,
+are invisible to attribute discovery. The package's source is read first (never run) for such sites inside
+module-level functions; only when some exist are the public functions that lead to them (the function itself, or
+one calling it by name, up to three calls away) traced on inferred inputs, the way a recorded carrier is
+(`_record_carrier`): every rule found inside that discovery did not name is checked where the function passes it
+its values, a function calling a callback gets the callback checks, and one making custom solves gets the solver
+checks (`_checks/_solves.py`). A site that no such function reaches is reported (JXN010) with what was tried and
+why each try failed (JXN012). Inputs here are inferred: findings are graded by `_provenance` (at most a warning,
+saying so).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from .._core._report import CheckResult, Location, TargetReport
 # Calls that make a rule (or are a callback call site), by the name they are called with.
 RULE_MAKERS = {"custom_jvp": "custom_jvp", "custom_vjp": "custom_vjp", "custom_vmap": "custom_vmap",
                "Primitive": "primitive", "pure_callback": "callback", "io_callback": "callback",
-               "ffi_call": "callback"}
+               "ffi_call": "callback", "custom_linear_solve": "solve", "custom_root": "solve"}
 CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "ffi_call")
 # Public functions traced per run at most (each costs an inference ladder and a trace).
 MAX_CARRIERS = 16
@@ -296,6 +298,11 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
         _mark(sites, where)
     if callbacks and found is None:
         reports.extend(_callback_report(prepared, label, module, options))
+    solves = _solve_lines(prepared)
+    for where in solves:
+        _mark(sites, where)
+    if solves and found is None:
+        reports.extend(_solve_report(prepared, label, module, options))
     reached = sum(s.reached for s in sites) > reached_before
     tried.append(Tried(label, "" if reached else "traced, but it reaches none of them"))
     return reports
@@ -347,6 +354,46 @@ def _callback_lines(prepared: Any) -> list[str]:
             if where:
                 out.append(f"{where[0]}:{where[1]}")
     return out
+
+
+def _solve_lines(prepared: Any) -> list[str]:
+    """`path:line` of every custom_linear_solve / custom_root the carrier makes: the call's own line for a linear
+    solve, and the lines of the user's functions it hands either one (f, solve, tangent_solve...)."""
+    from .._harness.cache import SubjectCache
+    from .._harness.tracing import trace_function
+
+    traced = trace_function(prepared.root, SubjectCache())
+    if traced.value is None:
+        return []
+    out = []
+    for eqn in _compat.iter_eqns(traced.value.jaxpr):
+        where = _compat.eqn_source_line(eqn) if _compat.is_linear_solve_eqn(eqn) else None
+        if where:
+            out.append(f"{where[0]}:{where[1]}")
+    for call in _compat.solve_calls_in(traced.value.jaxpr, traced.value.custom_calls):
+        for closed in call.jaxprs.values():
+            src = _compat.jaxpr_source(closed) if closed is not None else None
+            if src is not None:
+                out.append(f"{src[1]}:{src[2]}")
+    return out
+
+
+def _solve_report(prepared: Any, label: str, module: ModuleType, options: Any) -> list[TargetReport]:
+    """The solver checks (`custom-solves`) and the function's gradient against finite differences, on the function
+    making custom_linear_solve / custom_root calls, at its inferred inputs."""
+    from .._run import _engine
+    from .._core import _provenance
+    from .._checks import _solves
+    from .._harness.cache import SubjectCache
+
+    with _engine.RUN_LOCK, _compat.restored_sys_path():
+        report, _ = _engine.run_subject_by_check(prepared.root, options, SubjectCache(),
+                                                 only={c.name for c in _solves.CHECKS} | {"function-grad"})
+    _provenance.stamp(report.findings, "inferred", prepared.root.input_texts)
+    report.target = f"{label} (calls custom_linear_solve / custom_root)"
+    report.module = module.__name__
+    report.config_keys = [label]
+    return [report]
 
 
 def _callback_report(prepared: Any, label: str, module: ModuleType, options: Any) -> list[TargetReport]:

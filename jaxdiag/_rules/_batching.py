@@ -237,3 +237,30 @@ OUT_OF_RANGE_INDEX_ONLY = Rule(
     fix="{fix}\nIf no caller passes such indices, declare the operand's range (e.g. `{spec}`), and this probe is "
         "not run.",
 )
+BATCHED_VJP_MISMATCH = Rule(
+    "JXB017", "batched-vjp-mismatch", "error",
+    "`jax.vjp(jax.vmap(f))` differs from the stacked per-example VJPs (summed over the batch for an unbatched "
+    "argument), while `jax.vmap(f)` itself is right.",
+    "Runs reverse mode through vmap with every argument batched, each argument unbatched in turn (its cotangent is "
+    "the sum of the examples') and batch size 1, with a different cotangent per example, and compares with "
+    "`jax.vjp` of each example; the transpose rule is spied on to name the operand shapes it received.",
+    "The batching rule decides what shapes the transpose rule sees: an unbatched operand given a size-1 or a "
+    "broadcast batch dim, or the batch axis where a data axis was, passes every forward check and makes gradients "
+    "of vmapped code silently wrong.",
+    "jxb017_bad.py", "jxb017_good.py",
+    message="vjp of vmap differs from the per-example VJPs: {evidence}",
+    fix="{fix}",
+)
+BATCHED_VJP_FAILS = Rule(
+    "JXB018", "batched-vjp-fails", "error",
+    "`jax.vjp(jax.vmap(f))` raises, while `jax.vmap(f)` and the per-example VJPs work.",
+    "Runs reverse mode through vmap as JXB017 does; the transpose rule is spied on to name the cotangent it "
+    "returned and the operand it was for.",
+    "A batching rule that gives an unbatched operand a size-1 batch dim passes the forward checks (broadcasting "
+    "hides it), then the transpose rule returns a full-batch cotangent for that size-1 operand and JAX fails with "
+    "`Expected cotangent type float32[1,2] but got float32[3,2]` (or a reshape error), naming no rule.",
+    "jxb018_bad.py", "jxb018_good.py",
+    message="vjp of vmap fails although vmap and the per-example VJPs work: {evidence}",
+    fix="{fix}",
+    depends_on_values=False,
+)

@@ -322,6 +322,59 @@ REFERENCE_NONFINITE = Rule(
             "entries were compared with finite differences only.",
     fix="Nothing to fix if {owner} exists to avoid the NaN of the primal's autodiff.",
 )
+SOLVE_NOT_INVERSE = Rule(
+    "JXG029", "solve-not-inverse", "error",
+    "The `solve` given to `lax.custom_linear_solve` does not invert its `matvec`.",
+    "Applies the traced `solve` to the call's own right-hand side and to a random one, then `matvec` to the "
+    "result, and compares with the right-hand side (relative residual, float64 arithmetic on the outputs).",
+    "The gradient of `custom_linear_solve` is derived assuming `matvec(solve(matvec, b)) == b` (JAX does not check "
+    "it): with a `solve` off by a factor, an unconverged iteration or another system, jax.grad is silently wrong "
+    "with respect to everything matvec closes over.",
+    "jxg029_bad.py", "jxg029_good.py",
+    message="{solve} does not invert {matvec} in custom_linear_solve: {evidence}. The gradient assumes "
+            "matvec(solve(matvec, b)) == b, so jax.grad through this solve is silently wrong.",
+    fix="Make {solve} return x with {matvec}(x) == b for every right-hand side b{hint}.",
+)
+TRANSPOSE_SOLVE_NOT_INVERSE = Rule(
+    "JXG030", "transpose-solve-not-inverse", "error",
+    "The `transpose_solve` given to `lax.custom_linear_solve` does not invert the transpose of its `matvec`.",
+    "Applies the traced `transpose_solve` to random right-hand sides c and the true transpose of `matvec` "
+    "(`jax.linear_transpose`) to the result, and compares with c.",
+    "Reverse mode (`jax.grad`, `jax.vjp`) of `custom_linear_solve` calls `transpose_solve` on the cotangent: one "
+    "that solves with `matvec` instead of its transpose (a `solve` reused on a non-symmetric matrix) gives a "
+    "silently wrong gradient while forward mode is right.",
+    "jxg030_bad.py", "jxg030_good.py",
+    message="{solve} does not invert the transpose of {matvec} in custom_linear_solve: {evidence}. jax.grad and "
+            "jax.vjp through this solve are silently wrong (forward mode uses solve and stays right).",
+    fix="{fix}",
+)
+SYMMETRIC_MATVEC_NOT_SYMMETRIC = Rule(
+    "JXG031", "symmetric-solve-not-symmetric", "error",
+    "`lax.custom_linear_solve(..., symmetric=True)` with a `matvec` that is not symmetric.",
+    "Runs the dot-product test <u, matvec(v)> == <matvec(u), v> on random u, v.",
+    "With `symmetric=True` JAX uses `matvec` as its own transpose and `solve` as `transpose_solve`: for a "
+    "non-symmetric matrix, reverse-mode gradients are silently wrong.",
+    "jxg031_bad.py", "jxg031_good.py",
+    message="custom_linear_solve is called with symmetric=True but {matvec} is not symmetric: {evidence}. Reverse "
+            "mode then solves with the matrix instead of its transpose, so jax.grad is silently wrong.",
+    fix="Drop `symmetric=True` and pass a `transpose_solve` that solves with the transposed matrix (its first "
+        "argument is the transposed matvec), or make {matvec} symmetric.",
+)
+ROOT_SOLVE_INCONSISTENT = Rule(
+    "JXG032", "custom-root-inconsistent", "error",
+    "`lax.custom_root`'s `solve` does not return a root of `f`, or its `tangent_solve` does not solve the "
+    "linearized system `g(x) = y`.",
+    "Runs the traced `solve` from the call's initial guess and evaluates `f` there; runs `tangent_solve` on the "
+    "linearization of `f` at that root (as JAX does) with random right-hand sides and applies the linearization "
+    "to the result.",
+    "The gradient of `custom_root` comes from the implicit function theorem at the point `solve` returns, with "
+    "`tangent_solve` inverting the Jacobian there. JAX checks neither: a `tangent_solve` with a wrong sign or "
+    "scale, or one valid only for scalar problems, gives silently wrong gradients.",
+    "jxg032_bad.py", "jxg032_good.py",
+    message="custom_root's {role} {name} is inconsistent with f: {evidence}. The implicit-function gradient "
+            "assumes it, so jax.grad through this root is silently wrong.",
+    fix="{fix}",
+)
 FLAT_PRIMAL_SURROGATE = Rule(
     "JXG033", "flat-primal-surrogate-derivative", "warning",
     "A custom derivative is nonzero where the primal is flat (its autodiff is exactly zero): a surrogate by "

@@ -12,7 +12,8 @@ and `vmap(jit f)`.
 All runs of a subject happen once (`evidence`, cached in `ctx.cache`); the checks only read them. The runs live in
 the harness's `vmap.py` (in_axes variants, per-example reference), `_spy.py` (the rule spy and return validation),
 `_evidence.py` (running every variant once) and `_source.py` (dim names and fixes over the harness's AST of the
-rule); each check is its own module: `_rule_returns.py`, `_vs_loop.py`, `_outputs.py`.
+rule); each check is its own module: `_rule_returns.py`, `_vs_loop.py`, `_outputs.py`, and `_vjp.py` (reverse mode
+through vmap against the per-example VJPs).
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from __future__ import annotations
 from .._vmap_harness import axes_variants
 from ._outputs import out_axes_check, out_axes_none_check, unbatched_outputs_check
 from ._rule_returns import rule_returns_check
+from ._vjp import batched_vjp_check
 from ._vs_loop import vs_loop_check
 
 __all__ = ["CHECKS", "axes_variants"]
 
-CHECKS = [rule_returns_check, vs_loop_check, unbatched_outputs_check, out_axes_check, out_axes_none_check]
+CHECKS = [rule_returns_check, vs_loop_check, unbatched_outputs_check, out_axes_check, out_axes_none_check,
+          batched_vjp_check]
