@@ -113,12 +113,12 @@ def test_operand_dependence_follows_loops_and_calls():
 def test_repro_scripts_treat_float8_as_floating(monkeypatch):
     import ml_dtypes
 
-    from jaxdiag._run import _repro
+    from jaxdiag._run import _repro_templates
 
     namespace: dict = {}
     monkeypatch.setattr("sys.argv", ["repro.py"])
-    exec(_repro._PRELUDE.format(module_file="json", module_name="json", root=str(DATA), attr="dumps", specs="[]",
-                                call="TARGET(*args)"), namespace)
+    exec(_repro_templates.PRELUDE.format(module_file="json", module_name="json", root=str(DATA), attr="dumps",
+                                         specs="[]", call="TARGET(*args)"), namespace)
     narrow = [getattr(ml_dtypes, name) for name in ("float8_e4m3fn", "float4_e2m1fn") if hasattr(ml_dtypes, name)]
     assert all(namespace["is_float"](dtype) for dtype in narrow)  # float4 exists from ml_dtypes 0.5 on
     assert not namespace["is_float"](np.int8) and not namespace["is_float"](jax.dtypes.float0)

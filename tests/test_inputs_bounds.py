@@ -207,7 +207,7 @@ def test_inputs_that_do_not_fit_the_target_are_exit_2(project, argv, says):
 
 
 def test_fitting_axes_are_accepted():
-    from jaxdiag._loading._inputs import check_in_axes
+    from jaxdiag._loading._fit import check_in_axes
 
     templates = [parse_arg("f32[3]"), parse_arg("(f32[2,3], 0.5)")]
     for axes in (None, 0, -2, (1, None), (0, (2, None)), [None, 0]):
@@ -218,7 +218,7 @@ def test_fitting_axes_are_accepted():
 def test_primitive_arity_is_unknown_for_star_args():
     from jax.extend.core import Primitive
 
-    from jaxdiag._loading._inputs import primitive_arity
+    from jaxdiag._loading._fit import primitive_arity
 
     p = Primitive("bounds_star")
     p.def_impl(lambda *xs, axis: xs[0])

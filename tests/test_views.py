@@ -174,7 +174,7 @@ def test_a_repro_that_cannot_fail_is_not_written_and_the_reason_is_given(tmp_pat
     _copy(["jxb004_bad.py"], tmp_path / "samples")
     monkeypatch.chdir(tmp_path)
     report = _lint.check_paths(["samples/jxb004_bad.py"])
-    monkeypatch.setitem(_repro._CHECKS, "vmap", "print('ok')\n")
+    monkeypatch.setitem(_repro.CHECKS, "vmap", "print('ok')\n")
     _views.deliver(report, "json", None, repro=str(tmp_path / "repro"))
     err = capsys.readouterr().err
     assert "wrote 0 repro script(s)" in err

@@ -36,7 +36,8 @@ from ._fresh_draws import confirm_on_fresh_draws
 from ._observe import observed_examples, primitive_call_key
 from ._relocate import relocate, wrapper_moves
 from .._loading._inputs import needs_x64
-from .._loading._inputs import DOMAINS, ArgSpec, check_inputs_fit, draw, shape_ladder, template_leaves, template_text
+from .._loading._fit import check_inputs_fit
+from .._loading._inputs import DOMAINS, ArgSpec, draw, shape_ladder, template_leaves, template_text
 from .._core._report import CheckResult, Finding, Location, Report, TargetReport, register_text_view
 from .._loading._targets import Target, classify, describe, load_target
 
