@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import _engine, _supervisor
+from . import _engine
 from ._checks._base import Options
 from ._report import Report
 
@@ -34,6 +34,8 @@ def check_batching(
     or hangs past `timeout` seconds is then a result, not the end of the caller's process).
     """
     if isolate:
+        from . import _supervisor  # the child process's machinery, only for an isolated run
+
         wanted = dict(in_axes=in_axes, out_axes=out_axes, include_jax=include_jax)
         return _supervisor.check_isolated("batching", target, args, dict(params or {}), wanted, seed, select,
                                           ignore, app_dir, timeout)
@@ -56,6 +58,8 @@ def check_grad(
 ) -> Report:
     """Check custom_vjp / custom_jvp rules, or a primitive's JVP and transpose rules, against references."""
     if isolate:
+        from . import _supervisor  # the child process's machinery, only for an isolated run
+
         wanted = dict(order=order, include_jax=include_jax)
         return _supervisor.check_isolated("grad", target, args, dict(params or {}), wanted, seed, select,
                                           ignore, app_dir, timeout)
@@ -77,6 +81,8 @@ def check_all(
 ) -> Report:
     """Run every check family (batching and grad) on one target, as `jaxdiag check` does."""
     if isolate:
+        from . import _supervisor  # the child process's machinery, only for an isolated run
+
         wanted = dict(include_jax=include_jax)
         return _supervisor.check_isolated("check", target, args, dict(params or {}), wanted, seed, select,
                                           ignore, app_dir, timeout)
