@@ -255,7 +255,7 @@ def _composite(st: GradState, ws: Sequence[Any], size: int) -> Callable:
     # Only the compositions under test are compiled: the per-example loop (the reference) runs eagerly, on the
     # shapes the eager gradient already compiled its operations for (`_per_example_loop`). Unrolling it into
     # this program doubled its compile time.
-    return jax.jit(composite)
+    return _compat.own_jit(composite)
 
 
 def _per_example_loop(st: GradState, ws: Sequence[Any], batch: list[Any], size: int) -> tuple[list, list]:
