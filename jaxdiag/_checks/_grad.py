@@ -113,10 +113,10 @@ def function_grad(ctx: Context) -> Iterator[Finding]:
     dtype = worst.arg.dtype if worst.arg is not None else st.diff[0].dtype
     yield rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
         owner=name, derivative="gradient (jax.grad)", function=name,
-        details=f"for a step v in {where} and a random output cotangent w, <grad, v> = {worst.got:.6g} but float64 "
-                f"finite differences give <w, J v> = {worst.expected:.6g} (tolerance {worst.tol:.0e} for "
-                f"{short_dtype(dtype)}); {name} uses custom derivative rules ({', '.join(custom)}), whose own "
-                "findings say which one differs",
+        details=f"for a step v in {where} and a random output cotangent w, <grad, v> = {worst.got:.6g} but "
+                f"{st.fd.describe(worst.arg, worst.d)} give <w, J v> = {worst.expected:.6g} (tolerance "
+                f"{worst.tol:.0e} for {short_dtype(dtype)}); {name} uses custom derivative rules "
+                f"({', '.join(custom)}), whose own findings say which one differs",
         consequence="jax.grad is silently wrong", where="", correction="fix the custom rule reported below",
         location=st.subject.location)
 
