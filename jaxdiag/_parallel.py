@@ -525,16 +525,19 @@ class _Runs:
         return own.pop(0) if own else max(self.runs, key=len).pop()
 
 
+# What the workers' fork server imports: the same as the supervisor's (`_supervisor.PRELOAD`, which this child-side
+# module does not import: the parent side never depends on the child side).
+WORKER_PRELOAD = ["jaxdiag._preload"]
+
+
 def _worker_context() -> Any:
-    """A fork server that has imported JAX and all of jaxdiag once (`_supervisor.PRELOAD`; it never runs user code
+    """A fork server that has imported JAX and all of jaxdiag once (`WORKER_PRELOAD`; it never runs user code
     nor initialises an XLA backend), where the platform has one: each worker, and each replacement of a worker that
     timed out or grew too large, is forked from it ready to check, instead of a spawned interpreter importing
     everything again. Else `spawn`. Never a plain fork of this process: JAX is not fork-safe."""
     if "forkserver" in multiprocessing.get_all_start_methods():
-        from ._supervisor import PRELOAD
-
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(PRELOAD)
+        ctx.set_forkserver_preload(WORKER_PRELOAD)
         return ctx
     return multiprocessing.get_context("spawn")
 
