@@ -18,7 +18,12 @@ check's share.
   for two arguments, each one batched alone; the last axis) with 5 examples, loops over the examples eagerly and
   compares with np.allclose: the test a careful user writes.
 
-    python bench/bench_cold.py [--runs 5] [--only grad|batching]
+`--cases five` runs the five kinds of `bench/five_kinds.py` instead; `--before DIR` also measures the jaxdiag of
+another checkout (a copy of an older commit: `git archive COMMIT | tar -x -C DIR`), alternately with this one and
+the reference, for a before/after table. Each jaxdiag process also reports how many of jaxdiag's modules were loaded
+when its first check started and at its end.
+
+    python bench/bench_cold.py [--runs 5] [--only grad|batching] [--cases default|five] [--before DIR]
 """
 
 from __future__ import annotations
@@ -51,6 +56,19 @@ BATCHING_TARGETS = [
     ("primitive matvec (2 args)", "samples/jxb006_good.py:matvec_p", ["f32[4,3]", "f32[3]"]),
     ("primitive mymul (bilinear)", "samples/jxg005_good.py:mymul_p", ["f32[8]", "f32[8]"]),
 ]
+# `--cases five`: the five kinds of bench/five_kinds.py (the grad side for the three differentiable ones, the
+# batching side for the two primitives).
+FIVE_GRAD = [
+    ("custom_jvp softplus", "bench/five_kinds.py:softplus", ["f32[8]"], ["fwd", "rev"]),
+    ("custom_vjp two outputs", "bench/five_kinds.py:two_outputs", ["f32[8]", "f32[8]"], ["rev"]),
+    ("xlogy (positive inputs)", "bench/five_kinds.py:xlogy", ["f32[8]@positive", "f32[8]@positive"],
+     ["fwd", "rev"]),
+]
+FIVE_BATCHING = [
+    ("primitive my_sum (seed)", "samples/seed_batching_fixed.py:my_sum_p", ["f32[3]"]),
+    ("primitive matvec (2 args)", "samples/jxb006_good.py:matvec_p", ["f32[4,3]", "f32[3]"]),
+]
+CASES = {"default": (GRAD_TARGETS, BATCHING_TARGETS), "five": (FIVE_GRAD, FIVE_BATCHING)}
 EVENTS = {
     "/jax/core/compile/jaxpr_trace_duration": "trace",
     "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
@@ -63,17 +81,20 @@ EVENTS = {
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def child(family: str, side: str, index: int) -> None:
+def child(family: str, side: str, index: int, cases: str, jaxdiag_root: str) -> None:
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, jaxdiag_root)  # whose jaxdiag: this checkout's, or another's (--before)
     import jax.numpy as jnp
     import numpy as np
     from jax import monitoring
     from jax.extend.core import Primitive  # what the user's primitive module imports anyway
 
-    name, ref, specs, *rest = (GRAD_TARGETS if family == "grad" else BATCHING_TARGETS)[index]
+    grad_targets, batching_targets = CASES[cases]
+    name, ref, specs, *rest = (grad_targets if family == "grad" else batching_targets)[index]
     obj = load(ref)
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(shape(s)).astype(np.float32) for s in specs]
+    args = [np.abs(a) + 0.5 if s.endswith("@positive") else a for a, s in zip(args, specs)]
     times = dict.fromkeys(EVENTS.values(), 0.0)
 
     programs = [0]
@@ -90,12 +111,21 @@ def child(family: str, side: str, index: int) -> None:
     assert not any(k == "jaxdiag" or k.startswith("jaxdiag.") for k in sys.modules)  # its import is timed
     checks: dict[str, float] = {}
     start, cpu_start = time.perf_counter(), time.process_time()
+    modules = {"at_first_check": 0, "at_end": 0}
     if side == "ours":
         import jaxdiag
 
         entry = jaxdiag.check_grad if family == "grad" else jaxdiag.check_batching
         imported = time.perf_counter()
+        from jaxdiag._run import _engine
+
+        def first(label: str, check: str) -> None:
+            if not modules["at_first_check"]:
+                modules["at_first_check"] = sum(1 for k in sys.modules if k == "jaxdiag" or k.startswith("jaxdiag."))
+
+        _engine.on_check_start = first
         report = entry(obj, *args)
+        modules["at_end"] = sum(1 for k in sys.modules if k == "jaxdiag" or k.startswith("jaxdiag."))
         assert report.ok, [x.message for x in report.findings if x.severity != "info"]
         for target in report.targets:
             for c in target.checks:
@@ -110,7 +140,7 @@ def child(family: str, side: str, index: int) -> None:
         hand_loop(f, args)
     total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     print(json.dumps({"total": total, "cpu": cpu, "import": imported - start, **times, "checks": checks,
-                      "programs": programs[0]}))
+                      "programs": programs[0], "modules": modules}))
 
 
 def shape(spec: str) -> tuple[int, ...]:
@@ -162,7 +192,7 @@ def hand_loop(f, args) -> None:  # type: ignore[no-untyped-def]
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def child_env() -> dict[str, str]:
+def child_env(roots: tuple[str, ...] = (str(ROOT),)) -> dict[str, str]:
     """The children's environment: jaxdiag's modules byte-compiled once beforehand, as `pip install` leaves them and
     as JAX's already are. With PYTHONDONTWRITEBYTECODE set (this project's machine sets it) an editable install
     would otherwise compile jaxdiag's source in every child, 0.5-1 s of the timed import that no installed
@@ -170,8 +200,9 @@ def child_env() -> dict[str, str]:
     if not _ENV:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "jaxdiag-bench-pycache")
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "jaxdiag")], env=env, check=True,
-                       capture_output=True)
+        for root in roots:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(root) / "jaxdiag")], env=env,
+                           check=True, capture_output=True)
         _ENV.update(env)
     return _ENV
 
@@ -179,44 +210,59 @@ def child_env() -> dict[str, str]:
 _ENV: dict[str, str] = {}
 
 
-def measure(family: str, side: str, index: int) -> dict:
-    argv = [sys.executable, __file__, "--child", family, side, str(index)]
+def measure(family: str, side: str, index: int, cases: str = "default", root: str = str(ROOT)) -> dict:
+    argv = [sys.executable, __file__, "--child", family, side, str(index), cases, root]
     out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False, env=child_env())
     if out.returncode != 0:
         raise SystemExit(f"{family} {side} target {index} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def bench(family: str, runs: int) -> tuple[list[float], list[float]]:
-    targets = GRAD_TARGETS if family == "grad" else BATCHING_TARGETS
+def bench(family: str, runs: int, cases: str = "default", before: str | None = None
+          ) -> tuple[list[float], list[float]]:
+    """Each target: jaxdiag (and, with `before`, the jaxdiag of another checkout) and the reference, alternating in
+    fresh processes, `runs` times each; medians."""
+    targets = CASES[cases][0 if family == "grad" else 1]
     theirs_name = "check_grads" if family == "grad" else "hand loop"
     print(f"\n{family}: jaxdiag.check_{family} vs {theirs_name}, cold, median of {runs} fresh processes each "
-          "(ms; breakdown of jaxdiag's median run)")
-    print(f"{'target':28s} {'jaxdiag':>8s} {theirs_name:>11s} {'ratio':>6s} {'cpu':>5s} {'programs':>8s}   "
-          f"{'import':>6s} {'trace':>6s} {'lower':>6s} {'compile':>7s} {'rest':>6s}   checks")
+          "(ms; breakdown of jaxdiag's median run; programs jaxdiag/reference; jaxdiag modules at the first check "
+          "/ at the end)")
+    print(f"{'target':28s} {'jaxdiag':>8s} {theirs_name:>11s} {'ratio':>6s} {'cpu':>5s} {'programs':>8s} "
+          f"{'modules':>7s}   {'import':>6s} {'trace':>6s} {'lower':>6s} {'compile':>7s} {'rest':>6s}   checks")
     ratios, cpu_ratios = [], []
     for index, (name, *_) in enumerate(targets):
-        ours, theirs = [], []
-        for _ in range(runs):  # alternating, so both sides see the same machine load
-            ours.append(measure(family, "ours", index))
-            theirs.append(measure(family, "theirs", index))
+        ours, theirs, old = [], [], []
+        for _ in range(runs):  # alternating, so every side sees the same machine load
+            if before is not None:
+                old.append(measure(family, "ours", index, cases, before))
+            ours.append(measure(family, "ours", index, cases))
+            theirs.append(measure(family, "theirs", index, cases))
         m_ours = statistics.median(r["total"] for r in ours)
         m_theirs = statistics.median(r["total"] for r in theirs)
         ratios.append(m_ours / m_theirs)
-        cpu_ratio = statistics.median(r["cpu"] for r in ours) / statistics.median(r["cpu"] for r in theirs)
+        cpu_theirs = statistics.median(r["cpu"] for r in theirs)
+        cpu_ratio = statistics.median(r["cpu"] for r in ours) / cpu_theirs
         cpu_ratios.append(cpu_ratio)
         typical = sorted(ours, key=lambda r: r["total"])[len(ours) // 2]
         rest = typical["total"] - typical["import"] - typical["trace"] - typical["lower"] - typical["compile"]
         checks = ", ".join(f"{k} {v * 1e3:.0f}" for k, v in sorted(typical["checks"].items(), key=lambda kv: -kv[1]))
         theirs_typical = sorted(theirs, key=lambda r: r["total"])[len(theirs) // 2]
         programs = f"{typical['programs']}/{theirs_typical['programs']}"
+        modules = f"{typical['modules']['at_first_check']}/{typical['modules']['at_end']}"
         print(f"{name:28s} {m_ours * 1e3:8.0f} {m_theirs * 1e3:11.0f} {m_ours / m_theirs:6.2f} {cpu_ratio:5.2f} "
-              f"{programs:>8s}   {typical['import'] * 1e3:6.0f} {typical['trace'] * 1e3:6.0f} "
+              f"{programs:>8s} {modules:>7s}   {typical['import'] * 1e3:6.0f} {typical['trace'] * 1e3:6.0f} "
               f"{typical['lower'] * 1e3:6.0f} "
               f"{typical['compile'] * 1e3:7.0f} {rest * 1e3:6.0f}   {checks}", flush=True)
         print(f"{'':28s} {theirs_name} breakdown: import {theirs_typical['import'] * 1e3:.0f}, trace "
               f"{theirs_typical['trace'] * 1e3:.0f}, lower {theirs_typical['lower'] * 1e3:.0f}, compile "
               f"{theirs_typical['compile'] * 1e3:.0f}", flush=True)
+        if old:
+            m_old = statistics.median(r["total"] for r in old)
+            cpu_old = statistics.median(r["cpu"] for r in old) / cpu_theirs
+            old_typical = sorted(old, key=lambda r: r["total"])[len(old) // 2]
+            print(f"{'':28s} before ({before}): {m_old * 1e3:.0f} ms, ratio {m_old / m_theirs:.2f} (cpu "
+                  f"{cpu_old:.2f}), programs {old_typical['programs']}, import {old_typical['import'] * 1e3:.0f} ms",
+                  flush=True)
     print(f"{family} cold ratio: median {statistics.median(ratios):.2f}x, worst {max(ratios):.2f}x "
           f"(target <= 1.0x on every target); CPU time: median {statistics.median(cpu_ratios):.2f}x, "
           f"worst {max(cpu_ratios):.2f}x; load average now {os.getloadavg()[0]:.1f}")
@@ -225,19 +271,24 @@ def bench(family: str, runs: int) -> tuple[list[float], list[float]]:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", choices=["grad", "batching"])
+    parser.add_argument("--cases", choices=sorted(CASES), default="default")
+    parser.add_argument("--before", help="another checkout of jaxdiag, measured alternately as 'before'")
     opts = parser.parse_args()
     import jax
 
-    print(f"jax {jax.__version__}, {os.cpu_count()} CPU(s), load average "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    child_env((str(ROOT), opts.before) if opts.before else (str(ROOT),))
+    load = os.getloadavg()
+    print(f"jax {jax.__version__}, {os.cpu_count()} CPU(s), load average {' '.join(f'{x:.1f}' for x in load)}"
+          + (" (a loaded machine: read ratios of sides measured alternately, not absolute times)"
+             if load[0] > (os.cpu_count() or 1) else ""))
     for family in ("grad", "batching"):
         if opts.only in (None, family):
-            bench(family, opts.runs)
+            bench(family, opts.runs, opts.cases, opts.before)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,10 @@ import inspect
 from collections.abc import Sequence
 from typing import Any, Callable
 
-from ._core import _commands
-from ._run import _engine
-from ._parent import _supervisor
 from ._checks._base import Options
+from ._core import _commands
 from ._core._report import Report
+from ._run import _engine
 
 # The keywords every API function takes after the command's own options.
 _COMMON = (("seed", 0), ("select", ()), ("ignore", ()), ("app_dir", "."), ("params", None), ("isolate", False),
@@ -40,6 +39,8 @@ def run_command(name: str, target: Any, args: Sequence[Any], options: dict[str, 
         raise TypeError(f"{spec.function_name}() got an unexpected keyword argument {unknown[0]!r}")
     wanted = {**known, **options}
     if isolate:
+        from ._parent import _supervisor  # the child process's machinery, only for an isolated run
+
         return _supervisor.check_isolated(name, target, tuple(args), dict(params or {}), wanted, seed, select,
                                           ignore, app_dir, timeout)
     return _engine.run(target, tuple(args), dict(params or {}), Options.for_command(name, seed=seed, **wanted),

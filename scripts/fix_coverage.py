@@ -45,7 +45,7 @@ def _run_script(script: str, *args: str, ffi: bool) -> tuple[int, str]:
 def measure_one(name: str) -> dict:
     from jaxdiag import _fixes
     from jaxdiag._jobs import _lint
-    from jaxdiag._run import _repro
+    from jaxdiag._evidence import _repro
 
     ffi = name in FFI
     if ffi:

@@ -113,7 +113,7 @@ def test_operand_dependence_follows_loops_and_calls():
 def test_repro_scripts_treat_float8_as_floating(monkeypatch):
     import ml_dtypes
 
-    from jaxdiag._run import _repro_templates
+    from jaxdiag._evidence import _repro_templates
 
     namespace: dict = {}
     monkeypatch.setattr("sys.argv", ["repro.py"])

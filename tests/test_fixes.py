@@ -15,7 +15,7 @@ from fix_samples import FFI_CALL_SAMPLES, FIXABLE, ffi_script_prefix  # tests/ i
 
 from jaxdiag import _fixes
 from jaxdiag._jobs import _lint
-from jaxdiag._run import _repro
+from jaxdiag._evidence import _repro
 from jaxdiag._fixes import Fix, SourceEdit, apply_edits, combined_diff, unified_diff
 
 ROOT = Path(__file__).resolve().parent.parent

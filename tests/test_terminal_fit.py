@@ -14,7 +14,7 @@ from markers import SAMPLES, markers
 from rich.console import Console
 
 from jaxdiag._parent._cli import app
-from jaxdiag._run._exposure import first_sentences
+from jaxdiag._evidence._exposure import first_sentences
 from jaxdiag._render.text import THEME, break_code, draw
 from jaxdiag._core._report import Finding, Location, Report, TargetReport
 

@@ -17,9 +17,9 @@ from fix_samples import FFI_CALL_SAMPLES, FIXABLE, ffi_script_prefix
 
 from jaxdiag import _fixes
 from jaxdiag._jobs import _lint
-from jaxdiag._run import _repro
+from jaxdiag._evidence import _repro
 from jaxdiag._parent._cli import app
-from jaxdiag._run._exposure import mark_and_truncate
+from jaxdiag._evidence._exposure import mark_and_truncate
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

@@ -20,38 +20,18 @@ from .. import _compat
 from .. import _rules as rules
 from .._loading._inputs import choose_batch_size
 from .._core._report import Finding
-from ._base import Check, Context, Options, SkipCheck, Subject, check
+from ._base import Check, Context, SkipCheck, Subject, check
 from ._batching._evidence import Evidence, Outcome
 from ._batching._rule_returns import rule_returns_check
 from ._batching._spy import Spy, _Abort
 from .._harness import call_user, jaxdiag_code
-from .._harness.cache import SubjectCache
 from ._vmap_harness import Reference, Variant, axes_variants, vmapped
 from ._registration import abstract_eval_check
-from ._shared import (
-    abstract_output, aval_text, example_output, first_line, rule_location, subject_fn, user_frame_location,
-)
+from ._shared import abstract_output, aval_text, first_line, rule_location, subject_fn, user_frame_location
 
 # ---------------------------------------------------------------------------------------------------------------
 # Can the target run here?
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def platform_blocker(subject: Subject, options: Options, cache: SubjectCache) -> str | None:
-    """Why the subject cannot run on this platform (the error it raised, quoted), or None when it runs (or fails
-    for a reason of its own, which the value checks report as usual). Cached per subject."""
-    if cache.platform_blocker is not None:
-        return cache.platform_blocker or None
-    reason = ""
-    if subject.kind in ("primitive", "custom_vjp", "custom_jvp") and subject.specs:
-        out = example_output(Context(subject, options, "platform", cache))
-        error = out.error
-        elsewhere = _compat.accelerator_only_lowering(subject.obj) if subject.kind == "primitive" else frozenset()
-        if error is not None and (elsewhere or _compat.is_platform_error(error)):
-            where = (f"{subject.name} is lowered only for {', '.join(sorted(elsewhere))}; " if elsewhere else "")
-            reason = f"{where}running it on {jax.default_backend()} raised {first_line(error)}"
-    cache.platform_blocker = reason
-    return reason or None
 
 
 def values_not_compared(subject: Subject, reason: str, ran: list[str]) -> Finding:

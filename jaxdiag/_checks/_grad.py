@@ -117,10 +117,10 @@ def function_grad(ctx: Context) -> Iterator[Finding]:
     dtype = worst.arg.dtype if worst.arg is not None else st.diff[0].dtype
     yield rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
         owner=name, derivative="gradient (jax.grad)", function=name,
-        details=f"for a step v in {where} and a random output cotangent w, <grad, v> = {worst.got:.6g} but float64 "
-                f"finite differences give <w, J v> = {worst.expected:.6g} (tolerance {worst.tol:.0e} for "
-                f"{short_dtype(dtype)}); {name} uses custom derivative rules ({', '.join(custom)}), whose own "
-                "findings say which one differs",
+        details=f"for a step v in {where} and a random output cotangent w, <grad, v> = {worst.got:.6g} but "
+                f"{st.fd.describe(worst.arg, worst.d)} give <w, J v> = {worst.expected:.6g} (tolerance "
+                f"{worst.tol:.0e} for {short_dtype(dtype)}); {name} uses custom derivative rules "
+                f"({', '.join(custom)}), whose own findings say which one differs",
         consequence="jax.grad is silently wrong", where="", correction="fix the custom rule reported below",
         location=st.subject.location)
 
@@ -260,7 +260,7 @@ def _composite(st: GradState, ws: Sequence[Any], size: int) -> Callable:
     # Only the compositions under test are compiled: the per-example loop (the reference) runs eagerly, on the
     # shapes the eager gradient already compiled its operations for (`_per_example_loop`). Unrolling it into
     # this program doubled its compile time.
-    return jax.jit(composite)
+    return _compat.own_jit(composite)
 
 
 def _per_example_loop(st: GradState, ws: Sequence[Any], batch: list[Any], size: int) -> tuple[list, list]:

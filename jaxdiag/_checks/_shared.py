@@ -24,8 +24,9 @@ from .._core import _locate
 from .. import _rules as rules
 from .._loading._inputs import ArgSpec
 from .._core._report import Finding, Location
-from ._base import Context, Subject
+from ._base import Context, Options, Subject
 from .._harness import call_user
+from .._harness.cache import SubjectCache
 
 # ---------------------------------------------------------------------------------------------------------------
 # Shared helpers: how to run one example, and what the rules say about it
@@ -381,3 +382,22 @@ def signature_problem(fn: Any, args: tuple, kwargs: dict[str, Any]) -> str | Non
     except TypeError as exc:
         return str(exc)
     return None
+
+
+# Here rather than in _abstract: the engine asks it of every subject, and _abstract (with the batching spy it
+# imports) is needed only when the answer is yes.
+def platform_blocker(subject: Subject, options: Options, cache: SubjectCache) -> str | None:
+    """Why the subject cannot run on this platform (the error it raised, quoted), or None when it runs (or fails
+    for a reason of its own, which the value checks report as usual). Cached per subject."""
+    if cache.platform_blocker is not None:
+        return cache.platform_blocker or None
+    reason = ""
+    if subject.kind in ("primitive", "custom_vjp", "custom_jvp") and subject.specs:
+        out = example_output(Context(subject, options, "platform", cache))
+        error = out.error
+        elsewhere = _compat.accelerator_only_lowering(subject.obj) if subject.kind == "primitive" else frozenset()
+        if error is not None and (elsewhere or _compat.is_platform_error(error)):
+            where = (f"{subject.name} is lowered only for {', '.join(sorted(elsewhere))}; " if elsewhere else "")
+            reason = f"{where}running it on {jax.default_backend()} raised {first_line(error)}"
+    cache.platform_blocker = reason
+    return reason or None

@@ -207,14 +207,14 @@ def loop_variants(n_args: int, batch: int, outer: int, user_axes: Any = None, ba
 def vmapped(fn: Callable, variant: Variant) -> Callable:
     """`fn` under the variant's vmap(s); a "constants" variant takes a leading dummy batched argument."""
     if variant.under_jit:
-        return jax.jit(vmapped(fn, replace(variant, under_jit=False)))
+        return _compat.own_jit(vmapped(fn, replace(variant, under_jit=False)))
     if variant.mode == "user":
         return jax.vmap(fn, in_axes=variant.user_in_axes, out_axes=variant.out_axes)
     axes = variant.axes
     if variant.mode == "nested":
         return jax.vmap(jax.vmap(fn, in_axes=axes), in_axes=variant.outer_axes)
     if variant.mode == "jit(vmap)":
-        return jax.jit(jax.vmap(fn, in_axes=axes))
+        return _compat.own_jit(jax.vmap(fn, in_axes=axes))
     if variant.mode == "vmap(jit)":
         return jax.vmap(jitted(fn), in_axes=axes)
     if variant.mode == "constants":

@@ -7,12 +7,14 @@ something breaks this one package. Feature detection is preferred over version c
 types, config flags), `_registries` (rule registries), `_state` (snapshot/restore of everything patched,
 x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects),
 `_jaxprs` (equations, foreign calls), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception)
-`_solves` (custom_linear_solve / custom_root calls), `_platform` (where a primitive can run), `_removed` (removed
-public attributes) and `_views`
+`_platform` (where a primitive can run), `_removed` (removed public attributes) and `_views`
 (jaxprs with source lines, cross-platform lowering).
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from jax.interpreters import ad, batching, mlir
 
@@ -21,46 +23,91 @@ try:  # jax >= 0.4.36
 except ImportError:  # pragma: no cover - very old JAX
     from jax.core import Primitive  # type: ignore[attr-defined,no-redef]
 
-from ._autodiff import (
-    ad_zero, custom_vjp_primal, float0_zeros, is_symbolic_zero, is_tracer, is_unexpected_tracer_error, jvp_perturbed,
-    jvp_primal_tangent, resolve_positional, rule_user_functions, spy_transpose_rule, symbolic_zero, tangent_aval,
-)
-from ._base import (
-    JAX_VERSION, JAXLIB_VERSION, ClosedJaxpr, CustomVJPPrimal, Jaxpr, ShapedArray, SymbolicZero, UndefinedPrimal,
-    Zero, _ad, config_values, custom_jvp_type, custom_vjp_type, custom_vmap_type, float0, instantiate_zeros,
-    is_jit_wrapped, is_primitive, is_undefined_primal, jit_static_args, device_array, tangent_dtype, x64_enabled,
-)
-from ._custom import (
-    custom_jvp_parts, custom_vjp_parts, custom_vmap_parts, install_call_hooks, is_custom_jvp, is_custom_vjp,
-    is_custom_vmap, record_custom_calls, spy_custom_vmap_rule,
-)
-from ._solves import SolveCall, is_custom_root, is_linear_solve_eqn, jaxpr_source, record_solves, solve_calls_in
-from ._jaxprs import (
-    FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, eqn_source_function, eqn_source_line, ffi,
-    foreign_call_target, is_foreign_call, index_operand_bounds, input_dependent_operands, iter_eqns, jaxpr_as_fun,
-    same_program_as_jit, sub_jaxprs, vmap_method_none_raises, vmap_method_of, with_vmap_methods,
-)
-from ._registries import (
-    _batching_table, abstract_eval_rule, batching_rule, batching_rule_is_fancy, batching_rule_leading_args,
-    drop_registrations_since, has_abstract_eval, has_batching_rule, has_impl, has_lowering, impl,
-    is_builtin_primitive, jvp_rule, lowering_rule, registered_rules, registration_keys, rule_registries,
-    transpose_rule,
-)
-from ._state import (
-    apply_environment_flags, compilation_cache, global_state, restore_global_state, restore_jax_state,
-    restored_sys_path, snapshot_jax_state, state_changes, x64_scope,
-)
-from ._platform import accelerator_only_lowering, is_platform_error, lowering_platforms
-from ._removed import (
-    DROP_IN, REMOVED_BY_JAX, REMOVED_IN_NEWER_JAX, removed_api_advice, removed_api_uses, removed_apis_still_here,
-)
-from ._views import lower_for_platform, pretty_jaxpr
-from ._vmap import (
-    abstract_eval_output, generic_batcher_name, intercept_batching_rules, is_abstract_value, output_dependence,
-    record_primitive_binds, shaped_array, user_batching_primitives,
-)
+if TYPE_CHECKING:
+    from ._autodiff import (
+        ad_zero, custom_vjp_primal, float0_zeros, is_symbolic_zero, is_tracer, is_unexpected_tracer_error,
+        jvp_perturbed, jvp_primal_tangent, resolve_positional, rule_user_functions, spy_transpose_rule,
+        symbolic_zero, tangent_aval,
+    )
+    from ._base import (
+        JAX_VERSION, JAXLIB_VERSION, ClosedJaxpr, CustomVJPPrimal, Jaxpr, ShapedArray, SymbolicZero, UndefinedPrimal,
+        Zero, _ad, config_values, custom_jvp_type, custom_vjp_type, custom_vmap_type, float0, instantiate_zeros,
+        is_jit_wrapped, is_primitive, is_undefined_primal, jit_static_args, own_jit, device_array, tangent_dtype,
+        x64_enabled,
+    )
+    from ._custom import (
+        custom_jvp_parts, custom_vjp_parts, custom_vmap_parts, install_call_hooks, is_custom_jvp, is_custom_vjp,
+        is_custom_vmap, record_custom_calls, spy_custom_vmap_rule,
+    )
+    from ._jaxprs import (
+        FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, eqn_source_function, eqn_source_line, ffi,
+        foreign_call_target, is_foreign_call, index_operand_bounds, input_dependent_operands, iter_eqns,
+        jaxpr_as_fun, same_program_as_jit, sub_jaxprs, vmap_method_none_raises, vmap_method_of, with_vmap_methods,
+    )
+    from ._registries import (
+        _batching_table, abstract_eval_rule, batching_rule, batching_rule_is_fancy, batching_rule_leading_args,
+        drop_registrations_since, has_abstract_eval, has_batching_rule, has_impl, has_lowering, impl,
+        is_builtin_primitive, jvp_rule, lowering_rule, registered_rules, registration_keys, rule_registries,
+        transpose_rule,
+    )
+    from ._state import (
+        apply_environment_flags, compilation_cache, global_state, restore_global_state, restore_jax_state,
+        restored_sys_path, snapshot_jax_state, state_changes, x64_scope,
+    )
+    from ._platform import accelerator_only_lowering, is_platform_error, lowering_platforms
+    from ._removed import (
+        DROP_IN, REMOVED_BY_JAX, REMOVED_IN_NEWER_JAX, removed_api_advice, removed_api_uses, removed_apis_still_here,
+    )
+    from ._solves import SolveCall, is_custom_root, is_linear_solve_eqn, jaxpr_source, record_solves, solve_calls_in
+    from ._views import lower_for_platform, pretty_jaxpr
+    from ._vmap import (
+        abstract_eval_output, generic_batcher_name, intercept_batching_rules, is_abstract_value, output_dependence,
+        record_primitive_binds, shaped_array, user_batching_primitives,
+    )
+
+# Each name -> the submodule defining it: a submodule is imported when one of its names is first used, so a run
+# loads only the parts of this package its checks touch (the TYPE_CHECKING imports above say the same to mypy;
+# tests/test_speed_imports.py holds the two to each other).
+_SUBMODULES: dict[str, tuple[str, ...]] = {
+    "_autodiff": ("ad_zero", "custom_vjp_primal", "float0_zeros", "is_symbolic_zero", "is_tracer",
+        "is_unexpected_tracer_error", "jvp_perturbed", "jvp_primal_tangent", "resolve_positional",
+        "rule_user_functions",
+        "spy_transpose_rule", "symbolic_zero", "tangent_aval"),
+    "_base": ("ClosedJaxpr", "CustomVJPPrimal", "JAXLIB_VERSION", "JAX_VERSION", "Jaxpr", "ShapedArray",
+        "SymbolicZero", "UndefinedPrimal", "Zero", "_ad", "config_values", "custom_jvp_type", "custom_vjp_type",
+        "custom_vmap_type", "device_array", "float0", "instantiate_zeros", "is_jit_wrapped", "is_primitive",
+        "is_undefined_primal", "jit_static_args", "own_jit", "tangent_dtype", "x64_enabled"),
+    "_custom": ("custom_jvp_parts", "custom_vjp_parts", "custom_vmap_parts", "install_call_hooks", "is_custom_jvp",
+        "is_custom_vjp", "is_custom_vmap", "record_custom_calls", "spy_custom_vmap_rule"),
+    "_jaxprs": ("FOREIGN_CALL_PRIMITIVES", "SEQUENTIAL_VMAP_METHODS", "axis_size_of", "eqn_source_function",
+        "eqn_source_line", "ffi", "foreign_call_target", "index_operand_bounds", "input_dependent_operands",
+        "is_foreign_call", "iter_eqns", "jaxpr_as_fun", "same_program_as_jit", "sub_jaxprs",
+        "vmap_method_none_raises", "vmap_method_of", "with_vmap_methods"),
+    "_registries": ("_batching_table", "abstract_eval_rule", "batching_rule", "batching_rule_is_fancy",
+        "batching_rule_leading_args", "drop_registrations_since", "has_abstract_eval", "has_batching_rule",
+        "has_impl", "has_lowering", "impl", "is_builtin_primitive", "jvp_rule", "lowering_rule", "registered_rules",
+        "registration_keys", "rule_registries", "transpose_rule"),
+    "_state": ("apply_environment_flags", "compilation_cache", "global_state", "restore_global_state",
+        "restore_jax_state", "restored_sys_path", "snapshot_jax_state", "state_changes", "x64_scope"),
+    "_platform": ("accelerator_only_lowering", "is_platform_error", "lowering_platforms"),
+    "_removed": ("DROP_IN", "REMOVED_BY_JAX", "REMOVED_IN_NEWER_JAX", "removed_api_advice", "removed_api_uses",
+        "removed_apis_still_here"),
+    "_solves": ("SolveCall", "is_custom_root", "is_linear_solve_eqn", "jaxpr_source", "record_solves",
+        "solve_calls_in"),
+    "_views": ("lower_for_platform", "pretty_jaxpr"),
+    "_vmap": ("abstract_eval_output", "generic_batcher_name", "intercept_batching_rules", "is_abstract_value",
+        "output_dependence", "record_primitive_binds", "shaped_array", "user_batching_primitives"),
+}
+_OWNER = {name: module for module, names in _SUBMODULES.items() for name in names}
 
 __all__ = [
+    "SolveCall",
+    "is_custom_root",
+    "is_linear_solve_eqn",
+    "jaxpr_source",
+    "jvp_primal_tangent",
+    "record_solves",
+    "solve_calls_in",
     "accelerator_only_lowering",
     "is_platform_error",
     "lowering_platforms",
@@ -71,12 +118,6 @@ __all__ = [
     "DROP_IN",
     "REMOVED_IN_NEWER_JAX",
     "SEQUENTIAL_VMAP_METHODS",
-    "SolveCall",
-    "is_custom_root",
-    "is_linear_solve_eqn",
-    "jaxpr_source",
-    "record_solves",
-    "solve_calls_in",
     "ClosedJaxpr",
     "CustomVJPPrimal",
     "Jaxpr",
@@ -130,6 +171,7 @@ __all__ = [
     "is_foreign_call",
     "is_jit_wrapped",
     "jit_static_args",
+    "own_jit",
     "is_primitive",
     "is_symbolic_zero",
     "is_tracer",
@@ -140,7 +182,6 @@ __all__ = [
     "iter_eqns",
     "jaxpr_as_fun",
     "jvp_perturbed",
-    "jvp_primal_tangent",
     "jvp_rule",
     "lower_for_platform",
     "lowering_rule",
@@ -180,3 +221,12 @@ __all__ = [
     "x64_enabled",
     "x64_scope",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _OWNER.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later uses skip this function
+    return value

@@ -112,3 +112,31 @@ def jit_static_args(obj: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
     if info is None:
         return (), ()
     return tuple(getattr(info, "static_argnums", ()) or ()), tuple(getattr(info, "static_argnames", ()) or ())
+
+
+# jaxdiag's own programs (the grad compositions, a rule over several tangent sets, the jit variants of vmap, the jit
+# of a primitive's bind) are each compiled once and run once or twice on a handful of elements: the XLA backend's
+# optimisation (LLVM -O2 on CPU) costs more compile time than it can save. Level 0 leaves the computation (the HLO,
+# so the values) as it is. Set per jit through its compiler options, never as a process flag: the user's own
+# programs in the same process keep theirs. A release whose `jax.jit` takes no compiler options compiles as usual.
+OWN_PROGRAM_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0}
+
+
+def _jit_takes_compiler_options() -> bool:
+    import inspect
+
+    try:
+        return "compiler_options" in inspect.signature(jax.jit).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a signature inspect cannot read
+        return False
+
+
+_JIT_COMPILER_OPTIONS = _jit_takes_compiler_options()
+
+
+def own_jit(fn: Any) -> Any:
+    """`jax.jit(fn)` for a program jaxdiag builds and calls at the top level (JAX refuses compiler options on a jit
+    that runs inside another trace, such as `vmap(jit f)`), compiled at the backend's optimisation level 0."""
+    if _JIT_COMPILER_OPTIONS:
+        return jax.jit(fn, compiler_options=dict(OWN_PROGRAM_OPTIONS))
+    return jax.jit(fn)

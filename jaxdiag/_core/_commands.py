@@ -176,7 +176,8 @@ class Command:
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("batching", ("_registration", "_platforms", "_portability", "_batching", "_custom_vmap", "_ffi"),
            ("JXB", "JXR", "JXV"), needs_arrays=True),
-    Family("grad", ("_custom_vjp", "_custom_jvp", "_primitive_ad", "_solves", "_grad"), ("JXG",)),
+    Family("grad", ("_portability", "_custom_vmap", "_custom_vjp", "_custom_jvp", "_primitive_ad", "_solves", "_grad"),
+           ("JXG",)),
     Family("sharding", ("_sharding", "_sharding_rules", "_sharding_gather"), ("JXS",)),
 )}
 # Findings of every command may also carry these: notes about the run (JXN) and user code that ended it (JXU).

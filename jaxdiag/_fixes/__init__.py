@@ -53,7 +53,7 @@ def attach(report: Report, target: Any, args: Sequence[Any], params: dict[str, A
 def repro_passes(finding: Any, target_report: Any, sources: dict[str, str]) -> str | None:
     """None when the finding's plain-JAX repro script (`_repro`) passes on a scratch copy of the edited module, or
     when the finding has no plain-JAX form (the re-run checks alone decide); else the script's last error line."""
-    from .._run import _repro
+    from .._evidence import _repro
 
     subject = getattr(target_report, "subject", None)
     text = _repro.script(target_report, subject, finding) if subject is not None else None

@@ -7,8 +7,9 @@ produces for it: its reports (unfiltered: the lint layer filters the whole repor
 whose suppressions cannot be judged because the target was not fully checked. Outcomes are plain dicts: they
 cross the process boundary and are what the cache stores.
 
-Workers are started with the `spawn` method (JAX is not fork-safe: a forked child inherits XLA's threads in
-whatever state they were), import the same modules and discover the same targets as the parent, then run the
+Workers are forked from a fork server that imported JAX and jaxdiag once (`_worker_context`; `spawn` where there
+is none; never a plain fork of this process, as JAX is not fork-safe: a forked child inherits XLA's threads in
+whatever state they were), import the user's modules and discover the same targets as the parent, then run the
 targets they are sent one at a time: each worker works through its own contiguous run of the targets (`_Runs`),
 so neighbours that compile the same programs run in the same process. A worker tells the parent which check it
 starts, so a target that runs past `--timeout` is reported naming that check; the worker is then killed and
@@ -525,12 +526,35 @@ class _Runs:
         return own.pop(0) if own else max(self.runs, key=len).pop()
 
 
+# What the workers' fork server imports: the same as the supervisor's (`_supervisor.PRELOAD`, which this child-side
+# module does not import: the parent side never depends on the child side).
+WORKER_PRELOAD = ["jaxdiag._jobs._preload"]
+
+
+def _worker_context() -> Any:
+    """A fork server that has imported JAX and all of jaxdiag once (`WORKER_PRELOAD`; it never runs user code
+    nor initialises an XLA backend), where the platform has one: each worker, and each replacement of a worker that
+    timed out or grew too large, is forked from it ready to check, instead of a spawned interpreter importing
+    everything again. Else `spawn`. Never a plain fork of this process: JAX is not fork-safe."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(WORKER_PRELOAD)
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
 class _Worker:
     def __init__(self, setup: _WorkerSetup, slot: int) -> None:
-        ctx = multiprocessing.get_context("spawn")  # JAX is not fork-safe
+        ctx = _worker_context()
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main, args=(child, setup), name="jaxdiag-worker", daemon=True)
-        self.proc.start()
+        try:
+            self.proc.start()
+        except OSError:  # no fork server here (its socket path is too long under a deep TMPDIR): spawn instead
+            ctx = multiprocessing.get_context("spawn")
+            self.conn, child = ctx.Pipe()
+            self.proc = ctx.Process(target=_worker_main, args=(child, setup), name="jaxdiag-worker", daemon=True)
+            self.proc.start()
         child.close()
         self.spawned = time.monotonic()
         self.ready = False

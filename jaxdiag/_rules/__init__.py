@@ -19,18 +19,52 @@ Severities: `error` (fails or is wrong under a JAX transformation, or the user's
 from __future__ import annotations
 
 from collections.abc import Iterable
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from ._batching import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._catalog import (
-    CATEGORIES, INFERRED_FIX, INFERRED_MAX_SEVERITY, INFERRED_MESSAGE, NOTE_PREFIX, RULES, SAMPLES_DIR, SEVERITIES,
-    Rule, template_fields, variant,
+    CATEGORIES, INFERRED_FIX, INFERRED_MAX_SEVERITY, INFERRED_MESSAGE, NOTE_PREFIX, SEVERITIES, Rule,
+    template_fields, variant,
 )
-from ._custom_vmap import *  # noqa: F403  (each rule module defines only Rule constants)
-from ._differentiation import *  # noqa: F403  (each rule module defines only Rule constants)
-from ._notes import *  # noqa: F403  (each rule module defines only Rule constants)
-from ._registration import *  # noqa: F403  (each rule module defines only Rule constants)
-from ._sharding import *  # noqa: F403  (each rule module defines only Rule constants)
-from ._user_code import *  # noqa: F403  (each rule module defines only Rule constants)
+from ._catalog import RULES as _REGISTERED
+
+if TYPE_CHECKING:
+    from ._batching import *  # noqa: F403  (each rule module defines only Rule constants)
+    from ._catalog import RULES, SAMPLES_DIR
+    from ._custom_vmap import *  # noqa: F403
+    from ._differentiation import *  # noqa: F403
+    from ._notes import *  # noqa: F403
+    from ._registration import *  # noqa: F403
+    from ._sharding import *  # noqa: F403
+    from ._user_code import *  # noqa: F403
+
+# The rule modules, one per prefix, imported together on the first use of a rule (`rules.X`, `RULES`, `rule()`):
+# a run that emits nothing and filters by nothing never loads the catalog's texts.
+_RULE_MODULES = ("_batching", "_custom_vmap", "_differentiation", "_notes", "_registration", "_sharding",
+                 "_user_code")
+
+
+def _all_rules() -> dict[str, Rule]:
+    """Every rule by code, each rule module imported (once) and its public names made this package's."""
+    if "RULES" not in globals():
+        for name in _RULE_MODULES:
+            module = import_module(f"{__name__}.{name}")
+            globals().update({k: v for k, v in vars(module).items() if not k.startswith("_") and k not in globals()})
+        globals()["RULES"] = _REGISTERED
+    return _REGISTERED
+
+
+if not TYPE_CHECKING:  # mypy reads the imports above, and so still rejects a misspelt `rules.X`
+    def __getattr__(name: str) -> Any:
+        if name == "SAMPLES_DIR":
+            from ._catalog import samples_dir
+
+            return samples_dir()
+        _all_rules()
+        if name in globals():
+            return globals()[name]
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["CATEGORIES", "DEPRECATED", "INFERRED_FIX", "INFERRED_MAX_SEVERITY", "INFERRED_MESSAGE",
            "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
@@ -54,16 +88,17 @@ DEPRECATED_PREFIXES: dict[str, str] = {"JXR9": "JXN", "JXR90": "JXN"}
 def rule(code: str) -> Rule:
     """Look a rule up by code (a deprecated code finds its replacement); raises KeyError for an unknown code."""
     code = code.strip().upper()
-    return RULES[DEPRECATED.get(code) or code]
+    return _all_rules()[DEPRECATED.get(code) or code]
 
 
 def iter_rules() -> list[Rule]:
-    return [RULES[c] for c in sorted(RULES)]
+    registered = _all_rules()
+    return [registered[c] for c in sorted(registered)]
 
 
 def _known_selector(selector: str) -> bool:
     return selector == "*" or selector in DEPRECATED or selector in DEPRECATED_PREFIXES or any(
-        code.startswith(selector) for code in RULES)
+        code.startswith(selector) for code in _all_rules())
 
 
 def validate_codes(codes: Iterable[str]) -> list[str]:
@@ -100,5 +135,6 @@ def matches(code: str, selectors: list[str] | tuple[str, ...]) -> bool:
     or of a rule it is a variant of (`--ignore JXR007` also ignores JXR014, as mypy's `sub_code_of`). Deprecated
     codes in `selectors` stand for their replacements."""
     normalized, _ = normalize_codes(selectors)
-    lineage = RULES[code].lineage if code in RULES else (code,)
+    registered = _all_rules()
+    lineage = registered[code].lineage if code in registered else (code,)
     return any(s == "*" or any(c.startswith(s) for c in lineage) for s in normalized)

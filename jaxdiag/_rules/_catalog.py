@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.resources
 import string
 from dataclasses import dataclass
@@ -31,7 +32,8 @@ INFERRED_FIX = ("{fix}\nTo confirm it on the inputs your code really passes, dec
                 "`args`, or --arg) or record them (`jaxdiag record -- pytest`).")
 
 
-def _samples_dir() -> Path:
+@functools.cache
+def samples_dir() -> Path:
     """The samples shipped with this jaxdiag (package data of `jaxdiag.samples`, never a `samples/` folder that
     happens to be on sys.path); a source checkout used without installing falls back to its own folder."""
     try:
@@ -40,7 +42,11 @@ def _samples_dir() -> Path:
         return Path(__file__).resolve().parent.parent.parent / "samples"
 
 
-SAMPLES_DIR = _samples_dir()
+
+def __getattr__(name: str) -> Path:
+    if name == "SAMPLES_DIR":  # resolved on first use: finding the package data imports `jaxdiag.samples`
+        return samples_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 RULES: dict[str, Rule] = {}
 
@@ -131,7 +137,7 @@ class Rule:
 
     def sample_path(self, which: str) -> Path | None:
         name = self.bad_sample if which == "bad" else self.good_sample
-        return SAMPLES_DIR / name if name else None
+        return samples_dir() / name if name else None
 
     def sample_text(self, which: str) -> str | None:
         path = self.sample_path(which)

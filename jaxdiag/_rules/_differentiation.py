@@ -255,8 +255,8 @@ FLOAT0_TANGENT_UNHANDLED = Rule(
 VJP_DROPPED_ARGUMENT_GRADIENT = Rule(
     "JXG018", "vjp-dropped-argument-gradient", "warning",
     "custom_vjp bwd returns None or zeros for an argument the function depends on.",
-    "Compares each argument's cotangent with autodiff of the undecorated function and float64 finite differences "
-    "along that argument.",
+    "Compares each argument's cotangent with autodiff of the undecorated function and finite differences along "
+    "that argument (in the inputs' precision, float64 where that is inconclusive).",
     "Everything upstream of that argument silently gets no gradient (a layer that never trains). Deliberate "
     "only when the argument must not be differentiated; then suppress with `# jaxdiag: ignore[JXG018]`.",
     "jxg018_bad.py", "jxg018_good.py",
@@ -298,7 +298,7 @@ DERIVATIVE_NONFINITE = Rule(
     "A derivative rule returns NaN or inf where the reference derivative (autodiff of the primal, finite "
     "differences) is finite.",
     "Compares every entry of the rule's cotangent/tangent with JAX's autodiff of the undecorated primal (or the "
-    "float64 finite differences along random directions): an entry that is NaN/inf on the rule's side only is a "
+    "finite differences along random directions): an entry that is NaN/inf on the rule's side only is a "
     "defect, never excused as a numerical corner. Also calls JVP rules with a symbolic-zero tangent on each input "
     "and transpose rules / bwds with a symbolic-zero cotangent on each output in turn, and probes the boundary of "
     "the declared domain (0 for log, sqrt, pow; the edge of `@lo..hi`): a zero that was instantiated and then "

@@ -11,7 +11,7 @@ import re
 import threading
 import time
 import traceback
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -21,22 +21,16 @@ from .. import __version__, _compat
 from . import _contain, _signature
 from .._core import _locate, _provenance
 from .. import _rules as rules
-from .._checks import ALL_CHECKS
+from .._checks import checks_for
 from .._core._commands import FAMILIES
-from .._checks._base import Context, Options, SkipCheck, Subject
-from .._checks import _abstract, _x64_only
-from .._checks._index_range import grade_out_of_range
-from .._checks._call_site import received_tangents, traced_only_primitives, unperturbed_inputs
+from .._checks._base import Check, Context, Options, SkipCheck, Subject
 from .._harness import call_user, catch_abort, jaxdiag_code
 from .._harness.cache import SubjectCache
-from .._harness.tracing import trace_function
+from .._checks._shared import platform_blocker
 from .._core._errors import InferenceError, UsageError
 from .._core._filtering import Filter, validate_inline
-from ._fresh_draws import confirm_on_fresh_draws
-from ._observe import observed_examples, primitive_call_key
-from ._relocate import relocate, wrapper_moves
-from .._loading._inputs import needs_x64
 from .._loading._fit import check_inputs_fit
+from .._loading._inputs import needs_x64
 from .._loading._inputs import DOMAINS, ArgSpec, draw, shape_ladder, template_leaves, template_text
 from .._core._report import CheckResult, Finding, Location, Report, TargetReport, register_text_view
 from .._loading._targets import Target, classify, describe, load_target
@@ -133,11 +127,14 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
     wide = any(needs_x64(s) for s in specs)
     with _compat.x64_scope(True) if wide else contextlib.nullcontext():
         reports = _run_target(resolved, templates, concrete, params, options)
-    if wide and all(c is None for c in concrete) and _x64_only.has_variant_errors(reports):
-        narrow = _x64_only.narrow_templates(templates)  # is the error x64's alone? the same target on 32-bit specs
-        with _compat.x64_scope(False):
-            _x64_only.mark_x64_only(reports, _run_target(resolved, narrow, concrete, params, options), templates,
-                                    narrow)
+    if wide and all(c is None for c in concrete):
+        from .._checks import _x64_only  # only a run on 64-bit specs asks whether its errors are x64's alone
+
+        if _x64_only.has_variant_errors(reports):
+            narrow = _x64_only.narrow_templates(templates)  # the same target on 32-bit specs
+            with _compat.x64_scope(False):
+                _x64_only.mark_x64_only(reports, _run_target(resolved, narrow, concrete, params, options),
+                                        templates, narrow)
     anchors = suppression_anchors(resolved)
     for report in reports:
         report.anchors = list(anchors)
@@ -172,6 +169,11 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
     subjects = [root] + find_nested_subjects(root, options, root_cache)
     observed: dict[int, list[np.ndarray]] = {}
     if len(subjects) > 1:  # nested rules are checked as their function calls them: values, perturbation, tracing
+        from .._checks._call_site import received_tangents
+        from .._checks._call_site import traced_only_primitives
+        from .._checks._call_site import unperturbed_inputs
+        from ._observe import observed_examples
+
         observed = observed_examples(root, subjects[1:], options, root_cache)
         example = Context(root, options, "observe", root_cache).example()
         unperturbed = unperturbed_inputs(root, subjects[1:], example)
@@ -188,6 +190,9 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
         if id(subject) in observed:  # a nested rule is checked at the values its function passes it
             cache.example, cache.observed = observed[id(subject)], True
         report, by_check = run_subject_by_check(subject, options, cache)
+        from .._checks._index_range import grade_out_of_range  # after the checks: they need what these retry
+        from ._fresh_draws import confirm_on_fresh_draws
+
         if not (given and subject is root) and id(subject) not in observed:  # given/observed inputs stay as they are
             report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, run_checks)
         report.findings = grade_out_of_range(subject, options, cache, report.findings, by_check, run_checks)
@@ -376,11 +381,15 @@ class MissingDependencyError(InferenceError):
 def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -> list[Subject]:
     if root.kind != "function":
         return []
+    from .._harness.tracing import trace_function  # a function's nested subjects only
+
     traced = trace_function(root, cache)
     if traced.value is None:  # the function's own checks report the trace failure
         # Typically a user primitive without abstract eval: find the user primitives by running it once.
         cache.nested_subjects = _bound_primitive_subjects(root)
         return cache.nested_subjects
+    from ._observe import primitive_call_key
+
     jaxpr, custom_calls = traced.value.jaxpr, traced.value.custom_calls
     subjects: list[Subject] = []
     seen_keys: set = set()
@@ -431,6 +440,8 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
 
 def _bound_primitive_subjects(root: Subject) -> list[Subject]:
     """User primitives bound while running the function once eagerly (when make_jaxpr cannot trace it)."""
+    from ._observe import primitive_call_key
+
     rng = np.random.default_rng(0)
     args = [draw(s, rng, root.domain) for s in root.specs]
     seen: list = []
@@ -477,6 +488,21 @@ def _spec_of_aval(aval: Any) -> ArgSpec | None:
 # the parent what is running, so a target stopped at the time limit is reported naming its check.
 on_check_start: Callable[[str, str], None] | None = None
 
+# The checks a run tries, in order. None: the families that can apply to the subject, each imported on first use
+# (`_checks.checks_for`); a list replaces them (tests run a probe check in their place).
+ALL_CHECKS: list[Check] | None = None
+
+
+def _checks_to_run(subject: Subject, options: Options, blocked: str | None) -> Iterator[Check]:
+    if blocked:  # a target that cannot run here: only traced, by the abstract checks
+        from .._checks import _abstract
+
+        yield from _abstract.CHECKS
+    elif ALL_CHECKS is not None:
+        yield from ALL_CHECKS
+    else:
+        yield from checks_for(subject.kind, options)
+
 
 def run_subject(subject: Subject, options: Options, cache: SubjectCache | None = None) -> TargetReport:
     return run_subject_by_check(subject, options, cache)[0]
@@ -496,9 +522,9 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
                           module=subject.module, subject=subject)
     by_check: dict[str, list[Finding]] = {}
     moves: list[tuple[Any, Any]] | None = None  # a helper's wrappers -> the user's rules, once per subject
-    blocked = _abstract.platform_blocker(subject, options, cache)  # a GPU kernel here: its rules are only traced
+    blocked = platform_blocker(subject, options, cache)  # a GPU kernel here: its rules are only traced
     stopped = False  # user code ended the checks (SystemExit, a custom BaseException)
-    for chk in _abstract.CHECKS if blocked else ALL_CHECKS:
+    for chk in _checks_to_run(subject, options, blocked):
         if not chk.applies(subject, options) or (only is not None and chk.name not in only):
             continue
         ctx = Context(subject, options, chk.name, cache)
@@ -517,6 +543,8 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
                                                    f"check `{chk.name}` on {subject.label}")]
                 status, detail, stopped = "failed", f"stopped: {caught.abort}", True
             if findings:
+                from ._relocate import relocate, wrapper_moves
+
                 moves = wrapper_moves(subject) if moves is None else moves
                 findings = relocate(findings, moves)
         except SkipCheck as skip:
@@ -537,6 +565,8 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
         if stopped:
             break
     if blocked:
+        from .._checks import _abstract
+
         ran = [c.name for c in report.checks if c.status in ("passed", "failed")]
         note = _abstract.values_not_compared(subject, blocked, ran)
         report.findings.insert(0, note)
@@ -549,7 +579,7 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
 def attach_jaxprs(subject: Subject, findings: list[Finding]) -> None:
     """--show-jaxpr: each error's or warning's jaxpr under the transformation that exposed it (one trace per
     distinct transformation)."""
-    from . import _exposure
+    from .._evidence import _exposure
 
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
     from .._checks._shared import prim_var

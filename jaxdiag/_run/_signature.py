@@ -22,8 +22,6 @@ from .._harness import call_user
 from .._core._errors import InferenceError, UsageError
 from .._loading._inputs import ArgSpec, Static, parse_arg, template_leaves, template_text
 from .._loading._layout import Layout, flat_view, template_of
-from .._loading._passthrough import bind_site_params as passthrough_bind_params
-from .._loading._passthrough import passthrough_defaults
 
 
 class MissingParamsError(InferenceError):
@@ -145,6 +143,8 @@ def bind_site_params(subject: Subject) -> dict[str, Any]:
                 names.add(attr)
             elif _holds(value, prim):
                 names.add(attr)
+    from .._loading._passthrough import bind_site_params as passthrough_bind_params
+
     found = passthrough_bind_params(names, modules, wanted)
     return {k: _hashable(v) for k, v in found.items() if k not in subject.params}
 
@@ -266,6 +266,8 @@ def forwarded_options(subject: Subject) -> dict[int, Any]:
         except (TypeError, ValueError):
             return {}
     fn = held if held is not None else getattr(obj, "fun", obj)
+    from .._loading._passthrough import passthrough_defaults
+
     found = passthrough_defaults(fn, subject.label.rpartition(":")[2], [p.name for p in params])
     return {i: v for i, v in found.items() if params[i].default is params[i].empty}
 

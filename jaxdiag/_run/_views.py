@@ -24,7 +24,7 @@ def deliver(report: Report, fmt: str, output: str | None, diff: bool = False, fi
     from .. import _fixes
 
     if repro:
-        from . import _repro
+        from .._evidence import _repro
 
         written, skipped = _repro.write_verified(report, repro, _fixes.fixed_sources)
         _say(f"wrote {len(written)} repro script(s) to {repro}, each run first: it fails on the module as it is"

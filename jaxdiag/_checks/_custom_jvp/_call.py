@@ -174,7 +174,7 @@ def _compiled_rule(st: GradState, only: tuple[int | None, ...]) -> Any:
             outs.append(_call_jvp_with(st, primals, tangents, symbolic=pos is not None)[1])
         return outs
 
-    fn = jax.jit(many)
+    fn = _compat.own_jit(many)
     _COMPILED[key] = (rule, fn)
     while len(_COMPILED) > 64:
         _COMPILED.popitem(last=False)

@@ -169,7 +169,7 @@ def _ignored_argument(st: GradState, problems: list[dict]) -> dict | None:
 def _nonfinite_finding(st: GradState, p: dict) -> Finding:
     fun, rule = names(st)
     a, name, nf = p["arg"], st.out_names[p["k"]], p["nonfinite"]
-    reference = f"autodiff of {fun}" if p["ref"] is not None else f"float64 finite differences of {fun}"
+    reference = f"autodiff of {fun}" if p["ref"] is not None else f"{st.fd.describe(a, p['d'])} of {fun}"
     want = p["ref"] if p["ref"] is not None else p["fd"]
     details = (f"the tangent of {name} for a step in {a.name} has {nf.rule_only} NaN/inf of {nf.size} entries (e.g. "
                f"index {nf.rule_index}: {rule} gives {value_at(p['got'], nf.rule_index)}, {reference} gives "
@@ -192,8 +192,8 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
     details = []
     for p in problems[:3]:
         a, name = p["arg"], st.out_names[p["k"]]
-        text = (f"tangent of {name} for a step in {a.name}: the rule gives {fmt_values(p['got'])}, float64 finite "
-                f"differences give {fmt_values(p['fd'])} ({p['cmp'].describe()})")
+        text = (f"tangent of {name} for a step in {a.name}: the rule gives {fmt_values(p['got'])}, "
+                f"{st.fd.describe(a, p['d'])} give {fmt_values(p['fd'])} ({p['cmp'].describe()})")
         if p["ref"] is not None:
             text += f", autodiff of {fun} gives {fmt_values(p['ref'])}"
         details.append(text)

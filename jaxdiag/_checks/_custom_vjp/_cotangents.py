@@ -394,7 +394,7 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
         worst = max((c for c in v["fd"] if c.covers(a)), key=lambda c: abs(c.got - c.expected), default=None)
         if worst is not None:
             details.append(f"dot-product test for {a.name} on {name}: <bwd(w), v> = {worst.got:.6g} but "
-                           f"<w, J v> = {worst.expected:.6g} from float64 finite differences "
+                           f"<w, J v> = {worst.expected:.6g} from {st.fd.describe(worst.arg, worst.d)} "
                            f"(tolerance {worst.tol:.0e} for {short_dtype(a.dtype)})")
     loc = locate(st.bwd)
     where = f" ({loc})" if loc else ""

@@ -1,5 +1,13 @@
-"""Finite differences: central differences of the primal along the seeded directions, in float64 where the
-primal runs in float64, in its own dtype otherwise (`FiniteDifferences`, `FDResult`).
+"""Finite differences: central differences of the primal along the seeded directions (`FiniteDifferences`,
+`FDResult`), first in the inputs' own precision, escalated to float64 where that is inconclusive.
+
+The native difference reuses the programs the primal already compiled; a float64 evaluation compiles every
+operation of the primal again. So each direction is first differenced in the inputs' precision, Richardson-
+extrapolated from the steps h, h/2 and h/4, with an error bound per entry (`richardson`, docs/speed.md). It is
+kept only where that bound is `NATIVE_MARGIN` times below the comparison tolerance relative to the entry itself;
+anywhere else (an entry near zero, a function value large against its change over the step, a kink inside the step,
+a non-finite point) the direction is differenced in float64 as before, and so is every stability test
+(`stable`): a verdict near the threshold is always decided on float64 differences.
 """
 
 from __future__ import annotations
@@ -36,6 +44,32 @@ class FDResult:
 
 _INCONSISTENT = object()
 
+# The native step, in units of the dtype's FD_EPS (at most NATIVE_MAX_STEP): Richardson extrapolation removes the
+# h^2 truncation error, so a longer step divides the rounding error of f by more.
+NATIVE_STEP = 100.0
+NATIVE_MAX_STEP = 0.1
+# The native difference is used only where its error bound is this many times below the tolerance it is compared
+# with: a comparison whose outcome such an error could change is then within 1/NATIVE_MARGIN of its threshold.
+NATIVE_MARGIN = 4.0
+
+
+def richardson(d: Sequence[np.ndarray], h: float, unit: float, f_abs: np.ndarray, x_max: float
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(value, error bound) per entry from central differences `d` = D(h), D(h/2), D(h/4) computed in a precision
+    of unit roundoff `unit`. The value is R(h/2) = (4 D(h/4) - D(h/2)) / 3, whose truncation error is O(h^4); the
+    bound adds three terms:
+    - truncation: |R(h) - R(h/2)| / 15, the next Richardson correction (a kink inside the step makes it large);
+    - rounding of f (cancellation: a value large against its change over the step): two ulps of each evaluated
+      |f| per evaluation, divided by the step, through the Richardson weights: 12 unit |f| / h;
+    - rounding of x +- s v to the input precision (half an ulp of each, about unit max|x + s v| / 2 for both),
+      which changes the direction by that over the shortest step 2 h/4, relative, of the largest |D| (through the
+      weights: 4/3 of it)."""
+    d1, d2, d4 = d
+    r1, r2 = (4 * d2 - d1) / 3, (4 * d4 - d2) / 3
+    largest = float(np.max(np.abs(d4), initial=0.0))
+    bound = np.abs(r1 - r2) / 15 + 12 * unit * f_abs / h + 4 / 3 * unit * (x_max + h) / (2 * h / 4) * largest
+    return r2, bound
+
 
 def _below_64(x: Any) -> bool:
     dtype = np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
@@ -51,6 +85,7 @@ class FiniteDifferences:
         self.st = st
         self.cache: dict[tuple, FDResult | None] = {}
         self.low_precision = False
+        self.native_keys: set[tuple] = set()  # the directions differenced in the inputs' precision
         self.mode = "f64" if self._float64_outputs() else "native"
 
     @staticmethod
@@ -120,14 +155,23 @@ class FiniteDifferences:
         """Central difference along direction `d` of every differentiable argument at once."""
         return self.along(tuple(self.st.diff), d, scale)
 
-    def along(self, args: tuple[Arg, ...], d: int, scale: float = 1.0) -> FDResult | None:
-        key = (tuple(a.pos for a in args), d, scale)
-        if key not in self.cache:
+    def along(self, args: tuple[Arg, ...], d: int, scale: float = 1.0, exact: bool = False) -> FDResult | None:
+        """`J v` along direction `d` of `args` together; `exact` asks for float64 wherever the primal has it."""
+        key = (tuple(a.pos for a in args), d, scale, exact)
+        if key in self.cache:
+            return self.cache[key]
+        if not exact:
+            native = self._native(args, d, scale)
+            if native is not None:
+                self.native_keys.add(key)
+            # inconclusive in the inputs' precision: the float64 difference
+            self.cache[key] = native if native is not None else self.along(args, d, scale, exact=True)
+            return self.cache[key]
+        result = self._difference({a.pos: self.st.direction(a, d) for a in args}, args, scale)
+        if result is _INCONSISTENT:  # float64 computes something else: use the inputs' own precision
+            self.mode, self.cache = "native", {}
             result = self._difference({a.pos: self.st.direction(a, d) for a in args}, args, scale)
-            if result is _INCONSISTENT:  # float64 computes something else: use the inputs' own precision
-                self.mode, self.cache = "native", {}
-                result = self._difference({a.pos: self.st.direction(a, d) for a in args}, args, scale)
-            self.cache[key] = result
+        self.cache[key] = result
         return self.cache[key]
 
     def _difference(self, dirs: dict[int, np.ndarray], args: Sequence[Arg], scale: float) -> FDResult | None:
@@ -146,11 +190,54 @@ class FiniteDifferences:
             eps /= 16
         return None
 
+    def _native(self, args: tuple[Arg, ...], d: int, scale: float) -> FDResult | None:
+        """The Richardson difference in the inputs' own precision when every entry's error bound is NATIVE_MARGIN
+        times below the tolerance relative to the entry; None otherwise (and where float64 is no wider: the
+        float64 path then computes the same thing it always did)."""
+        if self.mode != "f64" or not any(_below_64(a.value) for a in args):
+            return None
+        h = min(max(FD_EPS.get(np.dtype(a.dtype), 1e-1) for a in args) * NATIVE_STEP, NATIVE_MAX_STEP) * scale
+        dirs = {a.pos: self.st.direction(a, d) for a in args}
+        points = []
+        for k in (1.0, -1.0, 0.5, -0.5, 0.25, -0.25):
+            point = self._at_native({p: k * h * v for p, v in dirs.items()})
+            if point is None or not all_finite(point) or len(point) != len(self.st.out_leaves):
+                return None
+            points.append(point)
+        dtypes = [np.dtype(a.dtype) for a in args] + [np.dtype(x.dtype) for x in self.st.out_leaves
+                                                     if is_inexact(np.dtype(x.dtype))]
+        unit = max(float(jnp.finfo(t).eps) for t in dtypes if is_inexact(t))
+        x_max = max(float(np.max(np.abs(to_f64(a.value)), initial=0.0)) for a in args)
+        tol = max(grad_tol(a.dtype) for a in args)
+        jv, noise = [], 0.0
+        for k, native in enumerate(self.st.out_leaves):
+            at = [p[k] for p in points]
+            diffs = [(at[i] - at[i + 1]) / (2 * h * step) for i, step in ((0, 1.0), (2, 0.5), (4, 0.25))]
+            f_abs = np.max(np.abs(np.stack(at)), axis=0)
+            value, bound = richardson(diffs, h, unit, f_abs, x_max)
+            if is_inexact(np.dtype(native.dtype)):
+                if not np.all((bound <= np.abs(value) * tol / NATIVE_MARGIN) | (bound == 0)):
+                    return None
+                noise = max(noise, float(np.max(bound, initial=0.0)))
+            jv.append(value)
+        return FDResult(jv, h, noise)
+
+    def _at_native(self, steps: dict[int, np.ndarray]) -> list[np.ndarray] | None:
+        return self._evaluate_native({p: to_f64(self.st.args[p].value) + s for p, s in steps.items()})
+
+    def describe(self, arg: Arg | None, d: int) -> str:
+        """What a finding quotes the difference along direction d (of `arg`, or joint for None) as."""
+        args = (arg,) if arg is not None else tuple(self.st.diff)
+        if (tuple(a.pos for a in args), d, 1.0, False) in self.native_keys:
+            widest = max((np.dtype(a.dtype) for a in args), key=lambda t: t.itemsize)
+            return f"{widest.name} finite differences"
+        return "float64 finite differences"
+
     def stable(self, arg: Arg | None, d: int) -> bool:
         """True when the difference along direction d (of `arg`, or joint for None) does not depend on the step:
         no kink or branch next to the example."""
         args = (arg,) if arg is not None else tuple(self.st.diff)
-        a, b = self.along(args, d), self.along(args, d, scale=8.0)
+        a, b = self.along(args, d, exact=True), self.along(args, d, scale=8.0, exact=True)
         if a is None or b is None:
             return False
         tol = 1e-3 if self.mode == "f64" else max(grad_tol(x.dtype) for x in args)

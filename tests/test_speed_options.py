@@ -1,0 +1,134 @@
+"""jaxdiag's own programs are compiled at XLA's backend optimisation level 0, set per jit: the process's JAX
+configuration and the user's own programs are untouched (docs/speed.md)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxdiag
+from jaxdiag import _compat
+from jaxdiag._compat import _base
+
+TARGET = "tests/data/speed/softplus.py:"
+
+
+@pytest.mark.skipif(not _base._JIT_COMPILER_OPTIONS, reason="this JAX's jit takes no compiler options")
+def test_own_programs_carry_level_zero_and_nothing_else_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+    real_jit = jax.jit
+
+    def spying_jit(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("compiler_options"))
+        return real_jit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(jax, "jit", spying_jit)
+    flags_before = os.environ.get("XLA_FLAGS")
+    config_before = _compat.config_values()
+    report = jaxdiag.check_grad(TARGET + "softplus", "f32[5]")
+    assert report.ok, str(report)
+    assert _base.OWN_PROGRAM_OPTIONS in seen  # the grad composition at least
+    assert os.environ.get("XLA_FLAGS") == flags_before
+    assert _compat.config_values() == config_before
+    # the user's programs: a nested jit (which JAX refuses to give compiler options) still traces and runs
+    user = real_jit(lambda x: real_jit(jnp.sin)(x) * 2)
+    np.testing.assert_allclose(user(jnp.ones(3)), 2 * np.sin(np.ones(3)), rtol=1e-6)
+
+
+def test_level_zero_program_computes_the_same_values() -> None:
+    def f(x: Any) -> Any:
+        return jnp.sum(jnp.tanh(x) * jnp.log1p(jnp.exp(x))) + jnp.cumsum(x)
+
+    x = jnp.linspace(-3.0, 3.0, 64, dtype=jnp.float32)
+    np.testing.assert_array_equal(np.asarray(_compat.own_jit(f)(x)), np.asarray(jax.jit(f)(x)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Finite differences in the inputs' precision, escalated to float64 where that is inconclusive
+# ---------------------------------------------------------------------------------------------------------------
+
+F32_TOL = 2e-3  # the float32 gradient tolerance (_numerics.GRAD_TOL)
+
+
+def _sine(kind: str, error: float, offset: float) -> Any:
+    """sin(x) + offset whose custom JVP or VJP rule is off by the relative `error`."""
+    if kind == "jvp":
+
+        @jax.custom_jvp
+        def f(x: Any) -> Any:
+            return offset + jnp.sin(x)
+
+        @f.defjvp
+        def f_jvp(primals: Any, tangents: Any) -> Any:
+            (x,), (dx,) = primals, tangents
+            return f(x), jnp.cos(x) * dx * (1.0 + error)
+
+        return f
+
+    @jax.custom_vjp
+    def g(x: Any) -> Any:
+        return offset + jnp.sin(x)
+
+    g.defvjp(lambda x: (g(x), x), lambda x, ct: (ct * jnp.cos(x) * (1.0 + error),))
+    return g
+
+
+def _codes(report: Any) -> list[tuple[str, str]]:
+    return sorted((f.code, f.severity) for f in report.findings)
+
+
+def test_richardson_bound_holds_for_float32_differences() -> None:
+    from jaxdiag._checks._gradref._fd import richardson
+
+    x = np.linspace(-2.0, 2.0, 41)
+    unit = float(np.finfo(np.float32).eps)
+    for h in (0.1, 0.02):
+        diffs = [(np.sin(x + s).astype(np.float32).astype(np.float64)
+                  - np.sin(x - s).astype(np.float32).astype(np.float64)) / (2 * s) for s in (h, h / 2, h / 4)]
+        value, bound = richardson(diffs, h, unit, np.ones_like(x), float(np.max(np.abs(x))))
+        assert np.all(np.abs(value - np.cos(x)) <= bound)
+        assert np.all(bound < F32_TOL)
+
+
+# the rule's error in units of the tolerance, around where the verdict turns on these inputs (2.0-2.1 for the JVP
+# against autodiff and finite differences, 1.5-1.75 for the VJP's dot-product test against finite differences)
+_FACTORS = {"jvp": (1.0, 1.9, 1.97, 2.0, 2.03, 2.06, 2.1, 2.2, 3.0),
+            "vjp": (1.0, 1.5, 1.6, 1.65, 1.7, 1.75, 1.8, 2.0, 10.0)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["jvp", "vjp"])
+@pytest.mark.parametrize("offset", [0.0, 1e4])  # 1e4: f large against its change over the step (cancellation)
+def test_verdicts_at_the_threshold_match_float64_differences(kind: str, offset: float,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from jaxdiag._checks._gradref import _fd
+
+    used = {"native": 0, "float64": 0}
+    native, margin = _fd.FiniteDifferences._native, _fd.NATIVE_MARGIN
+
+    def counting(self: Any, *args: Any) -> Any:
+        result = native(self, *args)
+        if _fd.NATIVE_MARGIN == margin:  # the default runs only
+            used["native" if result is not None else "float64"] += 1
+        return result
+
+    monkeypatch.setattr(_fd.FiniteDifferences, "_native", counting)
+    x = np.linspace(-1.3, 1.1, 6).astype(np.float32)
+    verdicts = set()
+    for factor in _FACTORS[kind]:
+        f = _sine(kind, factor * F32_TOL, offset)
+        first = _codes(jaxdiag.check_grad(f, x))
+        with monkeypatch.context() as m:
+            m.setattr(_fd, "NATIVE_MARGIN", float("inf"))  # every difference in float64, as before
+            assert _codes(jaxdiag.check_grad(f, x)) == first, factor
+        verdicts.add(tuple(first))
+    assert len(verdicts) == 2  # the factors straddle the threshold
+    if offset:
+        assert used["float64"] and not used["native"], used  # cancellation: escalated every time
+    else:
+        assert used["native"], used
