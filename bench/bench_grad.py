@@ -27,8 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import jaxdiag  # noqa: E402
-from jaxdiag._inputs import draw, parse_spec  # noqa: E402
-from jaxdiag._targets import load_target  # noqa: E402
+from jaxdiag._loading._inputs import draw, parse_spec  # noqa: E402
+from jaxdiag._loading._targets import load_target  # noqa: E402
 
 
 def _target(ref: str) -> Any:

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from jaxdiag import _sharding
+from jaxdiag._mesh import _sharding
 
 TARGETS = [
     ("samples/jxs001_bad.py:fft_real", ["f32[8,16]"]), ("samples/jxs001_good.py:fft_real", ["f32[8,16]"]),

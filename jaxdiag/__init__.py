@@ -17,15 +17,15 @@ _EXPORTS = {
     "check_all": "_api",
     "check_batching": "_api",
     "check_grad": "_api",
-    "check_sharding": "_sharding",
-    "check_module": "_lint",
-    "UsageError": "_errors",
-    "TargetLoadError": "_errors",
-    "CheckResult": "_report",
-    "Finding": "_report",
-    "Location": "_report",
-    "Problem": "_report",
-    "Report": "_report",
+    "check_sharding": "_mesh._sharding",
+    "check_module": "_jobs._lint",
+    "UsageError": "_core._errors",
+    "TargetLoadError": "_core._errors",
+    "CheckResult": "_core._report",
+    "Finding": "_core._report",
+    "Location": "_core._report",
+    "Problem": "_core._report",
+    "Report": "_core._report",
     "RULES": "_rules",
     "Rule": "_rules",
 }
@@ -34,15 +34,15 @@ if _typing.TYPE_CHECKING:
     from ._api import check_all as check_all
     from ._api import check_batching as check_batching
     from ._api import check_grad as check_grad
-    from ._sharding import check_sharding as check_sharding
-    from ._errors import TargetLoadError as TargetLoadError
-    from ._errors import UsageError as UsageError
-    from ._lint import check_module as check_module
-    from ._report import CheckResult as CheckResult
-    from ._report import Finding as Finding
-    from ._report import Location as Location
-    from ._report import Problem as Problem
-    from ._report import Report as Report
+    from ._mesh._sharding import check_sharding as check_sharding
+    from ._core._errors import TargetLoadError as TargetLoadError
+    from ._core._errors import UsageError as UsageError
+    from ._jobs._lint import check_module as check_module
+    from ._core._report import CheckResult as CheckResult
+    from ._core._report import Finding as Finding
+    from ._core._report import Location as Location
+    from ._core._report import Problem as Problem
+    from ._core._report import Report as Report
     from ._rules import RULES as RULES
     from ._rules import Rule as Rule
 

@@ -1,6 +1,6 @@
 """`python -m jaxdiag`: the same CLI as the `jaxdiag` console script."""
 
-from jaxdiag._cli import main
+from ._parent._cli import main
 
 if __name__ == "__main__":
     main()

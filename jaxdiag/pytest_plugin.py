@@ -16,12 +16,13 @@ are imported are new entries and stay. jaxdiag itself is imported on first use, 
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 import pytest
 
 if TYPE_CHECKING:
-    from ._report import Report
+    from ._core._report import Report
 
 T = TypeVar("T")
 
@@ -44,36 +45,27 @@ def _guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 class JaxdiagFixture:
-    """What the `jaxdiag` fixture gives a test: the Python API, each call guarded, plus `assert_clean`."""
+    """What the `jaxdiag` fixture gives a test: the Python API, each call guarded, plus `assert_clean`. Its
+    `check_NAME` methods are the registry's commands (`_commands.COMMANDS`): `check_batching`, `check_grad`,
+    `check_all` run in this process; `check_sharding` in a child process on virtual CPU devices, so this test's
+    JAX is untouched."""
 
-    def check_batching(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
-        """`jaxdiag.check_batching(target, *args, in_axes=..., params={...})`: see its docstring."""
-        from ._api import check_batching
+    def __getattr__(self, name: str) -> Callable[..., "Report"]:
+        from ._core import _commands
 
-        return _guarded(check_batching, target, *args, **kwargs)
+        for spec in _commands.COMMANDS.values():
+            if spec.function_name == name:
+                return _method_for(spec.function_name, spec.runner)
+        raise AttributeError(f"the jaxdiag fixture has no attribute {name!r}")
 
-    def check_grad(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
-        """`jaxdiag.check_grad(target, *args, order=1, params={...})`: see its docstring."""
-        from ._api import check_grad
+    def __dir__(self) -> list[str]:
+        from ._core import _commands
 
-        return _guarded(check_grad, target, *args, **kwargs)
-
-    def check_all(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
-        """Every check family on one target, as `jaxdiag check` runs them."""
-        from ._api import check_all
-
-        return _guarded(check_all, target, *args, **kwargs)
-
-    def check_sharding(self, target: Any, *args: Any, **kwargs: Any) -> "Report":
-        """`jaxdiag.check_sharding(target, *args, params=None, mesh=(2, 4))`: in a child process on virtual CPU
-        devices, so this test's JAX is untouched."""
-        from ._sharding import check_sharding
-
-        return check_sharding(target, *args, **kwargs)
+        return sorted({*super().__dir__(), *(c.function_name for c in _commands.COMMANDS.values())})
 
     def check_module(self, module_or_path: Any, **kwargs: Any) -> "Report":
         """`jaxdiag.check_module(module_or_path, ...)`: discover and check every target, as `jaxdiag check`."""
-        from ._lint import check_module
+        from ._jobs._lint import check_module
 
         return _guarded(check_module, module_or_path, **kwargs)
 
@@ -82,6 +74,17 @@ class JaxdiagFixture:
         """Fail the test with the CLI's text when an error or warning remains, a module failed to import, or
         jaxdiag itself hit an internal error (its own bug is never a pass)."""
         report.raise_if_failed()
+
+
+def _method_for(function_name: str, runner: str) -> Callable[..., "Report"]:
+    """The API function of a registry command, guarded (the sharding runner has its own child process)."""
+    import importlib
+
+    module = importlib.import_module(f"{__package__}.{'_mesh._sharding' if runner == 'sharding' else '_api'}")
+    function = getattr(module, function_name)
+    if runner == "sharding":
+        return function
+    return functools.wraps(function)(functools.partial(_guarded, function))
 
 
 @pytest.fixture
@@ -103,7 +106,7 @@ def pytest_configure(config: Any) -> None:
     if config.getoption("--jaxdiag-record", default=False):
         import os
 
-        from . import _record
+        from ._jobs import _record
 
         path = os.path.abspath(config.getoption("--jaxdiag-record-file"))
         if os.path.exists(path):
@@ -113,6 +116,6 @@ def pytest_configure(config: Any) -> None:
 
 def pytest_unconfigure(config: Any) -> None:
     if config.getoption("--jaxdiag-record", default=False):
-        from . import _record
+        from ._jobs import _record
 
         _record.flush()

@@ -138,7 +138,7 @@ def _quiet() -> contextlib.AbstractContextManager:
 def what_jaxdiag_says(code: str, name: str) -> tuple[str, str]:
     """(first sentence of the finding for `code`, the command that produced it)."""
     import jaxdiag
-    from jaxdiag._lint import check_paths
+    from jaxdiag._jobs._lint import check_paths
 
     with _in_root(), _quiet(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -232,7 +232,7 @@ def example(name: str) -> str:
 
     from typer.testing import CliRunner
 
-    from jaxdiag._cli import app
+    from jaxdiag._parent._cli import app
 
     command, show = EXAMPLES[name]
     with _in_root(), _quiet():
@@ -267,6 +267,22 @@ def _block(text: str) -> str | None:
     return text[start + len(BEGIN):end].strip("\n")
 
 
+def _options_table_current(write: bool) -> bool:
+    """docs/cli.md's options table, generated from the registry of commands: rewritten, or checked."""
+    from jaxdiag._parent import _docs
+
+    path = ROOT / "docs" / "cli.md"
+    text = path.read_text(encoding="utf-8")
+    wanted = _docs.with_options_table(text)
+    if write and wanted != text:
+        path.write_text(wanted, encoding="utf-8")
+        print("wrote the options table to docs/cli.md")
+    elif not write and wanted != text:
+        print("docs/cli.md's options table is stale: run `python scripts/docs_tables.py`", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
@@ -275,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--examples-only", action="store_true", help="rewrite only the --diff/--show-jaxpr examples")
     args = parser.parse_args(argv)
 
+    if not _options_table_current(write=not (args.check or args.print)) and args.check:
+        return 1
     import jax
 
     table_name, examples_name = TABLE_DOC.relative_to(ROOT), EXAMPLES_DOC.relative_to(ROOT)

@@ -43,7 +43,7 @@ class PlainJaxError(Exception):
 
 def in_child(sample: str, body: str) -> str:
     """Run `body` (which sets `result`) after PRELUDE in a child with 8 CPU devices."""
-    from jaxdiag._sharding import child_env
+    from jaxdiag._mesh._sharding import child_env
 
     script = PRELUDE.format(samples=str(ROOT / "samples"), path=str(ROOT / "samples" / sample)) + textwrap.dedent(
         """

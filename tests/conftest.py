@@ -109,7 +109,7 @@ def _check_runs_in_process(request: pytest.FixtureRequest, monkeypatch: pytest.M
     workers and keeps the real defaults."""
     if request.node.path.name == "test_parallel.py":
         return
-    from jaxdiag import _parallel
+    from jaxdiag._jobs import _parallel
 
     monkeypatch.setattr(_parallel, "default_jobs", lambda: 1)
     monkeypatch.setattr(_parallel, "DEFAULT_TIMEOUT", 0.0)
@@ -128,7 +128,8 @@ def ffi_kernels() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The supervisor in tests. The CLI runs every command's checks in a child process (`jaxdiag/_supervisor.py`). Most
+# The supervisor in tests. The CLI runs every command's checks in a child process
+# (`jaxdiag/_parent/_supervisor.py`). Most
 # CLI tests are about parsing, rendering and exit codes, and many patch jaxdiag's internals (a probe check, a
 # failing renderer) in this process: for them the child's command runs here (the same `_child.COMMANDS` function,
 # without the process boundary). Tests of the boundary itself are marked `supervised` and get real children.
@@ -137,7 +138,8 @@ def ffi_kernels() -> None:
 
 def run_here(job: Any, timeout: float | None = None, progress: Any = None) -> Any:
     """`_supervisor.run` without the child: the same command function, in this process, every target in it."""
-    from jaxdiag import _child, _supervisor
+    from jaxdiag._jobs import _child
+    from jaxdiag._parent import _supervisor
 
     if isinstance(job.request, dict) and "isolate" in job.request:
         job.request = {**job.request, "isolate": False}
@@ -151,7 +153,7 @@ def run_here(job: Any, timeout: float | None = None, progress: Any = None) -> An
 @pytest.fixture(autouse=True)
 def _supervisor_in_this_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.node.get_closest_marker("supervised") is None:
-        from jaxdiag import _supervisor
+        from jaxdiag._parent import _supervisor
 
         monkeypatch.setattr(_supervisor, "run", run_here)
 

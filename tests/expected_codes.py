@@ -258,7 +258,7 @@ def sample_files() -> list[str]:
 def findings(name: str) -> tuple[tuple[str, str, str | None, int | None], ...]:
     """(code, severity, path, line) of every finding of `jaxdiag check samples/<name>`, run once in this process
     from the repository root. The JXB02x samples call FFI kernels that `ffi_build` compiles and registers."""
-    from jaxdiag._lint import check_paths
+    from jaxdiag._jobs._lint import check_paths
 
     if name.startswith("jxb02"):
         import ffi_build

@@ -8,10 +8,11 @@ import textwrap
 from pathlib import Path
 from typing import Iterator
 
-from jaxdiag import _compat, _locate
+from jaxdiag import _compat
+from jaxdiag._core import _locate
 from jaxdiag import _rules as rules
 from jaxdiag._checks._base import Context, check
-from jaxdiag._report import Finding
+from jaxdiag._core._report import Finding
 
 PROBE = rules.MISSING_LOWERING.code  # the code the probe check reports (a warning)
 

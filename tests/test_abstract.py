@@ -12,7 +12,7 @@ from markers import expect_line
 import jaxdiag
 from jaxdiag import _compat
 from jaxdiag._rules import SAMPLES_DIR
-from jaxdiag._targets import load_target
+from jaxdiag._loading._targets import load_target
 
 BAD = f"{SAMPLES_DIR / 'jxn013_bad.py'}:scale_rows_p"
 GOOD = f"{SAMPLES_DIR / 'jxn013_good.py'}:scale_rows_p"

@@ -18,7 +18,7 @@ import pytest
 
 import jaxdiag
 from jaxdiag._checks._gradref import constant_factor, conjugated, is_inexact, nonfinite_split, uniform_ratio
-from jaxdiag._checks._harness.vmap import _same
+from jaxdiag._checks._vmap_harness import _same
 from tests.markers import expect_line
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -198,7 +199,7 @@ def test_renderers_do_not_import_jax(path):
 def test_renderers_do_not_import_jax_through_other_modules():
     """Transitively: importing every renderer (and the report model) leaves JAX unimported."""
     code = ("import sys, jaxdiag._render, jaxdiag._render.text, jaxdiag._render.json, jaxdiag._render.sarif, "
-            "jaxdiag._render.github, jaxdiag._render.junit, jaxdiag._report\n"
+            "jaxdiag._render.github, jaxdiag._render.junit, jaxdiag._core._report\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib'))\n"
             "print(' '.join(bad[:5]))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -274,7 +275,7 @@ def code_literals(tree: ast.Module) -> list[tuple[int, str]]:
     and command-line help texts (`help=...`) excepted."""
     docs = _docstring_nodes(tree)
     docs |= {id(k.value) for node in ast.walk(tree) if isinstance(node, ast.Call) for k in node.keywords
-             if k.arg == "help" and isinstance(k.value, ast.Constant)}
+             if k.arg in ("help", "doc") and isinstance(k.value, (ast.Constant, ast.BinOp, ast.JoinedStr))}
     return [(node.lineno, node.value) for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
             and CODE_RE.search(node.value)]
@@ -443,13 +444,13 @@ def test_import_graph_detector_finds_a_cycle():
 def test_no_check_imports_the_engine():
     graph = import_graph()
     bad = sorted(m for m, deps in graph.items() if m.startswith("jaxdiag._checks")
-                 and deps & {"jaxdiag._engine", "jaxdiag._lint", "jaxdiag._cli"})
+                 and deps & {"jaxdiag._run._engine", "jaxdiag._jobs._lint", "jaxdiag._parent._cli"})
     assert not bad, f"checks importing the engine (the engine imports the checks): {bad}"
 
 
 def test_the_report_model_imports_no_renderer():
-    deps = import_graph()["jaxdiag._report"]
-    assert not deps, f"jaxdiag/_report.py imports {sorted(deps)}; renderers register the text view instead"
+    deps = import_graph()["jaxdiag._core._report"]
+    assert not deps, f"jaxdiag/_core/_report.py imports {sorted(deps)}; renderers register the text view instead"
 
 
 def test_no_import_cycles():
@@ -460,19 +461,19 @@ def test_no_import_cycles():
 # that turn jaxdiag's own bug into an internal error (check status `error`, exit 3). Anywhere else, a broad
 # `except` would hide jaxdiag's bugs or blame them on the user.
 BROAD_CATCH_ALLOWED = {
-    ("jaxdiag/_checks/_harness/boundary.py", "call_user"),
-    ("jaxdiag/_checks/_harness/boundary.py", "jaxdiag_code"),
-    ("jaxdiag/_engine.py", "run_subject_by_check"),  # one check's internal error; the other checks still run
-    ("jaxdiag/_lint.py", "_check"),  # one target's internal error under `jaxdiag check`; the others still run
-    ("jaxdiag/_cli.py", "_guard"),  # the CLI's last resort for every command: exit 3
-    ("jaxdiag/_cli.py", "_emit"),  # a renderer's bug: exit 3
-    ("jaxdiag/_sharding_child.py", "main"),  # the child's last resort: reported to the parent as exit 3
-    ("jaxdiag/_sharding_child.py", "run_subject"),  # as _engine.run_subject, in the sharding child
-    ("jaxdiag/_parallel.py", "_worker_main"),  # a worker forwards whatever stops it to the parent, which reports it
-    ("jaxdiag/_child.py", "main"),  # the supervised child forwards whatever stops it to the parent, as data
-    ("jaxdiag/_checks/_harness/boundary.py", "catch_abort"),  # SystemExit & co. from user code -> the target's result
+    ("jaxdiag/_harness/boundary.py", "call_user"),
+    ("jaxdiag/_harness/boundary.py", "jaxdiag_code"),
+    ("jaxdiag/_run/_engine.py", "run_subject_by_check"),  # one check's internal error; the other checks still run
+    ("jaxdiag/_jobs/_lint.py", "_check"),  # one target's internal error under `jaxdiag check`; the others still run
+    ("jaxdiag/_parent/_cli.py", "_guard"),  # the CLI's last resort for every command: exit 3
+    ("jaxdiag/_parent/_cli.py", "_emit"),  # a renderer's bug: exit 3
+    ("jaxdiag/_mesh/_sharding_child.py", "main"),  # the child's last resort: reported to the parent as exit 3
+    ("jaxdiag/_mesh/_sharding_child.py", "run_subject"),  # as _engine.run_subject, in the sharding child
+    ("jaxdiag/_jobs/_parallel.py", "_worker_main"),  # a worker forwards what stops it to the parent, which reports it
+    ("jaxdiag/_jobs/_child.py", "main"),  # the supervised child forwards whatever stops it to the parent, as data
+    ("jaxdiag/_harness/boundary.py", "catch_abort"),  # SystemExit & co. from user code -> the target's result
     # `jaxdiag record` runs inside the user's own program: a recorder failure must never change what it does
-    ("jaxdiag/_record.py", "_observe"),
+    ("jaxdiag/_jobs/_record.py", "_observe"),
 }
 BROAD = {"Exception", "BaseException"}
 
@@ -498,7 +499,7 @@ def test_only_the_boundary_catches_every_exception():
     offenders = [f"{rel(path)}:{line} in {function}" for path in modules()
                  for function, line in _broad_handlers(parse(path))
                  if (rel(path), function) not in BROAD_CATCH_ALLOWED]
-    assert not offenders, ("catch what user code raises with `_checks._harness.call_user`, and name the exception "
+    assert not offenders, ("catch what user code raises with `_harness.call_user`, and name the exception "
                            "types otherwise:\n" + "\n".join(offenders))
 
 
@@ -579,13 +580,15 @@ def test_test_modules_do_not_import_each_other():
 # The supervisor's parent side never imports JAX (nor, so, the user's code): docs/cli.md and CONTRIBUTING
 # ---------------------------------------------------------------------------------------------------------------
 
-PARENT_SIDE = ("_cli", "_supervisor", "_outcomes", "_progress", "_config", "_validate", "_inputs", "_filtering",
-               "_provenance", "_report", "_rules", "_render", "_docs", "_errors", "_atomic", "_cache", "_views")
+PARENT_SIDE = ("_parent._cli", "_parent._help", "_core._commands", "_parent._supervisor", "_core._outcomes",
+               "_parent._progress", "_core._config", "_core._validate", "_loading._inputs", "_core._filtering",
+               "_core._provenance", "_core._report", "_rules", "_render", "_parent._docs", "_core._errors",
+               "_core._atomic", "_jobs._cache", "_run._views")
 
 
 def test_the_parent_side_imports_no_jax():
     script = ("import sys\n" + "".join(f"import jaxdiag.{m}\n" for m in PARENT_SIDE)
-              + "from jaxdiag._cli import app\n"
+              + "from jaxdiag._parent._cli import app\n"
               + "leaked = sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib')))\n"
               + "print(leaked)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -598,5 +601,121 @@ def test_contributing_names_the_side_of_every_parent_module():
     side = text[text.index("PARENT SIDE"):text.index("CHILD SIDE")]
     listed = text[text.index("Parent side (never imports JAX)"):].split("\n\n")[0]
     assert "_supervisor.py" in side
-    missing = [m for m in PARENT_SIDE if f"{m}" not in listed]
+    missing = [m for m in PARENT_SIDE if m.rpartition(".")[2] not in listed]
     assert not missing, f"CONTRIBUTING's parent-side list lacks {missing}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every emission site passes exactly its rule's template fields: read statically, so a misspelt field is a failing
+# test, not an internal error on the one input that reaches the site.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _emitted_rules(expr: ast.expr, assigned: dict[str, ast.expr]) -> list[Any] | None:
+    """The catalog rules `expr` can be (`rules.X`, `rules.X if c else rules.Y`, a local bound to one of those)."""
+    from jaxdiag import _rules
+
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in ("rules", "_rules"):
+        rule = getattr(_rules, expr.attr, None)
+        return [rule] if isinstance(rule, _rules.Rule) else None
+    if isinstance(expr, ast.IfExp):
+        body, orelse = _emitted_rules(expr.body, assigned), _emitted_rules(expr.orelse, assigned)
+        return body + orelse if body and orelse else None
+    if isinstance(expr, ast.Name) and expr.id in assigned:
+        return _emitted_rules(assigned[expr.id], assigned)
+    return None
+
+
+def emission_field_errors(tree: ast.Module) -> tuple[list[str], int]:
+    """(`line CODE: fields ...` for each `.finding(...)` whose keywords are not its rule's fields, sites that could
+    not be resolved: a `**fields` call or a rule chosen at run time)."""
+    errors, unresolved = [], 0
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for function in functions:
+        assigned = {n.targets[0].id: n.value for n in ast.walk(function) if isinstance(n, ast.Assign)
+                    and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+        for node in ast.walk(function):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "finding"):
+                continue
+            chosen = _emitted_rules(node.func.value, assigned)
+            if chosen is None or any(k.arg is None for k in node.keywords):
+                unresolved += 1
+                continue
+            given = {k.arg for k in node.keywords} - {"location"}
+            errors += [f"line {node.lineno} {r.code}: passes {sorted(given)}, its templates use {sorted(r.fields)}"
+                       for r in chosen if given != r.fields]
+    return errors, unresolved
+
+
+def test_the_emission_field_detector_catches_a_misspelt_field():
+    from jaxdiag import _rules
+
+    rule = next(r for r in _rules.RULES.values() if r.fields)
+    name = next(n for n in dir(_rules) if getattr(_rules, n) is rule)
+    good = ", ".join(f"{f}=1" for f in sorted(rule.fields))
+    source = f"def f():\n    yield rules.{name}.finding(location=None, {good}, misspelt=2)\n"
+    errors, unresolved = emission_field_errors(ast.parse(source))
+    assert len(errors) == 1 and "misspelt" in errors[0] and unresolved == 0
+    assert emission_field_errors(ast.parse(source.replace(", misspelt=2", ""))) == ([], 0)
+
+
+def test_every_emission_site_passes_its_rules_fields():
+    errors, unresolved = [], 0
+    for path in modules():
+        if CATALOG in path.parents:
+            continue
+        found, skipped = emission_field_errors(parse(path))
+        errors += [f"{rel(path)} {e}" for e in found]
+        unresolved += skipped
+    assert not errors, "\n".join(errors)
+    # `**fields` sites (a finding re-emitted under another rule) are few; the rest are all checked above
+    assert unresolved <= 8, f"{unresolved} emission sites the detector cannot resolve"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Layers: the folders are the layers, bottom to top. A module imports from its own layer or below (function-level
+# imports included), never above; no module grows past MAX_LINES.
+# ---------------------------------------------------------------------------------------------------------------
+
+LAYERS = (
+    ("_core", "_rules"),  # plain data, errors, the registries, configuration: no JAX, both sides of the boundary
+    ("_compat", "_render"),  # JAX internals (the only place); report renderers
+    ("_harness",),  # the only way into user code
+    ("_loading",),  # targets, SPECs and example inputs, layouts
+    ("_checks",),  # the checks, one family per package or module
+    ("_fixes",),  # source edits verified by re-running checks
+    ("_run", "_mesh"),  # child side: one target through the engine; the sharding child
+    ("_jobs",),  # child side: the supervised child's jobs, `check` over a project
+    ("_parent",),  # parent side: CLI and supervisor, never JAX
+    ("_api", "pytest_plugin", "__init__", "__main__"),  # the public surface
+)
+MAX_LINES = 600
+
+
+def _layer_of(module: str) -> int:
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "__init__"
+    return next(i for i, names in enumerate(LAYERS) if top in names)
+
+
+def test_every_package_and_root_module_has_a_layer():
+    tops = {m.split(".")[1] if "." in m else "__init__" for m in import_graph()}
+    placed = {name for names in LAYERS for name in names}
+    assert tops <= placed, f"not in LAYERS: {sorted(tops - placed)}"
+
+
+def test_no_upward_imports():
+    graph = _without_package_inits(import_graph())
+    upward = [f"{m} -> {d}" for m, deps in sorted(graph.items()) for d in sorted(deps)
+              if _layer_of(d) > _layer_of(m)]
+    assert not upward, "imports from a higher layer:\n" + "\n".join(upward)
+
+
+def test_the_layer_detector_sees_an_upward_import():
+    assert _layer_of("jaxdiag._core._report") < _layer_of("jaxdiag._run._engine") < _layer_of("jaxdiag._api")
+
+
+def test_no_module_is_over_the_line_limit():
+    long = {rel(p): n for p in modules() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them along their seams): {long}"

@@ -15,10 +15,10 @@ from jax_state import snapshot_changes as jax_state_changes
 
 import jaxdiag
 from jaxdiag import _compat
-from jaxdiag._errors import UsageError
+from jaxdiag._core._errors import UsageError
 from jaxdiag._checks._batching import axes_variants
-from jaxdiag._cli import app
-from jaxdiag._inputs import parse_spec
+from jaxdiag._parent._cli import app
+from jaxdiag._loading._inputs import parse_spec
 from jaxdiag._rules import SAMPLES_DIR
 
 # (code, target attribute, args, params): the inputs of the samples' JAXDIAG tables.

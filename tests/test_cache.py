@@ -20,11 +20,13 @@ from typing import Any, Iterator
 import pytest
 from clirun import Runner as CliRunner
 
-from jaxdiag import _cache, _engine, _parallel, _targets
-from jaxdiag._atomic import write_atomic
-from jaxdiag._cli import app
+from jaxdiag._jobs import _cache, _parallel
+from jaxdiag._run import _engine
+from jaxdiag._loading import _targets
+from jaxdiag._core._atomic import write_atomic
+from jaxdiag._parent._cli import app
 from jaxdiag._fixes._edits import Fix, SourceEdit, write_fixes
-from jaxdiag._lint import check_paths
+from jaxdiag._jobs._lint import check_paths
 
 runner = CliRunner()
 
@@ -201,7 +203,7 @@ def test_every_field_of_a_report_passes_the_shape_check() -> None:
     """A report with every optional part filled in is a valid outcome: no field's type is one the check refuses
     (which would make every entry a miss, silently)."""
     from jaxdiag import _rules
-    from jaxdiag._report import CheckResult, Location, Problem, TargetReport, target_report_to_dict
+    from jaxdiag._core._report import CheckResult, Location, Problem, TargetReport, target_report_to_dict
 
     where = Location("m.py", 3, "f")
     finding = _rules.INPUTS_INFERRED.finding(location=where, count=1, specs="f32[3]")

@@ -16,7 +16,7 @@ from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 import jaxdiag
 from jaxdiag import _compat
-from jaxdiag._cli import app
+from jaxdiag._parent._cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 HAS_NOT_MAPPED = ("jax.interpreters.batching", "not_mapped") in _compat.removed_apis_still_here()

@@ -13,8 +13,9 @@ from jax.custom_batching import custom_vmap
 from markers import line_of
 
 import jaxdiag
-from jaxdiag import _compat, _locate
-from jaxdiag._targets import load_target
+from jaxdiag import _compat
+from jaxdiag._core import _locate
+from jaxdiag._loading._targets import load_target
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 JXV_SAMPLES = {  # code -> sample attribute

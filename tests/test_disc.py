@@ -10,7 +10,7 @@ import pytest
 
 import jaxdiag
 from jaxdiag import _rules as rules
-from jaxdiag._report import Report
+from jaxdiag._core._report import Report
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -46,7 +46,7 @@ def test_required_bind_params_come_from_the_librarys_own_call_sites() -> None:
 
 def test_bind_site_params_read_literal_and_default_values() -> None:
     from jaxdiag._checks._base import Subject
-    from jaxdiag._signature import bind_site_params
+    from jaxdiag._run._signature import bind_site_params
 
     import importlib
     import sys
@@ -101,8 +101,8 @@ def test_declared_inputs_keep_the_error_and_record_their_provenance() -> None:
 
 
 def test_a_fact_read_off_the_object_keeps_its_severity_on_inferred_inputs() -> None:
-    from jaxdiag import _provenance
-    from jaxdiag._report import TargetReport
+    from jaxdiag._core import _provenance
+    from jaxdiag._core._report import TargetReport
 
     finding = rules.MISSING_IMPL.finding(var="p", prim_name="p", also="", fix="", location=None)
     _provenance.stamp([finding], "inferred", ["f32[3]"])
@@ -190,7 +190,7 @@ def test_a_module_level_primitive_is_recorded_at_its_assignment_line() -> None:
     import importlib
     import sys
 
-    from jaxdiag._record import definition_site
+    from jaxdiag._jobs._record import definition_site
 
     sys.path.insert(0, str(DATA))
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from jaxdiag._cli import app
+from jaxdiag._parent._cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_MD = ROOT / "docs" / "cli.md"
@@ -138,3 +138,11 @@ def test_contributing_maps_every_module_and_names_no_missing_one():
     missing = sorted(n for n in named if n.startswith("_") and n not in existing)
     assert not missing, f"CONTRIBUTING.md's layout names modules that do not exist: {missing}"
     assert not re.search(r"(?<!\w)_rules\.py", text), "the catalog is the _rules/ package"
+
+
+def test_the_options_table_is_generated_from_the_registry():
+    """docs/cli.md's table is `_docs.options_table()` of `_commands`: the one declaration of each option."""
+    from jaxdiag._parent import _docs
+
+    text = CLI_MD.read_text(encoding="utf-8")
+    assert _docs.with_options_table(text) == text, "stale options table: run `python scripts/docs_tables.py`"

@@ -71,7 +71,9 @@ FUNCTIONS = [
 
 def _known_params(prim, specs, params):
     """Drop bind parameters this JAX release does not take (they differ between 0.5 and 0.10)."""
-    from jaxdiag._inputs import parse_spec  # a submodule: `jaxdiag._inputs` is only set once something imported it
+    from jaxdiag._loading._inputs import (
+        parse_spec  # a submodule: `jaxdiag._loading._inputs` is only set once something imported it,
+    )
 
     args = [np.zeros(s.shape, s.dtype) for s in map(parse_spec, specs)]
 

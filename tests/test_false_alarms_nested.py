@@ -113,7 +113,7 @@ def test_operand_dependence_follows_loops_and_calls():
 def test_repro_scripts_treat_float8_as_floating(monkeypatch):
     import ml_dtypes
 
-    from jaxdiag import _repro
+    from jaxdiag._run import _repro
 
     namespace: dict = {}
     monkeypatch.setattr("sys.argv", ["repro.py"])
@@ -131,7 +131,7 @@ def test_repro_scripts_treat_float8_as_floating(monkeypatch):
 def test_vmap_reference_sees_equal_float8_nans_as_constant():
     import ml_dtypes
 
-    from jaxdiag._checks._harness.vmap import Reference
+    from jaxdiag._checks._vmap_harness import Reference
 
     out = np.array([np.nan, 1.0], ml_dtypes.float8_e4m3fn)
     reference = Reference(None, lambda *a: out, [np.zeros((3, 2), np.float32)], 3)  # type: ignore[arg-type]
@@ -197,8 +197,8 @@ def test_observed_pytree_call_skips_non_array_leaves():
     as one stopped the whole check with an internal error."""
     from jaxdiag._checks._base import Subject
     from jaxdiag._checks._call_site import call_arrays
-    from jaxdiag._inputs import ArgSpec
-    from jaxdiag._observe import _concrete_at
+    from jaxdiag._loading._inputs import ArgSpec
+    from jaxdiag._run._observe import _concrete_at
 
     def solve(options, y):
         return y * options["scale"]

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
-from jaxdiag import _numerics
+from jaxdiag._loading import _numerics
 from jaxdiag import _rules as rules
-from jaxdiag._cli import app
-from jaxdiag._lint import check_paths
+from jaxdiag._parent._cli import app
+from jaxdiag._jobs._lint import check_paths
 from jaxdiag._render import json as json_renderer
 
 pytest_plugins = ["pytester"]
@@ -108,7 +108,7 @@ def test_a_renderer_that_raises_exits_3(monkeypatch, in_root):
 
 def test_the_text_view_raising_fails_raise_if_failed(monkeypatch, in_root):
     """`raise_if_failed` on a clean report does not render; on a failed one a broken renderer still raises."""
-    from jaxdiag import _report
+    from jaxdiag._core import _report
 
     monkeypatch.setattr(_report, "_text_view", _boom)
     _break_compare(monkeypatch)
@@ -165,7 +165,7 @@ def test_the_custom_call_recorder_is_guarded():
     import jax.numpy as jnp
 
     from jaxdiag import _compat
-    from jaxdiag._checks._harness import JaxdiagBug, call_user, jaxdiag_code
+    from jaxdiag._harness import JaxdiagBug, call_user, jaxdiag_code
 
     f = jax.custom_jvp(lambda x: jnp.sin(x))
     f.defjvp(lambda p, t: (jnp.sin(p[0]), jnp.cos(p[0]) * t[0]))
@@ -176,7 +176,7 @@ def test_the_custom_call_recorder_is_guarded():
 
 def test_the_partition_callback_spy_is_guarded(monkeypatch):
     from jaxdiag._checks import _sharding
-    from jaxdiag._checks._harness import JaxdiagBug
+    from jaxdiag._harness import JaxdiagBug
 
     monkeypatch.setattr(_sharding, "_shardings", _boom)
     spy = _sharding._spy([])("partition", lambda *args: None)
@@ -188,7 +188,7 @@ def test_the_partitioned_call_recorder_is_guarded():
     import jax
     import jax.numpy as jnp
 
-    from jaxdiag._checks._harness import JaxdiagBug, jaxdiag_code
+    from jaxdiag._harness import JaxdiagBug, jaxdiag_code
     from jaxdiag._compat import _sharding as cs
 
     cp = cs.custom_partitioning_type(lambda x: jnp.sin(x))

@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 
 import jaxdiag
-from jaxdiag import _compat, _engine
-from jaxdiag._inputs import parse_spec
-from jaxdiag._targets import load_target
-from jaxdiag._checks._harness.cache import SubjectCache
-from jaxdiag._checks._harness.tracing import trace_function
+from jaxdiag import _compat
+from jaxdiag._run import _engine
+from jaxdiag._loading._inputs import parse_spec
+from jaxdiag._loading._targets import load_target
+from jaxdiag._harness.cache import SubjectCache
+from jaxdiag._harness.tracing import trace_function
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 

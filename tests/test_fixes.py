@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from fix_samples import FFI_CALL_SAMPLES, FIXABLE  # tests/ is on sys.path (conftest.py)
 
-from jaxdiag import _fixes, _lint
+from jaxdiag import _fixes
+from jaxdiag._jobs import _lint
 from jaxdiag._fixes import Fix, SourceEdit, apply_edits, combined_diff, unified_diff
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,7 +297,7 @@ def test_long_jax_errors_keep_their_operative_part():
 def test_fwd_calling_the_custom_vjp_is_located_at_fwd(monkeypatch):
     """grad of grad fails because fwd calls the custom_vjp itself: the finding is at that line of fwd, and the
     verified fix computes the primal directly."""
-    from jaxdiag import _engine
+    from jaxdiag._run import _engine
     from jaxdiag._checks._base import Options
 
     monkeypatch.chdir(ROOT)
@@ -313,7 +314,7 @@ def test_fwd_calling_the_custom_vjp_is_located_at_fwd(monkeypatch):
 def test_transpose_asserting_the_linear_argument(monkeypatch):
     """`assert ad.is_undefined_primal(y)`: reported as assuming the linear argument, at the assert, with the fix
     "handle the case where y is a known primal", and with every failing direction."""
-    from jaxdiag import _engine
+    from jaxdiag._run import _engine
     from jaxdiag._checks._base import Options
 
     monkeypatch.chdir(ROOT)
@@ -333,7 +334,8 @@ def test_fixes_never_mention_constructs_absent_from_the_code(monkeypatch):
     """No `ffi_call` in a fix for code without one; the removed `lax.zeros_like_array` is a removed API (JXR008) at
     its own line, not a symbolic-zero defect, with a verified replacement (on a JAX that removed it; one that still
     has it says JXR008 cannot show there)."""
-    from jaxdiag import _compat, _engine
+    from jaxdiag import _compat
+    from jaxdiag._run import _engine
     from jaxdiag._checks._base import Options
 
     monkeypatch.chdir(ROOT)

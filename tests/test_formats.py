@@ -11,11 +11,11 @@ import pytest
 from lint_fixture import PROBE, probe, write_pkg
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
-from jaxdiag import _engine
+from jaxdiag._run import _engine
 from jaxdiag import _rules as rules
-from jaxdiag._cli import app
+from jaxdiag._parent._cli import app
 from jaxdiag._render import github, junit, render, sarif
-from jaxdiag._report import CheckResult, Finding, Location, Report, TargetReport
+from jaxdiag._core._report import CheckResult, Finding, Location, Report, TargetReport
 
 runner = CliRunner()
 TRICKY = "100% wrong:\r\nshape (3, 4), not (5, 4); a,b:c"
@@ -277,7 +277,7 @@ def test_machine_formats_are_plain_and_deterministic(checked, monkeypatch):
 def test_render_dispatch_knows_every_format():
     """Every format the CLI offers renders through its own renderer and carries every finding's code (the text
     report folds the inputs-inferred note into the target's header)."""
-    from jaxdiag._cli import FORMAT_NAMES
+    from jaxdiag._parent._cli import FORMAT_NAMES
     from jaxdiag._render import FORMATS
 
     report = sample_report()

@@ -19,10 +19,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import jaxdiag
-from jaxdiag import _inputs, _locate
-from jaxdiag._cli import app
-from jaxdiag._errors import UsageError
-from jaxdiag._targets import classify, load_target
+from jaxdiag._loading import _inputs
+from jaxdiag._core import _locate
+from jaxdiag._parent._cli import app
+from jaxdiag._core._errors import UsageError
+from jaxdiag._loading._targets import classify, load_target
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = Runner()
@@ -158,7 +159,8 @@ UP_FRONT = [argv for argv, expected in BAD_INPUTS
 
 @pytest.mark.parametrize("argv", UP_FRONT, ids=[" ".join(a) for a in UP_FRONT])
 def test_bad_values_are_rejected_before_anything_runs(user_files, monkeypatch, argv):
-    from jaxdiag import _engine, _lint
+    from jaxdiag._run import _engine
+    from jaxdiag._jobs import _lint
 
     def ran(*args, **kwargs):
         raise AssertionError("a check ran despite the bad input")
@@ -184,7 +186,8 @@ def test_unknown_codes_in_pyproject_are_bad_input(user_files, table, expected):
 
 
 def test_every_catalog_code_and_category_prefix_is_a_valid_selector(user_files):
-    from jaxdiag import _rules, _validate
+    from jaxdiag import _rules
+    from jaxdiag._core import _validate
 
     selectors = list(_rules.RULES) + list(_rules.CATEGORIES) + [c[:4] for c in _rules.RULES]
     _validate.check_selectors(selectors, "--select")  # raises on any unknown
@@ -199,7 +202,7 @@ def test_suppression_syntax_in_a_docstring_is_not_a_suppression(user_files):
 @pytest.mark.parametrize("signum, code, word", [(signal.SIGINT, 130, "interrupted"),
                                                  (signal.SIGTERM, 143, "terminated")])
 def test_a_signal_is_one_line_and_its_exit_code(user_files, monkeypatch, signum, code, word):
-    from jaxdiag import _supervisor
+    from jaxdiag._parent import _supervisor
 
     def interrupted(*args, **kwargs):
         raise _supervisor.Interrupted(signum)
@@ -596,7 +599,7 @@ def test_text_report_shows_code_source_and_fix_without_colour(monkeypatch):
 
 def _report_with_notes():
     from jaxdiag import Finding, Location, Report
-    from jaxdiag._report import TargetReport
+    from jaxdiag._core._report import TargetReport
     from jaxdiag._rules import DOMAIN_FALLBACK, INPUTS_INFERRED
 
     where = Location("ops.py", 3, "f")
@@ -646,7 +649,7 @@ def test_quiet_and_verbose_on_the_command_line(monkeypatch):
 
 def test_report_api():
     from jaxdiag import Finding, Report
-    from jaxdiag._report import TargetReport
+    from jaxdiag._core._report import TargetReport
 
     clean = Report([TargetReport("t", "function", findings=[Finding("JXN001", "inputs-inferred", "info", "m")])])
     assert clean.ok

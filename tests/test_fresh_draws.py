@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 import jaxdiag
-from jaxdiag import _engine, _fresh_draws
+from jaxdiag._run import _engine, _fresh_draws
 from jaxdiag._checks._base import Options, Subject
-from jaxdiag._checks._harness.cache import SubjectCache
-from jaxdiag._report import Finding
+from jaxdiag._harness.cache import SubjectCache
+from jaxdiag._core._report import Finding
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 

@@ -396,7 +396,7 @@ def test_check_mode_severities():
 
 
 def test_registries_and_config_restored():
-    from jaxdiag._targets import load_target
+    from jaxdiag._loading._targets import load_target
 
     spied = load_target(sample_target("jxg003_bad.py")[0], str(ROOT)).obj  # its transpose rule is spied on
     x64 = load_target(sample_target("jxg014_bad.py")[0], str(ROOT)).obj  # float64 references under x64
@@ -409,7 +409,7 @@ def test_registries_and_config_restored():
 def test_cli_grad_exit_codes(tmp_path):
     from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
-    from jaxdiag._cli import app
+    from jaxdiag._parent._cli import app
 
     runner = CliRunner()
     bad = runner.invoke(app, ["grad", f"{SAMPLES / 'seed_vjp_published.py'}:test_func", "--arg", "f32[3]",

@@ -20,12 +20,14 @@ from jax.interpreters import ad, batching, mlir
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 import jaxdiag
-from jaxdiag import _compat, _engine
-from jaxdiag._checks import _custom_vmap, _harness, _primitive_ad
+from jaxdiag import _compat
+from jaxdiag._run import _engine
+from jaxdiag._checks import _custom_vmap, _primitive_ad
+from jaxdiag import _harness
 from jaxdiag._checks._batching import _spy
-from jaxdiag._checks._harness import JaxdiagBug, Signal, call_user, jaxdiag_code
-from jaxdiag._cli import app
-from jaxdiag._targets import load_module
+from jaxdiag._harness import JaxdiagBug, Signal, call_user, jaxdiag_code
+from jaxdiag._parent._cli import app
+from jaxdiag._loading._targets import load_module
 from jaxdiag.pytest_plugin import JaxdiagFixture
 
 ROOT = Path(__file__).resolve().parent.parent

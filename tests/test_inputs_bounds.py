@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from clirun import Runner
 
-from jaxdiag import _inputs
-from jaxdiag._cli import app
-from jaxdiag._errors import UsageError
-from jaxdiag._inputs import ArgSpec, draw, parse_arg
+from jaxdiag._loading import _inputs
+from jaxdiag._parent._cli import app
+from jaxdiag._core._errors import UsageError
+from jaxdiag._loading._inputs import ArgSpec, draw, parse_arg
 
 OPS = Path(__file__).parent / "data" / "bounds" / "ops.py"
 
@@ -116,7 +116,7 @@ def test_draws_are_those_of_one_float64_draw_converted():
 def test_parsing_specs_does_not_import_jax():
     import subprocess
 
-    code = ("import sys; from jaxdiag._inputs import parse_arg; from jaxdiag import _record_schema, _validate;"
+    code = ("import sys; from jaxdiag._loading._inputs import parse_arg; from jaxdiag import _record_schema, _validate;"
             "parse_arg(\"(f32[3]@-1..1, {'a': i32[2]}, 0.5, int32)\"); assert 'jax' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
@@ -176,7 +176,7 @@ def test_a_folder_as_target_is_exit_2_without_walking_it(project, target):
 
 
 def test_a_package_named_as_a_module_is_still_a_module(project):
-    from jaxdiag._validate import folder_named
+    from jaxdiag._core._validate import folder_named
 
     (project / "pkg").mkdir()
     (project / "pkg" / "__init__.py").write_text("")
@@ -207,7 +207,7 @@ def test_inputs_that_do_not_fit_the_target_are_exit_2(project, argv, says):
 
 
 def test_fitting_axes_are_accepted():
-    from jaxdiag._inputs import check_in_axes
+    from jaxdiag._loading._inputs import check_in_axes
 
     templates = [parse_arg("f32[3]"), parse_arg("(f32[2,3], 0.5)")]
     for axes in (None, 0, -2, (1, None), (0, (2, None)), [None, 0]):
@@ -218,7 +218,7 @@ def test_fitting_axes_are_accepted():
 def test_primitive_arity_is_unknown_for_star_args():
     from jax.extend.core import Primitive
 
-    from jaxdiag._inputs import primitive_arity
+    from jaxdiag._loading._inputs import primitive_arity
 
     p = Primitive("bounds_star")
     p.def_impl(lambda *xs, axis: xs[0])
@@ -264,7 +264,7 @@ def test_a_path_loaded_module_edited_in_between_is_reported_on_its_new_code(tmp_
 
 
 def test_a_path_loaded_module_is_loaded_again_only_when_its_content_changed(tmp_path):
-    from jaxdiag._targets import load_target
+    from jaxdiag._loading._targets import load_target
 
     path = tmp_path / "edited_fn.py"
     path.write_text("def g(x):\n    return x + 1\n")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
-from jaxdiag._cli import app
+from jaxdiag._parent._cli import app
 from jaxdiag.pytest_plugin import preserved_jax_state
 
 runner = CliRunner()
@@ -102,7 +102,7 @@ def test_option_parameters_take_the_defaults_their_module_forwards(monkeypatch):
 def test_only_option_defaults_of_same_module_callers_are_forwarded(tmp_path, monkeypatch):
     import importlib
 
-    from jaxdiag._passthrough import passthrough_defaults
+    from jaxdiag._loading._passthrough import passthrough_defaults
 
     (tmp_path / "fwdmod.py").write_text(
         "def rule(x, scale, mode, flag):\n    return x\n\n"
@@ -132,7 +132,7 @@ def test_a_finding_in_a_helper_wrapped_rule_points_at_the_users_rule(monkeypatch
 
 
 def test_a_users_own_decorator_beside_the_rule_is_not_looked_through():
-    from jaxdiag._relocate import called_user_function
+    from jaxdiag._run._relocate import called_user_function
 
     def decorate(fn):
         def wrapper(*args):

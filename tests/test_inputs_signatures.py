@@ -11,7 +11,7 @@ import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 import jaxdiag
-from jaxdiag._cli import app
+from jaxdiag._parent._cli import app
 
 runner = CliRunner()
 SIGS = Path(__file__).parent / "data" / "sigs"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxdiag._errors import UsageError
-from jaxdiag._inputs import ArgSpec, Static, draw, parse_arg, template_text
+from jaxdiag._core._errors import UsageError
+from jaxdiag._loading._inputs import ArgSpec, Static, draw, parse_arg, template_text
 
 
 @pytest.mark.parametrize("text, value", [
@@ -27,7 +27,7 @@ def test_dtype_names_are_static_dtypes():
 
 @pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "int4"])
 def test_ml_dtypes_names_are_static_dtypes(name):
-    from jaxdiag._inputs import is_literal_text
+    from jaxdiag._loading._inputs import is_literal_text
 
     assert parse_arg(name) == Static(np.dtype(name)) and is_literal_text(name)
 
@@ -35,7 +35,7 @@ def test_ml_dtypes_names_are_static_dtypes(name):
 def test_scalar_types_in_a_real_call_are_written_as_dtype_names():
     import jax.numpy as jnp
 
-    from jaxdiag._layout import template_of
+    from jaxdiag._loading._layout import template_of
 
     for value, text in ((jnp.float8_e4m3fn, "float8_e4m3fn"), (jnp.float32, "f32"), (np.int8, "i8"),
                         (jnp.bfloat16, "bf16")):

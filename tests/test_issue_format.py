@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from clirun import Runner
 
-from jaxdiag._cli import app
+from jaxdiag._parent._cli import app
 from jaxdiag._render import issue, render
-from jaxdiag._report import Finding, Location, Report, TargetReport
+from jaxdiag._core._report import Finding, Location, Report, TargetReport
 
 DATA = Path(__file__).resolve().parent / "data" / "ci_issue"
 PROJECT, LIB = DATA / "project", DATA / "lib"

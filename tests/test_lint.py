@@ -16,10 +16,10 @@ from lint_fixture import ALL_TARGETS, FUNCS, MORE, PRIMS, PROBE, probe, write_pk
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 import jaxdiag
-from jaxdiag import _engine
-from jaxdiag._cli import app
-from jaxdiag._errors import UsageError
-from jaxdiag._lint import check_paths
+from jaxdiag._run import _engine
+from jaxdiag._parent._cli import app
+from jaxdiag._core._errors import UsageError
+from jaxdiag._jobs._lint import check_paths
 
 runner = CliRunner()
 

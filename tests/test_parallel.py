@@ -17,13 +17,15 @@ from typing import Iterator
 import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
-from jaxdiag import _engine, _parallel, _targets
+from jaxdiag._run import _engine
+from jaxdiag._jobs import _parallel
+from jaxdiag._loading import _targets
 from jaxdiag import _rules as rules
 from jaxdiag._checks import ALL_CHECKS
 from jaxdiag._checks._base import Check
-from jaxdiag._cli import app
-from jaxdiag._lint import check_paths
-from jaxdiag._report import CheckResult, Location, Problem, TargetReport
+from jaxdiag._parent._cli import app
+from jaxdiag._jobs._lint import check_paths
+from jaxdiag._core._report import CheckResult, Location, Problem, TargetReport
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

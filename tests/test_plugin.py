@@ -12,10 +12,11 @@ from jax_state import snapshot_changes as jax_state_changes
 from lint_fixture import FUNCS, PROBE, probe
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
-from jaxdiag import _compat, _engine
-from jaxdiag._cli import app
+from jaxdiag import _compat
+from jaxdiag._run import _engine
+from jaxdiag._parent._cli import app
 from jaxdiag._render.text import render_plain
-from jaxdiag._targets import load_module
+from jaxdiag._loading._targets import load_module
 from jaxdiag.pytest_plugin import JaxdiagFixture, preserved_jax_state
 
 pytest_plugins = ["pytester"]

@@ -39,8 +39,9 @@ def marker_line(marker: str) -> int:
 
 
 def test_the_carrier_is_prepared_once_and_each_rule_checked_once(recorded, monkeypatch):
-    from jaxdiag import _engine, _record_carrier
-    from jaxdiag._lint import check_paths
+    from jaxdiag._run import _engine
+    from jaxdiag._jobs import _record_carrier
+    from jaxdiag._jobs._lint import check_paths
 
     prepared: list[str] = []
     checked: list[str] = []

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from clirun import Runner
 
-from jaxdiag import _record_schema
-from jaxdiag._cli import app
-from jaxdiag._record_schema import RecordingError
+from jaxdiag._jobs import _record_schema
+from jaxdiag._parent._cli import app
+from jaxdiag._jobs._record_schema import RecordingError
 
 RECBAD = Path(__file__).parent / "data" / "recbad"
 
@@ -133,7 +133,7 @@ def test_a_module_of_the_project_inside_a_virtual_environment_is_not_its_own(pro
 
 
 def test_the_recorder_writes_only_what_the_validator_accepts(project):
-    from jaxdiag import _record
+    from jaxdiag._jobs import _record
 
     good = _good()["calls"][0]
     records = {

@@ -7,7 +7,7 @@ import pytest
 from jax.interpreters import batching
 
 import jaxdiag
-from jaxdiag import _engine
+from jaxdiag._run import _engine
 from jaxdiag._checks._base import Options
 from jaxdiag._rules import SAMPLES_DIR
 

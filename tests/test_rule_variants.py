@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from jaxdiag import _rules as rules
-from jaxdiag._filtering import Filter, suppressed_inline
-from jaxdiag._report import Finding, Location
+from jaxdiag._core._filtering import Filter, suppressed_inline
+from jaxdiag._core._report import Finding, Location
 
 CATALOG = Path(rules.__file__).resolve().parent
 VARIANTS = [r for r in rules.iter_rules() if r.variant_of]

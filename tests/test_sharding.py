@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from jaxdiag._filtering import Filter
+from jaxdiag._core._filtering import Filter
 
-from jaxdiag import _sharding
-from jaxdiag._errors import UsageError
+from jaxdiag._mesh import _sharding
+from jaxdiag._core._errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -98,7 +98,7 @@ INPUT_FORMS = {
 
 
 def input_form_entries() -> tuple[dict, ...]:
-    from jaxdiag._inputs import parse_arg
+    from jaxdiag._loading._inputs import parse_arg
 
     return tuple({"ref": f"tests/data/sharding_inputs.py:{name}", "args": [parse_arg(a) for a in args],
                   "params": params} for name, (args, params) in INPUT_FORMS.items())
@@ -224,7 +224,8 @@ def test_an_unshardable_input_is_a_note_not_a_pass(fast_report):
 
 
 def test_inputs_come_from_the_modules_jaxdiag_dict_without_arg(monkeypatch):
-    from jaxdiag import _engine, _sharding_child
+    from jaxdiag._run import _engine
+    from jaxdiag._mesh import _sharding_child
 
     monkeypatch.chdir(ROOT)
     resolved = _engine.resolve("samples/jxs002_good.py:scale")
@@ -294,7 +295,7 @@ def test_child_env_appends_the_flag_without_touching_the_parent():
 
 def test_placements_are_bounded_and_start_replicated():
     from jaxdiag._checks._sharding import placements, show_spec
-    from jaxdiag._inputs import parse_spec
+    from jaxdiag._loading._inputs import parse_spec
 
     found = placements([parse_spec("f32[8,16]")], (2, 4), ("a", "b"), 12)
     shown = [" ".join(show_spec(s) for s in p.specs) for p in found]
@@ -306,7 +307,7 @@ def test_placements_are_bounded_and_start_replicated():
 
 
 def test_report_round_trips_through_the_child_json():
-    from jaxdiag._report import CheckResult, Finding, Location, Report, TargetReport
+    from jaxdiag._core._report import CheckResult, Finding, Location, Report, TargetReport
 
     report = Report([TargetReport("m:f", "function", ["f32[3]"], [CheckResult("c", "failed", 0.5, "JXS001")],
                                   [Finding("JXS001", "n", "error", "msg", "fix", Location("a.py", 3, "f"))])],
@@ -325,7 +326,7 @@ def test_object_targets_become_importable_refs():
 
 
 def test_config_key_is_validated(tmp_path):
-    from jaxdiag import _config
+    from jaxdiag._core import _config
 
     assert _config.parse({"sharding": True}).sharding is True
     assert _config.parse({}).sharding is False
@@ -458,14 +459,14 @@ def test_sharding_command_parses_every_arg_form_and_param(monkeypatch):
     is a one-line usage error before any child starts."""
     from clirun import Runner
 
-    from jaxdiag._cli import app
-    from jaxdiag._inputs import parse_arg
+    from jaxdiag._parent._cli import app
+    from jaxdiag._loading._inputs import parse_arg
 
     sent: list = []
 
     def fake_child(entries, mesh, **options):
         sent.append((entries, mesh, options))
-        from jaxdiag._report import Report
+        from jaxdiag._core._report import Report
 
         return Report([], "0")
 

@@ -128,7 +128,7 @@ def test_run_compilation_cache_is_scoped_to_the_run(tmp_path: Path) -> None:
     the run go to, removed afterwards, JAX's flags as they were."""
     import os
 
-    from jaxdiag import _parallel
+    from jaxdiag._jobs import _parallel
 
     flags = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
              "jax_persistent_cache_min_entry_size_bytes")
@@ -151,7 +151,7 @@ def test_run_compilation_cache_is_scoped_to_the_run(tmp_path: Path) -> None:
 def test_in_process_run_clears_jax_caches_past_the_bound_not_after_every_target(monkeypatch) -> None:
     """`jaxdiag check -j 1 --timeout 0`: memory bounded as in a worker; when clearing leaves the process above the
     bound, the next clear waits for IN_PROCESS_GROWTH_MB more (no recompiling everything after every target)."""
-    from jaxdiag import _parallel
+    from jaxdiag._jobs import _parallel
 
     rss = iter([300.0,                      # at the start: the bound is WORKER_MEMORY_MB (400)
                 350.0, 420.0, 380.0,        # target 0 below; target 1 above -> cleared, 380 left -> bound 480

@@ -21,9 +21,9 @@ import pytest
 import jaxdiag
 from jaxdiag import _compat
 from jaxdiag import _rules as rules
-from jaxdiag._checks._harness import user_interrupts
-from jaxdiag._filtering import Filter
-from jaxdiag._report import CheckResult, Problem, Report, TargetReport
+from jaxdiag._harness import user_interrupts
+from jaxdiag._core._filtering import Filter
+from jaxdiag._core._report import CheckResult, Problem, Report, TargetReport
 
 DATA = Path(__file__).resolve().parent / "data" / "supervisor"
 PROBES = DATA / "probes.py"
@@ -128,8 +128,8 @@ def test_allow_unchecked_is_the_only_way_to_accept_an_unverified_target():
 
 
 def test_allow_unchecked_needs_a_reason():
-    from jaxdiag._config import parse
-    from jaxdiag._errors import UsageError
+    from jaxdiag._core._config import parse
+    from jaxdiag._core._errors import UsageError
 
     assert parse({"allow-unchecked": {"a:b": "why"}}).allow_unchecked == {"a:b": "why"}
     assert parse({"allow-unchecked": [{"target": "a:b", "reason": "why"}]}).allow_unchecked == {"a:b": "why"}
@@ -148,7 +148,7 @@ def test_an_empty_check_is_not_verified(tmp_path, monkeypatch):
 
 
 def test_the_progress_display_counts_targets_and_names_the_running_check():
-    from jaxdiag._progress import SLOW_SECONDS, _Display
+    from jaxdiag._parent._progress import SLOW_SECONDS, _Display
 
     class Recorder:
         def update(self, task, **fields):
@@ -178,7 +178,7 @@ def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.mark.supervised
 def test_the_parent_never_imports_jax_and_an_os_exit_is_not_a_pass():
-    script = ("import sys\nfrom jaxdiag._cli import app\n"
+    script = ("import sys\nfrom jaxdiag._parent._cli import app\n"
               f"code = app(['grad', {str(PROBES) + ':os_exit'!r}, '--arg', 'f32[3]', '--format', 'json'], "
               "standalone_mode=False)\n"
               "sys.stderr.write(f'JAX_IMPORTED={\"jax\" in sys.modules}\\n')\nsys.exit(code)\n")

@@ -13,10 +13,10 @@ from clirun import Runner
 from markers import SAMPLES, markers
 from rich.console import Console
 
-from jaxdiag._cli import app
-from jaxdiag._exposure import first_sentences
+from jaxdiag._parent._cli import app
+from jaxdiag._run._exposure import first_sentences
 from jaxdiag._render.text import THEME, break_code, draw
-from jaxdiag._report import Finding, Location, Report, TargetReport
+from jaxdiag._core._report import Finding, Location, Report, TargetReport
 
 WIDTH = 60
 BORDER = re.compile(r"^[│╭╰]\s?|\s?[│╮╯]$")
@@ -120,8 +120,8 @@ def test_diff_prints_the_report_on_stderr_and_only_the_patch_on_stdout(capsys):
     without the diffs: stdout stays exactly the patch."""
     import typer
 
-    from jaxdiag._cli import _emit
-    from jaxdiag._supervisor import Answer
+    from jaxdiag._parent._cli import _emit
+    from jaxdiag._parent._supervisor import Answer
 
     patch = "diff --git a/nowhere.py b/nowhere.py\n--- a/nowhere.py\n+++ b/nowhere.py\n@@ -3 +3 @@\n-x\n+y\n"
     finding = Finding("JXB001", "batch-dim-out-of-range", "error", "Batch dim out of range: wrong.", "Return 0.",

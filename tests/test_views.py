@@ -15,9 +15,10 @@ import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 from fix_samples import FFI_CALL_SAMPLES, FIXABLE
 
-from jaxdiag import _lint, _repro
-from jaxdiag._cli import app
-from jaxdiag._exposure import mark_and_truncate
+from jaxdiag._jobs import _lint
+from jaxdiag._run import _repro
+from jaxdiag._parent._cli import app
+from jaxdiag._run._exposure import mark_and_truncate
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

@@ -1,21 +1,22 @@
-"""Every check, in the order they run. Each module exposes `CHECKS`; a check yields `Finding`s built from the
-rule catalog (`jaxdiag._rules`) and never touches JAX internals except through `jaxdiag._compat`."""
+"""Every check, in the order they run: the `CHECKS` of each family's modules, families and modules in the order
+the registry of commands (`jaxdiag._core._commands.FAMILIES`) lists them. A check yields `Finding`s built from the rule
+catalog (`jaxdiag._rules`) and never touches JAX internals except through `jaxdiag._compat`."""
 
 from __future__ import annotations
 
-from . import (_batching, _custom_jvp, _custom_vjp, _custom_vmap, _ffi, _grad, _platforms, _portability,
-               _primitive_ad, _registration)
+import importlib
+
+from .._core import _commands
 from ._base import Check
 
-ALL_CHECKS: list[Check] = [
-    *_registration.CHECKS,
-    *_platforms.CHECKS,
-    *_portability.CHECKS,
-    *_batching.CHECKS,
-    *_custom_vmap.CHECKS,
-    *_ffi.CHECKS,
-    *_custom_vjp.CHECKS,
-    *_custom_jvp.CHECKS,
-    *_primitive_ad.CHECKS,
-    *_grad.CHECKS,
-]
+
+def family_checks(family: _commands.Family) -> list[Check]:
+    """The checks of one family: its modules' `CHECKS`, in the registry's order."""
+    found: list[Check] = []
+    for name in family.modules:
+        found.extend(importlib.import_module(f"{__name__}.{name}").CHECKS)
+    return found
+
+
+# The sharding family runs in its own child process (`_sharding_child`), not in the engine.
+ALL_CHECKS: list[Check] = [c for f in _commands.engine_families() for c in family_checks(f)]

@@ -18,24 +18,18 @@ import numpy as np
 
 from .. import _compat
 from .. import _rules as rules
-from .._inputs import choose_batch_size
-from .._report import Finding
+from .._loading._inputs import choose_batch_size
+from .._core._report import Finding
 from ._base import Check, Context, Options, SkipCheck, Subject, check
 from ._batching._evidence import Evidence, Outcome
 from ._batching._rule_returns import rule_returns_check
 from ._batching._spy import Spy, _Abort
-from ._harness import call_user, jaxdiag_code
-from ._harness.cache import SubjectCache
-from ._harness.vmap import Reference, Variant, axes_variants, vmapped
+from .._harness import call_user, jaxdiag_code
+from .._harness.cache import SubjectCache
+from ._vmap_harness import Reference, Variant, axes_variants, vmapped
 from ._registration import abstract_eval_check
 from ._shared import (
-    abstract_output,
-    aval_text,
-    example_output,
-    first_line,
-    rule_location,
-    subject_fn,
-    user_frame_location,
+    abstract_output, aval_text, example_output, first_line, rule_location, subject_fn, user_frame_location,
 )
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import os
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from .._core import _commands
 from .. import _compat
-from .._inputs import ArgSpec, choose_batch_size, draw
-from .._report import Finding, Location
-from ._harness.boundary import Signal
-from ._harness.cache import SubjectCache
-
-COMMANDS = ("batching", "grad")
+from .._loading._inputs import ArgSpec, choose_batch_size, draw
+from .._core._report import Finding, Location
+from .._harness.boundary import Signal
+from .._harness.cache import SubjectCache
 
 
 class SkipCheck(Signal):
@@ -109,7 +108,7 @@ class Subject:
 
 @dataclass
 class Options:
-    command: str = "batching"  # "batching", "grad" or "check" (check runs both families)
+    command: str = "batching"  # a command of the registry (`_commands.COMMANDS`): it says which families run
     seed: int = 0
     in_axes: Any = None
     out_axes: Any = None
@@ -120,9 +119,18 @@ class Options:
     platforms: tuple[str, ...] = ("cpu",)  # platforms whose lowering must exist (--platforms)
     # where given inputs come from ("declared" or "recorded"; `_provenance`): inputs the engine infers are "inferred"
     provenance: str = "declared"
+    # the options of a registry command that have no typed field above (a new family's), by name
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def for_command(cls, command: str, **values: Any) -> "Options":
+        """The options of one run of `command`: known names fill the typed fields, the others go to `extra`."""
+        names = {f.name for f in fields(cls)} - {"extra", "command"}
+        typed = {k: v for k, v in values.items() if k in names}
+        return cls(command=command, **typed, extra={k: v for k, v in values.items() if k not in names})
 
     def runs(self, family: str) -> bool:
-        return self.command == "check" or self.command == family
+        return _commands.runs(self.command, family)
 
 
 class Context:

@@ -23,7 +23,7 @@ import numpy as np
 from .. import _compat
 from ._base import Subject
 from ._gradref import is_inexact
-from ._harness import call_user, jaxdiag_code
+from .._harness import call_user, jaxdiag_code
 
 
 def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequence[Any]) -> dict[int, frozenset[int]]:

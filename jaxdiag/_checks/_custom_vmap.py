@@ -19,12 +19,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _compat, _locate, _numerics
+from .. import _compat
+from .._core import _locate
+from .._loading import _numerics
 from .. import _rules as rules
-from .._report import Finding, Location
+from .._core._report import Finding, Location
 from ._base import Context, SkipCheck, check
-from ._harness import Signal, call_user, jaxdiag_code
-from ._harness.vmap import Reference, Variant, first_line, loop_variants, vmapped
+from .._harness import Signal, call_user, jaxdiag_code
+from ._vmap_harness import Reference, Variant, first_line, loop_variants, vmapped
 
 # ---------------------------------------------------------------------------------------------------------------
 # Validating what the rule returns

@@ -18,13 +18,15 @@ from typing import Any, Callable, Iterator, Sequence
 import jax
 import numpy as np
 
-from .. import _compat, _locate, _numerics
+from .. import _compat
+from .._core import _locate
+from .._loading import _numerics
 from .. import _rules as rules
-from .._report import Finding, Location
+from .._core._report import Finding, Location
 from ._base import Context, SkipCheck, check
-from ._harness import call_user
-from ._harness.tracing import trace_function
-from ._harness.vmap import Reference, Variant, first_line, loop_variants, vmapped
+from .._harness import call_user
+from .._harness.tracing import trace_function
+from ._vmap_harness import Reference, Variant, first_line, loop_variants, vmapped
 
 # What each method hands the kernel under vmap (B is the batch size), for messages.
 HANDS = {

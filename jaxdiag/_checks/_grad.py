@@ -17,18 +17,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _compat, _locate
+from .. import _compat
+from .._core import _locate
 from .. import _rules as rules
-from .._inputs import choose_batch_size
-from .._numerics import FD_EPS, compare
-from .._report import Finding, Location
+from .._loading._inputs import choose_batch_size
+from .._loading._numerics import FD_EPS, compare
+from .._core._report import Finding, Location
 from ._base import Context, SkipCheck, check
-from ._harness import call_user
+from .._harness import call_user
 from ._shared import first_line, user_frame_location
 from ._custom_jvp import eager_vjp, pullback_at_first_cotangent, rule_location
-from ._gradref import (GradState, absdot, all_finite, close, close_scalar, device_zeros, dot, error_text, fmt_values,
-                       grad_tol, is_float0, locate, quiet_call, require, rule_name, short_dtype, short_message, state,
-                       to_f64, vjp_against_fd)
+from ._gradref import (
+    GradState, absdot, all_finite, close, close_scalar, device_zeros, dot, error_text, fmt_values, grad_tol,
+    is_float0, locate, quiet_call, require, rule_name, short_dtype, short_message, state, to_f64, vjp_against_fd,
+)
 
 ALL_KINDS = {"custom_vjp", "custom_jvp", "primitive", "function"}
 

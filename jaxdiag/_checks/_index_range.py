@@ -24,10 +24,10 @@ import numpy as np
 
 from .. import _compat
 from .. import _rules as rules
-from .._report import Finding
+from .._core._report import Finding
 from ._base import Context, Options, Subject
-from ._harness.boundary import call_user
-from ._harness.cache import SubjectCache
+from .._harness.boundary import call_user
+from .._harness.cache import SubjectCache
 
 # run_checks(subject, options, cache, check names) -> {check name: its findings} (the engine's)
 RunChecks = Callable[[Subject, Options, SubjectCache, Collection[str]], dict[str, list[Finding]]]

@@ -13,11 +13,12 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .. import _compat, _locate
+from .. import _compat
+from .._core import _locate
 from .. import _rules as rules
-from .._report import Finding, Location
+from .._core._report import Finding, Location
 from ._base import Context, SkipCheck, check
-from ._harness import call_user
+from .._harness import call_user
 from ._shared import first_line, prim_var, primitive_module
 
 _NOT_FOUND = re.compile(r"not found for platform|no lowering registered for platform", re.IGNORECASE)

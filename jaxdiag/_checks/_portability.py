@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from .. import _compat, _locate
+from .. import _compat
+from .._core import _locate
 from .. import _rules as rules
-from .._report import Finding
+from .._core._report import Finding
 from ._base import Context, SkipCheck, check
 
 

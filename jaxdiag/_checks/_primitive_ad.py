@@ -18,15 +18,18 @@ from typing import Any, Callable, Generator, Iterator, Sequence
 import jax
 import numpy as np
 
-from .. import _compat, _locate
+from .. import _compat
+from .._core import _locate
 from .. import _rules as rules
-from .._report import Finding, Location
+from .._core._report import Finding, Location
 from ._base import Context, SkipCheck, check
-from ._harness import call_user, jaxdiag_code
+from .._harness import call_user, jaxdiag_code
 from ._shared import user_frame_location
 from ._custom_jvp import T, names
-from ._gradref import (Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0,
-                       quiet_call, require, return_values, short_dtype, source_of, state)
+from ._gradref import (
+    Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0, quiet_call, require,
+    return_values, short_dtype, source_of, state,
+)
 
 
 def _transpose_fns(st: GradState) -> list[Any]:

@@ -15,35 +15,18 @@ from typing import Any
 import jax
 import numpy as np
 
-from .. import _compat, _locate, _numerics
+from .. import _compat
+from .._core import _locate
+from .._loading import _numerics
 from .. import _rules as rules
-from .._inputs import draw
-from .._report import Finding, Location
+from .._loading._inputs import draw
+from .._core._report import Finding, Location
 from ._base import Context, SkipCheck, Subject, check
-from ._harness import call_user
+from .._harness import call_user
 from ._shared import (
-    AbstractOutput,
-    abstract_output,
-    aval_text,
-    avals_text,
-    bind_fn,
-    example_output,
-    first_line,
-    flat_outputs,
-    has_jit_path,
-    runs_eagerly,
-    traced_only,
-    inputs_text,
-    is_user_primitive,
-    jitted,
-    prim_var,
-    primitive_module,
-    reference_fn,
-    removed_api,
-    removed_api_finding,
-    rule_location,
-    signature_problem,
-    user_frame_location,
+    AbstractOutput, abstract_output, aval_text, avals_text, bind_fn, example_output, first_line, flat_outputs,
+    has_jit_path, runs_eagerly, traced_only, inputs_text, is_user_primitive, jitted, prim_var, primitive_module,
+    reference_fn, removed_api, removed_api_finding, rule_location, signature_problem, user_frame_location,
 )
 
 

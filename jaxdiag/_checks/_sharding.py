@@ -2,7 +2,7 @@
 result (JXS001), custom_partitioning callbacks spied on under the partitioner (JXS002, JXS006), and the gathering
 cost of opaque user calls read off the partitioned HLO (JXS005).
 
-These checks run only in the child process `jaxdiag._sharding_child` starts with
+These checks run only in the child process `jaxdiag._mesh._sharding_child` starts with
 `--xla_force_host_platform_device_count`, never inside `jaxdiag check`'s own process: they are not in
 `ALL_CHECKS`. The Shardy rule and shard_map checks live in `_sharding_rules.py`.
 """
@@ -19,14 +19,14 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .. import _locate
+from .._core import _locate
 from .. import _rules as rules
 from .._compat import _sharding as cs
-from .._inputs import ArgSpec
-from .._numerics import Comparison, compare
-from .._report import Finding, Location
+from .._loading._inputs import ArgSpec
+from .._loading._numerics import Comparison, compare
+from .._core._report import Finding, Location
 from ._base import Check, Context, Options, SkipCheck, Subject, check
-from ._harness.boundary import call_user, jaxdiag_code
+from .._harness.boundary import call_user, jaxdiag_code
 
 MESH_AXIS_NAMES = ("a", "b", "c", "d")
 

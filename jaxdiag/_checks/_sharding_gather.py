@@ -10,12 +10,13 @@ from typing import Any, Iterator
 import jax
 import numpy as np
 
-from .. import _compat, _locate
+from .. import _compat
+from .._core import _locate
 from .. import _rules as rules
 from .._compat import _sharding as cs
-from .._report import Finding, Location
+from .._core._report import Finding, Location
 from ._base import Check, Context, check
-from ._harness.boundary import call_user
+from .._harness.boundary import call_user
 from ._sharding import describe_mesh, mesh_of, sharded_runs
 
 

@@ -19,12 +19,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from .. import _compat, _locate
+from .. import _compat
+from .._core import _locate
 from .. import _rules as rules
-from .._inputs import ArgSpec
-from .._report import Finding, Location
+from .._loading._inputs import ArgSpec
+from .._core._report import Finding, Location
 from ._base import Context, Subject
-from ._harness import call_user
+from .._harness import call_user
 
 # ---------------------------------------------------------------------------------------------------------------
 # Shared helpers: how to run one example, and what the rules say about it

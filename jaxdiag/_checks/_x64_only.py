@@ -18,8 +18,8 @@ import jax
 import numpy as np
 
 from .. import _rules as rules
-from .._inputs import ArgSpec, Static, template_text
-from .._report import Finding, TargetReport
+from .._loading._inputs import ArgSpec, Static, template_text
+from .._core._report import Finding, TargetReport
 
 # The 32-bit counterpart of each 64-bit dtype (complex128 holds two float64s, complex64 two float32s).
 _NARROW = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.int64): np.dtype(np.int32),

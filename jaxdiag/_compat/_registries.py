@@ -11,7 +11,7 @@ from typing import Any
 from jax._src.interpreters import ad as _ad
 from jax._src.interpreters import batching as _batching
 from jax._src.interpreters import mlir as _mlir
-from .._locate import is_user_code
+from .._core._locate import is_user_code
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Iterator
 from typing import Any
 
-from .._locate import is_user_code
+from .._core._locate import is_user_code
 from ._registries import _closure_vars
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -13,16 +13,9 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._report import Report
+from .._core._report import Report
 from ._candidates import candidate_fixes
-from ._edits import (
-    Fix,
-    SourceEdit,
-    apply_edits,
-    combined_diff,
-    unified_diff,
-    write_fixes,
-)
+from ._edits import Fix, SourceEdit, apply_edits, combined_diff, unified_diff, write_fixes
 from ._verify import edited_module, module_file, verify_findings
 
 __all__ = ["Fix", "SourceEdit", "apply_edits", "attach", "candidate_fixes", "combined_diff", "unified_diff",
@@ -33,7 +26,7 @@ def attach(report: Report, target: Any, args: Sequence[Any], params: dict[str, A
            app_dir: str, run_unfiltered: Callable[..., Report]) -> list[Fix]:
     """Verify the candidate fixes of `report` (a run of `target`) by re-running it on edited copies of the target's
     module; attach diffs to the findings. Returns the verified fixes (stored on the report for `--fix`)."""
-    from .._targets import Target, classify
+    from .._loading._targets import Target, classify
 
     path = module_file(target.module)
     if path is None:

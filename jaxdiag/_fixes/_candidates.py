@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from .._report import Finding
+from .._core._report import Finding
 from ._edits import Fix, SourceEdit, read_source
 
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")

@@ -7,8 +7,8 @@ import difflib
 import os
 from dataclasses import dataclass, field
 
-from .._atomic import write_atomic
-from .._locate import relative_path
+from .._core._atomic import write_atomic
+from .._core._locate import relative_path
 
 
 @dataclass(frozen=True)

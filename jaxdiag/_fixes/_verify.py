@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import _compat
-from .._report import Finding, Report
+from .._core._report import Finding, Report
 from ._edits import Fix, apply_edits, read_source
 
 _counter = itertools.count()
@@ -64,7 +64,7 @@ def verify(fix: Fix, finding: Finding, label: str, baseline: Report, rerun: Reru
     sources: dict[str, str] = {}
     for path in fix.paths:
         sources[path] = apply_edits(read_source(path), [e for e in fix.edits if e.path == path])
-    from .._checks._harness import call_user
+    from .._harness import call_user
 
     result = call_user(rerun, sources, quiet=True)
     if result.error is not None:  # the edited module does not even import: not a fix

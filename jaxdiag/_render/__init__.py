@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._report import Report
+from .._core._report import Report
 from . import github, issue, json, junit, sarif, text
 
 FORMATS: dict[str, Callable[[Report], str]] = {

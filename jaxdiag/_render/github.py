@@ -9,7 +9,7 @@ Severity `error`/`warning`/`info` becomes `::error`/`::warning`/`::notice`. Esca
 
 from __future__ import annotations
 
-from .._report import Finding, Report, TargetReport
+from .._core._report import Finding, Report, TargetReport
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .. import __version__
 from .. import _rules as rules
-from .._report import Finding, Report, TargetReport
+from .._core._report import Finding, Report, TargetReport
 
 # What a user of the library expects, by rule category: the "Expected" section (the finding says what happened).
 EXPECTED = {

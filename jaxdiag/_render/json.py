@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json as _json
 
-from .._report import Report
+from .._core._report import Report
 
 
 def render(report: Report) -> str:

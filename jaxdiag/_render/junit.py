@@ -13,7 +13,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
-from .._report import Finding, Report, TargetReport
+from .._core._report import Finding, Report, TargetReport
 
 _INVALID_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from .. import __version__
 from .. import _rules as rules
-from .._report import Finding, Location, Report, TargetReport
+from .._core._report import Finding, Location, Report, TargetReport
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"

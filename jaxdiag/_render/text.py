@@ -15,7 +15,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from rich.theme import Theme
 
-from .._report import Finding, Problem, Report, TargetReport, register_text_view
+from .._core._report import Finding, Problem, Report, TargetReport, register_text_view
 from .._rules import INPUTS_INFERRED as _INPUTS_INFERRED_RULE
 
 INPUTS_INFERRED = _INPUTS_INFERRED_RULE.code  # folded into the target's header unless -v
@@ -105,7 +105,7 @@ def _draw_target(target: TargetReport, console: Console, verbosity: int = 0, sho
     counts = {sev: sum(1 for f in target.findings if f.severity == sev) for sev in ("error", "warning")}
     problems = target.all_problems()
     if target.unverified:
-        from .._report import NOT_VERIFIED_REASONS
+        from .._core._report import NOT_VERIFIED_REASONS
 
         why = NOT_VERIFIED_REASONS.get(target.unverified, target.unverified)
         accepted = f"; accepted by allow-unchecked: {target.allowed}" if target.allowed else ""

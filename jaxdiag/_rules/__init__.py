@@ -22,17 +22,8 @@ from collections.abc import Iterable
 
 from ._batching import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._catalog import (
-    CATEGORIES,
-    INFERRED_FIX,
-    INFERRED_MAX_SEVERITY,
-    INFERRED_MESSAGE,
-    NOTE_PREFIX,
-    RULES,
-    SAMPLES_DIR,
-    SEVERITIES,
-    Rule,
-    template_fields,
-    variant,
+    CATEGORIES, INFERRED_FIX, INFERRED_MAX_SEVERITY, INFERRED_MESSAGE, NOTE_PREFIX, RULES, SAMPLES_DIR, SEVERITIES,
+    Rule, template_fields, variant,
 )
 from ._custom_vmap import *  # noqa: F403  (each rule module defines only Rule constants)
 from ._differentiation import *  # noqa: F403  (each rule module defines only Rule constants)

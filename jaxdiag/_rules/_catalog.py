@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._report import NOT_VERIFIED_REASONS, Finding, Location
+from .._core._report import NOT_VERIFIED_REASONS, Finding, Location
 
 SEVERITIES = ("error", "warning", "info")
 CATEGORIES = {

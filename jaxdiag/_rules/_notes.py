@@ -2,7 +2,7 @@
 skipped and why, which targets it could not check, which suppressions suppressed nothing.
 
 A note never fails a run. Import failures and jaxdiag's own internal errors are not notes nor rules: they are
-blocking problems (`jaxdiag._report.Problem`) that no `--select`/`--ignore` or suppression can hide.
+blocking problems (`jaxdiag._core._report.Problem`) that no `--select`/`--ignore` or suppression can hide.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ rule); each check is its own module: `_rule_returns.py`, `_vs_loop.py`, `_output
 
 from __future__ import annotations
 
-from .._harness.vmap import axes_variants
+from .._vmap_harness import axes_variants
 from ._outputs import out_axes_check, out_axes_none_check, unbatched_outputs_check
 from ._rule_returns import rule_returns_check
 from ._vs_loop import vs_loop_check

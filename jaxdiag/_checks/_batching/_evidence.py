@@ -11,22 +11,18 @@ from typing import Any
 import jax
 import numpy as np
 
-from ... import _compat, _locate, _numerics
+from ... import _compat
+from ..._core import _locate
+from ..._loading import _numerics
 from ... import _rules as rules
-from ..._inputs import ArgSpec, choose_batch_size
+from ..._loading._inputs import ArgSpec, choose_batch_size
 from .._base import Context, SkipCheck, Subject
-from .._harness import call_user, jaxdiag_code
+from ..._harness import call_user, jaxdiag_code
 from .._shared import (
-    abstract_output,
-    example_output,
-    first_line,
-    has_jit_path,
-    runs_eagerly,
-    is_user_primitive,
-    reference_fn,
+    abstract_output, example_output, first_line, has_jit_path, runs_eagerly, is_user_primitive, reference_fn,
     subject_fn,
 )
-from .._harness.vmap import Aval, Reference, Variant, axes_variants, vmapped
+from .._vmap_harness import Aval, Reference, Variant, axes_variants, vmapped
 from ._spy import RuleCall, Spy, _Abort
 
 # ---------------------------------------------------------------------------------------------------------------

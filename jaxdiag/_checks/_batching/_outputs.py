@@ -12,25 +12,20 @@ from typing import Any
 
 import jax
 
-from ... import _compat, _locate
+from ... import _compat
+from ..._core import _locate
 from ... import _rules as rules
-from ..._report import Finding, Location
+from ..._core._report import Finding, Location
 from .._base import Context, SkipCheck, check
-from .._harness import call_user
+from ..._harness import call_user
 from .._shared import (
-    aval_text,
-    example_output,
-    first_line,
-    is_user_primitive,
-    prim_var,
-    primitive_module,
-    rule_location,
+    aval_text, example_output, first_line, is_user_primitive, prim_var, primitive_module, rule_location,
 )
 from ._evidence import Evidence, _run, evidence
-from .._harness.vmap import Variant
-from .._harness.vmap import axes_repr as _axes_repr
+from .._vmap_harness import Variant
+from .._vmap_harness import axes_repr as _axes_repr
 from ._rule_returns import _display, _return_location
-from .._harness.source import own_nodes, return_nodes
+from ..._harness.source import own_nodes, return_nodes
 from ._source import _function_node, corrected_return
 from ._spy import RuleCall, Spy
 from ._vs_loop import _returning_line_of, _subject_display

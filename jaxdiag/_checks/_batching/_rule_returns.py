@@ -8,23 +8,18 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-from ... import _compat, _locate
+from ... import _compat
+from ..._core import _locate
 from ... import _rules as rules
-from ..._report import Finding, Location
+from ..._core._report import Finding, Location
 from .._base import Context, check
 from .._shared import (
-    raises_on_purpose,
-    first_line,
-    prim_var,
-    registration_location,
-    removed_api,
-    removed_api_finding,
-    rule_location,
+    raises_on_purpose, first_line, prim_var, registration_location, removed_api, removed_api_finding, rule_location,
     user_frame_location,
 )
 from ._evidence import Evidence, evidence
-from .._harness.vmap import axes_repr as _axes_repr
-from .._harness.source import own_nodes, return_nodes
+from .._vmap_harness import axes_repr as _axes_repr
+from ..._harness.source import own_nodes, return_nodes
 from ._source import _dim_names, _function_node, _rule_names, corrected_return
 from ._spy import Problem, RuleCall
 from ._true_axis import WRONG_VALUES, measured_dims, rule_constructs

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from .._harness.source import function_source, own_nodes
+from ..._harness.source import function_source, own_nodes
 
 # ---------------------------------------------------------------------------------------------------------------
 # Reading the user's rule: its return statements and dim variables, for fixes written for their code

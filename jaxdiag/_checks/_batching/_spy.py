@@ -18,18 +18,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ... import _compat, _locate
+from ... import _compat
+from ..._core import _locate
 from ... import _rules as rules
 from .._base import Subject
-from .._harness import Signal, call_user, jaxdiag_code
-from .._shared import (
-    aval_text,
-    params_key,
-    signature_problem,
-)
-from .._harness.vmap import Aval, Variant
-from .._harness.vmap import axes_repr as _axes_repr
-from .._harness.source import return_nodes
+from ..._harness import Signal, call_user, jaxdiag_code
+from .._shared import aval_text, params_key, signature_problem
+from .._vmap_harness import Aval, Variant
+from .._vmap_harness import axes_repr as _axes_repr
+from ..._harness.source import return_nodes
 
 
 class _Abort(Signal):

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ... import _compat, _numerics
-from .._harness.vmap import Reference
+from ... import _compat
+from ..._loading import _numerics
+from .._vmap_harness import Reference
 from ._spy import RuleCall
 
 
@@ -71,7 +72,7 @@ def rule_constructs(fn: Any) -> dict[str, str]:
     source text of each kind found in the rule's own body."""
     import ast
 
-    from .._harness.source import own_nodes as _own_nodes
+    from ..._harness.source import own_nodes as _own_nodes
     from ._source import _function_node
 
     found = _function_node(fn) if fn is not None else None

@@ -11,29 +11,19 @@ from typing import Any
 
 import numpy as np
 
-from ... import _compat, _locate, _numerics
+from ... import _compat
+from ..._core import _locate
+from ..._loading import _numerics
 from ... import _rules as rules
-from ..._report import Finding
+from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
-from .._shared import (
-    first_line,
-    prim_var,
-    registration_location,
-    rule_location,
-    user_frame_location,
-)
+from .._shared import first_line, prim_var, registration_location, rule_location, user_frame_location
 from ._evidence import Evidence, Outcome, _run, evidence
 from ._rule_returns import (
-    _display,
-    _dropped_axis_hint,
-    _other_variants,
-    _owner,
-    _raised_finding,
-    _return_location,
-    _structure_finding,
+    _display, _dropped_axis_hint, _other_variants, _owner, _raised_finding, _return_location, _structure_finding,
     suggested_dims,
 )
-from .._harness.source import return_nodes
+from ..._harness.source import return_nodes
 from ._source import corrected_return
 from ._true_axis import WRONG_VALUES, measured_dims, rule_constructs
 from ._spy import RuleCall, Spy

@@ -18,25 +18,15 @@ from typing import Any
 import jax
 import numpy as np
 
-from ... import _compat, _locate
+from ... import _compat
+from ..._core import _locate
 from ... import _rules as rules
-from ..._inputs import _domain_bounds
-from ..._report import Finding, Location
+from ..._loading._inputs import _domain_bounds
+from ..._core._report import Finding, Location
 from .._base import Context, SkipCheck, check
 from .._gradref import (
-    Arg,
-    GradState,
-    NonFinite,
-    all_finite,
-    host_linear,
-    is_inexact,
-    locate,
-    may_be_singular,
-    quiet_call,
-    require,
-    state,
-    to_f64,
-    value_at,
+    Arg, GradState, NonFinite, all_finite, host_linear, is_inexact, locate, may_be_singular, quiet_call, require,
+    state, to_f64, value_at,
 )
 from ._call import names, rule_location, user_rules
 

@@ -12,18 +12,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from ... import _compat, _locate
-from ..._report import Location
-from .._gradref import (
-    Arg,
-    GradState,
-    device_zeros,
-    host_linear,
-    is_float0,
-    quiet_call,
-    rule_name,
-    to_f64,
-)
+from ... import _compat
+from ..._core import _locate
+from ..._core._report import Location
+from .._gradref import Arg, GradState, device_zeros, host_linear, is_float0, quiet_call, rule_name, to_f64
 
 KINDS = {"custom_jvp", "primitive"}
 

@@ -11,22 +11,11 @@ import jax
 import numpy as np
 
 from ... import _rules as rules
-from ..._report import Finding
+from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
 from .._gradref import (
-    N_DIRECTIONS,
-    GradState,
-    device_zeros,
-    dot,
-    fmt_values,
-    grad_tol,
-    host_linear,
-    is_float0,
-    is_inexact,
-    quiet_call,
-    require,
-    short_message,
-    state,
+    N_DIRECTIONS, GradState, device_zeros, dot, fmt_values, grad_tol, host_linear, is_float0, is_inexact, quiet_call,
+    require, short_message, state,
 )
 from ._call import KINDS, T, T_many, _symbolic_candidates, joint, names, rule_location
 

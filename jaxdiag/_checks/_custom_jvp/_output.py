@@ -12,31 +12,14 @@ from typing import Any
 import jax
 import numpy as np
 
-from ... import _compat, _locate
+from ... import _compat
+from ..._core import _locate
 from ... import _rules as rules
-from ..._report import Finding
+from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
 from .._shared import raises_on_purpose
-from .._gradref import (
-    GradState,
-    aval_text,
-    error_text,
-    leaf_difference,
-    quiet_call,
-    short_dtype,
-    state,
-)
-from ._call import (
-    KINDS,
-    _split,
-    _zero_for,
-    call_jvp,
-    joint,
-    jvp_rule,
-    names,
-    rule_location,
-    user_rules,
-)
+from .._gradref import GradState, aval_text, error_text, leaf_difference, quiet_call, short_dtype, state
+from ._call import KINDS, _split, _zero_for, call_jvp, joint, jvp_rule, names, rule_location, user_rules
 from ._reach import custom_derivative_wrappers
 
 # ---------------------------------------------------------------------------------------------------------------

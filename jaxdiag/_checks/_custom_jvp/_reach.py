@@ -9,9 +9,10 @@ import inspect
 from types import ModuleType
 from typing import Any
 
-from ... import _compat, _locate
-from ..._errors import TargetLoadError
-from ... import _targets  # a module reference: _targets imports the checks package while it loads
+from ... import _compat
+from ..._core import _locate
+from ..._core._errors import TargetLoadError
+from ..._loading import _targets  # a module reference: _targets imports the checks package while it loads
 
 
 def custom_derivative_wrappers(prim: Any, module: ModuleType | None) -> list[str]:

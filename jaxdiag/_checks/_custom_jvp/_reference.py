@@ -11,42 +11,16 @@ import numpy as np
 
 from ... import _compat
 from ... import _rules as rules
-from ..._numerics import compare
-from ..._report import Finding
+from ..._loading._numerics import compare
+from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
 from .._shared import removed_api, removed_api_finding, user_frame_location
 from .._gradref import (
-    N_DIRECTIONS,
-    Arg,
-    GradState,
-    all_finite,
-    close,
-    conjugated,
-    constant_factor,
-    deliberate_disagreement,
-    device_zeros,
-    dot,
-    error_text,
-    fmt_values,
-    grad_tol,
-    is_float0,
-    is_inexact,
-    nonfinite_split,
-    require,
-    state,
-    to_f64,
-    value_at,
+    N_DIRECTIONS, Arg, GradState, all_finite, close, conjugated, constant_factor, deliberate_disagreement,
+    device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact, nonfinite_split, require, state,
+    to_f64, value_at,
 )
-from ._call import (
-    KINDS,
-    T,
-    _symbolic_candidates,
-    call_jvp,
-    joint,
-    names,
-    rule_location,
-    user_rules,
-)
+from ._call import KINDS, T, _symbolic_candidates, call_jvp, joint, names, rule_location, user_rules
 from ._linearity import pullback_at_first_cotangent
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -10,36 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from ... import _compat, _locate
+from ... import _compat
+from ..._core import _locate
 from ... import _rules as rules
-from ..._report import Finding
+from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
 from .._gradref import (
-    N_DIRECTIONS,
-    Arg,
-    NonFinite,
-    GradState,
-    aval_text,
-    compare_grad,
-    conjugated,
-    constant_factor,
-    deliberate_disagreement,
-    device_zeros,
-    error_text,
-    fd_reference_nonzero,
-    fmt_values,
-    function_ast,
-    grad_tol,
-    is_zero,
-    locate,
-    may_be_singular,
-    nonfinite_split,
-    value_at,
-    require,
-    short_dtype,
-    source_of,
-    state,
-    to_f64,
+    N_DIRECTIONS, Arg, NonFinite, GradState, aval_text, compare_grad, conjugated, constant_factor,
+    deliberate_disagreement, device_zeros, error_text, fd_reference_nonzero, fmt_values, function_ast, grad_tol,
+    is_zero, locate, may_be_singular, nonfinite_split, value_at, require, short_dtype, source_of, state, to_f64,
     vjp_against_fd,
 )
 from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd, vjp_bwd_structure, vjp_fwd

@@ -14,27 +14,13 @@ import numpy as np
 
 from ... import _compat
 from ... import _rules as rules
-from ..._report import Finding
+from ..._core._report import Finding
 from .._base import Context, check
 from .._shared import raises_on_purpose
 from ._pytree import pytree_mismatch
 from .._gradref import (
-    RESIDUALS_NOT_ARRAYS,
-    Arg,
-    GradState,
-    aval_text,
-    device_zeros,
-    error_text,
-    is_zero,
-    leaf_difference,
-    locate,
-    quiet_call,
-    require,
-    return_values,
-    rule_name,
-    short_dtype,
-    source_of,
-    state,
+    RESIDUALS_NOT_ARRAYS, Arg, GradState, aval_text, device_zeros, error_text, is_zero, leaf_difference, locate,
+    quiet_call, require, return_values, rule_name, short_dtype, source_of, state,
 )
 
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)

@@ -12,17 +12,9 @@ import numpy as np
 
 from ... import _compat
 from ... import _rules as rules
-from ..._report import Finding
+from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
-from .._gradref import (
-    GradState,
-    is_inexact,
-    locate,
-    quiet_call,
-    rule_name,
-    short_message,
-    state,
-)
+from .._gradref import GradState, is_inexact, locate, quiet_call, rule_name, short_message, state
 
 # ---------------------------------------------------------------------------------------------------------------
 # nondiff_argnums holding arrays (custom_vjp and custom_jvp)

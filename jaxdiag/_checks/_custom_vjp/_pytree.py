@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from ... import _compat
-from ..._inputs import ArgSpec
+from ..._loading._inputs import ArgSpec
 from .._gradref import GradState, aval_text, quiet_call, return_values, source_of
 
 

@@ -18,55 +18,19 @@ re-exported here.
 from __future__ import annotations
 
 from ._compare import (
-    DotCheck,
-    compare_grad,
-    conjugated,
-    constant_factor,
-    deliberate_disagreement,
-    fd_reference_nonzero,
-    uniform_ratio,
-    vjp_against_fd,
+    DotCheck, compare_grad, conjugated, constant_factor, deliberate_disagreement, fd_reference_nonzero,
+    uniform_ratio, vjp_against_fd,
 )
 from ._fd import FDResult, FiniteDifferences
 from ._source import (
-    argument_names,
-    error_text,
-    function_ast,
-    locate,
-    may_be_singular,
-    output_names,
-    return_values,
-    rule_name,
-    short_message,
-    source_of,
-    user_frame,
+    argument_names, error_text, function_ast, locate, may_be_singular, output_names, return_values, rule_name,
+    short_message, source_of, user_frame,
 )
 from ._state import RESIDUALS_NOT_ARRAYS, Arg, GradState, require, state
 from ._values import (
-    EPS_F64,
-    N_DIRECTIONS,
-    PRIMAL_TOL,
-    absdot,
-    NonFinite,
-    all_finite,
-    nonfinite_split,
-    value_at,
-    aval_text,
-    close,
-    close_scalar,
-    device_zeros,
-    dot,
-    fmt_values,
-    grad_tol,
-    host_linear,
-    is_float0,
-    is_inexact,
-    is_zero,
-    leaf_difference,
-    primal_tol,
-    quiet_call,
-    short_dtype,
-    to_f64,
+    EPS_F64, N_DIRECTIONS, PRIMAL_TOL, absdot, NonFinite, all_finite, nonfinite_split, value_at, aval_text, close,
+    close_scalar, device_zeros, dot, fmt_values, grad_tol, host_linear, is_float0, is_inexact, is_zero,
+    leaf_difference, primal_tol, quiet_call, short_dtype, to_f64,
 )
 
 __all__ = [

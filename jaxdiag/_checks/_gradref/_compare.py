@@ -10,18 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..._numerics import Comparison, compare
+from ..._loading._numerics import Comparison, compare
 from ._state import Arg, GradState
-from ._values import (
-    N_DIRECTIONS,
-    absdot,
-    close_scalar,
-    dot,
-    grad_tol,
-    is_float0,
-    is_zero,
-    to_f64,
-)
+from ._values import N_DIRECTIONS, absdot, close_scalar, dot, grad_tol, is_float0, is_zero, to_f64
 
 # ---------------------------------------------------------------------------------------------------------------
 # Comparing a derivative with the references

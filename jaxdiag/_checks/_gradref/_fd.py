@@ -13,18 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ... import _compat
-from ..._numerics import FD_EPS
-from ._values import (
-    EPS_F64,
-    all_finite,
-    close,
-    grad_tol,
-    is_float0,
-    is_inexact,
-    primal_tol,
-    quiet_call,
-    to_f64,
-)
+from ..._loading._numerics import FD_EPS
+from ._values import EPS_F64, all_finite, close, grad_tol, is_float0, is_inexact, primal_tol, quiet_call, to_f64
 
 if TYPE_CHECKING:  # only annotations: `_state` imports this module
     from ._state import Arg, GradState

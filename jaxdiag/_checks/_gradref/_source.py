@@ -13,9 +13,9 @@ from typing import Any
 
 import jax
 
-from ... import _locate
-from ..._report import Location
-from .._harness.source import function_source, own_nodes
+from ..._core import _locate
+from ..._core._report import Location
+from ..._harness.source import function_source, own_nodes
 
 # ---------------------------------------------------------------------------------------------------------------
 # Errors and source text

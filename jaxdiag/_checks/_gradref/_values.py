@@ -12,9 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ... import _compat
-from ..._inputs import SHORT_NAMES
-from ..._numerics import GRAD_TOL, compare, tolerance
-from .._harness import call_user
+from ..._loading._inputs import SHORT_NAMES
+from ..._loading._numerics import GRAD_TOL, compare, tolerance
+from ..._harness import call_user
 
 # Directions per differentiable argument ("several random directions"); each costs two evaluations of the primal.
 N_DIRECTIONS = 2

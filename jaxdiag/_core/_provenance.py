@@ -1,0 +1,61 @@
+"""Where the inputs that showed a finding came from, and the one place a finding is graded by it.
+
+Every finding of a checked subject carries `inputs = {"provenance": ..., "specs": [...]}`:
+
+- `declared`: given by the user (`--arg`, the Python API's arguments, `[tool.jaxdiag.targets]`, a `JAXDIAG` dict);
+- `recorded`: a call recorded from the user's own program (`jaxdiag record`);
+- `observed`: the values a function of the user's passed a nested rule, the function itself run on declared or
+  recorded inputs;
+- `inferred`: synthesised by jaxdiag (the shape ladder, random draws), also a nested rule reached through a function
+  run on inferred inputs.
+
+Only the first three can make an error. A finding whose evidence comes from inferred inputs is at most
+`rules.INFERRED_MAX_SEVERITY` and says so (`rules.INFERRED_MESSAGE`): the code may never receive such inputs.
+Findings whose rule reads a fact off the object (`Rule.evidence_from_inputs` False: a rule never registered) keep
+their severity. `grade` runs once, inside `_filtering.Filter.apply`, so every command grades the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .. import _rules as rules
+from ._report import SEVERITY_ORDER, Finding, Report
+
+PROVENANCES = ("declared", "recorded", "observed", "inferred")
+
+
+def stamp(findings: Iterable[Finding], provenance: str, specs: Sequence[str]) -> None:
+    """Record the inputs behind findings that carry none yet (a nested rule's own stamp wins)."""
+    assert provenance in PROVENANCES, provenance
+    for finding in findings:
+        if finding.inputs is None:
+            finding.inputs = {"provenance": provenance, "specs": list(specs)}
+
+
+def nested(root: str, observed: bool) -> str:
+    """The provenance of a nested rule's inputs: observed at its call site when its function ran on inputs that
+    were not inferred; a function run on inferred inputs passes its rules inferred inputs too."""
+    if root == "inferred":
+        return "inferred"
+    return "observed" if observed else root
+
+
+def grade(report: Report) -> None:
+    """Cap the findings seen only on inferred inputs (idempotent: a graded message already names its inputs)."""
+    cap = SEVERITY_ORDER[rules.INFERRED_MAX_SEVERITY]
+    for target in report.targets:
+        for finding in target.findings:
+            inputs = finding.inputs
+            if not inputs or inputs.get("provenance") != "inferred":
+                continue
+            rule = rules.RULES.get(finding.code)
+            if rule is None or rule.is_note or not rule.evidence_from_inputs:
+                continue
+            specs = " ".join(inputs.get("specs") or []) or "no arguments"
+            if finding.message.startswith(rules.INFERRED_MESSAGE.format(specs=specs, message="")):
+                continue
+            if SEVERITY_ORDER[finding.severity] < cap:
+                finding.severity = rules.INFERRED_MAX_SEVERITY
+            finding.message = rules.INFERRED_MESSAGE.format(specs=specs, message=finding.message)
+            finding.fix = rules.INFERRED_FIX.format(fix=finding.fix).strip()

@@ -1,0 +1,72 @@
+"""Reading the user's source by AST, once: the parsed `def` of a rule or function, cached by its code object.
+
+The batching fixes (the rule's `return` lines and dim names) and the grad fixes (a bwd's cotangent names, argument
+names) read the user's code through here, so a function is read from disk and parsed once per process.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .._core import _locate
+
+
+@dataclass(frozen=True)
+class FunctionSource:
+    node: ast.FunctionDef | ast.AsyncFunctionDef  # the `def`, line numbers relative to `text`
+    offset: int  # add to a node's line number to get the line in the file
+    text: str  # the function's dedented source (for `ast.get_source_segment`)
+
+
+_PARSED: dict[Any, FunctionSource | None] = {}
+
+
+def function_source(fn: Any) -> FunctionSource | None:
+    """The parsed `def` of a user function, or None (builtins, lambdas, no source, not parseable)."""
+    fn = _locate.unwrap(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    if code not in _PARSED:
+        _PARSED[code] = _parse(fn)
+    return _PARSED[code]
+
+
+def _parse(fn: Any) -> FunctionSource | None:
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None
+    text = textwrap.dedent("".join(lines))
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        node = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if node is None:
+        return None
+    return FunctionSource(node, first - 1, text)
+
+
+def own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Nodes of a function body, not descending into nested functions, lambdas or classes."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        yield child
+        yield from own_nodes(child)
+
+
+def return_nodes(fn: Any) -> list[tuple[int, ast.Return]]:
+    """(line in the file, node) of every `return` of `fn` itself (nested functions excluded)."""
+    found = function_source(fn)
+    if found is None:
+        return []
+    return [(r.lineno + found.offset, r) for r in own_nodes(found.node) if isinstance(r, ast.Return)]

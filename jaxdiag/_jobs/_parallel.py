@@ -1,0 +1,713 @@
+"""Run `jaxdiag check`'s targets: in this process, or in worker processes with a per-target time limit, and
+through the result cache (`_cache.py`).
+
+The lint layer discovers the targets; this module only decides where each one runs and puts the results back in
+discovery order, so the report is the same whatever `--jobs` is. A target's outcome is everything `_Lint._check`
+produces for it: its reports (unfiltered: the lint layer filters the whole report once, afterwards) and the lines
+whose suppressions cannot be judged because the target was not fully checked. Outcomes are plain dicts: they
+cross the process boundary and are what the cache stores.
+
+Workers are started with the `spawn` method (JAX is not fork-safe: a forked child inherits XLA's threads in
+whatever state they were), import the same modules and discover the same targets as the parent, then run the
+targets they are sent one at a time: each worker works through its own contiguous run of the targets (`_Runs`),
+so neighbours that compile the same programs run in the same process. A worker tells the parent which check it
+starts, so a target that runs past `--timeout` is reported naming that check; the worker is then killed and
+replaced. A worker clears JAX's caches as it grows (`MemoryBound`), and one that stays past `WORKER_RETIRE_MB`
+after clearing is retired and replaced, so memory stays bounded per worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import _cache
+from .. import _rules as rules
+from .._core._errors import UsageError
+from .._core._report import CheckResult, Location, TargetReport, target_report_from_dict, target_report_to_dict
+
+if TYPE_CHECKING:
+    from ._discovery import Found
+
+
+class Lint(Protocol):
+    """What this module uses of the lint layer's run (`_lint._Lint`, which imports this module)."""
+
+    seed: int
+    app_dir: str
+    config: Any
+    discovery: Any
+    unchecked_lines: set[tuple[str, int]]
+
+    def _check(self, found: Found) -> list[TargetReport]: ...
+
+    def _mark_unchecked(self, found: Found, anchors: list[Location]) -> None: ...
+
+# Seconds a target may run under `jaxdiag check` unless `--timeout` or `timeout` in [tool.jaxdiag] says otherwise.
+DEFAULT_TIMEOUT = 300.0
+# Memory bound per worker. JAX keeps the executables it compiled in its caches, so a process checking target
+# after target grows by 13-20 MB per target (1.2 GB after 60 of the samples). A worker whose resident memory
+# passed this after a target clears JAX's caches and gives the freed memory back (`MemoryBound`; back to about
+# 300 MB). A target's own transient growth comes on top (up to 240 MB for the samples' nested logdet): with two
+# workers and the parent (about 180 MB) the whole run stays under 1.5 GB. A worker still above WORKER_RETIRE_MB
+# after clearing (memory the user's code holds) is replaced.
+WORKER_MEMORY_MB = 400
+WORKER_RETIRE_MB = 600
+# In a worker and in `jaxdiag check`'s own process (`-j 1 --timeout 0`): JAX's caches are cleared when it grew this
+# much past what clearing them last left (about 8 targets' worth), or past WORKER_MEMORY_MB, whichever is higher.
+IN_PROCESS_GROWTH_MB = 100
+# A worker must have imported the user's modules within this many seconds (the parent already imported them once).
+WORKER_START_SECONDS = 300.0
+
+
+@dataclass
+class RunSettings:
+    """How `jaxdiag check` runs its targets. The defaults are the Python API's: in this process, no cache."""
+
+    jobs: int = 1
+    timeout: float | None = None  # seconds per target; None or 0: no limit
+    cache: bool = False
+    # `jaxdiag check` (never the Python API's caller): clear JAX's caches past WORKER_MEMORY_MB in this process too,
+    # and share compiled programs through a compilation cache (`_run_compilation_cache`)
+    bound_memory: bool = False
+    scratch_xla: str | None = None  # the --no-cache run's temporary compilation cache, while the run lasts
+    # the CLI (`_child.check`): every target in a worker, so that a crash or an exit in user code ends a worker
+    # and becomes that target's result, never the run's end
+    isolate: bool = False
+
+    @property
+    def in_process(self) -> bool:
+        return self.jobs <= 1 and not self.timeout and not self.isolate
+
+
+# Told of the run's progress (the supervised child forwards it to the parent's display): {"event": "discovered",
+# "total": n}, {"event": "check", "target": subject, "check": name}, {"event": "done", "target": label,
+# "findings": n}.
+on_progress: Callable[[dict[str, Any]], None] | None = None
+
+
+def _tell(**event: Any) -> None:
+    if on_progress is not None:
+        on_progress(event)
+
+
+# What the last pooled run did (for the bench and for tests): worker processes started, the largest resident
+# memory a worker reported after a target (MB), and how many times a worker cleared JAX's caches.
+LAST_RUN: dict[str, float] = {}
+
+
+def default_jobs() -> int:
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return max(os.cpu_count() or 1, 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Outcomes: a target's results as plain data
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What checking one target gave: its unfiltered reports and the lines whose suppressions cannot be judged
+    because it was not fully checked (merged into the parent's set by union)."""
+
+    reports: list[dict[str, Any]] = field(default_factory=list)
+    unchecked_lines: list[tuple[str, int]] = field(default_factory=list)
+    usage_error: str | None = None
+    # False when the run did not finish normally (internal error, crash, time limit): never cached.
+    complete: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Outcome:
+        return cls(reports=list(data["reports"]), unchecked_lines=[tuple(u) for u in data["unchecked_lines"]],
+                   usage_error=data["usage_error"], complete=data["complete"])
+
+
+def run_in_process(lint: Lint, found: Found) -> Outcome:
+    """Check one target here, recording the lines it leaves unchecked separately from the other targets'. A
+    `SystemExit` or other `BaseException` from user code is this target's result (`_contain`)."""
+    from .._run import _contain
+    from .._harness import catch_abort
+
+    saved = lint.unchecked_lines
+    lint.unchecked_lines = set()
+    try:
+        try:
+            with catch_abort() as caught:  # SystemExit & co. from user code outside the engine (a carrier)
+                reports = lint._check(found)
+        except UsageError as exc:
+            return Outcome(usage_error=str(exc), complete=False)
+        if caught.abort is not None:
+            reports = [_contain.abort_report(caught.abort, found.label, found.kind, f"preparing {found.label}")]
+        outcome = Outcome(reports=[target_report_to_dict(r) for r in reports],
+                          unchecked_lines=sorted(lint.unchecked_lines),
+                          complete=not any(r.internal_errors or r.problems for r in reports))
+        # in this process, keep the report objects themselves: --fix and --repro need what is not serialized
+        outcome.live = reports  # type: ignore[attr-defined]
+        return outcome
+    finally:
+        lint.unchecked_lines = saved
+
+
+def apply(lint: Lint, outcome: Outcome) -> list[TargetReport]:
+    """Merge an outcome into the parent's lint state and return its reports (a usage error stops the run)."""
+    if outcome.usage_error is not None:
+        raise UsageError(outcome.usage_error)
+    lint.unchecked_lines.update(outcome.unchecked_lines)
+    live = getattr(outcome, "live", None)
+    return list(live) if live is not None else [target_report_from_dict(r) for r in outcome.reports]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def check_targets(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleType | str],
+                  settings: RunSettings) -> list[TargetReport]:
+    """The reports of `founds`, in their order: from the cache, this process or the workers."""
+    cache = keys = None
+    if settings.cache:
+        cache, keys = _cache_keys(lint, founds)
+    outcomes: list[Outcome | None] = [None] * len(founds)
+    if cache is not None and keys is not None:
+        for i, key in enumerate(keys):
+            hit = cache.get(key) if key is not None else None
+            if hit is not None:
+                outcomes[i] = Outcome.from_dict(hit)
+    todo = [i for i, o in enumerate(outcomes) if o is None]
+    _tell(event="discovered", total=len(founds), cached=len(founds) - len(todo))
+    with _run_compilation_cache(lint, settings) if todo else contextlib.nullcontext():
+        return _check_todo(lint, founds, items, settings, outcomes, todo, cache, keys)
+
+
+def _check_todo(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleType | str], settings: RunSettings,
+                outcomes: list[Outcome | None], todo: list[int], cache: _cache.ResultCache | None,
+                keys: list[str | None] | None) -> list[TargetReport]:
+    worker_items = _items_for_workers(items)
+    if todo and not settings.in_process and worker_items is not None:
+        pool = _Pool(_WorkerSetup.of(lint, worker_items, settings), settings)
+        outcomes_iter: Iterator[tuple[int, Outcome]] = pool.run(lint, founds, todo)
+    else:
+        outcomes_iter = _in_process(lint, founds, todo, release=settings.bound_memory)
+    fresh = [False] * len(founds)
+    reports: list[TargetReport] = []
+    next_index = 0
+    # Apply outcomes in discovery order as soon as the prefix is complete: the first usage error in that order
+    # stops the run, as it does serially (and closing the iterator stops the workers).
+    try:
+        for i, outcome in outcomes_iter:
+            outcomes[i], fresh[i] = outcome, True
+            _tell(event="done", target=founds[i].label,
+                  findings=sum(1 for r in outcome.reports for f in r["findings"] if f["severity"] != "info"))
+            while next_index < len(founds) and outcomes[next_index] is not None:
+                reports.extend(_finish(lint, outcomes[next_index], cache, keys, next_index, fresh[next_index]))
+                next_index += 1
+    finally:
+        close = getattr(outcomes_iter, "close", None)
+        if close is not None:
+            close()
+    while next_index < len(founds):
+        reports.extend(_finish(lint, outcomes[next_index], cache, keys, next_index, fresh[next_index]))
+        next_index += 1
+    return reports
+
+
+def _in_process(lint: Lint, founds: Sequence[Found], todo: list[int], release: bool
+                ) -> Iterator[tuple[int, Outcome]]:
+    """The targets checked in this process, one after the other. Under `jaxdiag check` (`release`), memory is
+    bounded as in a worker: past WORKER_MEMORY_MB after a target, JAX's caches are cleared (else they grow by
+    about 13 MB per target), as `MemoryBound` says. The Python API leaves the caller's JAX caches alone."""
+    bound = MemoryBound() if release else None
+    for i in todo:
+        outcome = run_in_process(lint, founds[i])
+        if bound is not None:
+            rss, cleared = bound.after_target()
+            LAST_RUN["peak_worker_mb"] = max(LAST_RUN.get("peak_worker_mb", 0.0), rss)
+            LAST_RUN["cache_clears"] = LAST_RUN.get("cache_clears", 0) + cleared
+        yield i, outcome
+
+
+def _finish(lint: Lint, outcome: Outcome | None, cache: _cache.ResultCache | None,
+            keys: list[str | None] | None, index: int, fresh: bool) -> list[TargetReport]:
+    assert outcome is not None
+    reports = apply(lint, outcome)
+    key = keys[index] if keys is not None else None
+    if fresh and cache is not None and key is not None and outcome.complete:
+        cache.put(key, outcome.to_dict())
+    return reports
+
+
+def _cache_keys(lint: Lint, founds: Sequence[Found]) -> tuple[_cache.ResultCache | None, list[str | None] | None]:
+    """The run's result cache and each target's key; (None, None) when the cache folder is refused (warned)."""
+    from .. import _compat
+
+    cache = _cache.open_cache(lint.config.source)
+    if cache is None:
+        return None, None
+    environment = _cache.environment_fingerprint(seed=lint.seed, config=lint.config, app_dir=lint.app_dir)
+    graph = _cache.SourceGraph()
+    keys: list[str | None] = []
+    for found in founds:
+        modules = [found.walked.module]
+        rule_fns = list(_compat.registered_rules(found.obj).values()) if found.kind == "primitive" else [
+            getattr(found.obj, name, None) for name in ("fun", "fwd", "bwd", "jvp", "vmap_rule")]
+        for fn in rule_fns:
+            owner = sys.modules.get(getattr(fn, "__module__", None) or "") if fn is not None else None
+            if owner is not None:
+                modules.append(owner)
+        keys.append(_cache.target_key(environment, found.label, found.kind, graph.files_of(modules)))
+    return cache, keys
+
+
+def _items_for_workers(items: Sequence[ModuleType | str]) -> list[str] | None:
+    """What a worker imports to find the same targets; None when a module object cannot be re-imported by name."""
+    out = []
+    for item in items:
+        if isinstance(item, ModuleType):
+            import importlib.util
+
+            try:
+                if importlib.util.find_spec(item.__name__) is None:
+                    return None
+            except (ImportError, ValueError):
+                return None
+            out.append(item.__name__)
+        else:
+            out.append(item)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Workers
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _WorkerSetup:
+    """Everything a spawned worker needs to rebuild the parent's lint state (all picklable)."""
+
+    items: list[str]
+    app_dir: str
+    seed: int
+    keep_going: bool
+    include_tests: bool
+    cwd: str
+    sys_path: list[str]
+    xla_cache_dir: str | None = None
+    lint_class: Any = None  # `_lint._Lint`, passed by reference (importing it here would be a cycle)
+
+    @classmethod
+    def of(cls, lint: Lint, items: list[str], settings: RunSettings) -> _WorkerSetup:
+        xla = _xla_cache_dir(lint, settings)
+        return cls(items, lint.app_dir, lint.seed, lint.discovery.keep_going, lint.discovery.include_tests,
+                   os.getcwd(), list(sys.path), xla, type(lint))
+
+
+def _xla_cache_dir(lint: Lint, settings: RunSettings) -> str | None:
+    """Where this run's processes share JAX's persistent compilation cache: `xla/` in the result cache's folder,
+    else (`--no-cache`, or a cache folder refused as untrusted: another user could plant executables there) a
+    folder of this run only (`settings.scratch_xla`), removed when the run ends."""
+    if settings.cache:
+        root = _cache.cache_root(lint.config.source)
+        try:
+            if root is not None and _cache.ensure_root(root) is None:
+                return str(root / "xla")
+        except OSError:  # a read-only checkout: no compilation cache either
+            return None
+    return settings.scratch_xla
+
+
+@contextlib.contextmanager
+def _run_compilation_cache(lint: Lint, settings: RunSettings) -> Iterator[None]:
+    """The compilation cache of one `jaxdiag check` run (`settings.bound_memory`). Targets compile mostly the same
+    small programs (the same operations on the same shapes): with a cache, a second worker, or this process after
+    it cleared JAX's caches to bound its memory, loads them instead of compiling them again. Without the result
+    cache the folder is temporary, so nothing outlives the run. In this process JAX's settings are restored after
+    the run."""
+    # also with the result cache: its folder may be refused (`_xla_cache_dir`), and the run then uses this one
+    scratch = _scratch_folder() if settings.bound_memory else None
+    settings.scratch_xla = scratch
+    folder = _xla_cache_dir(lint, settings) if settings.bound_memory else None
+    try:
+        if folder is not None and settings.in_process:
+            from .. import _compat
+
+            with _compat.compilation_cache(folder):
+                yield
+        else:
+            yield
+    finally:
+        settings.scratch_xla = None
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _scratch_folder() -> str | None:
+    """In the supervised run's folder when there is one: the parent removes it however the run ends."""
+    try:
+        return tempfile.mkdtemp(prefix="jaxdiag-xla-", dir=os.environ.get("JAXDIAG_RUN_DIR") or None)
+    except OSError:
+        return None
+
+
+def _rss_mb() -> float:
+    """This process's resident memory now (Linux), else its peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def _exit_with_parent() -> None:
+    """A parent killed without cleaning up (SIGTERM, SIGKILL) must not leave a worker spinning in a hung rule."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="jaxdiag-parent-watch", daemon=True).start()
+
+
+def _use_compilation_cache(folder: str) -> None:
+    """JAX's persistent compilation cache, in the result cache's folder: workers share what they compile (most
+    targets compile the same small operations on the same shapes), also after a worker cleared its in-memory
+    caches, and a re-run after an edit compiles only what changed. XLA's key covers the program, the compile
+    options and the JAX/jaxlib versions, so it never serves a wrong executable. Only in worker processes."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+class MemoryBound:
+    """When a process that checks target after target clears JAX's caches: past WORKER_MEMORY_MB after a target.
+    Where the process stays above the bound afterwards (memory the user's code holds, or an allocator that keeps
+    what was freed), the bound becomes IN_PROCESS_GROWTH_MB above what is left: cleared every few targets, never
+    after every one (which would compile every program again for every target)."""
+
+    def __init__(self) -> None:
+        self.limit = max(WORKER_MEMORY_MB, _rss_mb() + IN_PROCESS_GROWTH_MB)
+
+    def after_target(self) -> tuple[float, bool]:
+        """(resident memory after the target in MB, whether JAX's caches were cleared)."""
+        rss = _rss_mb()
+        if rss <= self.limit:
+            return rss, False
+        _release_memory()
+        self.limit = max(self.limit, _rss_mb() + IN_PROCESS_GROWTH_MB)
+        return rss, True
+
+
+def _release_memory() -> None:
+    """Drop JAX's compiled executables and traces: later targets compile what they need again."""
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
+    _return_freed_memory()
+
+
+def _return_freed_memory() -> None:
+    """Hand the memory just freed back to the system. glibc's allocator keeps it otherwise: after clearing JAX's
+    caches a worker that had grown to 1.2 GB stayed at 1.2 GB; with `malloc_trim` it drops to about 300 MB. Other
+    C libraries have no such call, and nothing is lost without it but the memory."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:  # the process's own symbols, libc's among them (no `ldconfig` run, as ctypes.util.find_library does)
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # None: not glibc (musl has no malloc_trim)
+    except OSError:
+        return
+    if trim is not None:
+        trim(0)
+
+
+def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
+    """A worker: rebuild the discovery, then check the targets the parent sends until it sends None. Ctrl-C is
+    the supervisor's to handle: a `KeyboardInterrupt` here is the user code's own (`user_interrupts`)."""
+    import signal
+
+    from .._harness import user_interrupts
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    user_interrupts(True)
+    _exit_with_parent()
+    try:
+        os.chdir(setup.cwd)
+        sys.path[:] = setup.sys_path
+        if setup.xla_cache_dir:
+            _use_compilation_cache(setup.xla_cache_dir)
+        from .._core import _config
+        from .._run import _engine
+
+        # select/ignore are the parent's business: targets are checked unfiltered and filtered once, there
+        lint = setup.lint_class(_config.load(setup.app_dir), setup.app_dir, setup.seed, [], [], setup.keep_going,
+                     setup.include_tests)
+        lint.discovery.walk(setup.items, from_config=False)
+        founds = {found.label: found for found in lint.discover()}  # also claims its recorded calls
+    except BaseException:  # noqa: BLE001 - the parent must hear why the worker cannot run
+        conn.send(("broken", traceback.format_exc()))
+        return
+
+    def started(subject: str, check: str) -> None:
+        conn.send(("check", subject, check))
+
+    _engine.on_check_start = started
+    bound = MemoryBound()
+    conn.send(("ready",))
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        index, label = task
+        found = founds.get(label)
+        if found is None:
+            conn.send(("missing", index))
+            continue
+        try:
+            outcome = run_in_process(lint, found)
+        except BaseException:  # noqa: BLE001 - jaxdiag's own error: the parent reports it for this target
+            conn.send(("raised", index, traceback.format_exc()))
+            return
+        rss, cleared = bound.after_target()
+        conn.send(("done", index, outcome.to_dict(), rss, _rss_mb(), cleared))
+
+
+class _Runs:
+    """The targets left to check, split into one contiguous run per worker slot. Neighbours in discovery order (a
+    module's targets, a bad sample and its good twin) mostly compile the same programs, so a worker that checks
+    them one after the other finds those in its own memory instead of compiling or loading them again. A slot
+    whose run is done takes the last target of the longest run left."""
+
+    def __init__(self, todo: Sequence[int], slots: int) -> None:
+        n = max(1, min(slots, len(todo)))
+        bounds = [round(k * len(todo) / n) for k in range(n + 1)]
+        self.runs = [list(todo[bounds[k]:bounds[k + 1]]) for k in range(n)]
+
+    def __bool__(self) -> bool:
+        return any(self.runs)
+
+    def take(self, slot: int) -> int:
+        own = self.runs[slot % len(self.runs)]
+        return own.pop(0) if own else max(self.runs, key=len).pop()
+
+
+class _Worker:
+    def __init__(self, setup: _WorkerSetup, slot: int) -> None:
+        ctx = multiprocessing.get_context("spawn")  # JAX is not fork-safe
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, setup), name="jaxdiag-worker", daemon=True)
+        self.proc.start()
+        child.close()
+        self.spawned = time.monotonic()
+        self.ready = False
+        self.task: int | None = None
+        self.task_started = 0.0
+        self.running = ""  # "subject: check" the worker said it started last
+        self.slot = slot  # which run of targets it takes from (`_Runs`); a replacement keeps it
+
+    def send(self, index: int, label: str) -> None:
+        self.conn.send((index, label))
+        self.task = index
+        self.task_started = time.monotonic()
+        self.running = ""
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.proc.join(10)
+        self.kill()
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+        self.conn.close()
+
+
+class _Pool:
+    def __init__(self, setup: _WorkerSetup, settings: RunSettings) -> None:
+        self.setup = setup
+        self.timeout = settings.timeout or None
+        self.jobs = max(settings.jobs, 1)
+
+    def run(self, lint: Lint, founds: Sequence[Found], todo: list[int]) -> Iterator[tuple[int, Outcome]]:
+        """(index, outcome) as targets finish, in any order. Workers are killed when the iterator is closed."""
+        queue = _Runs(todo, self.jobs)
+        workers = [_Worker(self.setup, slot) for slot in range(min(self.jobs, len(todo)))]
+        LAST_RUN.update(workers_started=len(workers), peak_worker_mb=0.0, cache_clears=0)
+        try:
+            while queue or any(w.task is not None for w in workers):
+                for w in workers:
+                    if w.ready and w.task is None and queue:
+                        index = queue.take(w.slot)
+                        w.send(index, founds[index].label)
+                busy = [w for w in workers if w.task is not None or not w.ready]
+                if not busy:
+                    break
+                ready_conns = wait([w.conn for w in busy], timeout=self._wait_time(busy))
+                for w in list(workers):
+                    if w.conn in ready_conns:
+                        yield from self._receive(w, workers, lint, founds, queue)
+                    elif self._overdue(w):
+                        yield from self._expire(w, workers, lint, founds, queue)
+        finally:
+            for w in workers:
+                w.kill() if w.task is not None else w.stop()
+
+    def _wait_time(self, busy: list[_Worker]) -> float | None:
+        now = time.monotonic()
+        limits = [w.spawned + WORKER_START_SECONDS - now for w in busy if not w.ready]
+        if self.timeout:
+            limits += [w.task_started + self.timeout - now for w in busy if w.ready and w.task is not None]
+        return max(min(limits), 0.0) + 0.01 if limits else None
+
+    def _overdue(self, w: _Worker) -> bool:
+        now = time.monotonic()
+        if not w.ready:
+            return now > w.spawned + WORKER_START_SECONDS
+        return bool(self.timeout and w.task is not None and now > w.task_started + self.timeout)
+
+    def _replace(self, w: _Worker, workers: list[_Worker], queue: _Runs, killed: bool) -> None:
+        w.kill() if killed else w.stop()
+        workers.remove(w)
+        if queue:
+            workers.append(_Worker(self.setup, w.slot))
+            LAST_RUN["workers_started"] += 1
+
+    def _receive(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
+                 queue: _Runs) -> Iterator[tuple[int, Outcome]]:
+        try:
+            message = w.conn.recv()
+        except (EOFError, OSError):  # the worker died: a crash in native code, or killed from outside
+            w.proc.join(5)
+            code = w.proc.exitcode
+            index = w.task
+            self._replace(w, workers, queue, killed=True)
+            if index is None:
+                raise RuntimeError(f"a jaxdiag worker process exited while starting (exit code {code})") from None
+            yield index, _crashed(founds[index], w.running, code)
+            return
+        kind = message[0]
+        if kind == "ready":
+            w.ready = True
+        elif kind == "check":
+            w.running = f"{message[1]}: {message[2]}"
+            _tell(event="check", target=message[1], check=message[2])
+        elif kind == "done":
+            _, index, data, rss, after, cleared = message
+            w.task = None
+            LAST_RUN["peak_worker_mb"] = max(LAST_RUN.get("peak_worker_mb", 0.0), rss)
+            LAST_RUN["cache_clears"] += cleared
+            if cleared and after > WORKER_RETIRE_MB:  # clearing JAX's caches was not enough
+                self._replace(w, workers, queue, killed=False)
+            yield index, Outcome.from_dict(data)
+        elif kind == "missing":  # the worker did not find the target (a module object given to the API)
+            w.task = None
+            index = message[1]
+            yield index, run_in_process(lint, founds[index])
+        elif kind == "broken":
+            raise RuntimeError(f"a jaxdiag worker process could not rebuild the run:\n{message[1]}")
+        elif kind == "raised":  # jaxdiag's own error in the worker: that target's internal error, the run goes on
+            index = message[1]
+            w.task = None
+            self._replace(w, workers, queue, killed=True)
+            yield index, _internal(founds[index], f"internal error in a worker process:\n{message[2]}")
+
+    def _expire(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
+                queue: _Runs) -> Iterator[tuple[int, Outcome]]:
+        index = w.task
+        if not w.ready:
+            self._replace(w, workers, queue, killed=True)
+            raise RuntimeError(f"a jaxdiag worker process did not start within {WORKER_START_SECONDS:.0f} s")
+        assert index is not None and self.timeout
+        seconds = time.monotonic() - w.task_started
+        running = w.running
+        self._replace(w, workers, queue, killed=True)
+        yield index, timed_out(lint, founds[index], running, seconds, self.timeout)
+
+
+def _anchor(found: Found) -> Location | None:
+    from .._run import _engine
+    from .._loading._targets import Target
+
+    target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
+    anchors = _engine.suppression_anchors(target)
+    return anchors[0] if anchors else None
+
+
+def timed_out(lint: Lint, found: Found, running: str, seconds: float, limit: float) -> Outcome:
+    """The report of a target stopped at the time limit: a note naming the check that was running."""
+    subject, _, check = running.rpartition(": ") if running else ("", "", "")
+    anchor = _anchor(found)
+    finding = rules.USER_CODE_TIMED_OUT.finding(
+        location=anchor, target=found.label, seconds=seconds, limit=limit, check=check or "the first check",
+        where=f"check `{check}` on {subject}" if check else "preparing its inputs (no check had started)")
+    check_result = CheckResult(check or "prepare", "skipped", seconds, f"stopped after the {limit:g} s time limit")
+    anchors = [anchor] if anchor else []
+    report = TargetReport(found.label, found.kind, checks=[check_result], findings=[finding],
+                          module=found.walked.label, config_keys=list(found.keys), anchors=anchors)
+    saved = lint.unchecked_lines
+    lint.unchecked_lines = set()
+    try:
+        lint._mark_unchecked(found, anchors)
+        unchecked = sorted(lint.unchecked_lines)
+    finally:
+        lint.unchecked_lines = saved
+    return Outcome(reports=[target_report_to_dict(report)], unchecked_lines=unchecked, complete=False)
+
+
+def _crashed(found: Found, running: str, code: int | None) -> Outcome:
+    """A worker that died mid-target: the user's code it ran ended the process (`os._exit`) or crashed it (a
+    segfault): that target's blocking JXU001/JXU002 result; a replacement worker checks the rest."""
+    from .._core._outcomes import process_death_finding
+
+    subject, _, check = running.rpartition(": ") if running else ("", "", "")
+    where = f"check `{check}` on {subject}" if check else f"preparing {found.label} (no check had started)"
+    finding = process_death_finding(found.label, code, check, where)
+    finding.location = _anchor(found)
+    report = TargetReport(found.label, found.kind, checks=[CheckResult(check or "prepare", "failed", 0.0,
+                                                                       finding.message)],
+                          findings=[finding], module=found.walked.label, config_keys=list(found.keys))
+    return Outcome(reports=[target_report_to_dict(report)], complete=False)
+
+
+def _internal(found: Found, detail: str) -> Outcome:
+    report = TargetReport(found.label, found.kind, checks=[CheckResult("engine", "error", 0.0, detail)],
+                          module=found.walked.label, config_keys=list(found.keys))
+    return Outcome(reports=[target_report_to_dict(report)], complete=False)

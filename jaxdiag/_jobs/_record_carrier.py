@@ -1,0 +1,313 @@
+"""Checking a recorded rule inside the function that carried it (`via` in `.jaxdiag/calls.json`).
+
+A recorded call whose arguments or bind params cannot be written down (a callable, a treedef, a solver object) is
+checked by re-running its carrier, the user's module-level function that called it with arrays, and checking the
+rule where JAX passes it the real values again. The carrier is only the vehicle: its own checks are not run, and
+of the rules met inside it only the one being checked is checked. Two costs are paid once per carrier and
+recorded arguments in a run, whatever number of targets it carries (`CarrierRuns`):
+
+- preparing it: tracing it, finding the rules inside it, running it once eagerly to observe the values each rule
+  receives (how it calls a rule, which inputs are perturbed and whether only under tracing, is observed for the
+  checked rules only);
+- each rule's checks, so a rule reached under several names or from several targets is checked once.
+
+A rule bound only under differentiation (a primitive the JVP rule of a custom_jvp binds, as quadax's Leibniz
+adjoint binds its tangent primitive) does not appear in the carrier's trace: it is looked for in the trace of
+`jax.jvp` of the carrier, and checked at the values it receives there; when differentiating the carrier as
+`jax.grad` does binds it only on tracers (its impl never runs in the user's program), its per-example reference
+runs under `jax.jit`, as for any rule bound only under tracing.
+
+The result depends only on the carrier, its recorded arguments, the seed and the rule, never on which target asked
+first or which worker process asked, so `-j 1` and `-j N` give the same report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import _compat
+from .._core import _locate, _provenance
+from .._checks._base import Context, Options, Subject
+from .._harness import call_user, jaxdiag_code
+from .._harness.cache import SubjectCache
+from .._core._errors import InferenceError, TargetLoadError, UsageError
+from .._core._report import Finding, TargetReport
+
+
+@dataclass
+class Prepared:
+    """A carrier traced and run once: the rules inside it, and the values each was observed with."""
+
+    root: Subject
+    nested: list[Subject]
+    observed: dict[int, list[np.ndarray]]
+    wide: bool  # 64-bit recorded arguments: prepared and checked under x64
+    # rules found only under differentiation (filled on first demand), and the values they were observed with
+    under_jvp: list[Subject] | None = None
+    notes: list[Finding] = field(default_factory=list)
+    call_sites_done: set[int] = field(default_factory=set)  # subjects whose call sites were observed
+
+
+@dataclass
+class CarrierRuns:
+    """The run-scoped cache of carrier checks: `jaxdiag check` keeps one per process for the whole run."""
+
+    prepared: dict[tuple, Prepared | BaseException] = field(default_factory=dict)
+    checked: dict[tuple, TargetReport] = field(default_factory=dict)
+    # how many times each carrier was prepared and each rule checked (tests assert each happens once)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def count(self, what: str) -> None:
+        self.counts[what] = self.counts.get(what, 0) + 1
+
+
+def runs_of(lint: Any) -> CarrierRuns:
+    """The run's cache, created on first use (the lint object lives as long as the run, in each process)."""
+    runs = getattr(lint, "carrier_runs", None)
+    if runs is None:
+        runs = CarrierRuns()
+        lint.carrier_runs = runs
+    return runs
+
+
+def carrier_key(via: dict, options: Options) -> tuple:
+    return via["target"], tuple(via.get("args") or ()), repr(via.get("ranges")), options.seed
+
+
+def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict, options: Options, app_dir: str
+                 ) -> list[TargetReport]:
+    """The reports of the recorded rule `call` checked inside its carrier `via` (run on `templates`, its recorded
+    arguments with their domains), one per distinct call of it there, labelled by the caller; [] when the carrier
+    does not reach it. Raises what loading the carrier raises."""
+    from .._run import _engine
+
+    key = carrier_key(via, options)
+    prepared = runs.prepared.get(key)
+    if prepared is None:
+        try:
+            prepared = _prepare(runs, via, templates, options, app_dir)
+        except (InferenceError, TargetLoadError, UsageError) as exc:  # every target it holds hears the same reason
+            runs.prepared[key] = exc
+            raise
+        runs.prepared[key] = prepared
+    if isinstance(prepared, BaseException):
+        raise prepared
+    with _scope(prepared), _engine.RUN_LOCK, _compat.restored_sys_path():
+        subjects = _the_rule(prepared.nested, call)
+        if not subjects and call.get("kind") == "primitive":
+            subjects = _the_rule(_jvp_subjects(prepared, options), call)
+        _observe_call_sites(prepared, subjects, options)
+        reports = []
+        for subject in subjects:
+            rule_key = (key, id(subject))
+            if rule_key not in runs.checked:
+                runs.checked[rule_key] = _check_subject(runs, prepared, subject, options)
+            reports.append(_copy(runs.checked[rule_key]))
+    return reports
+
+
+def prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str) -> Prepared:
+    """The carrier `via` run on `templates`, prepared once per run (as `check_inside` prepares it): the rules
+    inside it are `Prepared.nested`. Raises what loading it raises, every time it is asked."""
+    key = carrier_key(via, options)
+    prepared = runs.prepared.get(key)
+    if prepared is None:
+        try:
+            prepared = _prepare(runs, via, templates, options, app_dir)
+        except (InferenceError, TargetLoadError, UsageError) as exc:
+            runs.prepared[key] = exc
+            raise
+        runs.prepared[key] = prepared
+    if isinstance(prepared, BaseException):
+        raise prepared
+    return prepared
+
+
+def _copy(report: TargetReport) -> TargetReport:
+    """A copy the caller may relabel: every field copied, the live subject (for --repro) shared."""
+    from .._core._report import target_report_from_dict, target_report_to_dict
+
+    out = target_report_from_dict(target_report_to_dict(report))
+    out.subject = report.subject  # not serialized
+    return out
+
+
+def _scope(prepared: Prepared) -> Any:
+    return _compat.x64_scope(True) if prepared.wide else contextlib.nullcontext()
+
+
+def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str) -> Prepared:
+    """Load the carrier, apply its recorded arguments, find the rules inside it and observe their values."""
+    from .._run import _engine, _signature
+    from .._loading._inputs import ArgSpec, template_leaves
+    from .._run._observe import observed_examples
+
+    runs.count(f"prepare {via['target']}")
+    with _engine.RUN_LOCK, _compat.restored_sys_path():
+        target = _engine.resolve(via["target"], app_dir)
+        specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
+        wide = any(_engine.needs_x64(s) for s in specs)
+        with _compat.x64_scope(True) if wide else contextlib.nullcontext():
+            root = _engine._root_subject(target, {})
+            _signature.check_arity(root, templates)
+            _signature.apply(root, templates)
+            notes: list[Finding] = []
+            _engine.choose_domain(root, notes)
+            root_cache = SubjectCache()
+            nested = _engine.find_nested_subjects(root, options, root_cache)
+            observed = observed_examples(root, nested, options, root_cache) if nested else {}
+    return Prepared(root, nested, observed, wide, notes=notes)
+
+
+def _observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Options) -> None:
+    """How the carrier calls the rules about to be checked: the inputs JAX never perturbs there, and whether it
+    binds them only under tracing. Each costs runs of the carrier (a `jax.vjp` per input, a jitted run), so only for
+    the rules checked, once each."""
+    from .._checks._call_site import traced_only_primitives, unperturbed_inputs
+
+    fresh = [s for s in subjects if id(s) not in prepared.call_sites_done and s.parent is prepared.root
+             and s not in (prepared.under_jvp or [])]
+    if not fresh:
+        return
+    prepared.call_sites_done.update(id(s) for s in fresh)
+    example = Context(prepared.root, options, "observe", SubjectCache()).example()
+    unperturbed = unperturbed_inputs(prepared.root, fresh, example)
+    traced_only = traced_only_primitives(prepared.root, fresh, example)
+    for subject in fresh:
+        subject.unperturbed = unperturbed.get(id(subject), frozenset())
+        subject.traced_only = id(subject) in traced_only
+
+
+def _the_rule(subjects: list[Subject], call: dict) -> list[Subject]:
+    """The subjects that are the recorded rule. Name and definition site can be shared by several rules: a helper
+    library's wrapper (equinox's `filter_custom_vjp`) makes every custom_vjp from its own `fn_wrapped`. Then the
+    rule is told apart by the name the recording gave it, from the module attribute holding it or its wrapper."""
+    from ._record import _name
+
+    candidates = [s for s in subjects if _is_rule(s, call)]
+    if len({id(_user_object(s)) for s in candidates}) > 1:
+        named = {id(_user_object(s)): _name(_user_object(s), s.kind)[0] for s in candidates}
+        candidates = [s for s in candidates if named[id(_user_object(s))] == call.get("target")]
+    return candidates
+
+
+def _user_object(subject: Subject) -> Any:
+    """The user's own rule object (a subject with pytree arguments is checked through a flat view of it)."""
+    return subject.original if subject.original is not None else subject.obj
+
+
+def _is_rule(subject: Subject, call: dict) -> bool:
+    """Whether a rule found inside the carrier is the recorded one: the same kind and name, and (when both are
+    known) defined at the same place."""
+    if subject.kind != call.get("kind"):
+        return False
+    name = call.get("name") or call.get("target", "").rpartition(":")[2].rpartition(".")[2]
+    found = subject.obj.name if subject.kind == "primitive" else subject.label.rpartition(" > ")[2]
+    if found != name:
+        return False
+    from ._record import definition_site, real_site
+
+    recorded, here = real_site(call.get("defined_at", "")), real_site(definition_site(subject.obj, subject.kind))
+    return not (recorded and here) or recorded == here
+
+
+def _check_subject(runs: CarrierRuns, prepared: Prepared, subject: Subject, options: Options) -> TargetReport:
+    from .._run import _engine
+    from .._checks._index_range import grade_out_of_range
+    from .._run._fresh_draws import confirm_on_fresh_draws
+
+    runs.count(f"check {subject.label}")
+    cache = SubjectCache()
+    observed = prepared.observed.get(id(subject))
+    if observed is not None:  # checked at the values its function passes it
+        cache.example = observed
+    report, by_check = _engine.run_subject_by_check(subject, options, cache)
+    if observed is None:  # random draws: a finding must hold on fresh ones too
+        report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, _engine.run_checks)
+    report.findings = grade_out_of_range(subject, options, cache, report.findings, by_check, _engine.run_checks)
+    _provenance.stamp(report.findings, _provenance.nested(options.provenance, observed is not None),
+                      subject.input_texts)
+    return report
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rules bound only under differentiation
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
+    """User primitives that appear only when the carrier is differentiated (bound by a custom_jvp's JVP rule or a
+    primitive's JVP rule), found in the trace of `jax.jvp` of the carrier, with the values the eager `jax.jvp`
+    passes them. Computed once per carrier."""
+    if prepared.under_jvp is not None:
+        return prepared.under_jvp
+    prepared.under_jvp = []
+    import jax
+
+    from .._run._engine import _STRUCTURAL_PRIMITIVES, _primitive_location, _spec_of_aval
+    from .._run._observe import primitive_call_key
+    from .._core._report import Location
+
+    root = prepared.root
+    example = [jax.numpy.asarray(x) for x in Context(root, options, "observe", SubjectCache()).example()]
+    inexact = [i for i, x in enumerate(example) if jax.numpy.issubdtype(x.dtype, jax.numpy.inexact)]
+    if not inexact:
+        return prepared.under_jvp
+
+    def along(*moving: Any) -> Any:  # the carrier as a function of its inexact arguments
+        args = list(example)
+        for i, value in zip(inexact, moving):
+            args[i] = value
+        return root.call(*args)
+
+    def jvp(*primals: Any) -> Any:
+        return jax.jvp(along, primals, primals)  # tangent values do not matter for finding the rules
+
+    def gradient(*primals: Any) -> Any:  # as the user differentiates it: jax.grad's linearize, jit left on
+        out, pullback = jax.vjp(along, *primals)
+        return pullback(jax.tree_util.tree_map(jax.numpy.ones_like, out))
+
+    moving = [example[i] for i in inexact]
+    traced = call_user(lambda: jax.make_jaxpr(jvp)(*moving))
+    if traced.value is None:  # the carrier cannot be differentiated: nothing is bound under differentiation
+        return prepared.under_jvp
+    binds: list = []
+    with _compat.record_primitive_binds([], jaxdiag_code, binds), jax.disable_jit():
+        call_user(jvp, *moving)
+    as_used: list = []  # a rule JAX binds only on tracers when the user differentiates: its impl never runs there
+    with _compat.record_primitive_binds([], jaxdiag_code, as_used):
+        differentiated = call_user(lambda: jax.block_until_ready(gradient(*moving)))
+    known = {primitive_call_key(s.obj, s.params, list(s.specs)) for s in prepared.nested if s.kind == "primitive"}
+    for eqn in _compat.iter_eqns(traced.value):
+        prim = eqn.primitive
+        if not _compat.is_primitive(prim) or _compat.is_builtin_primitive(prim) or prim.name in _STRUCTURAL_PRIMITIVES:
+            continue
+        maybe = [_spec_of_aval(v.aval) for v in eqn.invars]
+        specs = [s for s in maybe if s is not None]
+        key = primitive_call_key(prim, eqn.params, specs)
+        if len(specs) != len(maybe) or key in known:
+            continue
+        known.add(key)
+        where = _compat.eqn_source_line(eqn)
+        subject = Subject(
+            label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs, params=dict(eqn.params),
+            location=_primitive_location(prim, None), module=root.module, parent=root, domain=root.domain,
+            eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None)
+        values = next((v for p, params, v in binds if p is prim and v is not None
+                       and primitive_call_key(p, params, [_spec(a) for a in v]) == key), None)
+        if values is not None:
+            prepared.observed[id(subject)] = [np.asarray(v) for v in values]
+        seen = [concrete for p, _, concrete in as_used if p is prim]
+        subject.traced_only = (differentiated.error is None or bool(seen)) and all(c is None for c in seen)
+        prepared.under_jvp.append(subject)
+    return prepared.under_jvp
+
+
+def _spec(value: Any) -> Any:
+    from .._loading._inputs import spec_of
+
+    return spec_of(value)

@@ -1,0 +1,371 @@
+"""Rules that no module attribute holds, reached by tracing the package's own public functions.
+
+A `custom_jvp`/`custom_vjp`/`custom_vmap` or a `Primitive` made inside a function (a factory, a closure), and a
+`pure_callback`/`io_callback`/`ffi_call` call site inside a function, are invisible to attribute discovery. The
+package's source is read first (never run) for such sites inside module-level functions; only when some exist are
+the public functions that lead to them (the function itself, or one calling it by name, up to three calls away)
+traced on inferred inputs, the way a recorded carrier is (`_record_carrier`): every rule found inside that
+discovery did not name is checked where the function passes it its values, and a function calling a callback gets
+the callback checks. A site that no such function reaches is reported (JXN010) with what was tried and why each
+try failed (JXN012). Inputs here are inferred: findings are graded by `_provenance` (at most a warning, saying so).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from .. import _compat
+from .._core import _locate
+from .._run import _signature
+from .._core._report import CheckResult, Location, TargetReport
+
+# Calls that make a rule (or are a callback call site), by the name they are called with.
+RULE_MAKERS = {"custom_jvp": "custom_jvp", "custom_vjp": "custom_vjp", "custom_vmap": "custom_vmap",
+               "Primitive": "primitive", "pure_callback": "callback", "io_callback": "callback",
+               "ffi_call": "callback"}
+CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "ffi_call")
+# Public functions traced per run at most (each costs an inference ladder and a trace).
+MAX_CARRIERS = 16
+# Calls between a public function and the function holding a site, at most.
+MAX_DEPTH = 3
+
+
+@dataclass
+class Site:
+    """Where a rule is made (or a callback called) inside a module-level function."""
+
+    module: ModuleType
+    path: str
+    line: int
+    kind: str  # custom_jvp, custom_vjp, custom_vmap, primitive, callback
+    function: str  # the module-level function enclosing it
+    first: int  # that function's lines
+    last: int
+    reached: bool = False
+
+
+@dataclass
+class Tried:
+    carrier: str
+    outcome: str  # why it did not reach a site, or "" when it reached something
+
+
+@dataclass
+class Plan:
+    sites: list[Site] = field(default_factory=list)
+    carriers: list[tuple[ModuleType, str]] = field(default_factory=list)  # (module, public function), nearest first
+
+
+def _called_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, (ast.Name, ast.Attribute)) and _last_name(func) in ("partial",) and node.args:
+            return _last_name(node.args[0])  # functools.partial(jax.custom_vjp, nondiff_argnums=...)
+        return _last_name(func)
+    return _last_name(node)
+
+
+def _last_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def sites_in(module: ModuleType) -> list[Site]:
+    """Rule-making calls and decorators inside the module-level functions of `module` (read, never run)."""
+    from .._loading._passthrough import _module_tree
+
+    tree = _module_tree(module)
+    path = getattr(module, "__file__", None)
+    if tree is None or not path:
+        return []
+    out: list[Site] = []
+    for top in tree.body:
+        if not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        last = getattr(top, "end_lineno", None) or top.lineno
+        for node in ast.walk(top):
+            made: list[tuple[int, str]] = []
+            if isinstance(node, ast.Call) and node is not top:
+                name = _called_name(node)
+                if name in RULE_MAKERS:
+                    made.append((node.lineno, RULE_MAKERS[name]))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not top:
+                for deco in node.decorator_list:
+                    name = _called_name(deco)
+                    if name in RULE_MAKERS:
+                        made.append((node.lineno, RULE_MAKERS[name]))
+            out.extend(Site(module, path, line, kind, top.name, top.lineno, last) for line, kind in made)
+    unique = {(s.line, s.kind): s for s in out}  # a decorator is also a Call node
+    return sorted(unique.values(), key=lambda s: s.line)
+
+
+def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
+    """Module-level function name -> the names it calls (plain or attribute), and the names it hands on as values
+    (`shard_map(_kernel, ...)`, `jax.vmap(f)`, `lax.scan(step, ...)`: a transformation calls them), from the
+    source."""
+    from .._loading._passthrough import _module_tree
+
+    tree = _module_tree(module)
+    out: dict[str, set[str]] = {}
+    for top in tree.body if tree is not None else []:
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            calls = [c for c in ast.walk(top) if isinstance(c, ast.Call)]
+            named = {_last_name(c.func) for c in calls}
+            handed = {a.id for c in calls for a in [*c.args, *(k.value for k in c.keywords)]
+                      if isinstance(a, ast.Name)}
+            out[top.name] = {n for n in named | handed if n}
+    return out
+
+
+def _called_at_import(module: ModuleType) -> set[str]:
+    """Names the module's own top-level statements call or decorate with: what they make is a module attribute
+    (or a class attribute), found by attribute discovery."""
+    from .._loading._passthrough import _module_tree
+
+    tree = _module_tree(module)
+    out: set[str] = set()
+    for top in tree.body if tree is not None else []:
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            nodes: list[ast.AST] = list(top.decorator_list)
+            if isinstance(top, ast.ClassDef):  # class bodies run at import too (not their methods)
+                nodes += [s for s in top.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                nodes += [d for s in top.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                          for d in s.decorator_list]
+        else:
+            nodes = [top]
+        for node in nodes:
+            for sub in ast.walk(node):
+                name = _called_name(sub) if isinstance(sub, (ast.Call, ast.Name, ast.Attribute)) else None
+                if name:
+                    out.add(name)
+    return out
+
+
+def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
+    """The sites attribute discovery did not reach (no discovered rule is defined inside their function), and the
+    public functions that lead to them, nearest first."""
+    covered_at = [(os.path.realpath(c.path), c.line) for c in covered]
+    result = Plan()
+    for module in modules:
+        at_import = _called_at_import(module)
+        for site in sites_in(module):
+            real = os.path.realpath(site.path)
+            if site.function in at_import:  # a decorator or factory the module applies as it is imported
+                continue
+            if not any(path == real and site.first <= line <= site.last for path, line in covered_at):
+                result.sites.append(site)
+    if not result.sites:
+        return result
+    graph = {id(m): _calls_by_function(m) for m in modules}
+    wanted = {s.function for s in result.sites}
+    ranked: dict[tuple[int, str], tuple[int, ModuleType]] = {}
+    frontier = set(wanted)
+    for depth in range(MAX_DEPTH + 1):
+        for module in modules:
+            for name, calls in graph[id(module)].items():
+                key = (id(module), name)
+                if key in ranked:
+                    continue
+                holds_site = depth == 0 and any(s.function == name and s.module is module for s in result.sites)
+                if holds_site or (depth > 0 and calls & frontier):
+                    ranked[key] = (depth, module)
+        frontier = {name for (_, name), (d, _) in ranked.items() if d == depth} | frontier
+    public = [(depth, module, name) for (_, name), (depth, module) in ranked.items()
+              if not name.startswith("_") and callable(getattr(module, name, None))
+              and getattr(_locate.unwrap(getattr(module, name)), "__module__", None) == module.__name__]
+    public.sort(key=lambda item: item[0])
+    result.carriers = [(module, name) for _, module, name in public[:MAX_CARRIERS]]
+    return result
+
+
+def check_by_tracing(lint: Any, discovered: list[Any]) -> list[TargetReport]:
+    """The rules (and callback call sites) inside the walked modules' functions that discovery did not name,
+    checked inside the public functions leading to them; the sites no function reaches as JXN012 notes."""
+    modules = [w.module for w in lint.discovery.walked]
+    result = plan(modules, [loc for found in discovered for loc in _rule_locations(found.obj, found.kind)])
+    if not result.sites:
+        return []
+    known = {id(f.obj) for f in discovered}
+    # a carrier that is itself a discovered target: the engine checked every rule nested in it already, on that
+    # target's own inputs (declared, recorded or inferred); tracing it only tells which sites it reaches
+    targets = {id(_locate.unwrap(f.obj)): f for f in discovered}
+    reports: list[TargetReport] = []
+    tried: list[Tried] = []
+    for module, name in result.carriers:
+        if all(s.reached for s in result.sites):
+            break
+        found = targets.get(id(_locate.unwrap(getattr(module, name, None))))
+        reports.extend(_through(lint, module, name, result.sites, known, tried, found))
+    reports.extend(_unreached(result.sites, tried, lint))
+    return reports
+
+
+def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known: set[int], tried: list[Tried],
+             found: Any = None) -> list[TargetReport]:
+    """Trace one public function on inferred inputs (a discovered target's: its own); check each new rule inside it
+    and its callback sites (a discovered target's were checked with it: only the sites it reaches are marked)."""
+    from .._run import _engine
+    from . import _record_carrier
+    from .. import _rules as rules
+    from .._checks._base import Options
+    from .._core._errors import InferenceError, TargetLoadError, UsageError
+    from .._loading._inputs import template_text
+    from ._record import definition_site
+
+    label = f"{module.__name__}:{name}"
+    options = Options(command="check", seed=lint.seed, provenance="inferred", **getattr(lint, "run_options", {}))
+    try:
+        with _engine.RUN_LOCK, _compat.restored_sys_path():
+            target = _engine.resolve(label, lint.app_dir)
+            if target.kind != "function":
+                tried.append(Tried(label, f"it is a {target.kind}, checked as such"))
+                return []
+            root = _engine._root_subject(target, {})
+            given = lint._inputs_for(found)[0] if found is not None else []
+            templates = (_signature.templates_of_args(given)[0] if given
+                         else _engine.infer_templates(root, []))
+    except (InferenceError, TargetLoadError, UsageError) as exc:
+        tried.append(Tried(label, f"inputs not inferred ({str(exc).splitlines()[0][:160]})"))
+        return []
+    via = {"target": label, "args": [template_text(t) for t in templates]}
+    runs = _record_carrier.runs_of(lint)
+    try:
+        prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
+    except (InferenceError, TargetLoadError, UsageError) as exc:
+        tried.append(Tried(label, f"could not be run ({str(exc).splitlines()[0][:160]})"))
+        return []
+    reached_before = sum(s.reached for s in sites)
+    reports: list[TargetReport] = []
+    for subject in prepared.nested:
+        obj = subject.original if subject.original is not None else subject.obj
+        if id(obj) in known or not _in_package(subject, lint):
+            continue
+        where = definition_site(obj, subject.kind)
+        _mark(sites, where)
+        if subject.eqn_location is not None:
+            _mark(sites, f"{subject.eqn_location.path}:{subject.eqn_location.line}")
+        if found is not None:  # checked as a nested subject of that target already
+            continue
+        known.add(id(obj))
+        rule_name = obj.name if subject.kind == "primitive" else subject.label.rpartition(" > ")[2]
+        call = {"kind": subject.kind, "name": rule_name, "defined_at": where,
+                "target": f"{module.__name__}:{rule_name}"}
+        inside = _record_carrier.check_inside(runs, via, templates, call, options, lint.app_dir)
+        path, _, line = where.rpartition(":")
+        anchor = Location(path, int(line), rule_name) if line.isdigit() else None
+        for report in inside:
+            report.target = f"{call['target']} (made in a function; inside {label})"
+            report.findings.insert(0, rules.INPUTS_INFERRED.finding(
+                count=len(templates), specs=" ".join(via["args"]) + f" for {label}, which reaches it",
+                location=anchor))
+            report.module = module.__name__
+            report.config_keys = [call["target"], label]
+            report.anchors = [anchor] if anchor else []
+        reports.extend(inside)
+    callbacks = _callback_lines(prepared)
+    for where in callbacks:
+        _mark(sites, where)
+    if callbacks and found is None:
+        reports.extend(_callback_report(prepared, label, module, options))
+    reached = sum(s.reached for s in sites) > reached_before
+    tried.append(Tried(label, "" if reached else "traced, but it reaches none of them"))
+    return reports
+
+
+def _rule_locations(obj: Any, kind: str) -> list[Location]:
+    if kind == "primitive":
+        fns = list(_compat.registered_rules(obj).values())
+    else:
+        fns = [getattr(obj, name, None) for name in ("fun", "fwd", "bwd", "jvp", "vmap_rule")]
+    locs = [_locate.locate(fn) for fn in fns if fn is not None and callable(fn)]
+    return [loc for loc in locs if loc is not None]
+
+
+def _in_package(subject: Any, lint: Any) -> bool:
+    roots = {w.module.__name__.split(".")[0] for w in lint.discovery.walked}
+    fns: list[Any]
+    if subject.kind == "primitive":
+        fns = [r for r in _compat.registered_rules(subject.obj).values() if r is not None]
+    else:
+        obj = subject.original if subject.original is not None else subject.obj
+        fns = [getattr(obj, "fun", None)]
+    modules = {(getattr(_locate.unwrap(f), "__module__", "") or "").split(".")[0] for f in fns if f is not None}
+    return bool(modules & roots)
+
+
+def _mark(sites: list[Site], where: str) -> None:
+    path, _, line = where.rpartition(":")
+    if not path or not line.isdigit():
+        return
+    real = os.path.realpath(path)
+    for site in sites:
+        if os.path.realpath(site.path) == real and site.first <= int(line) <= site.last:
+            site.reached = True
+
+
+def _callback_lines(prepared: Any) -> list[str]:
+    """`path:line` of every callback equation in the carrier's trace (its user frame)."""
+    from .._harness.cache import SubjectCache
+    from .._harness.tracing import trace_function
+
+    traced = trace_function(prepared.root, SubjectCache())
+    if traced.value is None:
+        return []
+    out = []
+    for eqn in _compat.iter_eqns(traced.value.jaxpr):
+        if getattr(eqn.primitive, "name", "") in CALLBACK_PRIMITIVES:
+            where = _compat.eqn_source_line(eqn)
+            if where:
+                out.append(f"{where[0]}:{where[1]}")
+    return out
+
+
+def _callback_report(prepared: Any, label: str, module: ModuleType, options: Any) -> list[TargetReport]:
+    """The callback checks (`ffi-vmap-method`) on the function calling them, at its inferred inputs."""
+    from .._run import _engine
+    from .._core import _provenance
+    from .._checks import _ffi
+    from .._harness.cache import SubjectCache
+
+    with _engine.RUN_LOCK, _compat.restored_sys_path():
+        report, _ = _engine.run_subject_by_check(prepared.root, options, SubjectCache(),
+                                                 only={c.name for c in _ffi.CHECKS})
+    _provenance.stamp(report.findings, "inferred", prepared.root.input_texts)
+    report.target = f"{label} (calls a callback)"
+    report.module = module.__name__
+    report.config_keys = [label]
+    return [report]
+
+
+def _unreached(sites: list[Site], tried: list[Tried], lint: Any) -> list[TargetReport]:
+    from .. import _rules as rules
+
+    out = []
+    by_function: dict[tuple[str, str], list[Site]] = {}
+    for site in sites:
+        if not site.reached:
+            by_function.setdefault((site.module.__name__, site.function), []).append(site)
+    attempts = "; ".join(f"{t.carrier}: {t.outcome}" for t in tried if t.outcome) or \
+        "no public function of the package calls it"
+    for (module_name, function), group in by_function.items():
+        first = group[0]
+        location = Location(_locate.relative_path(first.path).replace(os.sep, "/"), first.line, function)
+        kinds = ", ".join(sorted({s.kind for s in group}))
+        lines = ", ".join(str(s.line) for s in group)
+        reason = (f"{module_name}:{function} makes or calls {kinds} at line(s) {lines} at run time; no public "
+                  f"function traced on inferred inputs reaches it ({attempts})")
+        label = f"{module_name}:{function}"
+        out.append(TargetReport(label, "function", checks=[CheckResult("reach", "skipped", 0.0, reason)],
+                                findings=[rules.TARGET_NOT_CHECKABLE.finding(
+                                    reason=reason, fix="Record a call that reaches it (`jaxdiag record -- pytest`) "
+                                    "or name a function that calls it with its inputs in [tool.jaxdiag.targets].",
+                                    location=location)], module=module_name, config_keys=[label],
+                                anchors=[location]))
+    return out

@@ -1,0 +1,619 @@
+"""Example inputs: SPEC parsing, seeded random draws, domains, and shape ladders.
+
+One `--arg` describes one positional argument (docs/cli.md, SPEC):
+- an array: `f32[2,3]`, optionally with a value domain, `f32[3]@positive`, `f32[3]@-1..0`;
+- a typed PRNG key: `key[]`, `key[4]` (drawn as raw key data, wrapped into a key when the target is called);
+- a static Python value, passed as-is and never batched or differentiated: `0.1`, `3`, `True`, `'mode'`, `None`,
+  a dtype name (`int32`, `f32`);
+- a pytree of those: `(f32[3], i32[])`, `[f32[2], 0.5]`, `{"w": f32[3,4], "b": f32[4]}`.
+`parse_arg` returns a *template*: the same structure with `ArgSpec` for arrays and keys and `Static` for values.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import ml_dtypes
+import numpy as np
+
+from .._core._errors import UsageError
+
+# Bounds on one --arg (and on every SPEC a recording or pyproject gives), checked when it is parsed, so that a value
+# no run could draw or hold is one `jaxdiag: error:` line before any check (docs/cli.md, "Bounds"):
+MAX_SPEC_CHARS = 10_000  # the text of one SPEC (a pytree of many arrays fits; a pasted array does not)
+MAX_SPEC_DEPTH = 32  # nesting of brackets in one SPEC (a pytree deeper than this is not an example input)
+# dimensions of one array: NumPy 1 holds at most 32 and the checks add up to two batch axes (nested vmap)
+MAX_RANK = 30
+# elements of one example argument: 2**24 (16M; 64 MiB as f32). Values are drawn straight into the spec's own dtype
+# in chunks, so drawing one example takes its own bytes plus one chunk; the checks hold a batch of examples.
+MAX_ELEMENTS = 2 ** 24
+_DRAW_CHUNK = 2 ** 20  # elements drawn (in float64/int64) at a time before conversion to the spec's dtype
+
+DTYPES: dict[str, np.dtype] = {
+    "bool": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8), "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8), "u16": np.dtype(np.uint16), "u32": np.dtype(np.uint32), "u64": np.dtype(np.uint64),
+    "bf16": np.dtype(ml_dtypes.bfloat16), "f16": np.dtype(np.float16),
+    "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
+    "c64": np.dtype(np.complex64), "c128": np.dtype(np.complex128),
+}
+SHORT_NAMES = {v: k for k, v in DTYPES.items()}
+
+# Domains to draw from; the fallback order is the order of this dict after "normal".
+DOMAINS = ("normal", "positive", "unit", "small", "negative")
+_SPEC_RE = re.compile(r"^([a-z]+[0-9]*)\[([0-9,\s]*)\](?:@(.+))?$")
+_RANGE_RE = re.compile(r"^(-?[0-9.eE+-]+)\.\.(-?[0-9.eE+-]+)$")
+
+SPEC_HELP = (
+    "expected DTYPE[DIMS] such as f32[2,3], f64[], i32[5], bool[4], bf16[8], f16[3], c64[2], u8[3] "
+    "(optionally @positive, @negative, @unit, @small, @normal or @LO..HI for the value domain), key[] or key[4] "
+    "for a PRNG key, a Python literal (0.1, 3, True, 'mode', None, int32) for a static argument, or a pytree of "
+    "these: (f32[3], i32[]), [f32[2], f32[2]], {\"w\": f32[3,4], \"b\": f32[4]}"
+)
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One positional argument per example: dtype, shape (no batch axis) and, optionally, a fixed domain."""
+
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    domain: str | None = None
+    # A typed PRNG key: `dtype`/`shape` describe its raw key data (uint32, key shape + the impl's data shape), which
+    # is what checks draw, batch and compare; the target receives `jax.random.wrap_key_data(data, impl=key)`.
+    key: str | None = None
+
+    def __str__(self) -> str:
+        if self.key is not None:
+            return f"key[{','.join(map(str, self.shape[:len(self.shape) - len(key_data_shape(self.key))]))}]"
+        text = f"{SHORT_NAMES.get(self.dtype, self.dtype.name)}[{','.join(map(str, self.shape))}]"
+        return f"{text}@{self.domain}" if self.domain else text
+
+    @property
+    def is_float(self) -> bool:
+        return np.issubdtype(self.dtype, np.floating) or self.dtype == DTYPES["bf16"]
+
+    @property
+    def is_inexact(self) -> bool:
+        return self.is_float or np.issubdtype(self.dtype, np.complexfloating)
+
+    def with_domain(self, domain: str | None) -> "ArgSpec":
+        return self if self.key is not None else ArgSpec(self.dtype, self.shape, domain)
+
+
+@dataclass(frozen=True)
+class Static:
+    """A static argument (or pytree leaf): passed to the target as-is, never drawn, batched or differentiated."""
+
+    value: Any
+
+    def __str__(self) -> str:
+        return static_text(self.value)
+
+
+def static_text(value: Any) -> str:
+    """How a static value is written as an --arg: `0.1`, `'mode'`, `int32`."""
+    if isinstance(value, np.dtype):
+        return SHORT_NAMES.get(value, value.name)
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return SHORT_NAMES.get(np.dtype(value), np.dtype(value).name)
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        value = value.item()
+    text = repr(value)
+    if not is_literal_text(text):  # a callable, a treedef: named by type, so reports stay deterministic
+        return f"<{type(value).__name__}>"
+    return text
+
+
+def is_literal_text(text: str) -> bool:
+    """Whether `parse_arg` gives the value back: a Python literal or a dtype name."""
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text in DTYPES or _extended_dtype_name(text)
+    return True
+
+
+def _extended_dtype_name(text: str) -> bool:
+    """`float8_e4m3fn`, `int4` and the other ml_dtypes names NumPy knows once ml_dtypes is imported."""
+    return named_jax_dtype(text) is not None
+
+
+def is_jax_dtype(dtype: np.dtype) -> bool:
+    """A dtype JAX arrays can have: bool, (u)int8..64, float16..64, complex64/128, and ml_dtypes' types (bfloat16,
+    float8_*, int4...). Not object, str, bytes, void, datetime, float128 or complex256."""
+    if dtype.type.__module__.split(".")[0] == "ml_dtypes":
+        return True
+    return dtype.kind in "biuf" and dtype.itemsize <= 8 or dtype.kind == "c" and dtype.itemsize <= 16
+
+
+def named_jax_dtype(text: str) -> np.dtype | None:
+    """The dtype a full dtype name spells (`int32`, `float8_e4m3fn`), when JAX has it; None for anything else:
+    NumPy's one-letter codes (`O`, `f`, `d`), aliases that depend on the platform or on x64 (`float`, `int`) and
+    types JAX arrays cannot have (`object`, `str`, `datetime64`, `float128`)."""
+    if not text.isidentifier():
+        return None
+    try:
+        dtype = np.dtype(text)
+    except (TypeError, ValueError, SyntaxError):
+        return None
+    return dtype if dtype.name == text and is_jax_dtype(dtype) else None
+
+
+def template_text(template: Any) -> str:
+    """The --arg text of a parsed template (round-trips through `parse_arg` for literal statics)."""
+    if isinstance(template, (ArgSpec, Static)):
+        return str(template)
+    if isinstance(template, tuple) and type(template) is tuple:
+        inner = ", ".join(template_text(t) for t in template)
+        return f"({inner},)" if len(template) == 1 else f"({inner})"
+    if isinstance(template, list) and type(template) is list:
+        return "[" + ", ".join(template_text(t) for t in template) + "]"
+    if isinstance(template, dict) and type(template) is dict:
+        return "{" + ", ".join(f"{k!r}: {template_text(v)}" for k, v in template.items()) + "}"
+    if template is None:
+        return "None"
+    return f"<{type(template).__name__}>"  # a custom pytree node (a NamedTuple, a Module): not expressible as text
+
+
+# The raw data shape of one key of JAX's built-in PRNG implementations: known here, so that parsing `key[]` in the
+# CLI's process (which never imports JAX: the supervisor's parent side) needs no JAX. Another implementation is
+# asked of JAX itself.
+_KEY_DATA_SHAPES = {"threefry2x32": (2,), "rbg": (4,), "unsafe_rbg": (4,)}
+
+
+def key_data_shape(impl: str) -> tuple[int, ...]:
+    """The raw data shape of one key of this PRNG implementation (threefry2x32: (2,), rbg: (4,))."""
+    if impl in _KEY_DATA_SHAPES:
+        return _KEY_DATA_SHAPES[impl]
+    import jax
+
+    return tuple(jax.random.key_data(jax.random.key(0, impl=impl)).shape)
+
+
+def default_key_impl() -> str:
+    """JAX's default PRNG implementation: `JAX_DEFAULT_PRNG_IMPL` where JAX is not imported (it reads the same
+    variable when it is), else its configuration."""
+    import os
+    import sys
+
+    if "jax" not in sys.modules:
+        return os.environ.get("JAX_DEFAULT_PRNG_IMPL", "threefry2x32") or "threefry2x32"
+    import jax
+
+    return str(jax.random.key_impl(jax.random.key(0)))
+
+
+def key_spec(shape: tuple[int, ...], impl: str | None = None) -> ArgSpec:
+    impl = impl or default_key_impl()
+    return ArgSpec(np.dtype(np.uint32), tuple(shape) + key_data_shape(impl), key=impl)
+
+
+# An array or key spec inside a larger expression: `f32[2,3]`, `f32[3]@positive`, `f32[3]@-1..1`, `key[4]`.
+_SPEC_TOKEN_RE = re.compile(r"(?<![\w'\"])([a-z]+[0-9]*)\[([0-9,\s]*)\](?:@(-?[0-9.eE]+\.\.-?[0-9.eE]+|[a-z]+))?")
+
+
+def parse_arg(text: str) -> Any:
+    """Parse one --arg into a template (ArgSpec, Static, or a tuple/list/dict of them); UsageError if malformed."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError(f"bad argument spec {text!r}: {SPEC_HELP}")
+    check_spec_text(text)
+    specs: dict[str, ArgSpec] = {}
+
+    def placeholder(match: re.Match) -> str:
+        name = f"__jaxdiag_spec_{len(specs)}__"
+        specs[name] = _parse_one_spec(match.group(0), text)
+        return name
+
+    source = _SPEC_TOKEN_RE.sub(placeholder, text.strip())
+    try:
+        tree = ast.parse(source, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
+        raise UsageError(f"bad argument spec {_shown(text)}: {SPEC_HELP}") from None
+    return _template(tree, specs, text)
+
+
+def check_spec_text(text: str, what: str = "argument spec") -> None:
+    """The text bounds of one SPEC or literal: length and bracket nesting (UsageError naming the bound)."""
+    if len(text) > MAX_SPEC_CHARS:
+        raise UsageError(f"bad {what} {_shown(text)}: {len(text)} characters, more than the bound of "
+                         f"{MAX_SPEC_CHARS} (MAX_SPEC_CHARS)")
+    depth = deepest = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    if deepest > MAX_SPEC_DEPTH + 1:  # the brackets of an array's shape are one level
+        raise UsageError(f"bad {what} {_shown(text)}: brackets nested {deepest} deep, more than the bound of "
+                         f"{MAX_SPEC_DEPTH} (MAX_SPEC_DEPTH)")
+
+
+def _shown(text: str) -> str:
+    """A SPEC as a message shows it: whole when short, else its start and length (one readable line)."""
+    return repr(text) if len(text) <= 80 else f"{text[:60]!r}... ({len(text)} characters)"
+
+
+def _parse_one_spec(token: str, text: str) -> ArgSpec:
+    name = token.split("[", 1)[0]
+    if name == "key":
+        dims = token[4:].split("]", 1)[0].replace(" ", "")
+        if "@" in token:
+            raise UsageError(f"bad argument spec {text!r}: a PRNG key takes no value domain")
+        parts = dims.split(",") if dims else []
+        if any(p == "" for p in parts):
+            raise UsageError(f"bad argument spec {text!r}: empty dimension in key[{dims}]; {SPEC_HELP}")
+        shape = tuple(int(p) for p in parts)
+        _check_shape(shape, np.dtype(np.uint32), token, text)
+        return key_spec(shape)
+    return parse_spec(token, text)
+
+
+def _template(node: ast.AST, specs: dict[str, ArgSpec], text: str) -> Any:
+    if isinstance(node, ast.Name):
+        if node.id in specs:
+            return specs[node.id]
+        if node.id in DTYPES or node.id in ("bfloat16",):
+            return Static(DTYPES.get(node.id, DTYPES["bf16"]))
+        dtype = named_jax_dtype(node.id)
+        if dtype is None:
+            raise UsageError(f"bad argument spec {_shown(text)}: {_unknown_name(node.id)}; {SPEC_HELP}")
+        return Static(dtype)
+    if isinstance(node, ast.Tuple):
+        return tuple(_template(e, specs, text) for e in node.elts)
+    if isinstance(node, ast.List):
+        return [_template(e, specs, text) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            if not (isinstance(k, ast.Constant) and type(k.value) in (str, int)):
+                raise UsageError(f"bad argument spec {_shown(text)}: dict keys must be strings or ints")
+            if k.value in out:
+                raise UsageError(f"bad argument spec {_shown(text)}: dict key {k.value!r} given twice")
+            out[k.value] = _template(v, specs, text)
+        if len({type(k) for k in out}) > 1:  # JAX sorts a dict's keys to flatten it: str and int do not compare
+            raise UsageError(f"bad argument spec {_shown(text)}: dict keys must be all strings or all ints "
+                             f"(got {', '.join(repr(k) for k in out)})")
+        return out
+    try:
+        return Static(ast.literal_eval(node))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise UsageError(f"bad argument spec {_shown(text)}: {SPEC_HELP}") from None
+
+
+def _unknown_name(name: str) -> str:
+    try:
+        dtype = np.dtype(name)
+    except (TypeError, ValueError, SyntaxError):
+        return f"unknown name {name!r}"
+    if is_jax_dtype(dtype):  # `f`, `float`, `int`: a NumPy alias whose meaning depends on the platform or on x64
+        short = f" (or {SHORT_NAMES[dtype]})" if dtype in SHORT_NAMES else ""
+        return f"{name!r} is NumPy's alias of {dtype.name}; write {dtype.name}{short}"
+    return f"{name!r} is NumPy's dtype {dtype.name}, which JAX arrays cannot have"
+
+
+def template_leaves(template: Any) -> list[Any]:
+    """The ArgSpec and Static leaves of a template, in the order `Layout` flattens them."""
+    import jax
+
+    return jax.tree_util.tree_leaves(template, is_leaf=lambda x: isinstance(x, (ArgSpec, Static)))
+
+
+def parse_spec(text: str, whole: str | None = None) -> ArgSpec:
+    """Parse `f32[2,3]` (whitespace tolerated); raise UsageError naming the bad token, or the bound a shape or
+    domain exceeds. `whole` is the --arg the token is part of (for the message)."""
+    shown = _shown(whole if whole is not None else text or "")
+    if len(text or "") > MAX_SPEC_CHARS:
+        check_spec_text(text)
+    cleaned = re.sub(r"\s+", "", text or "")
+    match = _SPEC_RE.match(cleaned)
+    if not match:
+        raise UsageError(f"bad argument spec {shown}: {SPEC_HELP}")
+    dtype_name, dims, domain = match.groups()
+    if dtype_name not in DTYPES:
+        raise UsageError(f"bad argument spec {shown}: unknown dtype {dtype_name!r}; {SPEC_HELP}")
+    parts = [p for p in dims.split(",")] if dims else []
+    if any(p == "" for p in parts):
+        raise UsageError(f"bad argument spec {shown}: empty dimension in [{dims}]; {SPEC_HELP}")
+    dtype = DTYPES[dtype_name]
+    shape = tuple(int(p) for p in parts)
+    _check_shape(shape, dtype, cleaned, whole if whole is not None else text)
+    if domain is not None and domain not in DOMAINS and not _RANGE_RE.match(domain):
+        raise UsageError(f"bad argument spec {shown}: unknown domain {domain!r}; {SPEC_HELP}")
+    if domain is not None and _RANGE_RE.match(domain):
+        if not _valid_range(domain):
+            raise UsageError(f"bad argument spec {shown}: domain {domain!r} must be @LO..HI with numbers LO < HI")
+        _check_range_fits(domain, dtype, dtype_name, shown)
+    return ArgSpec(dtype, shape, domain)
+
+
+def _check_shape(shape: tuple[int, ...], dtype: np.dtype, token: str, text: str) -> None:
+    """Rank, dimension and element bounds of one array spec (MAX_RANK, MAX_ELEMENTS)."""
+    shown = _shown(text)
+    if len(shape) > MAX_RANK:
+        raise UsageError(f"bad argument spec {shown}: {len(shape)} dimensions, more than the bound of {MAX_RANK} "
+                         "(MAX_RANK: NumPy 1 holds 32 and the checks add up to two batch axes)")
+    big = next((d for d in shape if d > MAX_ELEMENTS), None)
+    if big is not None:
+        raise UsageError(f"bad argument spec {shown}: dimension {big} is larger than the bound of {MAX_ELEMENTS} "
+                         "elements per example argument (MAX_ELEMENTS)")
+    elements = 1
+    for d in shape:
+        elements *= d
+    if elements > MAX_ELEMENTS:
+        raise UsageError(f"bad argument spec {shown}: {token} has {elements} elements "
+                         f"({elements * dtype.itemsize / 2**20:.0f} MiB), more than the bound of {MAX_ELEMENTS} "
+                         f"elements per example argument (MAX_ELEMENTS); use a smaller shape: the checks do not "
+                         "depend on the size")
+
+
+def _check_range_fits(domain: str, dtype: np.dtype, name: str, shown: str) -> None:
+    """@LO..HI must lie within what the dtype holds (and, for integers, contain an integer)."""
+    low, high = _domain_bounds(domain) or (0.0, 0.0)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        lo, hi = int(np.ceil(low)), int(np.floor(high))
+        if lo > hi:
+            raise UsageError(f"bad argument spec {shown}: domain {domain!r} holds no integer, and {name} draws "
+                             "integers")
+        top = min(int(info.max), 2 ** 63 - 2)  # integers are drawn in int64, HI inclusive
+        if lo < int(info.min) or hi > top:
+            raise UsageError(f"bad argument spec {shown}: domain {domain!r} is outside what {name} holds "
+                             f"({int(info.min)}..{top})")
+    elif dtype != np.bool_:
+        component = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+        biggest = float(ml_dtypes.finfo(component).max)
+        if max(abs(low), abs(high)) > biggest:
+            raise UsageError(f"bad argument spec {shown}: domain {domain!r} overflows {name}: its largest value is "
+                             f"{biggest:.6g}")
+
+
+def spec_of(value: Any) -> ArgSpec:
+    """The spec of a concrete array (used when the API is given arrays instead of spec strings)."""
+    arr = np.asarray(value)
+    return ArgSpec(arr.dtype, tuple(arr.shape))
+
+
+def _valid_range(domain: str) -> bool:
+    try:
+        low, high = _domain_bounds(domain) or (0.0, 0.0)
+    except ValueError:  # the pattern admits text such as `1e..2` that is not a number
+        return False
+    return bool(np.isfinite(low) and np.isfinite(high) and low < high)
+
+
+def _domain_bounds(domain: str) -> tuple[float, float] | None:
+    match = _RANGE_RE.match(domain)
+    return (float(match.group(1)), float(match.group(2))) if match else None
+
+
+def draw(spec: ArgSpec, rng: np.random.Generator, domain: str = "normal", lead: tuple[int, ...] = ()) -> np.ndarray:
+    """Random values for `spec` with extra leading dims `lead` (batch elements), from `domain`."""
+    domain = spec.domain or domain
+    shape = lead + spec.shape
+    dtype = spec.dtype
+    # Drawn in chunks straight into the spec's dtype: a generator's stream does not depend on how it is split, so
+    # the values are those of one float64/int64 draw converted, without ever holding the whole draw in 64 bits.
+    if spec.key is not None:  # raw key data: any bits are a valid key
+        return _chunked(shape, np.dtype(np.uint32), lambda n: rng.integers(0, 2**32, size=n, dtype=np.uint64))
+    if dtype == np.bool_:
+        return _chunked(shape, dtype, lambda n: rng.random(n) < 0.5)
+    if np.issubdtype(dtype, np.integer):
+        low = 1 if domain in ("positive", "unit") or np.issubdtype(dtype, np.unsignedinteger) else -5
+        high = 0 if domain == "negative" and not np.issubdtype(dtype, np.unsignedinteger) else 6
+        bounds = _domain_bounds(domain)
+        if bounds:
+            low, high = int(np.ceil(bounds[0])), int(np.floor(bounds[1])) + 1
+        return _chunked(shape, dtype, lambda n: rng.integers(low, high, size=n))
+    if np.issubdtype(dtype, np.complexfloating):
+        out = np.empty(shape, dtype)
+        out.real = _chunked(shape, out.real.dtype, lambda n: _draw_real(rng, domain, n))
+        out.imag = _chunked(shape, out.real.dtype, lambda n: _draw_real(rng, domain, n))
+        return out
+    return _chunked(shape, dtype, lambda n: _draw_real(rng, domain, n))
+
+
+def _chunked(shape: tuple[int, ...], dtype: np.dtype, sample: Any) -> np.ndarray:
+    """An array of `shape` and `dtype` filled from `sample(n)` (n values, any dtype) in order, a chunk at a time."""
+    out = np.empty(shape, dtype)
+    flat = out.reshape(-1)
+    for start in range(0, flat.size, _DRAW_CHUNK):
+        stop = min(start + _DRAW_CHUNK, flat.size)
+        flat[start:stop] = sample(stop - start)
+    return out
+
+
+def _draw_real(rng: np.random.Generator, domain: str, size: int) -> np.ndarray:
+    bounds = _domain_bounds(domain)
+    if bounds:
+        return rng.uniform(bounds[0], bounds[1], size=size)
+    if domain == "positive":
+        return rng.uniform(0.5, 2.0, size=size)
+    if domain == "negative":
+        return rng.uniform(-2.0, -0.5, size=size)
+    if domain == "unit":
+        return rng.uniform(0.05, 0.95, size=size)
+    if domain == "small":
+        return 0.1 * rng.standard_normal(size)
+    return rng.standard_normal(size)
+
+
+def parse_literal(text: str, what: str) -> Any:
+    """A Python literal, a dtype name (`int32`, `f32`), or raise UsageError."""
+    text = text.strip()
+    check_spec_text(text, f"{what} value")
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    if text in DTYPES:
+        return DTYPES[text]
+    dtype = named_jax_dtype(text)
+    if dtype is not None:
+        return dtype
+    if text.isidentifier() and _unknown_name(text) != f"unknown name {text!r}":
+        raise UsageError(f"bad {what} value {text!r}: {_unknown_name(text)}")
+    raise UsageError(f"bad {what} value {text!r}: expected a Python literal (1, 2.5, (0, 1), 'name', True) or a "
+                     "dtype name")
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """`NAME=VALUE` for a primitive's bind parameter."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip().isidentifier():
+        raise UsageError(f"bad --param {text!r}: expected NAME=VALUE, e.g. --param axis=1 or --param dtype=int32")
+    return name.strip(), parse_literal(value, f"--param {name.strip()}")
+
+
+def parse_axes(text: str | None, option: str) -> Any:
+    """`--in-axes 0,None` / `(0, None)` / `[0, None]` / `1`: an int, None, or a tuple/list of them."""
+    if text is None:
+        return None
+    stripped = text.strip()
+    if not stripped:
+        raise UsageError(f"bad {option} {text!r}: expected an int, None, or a comma-separated list like 0,None")
+    check_spec_text(stripped, option)
+    source = stripped if stripped[0] in "([" or "," not in stripped else f"({stripped},)"
+    try:
+        value = ast.literal_eval(source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise UsageError(f"bad {option} {_shown(text)}: expected an int, None, or a comma-separated list like "
+                         "0,None") from None
+
+    def ok(v: Any) -> bool:
+        if isinstance(v, (tuple, list)):
+            return all(ok(x) for x in v)
+        return v is None or (isinstance(v, int) and not isinstance(v, bool))
+
+    if not ok(value):
+        raise UsageError(f"bad {option} {_shown(text)}: every axis must be an int or None")
+    return value
+
+
+SHAPE_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
+    ((3,),), ((),), ((2, 3),), ((3, 3),), ((2, 3, 4),),
+)
+PAIR_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (((2, 3), (3, 4)), ((3,), ()), ((), (3,)))
+
+
+def shape_ladder(arity: int) -> Iterator[list[ArgSpec]]:
+    """Candidate float32 inputs for a target of `arity` positional arguments, simplest first."""
+    f32 = DTYPES["f32"]
+    for (shape,) in SHAPE_LADDER:
+        yield [ArgSpec(f32, shape) for _ in range(arity)]
+    if arity == 2:
+        for pair in PAIR_LADDER:
+            yield [ArgSpec(f32, s) for s in pair]
+
+
+def choose_batch_size(shapes: list[tuple[int, ...]], start: int = 5) -> int:
+    """A batch size equal to no dimension of any input or output, so a mislabelled axis cannot pass by accident."""
+    taken = {d for shape in shapes for d in shape}
+    size = start
+    while size in taken:
+        size += 1
+    return size
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inputs against the loaded target: run by the engine once the target is loaded and its inputs are known, before
+# any check, so a mismatch is a usage error (exit 2), never a finding against correct code.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def check_inputs_fit(target: Any, templates: list[Any], params: dict[str, Any], in_axes: Any) -> None:
+    """UsageError when the given inputs cannot be a call of `target` (a `_targets.Target`): more --arg than a
+    primitive's rules take, or --in-axes that does not match the --arg count and ranks."""
+    if not templates:  # inferred inputs are chosen to fit
+        return
+    label = getattr(target, "ref", "the target")
+    if getattr(target, "kind", None) == "primitive":
+        arity = primitive_arity(target.obj, params)
+        if arity is not None and len(templates) > arity:
+            raise UsageError(f"{label} takes {arity} array argument(s) (the positional parameters of its impl and "
+                             f"abstract eval, bind params aside) but {len(templates)} --arg given")
+    check_in_axes(in_axes, templates, label)
+
+
+def primitive_arity(prim: Any, params: dict[str, Any]) -> int | None:
+    """How many operands a primitive's user-written impl/abstract eval accept positionally (the given bind params'
+    names aside); None when it cannot be known (`*args`, no user rule, no signature)."""
+    import inspect
+
+    from .. import _compat
+    from .._core import _locate
+
+    counts = []
+    for fn in (_compat.impl(prim), _compat.abstract_eval_rule(prim)):
+        if fn is None or not _locate.is_user_code(fn):
+            continue
+        try:
+            sig = inspect.signature(_locate.unwrap(fn))
+        except (TypeError, ValueError):
+            return None
+        if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+            return None
+        counts.append(sum(1 for p in sig.parameters.values()
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in params))
+    return max(counts) if counts else None
+
+
+def check_in_axes(in_axes: Any, templates: list[Any], label: str = "the target") -> None:
+    """--in-axes must be a prefix of the arguments: one entry per --arg (or one int/None for all), each axis within
+    the rank of its batched argument (-(rank+1)..rank)."""
+    if in_axes is None or not templates:
+        return
+    if isinstance(in_axes, (tuple, list)):
+        if len(in_axes) != len(templates):
+            entries = f"{len(in_axes)} entr{'y' if len(in_axes) == 1 else 'ies'}"
+            raise UsageError(f"--in-axes {_axes_text(in_axes)} has {entries} but {len(templates)} --arg given for "
+                             f"{label}: give one axis (or None) per argument")
+        for i, (axis, template) in enumerate(zip(in_axes, templates)):
+            _check_axis(axis, template, f"argument {i}", in_axes)
+    else:
+        for i, template in enumerate(templates):
+            _check_axis(in_axes, template, f"argument {i}", in_axes)
+
+
+def _check_axis(axis: Any, template: Any, where: str, whole: Any) -> None:
+    if axis is None or isinstance(template, Static):
+        return
+    if isinstance(axis, bool) or not isinstance(axis, (int, tuple, list, dict)):
+        return  # not an axis jaxdiag parses: JAX reports it
+    if isinstance(axis, int):
+        for spec in _array_leaves(template):
+            rank = len(spec.shape) + 1  # the batched argument has the batch axis too
+            if not -rank <= axis < rank:
+                raise UsageError(f"--in-axes {_axes_text(whole)}: axis {axis} is out of range for {where} ({spec}, "
+                                 f"batched rank {rank}: valid axes {-rank}..{rank - 1})")
+        return
+    same = (isinstance(axis, dict) and isinstance(template, dict) and set(axis) == set(template)) or (
+        isinstance(axis, (tuple, list)) and type(template) in (tuple, list) and len(axis) == len(template))
+    if not same:
+        raise UsageError(f"--in-axes {_axes_text(whole)}: the entry {_axes_text(axis)} for {where} does not match "
+                         f"its structure {template_text(template)}; give an int or None, or one entry per element")
+    items = axis.items() if isinstance(axis, dict) else enumerate(axis)
+    for key, sub in items:
+        _check_axis(sub, template[key], f"{where}[{key!r}]", whole)
+
+
+def _array_leaves(template: Any) -> Iterator[ArgSpec]:
+    if isinstance(template, ArgSpec):
+        yield template
+    elif isinstance(template, dict):
+        for value in template.values():
+            yield from _array_leaves(value)
+    elif isinstance(template, (tuple, list)):
+        for value in template:
+            yield from _array_leaves(value)
+
+
+def _axes_text(axes: Any) -> str:
+    if isinstance(axes, (tuple, list)) and type(axes) in (tuple, list):
+        return ",".join("None" if a is None else _axes_text(a) for a in axes) if type(axes) is tuple and all(
+            not isinstance(a, (tuple, list, dict)) for a in axes) else repr(axes)
+    return repr(axes)

@@ -1,0 +1,239 @@
+"""Parameters a target leaves without a default but whose callers in its own module always fill from a default of
+their own: such a parameter is an option, not an input, and inference keeps it static at that default.
+
+equinox's pattern: the public `backward_nan(x, name=None, terminate=True)` only forwards to the rule
+`_backward_nan(x, name, terminate)`, whose own signature says nothing of `name` being a string or `terminate` a
+bool. Drawing `f32[3]` for them checks the rule at inputs no program can give it (its bwd then fails on
+`if terminate:`). The module's source is read, never run: a same-module function that calls the target by name and
+passes one of its own parameters straight through (positionally or as `name=name`) lends that parameter's default,
+when the default is an option value (None, a bool, a string, an enum member, a type or a callable), never a number
+that might stand for an array.
+
+The same reading gives a primitive's bind params (`bind_site_params`): the keyword arguments the package's own
+`prim.bind(x, order=order)` calls pass, resolved to literals without running anything.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import inspect
+import os
+import sys
+import textwrap
+from typing import Any
+
+from .._core import _locate
+
+
+def passthrough_defaults(fn: Any, attr: str, names: list[str]) -> dict[int, Any]:
+    """{position: default} for the positional parameters `names` of the module attribute `attr` (the target `fn`)
+    that a same-module caller fills from an option-valued default of its own. Positions two callers fill with
+    different defaults are left out: no single value stands for them."""
+    module = sys.modules.get(getattr(_locate.unwrap(fn), "__module__", "") or "")
+    tree = _module_tree(module)
+    if tree is None or not attr.isidentifier():
+        return {}
+    found: dict[int, Any] = {}
+    conflicting: set[int] = set()
+    for caller in (node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        defaults = _option_defaults(getattr(module, caller.name, None))
+        if not defaults:
+            continue
+        for call in (n for n in ast.walk(caller) if isinstance(n, ast.Call) and _calls(n, attr)):
+            for position, value in _forwarded(call, names, defaults).items():
+                if position in found and found[position] is not value and found[position] != value:
+                    conflicting.add(position)
+                found.setdefault(position, value)
+    return {i: v for i, v in found.items() if i not in conflicting}
+
+
+_TREES: dict[tuple, ast.Module | None] = {}
+
+
+def _module_tree(module: Any) -> ast.Module | None:
+    """The module's parsed source, cached by file and modification time (a package's modules are read for each of
+    its primitives)."""
+    if module is None:
+        return None
+    where = getattr(module, "__file__", None)
+    try:
+        key: tuple = (module.__name__, where, os.path.getmtime(where) if where else None)
+    except OSError:
+        key = (module.__name__, where, None)
+    if key in _TREES:
+        return _TREES[key]
+    try:
+        tree: ast.Module | None = ast.parse(textwrap.dedent(inspect.getsource(module)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        tree = None
+    if where is not None:
+        _TREES[key] = tree
+    return tree
+
+
+def _option_defaults(caller: Any) -> dict[str, Any]:
+    """The caller's parameters whose default is an option value, by name."""
+    try:
+        params = inspect.signature(_locate.unwrap(caller)).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in params if p.default is not p.empty and _is_option(p.default)}
+
+
+def _is_option(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, str, enum.Enum, type)):
+        return True
+    return callable(value) and not hasattr(value, "shape")
+
+
+def _calls(call: ast.Call, attr: str) -> bool:
+    return isinstance(call.func, ast.Name) and call.func.id == attr
+
+
+def _forwarded(call: ast.Call, names: list[str], defaults: dict[str, Any]) -> dict[int, Any]:
+    """Positions of the target that this call fills with one of the caller's option parameters, unchanged."""
+    out: dict[int, Any] = {}
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return out
+    for position, arg in enumerate(call.args):
+        if position < len(names) and isinstance(arg, ast.Name) and arg.id in defaults:
+            out[position] = defaults[arg.id]
+    for keyword in call.keywords:
+        if keyword.arg in names and isinstance(keyword.value, ast.Name) and keyword.value.id in defaults:
+            out[names.index(keyword.arg)] = defaults[keyword.value.id]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bind params from the library's own call sites
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def bind_site_params(names: set[str], modules: list[Any], wanted: set[str] | None) -> dict[str, Any]:
+    """The bind params the modules' own code passes a primitive held under one of `names`: keyword arguments of
+    `NAME.bind(...)` (or of a call of the object holding it, `NAME(...)`, which forwards them), restricted to
+    `wanted` (None: any keyword), read from the source (never run). A value is a literal, a module-level literal
+    constant, or the literal default of the enclosing function's own parameter. The call site giving the most of
+    `wanted` wins (the first of equals): every call site is a call the library really makes."""
+    best: dict[str, Any] = {}
+    for module in modules:
+        tree = _module_tree(module)
+        if tree is None:
+            continue
+        constants = _literal_constants(tree)
+        for caller, call in _calls_in(tree):
+            if not _binds(call, names):
+                continue
+            found: dict[str, Any] = {}
+            defaults = _literal_defaults(caller)
+            rebound = _rebound(caller)
+            for keyword in call.keywords:
+                if keyword.arg is None or (wanted is not None and keyword.arg not in wanted):
+                    continue
+                value = _static_value(keyword.value, constants, defaults, rebound)
+                if value is not _UNKNOWN:
+                    found[keyword.arg] = value
+            if len(found) > len(best):
+                best = found
+            if wanted is not None and wanted <= set(best):
+                return best
+    return best
+
+
+_UNKNOWN = object()
+
+
+def _calls_in(tree: ast.Module) -> Any:
+    """(enclosing function or None, call) for every call in the module."""
+    stack: list[tuple[Any, ast.AST]] = [(None, tree)]
+    while stack:
+        caller, node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else caller
+            if isinstance(child, ast.Call):
+                yield caller, child
+            stack.append((inner, child))
+
+
+def _binds(call: ast.Call, names: set[str]) -> bool:
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "bind":
+        func = func.value
+    if isinstance(func, ast.Name):
+        return func.id in names
+    return isinstance(func, ast.Attribute) and func.attr in names
+
+
+def _literal_constants(tree: ast.Module) -> dict[str, Any]:
+    """Module-level names bound to a literal, directly or through another such name (`_order = _DEFAULT`)."""
+    out: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        if isinstance(value, ast.Name):
+            if value.id in out:
+                out[target.id] = out[value.id]
+            continue
+        try:
+            out[target.id] = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return out
+
+
+def _literal_defaults(caller: Any) -> dict[str, Any]:
+    """The enclosing function's parameters with a literal default, by name."""
+    if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {}
+    args = caller.args
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    out: dict[str, Any] = {}
+    for arg, default in pairs:
+        try:
+            out[arg.arg] = ast.literal_eval(default)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return out
+
+
+def _rebound(caller: Any) -> dict[str, list[ast.expr]]:
+    """Names the enclosing function assigns in its body (`if order is None: order = _DEFAULT`), with the values."""
+    out: dict[str, list[ast.expr]] = {}
+    if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return out
+    for node in ast.walk(caller):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out.setdefault(node.targets[0].id, []).append(node.value)
+    return out
+
+
+def _static_value(node: ast.expr, constants: dict[str, Any], defaults: dict[str, Any],
+                  rebound: dict[str, list[ast.expr]] | None = None, depth: int = 0) -> Any:
+    """The value `node` stands for when it is known without running anything: a literal, a module-level literal
+    constant (through chains of names), a value the function assigns the name (a parameter defaulting to None
+    replaced by a module constant is passed as that constant, never as None), else the parameter's default."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    if not isinstance(node, ast.Name) or depth > 4:
+        return _UNKNOWN
+    for value in (rebound or {}).get(node.id, []):
+        if not (isinstance(value, ast.Name) and value.id == node.id):
+            known = _static_value(value, constants, defaults, None, depth + 1)
+            if known is not _UNKNOWN and known is not None:
+                return known
+    if node.id in defaults and not (rebound or {}).get(node.id):
+        return defaults[node.id]
+    if node.id in constants:
+        return constants[node.id]
+    return _UNKNOWN

@@ -1,0 +1,567 @@
+"""The engine: load a target, choose example inputs, find what to check inside it, run the checks, filter.
+
+`check_batching` and `check_grad` are the public API; the CLI and the pytest plugin call them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import re
+import threading
+import time
+import traceback
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from .. import __version__, _compat
+from . import _contain, _signature
+from .._core import _locate, _provenance
+from .. import _rules as rules
+from .._checks import ALL_CHECKS
+from .._core._commands import FAMILIES
+from .._checks._base import Context, Options, SkipCheck, Subject
+from .._checks import _abstract, _x64_only
+from .._checks._index_range import grade_out_of_range
+from .._checks._call_site import traced_only_primitives, unperturbed_inputs
+from .._harness import call_user, catch_abort, jaxdiag_code
+from .._harness.cache import SubjectCache
+from .._harness.tracing import trace_function
+from .._core._errors import InferenceError, UsageError
+from .._core._filtering import Filter, validate_inline
+from ._fresh_draws import confirm_on_fresh_draws
+from ._observe import observed_examples, primitive_call_key
+from ._relocate import relocate, wrapper_moves
+from .._loading._inputs import DOMAINS, ArgSpec, check_inputs_fit, draw, shape_ladder, template_leaves, template_text
+from .._core._report import CheckResult, Finding, Location, Report, TargetReport, register_text_view
+from .._loading._targets import Target, classify, describe, load_target
+
+
+def _text_view(report: Report) -> str:
+    """`str(report)`: the text renderer (and rich, which it needs) imported only when a report is printed, not
+    by every `check_grad` call that never prints one."""
+    from .._render.text import render_plain
+
+    return render_plain(report)
+
+
+register_text_view(_text_view)
+
+# One run at a time per process (re-entrant: `jaxdiag check` holds it around discovery and the runs inside).
+RUN_LOCK = threading.RLock()
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def resolve(target: Any, app_dir: str = ".") -> Target:
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, str):
+        return load_target(target, app_dir)
+    kind, obj = classify(target)
+    return Target(ref=describe(target), obj=obj, kind=kind, module=inspect.getmodule(_locate.unwrap(
+        getattr(obj, "fun", None) or obj)))
+
+
+def run(
+    target: Any,
+    args: Sequence[Any],
+    params: dict[str, Any],
+    options: Options,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    app_dir: str = ".",
+    per_target_ignore: Sequence[str] | Mapping[str, Sequence[str]] = (),
+    allow_unchecked: Mapping[str, str] | None = None,
+) -> Report:
+    """Load, choose inputs, expand nested subjects, run checks, then filter findings (once, at the end).
+
+    `per_target_ignore` is a `{glob: codes}` table matched against the TARGET string (or a plain list of codes
+    for this target). Unknown codes anywhere are a UsageError before any check runs.
+    """
+    table = per_target_ignore if isinstance(per_target_ignore, Mapping) else (
+        {"*": list(per_target_ignore)} if per_target_ignore else {})
+    settings = Filter(select, ignore, table, allow_unchecked)
+    report = run_unfiltered(target, args, params, options, app_dir)
+    settings.apply(report)
+    if report.targets:
+        notes = [n for n in settings.deprecation_notes() if not settings.deselected(n)]
+        report.targets[0].findings.extend(notes)
+    return report
+
+
+def run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], options: Options,
+                   app_dir: str = ".") -> Report:
+    """Every finding of every check, unfiltered; each target report carries what filtering needs (the names
+    configuration may use for it, the lines where an inline suppression covers it). Restores JAX state on exit.
+
+    Not thread-safe by nature (a run patches JAX's global registries and `sys.path`): runs are serialized by
+    `RUN_LOCK`, so two threads calling the API get correct reports, one after the other. The user's folders put on
+    `sys.path` to load the target stay there for the run only.
+    """
+    with RUN_LOCK, _compat.restored_sys_path():
+        watch = _contain.Watch()
+        label = target if isinstance(target, str) else target.ref if isinstance(target, Target) else describe(target)
+        with catch_abort() as caught:  # SystemExit & co. from user code while loading or choosing inputs
+            report = _run_unfiltered(target, args, params, options, app_dir)
+        if caught.abort is not None:
+            report = Report([_contain.abort_report(caught.abort, label, "function", f"preparing {label}")],
+                            jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
+        _contain.attach(report.targets, watch.finish(label))
+        return report
+
+
+def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], options: Options, app_dir: str
+                    ) -> Report:
+    resolved = resolve(target, app_dir)
+    module_file = getattr(resolved.module, "__file__", None)
+    # a Primitive object's module is JAX's own core.py (its class's): tokenizing it took longer than some checks
+    if module_file and module_file.endswith(".py") and _locate.is_user_file(module_file):
+        validate_inline(module_file)
+    templates, concrete = _signature.templates_of_args(args)
+    check_inputs_fit(resolved, templates, params, options.in_axes)  # a mismatch is exit 2, never a finding
+    specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
+    # x64 only for an explicitly 64-bit spec (f64, i64, u64, c128), scoped to this run and restored after it:
+    # c64 is a 32-bit type and needs no x64, and turning x64 on changes the dtypes the user's rules compute in.
+    wide = any(needs_x64(s) for s in specs)
+    with _compat.x64_scope(True) if wide else contextlib.nullcontext():
+        reports = _run_target(resolved, templates, concrete, params, options)
+    if wide and all(c is None for c in concrete) and _x64_only.has_variant_errors(reports):
+        narrow = _x64_only.narrow_templates(templates)  # is the error x64's alone? the same target on 32-bit specs
+        with _compat.x64_scope(False):
+            _x64_only.mark_x64_only(reports, _run_target(resolved, narrow, concrete, params, options), templates,
+                                    narrow)
+    anchors = suppression_anchors(resolved)
+    for report in reports:
+        report.anchors = list(anchors)
+        report.config_keys = [resolved.ref]
+    final = Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
+    if options.fixes:  # --diff / --fix: verify candidate edits by re-running this same call on edited copies
+        from .. import _fixes
+
+        _fixes.attach(final, resolved, args, params, options, app_dir, run_unfiltered)
+    return final
+
+
+def needs_x64(spec: ArgSpec) -> bool:
+    """A 64-bit component type: f64, i64, u64, c128 (c64 holds two float32s)."""
+    itemsize = spec.dtype.itemsize // (2 if spec.dtype.kind == "c" else 1)
+    return itemsize >= 8 and spec.dtype.kind in "fciu"
+
+
+def _run_target(target: Target, templates: list[Any], concrete: list, params: dict, options: Options
+                ) -> list[TargetReport]:
+    notes: list[Finding] = []
+    root = _root_subject(target, params)
+    root.params = {**_signature.bind_site_params(root), **root.params}  # what the library's own bind calls pass
+    _signature.check_params(root)
+    provenance = options.provenance if templates else "inferred"  # _provenance: stamped on every finding below
+    if not templates:
+        templates = infer_templates(root, notes)
+    else:
+        _signature.check_arity(root, templates)
+    _signature.apply(root, templates)
+    specs = root.specs
+    choose_domain(root, notes)
+    root_cache = SubjectCache()
+    if any(c is not None for c in concrete):
+        rng = np.random.default_rng(options.seed)
+        root_cache.example = [np.asarray(c) if c is not None else draw(s, rng, root.domain)
+                              for c, s in zip(concrete, specs)]
+    subjects = [root] + find_nested_subjects(root, options, root_cache)
+    observed: dict[int, list[np.ndarray]] = {}
+    if len(subjects) > 1:  # nested rules are checked as their function calls them: values, perturbation, tracing
+        observed = observed_examples(root, subjects[1:], options, root_cache)
+        example = Context(root, options, "observe", root_cache).example()
+        unperturbed = unperturbed_inputs(root, subjects[1:], example)
+        traced_only = traced_only_primitives(root, subjects[1:], example)  # never bound eagerly by the function
+        for subject in subjects[1:]:
+            subject.unperturbed = unperturbed.get(id(subject), frozenset())
+            subject.traced_only = id(subject) in traced_only
+    reports = []
+    given = any(c is not None for c in concrete)
+    for subject in subjects:
+        cache = root_cache if subject is root else SubjectCache()
+        if id(subject) in observed:  # a nested rule is checked at the values its function passes it
+            cache.example, cache.observed = observed[id(subject)], True
+        report, by_check = run_subject_by_check(subject, options, cache)
+        if not (given and subject is root) and id(subject) not in observed:  # given/observed inputs stay as they are
+            report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, run_checks)
+        report.findings = grade_out_of_range(subject, options, cache, report.findings, by_check, run_checks)
+        if subject is root:
+            report.findings[:0] = notes
+        _provenance.stamp(report.findings, provenance if subject is root else _provenance.nested(
+            provenance, id(subject) in observed), subject.input_texts)
+        reports.append(report)
+    return reports
+
+
+def _root_subject(target: Target, params: dict) -> Subject:
+    obj = target.obj
+    if target.kind == "primitive":
+        location = _primitive_location(obj, target.module)
+    else:
+        location = _locate.locate(getattr(obj, "fun", None) or obj)
+    if params and target.kind != "primitive":
+        raise UsageError(f"--param applies to primitives; {target.ref} is a {target.kind}")
+    return Subject(label=target.ref, kind=target.kind, obj=obj, specs=[], params=dict(params), location=location,
+                   module=target.module_name)
+
+
+def _primitive_location(prim: Any, module: Any) -> Location | None:
+    rules_ = [r for r in _compat.registered_rules(prim).values() if r is not None and _locate.is_user_code(r)]
+    # a primitive found inside a function: its rules' module is where it is defined
+    candidates = [module] if module is not None else [inspect.getmodule(_locate.unwrap(r)) for r in rules_]
+    for candidate in dict.fromkeys(c for c in candidates if c is not None):
+        loc = _locate.locate_assignment(candidate, prim)
+        if loc:
+            return loc
+    return _locate.locate(rules_[0]) if rules_ else None
+
+
+def _nonfinite(value: Any) -> bool:
+    for leaf in jax.tree_util.tree_leaves(value):
+        arr = np.asarray(leaf)
+        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            return True
+        if arr.dtype.name == "bfloat16" and not np.all(np.isfinite(arr.astype(np.float32))):
+            return True
+    return False
+
+
+def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int) -> tuple[bool, str]:
+    """(ran and finite, error text) for one draw of `specs` from `domain`."""
+    rng = np.random.default_rng(seed)
+    args = [draw(s, rng, domain) for s in specs]
+    saved = subject.specs
+    subject.specs = specs
+    try:
+        ran = call_user(lambda: jax.block_until_ready(subject.call(*args)))
+    finally:
+        subject.specs = saved
+    if ran.error is not None:  # the user's code rejected these inputs
+        exc = ran.error
+        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return not _nonfinite(ran.value), "non-finite output"
+
+
+def choose_domain(subject: Subject, notes: list[Finding]) -> None:
+    """Keep normal draws unless the target is non-finite on them; then try the other domains and say so."""
+    if any(s.domain for s in subject.specs) or not any(s.is_inexact for s in subject.specs):
+        return
+    ok, _ = _try_call(subject, subject.specs, "normal", 0)
+    if ok:
+        return
+    for domain in DOMAINS[1:]:
+        if _try_call(subject, subject.specs, domain, 0)[0]:
+            subject.domain = domain
+            notes.append(rules.DOMAIN_FALLBACK.finding(
+                target=subject.label, domain=domain, pinned=subject.specs[0].with_domain(domain),
+                location=subject.location))
+            return
+
+
+def _arity(subject: Subject) -> list[int]:
+    """Candidate positional arities (static positions included), most likely first."""
+    sig = _signature.signature_of(subject)
+    if sig is None:
+        return [1, 2, 3]
+    params = _signature.positional(sig)
+    required = [p for p in params if p.default is p.empty]
+    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+        return sorted({len(required), 1, 2, 3} - {0}) or [1]
+    if subject.kind == "primitive":
+        return [len(required) - _params_taken(required, subject.params)] if required else [1]
+    return [len(required)]
+
+
+def _params_taken(required: list, params: dict) -> int:
+    return sum(1 for p in required if p.name in params)
+
+
+def infer_templates(subject: Subject, notes: list[Finding]) -> list[Any]:
+    """Try a short ladder of float32 shapes for the array positions until the target runs; report it.
+
+    Static positions (nondiff_argnums, static_argnums) take their defaults; one without a default cannot be
+    guessed, and neither can a shape contract outside the ladder: both raise InferenceError saying what to pass."""
+    sig = _signature.signature_of(subject)
+    keyword_only = [p.name for p in (sig.parameters.values() if sig is not None else ())
+                    if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    if keyword_only and subject.kind != "primitive":
+        raise InferenceError(f"could not infer example inputs for {subject.label}: it requires keyword-only "
+                             f"argument(s) {', '.join(keyword_only)}, which positional --arg cannot pass; check the "
+                             "function that calls it, or record your own calls with `jaxdiag record`",
+                             label=subject.label, tried=[], last_error="keyword-only arguments", arity=1)
+    statics = _signature.static_templates(subject)
+    if statics is None:
+        needed = _signature.static_without_default(subject)
+        what = "; ".join(f"`{name}` is static ({where})" for name, where in needed)
+        raise InferenceError(f"could not infer example inputs for {subject.label}: {what}, so no value can be "
+                             "drawn for it; pass it as a Python literal, e.g. --arg 0.1",
+                             label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0])
+    tried = []
+    last_error = ""
+    totals: set[int] = set()
+    for arity in _arity(subject):
+        # a static position past the arity (a default taken, a forwarded option after `*args`) still counts
+        arity = max(arity, max(statics) + 1 if statics else 0)
+        if arity in totals:
+            continue
+        totals.add(arity)
+        if arity == 0:
+            _signature.apply(subject, [])
+            ok, error = _try_call(subject, [], "normal", 0)
+            if ok or error == "non-finite output":
+                return []
+            last_error = error
+            continue
+        n_arrays = max(arity - len(statics), 0)
+        for candidate in shape_ladder(n_arrays) if n_arrays else iter([[]]):
+            it = iter(candidate)
+            templates = [statics[i] if i in statics else next(it) for i in range(n_arrays + len(statics))]
+            text = " ".join(template_text(t) for t in templates)
+            tried.append(text)
+            _signature.apply(subject, templates)
+            ok, error = _try_call(subject, subject.specs, "normal", 0)
+            if not ok and error == "non-finite output":
+                ok = any(_try_call(subject, subject.specs, d, 0)[0] for d in DOMAINS[1:])
+            if ok:
+                notes.append(rules.INPUTS_INFERRED.finding(count=len(templates), specs=text,
+                                                           location=subject.location))
+                return templates
+            last_error = error
+            if error.startswith(_MISSING_DEPENDENCY):
+                raise MissingDependencyError(subject.label, error)
+    arity = _arity(subject)[0]
+    suggestion = " ".join("--arg f32[3]" for _ in range(arity))
+    raise InferenceError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
+                         f"error: {last_error}); pass them explicitly, e.g. {suggestion}",
+                         label=subject.label, tried=tried, last_error=last_error, arity=arity)
+
+
+_MISSING_DEPENDENCY = ("ModuleNotFoundError", "ImportError")
+
+
+class MissingDependencyError(InferenceError):
+    """The target imports an optional dependency at call time that is not installed: not an inference failure."""
+
+    def __init__(self, label: str, error: str):
+        super().__init__(f"{label} could not run: {error} (an optional dependency is missing); install it to "
+                         "check this target", label=label, tried=[], last_error=error, arity=0)
+        match = re.search(r"No module named '([\w.]+)'", error)
+        self.dependency = match.group(1).split(".")[0] if match else error
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Nested subjects: user primitives and custom_* calls inside a function
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -> list[Subject]:
+    if root.kind != "function":
+        return []
+    traced = trace_function(root, cache)
+    if traced.value is None:  # the function's own checks report the trace failure
+        # Typically a user primitive without abstract eval: find the user primitives by running it once.
+        cache.nested_subjects = _bound_primitive_subjects(root)
+        return cache.nested_subjects
+    jaxpr, custom_calls = traced.value.jaxpr, traced.value.custom_calls
+    subjects: list[Subject] = []
+    seen_keys: set = set()
+    for obj, args, kwargs in custom_calls:
+        if id(obj) in seen_keys:
+            continue
+        seen_keys.add(id(obj))
+        kind, _ = classify(obj)
+        fn = getattr(obj, "fun", None) or obj
+        if not (options.include_jax or _locate.is_user_code(fn)):
+            continue  # JAX's own custom_jvp/custom_vjp (jnp.sinc, jax.nn.softplus) are trusted like its primitives
+        nested = _signature.custom_call_subject(root, kind, obj, fn, args, kwargs, cache.input_tracers)
+        if nested is not None:
+            subjects.append(nested)
+    operand_dependent = _compat.input_dependent_operands(jaxpr)
+    by_key: dict[tuple, Subject] = {}
+    for eqn in _compat.iter_eqns(jaxpr):
+        prim = eqn.primitive
+        if not _compat.is_primitive(prim):
+            continue
+        user = not _compat.is_builtin_primitive(prim)
+        if not (user or options.include_jax):
+            continue
+        if not user and (prim.name in _STRUCTURAL_PRIMITIVES or any(True for _ in _compat.sub_jaxprs(eqn))):
+            continue
+        maybe_specs = [_spec_of_aval(v.aval) for v in eqn.invars]
+        specs = [s for s in maybe_specs if s is not None]
+        if len(specs) != len(maybe_specs):
+            continue
+        inputs = list(getattr(jaxpr, "jaxpr", jaxpr).invars)
+        specs = [_signature.inherited(s, [v], inputs, root) for s, v in zip(specs, eqn.invars)]
+        key = primitive_call_key(prim, eqn.params, specs)
+        # operands built from no input of the function (a captured constant, an index) are never batched there
+        unbatched = frozenset(k for k, dependent in enumerate(operand_dependent(eqn)) if not dependent)
+        if key in by_key:
+            by_key[key].unbatched &= unbatched
+            continue
+        where = _compat.eqn_source_line(eqn)
+        subjects.append(by_key.setdefault(key, Subject(
+            label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs, params=dict(eqn.params),
+            location=_primitive_location(prim, None) if user else None, module=root.module, parent=root,
+            domain=root.domain,
+            eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None,
+            unbatched=unbatched)))
+    cache.nested_subjects = subjects  # the function's checks attribute vmap failures to these
+    return subjects
+
+
+def _bound_primitive_subjects(root: Subject) -> list[Subject]:
+    """User primitives bound while running the function once eagerly (when make_jaxpr cannot trace it)."""
+    rng = np.random.default_rng(0)
+    args = [draw(s, rng, root.domain) for s in root.specs]
+    seen: list = []
+    with _compat.record_primitive_binds(seen, guard=jaxdiag_code):
+        call_user(root.call, *args)  # a failure is reported by the function's own checks; keep what was bound
+    subjects: list[Subject] = []
+    keys: set = set()
+    for prim, avals, params in seen:
+        maybe_specs = [_spec_of_aval(a) for a in avals]
+        specs = [s for s in maybe_specs if s is not None]
+        key = primitive_call_key(prim, params, specs)
+        if len(specs) != len(maybe_specs) or key in keys:
+            continue
+        keys.add(key)
+        subjects.append(Subject(label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs,
+                                params=params, location=_primitive_location(prim, None), module=root.module,
+                                parent=root, domain=root.domain))
+    return subjects
+
+
+# Built-in primitives that only move data between jaxprs or trace-time state; not checked with --include-jax.
+_STRUCTURAL_PRIMITIVES = {"pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+                          "custom_vjp_call_jaxpr", "custom_lin", "remat", "checkpoint", "custom_vmap_call",
+                          "ffi_call", "pure_callback", "io_callback", "debug_callback", "random_wrap",
+                          "random_unwrap", "random_seed", "random_bits", "threefry2x32", "iota", "rng_bit_generator"}
+
+
+def _spec_of_aval(aval: Any) -> ArgSpec | None:
+    shape = getattr(aval, "shape", None)
+    dtype = getattr(aval, "dtype", None)
+    if shape is None or dtype is None:
+        return None
+    try:
+        return ArgSpec(np.dtype(dtype), tuple(int(d) for d in shape))
+    except TypeError:  # extended dtypes (PRNG keys) and symbolic shapes
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running checks and filtering findings
+# ---------------------------------------------------------------------------------------------------------------
+
+# Called with (subject label, check name) as each check starts. A `jaxdiag check` worker process sets it to tell
+# the parent what is running, so a target stopped at the time limit is reported naming its check.
+on_check_start: Callable[[str, str], None] | None = None
+
+
+def run_subject(subject: Subject, options: Options, cache: SubjectCache | None = None) -> TargetReport:
+    return run_subject_by_check(subject, options, cache)[0]
+
+
+def run_checks(subject: Subject, options: Options, cache: SubjectCache, names: Collection[str]
+               ) -> dict[str, list[Finding]]:
+    """Only the named checks (in run order), as the fresh-draw retries run them: {check name: its findings}."""
+    return run_subject_by_check(subject, options, cache, names)[1]
+
+
+def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache | None = None,
+                         only: Collection[str] | None = None) -> tuple[TargetReport, dict[str, list[Finding]]]:
+    """Every applicable check (or `only` those named) on one subject: its report, and each check's findings."""
+    cache = SubjectCache() if cache is None else cache
+    report = TargetReport(target=subject.label, kind=subject.kind, inputs=subject.input_texts,
+                          module=subject.module, subject=subject)
+    by_check: dict[str, list[Finding]] = {}
+    moves: list[tuple[Any, Any]] | None = None  # a helper's wrappers -> the user's rules, once per subject
+    blocked = _abstract.platform_blocker(subject, options, cache)  # a GPU kernel here: its rules are only traced
+    stopped = False  # user code ended the checks (SystemExit, a custom BaseException)
+    for chk in _abstract.CHECKS if blocked else ALL_CHECKS:
+        if not chk.applies(subject, options) or (only is not None and chk.name not in only):
+            continue
+        ctx = Context(subject, options, chk.name, cache)
+        if on_check_start is not None:
+            on_check_start(subject.label, chk.name)
+        start = time.perf_counter()
+        findings: list[Finding] = []
+        status, detail = "passed", ""
+        try:
+            with catch_abort() as caught:  # SystemExit & co. from user code: this subject's checks stop here
+                if FAMILIES[chk.family].needs_arrays and not subject.specs:
+                    raise SkipCheck("no array arguments: nothing to batch")
+                findings = list(chk.run(ctx))
+            if caught.abort is not None:
+                findings = [_contain.abort_finding(caught.abort, subject.label,
+                                                   f"check `{chk.name}` on {subject.label}")]
+                status, detail, stopped = "failed", f"stopped: {caught.abort}", True
+            if findings:
+                moves = wrapper_moves(subject) if moves is None else moves
+                findings = relocate(findings, moves)
+        except SkipCheck as skip:
+            status, detail = "skipped", str(skip)
+            if skip.note:  # a skip the user must hear about (e.g. a defect this JAX release cannot show)
+                findings = [rules.CHECK_SKIPPED.finding(check=chk.name, reason=str(skip), location=skip.location)]
+        except Exception as exc:  # jaxdiag's own bug: report it, keep checking the rest
+            status = "error"
+            detail = f"internal error in check {chk.name}: {type(exc).__name__}: {exc}\n" + "".join(
+                traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
+        seconds = time.perf_counter() - start
+        if status == "passed" and any(f.severity in ("error", "warning") for f in findings):
+            status = "failed"
+            detail = "; ".join(sorted({f.code for f in findings}))
+        report.checks.append(CheckResult(chk.name, status, seconds, detail))
+        report.findings.extend(findings)
+        by_check.setdefault(chk.name, []).extend(findings)
+        if stopped:
+            break
+    if blocked:
+        ran = [c.name for c in report.checks if c.status in ("passed", "failed")]
+        note = _abstract.values_not_compared(subject, blocked, ran)
+        report.findings.insert(0, note)
+        by_check = {"values-not-compared": [note], **by_check}
+    if options.show_jaxpr:
+        attach_jaxprs(subject, report.findings)
+    return report, by_check
+
+
+def attach_jaxprs(subject: Subject, findings: list[Finding]) -> None:
+    """--show-jaxpr: each error's or warning's jaxpr under the transformation that exposed it (one trace per
+    distinct transformation)."""
+    from . import _exposure
+
+    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
+    from .._checks._shared import prim_var
+
+    name = f"{prim_var(subject)}.bind" if subject.kind == "primitive" else subject.name
+    marker = subject.obj.name if subject.kind == "primitive" else ""
+    texts: dict[Any, str] = {}
+    for finding in findings:
+        if finding.severity == "info" or not shapes:
+            continue
+        exposure = _exposure.exposure_for(finding, subject.kind)
+        key = repr(exposure)  # out_axes may be a list (unhashable), and a list is not the same as a tuple there
+        if key not in texts:
+            texts[key] = _exposure.exposing_jaxpr(subject.call, exposure, shapes, name, marker)
+        finding.jaxpr = texts[key]
+
+
+def suppression_anchors(target: Target) -> list[Location]:
+    """The line that defines the target, where an inline suppression covers every finding about it."""
+    if target.kind == "primitive":
+        loc = _primitive_location(target.obj, target.module)
+    elif target.kind in ("custom_vjp", "custom_jvp", "custom_vmap"):
+        loc = _locate.locate(getattr(target.obj, "fun", None) or target.obj)
+    else:
+        return []
+    return [loc] if loc else []

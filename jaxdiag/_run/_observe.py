@@ -1,0 +1,62 @@
+"""The values a function passes to the rules nested inside it, observed by running it once eagerly.
+
+A nested rule is checked at the arguments its function really gives it, not at random ones: a Cholesky-style JVP
+inside a function that builds a positive-definite matrix is then checked on that matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from .. import _compat
+from .._checks._base import Context, Options, Subject
+from .._checks._call_site import call_arrays
+from .._harness import call_user, jaxdiag_code
+from .._harness.cache import SubjectCache
+from .._loading._inputs import ArgSpec, spec_of
+
+
+def primitive_call_key(prim: Any, params: dict, specs: Sequence[ArgSpec]) -> tuple:
+    """Calls of one primitive with the same params and shapes are checked once."""
+    return prim, repr(sorted(params.items(), key=lambda kv: kv[0])), tuple(map(str, specs))
+
+
+def observed_examples(root: Subject, nested: list[Subject], options: Options, cache: SubjectCache
+                      ) -> dict[int, list[np.ndarray]]:
+    """The concrete arguments each nested subject receives when the function runs eagerly on its own example
+    (id(subject) -> one array per spec). Subjects only reached under tracing (inside scan, while_loop) or whose
+    observed arguments do not match their specs keep random draws."""
+    example = [jax.numpy.asarray(x) for x in Context(root, options, "observe", cache).example()]
+    customs: list = []
+    binds: list = []
+    recording = _compat.record_primitive_binds([], jaxdiag_code, binds)
+    with _compat.record_custom_calls(customs, jaxdiag_code), recording, jax.disable_jit():
+        call_user(root.call, *example)  # a failure is reported by the function's own checks; keep what was observed
+    out: dict[int, list[np.ndarray]] = {}
+    for subject in nested:
+        if subject.kind == "primitive":
+            want = primitive_call_key(subject.obj, subject.params, list(subject.specs))
+            calls = [vals for prim, params, vals in binds if prim is subject.obj
+                     and primitive_call_key(prim, params, [spec_of(v) for v in vals or []]) == want]
+        elif subject.kind in ("custom_jvp", "custom_vjp"):
+            calls = [call_arrays(subject, obj, args, kwargs) for obj, args, kwargs in customs]
+        else:
+            calls = [[a for a in args if hasattr(a, "shape")] for obj, args, _ in customs if obj is subject.obj]
+        wanted = [ArgSpec(s.dtype, s.shape) for s in subject.specs]
+        values = next((v for v in calls if v is not None and _concrete_at(v, wanted)), None)
+        if values is not None:
+            out[id(subject)] = [np.asarray(v) for v in values]
+    return out
+
+
+def _concrete_at(values: Sequence[Any], wanted: list[ArgSpec]) -> bool:
+    """Whether one observed call passed concrete arrays of exactly the subject's specs (a call made while a loop body
+    traces holds tracers; a PRNG key has no plain spec)."""
+    if any(not hasattr(a, "dtype") or _compat.is_tracer(a) or jax.dtypes.issubdtype(a.dtype, jax.dtypes.extended)
+           for a in values):
+        return False
+    return [spec_of(v) for v in values] == wanted
