@@ -18,13 +18,13 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .. import _compat
-from .._core import _locate
 from .. import _rules as rules
 from .._compat import _sharding as cs
-from .._loading._numerics import compare
+from .._core import _locate
 from .._core._report import Finding, Location
-from ._base import Check, Context, SkipCheck, check
 from .._harness.boundary import call_user
+from .._loading._numerics import compare
+from ._base import Check, Context, SkipCheck, check
 from ._sharding import describe_mesh, first_line, mesh_of
 
 

@@ -13,13 +13,13 @@ from typing import Any, Iterator
 import jax
 import numpy as np
 
-from .._core import _locate
 from .. import _rules as rules
 from .._compat import _sharding as cs
-from .._loading._numerics import Comparison, compare
+from .._core import _locate
 from .._core._report import Finding, Location
-from ._base import Check, Context, SkipCheck, check
 from .._harness.boundary import call_user
+from .._loading._numerics import Comparison, compare
+from ._base import Check, Context, SkipCheck, check
 from ._sharding import (
     callback_location, callback_name, describe_mesh, first_line, moved_bytes, reference_outputs, same_sharding,
     sharded_runs, show_spec, worst,

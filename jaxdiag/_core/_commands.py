@@ -178,7 +178,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            ("JXB", "JXR", "JXV"), needs_arrays=True),
     Family("grad", ("_portability", "_custom_vmap", "_custom_vjp", "_custom_jvp", "_primitive_ad", "_solves", "_grad"),
            ("JXG",)),
-    Family("sharding", ("_sharding", "_sharding_rules", "_sharding_gather"), ("JXS",)),
+    Family("sharding", ("_sharding", "_sharding_rules", "_sharding_map", "_sharding_gather"), ("JXS",)),
 )}
 # Findings of every command may also carry these: notes about the run (JXN) and user code that ended it (JXU).
 COMMON_PREFIXES = ("JXN", "JXU")
