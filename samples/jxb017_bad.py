@@ -6,7 +6,8 @@ wrong (JXB017; `jaxdiag check` also runs the grad checks, whose JXG016 sees the 
 w of shape (5, 4, 3) and a cotangent ct of shape (5, 3):
 
     f = lambda x, w: row_mean_p.bind(x, w)
-    jax.vjp(jax.vmap(f), x, w)[1](ct)[0]              # 4/5 of the stacked jax.vjp(f, x[j], w[j])[1](ct[j])[0]
+    _, pullback = jax.vjp(jax.vmap(f), x, w)
+    pullback(ct)[0]          # 4/5 of the stacked per-example cotangents: jax.vjp(f, x[j], w[j]) pulled back ct[j]
 """
 
 import jax.numpy as jnp

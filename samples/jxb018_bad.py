@@ -4,8 +4,8 @@ is right too. But under `jax.vjp(jax.vmap(scale, in_axes=(0, None)))` the transp
 (1, n) and returns `ct * x`, shape (batch, n), for it: plain JAX fails with "Expected cotangent type float32[1,3] but
 got float32[5,3]" (jax 0.10) or a reshape error (jax 0.5), naming no rule (JXB018, at the transpose rule):
 
-    jax.vjp(jax.vmap(lambda x, w: scale_p.bind(x, w), in_axes=(0, None)), jnp.ones((5, 3)), jnp.ones(3))[1](
-        jnp.ones((5, 3)))
+    _, pullback = jax.vjp(jax.vmap(scale_p.bind, in_axes=(0, None)), jnp.ones((5, 3)), jnp.ones(3))
+    pullback(jnp.ones((5, 3)))
 """
 
 import jax.numpy as jnp

@@ -534,7 +534,7 @@ def _jxg028(m: Any) -> str | None:
 
 @says("JXB017")
 def _jxb017(m: Any) -> str | None:
-    """`jax.vjp(jax.vmap(row_mean_p.bind), x, w)[1](ct)` against the per-example VJPs"""
+    """`jax.vjp(jax.vmap(row_mean_p.bind), x, w)` pulled back `ct`, against the per-example VJPs"""
     x, w, ct = draw("JXB017", B, 4, 3), draw("JXB017", B, 4, 3, salt=1), draw("JXB017", B, 3, salt=2)
     f = m.row_mean_p.bind
     got = jax.vjp(jax.vmap(f), x, w)[1](ct)[0]
@@ -544,7 +544,7 @@ def _jxb017(m: Any) -> str | None:
 
 @says("JXB018")
 def _jxb018(m: Any) -> str | None:
-    """`jax.vjp(jax.vmap(scale_p.bind, in_axes=(None, 0)), x, w)[1](ct)` against the per-example VJPs"""
+    """`jax.vjp(jax.vmap(scale_p.bind, in_axes=(None, 0)), x, w)` pulled back `ct`, against the per-example VJPs"""
     x, w, ct = draw("JXB018", 3), draw("JXB018", B, 3, salt=1), draw("JXB018", B, 3, salt=2)
     f = m.scale_p.bind
     got = jax.vjp(jax.vmap(f, in_axes=(None, 0)), x, w)[1](ct)[0]
