@@ -18,7 +18,7 @@ import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 from jaxdiag._run import _engine
-from jaxdiag._jobs import _parallel
+from jaxdiag._jobs import _memory, _parallel
 from jaxdiag._loading import _targets
 from jaxdiag import _rules as rules
 from jaxdiag._checks import ALL_CHECKS
@@ -109,7 +109,7 @@ def test_a_worker_clears_jax_caches_past_the_bound_not_after_every_target(monkey
     monkeypatch.setattr(_parallel, "WORKER_MEMORY_MB", 400)
     monkeypatch.setattr(_parallel, "_rss_mb", lambda: next(rss))
     monkeypatch.setattr(_parallel, "_release_memory", lambda: clears.append(1))
-    bound = _parallel.MemoryBound()
+    bound = _memory.MemoryBound()
     assert [bound.after_target()[1] for _ in range(3)] == [True, False, True]
     assert len(clears) == 2 and bound.limit == 490.0
 
@@ -139,10 +139,10 @@ def test_clearing_gives_freed_memory_back_to_the_system():
 
     buffers = [ctypes.create_string_buffer(8192) for _ in range(25_000)]  # about 200 MB of small heap blocks
     kept = buffers[::50]  # a few stay alive, so the heap cannot simply shrink from its top
-    before = _parallel._rss_mb()
+    before = _memory.rss_mb()
     del buffers
-    _parallel._return_freed_memory()
-    assert _parallel._rss_mb() < before - 100 and len(kept) == 500
+    _memory.return_freed_memory()
+    assert _memory.rss_mb() < before - 100 and len(kept) == 500
 
 
 # ---------------------------------------------------------------------------------------------------------------

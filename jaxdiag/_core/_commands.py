@@ -176,7 +176,8 @@ class Command:
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("batching", ("_registration", "_platforms", "_portability", "_batching", "_custom_vmap", "_ffi"),
            ("JXB", "JXR", "JXV"), needs_arrays=True),
-    Family("grad", ("_portability", "_custom_vmap", "_custom_vjp", "_custom_jvp", "_primitive_ad", "_solves", "_grad"),
+    Family("grad", ("_portability", "_custom_vmap", "_custom_vjp", "_custom_jvp", "_primitive_ad", "_solves", "_grad",
+                     "_grad_second_order"),
            ("JXG",)),
     Family("sharding", ("_sharding", "_sharding_rules", "_sharding_map", "_sharding_gather"), ("JXS",)),
 )}

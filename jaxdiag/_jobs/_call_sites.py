@@ -152,7 +152,7 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
             continue
         given = declared_inputs(lint, module, name)  # the caller's own declared inputs, when there are some
         options = Options(command="check", seed=lint.seed, provenance="declared" if given else "inferred",
-                          **getattr(lint, "run_options", {}))
+                          **lint.run_options)
         try:
             templates = (templates_of_args(given)[0] if given
                          else carrier_templates(label, keywords, lint.app_dir))

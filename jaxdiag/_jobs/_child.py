@@ -27,7 +27,7 @@ def main(conn: Any, job: Any) -> None:
     from .._harness import user_interrupts
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _parallel._exit_with_parent()
+    _parallel.exit_with_parent()
     _capture(job.capture)
     os.chdir(job.cwd)
     sys.path[:] = job.sys_path

@@ -89,7 +89,7 @@ def check_paths(
                  list(select) or config.select, list(ignore) + config.ignore, keep_going, include_tests)
     lint.settings = _parallel.RunSettings(jobs=jobs, timeout=timeout, cache=cache,
                                            bound_memory=bound_memory, isolate=isolate)
-    lint.run_options = run_options  # type: ignore[attr-defined]  # Options fields for every target's run
+    lint.run_options = run_options  # Options fields for every target's run
     with _engine.RUN_LOCK, _compat.restored_sys_path():  # user folders stay importable for the run only
         return lint.run(items, from_config=from_config)
 
@@ -117,6 +117,7 @@ class _Lint:
         config_dir = os.path.dirname(config.source) if config.source else os.getcwd()
         self.recorded = _reach.Recorded.load([config_dir, app_dir, os.getcwd()])
         self.settings = _parallel.RunSettings()
+        self.run_options: dict[str, Any] = {}  # `Options` fields every target's run gets (--diff, --platforms, ...)
 
     def run(self, items: Sequence[ModuleType | str], from_config: bool) -> Report:
         """Walk, check every target (unfiltered), then filter once; unused suppressions are judged last."""
@@ -220,7 +221,7 @@ class _Lint:
             if reach.reports:
                 return Report(reach.reports)
         provenance = "recorded" if origin.startswith(" (recorded") else "declared"  # none given: inferred
-        options = Options(command="check", seed=self.seed, provenance=provenance, **getattr(self, "run_options", {}))
+        options = Options(command="check", seed=self.seed, provenance=provenance, **self.run_options)
         try:
             return _engine.run_unfiltered(target, args, params, options, app_dir=self.app_dir)
         except _engine.MissingDependencyError:

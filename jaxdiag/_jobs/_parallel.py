@@ -20,55 +20,30 @@ after clearing is retired and replaced, so memory stays bounded per worker.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import multiprocessing
 import os
 import shutil
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from . import _cache
-from .. import _rules as rules
-from .._core._errors import UsageError
-from .._core._report import CheckResult, Location, TargetReport, target_report_from_dict, target_report_to_dict
+from ._outcome import Lint, Outcome, apply, crashed, internal, run_in_process, timed_out
+from ._memory import (WORKER_RETIRE_MB, MemoryBound, exit_with_parent,
+                      rss_mb, scratch_folder, use_compilation_cache)
+from .._core._report import TargetReport
 
 if TYPE_CHECKING:
     from ._discovery import Found
 
 
-class Lint(Protocol):
-    """What this module uses of the lint layer's run (`_lint._Lint`, which imports this module)."""
-
-    seed: int
-    app_dir: str
-    config: Any
-    discovery: Any
-    unchecked_lines: set[tuple[str, int]]
-
-    def _check(self, found: Found) -> list[TargetReport]: ...
-
-    def _mark_unchecked(self, found: Found, anchors: list[Location]) -> None: ...
-
 # Seconds a target may run under `jaxdiag check` unless `--timeout` or `timeout` in [tool.jaxdiag] says otherwise.
 DEFAULT_TIMEOUT = 300.0
-# Memory bound per worker. JAX keeps the executables it compiled in its caches, so a process checking target
-# after target grows by 13-20 MB per target (1.2 GB after 60 of the samples). A worker whose resident memory
-# passed this after a target clears JAX's caches and gives the freed memory back (`MemoryBound`; back to about
-# 300 MB). A target's own transient growth comes on top (up to 240 MB for the samples' nested logdet): with two
-# workers and the parent (about 180 MB) the whole run stays under 1.5 GB. A worker still above WORKER_RETIRE_MB
-# after clearing (memory the user's code holds) is replaced.
-WORKER_MEMORY_MB = 400
-WORKER_RETIRE_MB = 600
-# In a worker and in `jaxdiag check`'s own process (`-j 1 --timeout 0`): JAX's caches are cleared when it grew this
-# much past what clearing them last left (about 8 targets' worth), or past WORKER_MEMORY_MB, whichever is higher.
-IN_PROCESS_GROWTH_MB = 100
 # A worker must have imported the user's modules within this many seconds (the parent already imported them once).
 WORKER_START_SECONDS = 300.0
 
@@ -119,61 +94,6 @@ def default_jobs() -> int:
 # ---------------------------------------------------------------------------------------------------------------
 # Outcomes: a target's results as plain data
 # ---------------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    """What checking one target gave: its unfiltered reports and the lines whose suppressions cannot be judged
-    because it was not fully checked (merged into the parent's set by union)."""
-
-    reports: list[dict[str, Any]] = field(default_factory=list)
-    unchecked_lines: list[tuple[str, int]] = field(default_factory=list)
-    usage_error: str | None = None
-    # False when the run did not finish normally (internal error, crash, time limit): never cached.
-    complete: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Outcome:
-        return cls(reports=list(data["reports"]), unchecked_lines=[tuple(u) for u in data["unchecked_lines"]],
-                   usage_error=data["usage_error"], complete=data["complete"])
-
-
-def run_in_process(lint: Lint, found: Found) -> Outcome:
-    """Check one target here, recording the lines it leaves unchecked separately from the other targets'. A
-    `SystemExit` or other `BaseException` from user code is this target's result (`_contain`)."""
-    from .._run import _contain
-    from .._harness import catch_abort
-
-    saved = lint.unchecked_lines
-    lint.unchecked_lines = set()
-    try:
-        try:
-            with catch_abort() as caught:  # SystemExit & co. from user code outside the engine (a carrier)
-                reports = lint._check(found)
-        except UsageError as exc:
-            return Outcome(usage_error=str(exc), complete=False)
-        if caught.abort is not None:
-            reports = [_contain.abort_report(caught.abort, found.label, found.kind, f"preparing {found.label}")]
-        outcome = Outcome(reports=[target_report_to_dict(r) for r in reports],
-                          unchecked_lines=sorted(lint.unchecked_lines),
-                          complete=not any(r.internal_errors or r.problems for r in reports))
-        # in this process, keep the report objects themselves: --fix and --repro need what is not serialized
-        outcome.live = reports  # type: ignore[attr-defined]
-        return outcome
-    finally:
-        lint.unchecked_lines = saved
-
-
-def apply(lint: Lint, outcome: Outcome) -> list[TargetReport]:
-    """Merge an outcome into the parent's lint state and return its reports (a usage error stops the run)."""
-    if outcome.usage_error is not None:
-        raise UsageError(outcome.usage_error)
-    lint.unchecked_lines.update(outcome.unchecked_lines)
-    live = getattr(outcome, "live", None)
-    return list(live) if live is not None else [target_report_from_dict(r) for r in outcome.reports]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -344,7 +264,7 @@ def _run_compilation_cache(lint: Lint, settings: RunSettings) -> Iterator[None]:
     cache the folder is temporary, so nothing outlives the run. In this process JAX's settings are restored after
     the run."""
     # also with the result cache: its folder may be refused (`_xla_cache_dir`), and the run then uses this one
-    scratch = _scratch_folder() if settings.bound_memory else None
+    scratch = scratch_folder() if settings.bound_memory else None
     settings.scratch_xla = scratch
     folder = _xla_cache_dir(lint, settings) if settings.bound_memory else None
     try:
@@ -361,101 +281,6 @@ def _run_compilation_cache(lint: Lint, settings: RunSettings) -> Iterator[None]:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _scratch_folder() -> str | None:
-    """In the supervised run's folder when there is one: the parent removes it however the run ends."""
-    try:
-        return tempfile.mkdtemp(prefix="jaxdiag-xla-", dir=os.environ.get("JAXDIAG_RUN_DIR") or None)
-    except OSError:
-        return None
-
-
-def _rss_mb() -> float:
-    """This process's resident memory now (Linux), else its peak."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
-
-
-def _exit_with_parent() -> None:
-    """A parent killed without cleaning up (SIGTERM, SIGKILL) must not leave a worker spinning in a hung rule."""
-    import threading
-
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="jaxdiag-parent-watch", daemon=True).start()
-
-
-def _use_compilation_cache(folder: str) -> None:
-    """JAX's persistent compilation cache, in the result cache's folder: workers share what they compile (most
-    targets compile the same small operations on the same shapes), also after a worker cleared its in-memory
-    caches, and a re-run after an edit compiles only what changed. XLA's key covers the program, the compile
-    options and the JAX/jaxlib versions, so it never serves a wrong executable. Only in worker processes."""
-    import jax
-
-    jax.config.update("jax_compilation_cache_dir", folder)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-
-
-class MemoryBound:
-    """When a process that checks target after target clears JAX's caches: past WORKER_MEMORY_MB after a target.
-    Where the process stays above the bound afterwards (memory the user's code holds, or an allocator that keeps
-    what was freed), the bound becomes IN_PROCESS_GROWTH_MB above what is left: cleared every few targets, never
-    after every one (which would compile every program again for every target)."""
-
-    def __init__(self) -> None:
-        self.limit = max(WORKER_MEMORY_MB, _rss_mb() + IN_PROCESS_GROWTH_MB)
-
-    def after_target(self) -> tuple[float, bool]:
-        """(resident memory after the target in MB, whether JAX's caches were cleared)."""
-        rss = _rss_mb()
-        if rss <= self.limit:
-            return rss, False
-        _release_memory()
-        self.limit = max(self.limit, _rss_mb() + IN_PROCESS_GROWTH_MB)
-        return rss, True
-
-
-def _release_memory() -> None:
-    """Drop JAX's compiled executables and traces: later targets compile what they need again."""
-    import gc
-
-    import jax
-
-    jax.clear_caches()
-    gc.collect()
-    _return_freed_memory()
-
-
-def _return_freed_memory() -> None:
-    """Hand the memory just freed back to the system. glibc's allocator keeps it otherwise: after clearing JAX's
-    caches a worker that had grown to 1.2 GB stayed at 1.2 GB; with `malloc_trim` it drops to about 300 MB. Other
-    C libraries have no such call, and nothing is lost without it but the memory."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:  # the process's own symbols, libc's among them (no `ldconfig` run, as ctypes.util.find_library does)
-        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # None: not glibc (musl has no malloc_trim)
-    except OSError:
-        return
-    if trim is not None:
-        trim(0)
-
-
 def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
     """A worker: rebuild the discovery, then check the targets the parent sends until it sends None. Ctrl-C is
     the supervisor's to handle: a `KeyboardInterrupt` here is the user code's own (`user_interrupts`)."""
@@ -465,12 +290,12 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     user_interrupts(True)
-    _exit_with_parent()
+    exit_with_parent()
     try:
         os.chdir(setup.cwd)
         sys.path[:] = setup.sys_path
         if setup.xla_cache_dir:
-            _use_compilation_cache(setup.xla_cache_dir)
+            use_compilation_cache(setup.xla_cache_dir)
         from .._core import _config
         from .._run import _engine
 
@@ -504,7 +329,7 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
             conn.send(("raised", index, traceback.format_exc()))
             return
         rss, cleared = bound.after_target()
-        conn.send(("done", index, outcome.to_dict(), rss, _rss_mb(), cleared))
+        conn.send(("done", index, outcome.to_dict(), rss, rss_mb(), cleared))
 
 
 class _Runs:
@@ -645,7 +470,7 @@ class _Pool:
             self._replace(w, workers, queue, killed=True)
             if index is None:
                 raise RuntimeError(f"a jaxdiag worker process exited while starting (exit code {code})") from None
-            yield index, _crashed(founds[index], w.running, code)
+            yield index, crashed(founds[index], w.running, code)
             return
         kind = message[0]
         if kind == "ready":
@@ -671,7 +496,7 @@ class _Pool:
             index = message[1]
             w.task = None
             self._replace(w, workers, queue, killed=True)
-            yield index, _internal(founds[index], f"internal error in a worker process:\n{message[2]}")
+            yield index, internal(founds[index], f"internal error in a worker process:\n{message[2]}")
 
     def _expire(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
                 queue: _Runs) -> Iterator[tuple[int, Outcome]]:
@@ -686,52 +511,3 @@ class _Pool:
         yield index, timed_out(lint, founds[index], running, seconds, self.timeout)
 
 
-def _anchor(found: Found) -> Location | None:
-    from .._run import _engine
-    from .._loading._targets import Target
-
-    target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
-    anchors = _engine.suppression_anchors(target)
-    return anchors[0] if anchors else None
-
-
-def timed_out(lint: Lint, found: Found, running: str, seconds: float, limit: float) -> Outcome:
-    """The report of a target stopped at the time limit: a note naming the check that was running."""
-    subject, _, check = running.rpartition(": ") if running else ("", "", "")
-    anchor = _anchor(found)
-    finding = rules.USER_CODE_TIMED_OUT.finding(
-        location=anchor, target=found.label, seconds=seconds, limit=limit, check=check or "the first check",
-        where=f"check `{check}` on {subject}" if check else "preparing its inputs (no check had started)")
-    check_result = CheckResult(check or "prepare", "skipped", seconds, f"stopped after the {limit:g} s time limit")
-    anchors = [anchor] if anchor else []
-    report = TargetReport(found.label, found.kind, checks=[check_result], findings=[finding],
-                          module=found.walked.label, config_keys=list(found.keys), anchors=anchors)
-    saved = lint.unchecked_lines
-    lint.unchecked_lines = set()
-    try:
-        lint._mark_unchecked(found, anchors)
-        unchecked = sorted(lint.unchecked_lines)
-    finally:
-        lint.unchecked_lines = saved
-    return Outcome(reports=[target_report_to_dict(report)], unchecked_lines=unchecked, complete=False)
-
-
-def _crashed(found: Found, running: str, code: int | None) -> Outcome:
-    """A worker that died mid-target: the user's code it ran ended the process (`os._exit`) or crashed it (a
-    segfault): that target's blocking JXU001/JXU002 result; a replacement worker checks the rest."""
-    from .._core._outcomes import process_death_finding
-
-    subject, _, check = running.rpartition(": ") if running else ("", "", "")
-    where = f"check `{check}` on {subject}" if check else f"preparing {found.label} (no check had started)"
-    finding = process_death_finding(found.label, code, check, where)
-    finding.location = _anchor(found)
-    report = TargetReport(found.label, found.kind, checks=[CheckResult(check or "prepare", "failed", 0.0,
-                                                                       finding.message)],
-                          findings=[finding], module=found.walked.label, config_keys=list(found.keys))
-    return Outcome(reports=[target_report_to_dict(report)], complete=False)
-
-
-def _internal(found: Found, detail: str) -> Outcome:
-    report = TargetReport(found.label, found.kind, checks=[CheckResult("engine", "error", 0.0, detail)],
-                          module=found.walked.label, config_keys=list(found.keys))
-    return Outcome(reports=[target_report_to_dict(report)], complete=False)

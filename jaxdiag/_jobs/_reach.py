@@ -407,7 +407,7 @@ def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetRepor
     location = Location(_locate.relative_path(path).replace(os.sep, "/"), int(line), label.rpartition(":")[2]) if (
         path and line.isdigit()) else None
     obj = find_recorded_object(call) if found is None and call.get("replayable", True) else None
-    options = Options(command="check", seed=lint.seed, provenance="recorded", **getattr(lint, "run_options", {}))
+    options = Options(command="check", seed=lint.seed, provenance="recorded", **lint.run_options)
     try:
         if obj is not None:
             kind, obj = classify(obj)

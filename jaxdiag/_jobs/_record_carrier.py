@@ -281,7 +281,7 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
     prepared.under_jvp = []
     import jax
 
-    from .._run._engine import _STRUCTURAL_PRIMITIVES, _primitive_location, _spec_of_aval
+    from .._run._nested import STRUCTURAL_PRIMITIVES, primitive_location, spec_of_aval
     from .._run._observe import primitive_call_key
     from .._core._report import Location
 
@@ -317,9 +317,9 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
     known = {primitive_call_key(s.obj, s.params, list(s.specs)) for s in prepared.nested if s.kind == "primitive"}
     for eqn in _compat.iter_eqns(traced.value):
         prim = eqn.primitive
-        if not _compat.is_primitive(prim) or _compat.is_builtin_primitive(prim) or prim.name in _STRUCTURAL_PRIMITIVES:
+        if not _compat.is_primitive(prim) or _compat.is_builtin_primitive(prim) or prim.name in STRUCTURAL_PRIMITIVES:
             continue
-        maybe = [_spec_of_aval(v.aval) for v in eqn.invars]
+        maybe = [spec_of_aval(v.aval) for v in eqn.invars]
         specs = [s for s in maybe if s is not None]
         key = primitive_call_key(prim, eqn.params, specs)
         if len(specs) != len(maybe) or key in known:
@@ -328,7 +328,7 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
         where = _compat.eqn_source_line(eqn)
         subject = Subject(
             label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs, params=dict(eqn.params),
-            location=_primitive_location(prim, None), module=root.module, parent=root, domain=root.domain,
+            location=primitive_location(prim, None), module=root.module, parent=root, domain=root.domain,
             eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None)
         values = next((v for p, params, v in binds if p is prim and v is not None
                        and primitive_call_key(p, params, [_spec(a) for a in v]) == key), None)

@@ -244,7 +244,7 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
     from ._record import definition_site
 
     label = f"{module.__name__}:{name}"
-    options = Options(command="check", seed=lint.seed, provenance="inferred", **getattr(lint, "run_options", {}))
+    options = Options(command="check", seed=lint.seed, provenance="inferred", **lint.run_options)
     try:
         with _engine.RUN_LOCK, _compat.restored_sys_path():
             target = _engine.resolve(label, lint.app_dir)

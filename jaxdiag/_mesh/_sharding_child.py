@@ -260,7 +260,7 @@ def nested_subjects(root: Any, options: Any, cache: Any) -> list[Any]:
         if id(obj) in ids or kwargs:
             continue
         ids.add(id(obj))
-        specs = [_engine._spec_of_aval(getattr(a, "aval", a)) if hasattr(a, "shape") or hasattr(a, "aval") else None
+        specs = [_engine.spec_of_aval(getattr(a, "aval", a)) if hasattr(a, "shape") or hasattr(a, "aval") else None
                  for a in args]  # a custom_partitioning call is reproduced from array arguments only
         if all(s is not None for s in specs):
             subjects.append(subject_for_partitioned_call(root, obj, [s for s in specs if s is not None], {}))

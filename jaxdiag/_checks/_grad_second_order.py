@@ -1,0 +1,325 @@
+"""`--order 2` for every kind (JXG019, JXG023): jvp-of-vjp against grad-of-grad, a disagreement confirmed against
+finite differences of the gradient and autodiff of the undecorated function before it is reported."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+from typing import Any, Callable, Iterator, Sequence
+
+import jax
+import numpy as np
+
+from .. import _compat
+from .. import _rules as rules
+from .._core import _locate
+from .._core._report import Finding
+from .._loading._numerics import FD_EPS, compare
+from ._base import Context, SkipCheck, check
+from ._grad import ALL_KINDS, _display_name, _float_outputs, _rule_location
+from ._gradref import (
+    GradState, absdot, all_finite, close_scalar, dot, error_text, fmt_values, grad_tol, is_inexact, locate,
+    quiet_call, require, state, to_f64,
+)
+from ._shared import first_line, user_frame_location
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# grad-second-order (--order 2): grad of grad and jvp of vjp
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@check("grad-second-order", family="grad", kinds=ALL_KINDS)
+def grad_second_order(ctx: Context) -> Iterator[Finding]:
+    """Differentiate the first-order gradient G(x) = J(x)^T w: jvp(G) vs finite differences of G, vs autodiff
+    of the undecorated primal, and the dot-product test between jvp(G) and vjp(G) (JXG019)."""
+    st = state(ctx)
+    if ctx.options.order < 2 and ctx.options.command != "check":  # `jaxdiag check` runs every check
+        raise SkipCheck("first order only (use --order 2)")
+    if _jax_internal(st) and not ctx.options.include_jax:
+        # e.g. jnp.sinc's _sinc_maclaurin: derivatives valid only at the point where JAX uses the function
+        raise SkipCheck("JAX's own rule (trusted; --include-jax checks it)")
+    require(st)
+    if not st.diff or not _float_outputs(st):
+        raise SkipCheck("no floating-point input and output to differentiate")
+    ws = st.cotangents(0)
+    G = _first_order(st, ws, st.call_target)
+    x = tuple(st.diff_values)
+    v = tuple(st.tangent(a, 0) for a in st.diff)
+    jvp_out, exc = quiet_call(jax.jvp, G, x, v)
+    if exc is not None:
+        yield _second_order_failed(st, "jax.jvp of jax.vjp (forward over reverse)", exc, ctx.options.command)
+        return
+    hv = [to_f64(h) for h in jvp_out[1]]
+    vjp_out, exc = quiet_call(jax.vjp, G, *x)
+    if exc is None:
+        u = [st.tangent(a, 1) for a in st.diff]
+        htu, exc = quiet_call(vjp_out[1], list(u))  # JAX's convention, as first order: no conjugation
+    if exc is not None:
+        yield _second_order_failed(st, "jax.grad of jax.grad (reverse over reverse)", exc, ctx.options.command)
+        return
+    fd_memo: list = []
+
+    def fd_of_gradient() -> tuple[list[np.ndarray], list[float]] | None:
+        if not fd_memo:
+            fd_memo.append(_fd_of_gradient(st, G))
+        return fd_memo[0]
+
+    yield from _second_order_consistency(st, ws, hv, htu, u, fd_of_gradient)
+    yield from _second_order_references(st, ws, hv, fd_of_gradient())
+
+
+def _jax_internal(st: GradState) -> bool:
+    """A custom_jvp/custom_vjp found inside the user's function but defined by JAX itself."""
+    if st.subject.parent is None or st.kind not in ("custom_jvp", "custom_vjp"):
+        return False
+    return not _locate.is_user_code(st.fun)
+
+
+def _first_order(st: GradState, ws: Sequence[Any], call: Callable) -> Callable:
+    treedef = st.out_treedef
+
+    def G(*diffs: Any) -> list[Any]:
+        _, pullback = jax.vjp(st.diff_fn(call), *diffs)
+        return list(pullback(jax.tree_util.tree_unflatten(treedef, list(ws))))
+
+    return G
+
+
+def _second_order_failed(st: GradState, how: str, exc: BaseException, command: str) -> Finding:
+    name = _display_name(st)
+    prefer = st.bwd if st.kind == "custom_vjp" else st.jvp_rule
+    recursive = _fwd_calls_itself(st, exc, command)
+    if recursive is not None:
+        return recursive
+    if command == "check":  # many rules never need second derivatives: a note unless they were asked for
+        return rules.SECOND_ORDER_NOT_CHECKED.finding(
+            how=how, function=name, error=error_text(exc, prefer), location=_rule_location(st))
+    return rules.SECOND_ORDER_FAILURE.finding(
+        evidence=f"{how} of {name} fails: {error_text(exc, prefer)}. First-order gradients work, but Hessians, "
+                 "jax.hessian and Newton steps fail.",
+        fix="Write the rule with differentiable jax.numpy operations (no NumPy, no Python control flow on values, "
+            "no pure_callback without its own derivative).",
+        location=_rule_location(st))
+
+
+def _fwd_calls_itself(st: GradState, exc: BaseException, command: str) -> Finding | None:
+    """fwd calls the custom_vjp function itself: forward-mode differentiation of fwd (which grad of grad does)
+    reaches the custom_vjp and JAX refuses. The defect is that call in fwd, not bwd."""
+    if st.kind != "custom_vjp" or st.fwd is None or "forward-mode autodiff" not in str(exc):
+        return None
+    where = user_frame_location(exc, st.fwd)
+    fwd_loc = locate(st.fwd)
+    if where is None or fwd_loc is None or where.line == fwd_loc.line:
+        return None
+    fwd_name = getattr(_locate.unwrap(st.fwd), "__name__", "fwd")
+    name = getattr(_locate.unwrap(st.fun), "__name__", "f")
+    line_text = linecache.getline(os.path.abspath(where.path), where.line).strip()
+    if not re.search(rf"\b{re.escape(name)}\(", line_text):
+        return None
+    fixed = _inline_primal(st, line_text, name)
+    suggestion = f" (line {where.line}): `{fixed}`" if fixed else ""
+    evidence = (f"{fwd_name} calls {name} itself (`{line_text}`), so differentiating {fwd_name} in forward mode, as "
+                f"grad of grad and jax.hessian do, reaches the custom_vjp {name} and fails: {first_line(exc)}. "
+                "First-order gradients work.")
+    if command == "check":  # a note, as for any second-order failure under `check`, but at the faulty line
+        return rules.SECOND_ORDER_NOT_CHECKED.finding(
+            how="grad of grad", function=name, error=f"{fwd_name} calls {name} itself (`{line_text}`)",
+            location=where)
+    return rules.SECOND_ORDER_FAILURE.finding(
+        evidence=evidence,
+        fix=f"In {fwd_name}, compute the primal output with the undecorated computation instead of calling {name}"
+            f"{suggestion}.", location=where)
+
+
+def _inline_primal(st: GradState, line_text: str, name: str) -> str | None:
+    """The fwd line with `name(args)` replaced by the primal's own `return` expression, when the primal is one
+    `return EXPR` and the call passes its parameters by the same names; else by `name.fun(args)`."""
+    import ast
+    import inspect
+    import textwrap
+
+    call = re.search(rf"\b{re.escape(name)}\(([^()]*)\)", line_text)
+    if call is None:
+        return None
+    try:
+        node = ast.parse(textwrap.dedent(inspect.getsource(_locate.unwrap(st.fun)))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        node = None
+    args = [a.strip() for a in call.group(1).split(",") if a.strip()]
+    replacement = f"{name}.fun({call.group(1)})"
+    if isinstance(node, ast.FunctionDef) and len(node.body) == 1 and isinstance(node.body[0], ast.Return) \
+            and node.body[0].value is not None and [a.arg for a in node.args.args] == args:
+        replacement = ast.unparse(node.body[0].value)
+    fixed = line_text[:call.start()] + replacement + line_text[call.end():]
+    return fixed.split("  #")[0].rstrip()
+
+
+def _second_order_consistency(st: GradState, ws: Sequence[Any], hv: list, htu: Any, u: list,
+                              fd_of_gradient: Callable[[], tuple[list[np.ndarray], list[float]] | None]
+                              ) -> Iterator[Finding]:
+    lhs = sum(dot(ui, hi) for ui, hi in zip(u, hv))
+    rhs = sum(dot(hu, st.direction(a, 0)) for hu, a in zip(htu, st.diff))
+    scale = max(sum(absdot(ui, hi) for ui, hi in zip(u, hv)),
+                sum(absdot(hu, st.direction(a, 0)) for hu, a in zip(htu, st.diff)))
+    tol = max(grad_tol(a.dtype) for a in st.diff)
+    if close_scalar(rhs, lhs, scale, tol):
+        return
+    references = _second_order_dot_references(st, ws, u, fd_of_gradient(), tol)
+    if _rounding_only(lhs, rhs, tol * scale, references) or _modes_agree_when_widened(st, ws, u):
+        return
+    seen = "; ".join(f"{how} gives {ref:.6g}" for how, ref, _, _ in references)
+    yield rules.SECOND_ORDER_FAILURE.finding(
+        evidence=f"Second derivatives of {_display_name(st)} disagree between modes: <u, H v> = {lhs:.6g} by "
+                 f"jvp of vjp but <H^T u, v> = {rhs:.6g} by grad of grad (tolerance {tol:.0e})"
+                 + (f"; {seen}" if seen else "") + ".",
+        fix="A rule inside the gradient is not transposed consistently; check the transpose/JVP rules of the "
+            "primitives the rule uses.",
+        location=_rule_location(st))
+
+
+def _modes_agree_when_widened(st: GradState, ws: Sequence[Any], u: list) -> bool:
+    """Whether forward over reverse and reverse over reverse agree (the dot-product test at float64's tolerance)
+    when the differentiated inputs, directions and cotangents are widened to 64 bits under x64. False when they are
+    64-bit already, or when the widened run fails (a rule that insists on 32 bits)."""
+    narrow = [a for a in st.diff if np.dtype(a.dtype).itemsize < (16 if np.dtype(a.dtype).kind == "c" else 8)]
+    if not narrow:
+        return False
+
+    def wide(x: Any) -> Any:
+        x64 = to_f64(x)
+        return _compat.device_array(x64.astype(np.complex128 if np.iscomplexobj(x64) else np.float64))
+
+    treedef = st.out_treedef
+    with _compat.x64_scope(True):
+        ws64 = [wide(w) if is_inexact(np.dtype(w.dtype)) else w for w in ws]
+
+        def G(*diffs: Any) -> list[Any]:
+            out, pullback = jax.vjp(st.diff_fn(st.call_target), *diffs)
+            leaves = jax.tree_util.tree_leaves(out)
+            cts = [w.astype(leaf.dtype) if is_inexact(np.dtype(leaf.dtype)) else w for w, leaf in zip(ws64, leaves)]
+            return list(pullback(jax.tree_util.tree_unflatten(treedef, cts)))
+
+        x = tuple(wide(a.value) for a in st.diff)
+        v = [to_f64(st.direction(a, 0)) for a in st.diff]
+        jvp_out, exc = quiet_call(jax.jvp, G, x, tuple(wide(vi) for vi in v))
+        vjp_out, exc2 = quiet_call(jax.vjp, G, *x)
+        htu: Any = None
+        exc3 = exc2
+        if exc2 is None:
+            htu, exc3 = quiet_call(vjp_out[1], [wide(ui) for ui in u])
+    if exc is not None or exc3 is not None or not all_finite(jvp_out[1]) or not all_finite(htu):
+        return False
+    lhs = sum(dot(ui, hi) for ui, hi in zip(u, jvp_out[1]))
+    rhs = sum(dot(hu, vi) for hu, vi in zip(htu, v))
+    scale = max(sum(absdot(ui, hi) for ui, hi in zip(u, jvp_out[1])), sum(absdot(hu, vi) for hu, vi in zip(htu, v)))
+    return close_scalar(rhs, lhs, scale, grad_tol(np.float64))
+
+
+def _rounding_only(lhs: float, rhs: float, slack: float, references: list[tuple[str, float, float, float]]
+                   ) -> bool:
+    """Whether two modes that disagree differ by rounding only (a Hessian computed as a difference of terms far
+    larger than itself, as in a sharp softmax): each mode agrees with a reference (finite differences of the
+    gradient, or the same mode of autodiff of the undecorated function, within that reference's own error), or
+    the undecorated function's own two modes disagree at least as much. A rule that is not transposed consistently
+    disagrees with the references, while plain autodiff of its function does not."""
+    if any(abs(lhs - fwd) <= slack + err for _, fwd, _, err in references) and \
+            any(abs(rhs - rev) <= slack + err for _, _, rev, err in references):
+        return True
+    noise = [abs(fwd - rev) for how, fwd, rev, _ in references if how == _AUTODIFF]
+    return bool(noise) and abs(lhs - rhs) <= 2 * noise[0] + slack
+
+
+_AUTODIFF = "autodiff of the undecorated function"
+
+
+def _second_order_dot_references(st: GradState, ws: Sequence[Any], u: list,
+                                 fd: tuple[list[np.ndarray], list[float]] | None, tol: float
+                                 ) -> list[tuple[str, float, float, float]]:
+    """(name, <u, H v> for forward over reverse, <H^T u, v> for reverse over reverse, error bound) by each
+    reference that can be computed: finite differences of the gradient along v (one value for both modes; its
+    error is how much steps h and h/2 disagree), and the two modes of autodiff of the undecorated function."""
+    out = []
+    if fd is not None:
+        values, spread = fd
+        ref = sum(dot(ui, fi) for ui, fi in zip(u, values))
+        err = sum(float(np.sum(np.abs(to_f64(ui)))) * s for ui, s in zip(u, spread)) + \
+            tol * sum(absdot(ui, fi) for ui, fi in zip(u, values))
+        out.append(("finite differences of the gradient", ref, ref, err))
+    if st.fun is not None:
+        G_ref = _first_order(st, ws, st.call_primal)
+        got, exc = quiet_call(jax.jvp, G_ref, tuple(st.diff_values), tuple(st.tangent(a, 0) for a in st.diff))
+        pulled, exc2 = quiet_call(jax.vjp, G_ref, *st.diff_values)
+        back: Any = None
+        exc3 = exc2
+        if exc2 is None:
+            back, exc3 = quiet_call(pulled[1], list(u))
+        if exc is None and exc3 is None and all_finite(got[1]) and all_finite(back):
+            fwd = sum(dot(ui, r) for ui, r in zip(u, got[1]))
+            rev = sum(dot(b, st.direction(a, 0)) for b, a in zip(back, st.diff))
+            out.append((_AUTODIFF, fwd, rev, 0.0))
+    return out
+
+
+def _second_order_references(st: GradState, ws: Sequence[Any], hv: list,
+                              fd_result: tuple[list[np.ndarray], list[float]] | None) -> Iterator[Finding]:
+    fd, spread = fd_result if fd_result is not None else (None, None)
+    ref = None
+    if st.fun is not None:
+        G_ref = _first_order(st, ws, st.call_primal)
+        out, exc = quiet_call(jax.jvp, G_ref, tuple(st.diff_values), tuple(st.tangent(a, 0) for a in st.diff))
+        if exc is None and all_finite(out[1]):
+            ref = [to_f64(r) for r in out[1]]
+    for i, a in enumerate(st.diff):
+        tol = grad_tol(a.dtype)
+        fd_cmp = compare(hv[i], fd[i], tol=tol) if fd is not None else None
+        fd_ok = fd_cmp is None or fd_cmp.ok or (spread is not None and fd_cmp.max_abs <= 2 * spread[i])
+        ref_ok = ref is None or compare(hv[i], ref[i], tol=tol).ok
+        if fd_ok and ref_ok or fd is None and ref is None:
+            continue
+        if (fd is not None and fd_ok) or (ref is not None and ref_ok):
+            continue  # agrees with one reference: the other sees a kink or a deliberate stop_gradient
+        parts = []
+        if fd is not None and fd_cmp is not None:
+            parts.append(f"finite differences of the gradient give {fmt_values(fd[i])} ({fd_cmp.describe()})")
+        if ref is not None:
+            parts.append(f"autodiff of the undecorated function gives {fmt_values(ref[i])}")
+        yield rules.SECOND_ORDER_MISMATCH.finding(
+            evidence=f"The second derivative of {_display_name(st)} with respect to {a.name} (jax.jvp of the "
+                     f"gradient along "
+            f"a random direction) is {fmt_values(hv[i])}, but " + "; ".join(parts) + ". JAX differentiates the "
+            "rule's own code; a stop_gradient, NumPy call or rounding in it changes second derivatives silently.",
+            fix=f"If deliberate, add `# jaxdiag: ignore[{rules.SECOND_ORDER_MISMATCH.code}]` to the rule's def line; "
+                "otherwise compute the gradient with differentiable operations on the primal values.",
+            location=_rule_location(st))
+        return
+
+
+def _fd_of_gradient(st: GradState, G: Callable) -> tuple[list[np.ndarray], list[float]] | None:
+    """Central differences of G along direction 0, in the inputs' own precision (the rules run in it), so with
+    the step of that precision (_numerics.FD_EPS: 1e-3 for float32, 1e-1 for bfloat16). Returns the Richardson
+    extrapolation of steps h and h/2 and, per argument, how much the two steps disagree: near a singularity (hypot
+    at 0) truncation error is large, and a mismatch within that spread says nothing about the rule."""
+    eps = max(max(FD_EPS.get(np.dtype(a.dtype), 1e-1) for a in st.diff), 1e-3)
+    for _ in range(2):
+        coarse, fine = _central(st, G, eps), _central(st, G, eps / 2)
+        if coarse is not None and fine is not None:
+            richardson = [(4 * f - c) / 3 for c, f in zip(coarse, fine)]
+            spread = [float(np.max(np.abs(f - c), initial=0.0)) for c, f in zip(coarse, fine)]
+            return richardson, spread
+        eps /= 16
+    return None
+
+
+def _central(st: GradState, G: Callable, eps: float) -> list[np.ndarray] | None:
+    plus, e1 = quiet_call(G, *[_compat.device_array((to_f64(a.value) + eps * st.direction(a, 0)).astype(a.dtype))
+                               for a in st.diff])
+    minus, e2 = quiet_call(G, *[_compat.device_array((to_f64(a.value) - eps * st.direction(a, 0)).astype(a.dtype))
+                                for a in st.diff])
+    if e1 is None and e2 is None and all_finite(plus) and all_finite(minus):
+        return [(to_f64(p) - to_f64(m)) / (2 * eps) for p, m in zip(plus, minus)]
+    return None
+
+
+CHECKS = [grad_second_order]
