@@ -8,7 +8,6 @@ entries and `--fix` write files whole or not at all.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import stat
@@ -203,7 +202,8 @@ def test_every_field_of_a_report_passes_the_shape_check() -> None:
     """A report with every optional part filled in is a valid outcome: no field's type is one the check refuses
     (which would make every entry a miss, silently)."""
     from jaxdiag import _rules
-    from jaxdiag._core._report import CheckResult, Location, Problem, TargetReport, target_report_to_dict
+    from jaxdiag._core._report import (CheckResult, Location, Problem, TargetReport, serialized_fields,
+                                       target_report_to_dict)
 
     where = Location("m.py", 3, "f")
     finding = _rules.INPUTS_INFERRED.finding(location=where, count=1, specs="f32[3]")
@@ -215,7 +215,7 @@ def test_every_field_of_a_report_passes_the_shape_check() -> None:
     outcome = json.loads(json.dumps({"reports": [target_report_to_dict(report)], "unchecked_lines": [["/a.py", 3]],
                                      "usage_error": None, "complete": True}))
     assert _cache.valid_outcome(outcome)
-    assert set(outcome) == {f.name for f in dataclasses.fields(_parallel.Outcome)}  # the mirror is up to date
+    assert set(outcome) == {f.name for f in serialized_fields(_parallel.Outcome)}  # the mirror is up to date
 
 
 @pytest.fixture(scope="module")

@@ -116,7 +116,8 @@ def test_draws_are_those_of_one_float64_draw_converted():
 def test_parsing_specs_does_not_import_jax():
     import subprocess
 
-    code = ("import sys; from jaxdiag._loading._inputs import parse_arg; from jaxdiag import _record_schema, _validate;"
+    code = ("import sys; from jaxdiag._loading._inputs import parse_arg; from jaxdiag._jobs import _record_schema; "
+            "from jaxdiag._core import _validate;"
             "parse_arg(\"(f32[3]@-1..1, {'a': i32[2]}, 0.5, int32)\"); assert 'jax' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 

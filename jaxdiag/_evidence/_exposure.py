@@ -235,7 +235,7 @@ def mark_and_truncate(text: str, primitive_name: str = "", limit: int = MAX_LINE
     return "\n".join(lines)
 
 
-_OWN_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # jaxdiag/, above this _evidence/
 
 
 def _is_user_file(path: str) -> bool:

@@ -63,7 +63,7 @@ CACHE_DIR_NAME = ".jaxdiag_cache"
 _FIRST_SEEN: weakref.WeakKeyDictionary[ModuleType, str] = weakref.WeakKeyDictionary()
 # Bump when the stored layout changes (2: entries carry a digest of their key and payload).
 CACHE_FORMAT = 2
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the jaxdiag package (this module is in jaxdiag/_jobs/)
 # An entry larger than this is not one jaxdiag wrote (a report is a few kB): not read, a miss.
 _MAX_ENTRY_BYTES = 64 * 1024 * 1024
 

@@ -168,6 +168,11 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
             reach.tried.append(f"{label}: traced, but it does not call it")
             continue
         subject = subjects[0]
+        drawn = _array_params(subject) if not given else []
+        if drawn:  # a bind param is static: an array there came from the inputs inference drew for the caller
+            reach.tried.append(f"{label}: on inferred inputs its call passes bind parameter(s) {', '.join(drawn)} "
+                               "an array, where the package passes static values")
+            continue
         # which operands the caller never perturbs (stop_gradient, integers): checked as unperturbed there
         _record_carrier.observe_call_sites(prepared, [subject], options)
         if only_if_differs and not (differs_from_inference(subject) or subject.unperturbed):
@@ -199,6 +204,14 @@ def declared_inputs(lint: Any, module: ModuleType, name: str) -> list[str] | Non
     if isinstance(args, (list, tuple)) and args and all(isinstance(a, str) for a in args):
         return list(args)
     return None
+
+
+def _array_params(subject: Any) -> list[str]:
+    """The bind params of a call that are arrays (a traced or concrete value, never a static one)."""
+    import jax
+    import numpy as np
+
+    return sorted(k for k, v in subject.params.items() if isinstance(v, (jax.Array, np.ndarray, np.generic)))
 
 
 def _params_text(subject: Any) -> str:

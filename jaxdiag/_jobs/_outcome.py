@@ -40,7 +40,7 @@ class Outcome:
     # False when the run did not finish normally (internal error, crash, time limit): never cached.
     complete: bool = True
     # The reports themselves, in the process that made them (their live subjects serve --repro): never serialized.
-    live: list[TargetReport] | None = field(default=None, repr=False, compare=False)
+    live: list[TargetReport] | None = field(default=None, repr=False, compare=False, metadata={"serialized": False})
 
     def to_dict(self) -> dict[str, Any]:
         return {"reports": copy.deepcopy(self.reports), "unchecked_lines": [tuple(u) for u in self.unchecked_lines],

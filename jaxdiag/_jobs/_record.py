@@ -38,6 +38,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any, Sequence
 
 SCHEMA = 1
@@ -68,7 +69,7 @@ finally:
     sys.path[:] = _path
     sys.modules["sitecustomize"] = _me
 try:
-    from jaxdiag import _record
+    from jaxdiag._jobs import _record
     _record.install_on_import(os.environ["{env}"])
 except Exception as exc:  # never break the user's command
     sys.stderr.write(f"jaxdiag record: recorder not installed: {{exc}}\\n")
@@ -89,7 +90,7 @@ def run_command(command: Sequence[str], output: str) -> int:
         with open(os.path.join(shim, "sitecustomize.py"), "w", encoding="utf-8") as handle:
             handle.write(_SHIM.format(env=ENV_OUTPUT))
         env = dict(os.environ)
-        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        package_root = str(Path(__file__).resolve().parents[2])  # the folder holding the jaxdiag package
         env["PYTHONPATH"] = os.pathsep.join([shim, package_root] + (
             [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         env[ENV_OUTPUT] = output
