@@ -25,6 +25,7 @@ from jaxdiag._checks import ALL_CHECKS
 from jaxdiag._checks._base import Check
 from jaxdiag._parent._cli import app
 from jaxdiag._jobs._lint import check_paths
+from jaxdiag._core import _report
 from jaxdiag._core._report import CheckResult, Location, Problem, TargetReport
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,9 +56,9 @@ def test_target_reports_round_trip_through_plain_dicts():
                           findings=[rules.INPUTS_INFERRED.finding(location=where, count=1, specs="f32[3]")],
                           problems=[Problem("internal-error", "boom", where)], config_keys=["m.py:f", "m:f"],
                           anchors=[where])
-    data = _parallel.target_report_to_dict(report)
+    data = _report.target_report_to_dict(report)
     assert json.loads(json.dumps(data)) == data  # JSON-safe: the cache stores it as is
-    back = _parallel.target_report_from_dict(json.loads(json.dumps(data)))
+    back = _report.target_report_from_dict(json.loads(json.dumps(data)))
     assert back == report and back.anchors == report.anchors and back.config_keys == report.config_keys
     outcome = _parallel.Outcome(reports=[data], unchecked_lines=[("/a.py", 3)])
     assert _parallel.Outcome.from_dict(json.loads(json.dumps(outcome.to_dict()))) == outcome
@@ -106,9 +107,9 @@ def test_a_worker_clears_jax_caches_past_the_bound_not_after_every_target(monkey
                 450.0,                      # below the new bound: kept
                 500.0, 390.0])              # above -> cleared
     clears: list[int] = []
-    monkeypatch.setattr(_parallel, "WORKER_MEMORY_MB", 400)
-    monkeypatch.setattr(_parallel, "_rss_mb", lambda: next(rss))
-    monkeypatch.setattr(_parallel, "_release_memory", lambda: clears.append(1))
+    monkeypatch.setattr(_memory, "WORKER_MEMORY_MB", 400)
+    monkeypatch.setattr(_memory, "rss_mb", lambda: next(rss))
+    monkeypatch.setattr(_memory, "release_memory", lambda: clears.append(1))
     bound = _memory.MemoryBound()
     assert [bound.after_target()[1] for _ in range(3)] == [True, False, True]
     assert len(clears) == 2 and bound.limit == 490.0
@@ -122,7 +123,7 @@ def test_a_worker_is_replaced_only_when_clearing_left_it_above_the_retire_bound(
     replaced: list[bool] = []
     monkeypatch.setattr(pool, "_replace", lambda w, workers, queue, killed: replaced.append(killed))
     monkeypatch.setitem(_parallel.LAST_RUN, "cache_clears", 0)
-    high = _parallel.WORKER_RETIRE_MB + 50.0
+    high = _memory.WORKER_RETIRE_MB + 50.0
     for cleared, after, expected in ((False, high, []), (True, high, [False]), (True, 300.0, [])):
         replaced.clear()
         message = ("done", 0, _parallel.Outcome().to_dict(), high, after, cleared)

@@ -151,20 +151,20 @@ def test_run_compilation_cache_is_scoped_to_the_run(tmp_path: Path) -> None:
 def test_in_process_run_clears_jax_caches_past_the_bound_not_after_every_target(monkeypatch) -> None:
     """`jaxdiag check -j 1 --timeout 0`: memory bounded as in a worker; when clearing leaves the process above the
     bound, the next clear waits for IN_PROCESS_GROWTH_MB more (no recompiling everything after every target)."""
-    from jaxdiag._jobs import _parallel
+    from jaxdiag._jobs import _memory, _parallel
 
     rss = iter([300.0,                      # at the start: the bound is WORKER_MEMORY_MB (400)
                 350.0, 420.0, 380.0,        # target 0 below; target 1 above -> cleared, 380 left -> bound 480
                 450.0, 500.0, 390.0])       # target 2 below the new bound; target 3 above -> cleared
     clears: list[int] = []
-    monkeypatch.setattr(_parallel, "WORKER_MEMORY_MB", 400)
-    monkeypatch.setattr(_parallel, "_rss_mb", lambda: next(rss))
-    monkeypatch.setattr(_parallel, "_release_memory", lambda: clears.append(1))
+    monkeypatch.setattr(_memory, "WORKER_MEMORY_MB", 400)
+    monkeypatch.setattr(_memory, "rss_mb", lambda: next(rss))
+    monkeypatch.setattr(_memory, "release_memory", lambda: clears.append(1))
     monkeypatch.setattr(_parallel, "run_in_process", lambda lint, found: found)
     done = list(_parallel._in_process(object(), ["a", "b", "c", "d"], [0, 1, 2, 3], release=True))  # type: ignore[arg-type]
     assert [i for i, _ in done] == [0, 1, 2, 3] and len(clears) == 2
     # the Python API's caller keeps its caches
-    monkeypatch.setattr(_parallel, "_rss_mb", lambda: 10_000.0)
+    monkeypatch.setattr(_memory, "rss_mb", lambda: 10_000.0)
     list(_parallel._in_process(object(), ["a"], [0], release=False))  # type: ignore[arg-type]
     assert len(clears) == 2
 

@@ -163,6 +163,7 @@ def _scope(prepared: Prepared) -> Any:
 def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str) -> Prepared:
     """Load the carrier, apply its recorded arguments, find the rules inside it and observe their values."""
     from .._run import _engine, _signature
+    from .._run._nested import find_nested_subjects
     from .._loading._inputs import ArgSpec, template_leaves
     from .._run._observe import observed_examples
 
@@ -181,7 +182,7 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
             notes: list[Finding] = []
             _engine.choose_domain(root, notes)
             root_cache = SubjectCache()
-            nested = _engine.find_nested_subjects(root, options, root_cache)
+            nested = find_nested_subjects(root, options, root_cache)
             observed = observed_examples(root, nested, options, root_cache) if nested else {}
     return Prepared(root, nested, observed, wide, notes=notes)
 

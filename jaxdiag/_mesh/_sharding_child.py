@@ -240,7 +240,7 @@ def nested_subjects(root: Any, options: Any, cache: Any) -> list[Any]:
     """custom_partitioning calls and user primitives inside a function (each checked on its own operands)."""
     import jax
 
-    from .._run import _engine
+    from .._run._nested import find_nested_subjects, spec_of_aval
     from .._checks._sharding import subject_for_partitioned_call
     from .._compat import _sharding as cs
 
@@ -260,12 +260,12 @@ def nested_subjects(root: Any, options: Any, cache: Any) -> list[Any]:
         if id(obj) in ids or kwargs:
             continue
         ids.add(id(obj))
-        specs = [_engine.spec_of_aval(getattr(a, "aval", a)) if hasattr(a, "shape") or hasattr(a, "aval") else None
+        specs = [spec_of_aval(getattr(a, "aval", a)) if hasattr(a, "shape") or hasattr(a, "aval") else None
                  for a in args]  # a custom_partitioning call is reproduced from array arguments only
         if all(s is not None for s in specs):
             subjects.append(subject_for_partitioned_call(root, obj, [s for s in specs if s is not None], {}))
     cache.sharding["partitioned_calls"] = len(subjects)
-    primitives = [s for s in _engine.find_nested_subjects(root, options, SubjectCache()) if s.kind == "primitive"]
+    primitives = [s for s in find_nested_subjects(root, options, SubjectCache()) if s.kind == "primitive"]
     return subjects + primitives
 
 

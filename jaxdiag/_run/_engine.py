@@ -29,12 +29,11 @@ from .._harness.cache import SubjectCache
 from .._checks._shared import platform_blocker
 from .._core._errors import InferenceError, UsageError
 from .._core._filtering import Filter, validate_inline
-from .._loading._fit import check_inputs_fit
+
 from .._loading._inputs import needs_x64
 from .._loading._inputs import DOMAINS, ArgSpec, draw, shape_ladder, template_leaves, template_text
 from .._core._report import CheckResult, Finding, Location, Report, TargetReport, register_text_view
 from .._loading._targets import Target, classify, describe, load_target
-from ._nested import STRUCTURAL_PRIMITIVES, find_nested_subjects, primitive_location, spec_of_aval  # noqa: F401
 
 
 def _text_view(report: Report) -> str:
@@ -121,6 +120,8 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
     if module_file and module_file.endswith(".py") and _locate.is_user_file(module_file):
         validate_inline(module_file)
     templates, concrete = _signature.templates_of_args(args)
+    from .._loading._fit import check_inputs_fit  # only once the target is loaded
+
     check_inputs_fit(resolved, templates, params, options.in_axes)  # a mismatch is exit 2, never a finding
     specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
     # x64 only for an explicitly 64-bit spec (f64, i64, u64, c128), scoped to this run and restored after it:
@@ -167,7 +168,11 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
         rng = np.random.default_rng(options.seed)
         root_cache.example = [np.asarray(c) if c is not None else draw(s, rng, root.domain)
                               for c, s in zip(concrete, specs)]
-    subjects = [root] + find_nested_subjects(root, options, root_cache)
+    subjects = [root]
+    if root.kind == "function":  # only a function binds nested rules
+        from ._nested import find_nested_subjects
+
+        subjects += find_nested_subjects(root, options, root_cache)
     observed: dict[int, list[np.ndarray]] = {}
     if len(subjects) > 1:  # nested rules are checked as their function calls them: values, perturbation, tracing
         from .._checks._call_site import received_tangents
@@ -208,6 +213,8 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
 def _root_subject(target: Target, params: dict) -> Subject:
     obj = target.obj
     if target.kind == "primitive":
+        from ._nested import primitive_location
+
         location = primitive_location(obj, target.module)
     else:
         location = _locate.locate(getattr(obj, "fun", None) or obj)
@@ -483,6 +490,8 @@ def attach_jaxprs(subject: Subject, findings: list[Finding]) -> None:
 def suppression_anchors(target: Target) -> list[Location]:
     """The line that defines the target, where an inline suppression covers every finding about it."""
     if target.kind == "primitive":
+        from ._nested import primitive_location
+
         loc = primitive_location(target.obj, target.module)
     elif target.kind in ("custom_vjp", "custom_jvp", "custom_vmap"):
         loc = _locate.locate(getattr(target.obj, "fun", None) or target.obj)
