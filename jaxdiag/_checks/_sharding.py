@@ -42,6 +42,14 @@ class ShardingOptions(Options):
         return MESH_AXIS_NAMES[: len(self.mesh)]
 
 
+def sharding_options(ctx: Context) -> ShardingOptions:
+    """The sharding child's options (a `ShardingOptions`: mesh, placements), typed for the sharding checks."""
+    options = ctx.options
+    if not isinstance(options, ShardingOptions):  # a sharding check only ever runs in the sharding child
+        raise TypeError(f"sharding checks need ShardingOptions, got {type(options).__name__}")
+    return options
+
+
 _MESHES: dict[tuple[int, ...], Any] = {}
 
 
@@ -186,7 +194,7 @@ def _spy(records: list[CallbackRecord]) -> Any:
                 records.append(CallbackRecord(name, arg_sh, requested, returned))
             return result
 
-        spy.__wrapped__ = original  # type: ignore[attr-defined]
+        vars(spy)["__wrapped__"] = original
         return spy
 
     return wrap
@@ -232,13 +240,12 @@ def sharded_runs(ctx: Context, shardy: bool = False) -> list[Run]:
 
 
 def _sharded_runs(ctx: Context) -> list[Run]:
-    options = ctx.options
+    options = sharding_options(ctx)
     mesh = mesh_of(options)
     example = ctx.example()
     partitioned = ctx.subject.obj if ctx.subject.kind == "custom_partitioning" else None
     runs = []
-    found = placements(ctx.specs, tuple(options.mesh), options.axis_names,  # type: ignore[attr-defined]
-                       options.max_placements)  # type: ignore[attr-defined]
+    found = placements(ctx.specs, tuple(options.mesh), options.axis_names, options.max_placements)
     for placement in found + _constrained(ctx, partitioned):
         run = Run(placement)
         placed = [jax.device_put(x, NamedSharding(mesh, s)) for x, s in zip(example, placement.specs)]
@@ -263,8 +270,9 @@ def _constrained(ctx: Context, partitioned: Any) -> list[Placement]:
     if partitioned is None or cs.uses_shardy() or cs.partition_parts(partitioned).propagate is None:
         return []
     reference = reference_outputs(ctx)
-    first = ctx.options.axis_names[0]  # type: ignore[attr-defined]
-    size = dict(zip(ctx.options.axis_names, ctx.options.mesh))[first]  # type: ignore[attr-defined]
+    options = sharding_options(ctx)
+    first = options.axis_names[0]
+    size = dict(zip(options.axis_names, options.mesh))[first]
     if len(reference) != 1 or not np.ndim(reference[0]) or np.shape(reference[0])[0] % size or size < 2:
         return []
     return [Placement(tuple(P() for _ in ctx.specs), (), P(first, *(None,) * (np.ndim(reference[0]) - 1)))]

@@ -17,7 +17,7 @@ from .._compat import _sharding as cs
 from .._core._report import Finding, Location
 from ._base import Check, Context, check
 from .._harness.boundary import call_user
-from ._sharding import describe_mesh, mesh_of, sharded_runs
+from ._sharding import describe_mesh, mesh_of, sharded_runs, sharding_options
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def gathering_cost(ctx: Context) -> Iterator[Finding]:
     if not calls:
         return
     runs = sharded_runs(ctx)
-    devices = int(np.prod(ctx.options.mesh))  # type: ignore[attr-defined]
+    devices = int(np.prod(sharding_options(ctx).mesh))
     mesh = mesh_of(ctx.options)
     for call in calls:
         for run in runs:

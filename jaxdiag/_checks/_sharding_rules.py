@@ -22,7 +22,7 @@ from .._loading._numerics import Comparison, compare
 from ._base import Check, Context, SkipCheck, check
 from ._sharding import (
     callback_location, callback_name, describe_mesh, first_line, moved_bytes, reference_outputs, same_sharding,
-    sharded_runs, show_spec, worst,
+    sharded_runs, sharding_options, show_spec, worst,
 )
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def _factor_verdict(ctx: Context, parts: Any, factors: Any, factor: str, mixing:
             fix=fix, location=location)
     moved = [(run, moved_bytes(run.hlo)) for run in runs]
     cost = next(((run, m) for run, m in moved if m.per_device), None)
-    devices = int(np.prod(ctx.options.mesh))  # type: ignore[attr-defined]
+    devices = int(np.prod(sharding_options(ctx).mesh))
     if cost is not None:
         run, m = cost
         seen = (f"Results are exact under every input sharding that splits it ("
@@ -279,7 +279,7 @@ def _mismatch_verdict(ctx: Context, run: Any, k: int, want: Any, got: Any, name:
     moved = moved_bytes(run.hlo)
     if not moved.per_device:
         return None  # exact, and reconciled by re-slicing locally: no bytes move
-    devices = int(np.prod(ctx.options.mesh))  # type: ignore[attr-defined]
+    devices = int(np.prod(sharding_options(ctx).mesh))
     cost = f"XLA reconciles the two with collectives around the call: {moved.describe(devices)}"
     return rules.PARTITION_RESULT_RESHARDED.finding(
         evidence=f"{claim}. The results are exact (they equal the unsharded ones); {cost}.", fix=fix, location=at)

@@ -23,3 +23,4 @@ class InferenceError(UsageError):
         self.tried = list(tried or [])
         self.last_error = last_error
         self.arity = arity
+        self.call_sites: list[str] = []  # call sites tried to reach the target (`_call_sites`), said in JXN012

@@ -8,6 +8,7 @@ so this module never imports a renderer and the import graph has no cycle.
 from __future__ import annotations
 
 from collections.abc import Callable
+import copy
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -70,10 +71,17 @@ class Finding:
     # The inputs that showed it: {"provenance": "declared|recorded|observed|inferred", "specs": [...]} (set by
     # `_provenance.stamp` where inputs are chosen; None for findings about no inputs, e.g. an import note).
     inputs: dict[str, Any] | None = None
+    # The verified `_fixes.Fix` behind `diff` (for --fix, in the process that verified it): never serialized.
+    verified_fix: Any = field(default=None, repr=False, compare=False, metadata={"serialized": False})
+
+    def fields_dict(self) -> dict[str, Any]:
+        """Every serialized field, the location as a dict (what crosses processes and goes into the cache)."""
+        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in serialized_fields(Finding)}
+        data["location"] = asdict(self.location) if self.location else None
+        return data
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["location"] = asdict(self.location) if self.location else None
+        data = self.fields_dict()
         for optional in ("diff", "jaxpr"):
             if not data[optional]:
                 del data[optional]
@@ -320,8 +328,7 @@ def target_report_to_dict(report: TargetReport) -> dict[str, Any]:
     data.update(inputs=list(report.inputs), config_keys=list(report.config_keys),
                 checks=[asdict(c) for c in report.checks], problems=[asdict(p) for p in report.problems],
                 anchors=[asdict(a) for a in report.anchors],
-                findings=[{**asdict(f), "location": asdict(f.location) if f.location else None}
-                          for f in report.findings])
+                findings=[f.fields_dict() for f in report.findings])
     return data
 
 

@@ -70,7 +70,7 @@ def fixed_sources(finding: Any) -> dict[str, str] | None:
     """{path: the file's text with the finding's verified fix applied}, or None when it has none (for `_repro`)."""
     from ._edits import read_source
 
-    fix = getattr(finding, "verified_fix", None)
+    fix = finding.verified_fix
     if fix is None:
         return None
     return {path: apply_edits(read_source(path), [e for e in fix.edits if e.path == path]) for path in fix.paths}
@@ -78,7 +78,7 @@ def fixed_sources(finding: Any) -> dict[str, str] | None:
 
 def verified_fixes(report: Report) -> list[Fix]:
     """The verified fix of every finding that has one, in report order."""
-    found = (getattr(f, "verified_fix", None) for f in report.findings)
+    found = (f.verified_fix for f in report.findings)
     return [fix for fix in found if fix is not None]
 
 

@@ -501,12 +501,13 @@ def unbroadcast_edits(old: ast.Return, new: ast.Return, tree: ast.Module, lines:
             and len(new_value.elts) == 2):
         return []
     outs, old_dims, new_dims = old_value.elts[0], old_value.elts[1], new_value.elts[1]
-    if not all(isinstance(t, (ast.Tuple, ast.List)) for t in (outs, old_dims, new_dims)):
+    if not (isinstance(outs, (ast.Tuple, ast.List)) and isinstance(old_dims, (ast.Tuple, ast.List))
+            and isinstance(new_dims, (ast.Tuple, ast.List))):
         return []
     fn = enclosing_function(tree, old.lineno)
     source = "".join(lines)
     edits: list[SourceEdit] = []
-    for out, was, now in zip(outs.elts, old_dims.elts, new_dims.elts):  # type: ignore[attr-defined]
+    for out, was, now in zip(outs.elts, old_dims.elts, new_dims.elts):
         if not (isinstance(now, ast.Constant) and now.value is None) or (
                 isinstance(was, ast.Constant) and was.value is None):
             continue

@@ -114,7 +114,7 @@ def verify_findings(report: Report, rerun: Rerun, candidates: Callable[[Finding]
                     fix.verified = True
                     finding.fix_verified = True
                     finding.diff = combined_diff([fix])
-                    finding.verified_fix = fix  # type: ignore[attr-defined]  # for --fix; not serialized
+                    finding.verified_fix = fix  # for --fix; not serialized
                     verified.append(fix)
                     break
     return verified

@@ -232,7 +232,7 @@ class _Lint:
             reach = _call_sites.check_at_call_sites(self, found, only_if_differs=False)
             if reach.reports:
                 return Report(reach.reports)
-            exc.call_sites = reach.tried  # type: ignore[attr-defined]  # said in the JXN012 note
+            exc.call_sites = reach.tried  # said in the JXN012 note
             raise
 
     def _inputs_for(self, found: Found) -> tuple[list[Any], Any, str]:

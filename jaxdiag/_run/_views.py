@@ -37,7 +37,7 @@ def deliver(report: Report, fmt: str, output: str | None, diff: bool = False, fi
     patch = _fixes.combined_diff(fixes) if (diff or fix) and fixes else ""
     if fix and fixes:
         paths = _fixes.write_fixes(fixes)
-        fixed = {id(f) for t in report.targets for f in t.findings if getattr(f, "verified_fix", None) is not None}
+        fixed = {id(f) for t in report.targets for f in t.findings if f.verified_fix is not None}
         for target in report.targets:
             target.findings = [f for f in target.findings if id(f) not in fixed]
         _say(f"fixed {len(fixed)} finding(s) in {len(paths)} file(s): {', '.join(_rel(p) for p in paths)}")
