@@ -480,10 +480,16 @@ def test_packaging_metadata():
     listed = set(project["tool"]["setuptools"]["packages"])
     found = {".".join(p.relative_to(ROOT).parent.parts) for p in (ROOT / "jaxdiag").rglob("__init__.py")}
     assert listed == found | {"jaxdiag.samples"}
-    # every third-party module jaxdiag imports is declared (pytest only by the plugin pytest itself loads)
+    # every third-party module jaxdiag imports is declared (pytest only by the plugin pytest itself loads); imports
+    # under `if TYPE_CHECKING:` are only mypy's (typing_extensions, for `Unpack`, comes with mypy)
     imported = set()
     for path in (ROOT / "jaxdiag").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                       and ast.unparse(block.test) == "TYPE_CHECKING" for s in block.body for n in ast.walk(s)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
             if isinstance(node, ast.Import):
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
@@ -20,6 +20,9 @@ import numpy as np
 from .. import _rules as rules
 from .._loading._inputs import ArgSpec, Static, template_text
 from .._core._report import Finding, TargetReport
+
+if TYPE_CHECKING:
+    from .._rules import _fields
 
 # The 32-bit counterpart of each 64-bit dtype (complex128 holds two float64s, complex64 two float32s).
 _NARROW = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.int64): np.dtype(np.int32),
@@ -64,7 +67,8 @@ def mark_x64_only(wide: Sequence[TargetReport], narrow: Sequence[TargetReport], 
         report.findings = out
 
 
-def _variant(variant: rules.Rule, f: Finding, wide: str, narrow: str) -> Finding:
+def _variant(variant: rules.Rule[_fields.EvidenceFixNarrowOriginalWide], f: Finding, wide: str, narrow: str
+             ) -> Finding:
     new = variant.finding(wide=wide, narrow=narrow, original=f"{f.code} {f.name}:", evidence=f.message, fix=f.fix,
                           location=f.location)
     return dataclasses.replace(new, diff=f.diff, jaxpr=f.jaxpr, fix_verified=f.fix_verified)

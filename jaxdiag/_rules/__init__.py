@@ -3,8 +3,10 @@
 Like mypy's `errorcodes.py`, defining a `Rule` registers it. Like ruff, each rule carries its own documentation
 (`what`, `why`) and names a bad and a good sample under `samples/`, which `jaxdiag rules CODE` prints as the example
 and the fix. Checks build findings with `rules.X.finding(location=..., **fields)`: the catalog's templates turn the
-observed fields into the message and the fix, and the severity is the catalog's, never the call site's. Control flow
-that depends on a rule (`st.blocked[rules.X]`) holds the `Rule` object, never a code string.
+observed fields into the message and the fix, and the severity is the catalog's, never the call site's. Each rule is
+declared `X: Rule[_fields.CODE]`, its fields a TypedDict generated from its templates (`scripts/rule_fields.py`), so
+mypy rejects a missing or misspelt field at the call site. Control flow that depends on a rule
+(`st.blocked[rules.X]`) holds the `Rule` object, never a code string.
 
 One module per prefix: `JXR` registration, `JXB` batching, `JXG` differentiation, `JXV` custom_vmap, `JXS`
 sharding, `JXU` user code that stopped a check (exit, crash, time limit), `JXN` notes about the run (info only).

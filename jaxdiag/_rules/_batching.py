@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._catalog import VS_LOOP_MESSAGE, X64_ONLY_FIX, X64_ONLY_MESSAGE, Rule, variant
 
-BATCH_DIM_OUT_OF_RANGE = Rule(
+if TYPE_CHECKING:
+    from . import _fields
+
+BATCH_DIM_OUT_OF_RANGE: Rule[_fields.JXB001] = Rule(
     "JXB001", "batch-dim-out-of-range", "error",
     "The batching rule returned an output batch dim outside `0 <= dim < out.ndim`.",
     "Validates every output dim the rule returns against the rank of that output before JAX sees it.",
@@ -15,7 +20,7 @@ BATCH_DIM_OUT_OF_RANGE = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-BATCH_DIM_WRONG_TYPE = Rule(
+BATCH_DIM_WRONG_TYPE: Rule[_fields.JXB002] = Rule(
     "JXB002", "batch-dim-wrong-type", "error",
     "The batching rule returned an output batch dim that is not a Python `int` or `None`.",
     "Checks `type(dim) is int or dim is None` for every output dim (numpy integers and arrays are rejected).",
@@ -25,7 +30,7 @@ BATCH_DIM_WRONG_TYPE = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-MISSING_NONE_FOR_UNBATCHED_OUTPUT = Rule(
+MISSING_NONE_FOR_UNBATCHED_OUTPUT: Rule[_fields.JXB003] = Rule(
     "JXB003", "unbatched-output-reported-batched", "warning",
     "An output that never depends on the batched inputs is reported batched; return `None` for its dim.",
     "Compares the output across examples and checks that it does not depend on any batched input; reported "
@@ -36,7 +41,7 @@ MISSING_NONE_FOR_UNBATCHED_OUTPUT = Rule(
     message="Unbatched output reported batched: {evidence}",
     fix="{fix}",
 )
-BATCH_AXIS_SIZE_MISMATCH = Rule(
+BATCH_AXIS_SIZE_MISMATCH: Rule[_fields.JXB004] = Rule(
     "JXB004", "batch-axis-size-mismatch", "error",
     "An output's size at the returned batch dim is not the vmap axis size.",
     "Checks `out.shape[dim] == axis_size` for every batched output (JAX itself never checks this, even under "
@@ -48,7 +53,7 @@ BATCH_AXIS_SIZE_MISMATCH = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-BATCH_RESULT_MISMATCH = Rule(
+BATCH_RESULT_MISMATCH: Rule[_fields.JXB005] = Rule(
     "JXB005", "batched-result-mismatch", "error",
     "`vmap` of the primitive differs from applying it to each example and stacking the results.",
     "Compares `vmap(f, in_axes)` with a per-example loop over distinct random examples, for in_axes 0, -1, a middle "
@@ -59,7 +64,7 @@ BATCH_RESULT_MISMATCH = Rule(
     message=VS_LOOP_MESSAGE,
     fix="{fix}",
 )
-BATCHING_RULE_RAISED = Rule(
+BATCHING_RULE_RAISED: Rule[_fields.JXB006] = Rule(
     "JXB006", "batching-rule-raised", "error",
     "The batching rule raised an exception for some combination of batch dims.",
     "Calls vmap with every in_axes variant and reports the exception and the in_axes that triggered it.",
@@ -69,7 +74,7 @@ BATCHING_RULE_RAISED = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-BATCHING_RULE_REFUSES = Rule(
+BATCHING_RULE_REFUSES: Rule[_fields.JXB014] = Rule(
     "JXB014", "batching-rule-refuses", "warning",
     "The batching rule refuses some batch dims with its own `raise` statement: vmap fails there on purpose.",
     "Like JXB006, but the exception comes from a `raise` written in the rule's own body (not from a call inside "
@@ -82,7 +87,7 @@ BATCHING_RULE_REFUSES = Rule(
     fix="{fix} If the refusal is intended, say so in the primitive's documentation and suppress this warning "
         "with `# jaxdiag: ignore[JXB014]` on the rule's `def` line.",
 )
-X64_ONLY_BATCHING = Rule(
+X64_ONLY_BATCHING: Rule[_fields.JXB015] = Rule(
     "JXB015", "x64-only-batching-defect", "warning",
     "A batching defect that shows only with `jax_enable_x64` on: the same check passes on the 32-bit version of "
     "the inputs with x64 off.",
@@ -94,7 +99,7 @@ X64_ONLY_BATCHING = Rule(
     message=X64_ONLY_MESSAGE,
     fix=X64_ONLY_FIX,
 )
-MULTIPLE_RESULTS_STRUCTURE = Rule(
+MULTIPLE_RESULTS_STRUCTURE: Rule[_fields.JXB007] = Rule(
     "JXB007", "multiple-results-structure", "error",
     "A `multiple_results` primitive's batching rule must return (sequence of outputs, sequence of dims) with one "
     "entry per output.",
@@ -106,7 +111,7 @@ MULTIPLE_RESULTS_STRUCTURE = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-RULE_RETURN_NOT_PAIR = Rule(
+RULE_RETURN_NOT_PAIR: Rule[_fields.JXB008] = Rule(
     "JXB008", "rule-return-not-pair", "error",
     "A single-result primitive's batching rule must return exactly `(out, dim)`.",
     "Checks that the rule returns a pair whose first element is an array (not a list) and second an int or None.",
@@ -117,7 +122,7 @@ RULE_RETURN_NOT_PAIR = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-BATCHED_SHAPE_MISMATCH = Rule(
+BATCHED_SHAPE_MISMATCH: Rule[_fields.JXB009] = Rule(
     "JXB009", "batched-shape-mismatch", "error",
     "An output with its batch dim removed does not have the shape or dtype the abstract eval gives per example.",
     "Removes the returned batch dim from each output and compares with the per-example abstract eval.",
@@ -127,7 +132,7 @@ BATCHED_SHAPE_MISMATCH = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-UNBATCHED_OUTPUT_VARIES = Rule(
+UNBATCHED_OUTPUT_VARIES: Rule[_fields.JXB010] = Rule(
     "JXB010", "unbatched-output-varies", "error",
     "An output reported unbatched (`None`) differs from example to example.",
     "Compares the per-example results of an output the rule reports as `None`.",
@@ -136,7 +141,7 @@ UNBATCHED_OUTPUT_VARIES = Rule(
     message="Output reported unbatched varies across examples: {evidence}",
     fix="{fix}",
 )
-OUT_AXES_TUPLE_FOR_LIST = Rule(
+OUT_AXES_TUPLE_FOR_LIST: Rule[_fields.JXB011] = Rule(
     "JXB011", "out-axes-tuple-for-list-output", "warning",
     "A `multiple_results` primitive returns a list; a tuple `out_axes` such as `(0, None)` is not a tree prefix.",
     "Where a tuple `out_axes` is actually used on a wrapper that returns `prim.bind(...)` (`--out-axes`, or a "
@@ -149,7 +154,7 @@ OUT_AXES_TUPLE_FOR_LIST = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-VMAP_CALL_FAILED = Rule(
+VMAP_CALL_FAILED: Rule[_fields.JXB012] = Rule(
     "JXB012", "vmap-call-failed", "error",
     "The `in_axes` / `out_axes` you asked for do not work with this target; jaxdiag explains JAX's error.",
     "Reproduces `vmap(f, in_axes, out_axes)` with the given axes and translates JAX's error into plain words.",
@@ -158,7 +163,7 @@ VMAP_CALL_FAILED = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-VMAP_RAISED = Rule(
+VMAP_RAISED: Rule[_fields.JXB013] = Rule(
     "JXB013", "vmap-raised", "error",
     "`vmap` of the target raises although calling it on each example works, and no batching rule is at fault.",
     "Runs every in_axes variant; reports the exceptions raised outside any user batching rule, with the in_axes.",
@@ -169,7 +174,7 @@ VMAP_RAISED = Rule(
     fix="{vmap_raised_fix}",
     depends_on_values=False,
 )
-FFI_VMAP_METHOD_MISSING = Rule(
+FFI_VMAP_METHOD_MISSING: Rule[_fields.JXB020] = Rule(
     "JXB020", "ffi-vmap-method-missing", "error",
     "An `ffi_call` / `pure_callback` has no `vmap_method`, so it cannot be used under `vmap`.",
     "Reads `vmap_method` from every `ffi_call`/`pure_callback` equation in the jaxpr, and tries `broadcast_all` and "
@@ -183,7 +188,7 @@ FFI_VMAP_METHOD_MISSING = Rule(
     depends_on_values=False,
     evidence_from_inputs=False,
 )
-FFI_KERNEL_NOT_BATCH_AWARE = Rule(
+FFI_KERNEL_NOT_BATCH_AWARE: Rule[_fields.JXB021] = Rule(
     "JXB021", "ffi-kernel-not-batch-aware", "error",
     "Under `vmap`, the foreign kernel gives results that differ from calling it per example: it is not "
     "batch-aware for the declared `vmap_method`.",
@@ -200,7 +205,7 @@ FFI_KERNEL_NOT_BATCH_AWARE = Rule(
         "make `{target}` batch-aware: treat the leading dimensions as a batch and only the trailing ones "
         "as one example{broadcast}.",
 )
-FFI_LEGACY_VECTORIZED = Rule(
+FFI_LEGACY_VECTORIZED: Rule[_fields.JXB022] = Rule(
     "JXB022", "ffi-legacy-vectorized", "warning",
     "`vmap_method=\"legacy_vectorized\"` is deprecated.",
     "Reads `vmap_method` from every `ffi_call`/`pure_callback` equation and checks whether `expand_dims` (its "
@@ -214,7 +219,7 @@ FFI_LEGACY_VECTORIZED = Rule(
     depends_on_values=False,
     evidence_from_inputs=False,
 )
-FFI_VMAP_METHOD_FALLBACK = variant(
+FFI_VMAP_METHOD_FALLBACK: Rule[_fields.JXB023] = variant(
     FFI_VMAP_METHOD_MISSING, "JXB023", "ffi-vmap-method-fallback", "warning",
     differs="On a JAX release that still runs a call without `vmap_method` sequentially (0.5): a warning there.",
     summary="An `ffi_call` / `pure_callback` has no `vmap_method`; this JAX release still runs it under `vmap` with "
@@ -224,7 +229,7 @@ FFI_VMAP_METHOD_FALLBACK = variant(
         "reported there as JXB020 (an error).",
     evidence_from_inputs=False,
 )
-OUT_OF_RANGE_INDEX_ONLY = Rule(
+OUT_OF_RANGE_INDEX_ONLY: Rule[_fields.JXB016] = Rule(
     "JXB016", "out-of-range-index-only", "warning",
     "A batching difference shows only at index values outside the operand's range.",
     "Integer inputs that index an operand (gather, scatter, dynamic_slice) and have no declared range are also "
@@ -237,7 +242,7 @@ OUT_OF_RANGE_INDEX_ONLY = Rule(
     fix="{fix}\nIf no caller passes such indices, declare the operand's range (e.g. `{spec}`), and this probe is "
         "not run.",
 )
-BATCHED_VJP_MISMATCH = Rule(
+BATCHED_VJP_MISMATCH: Rule[_fields.JXB017] = Rule(
     "JXB017", "batched-vjp-mismatch", "error",
     "`jax.vjp(jax.vmap(f))` differs from the stacked per-example VJPs (summed over the batch for an unbatched "
     "argument), while `jax.vmap(f)` itself is right.",
@@ -251,7 +256,7 @@ BATCHED_VJP_MISMATCH = Rule(
     message="vjp of vmap differs from the per-example VJPs: {evidence}",
     fix="{fix}",
 )
-BATCHED_VJP_FAILS = Rule(
+BATCHED_VJP_FAILS: Rule[_fields.JXB018] = Rule(
     "JXB018", "batched-vjp-fails", "error",
     "`jax.vjp(jax.vmap(f))` raises, while `jax.vmap(f)` and the per-example VJPs work.",
     "Runs reverse mode through vmap as JXB017 does; the transpose rule is spied on to name the cotangent it "

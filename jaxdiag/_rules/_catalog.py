@@ -8,9 +8,16 @@ import importlib.resources
 import string
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._core._report import NOT_VERIFIED_REASONS, Finding, Location
+
+if TYPE_CHECKING:
+    from ._fields import Emits  # `finding`'s signature for each rule's fields, generated from the templates
+else:
+    Emits = Generic  # at run time `finding` below checks the fields; the generated module is never imported
+
+F = TypeVar("F")  # the rule's template fields, a TypedDict of `_fields` (`Rule[_fields.JXB001]`)
 
 SEVERITIES = ("error", "warning", "info")
 CATEGORIES = {
@@ -48,7 +55,7 @@ def __getattr__(name: str) -> Path:
         return samples_dir()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-RULES: dict[str, Rule] = {}
+RULES: dict[str, Rule[Any]] = {}
 
 # Wording shared by sibling rules of two families (the same kind of finding about a primitive's batching rule and a
 # custom_vmap rule, or about batching and differentiation under x64): written once here.
@@ -64,10 +71,14 @@ def template_fields(template: str) -> set[str]:
 
 
 @dataclass(frozen=True)
-class Rule:
+class Rule(Emits[F]):
     """One diagnostic. `message` and `fix` are `str.format` templates with named fields: the wording that names
     the defect lives here, so a rule reads the same wherever it is emitted; the emission site passes only what
-    it observed (names, shapes, dims, numbers, the error text) as fields."""
+    it observed (names, shapes, dims, numbers, the error text) as fields.
+
+    `F` is the TypedDict of those fields, generated from the templates into `_fields.py` (`python
+    scripts/rule_fields.py`): a rule is declared `X: Rule[_fields.JXB001] = Rule("JXB001", ...)`, and mypy then
+    checks the fields of every `X.finding(...)` (`Emits`, one overload per set of fields)."""
 
     code: str
     name: str
@@ -143,11 +154,15 @@ class Rule:
         path = self.sample_path(which)
         return path.read_text(encoding="utf-8") if path and path.is_file() else None
 
-    def finding(self, *, location: Location | None = None, **fields: Any) -> Finding:
-        """A finding of this rule at the catalog's severity, its message and fix filled from `fields`.
+    if not TYPE_CHECKING:  # mypy reads the typed overloads of `_fields.Emits` instead
+        def finding(self, *, location: Location | None = None, **fields: Any) -> Finding:
+            """A finding of this rule at the catalog's severity, its message and fix filled from `fields`."""
+            return self._finding(location, fields)
 
-        A missing or unexpected field is jaxdiag's own bug (TypeError): the check's status becomes `error`.
-        """
+    def _finding(self, location: Location | None, fields: dict[str, Any]) -> Finding:
+        """`finding`, type-checked. A missing or unexpected field is jaxdiag's own bug (TypeError): the check's
+        status becomes `error`. mypy rejects it first at a typed call site; this guards the rest (a `Rule[Any]`
+        whose fields fit another rule, a test, a plugin)."""
         expected = self.fields
         unknown = sorted(set(fields) - expected)
         missing = sorted(expected - set(fields))
@@ -167,7 +182,7 @@ class Rule:
 _OWN = ("code", "name", "severity", "variant_of", "differs")
 
 
-def variant(parent: Rule, code: str, name: str, severity: str, *, differs: str, **changes: Any) -> Rule:
+def variant(parent: Rule[Any], code: str, name: str, severity: str, *, differs: str, **changes: Any) -> Rule[Any]:
     """A rule for `parent`'s defect in another context, declared as (parent, what differs): it inherits every field
     of the parent (summary, explanation, samples, message and fix templates, `depends_on_values`) but those
     `changes` replace, so the shared wording is written once. `--select`/`--ignore`, per-target ignores and inline

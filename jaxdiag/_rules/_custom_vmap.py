@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._catalog import VS_LOOP_MESSAGE, Rule, variant
 
-VMAP_OUT_BATCHED_STRUCTURE = Rule(
+if TYPE_CHECKING:
+    from . import _fields
+
+VMAP_OUT_BATCHED_STRUCTURE: Rule[_fields.JXV001] = Rule(
     "JXV001", "out-batched-structure", "error",
     "A custom_vmap rule's `out_batched` must have exactly the output's pytree structure.",
     "Compares the structures of the rule's two return values.",
@@ -16,7 +21,7 @@ VMAP_OUT_BATCHED_STRUCTURE = Rule(
         "output: e.g. `{corrected_return}`.",
     depends_on_values=False,
 )
-VMAP_DECLARED_UNBATCHED_VARIES = Rule(
+VMAP_DECLARED_UNBATCHED_VARIES: Rule[_fields.JXV002] = Rule(
     "JXV002", "declared-unbatched-but-batched", "error",
     "An output declared unbatched (`out_batched=False`) carries a batch axis or differs across examples.",
     "Checks the output's shape against the per-example output (no batch axis allowed) and compares vmap with the "
@@ -26,7 +31,7 @@ VMAP_DECLARED_UNBATCHED_VARIES = Rule(
     message="Output declared unbatched is batched: {evidence}",
     fix="{fix}",
 )
-VMAP_BATCH_AXIS_NOT_LEADING = Rule(
+VMAP_BATCH_AXIS_NOT_LEADING: Rule[_fields.JXV003] = Rule(
     "JXV003", "batch-axis-not-leading", "error",
     "An output declared batched must have the batch axis first, of size `axis_size`.",
     "Checks each batched output's leading dimension and looks for the batch axis elsewhere.",
@@ -38,7 +43,7 @@ VMAP_BATCH_AXIS_NOT_LEADING = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-VMAP_RESULT_MISMATCH = Rule(
+VMAP_RESULT_MISMATCH: Rule[_fields.JXV004] = Rule(
     "JXV004", "custom-vmap-result-mismatch", "error",
     "vmap of the custom_vmap function differs from the per-example loop.",
     "Runs the rule under vmap for every `in_batched` combination (in_axes 0, -1, each argument unbatched, batch "
@@ -49,7 +54,7 @@ VMAP_RESULT_MISMATCH = Rule(
     message=VS_LOOP_MESSAGE,
     fix="{fix}",
 )
-VMAP_RULE_RAISED = Rule(
+VMAP_RULE_RAISED: Rule[_fields.JXV005] = Rule(
     "JXV005", "custom-vmap-rule-error", "error",
     "The custom_vmap rule is missing, raised, or did not return `(out, out_batched)`.",
     "Calls the rule for every `in_batched` combination and reports what went wrong.",
@@ -59,7 +64,7 @@ VMAP_RULE_RAISED = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-VMAP_GRAD_LIMITATION = Rule(
+VMAP_GRAD_LIMITATION: Rule[_fields.JXV006] = Rule(
     "JXV006", "custom-vmap-grad-outside-vmap", "info",
     "`grad` of a custom_vmap function outside `vmap` fails: a known JAX limitation, not your bug.",
     "Under `jaxdiag grad` (and `check`), tries `jax.grad` of the function outside vmap; for a custom_vmap found "
@@ -74,7 +79,7 @@ VMAP_GRAD_LIMITATION = Rule(
 )
 # A JXG code only because it was the one free when this rule was added; it is the JXV004 defect read as a design,
 # so `--ignore JXV004` and `--ignore JXV` cover it too.
-VMAP_BATCH_AGGREGATE = variant(
+VMAP_BATCH_AGGREGATE: Rule[_fields.JXG035] = variant(
     VMAP_RESULT_MISMATCH, "JXG035", "custom-vmap-batch-aggregate", "warning",
     differs="The vmapped output is the same for every example and equals a reduction over the batch of the "
             "per-example outputs (their maximum, minimum, sum or mean): an aggregate by construction, which can be "

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._catalog import X64_ONLY_FIX, X64_ONLY_MESSAGE, Rule
 
-JVP_MISMATCH = Rule(
+if TYPE_CHECKING:
+    from . import _fields
+
+JVP_MISMATCH: Rule[_fields.JXG001] = Rule(
     "JXG001", "jvp-numerical-mismatch", "error",
     "A primitive's JVP rule disagrees with finite differences of its impl.",
     "Compares the JVP rule's tangent with central differences computed in float64 along random directions.",
@@ -14,7 +19,7 @@ JVP_MISMATCH = Rule(
             "return these wrong derivatives without any error.",
     fix="Fix the derivative formula in {rule} for {name} (check the chain-rule factor and the sign).",
 )
-TRANSPOSE_NOT_ADJOINT = Rule(
+TRANSPOSE_NOT_ADJOINT: Rule[_fields.JXG002] = Rule(
     "JXG002", "transpose-not-adjoint", "error",
     "The transpose rule is not the adjoint of the JVP: `<w, J v> != <J^T w, v>`.",
     "Runs the dot-product test between the linearized JVP and the transpose rule at random `v`, `w`.",
@@ -26,7 +31,7 @@ TRANSPOSE_NOT_ADJOINT = Rule(
     fix="Make {name} apply the transpose of the JVP's linear map (e.g. A.T @ ct for A @ t, the reverse "
         "of a cumsum for a cumsum, a sum over broadcast axes for a broadcast).",
 )
-TRANSPOSE_OUTPUT_STRUCTURE = Rule(
+TRANSPOSE_OUTPUT_STRUCTURE: Rule[_fields.JXG003] = Rule(
     "JXG003", "transpose-output-structure", "error",
     "The transpose rule must return one cotangent per primitive argument (None for non-linear ones), each shaped "
     "like that argument.",
@@ -37,7 +42,7 @@ TRANSPOSE_OUTPUT_STRUCTURE = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-COTANGENT_DTYPE = Rule(
+COTANGENT_DTYPE: Rule[_fields.JXG004] = Rule(
     "JXG004", "cotangent-dtype-drift", "error",
     "A cotangent (from a transpose rule or a custom_vjp bwd) has a different dtype than its primal input.",
     "Compares each returned cotangent's dtype with the input's dtype.",
@@ -49,7 +54,7 @@ COTANGENT_DTYPE = Rule(
     fix="Cast the cotangent in {owner}: `{cast}` (or compute in the input dtype).",
     depends_on_values=False,
 )
-TRANSPOSE_ASSUMES_LINEAR_ARG = Rule(
+TRANSPOSE_ASSUMES_LINEAR_ARG: Rule[_fields.JXG005] = Rule(
     "JXG005", "transpose-assumes-linear-arg", "error",
     "The transpose rule assumes which argument is linear and uses an `UndefinedPrimal` as a value.",
     "Calls the transpose rule with each argument in turn undefined (linear).",
@@ -60,7 +65,7 @@ TRANSPOSE_ASSUMES_LINEAR_ARG = Rule(
     fix="In {name}, {remedy}",
     depends_on_values=False,
 )
-SYMBOLIC_ZERO_UNHANDLED = Rule(
+SYMBOLIC_ZERO_UNHANDLED: Rule[_fields.JXG006] = Rule(
     "JXG006", "symbolic-zero-unhandled", "error",
     "A rule fails when a tangent or cotangent is a symbolic zero (`ad.Zero`, `SymbolicZero`).",
     "Calls the rule with one input's tangent (or one output's cotangent) symbolically zero.",
@@ -71,7 +76,7 @@ SYMBOLIC_ZERO_UNHANDLED = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-JVP_OUTPUT_STRUCTURE = Rule(
+JVP_OUTPUT_STRUCTURE: Rule[_fields.JXG007] = Rule(
     "JXG007", "jvp-output-structure", "error",
     "A JVP rule must return `(primal_out, tangent_out)` with tangents of the primal's structure, shape and "
     "tangent dtype.",
@@ -83,7 +88,7 @@ JVP_OUTPUT_STRUCTURE = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-VJP_BWD_STRUCTURE = Rule(
+VJP_BWD_STRUCTURE: Rule[_fields.JXG010] = Rule(
     "JXG010", "vjp-bwd-structure", "error",
     "A custom_vjp bwd must return a tuple with one cotangent per differentiable positional argument, each shaped "
     "like that argument.",
@@ -95,7 +100,7 @@ VJP_BWD_STRUCTURE = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-VJP_IGNORED_COTANGENT = Rule(
+VJP_IGNORED_COTANGENT: Rule[_fields.JXG011] = Rule(
     "JXG011", "vjp-ignored-cotangent", "error",
     "custom_vjp bwd ignores the cotangent of an output that depends on the inputs.",
     "Feeds a cotangent on one output at a time and compares bwd with the autodiff/finite-difference reference.",
@@ -106,7 +111,7 @@ VJP_IGNORED_COTANGENT = Rule(
             "{name} is silently wrong: the gradient of sum({name}) is {parts}.",
     fix="{fix}",
 )
-VJP_FWD_MISMATCH = Rule(
+VJP_FWD_MISMATCH: Rule[_fields.JXG012] = Rule(
     "JXG012", "vjp-fwd-primal-mismatch", "error",
     "custom_vjp fwd must return `(primal_out, residuals)` with `primal_out` equal to the function's output.",
     "Compares fwd's primal output with `f(*args)`: structure, shape, dtype and value.",
@@ -116,7 +121,7 @@ VJP_FWD_MISMATCH = Rule(
     message="custom_vjp fwd does not match the function: {evidence}",
     fix="{fix}",
 )
-VJP_SWAPPED_COTANGENTS = Rule(
+VJP_SWAPPED_COTANGENTS: Rule[_fields.JXG013] = Rule(
     "JXG013", "vjp-swapped-cotangents", "error",
     "custom_vjp bwd returns each argument's gradient in another argument's slot.",
     "Matches bwd's cotangents against the reference gradient of every argument.",
@@ -129,7 +134,7 @@ VJP_SWAPPED_COTANGENTS = Rule(
     fix="Swap the entries in {bwd}'s return: the tuple is ordered like the primal's positional arguments "
         "({dyn_list}).{corrected}",
 )
-CUSTOM_DERIVATIVE_MISMATCH = Rule(
+CUSTOM_DERIVATIVE_MISMATCH: Rule[_fields.JXG014] = Rule(
     "JXG014", "custom-derivative-mismatch", "warning",
     "The custom derivative differs from the numerical derivative of the primal function the way a deliberate "
     "surrogate does (zeroed, clipped or straight-through directions).",
@@ -145,7 +150,7 @@ CUSTOM_DERIVATIVE_MISMATCH = Rule(
             "{consequence}.",
     fix="If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {owner}{where}; otherwise {correction}.",
 )
-CUSTOM_DERIVATIVE_WRONG = Rule(
+CUSTOM_DERIVATIVE_WRONG: Rule[_fields.JXG024] = Rule(
     "JXG024", "custom-derivative-wrong", "error",
     "The custom derivative is wrong on the interior of the domain: off by a factor or a sign where no clipping, "
     "stop-gradient or straight-through estimator explains it.",
@@ -162,7 +167,7 @@ CUSTOM_DERIVATIVE_WRONG = Rule(
             "{derivative} (a sign or a factor off where {function} is smooth): {consequence}.",
     fix="Fix {owner}: {correction}; check the sign and the chain-rule factor.",
 )
-NONDIFF_ARGNUMS_MISUSE = Rule(
+NONDIFF_ARGNUMS_MISUSE: Rule[_fields.JXG015] = Rule(
     "JXG015", "nondiff-argnums-misuse", "error",
     "`nondiff_argnums` is misused: an array argument marked non-differentiable, or bwd ignoring that "
     "non-differentiable arguments come first.",
@@ -173,7 +178,7 @@ NONDIFF_ARGNUMS_MISUSE = Rule(
     message="nondiff_argnums misused: {evidence}",
     fix="{fix}",
 )
-COMPOSITION_MISMATCH = Rule(
+COMPOSITION_MISMATCH: Rule[_fields.JXG016] = Rule(
     "JXG016", "transform-composition-failure", "error",
     "The gradient fails or differs under `jit(grad f)`, `vmap(grad f)` or `grad(vmap f)`.",
     "Compares the composed transformations with the eager gradient.",
@@ -183,7 +188,7 @@ COMPOSITION_MISMATCH = Rule(
     message="Gradient fails or differs under a composed transformation: {evidence}",
     fix="{fix}",
 )
-DERIVATIVE_RULE_RAISED = Rule(
+DERIVATIVE_RULE_RAISED: Rule[_fields.JXG017] = Rule(
     "JXG017", "derivative-rule-raised", "error",
     "A derivative rule (fwd, bwd, JVP or transpose) raised an exception.",
     "Calls every rule directly with the inputs JAX would give and reports the user's own error and line.",
@@ -193,7 +198,7 @@ DERIVATIVE_RULE_RAISED = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-DERIVATIVE_RULE_REFUSES = Rule(
+DERIVATIVE_RULE_REFUSES: Rule[_fields.JXG025] = Rule(
     "JXG025", "derivative-rule-refuses", "warning",
     "A derivative rule (fwd, bwd, JVP or transpose) refuses with its own `raise` statement: differentiation "
     "fails there on purpose.",
@@ -207,7 +212,7 @@ DERIVATIVE_RULE_REFUSES = Rule(
     fix="{fix} If the refusal is intended, say so where the function is documented and suppress this warning "
         "with `# jaxdiag: ignore[JXG025]` on the rule's `def` line.",
 )
-X64_ONLY_DIFFERENTIATION = Rule(
+X64_ONLY_DIFFERENTIATION: Rule[_fields.JXG026] = Rule(
     "JXG026", "x64-only-derivative-defect", "warning",
     "A differentiation defect that shows only with `jax_enable_x64` on: the same check passes on the 32-bit "
     "version of the inputs with x64 off.",
@@ -220,7 +225,7 @@ X64_ONLY_DIFFERENTIATION = Rule(
     message=X64_ONLY_MESSAGE,
     fix=X64_ONLY_FIX,
 )
-JVP_NOT_LINEAR = Rule(
+JVP_NOT_LINEAR: Rule[_fields.JXG020] = Rule(
     "JXG020", "jvp-not-linear", "error",
     "The JVP rule's tangent output is not linear in the input tangents.",
     "Tests additivity, homogeneity and zero-in-zero-out at random tangents.",
@@ -230,7 +235,7 @@ JVP_NOT_LINEAR = Rule(
     message="JVP rule not linear in the tangents: {evidence}",
     fix="{fix}",
 )
-JVP_PRIMAL_MISMATCH = Rule(
+JVP_PRIMAL_MISMATCH: Rule[_fields.JXG021] = Rule(
     "JXG021", "jvp-primal-mismatch", "error",
     "A JVP rule's primal output (custom_jvp rule or primitive JVP rule) differs from the function's output.",
     "Compares the rule's primal output with `f(*args)`: structure, shape, dtype and value.",
@@ -239,7 +244,7 @@ JVP_PRIMAL_MISMATCH = Rule(
     message="JVP rule's primal differs from the function: {evidence}",
     fix="{fix}",
 )
-FLOAT0_TANGENT_UNHANDLED = Rule(
+FLOAT0_TANGENT_UNHANDLED: Rule[_fields.JXG022] = Rule(
     "JXG022", "float0-tangent-unhandled", "error",
     "The custom_jvp rule fails on the `float0` tangent JAX passes for an integer or bool argument.",
     "Calls the rule with `float0` tangents for non-float arguments.",
@@ -252,7 +257,7 @@ FLOAT0_TANGENT_UNHANDLED = Rule(
         "nondiff_argnums.",
     depends_on_values=False,
 )
-VJP_DROPPED_ARGUMENT_GRADIENT = Rule(
+VJP_DROPPED_ARGUMENT_GRADIENT: Rule[_fields.JXG018] = Rule(
     "JXG018", "vjp-dropped-argument-gradient", "warning",
     "custom_vjp bwd returns None or zeros for an argument the function depends on.",
     "Compares each argument's cotangent with autodiff of the undecorated function and finite differences along "
@@ -267,7 +272,7 @@ VJP_DROPPED_ARGUMENT_GRADIENT = Rule(
         "say so with jax.lax.stop_gradient in the primal or suppress with `# jaxdiag: ignore[JXG018]` on "
         "the def line of {bwd}.",
 )
-SECOND_ORDER_MISMATCH = Rule(
+SECOND_ORDER_MISMATCH: Rule[_fields.JXG019] = Rule(
     "JXG019", "second-order-mismatch", "warning",
     "Second derivatives (grad of grad, jvp of vjp) differ from finite differences of the gradient.",
     "Differentiates the first-order gradient (JAX differentiating your bwd / JVP rule) and compares it with "
@@ -282,7 +287,7 @@ SECOND_ORDER_MISMATCH = Rule(
 )
 # Not a variant of JXG019: a failure is another defect than a mismatch, and a suppressed deliberate mismatch
 # (`# jaxdiag: ignore[JXG019]`, which that rule's fix suggests) must not hide second derivatives that fail.
-SECOND_ORDER_FAILURE = Rule(
+SECOND_ORDER_FAILURE: Rule[_fields.JXG023] = Rule(
     "JXG023", "second-order-failure", "error",
     "Second derivatives fail (grad of grad, jvp of vjp), or the two modes disagree with each other.",
     "Differentiates the first-order gradient (JAX differentiating your bwd / JVP rule) in both modes and runs the "
@@ -293,7 +298,7 @@ SECOND_ORDER_FAILURE = Rule(
     message="Second derivatives fail or disagree: {evidence}",
     fix="{fix}",
 )
-DERIVATIVE_NONFINITE = Rule(
+DERIVATIVE_NONFINITE: Rule[_fields.JXG027] = Rule(
     "JXG027", "derivative-nonfinite", "error",
     "A derivative rule returns NaN or inf where the reference derivative (autodiff of the primal, finite "
     "differences) is finite.",
@@ -309,7 +314,7 @@ DERIVATIVE_NONFINITE = Rule(
     message="{owner}'s {derivative} is NaN/inf where {reference} is finite: {details}. {consequence}.",
     fix="{fix}",
 )
-REFERENCE_NONFINITE = Rule(
+REFERENCE_NONFINITE: Rule[_fields.JXG028] = Rule(
     "JXG028", "reference-nonfinite", "info",
     "The reference derivative (autodiff of the undecorated primal) is NaN/inf where the custom rule is finite; "
     "those entries were compared with finite differences only.",
@@ -322,7 +327,7 @@ REFERENCE_NONFINITE = Rule(
             "entries were compared with finite differences only.",
     fix="Nothing to fix if {owner} exists to avoid the NaN of the primal's autodiff.",
 )
-SOLVE_NOT_INVERSE = Rule(
+SOLVE_NOT_INVERSE: Rule[_fields.JXG029] = Rule(
     "JXG029", "solve-not-inverse", "error",
     "The `solve` given to `lax.custom_linear_solve` does not invert its `matvec`.",
     "Applies the traced `solve` to the call's own right-hand side and to a random one, then `matvec` to the "
@@ -335,7 +340,7 @@ SOLVE_NOT_INVERSE = Rule(
             "matvec(solve(matvec, b)) == b, so jax.grad through this solve is silently wrong.",
     fix="Make {solve} return x with {matvec}(x) == b for every right-hand side b{hint}.",
 )
-TRANSPOSE_SOLVE_NOT_INVERSE = Rule(
+TRANSPOSE_SOLVE_NOT_INVERSE: Rule[_fields.JXG030] = Rule(
     "JXG030", "transpose-solve-not-inverse", "error",
     "The `transpose_solve` given to `lax.custom_linear_solve` does not invert the transpose of its `matvec`.",
     "Applies the traced `transpose_solve` to random right-hand sides c and the true transpose of `matvec` "
@@ -348,7 +353,7 @@ TRANSPOSE_SOLVE_NOT_INVERSE = Rule(
             "jax.vjp through this solve are silently wrong (forward mode uses solve and stays right).",
     fix="{fix}",
 )
-SYMMETRIC_MATVEC_NOT_SYMMETRIC = Rule(
+SYMMETRIC_MATVEC_NOT_SYMMETRIC: Rule[_fields.JXG031] = Rule(
     "JXG031", "symmetric-solve-not-symmetric", "error",
     "`lax.custom_linear_solve(..., symmetric=True)` with a `matvec` that is not symmetric.",
     "Runs the dot-product test <u, matvec(v)> == <matvec(u), v> on random u, v.",
@@ -360,7 +365,7 @@ SYMMETRIC_MATVEC_NOT_SYMMETRIC = Rule(
     fix="Drop `symmetric=True` and pass a `transpose_solve` that solves with the transposed matrix (its first "
         "argument is the transposed matvec), or make {matvec} symmetric.",
 )
-ROOT_SOLVE_INCONSISTENT = Rule(
+ROOT_SOLVE_INCONSISTENT: Rule[_fields.JXG032] = Rule(
     "JXG032", "custom-root-inconsistent", "error",
     "`lax.custom_root`'s `solve` does not return a root of `f`, or its `tangent_solve` does not solve the "
     "linearized system `g(x) = y`.",
@@ -375,7 +380,7 @@ ROOT_SOLVE_INCONSISTENT = Rule(
             "assumes it, so jax.grad through this root is silently wrong.",
     fix="{fix}",
 )
-FLAT_PRIMAL_SURROGATE = Rule(
+FLAT_PRIMAL_SURROGATE: Rule[_fields.JXG033] = Rule(
     "JXG033", "flat-primal-surrogate-derivative", "warning",
     "A custom derivative is nonzero where the primal is flat (its autodiff is exactly zero): a surrogate by "
     "construction, such as a score-function (REINFORCE) estimator or a relaxed gradient of sampling, rounding or "
@@ -398,7 +403,7 @@ FLAT_PRIMAL_SURROGATE = Rule(
     fix="If {owner} implements an estimator or a surrogate on purpose, add `# jaxdiag: intended[JXG033]` to its def "
         "line{where}; otherwise make {function} depend on {name} through differentiable operations.",
 )
-JVP_IGNORES_ARGUMENT = Rule(
+JVP_IGNORES_ARGUMENT: Rule[_fields.JXG034] = Rule(
     "JXG034", "jvp-ignores-argument", "warning",
     "A JVP rule ignores one argument's tangent entirely although the function depends on that argument.",
     "Steps one argument at a time: when every step in one argument gives an exactly zero tangent output while finite "

@@ -7,10 +7,15 @@ blocking problems (`jaxdiag._core._report.Problem`) that no `--select`/`--ignore
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._catalog import Rule, variant
+
+if TYPE_CHECKING:
+    from . import _fields
 from ._differentiation import DERIVATIVE_RULE_RAISED, SECOND_ORDER_FAILURE
 
-INPUTS_INFERRED = Rule(
+INPUTS_INFERRED: Rule[_fields.JXN001] = Rule(
     "JXN001", "inputs-inferred", "info",
     "No `--arg` was given; jaxdiag inferred example inputs.",
     "Reports the argument specs jaxdiag inferred from the signature and a ladder of small shapes.",
@@ -18,7 +23,7 @@ INPUTS_INFERRED = Rule(
     message="no --arg given; inferred {count} argument(s): {specs}",
     fix="Pass --arg SPEC for each positional argument to check other shapes and dtypes.",
 )
-DOMAIN_FALLBACK = Rule(
+DOMAIN_FALLBACK: Rule[_fields.JXN002] = Rule(
     "JXN002", "domain-fallback", "info",
     "The target was non-finite on normal inputs; jaxdiag drew inputs from another domain.",
     "Reports the domain (positive, unit interval, small magnitude) used after the default draw gave NaN or inf.",
@@ -26,14 +31,14 @@ DOMAIN_FALLBACK = Rule(
     message="{target} gives NaN or inf on standard-normal inputs; drew inputs from the {domain!r} domain instead.",
     fix="Pin the domain with --arg {pinned} (one per argument) to silence this note.",
 )
-CHECK_SKIPPED = Rule(
+CHECK_SKIPPED: Rule[_fields.JXN003] = Rule(
     "JXN003", "check-skipped", "info",
     "A check was skipped; the finding says why.",
     "Reports checks that could not run (an earlier defect blocks them, a feature missing on this JAX release).",
     "A skipped check is not a passed one: fix the blocking defect and run again.",
     message="{reason} (skipped in check `{check}`)",
 )
-INPUTS_NOT_INFERRED = Rule(
+INPUTS_NOT_INFERRED: Rule[_fields.JXN004] = Rule(
     "JXN004", "inputs-not-inferred", "info",
     "jaxdiag could not infer example inputs for this target; it was not checked.",
     "Reports targets found by `jaxdiag check` that ran on none of the inferred shapes.",
@@ -43,7 +48,7 @@ INPUTS_NOT_INFERRED = Rule(
         "\n{snippet}\nor define {jaxdiag_dict} in {module}.",
     leaves_unverified="no-inputs",
 )
-UNUSED_SUPPRESSION = Rule(
+UNUSED_SUPPRESSION: Rule[_fields.JXN005] = Rule(
     "JXN005", "unused-suppression", "info",
     "A `# jaxdiag: ignore[CODE]` comment or configured ignore matched no finding.",
     "Reports suppressions that suppressed nothing, as ruff's RUF100 does.",
@@ -51,7 +56,7 @@ UNUSED_SUPPRESSION = Rule(
     message="{suppression} suppressed nothing{where}.",
     fix="{action}",
 )
-DEPRECATED_CODE = Rule(
+DEPRECATED_CODE: Rule[_fields.JXN006] = Rule(
     "JXN006", "deprecated-code", "info",
     "A rule code written in `--select`/`--ignore`, pyproject.toml or an inline suppression was renamed.",
     "Reports each old code used, and the code it now stands for.",
@@ -61,7 +66,7 @@ DEPRECATED_CODE = Rule(
     message="{old} is a deprecated code{meaning}.",
     fix="{action}",
 )
-FUNCTION_GRAD_NOT_CHECKED = variant(
+FUNCTION_GRAD_NOT_CHECKED: Rule[_fields.JXN007] = variant(
     DERIVATIVE_RULE_RAISED, "JXN007", "function-grad-not-checked", "info",
     differs="Under `jaxdiag check`, for a function nobody may differentiate, outside any rule jaxdiag can blame: "
             "a note.",
@@ -74,7 +79,7 @@ FUNCTION_GRAD_NOT_CHECKED = variant(
     message="jax.grad of {function} fails: {error}.{hint} Its gradient was not checked.",
     fix="If it is differentiated, {remedy}; then run `jaxdiag grad`.",
 )
-SECOND_ORDER_NOT_CHECKED = variant(
+SECOND_ORDER_NOT_CHECKED: Rule[_fields.JXN008] = variant(
     SECOND_ORDER_FAILURE, "JXN008", "second-order-not-checked", "info",
     differs="Under `jaxdiag check`, which cannot know whether anything differentiates the rule twice: a note.",
     summary="Grad of grad (or jvp of vjp) fails for a custom rule found by `jaxdiag check`, so second derivatives "
@@ -87,14 +92,14 @@ SECOND_ORDER_NOT_CHECKED = variant(
     fix="If second derivatives are needed, write the rule with differentiable jax.numpy operations (no NumPy, no "
         "Python control flow on values, no pure_callback without its own derivative).",
 )
-INPUTS_RECORDED = Rule(
+INPUTS_RECORDED: Rule[_fields.JXN010] = Rule(
     "JXN010", "inputs-recorded", "info",
     "The target was checked on inputs recorded from your own code (`jaxdiag record`).",
     "Reports the recorded call used (argument specs, bind params) and the value domain its observed range chose.",
     "Recorded inputs are what your code really passes; re-record after changing the call sites.",
     message="{how}: {inputs}{params}",
 )
-DEPENDENCY_MISSING = Rule(
+DEPENDENCY_MISSING: Rule[_fields.JXN011] = Rule(
     "JXN011", "dependency-missing", "info",
     "The target (or a module) needs an optional dependency that is not installed; it was not checked.",
     "Reports targets whose call raised ModuleNotFoundError/ImportError on every example input, and, with "
@@ -104,7 +109,7 @@ DEPENDENCY_MISSING = Rule(
     fix="Install {dependency!r} to check {what}.",
     leaves_unverified="dependency-missing",
 )
-TARGET_NOT_CHECKABLE = Rule(
+TARGET_NOT_CHECKABLE: Rule[_fields.JXN012] = Rule(
     "JXN012", "target-not-checkable", "info",
     "jaxdiag cannot build inputs for this target from what it knows; the finding says exactly why and what to add.",
     "Reports a primitive whose rules need bind params nobody gave, static arguments without a default, rules only "
@@ -114,7 +119,7 @@ TARGET_NOT_CHECKABLE = Rule(
     fix="{fix}",
     leaves_unverified="not-checkable",
 )
-VALUES_NOT_COMPARED = Rule(
+VALUES_NOT_COMPARED: Rule[_fields.JXN013] = Rule(
     "JXN013", "values-not-compared", "info",
     "The target cannot run on this platform (a GPU/TPU kernel on a CPU-only machine); its rules were checked "
     "abstractly, without comparing values.",
@@ -129,7 +134,7 @@ VALUES_NOT_COMPARED = Rule(
             "checked (by {checks}).",
     fix="Run jaxdiag on a machine with the kernel's platform to compare values as well.",
 )
-INPUTS_FROM_CALL_SITE = Rule(
+INPUTS_FROM_CALL_SITE: Rule[_fields.JXN016] = Rule(
     "JXN016", "inputs-from-call-site", "info",
     "The target was checked at the values and bind params its own package's code passes it, not on inputs "
     "jaxdiag made up.",

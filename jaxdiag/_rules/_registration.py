@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._catalog import Rule, variant
 
-MISSING_IMPL = Rule(
+if TYPE_CHECKING:
+    from . import _fields
+
+MISSING_IMPL: Rule[_fields.JXR001] = Rule(
     "JXR001", "missing-impl", "error",
     "The primitive has no impl rule, so it cannot run eagerly.",
     "Checks that `prim.def_impl(...)` was called.",
@@ -16,7 +21,7 @@ MISSING_IMPL = Rule(
     depends_on_values=False,
     evidence_from_inputs=False,
 )
-MISSING_ABSTRACT_EVAL = Rule(
+MISSING_ABSTRACT_EVAL: Rule[_fields.JXR002] = Rule(
     "JXR002", "missing-abstract-eval", "error",
     "The primitive has no abstract evaluation rule, so jit, vmap and grad cannot trace it.",
     "Checks that `prim.def_abstract_eval(...)` was called.",
@@ -30,7 +35,7 @@ MISSING_ABSTRACT_EVAL = Rule(
     depends_on_values=False,
     evidence_from_inputs=False,
 )
-ABSTRACT_EVAL_MISMATCH = Rule(
+ABSTRACT_EVAL_MISMATCH: Rule[_fields.JXR003] = Rule(
     "JXR003", "abstract-eval-mismatch", "error",
     "The abstract evaluation rule disagrees with what the impl returns (shape, dtype or number of outputs).",
     "Runs the impl on concrete inputs and compares each output's shape and dtype with the abstract eval's "
@@ -43,7 +48,7 @@ ABSTRACT_EVAL_MISMATCH = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-MISSING_LOWERING = Rule(
+MISSING_LOWERING: Rule[_fields.JXR004] = Rule(
     "JXR004", "missing-lowering", "warning",
     "No MLIR lowering is registered for the CPU platform, so the primitive fails under `jax.jit`.",
     "Checks `mlir.register_lowering(prim, ...)` for the platform jaxdiag runs on (or for all platforms).",
@@ -57,7 +62,7 @@ MISSING_LOWERING = Rule(
     depends_on_values=False,
     evidence_from_inputs=False,
 )
-MISSING_BATCHING_RULE = Rule(
+MISSING_BATCHING_RULE: Rule[_fields.JXR005] = Rule(
     "JXR005", "missing-batching-rule", "warning",
     "The primitive has no batching rule, so `jax.vmap` (and `jacfwd`) fail.",
     "Checks that a rule is registered in `batching.primitive_batchers`.",
@@ -72,7 +77,7 @@ MISSING_BATCHING_RULE = Rule(
     depends_on_values=False,
     evidence_from_inputs=False,
 )
-MISSING_JVP_RULE = Rule(
+MISSING_JVP_RULE: Rule[_fields.JXR006] = Rule(
     "JXR006", "missing-jvp-rule", "info",
     "The primitive has no JVP rule, so `jax.grad`, `jax.jvp` and `jacfwd` fail.",
     "Checks that a rule is registered in `ad.primitive_jvps` (for example with `ad.defjvp`).",
@@ -88,7 +93,7 @@ MISSING_JVP_RULE = Rule(
         "tangent_out).",
     depends_on_values=False,
 )
-MISSING_TRANSPOSE_RULE = Rule(
+MISSING_TRANSPOSE_RULE: Rule[_fields.JXR007] = Rule(
     "JXR007", "missing-transpose-rule", "warning",
     "The primitive's JVP is linear (it binds the primitive on the tangent) but it has no transpose rule.",
     "Checks primitives whose JVP rule re-binds the primitive on tangents for an `ad.primitive_transposes` entry.",
@@ -105,7 +110,7 @@ MISSING_TRANSPOSE_RULE = Rule(
     depends_on_values=False,
     evidence_from_inputs=False,
 )
-REMOVED_JAX_API = Rule(
+REMOVED_JAX_API: Rule[_fields.JXR008] = Rule(
     "JXR008", "removed-jax-api", "error",
     "A rule uses a JAX internal that no longer exists on this JAX release (e.g. `batching.not_mapped`).",
     "Recognises `AttributeError`s raised from a rule that name a `jax` module attribute.",
@@ -116,7 +121,7 @@ REMOVED_JAX_API = Rule(
     depends_on_values=False,
     evidence_from_inputs=False,
 )
-WRONG_RULE_SIGNATURE = Rule(
+WRONG_RULE_SIGNATURE: Rule[_fields.JXR009] = Rule(
     "JXR009", "wrong-rule-signature", "error",
     "A rule was called with the arguments JAX passes and rejected them (missing positional, unexpected keyword).",
     "Recognises `TypeError`s raised by the call into the rule itself: a fancy `(axis_data, args, dims)` rule "
@@ -129,7 +134,7 @@ WRONG_RULE_SIGNATURE = Rule(
     depends_on_values=False,
     evidence_from_inputs=False,
 )
-LOWERING_MISMATCH = Rule(
+LOWERING_MISMATCH: Rule[_fields.JXR010] = Rule(
     "JXR010", "lowering-mismatch", "error",
     "`jax.jit` of the primitive fails or gives a different result than the eager impl.",
     "Runs the primitive once under `jax.jit` (abstract eval + the CPU lowering) and compares with the impl.",
@@ -139,7 +144,7 @@ LOWERING_MISMATCH = Rule(
     message="jit disagrees with the impl: {evidence}",
     fix="{fix}",
 )
-TARGET_RAISED = Rule(
+TARGET_RAISED: Rule[_fields.JXR011] = Rule(
     "JXR011", "target-raised", "error",
     "The target raised on the example inputs, so its batching could not be checked.",
     "Calls the primitive's impl (or the function) once on the example inputs before any transformation.",
@@ -150,7 +155,7 @@ TARGET_RAISED = Rule(
     fix="If these inputs are not what it expects, pass matching ones with --arg (e.g. --arg f32[4,3]); "
         "otherwise fix the {where} so that one example runs.",
 )
-VMAP_WITHOUT_BATCHING_RULE = variant(
+VMAP_WITHOUT_BATCHING_RULE: Rule[_fields.JXR012] = variant(
     MISSING_BATCHING_RULE, "JXR012", "vmap-without-batching-rule", "error",
     differs="Reported by `jaxdiag batching`, which was asked to vmap the primitive: an error there.",
     summary="`jaxdiag batching` was asked to check a primitive that has no batching rule: `jax.vmap` of it fails.",
@@ -158,7 +163,7 @@ VMAP_WITHOUT_BATCHING_RULE = variant(
     why="`vmap` fails with `NotImplementedError: Batching rule for '<name>' not implemented`. The same defect is "
         "JXR005 (a warning) under `jaxdiag check`, which cannot know whether the primitive is ever vmapped.",
 )
-GRAD_WITHOUT_JVP_RULE = variant(
+GRAD_WITHOUT_JVP_RULE: Rule[_fields.JXR013] = variant(
     MISSING_JVP_RULE, "JXR013", "grad-without-jvp-rule", "error",
     differs="Reported by `jaxdiag grad`, which was asked to differentiate the primitive: an error there.",
     summary="`jaxdiag grad` was asked to differentiate a primitive that has no JVP rule: `jax.grad`, `jax.jvp` and "
@@ -167,7 +172,7 @@ GRAD_WITHOUT_JVP_RULE = variant(
         "same defect is JXR006 (a note) under `jaxdiag check`, which cannot know whether the primitive is "
         "differentiated.",
 )
-GRAD_WITHOUT_TRANSPOSE_RULE = variant(
+GRAD_WITHOUT_TRANSPOSE_RULE: Rule[_fields.JXR014] = variant(
     MISSING_TRANSPOSE_RULE, "JXR014", "grad-without-transpose-rule", "error",
     differs="Reported by `jaxdiag grad`, which was asked for reverse mode: an error there.",
     summary="`jaxdiag grad` was asked to differentiate a primitive whose JVP is linear (it binds the primitive on "
@@ -176,7 +181,7 @@ GRAD_WITHOUT_TRANSPOSE_RULE = variant(
         "differentiation) for '<name>' not implemented`. The same defect is JXR007 (a warning) under "
         "`jaxdiag check`.",
 )
-PLATFORM_LOWERING_MISSING = Rule(
+PLATFORM_LOWERING_MISSING: Rule[_fields.JXR015] = Rule(
     "JXR015", "platform-lowering-missing", "warning",
     "A platform the project declares (`--platforms`, `platforms` in pyproject.toml, or `platforms` in the "
     "module's `JAXDIAG` entry) has no lowering for the primitive.",

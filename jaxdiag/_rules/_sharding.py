@@ -3,9 +3,14 @@ shard_map, and the gathering cost of opaque calls, checked on a virtual CPU mesh
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._catalog import Rule
 
-SHARDED_RESULT_MISMATCH = Rule(
+if TYPE_CHECKING:
+    from . import _fields
+
+SHARDED_RESULT_MISMATCH: Rule[_fields.JXS001] = Rule(
     "JXS001", "sharded-result-mismatch", "error",
     "jit on sharded inputs gives different numbers than the unsharded computation.",
     "Runs `jax.jit(f)` on a virtual CPU mesh with each input placed replicated, with each dimension sharded over "
@@ -19,7 +24,7 @@ SHARDED_RESULT_MISMATCH = Rule(
     message="Wrong results under sharding: {evidence}",
     fix="{fix}",
 )
-PARTITION_SHARDING_MISMATCH = Rule(
+PARTITION_SHARDING_MISMATCH: Rule[_fields.JXS002] = Rule(
     "JXS002", "partition-output-sharding-mismatch", "error",
     "`partition` returns a lowered function whose per-device result does not fit the result sharding it returns, "
     "or a result sharding other than the declared one with results that then differ from the unsharded ones.",
@@ -33,7 +38,7 @@ PARTITION_SHARDING_MISMATCH = Rule(
     message="`partition` returns another result sharding than the declared one: {evidence}",
     fix="{fix}",
 )
-SHARDING_RULE_NOT_PASSTHROUGH = Rule(
+SHARDING_RULE_NOT_PASSTHROUGH: Rule[_fields.JXS003] = Rule(
     "JXS003", "sharding-rule-not-passthrough", "error",
     "The Shardy `sharding_rule` declares a dimension as passing through, the op mixes values along it, and the "
     "results under a sharding of it differ from the unsharded ones.",
@@ -48,7 +53,7 @@ SHARDING_RULE_NOT_PASSTHROUGH = Rule(
     message="The sharding_rule passes a mixed dimension through: {evidence}",
     fix="{fix}",
 )
-SHARD_MAP_RULE_MISSING = Rule(
+SHARD_MAP_RULE_MISSING: Rule[_fields.JXS004] = Rule(
     "JXS004", "shard-map-rule-missing", "error",
     "A user primitive lacks what `shard_map` needs from it on this JAX version, and shard_map or `grad` through it "
     "fails.",
@@ -66,7 +71,7 @@ SHARD_MAP_RULE_MISSING = Rule(
     depends_on_values=False,
     evidence_from_inputs=False,
 )
-SHARDED_CALL_GATHERS = Rule(
+SHARDED_CALL_GATHERS: Rule[_fields.JXS005] = Rule(
     "JXS005", "sharded-call-gathers", "warning",
     "An opaque user call (ffi_call, pure_callback, a primitive lowered to a custom call) makes XLA gather its "
     "sharded operands onto every device.",
@@ -79,7 +84,7 @@ SHARDED_CALL_GATHERS = Rule(
     message="XLA gathers the operands of an opaque call: {evidence}",
     fix="{fix}",
 )
-PARTITION_CALLBACK_RAISED = Rule(
+PARTITION_CALLBACK_RAISED: Rule[_fields.JXS006] = Rule(
     "JXS006", "partition-callback-raised", "error",
     "A `custom_partitioning` callback (`partition`, `infer_sharding_from_operands`) raised for some input "
     "sharding.",
@@ -92,7 +97,7 @@ PARTITION_CALLBACK_RAISED = Rule(
     fix="{fix}",
     depends_on_values=False,
 )
-PARTITION_RESULT_RESHARDED = Rule(
+PARTITION_RESULT_RESHARDED: Rule[_fields.JXS007] = Rule(
     "JXS007", "partition-result-resharded", "warning",
     "`partition` returns another result sharding than the declared one; the results are exact, and XLA "
     "reconciles the two with collectives around every call.",
@@ -108,7 +113,7 @@ PARTITION_RESULT_RESHARDED = Rule(
     message="`partition` returns another result sharding than the declared one, reconciled by XLA: {evidence}",
     fix="{fix}",
 )
-SHARDING_RULE_GATHERS = Rule(
+SHARDING_RULE_GATHERS: Rule[_fields.JXS008] = Rule(
     "JXS008", "sharding-rule-passthrough-gathered", "warning",
     "The Shardy `sharding_rule` passes a dimension the op mixes through, but `partition` gathers it, so results "
     "are exact and XLA pays collectives around every call.",
@@ -125,7 +130,7 @@ SHARDING_RULE_GATHERS = Rule(
     message="The sharding_rule passes a mixed dimension through, and `partition` gathers it: {evidence}",
     fix="{fix}",
 )
-SHARD_MAP_GRAD_UNSUMMED = Rule(
+SHARD_MAP_GRAD_UNSUMMED: Rule[_fields.JXS009] = Rule(
     "JXS009", "shard-map-grad-unsummed", "error",
     "Inside `shard_map`, a user primitive's abstract eval types its output with fewer varying mesh axes than its "
     "operands, and `grad` with a replicated operand is silently wrong.",

@@ -9,12 +9,17 @@ target is an `allow-unchecked` entry with a reason in `[tool.jaxdiag]`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._catalog import Rule
+
+if TYPE_CHECKING:
+    from . import _fields
 
 _RUN_APART = ("Each target is checked in a child process; the run goes on with the next target, and the target is "
               "counted as not verified.")
 
-USER_CODE_EXITED = Rule(
+USER_CODE_EXITED: Rule[_fields.JXU001] = Rule(
     "JXU001", "user-code-exited", "error",
     "User code ended the process (`sys.exit`, `raise SystemExit`, `os._exit`) while a target was checked.",
     "Reports a rule, impl or module that ends the process when called. " + _RUN_APART,
@@ -24,7 +29,7 @@ USER_CODE_EXITED = Rule(
     fix="Raise an exception instead of ending the process in the code that `{check}` calls{at}.",
     blocking=True, leaves_unverified="exited", depends_on_values=False, evidence_from_inputs=False,
 )
-USER_CODE_CRASHED = Rule(
+USER_CODE_CRASHED: Rule[_fields.JXU002] = Rule(
     "JXU002", "user-code-crashed", "error",
     "The process checking a target was killed by a signal (a segfault or abort in native code, out of memory).",
     "Reports a child process that died without a result while checking the target. " + _RUN_APART,
@@ -34,7 +39,7 @@ USER_CODE_CRASHED = Rule(
         "check the kernel's buffer sizes and dtypes against the avals it is given.",
     blocking=True, leaves_unverified="crashed", depends_on_values=False, evidence_from_inputs=False,
 )
-USER_CODE_RAISED_BASE_EXCEPTION = Rule(
+USER_CODE_RAISED_BASE_EXCEPTION: Rule[_fields.JXU003] = Rule(
     "JXU003", "user-code-raised-base-exception", "error",
     "User code raised a `BaseException` that is not an `Exception` (`KeyboardInterrupt`, `GeneratorExit`, a custom "
     "subclass) while a target was checked.",
@@ -48,7 +53,7 @@ USER_CODE_RAISED_BASE_EXCEPTION = Rule(
         "that `{check}` calls{at}.",
     blocking=True, leaves_unverified="raised", depends_on_values=False, evidence_from_inputs=False,
 )
-USER_CODE_TIMED_OUT = Rule(
+USER_CODE_TIMED_OUT: Rule[_fields.JXU004] = Rule(
     "JXU004", "target-timed-out", "error",
     "A target ran past the per-target time limit; it was stopped and not verified.",
     "Runs each target in a child process and stops it after `--timeout` seconds (config key `timeout`), naming the "
@@ -62,7 +67,7 @@ USER_CODE_TIMED_OUT = Rule(
         "pyproject.toml if the target is just slow.",
     blocking=True, leaves_unverified="timed-out", depends_on_values=False, evidence_from_inputs=False,
 )
-USER_CODE_LEFT_THREADS = Rule(
+USER_CODE_LEFT_THREADS: Rule[_fields.JXU005] = Rule(
     "JXU005", "user-code-left-threads", "error",
     "Checking a target left non-daemon threads running that user code started.",
     "Lists the threads that were alive after the target's checks and not before. Such a thread keeps the Python "
@@ -72,7 +77,7 @@ USER_CODE_LEFT_THREADS = Rule(
     fix="Join the thread before the rule returns, or start it with `daemon=True`.",
     blocking=True, depends_on_values=False, evidence_from_inputs=False,
 )
-USER_CODE_CHANGED_STATE = Rule(
+USER_CODE_CHANGED_STATE: Rule[_fields.JXU006] = Rule(
     "JXU006", "user-code-changed-global-state", "warning",
     "Checking a target changed JAX's global state: a config flag, an environment variable JAX reads, or the rule "
     "registered for one of JAX's own primitives.",

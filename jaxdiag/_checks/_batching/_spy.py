@@ -12,7 +12,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +27,9 @@ from .._shared import aval_text, params_key, signature_problem
 from .._vmap_harness import Aval, Variant
 from .._vmap_harness import axes_repr as _axes_repr
 from ..._harness.source import return_nodes
+
+if TYPE_CHECKING:
+    from ..._rules import _fields
 
 
 class _Abort(Signal):
@@ -44,7 +47,7 @@ class _Abort(Signal):
 
 @dataclass
 class Problem:
-    rule: rules.Rule
+    rule: rules.Rule[_fields.EvidenceFix]  # every rule a spied return can break takes {evidence} and {fix}
     output: int | None
     text: str
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
@@ -22,6 +22,9 @@ from .._gradref import (
     RESIDUALS_NOT_ARRAYS, Arg, GradState, aval_text, device_zeros, error_text, is_zero, leaf_difference, locate,
     quiet_call, require, return_values, rule_name, short_dtype, source_of, state,
 )
+
+if TYPE_CHECKING:
+    from ..._rules import _fields
 
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)
 
@@ -99,7 +102,7 @@ def _pair_return(fwd: Any, result: Any) -> str:
     return f"return {ast.unparse(value)}, {residuals}"
 
 
-def _raised_rule(exc: BaseException, rule: Any) -> rules.Rule:
+def _raised_rule(exc: BaseException, rule: Any) -> rules.Rule[_fields.EvidenceFix]:
     """JXG025 for a deliberate refusal (a `raise` of the rule's own), JXG017 otherwise."""
     return rules.DERIVATIVE_RULE_REFUSES if raises_on_purpose(exc, rule) else rules.DERIVATIVE_RULE_RAISED
 
