@@ -151,6 +151,8 @@ CASES = [
     ("grad", "jxg010_bad.py:smooth_abs", ("f32[3]",)),  # custom_vjp: bwd's structure
     ("grad", "jxg020_bad.py:safe_abs", ("f32[3]",)),  # custom_jvp
     ("grad", "jxg005_bad.py:mymul_p", ("f32[3]", "f32[3]")),  # a primitive's JVP and transpose rules
+    ("grad", "jxg006_bad.py:hypot_p", ("f32[3]", "f32[3]")),  # symbolic zeros: the errors a finding explains
+    ("grad", "jxg029_bad.py:scaled_solve", ("f32[3,3]", "f32[3]")),  # a function: solves, then its gradient
     ("batching", "jxr010_bad.py:silu_p", ("f32[4,3]",)),  # jit_broken, read by the batching evidence
 ]
 

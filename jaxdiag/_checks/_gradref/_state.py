@@ -78,9 +78,9 @@ Pullback = Callable[[Sequence[Array]], Union[list[np.ndarray], None]]
 
 @dataclass(slots=True)
 class GradMemo:
-    """What one grad check computes and the others of the same subject reuse, one typed field per entry. The
-    entries below "produced by a check" are the shared state checks declare (`needs`/`reads`/`provides` of
-    `@check`, as "grad.<field>"): the engine runs the check that provides one before those that read it."""
+    """What one grad check computes and the others of the same subject reuse, one typed field per entry. An entry
+    that a check leaves for others (rather than one any check computes on first use) is declared, as "grad.FIELD",
+    in `@check(needs=/reads=/provides=)`: the engine runs the checks providing it before those reading it."""
 
     # lazily computed by GradState itself, whichever check asks first
     out: object = NOT_COMPUTED  # the subject's output pytree at the example
