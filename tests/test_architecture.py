@@ -717,3 +717,60 @@ def test_the_layer_detector_sees_an_upward_import():
 def test_no_module_is_over_the_line_limit():
     long = {rel(p): n for p in modules() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines (split them along their seams): {long}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The state checks share is typed: no `Any` field in it, no attribute set that its class does not declare, and no
+# `# type: ignore[attr-defined]` anywhere (an attribute the type checker cannot see is looked up by name, saying why).
+# ---------------------------------------------------------------------------------------------------------------
+
+SHARED_STATE = {  # file -> classes holding what one check computes and another reads
+    PACKAGE / "_harness" / "cache.py": ("SubjectCache", "ShardingMemo"),
+    PACKAGE / "_checks" / "_gradref" / "_state.py": ("GradMemo", "GradState"),
+}
+
+
+def _any_fields(cls: ast.ClassDef) -> list[str]:
+    """Fields whose annotation mentions `Any` (bare, or inside a container or a union)."""
+    return [ast.unparse(node) for node in cls.body if isinstance(node, ast.AnnAssign)
+            if any(isinstance(n, ast.Name) and n.id == "Any" or isinstance(n, ast.Attribute) and n.attr == "Any"
+                   for n in ast.walk(node.annotation))
+            or isinstance(node.annotation, ast.Constant) and "Any" in re.findall(r"\w+", str(node.annotation.value))]
+
+
+def _undeclared_attributes(cls: ast.ClassDef) -> list[str]:
+    declared = {node.target.id for node in cls.body if isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)}
+    assigned = {target.attr for node in ast.walk(cls) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                for target in (target.elts if isinstance(target, ast.Tuple) else [target])
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == "self"}
+    return sorted(assigned - declared)
+
+
+def _classes(path: Path, names: tuple[str, ...]) -> list[ast.ClassDef]:
+    found = [node for node in parse(path).body if isinstance(node, ast.ClassDef) and node.name in names]
+    assert {c.name for c in found} == set(names), f"{rel(path)}: expected classes {names}"
+    return found
+
+
+def test_the_typing_detectors_see_what_they_are_meant_to_see():
+    cls = ast.parse("class C:\n    a: Any\n    b: dict[str, typing.Any]\n    c: 'list[Any]'\n    d: int\n"
+                    "    def __init__(self):\n        self.d = 1\n        self.e, self.f = 2, 3\n").body[0]
+    assert isinstance(cls, ast.ClassDef)
+    assert [f.split(":")[0] for f in _any_fields(cls)] == ["a", "b", "c"]
+    assert _undeclared_attributes(cls) == ["e", "f"]
+
+
+@pytest.mark.parametrize("path", sorted(SHARED_STATE), ids=rel)
+def test_the_shared_check_state_is_typed(path):
+    for cls in _classes(path, SHARED_STATE[path]):
+        assert not _any_fields(cls), f"{cls.name}: fields typed Any: {_any_fields(cls)}"
+        assert not _undeclared_attributes(cls), f"{cls.name}: attributes not declared: {_undeclared_attributes(cls)}"
+
+
+def test_no_attr_defined_ignores():
+    hits = [f"{rel(p)}:{i}" for p in modules() for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if re.search(r"type:\s*ignore\[[^\]]*attr-defined", line)]
+    assert not hits, f"`# type: ignore[attr-defined]` (look the attribute up by name and say why): {hits}"

@@ -195,21 +195,40 @@ def _as_jax_operand(x: Any) -> Any:
 
 @dataclass(frozen=True)
 class Check:
-    """A named check: runs for the given command family on the given subject kinds and yields findings."""
+    """A named check: runs for the given command family on the given subject kinds and yields findings.
+
+    What it shares with the other checks of a subject is declared, by name: a field of `SubjectCache`
+    ("jit_broken"), of the grad checks' `GradMemo` ("grad.eager_grad"), or a stage of the grad blockers
+    ("grad.blocked.vjp-fwd": what that check put in `GradState.blocked`). The engine orders the checks from these
+    (`_checks._order`), never from where a module lists them:
+    - `provides`: what it leaves for later checks;
+    - `needs`: what must exist before it runs: every check providing it runs first, also when only this check is
+      re-run (a fresh-draw retry), and a run where no applicable check provides it is jaxdiag's own bug;
+    - `reads`: what it uses when an earlier check left it (a blocker, a result it would otherwise recompute): it
+      runs after the checks providing it, but a retry of this check alone does not bring them back.
+    Lazily computed entries that any check computes on first use (`example_output`, `GradState.out`) need no
+    declaration: whoever asks first computes them.
+    """
 
     name: str
     family: str  # "batching" or "grad"
     kinds: frozenset[str]
     run: Callable[[Context], Iterable[Finding]]
+    needs: frozenset[str] = frozenset()
+    reads: frozenset[str] = frozenset()
+    provides: frozenset[str] = frozenset()
 
     def applies(self, subject: Subject, options: Options) -> bool:
         return options.runs(self.family) and subject.kind in self.kinds
 
 
-def check(name: str, family: str, kinds: Iterable[str]) -> Callable[[Callable[[Context], Iterable[Finding]]], Check]:
-    """Decorator: `@check("batching-spy", "batching", {"primitive"})` turns a generator function into a Check."""
+def check(name: str, family: str, kinds: Iterable[str], *, needs: Iterable[str] = (), reads: Iterable[str] = (),
+          provides: Iterable[str] = ()) -> Callable[[Callable[[Context], Iterable[Finding]]], Check]:
+    """Decorator: `@check("batching-spy", "batching", {"primitive"})` turns a generator function into a Check;
+    `needs`/`reads`/`provides` declare the shared state it uses (see `Check`)."""
 
     def wrap(fn: Callable[[Context], Iterable[Finding]]) -> Check:
-        return Check(name=name, family=family, kinds=frozenset(kinds), run=fn)
+        return Check(name=name, family=family, kinds=frozenset(kinds), run=fn, needs=frozenset(needs),
+                     reads=frozenset(reads), provides=frozenset(provides))
 
     return wrap

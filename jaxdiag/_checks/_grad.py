@@ -8,7 +8,7 @@ custom_vjp, custom_jvp and primitive rules are checked rule by rule in `_custom_
 from __future__ import annotations
 
 import collections
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, cast
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +25,7 @@ from .._harness import call_user
 from ._solves import solver_names
 from ._custom_jvp import eager_vjp, pullback_at_first_cotangent, rule_location
 from ._gradref import (
-    GradState, close, device_zeros, error_text, grad_tol,
+    EVERY_BLOCKER, NOT_COMPUTED, GradState, close, device_zeros, error_text, grad_tol,
     is_float0, locate, quiet_call, require, rule_name, short_dtype, short_message, state, to_f64,
     vjp_against_fd,
 )
@@ -68,7 +68,7 @@ def _float_outputs(st: GradState) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("function-grad", family="grad", kinds={"function"})
+@check("function-grad", family="grad", kinds={"function"}, provides=("grad.blocked.function-grad",))
 def function_grad(ctx: Context) -> Iterator[Finding]:
     """jax.vjp of the whole function against float64 finite differences (dot-product test per argument)."""
     st = state(ctx)
@@ -276,7 +276,7 @@ def _direct_gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[..., list[
     set), so every operation of bwd was compiled a second time. None (use `jax.vjp`) where JAX does more than call
     the rules: symbolic zeros (fwd gets wrapped primals), nondiff_argnums, or a bwd whose structure was not
     validated."""
-    if st.kind != "custom_vjp" or st.symbolic_zeros or st.nondiff or "bwd_full" not in st.memo:
+    if st.kind != "custom_vjp" or st.symbolic_zeros or st.nondiff or st.memo.bwd_full is NOT_COMPUTED:
         return None
     positions = _array_positions(st)
     treedef = st.out_treedef
@@ -285,8 +285,10 @@ def _direct_gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[..., list[
 
     def gradient(arrays: Sequence[Any], cotangents: Sequence[Any] | None = None) -> list[Any]:
         values = st.values(dict(zip(positions, [_compat.device_array(x) for x in arrays])))
-        _, residuals = fwd(*values)
-        cts = bwd(residuals, jax.tree_util.tree_unflatten(treedef, list(ws if cotangents is None else cotangents)))
+        # the user's rules return what vjp-fwd and vjp-bwd-structure validated: a pair, one entry per argument
+        _, residuals = cast("tuple[object, object]", fwd(*values))
+        cts = cast("Sequence[object]", bwd(residuals, jax.tree_util.tree_unflatten(
+            treedef, list(ws if cotangents is None else cotangents))))
         by_pos = {a.pos: ct for a, ct in zip(st.dyn, cts)}
         # as JAX hands them to the caller: None becomes zeros, every cotangent has its argument's dtype
         return [device_zeros(a.shape, a.dtype) if by_pos.get(a.pos) is None
@@ -327,7 +329,7 @@ def _batch(ctx: Context, st: GradState) -> tuple[int, list[Any]]:
     return size, [_compat.device_array(x) for x in draws]
 
 
-@check("grad-composition", family="grad", kinds=ALL_KINDS)
+@check("grad-composition", family="grad", kinds=ALL_KINDS, reads=(*EVERY_BLOCKER, "grad.eager_grad", "grad.bwd_full"))
 def grad_composition(ctx: Context) -> Iterator[Finding]:
     """jit(grad f), vmap(grad f) and grad(vmap f) against the eager gradient and a per-example loop (JXG016)."""
     st = state(ctx)
@@ -337,7 +339,8 @@ def grad_composition(ctx: Context) -> Iterator[Finding]:
     if any(a.nondiff and not a.static for a in st.args):
         raise SkipCheck(f"an array in nondiff_argnums cannot be traced ({rules.NONDIFF_ARGNUMS_MISUSE.code})")
     ws = st.cotangents(0)
-    eager = st.memo.get("eager_grad")  # computed by the rule checks where they can (bwd, transpose runs)
+    # computed by the rule checks where they can (bwd, transpose runs)
+    eager = None if st.memo.eager_grad is NOT_COMPUTED else st.memo.eager_grad
     if eager is None:
         vjp, _ = eager_vjp(st)
         eager = vjp(ws) if vjp is not None else None

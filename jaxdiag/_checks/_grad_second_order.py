@@ -19,8 +19,8 @@ from .._loading._numerics import FD_EPS, compare
 from ._base import Context, SkipCheck, check
 from ._grad import ALL_KINDS, _display_name, _float_outputs, _rule_location
 from ._gradref import (
-    GradState, absdot, all_finite, close_scalar, dot, error_text, fmt_values, grad_tol, is_inexact, locate,
-    quiet_call, require, state, to_f64,
+    EVERY_BLOCKER, GradState, absdot, all_finite, close_scalar, dot, error_text, fmt_values, grad_tol, is_inexact,
+    locate, quiet_call, require, state, to_f64,
 )
 from ._shared import first_line, user_frame_location
 
@@ -30,7 +30,7 @@ from ._shared import first_line, user_frame_location
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("grad-second-order", family="grad", kinds=ALL_KINDS)
+@check("grad-second-order", family="grad", kinds=ALL_KINDS, reads=EVERY_BLOCKER)
 def grad_second_order(ctx: Context) -> Iterator[Finding]:
     """Differentiate the first-order gradient G(x) = J(x)^T w: jvp(G) vs finite differences of G, vs autodiff
     of the undecorated primal, and the dot-product test between jvp(G) and vjp(G) (JXG019)."""

@@ -27,8 +27,8 @@ from .._harness import call_user, jaxdiag_code
 from ._shared import user_frame_location
 from ._custom_jvp import T, names
 from ._gradref import (
-    Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0, quiet_call, require,
-    return_values, short_dtype, source_of, state,
+    JVP_BLOCKERS, Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0, quiet_call,
+    require, return_values, short_dtype, source_of, state,
 )
 
 
@@ -89,7 +89,8 @@ def _run_reverse(st: GradState, args: Sequence[Arg], k: int | None, spy: Spy) ->
         return quiet_call(run)
 
 
-@check("primitive-transpose", family="grad", kinds={"primitive"})
+@check("primitive-transpose", family="grad", kinds={"primitive"}, reads=(*JVP_BLOCKERS, "grad.reported_errors"),
+       provides=("grad.eager_grad", "grad.blocked.primitive-transpose"))
 def primitive_transpose(ctx: Context) -> Iterator[Finding]:
     st = state(ctx)
     require(st)
@@ -117,7 +118,7 @@ def _check_arguments(st: GradState, ctx: Context, reported: set[rules.Rule]) -> 
     if raised and len(st.diff) > 1:  # say which directions fail, not just the first one JAX happened to try
         raised[0].message += _directions(st)
     if ct is not None:
-        st.memo["eager_grad"] = ct  # the eager gradient, reused by the composition check
+        st.memo.eager_grad = ct  # the eager gradient, reused by the composition check
         if spy.calls and not reported & {rules.TRANSPOSE_OUTPUT_STRUCTURE, rules.COTANGENT_DTYPE}:
             yield from _dot_test(st, ct, reported)
     jointly_linear = any(sum(_compat.is_undefined_primal(a) for a in c["args"]) > 1 for c in spy.calls)
@@ -175,7 +176,7 @@ def _reverse(st: GradState, ctx: Context, args: Sequence[Arg], k: int | None, sp
 
 def _already_reported(st: GradState, exc: BaseException) -> bool:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return first in st.memo.get("reported_errors", set())
+    return first in st.memo.reported_errors
 
 
 def _reverse_failed(st: GradState, ctx: Context, args: Sequence[Arg], exc: BaseException) -> Finding | None:

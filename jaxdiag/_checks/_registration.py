@@ -319,7 +319,7 @@ def _shaped_list(avals: list[tuple[tuple[int, ...], Any]], subject: Subject, nam
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("registration-lowering", family="batching", kinds={"primitive"})
+@check("registration-lowering", family="batching", kinds={"primitive"}, provides=("jit_broken",))
 def lowering_check(ctx: Context) -> Iterator[Finding]:
     _user_prim(ctx)
     prim = ctx.subject.obj

@@ -202,11 +202,11 @@ def _spy(records: list[CallbackRecord]) -> Any:
 
 def reference_outputs(ctx: Context) -> list[np.ndarray]:
     """The subject on the example, unsharded (one device), as float64-comparable NumPy leaves."""
-    if "reference" not in ctx.cache.sharding:
+    if ctx.cache.sharding.reference is None:
         called = call_user(ctx.call, *ctx.example())
-        ctx.cache.sharding["reference"] = called.error if called.error is not None else [
+        ctx.cache.sharding.reference = called.error if called.error is not None else [
             np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(called.value)]
-    ref = ctx.cache.sharding["reference"]
+    ref = ctx.cache.sharding.reference
     if isinstance(ref, BaseException):  # a note, never a silent pass: nothing was compared
         raise SkipCheck(f"{ctx.subject.name} raised on one device on the example inputs "
                         f"({', '.join(map(str, ctx.specs)) or 'none'}), so nothing can be compared under sharding: "
@@ -232,11 +232,12 @@ def _compile_and_run(fn: Any, placed: list[Any], out: Any = None) -> tuple[str, 
 def sharded_runs(ctx: Context, shardy: bool = False) -> list[Run]:
     """jit of the subject compiled and run for every placement (cached per subject); `shardy` partitions with
     Shardy even where this JAX defaults to GSPMD (empty when it cannot)."""
-    key = "runs" if not shardy or cs.uses_shardy() else "runs-shardy"
-    if key not in ctx.cache.sharding:
-        with cs.shardy_partitioner() if key == "runs-shardy" else contextlib.nullcontext(True) as on:
-            ctx.cache.sharding[key] = _sharded_runs(ctx) if on else []
-    return ctx.cache.sharding[key]
+    forced = shardy and not cs.uses_shardy()  # Shardy where this JAX defaults to GSPMD: its own runs
+    runs = ctx.cache.sharding.runs
+    if forced not in runs:
+        with cs.shardy_partitioner() if forced else contextlib.nullcontext(True) as on:
+            runs[forced] = _sharded_runs(ctx) if on else []
+    return runs[forced]
 
 
 def _sharded_runs(ctx: Context) -> list[Run]:

@@ -98,10 +98,10 @@ def _mixes(ctx: Context, fun: Any, ins: list[tuple[int, int]], outs: list[tuple[
 def mixed_factors(ctx: Context) -> dict[str, Mixing]:
     """The factors the `sharding_rule` passes through from an operand to a result although the op mixes values
     along them (cached per subject; empty without a string rule that fits the op's ranks)."""
-    if "mixed-factors" in ctx.cache.sharding:
-        return ctx.cache.sharding["mixed-factors"]
+    if ctx.cache.sharding.mixed_factors is not None:
+        return ctx.cache.sharding.mixed_factors
     found: dict[str, Mixing] = {}
-    ctx.cache.sharding["mixed-factors"] = found
+    ctx.cache.sharding.mixed_factors = found
     parts = cs.partition_parts(ctx.subject.obj)
     factors = cs.rule_factors(parts.rule)
     if factors is None:

@@ -148,7 +148,7 @@ def _key(call: _compat.SolveCall) -> tuple:
     return call.kind, tuple(_compat.jaxpr_source(j) if j is not None else None for j in call.jaxprs.values())
 
 
-@check("custom-solves", family="grad", kinds={"function"})
+@check("custom-solves", family="grad", kinds={"function"}, provides=("grad.blocked.custom-solves",))
 def custom_solves(ctx: Context) -> Iterator[Finding]:
     """custom_linear_solve and custom_root calls inside the function: solve/transpose_solve/tangent_solve against
     matvec / f (JXG029-JXG032)."""

@@ -18,10 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from jax.interpreters import ad, batching, mlir
 
-try:  # jax >= 0.4.36
+if TYPE_CHECKING:
     from jax.extend.core import Primitive
-except ImportError:  # pragma: no cover - very old JAX
-    from jax.core import Primitive  # type: ignore[attr-defined,no-redef]
+else:  # the type checker sees the import above; very old JAX has no jax.extend.core (unknown to the stubs)
+    try:  # jax >= 0.4.36
+        from jax.extend.core import Primitive
+    except ImportError:  # pragma: no cover - very old JAX
+        from jax.core import Primitive
 
 if TYPE_CHECKING:
     from ._autodiff import (

@@ -70,7 +70,8 @@ def _jit_info_in_closures(obj: Any) -> Any:
 
 
 def x64_enabled() -> bool:
-    return bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]  # flags are read as attributes
+    # flags are read as attributes of `jax.config`, which its type stubs do not declare: looked up by name
+    return bool(getattr(jax.config, "jax_enable_x64", False))
 
 
 def config_values() -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
@@ -202,10 +202,13 @@ def axis_size_of(vals: tuple, dims: tuple) -> int | None:
 # ---------------------------------------------------------------------------------------------------------------
 
 # `jax.ffi` is public from jax 0.4.38 on (0.5.3 has it); older releases only had `jax.extend.ffi`.
-try:
+if TYPE_CHECKING:
     from jax import ffi as ffi  # noqa: PLC0414 - re-exported for checks, tests and samples
-except ImportError:  # pragma: no cover - jax < 0.4.38
-    from jax.extend import ffi as ffi  # type: ignore[no-redef,attr-defined]
+else:  # the type checker sees the import above; `jax.extend.ffi` is unknown to the stubs of a newer JAX
+    try:
+        from jax import ffi as ffi  # noqa: PLC0414 - re-exported for checks, tests and samples
+    except ImportError:  # pragma: no cover - jax < 0.4.38
+        from jax.extend import ffi as ffi  # noqa: PLC0414
 
 # Equations whose batching is chosen by a `vmap_method` parameter rather than a batching rule.
 FOREIGN_CALL_PRIMITIVES = ("ffi_call", "pure_callback")

@@ -130,7 +130,10 @@ def x64_scope(enabled: bool) -> Iterator[None]:
     if scoped is None:
         from jax import experimental
 
-        scoped = experimental.enable_x64  # type: ignore[attr-defined]  # jax < 0.6 only
+        # jax < 0.6 only: the type stubs of the JAX this is type-checked with no longer declare it, so by name
+        scoped = getattr(experimental, "enable_x64", None)
+    if scoped is None:
+        raise RuntimeError("this JAX has no scoped x64 context (jax.enable_x64 / jax.experimental.enable_x64)")
     with scoped(enabled):
         yield
 

@@ -264,7 +264,7 @@ def nested_subjects(root: Any, options: Any, cache: Any) -> list[Any]:
                  for a in args]  # a custom_partitioning call is reproduced from array arguments only
         if all(s is not None for s in specs):
             subjects.append(subject_for_partitioned_call(root, obj, [s for s in specs if s is not None], {}))
-    cache.sharding["partitioned_calls"] = len(subjects)
+    cache.sharding.partitioned_calls = len(subjects)
     primitives = [s for s in find_nested_subjects(root, options, SubjectCache()) if s.kind == "primitive"]
     return subjects + primitives
 
@@ -315,7 +315,7 @@ def _wanted(name: str, subject: Any, cache: Any) -> bool:
     finding can name the callback), a nested primitive only inside shard_map, gathering once, at the root."""
     if subject.parent is not None and subject.kind == "primitive":
         return name == "shard-map"
-    return not (name == "sharded-results" and subject.kind == "function" and cache.sharding.get("partitioned_calls"))
+    return not (name == "sharded-results" and subject.kind == "function" and cache.sharding.partitioned_calls)
 
 
 if __name__ == "__main__":

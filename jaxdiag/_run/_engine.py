@@ -21,7 +21,7 @@ from .. import __version__, _compat
 from . import _contain, _signature
 from .._core import _locate, _provenance
 from .. import _rules as rules
-from .._checks import checks_for
+from .._checks import checks_for, lazy_ordered_checks, order_checks
 from .._core._commands import FAMILIES
 from .._checks._base import Check, Context, Options, SkipCheck, Subject
 from .._harness import call_user, catch_abort
@@ -378,20 +378,28 @@ class MissingDependencyError(InferenceError):
 # the parent what is running, so a target stopped at the time limit is reported naming its check.
 on_check_start: Callable[[str, str], None] | None = None
 
-# The checks a run tries, in order. None: the families that can apply to the subject, each imported on first use
-# (`_checks.checks_for`); a list replaces them (tests run a probe check in their place).
+# The checks a run tries, before `order_checks` orders them from their declarations. None: the families that can
+# apply to the subject, each imported on first use (`_checks.checks_for`); a list replaces them (tests run a probe
+# check in their place).
 ALL_CHECKS: list[Check] | None = None
 
 
-def _checks_to_run(subject: Subject, options: Options, blocked: str | None) -> Iterator[Check]:
+def _checks_to_run(subject: Subject, options: Options, blocked: str | None, only: Collection[str] | None
+                   ) -> Iterator[Check]:
+    """The applicable checks (or `only` those named, with what they need) in the order their declarations give."""
+    def applies(chk: Check) -> bool:
+        return chk.applies(subject, options)
+
     if blocked:  # a target that cannot run here: only traced, by the abstract checks
         from .._checks import _abstract
 
-        yield from _abstract.CHECKS
+        yield from order_checks([c for c in _abstract.CHECKS if applies(c)], only)
     elif ALL_CHECKS is not None:
-        yield from ALL_CHECKS
+        yield from order_checks([c for c in ALL_CHECKS if applies(c)], only)
+    elif only is not None:  # a retry: every module that may hold one of them or what they need
+        yield from order_checks([c for c in checks_for(subject.kind, options) if applies(c)], only)
     else:
-        yield from checks_for(subject.kind, options)
+        yield from lazy_ordered_checks(subject.kind, options, applies)
 
 
 def run_subject(subject: Subject, options: Options, cache: SubjectCache | None = None) -> TargetReport:
@@ -400,13 +408,16 @@ def run_subject(subject: Subject, options: Options, cache: SubjectCache | None =
 
 def run_checks(subject: Subject, options: Options, cache: SubjectCache, names: Collection[str]
                ) -> dict[str, list[Finding]]:
-    """Only the named checks (in run order), as the fresh-draw retries run them: {check name: its findings}."""
-    return run_subject_by_check(subject, options, cache, names)[1]
+    """Only the named checks, as the fresh-draw retries run them: {check name: its findings}. The checks providing
+    what they need run first (`order_checks`); their findings were reported on the first draw and are left out."""
+    by_check = run_subject_by_check(subject, options, cache, names)[1]
+    return {name: findings for name, findings in by_check.items() if name in names}
 
 
 def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache | None = None,
                          only: Collection[str] | None = None) -> tuple[TargetReport, dict[str, list[Finding]]]:
-    """Every applicable check (or `only` those named) on one subject: its report, and each check's findings."""
+    """Every applicable check (or `only` those named, with what they need) on one subject, in the order their
+    declarations give (`order_checks`): its report, and each check's findings."""
     cache = SubjectCache() if cache is None else cache
     report = TargetReport(target=subject.label, kind=subject.kind, inputs=subject.input_texts,
                           module=subject.module, subject=subject)
@@ -414,9 +425,7 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
     moves: list[tuple[Any, Any]] | None = None  # a helper's wrappers -> the user's rules, once per subject
     blocked = platform_blocker(subject, options, cache)  # a GPU kernel here: its rules are only traced
     stopped = False  # user code ended the checks (SystemExit, a custom BaseException)
-    for chk in _checks_to_run(subject, options, blocked):
-        if not chk.applies(subject, options) or (only is not None and chk.name not in only):
-            continue
+    for chk in _checks_to_run(subject, options, blocked, only):
         ctx = Context(subject, options, chk.name, cache)
         if on_check_start is not None:
             on_check_start(subject.label, chk.name)

@@ -4,7 +4,9 @@ Only what can depend on the values is re-tried, and only as far as needed:
 - a finding about structure (a missing or mis-registered rule, a rule's signature, a shape, dtype or pytree
   structure) or about a rule or transformation that raised is the same on any draw: it is never re-tried;
 - of the other findings, only the checks that produced them run again (not the whole subject), on fresh seeds,
-  with the subject's structural cache entries kept (its trace, nested subjects, abstract output);
+  with the subject's structural cache entries kept (its trace, nested subjects, abstract output), after the checks
+  providing what they declare they need (`@check(needs=...)`: vjp-cotangents gets fwd's residuals from vjp-fwd),
+  whose findings are not counted again;
 - a check stops being re-run once each of its findings has missed a draw (its "seen on k of n" is then known);
   a finding that keeps reproducing is re-tried on every fresh seed before it is reported as is.
 """

@@ -67,6 +67,11 @@ class Evidence:
     notes: list[str] = field(default_factory=list)
 
 
+# The shared state collecting the evidence reads, so every check calling `evidence` declares it (`@check(reads=)`):
+# whichever of them runs first collects it, after registration-lowering said whether jax.jit of the primitive works.
+EVIDENCE_READS = ("jit_broken",)
+
+
 def evidence(ctx: Context) -> Evidence:
     """Run every variant once (cached for all batching checks of the subject)."""
     cached = ctx.cache.batching_evidence

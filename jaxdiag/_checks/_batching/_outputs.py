@@ -21,7 +21,7 @@ from ..._harness import call_user
 from .._shared import (
     aval_text, example_output, first_line, is_user_primitive, prim_var, primitive_module, rule_location,
 )
-from ._evidence import Evidence, _run, evidence
+from ._evidence import EVIDENCE_READS, Evidence, _run, evidence
 from .._vmap_harness import Variant
 from .._vmap_harness import axes_repr as _axes_repr
 from ._rule_returns import _display, _return_location
@@ -35,7 +35,7 @@ from ._vs_loop import _returning_line_of, _subject_display
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("batching-unbatched-outputs", family="batching", kinds={"primitive"})
+@check("batching-unbatched-outputs", family="batching", kinds={"primitive"}, reads=EVIDENCE_READS)
 def unbatched_outputs_check(ctx: Context) -> Iterator[Finding]:
     if not is_user_primitive(ctx.subject):
         raise SkipCheck("JAX's own primitive: constant outputs are not checked")
@@ -102,7 +102,7 @@ def _out_axes_error(ev: Evidence, call: RuleCall, out_axes: Any) -> str | None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("batching-out-axes", family="batching", kinds={"primitive", "function"})
+@check("batching-out-axes", family="batching", kinds={"primitive", "function"}, reads=EVIDENCE_READS)
 def out_axes_check(ctx: Context) -> Iterator[Finding]:
     wrappers = _list_wrappers(ctx) if ctx.subject.parent is None or ctx.subject.kind == "function" else []
     if ctx.options.in_axes is None and ctx.options.out_axes is None and not wrappers:
@@ -112,7 +112,7 @@ def out_axes_check(ctx: Context) -> Iterator[Finding]:
     yield from _list_outputs(ctx, ev, wrappers)
 
 
-@check("batching-out-axes-none", family="batching", kinds={"primitive"})
+@check("batching-out-axes-none", family="batching", kinds={"primitive"}, reads=EVIDENCE_READS)
 def out_axes_none_check(ctx: Context) -> Iterator[Finding]:
     """`out_axes=None` must work for every output the rule reports unbatched, and give one example's value."""
     if not is_user_primitive(ctx.subject):

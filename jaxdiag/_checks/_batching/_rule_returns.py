@@ -17,7 +17,7 @@ from .._shared import (
     raises_on_purpose, first_line, prim_var, registration_location, removed_api, removed_api_finding, rule_location,
     user_frame_location,
 )
-from ._evidence import Evidence, evidence
+from ._evidence import EVIDENCE_READS, Evidence, evidence
 from .._vmap_harness import axes_repr as _axes_repr
 from ..._harness.source import own_nodes, return_nodes
 from ._source import _dim_names, _function_node, _rule_names, corrected_return
@@ -90,7 +90,7 @@ _CONSEQUENCE = {  # what happens after the rule returns, when JAX's own message 
 }
 
 
-@check("batching-rule", family="batching", kinds={"primitive"})
+@check("batching-rule", family="batching", kinds={"primitive"}, reads=EVIDENCE_READS)
 def rule_returns_check(ctx: Context) -> Iterator[Finding]:
     ev = evidence(ctx)
     prim = ctx.subject.obj

@@ -18,7 +18,7 @@ from ... import _rules as rules
 from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
 from .._shared import first_line, prim_var, registration_location, rule_location, user_frame_location
-from ._evidence import Evidence, Outcome, _run, evidence
+from ._evidence import EVIDENCE_READS, Evidence, Outcome, _run, evidence
 from ._rule_returns import (
     _display, _dropped_axis_hint, _other_variants, _owner, _raised_finding, _return_location, _structure_finding,
     suggested_dims,
@@ -33,7 +33,7 @@ from ._spy import RuleCall, Spy
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("batching-vs-loop", family="batching", kinds={"primitive", "function"})
+@check("batching-vs-loop", family="batching", kinds={"primitive", "function"}, reads=EVIDENCE_READS)
 def vs_loop_check(ctx: Context) -> Iterator[Finding]:
     if ctx.subject.kind == "function":
         _skip_foreign(ctx)

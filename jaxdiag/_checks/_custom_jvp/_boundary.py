@@ -25,8 +25,8 @@ from ..._loading._inputs import _domain_bounds
 from ..._core._report import Finding, Location
 from .._base import Context, SkipCheck, check
 from .._gradref import (
-    Arg, GradState, NonFinite, all_finite, host_linear, is_inexact, locate, may_be_singular, quiet_call, require,
-    state, to_f64, value_at,
+    JVP_BLOCKERS, VJP_BLOCKERS, Arg, GradState, NonFinite, all_finite, host_linear, is_inexact, locate, may_be_singular,
+    quiet_call, require, state, to_f64, value_at,
 )
 from ._call import names, rule_location, user_rules
 
@@ -126,7 +126,9 @@ def _split(got: Any, finite_ref: np.ndarray) -> NonFinite:
     return NonFinite(int(bad.sum()), 0, int(bad.size), first, None)
 
 
-@check("derivative-boundary", family="grad", kinds={"custom_jvp", "custom_vjp", "primitive"})
+# After the transpose check too: its probes run reverse mode, which a defective transpose rule only breaks again.
+@check("derivative-boundary", family="grad", kinds={"custom_jvp", "custom_vjp", "primitive"},
+       reads=(*VJP_BLOCKERS, *JVP_BLOCKERS, "grad.blocked.primitive-transpose"))
 def derivative_boundary(ctx: Context) -> Iterator[Finding]:
     """One argument differentiated at a time (the others' tangents symbolic zeros), unused outputs' cotangents
     symbolic zeros, every argument on the edge of its domain: NaN/inf where the derivative is finite (JXG027)."""

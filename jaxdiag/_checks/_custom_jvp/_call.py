@@ -15,7 +15,9 @@ import numpy as np
 from ... import _compat
 from ..._core import _locate
 from ..._core._report import Location
-from .._gradref import Arg, GradState, device_zeros, host_linear, is_float0, quiet_call, rule_name, to_f64
+from .._gradref import (
+    Arg, GradState, TangentKey, device_zeros, host_linear, is_float0, quiet_call, rule_name, to_f64,
+)
 
 KINDS = {"custom_jvp", "primitive"}
 
@@ -110,9 +112,9 @@ def tangent_leaves(st: GradState, tangent_out: Any) -> list[np.ndarray]:
     return out
 
 
-def T(st: GradState, key: Any, tangents: dict[int, Any]) -> list[np.ndarray] | None:
+def T(st: GradState, key: TangentKey, tangents: dict[int, Any]) -> list[np.ndarray] | None:
     """Memoised tangent output for `tangents`; None when the rule raised (reported by jvp-rule-output)."""
-    memo = st.memo.setdefault("T", {})
+    memo = st.memo.jvp_tangents
     key = _norm_key(st, key)  # one argument: joint and per-argument tangents are the same call
     if key not in memo:
         result, exc = call_jvp(st, tangents)
@@ -121,7 +123,7 @@ def T(st: GradState, key: Any, tangents: dict[int, Any]) -> list[np.ndarray] | N
     return memo[key]
 
 
-def _norm_key(st: GradState, key: Any) -> Any:
+def _norm_key(st: GradState, key: TangentKey) -> TangentKey:
     if key[0] == "j" and isinstance(key[1], int) and len(st.diff) == 1:
         return ("a", st.diff[0].pos, key[1])
     return key
@@ -138,11 +140,11 @@ def T_many(st: GradState, items: Sequence[tuple[Any, dict[int, Any]]]) -> None:
     ("z", pos) asks for the tangent of `pos` alone with the others as symbolic zeros (jvp-symbolic-zeros): the rule
     then runs operations it has not run yet (instantiating the zeros), so those sets share one compiled call, and
     are left to jvp-symbolic-zeros (eager) when the rule cannot be jitted."""
-    memo = st.memo.setdefault("T", {})
+    memo = st.memo.jvp_tangents
     missing = [(_norm_key(st, k), t) for k, t in items if _norm_key(st, k) not in memo]
     symbolic = [(k, t) for k, t in missing if k[0] == "z"]
     if symbolic and not any(a.nondiff and not a.static for a in st.args):
-        fn = _compiled_rule(st, tuple(k[1] for k, _ in symbolic))
+        fn = _compiled_rule(st, tuple(int(k[1]) for k, _ in symbolic))  # ("z", position) keys
         sets = [[t.get(a.pos, device_zeros(a.shape, a.dtype)) for a in st.diff] for _, t in symbolic]
         out, exc = quiet_call(lambda: jax.block_until_ready(fn([a.value for a in st.args if not a.static], sets)))
         if exc is None:

@@ -14,8 +14,8 @@ from ... import _rules as rules
 from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
 from .._gradref import (
-    N_DIRECTIONS, GradState, device_zeros, dot, fmt_values, grad_tol, host_linear, is_float0, is_inexact, quiet_call,
-    require, short_message, state,
+    NOT_COMPUTED, N_DIRECTIONS, GradState, device_zeros, dot, fmt_values, grad_tol, host_linear, is_float0,
+    is_inexact, quiet_call, require, short_message, state,
 )
 from ._call import KINDS, T, T_many, _symbolic_candidates, joint, names, rule_location
 
@@ -34,7 +34,8 @@ def _violation(lhs: Sequence[np.ndarray], rhs: Sequence[np.ndarray], scale: floa
 SCALE = -1.5
 
 
-@check("jvp-linearity", family="grad", kinds=KINDS)
+@check("jvp-linearity", family="grad", kinds=KINDS, reads=("grad.blocked.jvp-rule-output",),
+       provides=("grad.blocked.jvp-linearity", "grad.jvp_tangents"))
 def jvp_linearity(ctx: Context) -> Iterator[Finding]:
     """Additivity, homogeneity and zero-in-zero-out of the tangent map (JXG020)."""
     st = state(ctx)
@@ -115,23 +116,23 @@ def _reverse_consequence(st: GradState) -> str:
 def eager_vjp(st: GradState) -> tuple[Any, BaseException | None]:
     """jax.vjp of the subject itself (through JAX's machinery, eagerly) at the example: (fn, None) where
     fn(ws) -> cotangents per differentiable argument (None if the pullback raised), or (None, exc)."""
-    if "eager_vjp" not in st.memo:
+    if st.memo.eager_vjp is NOT_COMPUTED:
         res, exc = quiet_call(jax.vjp, st.diff_fn(st.call_target), *st.diff_values)
         if exc is not None:
-            st.memo["eager_vjp"] = (None, exc)
+            st.memo.eager_vjp = (None, exc)
         else:
             pullback = res[1]
 
-            def apply(ws: Sequence[Any]) -> list[Any] | None:
-                key = ("ct", id(ws))
-                if key not in st.memo:
+            def apply(ws: Sequence[Any]) -> list[np.ndarray] | None:
+                memo = st.memo.eager_cotangents
+                if id(ws) not in memo:
                     out, err = quiet_call(pullback, jax.tree_util.tree_unflatten(st.out_treedef, list(ws)))
-                    st.memo[key] = None if err is not None else [np.asarray(o) for o in out]
-                    st.memo[("ct_err", id(ws))] = err
-                return st.memo[key]
+                    memo[id(ws)] = None if err is not None else [np.asarray(o) for o in out]
+                    st.memo.eager_cotangent_errors[id(ws)] = err
+                return memo[id(ws)]
 
-            st.memo["eager_vjp"] = (apply, None)
-    return st.memo["eager_vjp"]
+            st.memo.eager_vjp = (apply, None)
+    return st.memo.eager_vjp
 
 
 def pullback_at_first_cotangent(st: GradState) -> tuple[Any, Any, BaseException | None]:
@@ -141,5 +142,5 @@ def pullback_at_first_cotangent(st: GradState) -> tuple[Any, Any, BaseException 
     ws = st.cotangents(0)
     cts = vjp(ws) if vjp is not None else None
     if exc is None and cts is None:
-        exc = st.memo.get(("ct_err", id(ws)))
+        exc = st.memo.eager_cotangent_errors.get(id(ws))
     return ws, cts, exc

@@ -27,7 +27,7 @@ from ._reach import custom_derivative_wrappers
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("jvp-rule-output", family="grad", kinds=KINDS)
+@check("jvp-rule-output", family="grad", kinds=KINDS, provides=("grad.blocked.jvp-rule-output",))
 def jvp_rule_output(ctx: Context) -> Iterator[Finding]:
     st = state(ctx)
     if st.kind == "primitive" and jvp_rule(st) is None:

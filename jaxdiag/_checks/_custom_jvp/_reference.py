@@ -16,7 +16,7 @@ from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
 from .._shared import removed_api, removed_api_finding, user_frame_location
 from .._gradref import (
-    N_DIRECTIONS, Arg, GradState, all_finite, close, conjugated, constant_factor, deliberate_disagreement,
+    JVP_BLOCKERS, N_DIRECTIONS, Arg, GradState, all_finite, close, conjugated, constant_factor, deliberate_disagreement,
     device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact, nonfinite_split, require, state,
     to_f64, value_at,
 )
@@ -32,7 +32,8 @@ from ._linearity import pullback_at_first_cotangent
 _DEFINED_DERIVATIVE = {"stop_gradient"}
 
 
-@check("jvp-reference", family="grad", kinds=KINDS)
+@check("jvp-reference", family="grad", kinds=KINDS,
+       reads=("grad.blocked.jvp-rule-output", "grad.blocked.jvp-linearity"), provides=("grad.jvp_tangents",))
 def jvp_reference(ctx: Context) -> Iterator[Finding]:
     """Tangents along each argument vs float64 finite differences (and autodiff of custom_jvp.fun)."""
     st = state(ctx)
@@ -246,7 +247,10 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("jvp-symbolic-zeros", family="grad", kinds=KINDS)
+# Reads the tangent outputs the earlier JVP checks computed (the symbolic-zero sets jvp-linearity ran compiled):
+# after them, so their findings come first and a symbolic-zero failure never blocks them.
+@check("jvp-symbolic-zeros", family="grad", kinds=KINDS, reads=("grad.blocked.jvp-rule-output", "grad.jvp_tangents"),
+       provides=("grad.blocked.jvp-symbolic-zeros", "grad.reported_errors"))
 def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
     """With one argument differentiated, JAX passes the others' tangents as symbolic zeros (JXG006)."""
     st = state(ctx)
@@ -258,7 +262,7 @@ def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
     st.out  # noqa: B018  (skips when the primal itself fails on the example, e.g. equinox's error_if raising)
     candidates = [a for a in st.dyn if not a.static] if st.kind == "custom_jvp" else st.args
     for a in _symbolic_candidates(st):
-        if ("z", a.pos) in st.memo.get("T", {}):
+        if ("z", a.pos) in st.memo.jvp_tangents:
             continue  # ran in jvp-linearity's compiled call of the symbolic-zero sets
         _, exc = call_jvp(st, {a.pos: st.tangent(a, 0)}, symbolic=True)
         if exc is None:
@@ -287,7 +291,7 @@ def jvp_symbolic_zeros(ctx: Context) -> Iterator[Finding]:
 def remember_error(st: GradState, exc: BaseException) -> None:
     """Errors already explained by a finding: JAX re-raising them later in reverse mode is not a new finding."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    st.memo.setdefault("reported_errors", set()).add(first)
+    st.memo.reported_errors.add(first)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -295,7 +299,7 @@ def remember_error(st: GradState, exc: BaseException) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("jvp-reverse", family="grad", kinds={"custom_jvp"})
+@check("jvp-reverse", family="grad", kinds={"custom_jvp"}, reads=JVP_BLOCKERS)
 def jvp_reverse(ctx: Context) -> Iterator[Finding]:
     """jax.grad transposes the rule's tangent computation: it must run and agree with forward mode."""
     st = state(ctx)

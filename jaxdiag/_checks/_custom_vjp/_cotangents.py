@@ -16,12 +16,12 @@ from ... import _rules as rules
 from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
 from .._gradref import (
-    N_DIRECTIONS, Arg, NonFinite, GradState, aval_text, compare_grad, conjugated, constant_factor,
+    NOT_COMPUTED, N_DIRECTIONS, Arg, NonFinite, GradState, aval_text, compare_grad, conjugated, constant_factor,
     deliberate_disagreement, device_zeros, error_text, fd_reference_nonzero, fmt_values, function_ast, grad_tol,
     is_zero, locate, may_be_singular, nonfinite_split, value_at, require, short_dtype, source_of, state, to_f64,
     vjp_against_fd,
 )
-from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd, vjp_bwd_structure, vjp_fwd
+from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd
 
 # ---------------------------------------------------------------------------------------------------------------
 # Per-output cotangent probing
@@ -43,19 +43,15 @@ def _dense(st: GradState, leaves: Sequence[Any]) -> list[Any]:
     return out
 
 
-@check("vjp-cotangents", family="grad", kinds={"custom_vjp"})
+# Needs what vjp-fwd and vjp-bwd-structure provide: the engine runs them first, also when a fresh-draw retry re-runs
+# this check alone (without them every retry skipped, and a finding seen on every draw read "seen on 1 of 2 draws").
+@check("vjp-cotangents", family="grad", kinds={"custom_vjp"}, needs=("grad.fwd", "grad.bwd_full"),
+       reads=("grad.blocked.vjp-fwd", "grad.blocked.vjp-bwd-structure"), provides=("grad.blocked.vjp-cotangents",))
 def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
     """Feed a cotangent on one output at a time; compare bwd with autodiff of f and finite differences."""
     st = state(ctx)
-    if "fwd" not in st.memo and not st.blocked:
-        # Run alone (the fresh-draw retries re-run only the check that reported): its prerequisites first, their
-        # findings already reported on the first draw. Without this every retry skipped and a finding seen on
-        # every draw read "seen on 1 of 2 draws".
-        for prerequisite in (vjp_fwd, vjp_bwd_structure):
-            for _ in prerequisite.run(ctx):
-                pass
     require(st, (rules.DERIVATIVE_RULE_RAISED, rules.VJP_FWD_MISMATCH, rules.VJP_BWD_STRUCTURE))
-    if "bwd_full" not in st.memo:
+    if st.memo.bwd_full is NOT_COMPUTED:
         raise SkipCheck("bwd was not checked")
     if not st.diff:
         raise SkipCheck("no floating-point argument to differentiate")
@@ -209,7 +205,8 @@ def _verdict(st: GradState, k: int, ws: list[Any], got: dict[int, Any], ref: lis
     # of the rule where the primal's derivative is finite is a defect, never excused as a numerical corner)
     # (only where autodiff of the primal was consulted anyway, or bwd has a NaN/inf entry: building it otherwise
     # costs compilations on every custom_vjp)
-    consulted = not fd_checks or not all(fd_ok.values()) or st.memo.get("ref_vjp") is not None \
+    # (a reference VJP some earlier probe built and that runs: callable, neither None nor NOT_COMPUTED)
+    consulted = not fd_checks or not all(fd_ok.values()) or callable(st.memo.reference_vjp) \
         or may_be_singular([st.fun])  # only a singular operation (sqrt, log, a division) makes autodiff NaN
     raw = ref if ref is not None else st.reference_cotangent_raw(ws) if consulted or _has_nonfinite(got) else None
     nonfinite = {a.pos: nonfinite_split(got.get(a.pos), raw[i]) if raw is not None

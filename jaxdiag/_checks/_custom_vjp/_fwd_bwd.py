@@ -19,8 +19,8 @@ from .._base import Context, check
 from .._shared import raises_on_purpose
 from ._pytree import pytree_mismatch
 from .._gradref import (
-    RESIDUALS_NOT_ARRAYS, Arg, GradState, aval_text, device_zeros, error_text, is_zero, leaf_difference, locate,
-    quiet_call, require, return_values, rule_name, short_dtype, source_of, state,
+    NOT_COMPUTED, RESIDUALS_NOT_ARRAYS, Arg, GradState, aval_text, device_zeros, error_text, is_zero, leaf_difference,
+    locate, quiet_call, require, return_values, rule_name, short_dtype, source_of, state,
 )
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def _names(st: GradState) -> tuple[str, str, str]:
     return fun, rule_name(st.fwd, f"{fun}_fwd"), rule_name(st.bwd, f"{fun}_bwd")
 
 
-@check("vjp-fwd", family="grad", kinds={"custom_vjp"})
+@check("vjp-fwd", family="grad", kinds={"custom_vjp"}, provides=("grad.fwd", "grad.blocked.vjp-fwd"))
 def vjp_fwd(ctx: Context) -> Iterator[Finding]:
     """fwd returns (primal_out, residuals) with primal_out equal to f's output (JXG012); fwd must not raise."""
     st = state(ctx)
@@ -77,7 +77,7 @@ def vjp_fwd(ctx: Context) -> Iterator[Finding]:
             location=locate(st.fwd))
         return
     primal, residuals = result
-    st.memo["fwd"] = (primal, residuals)
+    st.memo.fwd = (primal, residuals)
     yield from _fwd_primal_findings(st, primal, expected)
     yield from _residual_findings(st, residuals)
 
@@ -173,10 +173,10 @@ def _residual_findings(st: GradState, residuals: Any) -> Iterator[Finding]:
 
 
 def _zero_ct(st: GradState, k: int) -> Any:
-    key = ("zero_ct", k)
-    if key not in st.memo:
-        st.memo[key] = _make_zero_ct(st, k)
-    return st.memo[key]
+    memo = st.memo.zero_cotangents
+    if k not in memo:
+        memo[k] = _make_zero_ct(st, k)
+    return memo[k]
 
 
 def _make_zero_ct(st: GradState, k: int) -> Any:
@@ -194,18 +194,26 @@ def _cotangent(st: GradState, leaves: Sequence[Any]) -> Any:
 
 def call_bwd(st: GradState, leaves: Sequence[Any]) -> tuple[Any, BaseException | None]:
     """bwd(*nondiff_args, residuals, ct) exactly as JAX calls it (nondiff args in nondiff_argnums order)."""
-    _, residuals = st.memo["fwd"]
+    residuals = fwd_residuals(st)
     nondiff = [st.args[i].value for i in st.nondiff]
     assert st.bwd is not None  # a custom_vjp's state
     return quiet_call(st.bwd, *nondiff, residuals, _cotangent(st, leaves))
 
 
-def _as_entries(st: GradState, result: Any) -> dict[int, Any]:
+def fwd_residuals(st: GradState) -> object:
+    """fwd's residuals as vjp-fwd recorded them (`grad.fwd`, a need of every check that calls bwd)."""
+    if st.memo.fwd is NOT_COMPUTED:
+        raise AssertionError("bwd called before vjp-fwd ran: a check calling bwd must declare needs=('grad.fwd',)")
+    return st.memo.fwd[1]
+
+
+def _as_entries(st: GradState, result: Any) -> dict[int, object]:
     """bwd's entries by argument position (validated structure)."""
     return {a.pos: e for a, e in zip(st.dyn, result)}
 
 
-@check("vjp-bwd-structure", family="grad", kinds={"custom_vjp"})
+@check("vjp-bwd-structure", family="grad", kinds={"custom_vjp"}, needs=("grad.fwd",), reads=("grad.blocked.vjp-fwd",),
+       provides=("grad.bwd_full", "grad.eager_grad", "grad.blocked.vjp-bwd-structure"))
 def vjp_bwd_structure(ctx: Context) -> Iterator[Finding]:
     """bwd returns one cotangent per differentiable positional argument, shaped (JXG010) and typed (JXG004) like
     it; a bwd that raises is JXG017 (JXG015 when it is written for another argument order)."""
@@ -222,10 +230,10 @@ def vjp_bwd_structure(ctx: Context) -> Iterator[Finding]:
     if any(f.code == rules.VJP_BWD_STRUCTURE.code for f in findings):
         st.blocked[rules.VJP_BWD_STRUCTURE] = "bwd returns the wrong structure"
         return
-    st.memo["bwd_full"] = _as_entries(st, result)
+    entries = st.memo.bwd_full = _as_entries(st, result)
     # bwd called directly with the full cotangent is the eager gradient; the composition check reuses it
-    st.memo["eager_grad"] = [device_zeros(a.shape, a.dtype) if is_zero(st.memo["bwd_full"].get(a.pos))
-                             else st.memo["bwd_full"][a.pos] for a in st.diff]
+    st.memo.eager_grad = [device_zeros(a.shape, a.dtype) if is_zero(entries.get(a.pos)) else entries[a.pos]
+                          for a in st.diff]
 
 
 def _bwd_raised(st: GradState, exc: BaseException, ws: Sequence[Any]) -> Finding:
@@ -250,7 +258,7 @@ def _bwd_raised(st: GradState, exc: BaseException, ws: Sequence[Any]) -> Finding
 
 def _working_order(st: GradState, ws: Sequence[Any]) -> str | None:
     """The argument order bwd seems written for, when the order JAX uses fails and (res, g, *nondiff) works."""
-    _, residuals = st.memo["fwd"]
+    residuals = fwd_residuals(st)
     nondiff = [st.args[i].value for i in st.nondiff]
     assert st.bwd is not None  # a custom_vjp's state
     _, exc = quiet_call(st.bwd, residuals, _cotangent(st, ws), *nondiff)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ... import _compat
 from ..._loading._inputs import ArgSpec
-from .._gradref import GradState, aval_text, quiet_call, return_values, source_of
+from .._gradref import NOT_COMPUTED, GradState, aval_text, quiet_call, return_values, source_of
 
 
 def layout_of(st: GradState) -> tuple[Any, list[int]] | None:
@@ -130,7 +130,7 @@ def pytree_mismatch(st: GradState, g: Any, bwd: str) -> tuple[str, str] | None:
     returns something that does not match the primal's argument trees; None when it does (or the subject takes
     plain arrays, or bwd raises: reported elsewhere)."""
     found = layout_of(st)
-    if found is None or "fwd" not in st.memo or st.subject.original is None:
+    if found is None or st.memo.fwd is NOT_COMPUTED or st.subject.original is None:
         return None
     layout, diff_args = found
     args = layout.build([a.value for a in st.args])
@@ -138,7 +138,7 @@ def pytree_mismatch(st: GradState, g: Any, bwd: str) -> tuple[str, str] | None:
     nondiff = _compat.custom_vjp_parts(st.subject.original)[3]
     if user_bwd is None:
         return None
-    result, exc = quiet_call(user_bwd, *[args[i] for i in nondiff], st.memo["fwd"][1], g)
+    result, exc = quiet_call(user_bwd, *[args[i] for i in nondiff], st.memo.fwd[1], g)
     if exc is not None:
         return None
     names = [layout.names[i] if i < len(layout.names) else f"argument {i}" for i in range(len(args))]

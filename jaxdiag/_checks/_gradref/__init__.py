@@ -11,8 +11,8 @@ as JAX passes it, with no conjugation, and the two sides of a linear map are pai
 the transpose of the R-linear JVP under this pairing, not its Hermitian adjoint).
 
 The package: `_values` (constants, small value helpers), `_source` (errors, names read from the user's source),
-`_state` (`Arg`, `GradState`), `_fd` (finite differences) and `_compare` (dot-product tests); every public name is
-re-exported here.
+`_state` (`Arg`, `GradMemo`, `GradState`), `_fd` (finite differences) and `_compare` (dot-product tests); every
+public name is re-exported here.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ from ._source import (
     argument_names, error_text, function_ast, locate, may_be_singular, output_names, return_values, rule_name,
     short_message, source_of, user_frame,
 )
-from ._state import RESIDUALS_NOT_ARRAYS, Arg, GradState, require, state
+from ._state import (
+    EVERY_BLOCKER, JVP_BLOCKERS, NOT_COMPUTED, RESIDUALS_NOT_ARRAYS, VJP_BLOCKERS, Arg, GradMemo, GradState,
+    NotComputed, TangentKey, require, state,
+)
 from ._values import (
     EPS_F64, N_DIRECTIONS, PRIMAL_TOL, absdot, NonFinite, all_finite, nonfinite_split, value_at, aval_text, close,
     close_scalar, device_zeros, dot, fmt_values, grad_tol, host_linear, is_float0, is_inexact, is_zero,
@@ -35,13 +38,18 @@ from ._values import (
 
 __all__ = [
     "EPS_F64",
+    "EVERY_BLOCKER",
+    "JVP_BLOCKERS",
     "N_DIRECTIONS",
     "PRIMAL_TOL",
     "Arg",
     "DotCheck",
     "FDResult",
     "FiniteDifferences",
+    "GradMemo",
     "GradState",
+    "NOT_COMPUTED",
+    "NotComputed",
     "absdot",
     "NonFinite",
     "all_finite",
@@ -80,8 +88,10 @@ __all__ = [
     "short_dtype",
     "short_message",
     "source_of",
+    "TangentKey",
     "state",
     "to_f64",
+    "VJP_BLOCKERS",
     "user_frame",
     "vjp_against_fd",
 ]

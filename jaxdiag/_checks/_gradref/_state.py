@@ -1,20 +1,21 @@
-"""The subject's arguments and outputs: `Arg` and `GradState` (built once per subject, cached in `ctx.cache`),
-`state(ctx)` and `require` (skip a check an earlier finding blocks).
+"""The subject's arguments and outputs: `Arg`, `GradMemo` and `GradState` (built once per subject, cached in
+`ctx.cache`), `state(ctx)` and `require` (skip a check an earlier finding blocks).
 """
 
 from __future__ import annotations
 
+import enum
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Union
 
 import jax
 import numpy as np
 
 from ... import _compat
 from ... import _rules as rules
-from .._base import Context, SkipCheck
+from .._base import Context, Options, SkipCheck, Subject
 from ._fd import FiniteDifferences
 from ._source import argument_names, error_text, output_names
 from ._values import all_finite, aval_text, device_zeros, is_inexact, quiet_call, to_f64
@@ -52,8 +53,82 @@ class Arg:
         return f"{self.name} ({aval_text(self.value)})" if not self.static else f"{self.name} (= {self.value!r})"
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# What the grad checks compute once and share
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class NotComputed(enum.Enum):
+    """The value of a `GradMemo` entry nothing has computed yet: distinct from a computed `None` (a reference VJP
+    that does not run is known to be None and is not tried again)."""
+
+    NOT_COMPUTED = "not computed yet"
+
+
+NOT_COMPUTED = NotComputed.NOT_COMPUTED
+
+# An array as the checks hold it: a jax Array (what JAX hands the rules) or a NumPy array (references in float64).
+Array = Union[jax.Array, np.ndarray]
+# A key of the custom JVP rule's tangent outputs (`_custom_jvp._call.T`): ("j", d) joint direction d,
+# ("a", pos, d) argument `pos` alone, ("z", pos) `pos` alone with symbolic zeros for the others.
+TangentKey = tuple[Union[str, int], ...]
+# An eager pullback of the subject: cotangent leaves -> one cotangent per differentiable argument (None if it raised)
+Pullback = Callable[[Sequence[Array]], Union[list[np.ndarray], None]]
+
+
+@dataclass(slots=True)
+class GradMemo:
+    """What one grad check computes and the others of the same subject reuse, one typed field per entry. An entry
+    that a check leaves for others (rather than one any check computes on first use) is declared, as "grad.FIELD",
+    in `@check(needs=/reads=/provides=)`: the engine runs the checks providing it before those reading it."""
+
+    # lazily computed by GradState itself, whichever check asks first
+    out: object = NOT_COMPUTED  # the subject's output pytree at the example
+    out_leaves: list[Array] | NotComputed = NOT_COMPUTED
+    out_names: list[str] | NotComputed = NOT_COMPUTED
+    cotangents: dict[int, list[Array]] = field(default_factory=dict)  # seeded output cotangents, by set
+    directions: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # (arg position, d) -> float64
+    received: dict[int, dict[int, np.ndarray]] = field(default_factory=dict)  # d -> arg position -> direction
+    tangents: dict[tuple[int, int], Array] = field(default_factory=dict)  # (arg position, d) -> in its dtype
+    fd: FiniteDifferences | NotComputed = NOT_COMPUTED
+    reference_vjp: Callable[..., object] | None | NotComputed = NOT_COMPUTED  # None: autodiff of fun fails
+    reference_jvp_error: BaseException | None = None  # JAX's JVP of fun failed once: not tried again
+    zero_cotangents: dict[int, object] = field(default_factory=dict)  # output k -> the zero bwd receives there
+    eager_vjp: tuple[Pullback | None, BaseException | None] | NotComputed = NOT_COMPUTED  # jax.vjp of the subject
+    eager_cotangents: dict[int, list[np.ndarray] | None] = field(default_factory=dict)  # id(ws) -> its pullback
+    eager_cotangent_errors: dict[int, BaseException | None] = field(default_factory=dict)
+    jvp_tangents: dict[TangentKey, list[np.ndarray] | None] = field(default_factory=dict)  # None: the rule raised
+    # produced by a check
+    fwd: tuple[object, object] | NotComputed = NOT_COMPUTED  # vjp-fwd: fwd's (primal_out, residuals)
+    bwd_full: dict[int, object] | NotComputed = NOT_COMPUTED  # vjp-bwd-structure: bwd's entries by position
+    eager_grad: list[object] | NotComputed = NOT_COMPUTED  # the eager gradient at `cotangents(0)` (bwd, transpose)
+    reported_errors: set[str] = field(default_factory=set)  # first lines of errors a finding already explains
+
+
 class GradState:
-    """Everything the grad checks share about one subject; built lazily, cached in `ctx.cache.grad`."""
+    """Everything the grad checks share about one subject; built lazily, cached in `ctx.cache.grad`. Every attribute
+    is declared here and set in `__init__` (`__slots__`: none can be added later); what checks compute and share is
+    in `memo`."""
+
+    __slots__ = ("subject", "kind", "options", "rng", "blocked", "memo", "fun", "fwd", "bwd", "jvp_rule", "nondiff",
+                 "symbolic_zeros", "args", "diff", "dyn")
+
+    subject: Subject
+    kind: str
+    options: Options
+    rng: np.random.Generator  # the grad checks' shared draws (directions, cotangents), memoised in `memo`
+    # rule (or a named blocker no rule stands for) -> why later checks cannot trust the rules' output
+    blocked: dict[rules.Rule | str, str]
+    memo: GradMemo
+    fun: Callable[..., object] | None  # the undecorated primal of a custom_vjp/custom_jvp (a primitive has none)
+    fwd: Callable[..., object] | None
+    bwd: Callable[..., object] | None
+    jvp_rule: Callable[..., object] | None
+    nondiff: tuple[int, ...]
+    symbolic_zeros: bool
+    args: list[Arg]  # every positional argument
+    diff: list[Arg]  # the ones the checks perturb (`Arg.diff`)
+    dyn: list[Arg]  # the ones outside nondiff_argnums: one bwd cotangent each (static or not)
 
     def __init__(self, ctx: Context):
         subject = ctx.subject
@@ -61,20 +136,21 @@ class GradState:
         self.kind = subject.kind
         self.options = ctx.options
         self.rng = np.random.default_rng(zlib.crc32(f"{ctx.options.seed}:{subject.seed_key}:grad".encode()))
-        # rule (or a named blocker no rule stands for) -> why later checks cannot trust the rules' output
-        self.blocked: dict[rules.Rule | str, str] = {}
-        self.memo: dict[Any, Any] = {}
+        self.blocked = {}
+        self.memo = GradMemo()
+        self.fun, self.fwd, self.bwd, self.jvp_rule = None, None, None, None
+        self.nondiff, self.symbolic_zeros = (), False  # a primitive has no `fun`: the checks reading it skip it
         obj = subject.obj
         if self.kind == "custom_vjp":
             self.fun, self.fwd, self.bwd, self.nondiff, self.symbolic_zeros = _compat.custom_vjp_parts(obj)
-            self.jvp_rule = None
         elif self.kind == "custom_jvp":
             self.fun, self.jvp_rule, self.nondiff, self.symbolic_zeros = _compat.custom_jvp_parts(obj)
-            self.fwd = self.bwd = None
-        else:
-            # a primitive has no `fun`; the checks that read it run on custom_vjp/custom_jvp only
-            self.fun, self.fwd, self.bwd, self.jvp_rule = None, None, None, None  # type: ignore[assignment]
-            self.nondiff, self.symbolic_zeros = (), False
+        self.args = self._arguments(ctx)
+        self.diff = [a for a in self.args if a.diff]
+        self.dyn = [a for a in self.args if not a.nondiff]
+
+    def _arguments(self, ctx: Context) -> list[Arg]:
+        subject = ctx.subject
         arrays = [_compat.device_array(x) for x in ctx.example()]
         full = subject.full_args(arrays) if subject.static_args else tuple(arrays)
         if self.fun is not None:
@@ -84,11 +160,8 @@ class GradState:
         array_pos = [i for i in range(len(arrays) + len(subject.static_args)) if i not in subject.static_args]
         unperturbed = {array_pos[k] for k in subject.unperturbed if k < len(array_pos)}
         received = {array_pos[k]: tuple(ts) for k, ts in subject.received_tangents.items() if k < len(array_pos)}
-        self.args = [Arg(i, names[i], v, i in static_pos or not hasattr(v, "dtype"), i in self.nondiff,
-                         i in unperturbed, received.get(i, ())) for i, v in enumerate(full)]
-        self.diff = [a for a in self.args if a.diff]
-        self.dyn = [a for a in self.args if not a.nondiff]  # one bwd cotangent each (static or not)
-        self._out: Any = None
+        return [Arg(i, names[i], v, i in static_pos or not hasattr(v, "dtype"), i in self.nondiff,
+                    i in unperturbed, received.get(i, ())) for i, v in enumerate(full)]
 
     # ---- calling ------------------------------------------------------------------------------------------
 
@@ -124,28 +197,28 @@ class GradState:
     @property
     def out(self) -> Any:
         """The subject's output at the example (the custom_* function's primal; the primitive's bind)."""
-        if self._out is None:
+        if self.memo.out is NOT_COMPUTED:
             # custom_*: the undecorated primal is exactly what an eager call of the object computes, minus the
             # custom-call machinery
             out, exc = quiet_call(self.call_primal, self.values())
             if exc is not None:
                 raise SkipCheck(f"{self.subject.label} fails on the example inputs: {error_text(exc)}")
-            self._out = out
-        return self._out
+            self.memo.out = out
+        return self.memo.out
 
     @property
-    def out_leaves(self) -> list[Any]:
-        if "out_leaves" not in self.memo:  # Python scalars in the output become arrays (they have no dtype)
-            self.memo["out_leaves"] = [x if hasattr(x, "dtype") else _compat.device_array(x)
-                                       for x in jax.tree_util.tree_leaves(self.out)]
-        return self.memo["out_leaves"]
+    def out_leaves(self) -> list[Array]:
+        if self.memo.out_leaves is NOT_COMPUTED:  # Python scalars in the output become arrays (they have no dtype)
+            self.memo.out_leaves = [x if hasattr(x, "dtype") else _compat.device_array(x)
+                                    for x in jax.tree_util.tree_leaves(self.out)]
+        return self.memo.out_leaves
 
     @property
     def out_names(self) -> list[str]:
-        if "out_names" not in self.memo:
-            self.memo["out_names"] = output_names(self.fun if self.fun is not None else _name_source(self.subject),
-                                                  self.out)
-        return self.memo["out_names"]
+        if self.memo.out_names is NOT_COMPUTED:
+            self.memo.out_names = output_names(self.fun if self.fun is not None else _name_source(self.subject),
+                                               self.out)
+        return self.memo.out_names
 
     def out_diff(self, k: int) -> bool:
         return is_inexact(np.dtype(self.out_leaves[k].dtype))
@@ -154,37 +227,37 @@ class GradState:
 
     def cotangents(self, which: int = 0) -> list[Any]:
         """Random cotangent leaves for the outputs (float0 zeros for integer outputs); `which` picks a set."""
-        key = f"w{which}"
-        if key not in self.memo:
+        memo = self.memo.cotangents
+        if which not in memo:
             # jax Arrays, as JAX passes them: NumPy arrays promote differently (2.0 * a bf16 ndarray is float64)
-            self.memo[key] = [_compat.device_array(self._random_like(leaf)) if self.out_diff(k)
-                              else _compat.float0_zeros(leaf.shape) for k, leaf in enumerate(self.out_leaves)]
-        return self.memo[key]
+            memo[which] = [_compat.device_array(self._random_like(leaf)) if self.out_diff(k)
+                           else _compat.float0_zeros(leaf.shape) for k, leaf in enumerate(self.out_leaves)]
+        return memo[which]
 
     def direction(self, arg: Arg, d: int) -> np.ndarray:
         """Direction `d` for `arg` in float64: normal entries scaled by max(1, |x|), so a step stays relative."""
-        key = f"v{arg.pos}:{d}"
-        if key not in self.memo:
+        memo = self.memo.directions
+        if (arg.pos, d) not in memo:
             v = to_f64(self._random_like(arg.value)) * np.maximum(1.0, np.abs(to_f64(arg.value)))
             if arg.received:  # inside the span of what its function gives it
                 v = self._received_direction(arg, d)
             # rounded to the argument's dtype: the tangent a rule receives is exactly this direction
-            self.memo[key] = to_f64(v.astype(arg.dtype))
-        return self.memo[key]
+            memo[arg.pos, d] = to_f64(v.astype(arg.dtype))
+        return memo[arg.pos, d]
 
     def _received_direction(self, arg: Arg, d: int) -> np.ndarray:
         """Direction `d` in the span of the tangents the rule receives: one random real combination (real keeps a
         complex structure such as Hermitian) shared by every argument, so tangents the function ties stay tied, at
         the size of a random direction (`max(1, |x|)` per entry)."""
-        key = f"received:{d}"
-        if key not in self.memo:
+        memo = self.memo.received
+        if d not in memo:
             holders = [a for a in self.args if a.received]
             coefficients = self.rng.standard_normal(len(holders[0].received))
             raw = {a.pos: sum(c * to_f64(t) for c, t in zip(coefficients, a.received)) for a in holders}
             size = np.sqrt(sum(float(np.sum(np.abs(v) ** 2)) for v in raw.values()))
             want = np.sqrt(sum(float(np.sum(np.maximum(1.0, np.abs(to_f64(a.value))) ** 2)) for a in holders))
-            self.memo[key] = {pos: np.asarray(v) * (want / size if size > 0 else 1.0) for pos, v in raw.items()}
-        return self.memo[key][arg.pos]
+            memo[d] = {pos: np.asarray(v) * (want / size if size > 0 else 1.0) for pos, v in raw.items()}
+        return memo[d][arg.pos]
 
     def _random_like(self, x: Any) -> np.ndarray:
         shape, dtype = tuple(np.shape(x)), np.dtype(x.dtype)
@@ -195,10 +268,10 @@ class GradState:
 
     def tangent(self, arg: Arg, d: int) -> Any:
         """Direction `d` of `arg` in the argument's own dtype (what a JVP rule receives)."""
-        key = f"t{arg.pos}:{d}"
-        if key not in self.memo:
-            self.memo[key] = _compat.device_array(self.direction(arg, d).astype(arg.dtype))
-        return self.memo[key]
+        memo = self.memo.tangents
+        if (arg.pos, d) not in memo:
+            memo[arg.pos, d] = _compat.device_array(self.direction(arg, d).astype(arg.dtype))
+        return memo[arg.pos, d]
 
     def zero_tangent(self, arg: Arg) -> Any:
         """The zero tangent JAX passes a custom JVP rule for an argument it does not perturb: zeros of the argument's
@@ -211,21 +284,24 @@ class GradState:
 
     @property
     def fd(self) -> "FiniteDifferences":
-        if "fd" not in self.memo:
-            self.memo["fd"] = FiniteDifferences(self)
-        return self.memo["fd"]
+        if self.memo.fd is NOT_COMPUTED:
+            self.memo.fd = FiniteDifferences(self)
+        return self.memo.fd
 
     # ---- autodiff of the undecorated primal ------------------------------------------------------------------
 
-    def reference_vjp(self) -> Callable | None:
+    def reference_vjp(self) -> Callable[..., object] | None:
         """JAX's VJP of the undecorated primal (custom_*.fun) at the example, or None where it does not run."""
-        if "ref_vjp" not in self.memo:
-            self.memo["ref_vjp"] = None
-            if self.fun is not None and self.diff:
-                res, exc = quiet_call(jax.vjp, self.diff_fn(self.call_primal), *self.diff_values)
-                if exc is None:
-                    self.memo["ref_vjp"] = res[1]
-        return self.memo["ref_vjp"]
+        known = self.memo.reference_vjp
+        if not isinstance(known, NotComputed):
+            return known
+        found: Callable[..., object] | None = None
+        if self.fun is not None and self.diff:
+            res, exc = quiet_call(jax.vjp, self.diff_fn(self.call_primal), *self.diff_values)
+            if exc is None:
+                found = res[1]
+        self.memo.reference_vjp = found
+        return found
 
     def reference_cotangent(self, ws: Sequence[Any]) -> list[Any] | None:
         """`vjp(w)` of the undecorated primal (JAX's convention, also for complex values: what a correct bwd
@@ -249,12 +325,11 @@ class GradState:
         where it has NaN/inf entries, unless `raw`)."""
         if self.fun is None:
             return None
-        key = "ref_jvp_fail"
-        if key in self.memo:
+        if self.memo.reference_jvp_error is not None:
             return None
         res, exc = quiet_call(jax.jvp, self.diff_fn(self.call_primal), tuple(self.diff_values), tuple(tangents))
         if exc is not None:
-            self.memo[key] = exc
+            self.memo.reference_jvp_error = exc
             return None
         leaves = [np.asarray(t) for t in jax.tree_util.tree_leaves(res[1])]
         return leaves if raw or all_finite(leaves) else None
@@ -289,6 +364,14 @@ def require(st: GradState, blockers: Sequence[rules.Rule] = ()) -> None:
             name = blocker.code if isinstance(blocker, rules.Rule) else blocker
             raise SkipCheck(f"blocked by {name}: {why}")
 
+
+# The stages of `GradState.blocked`, as checks declare them (`@check(provides=..., reads=...)`): "grad.blocked.NAME"
+# is what check NAME puts there. A check calling `require` reads the stages it must not run past, so the engine
+# runs the checks setting them first.
+VJP_BLOCKERS = ("grad.blocked.vjp-fwd", "grad.blocked.vjp-bwd-structure", "grad.blocked.vjp-cotangents")
+JVP_BLOCKERS = ("grad.blocked.jvp-rule-output", "grad.blocked.jvp-linearity", "grad.blocked.jvp-symbolic-zeros")
+EVERY_BLOCKER = (*VJP_BLOCKERS, *JVP_BLOCKERS, "grad.blocked.primitive-transpose", "grad.blocked.custom-solves",
+                 "grad.blocked.function-grad")
 
 # A blocker that no rule selects: fwd's residuals are not arrays (reported as JXG012), which makes every later
 # check that calls bwd meaningless, but is not the fwd/primal mismatch that `require(st, (VJP_FWD_MISMATCH,))` means.
