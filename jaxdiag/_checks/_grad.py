@@ -33,13 +33,13 @@ from ._gradref import (
 ALL_KINDS = {"custom_vjp", "custom_jvp", "primitive", "function"}
 
 
-def _display_name(st: GradState) -> str:
+def display_name(st: GradState) -> str:
     if st.kind == "primitive":
         return st.subject.obj.name
     return rule_name(st.fun if st.fun is not None else st.subject.obj, st.subject.label)
 
 
-def _rule_location(st: GradState) -> Location | None:
+def finding_location(st: GradState) -> Location | None:
     """Where a composition/second-order finding points: bwd, the JVP rule, or the function itself."""
     if st.kind == "custom_vjp":
         return locate(st.bwd)
@@ -59,7 +59,7 @@ def _foreign_calls(ctx: Context) -> list[str]:
     return sorted({eqn.primitive.name for eqn in _compat.iter_eqns(closed) if _compat.is_foreign_call(eqn)})
 
 
-def _float_outputs(st: GradState) -> bool:
+def float_outputs(st: GradState) -> bool:
     return any(st.out_diff(k) for k in range(len(st.out_leaves)))
 
 
@@ -72,9 +72,9 @@ def _float_outputs(st: GradState) -> bool:
 def function_grad(ctx: Context) -> Iterator[Finding]:
     """jax.vjp of the whole function against float64 finite differences (dot-product test per argument)."""
     st = state(ctx)
-    if not st.diff or not _float_outputs(st):
+    if not st.diff or not float_outputs(st):
         raise SkipCheck("no floating-point input and output to differentiate")
-    name = _display_name(st)
+    name = display_name(st)
     ws, cts, exc = pullback_at_first_cotangent(st)
     if exc is not None:
         st.blocked[rules.DERIVATIVE_RULE_RAISED] = "jax.grad of the function fails"
@@ -334,7 +334,7 @@ def grad_composition(ctx: Context) -> Iterator[Finding]:
     """jit(grad f), vmap(grad f) and grad(vmap f) against the eager gradient and a per-example loop (JXG016)."""
     st = state(ctx)
     require(st)
-    if not st.diff or not _float_outputs(st):
+    if not st.diff or not float_outputs(st):
         raise SkipCheck("no floating-point input and output to differentiate")
     if any(a.nondiff and not a.static for a in st.args):
         raise SkipCheck(f"an array in nondiff_argnums cannot be traced ({rules.NONDIFF_ARGNUMS_MISUSE.code})")
@@ -386,14 +386,14 @@ def _primal_vmap_differs(st: GradState, batch: list[Any], size: int) -> bool:
 
 def _composition_finding(st: GradState, how: str, message: str, fix: str = "",
                          location: Location | None = None) -> Finding:
-    name = _display_name(st)
+    name = display_name(st)
     rule = {"custom_vjp": rule_name(st.bwd, "bwd"), "custom_jvp": rule_name(st.jvp_rule, "the JVP rule")}.get(
         st.kind, name)
     return rules.COMPOSITION_MISMATCH.finding(
         evidence=f"{how} of {name}: {message}",
         fix=fix or f"Keep {rule} traceable: use jax.numpy instead of NumPy on cotangents/tangents (no np.asarray, "
                    "float(), Python if on values), and do not depend on global state.",
-        location=location or _rule_location(st))
+        location=location or finding_location(st))
 
 
 def _batching_location(st: GradState) -> Location | None:
@@ -502,7 +502,7 @@ def _compare_compositions(st: GradState, eager: list, g_jit: list, g_vmap: list,
                 if primal_vmap_differs():
                     message += (" jax.vmap of the function itself already differs from the per-example loop, so "
                                 "the batching rule is at fault, not the derivative rules.")
-                    fix = (f"Fix the batching of {_display_name(st)} first: `jaxdiag batching` on this target "
+                    fix = (f"Fix the batching of {display_name(st)} first: `jaxdiag batching` on this target "
                            "shows the rule and the in_axes that break it.")
                     location = _batching_location(st)
                 elif how.startswith("jax.vjp") and st.kind == "primitive":
@@ -528,7 +528,7 @@ def _batched_transpose_fault(st: GradState, message: str) -> tuple[str, str, Loc
                 "axis 0, which is the batch axis there.")
     fix = (f"Make {name} work for operands with extra leading axes: use negative axes (`axis=-1`) or the axes "
            f"given in the params, never axis 0, as {prim.name}'s impl does.")
-    location = _locate.locate(rule) if rule is not None and _locate.is_user_code(rule) else _rule_location(st)
+    location = _locate.locate(rule) if rule is not None and _locate.is_user_code(rule) else finding_location(st)
     return message, fix, location
 
 

@@ -17,7 +17,7 @@ from .._core import _locate
 from .._core._report import Finding
 from .._loading._numerics import FD_EPS, compare
 from ._base import Context, SkipCheck, check
-from ._grad import ALL_KINDS, _display_name, _float_outputs, _rule_location
+from ._grad import ALL_KINDS, display_name, float_outputs, finding_location
 from ._gradref import (
     EVERY_BLOCKER, GradState, absdot, all_finite, close_scalar, dot, error_text, fmt_values, grad_tol, is_inexact,
     locate, quiet_call, require, state, to_f64,
@@ -41,7 +41,7 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
         # e.g. jnp.sinc's _sinc_maclaurin: derivatives valid only at the point where JAX uses the function
         raise SkipCheck("JAX's own rule (trusted; --include-jax checks it)")
     require(st)
-    if not st.diff or not _float_outputs(st):
+    if not st.diff or not float_outputs(st):
         raise SkipCheck("no floating-point input and output to differentiate")
     ws = st.cotangents(0)
     G = _first_order(st, ws, st.call_target)
@@ -88,20 +88,20 @@ def _first_order(st: GradState, ws: Sequence[Any], call: Callable) -> Callable:
 
 
 def _second_order_failed(st: GradState, how: str, exc: BaseException, command: str) -> Finding:
-    name = _display_name(st)
+    name = display_name(st)
     prefer = st.bwd if st.kind == "custom_vjp" else st.jvp_rule
     recursive = _fwd_calls_itself(st, exc, command)
     if recursive is not None:
         return recursive
     if command == "check":  # many rules never need second derivatives: a note unless they were asked for
         return rules.SECOND_ORDER_NOT_CHECKED.finding(
-            how=how, function=name, error=error_text(exc, prefer), location=_rule_location(st))
+            how=how, function=name, error=error_text(exc, prefer), location=finding_location(st))
     return rules.SECOND_ORDER_FAILURE.finding(
         evidence=f"{how} of {name} fails: {error_text(exc, prefer)}. First-order gradients work, but Hessians, "
                  "jax.hessian and Newton steps fail.",
         fix="Write the rule with differentiable jax.numpy operations (no NumPy, no Python control flow on values, "
             "no pure_callback without its own derivative).",
-        location=_rule_location(st))
+        location=finding_location(st))
 
 
 def _fwd_calls_itself(st: GradState, exc: BaseException, command: str) -> Finding | None:
@@ -171,12 +171,12 @@ def _second_order_consistency(st: GradState, ws: Sequence[Any], hv: list, htu: A
         return
     seen = "; ".join(f"{how} gives {ref:.6g}" for how, ref, _, _ in references)
     yield rules.SECOND_ORDER_FAILURE.finding(
-        evidence=f"Second derivatives of {_display_name(st)} disagree between modes: <u, H v> = {lhs:.6g} by "
+        evidence=f"Second derivatives of {display_name(st)} disagree between modes: <u, H v> = {lhs:.6g} by "
                  f"jvp of vjp but <H^T u, v> = {rhs:.6g} by grad of grad (tolerance {tol:.0e})"
                  + (f"; {seen}" if seen else "") + ".",
         fix="A rule inside the gradient is not transposed consistently; check the transpose/JVP rules of the "
             "primitives the rule uses.",
-        location=_rule_location(st))
+        location=finding_location(st))
 
 
 def _modes_agree_when_widened(st: GradState, ws: Sequence[Any], u: list) -> bool:
@@ -286,13 +286,13 @@ def _second_order_references(st: GradState, ws: Sequence[Any], hv: list,
         if ref is not None:
             parts.append(f"autodiff of the undecorated function gives {fmt_values(ref[i])}")
         yield rules.SECOND_ORDER_MISMATCH.finding(
-            evidence=f"The second derivative of {_display_name(st)} with respect to {a.name} (jax.jvp of the "
+            evidence=f"The second derivative of {display_name(st)} with respect to {a.name} (jax.jvp of the "
                      f"gradient along "
             f"a random direction) is {fmt_values(hv[i])}, but " + "; ".join(parts) + ". JAX differentiates the "
             "rule's own code; a stop_gradient, NumPy call or rounding in it changes second derivatives silently.",
             fix=f"If deliberate, add `# jaxdiag: ignore[{rules.SECOND_ORDER_MISMATCH.code}]` to the rule's def line; "
                 "otherwise compute the gradient with differentiable operations on the primal values.",
-            location=_rule_location(st))
+            location=finding_location(st))
         return
 
 
