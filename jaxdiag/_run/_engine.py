@@ -27,7 +27,7 @@ from .._checks._base import Check, Context, Options, SkipCheck, Subject
 from .._harness import call_user, catch_abort
 from .._harness.cache import SubjectCache
 from .._checks._shared import platform_blocker
-from .._core._errors import InferenceError, UsageError
+from .._core._errors import InferenceError, UsageError, dependency_failure
 from .._core._filtering import Filter, validate_inline
 
 from .._loading._inputs import needs_x64
@@ -246,7 +246,7 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int) ->
         subject.specs = saved
     if ran.error is not None:  # the user's code rejected these inputs
         exc = ran.error
-        text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        text = dependency_failure(exc) or f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         if _compat.is_platform_error(exc) and not text.startswith(_MISSING_DEPENDENCY):
             # a kernel that cannot run on this machine: inputs its trace accepts are inputs (its rules are then
             # checked abstractly, `_checks._abstract`)
