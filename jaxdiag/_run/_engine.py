@@ -246,13 +246,16 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int) ->
         subject.specs = saved
     if ran.error is not None:  # the user's code rejected these inputs
         exc = ran.error
-        text = dependency_failure(exc) or f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         if _compat.is_platform_error(exc) and not text.startswith(_MISSING_DEPENDENCY):
             # a kernel that cannot run on this machine: inputs its trace accepts are inputs (its rules are then
             # checked abstractly, `_checks._abstract`)
             traced = call_user(lambda: jax.eval_shape(subject.call, *args))
-            return traced.error is None, text
-        return False, text
+            if traced.error is None:
+                return True, text
+        # what even tracing cannot get past: an import failure, also wrapped in the library's own exception, is a
+        # missing dependency (JXN011), not inputs that could not be inferred
+        return False, dependency_failure(exc) or text
     return not _nonfinite(ran.value), "non-finite output"
 
 
