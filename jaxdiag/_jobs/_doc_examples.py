@@ -54,7 +54,6 @@ def documented_call(module: ModuleType, name: str) -> DocumentedCall | None:
     except ValueError:  # a malformed example block
         return None
     namespace = dict(vars(module))
-    namespace[name] = _stand_in
     for example in examples:
         if example.options.get(doctest.SKIP):  # the author marks it as not run (a GPU, a download)
             continue
@@ -62,6 +61,9 @@ def documented_call(module: ModuleType, name: str) -> DocumentedCall | None:
             code = compile(example.source, f"<docstring of {module.__name__}.{name}>", "exec")
         except SyntaxError:
             return None
+        for key, value in list(namespace.items()):  # an example imports the function itself (`from pkg import f`)
+            if value is fn:
+                namespace[key] = _stand_in
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 ran = call_user(exec, code, namespace)

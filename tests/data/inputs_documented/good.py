@@ -11,6 +11,7 @@ spmv_p = make_spmv("inputs_documented_spmv")
 def spmv(data, indices, indptr, v, *, shape):
     """CSR matrix times vector.
 
+    >>> from inputs_documented.good import spmv
     >>> data = jnp.array([1.0, 2.0, 3.0])
     >>> indices = jnp.array([0, 2, 1], dtype=jnp.int32)
     >>> indptr = jnp.array([0, 2, 3], dtype=jnp.int32)
