@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class UsageError(Exception):
     """Bad input from the user (target, spec, option, configuration): one line on stderr, exit 2."""
@@ -24,3 +26,27 @@ class InferenceError(UsageError):
         self.last_error = last_error
         self.arity = arity
         self.call_sites: list[str] = []  # call sites tried to reach the target (`_call_sites`), said in JXN012
+
+
+def dependency_failure(exc: BaseException) -> str | None:
+    """`ModuleNotFoundError: No module named 'x'` when `exc` is, or was raised from, a failed import.
+
+    Libraries wrap a missing optional backend in an exception of their own (`raise KernelError(...) from exc` around
+    `import numba`), so the type of what reaches jaxdiag does not say it; the chain of causes does. The text starts
+    with the import failure's own type so that every reader of an error text recognises it alike."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ImportError):
+            kind = "ModuleNotFoundError" if isinstance(current, ModuleNotFoundError) else "ImportError"
+            message = str(current).splitlines()[0] if str(current) else ""
+            outer = "" if current is exc else f" (raised as {type(exc).__name__})"
+            return f"{kind}: {message}{outer}"
+        current = current.__cause__ or current.__context__
+    # JAX's traceback filtering replaces the cause of what a rule raises: the wrapper's text still names the import
+    named = _NO_MODULE.search(str(exc))
+    return f"ModuleNotFoundError: {named.group(1)} (raised as {type(exc).__name__})" if named else None
+
+
+_NO_MODULE = re.compile(r"\b(?:ModuleNotFoundError|ImportError): (No module named '[\w.]+')")

@@ -147,20 +147,30 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     for module, name in carriers(target_names(found, modules), modules)[:MAX_TRIES]:
         label = f"{module.__name__}:{name}"
         keywords = keyword_values(module, name)
-        if keywords is None:
-            reach.tried.append(f"{label}: a keyword-only argument has no literal at any call site")
-            continue
         given = declared_inputs(lint, module, name)  # the caller's own declared inputs, when there are some
-        options = Options(command="check", seed=lint.seed, provenance="declared" if given else "inferred",
-                          **lint.run_options)
-        try:
-            templates = (templates_of_args(given)[0] if given
-                         else carrier_templates(label, keywords, lint.app_dir))
-            via = {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords}
-            prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
-        except (InferenceError, TargetLoadError, UsageError) as exc:
-            reach.tried.append(f"{label}: {str(exc).splitlines()[0][:160]}")
-            continue
+        if keywords is None and not given:
+            documented = _documented(lint, runs, module, name)
+            if isinstance(documented, str):
+                reach.tried.append(f"{label}: a keyword-only argument has no literal at any call site{documented}")
+                continue
+            prepared, via, options = documented
+            keywords = via["keywords"]
+        else:
+            options = Options(command="check", seed=lint.seed, provenance="declared" if given else "inferred",
+                              **lint.run_options)
+            try:
+                templates = (templates_of_args(given)[0] if given
+                             else carrier_templates(label, keywords or {}, lint.app_dir))
+                via = {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords}
+                prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
+            except (InferenceError, TargetLoadError, UsageError) as exc:
+                # inference cannot run the caller: the call its docstring documents may
+                documented = _documented(lint, runs, module, name) if not given else ""
+                if isinstance(documented, str):
+                    reach.tried.append(f"{label}: {str(exc).splitlines()[0][:160]}")
+                    continue
+                prepared, via, options = documented
+                keywords = via["keywords"]
         subjects = [s for s in prepared.nested if _is_target(s, found)]
         if not subjects and found.kind == "primitive":
             subjects = [s for s in _record_carrier.rules_under_jvp(prepared, options) if _is_target(s, found)]
@@ -168,7 +178,7 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
             reach.tried.append(f"{label}: traced, but it does not call it")
             continue
         subject = subjects[0]
-        drawn = _array_params(subject) if not given else []
+        drawn = _array_params(subject) if not given and via.get("source") != _DOCUMENTED else []
         if drawn:  # a bind param is static: an array there came from the inputs inference drew for the caller
             reach.tried.append(f"{label}: on inferred inputs its call passes bind parameter(s) {', '.join(drawn)} "
                                "an array, where the package passes static values")
@@ -178,16 +188,48 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         if only_if_differs and not (differs_from_inference(subject) or subject.unperturbed):
             return reach
         reports = _record_carrier.check_subjects(runs, via, prepared, [subject], options)
-        shown = ", ".join(f"{k}={v!r}" for k, v in sorted(keywords.items()))
+        shown = ", ".join(f"{k}={_short(v)}" for k, v in sorted((keywords or {}).items()))
         for report in reports:
             report.target = found.label
             report.findings.insert(0, rules.INPUTS_FROM_CALL_SITE.finding(
-                carrier=label, carrier_inputs=" ".join(via["args"]) or "no arguments",
+                carrier=label, carrier_inputs=(" ".join(via["args"]) or "no arguments") + (
+                    f" (the call its {_DOCUMENTED} makes)" if via.get("source") == _DOCUMENTED else ""),
                 keywords=f" with {shown}" if shown else "", inputs=" ".join(report.inputs),
                 params=_params_text(subject), location=subject.eqn_location or subject.location))
         reach.reports = reports
         return reach
     return reach
+
+
+_DOCUMENTED = "docstring example"
+
+
+def _documented(lint: Any, runs: Any, module: ModuleType, name: str) -> tuple[Any, dict, Any] | str:
+    """(prepared carrier, via, options) for the public function `name` run on the call its own docstring example
+    makes (`_doc_examples`), else the reason there is none (a clause continuing a sentence)."""
+    from . import _doc_examples, _record_carrier
+    from .._checks._base import Options
+    from .._core._errors import InferenceError, TargetLoadError, UsageError
+    from .._loading._inputs import template_text
+    from .._run._engine import RUN_LOCK
+    from .._run._signature import templates_of_args
+
+    label = f"{module.__name__}:{name}"
+    with RUN_LOCK, _compat.restored_sys_path():
+        call = _doc_examples.documented_call(module, name)
+    if call is None:
+        return ", and its docstring has no example that calls it with an array"
+    templates, concrete = templates_of_args(call.args)
+    example = concrete if all(c is not None for c in concrete) else None
+    via = {"target": label, "args": [template_text(t) for t in templates], "keywords": call.kwargs,
+           "source": _DOCUMENTED}
+    # the package author's own call: its values are declared, not drawn
+    options = Options(command="check", seed=lint.seed, provenance="declared", **lint.run_options)
+    try:
+        prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir, example)
+    except (InferenceError, TargetLoadError, UsageError) as exc:
+        return f", and its docstring example's call fails: {str(exc).splitlines()[0][:120]}"
+    return prepared, via, options
 
 
 def declared_inputs(lint: Any, module: ModuleType, name: str) -> list[str] | None:

@@ -77,8 +77,9 @@ def runs_of(lint: Any) -> CarrierRuns:
 
 
 def carrier_key(via: dict, options: Options) -> tuple:
+    # `source`: where the arguments came from (a docstring's example has its own values behind the same SPECs)
     return (via["target"], tuple(via.get("args") or ()), repr(via.get("ranges")), repr(via.get("keywords")),
-            options.seed)
+            via.get("source"), options.seed)
 
 
 def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict, options: Options, app_dir: str
@@ -130,14 +131,16 @@ def rules_under_jvp(prepared: Prepared, options: Options) -> list[Subject]:
         return _jvp_subjects(prepared, options)
 
 
-def prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str) -> Prepared:
-    """The carrier `via` run on `templates`, prepared once per run (as `check_inside` prepares it): the rules
-    inside it are `Prepared.nested`. Raises what loading it raises, every time it is asked."""
+def prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str,
+            example: list[Any] | None = None) -> Prepared:
+    """The carrier `via` run on `templates` (at `example`, one concrete array per spec, when given), prepared once
+    per run (as `check_inside` prepares it): the rules inside it are `Prepared.nested`. Raises what loading it
+    raises, every time it is asked."""
     key = carrier_key(via, options)
     prepared = runs.prepared.get(key)
     if prepared is None:
         try:
-            prepared = _prepare(runs, via, templates, options, app_dir)
+            prepared = _prepare(runs, via, templates, options, app_dir, example)
         except (InferenceError, TargetLoadError, UsageError) as exc:
             runs.prepared[key] = exc
             raise
@@ -160,8 +163,10 @@ def _scope(prepared: Prepared) -> Any:
     return _compat.x64_scope(True) if prepared.wide else contextlib.nullcontext()
 
 
-def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str) -> Prepared:
-    """Load the carrier, apply its recorded arguments, find the rules inside it and observe their values."""
+def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options, app_dir: str,
+             example: list[Any] | None = None) -> Prepared:
+    """Load the carrier, apply its recorded arguments, find the rules inside it and observe their values (at
+    `example` when given: a documented call's own arrays, whose structure random draws would break)."""
     from .._run import _engine, _signature
     from .._run._nested import find_nested_subjects
     from .._loading._inputs import ArgSpec, template_leaves
@@ -180,8 +185,11 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
             _signature.check_arity(root, templates)
             _signature.apply(root, templates)
             notes: list[Finding] = []
-            _engine.choose_domain(root, notes)
             root_cache = SubjectCache()
+            if example is not None:  # never run on random draws: they could break the example's structure
+                root_cache.example = [np.asarray(x) for x in example]
+            else:
+                _engine.choose_domain(root, notes)
             nested = find_nested_subjects(root, options, root_cache)
             observed = observed_examples(root, nested, options, root_cache) if nested else {}
     return Prepared(root, nested, observed, wide, notes=notes)

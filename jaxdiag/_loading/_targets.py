@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import _compat
 from .._harness import call_user
-from .._core._errors import TargetLoadError
+from .._core._errors import TargetLoadError, dependency_failure
 from .._core._locate import relative_path
 
 KINDS = ("primitive", "custom_vjp", "custom_jvp", "custom_vmap", "function")
@@ -202,7 +202,8 @@ def _user_error(what: str, exc: BaseException) -> str:
               if "importlib" not in f.filename and os.sep + "jaxdiag" + os.sep not in f.filename]
     where = f" at {relative_path(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
     message = str(exc).splitlines()[0] if str(exc) else ""
-    return f"importing {what} failed{where}: {type(exc).__name__}: {message}".rstrip(": ")
+    text = dependency_failure(exc) or f"{type(exc).__name__}: {message}"
+    return f"importing {what} failed{where}: {text}".rstrip(": ")
 
 
 def resolve_attr(module: ModuleType, attr: str, module_part: str) -> Any:

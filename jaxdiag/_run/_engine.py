@@ -27,7 +27,7 @@ from .._checks._base import Check, Context, Options, SkipCheck, Subject
 from .._harness import call_user, catch_abort
 from .._harness.cache import SubjectCache
 from .._checks._shared import platform_blocker
-from .._core._errors import InferenceError, UsageError
+from .._core._errors import InferenceError, UsageError, dependency_failure
 from .._core._filtering import Filter, validate_inline
 
 from .._loading._inputs import needs_x64
@@ -251,8 +251,11 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int) ->
             # a kernel that cannot run on this machine: inputs its trace accepts are inputs (its rules are then
             # checked abstractly, `_checks._abstract`)
             traced = call_user(lambda: jax.eval_shape(subject.call, *args))
-            return traced.error is None, text
-        return False, text
+            if traced.error is None:
+                return True, text
+        # what even tracing cannot get past: an import failure, also wrapped in the library's own exception, is a
+        # missing dependency (JXN011), not inputs that could not be inferred
+        return False, dependency_failure(exc) or text
     return not _nonfinite(ran.value), "non-finite output"
 
 

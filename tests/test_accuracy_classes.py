@@ -1,0 +1,172 @@
+"""Classes of rules that published libraries define and `jaxdiag check` could not check or misjudged, each in a
+fixture written in the pattern of the class (no published library imported):
+
+- a kernel whose bind params reach it only from a sparse-matrix-like object (`shape=self.shape`) and whose integer
+  operands are a structure: checked at the call its public function's docstring example makes
+  (tests/data/inputs_documented);
+- an optional backend's import failure wrapped in the library's own exception: a missing dependency (JXN011), not
+  inputs that could not be inferred (tests/data/acc/optional_backend.py);
+- a function NaN outside its domain (below a domain edge, as Lambert's W below -1/e): no second-order finding from
+  inputs where the primal itself is NaN (tests/data/acc/domain_edge.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
+
+import jaxdiag
+from jaxdiag._core._errors import dependency_failure
+from jaxdiag._jobs._doc_examples import documented_call
+from jaxdiag._parent._cli import app
+from tests.markers import expect_line
+
+runner = CliRunner()
+DATA = Path(__file__).parent / "data"
+
+
+def check(target: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["check", target, "--app-dir", str(DATA), "--format", "json", "--no-cache"])
+    assert result.exit_code in (0, 1, 5), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def only_target(data: dict) -> dict:
+    (target,) = [t for t in data["targets"] if t["kind"] != "module"]
+    return target
+
+
+def load(path: Path):
+    spec = importlib.util.spec_from_file_location(f"acc_classes_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A docstring example's call as the inputs of a kernel nobody else can reach
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def documented(monkeypatch):
+    monkeypatch.syspath_prepend(str(DATA))
+    yield importlib.import_module("inputs_documented.good")
+    for name in [n for n in sys.modules if n.startswith("inputs_documented")]:
+        del sys.modules[name]
+
+
+def test_the_documented_call_is_taken_without_running_the_function(documented, monkeypatch):
+    monkeypatch.setattr(documented, "spmv_p", None)  # a run of `spmv` would fail on it: the stand-in must run
+    call = documented_call(documented, "spmv")
+    assert call is not None
+    assert [np.asarray(a).dtype.kind for a in call.args] == ["f", "i", "i", "f"]
+    assert call.kwargs == {"shape": (2, 3)}
+    np.testing.assert_array_equal(call.args[2], [0, 2, 3])  # the example's own structure, not a draw
+
+
+def test_no_documented_call_without_an_example_or_when_a_line_before_it_fails(documented, monkeypatch):
+    assert documented_call(documented, "row_sums") is None  # no docstring
+
+    def spmv(data, *, shape):
+        """>>> data = undefined_name
+        >>> spmv(data, shape=(2, 2))
+        """
+
+    monkeypatch.setattr(documented, "spmv", spmv)
+    assert documented_call(documented, "spmv") is None
+
+
+@pytest.mark.slow
+def test_a_kernel_with_params_from_a_matrix_object_is_checked_at_the_documented_call(monkeypatch):
+    """Before: no literal holds `shape` (the package passes `self.shape`), so the kernel was not checkable. Now it is
+    checked where `spmv`'s docstring example calls it, on the example's own CSR structure."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_documented.good")
+    assert data["summary"]["checked"] == data["summary"]["discovered"] == 1, data["summary"]
+    target = only_target(data)
+    (note,) = [f for f in target["findings"] if f["code"] == "JXN016"]
+    assert "docstring example" in note["message"] and "shape=(2, 3)" in note["message"], note["message"]
+    assert " i32[3] " in note["message"]
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+
+
+@pytest.mark.slow
+def test_a_wrong_jvp_is_caught_at_the_documented_call(monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_documented.bad")
+    target = only_target(data)
+    wrong = [f for f in target["findings"] if f["code"] == "JXG001"]
+    assert wrong and code == 1, target["findings"]
+    assert wrong[0]["location"]["line"] == expect_line(DATA / "inputs_documented" / "_kernel.py", "JXG001")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# An optional backend's import failure wrapped in the library's own exception
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class KernelError(RuntimeError):
+    pass
+
+
+def test_an_import_failure_is_found_through_the_chain_and_in_a_wrappers_message():
+    try:
+        try:
+            import jaxdiag_absent_backend  # noqa: F401
+        except ImportError as exc:
+            raise KernelError("backend failed") from exc
+    except KernelError as wrapped:
+        chained = wrapped
+    assert dependency_failure(chained) == (
+        "ModuleNotFoundError: No module named 'jaxdiag_absent_backend' (raised as KernelError)")
+    in_text = KernelError("backend 'fast' failed: ModuleNotFoundError: No module named 'fastlib'. Try another")
+    assert dependency_failure(in_text) == "ModuleNotFoundError: No module named 'fastlib' (raised as KernelError)"
+    assert dependency_failure(KernelError("shapes (3,) and (4,) do not match")) is None
+    assert dependency_failure(ValueError("unrelated")) is None
+
+
+@pytest.mark.slow
+def test_a_wrapped_missing_backend_is_a_missing_dependency_not_missing_inputs(monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, data = check("acc/optional_backend.py")
+    assert data["summary"]["discovered"] == 2 and code == 5, data["summary"]
+    for target in data["targets"]:
+        codes = [f["code"] for f in target["findings"]]
+        assert codes == ["JXN011"], (target["target"], target["findings"])
+        assert "jaxdiag_absent_backend" in target["findings"][0]["message"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inputs outside the function's domain
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_no_second_order_finding_where_the_primal_itself_is_nan():
+    """Below the domain edge the function and all its derivatives are NaN in plain JAX too; the rule is right
+    wherever the function is defined."""
+    edge = load(DATA / "acc" / "domain_edge.py")
+    x = np.array([-1.2, 0.4, 1.3], np.float32)
+    assert np.isnan(np.asarray(edge.root_from_edge(jnp.asarray(x)))[0])  # outside the domain, as plain JAX says
+    report = jaxdiag.check_grad(edge.root_from_edge, x, order=2)
+    assert not [f for f in report.findings if f.severity in ("error", "warning")], report.findings
+    second = [c for t in report.targets for c in t.checks if c.name == "grad-second-order"]
+    assert second and second[0].status == "skipped" and "domain" in second[0].detail
+
+
+@pytest.mark.slow
+def test_a_wrong_second_derivative_inside_the_domain_is_still_reported():
+    edge = load(DATA / "acc" / "domain_edge.py")
+    report = jaxdiag.check_grad(edge.root_from_edge_flat, np.array([0.2, 0.4, 1.3], np.float32), order=2)
+    lines = [f.location.line for f in report.findings if f.code == "JXG019"]
+    assert lines == [expect_line(DATA / "acc" / "domain_edge.py", "JXG019")], report.findings
