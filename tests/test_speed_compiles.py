@@ -90,26 +90,31 @@ def test_check_grad_of_a_custom_vjp_compiles_at_most_5_programs(compiles) -> Non
     assert n <= 5, f"check_grad compiled {n} programs"
 
 
-def test_check_batching_of_a_small_primitive_compiles_at_most_17_programs(compiles) -> None:
-    # my_sum's batching rule runs eagerly on each in_axes variant's shapes (3 operations each): vmap's inputs are
-    # device arrays, so no conversion program per variant on top (before: 20). Its rule returns out_axes
-    # (0, None), so vmap(jit) broadcasts outside the jit: not jit(vmap)'s program, compiled on its own
+def test_check_batching_of_a_small_primitive_compiles_at_most_7_programs(compiles) -> None:
+    # my_sum: the impl's 3 operations on the example, the jit of the primitive for the lowering check, one program
+    # for every vmap variant (fused), and the rule's 2 operations once more for the out_axes=None run of
+    # batching-out-axes-none. Before: 17, the rule's operations compiled again for each variant's shapes, and
+    # vmap(jit) compiled on its own (the rule returns out_axes (0, None), so it broadcasts outside the jit)
     prim = _sample("seed_batching_fixed", "my_sum_p")
     report: list[jaxdiag.Report] = []
     n = compiles(lambda: report.append(jaxdiag.check_batching(prim, *_inputs((3,)))))
     assert report[0].ok
-    assert n <= 17, f"check_batching compiled {n} programs"
+    assert n <= 7, f"check_batching compiled {n} programs"
 
 
-def test_check_batching_compiles_the_jit_vmap_program_once(compiles) -> None:
-    # matvec (two arguments): its rule's operations on each variant's shapes, the jit of the primitive for the
-    # lowering check, and one program for jit(vmap) and vmap(jit) together, which trace to the same batched jaxpr
-    # (before: 14, vmap(jit) compiled jit(vmap)'s program again)
+def test_check_batching_compiles_every_variant_in_one_program(compiles, monkeypatch) -> None:
+    # matvec (two arguments): the impl's matmul on the example, the jit of the primitive for the lowering check, and
+    # one program for all the vmap variants. The eager runs compile the rule's operations for each variant's shapes
+    # and jit(vmap) (13 programs)
+    from jaxdiag._checks._batching import _fused
+
     prim = _sample("jxb006_good", "matvec_p")
-    report: list[jaxdiag.Report] = []
-    n = compiles(lambda: report.append(jaxdiag.check_batching(prim, *_inputs((4, 3), (3,)))))
-    assert report[0].ok
-    assert n <= 13, f"check_batching compiled {n} programs"
+    reports: list[jaxdiag.Report] = []
+    fused = compiles(lambda: reports.append(jaxdiag.check_batching(prim, *_inputs((4, 3), (3,)))))
+    monkeypatch.setattr(_fused, "ENABLED", False)
+    eager = compiles(lambda: reports.append(jaxdiag.check_batching(prim, *_inputs((4, 3), (3,)))))
+    assert all(r.ok for r in reports)
+    assert fused <= 3 < eager, f"check_batching compiled {fused} programs fused, {eager} eagerly"
 
 
 def test_device_array_compiles_nothing(compiles) -> None:
@@ -176,6 +181,9 @@ def test_vmap_jit_reuses_the_jit_vmap_result_with_the_same_rule_calls_and_report
 
     from jaxdiag import _compat
 
+    from jaxdiag._checks._batching import _fused
+
+    monkeypatch.setattr(_fused, "ENABLED", False)  # the eager runs, where vmap(jit) follows jit(vmap)
     prim = _sample("jxb006_good", "matvec_p")
     rule = _compat.batching_rule(prim)
     assert rule is not None
