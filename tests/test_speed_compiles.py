@@ -235,3 +235,28 @@ def test_same_program_as_jit_only_for_the_very_same_program() -> None:
     assert not _compat.same_program_as_jit(ran, jax.vmap(jax.jit(g)), [x])
     assert not _compat.same_program_as_jit(ran, jax.vmap(jax.jit(f), out_axes=1), [x])  # a transpose after the jit
     assert not _compat.same_program_as_jit(ran, lambda v: jax.jit(f)(v) + 1.0, [x])
+
+
+def test_fused_program_is_reused_only_for_the_very_same_program() -> None:
+    """A re-check of the same subject reuses the jitted fused program (no compilation: eager operations are cached
+    per shape too); two primitives printed alike (same name) but with other impls never share one."""
+    from jax.extend.core import Primitive
+
+    from jaxdiag._checks._batching import _fused
+
+    def twin(scale: float) -> Any:
+        prim = Primitive("twin")
+        prim.def_impl(lambda x: x * scale)
+        prim.def_abstract_eval(lambda x: x)
+        return prim
+
+    a, b = twin(2.0), twin(3.0)
+    x = np.ones(3, np.float32)
+    traced_a = jax.make_jaxpr(lambda v: a.bind(v) + 1.0)(x)
+    traced_b = jax.make_jaxpr(lambda v: b.bind(v) + 1.0)(x)
+    assert str(traced_a.jaxpr) == str(traced_b.jaxpr)
+    run_a, run_b = _fused._compiled(traced_a), _fused._compiled(traced_b)
+    assert run_a is not None and run_b is not None and run_a is not run_b
+    np.testing.assert_allclose(np.asarray(run_b(x)[0]), 4.0)  # the impl, bound at the top level as eagerly
+    np.testing.assert_allclose(np.asarray(run_a(x)[0]), 3.0)
+    assert _fused._compiled(jax.make_jaxpr(lambda v: a.bind(v) + 1.0)(x)) is run_a  # JAX's jit cache then hits

@@ -59,10 +59,10 @@ def fused_runs(fn: Callable, reference: Reference, spy: Spy, spied: Sequence[Any
             return None
     if traced.error is not None or any(c.problems or c.error is not None for c in spy.calls):
         return None
-    evaluate = _compat.eager_semantics(traced.value, _user_impl)
-    if evaluate is None:
+    program = _compiled(traced.value)
+    if program is None:
         return None
-    ran = call_user(lambda: jax.block_until_ready(_compat.own_jit(evaluate)(*flat)))
+    ran = call_user(lambda: jax.block_until_ready(program(*flat)))
     if ran.error is not None:
         return None
     _distribute(runs, list(ran.value))
@@ -145,6 +145,65 @@ def _distribute(runs: list[FusedRun], outs: list) -> None:
                 call.result = (tuple(values) if isinstance(returned, tuple) else list(values), dims)
             else:
                 call.result = (values[0], dims)
+
+
+@dataclass
+class _Program:
+    """A jitted evaluation of a traced program, and what its text does not say: the primitives, impls, lowerings
+    and callables in its equations (compared by identity) and its constants (by value)."""
+
+    identities: list[Any]
+    consts: list[Any]
+    call: Callable
+
+
+_PROGRAMS: dict[str, list[_Program]] = {}  # by the program's text; at most _KEEP programs in all
+_KEEP = 16
+
+
+def _compiled(closed: Any) -> Callable | None:
+    """The jitted eager-semantics evaluation of `closed`; the one of an earlier check when its program is the very
+    same (a re-check or a fresh draw of the same subject), so that JAX's jit cache spares compiling it again, as
+    eager operations are cached per shape."""
+    evaluate = _compat.eager_semantics(closed, _user_impl)
+    if evaluate is None:
+        return None
+    text, identities = str(closed.jaxpr), _identities(closed)
+    for known in _PROGRAMS.get(text, []):
+        if _same_objects(known.identities, identities) and _same_consts(known.consts, list(closed.consts)):
+            return known.call
+    if sum(len(v) for v in _PROGRAMS.values()) >= _KEEP:
+        _PROGRAMS.clear()
+    call = _compat.own_jit(evaluate)
+    _PROGRAMS.setdefault(text, []).append(_Program(identities, list(closed.consts), call))
+    return call
+
+
+def _identities(closed: Any) -> list[Any]:
+    out: list[Any] = []
+    for eqn in _compat.iter_eqns(closed):
+        prim = eqn.primitive
+        out += [prim, _user_impl(prim), _compat.lowering_rule(prim)]
+        out += [v for v in eqn.params.values() if callable(v) and not isinstance(v, (_compat.Jaxpr,
+                                                                                     _compat.ClosedJaxpr))]
+    return out
+
+
+def _same_objects(a: list[Any], b: list[Any]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _same_consts(a: list[Any], b: list[Any]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        try:
+            left, right = np.asarray(x), np.asarray(y)
+        except (TypeError, ValueError):  # not an array NumPy can read (a PRNG key): never the same
+            return False
+        if left.dtype != right.dtype or left.shape != right.shape or not np.array_equal(left, right):
+            return False
+    return True
 
 
 def _user_impl(prim: Any) -> Callable | None:
