@@ -310,3 +310,42 @@ def test_cli_json_with_in_axes_and_exit_codes():
                                  "json"])
     assert result.exit_code == 1
     assert "JXB004" in {f["code"] for f in json.loads(result.output)["targets"][0]["findings"]}
+
+
+def _findings(report: jaxdiag.Report) -> list[tuple]:
+    return [(f.code, f.severity, f.location.line if f.location else None, f.message, f.fix) for f in report.findings]
+
+
+def _fused_and_eager(monkeypatch: pytest.MonkeyPatch, target: str, *args: str, params: dict | None = None
+                     ) -> tuple[jaxdiag.Report, jaxdiag.Report, dict[str, int]]:
+    """The report with every variant in one program first, then with the eager runs only; and how often the
+    fused run was kept or dropped for the first (once per subject and draw of examples)."""
+    from jaxdiag._checks._batching import _fused
+
+    before = dict(_fused.STATS)
+    fused = jaxdiag.check_batching(target, *args, params=params or {})
+    used = {k: _fused.STATS[k] - before[k] for k in before}
+    monkeypatch.setattr(_fused, "ENABLED", False)
+    eager = jaxdiag.check_batching(target, *args, params=params or {})
+    return fused, eager, used
+
+
+def test_a_variant_differing_from_the_loop_drops_the_fused_run_for_the_eager_findings(monkeypatch) -> None:
+    fused, eager, used = _fused_and_eager(monkeypatch, sample("jxb005_bad", "cumsum_p"), "f32[4,3]",
+                                          params={"axis": 0})
+    assert used["fused"] == 0 and used["fallback"] > 0  # once per subject and draw of examples
+    assert "JXB005" in serious(fused)
+    assert _findings(fused) == _findings(eager)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, attr, args, kept", [
+    ("jxb010_bad", "huber_p", ["f32[3]"], False),  # an unbatched output that varies: the loop differs
+    ("jxb003_bad", "l2_normalize_p", ["f32[3]"], True),  # right values, a constant output reported batched
+    ("jxb002_bad", "softsign_p", ["f32[4,3]"], False),  # a malformed return the spy stops at
+    ("jxb006_good", "matvec_p", ["f32[4,3]", "f32[3]"], True),
+])
+def test_fused_and_eager_runs_give_the_same_findings(monkeypatch, name, attr, args, kept) -> None:
+    fused, eager, used = _fused_and_eager(monkeypatch, sample(name, attr), *args)
+    assert (used["fused"] > 0, used["fallback"] > 0) == (kept, not kept)
+    assert _findings(fused) == _findings(eager)

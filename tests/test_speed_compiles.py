@@ -90,26 +90,31 @@ def test_check_grad_of_a_custom_vjp_compiles_at_most_5_programs(compiles) -> Non
     assert n <= 5, f"check_grad compiled {n} programs"
 
 
-def test_check_batching_of_a_small_primitive_compiles_at_most_17_programs(compiles) -> None:
-    # my_sum's batching rule runs eagerly on each in_axes variant's shapes (3 operations each): vmap's inputs are
-    # device arrays, so no conversion program per variant on top (before: 20). Its rule returns out_axes
-    # (0, None), so vmap(jit) broadcasts outside the jit: not jit(vmap)'s program, compiled on its own
+def test_check_batching_of_a_small_primitive_compiles_at_most_5_programs(compiles) -> None:
+    # my_sum: the impl's 3 operations on the example, the jit of the primitive for the lowering check, and one
+    # program for every vmap variant (fused); batching-out-axes-none's out_axes=None run is only traced. Before: 17,
+    # the rule's operations compiled again for each variant's shapes (and for the out_axes=None run), and vmap(jit)
+    # compiled on its own (the rule returns out_axes (0, None), so it broadcasts outside the jit)
     prim = _sample("seed_batching_fixed", "my_sum_p")
     report: list[jaxdiag.Report] = []
     n = compiles(lambda: report.append(jaxdiag.check_batching(prim, *_inputs((3,)))))
     assert report[0].ok
-    assert n <= 17, f"check_batching compiled {n} programs"
+    assert n <= 5, f"check_batching compiled {n} programs"
 
 
-def test_check_batching_compiles_the_jit_vmap_program_once(compiles) -> None:
-    # matvec (two arguments): its rule's operations on each variant's shapes, the jit of the primitive for the
-    # lowering check, and one program for jit(vmap) and vmap(jit) together, which trace to the same batched jaxpr
-    # (before: 14, vmap(jit) compiled jit(vmap)'s program again)
+def test_check_batching_compiles_every_variant_in_one_program(compiles, monkeypatch) -> None:
+    # matvec (two arguments): the impl's matmul on the example, the jit of the primitive for the lowering check, and
+    # one program for all the vmap variants. The eager runs compile the rule's operations for each variant's shapes
+    # and jit(vmap) (13 programs)
+    from jaxdiag._checks._batching import _fused
+
     prim = _sample("jxb006_good", "matvec_p")
-    report: list[jaxdiag.Report] = []
-    n = compiles(lambda: report.append(jaxdiag.check_batching(prim, *_inputs((4, 3), (3,)))))
-    assert report[0].ok
-    assert n <= 13, f"check_batching compiled {n} programs"
+    reports: list[jaxdiag.Report] = []
+    fused = compiles(lambda: reports.append(jaxdiag.check_batching(prim, *_inputs((4, 3), (3,)))))
+    monkeypatch.setattr(_fused, "ENABLED", False)
+    eager = compiles(lambda: reports.append(jaxdiag.check_batching(prim, *_inputs((4, 3), (3,)))))
+    assert all(r.ok for r in reports)
+    assert fused <= 3 < eager, f"check_batching compiled {fused} programs fused, {eager} eagerly"
 
 
 def test_device_array_compiles_nothing(compiles) -> None:
@@ -176,6 +181,9 @@ def test_vmap_jit_reuses_the_jit_vmap_result_with_the_same_rule_calls_and_report
 
     from jaxdiag import _compat
 
+    from jaxdiag._checks._batching import _fused
+
+    monkeypatch.setattr(_fused, "ENABLED", False)  # the eager runs, where vmap(jit) follows jit(vmap)
     prim = _sample("jxb006_good", "matvec_p")
     rule = _compat.batching_rule(prim)
     assert rule is not None
@@ -227,3 +235,28 @@ def test_same_program_as_jit_only_for_the_very_same_program() -> None:
     assert not _compat.same_program_as_jit(ran, jax.vmap(jax.jit(g)), [x])
     assert not _compat.same_program_as_jit(ran, jax.vmap(jax.jit(f), out_axes=1), [x])  # a transpose after the jit
     assert not _compat.same_program_as_jit(ran, lambda v: jax.jit(f)(v) + 1.0, [x])
+
+
+def test_fused_program_is_reused_only_for_the_very_same_program() -> None:
+    """A re-check of the same subject reuses the jitted fused program (no compilation: eager operations are cached
+    per shape too); two primitives printed alike (same name) but with other impls never share one."""
+    from jax.extend.core import Primitive
+
+    from jaxdiag._checks._batching import _fused
+
+    def twin(scale: float) -> Any:
+        prim = Primitive("twin")
+        prim.def_impl(lambda x: x * scale)
+        prim.def_abstract_eval(lambda x: x)
+        return prim
+
+    a, b = twin(2.0), twin(3.0)
+    x = np.ones(3, np.float32)
+    traced_a = jax.make_jaxpr(lambda v: a.bind(v) + 1.0)(x)
+    traced_b = jax.make_jaxpr(lambda v: b.bind(v) + 1.0)(x)
+    assert str(traced_a.jaxpr) == str(traced_b.jaxpr)
+    run_a, run_b = _fused._compiled(traced_a), _fused._compiled(traced_b)
+    assert run_a is not None and run_b is not None and run_a is not run_b
+    np.testing.assert_allclose(np.asarray(run_b(x)[0]), 4.0)  # the impl, bound at the top level as eagerly
+    np.testing.assert_allclose(np.asarray(run_a(x)[0]), 3.0)
+    assert _fused._compiled(jax.make_jaxpr(lambda v: a.bind(v) + 1.0)(x)) is run_a  # JAX's jit cache then hits

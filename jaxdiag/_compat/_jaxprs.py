@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Iterator, Sequence
@@ -325,3 +326,54 @@ def index_operand_bounds(closed: Any) -> dict[int, int]:
             for out in eqn.outvars:
                 origin[out] = set(sources)
     return {k: v for k, v in bounds.items() if v > 0}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Evaluating a traced program as JAX runs it eagerly
+# ---------------------------------------------------------------------------------------------------------------
+
+# Equations whose bodies JAX compiles even when they are called eagerly: a primitive bound inside them runs through
+# its lowering there too, so a traced program keeps them as they are.
+_COMPILED_EAGERLY = frozenset({"pjit", "jit", "scan", "while", "cond", "shard_map", "xla_pmap"})
+
+
+def eager_semantics(closed: Any, impls: Callable[[Any], Callable | None]) -> Callable[..., list] | None:
+    """A function evaluating `closed` (a traced program) on its arguments the way JAX runs it eagerly: a top-level
+    equation of a primitive for which `impls(prim)` gives an impl is computed by that impl (eagerly, bind calls the
+    impl), every other equation is bound as traced, so the jits inside keep the lowering they use eagerly too.
+    Traceable by jit. None when such a primitive sits inside an equation JAX evaluates eagerly by interpreting its
+    body (custom_jvp_call, custom_vjp_call, ...): there eagerly the impl runs, in a compiled program the lowering."""
+    jaxpr = closed.jaxpr
+    for eqn in jaxpr.eqns:
+        if impls(eqn.primitive) is not None or eqn.primitive.name in _COMPILED_EAGERLY:
+            continue
+        if any(impls(inner.primitive) is not None for sub in sub_jaxprs(eqn) for inner in iter_eqns(sub)):
+            return None
+
+    def run(*args: Any) -> list:
+        env: dict[Any, Any] = dict(zip(jaxpr.constvars, closed.consts))
+        env.update(zip(jaxpr.invars, args))
+
+        def read(v: Any) -> Any:
+            return v.val if isinstance(v, _core.Literal) else env[v]
+
+        for eqn in jaxpr.eqns:
+            values = [read(v) for v in eqn.invars]
+            impl = impls(eqn.primitive)
+            if impl is not None:
+                out = impl(*values, **eqn.params)
+            else:
+                with getattr(getattr(eqn, "ctx", None), "manager", contextlib.nullcontext()):
+                    out = _bind_as_traced(eqn, values)
+            env.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))
+        return [read(v) for v in jaxpr.outvars]
+
+    return run
+
+
+def _bind_as_traced(eqn: Any, values: list) -> Any:
+    params = eqn.primitive.get_bind_params(eqn.params)
+    if isinstance(params, tuple):  # older releases: (subfuns, params)
+        subfuns, params = params
+        return eqn.primitive.bind(*subfuns, *values, **params)
+    return eqn.primitive.bind(*values, **params)

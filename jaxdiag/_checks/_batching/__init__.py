@@ -11,9 +11,10 @@ and `vmap(jit f)`.
 
 All runs of a subject happen once (`evidence`, cached in `ctx.cache`); the checks only read them. The runs live in
 the harness's `vmap.py` (in_axes variants, per-example reference), `_spy.py` (the rule spy and return validation),
-`_evidence.py` (running every variant once) and `_source.py` (dim names and fixes over the harness's AST of the
-rule); each check is its own module: `_rule_returns.py`, `_vs_loop.py`, `_outputs.py`, and `_vjp.py` (reverse mode
-through vmap against the per-example VJPs).
+`_evidence.py` (running every variant once), `_fused.py` (all variants as one compiled program, kept when clean)
+and `_source.py` (dim names and fixes over the harness's AST of the rule); each check is its own module:
+`_rule_returns.py`, `_vs_loop.py`, `_outputs.py`, and `_vjp.py` (reverse mode through vmap against the per-example
+VJPs).
 """
 
 from __future__ import annotations

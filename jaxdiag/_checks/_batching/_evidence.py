@@ -1,5 +1,9 @@
 """Running the vmap variants of a subject once: `evidence(ctx)` (cached in `ctx.cache`) runs every variant
 under the spy and compares it with the per-example reference; the batching checks only read the `Evidence`.
+
+All variants run first in one compiled program (`_fused`); that run is kept only when it is clean (every variant
+agrees with the reference, the spy saw nothing wrong). Otherwise each variant runs on its own, eagerly, with a clean
+spy, and every finding comes from those runs.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from .._shared import (
     subject_fn,
 )
 from .._vmap_harness import Aval, Reference, Variant, axes_variants, vmapped
+from ._fused import STATS, fused_runs
 from ._spy import RuleCall, Spy, _Abort
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -106,15 +111,38 @@ def _collect(ctx: Context) -> Evidence:
     reference = Reference.drawn(ctx, fn, max(size, outer * inner, wide or 0))
     expected_at_subject = _subject_avals(ctx)
     spied = _spied_primitives(ctx)
-    spy = Spy(subject, expected_at_subject, trust_abstract_eval=_abstract_eval_agrees(ctx))
-    outcomes: list[Outcome] = []
+    trust = _abstract_eval_agrees(ctx)
     target = subject_fn(subject)
     notes: list[str] = []
-    for variant in _variants(ctx, size, outer, inner, notes, wide):
-        twin = next((o for o in outcomes if o.variant.mode == "jit(vmap)"), None) if variant.mode == "vmap(jit)" \
-            else None
-        outcomes.append(_run(target, reference, spy, spied, variant, twin))
+    variants = _variants(ctx, size, outer, inner, notes, wide)
+    spy = Spy(subject, expected_at_subject, trust_abstract_eval=trust)
+    outcomes = _fused(target, reference, spy, spied, variants)
+    if outcomes is None:  # a fresh spy: no call of the fused trace is evidence
+        spy = Spy(subject, expected_at_subject, trust_abstract_eval=trust)
+        outcomes = []
+        for variant in variants:
+            twin = next((o for o in outcomes if o.variant.mode == "jit(vmap)"), None) \
+                if variant.mode == "vmap(jit)" else None
+            outcomes.append(_run(target, reference, spy, spied, variant, twin))
     return Evidence(subject, target, reference, outcomes, spy.calls, spied, expected_at_subject, notes)
+
+
+def _fused(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variants: list[Variant]
+           ) -> list[Outcome] | None:
+    """Every variant's outcome from the one fused program, or None (the eager runs decide) unless every variant
+    agrees with the reference and the spy saw nothing wrong."""
+    runs = fused_runs(fn, reference, spy, spied, variants)
+    outcomes = []
+    for run in runs or []:
+        outcome = Outcome(run.variant, leaves=run.leaves, tree=run.tree, call=(vmapped(fn, run.variant), run.args),
+                          input_shapes=[tuple(np.shape(a)) for a in run.args])
+        _compare(outcome, run.expected)
+        outcomes.append(outcome)
+    if runs is None or not all(o.ok for o in outcomes):
+        STATS["fallback"] += 1
+        return None
+    STATS["fused"] += 1
+    return outcomes
 
 
 def _subject_avals(ctx: Context) -> list[Aval] | None:

@@ -22,7 +22,7 @@ from .._shared import (
     aval_text, example_output, first_line, is_user_primitive, prim_var, primitive_module, rule_location,
 )
 from ._evidence import EVIDENCE_READS, Evidence, _run, evidence
-from .._vmap_harness import Variant
+from .._vmap_harness import Variant, vmapped
 from .._vmap_harness import axes_repr as _axes_repr
 from ._rule_returns import _display, _return_location
 from ..._harness.source import own_nodes, return_nodes
@@ -128,6 +128,8 @@ def out_axes_none_check(ctx: Context) -> Iterator[Finding]:
         return  # JXB010 reports it
     out_axes: Any = [None if d is None else 0 for d in call.out_dims] if multiple else None
     variant = replace(call.variant, mode="user", user_in_axes=call.variant.axes, out_axes=out_axes)
+    if _traces(ev, variant):
+        return
     outcome = _run(ev.fn, ev.reference, Spy(ctx.subject, ev.expected_at_subject), [], variant)
     if outcome.error is None:
         return
@@ -137,6 +139,13 @@ def out_axes_none_check(ctx: Context) -> Iterator[Finding]:
         f"unbatched: {first_line(outcome.error)}. {explanation[0]}",
         fix=explanation[1],
         location=rule_location(_compat.batching_rule(ctx.subject.obj), ctx.subject.location))
+
+
+def _traces(ev: Evidence, variant: Variant) -> bool:
+    """`vmap` checks out_axes while tracing, and the values already ran with out_axes 0: a variant that traces
+    needs no run (no compilation of the rule's operations again); one that does not is run to report what fails."""
+    args = ev.reference.batched_args(variant)
+    return call_user(jax.make_jaxpr(vmapped(ev.fn, variant)), *args).error is None
 
 
 def _user_axes(ctx: Context, ev: Evidence) -> Iterator[Finding]:
