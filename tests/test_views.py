@@ -70,16 +70,7 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 # Bad samples whose repro is known not to reproduce the finding (strict xfails: each fails the run once closed).
-# The index-range finding's repro (JXB016) draws the out-of-range values the finding names. The rules added last
-# have no script kind yet: their exposures (vjp of vmap, a custom solve's own solver, a flat primal) are not among
-# the repro templates, so no script is written and the report says why.
-KNOWN_REPRO_GAPS: dict[str, str] = {
-    "jxb017": "no repro template for jax.vjp(jax.vmap(f)) against per-example VJPs",
-    "jxb018": "no repro template for jax.vjp(jax.vmap(f)) against per-example VJPs",
-    "jxg030": "no repro template for a custom_linear_solve's transpose_solve",
-    "jxg031": "no repro template for custom_linear_solve(symmetric=True)",
-    "jxg033": "no repro template for a surrogate derivative where the primal is flat",
-}
+KNOWN_REPRO_GAPS: dict[str, str] = {}
 
 
 def _repro_marks(name: str) -> list:
