@@ -58,7 +58,8 @@ class Exposure:
             return f"jax.eval_shape(jax.vmap({name}, in_axes={self.in_axes!r})) (shapes only: no kernel runs here)"
         if self.mode == "vjp_vmap":
             return f"jax.vjp(jax.vmap({name}, in_axes={self.in_axes!r}), ...)"
-        return {"vjp": f"jax.vjp({name}, ...)", "flat_primal": f"jax.grad({name}) vs jax.grad({name}.fun)", "jvp": f"jax.jvp({name}, ...)", "jit": f"jax.jit({name})",
+        return {"vjp": f"jax.vjp({name}, ...)", "flat_primal": f"jax.grad({name}) vs jax.grad({name}.fun)",
+                "jvp": f"jax.jvp({name}, ...)", "jit": f"jax.jit({name})",
                 "grad2": f"jax.grad(jax.grad({name}))", "vmap_grad": f"jax.vmap(jax.grad({name}))"}.get(
             self.mode, name)
 

@@ -1,6 +1,7 @@
 """The plain-JAX text of `--repro` scripts: a prelude that loads the user's module and draws inputs as the report
 says, then one body per kind of check (vmap, VJP, JVP, grad of grad, vmap of grad, VJP of vmap, a custom derivative
-where the primal is flat, jit, call, lowering, abstract vmap). `_repro.script` fills them in; every script prints `ok: ...` when the defect is gone and fails otherwise."""
+where the primal is flat, jit, call, lowering, abstract vmap). `_repro.script` fills them in; every script prints
+`ok: ...` when the defect is gone and fails otherwise."""
 
 PRELUDE = '''
 import importlib
