@@ -94,6 +94,8 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
     problems = [f for f in report.findings if f.severity in ("error", "warning")]
     if not problems:
         pytest.skip(f"{name}_bad reports only notes under `check` (no repro for notes)")
+    for finding in problems:  # a fix that stays text names what only the user can decide (`Rule.decision`)
+        assert finding.fix_verified or "Design decision: " in finding.fix, f"{finding.code}: {finding.fix}"
     scripts = _repro.write_all(report, str(tmp_path / "repro"), _fixes.fixed_sources)
     assert len(scripts) == len(problems), "one script per error or warning"
     good = folder / f"{name}_good.py"
