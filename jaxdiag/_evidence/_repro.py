@@ -311,7 +311,7 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
              f"EDGES = {edge_values(finding.message)!r}  # index arguments drawn only at the out-of-range values "
              "that show the defect\n")
     check = CHECKS[exposure.mode].format(in_axes=repr(exposure.in_axes), out_axes=repr(exposure.out_axes),
-                                          batch=exposure.batch, platform=repr(platform))
+                                          batch=exposure.batch, platform=repr(platform), code=finding.code)
     return header + call_prelude + body + check
 
 

@@ -355,13 +355,13 @@ def gradient(fn, i):
 
 
 def declared_surrogate(rule):
-    """The rule's def line says its derivative is a surrogate on purpose (an `intended[JXG033]` comment)."""
+    """The rule's def line says its derivative is a surrogate on purpose (an `intended[{code}]` comment)."""
     try:
         lines = inspect.getsourcelines(rule)[0]
     except (OSError, TypeError):
         return False
     head = next((line for line in lines if line.lstrip().startswith("def ")), "")
-    return re.search(r"#.*\\bintended\\[[^\\]]*\\bJXG033\\b", head) is not None
+    return re.search(r"#.*\\bintended\\[[^\\]]*\\b{code}\\b", head) is not None
 
 
 for i in diff:

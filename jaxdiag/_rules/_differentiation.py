@@ -198,8 +198,9 @@ COMPOSITION_MISMATCH = Rule(
     "jxg016_bad.py", "jxg016_good.py",
     message="Gradient fails or differs under a composed transformation: {evidence}",
     fix="{fix}",
-    decision="how to write the code that breaks under the composed transformation (NumPy on traced values, a call "
-             "that needs concrete values) in jax.numpy operations",
+    decision="how to write the code that fails or differs under the composed transformation with operations "
+             "that compose (jax.numpy in place of host code, loop bounds that stay static): jaxdiag sees the "
+             "failure, not the computation you intend",
 )
 DERIVATIVE_RULE_RAISED = Rule(
     "JXG017", "derivative-rule-raised", "error",
