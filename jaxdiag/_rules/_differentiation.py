@@ -241,8 +241,6 @@ X64_ONLY_DIFFERENTIATION = Rule(
     "jxg026_bad.py", "jxg026_good.py",
     message=X64_ONLY_MESSAGE,
     fix=X64_ONLY_FIX,
-    decision="the dtype the rule computes in under x64 (the inputs' own, or a fixed 32-bit one), which is a choice "
-             "about your precision, not a mechanical edit",
 )
 JVP_NOT_LINEAR = Rule(
     "JXG020", "jvp-not-linear", "error",
