@@ -3,15 +3,32 @@ scripts after the fix): test modules do not import each other."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jaxdiag._rules import Rule
+
 # Samples whose ffi_call targets come from samples/ffi_kernels.cc (tests/ffi_build.py builds and registers them).
 FFI_CALL_SAMPLES = {"jxb020", "jxb021", "jxb022"}
 
-# Bad samples whose fix is a local edit: a return statement, a keyword argument, a missing or platform-bound
-# registration call, or an edit derived from the evidence (a constant factor, a moveaxis, the operands' batch axes,
-# an unbroadcast unbatched output, a dropped cast). Each must get a verified diff.
-FIXABLE = ["jxb001", "jxb002", "jxb003", "jxb004", "jxb005", "jxb006", "jxb007", "jxb008", "jxb009", "jxb011",
-           "jxb020", "jxb021", "jxb022", "jxg001", "jxg003", "jxg004", "jxg010", "jxg012", "jxg013", "jxn013",
-           "jxr001", "jxr003", "jxr004", "jxr005", "jxr008", "jxr015", "jxv001", "jxv002", "jxv003", "jxv005"]
+
+def _owners() -> dict[str, "Rule"]:
+    """Each bad sample's rule: the one whose code names the sample (`jxb001_bad.py` is JXB001's)."""
+    from pathlib import Path
+
+    from jaxdiag._rules import RULES
+
+    names = sorted(p.name[:6] for p in (Path(__file__).resolve().parent.parent / "samples").glob("jx*_bad.py"))
+    return {name: RULES[name.upper()] for name in names}
+
+
+OWNERS = _owners()
+# Generated from the catalog: a bad sample whose rule names no design decision (`Rule.decision`) has a fix jaxdiag
+# computes from the evidence (a return statement, a keyword argument, a missing or platform-bound registration
+# call, a constant factor, a moveaxis, the operands' batch axes, an unbroadcast unbatched output, a dropped cast):
+# each must get a verified diff. The others keep a text fix naming the decision.
+FIXABLE = [name for name, rule in OWNERS.items() if not rule.decision]
+TEXT_ONLY = {name: rule.decision for name, rule in OWNERS.items() if rule.decision}
 
 
 def ffi_script_prefix() -> list[str]:

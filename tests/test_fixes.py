@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fix_samples import FFI_CALL_SAMPLES, FIXABLE, ffi_script_prefix  # tests/ is on sys.path (conftest.py)
+# tests/ is on sys.path (conftest.py)
+from fix_samples import FFI_CALL_SAMPLES, FIXABLE, OWNERS, TEXT_ONLY, ffi_script_prefix
 
 from jaxdiag import _fixes
 from jaxdiag._jobs import _lint
@@ -22,40 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 TUTORIAL = Path(__file__).resolve().parent / "data" / "tutorial"
 
-# Bad samples outside FIXABLE (tests/fix_samples.py) need code jaxdiag cannot write for the user: their fix stays
-# text (marked unverified when tried).
-NOT_LOCAL = {
-    "jxg024": "one of its two rules has a different formula (sigmoid(-x) for sigmoid(x)); the flipped sign gets a diff",
-    "jxb010": "a new per-example computation of the output",
-    "jxb016": "out-of-range index handling in the rule (or a declared index range)",
-    "jxb014": "a batched computation in place of a deliberate refusal (or its suppression)",
-    "jxg025": "a derivative formula in place of a deliberate refusal (or its suppression)",
-    "jxg033": "an `intended` marker on bwd (an estimator), or a differentiable primal",
-    "jxg034": "the ignored argument's tangent term (or a hyperparameter declared as such)",
-    "jxb015": "the dtype the rule computes in (an x64-only defect: the fix is the base rule's)",
-    "jxg026": "the dtype the rule computes in (an x64-only defect: the fix is the base rule's)",
-    "jxg027": "a rule that writes every entry, or keeps a symbolic zero symbolic",
-    "jxg028": "nothing: a note about the reference (the custom rule is right)",
-    "jxb017": "a transpose rule that reads sizes from the axes the params name (not axis 0)",
-    "jxb018": "a transpose rule that sums its cotangents back to the operands' shapes (or a broadcasting batcher)",
-    "jxg029": "a solver that inverts matvec (a different computation)",
-    "jxg030": "a transpose_solve that solves with the transposed matrix",
-    "jxg031": "a transpose_solve in place of symmetric=True (a new function)",
-    "jxg032": "a tangent_solve that solves the linearized system",
-    "jxb013": "rewrite Python control flow on array values",
-    "jxg002": "a transpose formula",
-    "jxg005": "branches on which argument is linear", "jxg006": "symbolic-zero handling in the rule",
-    "jxg007": "the tangent's computation", "jxg011": "the VJP of an ignored output",
-    "jxg014": "a derivative formula (or a deliberate choice)", "jxg015": "the function's signature and callers",
-    "jxg016": "NumPy code rewritten in jax.numpy", "jxg017": "the rule's signature and body",
-    "jxg018": "the VJP of a dropped argument", "jxg019": "a differentiable bwd", "jxg020": "a linear tangent formula",
-    "jxg021": "the primal computation of the rule", "jxg022": "float0 tangent handling",
-    "jxr002": "a new abstract evaluation rule",
-    "jxr006": "a new JVP rule", "jxr007": "a new transpose rule",
-    "jxr009": "the rule's signature and its uses of the arguments", "jxr010": "a lowering of the right function",
-    "jxv004": "the rule's branch for unbatched inputs",
-    **{f"jxs00{i}": "a sharding rule: checked by `jaxdiag sharding` on several devices" for i in range(1, 10)},
-}
 FAST = {"jxb004"}
 # What the verified edit of a sample must add on each flagged line (beyond making the sample clean).
 EDIT_ADDS = {"jxb020": re.compile(r"vmap_method=\"(sequential|sequential_unrolled|expand_dims|broadcast_all)\""),
@@ -70,8 +37,33 @@ def _marks(name: str) -> list:
 
 def test_every_bad_sample_is_classified():
     bad = sorted(p.name[:6] for p in SAMPLES.glob("jx*_bad.py"))
-    assert sorted(set(FIXABLE) | set(NOT_LOCAL)) == bad
-    assert not set(FIXABLE) & set(NOT_LOCAL)
+    assert sorted(set(FIXABLE) | set(TEXT_ONLY)) == bad
+    assert not set(FIXABLE) & set(TEXT_ONLY)
+
+
+class _Filled:
+    """A template field's value that fits any format spec (`{tol:.0e}`, `{name!r}`)."""
+
+    def __format__(self, spec: str) -> str:
+        return "X"
+
+    def __repr__(self) -> str:
+        return "X"
+
+
+# Generated from the catalog: every rule whose fix stays text (a bad sample without a computed diff) names the
+# design decision it needs, in the one phrase every such fix carries; the rules without one are FIXABLE, whose
+# samples must get a verified diff (test_fixable_sample_gets_a_verified_diff_that_makes_it_clean).
+@pytest.mark.parametrize("name", sorted(TEXT_ONLY))
+def test_every_text_only_fix_names_its_design_decision(name):
+    rule = OWNERS[name]
+    decision = rule.decision
+    assert decision[0].islower() and not decision.endswith(".") and "`" not in decision, \
+        f"{rule.code}: a decision is one clause, no code span (a span would be read as a candidate edit)"
+    assert any(word in decision for word in ("whether", "which", "where", "how", "what")) or " or " in decision or \
+        "cannot" in decision, f"{rule.code}: name the choice (whether/which ... or ...), or why jaxdiag cannot write it"
+    fix = rule.finding(**{field: _Filled() for field in rule.fields}).fix
+    assert fix.endswith(f"Design decision: {decision}."), fix
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ from jaxdiag import _fixes
 from jaxdiag._jobs import _lint
 from jaxdiag._evidence import _repro
 from jaxdiag._parent._cli import app
-from jaxdiag._evidence._exposure import mark_and_truncate
+from jaxdiag._core._report import Finding
+from jaxdiag._evidence._exposure import Exposure, exposure_for, mark_and_truncate
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -70,16 +71,7 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 # Bad samples whose repro is known not to reproduce the finding (strict xfails: each fails the run once closed).
-# The index-range finding's repro (JXB016) draws the out-of-range values the finding names. The rules added last
-# have no script kind yet: their exposures (vjp of vmap, a custom solve's own solver, a flat primal) are not among
-# the repro templates, so no script is written and the report says why.
-KNOWN_REPRO_GAPS: dict[str, str] = {
-    "jxb017": "no repro template for jax.vjp(jax.vmap(f)) against per-example VJPs",
-    "jxb018": "no repro template for jax.vjp(jax.vmap(f)) against per-example VJPs",
-    "jxg030": "no repro template for a custom_linear_solve's transpose_solve",
-    "jxg031": "no repro template for custom_linear_solve(symmetric=True)",
-    "jxg033": "no repro template for a surrogate derivative where the primal is flat",
-}
+KNOWN_REPRO_GAPS: dict[str, str] = {}
 
 
 def _repro_marks(name: str) -> list:
@@ -102,6 +94,8 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
     problems = [f for f in report.findings if f.severity in ("error", "warning")]
     if not problems:
         pytest.skip(f"{name}_bad reports only notes under `check` (no repro for notes)")
+    for finding in problems:  # a fix that stays text names what only the user can decide (`Rule.decision`)
+        assert finding.fix_verified or "Design decision: " in finding.fix, f"{finding.code}: {finding.fix}"
     scripts = _repro.write_all(report, str(tmp_path / "repro"), _fixes.fixed_sources)
     assert len(scripts) == len(problems), "one script per error or warning"
     good = folder / f"{name}_good.py"
@@ -129,6 +123,23 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
             assert "Traceback (most recent call last)" in err, err[-2000:]  # an assertion or JAX's own error
         else:
             assert process.returncode == 0, f"{script.name} fails on the {which} module:\n{err[-3000:]}"
+
+
+# The transformation a script applies is read off the finding (no JAX: fast)
+@pytest.mark.parametrize("code, kind, message, expected", [
+    ("JXB017", "primitive", "vjp of vmap differs: `jax.vjp(jax.vmap(row_mean, in_axes=(None, 0)))` with batch size 5, "
+     "a different output cotangent per example", Exposure("vjp_vmap", (None, 0), 0, 5)),
+    ("JXG016", "primitive", "Gradient differs under a composed transformation: jax.vjp(jax.vmap(f)) with a different "
+     "cotangent per example of row_mean: over a batch of 2 examples", Exposure("vjp_vmap", 0, 0, 2)),
+    ("JXG016", "function", "Gradient differs under jax.vmap(jax.grad(f))", Exposure("vmap_grad")),
+    ("JXG030", "function", "solve does not invert the transpose of matvec", Exposure("vjp")),
+    ("JXG014", "function", "f's gradient (jax.grad) differs from the numerical derivative of f", Exposure("vjp")),
+    ("JXG014", "function", "f's JVP (jax.jvp) differs from the numerical derivative of f", Exposure("jvp")),
+    ("JXG033", "custom_vjp", "bwd's gradient for logits is nonzero where f is flat in logits", Exposure("flat_primal")),
+])
+def test_exposure_is_read_off_the_finding(code, kind, message, expected):
+    finding = Finding(code=code, name="n", severity="error", message=message)
+    assert exposure_for(finding, kind) == expected
 
 
 # A repro is run before it is written: plain scripts standing in for generated ones (no JAX: fast)

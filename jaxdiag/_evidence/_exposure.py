@@ -32,13 +32,18 @@ _VMAP_CODES = {r.code for r in (rules.MISSING_BATCHING_RULE, rules.VMAP_WITHOUT_
 _MAYBE_VMAP_CODES = {r.code for r in (rules.REMOVED_JAX_API, rules.WRONG_RULE_SIGNATURE)}
 _JVP_RULE_CODES = {r.code for r in (rules.MISSING_JVP_RULE, rules.GRAD_WITHOUT_JVP_RULE)}
 _SECOND_ORDER_CODES = {r.code for r in (rules.SECOND_ORDER_MISMATCH, rules.SECOND_ORDER_FAILURE)}
+# A custom_linear_solve's transpose_solve (or symmetric=True) is used by reverse mode only: forward mode is right.
+_SOLVE_CODES = {r.code for r in (rules.TRANSPOSE_SOLVE_NOT_INVERSE, rules.SYMMETRIC_MATVEC_NOT_SYMMETRIC)}
+# `jax.vjp(jax.vmap(f, in_axes=...))` quoted in a message (JXB017, JXB018, and JXG016's vjp-of-vmap case)
+_VJP_OF_VMAP = re.compile(r"jax\.vjp\(jax\.vmap\([\w.]+(?:, in_axes=" + _AXES + r")?\)")
 MAX_LINES = 40
 
 
 @dataclass(frozen=True)
 class Exposure:
     """A transformation of the target: `mode` is vmap, abstract_vmap (traced only), vjp, jvp, jit, grad2 (grad of grad),
-    vmap_grad or call."""
+    vmap_grad, vjp_vmap (reverse mode through vmap), flat_primal (a custom derivative against autodiff of the
+    undecorated primal) or call."""
 
     mode: str
     in_axes: Any = 0
@@ -51,13 +56,21 @@ class Exposure:
             return f"jax.vmap({name}, in_axes={self.in_axes!r}{extra})"
         if self.mode == "abstract_vmap":
             return f"jax.eval_shape(jax.vmap({name}, in_axes={self.in_axes!r})) (shapes only: no kernel runs here)"
-        return {"vjp": f"jax.vjp({name}, ...)", "jvp": f"jax.jvp({name}, ...)", "jit": f"jax.jit({name})",
+        if self.mode == "vjp_vmap":
+            return f"jax.vjp(jax.vmap({name}, in_axes={self.in_axes!r}), ...)"
+        return {"vjp": f"jax.vjp({name}, ...)", "flat_primal": f"jax.grad({name}) vs jax.grad({name}.fun)",
+                "jvp": f"jax.jvp({name}, ...)", "jit": f"jax.jit({name})",
                 "grad2": f"jax.grad(jax.grad({name}))", "vmap_grad": f"jax.vmap(jax.grad({name}))"}.get(
             self.mode, name)
 
 
 def exposure_for(finding: Finding, kind: str) -> Exposure:
     code = finding.code
+    reverse_vmap = _vjp_of_vmap(finding.message)
+    if reverse_vmap is not None:
+        return reverse_vmap
+    if code == rules.FLAT_PRIMAL_SURROGATE.code:
+        return Exposure("flat_primal")
     vmap = _vmap_from_message(finding.message)
     if rules.rule(code).category in ("batching", "custom_vmap") or code in _VMAP_CODES or (
             vmap and code in _MAYBE_VMAP_CODES):
@@ -71,7 +84,7 @@ def exposure_for(finding: Finding, kind: str) -> Exposure:
     if code in _CALL_CODES:
         return Exposure("call")
     if rules.rule(code).category == "differentiation" or code in _JVP_RULE_CODES | _REVERSE_CODES:
-        if kind == "custom_vjp" or code in _REVERSE_CODES:
+        if kind == "custom_vjp" or code in _REVERSE_CODES | _SOLVE_CODES or _through_grad(finding, kind):
             return Exposure("vjp")
         return Exposure("jvp")
     return Exposure("call")
@@ -90,6 +103,22 @@ def _vmap_from_message(message: str) -> Exposure | None:
                      if found), 0)
     size = _BATCH.search(message[match.end():match.end() + 80])
     return Exposure("vmap", in_axes, out_axes, int(size.group(1)) if size else 3)
+
+
+def _vjp_of_vmap(message: str) -> Exposure | None:
+    """`jax.vjp(jax.vmap(f, in_axes=...))` named in the message: reverse mode through vmap, with its batch size."""
+    match = _VJP_OF_VMAP.search(message)
+    if match is None:
+        return None
+    size = _BATCH.search(message[match.end():match.end() + 120])
+    return Exposure("vjp_vmap", _literal(match, 0), 0, int(size.group(1)) if size else 3)
+
+
+def _through_grad(finding: Finding, kind: str) -> bool:
+    """A function's gradient (`jax.grad`) found wrong: reverse mode shows it (a custom solve's transpose_solve
+    runs there only), where the function's JVP may be right."""
+    return kind == "function" and finding.code == rules.CUSTOM_DERIVATIVE_MISMATCH.code and \
+        "gradient (jax.grad)" in finding.message
 
 
 def _literal(match: re.Match | None, default: Any) -> Any:
@@ -123,11 +152,14 @@ def transformed(fn: Callable, exposure: Exposure, shapes: list[Any]) -> tuple[Ca
     def total(*xs: Any) -> Any:
         return sum(jnp.sum(jnp.real(leaf)) for leaf in jax.tree_util.tree_leaves(fn(*xs)))
 
-    if exposure.mode == "vjp":
+    if exposure.mode in ("vjp", "flat_primal", "vjp_vmap"):
+        inner, args = (fn, shapes) if exposure.mode != "vjp_vmap" else \
+            transformed(fn, Exposure("vmap", exposure.in_axes, 0, exposure.batch), shapes)
+
         def pullback(*xs: Any) -> Any:
-            out, pull = jax.vjp(fn, *xs)
+            out, pull = jax.vjp(inner, *xs)
             return pull(jax.tree_util.tree_map(jnp.ones_like, out))
-        return pullback, shapes
+        return pullback, args
     if exposure.mode == "jvp":
         def push(*xs: Any) -> Any:
             return jax.jvp(fn, xs, tuple(_tangent(x) for x in xs))

@@ -290,7 +290,7 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
               + "Run: python THIS_FILE [MODULE]  (MODULE: a file or module name to check instead, e.g. a fixed "
                 "copy).\nExits 0 once the defect is gone; fails with an AssertionError or JAX's own error while "
                 "it is there.\n\"\"\"\n")
-    call = _call_text(kind, params, statics, len(chosen.specs))
+    call = _call_text(kind, params, statics, list(chosen.specs))
     if chosen.original is not None and chosen.arg_texts is not None and kind != "primitive":
         structured = _structured_call(chosen.arg_texts)  # pytree arguments: called with the user's structure
         if structured is None:
@@ -311,7 +311,7 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
              f"EDGES = {edge_values(finding.message)!r}  # index arguments drawn only at the out-of-range values "
              "that show the defect\n")
     check = CHECKS[exposure.mode].format(in_axes=repr(exposure.in_axes), out_axes=repr(exposure.out_axes),
-                                          batch=exposure.batch, platform=repr(platform))
+                                          batch=exposure.batch, platform=repr(platform), code=finding.code)
     return header + call_prelude + body + check
 
 
@@ -348,21 +348,26 @@ def _platform_of(finding: Finding) -> str:
     return match.group(1) if match else "cuda"
 
 
-def _call_text(kind: str, params: dict[str, str | None], statics: dict[int, str | None], n: int) -> str:
+def _call_text(kind: str, params: dict[str, str | None], statics: dict[int, str | None], specs: list[Any]) -> str:
     """`def f(*args)`: the target applied to the array arguments, static ones put back in place."""
-    total = n + len(statics)
+    total = len(specs) + len(statics)
     pieces, k = [], 0
     for i in range(total):
         if i in statics:
             pieces.append(str(statics[i]))
         else:
-            pieces.append(f"args[{k}]")
+            pieces.append(_key_or_array(f"args[{k}]", specs[k]))
             k += 1
     args = ", ".join(pieces)
     if kind == "primitive":
         kw = ", ".join(f"{name}={value}" for name, value in params.items())
         return f"TARGET.bind({args}{', ' + kw if kw else ''})"
     return f"TARGET({args})"
+
+
+def _key_or_array(name: str, spec: Any) -> str:
+    """The argument as the target receives it: a typed PRNG key is drawn as its raw key data and wrapped."""
+    return name if spec.key is None else f"jax.random.wrap_key_data({name}, impl={spec.key!r})"
 
 
 class _NoPlainForm(Exception):
@@ -377,10 +382,8 @@ def _structured_call(arg_texts: list[str]) -> str | None:
     def render(node: Any) -> str:
         nonlocal count
         if isinstance(node, _inputs.ArgSpec):
-            if node.key is not None:
-                raise _NoPlainForm
             count += 1
-            return f"args[{count - 1}]"
+            return _key_or_array(f"args[{count - 1}]", node)
         if isinstance(node, _inputs.Static):
             text = _literal(node.value)
             if text is None:

@@ -1,6 +1,7 @@
 """The plain-JAX text of `--repro` scripts: a prelude that loads the user's module and draws inputs as the report
-says, then one body per kind of check (vmap, VJP, JVP, grad of grad, vmap of grad, jit, call, lowering, abstract
-vmap). `_repro.script` fills them in; every script prints `ok: ...` when the defect is gone and fails otherwise."""
+says, then one body per kind of check (vmap, VJP, JVP, grad of grad, vmap of grad, VJP of vmap, a custom derivative
+where the primal is flat, jit, call, lowering, abstract vmap). `_repro.script` fills them in; every script prints
+`ok: ...` when the defect is gone and fails otherwise."""
 
 PRELUDE = '''
 import importlib
@@ -31,7 +32,7 @@ for part in {attr!r}.split("."):
     TARGET = getattr(TARGET, part)
 
 
-def f(*args):
+def f(*args, TARGET=TARGET):  # TARGET=TARGET.fun calls the undecorated primal of a custom_vjp/custom_jvp
     return {call}
 
 
@@ -287,6 +288,93 @@ for name, transformed in (("jax.vmap(jax.grad(f))", jax.vmap(grad)), ("jax.jit(j
 print("ok: the gradient composes with vmap and jit")
 '''
 
+_VJP_VMAP = '''
+B = {batch}
+IN_AXES = {in_axes}
+axes = list(IN_AXES) if isinstance(IN_AXES, (tuple, list)) else [IN_AXES] * len(SPECS)
+batched = []
+for (dtype, shape, domain), axis in zip(SPECS, axes):
+    if axis is None:
+        batched.append(draw(dtype, shape, domain))
+    else:
+        batched.append(np.moveaxis(draw(dtype, shape, domain, (B,)), 0, axis))
+diff = [i for i, (dtype, _, _) in enumerate(SPECS) if is_float(dtype)]
+assert diff, "no floating-point argument to differentiate"
+
+
+def on_diff(fn, xs):
+    """fn as a function of the floating-point arguments only (the others fixed at their values in xs)."""
+    def g(*ys):
+        full = list(xs)
+        for i, y in zip(diff, ys):
+            full[i] = y
+        return fn(*full)
+    return g
+
+
+def cotangent(o):  # a different cotangent per example (float0 for an integer output)
+    o = np.asarray(o)
+    return draw(o.dtype, o.shape, "normal") if is_float(o.dtype) else np.zeros(o.shape, jax.dtypes.float0)
+
+
+out, pullback = jax.vjp(on_diff(jax.vmap(f, in_axes=IN_AXES), batched), *[batched[i] for i in diff])
+cts = jax.tree_util.tree_map(cotangent, out)
+grads = pullback(cts)  # JAX's own error here when the transpose rule gets shapes it cannot handle
+
+# Reference: each example's own VJP pulled back its own cotangent; stacked along the argument's batch axis, or
+# summed over the examples for an unbatched argument (shared by every example).
+per_example = []
+for b in range(B):
+    example = [x if a is None else np.take(x, b, axis=a) for x, a in zip(batched, axes)]
+    _, pull = jax.vjp(on_diff(f, example), *[example[i] for i in diff])
+    per_example.append(pull(jax.tree_util.tree_map(lambda c: np.asarray(c)[b], cts)))
+for k, i in enumerate(diff):
+    parts = [np.asarray(p[k]) for p in per_example]
+    expected = sum(parts[1:], parts[0]) if axes[i] is None else np.stack(parts, axis=axes[i])
+    assert_close(grads[k], expected.astype(parts[0].dtype), f"cotangent of argument {{i}} (in_axes {{axes[i]}})")
+print("ok: jax.vjp(jax.vmap(f)) matches the per-example VJPs")
+'''
+
+_FLAT_PRIMAL = '''
+import inspect
+import re
+
+x = [draw(dtype, shape, domain) for dtype, shape, domain in SPECS]
+diff = [i for i, (dtype, _, _) in enumerate(SPECS) if is_float(dtype)]
+assert diff, "no floating-point argument to differentiate"
+RULE = getattr(TARGET, "bwd", None) or getattr(TARGET, "jvp", None)  # custom_vjp's bwd, custom_jvp's jvp rule
+
+
+def gradient(fn, i):
+    """jax.grad of the sum of fn's floating-point outputs with respect to argument i (the others fixed)."""
+    def total(y):
+        full = list(x)
+        full[i] = y
+        return sum(jnp.sum(jnp.real(v)) for v in jax.tree_util.tree_leaves(fn(*full)) if is_float(jnp.result_type(v)))
+    return np.asarray(jax.grad(total)(jnp.asarray(x[i])))
+
+
+def declared_surrogate(rule):
+    """The rule's def line says its derivative is a surrogate on purpose (an `intended[{code}]` comment)."""
+    try:
+        lines = inspect.getsourcelines(rule)[0]
+    except (OSError, TypeError):
+        return False
+    head = next((line for line in lines if line.lstrip().startswith("def ")), "")
+    return re.search(r"#.*\\bintended\\[[^\\]]*\\b{code}\\b", head) is not None
+
+
+for i in diff:
+    flat = gradient(lambda *a: f(*a, TARGET=TARGET.fun), i)  # autodiff of the undecorated primal
+    custom = gradient(f, i)
+    if np.all(flat == 0) and np.all(np.isfinite(custom)) and np.any(custom != 0) and not declared_surrogate(RULE):
+        raise AssertionError(
+            f"argument {{i}}: the custom derivative is {{np.array2string(custom, precision=4, threshold=12)}} where "
+            "the primal is flat (autodiff of TARGET.fun gives exactly 0): a surrogate (an estimator or a relaxation) "
+            "that its rule does not declare as intended")
+print("ok: the custom derivative is autodiff's wherever the primal is flat, or declared a surrogate")
+'''
+
 _JIT = '''
 x = [draw(dtype, shape, domain) for dtype, shape, domain in SPECS]
 expected = leaves(f(*x))
@@ -356,5 +444,5 @@ print("ok: jax.vmap gives the per-example shapes and dtypes with the batch axis"
 '''
 
 CHECKS = {"vmap": _VMAP, "abstract_vmap": _ABSTRACT_VMAP, "vjp": _VJP, "jvp": _JVP, "grad2": _GRAD2,
-           "vmap_grad": _VMAP_GRAD, "jit": _JIT,
+           "vmap_grad": _VMAP_GRAD, "vjp_vmap": _VJP_VMAP, "flat_primal": _FLAT_PRIMAL, "jit": _JIT,
            "call": _CALL, "lower": _LOWER, "legacy": _LEGACY}

@@ -84,7 +84,7 @@ def explain(rule: _rules.Rule) -> None:
     console.print(rule.summary)
     if rule.variant_of:
         console.print(variant_line(rule))
-    console.print(Markdown(rule.explanation))
+    console.print(Markdown(rule.explanation + _decision_section(rule)))
     for which, heading in (("bad", "Example"), ("good", "Use instead:")):
         path, text = rule.sample_path(which), rule.sample_text(which)
         if path is None or text is None:
@@ -98,6 +98,13 @@ def explain(rule: _rules.Rule) -> None:
             digits = len(str(len(lines)))
             sys.stdout.flush()
             console.file.write("".join(f"{i:>{digits}} {line}\n" for i, line in enumerate(lines, 1)))
+
+
+def _decision_section(rule: _rules.Rule, heading: str = "##") -> str:
+    """What a fix that stays text leaves to the user (`Rule.decision`); empty for a rule whose fix is computed."""
+    if not rule.decision:
+        return ""
+    return f"\n{heading} Fix\n\nThe fix stays text where it needs a design decision: {rule.decision}.\n"
 
 
 def _draws(rule: _rules.Rule, sep: str = ", ") -> str:
@@ -137,6 +144,8 @@ def rules_markdown(rules: list[_rules.Rule]) -> str:
                                               1), ""]
         parts += [f"Emitted by: {emitted_by(r)}.", ""]
         parts += ["### What it does", "", r.what, "", "### Why is this bad?", "", r.why]
+        if r.decision:
+            parts += _decision_section(r, "###").rstrip("\n").split("\n")
         for which, heading in (("bad", "Example"), ("good", "Use instead")):
             path, text = r.sample_path(which), r.sample_text(which)
             if path is None or text is None:

@@ -86,6 +86,8 @@ BATCHING_RULE_REFUSES: Rule[_fields.JXB014] = Rule(
             "statement, so the refusal looks deliberate; plain `jax.vmap` fails the same way.",
     fix="{fix} If the refusal is intended, say so in the primitive's documentation and suppress this warning "
         "with `# jaxdiag: ignore[JXB014]` on the rule's `def` line.",
+    decision="whether to support these batch dims (a batched computation in place of the raise) or to keep the "
+             "refusal on purpose (then suppress the warning)",
 )
 X64_ONLY_BATCHING: Rule[_fields.JXB015] = Rule(
     "JXB015", "x64-only-batching-defect", "warning",
@@ -98,6 +100,8 @@ X64_ONLY_BATCHING: Rule[_fields.JXB015] = Rule(
     "jxb015_bad.py", "jxb015_good.py",
     message=X64_ONLY_MESSAGE,
     fix=X64_ONLY_FIX,
+    decision="the dtype the rule computes in under x64 (the inputs' own, or a fixed 32-bit one), which is a choice "
+             "about your precision, not a mechanical edit",
 )
 MULTIPLE_RESULTS_STRUCTURE: Rule[_fields.JXB007] = Rule(
     "JXB007", "multiple-results-structure", "error",
@@ -140,6 +144,9 @@ UNBATCHED_OUTPUT_VARIES: Rule[_fields.JXB010] = Rule(
     "jxb010_bad.py", "jxb010_good.py",
     message="Output reported unbatched varies across examples: {evidence}",
     fix="{fix}",
+    decision="where no axis of the rule's output matches the per-example values (one that does is returned, as a "
+             "diff): whether this output is meant to differ per example (computed per example, batched) or to be "
+             "shared by the whole batch (computed from the unbatched operands only)",
 )
 OUT_AXES_TUPLE_FOR_LIST: Rule[_fields.JXB011] = Rule(
     "JXB011", "out-axes-tuple-for-list-output", "warning",
@@ -173,6 +180,9 @@ VMAP_RAISED: Rule[_fields.JXB013] = Rule(
     message="{variant_describe} raised {exc_error}, although {name} runs on each example.{also}{works}",
     fix="{vmap_raised_fix}",
     depends_on_values=False,
+    decision="how to write the operation vmap rejects (Python control flow on array values, a call that needs "
+             "concrete values) with batchable JAX operations such as jnp.where or lax.cond; jaxdiag sees the "
+             "error, not the semantics you want per example",
 )
 FFI_VMAP_METHOD_MISSING: Rule[_fields.JXB020] = Rule(
     "JXB020", "ffi-vmap-method-missing", "error",
@@ -241,6 +251,8 @@ OUT_OF_RANGE_INDEX_ONLY: Rule[_fields.JXB016] = Rule(
     message="{code} only at out-of-range index values ({values}); every in-range index agrees: {evidence}",
     fix="{fix}\nIf no caller passes such indices, declare the operand's range (e.g. `{spec}`), and this probe is "
         "not run.",
+    decision="whether out-of-range indices can reach this rule (then how it treats them: clip, fill or raise, as "
+             "the impl does) or never do (then declare the operand's range)",
 )
 BATCHED_VJP_MISMATCH: Rule[_fields.JXB017] = Rule(
     "JXB017", "batched-vjp-mismatch", "error",
@@ -255,6 +267,8 @@ BATCHED_VJP_MISMATCH: Rule[_fields.JXB017] = Rule(
     "jxb017_bad.py", "jxb017_good.py",
     message="vjp of vmap differs from the per-example VJPs: {evidence}",
     fix="{fix}",
+    decision="how the transpose rule reads the sizes it needs (from the axes the operand's data occupy whatever "
+             "batch axes are in front, or from the primitive's params); the formula is yours",
 )
 BATCHED_VJP_FAILS: Rule[_fields.JXB018] = Rule(
     "JXB018", "batched-vjp-fails", "error",
@@ -268,4 +282,6 @@ BATCHED_VJP_FAILS: Rule[_fields.JXB018] = Rule(
     message="vjp of vmap fails although vmap and the per-example VJPs work: {evidence}",
     fix="{fix}",
     depends_on_values=False,
+    decision="where the fix belongs: the batching rule (broadcast an unbatched operand to the full batch size) or "
+             "the transpose rule (sum each cotangent back to its operand's shape)",
 )

@@ -63,6 +63,9 @@ VS_LOOP_MESSAGE = "vmap differs from the per-example loop: {evidence}"
 X64_ONLY_MESSAGE = ("Only under x64 ({wide}): {original} {evidence} With {narrow} and x64 off the same check passes, "
                     "so this shows only when jax_enable_x64 is on.")
 X64_ONLY_FIX = "{fix} If your code never enables x64, this does not affect you."
+# How a fix that stays text names what only the user can decide (`Rule.decision`): one phrase, so a reader, a
+# script and the catalog tests find it in every such fix.
+DECISION_FIX = "{fix} Design decision: {decision}."
 
 
 def template_fields(template: str) -> set[str]:
@@ -111,6 +114,10 @@ class Rule(Emits[F]):
     # whose evidence comes from inputs jaxdiag synthesised (none declared, recorded or observed) is graded by
     # `_provenance`: at most INFERRED_MAX_SEVERITY, its message prefixed with INFERRED_MESSAGE.
     evidence_from_inputs: bool = True
+    # Why the fix stays text: the design decision it needs from the user, as one clause ("whether the difference
+    # is deliberate ... or a bug ..."), appended to every fix as DECISION_FIX. Empty when the fix is an edit jaxdiag
+    # computes from the evidence and verifies (`--diff`): then the rule's bad sample must get a verified diff.
+    decision: str = ""
 
     def __post_init__(self) -> None:
         assert self.severity in SEVERITIES, self.severity
@@ -154,6 +161,11 @@ class Rule(Emits[F]):
         path = self.sample_path(which)
         return path.read_text(encoding="utf-8") if path and path.is_file() else None
 
+    def rendered_fix(self, fields: dict[str, Any]) -> str:
+        """The fix template filled in, with the design decision it leaves to the user, if any."""
+        fix = self.fix.format(**fields)
+        return DECISION_FIX.format(fix=fix.rstrip(), decision=self.decision).strip() if self.decision else fix
+
     if not TYPE_CHECKING:  # mypy reads the typed overloads of `_fields.Emits` instead
         def finding(self, *, location: Location | None = None, **fields: Any) -> Finding:
             """A finding of this rule at the catalog's severity, its message and fix filled from `fields`."""
@@ -174,7 +186,7 @@ class Rule(Emits[F]):
             name=self.name,
             severity=self.severity,
             message=self.message.format(**fields),
-            fix=self.fix.format(**fields),
+            fix=self.rendered_fix(fields),
             location=location,
         )
 

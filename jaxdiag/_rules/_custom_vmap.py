@@ -53,6 +53,7 @@ VMAP_RESULT_MISMATCH: Rule[_fields.JXV004] = Rule(
     "jxv004_bad.py", "jxv004_good.py",
     message=VS_LOOP_MESSAGE,
     fix="{fix}",
+    decision="what the rule computes for each example (or batch-wide semantics declared intended)",
 )
 VMAP_RULE_RAISED: Rule[_fields.JXV005] = Rule(
     "JXV005", "custom-vmap-rule-error", "error",

@@ -30,6 +30,8 @@ TRANSPOSE_NOT_ADJOINT: Rule[_fields.JXG002] = Rule(
             "{tol:.0e}. Forward and reverse mode give different derivatives; jax.grad is silently wrong.",
     fix="Make {name} apply the transpose of the JVP's linear map (e.g. A.T @ ct for A @ t, the reverse "
         "of a cumsum for a cumsum, a sum over broadcast axes for a broadcast).",
+    decision="the transpose formula: jaxdiag measures that the rule is not the adjoint of the JVP but sees the "
+             "linear map only numerically, so it cannot write the adjoint",
 )
 TRANSPOSE_OUTPUT_STRUCTURE: Rule[_fields.JXG003] = Rule(
     "JXG003", "transpose-output-structure", "error",
@@ -64,6 +66,8 @@ TRANSPOSE_ASSUMES_LINEAR_ARG: Rule[_fields.JXG005] = Rule(
     message="{name} raised {text} when {which} is the linear (undefined) argument: {cause}",
     fix="In {name}, {remedy}",
     depends_on_values=False,
+    decision="which argument each branch of the transpose rule treats as linear (branch on ad.is_undefined_primal) "
+             "and the cotangent formula of each branch",
 )
 SYMBOLIC_ZERO_UNHANDLED: Rule[_fields.JXG006] = Rule(
     "JXG006", "symbolic-zero-unhandled", "error",
@@ -75,6 +79,8 @@ SYMBOLIC_ZERO_UNHANDLED: Rule[_fields.JXG006] = Rule(
     message="Symbolic zero not handled: {evidence}",
     fix="{fix}",
     depends_on_values=False,
+    decision="whether the rule keeps a symbolic zero symbolic (skips its term, cheaper) or instantiates it (a "
+             "zeros array of the primal's shape and dtype, simpler)",
 )
 JVP_OUTPUT_STRUCTURE: Rule[_fields.JXG007] = Rule(
     "JXG007", "jvp-output-structure", "error",
@@ -87,6 +93,8 @@ JVP_OUTPUT_STRUCTURE: Rule[_fields.JXG007] = Rule(
     message="JVP rule output has the wrong structure: {evidence}",
     fix="{fix}",
     depends_on_values=False,
+    decision="the tangent's values, which jaxdiag cannot write (they are your derivative); their structure, "
+             "shapes and tangent dtypes follow the primal output",
 )
 VJP_BWD_STRUCTURE: Rule[_fields.JXG010] = Rule(
     "JXG010", "vjp-bwd-structure", "error",
@@ -110,6 +118,8 @@ VJP_IGNORED_COTANGENT: Rule[_fields.JXG011] = Rule(
             "give the same gradients, although {name} depends on the inputs ({where}). So jax.grad through "
             "{name} is silently wrong: the gradient of sum({name}) is {parts}.",
     fix="{fix}",
+    decision="whether the ignored output is meant to be differentiable (then bwd adds the VJP of its cotangent) or "
+             "not (then stop its gradient in the primal)",
 )
 VJP_FWD_MISMATCH: Rule[_fields.JXG012] = Rule(
     "JXG012", "vjp-fwd-primal-mismatch", "error",
@@ -149,6 +159,8 @@ CUSTOM_DERIVATIVE_MISMATCH: Rule[_fields.JXG014] = Rule(
             "intended (gradient clipping, straight-through estimators, surrogate gradients); otherwise "
             "{consequence}.",
     fix="If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {owner}{where}; otherwise {correction}.",
+    decision="whether the difference is deliberate (a clipped, zeroed or straight-through gradient: then suppress "
+             "it) or a bug (then correct the derivative; a flipped sign or a constant factor gets a diff)",
 )
 CUSTOM_DERIVATIVE_WRONG: Rule[_fields.JXG024] = Rule(
     "JXG024", "custom-derivative-wrong", "error",
@@ -166,6 +178,8 @@ CUSTOM_DERIVATIVE_WRONG: Rule[_fields.JXG024] = Rule(
     message="{owner}'s {derivative} is wrong: {details}. The difference is not a clipped, zeroed or passed-through "
             "{derivative} (a sign or a factor off where {function} is smooth): {consequence}.",
     fix="Fix {owner}: {correction}; check the sign and the chain-rule factor.",
+    decision="the derivative formula, where no flipped sign or constant factor explains the difference (those get "
+             "a diff)",
 )
 NONDIFF_ARGNUMS_MISUSE: Rule[_fields.JXG015] = Rule(
     "JXG015", "nondiff-argnums-misuse", "error",
@@ -177,6 +191,8 @@ NONDIFF_ARGNUMS_MISUSE: Rule[_fields.JXG015] = Rule(
     "jxg015_bad.py", "jxg015_good.py",
     message="nondiff_argnums misused: {evidence}",
     fix="{fix}",
+    decision="which arguments are non-differentiable: an array argument leaves nondiff_argnums (its callers and "
+             "bwd's signature change) or stays static on purpose",
 )
 COMPOSITION_MISMATCH: Rule[_fields.JXG016] = Rule(
     "JXG016", "transform-composition-failure", "error",
@@ -187,6 +203,9 @@ COMPOSITION_MISMATCH: Rule[_fields.JXG016] = Rule(
     "jxg016_bad.py", "jxg016_good.py",
     message="Gradient fails or differs under a composed transformation: {evidence}",
     fix="{fix}",
+    decision="how to write the code that fails or differs under the composed transformation with operations "
+             "that compose (jax.numpy in place of host code, loop bounds that stay static): jaxdiag sees the "
+             "failure, not the computation you intend",
 )
 DERIVATIVE_RULE_RAISED: Rule[_fields.JXG017] = Rule(
     "JXG017", "derivative-rule-raised", "error",
@@ -197,6 +216,7 @@ DERIVATIVE_RULE_RAISED: Rule[_fields.JXG017] = Rule(
     message="Derivative rule failed: {evidence}",
     fix="{fix}",
     depends_on_values=False,
+    decision="what the rule computes for the arguments it raised on: its signature and body",
 )
 DERIVATIVE_RULE_REFUSES: Rule[_fields.JXG025] = Rule(
     "JXG025", "derivative-rule-refuses", "warning",
@@ -211,6 +231,8 @@ DERIVATIVE_RULE_REFUSES: Rule[_fields.JXG025] = Rule(
             "statement, so the refusal looks deliberate; plain `jax.grad` fails the same way.",
     fix="{fix} If the refusal is intended, say so where the function is documented and suppress this warning "
         "with `# jaxdiag: ignore[JXG025]` on the rule's `def` line.",
+    decision="whether to support differentiation there (a derivative formula in place of the raise) or to keep the "
+             "refusal on purpose (then suppress the warning)",
 )
 X64_ONLY_DIFFERENTIATION: Rule[_fields.JXG026] = Rule(
     "JXG026", "x64-only-derivative-defect", "warning",
@@ -234,6 +256,8 @@ JVP_NOT_LINEAR: Rule[_fields.JXG020] = Rule(
     "jxg020_bad.py", "jxg020_good.py",
     message="JVP rule not linear in the tangents: {evidence}",
     fix="{fix}",
+    decision="the linear tangent formula: jaxdiag shows the tangent is not linear in the input tangents but not "
+             "which term makes it so",
 )
 JVP_PRIMAL_MISMATCH: Rule[_fields.JXG021] = Rule(
     "JXG021", "jvp-primal-mismatch", "error",
@@ -243,6 +267,8 @@ JVP_PRIMAL_MISMATCH: Rule[_fields.JXG021] = Rule(
     "jxg021_bad.py", "jxg021_good.py",
     message="JVP rule's primal differs from the function: {evidence}",
     fix="{fix}",
+    decision="which of the two computes the intended value, the function or the rule's primal output; jaxdiag sees "
+             "only that they differ",
 )
 FLOAT0_TANGENT_UNHANDLED: Rule[_fields.JXG022] = Rule(
     "JXG022", "float0-tangent-unhandled", "error",
@@ -256,6 +282,8 @@ FLOAT0_TANGENT_UNHANDLED: Rule[_fields.JXG022] = Rule(
     fix="In {rule}, ignore the tangents of {ints_2} (they are always zero), or mark the argument in "
         "nondiff_argnums.",
     depends_on_values=False,
+    decision="whether the integer argument is non-differentiable (mark it in nondiff_argnums, which changes the "
+             "rule's signature) or stays a primal argument whose float0 tangent the rule ignores",
 )
 VJP_DROPPED_ARGUMENT_GRADIENT: Rule[_fields.JXG018] = Rule(
     "JXG018", "vjp-dropped-argument-gradient", "warning",
@@ -271,6 +299,8 @@ VJP_DROPPED_ARGUMENT_GRADIENT: Rule[_fields.JXG018] = Rule(
     fix="Return the VJP with respect to {name} from {bwd}; if {name} is deliberately not differentiated, "
         "say so with jax.lax.stop_gradient in the primal or suppress with `# jaxdiag: ignore[JXG018]` on "
         "the def line of {bwd}.",
+    decision="whether the argument is meant to be differentiated (then bwd returns its VJP) or deliberately not "
+             "(then stop its gradient in the primal, or suppress the warning)",
 )
 SECOND_ORDER_MISMATCH: Rule[_fields.JXG019] = Rule(
     "JXG019", "second-order-mismatch", "warning",
@@ -284,6 +314,8 @@ SECOND_ORDER_MISMATCH: Rule[_fields.JXG019] = Rule(
     "jxg019_bad.py", "jxg019_good.py",
     message="Second derivatives differ from the numerical ones: {evidence}",
     fix="{fix}",
+    decision="how the rule itself is differentiated: written with differentiable jax.numpy operations, or given "
+             "its own custom rule for the next order",
 )
 # Not a variant of JXG019: a failure is another defect than a mismatch, and a suppressed deliberate mismatch
 # (`# jaxdiag: ignore[JXG019]`, which that rule's fix suggests) must not hide second derivatives that fail.
@@ -313,6 +345,8 @@ DERIVATIVE_NONFINITE: Rule[_fields.JXG027] = Rule(
     "jxg027_bad.py", "jxg027_good.py",
     message="{owner}'s {derivative} is NaN/inf where {reference} is finite: {details}. {consequence}.",
     fix="{fix}",
+    decision="how the rule treats the entries where it gives NaN or inf: a formula safe at every entry (jnp.where "
+             "on the inputs, not on the outputs) or a symbolic zero kept symbolic",
 )
 REFERENCE_NONFINITE: Rule[_fields.JXG028] = Rule(
     "JXG028", "reference-nonfinite", "info",
@@ -326,6 +360,8 @@ REFERENCE_NONFINITE: Rule[_fields.JXG028] = Rule(
             "where {owner} is finite (e.g. index {index}: autodiff {ref_value}, {owner} {got_value}); those "
             "entries were compared with finite differences only.",
     fix="Nothing to fix if {owner} exists to avoid the NaN of the primal's autodiff.",
+    decision="whether the custom rule exists to avoid the primal's non-finite autodiff (then nothing changes) or "
+             "the primal should be differentiable there",
 )
 SOLVE_NOT_INVERSE: Rule[_fields.JXG029] = Rule(
     "JXG029", "solve-not-inverse", "error",
@@ -339,6 +375,7 @@ SOLVE_NOT_INVERSE: Rule[_fields.JXG029] = Rule(
     message="{solve} does not invert {matvec} in custom_linear_solve: {evidence}. The gradient assumes "
             "matvec(solve(matvec, b)) == b, so jax.grad through this solve is silently wrong.",
     fix="Make {solve} return x with {matvec}(x) == b for every right-hand side b{hint}.",
+    decision="a solve that inverts matvec: another solver, which jaxdiag cannot write",
 )
 TRANSPOSE_SOLVE_NOT_INVERSE: Rule[_fields.JXG030] = Rule(
     "JXG030", "transpose-solve-not-inverse", "error",
@@ -352,6 +389,8 @@ TRANSPOSE_SOLVE_NOT_INVERSE: Rule[_fields.JXG030] = Rule(
     message="{solve} does not invert the transpose of {matvec} in custom_linear_solve: {evidence}. jax.grad and "
             "jax.vjp through this solve are silently wrong (forward mode uses solve and stays right).",
     fix="{fix}",
+    decision="a transpose_solve that solves with the transposed matrix (its first argument is the transposed "
+             "matvec), or symmetric=True if the matrix is in fact symmetric",
 )
 SYMMETRIC_MATVEC_NOT_SYMMETRIC: Rule[_fields.JXG031] = Rule(
     "JXG031", "symmetric-solve-not-symmetric", "error",
@@ -364,6 +403,8 @@ SYMMETRIC_MATVEC_NOT_SYMMETRIC: Rule[_fields.JXG031] = Rule(
             "mode then solves with the matrix instead of its transpose, so jax.grad is silently wrong.",
     fix="Drop `symmetric=True` and pass a `transpose_solve` that solves with the transposed matrix (its first "
         "argument is the transposed matvec), or make {matvec} symmetric.",
+    decision="whether the matrix is meant to be symmetric (then make matvec symmetric) or not (then drop "
+             "symmetric=True and pass a transpose_solve)",
 )
 ROOT_SOLVE_INCONSISTENT: Rule[_fields.JXG032] = Rule(
     "JXG032", "custom-root-inconsistent", "error",
@@ -379,6 +420,8 @@ ROOT_SOLVE_INCONSISTENT: Rule[_fields.JXG032] = Rule(
     message="custom_root's {role} {name} is inconsistent with f: {evidence}. The implicit-function gradient "
             "assumes it, so jax.grad through this root is silently wrong.",
     fix="{fix}",
+    decision="a solve that returns a root, or a tangent_solve that solves the linearized system it is given: "
+             "another solver, which jaxdiag cannot write",
 )
 FLAT_PRIMAL_SURROGATE: Rule[_fields.JXG033] = Rule(
     "JXG033", "flat-primal-surrogate-derivative", "warning",
@@ -402,6 +445,8 @@ FLAT_PRIMAL_SURROGATE: Rule[_fields.JXG033] = Rule(
             "jax.grad returns a derivative the primal does not have.",
     fix="If {owner} implements an estimator or a surrogate on purpose, add `# jaxdiag: intended[JXG033]` to its def "
         "line{where}; otherwise make {function} depend on {name} through differentiable operations.",
+    decision="whether the derivative is an estimator or a surrogate on purpose (then mark the rule intended) or "
+             "the primal lost a dependence it should have (then make it differentiable)",
 )
 JVP_IGNORES_ARGUMENT: Rule[_fields.JXG034] = Rule(
     "JXG034", "jvp-ignores-argument", "warning",
@@ -419,4 +464,6 @@ JVP_IGNORES_ARGUMENT: Rule[_fields.JXG034] = Rule(
             "constant (a hyperparameter), or jax.jvp and jax.grad with respect to {name} are silently zero.",
     fix="If {name} is never differentiated on purpose, make that explicit: move it to nondiff_argnums, or add "
         "`# jaxdiag: intended[JXG034]` to the def line of {rule}{where}; otherwise add the term for {name}'s tangent.",
+    decision="whether the argument is meant to be differentiated (then add its tangent term) or not (then "
+             "nondiff_argnums or the intended marker)",
 )

@@ -34,6 +34,8 @@ MISSING_ABSTRACT_EVAL: Rule[_fields.JXR002] = Rule(
     fix="{fix}",
     depends_on_values=False,
     evidence_from_inputs=False,
+    decision="which output shapes and dtypes the primitive has for every input shape and params: a new abstract "
+             "evaluation rule, where jaxdiag saw the impl's outputs only for the shapes it ran",
 )
 ABSTRACT_EVAL_MISMATCH: Rule[_fields.JXR003] = Rule(
     "JXR003", "abstract-eval-mismatch", "error",
@@ -92,6 +94,8 @@ MISSING_JVP_RULE: Rule[_fields.JXR006] = Rule(
         "or `ad.primitive_jvps[prim] = rule` with rule(primals, tangents, **params) -> (primal_out, "
         "tangent_out).",
     depends_on_values=False,
+    decision="whether the primitive is differentiated at all (then a JVP rule with its derivative, which jaxdiag "
+             "cannot write) or never (then nothing to register)",
 )
 MISSING_TRANSPOSE_RULE: Rule[_fields.JXR007] = Rule(
     "JXR007", "missing-transpose-rule", "warning",
@@ -109,6 +113,8 @@ MISSING_TRANSPOSE_RULE: Rule[_fields.JXR007] = Rule(
         "use `ad.deflinear2`.",
     depends_on_values=False,
     evidence_from_inputs=False,
+    decision="the transpose of the JVP's linear map (one cotangent per linear argument), or a JVP rule that does "
+             "not bind the primitive on the tangent",
 )
 REMOVED_JAX_API: Rule[_fields.JXR008] = Rule(
     "JXR008", "removed-jax-api", "error",
@@ -133,6 +139,7 @@ WRONG_RULE_SIGNATURE: Rule[_fields.JXR009] = Rule(
     fix="{fix}",
     depends_on_values=False,
     evidence_from_inputs=False,
+    decision="the signature the rule takes (the one JAX calls it with) and how its body uses the arguments",
 )
 LOWERING_MISMATCH: Rule[_fields.JXR010] = Rule(
     "JXR010", "lowering-mismatch", "error",
@@ -143,6 +150,8 @@ LOWERING_MISMATCH: Rule[_fields.JXR010] = Rule(
     "jxr010_bad.py", "jxr010_good.py",
     message="jit disagrees with the impl: {evidence}",
     fix="{fix}",
+    decision="which of the two is right, the lowering or the eager impl; jaxdiag sees only that jit and eager "
+             "results differ",
 )
 TARGET_RAISED: Rule[_fields.JXR011] = Rule(
     "JXR011", "target-raised", "error",

@@ -23,6 +23,8 @@ SHARDED_RESULT_MISMATCH: Rule[_fields.JXS001] = Rule(
     "jxs001_bad.py", "jxs001_good.py",
     message="Wrong results under sharding: {evidence}",
     fix="{fix}",
+    decision="how the operation treats a sharded dimension: partitioned with the collectives it needs, or declared "
+             "gathered",
 )
 PARTITION_SHARDING_MISMATCH: Rule[_fields.JXS002] = Rule(
     "JXS002", "partition-output-sharding-mismatch", "error",
@@ -37,6 +39,8 @@ PARTITION_SHARDING_MISMATCH: Rule[_fields.JXS002] = Rule(
     "jxs002_bad.py", "jxs002_good.py",
     message="`partition` returns another result sharding than the declared one: {evidence}",
     fix="{fix}",
+    decision="which result sharding partition returns and computes: the declared one, or the one its lowered "
+             "function produces",
 )
 SHARDING_RULE_NOT_PASSTHROUGH: Rule[_fields.JXS003] = Rule(
     "JXS003", "sharding-rule-not-passthrough", "error",
@@ -52,6 +56,8 @@ SHARDING_RULE_NOT_PASSTHROUGH: Rule[_fields.JXS003] = Rule(
     "jxs003_bad.py", "jxs003_good.py",
     message="The sharding_rule passes a mixed dimension through: {evidence}",
     fix="{fix}",
+    decision="whether the dimension passes through (then the op must not mix values along it) or is mixed (then "
+             "declare it so in sharding_rule)",
 )
 SHARD_MAP_RULE_MISSING: Rule[_fields.JXS004] = Rule(
     "JXS004", "shard-map-rule-missing", "error",
@@ -70,6 +76,7 @@ SHARD_MAP_RULE_MISSING: Rule[_fields.JXS004] = Rule(
     fix="{fix}",
     depends_on_values=False,
     evidence_from_inputs=False,
+    decision="the replication or varying-axes rule the primitive needs under shard_map on this JAX version",
 )
 SHARDED_CALL_GATHERS: Rule[_fields.JXS005] = Rule(
     "JXS005", "sharded-call-gathers", "warning",
@@ -83,6 +90,8 @@ SHARDED_CALL_GATHERS: Rule[_fields.JXS005] = Rule(
     "jxs005_bad.py", "jxs005_good.py",
     message="XLA gathers the operands of an opaque call: {evidence}",
     fix="{fix}",
+    decision="whether the gather is acceptable, or the call gets a sharding-aware form (custom_partitioning, or "
+             "shard_map around it)",
 )
 PARTITION_CALLBACK_RAISED: Rule[_fields.JXS006] = Rule(
     "JXS006", "partition-callback-raised", "error",
@@ -96,6 +105,8 @@ PARTITION_CALLBACK_RAISED: Rule[_fields.JXS006] = Rule(
     message="A custom_partitioning callback raised: {evidence}",
     fix="{fix}",
     depends_on_values=False,
+    decision="what partition does for the input sharding its callback raised on: support it, or declare another "
+             "sharding",
 )
 PARTITION_RESULT_RESHARDED: Rule[_fields.JXS007] = Rule(
     "JXS007", "partition-result-resharded", "warning",
@@ -112,6 +123,8 @@ PARTITION_RESULT_RESHARDED: Rule[_fields.JXS007] = Rule(
     "jxs007_bad.py", "jxs007_good.py",
     message="`partition` returns another result sharding than the declared one, reconciled by XLA: {evidence}",
     fix="{fix}",
+    decision="whether partition returns the declared result sharding (no collectives) or the declaration changes "
+             "to match it",
 )
 SHARDING_RULE_GATHERS: Rule[_fields.JXS008] = Rule(
     "JXS008", "sharding-rule-passthrough-gathered", "warning",
@@ -129,6 +142,8 @@ SHARDING_RULE_GATHERS: Rule[_fields.JXS008] = Rule(
     "jxs008_bad.py", "jxs008_good.py",
     message="The sharding_rule passes a mixed dimension through, and `partition` gathers it: {evidence}",
     fix="{fix}",
+    decision="whether the dimension is gathered (then declare it so in sharding_rule) or partition handles it "
+             "without a gather",
 )
 SHARD_MAP_GRAD_UNSUMMED: Rule[_fields.JXS009] = Rule(
     "JXS009", "shard-map-grad-unsummed", "error",
@@ -144,4 +159,6 @@ SHARD_MAP_GRAD_UNSUMMED: Rule[_fields.JXS009] = Rule(
     "jxs009_bad.py", "jxs009_good.py",
     message="grad through shard_map is silently wrong: {evidence}",
     fix="{fix}",
+    decision="the output's varying mesh axes in the abstract eval (those of its operands), or a psum where the "
+             "primitive reduces over them",
 )
