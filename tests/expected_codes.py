@@ -29,6 +29,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -271,10 +272,15 @@ def sample_files() -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def findings(name: str) -> tuple[tuple[str, str, str | None, int | None], ...]:
-    """(code, severity, path, line) of every finding of `jaxdiag check samples/<name>`, run once in this process
-    from the repository root. The JXB02x samples call FFI kernels that `ffi_build` compiles and registers."""
+def sample_run(name: str) -> tuple[Any, list[str]]:
+    """(the report of `jaxdiag check samples/<name> --show-jaxpr`, what the run left changed in JAX's whole state),
+    run once per process from the repository root: the sample table, the marked lines, the state restore and the
+    60-column rendering (tests/test_samples_table.py) all read this one run. The JXB02x samples call FFI kernels
+    that `ffi_build` compiles and registers."""
+    import jax_state
+
     from jaxdiag._jobs._lint import check_paths
+    from jaxdiag._loading._targets import load_module
 
     if name.startswith("jxb02"):
         import ffi_build
@@ -283,9 +289,18 @@ def findings(name: str) -> tuple[tuple[str, str, str | None, int | None], ...]:
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        report = check_paths([f"samples/{name}"], keep_going=True)
+        module = load_module(str(SAMPLES / name))  # its own registrations happen here, before the snapshot
+        before = jax_state.whole_state(module)
+        report = check_paths([f"samples/{name}"], keep_going=True, show_jaxpr=True)
+        leaks = jax_state.changes(before, jax_state.whole_state(module))
     finally:
         os.chdir(cwd)
+    return report, leaks
+
+
+def findings(name: str) -> tuple[tuple[str, str, str | None, int | None], ...]:
+    """(code, severity, path, line) of every finding of `jaxdiag check samples/<name>`."""
+    report = sample_run(name)[0]
     # a problem (an import failure) rides along as a pseudo-finding of severity "problems", without a location
     return tuple((f.code, f.severity, f.location.path if f.location else None, f.location.line if f.location else None)
                  for f in report.findings) + tuple((p.kind, "problems", None, None) for p in report.problems)

@@ -355,10 +355,6 @@ def test_a_transpose_rule_is_called_once_per_grad_evaluation(monkeypatch):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _sample_files() -> list[str]:
-    return sorted(p.name for p in SAMPLES.glob("*.py") if p.name not in ("__init__.py",))
-
-
 FAST_SAMPLES = ["jxb001_bad.py", "jxg002_bad.py", "jxv002_bad.py", "jxr008_bad.py"]
 
 
@@ -404,10 +400,8 @@ def test_jax_state_is_restored_around_representative_samples(name):
     _state_is_restored_around(name)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n in _sample_files() if n not in FAST_SAMPLES])
-def test_jax_state_is_restored_around_every_sample(name):
-    _state_is_restored_around(name)
+# Every other sample: the sample table compares JAX's whole state around its one run of each sample
+# (tests/test_samples_table.py, `expected_codes.sample_run`).
 
 
 def test_the_snapshot_sees_every_patch():

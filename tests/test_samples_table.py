@@ -18,6 +18,8 @@ from expected_codes import (
     location_differences,
     observed,
     sample_files,
+    sample_run,
+    SAMPLES,
 )
 
 import jaxdiag
@@ -44,16 +46,37 @@ def kernels_for(request):
     return need
 
 
-# One test per sample checks both the codes and their lines: `findings()` runs the sample once per process, and two
-# tests of the same sample could land in the two xdist workers and run it twice.
+# One test per sample reads one run of it (`sample_run`, once per process): two tests of the same sample could land
+# in the two xdist workers and run it twice.
 @pytest.mark.parametrize("name", _params(sample_files()))
-def test_sample_reports_exactly_the_expected_codes_at_the_marked_lines(name, kernels_for):
+def test_sample_reports_the_expected_codes_at_the_marked_lines_and_restores_jax(name, kernels_for):
+    """The codes of the table; each error and warning at its marked line; JAX's whole state (every config option,
+    every rule registry, the patchable classes, the sample's objects: tests/jax_state.py, not jaxdiag's own
+    snapshot) as before the run; and the text report at 60 columns with every marked faulty line shown whole."""
     kernels_for(name)
     lines = differences(name, expected_for(name), observed(name))
     assert not lines, "\n".join(lines + [HINT])
     # JXS markers are reported by `jaxdiag sharding` (tests/test_sharding.py checks them there), not by `check`.
     lines = [] if name.startswith("jxs") else location_differences(name)
     assert not lines, "\n".join(lines)
+    report, leaks = sample_run(name)
+    assert not leaks, f"samples/{name}: the run left JAX's state changed: {leaks}"
+    if name.endswith("_bad.py"):
+        _fits_60_columns(name, report)
+
+
+def _fits_60_columns(name, report):
+    """What `COLUMNS=60 jaxdiag check samples/<name> --show-jaxpr` draws (the CLI's own renderer at that width;
+    tests/test_terminal_fit.py runs the CLI end to end on a few samples)."""
+    from markers import markers
+    from terminal_fit import WIDTH, assert_fits, assert_line_visible, render
+
+    out = render(report, WIDTH)
+    assert_fits(out)
+    shown = {int(m) for m in re.findall(rf"samples/{re.escape(name)}:(\d+) in ", out)}
+    marked = {line for lines in markers(SAMPLES / name).values() for line in lines}
+    for line in sorted(shown & marked):  # every marked line a finding points at (JAX releases differ in which)
+        assert_line_visible(out, SAMPLES / name, line)
 
 
 def test_marker_check_catches_a_moved_finding(monkeypatch):
