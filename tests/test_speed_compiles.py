@@ -237,12 +237,15 @@ def test_same_program_as_jit_only_for_the_very_same_program() -> None:
     assert not _compat.same_program_as_jit(ran, lambda v: jax.jit(f)(v) + 1.0, [x])
 
 
-def test_fused_program_is_reused_only_for_the_very_same_program() -> None:
+def test_fused_program_is_reused_only_for_the_very_same_program(monkeypatch: pytest.MonkeyPatch) -> None:
     """A re-check of the same subject reuses the jitted fused program (no compilation: eager operations are cached
     per shape too); two primitives printed alike (same name) but with other impls never share one."""
     from jax.extend.core import Primitive
 
     from jaxdiag._checks._batching import _fused
+
+    # an empty table: the programs of the tests before could fill it up to its bound, which empties it
+    monkeypatch.setattr(_fused, "_PROGRAMS", {})
 
     def twin(scale: float) -> Any:
         prim = Primitive("twin")
