@@ -261,13 +261,9 @@ def test_signals_stop_the_child_and_leave_no_temporary_folder(signum, code, word
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == code and stderr == f"jaxdiag: error: {word}\n", stderr
-    deadline = time.monotonic() + 15  # the worker sees its parent gone within a second; a loaded machine is slower
-    while [p for p in scratch.iterdir() if not p.name.startswith("pymp-")] and time.monotonic() < deadline:
-        time.sleep(0.2)
-    left = sorted(scratch.iterdir())
-    assert [p for p in left if not p.name.startswith("pymp-")] == []  # jaxdiag's own folders: always removed
-    if left:  # a known gap, timing-dependent: the killed child's worker fork server leaves its socket folder
-        pytest.xfail(f"multiprocessing's socket folder of a killed child's fork server is left: {left}")
+    # the parent kills the child's whole process group before removing the run's folder, so nothing is left at once:
+    # not the folder (a worker still writing would put it back), not multiprocessing's socket folders
+    assert sorted(scratch.iterdir()) == []
 
 
 @pytest.mark.slow

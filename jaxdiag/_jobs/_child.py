@@ -27,12 +27,15 @@ def main(conn: Any, job: Any) -> None:
     from .._harness import user_interrupts
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(os, "setpgid"):  # a group of its own: the parent kills it with every process it starts, at once
+        os.setpgid(0, 0)
     _parallel.exit_with_parent()
     _capture(job.capture)
     os.chdir(job.cwd)
     sys.path[:] = job.sys_path
     _environment(job.env)
     os.environ["JAXDIAG_RUN_DIR"] = job.run_dir  # scratch folders go there: the parent removes it on any exit
+    _multiprocessing_folder(job.run_dir)
     user_interrupts(True)
 
     def send(message: tuple[str, Any]) -> None:
@@ -51,6 +54,18 @@ def main(conn: Any, job: Any) -> None:
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
         os._exit(0)
+
+
+def _multiprocessing_folder(run_dir: str) -> None:
+    """multiprocessing's own temporary folder (the socket of the workers' fork server) inside the run's folder:
+    this process ends with `os._exit`, which skips multiprocessing's clean-up, and the parent removes the run's
+    folder however this process ends."""
+    import multiprocessing
+
+    folder = os.path.join(run_dir, "mp")  # short: a socket path has a length limit
+    os.makedirs(folder, exist_ok=True)
+    config = vars(multiprocessing.current_process())["_config"]  # the process's settings, a private dict
+    config["tempdir"] = folder  # where multiprocessing.util.get_temp_dir puts its folder
 
 
 def _environment(env: dict[str, str]) -> None:

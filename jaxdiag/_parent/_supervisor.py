@@ -219,11 +219,51 @@ def _wait(proc: Any, receive: Any, timeout: float | None, progress: Progress | N
 def _stop(proc: Any, grace: float) -> None:
     """The child exits by itself right after its answer (within `grace`); otherwise (a hang, the time limit,
     Ctrl-C) it is killed at once: it has nothing left to say, and must not print into the user's terminal while
-    this process removes its folder. `check`'s workers follow within a second (they watch their parent)."""
+    this process removes its folder. Then every process the child started (`check`'s workers, their fork server)
+    is killed with it: they share its process group, and one still writing into the run's folder would put it
+    back after it was removed."""
     proc.join(grace)
     if proc.is_alive():
         proc.kill()
         proc.join()
+    _kill_group(proc.pid)
+
+
+# Seconds to wait for the killed processes of the child's group to be gone, before the run's folder is removed.
+GROUP_EXIT_SECONDS = 10.0
+
+
+def _kill_group(pgid: int | None) -> None:
+    """Kill the child's process group (the child made itself its leader, `_child.main`) and wait until none of it
+    runs any more: a process killed in the middle of a write finishes that write first."""
+    if pgid is None or not hasattr(os, "killpg"):
+        return
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # the group is empty (or the number is another user's now)
+        return
+    deadline = time.monotonic() + GROUP_EXIT_SECONDS
+    while _group_runs(pgid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _group_runs(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs (zombies, which wait for whoever adopted them to reap them,
+    do not). Where /proc is missing, a short wait stands in."""
+    if not os.path.isdir("/proc/self"):
+        time.sleep(0.2)
+        return False
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:  # it ended while we looked
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def _stopped_report(job: Job, stopped: dict[str, Any], exitcode: int | None, output: str) -> Report:
