@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import monitoring
@@ -115,6 +116,31 @@ def test_check_batching_compiles_every_variant_in_one_program(compiles, monkeypa
     eager = compiles(lambda: reports.append(jaxdiag.check_batching(prim, *_inputs((4, 3), (3,)))))
     assert all(r.ok for r in reports)
     assert fused <= 3 < eager, f"check_batching compiled {fused} programs fused, {eager} eagerly"
+
+
+@jax.custom_vjp
+def _looped_softplus(x):  # ten steps of a tenth: softplus, through a loop whose body is a new closure per call
+    def step(total, _):
+        return total + 0.1 * jnp.log1p(jnp.exp(x)), None
+
+    return jax.lax.scan(step, jnp.zeros_like(x), None, length=10)[0]
+
+
+_looped_softplus.defvjp(lambda x: (_looped_softplus(x), x), lambda x, g: (g * jax.nn.sigmoid(x),))
+
+
+def test_finite_differences_of_a_looping_primal_compile_it_once_per_precision(compiles, monkeypatch) -> None:
+    # Eagerly, the scan's body is traced and compiled again at every finite-difference point (6 per direction in
+    # float32, 2 in float64); one program per precision instead, with the same report
+    from jaxdiag._checks._gradref import _compiled
+
+    reports: list[jaxdiag.Report] = []
+    once = compiles(lambda: reports.append(jaxdiag.check_grad(_looped_softplus, *_inputs((3,)))))
+    monkeypatch.setattr(_compiled, "ENABLED", False)
+    eager = compiles(lambda: reports.append(jaxdiag.check_grad(_looped_softplus, *_inputs((3,)))))
+    assert reports[0].ok and reports[0].to_dict()["targets"][0]["findings"] == reports[1].to_dict()["targets"][0][
+        "findings"]
+    assert once * 4 < eager * 3, f"check_grad compiled {once} programs with the primal compiled once, {eager} eagerly"
 
 
 def test_device_array_compiles_nothing(compiles) -> None:

@@ -45,14 +45,14 @@ if TYPE_CHECKING:
     from ._jaxprs import (
         FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, eager_semantics, eqn_source_function,
         eqn_source_line, ffi, foreign_call_target, is_foreign_call, index_operand_bounds, input_dependent_operands,
-        iter_eqns, jaxpr_as_fun, same_program_as_jit, sub_jaxprs, vmap_method_none_raises, vmap_method_of,
-        with_vmap_methods,
+        iter_eqns, jaxpr_as_fun, recompiles_eagerly, same_program_as_jit, sub_jaxprs, vmap_method_none_raises,
+        vmap_method_of, with_vmap_methods,
     )
     from ._registries import (
         _batching_table, abstract_eval_rule, batching_rule, batching_rule_is_fancy, batching_rule_leading_args,
         drop_registrations_since, has_abstract_eval, has_batching_rule, has_impl, has_lowering, impl,
         is_builtin_primitive, jvp_rule, lowering_rule, registered_rules, registration_keys, rule_registries,
-        transpose_rule,
+        transpose_rule, user_impl,
     )
     from ._state import (
         apply_environment_flags, compilation_cache, global_state, restore_global_state, restore_jax_state,
@@ -86,12 +86,12 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "_jaxprs": ("FOREIGN_CALL_PRIMITIVES", "SEQUENTIAL_VMAP_METHODS", "axis_size_of", "eager_semantics",
         "eqn_source_function",
         "eqn_source_line", "ffi", "foreign_call_target", "index_operand_bounds", "input_dependent_operands",
-        "is_foreign_call", "iter_eqns", "jaxpr_as_fun", "same_program_as_jit", "sub_jaxprs",
+        "is_foreign_call", "iter_eqns", "jaxpr_as_fun", "recompiles_eagerly", "same_program_as_jit", "sub_jaxprs",
         "vmap_method_none_raises", "vmap_method_of", "with_vmap_methods"),
     "_registries": ("_batching_table", "abstract_eval_rule", "batching_rule", "batching_rule_is_fancy",
         "batching_rule_leading_args", "drop_registrations_since", "has_abstract_eval", "has_batching_rule",
         "has_impl", "has_lowering", "impl", "is_builtin_primitive", "jvp_rule", "lowering_rule", "registered_rules",
-        "registration_keys", "rule_registries", "transpose_rule"),
+        "registration_keys", "rule_registries", "transpose_rule", "user_impl"),
     "_state": ("apply_environment_flags", "compilation_cache", "global_state", "restore_global_state",
         "restore_jax_state", "restored_sys_path", "snapshot_jax_state", "state_changes", "x64_scope"),
     "_platform": ("accelerator_only_lowering", "is_platform_error", "lowering_platforms"),
@@ -204,6 +204,8 @@ __all__ = [
     "resolve_positional",
     "apply_environment_flags",
     "eager_semantics",
+    "recompiles_eagerly",
+    "user_impl",
     "global_state",
     "restore_global_state",
     "restore_jax_state",

@@ -337,6 +337,16 @@ def index_operand_bounds(closed: Any) -> dict[int, int]:
 _COMPILED_EAGERLY = frozenset({"pjit", "jit", "scan", "while", "cond", "shard_map", "xla_pmap"})
 
 
+# Loops and branches: an eager call traces their bodies again and compiles them as a new program each time (their
+# jaxprs are new objects, the compile cache's key), so a function with one is expensive to call many times eagerly.
+_RECOMPILED_EAGERLY = frozenset({"scan", "while", "cond"})
+
+
+def recompiles_eagerly(closed: Any) -> bool:
+    """Whether calling the function `closed` was traced from compiles part of it again on every eager call."""
+    return any(eqn.primitive.name in _RECOMPILED_EAGERLY for eqn in iter_eqns(closed))
+
+
 def eager_semantics(closed: Any, impls: Callable[[Any], Callable | None]) -> Callable[..., list] | None:
     """A function evaluating `closed` (a traced program) on its arguments the way JAX runs it eagerly: a top-level
     equation of a primitive for which `impls(prim)` gives an impl is computed by that impl (eagerly, bind calls the

@@ -12,6 +12,7 @@ from jax._src.interpreters import ad as _ad
 from jax._src.interpreters import batching as _batching
 from jax._src.interpreters import mlir as _mlir
 from .._core._locate import is_user_code
+from ._base import is_primitive
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -115,6 +116,13 @@ def has_abstract_eval(prim: Any) -> bool:
 
 def impl(prim: Any) -> Callable | None:
     return vars(prim).get("impl")
+
+
+def user_impl(prim: Any) -> Callable | None:
+    """The impl an eager bind of `prim` runs, for the user's primitives (JAX's own compute the same either way)."""
+    if not is_primitive(prim) or is_builtin_primitive(prim):
+        return None
+    return impl(prim)
 
 
 def abstract_eval_rule(prim: Any) -> Callable | None:

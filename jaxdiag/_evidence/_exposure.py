@@ -227,7 +227,21 @@ def first_sentences(text: str, limit: int = 200) -> str:
     return kept
 
 
-_SOURCE = re.compile(r"\s*#\s+(?P<path>[^#]+?):(?P<line>\d+)(?::\d+)?\s+\((?P<fn>[^)]*)\)\s*$")
+_SOURCE = re.compile(r"#\s+(?P<path>[^#]+?):(?P<line>\d+)(?::\d+)?\s+\((?P<fn>[^)]*)\)\s*$")
+
+
+def _source_comment(raw: str) -> re.Match[str] | None:
+    """JAX's `# file:line:col (fn)` comment at the end of a jaxpr line. Matched from the line's last `#` (a path
+    here never holds one): a search over the whole line backtracks at every position of a 10,000-character
+    equation (a solve's jaxprs printed in its params), seconds per jaxpr."""
+    start = raw.rfind("#")
+    return _SOURCE.match(raw, start) if start >= 0 else None
+
+
+def _without_empty_comment(raw: str) -> str:
+    """The line without a `#` JAX left with no source after it (and the padding before it)."""
+    line = raw.rstrip()
+    return line[:-1].rstrip() if line.endswith("#") else line
 
 
 def mark_and_truncate(text: str, primitive_name: str = "", limit: int = MAX_LINES) -> str:
@@ -237,8 +251,8 @@ def mark_and_truncate(text: str, primitive_name: str = "", limit: int = MAX_LINE
     out: list[str] = []
     marked: list[int] = []
     for raw in text.splitlines():
-        match = _SOURCE.search(raw)
-        line = raw[:match.start()].rstrip() if match else raw.rstrip()
+        match = _source_comment(raw)
+        line = raw[:match.start()].rstrip() if match else _without_empty_comment(raw)
         user = match is not None and _is_user_file(match.group("path"))
         if user:
             assert match is not None

@@ -165,7 +165,7 @@ def _compiled(closed: Any) -> Callable | None:
     """The jitted eager-semantics evaluation of `closed`; the one of an earlier check when its program is the very
     same (a re-check or a fresh draw of the same subject), so that JAX's jit cache spares compiling it again, as
     eager operations are cached per shape."""
-    evaluate = _compat.eager_semantics(closed, _user_impl)
+    evaluate = _compat.eager_semantics(closed, _compat.user_impl)
     if evaluate is None:
         return None
     text, identities = str(closed.jaxpr), _identities(closed)
@@ -183,7 +183,7 @@ def _identities(closed: Any) -> list[Any]:
     out: list[Any] = []
     for eqn in _compat.iter_eqns(closed):
         prim = eqn.primitive
-        out += [prim, _user_impl(prim), _compat.lowering_rule(prim)]
+        out += [prim, _compat.user_impl(prim), _compat.lowering_rule(prim)]
         out += [v for v in eqn.params.values() if callable(v) and not isinstance(v, (_compat.Jaxpr,
                                                                                      _compat.ClosedJaxpr))]
     return out
@@ -204,10 +204,3 @@ def _same_consts(a: list[Any], b: list[Any]) -> bool:
         if left.dtype != right.dtype or left.shape != right.shape or not np.array_equal(left, right):
             return False
     return True
-
-
-def _user_impl(prim: Any) -> Callable | None:
-    """The impl eager binding of `prim` runs, for the user's primitives (JAX's own compute the same either way)."""
-    if not _compat.is_primitive(prim) or _compat.is_builtin_primitive(prim):
-        return None
-    return _compat.impl(prim)

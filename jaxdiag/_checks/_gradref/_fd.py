@@ -2,7 +2,8 @@
 `FDResult`), first in the inputs' own precision, escalated to float64 where that is inconclusive.
 
 The native difference reuses the programs the primal already compiled; a float64 evaluation compiles every
-operation of the primal again. So each direction is first differenced in the inputs' precision, Richardson-
+operation of the primal again (a primal with loops or branches is one compiled program per precision instead,
+`_compiled`). So each direction is first differenced in the inputs' precision, Richardson-
 extrapolated from the steps h, h/2 and h/4, with an error bound per entry (`richardson`, docs/speed.md). It is
 kept only where that bound is `NATIVE_MARGIN` times below the comparison tolerance relative to the entry itself;
 anywhere else (an entry near zero, a function value large against its change over the step, a kink inside the step,
@@ -22,6 +23,7 @@ import numpy as np
 
 from ... import _compat
 from ..._loading._numerics import FD_EPS
+from ._compiled import CompiledPrimal
 from ._values import EPS_F64, all_finite, close, grad_tol, is_float0, is_inexact, primal_tol, quiet_call, to_f64
 
 if TYPE_CHECKING:  # only annotations: `_state` imports this module
@@ -83,6 +85,7 @@ class FiniteDifferences:
 
     def __init__(self, st: GradState):
         self.st = st
+        self.primal = CompiledPrimal(st.call_primal)  # every point through one program where that spares compiles
         self.cache: dict[tuple, FDResult | None] = {}
         self.low_precision = False
         self.native_keys: set[tuple] = set()  # the directions differenced in the inputs' precision
@@ -122,7 +125,7 @@ class FiniteDifferences:
                     values.append(a.value)
                 else:
                     values.append(_compat.device_array(np.asarray(a.value)))
-            out, exc = quiet_call(self.st.call_primal, values)
+            out, exc = quiet_call(self.primal, values)
             if exc is not None:
                 return None
             leaves = jax.tree_util.tree_leaves(out)
@@ -132,7 +135,7 @@ class FiniteDifferences:
 
     def _evaluate_native(self, shifted: dict[int, np.ndarray]) -> list[np.ndarray] | None:
         values = self.st.values({p: _compat.device_array(v.astype(self.st.args[p].dtype)) for p, v in shifted.items()})
-        out, exc = quiet_call(self.st.call_primal, values)
+        out, exc = quiet_call(self.primal, values)
         if exc is not None:
             return None
         return [to_f64(x) for x in jax.tree_util.tree_leaves(out)]

@@ -1,0 +1,72 @@
+"""The primal as one compiled program, for the many evaluations finite differences make (`_fd`).
+
+Called eagerly, a primal with a loop or a branch (`lax.scan`, `while_loop`, `cond`, the solves built on them)
+traces their bodies again and compiles them as a new XLA program on every call: each finite-difference point
+(six per direction in the inputs' precision, two or four in float64) paid a compile. Such a primal is traced once
+per precision and input types into one jitted program that every point reuses. It computes what the eager call
+computes: the user's primitives bound at its top level run their impls, as eagerly (`_compat.eager_semantics`).
+
+A primal without loops or branches stays eager (its operations' programs are cached per shape already, and a
+program of its own would be one compile more), and so does one that cannot be traced or compiled: the eager call
+then gives the value, or the error, it always gave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from ... import _compat
+from ..._harness import call_user
+
+Call = Callable[[Sequence[Any]], Any]
+ENABLED = True  # tests switch it off to compare with the eager evaluations
+
+
+class CompiledPrimal:
+    """`call(values)` (full positional values; those without a dtype are static) through one jitted program per
+    precision and input types where that spares compiles, eagerly otherwise."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.programs: dict[tuple, Callable[..., Any] | None] = {}
+
+    def __call__(self, values: Sequence[Any]) -> Any:
+        arrays = [i for i, v in enumerate(values) if hasattr(v, "dtype")]
+        key = (_compat.x64_enabled(), *((i, np.shape(values[i]), str(values[i].dtype)) for i in arrays))
+        if key not in self.programs:
+            self.programs[key] = self._program(values, arrays) if ENABLED else None
+        program = self.programs[key]
+        if program is not None:
+            ran = call_user(program, *[values[i] for i in arrays])
+            if ran.error is None:
+                return ran.value
+            self.programs[key] = None  # it fails where the eager call may not: the eager call decides
+        return self.call(values)
+
+    def _program(self, values: Sequence[Any], arrays: list[int]) -> Callable[..., Any] | None:
+        fixed = list(values)
+        tree: list[Any] = []
+
+        def flat(*xs: Any) -> list[Any]:
+            full = list(fixed)
+            for i, x in zip(arrays, xs):
+                full[i] = x
+            leaves, treedef = jax.tree_util.tree_flatten(self.call(full))
+            tree[:] = [treedef]
+            return leaves
+
+        traced = call_user(jax.make_jaxpr(flat), *[values[i] for i in arrays])
+        if traced.error is not None:  # not traceable (Python control flow on values, ...): stays eager
+            return None
+        closed = traced.value
+        if not _compat.recompiles_eagerly(closed):
+            return None
+        evaluate = _compat.eager_semantics(closed, _compat.user_impl)
+        if evaluate is None:
+            return None
+        jitted = _compat.own_jit(evaluate)
+        return lambda *xs: jax.tree_util.tree_unflatten(tree[0], jitted(*xs))
