@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import importlib.util
 import io
 import multiprocessing
@@ -345,14 +344,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{examples_name}: examples are stale: run `python scripts/docs_tables.py --examples-only`",
                   file=sys.stderr)
             return 1
+        from _generated import check_current  # beside this script (its folder leads sys.path when it runs)
+
         if table == current:
             print(f"{table_name} and {examples_name} are up to date (jax {jax.__version__}, {seconds:.0f} s)")
-            return 0
-        diff = difflib.unified_diff(current.splitlines(), table.splitlines(), f"{table_name} (checked in)",
-                                    f"{table_name} (generated)", lineterm="")
-        print("\n".join(diff))
-        print(f"the table in {table_name} is stale: run `python scripts/docs_tables.py` and commit it", file=sys.stderr)
-        return 1
+        return check_current(current, table, str(table_name), "generated",
+                             f"the table in {table_name} is stale: run `python scripts/docs_tables.py` and commit it")
     doc = doc.replace(doc[doc.find(BEGIN):doc.find(END)], f"{BEGIN}\n{table}\n", 1)
     TABLE_DOC.write_text(doc, encoding="utf-8")
     EXAMPLES_DOC.write_text(replace_examples(examples_doc), encoding="utf-8")

@@ -10,7 +10,6 @@ Run it after adding a rule or changing a template's `{fields}`, then annotate th
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from pathlib import Path
 
@@ -115,13 +114,10 @@ def main() -> int:
     if not args.check:
         TARGET.write_text(text, encoding="utf-8")
         return 0
-    if current == text:
-        return 0
-    diff = difflib.unified_diff(current.splitlines(), text.splitlines(), f"{TARGET.name} (checked in)",
-                                f"{TARGET.name} (from the catalog)", lineterm="")
-    print("\n".join(diff))
-    print(f"{TARGET.relative_to(ROOT)} is stale: {COMMAND}", file=sys.stderr)
-    return 1
+    from _generated import check_current  # beside this script (its folder leads sys.path when it runs)
+
+    stale = f"{TARGET.relative_to(ROOT)} is stale: {COMMAND}"
+    return check_current(current, text, TARGET.name, "from the catalog", stale)
 
 
 if __name__ == "__main__":

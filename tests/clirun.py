@@ -39,3 +39,21 @@ def flat(text: str) -> str:
     for border in "│╭╮╰╯─":
         text = text.replace(border, " ")
     return " ".join(text.split())
+
+
+def check_json(target: str, app_dir: Any) -> tuple[int, dict]:
+    """`jaxdiag check TARGET --app-dir APP_DIR --format json --no-cache`: (exit code, the JSON report); a run that
+    is neither clean, nor findings, nor unverified targets fails the test."""
+    import json
+
+    from jaxdiag._parent._cli import app
+
+    result = Runner().invoke(app, ["check", target, "--app-dir", str(app_dir), "--format", "json", "--no-cache"])
+    assert result.exit_code in (0, 1, 5), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def only_target(data: dict) -> dict:
+    """The one target of a JSON report that is not a module."""
+    (target,) = [t for t in data["targets"] if t["kind"] != "module"]
+    return target

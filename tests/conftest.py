@@ -32,6 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # helpers (ffi_build, 
 # on an idle machine and a cheaper fast test covers its feature; `python -m pytest -q --durations=30` shows the next
 # candidates. The fast tier runs every JXB/JXG/JXR/JXV rule's bad sample and the JXB rules' good samples; the JXG good
 # samples (checked to second order) and most JXS pairs run in the slow tier only, which CI runs too.
+# Within the slow tier, a test repeated over every sample where a few representatives cover each of its code paths
+# (the per-sample repro and diff sweeps) also carries `@pytest.mark.sweep`: CI runs `-m "slow and not sweep"` to stay
+# under 20 minutes, `-m slow` runs everything (before a release, and after changing what a sweep covers), and
+# scripts/fix_coverage.py measures the same sweep over every bad sample.
 
 
 # The test session's own JAX compilation cache: the tests check many small targets that compile the same small

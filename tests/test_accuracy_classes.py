@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -22,27 +21,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from clirun import Runner as CliRunner  # stdout/stderr apart on every click
+from clirun import check_json, only_target
 
 import jaxdiag
 from jaxdiag._core._errors import dependency_failure
 from jaxdiag._jobs._doc_examples import documented_call
-from jaxdiag._parent._cli import app
 from tests.markers import expect_line
 
-runner = CliRunner()
 DATA = Path(__file__).parent / "data"
 
 
 def check(target: str) -> tuple[int, dict]:
-    result = runner.invoke(app, ["check", target, "--app-dir", str(DATA), "--format", "json", "--no-cache"])
-    assert result.exit_code in (0, 1, 5), result.output
-    return result.exit_code, json.loads(result.stdout)
-
-
-def only_target(data: dict) -> dict:
-    (target,) = [t for t in data["targets"] if t["kind"] != "module"]
-    return target
+    return check_json(target, DATA)
 
 
 def load(path: Path):

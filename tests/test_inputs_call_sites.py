@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
+from clirun import check_json, only_target
 
 from jaxdiag._parent._cli import app
 
@@ -17,14 +18,7 @@ DATA = Path(__file__).parent / "data"
 
 
 def check(module: str) -> tuple[int, dict]:
-    result = runner.invoke(app, ["check", module, "--app-dir", str(DATA), "--format", "json", "--no-cache"])
-    assert result.exit_code in (0, 1, 5), result.output
-    return result.exit_code, json.loads(result.stdout)
-
-
-def only_target(data: dict) -> dict:
-    (target,) = [t for t in data["targets"] if t["kind"] != "module"]
-    return target
+    return check_json(module, DATA)
 
 
 def call_site_note(target: dict) -> dict:

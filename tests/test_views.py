@@ -75,9 +75,17 @@ def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
 KNOWN_REPRO_GAPS: dict[str, str] = {}
 
 
+# The samples whose repro runs in CI: one per script template and target kind (vmap vs the loop, vjp of vmap, an FFI
+# call, a primitive's JVP, a function's VJP, vmap of grad, second order, a reverse-mode solve, a flat primal, a
+# registration under jit, custom_vmap). The rest is the sweep (`-m slow`; scripts/fix_coverage.py measures it too).
+REPRO_REPRESENTATIVES = {"jxb001", "jxb017", "jxb020", "jxg001", "jxg014", "jxg016", "jxg019", "jxg030", "jxg033",
+                         "jxr003", "jxv001"}
+
+
 def _repro_marks(name: str) -> list:
     gap = KNOWN_REPRO_GAPS.get(name)
-    return _fixes_marks(name) + ([pytest.mark.xfail(reason=gap, strict=True)] if gap else [])
+    sweep = [] if name in REPRO_REPRESENTATIVES else [pytest.mark.sweep]
+    return _fixes_marks(name) + sweep + ([pytest.mark.xfail(reason=gap, strict=True)] if gap else [])
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_repro_marks(n)) for n in BAD])

@@ -127,21 +127,28 @@ for k, (a, e, axis) in enumerate(zip(actual, expected, out_axes)):
 print("ok: jax.vmap matches the per-example loop")
 '''
 
-_DERIV_COMMON = '''
-x = [draw(dtype, shape, domain) for dtype, shape, domain in SPECS]
+# The floating-point arguments (`diff`), and a function of some arguments only: shared by the derivative scripts.
+_FLOAT_ARGS = '''
 diff = [i for i, (dtype, _, _) in enumerate(SPECS) if is_float(dtype)]
 assert diff, "no floating-point argument to differentiate"
 
 
-def restricted(which, xs):
-    """The target as a function of the arguments in `which` only (the others fixed at their values)."""
+def restricted(which, xs, fn=None):
+    """fn (the target by default) as a function of the arguments in `which` only (the others fixed at their values
+    in xs)."""
+    fn = f if fn is None else fn
+
     def g(*ys):
         full = list(xs)
         for i, y in zip(which, ys):
             full[i] = y
-        return f(*full)
+        return fn(*full)
     return g
+'''
 
+_DERIV_COMMON = '''
+x = [draw(dtype, shape, domain) for dtype, shape, domain in SPECS]
+''' + _FLOAT_ARGS + '''
 
 def in_float64(fn, *args):
     """fn(*args) with x64 enabled and float arguments widened (a precise finite-difference reference)."""
@@ -298,26 +305,14 @@ for (dtype, shape, domain), axis in zip(SPECS, axes):
         batched.append(draw(dtype, shape, domain))
     else:
         batched.append(np.moveaxis(draw(dtype, shape, domain, (B,)), 0, axis))
-diff = [i for i, (dtype, _, _) in enumerate(SPECS) if is_float(dtype)]
-assert diff, "no floating-point argument to differentiate"
-
-
-def on_diff(fn, xs):
-    """fn as a function of the floating-point arguments only (the others fixed at their values in xs)."""
-    def g(*ys):
-        full = list(xs)
-        for i, y in zip(diff, ys):
-            full[i] = y
-        return fn(*full)
-    return g
-
+''' + _FLOAT_ARGS + '''
 
 def cotangent(o):  # a different cotangent per example (float0 for an integer output)
     o = np.asarray(o)
     return draw(o.dtype, o.shape, "normal") if is_float(o.dtype) else np.zeros(o.shape, jax.dtypes.float0)
 
 
-out, pullback = jax.vjp(on_diff(jax.vmap(f, in_axes=IN_AXES), batched), *[batched[i] for i in diff])
+out, pullback = jax.vjp(restricted(diff, batched, jax.vmap(f, in_axes=IN_AXES)), *[batched[i] for i in diff])
 cts = jax.tree_util.tree_map(cotangent, out)
 grads = pullback(cts)  # JAX's own error here when the transpose rule gets shapes it cannot handle
 
@@ -326,7 +321,7 @@ grads = pullback(cts)  # JAX's own error here when the transpose rule gets shape
 per_example = []
 for b in range(B):
     example = [x if a is None else np.take(x, b, axis=a) for x, a in zip(batched, axes)]
-    _, pull = jax.vjp(on_diff(f, example), *[example[i] for i in diff])
+    _, pull = jax.vjp(restricted(diff, example), *[example[i] for i in diff])
     per_example.append(pull(jax.tree_util.tree_map(lambda c: np.asarray(c)[b], cts)))
 for k, i in enumerate(diff):
     parts = [np.asarray(p[k]) for p in per_example]
@@ -340,8 +335,7 @@ import inspect
 import re
 
 x = [draw(dtype, shape, domain) for dtype, shape, domain in SPECS]
-diff = [i for i, (dtype, _, _) in enumerate(SPECS) if is_float(dtype)]
-assert diff, "no floating-point argument to differentiate"
+''' + _FLOAT_ARGS + '''
 RULE = getattr(TARGET, "bwd", None) or getattr(TARGET, "jvp", None)  # custom_vjp's bwd, custom_jvp's jvp rule
 
 
