@@ -31,8 +31,16 @@ EDIT_ADDS = {"jxb020": re.compile(r"vmap_method=\"(sequential|sequential_unrolle
              "jxv005": re.compile(r"= \w+ if \w+_batched else jnp\.broadcast_to\(")}
 
 
+# The fixable samples whose diff CI verifies end to end: each edit kind EDIT_ADDS pins, a return structure and a
+# registration (the unit tests below build each other edit); the rest is the sweep (`-m slow`, and
+# scripts/fix_coverage.py).
+DIFF_REPRESENTATIVES = {*FAST, *EDIT_ADDS, "jxg010", "jxr003"}
+
+
 def _marks(name: str) -> list:
-    return [] if name in FAST else [pytest.mark.slow]
+    if name in FAST:
+        return []
+    return [pytest.mark.slow] + ([] if name in DIFF_REPRESENTATIVES else [pytest.mark.sweep])
 
 
 def test_every_bad_sample_is_classified():
