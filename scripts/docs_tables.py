@@ -10,7 +10,13 @@ For every catalog rule with a bad sample (`samples/<code>_bad.py`):
     python scripts/docs_tables.py            # rewrite the table and the examples
     python scripts/docs_tables.py --print    # print the table, write nothing
     python scripts/docs_tables.py --check    # exit 1 with a diff if the table or an example is stale
+    python scripts/docs_tables.py --check --rows-from-tests   # CI: the slow tier compares the rows
     python scripts/docs_tables.py --examples-only   # rewrite only the `--diff` / `--show-jaxpr` examples
+
+The slow tier runs every sample anyway (`jaxdiag check` in tests/test_samples_table.py, `jaxdiag sharding` on the
+JXS ones in tests/test_sharding.py) and compares each row with that run (`row_cells`, `jaxdiag_cell`, `row_line`);
+`--rows-from-tests` trusts those rows as the doc holds them and checks the rest (the header, the set and order of
+rows, the examples and docs/cli.md's options table), so CI does not run every bad sample twice.
 
 The examples (blocks `<!-- example:NAME -->` in docs/fixes.md) come from running those commands on the samples.
 
@@ -47,8 +53,8 @@ VERSION_RE = re.compile(r"with jax ([0-9][0-9A-Za-z.+-]*)")
 
 # Rules that `jaxdiag check` does not report with its defaults, and the command (and API options) that does, e.g.
 # `"JXG019": ("grad --order 2", {"order": 2})` (no longer needed: `check` runs the second-order check).
-SPECIAL_COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {
-    f"JXS00{n}": ("sharding", {}) for n in range(1, 10)}  # `check` runs them only with `sharding = true`
+# The JXS rules are reported by `jaxdiag sharding` (`check` runs it only with `sharding = true`): `sharding_rows`.
+SPECIAL_COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {}
 
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -99,14 +105,20 @@ def first_sentence(text: str) -> str:
     return text
 
 
-def load_sample(name: str) -> ModuleType:
-    """Import samples/<name> under a private module name (the FFI kernels the JXB02x samples call are built and
-    registered by tests/ffi_build.py first)."""
+def _register_ffi_kernels(name: str) -> None:
+    """The JXB02x samples call FFI kernels (built and registered by tests/ffi_build.py; without them the samples
+    fall back to callbacks, and the rows would say so)."""
     if name.startswith("jxb02"):
         sys.path.insert(0, str(SAMPLES.parent / "tests"))
         import ffi_build
 
         ffi_build.register()
+
+
+def load_sample(name: str) -> ModuleType:
+    """Import samples/<name> under a private module name (the FFI kernels the JXB02x samples call are built and
+    registered by tests/ffi_build.py first)."""
+    _register_ffi_kernels(name)
     path = SAMPLES / name
     spec = importlib.util.spec_from_file_location(f"_jax_says_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
@@ -143,30 +155,53 @@ def what_jaxdiag_says(code: str, name: str) -> tuple[str, str]:
 
     with _in_root(), _quiet(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        command, options = f"check samples/{name}", {}
-        if code in SPECIAL_COMMANDS:
-            command, options = SPECIAL_COMMANDS[code]
-            module = load_sample(name)
-            findings = []
-            for attr, config in getattr(module, "JAXDIAG", {}).items():
-                api = (jaxdiag.check_sharding if code.startswith("JXS") else
-                       jaxdiag.check_grad if code.startswith("JXG") else jaxdiag.check_batching)
-                report = api(f"samples/{name}:{attr}", *config.get("args", []), **options,
-                             **config.get("params", {}))
-                findings += report.findings
-            command = f"{command} samples/{name}:…"
-        else:
-            findings = check_paths([f"samples/{name}"], keep_going=True).findings
+        if code not in SPECIAL_COMMANDS:
+            _register_ffi_kernels(name)
+            return jaxdiag_cell(code, check_paths([f"samples/{name}"], keep_going=True).findings), \
+                f"check samples/{name}"
+        command, options = SPECIAL_COMMANDS[code]
+        findings = []
+        for attr, config in getattr(load_sample(name), "JAXDIAG", {}).items():
+            api = jaxdiag.check_grad if code.startswith("JXG") else jaxdiag.check_batching
+            report = api(f"samples/{name}:{attr}", *config.get("args", []), **options, **config.get("params", {}))
+            findings += report.findings
+    return jaxdiag_cell(code, findings), f"{command} samples/{name}:…"
+
+
+def sharding_rows(codes: list[str]) -> list[tuple[str, str, str, str, str]]:
+    """`_row` for the JXS rules, whose findings come from `jaxdiag sharding` on the targets each bad sample's
+    `JAXDIAG` dict names: every sample in one child process on the default mesh (as `check_sharding` runs each, and
+    a child per sample costs a JAX start-up each)."""
+    from jaxdiag._core._filtering import Filter
+    from jaxdiag._mesh._sharding import DEFAULT_MESH, run_in_child
+    from jaxdiag._rules import rule
+
+    names = {code: rule(code).bad_sample for code in codes}
+    entries = [{"ref": f"samples/{name}:{attr}", "args": list(config.get("args", [])),
+                "params": dict(config.get("params", {}))}
+               for name in names.values() for attr, config in getattr(load_sample(name), "JAXDIAG", {}).items()]
+    with _in_root(), _quiet(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = Filter((), ()).apply(run_in_child(entries, DEFAULT_MESH))
+    made = []
+    for code, name in names.items():
+        findings = [f for t in report.targets if t.target.split(":")[0] == f"samples/{name}" for f in t.findings]
+        made.append(row_cells(code, name, jaxdiag_cell(code, findings)) + (f"sharding samples/{name}:…",))
+    return made
+
+
+def jaxdiag_cell(code: str, findings: list[Any]) -> str:
+    """The "jaxdiag says" cell: the first sentence of the finding for `code` among a run's findings, or why
+    there is none."""
     hit = next((f for f in findings if f.code == code), None)
     if hit is None:
         from jaxdiag._rules import CHECK_SKIPPED
 
         skipped = next((f for f in findings if f.code == CHECK_SKIPPED.code and code in f.message), None)
         if skipped is not None:
-            return _trim(_clean(f"({CHECK_SKIPPED.code}) {first_sentence(skipped.message)}"), JAXDIAG_WIDTH), command
-        return f"(not reported on this JAX release: {', '.join(sorted({f.code for f in findings})) or 'no finding'})", \
-            command
-    return _trim(_clean(first_sentence(hit.message)), JAXDIAG_WIDTH), command
+            return _trim(_clean(f"({CHECK_SKIPPED.code}) {first_sentence(skipped.message)}"), JAXDIAG_WIDTH)
+        return f"(not reported on this JAX release: {', '.join(sorted({f.code for f in findings})) or 'no finding'})"
+    return _trim(_clean(first_sentence(hit.message)), JAXDIAG_WIDTH)
 
 
 def _cell(text: str, code: bool = False) -> str:
@@ -179,22 +214,34 @@ def _cell(text: str, code: bool = False) -> str:
 
 
 def _row(code: str) -> tuple[str, str, str, str, str]:
+    from jaxdiag._rules import rule
+
+    r = rule(code)
+    ours, command = what_jaxdiag_says(r.code, r.bad_sample)
+    return row_cells(r.code, r.bad_sample, ours) + (command,)
+
+
+def row_cells(code: str, name: str, ours: str) -> tuple[str, str, str, str]:
+    """(code and name, the plain-JAX call, what JAX says, what jaxdiag says) for the rule `code` whose bad sample
+    is `name`, given jaxdiag's cell."""
     from jax_says import JAX_SAYS
 
     from jaxdiag._rules import rule
 
-    r = rule(code)
-    call = (JAX_SAYS[r.code].__doc__ or "").strip()
-    jax_text = what_jax_says(r.code, r.bad_sample)
-    ours, command = what_jaxdiag_says(r.code, r.bad_sample)
-    return (f"`{r.code}` {r.name}", call, jax_text, ours, command)
+    call = (JAX_SAYS[code].__doc__ or "").strip()
+    return (f"`{code}` {rule(code).name}", call, what_jax_says(code, name), ours)
 
 
-def rows() -> list[tuple[str, str, str, str, str]]:
-    """(code and name, the plain-JAX call, what JAX says, what jaxdiag says, jaxdiag command) per bad sample.
+def row_line(rule: str, call: str, jax_text: str, ours: str, command: str) -> str:
+    """One row of the table, as the doc holds it."""
+    extra = "" if command.startswith("check ") else f" (`jaxdiag {command}`)"
+    jax_cell = _cell(jax_text) if jax_text.startswith("nothing") else _cell(jax_text, code=True)
+    return f"| {rule} | {call.replace('|', chr(92) + '|')} | {jax_cell} | {_cell(ours)}{extra} |"
 
-    The samples are shared between two processes, one per core (`spawn`ed: JAX is not fork-safe); each row depends
-    only on its own sample, so the table is the same as from one process, in half the time."""
+
+def table_codes() -> list[str]:
+    """The rules the table has a row for, in catalog order: those with a bad sample, variants excepted (a variant,
+    the same defect in another command, shares its base rule's sample and row)."""
     from jax_says import JAX_SAYS
 
     from jaxdiag._rules import iter_rules
@@ -202,22 +249,58 @@ def rows() -> list[tuple[str, str, str, str, str]]:
     codes = []
     for r in iter_rules():
         if not r.bad_sample or not (SAMPLES / r.bad_sample).is_file() or r.variant_of:
-            continue  # a variant (the same defect in another command) shares its base rule's sample and row
+            continue
         if r.code not in JAX_SAYS:
             raise SystemExit(f"scripts/jax_says.py has no repro for {r.code} ({r.bad_sample}): add one")
         codes.append(r.code)
-    workers = min(2, os.cpu_count() or 1)
+    return codes
+
+
+def checked_by_the_tests(code: str) -> bool:
+    """Whether the slow tier compares `code`'s row with a run it makes anyway (`--check --rows-from-tests` trusts
+    such rows): `jaxdiag check samples/<code>_bad.py` in tests/test_samples_table.py, and for the JXS rules
+    `jaxdiag sharding` on every JXS sample in tests/test_sharding.py."""
+    return code not in SPECIAL_COMMANDS
+
+
+def doc_rows(block: str) -> dict[str, str]:
+    """{code: row line} of the table block as the doc holds it."""
+    rows = {}
+    for line in block.splitlines():
+        found = re.match(r"\| `(JX[A-Z]\d{3})`", line)
+        if found:
+            rows[found.group(1)] = line
+    return rows
+
+
+def rows(trusted: dict[str, str] | None = None) -> list[str]:
+    """The table's row lines, one per bad sample (`table_codes`). With `trusted` ({code: line}), the rows that
+    are `checked_by_the_tests` are taken from it as they are (a missing one is left out, so the table compares
+    stale) and only the others are computed.
+
+    The samples are shared between two processes, one per core (`spawn`ed: JAX is not fork-safe); each row depends
+    only on its own sample, so the table is the same as from one process, in half the time."""
+    codes = table_codes()
+    todo = [c for c in codes if trusted is None or not checked_by_the_tests(c)]
+    sharded = [c for c in todo if c.startswith("JXS")]
+    todo = [c for c in todo if c not in sharded]
+    workers = min(2, os.cpu_count() or 1, len(todo) or 1)
     if workers == 1:
-        return [_row(code) for code in codes]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(_row, codes))
+        computed = [_row(code) for code in todo]
+    else:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            computed = list(pool.map(_row, todo))
+    computed += sharding_rows(sharded) if sharded else []
+    made = {code: row_line(*row) for code, row in zip(todo + sharded, computed)}
+    if trusted is not None:
+        made.update({c: trusted[c] for c in codes if c not in made and c in trusted})
+    return [made[c] for c in codes if c in made]
 
 
-def render() -> str:
+def render(trusted: dict[str, str] | None = None) -> str:
     import jax
     import jaxlib
 
-    body = rows()
     lines = [
         f"Generated by `python scripts/docs_tables.py` from `samples/<code>_bad.py` with jax {jax.__version__} "
         f"(jaxlib {getattr(jaxlib, '__version__', '?')}); CI fails if it is stale (`--check`, on that release; on "
@@ -228,11 +311,7 @@ def render() -> str:
         "| Rule | You run (plain JAX) | JAX says | jaxdiag says |",
         "|---|---|---|---|",
     ]
-    for rule, call, jax_text, ours, command in body:
-        extra = "" if command.startswith("check ") else f" (`jaxdiag {command}`)"
-        jax_cell = _cell(jax_text) if jax_text.startswith("nothing") else _cell(jax_text, code=True)
-        lines.append(f"| {rule} | {call.replace('|', chr(92) + '|')} | {jax_cell} | {_cell(ours)}{extra} |")
-    return "\n".join(lines)
+    return "\n".join(lines + rows(trusted))
 
 
 # The examples of docs/fixes.md: (command line after `jaxdiag`, what to show: "stdout" or the JSON field of the
@@ -306,7 +385,13 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true", help="exit 1 with a diff if the table or an example is stale")
     mode.add_argument("--print", action="store_true", help="print the table instead of writing it")
     mode.add_argument("--examples-only", action="store_true", help="rewrite only the --diff/--show-jaxpr examples")
+    parser.add_argument("--rows-from-tests", action="store_true",
+                        help="with --check: take the rows made by `jaxdiag check samples/<code>_bad.py` as the doc "
+                             "holds them, since the slow tier's sample table compares each with its own run of that "
+                             "sample (tests/test_samples_table.py); check the rest")
     args = parser.parse_args(argv)
+    if args.rows_from_tests and not args.check:
+        parser.error("--rows-from-tests goes with --check")
 
     if not _options_table_current(write=not (args.check or args.print)) and args.check:
         return 1
@@ -334,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{jax.__version__}, whose messages may differ. Not checked (run on jax {recorded.group(1)}).")
             return 0
     start = time.perf_counter()
-    table = render()
+    table = render(doc_rows(current or "") if args.rows_from_tests else None)
     seconds = time.perf_counter() - start
     if args.print:
         print(table)

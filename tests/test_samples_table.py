@@ -7,7 +7,10 @@ Running every sample is the slow tier; the fast tier runs one bad/good pair per 
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
+import jax
 import pytest
 from expected_codes import (
     EXPECTED,
@@ -24,6 +27,7 @@ from expected_codes import (
 
 import jaxdiag
 
+ROOT = Path(__file__).resolve().parent.parent
 HINT = "if the change is intended, regenerate the table and review its diff: python -m tests.expected_codes --update"
 
 
@@ -63,6 +67,7 @@ def test_sample_reports_the_expected_codes_at_the_marked_lines_and_restores_jax(
     assert not leaks, f"samples/{name}: the run left JAX's state changed: {leaks}"
     if name.endswith("_bad.py"):
         _fits_60_columns(name, report)
+        _docs_table_rows_say_what_this_run_says(name, report)
 
 
 def _fits_60_columns(name, report):
@@ -77,6 +82,35 @@ def _fits_60_columns(name, report):
     marked = {line for lines in markers(SAMPLES / name).values() for line in lines}
     for line in sorted(shown & marked):  # every marked line a finding points at (JAX releases differ in which)
         assert_line_visible(out, SAMPLES / name, line)
+
+
+def _docs_tables():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import docs_tables
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return docs_tables
+
+
+def _docs_table_rows_say_what_this_run_says(name, report):
+    """docs/jax-vs-jaxdiag.md's row for the rule whose bad sample this is holds what plain JAX says now and the
+    first sentence of this run's finding: CI's `scripts/docs_tables.py --check --rows-from-tests` trusts these rows
+    rather than run every sample a second time. Compared on the JAX release the table was generated with only
+    (JAX's messages change between releases)."""
+    tables = _docs_tables()
+    block = tables._block(tables.TABLE_DOC.read_text(encoding="utf-8")) or ""
+    recorded = tables.VERSION_RE.search(block)
+    if recorded is None or recorded.group(1) != jax.__version__:
+        return
+    rows = tables.doc_rows(block)
+    for code in tables.table_codes():
+        if jaxdiag.RULES[code].bad_sample != name or code.startswith("JXS"):
+            continue
+        cells = tables.row_cells(code, name, tables.jaxdiag_cell(code, report.findings))
+        wanted = tables.row_line(*cells, f"check samples/{name}")
+        assert rows.get(code) == wanted, f"{tables.TABLE_DOC.name}'s row for {code} is stale: " \
+            f"run `python scripts/docs_tables.py`\n  doc:  {rows.get(code)}\n  now:  {wanted}"
 
 
 def test_marker_check_catches_a_moved_finding(monkeypatch):

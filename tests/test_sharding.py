@@ -16,7 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+import jax
 import pytest
+
+import jaxdiag
 
 from jaxdiag._compat import _sharding as cs
 from jaxdiag._core._filtering import Filter
@@ -264,7 +267,36 @@ def test_gathering_cost_reports_bytes_moved(fast_report):
 
 @pytest.fixture(scope="module")
 def slow_report():
-    return run(SLOW)
+    # + the fast tier's bad samples again, on the default options (`jaxdiag sharding`'s own, which
+    # docs/jax-vs-jaxdiag.md's rows show: test_docs_table_rows_say_what_jaxdiag_sharding_says)
+    return run(SLOW + [s for s in FAST if s.endswith("_bad")])
+
+
+@pytest.mark.slow
+def test_docs_table_rows_say_what_jaxdiag_sharding_says(slow_report):
+    """docs/jax-vs-jaxdiag.md's row of every JXS rule holds the first sentence of its bad sample's finding under
+    `jaxdiag sharding`'s defaults (and what plain JAX says now): CI's `scripts/docs_tables.py --check
+    --rows-from-tests` trusts these rows rather than run the samples a second time. On the table's JAX release
+    only (JAX's messages change between releases)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import docs_tables as tables
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    block = tables._block(tables.TABLE_DOC.read_text(encoding="utf-8")) or ""
+    recorded = tables.VERSION_RE.search(block)
+    if recorded is None or recorded.group(1) != jax.__version__:
+        pytest.skip(f"the table was generated with another JAX release than {jax.__version__}")
+    rows = tables.doc_rows(block)
+    codes = [c for c in tables.table_codes() if c.startswith("JXS")]
+    assert codes and all(tables.checked_by_the_tests(c) for c in codes)
+    for code in codes:
+        name = jaxdiag.RULES[code].bad_sample
+        findings = [f for t in slow_report[name[:-3]] for f in t.findings]
+        cells = tables.row_cells(code, name, tables.jaxdiag_cell(code, findings))
+        wanted = tables.row_line(*cells, f"sharding samples/{name}:…")
+        assert rows.get(code) == wanted, f"the row for {code} is stale: run `python scripts/docs_tables.py`\n" \
+            f"  doc:  {rows.get(code)}\n  now:  {wanted}"
 
 
 @pytest.mark.slow
