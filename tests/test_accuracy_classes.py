@@ -7,7 +7,12 @@ fixture written in the pattern of the class (no published library imported):
 - an optional backend's import failure wrapped in the library's own exception: a missing dependency (JXN011), not
   inputs that could not be inferred (tests/data/acc/optional_backend.py);
 - a function NaN outside its domain (below a domain edge, as Lambert's W below -1/e): no second-order finding from
-  inputs where the primal itself is NaN (tests/data/acc/domain_edge.py).
+  inputs where the primal itself is NaN (tests/data/acc/domain_edge.py);
+- a `Primitive` subclass whose impl and abstract eval are methods: registered, not missing (JXR001/JXR002), and its
+  batching method checked like any rule (tests/data/acc/method_rules.py, method_rules_bad.py);
+- a static (nondiff) argument without a default that only the module's own code fills, through
+  `functools.partial(f, max_gradient=1e3)` or a call `f(x, 3)`: checked with that literal
+  (tests/data/acc/partial_static.py).
 """
 
 from __future__ import annotations
@@ -160,3 +165,49 @@ def test_a_wrong_second_derivative_inside_the_domain_is_still_reported():
     report = jaxdiag.check_grad(edge.root_from_edge_flat, np.array([0.2, 0.4, 1.3], np.float32), order=2)
     lines = [f.location.line for f in report.findings if f.code == "JXG019"]
     assert lines == [expect_line(DATA / "acc" / "domain_edge.py", "JXG019")], report.findings
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A primitive whose impl and abstract eval are methods of a Primitive subclass
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_impl_and_abstract_eval_defined_as_methods_of_a_primitive_subclass_are_registered(monkeypatch):
+    """JAX runs `prim.impl` and `prim.abstract_eval` whether `def_impl` set them on the instance or a subclass
+    overrides the methods: the latter is no missing impl (JXR001) or abstract eval (JXR002), and the primitive is
+    checked like any other."""
+    monkeypatch.chdir(DATA)
+    code, data = check("acc/method_rules.py")
+    target = only_target(data)
+    assert code == 0 and target["verified"] and data["summary"]["checked"] == 1, target
+    assert not [f for f in target["findings"] if f["severity"] in ("error", "warning")], target["findings"]
+
+
+def test_a_wrong_batching_method_of_a_primitive_subclass_is_found_at_the_method(monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, data = check("acc/method_rules_bad.py")
+    findings = only_target(data)["findings"]
+    assert code == 1
+    assert {f["code"] for f in findings} & {"JXR001", "JXR002"} == set(), findings
+    hit = [f for f in findings if f["code"] == "JXB004"]
+    assert hit and hit[0]["location"]["line"] == expect_line(DATA / "acc" / "method_rules_bad.py", "JXB004"), findings
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Static arguments whose values only the module's own calls give
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_a_static_argument_takes_the_literal_its_module_binds_or_passes(monkeypatch):
+    """A nondiff argument without a default is checked with the literal its module gives it, through
+    `functools.partial(f, name=literal)` or a call `f(x, literal)`; a function argument, which no literal stands
+    for, is not checked, and the reason says to check the function that passes it, not to pass a number."""
+    monkeypatch.chdir(DATA)
+    code, data = check("acc/partial_static.py")
+    by_name = {t["target"].rpartition(":")[2]: t for t in data["targets"] if t["kind"] != "module"}
+    assert "1000.0" in " ".join(by_name["_sqrt_bounded"]["inputs"]), by_name["_sqrt_bounded"]
+    assert "3" in by_name["_power"]["inputs"], by_name["_power"]
+    assert by_name["_sqrt_bounded"]["verified"] and by_name["_power"]["verified"], data["summary"]
+    assert not by_name["_apply"]["verified"] and code == 5, data["summary"]
+    reason = " ".join(f["message"] for f in by_name["_apply"]["findings"])
+    assert "`fn` is static" in reason and "for a function or an object" in reason, reason

@@ -160,6 +160,18 @@ def test_a_factory_no_public_function_reaches_is_reported_with_the_reason() -> N
     assert "no public function" in note[0].message
 
 
+def test_an_unreached_rule_names_what_its_own_module_tried_and_only_counts_the_rest() -> None:
+    """The reason of an unreached rule lists its module's traced functions with why each missed it; the other
+    modules' are counted, not listed (listed for every rule, they read as tried for it)."""
+    from jaxdiag._jobs._traced_reach import Tried, _attempts_for
+
+    tried = [Tried("pkg.a:f", ""), Tried("pkg.a:g", "could not infer inputs"), Tried("pkg.b:h", "")]
+    text = _attempts_for("pkg.a", tried)
+    assert "pkg.a:f: traced; reaches other rules" in text and "pkg.a:g: could not infer inputs" in text, text
+    assert "pkg.b:h" not in text and "1 public function(s) of other modules" in text, text
+    assert _attempts_for("pkg.c", tried).startswith("no public function of pkg.c was traced"), text
+
+
 def test_the_plugin_loads_without_an_assert_rewrite_warning_when_jaxdiag_was_imported_first() -> None:
     """Under `jaxdiag record -- pytest` the recorder imports jaxdiag when the interpreter starts; pytest then marks
     the plugin's package for assert rewriting and warns that it cannot, unless the package opts out the way pytest

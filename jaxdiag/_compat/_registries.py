@@ -8,6 +8,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from jax._src import core as _core
 from jax._src.interpreters import ad as _ad
 from jax._src.interpreters import batching as _batching
 from jax._src.interpreters import mlir as _mlir
@@ -106,16 +107,30 @@ def transpose_rule(prim: Any) -> Callable | None:
     return rule
 
 
+def _own_rule(prim: Any, role: str) -> Callable | None:
+    """The `impl` or `abstract_eval` a bind of `prim` runs, when the user gave one: set on the instance
+    (`def_impl`, `def_abstract_eval`), or a method of a `Primitive` subclass that overrides the base class's
+    (which only raises), as wrapper libraries define their primitives."""
+    if role in vars(prim):
+        return vars(prim)[role]
+    for cls in type(prim).__mro__:
+        if cls is _core.Primitive or cls is object:
+            return None
+        if role in vars(cls):
+            return getattr(prim, role)  # bound: JAX calls `prim.impl(*args, **params)`
+    return None
+
+
 def has_impl(prim: Any) -> bool:
-    return "impl" in vars(prim)
+    return _own_rule(prim, "impl") is not None
 
 
 def has_abstract_eval(prim: Any) -> bool:
-    return "abstract_eval" in vars(prim)
+    return _own_rule(prim, "abstract_eval") is not None
 
 
 def impl(prim: Any) -> Callable | None:
-    return vars(prim).get("impl")
+    return _own_rule(prim, "impl")
 
 
 def user_impl(prim: Any) -> Callable | None:
@@ -127,7 +142,7 @@ def user_impl(prim: Any) -> Callable | None:
 
 def abstract_eval_rule(prim: Any) -> Callable | None:
     """The user's abstract-eval function (JAX stores a partial around it)."""
-    rule = vars(prim).get("abstract_eval")
+    rule = _own_rule(prim, "abstract_eval")
     if isinstance(rule, functools.partial):
         for arg in rule.args:
             if callable(arg):

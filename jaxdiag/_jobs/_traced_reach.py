@@ -413,6 +413,18 @@ def _callback_report(prepared: Any, label: str, module: ModuleType, options: Any
     return [report]
 
 
+def _attempts_for(module_name: str, tried: list[Tried]) -> str:
+    """What was tried for a site of `module_name`: its own module's carriers, with why each missed it; the other
+    modules' carriers are only counted (listing them for every site reads as if they had been tried for it)."""
+    own = [f"{t.carrier}: {t.outcome or 'traced; reaches other rules, not this one'}" for t in tried
+           if t.carrier.partition(":")[0] == module_name]
+    others = sum(1 for t in tried if t.carrier.partition(":")[0] != module_name)
+    parts = own or [f"no public function of {module_name} was traced"]
+    if others:
+        parts.append(f"{others} public function(s) of other modules were traced, and none reached it")
+    return "; ".join(parts)
+
+
 def _unreached(sites: list[Site], tried: list[Tried], lint: Any) -> list[TargetReport]:
     from .. import _rules as rules
 
@@ -421,9 +433,8 @@ def _unreached(sites: list[Site], tried: list[Tried], lint: Any) -> list[TargetR
     for site in sites:
         if not site.reached:
             by_function.setdefault((site.module.__name__, site.function), []).append(site)
-    attempts = "; ".join(f"{t.carrier}: {t.outcome}" for t in tried if t.outcome) or \
-        "no public function of the package calls it"
     for (module_name, function), group in by_function.items():
+        attempts = _attempts_for(module_name, tried)
         first = group[0]
         location = Location(_locate.relative_path(first.path).replace(os.sep, "/"), first.line, function)
         kinds = ", ".join(sorted({s.kind for s in group}))

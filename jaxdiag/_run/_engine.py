@@ -311,8 +311,10 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
     if statics is None:
         needed = _signature.static_without_default(subject)
         what = "; ".join(f"`{name}` is static ({where})" for name, where in needed)
-        raise InferenceError(f"could not infer example inputs for {subject.label}: {what}, so no value can be "
-                             "drawn for it; pass it as a Python literal, e.g. --arg 0.1",
+        raise InferenceError(f"could not infer example inputs for {subject.label}: {what}, and neither a default "
+                             "nor its module's own calls give it a value, so none can be drawn; pass a number or "
+                             "string as a Python literal (e.g. --arg 0.1), or, for a function or an object, check "
+                             "the public function that passes it (or record your calls with `jaxdiag record`)",
                              label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0],
                              static=_signature.static_suggestions(subject))
     tried = []

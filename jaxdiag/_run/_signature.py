@@ -234,20 +234,42 @@ def apply(subject: Subject, templates: Sequence[Any]) -> None:
 
 
 def static_templates(subject: Subject) -> dict[int, Any] | None:
-    """For inference: the static positions with their default values, and the positions the target's own module
-    always fills from an option-valued default (`_passthrough`); None when a static position has neither."""
+    """For inference: the static positions with their default values, the positions the target's own module
+    always fills from an option-valued default (`_passthrough`), and those its own module's calls fill with a
+    literal (`f(x, 3)`, `functools.partial(f, max_gradient=1e3)`: the value its callers use); None when a static
+    position has none of these."""
     statics = static_positions(subject)
     params = positional(signature_of(subject))
     forwarded = forwarded_options(subject)
+    literals = _module_literals(subject, params)
     out: dict[int, Any] = {}
     for i in statics:
         if i >= len(params):
             continue
-        if params[i].default is params[i].empty and i not in forwarded:
+        if params[i].default is not params[i].empty:
+            out[i] = Static(params[i].default)
+        elif i in forwarded:
+            out[i] = Static(forwarded[i])
+        elif i in literals:
+            out[i] = Static(literals[i])
+        else:
             return None
-        out[i] = Static(params[i].default if params[i].default is not params[i].empty else forwarded[i])
     for i, value in forwarded.items():
         out.setdefault(i, Static(value))
+    return out
+
+
+def _module_literals(subject: Subject, params: list[inspect.Parameter]) -> dict[int, Any]:
+    """{position: value} of the literals the target's own module passes at each of its positions."""
+    if subject.kind == "primitive":
+        return {}
+    seen = _literal_call_arguments(subject)
+    out = {}
+    for i, param in enumerate(params):
+        for key in (i, param.name):
+            if key in seen:
+                out[i] = seen[key]
+                break
     return out
 
 
@@ -286,8 +308,10 @@ def static_without_default(subject: Subject) -> list[tuple[str, str]]:
     statics = static_positions(subject)
     params = positional(signature_of(subject))
     forwarded = forwarded_options(subject)
+    literals = _module_literals(subject, params)
     return [(params[i].name, where) for i, where in sorted(statics.items())
-            if i < len(params) and params[i].default is params[i].empty and i not in forwarded]
+            if i < len(params) and params[i].default is params[i].empty and i not in forwarded
+            and i not in literals]
 
 
 def static_suggestions(subject: Subject) -> dict[int, str]:
@@ -296,12 +320,16 @@ def static_suggestions(subject: Subject) -> dict[int, str]:
     params = positional(signature_of(subject))
     names = {i: params[i].name for i, _ in enumerate(params)}
     seen = _literal_call_arguments(subject)
-    return {i: seen.get(i) or seen.get(names.get(i, "")) or "0.1"
+    return {i: repr(seen[i]) if i in seen else repr(seen[names[i]]) if names.get(i) in seen else "0.1"
             for i in static_positions(subject) if i < len(params) and params[i].default is params[i].empty}
 
 
-def _literal_call_arguments(subject: Subject) -> dict[Any, str]:
-    """{position or keyword name: the source of a literal} from calls of the target in its own module."""
+_PARTIAL_NAMES = {"partial"}  # `functools.partial(f, ...)`, `partial(f, ...)`
+
+
+def _literal_call_arguments(subject: Subject) -> dict[Any, Any]:
+    """{position or keyword name: a literal value} from the target's own module: its calls (`f(x, 3)`) and its
+    partial applications (`functools.partial(f, max_gradient=1e3)`, whose positions follow the function)."""
     import ast
 
     module = sys.modules.get(subject.module or "")
@@ -314,16 +342,28 @@ def _literal_call_arguments(subject: Subject) -> dict[Any, str]:
             tree = ast.parse(handle.read())
     except (OSError, UnicodeDecodeError, SyntaxError):
         return {}
-    out: dict[Any, str] = {}
+    out: dict[Any, Any] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == attr:
-            for i, arg in enumerate(node.args):
-                if isinstance(arg, ast.Constant):
-                    out.setdefault(i, repr(arg.value))
-            for kw in node.keywords:
-                if kw.arg and isinstance(kw.value, ast.Constant):
-                    out.setdefault(kw.arg, repr(kw.value.value))
+        if not isinstance(node, ast.Call):
+            continue
+        args = node.args
+        if _called_name(node.func) in _PARTIAL_NAMES and args and _called_name(args[0]) == attr:
+            args = args[1:]
+        elif _called_name(node.func) != attr:
+            continue
+        for i, arg in enumerate(args):
+            if isinstance(arg, ast.Starred):
+                break  # positions after a *args are unknown
+            if isinstance(arg, ast.Constant):
+                out.setdefault(i, arg.value)
+        for kw in node.keywords:
+            if kw.arg and isinstance(kw.value, ast.Constant):
+                out.setdefault(kw.arg, kw.value.value)
     return out
+
+
+def _called_name(node: Any) -> str | None:
+    return getattr(node, "id", getattr(node, "attr", None))
 
 
 def templates_of_args(args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
