@@ -12,7 +12,9 @@ fixture written in the pattern of the class (no published library imported):
   batching method checked like any rule (tests/data/acc/method_rules.py, method_rules_bad.py);
 - a static (nondiff) argument without a default that only the module's own code fills, through
   `functools.partial(f, max_gradient=1e3)` or a call `f(x, 3)`: checked with that literal
-  (tests/data/acc/partial_static.py).
+  (tests/data/acc/partial_static.py);
+- a kernel that computes in double precision only and rejects 32-bit inputs ("requires float64"): inferred 64-bit
+  inputs, under x64 for that run only (tests/data/acc/double_only.py, double_only_bad.py).
 """
 
 from __future__ import annotations
@@ -211,3 +213,27 @@ def test_a_static_argument_takes_the_literal_its_module_binds_or_passes(monkeypa
     assert not by_name["_apply"]["verified"] and code == 5, data["summary"]
     reason = " ".join(f["message"] for f in by_name["_apply"]["findings"])
     assert "`fn` is static" in reason and "for a function or an object" in reason, reason
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A kernel that runs on 64-bit inputs only
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["good", "bad"])
+def test_a_kernel_that_asks_for_float64_is_checked_on_64_bit_inputs_under_x64_for_the_run_only(which, monkeypatch):
+    """Every 32-bit input fails with "requires float64": inference tries 64-bit inputs under x64, scoped to the
+    run (x64 is off again after it), and the rule is judged there."""
+    import jax
+
+    monkeypatch.chdir(DATA)
+    name = "acc/double_only.py" if which == "good" else "acc/double_only_bad.py"
+    code, data = check(name)
+    target = only_target(data)
+    assert target["inputs"] == ["f64[3]"] and target["verified"], target
+    assert not jax.config.jax_enable_x64
+    problems = [(f["code"], f["location"]["line"]) for f in target["findings"] if f["severity"] in ("error", "warning")]
+    if which == "good":
+        assert code == 0 and not problems, target["findings"]
+    else:
+        assert ("JXG024", expect_line(DATA / name, "JXG024")) in problems, target["findings"]

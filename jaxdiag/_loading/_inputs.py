@@ -513,11 +513,12 @@ PAIR_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
     ((2, 3), (3, 4)), ((2, 3), (3,)), ((2, 3), (2,)), ((2,), (2, 3)), ((3,), ()), ((), (3,)))
 
 
-def shape_ladder(arity: int, pairs_early: bool = False) -> Iterator[list[ArgSpec]]:
-    """Candidate float32 inputs for a target of `arity` positional arguments, simplest first. `pairs_early`: for two
-    arguments, the mixed-rank pairs (a matrix with a vector) before same-shape matrices, for a function whose
-    arguments play different parts (a public function of a library, run only to reach the rules it calls)."""
-    f32 = DTYPES["f32"]
+def shape_ladder(arity: int, pairs_early: bool = False, dtype: str = "f32") -> Iterator[list[ArgSpec]]:
+    """Candidate float32 inputs (or `dtype`'s) for a target of `arity` positional arguments, simplest first.
+    `pairs_early`: for two arguments, the mixed-rank pairs (a matrix with a vector) before same-shape matrices, for
+    a function whose arguments play different parts (a public function of a library, run only to reach the rules it
+    calls)."""
+    f32 = DTYPES[dtype]
     rungs = [shape for (shape,) in SHAPE_LADDER]
     simple = [s for s in rungs if len(s) <= 1] if pairs_early and arity == 2 else rungs
     for shape in simple:

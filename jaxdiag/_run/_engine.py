@@ -127,8 +127,12 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
     # x64 only for an explicitly 64-bit spec (f64, i64, u64, c128), scoped to this run and restored after it:
     # c64 is a 32-bit type and needs no x64, and turning x64 on changes the dtypes the user's rules compute in.
     wide = any(needs_x64(s) for s in specs)
-    with _compat.x64_scope(True) if wide else contextlib.nullcontext():
-        reports = _run_target(resolved, templates, concrete, params, options)
+    try:
+        with _compat.x64_scope(True) if wide else contextlib.nullcontext():
+            reports = _run_target(resolved, templates, concrete, params, options)
+    except NeedsX64:  # inferred inputs: the target runs on 64-bit ones only, which need x64 for the whole run
+        with _compat.x64_scope(True):
+            reports = _run_target(resolved, templates, concrete, params, options)
     if wide and all(c is None for c in concrete):
         from .._checks import _x64_only  # only a run on 64-bit specs asks whether its errors are x64's alone
 
@@ -317,8 +321,37 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
                              "the public function that passes it (or record your calls with `jaxdiag record`)",
                              label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0],
                              static=_signature.static_suggestions(subject))
-    tried = []
-    last_error = ""
+    tried: list[str] = []
+    errors: list[str] = []
+    for dtype in ("f32", "f64") if _compat.x64_enabled() else ("f32",):
+        found = _climb_ladder(subject, notes, statics, pairs_early, dtype, tried, errors)
+        if found is not None:
+            return found
+    last_error = errors[-1] if errors else ""
+    if not _compat.x64_enabled() and any(_X64_ASKED.search(e) for e in errors):
+        raise NeedsX64(f"{subject.label} asks for 64-bit inputs ({next(e for e in errors if _X64_ASKED.search(e))})",
+                       label=subject.label, tried=tried, last_error=last_error, arity=_arity(subject)[0])
+    arity = _arity(subject)[0]
+    suggestion = " ".join("--arg f32[3]" for _ in range(arity))
+    raise InferenceError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
+                         f"error: {last_error}); pass them explicitly, e.g. {suggestion}",
+                         label=subject.label, tried=tried, last_error=last_error, arity=arity)
+
+
+# What a kernel that computes in double precision only says to 32-bit inputs (celerite-style "requires float64
+# precision", "expected double", "enable x64"): inference tries 64-bit inputs under x64 then (`NeedsX64`).
+_X64_ASKED = re.compile(r"float64|double|\bx64\b|enable_x64|64-bit", re.IGNORECASE)
+
+
+class NeedsX64(InferenceError):
+    """Inference found no 32-bit inputs and the target asked for 64-bit ones: the run is repeated under x64, where
+    the ladder tries float64 inputs too."""
+
+
+def _climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any], pairs_early: bool, dtype: str,
+                  tried: list[str], errors: list[str]) -> list[Any] | None:
+    """The first rung of `dtype` inputs the target runs on (noted as inferred), or None; `tried` and `errors`
+    collect what was tried and what it raised."""
     totals: set[int] = set()
     for arity in _arity(subject):
         # a static position past the arity (a default taken, a forwarded option after `*args`) still counts
@@ -331,11 +364,11 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
             ok, error = _try_call(subject, [], "normal", 0)
             if ok or error == "non-finite output":
                 return []
-            last_error = error
+            errors.append(error)
             continue
         n_arrays = max(arity - len(statics), 0)
         scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
-        for candidate in shape_ladder(n_arrays, pairs_early) if n_arrays else iter([[]]):
+        for candidate in shape_ladder(n_arrays, pairs_early, dtype) if n_arrays else iter([[]]):
             it = iter(candidate)
             templates = [statics[i] if i in statics else next(it) for i in range(n_arrays + len(statics))]
             templates = [ArgSpec(t.dtype, ()) if i in scalars and isinstance(t, ArgSpec) else t
@@ -352,14 +385,10 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
                 notes.append(rules.INPUTS_INFERRED.finding(count=len(templates), specs=text,
                                                            location=subject.location))
                 return templates
-            last_error = error
+            errors.append(error)
             if error.startswith(_MISSING_DEPENDENCY):
                 raise MissingDependencyError(subject.label, error)
-    arity = _arity(subject)[0]
-    suggestion = " ".join("--arg f32[3]" for _ in range(arity))
-    raise InferenceError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
-                         f"error: {last_error}); pass them explicitly, e.g. {suggestion}",
-                         label=subject.label, tried=tried, last_error=last_error, arity=arity)
+    return None
 
 
 _MISSING_DEPENDENCY = ("ModuleNotFoundError", "ImportError")
