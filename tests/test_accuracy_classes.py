@@ -14,7 +14,9 @@ fixture written in the pattern of the class (no published library imported):
   `functools.partial(f, max_gradient=1e3)` or a call `f(x, 3)`: checked with that literal
   (tests/data/acc/partial_static.py);
 - a kernel that computes in double precision only and rejects 32-bit inputs ("requires float64"): inferred 64-bit
-  inputs, under x64 for that run only (tests/data/acc/double_only.py, double_only_bad.py).
+  inputs, under x64 for that run only (tests/data/acc/double_only.py, double_only_bad.py);
+- a primitive whose rules take `*args`: the operand count from the library's own `bind` call, and its capitalised
+  operand names (`U`, `V`) tried as matrices beside the vectors (tests/data/acc/bound_operands.py).
 """
 
 from __future__ import annotations
@@ -237,3 +239,19 @@ def test_a_kernel_that_asks_for_float64_is_checked_on_64_bit_inputs_under_x64_fo
         assert code == 0 and not problems, target["findings"]
     else:
         assert ("JXG024", expect_line(DATA / name, "JXG024")) in problems, target["findings"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A primitive whose rules take *args: the operand count and the matrices from the library's bind call
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_the_library_bind_call_gives_the_operand_count_and_its_capitalised_names_the_matrices(monkeypatch):
+    """Rules taking `*args` say nothing of the arity; `weigh_p.bind(t, c, a, U, V)` says 5, and `U`, `V` are
+    tried as matrices beside vector `t`, `c`, `a`: the primitive is checked, and its batching defect found."""
+    monkeypatch.chdir(DATA)
+    code, data = check("acc/bound_operands.py")
+    target = only_target(data)
+    assert target["verified"] and target["inputs"] == ["f32[3]"] * 3 + ["f32[3,3]"] * 2, target
+    hit = [f for f in target["findings"] if f["code"] == "JXB006"]
+    assert hit and hit[0]["location"]["line"] == expect_line(DATA / "acc" / "bound_operands.py", "JXB006"), hit

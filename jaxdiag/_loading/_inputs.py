@@ -513,16 +513,20 @@ PAIR_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
     ((2, 3), (3, 4)), ((2, 3), (3,)), ((2, 3), (2,)), ((2,), (2, 3)), ((3,), ()), ((), (3,)))
 
 
-def shape_ladder(arity: int, pairs_early: bool = False, dtype: str = "f32") -> Iterator[list[ArgSpec]]:
+def shape_ladder(arity: int, pairs_early: bool = False, dtype: str = "f32", matrices: frozenset[int] = frozenset()
+                 ) -> Iterator[list[ArgSpec]]:
     """Candidate float32 inputs (or `dtype`'s) for a target of `arity` positional arguments, simplest first.
     `pairs_early`: for two arguments, the mixed-rank pairs (a matrix with a vector) before same-shape matrices, for
     a function whose arguments play different parts (a public function of a library, run only to reach the rules it
-    calls)."""
+    calls). `matrices`: the positions whose names say matrix (`U`, `V` beside `t`, `c`, as numerical code writes
+    them), tried as [3,3] beside [3] vectors right after the all-vector rung."""
     f32 = DTYPES[dtype]
     rungs = [shape for (shape,) in SHAPE_LADDER]
     simple = [s for s in rungs if len(s) <= 1] if pairs_early and arity == 2 else rungs
-    for shape in simple:
+    for n, shape in enumerate(simple):
         yield [ArgSpec(f32, shape) for _ in range(arity)]
+        if n == 0 and 0 < len(matrices) < arity:
+            yield [ArgSpec(f32, (3, 3) if i in matrices else (3,)) for i in range(arity)]
     if arity == 2:
         for pair in PAIR_LADDER:
             yield [ArgSpec(f32, s) for s in pair]

@@ -141,6 +141,26 @@ def bind_site_params(names: set[str], modules: list[Any], wanted: set[str] | Non
     return best
 
 
+def bind_site_operands(names: set[str], modules: list[Any]) -> list[list[str]]:
+    """The operands of every `NAME.bind(a, b, ...)` call in the modules, as the names (or "" for an expression) the
+    library passes: how many operands its own code binds, and what it calls them. Calls with `*args` are skipped:
+    their count is unknown."""
+    out: list[list[str]] = []
+    for module in modules:
+        tree = _module_tree(module)
+        if tree is None:
+            continue
+        for _, call in _calls_in(tree):
+            if not (isinstance(call.func, ast.Attribute) and call.func.attr == "bind" and _binds(call, names)):
+                continue
+            if any(isinstance(a, ast.Starred) for a in call.args):
+                continue
+            operands = [a.id if isinstance(a, ast.Name) else "" for a in call.args]
+            if operands not in out:
+                out.append(operands)
+    return out
+
+
 _UNKNOWN = object()
 
 

@@ -279,15 +279,17 @@ def choose_domain(subject: Subject, notes: list[Finding]) -> None:
             return
 
 
-def _arity(subject: Subject) -> list[int]:
-    """Candidate positional arities (static positions included), most likely first."""
+def _arity(subject: Subject, operands: Sequence[Sequence[str]] = ()) -> list[int]:
+    """Candidate positional arities (static positions included), most likely first. `operands`: the operand lists
+    of the library's own `prim.bind(...)` calls, whose lengths come first for rules taking `*args`."""
     sig = _signature.signature_of(subject)
+    bound = list(dict.fromkeys(len(o) for o in operands if o))
     if sig is None:
-        return [1, 2, 3]
+        return bound + [n for n in (1, 2, 3) if n not in bound]
     params = _signature.positional(sig)
     required = [p for p in params if p.default is p.empty]
     if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
-        return sorted({len(required), 1, 2, 3} - {0}) or [1]
+        return bound + [n for n in sorted({len(required), 1, 2, 3} - {0}) if n not in bound] or [1]
     if subject.kind == "primitive":
         return [len(required) - _params_taken(required, subject.params)] if required else [1]
     return [len(required)]
@@ -323,19 +325,32 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
                              static=_signature.static_suggestions(subject))
     tried: list[str] = []
     errors: list[str] = []
+    operands = _signature.bind_site_operands(subject)
     for dtype in ("f32", "f64") if _compat.x64_enabled() else ("f32",):
-        found = _climb_ladder(subject, notes, statics, pairs_early, dtype, tried, errors)
+        found = _climb_ladder(subject, notes, statics, (pairs_early, dtype, operands), tried, errors)
         if found is not None:
             return found
     last_error = errors[-1] if errors else ""
+    arity = _arity(subject, operands)[0]
     if not _compat.x64_enabled() and any(_X64_ASKED.search(e) for e in errors):
         raise NeedsX64(f"{subject.label} asks for 64-bit inputs ({next(e for e in errors if _X64_ASKED.search(e))})",
-                       label=subject.label, tried=tried, last_error=last_error, arity=_arity(subject)[0])
-    arity = _arity(subject)[0]
+                       label=subject.label, tried=tried, last_error=last_error, arity=arity)
     suggestion = " ".join("--arg f32[3]" for _ in range(arity))
     raise InferenceError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
                          f"error: {last_error}); pass them explicitly, e.g. {suggestion}",
                          label=subject.label, tried=tried, last_error=last_error, arity=arity)
+
+
+def _matrix_positions(subject: Subject, arity: int, statics: dict[int, Any], operands: list[list[str]]
+                      ) -> frozenset[int]:
+    """Array positions (statics skipped) whose names are capitalised, as numerical code names matrices (`U`, `W`
+    beside `t`, `c`): the parameter names of a function, the operand names of a primitive's bind calls."""
+    if subject.kind == "primitive":
+        names = next((o for o in operands if len(o) == arity), [])
+    else:
+        names = [p.name for p in _signature.positional(_signature.signature_of(subject))][:arity]
+    arrays = [name for i, name in enumerate(names) if i not in statics]
+    return frozenset(i for i, name in enumerate(arrays) if name[:1].isupper())
 
 
 # What a kernel that computes in double precision only says to 32-bit inputs (celerite-style "requires float64
@@ -348,12 +363,13 @@ class NeedsX64(InferenceError):
     the ladder tries float64 inputs too."""
 
 
-def _climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any], pairs_early: bool, dtype: str,
-                  tried: list[str], errors: list[str]) -> list[Any] | None:
-    """The first rung of `dtype` inputs the target runs on (noted as inferred), or None; `tried` and `errors`
-    collect what was tried and what it raised."""
+def _climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any],
+                  how: tuple[bool, str, list[list[str]]], tried: list[str], errors: list[str]) -> list[Any] | None:
+    """The first rung of inputs the target runs on (noted as inferred), or None; `how`: (pairs early, the dtype, the
+    operand lists of the library's bind calls); `tried` and `errors` collect what was tried and what it raised."""
+    pairs_early, dtype, operands = how
     totals: set[int] = set()
-    for arity in _arity(subject):
+    for arity in _arity(subject, operands):
         # a static position past the arity (a default taken, a forwarded option after `*args`) still counts
         arity = max(arity, max(statics) + 1 if statics else 0)
         if arity in totals:
@@ -368,7 +384,8 @@ def _climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any
             continue
         n_arrays = max(arity - len(statics), 0)
         scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
-        for candidate in shape_ladder(n_arrays, pairs_early, dtype) if n_arrays else iter([[]]):
+        matrices = _matrix_positions(subject, arity, statics, operands)
+        for candidate in shape_ladder(n_arrays, pairs_early, dtype, matrices) if n_arrays else iter([[]]):
             it = iter(candidate)
             templates = [statics[i] if i in statics else next(it) for i in range(n_arrays + len(statics))]
             templates = [ArgSpec(t.dtype, ()) if i in scalars and isinstance(t, ArgSpec) else t

@@ -131,6 +131,26 @@ def bind_site_params(subject: Subject) -> dict[str, Any]:
     wanted: set[str] | None = None if open_ended else named - set(subject.params)
     if wanted is not None and not wanted:
         return {}
+    names, modules = _bind_sources(subject)
+    from .._loading._passthrough import bind_site_params as passthrough_bind_params
+
+    found = passthrough_bind_params(names, modules, wanted)
+    return {k: _hashable(v) for k, v in found.items() if k not in subject.params}
+
+
+def bind_site_operands(subject: Subject) -> list[list[str]]:
+    """For a primitive whose rules take `*args`: the operand lists the library's own `prim.bind(a, b, ...)` calls
+    pass (`_passthrough.bind_site_operands`), the arity and the names inference starts from."""
+    if subject.kind != "primitive" or subject.parent is not None:
+        return []
+    from .._loading._passthrough import bind_site_operands as passthrough_operands
+
+    return passthrough_operands(*_bind_sources(subject))
+
+
+def _bind_sources(subject: Subject) -> tuple[set[str], list[Any]]:
+    """(the names the primitive is held under, the loaded modules of the packages defining it or its rules)."""
+    prim = subject.obj
     roots = {(getattr(_locate.unwrap(r), "__module__", "") or "").split(".")[0]
              for r in _compat.registered_rules(prim).values() if r is not None and _locate.is_user_code(r)}
     roots.add((subject.module or "").split(".")[0])
@@ -145,10 +165,7 @@ def bind_site_params(subject: Subject) -> dict[str, Any]:
                 names.add(attr)
             elif _holds(value, prim):
                 names.add(attr)
-    from .._loading._passthrough import bind_site_params as passthrough_bind_params
-
-    found = passthrough_bind_params(names, modules, wanted)
-    return {k: _hashable(v) for k, v in found.items() if k not in subject.params}
+    return names, modules
 
 
 def _attrs(value: Any) -> dict[str, Any]:
