@@ -16,7 +16,9 @@ fixture written in the pattern of the class (no published library imported):
 - a kernel that computes in double precision only and rejects 32-bit inputs ("requires float64"): inferred 64-bit
   inputs, under x64 for that run only (tests/data/acc/double_only.py, double_only_bad.py);
 - a primitive whose rules take `*args`: the operand count from the library's own `bind` call, and its capitalised
-  operand names (`U`, `V`) tried as matrices beside the vectors (tests/data/acc/bound_operands.py).
+  operand names (`U`, `V`) tried as matrices beside the vectors (tests/data/acc/bound_operands.py);
+- a matrix function defined on symmetric positive-definite matrices only: the spd domain, perturbed along
+  symmetric directions (tests/data/acc/spd_sqrtm.py, spd_sqrtm_bad.py).
 """
 
 from __future__ import annotations
@@ -255,3 +257,38 @@ def test_the_library_bind_call_gives_the_operand_count_and_its_capitalised_names
     assert target["verified"] and target["inputs"] == ["f32[3]"] * 3 + ["f32[3,3]"] * 2, target
     hit = [f for f in target["findings"] if f["code"] == "JXB006"]
     assert hit and hit[0]["location"]["line"] == expect_line(DATA / "acc" / "bound_operands.py", "JXB006"), hit
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A matrix function defined on symmetric positive-definite matrices only
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["good", "bad"])
+def test_a_matrix_function_of_spd_matrices_is_checked_there_along_symmetric_directions(which, monkeypatch):
+    """NaN on every elementwise domain, the square root runs on the spd domain (JXN002 says so), and is perturbed
+    along symmetric directions only: a random direction leaves the domain, and the eigh-based primal is
+    differentiable along symmetric ones only, so the correct Sylvester JVP would read as wrong (JXG024)."""
+    monkeypatch.chdir(DATA)
+    name = "acc/spd_sqrtm.py" if which == "good" else "acc/spd_sqrtm_bad.py"
+    code, data = check(name)
+    target = only_target(data)
+    assert target["inputs"] == ["f32[3,3]"] and target["verified"], target
+    assert any(f["code"] == "JXN002" and "'spd'" in f["message"] for f in target["findings"]), target["findings"]
+    problems = [(f["code"], f["location"]["line"]) for f in target["findings"] if f["severity"] in ("error", "warning")]
+    if which == "good":
+        assert code == 0 and not problems, target["findings"]
+    else:
+        assert ("JXG024", expect_line(DATA / name, "JXG024")) in problems, target["findings"]
+
+
+def test_the_spd_domain_draws_hermitian_positive_definite_matrices_and_is_a_spec_domain():
+    from jaxdiag._loading._inputs import draw, parse_arg
+
+    for text in ("f32[4,4]@spd", "c64[2,3,3]@spd"):
+        spec = parse_arg(text)
+        a = draw(spec, np.random.default_rng(0)).astype(np.complex128)
+        assert np.allclose(a, np.conj(np.swapaxes(a, -1, -2)), atol=1e-5)
+        assert np.linalg.eigvalsh(a).min() >= 1 - 1e-4
+    vector = draw(parse_arg("f32[3]@spd"), np.random.default_rng(0))  # not square: standard normal
+    assert vector.shape == (3,) and (vector < 0).any()

@@ -43,13 +43,15 @@ DTYPES: dict[str, np.dtype] = {
 SHORT_NAMES = {v: k for k, v in DTYPES.items()}
 
 # Domains to draw from; the fallback order is the order of this dict after "normal".
-DOMAINS = ("normal", "positive", "unit", "small", "negative")
+# "spd": symmetric (Hermitian) positive-definite matrices in the last two dims of a square spec (others: normal), for
+# matrix functions defined there only (square roots, Cholesky solves); tried last, after the elementwise domains.
+DOMAINS = ("normal", "positive", "unit", "small", "negative", "spd")
 _SPEC_RE = re.compile(r"^([a-z]+[0-9]*)\[([0-9,\s]*)\](?:@(.+))?$")
 _RANGE_RE = re.compile(r"^(-?[0-9.eE+-]+)\.\.(-?[0-9.eE+-]+)$")
 
 SPEC_HELP = (
     "expected DTYPE[DIMS] such as f32[2,3], f64[], i32[5], bool[4], bf16[8], f16[3], c64[2], u8[3] "
-    "(optionally @positive, @negative, @unit, @small, @normal or @LO..HI for the value domain), key[] or key[4] "
+    "(optionally @positive, @negative, @unit, @small, @normal, @spd or @LO..HI for the value domain), key[] or key[4] "
     "for a PRNG key, a Python literal (0.1, 3, True, 'mode', None, int32) for a static argument, or a pytree of "
     "these: (f32[3], i32[]), [f32[2], f32[2]], {\"w\": f32[3,4], \"b\": f32[4]}"
 )
@@ -413,8 +415,33 @@ def draw(spec: ArgSpec, rng: np.random.Generator, domain: str = "normal", lead: 
         out = np.empty(shape, dtype)
         out.real = _chunked(shape, out.real.dtype, lambda n: draw_real(rng, domain, n))
         out.imag = _chunked(shape, out.real.dtype, lambda n: draw_real(rng, domain, n))
-        return out
-    return _chunked(shape, dtype, lambda n: draw_real(rng, domain, n))
+        return positive_definite(out) if domain == "spd" and is_square(spec.shape) else out
+    out = _chunked(shape, dtype, lambda n: draw_real(rng, domain, n))
+    return positive_definite(out) if domain == "spd" and is_square(spec.shape) else out
+
+
+def is_square(shape: tuple[int, ...]) -> bool:
+    return len(shape) >= 2 and shape[-1] == shape[-2]
+
+
+def positive_definite(m: np.ndarray) -> np.ndarray:
+    """`M M^H / n + I` over the last two dims: Hermitian positive definite, eigenvalues at least 1, in m's dtype."""
+    wide = m.astype(np.complex128 if np.iscomplexobj(m) else np.float64)
+    n = m.shape[-1]
+    return (wide @ np.conj(np.swapaxes(wide, -1, -2)) / n + np.eye(n)).astype(m.dtype)
+
+
+def symmetric_directions(spec: ArgSpec, rng: np.random.Generator, count: int) -> list[np.ndarray]:
+    """`count` random symmetric (Hermitian) directions for a square spec on the spd domain: only these keep a
+    perturbed input inside it, and a function defined there (reading one triangle, symmetrising) is differentiable
+    along them only."""
+    out = []
+    for _ in range(count):
+        v = rng.standard_normal(spec.shape)
+        if spec.dtype.kind == "c":
+            v = v + 1j * rng.standard_normal(spec.shape)
+        out.append(((v + np.conj(np.swapaxes(v, -1, -2))) / 2).astype(spec.dtype))
+    return out
 
 
 def _chunked(shape: tuple[int, ...], dtype: np.dtype, sample: Any) -> np.ndarray:

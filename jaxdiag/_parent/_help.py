@@ -32,8 +32,8 @@ DOCS_POINTER = ("Reference: docs/cli.md (every option, TARGET and SPEC, exit cod
 SPEC_SYNTAX = (
     ("f32[2,3]", "dtype and shape of one positional argument, per example (no batch axis); dtypes f16 bf16 f32 "
                  "f64 c64 c128 i8..i64 u8..u64 bool"),
-    ("f32[3]@positive", "draw values from a domain: @normal (default), @positive, @unit (0, 1), @small, or "
-                        "@LO..HI such as @-1..1"),
+    ("f32[3]@positive", "draw values from a domain: @normal (default), @positive, @unit (0, 1), @small, @spd "
+                        "(symmetric positive-definite matrices), or @LO..HI such as @-1..1"),
 )
 
 

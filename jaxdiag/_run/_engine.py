@@ -31,7 +31,8 @@ from .._core._errors import InferenceError, UsageError, dependency_failure
 from .._core._filtering import Filter, validate_inline
 
 from .._loading._inputs import needs_x64
-from .._loading._inputs import DOMAINS, ArgSpec, draw, shape_ladder, template_leaves, template_text
+from .._loading._inputs import (DOMAINS, ArgSpec, draw, is_square, shape_ladder, symmetric_directions,
+                                template_leaves, template_text)
 from .._core._report import CheckResult, Finding, Location, Report, TargetReport, register_text_view
 from .._loading._targets import Target, classify, describe, load_target
 
@@ -167,6 +168,7 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
     _signature.apply(root, templates)
     specs = root.specs
     choose_domain(root, notes)
+    _symmetric_tangents(root, options.seed)
     root_cache = SubjectCache()
     if any(c is not None for c in concrete):
         rng = np.random.default_rng(options.seed)
@@ -261,6 +263,15 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int) ->
         # missing dependency (JXN011), not inputs that could not be inferred
         return False, dependency_failure(exc) or text
     return not _nonfinite(ran.value), "non-finite output"
+
+
+def _symmetric_tangents(subject: Subject, seed: int) -> None:
+    """On the spd domain, a square matrix argument is perturbed along symmetric (Hermitian) directions only, as the
+    tangents a nested rule receives are (`Subject.received_tangents`): a random direction leaves the domain."""
+    rng = np.random.default_rng([seed, 0x5BD])
+    for i, spec in enumerate(subject.specs):
+        if (spec.domain or subject.domain) == "spd" and is_square(spec.shape) and spec.is_inexact:
+            subject.received_tangents.setdefault(i, symmetric_directions(spec, rng, 6))
 
 
 def choose_domain(subject: Subject, notes: list[Finding]) -> None:
