@@ -18,7 +18,9 @@ fixture written in the pattern of the class (no published library imported):
 - a primitive whose rules take `*args`: the operand count from the library's own `bind` call, and its capitalised
   operand names (`U`, `V`) tried as matrices beside the vectors (tests/data/acc/bound_operands.py);
 - a matrix function defined on symmetric positive-definite matrices only: the spd domain, perturbed along
-  symmetric directions (tests/data/acc/spd_sqrtm.py, spd_sqrtm_bad.py).
+  symmetric directions (tests/data/acc/spd_sqrtm.py, spd_sqrtm_bad.py);
+- a custom_vjp whose bwd ignores the cotangent of an output that moves with the inputs only far below the gradient's
+  tolerance (a converged residual): no dropped gradient (tests/data/acc/converged_residual.py, _bad.py).
 """
 
 from __future__ import annotations
@@ -292,3 +294,23 @@ def test_the_spd_domain_draws_hermitian_positive_definite_matrices_and_is_a_spec
         assert np.linalg.eigvalsh(a).min() >= 1 - 1e-4
     vector = draw(parse_arg("f32[3]@spd"), np.random.default_rng(0))  # not square: standard normal
     assert vector.shape == (3,) and (vector < 0).any()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# An output whose dependence on the inputs is far below the gradient's tolerance
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["good", "bad"])
+def test_a_bwd_ignoring_an_output_that_barely_moves_drops_no_gradient(which, monkeypatch):
+    """A converged residual moves with the input at 1e-6: the zeros bwd returns for its cotangent are within the
+    gradient's own tolerance (no JXG011/JXG018); the same bwd ignoring an output that moves at 1e-2 is JXG011."""
+    monkeypatch.chdir(DATA)
+    name = "acc/converged_residual.py" if which == "good" else "acc/converged_residual_bad.py"
+    code, data = check(name)
+    target = only_target(data)
+    problems = [(f["code"], f["location"]["line"]) for f in target["findings"] if f["severity"] in ("error", "warning")]
+    if which == "good":
+        assert code == 0 and not problems, target["findings"]
+    else:
+        assert problems == [("JXG011", expect_line(DATA / name, "JXG011"))], target["findings"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ._compare import (
     DotCheck, compare_grad, conjugated, constant_factor, deliberate_disagreement, fd_reference_nonzero,
-    uniform_ratio, vjp_against_fd,
+    material_dependence, uniform_ratio, vjp_against_fd,
 )
 from ._fd import FDResult, FiniteDifferences
 from ._source import (
@@ -68,6 +68,7 @@ __all__ = [
     "dot",
     "error_text",
     "fd_reference_nonzero",
+    "material_dependence",
     "fmt_values",
     "function_ast",
     "grad_tol",

@@ -85,6 +85,24 @@ def fd_reference_nonzero(st: GradState, ws: Sequence[Any], args: Sequence[Arg] |
     return False
 
 
+def material_dependence(st: GradState, ws: Sequence[Any]) -> bool:
+    """True when `<w, J v>` from finite differences exceeds the gradient comparison's own tolerance, relative to
+    |w| |v|, along some direction: zeros in place of a smaller VJP would pass the comparison of the gradient itself
+    (a converged solver's residual output moves by 1e-10 when its input moves by 1)."""
+    group = tuple(st.diff)
+    tol = max((grad_tol(a.dtype) for a in group), default=0.0)
+    w_norm = float(np.sqrt(sum(float(np.sum(np.abs(to_f64(w)) ** 2)) for w in ws if not is_float0(w))))
+    for d in range(N_DIRECTIONS):
+        fd = st.fd.along(group, d)
+        if fd is None:
+            continue
+        value = sum(dot(w, jv) for w, jv in zip(ws, fd.jv) if not is_float0(w))
+        v_norm = float(np.sqrt(sum(float(np.sum(np.abs(st.direction(a, d)) ** 2)) for a in group)))
+        if abs(value) > tol * w_norm * v_norm:
+            return True
+    return False
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Grading a custom derivative that disagrees with the reference (JXG014 warning vs JXG024 error)
 # ---------------------------------------------------------------------------------------------------------------
