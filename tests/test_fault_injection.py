@@ -195,3 +195,22 @@ def test_the_partitioned_call_recorder_is_guarded():
     with cs.record_partitioned_calls(_BrokenList(), jaxdiag_code):
         with pytest.raises(JaxdiagBug, match="call recorder"):
             cp(jax.numpy.ones(3))
+
+
+def test_an_internal_error_keeps_the_jaxdiag_frame_that_caused_it_inside_jax():
+    """`bool()` of an array fails in JAX's `Array.__bool__`; the report keeps jaxdiag's own frame that called it
+    (the bug), not only the JAX frames it surfaced in."""
+    import jax.numpy as jnp
+
+    from jaxdiag._core._errors import internal_error_detail
+
+    own = os.path.join(os.sep, "site", "jaxdiag", "_checks", "_probe.py")  # a frame in jaxdiag's own files
+    namespace: dict = {}
+    exec(compile("def decide(x):\n    return bool(x)\n", own, "exec"), namespace)
+    try:
+        namespace["decide"](jnp.ones(3))
+    except ValueError as exc:
+        detail = internal_error_detail("batching-vs-loop", exc)
+    assert detail.startswith("internal error in check batching-vs-loop: ValueError: The truth value"), detail
+    assert f'File "{own}", line 2, in decide' in detail, detail
+    assert "__bool__" in detail or "check_bool_conversion" in detail, detail  # and where it surfaced

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import traceback
 
 
 class UsageError(Exception):
@@ -50,3 +52,17 @@ def dependency_failure(exc: BaseException) -> str | None:
 
 
 _NO_MODULE = re.compile(r"\b(?:ModuleNotFoundError|ImportError): (No module named '[\w.]+')")
+
+
+_OWN_FILES = f"{os.sep}jaxdiag{os.sep}"
+_OWN_FRAMES_KEPT = 4
+
+
+def internal_error_detail(check_name: str, exc: BaseException) -> str:
+    """What a report keeps of jaxdiag's own bug in a check: the exception, jaxdiag's innermost frames (where the bug
+    is, even when it surfaced deep inside JAX, e.g. `bool()` of an array) and the frame that raised."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if _OWN_FILES in f.filename][-_OWN_FRAMES_KEPT:]
+    shown = own + [f for f in frames[-1:] if f not in own]
+    return (f"internal error in check {check_name}: {type(exc).__name__}: {exc}\n"
+            + "".join(traceback.format_list(shown)))

@@ -273,6 +273,7 @@ def run_subject(subject: Any, options: Any, cache: Any, progress: Status | None 
     from .. import _rules as rules
     from .._checks import _sharding, _sharding_gather, _sharding_map, _sharding_rules
     from .._checks._base import Context, SkipCheck
+    from .._core._errors import internal_error_detail
     from .._core._report import CheckResult, TargetReport
 
     checks = [*_sharding.CHECKS, *_sharding_rules.CHECKS, *_sharding_map.CHECKS, *_sharding_gather.CHECKS]
@@ -296,8 +297,7 @@ def run_subject(subject: Any, options: Any, cache: Any, progress: Status | None 
                                                         location=skip.location or subject.location)]
         except Exception as exc:  # jaxdiag's own bug: reported with exit 3, the other checks go on
             status = "error"
-            detail = f"internal error in check {chk.name}: {type(exc).__name__}: {exc}\n" + "".join(
-                traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
+            detail = internal_error_detail(chk.name, exc)
         if status == "passed" and any(f.severity in ("error", "warning") for f in findings):
             status, detail = "failed", "; ".join(sorted({f.code for f in findings}))
         report.checks.append(CheckResult(chk.name, status, time.perf_counter() - start, detail))

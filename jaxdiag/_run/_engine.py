@@ -10,7 +10,6 @@ import inspect
 import re
 import threading
 import time
-import traceback
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -27,7 +26,7 @@ from .._checks._base import Check, Context, Options, SkipCheck, Subject
 from .._harness import call_user, catch_abort
 from .._harness.cache import SubjectCache
 from .._checks._shared import platform_blocker
-from .._core._errors import InferenceError, UsageError, dependency_failure
+from .._core._errors import InferenceError, UsageError, dependency_failure, internal_error_detail
 from .._core._filtering import Filter, validate_inline
 
 from .._loading._inputs import needs_x64
@@ -514,8 +513,7 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
                 findings = [rules.CHECK_SKIPPED.finding(check=chk.name, reason=str(skip), location=skip.location)]
         except Exception as exc:  # jaxdiag's own bug: report it, keep checking the rest
             status = "error"
-            detail = f"internal error in check {chk.name}: {type(exc).__name__}: {exc}\n" + "".join(
-                traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
+            detail = internal_error_detail(chk.name, exc)
         seconds = time.perf_counter() - start
         if status == "passed" and any(f.severity in ("error", "warning") for f in findings):
             status = "failed"
