@@ -48,9 +48,9 @@ class Reach:
 def references(module: ModuleType) -> dict[str, set[str]]:
     """Module-level function name -> every name it calls, hands on as a value, or reaches an attribute through
     (`foo_p.bind(...)`, `kernel.primitive.bind(...)` refer to `foo_p`, `kernel`)."""
-    from .._loading._passthrough import _module_tree
+    from .._loading._passthrough import module_tree
 
-    tree = _module_tree(module)
+    tree = module_tree(module)
     out: dict[str, set[str]] = {}
     for top in tree.body if tree is not None else []:
         if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):

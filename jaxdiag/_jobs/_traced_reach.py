@@ -89,9 +89,9 @@ def _last_name(node: ast.expr) -> str | None:
 
 def sites_in(module: ModuleType) -> list[Site]:
     """Rule-making calls and decorators inside the module-level functions of `module` (read, never run)."""
-    from .._loading._passthrough import _module_tree
+    from .._loading._passthrough import module_tree
 
-    tree = _module_tree(module)
+    tree = module_tree(module)
     path = getattr(module, "__file__", None)
     if tree is None or not path:
         return []
@@ -131,9 +131,9 @@ def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
     """Module-level function name -> the names it calls (plain or attribute), and the names it hands on as values
     (`shard_map(_kernel, ...)`, `jax.vmap(f)`, `lax.scan(step, ...)`: a transformation calls them), from the
     source."""
-    from .._loading._passthrough import _module_tree
+    from .._loading._passthrough import module_tree
 
-    tree = _module_tree(module)
+    tree = module_tree(module)
     out: dict[str, set[str]] = {}
     for top in tree.body if tree is not None else []:
         if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -148,9 +148,9 @@ def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
 def _called_at_import(module: ModuleType) -> set[str]:
     """Names the module's own top-level statements call or decorate with: what they make is a module attribute
     (or a class attribute), found by attribute discovery."""
-    from .._loading._passthrough import _module_tree
+    from .._loading._passthrough import module_tree
 
-    tree = _module_tree(module)
+    tree = module_tree(module)
     out: set[str] = set()
     for top in tree.body if tree is not None else []:
         if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

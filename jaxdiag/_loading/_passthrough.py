@@ -31,7 +31,7 @@ def passthrough_defaults(fn: Any, attr: str, names: list[str]) -> dict[int, Any]
     that a same-module caller fills from an option-valued default of its own. Positions two callers fill with
     different defaults are left out: no single value stands for them."""
     module = sys.modules.get(getattr(_locate.unwrap(fn), "__module__", "") or "")
-    tree = _module_tree(module)
+    tree = module_tree(module)
     if tree is None or not attr.isidentifier():
         return {}
     found: dict[int, Any] = {}
@@ -51,7 +51,7 @@ def passthrough_defaults(fn: Any, attr: str, names: list[str]) -> dict[int, Any]
 _TREES: dict[tuple, ast.Module | None] = {}
 
 
-def _module_tree(module: Any) -> ast.Module | None:
+def module_tree(module: Any) -> ast.Module | None:
     """The module's parsed source, cached by file and modification time (a package's modules are read for each of
     its primitives)."""
     if module is None:
@@ -118,7 +118,7 @@ def bind_site_params(names: set[str], modules: list[Any], wanted: set[str] | Non
     `wanted` wins (the first of equals): every call site is a call the library really makes."""
     best: dict[str, Any] = {}
     for module in modules:
-        tree = _module_tree(module)
+        tree = module_tree(module)
         if tree is None:
             continue
         constants = _literal_constants(tree)
@@ -147,7 +147,7 @@ def bind_site_operands(names: set[str], modules: list[Any]) -> list[list[str]]:
     their count is unknown."""
     out: list[list[str]] = []
     for module in modules:
-        tree = _module_tree(module)
+        tree = module_tree(module)
         if tree is None:
             continue
         for _, call in _calls_in(tree):

@@ -280,7 +280,11 @@ def _module_literals(subject: Subject, params: list[inspect.Parameter]) -> dict[
     """{position: value} of the literals the target's own module passes at each of its positions."""
     if subject.kind == "primitive":
         return {}
-    seen = _literal_call_arguments(subject)
+    return _by_position(_literal_call_arguments(subject), params)
+
+
+def _by_position(seen: dict[Any, Any], params: list[inspect.Parameter]) -> dict[int, Any]:
+    """{position: value} from literals seen by position or by keyword name."""
     out = {}
     for i, param in enumerate(params):
         for key in (i, param.name):
@@ -335,9 +339,8 @@ def static_suggestions(subject: Subject) -> dict[int, str]:
     """For a suggested configuration: each static position without a default, with a Python literal to put there
     (the literal the module's own calls pass at that position, else `0.1`): a static argument is never a SPEC."""
     params = positional(signature_of(subject))
-    names = {i: params[i].name for i, _ in enumerate(params)}
-    seen = _literal_call_arguments(subject)
-    return {i: repr(seen[i]) if i in seen else repr(seen[names[i]]) if names.get(i) in seen else "0.1"
+    literals = _by_position(_literal_call_arguments(subject), params)
+    return {i: repr(literals[i]) if i in literals else "0.1"
             for i in static_positions(subject) if i < len(params) and params[i].default is params[i].empty}
 
 
@@ -349,15 +352,11 @@ def _literal_call_arguments(subject: Subject) -> dict[Any, Any]:
     partial applications (`functools.partial(f, max_gradient=1e3)`, whose positions follow the function)."""
     import ast
 
-    module = sys.modules.get(subject.module or "")
-    path = getattr(module, "__file__", None)
+    from .._loading._passthrough import module_tree
+
     attr = subject.label.rpartition(":")[2].split(".")[-1]
-    if not path or not attr:
-        return {}
-    try:
-        with open(path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
-    except (OSError, UnicodeDecodeError, SyntaxError):
+    tree = module_tree(sys.modules.get(subject.module or "")) if attr else None
+    if tree is None:
         return {}
     out: dict[Any, Any] = {}
     for node in ast.walk(tree):
