@@ -84,6 +84,25 @@ def test_check_uses_the_recording_and_gives_the_same_report_twice(recorded):
     assert "JXN002" not in {f["code"] for t in first["targets"] for f in t["findings"]}  # no domain guessing
 
 
+def test_calls_of_an_installed_library_feed_check_of_that_library(tmp_path):
+    """A project runs a library installed outside it (tests/data's recpkg is off the project's root): its rules'
+    calls are recorded and `jaxdiag check recpkg` checks them on those inputs. The closure's carrier is the
+    library's own function, so it is not written (a carrier must be the project's own); tracing the library's
+    functions checks the closure instead, and the recorded call is not reported as not checkable as well."""
+    done = jaxdiag("record", "--", sys.executable, "-m", "recpkg.example", cwd=tmp_path)
+    assert "recorded 4 distinct call(s)" in done.stderr, done.stderr
+    by_target = {c["target"]: c for c in calls(tmp_path)}
+    assert by_target["recpkg.ops:pad_p"]["params"] == {"width": "2"}
+    assert by_target["recpkg.ops:make_scaled_log.<locals>.scaled_log"]["via"] is None
+    checked = jaxdiag("check", "recpkg", "--format", "json", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    targets = {t["target"]: t for t in json.loads(checked.stdout)["targets"]}
+    assert targets["recpkg.ops:pad_p"]["inputs"] == ["f32[4]@negative"]  # the recorded range, not a guess
+    assert "JXN010" in {f["code"] for f in targets["recpkg.ops:pad_p"]["findings"]}
+    assert "JXN012" not in {f["code"] for t in targets.values() for f in t["findings"]}
+    assert any("scaled_log (made in a function" in name for name in targets)
+
+
 def test_without_a_recording_the_bind_param_comes_from_the_packages_own_call(tmp_path):
     """No recording: the package's example calls `pad_p` with `width=2`, so it is checked there (JXN016); never on
     an array drawn for an inferred caller's argument (a bind param is static)."""

@@ -1,6 +1,7 @@
 """Recordings are data: `.jaxdiag/calls.json` is validated against its schema (docs/json.md) before any check, and
 anything else is exit 2 naming the JSON path of the bad field; only the project's own modules under the
-recording's root are targets or carriers. Hand-made bad recordings live in tests/data/recbad/bad/."""
+recording's root are carriers; a call may name an installed library's rule, defined in that library. Hand-made
+bad recordings live in tests/data/recbad/bad/."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ BAD = {
     "via_null_arg": ("calls[0].via.args[0]", "expected a SPEC string, got null"),
     "via_imported_callable": ("calls[0].via.target", "does not define a module-level function 'joined'"),
     "via_outside_root": ("calls[0].via.target", "is not one of the project's own modules"),
-    "target_outside_root": ("calls[0].target", "is not one of the project's own modules"),
+    "library_target_defined_in_project": ("calls[0].defined_at", "a module outside it"),
     "target_missing_module": ("calls[0].target", "module 'nosuchmodule' is not a Python file"),
     "kind_unknown": ("calls[0].kind", "expected one of primitive"),
     "count_string": ("calls[0].count", "expected an integer"),
@@ -87,11 +88,11 @@ def _good() -> dict:
     return json.loads((RECBAD / "good.json").read_text())
 
 
-def _load(project: Path, data: object) -> str:
+def _load(project: Path, data: object, search: tuple[Path, ...] = ()) -> str:
     path = project / ".jaxdiag" / "calls.json"
     path.write_text(data if isinstance(data, str) else json.dumps(data))
     with pytest.raises(RecordingError) as info:
-        _record_schema.load(str(path), [str(project)])
+        _record_schema.load(str(path), [str(project), *map(str, search)])
     return str(info.value)
 
 
@@ -138,7 +139,8 @@ def test_the_recorder_writes_only_what_the_validator_accepts(project):
     good = _good()["calls"][0]
     records = {
         ("own",): dict(good),
-        ("library",): dict(good, target="json:dumps"),
+        ("library",): dict(good, target="json:dumps", defined_at=f"{json.__file__}:1", via=None),
+        ("library_at_a_project_line",): dict(good, target="json:loads"),
         ("carried_by_os",): dict(good, target="recops:run", via={"target": "os:system", "args": ["'x'"],
                                                                   "ranges": None}),
     }
@@ -146,7 +148,22 @@ def test_the_recorder_writes_only_what_the_validator_accepts(project):
     _record._merge_into(str(output), records)
     written = _record_schema.load(str(output), [str(project)])
     assert sorted((c["target"], (c["via"] or {}).get("target")) for c in written) == [
-        ("recops:run", None), ("recops:scale_p", "recops:run")]
+        ("json:dumps", None), ("recops:run", None), ("recops:scale_p", "recops:run")]
+
+
+def test_a_call_of_an_installed_librarys_rule_is_kept_but_never_its_carrier(project, tmp_path_factory):
+    """`jaxdiag check thatlib` uses the calls a project recorded of an installed library's rules: nothing imports a
+    call's target by name. A carrier is imported and called, so it stays the project's own."""
+    site = tmp_path_factory.mktemp("site")
+    (site / "thatlib").mkdir()
+    (site / "thatlib" / "__init__.py").write_text("def op(x):\n    return x\n")
+    data = _good()
+    data["calls"][0].update(target="thatlib:op", defined_at=f"{site / 'thatlib' / '__init__.py'}:1", via=None)
+    path = project / ".jaxdiag" / "calls.json"
+    path.write_text(json.dumps(data))
+    assert _record_schema.load(str(path), [str(project), str(site)])[0]["target"] == "thatlib:op"
+    data["calls"][0]["via"] = {"target": "thatlib:op", "args": ["f32[3]"], "ranges": None}
+    assert "calls[0].via.target" in _load(project, data, (site,))
 
 
 def test_a_module_in_a_project_folder_off_the_path_is_the_projects_own(project):

@@ -129,11 +129,12 @@ class _Lint:
         reports: list[TargetReport] = list(self.discovery.failed)
         discovered = self.discover()
         reports.extend(_parallel.check_targets(self, discovered, items, self.settings))
-        for call in self.recorded.unclaimed():
-            if _reach.in_walked(call, self.discovery.walked):  # other modules' rules: not asked
-                reports.extend(self._check_recorded(call))
+        recorded = [(call, self._check_recorded(call)) for call in self.recorded.unclaimed()
+                    if _reach.in_walked(call, self.discovery.walked)]  # other modules' rules: not asked
         # rules made in factories and closures, callback call sites: reached through the package's own functions
-        reports.extend(_traced_reach.check_by_tracing(self, discovered))
+        traced = _traced_reach.check_by_tracing(self, discovered)
+        reports.extend(_reach.drop_reached_elsewhere(recorded, traced))
+        reports.extend(traced)
         if self.config.sharding:  # opt-in: a child process on virtual devices
             from .._mesh import _sharding
 

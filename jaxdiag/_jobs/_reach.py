@@ -108,6 +108,29 @@ def in_walked(call: dict, walked: Iterable[Any]) -> bool:
     return any(getattr(w.module, "__file__", None) and os.path.realpath(w.module.__file__) == real for w in modules)
 
 
+def drop_reached_elsewhere(recorded: list[tuple[dict, list[TargetReport]]], traced: list[TargetReport]
+                           ) -> list[TargetReport]:
+    """The reports of recorded calls, less the "not checkable" ones of rules that tracing the package's functions
+    checked (a closure recorded without a carrier of the project's own, e.g. inside an installed library)."""
+    from ._record import real_site
+
+    checked = {real_site(f"{a.path}:{a.line}") for report in traced if not report.unverified
+               for a in report.anchors}
+    kept: list[TargetReport] = []
+    for call, reports in recorded:
+        site = real_site(call.get("defined_at", ""))
+        if site and site in checked and all(_not_checkable(r) for r in reports):
+            continue
+        kept.extend(reports)
+    return kept
+
+
+def _not_checkable(report: TargetReport) -> bool:
+    from .. import _rules as rules
+
+    return any(f.code == rules.TARGET_NOT_CHECKABLE.code for f in report.findings)
+
+
 def domain_of(recorded_range: dict | None) -> str | None:
     """The domain the recorded values call for: negative-only, unit interval, positive, or none (normal)."""
     if not recorded_range:

@@ -7,7 +7,8 @@ array input (when it is concrete). `jaxdiag check` then checks those targets wit
 
 The file (default `.jaxdiag/calls.json`) is JSON, sorted, with no timestamps, so two runs of a deterministic
 command write the same bytes. Its schema and bounds are in docs/json.md and `_record_schema`, which validates it
-when it is read; only calls of the project's own modules (under the folder the recording belongs to) are written:
+when it is read; a carrier (`via`) is only ever one of the project's own functions (under the folder the recording
+belongs to):
 
     {"schema": 1, "calls": [{
         "target": "pkg.mod:attr",            # how `jaxdiag check` names it (module:attr, or module:qualname)

@@ -2,11 +2,13 @@
 
 A recording is data: `jaxdiag check` reads it before any check and refuses anything the recorder could not have
 written, with one `jaxdiag: error:` line naming the JSON path of the offending field (exit 2). Beyond types and
-bounds, every module a recording names (`target`, and `via.target`, the carrier `jaxdiag check` runs) must be one
+bounds, every carrier a recording names (`via.target`, the function `jaxdiag check` imports and runs) must be one
 of the user's own modules under the recording's root: a file below the root folder, outside virtual environments
 and installed packages, resolved without importing anything. A carrier must also be a function the module itself
 defines (`def NAME` at module level), so a recording can never name `os:system`, a library's function, or a
-callable a user module merely imports.
+callable a user module merely imports. A call's own `target` may name an installed library's module: nothing
+imports or resolves it by name (`jaxdiag check thatlib` matches it to the rules it discovers there), and such a
+call must be defined in a file outside the project too.
 
 The recorder writes only what this validator accepts (`keep_valid`), so a recording jaxdiag wrote is always read
 back. No JAX here: this runs in the CLI process before the checks.
@@ -110,9 +112,9 @@ def validate(data: Any, shown: str, root: str, search: Iterable[str] = ()) -> li
 
 
 def keep_valid(records: dict[Any, dict], output: str) -> dict[Any, dict]:
-    """The records the validator accepts (the recorder writes only these): a record naming a module outside the
-    root, or breaking a bound, is dropped; a carrier outside the root is dropped from its record (the record stays,
-    to be reported as not checkable)."""
+    """The records the validator accepts (the recorder writes only these): a record breaking a bound is dropped; a
+    carrier outside the root is dropped from its record (the record stays: its rule may be reached otherwise, or
+    it is reported as not checkable)."""
     checker = _Checker(_shown(output), recording_root(output), [])
     kept: dict[Any, dict] = {}
     for key, record in records.items():
@@ -171,6 +173,7 @@ class _Checker:
         defined_at = entry.get("defined_at", "")
         if defined_at and not re.match(r"^.+:\d+$", defined_at):
             self.fail(f"{where}.defined_at", f"expected PATH:LINE or \"\", got {_value(defined_at)}")
+        self.library_site(entry["target"], defined_at, f"{where}.defined_at")
         for name in ("reachable", "replayable"):
             if name in entry and not isinstance(entry[name], bool):
                 self.fail(f"{where}.{name}", f"expected true or false, got {_value(entry[name])}")
@@ -227,13 +230,27 @@ class _Checker:
         path = module_file(module, self.search) or self.in_project(module)
         if path is None:
             self.fail(where, f"{_value(text)}: module {module!r} is not a Python file found on --app-dir or sys.path "
-                             f"(a recording names only the project's own modules)")
-        if not under_root(path, self.root):
+                             "(a recording names only modules it can find without importing them)")
+        # a rule's call may name an installed library's module (`jaxdiag check thatlib` uses it): nothing imports
+        # or resolves a call's target by name, it is matched to rules discovery found in the modules the run
+        # checks. A carrier is imported and called, so it must be the project's own.
+        if carrier and not under_root(path, self.root):
             self.fail(where, f"{_value(text)}: module {module!r} ({path}) is not one of the project's own modules "
-                             f"under {self.root}; a recording may only name those")
+                             f"under {self.root}; a carrier may only be one of those")
         if carrier and not defines_function(path, attr):
             self.fail(where, f"{_value(text)}: {module} does not define a module-level function {attr!r} (a carrier "
                              "is a function of the project's own code, defined with def in its module)")
+
+    def library_site(self, target: str, defined_at: str, where: str) -> None:
+        """A call naming another package's module is defined in another package's file, never in the project's."""
+        module = target.partition(":")[0]
+        path = module_file(module, self.search) or self.in_project(module)
+        site = defined_at.rpartition(":")[0]
+        if not path or not site or under_root(path, self.root):
+            return
+        if under_root(os.path.join(self.root, site), self.root):
+            self.fail(where, f"{_value(defined_at)} is a file of the project, but the call names {module!r} "
+                             f"({path}), a module outside it")
 
     def in_project(self, module: str) -> str | None:
         """The file of `module` in a folder of the project (walked once, at most MAX_PROJECT_DIRS folders, hidden
