@@ -252,7 +252,8 @@ def test_a_kernel_that_asks_for_float64_is_checked_on_64_bit_inputs_under_x64_fo
 
 def test_the_library_bind_call_gives_the_operand_count_and_its_capitalised_names_the_matrices(monkeypatch):
     """Rules taking `*args` say nothing of the arity; `weigh_p.bind(t, c, a, U, V)` says 5, and `U`, `V` are
-    tried as matrices beside vector `t`, `c`, `a`: the primitive is checked, and its batching defect found."""
+    tried as matrices beside vector `t`, `c`, `a`: the primitive is checked, and its batching defect found at the
+    `defvectorized` line of the factory that made it (`weigh_p = _build(SPEC)`), not at the assignment."""
     monkeypatch.chdir(DATA)
     code, data = check("acc/bound_operands.py")
     target = only_target(data)

@@ -147,6 +147,20 @@ def test_deliberate_disagreement_classes():
     assert not deliberate_disagreement(w, ref, None, np.float32)  # unrelated values
 
 
+def test_a_smaller_derivative_is_a_clip_only_when_it_keeps_the_order_of_the_magnitudes():
+    """Clipping (hard, soft, of the value or of the derivative factor) never puts a larger derivative below a
+    smaller one; `sigmoid(-x)` written for softplus's `sigmoid(x)` is smaller on x > 0 but reverses the order."""
+    x = np.array([0.2, 0.9, 1.7, 3.0])
+    t = np.array([1.3, -0.4, 0.8, -2.1])  # the tangent the rule received
+    sigmoid = 1.0 / (1.0 + np.exp(-x))
+    ref = sigmoid * t
+    assert deliberate_disagreement(np.tanh(ref), ref, t, np.float32)  # soft clip of the value
+    assert deliberate_disagreement(np.minimum(sigmoid, 0.7) * t, ref, t, np.float32)  # clip of the derivative
+    assert not deliberate_disagreement((1.0 - sigmoid) * t, ref, t, np.float32)  # sigmoid(-x): order reversed
+    derivative = 3 * x ** 2  # a cubic's, clipped at 4, no tangent known: ordered as values
+    assert deliberate_disagreement(np.minimum(derivative, 4.0), derivative, None, np.float32)
+
+
 @pytest.mark.parametrize("attr,code,severity",
                          [pytest.param("clipped_sin", "JXG014", "warning", marks=pytest.mark.slow),
                           ("round_ste", "JXG014", "warning")])

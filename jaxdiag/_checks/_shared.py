@@ -275,7 +275,33 @@ def registration_location(subject: Subject, helper: str) -> Location | None:
     for number, text in enumerate(lines, start=1):
         if pattern.search(text) and not text.lstrip().startswith("#"):
             return Location(_locate.relative_path(path or ""), number, prim_var(subject))
+    line = _factory_registration(module, prim_var(subject), helper)
+    return Location(_locate.relative_path(path or ""), line, prim_var(subject)) if line else None
+
+
+def _factory_registration(module: Any, name: str, helper: str) -> int | None:
+    """The line of `<helper>(...)` inside the factory that made the primitive (`weigh_p = _build(SPEC)`, whose
+    `_build` calls `batching.defvectorized(prim)` on its local name), read from the module's source."""
+    import ast
+
+    from .._loading._passthrough import module_tree
+
+    tree = module_tree(module)
+    if tree is None:
+        return None
+    factories = {_called(node.value.func) for node in tree.body if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Call) and any(isinstance(t, ast.Name) and t.id == name
+                                                              for t in node.targets)}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in factories:
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and _called(call.func) == helper:
+                    return call.lineno
     return None
+
+
+def _called(func: Any) -> str | None:
+    return getattr(func, "id", getattr(func, "attr", None))
 
 
 def rule_location(fn: Any, fallback: Location | None) -> Location | None:

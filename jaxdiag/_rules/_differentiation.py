@@ -149,8 +149,9 @@ CUSTOM_DERIVATIVE_MISMATCH: Rule[_fields.JXG014] = Rule(
     "The custom derivative differs from the numerical derivative of the primal function the way a deliberate "
     "surrogate does (zeroed, clipped or straight-through directions).",
     "Compares the custom VJP/JVP with finite differences in float64 and JAX's autodiff of the undecorated primal. "
-    "Every differing element is zero, has the reference's sign and a smaller magnitude, or equals the "
-    "cotangent/tangent the rule received, or bwd is steered by an argument the primal ignores "
+    "Every differing element is zero, has the reference's sign and a smaller magnitude that keeps the order of the "
+    "magnitudes (a clip never puts a larger derivative below a smaller one), or equals the cotangent/tangent the "
+    "rule received, or bwd is steered by an argument the primal ignores "
     "(`optax.scale_gradient`); anything else is JXG024 (an error).",
     "Either a bug, or deliberate (gradient clipping, straight-through estimators, surrogate gradients). If "
     "deliberate, suppress with `# jaxdiag: ignore[JXG014]` on the `def` line.",
@@ -168,10 +169,12 @@ CUSTOM_DERIVATIVE_WRONG: Rule[_fields.JXG024] = Rule(
     "stop-gradient or straight-through estimator explains it.",
     "Compares the custom VJP/JVP element by element with JAX's autodiff of the undecorated primal (or float64 "
     "finite differences). An element is explained by a deliberate surrogate when the custom value is zero "
-    "(stop-gradient, clipped region), has the reference's sign and at most its magnitude (gradient clipping), or "
-    "equals the cotangent/tangent the rule received (straight-through). Any other differing element, at a point "
-    "where the primal is smooth (finite differences stable under a step change, or autodiff of the primal "
-    "agreeing), is on the interior: a larger magnitude, the opposite sign or an unrelated value. The milder "
+    "(stop-gradient, clipped region), has the reference's sign and at most its magnitude in the same order "
+    "(gradient clipping: hard, soft or by norm, of the value or of the derivative factor), or equals the "
+    "cotangent/tangent the rule received (straight-through). Any other differing element, at a point where the "
+    "primal is smooth (finite differences stable under a step change, or autodiff of the primal agreeing), is on "
+    "the interior: a larger magnitude, the opposite sign, an unrelated value, or smaller magnitudes in reversed "
+    "order (`sigmoid(-x)` written for `sigmoid(x)`). The milder "
     "disagreements are JXG014 (a warning).",
     "No gradient surrogate flips a sign or enlarges a derivative: jax.grad and jax.jvp are silently wrong.",
     "jxg024_bad.py", "jxg024_good.py",

@@ -113,12 +113,14 @@ def deliberate_disagreement(got: Any, ref: Any, passed: Any, dtype: Any) -> bool
     shape) only in ways a deliberate surrogate does, element by element:
 
     - zeroed: `got` is 0 where `ref` is not (stop-gradient, a clipped region);
-    - bounded: `got` has `ref`'s sign and a smaller magnitude (elementwise or norm gradient clipping);
+    - clipped: `got` has `ref`'s sign and a smaller magnitude, and keeps the order of the magnitudes (elementwise,
+      norm or soft gradient clipping: a larger derivative is never clipped below a smaller one);
     - identity-replaced: `got` equals `passed`, the cotangent/tangent the rule received (straight-through).
 
-    Any other differing element (opposite sign, larger magnitude than the derivative, another value) is on the
-    interior of the domain, where the primal is smooth and no surrogate explains it: the derivative is wrong.
-    `passed` is None where the identity cannot apply (shapes differ)."""
+    Any other differing element (opposite sign, larger magnitude than the derivative, another value, or a smaller
+    magnitude that reverses the order, as `sigmoid(-x)` written for `sigmoid(x)` does) is on the interior of the
+    domain, where the primal is smooth and no surrogate explains it: the derivative is wrong. `passed` is None where
+    the identity cannot apply (shapes differ)."""
     if got is None:
         return True
     g, r = to_f64(got), to_f64(ref)
@@ -136,8 +138,39 @@ def deliberate_disagreement(got: Any, ref: Any, passed: Any, dtype: Any) -> bool
         if passed is not None and np.shape(passed) == g.shape:
             p = to_f64(passed)
             identity = np.abs(g - p) <= tol * (1.0 + np.abs(p))
+    surrogate = differ & (zeroed | identity)
+    if np.any(differ & bounded & ~surrogate) and not _keeps_order(g, r, passed, slack, ~surrogate):
+        bounded = np.zeros_like(bounded)
     explained = zeroed | bounded | identity
     return bool(np.all(explained | ~differ))
+
+
+def _keeps_order(g: np.ndarray, r: np.ndarray, passed: Any, slack: np.ndarray, keep: np.ndarray) -> bool:
+    """Whether the custom derivative's magnitudes never decrease as the reference's grow, over the entries `keep`:
+    as values (a clip of the cotangent or tangent, a norm clip, a soft clip) or as factors of the tangent/cotangent
+    received (a clip of the derivative itself, `min(f'(x), M) * t`). A clip is monotone in one of the two."""
+    if _monotone(np.abs(g[keep]), np.abs(r[keep]), slack[keep]):
+        return True
+    if passed is None or np.shape(passed) != g.shape:
+        return False
+    p = np.abs(to_f64(passed))
+    usable = keep & (p > 0) & np.isfinite(p)
+    return bool(_monotone(np.abs(g[usable]) / p[usable], np.abs(r[usable]) / p[usable], slack[usable] / p[usable]))
+
+
+def _monotone(got: np.ndarray, ref: np.ndarray, slack: np.ndarray) -> bool:
+    """No entry's `got` is above another's by more than the slack where its `ref` is below it by more."""
+    finite = np.isfinite(got) & np.isfinite(ref)
+    got, ref, slack = got[finite], ref[finite], slack[finite]
+    if got.size < 2:
+        return True
+    order = np.argsort(ref, kind="stable")
+    got, ref, slack = got[order], ref[order], slack[order]
+    running = np.maximum.accumulate(got)
+    below = np.searchsorted(ref, ref - slack, side="left")  # entries [0, below) have ref smaller by more than slack
+    has_below = below > 0
+    highest_below = running[np.maximum(below - 1, 0)]
+    return bool(np.all(~has_below | (highest_below <= got + slack)))
 
 
 def uniform_ratio(got: Any, ref: Any, dtype: Any) -> float | None:
