@@ -84,23 +84,39 @@ def test_check_uses_the_recording_and_gives_the_same_report_twice(recorded):
     assert "JXN002" not in {f["code"] for t in first["targets"] for f in t["findings"]}  # no domain guessing
 
 
+USE_OF_THE_LIBRARY = """import jax.numpy as jnp
+from recpkg import ops
+
+
+def total_neg_log(x):  # the project's own function around the library's: it carries the library's closure
+    return ops.neg_log_sum(x) * 2.0
+
+
+def main():
+    x = -jnp.linspace(0.5, 2.0, 4)
+    print(ops.pad(x, 2), total_neg_log(x))
+"""
+
+
 def test_calls_of_an_installed_library_feed_check_of_that_library(tmp_path):
-    """A project runs a library installed outside it (tests/data's recpkg is off the project's root): its rules'
-    calls are recorded and `jaxdiag check recpkg` checks them on those inputs. The closure's carrier is the
-    library's own function, so it is not written (a carrier must be the project's own); tracing the library's
-    functions checks the closure instead, and the recorded call is not reported as not checkable as well."""
-    done = jaxdiag("record", "--", sys.executable, "-m", "recpkg.example", cwd=tmp_path)
-    assert "recorded 4 distinct call(s)" in done.stderr, done.stderr
+    """A project uses a library installed outside it (tests/data's recpkg is off the project's root): the calls of
+    the library's rules are recorded, and `jaxdiag check recpkg` checks them on those inputs. A closure the library
+    makes is carried by the project's function that called the library (`total_neg_log`), never by the library's
+    own `neg_log_sum`, which a recording may not name; it is checked once."""
+    (tmp_path / "use_lib.py").write_text(USE_OF_THE_LIBRARY)
+    done = jaxdiag("record", "--", sys.executable, "-c", "import use_lib; use_lib.main()", cwd=tmp_path)
+    assert "recorded 2 distinct call(s)" in done.stderr, done.stderr
     by_target = {c["target"]: c for c in calls(tmp_path)}
     assert by_target["recpkg.ops:pad_p"]["params"] == {"width": "2"}
-    assert by_target["recpkg.ops:make_scaled_log.<locals>.scaled_log"]["via"] is None
+    assert by_target["recpkg.ops:make_scaled_log.<locals>.scaled_log"]["via"]["target"] == "use_lib:total_neg_log"
     checked = jaxdiag("check", "recpkg", "--format", "json", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     targets = {t["target"]: t for t in json.loads(checked.stdout)["targets"]}
     assert targets["recpkg.ops:pad_p"]["inputs"] == ["f32[4]@negative"]  # the recorded range, not a guess
     assert "JXN010" in {f["code"] for f in targets["recpkg.ops:pad_p"]["findings"]}
-    assert "JXN012" not in {f["code"] for t in targets.values() for f in t["findings"]}
-    assert any("scaled_log (made in a function" in name for name in targets)
+    closure = [name for name in targets if "scaled_log" in name]
+    assert closure == ["recpkg.ops:make_scaled_log.<locals>.scaled_log (inside use_lib:total_neg_log)"], closure
+    assert targets[closure[0]]["inputs"] == ["f32[4]@negative"]
 
 
 def test_without_a_recording_the_bind_param_comes_from_the_packages_own_call(tmp_path):

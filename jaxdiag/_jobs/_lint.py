@@ -132,7 +132,8 @@ class _Lint:
         recorded = [(call, self._check_recorded(call)) for call in self.recorded.unclaimed()
                     if _reach.in_walked(call, self.discovery.walked)]  # other modules' rules: not asked
         # rules made in factories and closures, callback call sites: reached through the package's own functions
-        traced = _traced_reach.check_by_tracing(self, discovered)
+        # (a site whose rule a recorded call checked is covered: never checked twice)
+        traced = _traced_reach.check_by_tracing(self, discovered, _reach.checked_sites(recorded))
         reports.extend(_reach.drop_reached_elsewhere(recorded, traced))
         reports.extend(traced)
         if self.config.sharding:  # opt-in: a child process on virtual devices

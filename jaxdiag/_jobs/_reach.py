@@ -108,6 +108,16 @@ def in_walked(call: dict, walked: Iterable[Any]) -> bool:
     return any(getattr(w.module, "__file__", None) and os.path.realpath(w.module.__file__) == real for w in modules)
 
 
+def checked_sites(recorded: list[tuple[dict, list[TargetReport]]]) -> list[Location]:
+    """The definitions of the recorded rules that were checked (some check ran on them)."""
+    out = []
+    for call, reports in recorded:
+        path, _, line = call.get("defined_at", "").rpartition(":")
+        if path and line.isdigit() and any(not r.unverified for r in reports):
+            out.append(Location(path, int(line), call.get("name", "")))
+    return out
+
+
 def drop_reached_elsewhere(recorded: list[tuple[dict, list[TargetReport]]], traced: list[TargetReport]
                            ) -> list[TargetReport]:
     """The reports of recorded calls, less the "not checkable" ones of rules that tracing the package's functions

@@ -304,7 +304,9 @@ def _carrier(obj: Any) -> dict | None:
     keys, literals) while the rule's own are not (a callable, treedef or solver object JAX supplies again when the
     function runs). The outermost such function of the rule's own package, else the outermost one of another
     importable user module that passes at least one array (the user's own example or helper calling the library:
-    `def solve(y0): return diffeqsolve(...)`). Test functions, `__main__` and JAX/NumPy/jaxdiag are never carriers."""
+    `def solve(y0): return diffeqsolve(...)`). Only the project's own functions carry (`_record_schema`): an
+    installed library's function is passed over for the user's code that called it. Test functions, `__main__` and
+    JAX/NumPy/jaxdiag are never carriers."""
     from .._core import _locate
     from .._loading._inputs import ArgSpec, template_text
     from .._harness import call_user
@@ -326,6 +328,8 @@ def _carrier(obj: Any) -> dict | None:
         for module, code, frame in reversed(candidates):  # outermost first
             if code.co_flags & 0x04 or code.co_kwonlyargcount:  # *args / keyword-only: not replayable positionally
                 continue
+            if not _accepted_carrier(f"{module}:{code.co_name}"):  # an installed library's: never written
+                continue
             values = [frame.f_locals[n] for n in code.co_varnames[:code.co_argcount]]
             described = call_user(lambda vs=values: [template_of(v) for v in vs])  # user objects may raise
             if described.value is None:
@@ -337,6 +341,20 @@ def _carrier(obj: Any) -> dict | None:
                 return {"target": f"{module}:{code.co_name}", "args": [template_text(t) for t in templates],
                         "ranges": _ranges(values)}
     return None
+
+
+def _accepted_carrier(target: str) -> bool:
+    """Whether the recording's schema accepts `target` as a carrier (a function of the project's own, under the
+    recording's root): a library's own function is skipped for the user's example that called it."""
+    output = _state.get("output")
+    if not output:
+        return True
+    accepted = _state.setdefault("carriers", {})
+    if target not in accepted:
+        from ._record_schema import carrier_accepted
+
+        accepted[target] = carrier_accepted(target, output)
+    return bool(accepted[target])
 
 
 def jax_leaves(tree: Any) -> list[Any]:

@@ -44,6 +44,7 @@ VIA_FIELDS = ("target", "args", "ranges")
 # folders of a root whose modules are not the user's own: environments and installed packages
 _FOREIGN_DIRS = {"site-packages", "dist-packages", "__pycache__", "node_modules"}
 _MODULE_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_CARRIER_CHECKERS: dict[str, "_Checker"] = {}  # per output file: its project folders are walked once
 
 
 class RecordingError(UsageError):
@@ -130,6 +131,18 @@ def keep_valid(records: dict[Any, dict], output: str) -> dict[Any, dict]:
             continue
         kept[key] = record
     return kept
+
+
+def carrier_accepted(target: str, output: str) -> bool:
+    """Whether a recording written to `output` may name `target` as a carrier (the recorder asks before writing)."""
+    checker = _CARRIER_CHECKERS.get(output)
+    if checker is None:
+        checker = _CARRIER_CHECKERS[output] = _Checker(_shown(output), recording_root(output), [])
+    try:
+        checker.target(target, "via.target", carrier=True)
+    except RecordingError:
+        return False
+    return True
 
 
 class _Checker:

@@ -18,7 +18,7 @@ import ast
 import os
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, Sequence
 
 from .. import _compat
 from .._core import _locate
@@ -209,11 +209,13 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
     return result
 
 
-def check_by_tracing(lint: Any, discovered: list[Any]) -> list[TargetReport]:
-    """The rules (and callback call sites) inside the walked modules' functions that discovery did not name,
-    checked inside the public functions leading to them; the sites no function reaches as JXN012 notes."""
+def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Location] = ()) -> list[TargetReport]:
+    """The rules (and callback call sites) inside the walked modules' functions that discovery did not name and no
+    recorded call checked (`checked`: their definitions), checked inside the public functions leading to them; the
+    sites no function reaches as JXN012 notes."""
     modules = [w.module for w in lint.discovery.walked]
-    result = plan(modules, [loc for found in discovered for loc in _rule_locations(found.obj, found.kind)])
+    covered = [loc for found in discovered for loc in _rule_locations(found.obj, found.kind)]
+    result = plan(modules, covered + list(checked))
     if not result.sites:
         return []
     known = {id(f.obj) for f in discovered}
