@@ -116,8 +116,12 @@ def received_tangents(root: Subject, nested: Sequence[Subject], example: Sequenc
     reads, at the call whose primal values are the observed ones, the tangent JAX hands the rule. A rule built for
     the tangents its caller gives it (a Cholesky JVP inside a Gram-matrix function receives Hermitian tangents) is
     then checked on those, not on directions no caller produces. An input whose tangent is a symbolic zero in
-    every direction is left out (`unperturbed_inputs` covers it)."""
-    subjects = [s for s in nested if s.kind in ("primitive", "custom_jvp") and id(s) in observed]
+    every direction is left out (`unperturbed_inputs` covers it).
+
+    Only for rules taking a matrix (an operand of two or more dimensions), where that structure lives: the eager
+    runs cost as much as the function's loops run op by op (an adaptive quadrature's take minutes)."""
+    subjects = [s for s in nested if s.kind in ("primitive", "custom_jvp") and id(s) in observed
+                and any(np.ndim(value) >= 2 for value in observed[id(s)])]
     arrays = [jax.numpy.asarray(x) for x in example]
     if not subjects or root.kind != "function" or not any(is_inexact(x.dtype) for x in arrays):
         return {}
