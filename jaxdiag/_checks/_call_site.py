@@ -118,12 +118,14 @@ def received_tangents(root: Subject, nested: Sequence[Subject], example: Sequenc
     then checked on those, not on directions no caller produces. An input whose tangent is a symbolic zero in
     every direction is left out (`unperturbed_inputs` covers it).
 
-    Only for rules taking a matrix (an operand of two or more dimensions), where that structure lives: the eager
-    runs cost as much as the function's loops run op by op (an adaptive quadrature's take minutes)."""
-    subjects = [s for s in nested if s.kind in ("primitive", "custom_jvp") and id(s) in observed
-                and any(np.ndim(value) >= 2 for value in observed[id(s)])]
+    Not for a function that loops: the eager runs would run every iteration op by op (an adaptive quadrature's took
+    minutes), and its rules are checked on random directions as before."""
+    subjects = [s for s in nested if s.kind in ("primitive", "custom_jvp") and id(s) in observed]
     arrays = [jax.numpy.asarray(x) for x in example]
     if not subjects or root.kind != "function" or not any(is_inexact(x.dtype) for x in arrays):
+        return {}
+    traced = call_user(jax.make_jaxpr(root.call), *arrays)
+    if traced.error is not None or _compat.loops_in(traced.value):
         return {}
     rng = np.random.default_rng(zlib.crc32(f"{seed}:{root.seed_key}:received".encode()))
     found: dict[int, list[list[np.ndarray | None]]] = {}

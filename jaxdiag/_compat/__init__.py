@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ._jaxprs import (
         FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, eager_semantics, eqn_source_function,
         eqn_source_line, ffi, foreign_call_target, is_foreign_call, index_operand_bounds, input_dependent_operands,
-        iter_eqns, jaxpr_as_fun, recompiles_eagerly, same_program_as_jit, sub_jaxprs, vmap_method_none_raises,
+        iter_eqns, jaxpr_as_fun, loops_in, recompiles_eagerly, same_program_as_jit, sub_jaxprs, vmap_method_none_raises,
         vmap_method_of, with_vmap_methods,
     )
     from ._registries import (
@@ -86,8 +86,8 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "_jaxprs": ("FOREIGN_CALL_PRIMITIVES", "SEQUENTIAL_VMAP_METHODS", "axis_size_of", "eager_semantics",
         "eqn_source_function",
         "eqn_source_line", "ffi", "foreign_call_target", "index_operand_bounds", "input_dependent_operands",
-        "is_foreign_call", "iter_eqns", "jaxpr_as_fun", "recompiles_eagerly", "same_program_as_jit", "sub_jaxprs",
-        "vmap_method_none_raises", "vmap_method_of", "with_vmap_methods"),
+        "is_foreign_call", "iter_eqns", "jaxpr_as_fun", "loops_in", "recompiles_eagerly", "same_program_as_jit",
+        "sub_jaxprs", "vmap_method_none_raises", "vmap_method_of", "with_vmap_methods"),
     "_registries": ("_batching_table", "abstract_eval_rule", "batching_rule", "batching_rule_is_fancy",
         "batching_rule_leading_args", "drop_registrations_since", "has_abstract_eval", "has_batching_rule",
         "has_impl", "has_lowering", "impl", "is_builtin_primitive", "jvp_rule", "lowering_rule", "registered_rules",
@@ -204,6 +204,7 @@ __all__ = [
     "resolve_positional",
     "apply_environment_flags",
     "eager_semantics",
+    "loops_in",
     "recompiles_eagerly",
     "user_impl",
     "global_state",

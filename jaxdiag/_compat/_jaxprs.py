@@ -342,6 +342,12 @@ _COMPILED_EAGERLY = frozenset({"pjit", "jit", "scan", "while", "cond", "shard_ma
 _RECOMPILED_EAGERLY = frozenset({"scan", "while", "cond"})
 
 
+def loops_in(closed: Any) -> bool:
+    """Whether the traced function `closed` loops (scan, while, fori): under `jax.disable_jit` each iteration runs
+    op by op in Python."""
+    return any(eqn.primitive.name in ("scan", "while") for eqn in iter_eqns(closed))
+
+
 def recompiles_eagerly(closed: Any) -> bool:
     """Whether calling the function `closed` was traced from compiles part of it again on every eager call."""
     return any(eqn.primitive.name in _RECOMPILED_EAGERLY for eqn in iter_eqns(closed))
