@@ -20,7 +20,9 @@ fixture written in the pattern of the class (no published library imported):
 - a matrix function defined on symmetric positive-definite matrices only: the spd domain, perturbed along
   symmetric directions (tests/data/acc/spd_sqrtm.py, spd_sqrtm_bad.py);
 - a custom_vjp whose bwd ignores the cotangent of an output that moves with the inputs only far below the gradient's
-  tolerance (a converged residual): no dropped gradient (tests/data/acc/converged_residual.py, _bad.py).
+  tolerance (a converged residual): no dropped gradient (tests/data/acc/converged_residual.py, _bad.py);
+- a straight-through estimator on a primal with a constant slope (`q * scale`): the cotangent passed on unchanged
+  is a deliberate surrogate (JXG014), not a uniformly scaled gradient (tests/data/acc/straight_through_scaled.py).
 """
 
 from __future__ import annotations
@@ -315,3 +317,16 @@ def test_a_bwd_ignoring_an_output_that_barely_moves_drops_no_gradient(which, mon
         assert code == 0 and not problems, target["findings"]
     else:
         assert problems == [("JXG011", expect_line(DATA / name, "JXG011"))], target["findings"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A straight-through estimator whose ratio to autodiff is constant
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_a_straight_through_gradient_of_a_scaled_primal_is_deliberate_not_a_scaled_gradient():
+    """bwd returns the cotangent itself; autodiff gives `0.75 * g`, so the ratio is 1/0.75 along every cotangent.
+    The identity with the cotangent received explains it: a warning that says it may be intended, not JXG024."""
+    report = jaxdiag.check_grad(f"{DATA / 'acc' / 'straight_through_scaled.py'}:dequantize", "f32[3]", "0.75")
+    found = {f.code: f.severity for t in report.targets for f in t.findings}
+    assert found.get("JXG014") == "warning" and "JXG024" not in found, found

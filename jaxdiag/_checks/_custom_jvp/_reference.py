@@ -17,8 +17,8 @@ from .._base import Context, SkipCheck, check
 from .._shared import removed_api, removed_api_finding, user_frame_location
 from .._gradref import (
     JVP_BLOCKERS, N_DIRECTIONS, Arg, GradState, all_finite, close, conjugated, constant_factor, deliberate_disagreement,
-    device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact, nonfinite_split, require, state,
-    to_f64, value_at,
+    device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact, nonfinite_split, passed_through,
+    require, state, to_f64, value_at,
 )
 from ._call import KINDS, T, _symbolic_candidates, call_jvp, joint, names, rule_location, user_rules
 from ._linearity import pullback_at_first_cotangent
@@ -114,9 +114,10 @@ def _deliberate(st: GradState, p: dict) -> bool:
     if p["cmp"].nonfinite:
         return True
     reference = p["ref"] if p["ref"] is not None else p["fd"]
-    if not deliberate_disagreement(p["got"], reference, st.tangent(p["arg"], p["d"]), p["arg"].dtype):
+    passed = st.tangent(p["arg"], p["d"])
+    if not deliberate_disagreement(p["got"], reference, passed, p["arg"].dtype):
         return False
-    return _uniform_scale(st, p) is None
+    return passed_through(p["got"], passed, p["arg"].dtype) or _uniform_scale(st, p) is None
 
 
 def _uniform_scale(st: GradState, p: dict) -> float | None:

@@ -18,8 +18,8 @@ from .._base import Context, SkipCheck, check
 from .._gradref import (
     NOT_COMPUTED, N_DIRECTIONS, Arg, NonFinite, GradState, aval_text, compare_grad, conjugated, constant_factor,
     deliberate_disagreement, device_zeros, error_text, fd_reference_nonzero, fmt_values, function_ast, grad_tol,
-    is_zero, locate, material_dependence, may_be_singular, nonfinite_split, value_at, require, short_dtype,
-    source_of, state, to_f64, vjp_against_fd,
+    is_zero, locate, material_dependence, may_be_singular, nonfinite_split, passed_through, value_at, require,
+    short_dtype, source_of, state, to_f64, vjp_against_fd,
 )
 from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd
 
@@ -462,7 +462,7 @@ def _interior_error(st: GradState, bad: list[tuple[dict, Arg]]) -> bool:
         passed = v["ws"][v["k"]]
         if not deliberate_disagreement(v["got"].get(a.pos), v["ref"][st.diff.index(a)], passed, a.dtype):
             return True
-        if _uniform_scale(st, v, a) is not None:
+        if _uniform_scale(st, v, a) is not None and not passed_through(v["got"].get(a.pos), passed, a.dtype):
             return True
     return False
 

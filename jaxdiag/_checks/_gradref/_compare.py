@@ -173,6 +173,16 @@ def _monotone(got: np.ndarray, ref: np.ndarray, slack: np.ndarray) -> bool:
     return bool(np.all(~has_below | (highest_below <= got + slack)))
 
 
+def passed_through(got: Any, passed: Any, dtype: Any) -> bool:
+    """Whether the custom derivative `got` is the cotangent/tangent `passed` the rule received, unchanged at every
+    entry: a straight-through estimator. Its ratio to the reference is constant wherever the primal is linear with a
+    constant slope (a dequantisation `q * scale`), which is no scaled-derivative bug."""
+    if got is None or passed is None or np.shape(got) != np.shape(passed):
+        return False
+    g, p = to_f64(got), to_f64(passed)
+    return bool(np.all(np.abs(g - p) <= grad_tol(dtype) * (1.0 + np.abs(p))))
+
+
 def uniform_ratio(got: Any, ref: Any, dtype: Any) -> float | None:
     """The one real factor `c` with `got == c * ref` at every entry where the reference is clearly nonzero (at
     least 1% of its largest magnitude), or None when the ratio varies from entry to entry (clipping bounds only the
