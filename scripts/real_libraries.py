@@ -283,6 +283,27 @@ def _jaxdiag() -> list[str]:
     return [sys.executable, "-m", "jaxdiag"]
 
 
+_TIMED_OUT = 124  # the exit code a library's row gets when its run was stopped at the timeout (as `timeout(1)`)
+
+
+def _run(command: list[str], cwd: str, timeout: float) -> tuple[int, str]:
+    """(exit code, stderr) of a jaxdiag command run in `cwd` (stdout discarded: the report goes to a file). At the
+    timeout it is stopped with SIGTERM first, so its supervisor stops its child's whole process group (a SIGKILL
+    left a worker busy for minutes), and killed only if it lingers; then TimeoutExpired is raised."""
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _, stderr = process.communicate(timeout=timeout)
+        return process.returncode, stderr
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+        raise
+
+
 def run_library(dist: str, package: str, snippet: str, timeout: float, keep: str | None = None) -> Row:
     row = Row(dist, version=importlib.metadata.version(dist))
     with tempfile.TemporaryDirectory(prefix=f"jaxdiag-{package}-") as scratch:
@@ -294,8 +315,11 @@ def run_library(dist: str, package: str, snippet: str, timeout: float, keep: str
             example = f"jaxdiag_example_{package}"
             with open(os.path.join(scratch, f"{example}.py"), "w", encoding="utf-8") as handle:
                 handle.write(snippet)
-            subprocess.run(_jaxdiag() + ["record", "--", sys.executable, "-c", f"import {example}; {example}.main()"],
-                           cwd=scratch, capture_output=True, text=True, timeout=timeout, check=False)
+            try:
+                _run(_jaxdiag() + ["record", "--", sys.executable, "-c", f"import {example}; {example}.main()"],
+                     scratch, timeout)
+            except subprocess.TimeoutExpired:
+                row.reasons.append(f"recording timed out after {timeout:.0f} s")
             try:
                 with open(os.path.join(scratch, ".jaxdiag", "calls.json"), encoding="utf-8") as handle:
                     row.recorded = len(json.load(handle)["calls"])
@@ -303,15 +327,15 @@ def run_library(dist: str, package: str, snippet: str, timeout: float, keep: str
                 row.recorded = 0
         report = os.path.join(scratch, "report.json")  # not stdout: the libraries themselves may print
         try:
-            done = subprocess.run(_jaxdiag() + ["check", package, "--keep-going", "--format", "json", "--output",
-                                                report], cwd=scratch, capture_output=True, text=True,
-                                  timeout=timeout, check=False)
+            returncode, stderr = _run(_jaxdiag() + ["check", package, "--keep-going", "--format", "json",
+                                            "--output", report], scratch, timeout)
         except subprocess.TimeoutExpired:
             row.seconds = time.perf_counter() - start
+            row.exit_code = _TIMED_OUT
             row.reasons.append(f"timed out after {timeout:.0f} s")
             return row
         row.seconds = time.perf_counter() - start
-        row.exit_code = done.returncode
+        row.exit_code = returncode
         if keep and os.path.exists(report):  # the whole report: findings located in other libraries' files too
             os.makedirs(keep, exist_ok=True)
             shutil.copy(report, os.path.join(keep, f"{package}.json"))
@@ -319,7 +343,7 @@ def run_library(dist: str, package: str, snippet: str, timeout: float, keep: str
             with open(report, encoding="utf-8") as handle:
                 data = json.load(handle)
         except (OSError, ValueError):
-            row.reasons.append(f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}")
+            row.reasons.append(f"exit {returncode}: {stderr.strip().splitlines()[-1:]}")
             return row
     # the example module's own functions are not the library's targets (the library rules found inside them are
     # reported under the rule's own name, "... (inside jaxdiag_example_...)", and counted)
