@@ -230,8 +230,16 @@ def _jxb009(m: Any) -> str | None:
 
 @says("JXB010")
 def _jxb010(m: Any) -> str | None:
+    """`unit, norm = jax.vmap(normalize)(x)`"""
+    x = draw("JXB010", B, 3)
+    _, norm = jax.vmap(bind(m.normalize_p))(x)
+    return compare(norm, per_example(bind(m.normalize_p), x)[1], "norm")
+
+
+@says("JXB024")
+def _jxb024(m: Any) -> str | None:
     """`clipped, loss = jax.vmap(huber)(r)`"""
-    r = draw("JXB010", B, 3) * 2
+    r = draw("JXB024", B, 3) * 2
     _, loss = jax.vmap(bind(m.huber_p))(r)
     return compare(loss, per_example(bind(m.huber_p), r)[1], "loss")
 

@@ -101,6 +101,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'jxb021_good.py': {'info': ['JXN007']},
     'jxb022_bad.py': {'warning': ['JXB022'], 'info': ['JXN007']},
     'jxb022_good.py': {'info': ['JXN007']},
+    'jxb024_bad.py': {'warning': ['JXB024'], 'info': ['JXR006']},
+    'jxb024_good.py': {'info': ['JXR006']},
     'jxg001_bad.py': {'error': ['JXG001']},
     'jxg001_good.py': {},
     'jxg002_bad.py': {'error': ['JXG002']},

@@ -266,3 +266,40 @@ def test_the_intended_marker_silences_a_batch_aggregate(tmp_path):
                                      "def batch_max_rule(axis_size, in_batched, x):  # jaxdiag: intended[JXG035]"),
                       encoding="utf-8")
     assert not jaxdiag.check_batching(f"{marked}:batch_max", "f32[4]").findings
+
+
+def test_plain_jax_batching_rules_returning_one_batch_wide_value():
+    mod = load("batching_rule_aggregate.py")
+    xs = np.random.default_rng(5).standard_normal((5, 3)).astype(np.float32)
+    loop = lambda prim, v: np.stack([np.asarray(prim.bind(x)) for x in v])  # noqa: E731
+    np.testing.assert_array_equal(jax.vmap(mod.peak_p.bind)(xs), np.full(5, np.max(xs)))
+    np.testing.assert_array_equal(jax.vmap(mod.first_peak_p.bind)(xs), np.full(5, np.max(xs[0])))
+    signs = xs[:, 0]
+    assert np.asarray(jax.vmap(mod.any_positive_p.bind)(signs)).all() and not loop(mod.any_positive_p, signs).all()
+    assert jax.vmap(mod.whole_p.bind)(xs).shape == (5, 5, 3)  # every example sees the whole batch
+    assert np.ptp(loop(mod.peak_p, xs)) > 0.1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_batching_rule_returning_an_aggregate_of_the_batch_is_jxb024_and_one_example_for_all_jxb010(seed):
+    """The reading does not depend on the draws: a scalar maximum that is example 0's own value is told apart from
+    example 0's result by running the rule again with the examples permuted."""
+    report = jaxdiag.check_module(str(DATA / "batching_rule_aggregate.py"), seed=seed)
+    no_internal_errors(report)
+    found = {t.target.split(":")[1]: [(f.code, f.location.function) for f in t.findings if f.code.startswith("JXB")]
+             for t in report.targets}
+    assert found == {"peak_p": [("JXB024", "_peak_rule")], "first_peak_p": [("JXB010", "_first_peak_rule")],
+                     "any_positive_p": [("JXB024", "_any_positive_rule")],
+                     "whole_p": [("JXB024", "_whole_rule")]}, found  # whole: no JXB009 for the batch axis
+    texts = {t.target.split(":")[1]: f.message for t in report.targets for f in t.findings if f.code == "JXB024"}
+    assert "the maximum over the batch" in texts["peak_p"] and "logical OR" in texts["any_positive_p"]
+    assert "stacked" in texts["whole_p"]
+
+
+def test_the_intended_marker_silences_a_batching_rule_aggregate_only(tmp_path):
+    source = (DATA / "batching_rule_aggregate.py").read_text(encoding="utf-8")
+    marked = tmp_path / "marked_rule_aggregate.py"
+    marked.write_text(source.replace("def _peak_rule(args, dims):", "def _peak_rule(args, dims):  # jaxdiag: "
+                                     "intended[JXB024]"), encoding="utf-8")
+    assert "JXB024" not in jaxdiag.check_batching(f"{marked}:peak_p", "f32[3]").codes()
+    assert "JXB010" in jaxdiag.check_batching(f"{marked}:first_peak_p", "f32[3]").codes()

@@ -309,26 +309,17 @@ def _compare_outputs(t: _Target, variant: Variant, got: list[Any], want: list[np
         return  # one mismatch per variant is enough to prove the defect
 
 
-_REDUCTIONS = (("maximum", np.max), ("minimum", np.min), ("sum", np.sum), ("mean", np.mean))
-
-
 def _batch_reduction(got: Any, want: np.ndarray, axis: int) -> str | None:
     """The name of the reduction over batch axis `axis` of the per-example outputs `want` that `got` (the vmapped
-    output, the same shape) equals at every example, when `got` does not vary along that axis and the per-example
-    outputs do: the rule aggregates across the batch by construction. None otherwise (one example's result for
-    all is not an aggregate)."""
+    output, the same shape) equals at every example, when `got` does not vary along that axis: the rule aggregates
+    across the batch by construction. None otherwise (one example's result for all is not an aggregate)."""
     g, w = np.asarray(got), np.asarray(want)
-    if g.shape != w.shape or g.ndim <= axis or g.shape[axis] < 2 or not np.issubdtype(w.dtype, np.number):
+    if g.shape != w.shape or g.ndim <= axis or g.shape[axis] < 2:
         return None
-    first = np.take(g, [0], axis=axis)
-    if not _numerics.compare(g, np.broadcast_to(first, g.shape)).ok:
+    first = np.take(g, 0, axis=axis)
+    if not _numerics.compare(g, np.broadcast_to(np.expand_dims(first, axis), g.shape)).ok:
         return None  # varies along the batch: not one batch-wide value
-    if _numerics.compare(w, np.broadcast_to(np.take(w, [0], axis=axis), w.shape)).ok:
-        return None  # the per-example outputs do not vary either
-    for name, reduce in _REDUCTIONS:
-        if _numerics.compare(g, np.broadcast_to(reduce(w, axis=axis, keepdims=True), g.shape)).ok:
-            return name
-    return None
+    return _numerics.batch_aggregate(first, np.moveaxis(w, axis, 0))
 
 
 def run_variant(ctx: Context, t: _Target, variant: Variant) -> list[Finding]:

@@ -42,7 +42,8 @@ def intercept_batching_rules(handlers: dict[Any, Callable[..., Any]], guard: Gua
     """Route every call vmap makes to these primitives' batching rules through their handler.
 
     `handler(vals, dims, params, axis_size, call)` returns what JAX gets; `call()` runs the registered rule (and
-    raises JAX's own NotImplementedError when none is registered: a handler may then answer itself). Every table
+    raises JAX's own NotImplementedError when none is registered: a handler may then answer itself), and
+    `call(other_vals)` runs it again on other operands with the same dims and params (a probe of the rule). Every table
     entry is restored, and temporary ones removed, on exit, even when the body raises.
     """
     fancy, legacy = _batching_table(), _legacy_batching_table()
@@ -66,7 +67,7 @@ def intercept_batching_rules(handlers: dict[Any, Callable[..., Any]], guard: Gua
 
 
 def _interceptor(prim: Any, handler: Callable, original: Callable | None, is_fancy: bool, guard: Guard) -> Callable:
-    def missing() -> Any:
+    def missing(again: Any = None) -> Any:
         raise NotImplementedError(f"Batching rule for '{prim}' not implemented")
 
     if is_fancy:
@@ -74,13 +75,15 @@ def _interceptor(prim: Any, handler: Callable, original: Callable | None, is_fan
         def fancy_spy(axis_data, vals, dims, **params):
             with guard("intercepting a batching rule"):
                 size = _axis_size(axis_data, vals, dims)
-            call = missing if original is None else (lambda: original(axis_data, vals, dims, **params))
+            call = missing if original is None else (
+                lambda again=None: original(axis_data, vals if again is None else again, dims, **params))
             return handler(tuple(vals), tuple(dims), params, size, call)
 
         return fancy_spy
 
     def legacy_spy(vals, dims, **params):
-        call = missing if original is None else (lambda: original(vals, dims, **params))
+        call = missing if original is None else (
+            lambda again=None: original(vals if again is None else again, dims, **params))
         with guard("intercepting a batching rule"):
             size = _axis_size(None, vals, dims)
         return handler(tuple(vals), tuple(dims), params, size, call)

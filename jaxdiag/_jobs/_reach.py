@@ -312,25 +312,21 @@ def _span(member: Any) -> tuple[str, int, int] | None:
 
 
 def jax_owned(prim: Any) -> bool:
-    """A primitive JAX defines (its impl or abstract eval lives in jax) that a library added a rule to."""
-    for fn in (_compat.impl(prim), _compat.abstract_eval_rule(prim)):
-        if fn is not None and not _locate.is_user_code(fn) and \
-                (getattr(_locate.unwrap(fn), "__module__", "") or "").split(".")[0] in ("jax", "jaxlib"):
-            return True
-    return False
-
-
-def user_rule_locations(prim: Any) -> list[Location]:
-    locs = [_locate.locate(r) for r in _compat.registered_rules(prim).values()
-            if r is not None and _locate.is_user_code(r)]
-    return [loc for loc in locs if loc is not None]
+    """A primitive JAX defines (its impl and abstract eval live in jax) that a library added a rule to. One of them
+    from jax is not enough: a user's primitive often takes its impl from jax (`def_impl(jnp.max)`,
+    `partial(dispatch.apply_primitive, p)`) with an abstract eval of its own."""
+    rules_ = [fn for fn in (_compat.impl(prim), _compat.abstract_eval_rule(prim)) if fn is not None]
+    return bool(rules_) and all(not _locate.is_user_code(fn) and (
+        getattr(_locate.unwrap(fn), "__module__", "") or "").split(".")[0] in ("jax", "jaxlib") for fn in rules_)
 
 
 def restrict_to_user_rules(report: TargetReport, prim: Any) -> None:
-    """Keep only findings located at the library's own rules: JAX's rules of its own primitive are trusted."""
-    allowed = {(os.path.abspath(loc.path), loc.line) for loc in user_rule_locations(prim)}
-    report.findings = [f for f in report.findings if f.severity == "info" or (
-        f.location is not None and (os.path.abspath(f.location.path), f.location.line) in allowed)]
+    """Keep only findings located in the library's own rules (their `def` line or a line of their body): JAX's
+    rules of its own primitive are trusted."""
+    spans = [span for r in _compat.registered_rules(prim).values() if r is not None
+             for span in [_span(_locate.unwrap(r))] if span is not None]
+    report.findings = [f for f in report.findings if f.severity == "info" or (f.location is not None and any(
+        os.path.abspath(f.location.path) == path and first <= f.location.line <= last for path, first, last in spans))]
 
 
 def wrapped_candidate(value: Any, roots: set[str]) -> tuple[str, Any] | None:

@@ -154,3 +154,32 @@ def central_difference(f: Callable[[list[np.ndarray]], list[np.ndarray]], xs: li
 def fd_eps(dtypes: Sequence[Any]) -> float:
     """The largest step any input's dtype calls for."""
     return max((FD_EPS.get(np.dtype(d), 1e-3) for d in dtypes), default=1e-3)
+
+
+# The reductions over the batch a rule may return as one batch-wide value, by name: boolean outputs aggregate with
+# any/all, the others with max/min/sum/mean (a batch statistic, a stop condition shared by the whole batch).
+_BATCH_REDUCTIONS: tuple[tuple[str, Callable[..., Any]], ...] = (
+    ("maximum", np.max), ("minimum", np.min), ("sum", np.sum), ("mean", np.mean))
+_BOOL_REDUCTIONS: tuple[tuple[str, Callable[..., Any]], ...] = (("logical OR", np.any), ("logical AND", np.all))
+
+
+def batch_aggregate(value: Any, per_example: Any) -> str | None:
+    """What the single batch-wide `value` is of the per-example outputs `per_example` (stacked, batch first): the
+    name of the reduction over the batch it equals ("maximum", "sum", "logical OR", ...), "the whole batch" when
+    it is the stacked outputs themselves (the batch kept as an ordinary axis), or None: not an aggregate, or the
+    examples do not differ. (A scalar maximum is also one example's own value: a caller that must tell "one
+    example's result for all" apart probes more, e.g. with the batch permuted.)"""
+    v, w = np.asarray(value), np.asarray(per_example)
+    if w.ndim < 1 or w.shape[0] < 2 or w.dtype.kind not in "biuf":
+        return None
+    if compare(w, np.broadcast_to(w[:1], w.shape)).ok:
+        return None  # every example gives the same: nothing to aggregate
+    if v.shape == w.shape and compare(v, w).ok:
+        return "the whole batch"
+    if v.shape != w.shape[1:]:
+        return None
+    table = _BOOL_REDUCTIONS if w.dtype.kind == "b" else _BATCH_REDUCTIONS
+    for name, reduce in table:
+        if compare(v, reduce(w, axis=0).astype(w.dtype if w.dtype.kind == "b" else v.dtype)).ok:
+            return name
+    return None

@@ -148,6 +148,29 @@ UNBATCHED_OUTPUT_VARIES: Rule[_fields.JXB010] = Rule(
              "diff): whether this output is meant to differ per example (computed per example, batched) or to be "
              "shared by the whole batch (computed from the unbatched operands only)",
 )
+# JXB010's defect read as a design: the one value is an aggregate of the batch (an "unvmap": a batch statistic, a
+# stop condition the whole batch shares), which is the rule's whole point or a reduction over the batch axis by
+# mistake; the evidence cannot tell which, so a warning naming both readings.
+UNBATCHED_OUTPUT_IS_BATCH_AGGREGATE: Rule[_fields.JXB024] = variant(
+    UNBATCHED_OUTPUT_VARIES, "JXB024", "unbatched-output-is-batch-aggregate", "warning",
+    differs="The one value returned unbatched equals a reduction over the batch of the per-example outputs (their "
+            "maximum, minimum, sum, mean, logical OR or AND) or the whole batch itself: batch-wide by construction, "
+            "which can be the design, so a warning.",
+    summary="An output reported unbatched (`None`) is one batch-wide value: a reduction over the batch of the "
+            "per-example results, or the whole batch.",
+    what="Like JXB010, compares the per-example results of an output the rule reports as `None`; when the one value "
+         "the rule returned equals the maximum, minimum, sum, mean, logical OR or AND over the batch of the "
+         "per-example outputs (or the stacked outputs themselves), it names that aggregate. Returning one example's "
+         "result, or a value no aggregate explains, stays JXB010.",
+    why="vmap no longer means \"the same function per example\": `jax.vmap(f)(xs)[i]` depends on the other examples. "
+        "That is the contract of an \"unvmap\" primitive (a batch-wide maximum, a stop flag that is true when any "
+        "example's is), and a silent bug everywhere else (a reduction that forgot the batch axis). If intended, say "
+        "so on the reported line with `# jaxdiag: intended[JXB024]`: that silences this finding only.",
+    bad_sample="jxb024_bad.py", good_sample="jxb024_good.py",
+    message="Output reported unbatched is a batch-wide value: {evidence}",
+    decision="whether the output is batch-wide by design (then mark it intended) or meant per example (then reduce "
+             "over the example's own axes and return the batch axis)",
+)
 OUT_AXES_TUPLE_FOR_LIST: Rule[_fields.JXB011] = Rule(
     "JXB011", "out-axes-tuple-for-list-output", "warning",
     "A `multiple_results` primitive returns a list; a tuple `out_axes` such as `(0, None)` is not a tree prefix.",

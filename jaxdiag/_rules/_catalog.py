@@ -138,6 +138,13 @@ class Rule(Emits[F]):
         return (self.code, *(parent.lineage if parent else ()))
 
     @property
+    def has_own_samples(self) -> bool:
+        """Samples of its own: a rule's, or a variant's that is told apart from its parent on other code (JXB024's
+        batch aggregate), not one that shares its parent's samples (the same defect in another command)."""
+        parent = RULES.get(self.variant_of) if self.variant_of else None
+        return bool(self.bad_sample) and (parent is None or self.bad_sample != parent.bad_sample)
+
+    @property
     def category(self) -> str:
         return CATEGORIES[self.code[:3]]
 

@@ -98,6 +98,7 @@ JXB022 = TypedDict("JXB022", {
     "noun": object,
 })
 JXB023 = FieldsOfJXB020
+JXB024 = EvidenceFix
 JXG001 = TypedDict("JXG001", {"details": object, "fun": object, "name": object, "rule": object})
 JXG002 = TypedDict("JXG002", {
     "args_names": object, "fwd": object, "name": object, "rev": object, "rule": object, "tol": object,

@@ -20,6 +20,7 @@ from .._shared import (
 from ._evidence import EVIDENCE_READS, Evidence, evidence
 from .._vmap_harness import axes_repr as _axes_repr
 from ..._harness.source import own_nodes, return_nodes
+from ._aggregate import batch_aggregate
 from ._source import _dim_names, _function_node, _rule_names, corrected_return
 from ._spy import Problem, RuleCall
 from ._true_axis import WRONG_VALUES, measured_dims, rule_constructs
@@ -96,8 +97,11 @@ def rule_returns_check(ctx: Context) -> Iterator[Finding]:
     prim = ctx.subject.obj
     calls = [c for c in ev.calls if c.prim is prim]
     groups: dict[str, list[tuple[RuleCall, Problem]]] = {}
+    whole = _whole_batch_outputs(ev, calls)
     for call in calls:
         for problem in call.problems:
+            if problem.rule is rules.BATCHED_SHAPE_MISMATCH and problem.output in whole:
+                continue  # the batch kept as an axis on purpose or not: JXB024 reports that output, both readings
             groups.setdefault(problem.rule.code, []).append((call, problem))
     suggestions = suggested_dims(ev, prim)
     for items in groups.values():
@@ -105,6 +109,18 @@ def rule_returns_check(ctx: Context) -> Iterator[Finding]:
     raised = [c for c in calls if c.error is not None]
     if raised:
         yield _raised_finding(ctx, raised)
+
+
+def _whole_batch_outputs(ev: Evidence, calls: list[RuleCall]) -> set[int]:
+    """The outputs returned unbatched (dim None) as the whole batch itself: their shape is one example's with the
+    batch axis in front, which is what an output left batch-wide means, not a second defect."""
+    flagged: dict[int, list[RuleCall]] = {}
+    for call in calls:
+        if call.top and call.variant.concrete and call.out_dims and (call.variant.size or 0) > 1:
+            for k, d in enumerate(call.out_dims):
+                if d is None:
+                    flagged.setdefault(k, []).append(call)
+    return {k for k, group in flagged.items() if batch_aggregate(group, k, ev) == "the whole batch"}
 
 
 def _structure_finding(ctx: Context, ev: Evidence, items: list[tuple[RuleCall, Problem]],

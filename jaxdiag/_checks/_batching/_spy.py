@@ -70,6 +70,10 @@ class RuleCall:
     problems: list[Problem] = field(default_factory=list)
     error: BaseException | None = None
     return_line: int | None = None
+    # the rule called again on other operands (same dims and params), kept for a top call on concrete operands:
+    # a probe such as "is the one value it returns the same with the batch permuted?"
+    rerun: Callable[[tuple], Any] | None = field(default=None, repr=False, compare=False)
+    operands: tuple | None = field(default=None, repr=False, compare=False)
 
     def describe(self) -> str:
         ins = ", ".join(str(s) for s in self.in_shapes)
@@ -102,17 +106,19 @@ class Spy:
         return {prim: self._handler(prim) for prim in prims}
 
     def _handler(self, prim: Any) -> Callable:
-        def handle(vals: tuple, dims: tuple, params: dict, size: int | None, call: Callable[[], Any]) -> Any:
+        def handle(vals: tuple, dims: tuple, params: dict, size: int | None, call: Callable[..., Any]) -> Any:
             return self.handle(prim, vals, dims, params, size, call)
 
         return handle
 
     def handle(self, prim: Any, vals: tuple, dims: tuple, params: dict, size: int | None,
-               call: Callable[[], Any]) -> Any:
+               call: Callable[..., Any]) -> Any:
         with jaxdiag_code("the batching spy, before the rule"):
             assert self.variant is not None
             record = RuleCall(prim, params, [tuple(np.shape(v)) for v in vals], dims, size, self.variant,
                               top=self._is_top(prim, params, vals, dims))
+            if record.top and not any(_compat.is_tracer(v) for v in vals):
+                record.rerun, record.operands = call, vals
             self.calls.append(record)
         if self.oracle:  # binds the primitives one example at a time: what they raise is the user's
             return _loop_rule(prim, vals, dims, params, size)

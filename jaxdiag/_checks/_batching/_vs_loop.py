@@ -24,6 +24,7 @@ from ._rule_returns import (
     suggested_dims,
 )
 from ..._harness.source import return_nodes
+from ._aggregate import batch_aggregate
 from ._source import corrected_return
 from ._true_axis import WRONG_VALUES, measured_dims, rule_constructs
 from ._spy import RuleCall, Spy
@@ -93,11 +94,40 @@ def _unbatched_but_varies(ctx: Context, ev: Evidence) -> Iterator[tuple[Finding,
                + (", e.g. reduce over the non-batch axes only" if reduces else "")
                + f") and return the axis where the batch is.{_dropped_axis_hint(rule_fn) if reduces else ''}")
         keys = {("output", k)}
+        aggregate = batch_aggregate(calls, k, ev)
+        if aggregate is not None:
+            yield _aggregate_finding(ctx, call, k, aggregate, per, fix, rule_fn, line), keys
+            continue
         yield rules.UNBATCHED_OUTPUT_VARIES.finding(
             evidence=message,
             fix=fix,
             location=_return_location(rule_fn, line, rules.UNBATCHED_OUTPUT_VARIES,
                                                          ctx.subject.location)), keys
+
+
+def _aggregate_finding(ctx: Context, call: RuleCall, k: int, aggregate: str, per: list, fix: str, rule_fn: Any,
+                       line: int | None) -> Finding:
+    """JXB024: output k's one value is `aggregate` of the batch; both readings and how to state the intended one."""
+    name = _display(ctx, call.prim)
+    values = np.stack([np.asarray(p[k]) for p in per])
+    whole = aggregate == "the whole batch"
+    what = ("the per-example outputs stacked (the batch kept as an ordinary axis)" if whole
+            else f"the {aggregate} over the batch of the per-example outputs")
+    mistake = "returns None where the batch dim is" if whole else "reduces over the batch axis"
+    spread = ("values that differ by example" if values.dtype.kind == "b"
+              else f"values from {float(np.min(values)):.4g} to {float(np.max(values)):.4g}")
+    message = (f"{_owner(ctx, call.prim)}'s batching rule reports output {k} unbatched (dim None) for "
+               f"{call.variant.describe(name)} ({call.describe()}), and the one value it returns is {what}, where "
+               f"applying {name} to each of the {call.variant.size} examples gives {spread}. vmap gives every "
+               f"example that same batch-wide value. Either the output is batch-wide by design (an \"unvmap\": a "
+               f"batch statistic, a flag shared by the batch), or the rule {mistake} by mistake and vmap of "
+               f"{name} is silently not per-example.")
+    code = rules.UNBATCHED_OUTPUT_IS_BATCH_AGGREGATE.code
+    return rules.UNBATCHED_OUTPUT_IS_BATCH_AGGREGATE.finding(
+        evidence=message,
+        fix=f"If the batch-wide value is intended, add `# jaxdiag: intended[{code}]` to this return line or the rule's "
+            f"`def` line (it silences this finding only). Otherwise: {fix}",
+        location=_return_location(rule_fn, line, rules.UNBATCHED_OUTPUT_IS_BATCH_AGGREGATE, ctx.subject.location))
 
 
 def _returning_line_of(ev: Evidence, call: RuleCall) -> int | None:
