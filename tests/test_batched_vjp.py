@@ -18,6 +18,7 @@ from tests.markers import expect_line
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 MEMBERS = ROOT / "tests" / "data" / "batched_vjp" / "members.py"
+MAPPED = ROOT / "tests" / "data" / "batched_vjp" / "mapped_transpose.py"
 
 
 def load(path: Path):
@@ -69,6 +70,18 @@ def test_sample_found_at_the_transpose_rule_and_names_the_shapes():
     assert "size-1 batch dim" in hits[0].message and "(1, 3)" in hits[0].message
     assert "broadcast_to" in hits[0].fix
     assert jaxdiag.check_batching(f"{SAMPLES / 'jxb018_good.py'}:scale_p", "f32[3]", "f32[3]").ok
+
+
+def test_transpose_rule_that_raises_on_an_unbatched_linear_operand_is_named_at_its_line():
+    # a transpose rule that vmaps its per-example rule with out_axes None for an operand the vmap left unbatched:
+    # the batching rule is right, the finding belongs at the transpose rule's failing line, with the sum to return
+    assert plain_jax_verdict(load(MAPPED).add_p, (3,), (3,)) == {"fails"}
+    report = jaxdiag.check_batching(f"{MAPPED}:add_p", "f32[3]", "f32[3]")
+    hits = [f for f in report.findings if f.code == "JXB018"]
+    assert len(hits) == 1, [(f.code, f.message) for f in report.findings]
+    assert hits[0].location.function == "_transpose" and hits[0].location.line == expect_line(MAPPED, "JXB018")
+    assert "operand 0 (shape (3,)) left unbatched" in hits[0].message and "sum over the batch" in hits[0].message
+    assert "sum the cotangent" in hits[0].fix
 
 
 def test_jxb017_sample_silently_wrong_and_found_at_the_transpose_rule():

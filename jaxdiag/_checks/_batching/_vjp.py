@@ -7,7 +7,10 @@ cotangent type float32[1,2] but got float32[3,2]"), or a transpose rule that rea
 batch axis where a data axis was) gives silently wrong cotangents. So reverse mode is run through vmap with every
 argument batched, each argument unbatched in turn (its expected cotangent is the sum over the examples) and batch
 size 1, each example with its own cotangent, against `jax.vjp` of each example. The transpose rule is spied on to
-name the operand and cotangent shapes at fault (JXB017 wrong values, JXB018 a failure).
+name the operand and cotangent shapes at fault (JXB017 wrong values, JXB018 a failure); a transpose rule that raises
+itself is located at its failing line, and an operand the batching rule rightly kept unbatched and linear there is
+named (its cotangent must be summed over the batch: a rule mapping its per-example self over the batch with out_axes
+None for it raises).
 
 Under `jaxdiag check` the all-batched variants (batch size 1 too) are left to `grad-composition` (JXG016), which
 sees the same defects there: only the unbatched-argument variants, which it never runs, are run here.
@@ -30,6 +33,7 @@ from ..._loading._numerics import compare
 from ..._core._report import Finding, Location
 from .._base import Context, SkipCheck, check
 from .._gradref import grad_tol, short_message, to_f64
+from .._shared import user_frame_location
 from ..._harness import call_user, jaxdiag_code
 from .._vmap_harness import axes_repr
 
@@ -40,6 +44,7 @@ class _Shapes:
 
     operands: list[tuple[tuple[int, ...], bool]]  # (shape, linear: an UndefinedPrimal) per operand
     returned: list[tuple[int, ...] | None]  # cotangent shape per operand (None: no cotangent)
+    raised: bool = False  # the rule itself raised (recorded before the call, so a failing call is seen too)
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -50,12 +55,14 @@ def _shape(x: Any) -> tuple[int, ...]:
 def _spy(calls: list[_Shapes]) -> Callable[[Callable], Callable]:
     def wrap(original: Callable) -> Callable:
         def spy(ct: Any, *args: Any, **params: Any) -> Any:
+            with jaxdiag_code("the batched-VJP transpose spy"):
+                call = _Shapes([(_shape(a), _compat.is_undefined_primal(a)) for a in args], [], raised=True)
+                calls.append(call)
             out = original(ct, *args, **params)
             with jaxdiag_code("the batched-VJP transpose spy"):
                 items = out if isinstance(out, (list, tuple)) else [out]
-                calls.append(_Shapes(
-                    [(_shape(a), _compat.is_undefined_primal(a)) for a in args],
-                    [None if (o is None or _compat.is_symbolic_zero(o)) else _shape(o) for o in items]))
+                call.raised = False
+                call.returned = [None if (o is None or _compat.is_symbolic_zero(o)) else _shape(o) for o in items]
             return out
 
         return spy
@@ -170,9 +177,10 @@ def _one_variant(ctx: Context, run: _Run, axes: tuple[int | None, ...], size: in
     how = f"`jax.vjp(jax.vmap({ctx.subject.name}, in_axes={axes_repr(axes)}))` with batch size {size}"
     if got.error is not None:
         cause, fix = _cause(ctx, shapes, axes)
+        inside = _raised_inside(ctx, shapes, got.error)
         return rules.BATCHED_VJP_FAILS.finding(
             evidence=f"{how} raises {type(got.error).__name__}: {short_message(got.error, 200)}.{cause}",
-            fix=fix, location=_location(ctx, bool(cause)))
+            fix=fix, location=inside or _location(ctx, bool(cause)))
     for k, i in enumerate(run.diff):
         tol = grad_tol(ctx.specs[i].dtype)
         cmp = compare(to_f64(got.value[k]), expected[k], tol=tol)
@@ -213,6 +221,15 @@ def _cause(ctx: Context, shapes: list[_Shapes], axes: tuple[int | None, ...]) ->
                        "Either keep the operand unbatched in the batching rule (bind with its batch dim moved or "
                        f"broadcast to the full batch size, `jnp.broadcast_to(x, (size, *x.shape))`), or {unbroadcast}.")
                 return text, fix
+    kept = _unbatched_linear(ctx, shapes, axes)
+    if kept:
+        listed = ", ".join(f"{k} (shape {shape})" for k, shape in kept)
+        return (f" {name} itself raised it, transposing the batched bind with operand {listed} left unbatched by "
+                "the vmap and linear: its cotangent is the sum over the batch of the per-example cotangents, in "
+                "the operand's own shape.",
+                f"Make {name} sum the cotangent of an operand the vmap left unbatched over the batch axis and "
+                "return it in that operand's own shape: the per-example cotangents differ, so it cannot be declared "
+                "unbatched (as out_axes None does for a vmap over the per-example rule).")
     sized = [shape for call in shapes for shape, linear in call.operands if not linear and shape and shape[0] == 1]
     if sized and unbatched:
         return (f" {name} received operands with a size-1 leading axis {sized[0]} (a size-1 batch dim the batching "
@@ -223,6 +240,28 @@ def _cause(ctx: Context, shapes: list[_Shapes], axes: tuple[int | None, ...]) ->
     return ("", f"Make the transpose rule of {ctx.subject.name} correct on the batched shapes its batching rule binds "
                 "(an extra leading batch axis, of the full size or of size 1 for an unbatched operand): use negative "
                 "axes or the axes the params name, and return each cotangent in its operand's shape.")
+
+
+def _unbatched_linear(ctx: Context, shapes: list[_Shapes], axes: tuple[int | None, ...]
+                      ) -> list[tuple[int, tuple[int, ...]]]:
+    """The operands of a transpose call that raised which are linear, unbatched in `axes` and in their own
+    per-example shape: the batching rule kept them unbatched (no size-1 or broadcast batch dim to blame), so the
+    transpose rule fails on the one cotangent every unbatched operand needs, the sum over the batch."""
+    raised = [call for call in shapes if call.raised]
+    if not raised or len(raised[-1].operands) != len(axes):
+        return []
+    return [(k, shape) for k, (shape, linear) in enumerate(raised[-1].operands)
+            if linear and axes[k] is None and tuple(shape) == tuple(ctx.specs[k].shape)]
+
+
+def _raised_inside(ctx: Context, shapes: list[_Shapes], error: BaseException) -> Location | None:
+    """The line of the user's transpose rule that raised, when the spied rule itself raised."""
+    if ctx.subject.kind != "primitive" or not any(call.raised for call in shapes):
+        return None
+    rule = _compat.transpose_rule(ctx.subject.obj)
+    users = [f for f in _compat.rule_user_functions(rule) if f is not None and _locate.is_user_code(f)] \
+        if rule is not None else []
+    return user_frame_location(error, users[0]) if users else None
 
 
 def _transpose_name(ctx: Context) -> str:
