@@ -187,6 +187,68 @@ def test_bad_jobs_and_timeout_values_are_usage_errors(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "timeout must be a number of seconds" in result.output
 
 
+# Two rules made in factories, reached only through recorded calls that no discovered target claims: `looping`'s JVP
+# rule never returns. Written as `jaxdiag record` writes it for `looping_sum(x)` and `smooth_sum(x)` on f32[3].
+SLOWREC = Path(__file__).resolve().parent / "data" / "slowrec"
+
+
+def _recorded_call(name: str, line: int) -> dict:
+    return {"target": f"slowrec.ops:make_{name}.<locals>.{name}", "kind": "custom_jvp", "name": name,
+            "defined_at": f"src/slowrec/ops.py:{line}", "reachable": False, "replayable": True, "args": ["f32[3]"],
+            "params": {}, "ranges": [{"min": 0.1, "max": 1.0}],
+            "via": {"target": f"slowrec.ops:{name}_sum", "args": ["f32[3]"], "ranges": [{"min": 0.1, "max": 1.0}]},
+            "count": 1}
+
+
+@pytest.fixture
+def slow_recording(tmp_path, monkeypatch) -> Iterator[Path]:
+    shutil.copytree(SLOWREC, tmp_path / "src" / "slowrec", ignore=shutil.ignore_patterns("__pycache__"))
+    lines = (SLOWREC / "ops.py").read_text().splitlines()
+    calls = [_recorded_call(name, lines.index(f"    def {name}(x):") + 1) for name in ("looping", "smooth")]
+    (tmp_path / ".jaxdiag").mkdir()
+    (tmp_path / ".jaxdiag" / "calls.json").write_text(json.dumps({"schema": 1, "calls": calls}, indent=2))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    yield tmp_path
+    forget_modules(tmp_path)
+
+
+def without_elapsed(report) -> dict:
+    """`without_seconds`, and the seconds a stopped target ran (the time limit's own figure stays)."""
+    import re
+
+    data = without_seconds(report)
+    for target in data["targets"]:
+        for finding in target["findings"]:
+            finding["message"] = re.sub(r"stopped after [0-9.]+ s", "stopped after N s", finding["message"])
+    return data
+
+
+@pytest.mark.slow
+def test_a_recorded_call_past_the_time_limit_is_stopped_and_reported_and_the_next_one_checked(slow_recording):
+    """Recorded calls no target claims are work items like targets: the per-target limit stops one whose check
+    never returns, the run reports it (JXU004, exit 5) and checks the next recorded call, and `-j 1` and `-j 2`
+    give the same report, in the same order."""
+    reports = {jobs: check_paths(["slowrec"], app_dir=str(slow_recording), jobs=jobs, timeout=15) for jobs in (1, 2)}
+    report = reports[1]
+    by_target = {t.target: t for t in report.targets}
+    looping = by_target["slowrec.ops:make_looping.<locals>.looping"]
+    [note] = [f for f in looping.findings if f.code == rules.USER_CODE_TIMED_OUT.code]
+    assert note.severity == "error" and looping.unverified == "timed-out" and report.exit_code == 5
+    assert "past the per-target limit of 15 s" in note.message
+    line = (SLOWREC / "ops.py").read_text().splitlines().index("    def looping(x):") + 1
+    assert note.location == Location("src/slowrec/ops.py", line, "make_looping.<locals>.looping")  # `defined_at`
+    assert [t.target for t in report.targets] == [  # the smooth one is checked after it, in its carrier
+        "slowrec.ops:make_looping.<locals>.looping", "slowrec.ops:make_smooth.<locals>.smooth (inside "
+        "slowrec.ops:smooth_sum)"]
+    [stopped] = looping.checks
+    assert stopped.status == "skipped" and stopped.seconds >= 15
+    smooth = by_target["slowrec.ops:make_smooth.<locals>.smooth (inside slowrec.ops:smooth_sum)"]
+    assert any(c.status == "passed" for c in smooth.checks) and not smooth.unverified
+    assert not [f for f in smooth.findings if f.severity != "info"] and not report.internal_errors
+    assert without_elapsed(reports[2]) == without_elapsed(report)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The cache: hits when nothing changed, re-checks exactly what a change can affect
 # ---------------------------------------------------------------------------------------------------------------

@@ -128,9 +128,11 @@ class _Lint:
                 validate_inline(where)
         reports: list[TargetReport] = list(self.discovery.failed)
         discovered = self.discover()
-        reports.extend(_parallel.check_targets(self, discovered, items, self.settings))
-        recorded = [(call, self._check_recorded(call)) for call in self.recorded.unclaimed()
-                    if _reach.in_walked(call, self.discovery.walked)]  # other modules' rules: not asked
+        unclaimed = self.recorded_items()
+        # the recorded calls are work items after the targets: the same time limit, workers, memory bound, cache
+        per_item = _parallel.check_items(self, [*discovered, *unclaimed], items, self.settings)
+        reports.extend(r for item_reports in per_item[:len(discovered)] for r in item_reports)
+        recorded = [(item.call, item_reports) for item, item_reports in zip(unclaimed, per_item[len(discovered):])]
         # rules made in factories and closures, callback call sites: reached through the package's own functions
         # (a site whose rule a recorded call checked is covered: never checked twice)
         traced = _traced_reach.check_by_tracing(self, discovered, _reach.checked_sites(recorded))
@@ -156,7 +158,7 @@ class _Lint:
 
     def discover(self) -> list[Found]:
         """The discovered targets, with the recorded calls they claim marked here (also when workers check them:
-        the calls no target claims are checked afterwards, in this process)."""
+        the calls no target claims are `recorded_items`, checked after the targets)."""
         discovered = self.discovery.discover()
         if self.recorded.calls:
             self.recorded.note_sites((f.obj, f.kind) for f in discovered)
@@ -164,13 +166,36 @@ class _Lint:
                 self.recorded.for_keys(self._recorded_keys(found), found.obj, found.kind)
         return discovered
 
+    def recorded_items(self) -> list[_reach.RecordedCall]:
+        """The recorded calls no discovered target claimed (after `discover`), of the modules this run checks
+        (other modules' rules were not asked for), one per recorded target in its name's order."""
+        out = []
+        for call in self.recorded.unclaimed():
+            walked = _reach.walked_of(call, self.discovery.walked)
+            if walked is not None:
+                out.append(_reach.RecordedCall(call, walked))
+        return out
+
     @staticmethod
     def _recorded_keys(found: Found) -> list[str]:
         return found.keys + [f"{found.walked.module.__name__}:{found.attr}"]
 
     # -- checking ----------------------------------------------------------------------------------------------
 
-    def _check(self, found: Found) -> list[TargetReport]:
+    def _check(self, found: Found | _reach.RecordedCall) -> list[TargetReport]:
+        if isinstance(found, _reach.RecordedCall):
+            _reach.pin_live([found])  # already done where the process started checking (`_parallel`)
+            try:
+                return self._check_recorded(found.call, live=found.obj)
+            except UsageError:
+                raise
+            except Exception as exc:  # jaxdiag's own bug on this recorded call: report it (exit 3), check the others
+                if os.environ.get("JAXDIAG_DEBUG"):
+                    raise
+                return [TargetReport(found.label, found.kind, checks=[CheckResult(
+                    "engine", "error", 0.0, f"internal error: {type(exc).__name__}: {exc}")],
+                    module=found.walked.label, config_keys=list(found.keys),
+                    anchors=[found.location] if found.location else [])]
         args, params, origin = self._inputs_for(found)
         if origin == _VIA:
             return self._check_recorded(params, found)
@@ -303,10 +328,10 @@ class _Lint:
             "infer-inputs", "skipped", 0.0, "could not infer example inputs")], findings=[finding],
             module=found.walked.label)
 
-    def _check_recorded(self, call: dict, found: Found | None = None) -> list[TargetReport]:
-        return _reach.check_recorded(self, call, found)
+    def _check_recorded(self, call: dict, found: Found | None = None, live: Any = None) -> list[TargetReport]:
+        return _reach.check_recorded(self, call, found, live)
 
-    def _mark_unchecked(self, found: Found, anchors: list[Location]) -> None:
+    def _mark_unchecked(self, found: Found | _reach.RecordedCall, anchors: list[Location]) -> None:
         """Lines whose suppressions cannot be judged because this target was not (fully) checked."""
         for loc in [*anchors, *_rule_locations(found)]:
             self.unchecked_lines.add((os.path.abspath(loc.path), loc.line))
@@ -346,7 +371,9 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _rule_locations(found: Found) -> list[Location]:
+def _rule_locations(found: Found | _reach.RecordedCall) -> list[Location]:
+    if found.obj is None:  # a recorded call with no live object: its anchor (`defined_at`) is all there is
+        return []
     if found.kind == "primitive":
         fns = list(_compat.registered_rules(found.obj).values())
     else:

@@ -13,6 +13,7 @@ from .._core._report import CheckResult, Location, TargetReport, target_report_f
 
 if TYPE_CHECKING:
     from ._discovery import Found
+    from ._reach import RecordedCall
 
 
 class Lint(Protocol):
@@ -24,9 +25,9 @@ class Lint(Protocol):
     discovery: Any
     unchecked_lines: set[tuple[str, int]]
 
-    def _check(self, found: Found) -> list[TargetReport]: ...
+    def _check(self, found: Found | RecordedCall) -> list[TargetReport]: ...
 
-    def _mark_unchecked(self, found: Found, anchors: list[Location]) -> None: ...
+    def _mark_unchecked(self, found: Found | RecordedCall, anchors: list[Location]) -> None: ...
 
 
 @dataclass
@@ -52,7 +53,7 @@ class Outcome:
                    usage_error=data["usage_error"], complete=data["complete"])
 
 
-def run_in_process(lint: Lint, found: Found) -> Outcome:
+def run_in_process(lint: Lint, found: Found | RecordedCall) -> Outcome:
     """Check one target here, recording the lines it leaves unchecked separately from the other targets'. A
     `SystemExit` or other `BaseException` from user code is this target's result (`_contain`)."""
     from .._run import _contain
@@ -86,16 +87,20 @@ def apply(lint: Lint, outcome: Outcome) -> list[TargetReport]:
     return list(outcome.live) if outcome.live is not None else [target_report_from_dict(r) for r in outcome.reports]
 
 
-def suppression_anchor(found: Found) -> Location | None:
+def suppression_anchor(found: Found | RecordedCall) -> Location | None:
     from .._run import _engine
     from .._loading._targets import Target
+    from ._reach import RecordedCall
+
+    if isinstance(found, RecordedCall):  # made at run time: where the recording says it is defined
+        return found.location
 
     target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
     anchors = _engine.suppression_anchors(target)
     return anchors[0] if anchors else None
 
 
-def timed_out(lint: Lint, found: Found, running: str, seconds: float, limit: float) -> Outcome:
+def timed_out(lint: Lint, found: Found | RecordedCall, running: str, seconds: float, limit: float) -> Outcome:
     """The report of a target stopped at the time limit: a note naming the check that was running."""
     subject, _, check = running.rpartition(": ") if running else ("", "", "")
     anchor = suppression_anchor(found)
@@ -116,7 +121,7 @@ def timed_out(lint: Lint, found: Found, running: str, seconds: float, limit: flo
     return Outcome(reports=[target_report_to_dict(report)], unchecked_lines=unchecked, complete=False)
 
 
-def crashed(found: Found, running: str, code: int | None) -> Outcome:
+def crashed(found: Found | RecordedCall, running: str, code: int | None) -> Outcome:
     """A worker that died mid-target: the user's code it ran ended the process (`os._exit`) or crashed it (a
     segfault): that target's blocking JXU001/JXU002 result; a replacement worker checks the rest."""
     from .._core._outcomes import process_death_finding
@@ -131,7 +136,7 @@ def crashed(found: Found, running: str, code: int | None) -> Outcome:
     return Outcome(reports=[target_report_to_dict(report)], complete=False)
 
 
-def internal(found: Found, detail: str) -> Outcome:
+def internal(found: Found | RecordedCall, detail: str) -> Outcome:
     report = TargetReport(found.label, found.kind, checks=[CheckResult("engine", "error", 0.0, detail)],
                           module=found.walked.label, config_keys=list(found.keys))
     return Outcome(reports=[target_report_to_dict(report)], complete=False)

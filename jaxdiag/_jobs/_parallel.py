@@ -2,10 +2,12 @@
 through the result cache (`_cache.py`).
 
 The lint layer discovers the targets; this module only decides where each one runs and puts the results back in
-discovery order, so the report is the same whatever `--jobs` is. A target's outcome is everything `_Lint._check`
-produces for it: its reports (unfiltered: the lint layer filters the whole report once, afterwards) and the lines
-whose suppressions cannot be judged because the target was not fully checked. Outcomes are plain dicts: they
-cross the process boundary and are what the cache stores.
+discovery order, so the report is the same whatever `--jobs` is. The recorded calls no target claimed (closure and
+factory rules, `_reach.RecordedCall`) come after the targets as work items of their own, under the same time limit,
+workers, memory bound and cache: a carrier running a loop op by op must not hold the run past the limit. A
+target's outcome is everything `_Lint._check` produces for it: its reports (unfiltered: the lint layer filters the
+whole report once, afterwards) and the lines whose suppressions cannot be judged because the target was not fully
+checked. Outcomes are plain dicts: they cross the process boundary and are what the cache stores.
 
 Workers are forked from a fork server that imported JAX and jaxdiag once (`_worker_context`; `spawn` where there
 is none; never a plain fork of this process, as JAX is not fork-safe: a forked child inherits XLA's threads in
@@ -30,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from . import _cache
 from ._outcome import Lint, Outcome, apply, crashed, internal, run_in_process, timed_out
@@ -39,7 +41,18 @@ from ._memory import (WORKER_RETIRE_MB, MemoryBound, exit_with_parent,
 from .._core._report import TargetReport
 
 if TYPE_CHECKING:
+    from . import _reach
     from ._discovery import Found
+
+# One work item of the run: a discovered target, or a recorded call no target claimed (checked the same way).
+Item: TypeAlias = "Found | _reach.RecordedCall"
+
+
+def task_key(item: Item) -> str:
+    """What a worker finds the item by among the ones it rebuilt (`_worker_main`)."""
+    from . import _reach  # imports JAX: never at this module's import, which the CLI's parent side does
+
+    return item.task_key if isinstance(item, _reach.RecordedCall) else item.label
 
 
 # Seconds a target may run under `jaxdiag check` unless `--timeout` or `timeout` in [tool.jaxdiag] says otherwise.
@@ -101,9 +114,10 @@ def default_jobs() -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def check_targets(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleType | str],
-                  settings: RunSettings) -> list[TargetReport]:
-    """The reports of `founds`, in their order: from the cache, this process or the workers."""
+def check_items(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType | str],
+                settings: RunSettings) -> list[list[TargetReport]]:
+    """The reports of each of `founds` (discovered targets, then the recorded calls none claimed), in their order:
+    from the cache, this process or the workers."""
     cache = keys = None
     if settings.cache:
         cache, keys = _cache_keys(lint, founds)
@@ -119,9 +133,9 @@ def check_targets(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleTyp
         return _check_todo(lint, founds, items, settings, outcomes, todo, cache, keys)
 
 
-def _check_todo(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleType | str], settings: RunSettings,
+def _check_todo(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType | str], settings: RunSettings,
                 outcomes: list[Outcome | None], todo: list[int], cache: _cache.ResultCache | None,
-                keys: list[str | None] | None) -> list[TargetReport]:
+                keys: list[str | None] | None) -> list[list[TargetReport]]:
     worker_items = _items_for_workers(items)
     if todo and not settings.in_process and worker_items is not None:
         pool = _Pool(_WorkerSetup.of(lint, worker_items, settings), settings)
@@ -129,7 +143,7 @@ def _check_todo(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleType 
     else:
         outcomes_iter = _in_process(lint, founds, todo, release=settings.bound_memory)
     fresh = [False] * len(founds)
-    reports: list[TargetReport] = []
+    reports: list[list[TargetReport]] = []
     next_index = 0
     # Apply outcomes in discovery order as soon as the prefix is complete: the first usage error in that order
     # stops the run, as it does serially (and closing the iterator stops the workers).
@@ -139,23 +153,26 @@ def _check_todo(lint: Lint, founds: Sequence[Found], items: Sequence[ModuleType 
             _tell(event="done", target=founds[i].label,
                   findings=sum(1 for r in outcome.reports for f in r["findings"] if f["severity"] != "info"))
             while next_index < len(founds) and outcomes[next_index] is not None:
-                reports.extend(_finish(lint, outcomes[next_index], cache, keys, next_index, fresh[next_index]))
+                reports.append(_finish(lint, outcomes[next_index], cache, keys, next_index, fresh[next_index]))
                 next_index += 1
     finally:
         close = getattr(outcomes_iter, "close", None)
         if close is not None:
             close()
     while next_index < len(founds):
-        reports.extend(_finish(lint, outcomes[next_index], cache, keys, next_index, fresh[next_index]))
+        reports.append(_finish(lint, outcomes[next_index], cache, keys, next_index, fresh[next_index]))
         next_index += 1
     return reports
 
 
-def _in_process(lint: Lint, founds: Sequence[Found], todo: list[int], release: bool
+def _in_process(lint: Lint, founds: Sequence[Item], todo: list[int], release: bool
                 ) -> Iterator[tuple[int, Outcome]]:
     """The targets checked in this process, one after the other. Under `jaxdiag check` (`release`), memory is
     bounded as in a worker: past WORKER_MEMORY_MB after a target, JAX's caches are cleared (else they grow by
     about 13 MB per target), as `MemoryBound` says. The Python API leaves the caller's JAX caches alone."""
+    from . import _reach
+
+    _reach.pin_live(founds[i] for i in todo)  # before any target runs, as a worker does (`RecordedCall.obj`)
     bound = MemoryBound() if release else None
     for i in todo:
         outcome = run_in_process(lint, founds[i])
@@ -176,9 +193,10 @@ def _finish(lint: Lint, outcome: Outcome | None, cache: _cache.ResultCache | Non
     return reports
 
 
-def _cache_keys(lint: Lint, founds: Sequence[Found]) -> tuple[_cache.ResultCache | None, list[str | None] | None]:
+def _cache_keys(lint: Lint, founds: Sequence[Item]) -> tuple[_cache.ResultCache | None, list[str | None] | None]:
     """The run's result cache and each target's key; (None, None) when the cache folder is refused (warned)."""
     from .. import _compat
+    from . import _reach
 
     cache = _cache.open_cache(lint.config.source)
     if cache is None:
@@ -187,6 +205,9 @@ def _cache_keys(lint: Lint, founds: Sequence[Found]) -> tuple[_cache.ResultCache
     graph = _cache.SourceGraph()
     keys: list[str | None] = []
     for found in founds:
+        if isinstance(found, _reach.RecordedCall):
+            keys.append(_recorded_key(environment, graph, found))
+            continue
         modules = [found.walked.module]
         rule_fns = list(_compat.registered_rules(found.obj).values()) if found.kind == "primitive" else [
             getattr(found.obj, name, None) for name in ("fun", "fwd", "bwd", "jvp", "vmap_rule")]
@@ -196,6 +217,20 @@ def _cache_keys(lint: Lint, founds: Sequence[Found]) -> tuple[_cache.ResultCache
                 modules.append(owner)
         keys.append(_cache.target_key(environment, found.label, found.kind, graph.files_of(modules)))
     return cache, keys
+
+
+def _recorded_key(environment: str, graph: _cache.SourceGraph, item: _reach.RecordedCall) -> str | None:
+    """A recorded call's cache key: the recording itself is in `environment`; the code is its module's, its
+    carrier's and the walked module's (where a factory's closure lives), with what they import. None (never
+    cached) when its carrier was not imported in this process: its files, and so a stale verdict, are unknown."""
+    names = [item.label.partition(":")[0], (item.call.get("via") or {}).get("target", "").partition(":")[0]]
+    modules = [item.walked.module]
+    for name in filter(None, names):
+        module = sys.modules.get(name)
+        if module is None:
+            return None
+        modules.append(module)
+    return _cache.target_key(environment, item.task_key, item.kind, graph.files_of(modules))
 
 
 def _items_for_workers(items: Sequence[ModuleType | str]) -> list[str] | None:
@@ -298,12 +333,17 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
             use_compilation_cache(setup.xla_cache_dir)
         from .._core import _config
         from .._run import _engine
+        from . import _reach
 
         # select/ignore are the parent's business: targets are checked unfiltered and filtered once, there
         lint = setup.lint_class(_config.load(setup.app_dir), setup.app_dir, setup.seed, [], [], setup.keep_going,
                      setup.include_tests)
         lint.discovery.walk(setup.items, from_config=False)
-        founds = {found.label: found for found in lint.discover()}  # also claims its recorded calls
+        discovered = lint.discover()  # also claims its recorded calls: the rest are `recorded_items`
+        recorded = lint.recorded_items()
+        _reach.pin_live(recorded)  # before any target runs (`RecordedCall.obj`)
+        founds: dict[str, Item] = {found.label: found for found in discovered}
+        founds.update((item.task_key, item) for item in recorded)
     except BaseException:  # noqa: BLE001 - the parent must hear why the worker cannot run
         conn.send(("broken", traceback.format_exc()))
         return
@@ -415,7 +455,7 @@ class _Pool:
         self.timeout = settings.timeout or None
         self.jobs = max(settings.jobs, 1)
 
-    def run(self, lint: Lint, founds: Sequence[Found], todo: list[int]) -> Iterator[tuple[int, Outcome]]:
+    def run(self, lint: Lint, founds: Sequence[Item], todo: list[int]) -> Iterator[tuple[int, Outcome]]:
         """(index, outcome) as targets finish, in any order. Workers are killed when the iterator is closed."""
         queue = _Runs(todo, self.jobs)
         workers = [_Worker(self.setup, slot) for slot in range(min(self.jobs, len(todo)))]
@@ -425,7 +465,7 @@ class _Pool:
                 for w in workers:
                     if w.ready and w.task is None and queue:
                         index = queue.take(w.slot)
-                        w.send(index, founds[index].label)
+                        w.send(index, task_key(founds[index]))
                 busy = [w for w in workers if w.task is not None or not w.ready]
                 if not busy:
                     break
@@ -459,7 +499,7 @@ class _Pool:
             workers.append(_Worker(self.setup, w.slot))
             LAST_RUN["workers_started"] += 1
 
-    def _receive(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
+    def _receive(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Item],
                  queue: _Runs) -> Iterator[tuple[int, Outcome]]:
         try:
             message = w.conn.recv()
@@ -498,7 +538,7 @@ class _Pool:
             self._replace(w, workers, queue, killed=True)
             yield index, internal(founds[index], f"internal error in a worker process:\n{message[2]}")
 
-    def _expire(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Found],
+    def _expire(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Item],
                 queue: _Runs) -> Iterator[tuple[int, Outcome]]:
         index = w.task
         if not w.ready:

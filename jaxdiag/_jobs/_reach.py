@@ -93,19 +93,78 @@ class Recorded:
         return [best[t] for t in sorted(best)]
 
 
-def in_walked(call: dict, walked: Iterable[Any]) -> bool:
-    """Whether a recorded call's rule belongs to the modules this run checks: its target's module is one of them,
-    or it is defined in one of their files. `jaxdiag check mypkg.softplus` after recording the whole test suite
-    checks that module's rules only, never another module's of the same package."""
+def walked_of(call: dict, walked: Iterable[Any]) -> Any:
+    """The walked module a recorded call's rule belongs to (its target's module, else the one whose file defines
+    it), or None when it belongs to none of the modules this run checks: `jaxdiag check mypkg.softplus` after
+    recording the whole test suite checks that module's rules only, never another module's of the same package."""
     modules = list(walked)
     module_name = call.get("target", "").partition(":")[0]
-    if any(w.module.__name__ == module_name for w in modules):
-        return True
+    named = next((w for w in modules if w.module.__name__ == module_name), None)
+    if named is not None:
+        return named
     path = call.get("defined_at", "").rpartition(":")[0]
     if not path:
-        return False
+        return None
     real = os.path.realpath(path)
-    return any(getattr(w.module, "__file__", None) and os.path.realpath(w.module.__file__) == real for w in modules)
+    return next((w for w in modules if getattr(w.module, "__file__", None)
+                 and os.path.realpath(w.module.__file__) == real), None)
+
+
+def in_walked(call: dict, walked: Iterable[Any]) -> bool:
+    return walked_of(call, walked) is not None
+
+
+def recorded_location(call: dict, label: str) -> Location | None:
+    """Where a recorded rule is defined (`defined_at`), named after the last part of `label`."""
+    path, _, line = call.get("defined_at", "").rpartition(":")
+    if not path or not line.isdigit():
+        return None
+    return Location(_locate.relative_path(path).replace(os.sep, "/"), int(line), label.rpartition(":")[2])
+
+
+@dataclass
+class RecordedCall:
+    """A recorded call no discovered target claimed (a closure or factory rule), as one work item of `jaxdiag
+    check`, scheduled after the targets like one of them (`_parallel`): the same per-target time limit, workers,
+    memory bound and cache. It answers what the run asks of a discovered target (`Found`): label, kind, keys,
+    walked module, object."""
+
+    call: dict
+    walked: Any  # the walked module it belongs to (`walked_of`)
+    # the live object of a replayable call, looked up among the objects the process holds once the modules are
+    # imported and discovered, before any target runs (`pin_live`): what earlier targets left alive in one worker
+    # but not another must not change the report between `-j 1` and `-j 2`
+    obj: Any = None
+    pinned: bool = False
+
+    @property
+    def label(self) -> str:
+        return str(self.call["target"])
+
+    @property
+    def kind(self) -> str:
+        return str(self.call.get("kind", "function"))
+
+    @property
+    def keys(self) -> list[str]:
+        return [self.label]
+
+    @property
+    def task_key(self) -> str:
+        """What a worker looks it up by: never a discovered target's label."""
+        return f"recorded call {self.label}"
+
+    @property
+    def location(self) -> Location | None:
+        return recorded_location(self.call, self.label)
+
+
+def pin_live(items: Iterable[Any]) -> None:
+    """Look up the live object of every recorded call among `items` not looked up yet (see `RecordedCall.obj`)."""
+    for item in items:
+        if isinstance(item, RecordedCall) and not item.pinned:
+            item.obj = find_recorded_object(item.call) if item.call.get("replayable", True) else None
+            item.pinned = True
 
 
 def checked_sites(recorded: list[tuple[dict, list[TargetReport]]]) -> list[Location]:
@@ -414,10 +473,11 @@ def _cheapest_carried(lint: Any, found: Any, call: dict) -> dict:
     return min(carried, key=lambda c: len(c.get("args") or ())) if carried else call
 
 
-def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetReport]:
-    """Check a recorded target discovery could not name (a closure or factory rule) or whose calls cannot be
-    replayed from the file (a callable or treedef argument): the live object if one exists, else the module-level
-    function that called it, else a note saying why it was not checked. `lint` is the running `jaxdiag check`."""
+def check_recorded(lint: Any, call: dict, found: Any = None, live: Any = None) -> list[TargetReport]:
+    """Check a recorded target discovery could not name (a closure or factory rule; `live`, its live object if
+    one exists, `RecordedCall.obj`) or whose calls cannot be replayed from the file (a callable or treedef argument):
+    the live object if one exists, else the module-level function that called it, else a note saying why it was not
+    checked. `lint` is the running `jaxdiag check`."""
     import sys
 
     from .._run import _engine
@@ -432,10 +492,8 @@ def check_recorded(lint: Any, call: dict, found: Any = None) -> list[TargetRepor
     if found is not None and call.get("via"):
         call = _cheapest_carried(lint, found, call)
     where = call.get("defined_at", "")
-    path, _, line = where.rpartition(":")
-    location = Location(_locate.relative_path(path).replace(os.sep, "/"), int(line), label.rpartition(":")[2]) if (
-        path and line.isdigit()) else None
-    obj = find_recorded_object(call) if found is None and call.get("replayable", True) else None
+    location = recorded_location(call, label)
+    obj = live if found is None else None
     options = Options(command="check", seed=lint.seed, provenance="recorded", **lint.run_options)
     try:
         if obj is not None:
