@@ -55,6 +55,7 @@ def test_nonfinite_split_counts_each_side():
     assert nf.rule_index == (1,) and nf.ref_index == (3,)
 
 
+@pytest.mark.slow
 def test_nan_cotangent_is_an_error_and_nan_reference_a_note():
     bad, good = load(SAMPLES / "jxg027_bad.py"), load(SAMPLES / "jxg027_good.py")
     x = jnp.arange(6.0)
@@ -82,6 +83,7 @@ def test_nan_cotangent_is_an_error_and_nan_reference_a_note():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_densified_symbolic_zero_tangent_is_found_at_the_edge():
     bad, good = load(SAMPLES / "symbolic_zero_nan_bad.py"), load(SAMPLES / "symbolic_zero_nan_good.py")
     assert np.isnan(jax.jvp(lambda x: bad.scaled_sqrt(x, 0.0), (3.0,), (1.0,))[1])  # forward mode shows it
@@ -144,6 +146,7 @@ def test_scaled_nested_slope_is_an_error_at_every_seed():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_pytree_bwd_structure_named_per_argument():
     bad = load(SAMPLES / "pytree_bwd_bad.py")
     params = {"w": jnp.ones((3, 2)), "b": jnp.zeros(2)}
@@ -165,6 +168,7 @@ def test_pytree_bwd_structure_named_per_argument():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_missing_conj_is_named_in_the_fix():
     bad = load(SAMPLES / "complex_conj_bad.py")
     z = jnp.array([1 + 2j], jnp.complex64)

@@ -182,6 +182,7 @@ def test_a_wrong_second_derivative_inside_the_domain_is_still_reported():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_impl_and_abstract_eval_defined_as_methods_of_a_primitive_subclass_are_registered(monkeypatch):
     """JAX runs `prim.impl` and `prim.abstract_eval` whether `def_impl` set them on the instance or a subclass
     overrides the methods: the latter is no missing impl (JXR001) or abstract eval (JXR002), and the primitive is
@@ -193,6 +194,7 @@ def test_impl_and_abstract_eval_defined_as_methods_of_a_primitive_subclass_are_r
     assert not [f for f in target["findings"] if f["severity"] in ("error", "warning")], target["findings"]
 
 
+@pytest.mark.slow
 def test_a_wrong_batching_method_of_a_primitive_subclass_is_found_at_the_method(monkeypatch):
     monkeypatch.chdir(DATA)
     code, data = check("acc/method_rules_bad.py")
@@ -208,6 +210,7 @@ def test_a_wrong_batching_method_of_a_primitive_subclass_is_found_at_the_method(
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_static_argument_takes_the_literal_its_module_binds_or_passes(monkeypatch):
     """A nondiff argument without a default is checked with the literal its module gives it, through
     `functools.partial(f, name=literal)` or a call `f(x, literal)`; a function argument, which no literal stands
@@ -252,6 +255,7 @@ def test_a_kernel_that_asks_for_float64_is_checked_on_64_bit_inputs_under_x64_fo
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_library_bind_call_gives_the_operand_count_and_its_capitalised_names_the_matrices(monkeypatch):
     """Rules taking `*args` say nothing of the arity; `weigh_p.bind(t, c, a, U, V)` says 5, and `U`, `V` are
     tried as matrices beside vector `t`, `c`, `a`: the primitive is checked, and its batching defect found at the
@@ -269,7 +273,7 @@ def test_the_library_bind_call_gives_the_operand_count_and_its_capitalised_names
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("which", ["good", "bad"])
+@pytest.mark.parametrize("which", [pytest.param("good", marks=pytest.mark.slow), "bad"])
 def test_a_matrix_function_of_spd_matrices_is_checked_there_along_symmetric_directions(which, monkeypatch):
     """NaN on every elementwise domain, the square root runs on the spd domain (JXN002 says so), and is perturbed
     along symmetric directions only: a random direction leaves the domain, and the eigh-based primal is

@@ -119,6 +119,7 @@ def test_a_declared_index_domain_is_never_probed_beyond() -> None:
     assert not [c for t in report.targets for c in t.checks if c.status == "error"]
 
 
+@pytest.mark.slow
 def test_a_difference_only_out_of_range_indices_show_is_a_warning_naming_them() -> None:
     from jaxdiag._rules._catalog import SAMPLES_DIR
 

@@ -144,6 +144,7 @@ def test_vmap_reference_sees_equal_float8_nans_as_constant():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_function_indexing_its_input_with_a_traced_counter_is_clean():
     module = _load_data("traced_index.py")
     assert float(module.running_total(jnp.array([1.0, 2.0, 3.0]))) == 12.0  # plain JAX, on a jax Array
@@ -159,6 +160,7 @@ def test_function_indexing_its_input_with_a_traced_counter_is_clean():
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_pytree_custom_vjp_is_checked_at_the_values_its_function_passes():
     """diffrax's `_loop_backsolve` false alarm: the nested rule takes a pytree, so jaxdiag checks a flat view of it;
     the observed call is of the original and must still be matched, or bwd runs on random save times and raises."""

@@ -207,6 +207,7 @@ def _expectation(path: Path) -> tuple[str, int, str | None]:
     raise AssertionError(f"no jaxdiag-expect marker in {path}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["reduction_shift", pytest.param("swapaxes_rule", marks=pytest.mark.slow)])
 def test_fix_names_the_measured_batch_axis(module, monkeypatch):
     monkeypatch.chdir(ROOT)

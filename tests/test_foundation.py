@@ -405,6 +405,7 @@ def test_rules_prints_every_sample_line_whole():
             assert line in result.stdout  # long lines are not cut at the console width
 
 
+@pytest.mark.slow
 def test_docs_rules_md_is_generated_from_the_catalog():
     """docs/rules.md is `jaxdiag rules --format markdown`; regenerate it when the catalog or a sample changes."""
     result = invoke("rules", "--format", "markdown")
@@ -467,6 +468,7 @@ def test_samples_are_the_packages_own_not_a_samples_folder_on_sys_path(tmp_path,
     assert Path(folder) != tmp_path / "samples" and first != "# not jaxdiag's"
 
 
+@pytest.mark.slow
 def test_packaging_metadata():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

@@ -461,6 +461,7 @@ def test_function_whose_grad_fails_inside_a_nested_bwd_is_reported_once(tmp_path
     assert raised == [("custom_vjp", "layer_bwd")]
 
 
+@pytest.mark.slow
 def test_a_loop_bound_traced_under_vmap_is_explained_not_blamed_on_numpy():
     """quadax's `_leibniz` JVP: a data-dependent fori_loop count is concrete eagerly (a scan) and traced under vmap
     or jit (a while_loop JAX cannot transpose). The generic "use jax.numpy instead of NumPy" fix was wrong advice."""

@@ -122,6 +122,7 @@ def test_a_parameter_annotated_float_is_inferred_as_a_scalar(monkeypatch):
     assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
 
 
+@pytest.mark.slow
 def test_a_rule_built_in_a_class_method_is_reached_and_checked(monkeypatch):
     """The custom_jvp is built in `__init__` of a class the public function instantiates at run time: its site is
     read from the method, the public function traced, the rule checked and its wrong slope reported."""

@@ -80,11 +80,9 @@ def test_jobs_give_the_same_report_as_serial(tmp_path, monkeypatch):
         shutil.copy(SAMPLES / name, tmp_path / name)
     files = list(MIXED)
     serial = check_paths(files)
-    parallel = check_paths(files, jobs=2)
-    one_worker = check_paths(files, jobs=1, timeout=600)
+    parallel = check_paths(files, jobs=2)  # (one worker against two: test_record_carrier, the recorded-call test)
     assert [t.target for t in serial.targets] == [t.target for t in parallel.targets]
     assert without_seconds(parallel) == without_seconds(serial)
-    assert without_seconds(one_worker) == without_seconds(serial)
     assert {"JXB001", "JXG001", "JXR003"} <= serial.codes()  # a real run, with findings to compare
 
 

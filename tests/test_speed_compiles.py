@@ -79,6 +79,7 @@ def test_check_grad_of_a_small_primitive_compiles_at_most_11_programs(compiles) 
     assert n <= 11, f"check_grad compiled {n} programs"
 
 
+@pytest.mark.slow
 def test_check_grad_of_a_custom_vjp_compiles_at_most_5_programs(compiles) -> None:
     # x + y and x * y (the primal, fwd's and bwd's operations, all on f32[3]), the same two in float64 (finite
     # differences), and the jit(grad)/vmap(grad)/vjp(vmap) program; check_grads compiles 6.
@@ -129,6 +130,7 @@ def _looped_softplus(x):  # ten steps of a tenth: softplus, through a loop whose
 _looped_softplus.defvjp(lambda x: (_looped_softplus(x), x), lambda x, g: (g * jax.nn.sigmoid(x),))
 
 
+@pytest.mark.slow
 def test_finite_differences_of_a_looping_primal_compile_it_once_per_precision(compiles, monkeypatch) -> None:
     # Eagerly, the scan's body is traced and compiled again at every finite-difference point (6 per direction in
     # float32, 2 in float64); one program per precision instead, with the same report
@@ -200,6 +202,7 @@ def test_in_process_run_clears_jax_caches_past_the_bound_not_after_every_target(
     assert len(clears) == 2
 
 
+@pytest.mark.slow
 def test_vmap_jit_reuses_the_jit_vmap_result_with_the_same_rule_calls_and_report(monkeypatch) -> None:
     """vmap(jit) still traces, so the rule runs under it (the spy sees that call) and the report is the same as
     when vmap(jit) compiles and runs its own program; only that program is saved."""

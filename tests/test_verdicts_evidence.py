@@ -46,6 +46,7 @@ def _fd(f, x, v, eps=1e-4):
     return (np.asarray(f(x64 + eps * v64)) - np.asarray(f(x64 - eps * v64))) / (2 * eps)
 
 
+@pytest.mark.slow
 def test_plain_jax_cholesky_rule_is_right_on_hermitian_tangents_only():
     mod = load("nested_hermitian.py")
     rng = np.random.default_rng(0)
@@ -118,6 +119,7 @@ def _sharp_inputs(seed: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(3).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_plain_jax_sharp_logsumexp_is_right_in_every_mode_and_cube_is_not():
     mod = load("second_order.py")
     rng = np.random.default_rng(1)
@@ -169,6 +171,7 @@ def _load_sample(name: str):
     return module
 
 
+@pytest.mark.slow
 def test_plain_jax_flat_primals_and_ignored_arguments():
     mod = _load_sample("jxg033_bad.py")
     x, key = jnp.array([0.3, -1.2, 0.5, 2.0]), jax.random.key(0)
@@ -280,7 +283,7 @@ def test_plain_jax_batching_rules_returning_one_batch_wide_value():
     assert np.ptp(loop(mod.peak_p, xs)) > 0.1
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)])
 def test_a_batching_rule_returning_an_aggregate_of_the_batch_is_jxb024_and_one_example_for_all_jxb010(seed):
     """The reading does not depend on the draws: a scalar maximum that is example 0's own value is told apart from
     example 0's result by running the rule again with the examples permuted."""
