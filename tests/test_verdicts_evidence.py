@@ -293,10 +293,14 @@ def test_a_batching_rule_returning_an_aggregate_of_the_batch_is_jxb024_and_one_e
              for t in report.targets}
     assert found == {"peak_p": [("JXB024", "_peak_rule")], "first_peak_p": [("JXB010", "_first_peak_rule")],
                      "any_positive_p": [("JXB024", "_any_positive_rule")],
+                     "any_flag_p": [("JXB024", "_any_flag_rule")], "all_flags_p": [("JXB024", "_all_flags_rule")],
                      "whole_p": [("JXB024", "_whole_rule")]}, found  # whole: no JXB009 for the batch axis
+    # no inputs declared for any_flag_p: its impl's `jnp.any(flags)` makes the operand booleans, drawn so that
+    # examples differ in how many flags are set (a float draw is never zero: `any` would be true for every example)
+    assert [t.inputs for t in report.targets if t.target.endswith(":any_flag_p")] == [["bool[3]"]]
     texts = {t.target.split(":")[1]: f.message for t in report.targets for f in t.findings if f.code == "JXB024"}
     assert "the maximum over the batch" in texts["peak_p"] and "logical OR" in texts["any_positive_p"]
-    assert "stacked" in texts["whole_p"]
+    assert "stacked" in texts["whole_p"] and "logical AND" in texts["all_flags_p"]
 
 
 def test_the_intended_marker_silences_a_batching_rule_aggregate_only(tmp_path):

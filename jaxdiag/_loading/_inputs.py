@@ -403,7 +403,7 @@ def draw(spec: ArgSpec, rng: np.random.Generator, domain: str = "normal", lead: 
     if spec.key is not None:  # raw key data: any bits are a valid key
         return _chunked(shape, np.dtype(np.uint32), lambda n: rng.integers(0, 2**32, size=n, dtype=np.uint64))
     if dtype == np.bool_:
-        return _chunked(shape, dtype, lambda n: rng.random(n) < 0.5)
+        return _truth_values(rng, lead, spec.shape)
     if np.issubdtype(dtype, np.integer):
         low = 1 if domain in ("positive", "unit") or np.issubdtype(dtype, np.unsignedinteger) else -5
         high = 0 if domain == "negative" and not np.issubdtype(dtype, np.unsignedinteger) else 6
@@ -418,6 +418,23 @@ def draw(spec: ArgSpec, rng: np.random.Generator, domain: str = "normal", lead: 
         return positive_definite(out) if domain == "spd" and is_square(spec.shape) else out
     out = _chunked(shape, dtype, lambda n: draw_real(rng, domain, n))
     return positive_definite(out) if domain == "spd" and is_square(spec.shape) else out
+
+
+def _truth_values(rng: np.random.Generator, lead: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """Booleans, each true with probability 1/2; with leading (batch) dims, each example has its own count of true
+    flags (all, none, then counts between), at random places: `any`/`all` of an example's flags then differ between
+    examples (at 1/2, `any` of a few flags is nearly always true). The same uniform numbers are drawn either way,
+    so the stream of later draws does not change."""
+    uniform = _chunked(lead + shape, np.dtype(np.float64), lambda n: rng.random(n))
+    if not lead or not shape:
+        return uniform < 0.5
+    count, size = int(np.prod(lead)), int(np.prod(shape))
+    rows = uniform.reshape(count, size)
+    ranks = np.argsort(np.argsort(rows, axis=1), axis=1)
+    spread = np.rint(np.arange(count) * size / max(count - 1, 1)).astype(int)
+    ends_first = [i for pair in zip(range(count - 1, -1, -1), range(count)) for i in pair][:count]
+    trues = spread[ends_first][:, None]  # all set, none set, then the counts between: any few examples differ
+    return (ranks < trues).reshape(lead + shape)
 
 
 def is_square(shape: tuple[int, ...]) -> bool:

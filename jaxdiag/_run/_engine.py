@@ -363,6 +363,15 @@ def _matrix_positions(subject: Subject, arity: int, statics: dict[int, Any], ope
     return frozenset(i for i, name in enumerate(arrays) if name[:1].isupper())
 
 
+def _with_truth_values(ladder: Iterator[list[Any]], truths: set[int]) -> Iterator[tuple[list[Any], set[int]]]:
+    """Each rung with the positions to draw as booleans: first `truths` (where the target's code uses an operand as
+    a truth value), then none (the same rung in the ladder's own dtype), so a wrong guess never loses a rung."""
+    for candidate in ladder:
+        if truths:
+            yield candidate, truths
+        yield candidate, set()
+
+
 # What a kernel that computes in double precision only says to 32-bit inputs (celerite-style "requires float64
 # precision", "expected double", "enable x64"): inference tries 64-bit inputs under x64 then (`NeedsX64`).
 _X64_ASKED = re.compile(r"float64|double|\bx64\b|enable_x64|64-bit", re.IGNORECASE)
@@ -395,10 +404,13 @@ def _climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any
         n_arrays = max(arity - len(statics), 0)
         scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
         matrices = _matrix_positions(subject, arity, statics, operands)
-        for candidate in shape_ladder(n_arrays, pairs_early, dtype, matrices) if n_arrays else iter([[]]):
+        truths = _signature.predicate_positions(subject)  # `jnp.any(x)`, `~mask`: booleans first, then floats
+        for candidate, flags in _with_truth_values(
+                shape_ladder(n_arrays, pairs_early, dtype, matrices) if n_arrays else iter([[]]), truths):
             it = iter(candidate)
             templates = [statics[i] if i in statics else next(it) for i in range(n_arrays + len(statics))]
-            templates = [ArgSpec(t.dtype, ()) if i in scalars and isinstance(t, ArgSpec) else t
+            templates = [ArgSpec(np.dtype(np.bool_) if i in flags else t.dtype, () if i in scalars else t.shape)
+                         if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
                          for i, t in enumerate(templates)]
             text = " ".join(template_text(t) for t in templates)
             if text in tried:

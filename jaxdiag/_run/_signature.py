@@ -9,8 +9,10 @@ does not give, are usage errors (exit 2), never a defect of the rules.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import sys
+from collections.abc import Iterator
 from typing import Any, Sequence
 
 import jax
@@ -323,6 +325,40 @@ def float_annotated(subject: Subject) -> set[int]:
     if subject.kind == "primitive":
         return set()
     return {i for i, p in enumerate(positional(signature_of(subject))) if p.annotation in (float, "float")}
+
+
+# Calls whose first argument is a truth value: an operand the target's own code passes there is a boolean (a mask,
+# a stop flag), which a float draw turns into a constant (every random float is nonzero, so `any` is always True).
+_PREDICATE_CALLS = {"any", "all", "logical_not", "logical_and", "logical_or", "logical_xor", "where", "select",
+                    "cond"}
+
+
+def predicate_positions(subject: Subject) -> set[int]:
+    """Positions of the parameters the target's own code uses as truth values: the first argument of `jnp.any`,
+    `jnp.all`, `jnp.logical_*`, `jnp.where`, `lax.select` or `lax.cond`, or the operand of `~` / `not` (for a
+    primitive, in its impl). Inference draws booleans there."""
+    obj = subject.original if subject.original is not None else subject.obj
+    fn = _compat.impl(obj) if subject.kind == "primitive" else getattr(obj, "fun", None) or obj
+    from .._harness.source import function_source
+
+    found = function_source(fn) if fn is not None else None
+    if found is None:
+        return set()
+    names = [a.arg for a in found.node.args.posonlyargs + found.node.args.args]
+    used = {n.id for n in _predicate_operands(found.node)}
+    return {i for i, name in enumerate(names) if name in used}
+
+
+def _predicate_operands(node: ast.AST) -> Iterator[ast.Name]:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and sub.args and _called_name(sub.func) in _PREDICATE_CALLS:
+            first = sub.args[0]
+        elif isinstance(sub, ast.UnaryOp) and isinstance(sub.op, (ast.Invert, ast.Not)):
+            first = sub.operand
+        else:
+            continue
+        if isinstance(first, ast.Name):
+            yield first
 
 
 def static_without_default(subject: Subject) -> list[tuple[str, str]]:

@@ -37,6 +37,22 @@ def _any_positive_rule(args, dims):
     return jnp.any(args[0] > 0), None  # a stop flag shared by the batch
 
 
+def _any_flag_impl(flags):  # no inputs declared: `jnp.any(flags)` says its operand is a truth value
+    return jnp.any(flags)
+
+
+def _any_flag_rule(args, dims):
+    return any_flag_p.bind(args[0]), None  # true when any example's flag is
+
+
+def _all_flags_impl(flags):
+    return jnp.all(flags)
+
+
+def _all_flags_rule(args, dims):
+    return all_flags_p.bind(args[0]), None  # true when every example's flags all are
+
+
 def _whole_rule(args, dims):
     return args[0], None  # every example sees the whole batch
 
@@ -45,4 +61,6 @@ peak_p = _primitive("peak", jnp.max, _scalar, _peak_rule)
 first_peak_p = _primitive("first_peak", jnp.max, _scalar, _first_peak_rule)
 any_positive_p = _primitive("any_positive", lambda x: jnp.any(x > 0),
                             lambda x: ShapedArray((), jnp.bool_), _any_positive_rule)
+any_flag_p = _primitive("any_flag", _any_flag_impl, lambda flags: ShapedArray((), jnp.bool_), _any_flag_rule)
+all_flags_p = _primitive("all_flags", _all_flags_impl, lambda flags: ShapedArray((), jnp.bool_), _all_flags_rule)
 whole_p = _primitive("whole", lambda x: x, lambda x: ShapedArray(x.shape, x.dtype), _whole_rule)
