@@ -27,6 +27,7 @@ from .._core._report import Finding, Location
 from ._base import Context, Options, Subject
 from .._harness import call_user
 from .._harness.cache import SubjectCache
+from .._harness.source import called_name
 
 # ---------------------------------------------------------------------------------------------------------------
 # Shared helpers: how to run one example, and what the rules say about it
@@ -289,19 +290,15 @@ def _factory_registration(module: Any, name: str, helper: str) -> int | None:
     tree = module_tree(module)
     if tree is None:
         return None
-    factories = {_called(node.value.func) for node in tree.body if isinstance(node, ast.Assign)
+    factories = {called_name(node.value.func) for node in tree.body if isinstance(node, ast.Assign)
                  and isinstance(node.value, ast.Call) and any(isinstance(t, ast.Name) and t.id == name
                                                               for t in node.targets)}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name in factories:
             for call in ast.walk(node):
-                if isinstance(call, ast.Call) and _called(call.func) == helper:
+                if isinstance(call, ast.Call) and called_name(call.func) == helper:
                     return call.lineno
     return None
-
-
-def _called(func: Any) -> str | None:
-    return getattr(func, "id", getattr(func, "attr", None))
 
 
 def rule_location(fn: Any, fallback: Location | None) -> Location | None:

@@ -70,3 +70,8 @@ def return_nodes(fn: Any) -> list[tuple[int, ast.Return]]:
     if found is None:
         return []
     return [(r.lineno + found.offset, r) for r in own_nodes(found.node) if isinstance(r, ast.Return)]
+
+
+def called_name(func: Any) -> str | None:
+    """The name a call's function node ends in: `f` for `f(...)`, `any` for `jnp.any(...)`; None otherwise."""
+    return getattr(func, "id", getattr(func, "attr", None))

@@ -21,6 +21,7 @@ from .. import _compat
 from .._core import _locate
 from .._checks._base import Subject
 from .._harness import call_user
+from .._harness.source import called_name
 from .._core._errors import InferenceError, UsageError
 from .._loading._inputs import ArgSpec, Static, parse_arg, template_leaves, template_text
 from .._loading._layout import Layout, flat_view, template_of
@@ -351,7 +352,7 @@ def predicate_positions(subject: Subject) -> set[int]:
 
 def _predicate_operands(node: ast.AST) -> Iterator[ast.Name]:
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and sub.args and _called_name(sub.func) in _PREDICATE_CALLS:
+        if isinstance(sub, ast.Call) and sub.args and called_name(sub.func) in _PREDICATE_CALLS:
             first = sub.args[0]
         elif isinstance(sub, ast.UnaryOp) and isinstance(sub.op, (ast.Invert, ast.Not)):
             first = sub.operand
@@ -399,9 +400,9 @@ def _literal_call_arguments(subject: Subject) -> dict[Any, Any]:
         if not isinstance(node, ast.Call):
             continue
         args = node.args
-        if _called_name(node.func) in _PARTIAL_NAMES and args and _called_name(args[0]) == attr:
+        if called_name(node.func) in _PARTIAL_NAMES and args and called_name(args[0]) == attr:
             args = args[1:]
-        elif _called_name(node.func) != attr:
+        elif called_name(node.func) != attr:
             continue
         for i, arg in enumerate(args):
             if isinstance(arg, ast.Starred):
@@ -412,10 +413,6 @@ def _literal_call_arguments(subject: Subject) -> dict[Any, Any]:
             if kw.arg and isinstance(kw.value, ast.Constant):
                 out.setdefault(kw.arg, kw.value.value)
     return out
-
-
-def _called_name(node: Any) -> str | None:
-    return getattr(node, "id", getattr(node, "attr", None))
 
 
 def templates_of_args(args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
