@@ -222,3 +222,44 @@ def test_a_bind_param_only_the_rules_require_comes_from_the_librarys_call_site()
     found = [f for t in report.targets for f in t.findings if f.severity in ("error", "warning")]
     assert not found, [(f.code, f.message[:120]) for f in found]
     assert any(c.status == "passed" and c.name.startswith("batching") for t in report.targets for c in t.checks)
+
+
+TWO_RULES = '''
+import jax
+
+
+def make_pair(scale):
+    @jax.custom_jvp
+    def first(x):
+        return scale * x
+
+    first.defjvp(lambda p, t: (first(p[0]), scale * t[0]))
+
+    @jax.custom_jvp
+    def second(x):
+        return x * x
+
+    second.defjvp(lambda p, t: (second(p[0]), 2 * p[0] * t[0]))
+    return first, second
+'''
+
+
+def test_a_checked_rule_covers_its_own_site_not_the_other_rule_its_function_makes(tmp_path: Path) -> None:
+    """One factory making two rules, one of them checked (recorded or discovered): the other is still a site to
+    reach, so it is checked or reported, never silently counted as checked."""
+    import importlib.util
+
+    from jaxdiag._core._report import Location
+    from jaxdiag._jobs._traced_reach import plan
+
+    path = tmp_path / "two_rules.py"
+    path.write_text(TWO_RULES, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("two_rules_probe", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    first, second = _line_of(path, "def first(x):"), _line_of(path, "def second(x):")
+    assert [s.line for s in plan([module], []).sites] == [first, second]
+    assert [s.line for s in plan([module], [Location(str(path), first, "first")]).sites] == [second]
+    jvp_of_second = _line_of(path, "second.defjvp(")
+    assert [s.line for s in plan([module], [Location(str(path), jvp_of_second, "second")]).sites] == [first]

@@ -178,12 +178,13 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
     # package) makes module attributes, which attribute discovery found
     at_import = {name for module in modules for name in _called_at_import(module)}
     for module in modules:
-        for site in sites_in(module):
-            real = os.path.realpath(site.path)
+        sites = sites_in(module)
+        done = _covered_sites(sites, covered_at)
+        for site in sites:
             cls, _, _ = site.function.rpartition(".")
             if (cls or site.function) in at_import:  # a decorator, factory or class applied as a module is imported
                 continue
-            if not any(path == real and site.first <= line <= site.last for path, line in covered_at):
+            if id(site) not in done:
                 result.sites.append(site)
     if not result.sites:
         return result
@@ -207,6 +208,20 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
     public.sort(key=lambda item: item[0])
     result.carriers = [(module, name) for _, module, name in public[:MAX_CARRIERS]]
     return result
+
+
+def _covered_sites(sites: list[Site], covered_at: list[tuple[str, int]]) -> set[int]:
+    """The sites (by id) a checked rule was made at: each covered line inside a function is the rule made by the
+    nearest site at or above it (a rule's `def` and its JVP/batching rules follow the call or decorator making it),
+    so a function making two rules, one of them checked, still leaves the other to check."""
+    done: set[int] = set()
+    for path, line in covered_at:
+        inside = [s for s in sites if os.path.realpath(s.path) == path and s.first <= line <= s.last]
+        if not inside:
+            continue
+        above = [s for s in inside if s.line <= line]
+        done.add(id(max(above, key=lambda s: s.line) if above else min(inside, key=lambda s: s.line)))
+    return done
 
 
 def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Location] = ()) -> list[TargetReport]:
