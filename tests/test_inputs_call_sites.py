@@ -146,26 +146,3 @@ def test_a_kernel_whose_backend_module_is_missing_is_checked_abstractly(monkeypa
     target = only_target(data)
     assert [f["code"] for f in target["findings"] if f["code"] == "JXN013"] == ["JXN013"]
     assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
-
-
-@pytest.mark.slow
-def test_which_inputs_a_looping_function_perturbs_is_read_without_running_its_loop_op_by_op(monkeypatch):
-    """Run eagerly under `jax.disable_jit`, the function's `jax.vjp` would run every iteration in Python (an
-    adaptive quadrature's took 8 minutes): with jit kept, the loop runs compiled and the call outside it is read."""
-    import jaxdiag
-    from jaxdiag._checks import _call_site
-
-    real, seen = _call_site.unperturbed_inputs, []
-
-    def counting(root, nested, example):
-        runs = root.obj.__globals__["BODY_RUNS"]  # the module jaxdiag loaded the target from
-        before = runs[0]
-        answer = real(root, nested, example)
-        seen.append((runs[0] - before, sorted(answer.values(), key=sorted)))
-        return answer
-
-    monkeypatch.setattr(_call_site, "unperturbed_inputs", counting)
-    report = jaxdiag.check_grad(f"{DATA / 'looping_carrier.py'}:settle", "f32[3]", "f32[3]")
-    assert seen and seen[0][0] < 20, seen  # traced a few times, not 2 x 200 runs of the body
-    assert seen[0][1] == [frozenset({1})], seen  # the scale, under stop_gradient, is never perturbed there
-    assert not [f for f in report.findings if f.severity == "error"], report.findings

@@ -14,8 +14,6 @@ call carry a non-zero tangent.
 
 from __future__ import annotations
 
-import contextlib
-
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -41,9 +39,6 @@ def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequen
         return {}
     arrays = [jax.numpy.asarray(x) for x in example]
     perturbed: dict[int, list[bool]] = {}
-    # op by op, a loop runs every iteration in Python (an adaptive quadrature's vjp took 8 minutes, 36 s jitted):
-    # a function that loops keeps jit, and a call made inside a loop or a jitted function is then left unread
-    eager = contextlib.nullcontext if loops(root, arrays) is True else jax.disable_jit
     for i, x in enumerate(arrays):
         if not is_inexact(x.dtype):
             continue
@@ -52,7 +47,7 @@ def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequen
         def along_input(xi: Any, i: int = i) -> Any:
             return root.call(*arrays[:i], xi, *arrays[i + 1:])
 
-        with _compat.record_custom_calls(calls, jaxdiag_code), eager():
+        with _compat.record_custom_calls(calls, jaxdiag_code), jax.disable_jit():
             # a failure is the function's own (its grad checks report it); keep the calls made before it
             call_user(jax.vjp, along_input, x)  # reverse mode runs through custom_vjp calls (jax.jvp stops there)
         for subject in customs:
@@ -112,13 +107,6 @@ def traced_only_primitives(root: Subject, nested: Sequence[Subject], example: Se
 RECEIVED_DIRECTIONS = 3
 
 
-def loops(root: Subject, arrays: Sequence[Any]) -> bool | None:
-    """Whether the function runs a loop (scan, while, fori) on these inputs, which eager reruns of it under
-    `jax.disable_jit` would run iteration by iteration, op by op; None when it cannot be traced to tell."""
-    traced = call_user(jax.make_jaxpr(root.call), *arrays)
-    return None if traced.error is not None else bool(_compat.loops_in(traced.value))
-
-
 def received_tangents(root: Subject, nested: Sequence[Subject], example: Sequence[Any],
                       observed: dict[int, list[np.ndarray]], seed: int) -> dict[int, dict[int, list[np.ndarray]]]:
     """id(subject) -> {index into its specs: the tangents it receives there}, for the nested primitives and
@@ -136,7 +124,8 @@ def received_tangents(root: Subject, nested: Sequence[Subject], example: Sequenc
     arrays = [jax.numpy.asarray(x) for x in example]
     if not subjects or root.kind != "function" or not any(is_inexact(x.dtype) for x in arrays):
         return {}
-    if loops(root, arrays) is not False:
+    traced = call_user(jax.make_jaxpr(root.call), *arrays)
+    if traced.error is not None or _compat.loops_in(traced.value):
         return {}
     rng = np.random.default_rng(zlib.crc32(f"{seed}:{root.seed_key}:received".encode()))
     found: dict[int, list[list[np.ndarray | None]]] = {}
