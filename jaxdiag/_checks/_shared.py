@@ -27,7 +27,6 @@ from .._core._report import Finding, Location
 from ._base import Context, Options, Subject
 from .._harness import call_user
 from .._harness.cache import SubjectCache
-from .._harness.source import called_name
 
 # ---------------------------------------------------------------------------------------------------------------
 # Shared helpers: how to run one example, and what the rules say about it
@@ -285,6 +284,7 @@ def _factory_registration(module: Any, name: str, helper: str) -> int | None:
     `_build` calls `batching.defvectorized(prim)` on its local name), read from the module's source."""
     import ast
 
+    from .._harness.source import called_name
     from .._loading._passthrough import module_tree
 
     tree = module_tree(module)

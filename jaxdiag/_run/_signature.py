@@ -21,7 +21,6 @@ from .. import _compat
 from .._core import _locate
 from .._checks._base import Subject
 from .._harness import call_user
-from .._harness.source import called_name
 from .._core._errors import InferenceError, UsageError
 from .._loading._inputs import ArgSpec, Static, parse_arg, template_leaves, template_text
 from .._loading._layout import Layout, flat_view, template_of
@@ -351,6 +350,8 @@ def predicate_positions(subject: Subject) -> set[int]:
 
 
 def _predicate_operands(node: ast.AST) -> Iterator[ast.Name]:
+    from .._harness.source import called_name
+
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call) and sub.args and called_name(sub.func) in _PREDICATE_CALLS:
             first = sub.args[0]
@@ -389,6 +390,7 @@ def _literal_call_arguments(subject: Subject) -> dict[Any, Any]:
     partial applications (`functools.partial(f, max_gradient=1e3)`, whose positions follow the function)."""
     import ast
 
+    from .._harness.source import called_name
     from .._loading._passthrough import module_tree
 
     attr = subject.label.rpartition(":")[2].split(".")[-1]
