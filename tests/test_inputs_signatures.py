@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
@@ -133,3 +135,28 @@ def test_api_static_values(monkeypatch):
     report = jaxdiag.check_grad(sigs.dense, {"w": "f32[3,4]", "b": "f32[3]"}, "f32[4]")
     assert report.ok and report.targets[0].inputs == ["{'b': f32[3], 'w': f32[3,4]}", "f32[4]"]
     assert any(c.status == "passed" for c in report.targets[0].checks)
+
+
+def _flags_any(flags, x):
+    return jnp.where(jnp.any(flags), x, 0.0)
+
+
+def _conditioned(a, pred):
+    return jax.lax.cond(pred, lambda m: m, lambda m: -m, jnp.linalg.cond(a))
+
+
+def _masked(x, mask):
+    return x * ~mask
+
+
+def test_operands_the_code_uses_as_truth_values_are_found_and_a_condition_number_is_not_one():
+    from types import SimpleNamespace
+
+    from jaxdiag._run._signature import predicate_positions
+
+    def positions(fn):
+        return predicate_positions(SimpleNamespace(kind="function", original=None, obj=fn))
+
+    assert positions(_flags_any) == {0}
+    assert positions(_conditioned) == {1}  # `lax.cond(pred, ...)`; `jnp.linalg.cond(a)` is a number
+    assert positions(_masked) == {1}

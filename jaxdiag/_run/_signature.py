@@ -329,8 +329,9 @@ def float_annotated(subject: Subject) -> set[int]:
 
 # Calls whose first argument is a truth value: an operand the target's own code passes there is a boolean (a mask,
 # a stop flag), which a float draw turns into a constant (every random float is nonzero, so `any` is always True).
-_PREDICATE_CALLS = {"any", "all", "logical_not", "logical_and", "logical_or", "logical_xor", "where", "select",
-                    "cond"}
+_PREDICATE_CALLS = {"any", "all", "logical_not", "logical_and", "logical_or", "logical_xor", "where"}
+# ... and those only as `lax.<name>` (`jnp.linalg.cond(a)` is a condition number, `jnp.select` takes lists)
+_LAX_PREDICATE_CALLS = {"select", "cond"}
 
 
 def predicate_positions(subject: Subject) -> set[int]:
@@ -353,7 +354,9 @@ def _predicate_operands(node: ast.AST) -> Iterator[ast.Name]:
     from .._harness.source import called_name
 
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and sub.args and called_name(sub.func) in _PREDICATE_CALLS:
+        if isinstance(sub, ast.Call) and sub.args and (called_name(sub.func) in _PREDICATE_CALLS or (
+                called_name(sub.func) in _LAX_PREDICATE_CALLS and isinstance(sub.func, ast.Attribute)
+                and called_name(sub.func.value) == "lax")):
             first = sub.args[0]
         elif isinstance(sub, ast.UnaryOp) and isinstance(sub.op, (ast.Invert, ast.Not)):
             first = sub.operand
