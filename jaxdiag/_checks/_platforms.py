@@ -19,6 +19,7 @@ from .. import _rules as rules
 from .._core._report import Finding, Location
 from ._base import Context, SkipCheck, check
 from .._harness import call_user
+from .._harness.source import called_name
 from ._shared import first_line, prim_var, primitive_module
 
 _NOT_FOUND = re.compile(r"not found for platform|no lowering registered for platform", re.IGNORECASE)
@@ -95,7 +96,7 @@ def _cpu_registration(ctx: Context) -> tuple[str | None, Location | None]:
         if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
             continue
         call = node.value
-        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+        name = called_name(call.func) or ""
         if name != "register_lowering" or not call.args or ast.unparse(call.args[0]) != var:
             continue
         platform = next((k for k in call.keywords if k.arg == "platform"), None)

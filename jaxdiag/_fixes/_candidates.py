@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 
 from .._core._report import Finding
+from .._harness.source import called_name
 from ._derived import derived_fixes, own_returns, statements, unbroadcast_edits
 from ._edits import Fix, SourceEdit, read_source
 
@@ -108,7 +109,7 @@ _BATCHER_HELPERS = {"defvectorized", "defbroadcasting", "defreducer"}  # one rep
 
 
 def _call_name(call: ast.Call) -> str:
-    return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    return called_name(call.func) or ""
 
 
 def _same_call(stmt: ast.stmt, call: ast.Call) -> bool:

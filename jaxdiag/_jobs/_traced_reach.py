@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from .. import _compat
 from .._core import _locate
+from .._harness.source import called_name
 from .._run import _signature
 from .._core._report import CheckResult, Location, TargetReport
 
@@ -73,18 +74,10 @@ class Plan:
 def _called_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Call):
         func = node.func
-        if isinstance(func, (ast.Name, ast.Attribute)) and _last_name(func) in ("partial",) and node.args:
-            return _last_name(node.args[0])  # functools.partial(jax.custom_vjp, nondiff_argnums=...)
-        return _last_name(func)
-    return _last_name(node)
-
-
-def _last_name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
+        if isinstance(func, (ast.Name, ast.Attribute)) and called_name(func) in ("partial",) and node.args:
+            return called_name(node.args[0])  # functools.partial(jax.custom_vjp, nondiff_argnums=...)
+        return called_name(func)
+    return called_name(node)
 
 
 def sites_in(module: ModuleType) -> list[Site]:
@@ -138,7 +131,7 @@ def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
     for top in tree.body if tree is not None else []:
         if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
             calls = [c for c in ast.walk(top) if isinstance(c, ast.Call)]
-            named = {_last_name(c.func) for c in calls}
+            named = {called_name(c.func) for c in calls}
             handed = {a.id for c in calls for a in [*c.args, *(k.value for k in c.keywords)]
                       if isinstance(a, ast.Name)}
             out[top.name] = {n for n in named | handed if n}

@@ -15,6 +15,7 @@ import numpy as np
 from ... import _compat
 from ..._loading import _numerics
 from .._vmap_harness import Reference
+from ..._harness.source import called_name
 from ._spy import RuleCall
 
 
@@ -89,7 +90,7 @@ def rule_constructs(fn: Any) -> dict[str, str]:
             if constant and not _is_dims_access(sub):
                 out["index"] = ast.get_source_segment(source, sub) or ast.unparse(sub)
         if isinstance(sub, ast.Call):
-            name = sub.func.attr if isinstance(sub.func, ast.Attribute) else getattr(sub.func, "id", "")
+            name = called_name(sub.func) or ""
             kind = "reduction" if name in _REDUCTIONS else "axis_move" if name in _AXIS_MOVERS else None
             if kind == "axis_move" and name == "moveaxis" and len(sub.args) >= 3 and ast.unparse(sub.args[2]) == "0":
                 kind = None  # moving the batch axis to the front is the usual first step, not a suspect

@@ -15,7 +15,7 @@ import jax
 
 from ..._core import _locate
 from ..._core._report import Location
-from ..._harness.source import function_source, own_nodes
+from ..._harness.source import called_name, function_source, own_nodes
 
 # ---------------------------------------------------------------------------------------------------------------
 # Errors and source text
@@ -170,7 +170,7 @@ def may_be_singular(fns: list[Any]) -> bool:
             if isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)):
                 return True
             if isinstance(sub, ast.Call):
-                name = sub.func.attr if isinstance(sub.func, ast.Attribute) else getattr(sub.func, "id", "")
+                name = called_name(sub.func) or ""
                 if name in _SINGULAR_CALLS:
                     return True
     return False
