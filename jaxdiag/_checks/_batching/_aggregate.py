@@ -12,7 +12,20 @@ from ... import _compat
 from ..._harness import call_user
 from ..._loading import _numerics
 from ._evidence import Evidence
+from ._fused import _returned_outputs
 from ._spy import RuleCall
+
+
+def unbatched_outputs(calls: list[RuleCall]) -> dict[int, list[RuleCall]]:
+    """Output index -> the calls that returned it unbatched (dim None) at a variant's outer level, on concrete
+    values and a real batch (size > 1): where a batch-wide value can be told from per-example ones."""
+    flagged: dict[int, list[RuleCall]] = {}
+    for call in calls:
+        if call.top and call.variant.concrete and call.out_dims and call.variant.size > 1:
+            for k, d in enumerate(call.out_dims):
+                if d is None:
+                    flagged.setdefault(k, []).append(call)
+    return flagged
 
 
 def batch_aggregate(calls: list[RuleCall], k: int, ev: Evidence) -> str | None:
@@ -50,10 +63,7 @@ def _permutation_invariant(call: RuleCall, k: int) -> bool:
 
 def _returned_output(call: RuleCall, k: int) -> np.ndarray | None:
     """The concrete value the rule returned for output k at the variant's outer level (None: traced, malformed)."""
-    result = call.result
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        return None
-    outs = result[0] if call.prim.multiple_results else [result[0]]
-    if not isinstance(outs, (tuple, list)) or k >= len(outs) or _compat.is_tracer(outs[k]):
+    outs = _returned_outputs(call)
+    if outs is None or k >= len(outs) or _compat.is_tracer(outs[k]):
         return None
     return np.asarray(outs[k])

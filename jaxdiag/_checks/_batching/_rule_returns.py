@@ -20,7 +20,7 @@ from .._shared import (
 from ._evidence import EVIDENCE_READS, Evidence, evidence
 from .._vmap_harness import axes_repr as _axes_repr
 from ..._harness.source import own_nodes, return_nodes
-from ._aggregate import batch_aggregate
+from ._aggregate import batch_aggregate, unbatched_outputs
 from ._source import _dim_names, _function_node, _rule_names, corrected_return
 from ._spy import Problem, RuleCall
 from ._true_axis import WRONG_VALUES, measured_dims, rule_constructs
@@ -114,13 +114,7 @@ def rule_returns_check(ctx: Context) -> Iterator[Finding]:
 def _whole_batch_outputs(ev: Evidence, calls: list[RuleCall]) -> set[int]:
     """The outputs returned unbatched (dim None) as the whole batch itself: their shape is one example's with the
     batch axis in front, which is what an output left batch-wide means, not a second defect."""
-    flagged: dict[int, list[RuleCall]] = {}
-    for call in calls:
-        if call.top and call.variant.concrete and call.out_dims and (call.variant.size or 0) > 1:
-            for k, d in enumerate(call.out_dims):
-                if d is None:
-                    flagged.setdefault(k, []).append(call)
-    return {k for k, group in flagged.items() if batch_aggregate(group, k, ev) == "the whole batch"}
+    return {k for k, group in unbatched_outputs(calls).items() if batch_aggregate(group, k, ev) == "the whole batch"}
 
 
 def _structure_finding(ctx: Context, ev: Evidence, items: list[tuple[RuleCall, Problem]],

@@ -24,7 +24,7 @@ from ._rule_returns import (
     suggested_dims,
 )
 from ..._harness.source import return_nodes
-from ._aggregate import batch_aggregate
+from ._aggregate import batch_aggregate, unbatched_outputs
 from ._source import corrected_return
 from ._true_axis import WRONG_VALUES, measured_dims, rule_constructs
 from ._spy import RuleCall, Spy
@@ -66,13 +66,9 @@ def _unbatched_but_varies(ctx: Context, ev: Evidence) -> Iterator[tuple[Finding,
     if ctx.subject.kind != "primitive":
         return
     prim, name = ctx.subject.obj, _display(ctx, ctx.subject.obj)
-    flagged: dict[int, list[RuleCall]] = {}
-    for call in ev.calls:
-        if not (call.top and call.variant.concrete and call.out_dims and call.variant.size > 1):
-            continue
-        for k, d in enumerate(call.out_dims):
-            if d is None and ev.reference.constant(call.variant.pattern, k, call.variant.size) is False:
-                flagged.setdefault(k, []).append(call)
+    flagged = {k: varying for k, calls in unbatched_outputs(ev.calls).items()
+               if (varying := [c for c in calls
+                               if ev.reference.constant(c.variant.pattern, k, c.variant.size) is False])}
     rule_fn = _compat.batching_rule(prim)
     for k, calls in flagged.items():
         call = calls[0]
