@@ -192,10 +192,8 @@ class _Lint:
             except Exception as exc:  # jaxdiag's own bug on this recorded call: report it (exit 3), check the others
                 if os.environ.get("JAXDIAG_DEBUG"):
                     raise
-                return [TargetReport(found.label, found.kind, checks=[CheckResult(
-                    "engine", "error", 0.0, f"internal error: {type(exc).__name__}: {exc}")],
-                    module=found.walked.label, config_keys=list(found.keys),
-                    anchors=[found.location] if found.location else [])]
+                return [_internal_error(found, exc, module=found.walked.label, config_keys=list(found.keys),
+                                        anchors=[found.location] if found.location else [])]
         args, params, origin = self._inputs_for(found)
         if origin == _VIA:
             return self._check_recorded(params, found)
@@ -219,8 +217,7 @@ class _Lint:
         except Exception as exc:  # jaxdiag's own bug on this target: report it (exit 3), check the others
             if os.environ.get("JAXDIAG_DEBUG"):
                 raise
-            report = Report([TargetReport(found.label, found.kind, checks=[CheckResult(
-                "engine", "error", 0.0, f"internal error: {type(exc).__name__}: {exc}")])])
+            report = Report([_internal_error(found, exc)])
             self._mark_unchecked(found, anchors)
         if origin.startswith(" (recorded") and report.targets:
             report.targets[0].findings.insert(0, rules.INPUTS_RECORDED.finding(
@@ -369,6 +366,12 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_hashable(v) for v in value)
     return value
+
+
+def _internal_error(found: Found | _reach.RecordedCall, exc: Exception, **fields: Any) -> TargetReport:
+    """The report of a target on which jaxdiag itself failed: an `error` check (exit 3), never a pass."""
+    return TargetReport(found.label, found.kind, checks=[CheckResult(
+        "engine", "error", 0.0, f"internal error: {type(exc).__name__}: {exc}")], **fields)
 
 
 def _rule_locations(found: Found | _reach.RecordedCall) -> list[Location]:
