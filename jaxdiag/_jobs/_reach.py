@@ -110,10 +110,6 @@ def walked_of(call: dict, walked: Iterable[Any]) -> Any:
                  and os.path.realpath(w.module.__file__) == real), None)
 
 
-def in_walked(call: dict, walked: Iterable[Any]) -> bool:
-    return walked_of(call, walked) is not None
-
-
 def recorded_location(call: dict, label: str) -> Location | None:
     """Where a recorded rule is defined (`defined_at`), named after the last part of `label`."""
     path, _, line = call.get("defined_at", "").rpartition(":")
