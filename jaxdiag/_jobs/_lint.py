@@ -24,6 +24,7 @@ from .._run import _engine
 from .. import _rules as rules
 from .._checks._base import Options
 from ._discovery import Discovery, Found, _posix, _unjit
+from ._outcome import internal_report
 from .._core._errors import InferenceError, UsageError
 from .._core._filtering import Filter, unused_inline, validate_inline
 from .._core._report import CheckResult, Location, Report, TargetReport
@@ -369,9 +370,7 @@ def _hashable(value: Any) -> Any:
 
 
 def _internal_error(found: Found | _reach.RecordedCall, exc: Exception, **fields: Any) -> TargetReport:
-    """The report of a target on which jaxdiag itself failed: an `error` check (exit 3), never a pass."""
-    return TargetReport(found.label, found.kind, checks=[CheckResult(
-        "engine", "error", 0.0, f"internal error: {type(exc).__name__}: {exc}")], **fields)
+    return internal_report(found, f"internal error: {type(exc).__name__}: {exc}", **fields)
 
 
 def _rule_locations(found: Found | _reach.RecordedCall) -> list[Location]:

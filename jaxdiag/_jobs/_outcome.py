@@ -137,6 +137,10 @@ def crashed(found: Found | RecordedCall, running: str, code: int | None) -> Outc
 
 
 def internal(found: Found | RecordedCall, detail: str) -> Outcome:
-    report = TargetReport(found.label, found.kind, checks=[CheckResult("engine", "error", 0.0, detail)],
-                          module=found.walked.label, config_keys=list(found.keys))
+    report = internal_report(found, detail, module=found.walked.label, config_keys=list(found.keys))
     return Outcome(reports=[target_report_to_dict(report)], complete=False)
+
+
+def internal_report(found: Found | RecordedCall, detail: str, **fields: Any) -> TargetReport:
+    """The report of a target on which jaxdiag itself failed: an `error` check (exit 3), never a pass."""
+    return TargetReport(found.label, found.kind, checks=[CheckResult("engine", "error", 0.0, detail)], **fields)
