@@ -208,8 +208,9 @@ def _covered_sites(sites: list[Site], covered_at: list[tuple[str, int]]) -> set[
     nearest site at or above it (a rule's `def` and its JVP/batching rules follow the call or decorator making it),
     so a function making two rules, one of them checked, still leaves the other to check."""
     done: set[int] = set()
+    real = {s.path: os.path.realpath(s.path) for s in sites}  # one module's sites: one file, resolved once
     for path, line in covered_at:
-        inside = [s for s in sites if os.path.realpath(s.path) == path and s.first <= line <= s.last]
+        inside = [s for s in sites if real[s.path] == path and s.first <= line <= s.last]
         if not inside:
             continue
         above = [s for s in inside if s.line <= line]
