@@ -388,6 +388,8 @@ def _climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any
     operand lists of the library's bind calls); `tried` and `errors` collect what was tried and what it raised."""
     pairs_early, dtype, operands = how
     totals: set[int] = set()
+    scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
+    truths = _signature.predicate_positions(subject)  # `jnp.any(x)`, `~mask`: booleans first, then floats
     for arity in _arity(subject, operands):
         # a static position past the arity (a default taken, a forwarded option after `*args`) still counts
         arity = max(arity, max(statics) + 1 if statics else 0)
@@ -402,9 +404,7 @@ def _climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any
             errors.append(error)
             continue
         n_arrays = max(arity - len(statics), 0)
-        scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
         matrices = _matrix_positions(subject, arity, statics, operands)
-        truths = _signature.predicate_positions(subject)  # `jnp.any(x)`, `~mask`: booleans first, then floats
         for candidate, flags in _with_truth_values(
                 shape_ladder(n_arrays, pairs_early, dtype, matrices) if n_arrays else iter([[]]), truths):
             it = iter(candidate)
