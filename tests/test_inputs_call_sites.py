@@ -146,3 +146,28 @@ def test_a_kernel_whose_backend_module_is_missing_is_checked_abstractly(monkeypa
     target = only_target(data)
     assert [f["code"] for f in target["findings"] if f["code"] == "JXN013"] == ["JXN013"]
     assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+
+
+@pytest.mark.slow
+def test_an_operand_every_caller_passes_as_a_python_literal_is_held_constant(monkeypatch, tmp_path):
+    """`power_no_nan(x, 3)`: the exponent is a constant at every call, so its JVP owes it no tangent. Checked at
+    the call with the literal in place, the rule is clean; the same JVP with a wrong slope is still caught there."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.literal")
+    target = only_target(data)
+    assert call_site_note(target)["message"].endswith("f32[3] 3"), call_site_note(target)["message"]
+    assert not [f for f in target["findings"] if f["severity"] != "info"] and code == 0
+
+    package = tmp_path / "literal_wrong"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    source = (DATA / "inputs_callsite" / "literal.py").read_text()
+    broken = source.replace("y * safe_x ** (y - 1) * dx", "(y - 1) * safe_x ** (y - 1) * dx")
+    assert broken != source
+    (package / "literal.py").write_text(broken)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check", "literal_wrong.literal", "--app-dir", str(tmp_path), "--format",
+                                 "json", "--no-cache"])
+    target = only_target(json.loads(result.stdout))
+    assert call_site_note(target)
+    assert [f for f in target["findings"] if f["code"] == "JXG024"], target["findings"]

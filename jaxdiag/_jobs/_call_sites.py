@@ -126,7 +126,16 @@ def _is_target(subject: Any, found: Any) -> bool:
 def differs_from_inference(subject: Any) -> bool:
     """Whether the call site passes what inference would not draw: an integer or boolean operand, or an array of
     rank 2 or more (inference starts from 1-D float32 arrays and stops at the first shape that runs)."""
-    return any(not s.is_inexact or len(s.shape) >= 2 for s in subject.specs)
+    return any(not s.is_inexact or len(s.shape) >= 2 for s in subject.specs) or any(
+        _is_number(v) for v in subject.static_args.values())
+
+
+def _is_number(value: Any) -> bool:
+    """A Python or NumPy scalar the caller passes as a constant (`power(x, 3)`): inference would draw an array
+    there and perturb it, where the caller never does."""
+    import numpy as np
+
+    return isinstance(value, (bool, int, float, complex, np.number, np.bool_))
 
 
 def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
