@@ -120,9 +120,12 @@ def locate_assignment(module: Any, obj: Any, names: list[str] | None = None) -> 
             k for k, v in vars(module).items() if v is not obj and _holds(v, obj)]
     for name in names:
         pattern = re.compile(rf"^\s*{re.escape(name)}\s*(:[^=]*)?=")
-        for i, text in enumerate(lines, start=1):
-            if pattern.match(text):
-                return Location(relative_path(filename), i, name)
+        # one of several names a factory's result is unpacked into (`foo_p, foo_rev_p = make_op(...)`)
+        unpacked = re.compile(rf"^\s*\(?\s*(?:\*?\w+\s*,\s*)*{re.escape(name)}\s*(?:,\s*\*?\w+\s*)*,?\s*\)?\s*=[^=]")
+        for candidate in (pattern, unpacked):
+            for i, text in enumerate(lines, start=1):
+                if candidate.match(text):
+                    return Location(relative_path(filename), i, name)
     return None
 
 
