@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -263,3 +264,60 @@ def test_a_checked_rule_covers_its_own_site_not_the_other_rule_its_function_make
     assert [s.line for s in plan([module], [Location(str(path), first, "first")]).sites] == [second]
     jvp_of_second = _line_of(path, "second.defjvp(")
     assert [s.line for s in plan([module], [Location(str(path), jvp_of_second, "second")]).sites] == [first]
+
+
+def _revpairs(module: str) -> dict[str, Any]:
+    return _targets(_checked(f"disc_revpairs/{module}.py"))
+
+
+def _note(target: Any) -> str:
+    (note,) = [f.message for f in target.findings if f.code == rules.INPUTS_FROM_CALL_SITE.code]
+    return note
+
+
+@pytest.mark.slow
+def test_primitives_bound_only_inside_other_primitives_rules_are_checked_where_those_rules_bind_them() -> None:
+    """A factory's reverse primitive (its abstract eval takes `*args`, its arity only in the op's spec) is bound only
+    by the transpose rule of the JVP primitive, which only the forward primitive's JVP rule holds: both are checked
+    where `jax.grad` / `jax.jvp` of the public function binds them, on the operands that call passes."""
+    targets = _revpairs("ops")
+    assert {"scale_p", "scale_rev_p", "scale_p > revpairs_scale_jvp", "mix_p", "mix_rev_p",
+            "mix_p > revpairs_mix_jvp"} == set(targets), list(targets)
+    for name, target in targets.items():
+        assert not target.unverified and any(c.status == "passed" for c in target.checks), (name, target.checks)
+        assert not [f for f in target.findings if f.severity in ("error", "warning")], (name, target.findings)
+    rev = _note(targets["mix_rev_p"])
+    assert "disc_revpairs.ops:mix calls it under differentiation" in rev, rev
+    assert "the transpose rule of revpairs_mix_jvp binds it" in rev, rev
+    assert rev.rpartition("): ")[2].split() == ["f32[3]"] * 8, rev  # the 8 operands the transpose rule passes
+    assert "the JVP rule of revpairs_scale binds it" in _note(targets["scale_p > revpairs_scale_jvp"])
+
+
+@pytest.mark.slow
+def test_a_wrong_rule_of_a_primitive_bound_only_by_a_transpose_rule_is_caught_there() -> None:
+    bad = DATA / "disc_revpairs" / "bad.py"
+    target = _revpairs("bad")["scale_bad_rev_p"]
+    found = [f for f in target.findings if f.severity in ("error", "warning")]
+    assert [f.code for f in found] == [rules.BATCH_AXIS_SIZE_MISMATCH.code], found
+    assert found[0].location.line == _line_of(bad, "# the wrong out dim")
+    assert "transpose rule of revpairs_scale_bad_jvp" in _note(target)
+
+
+def test_rule_bound_primitives_follow_partials_and_closures() -> None:
+    import importlib
+    import sys
+
+    from jaxdiag import _compat
+    from jaxdiag._core import _locate
+
+    sys.path.insert(0, str(DATA))
+    try:
+        ops = importlib.import_module("disc_revpairs.ops")
+    finally:
+        sys.path.remove(str(DATA))
+    ((role, jvp_prim),) = _compat.rule_bound_primitives(ops.scale_p)
+    assert (role, jvp_prim.name) == ("jvp", "revpairs_scale_jvp")
+    assert _compat.rule_bound_primitives(jvp_prim) == [("transpose", ops.scale_rev_p)]
+    assert _compat.rule_bound_primitives(ops.scale_rev_p) == []
+    where = _locate.locate_assignment(ops, ops.scale_rev_p)  # one of the names a factory's result is unpacked into
+    assert where is not None and where.line == _line_of(DATA / "disc_revpairs" / "ops.py", "scale_p, scale_rev_p =")

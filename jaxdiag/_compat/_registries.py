@@ -180,6 +180,40 @@ def registered_rules(prim: Any) -> dict[str, Callable | None]:
     }
 
 
+def rule_bound_primitives(prim: Any, roles: tuple[str, ...] = ("jvp", "transpose")) -> list[tuple[str, Any]]:
+    """(role, primitive) for each other user primitive a rule of `prim` holds and may bind: an argument of the
+    `functools.partial` registered as the rule (`partial(_jvp, prim, jvp_prim)`), or a closure variable of the
+    rule (a factory's inner function), a few wrappers deep. The primitive a factory makes for a rule alone (a JVP
+    primitive, a reverse primitive bound by that one's transpose) is held nowhere else."""
+    rules = registered_rules(prim)
+    out: list[tuple[str, Any]] = []
+    seen = {id(prim)}
+    for role in roles:
+        for held in _held_objects(rules.get(role), depth=3):
+            if is_primitive(held) and id(held) not in seen and not is_builtin_primitive(held):
+                seen.add(id(held))
+                out.append((role, held))
+    return out
+
+
+def _held_objects(value: Any, depth: int) -> list[Any]:
+    """What a rule object holds: a partial's function, arguments and keywords, a function's closure variables,
+    the items of a tuple or list among them; `depth` levels down."""
+    if value is None or depth < 0:
+        return []
+    if is_primitive(value):
+        return [value]
+    if isinstance(value, functools.partial):
+        inner = [value.func, *value.args, *(value.keywords or {}).values()]
+    elif isinstance(value, (tuple, list)):
+        inner = list(value)[:32]
+    elif callable(value) and getattr(value, "__code__", None) is not None:
+        inner = list(_closure_vars(value).values())
+    else:
+        return []
+    return [held for item in inner for held in _held_objects(item, depth - 1)]
+
+
 def is_builtin_primitive(prim: Any) -> bool:
     """JAX's own primitives are trusted unless asked: none of their rules is the user's code."""
     return not any(is_user_code(r) for r in registered_rules(prim).values() if r is not None)

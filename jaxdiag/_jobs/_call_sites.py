@@ -13,7 +13,10 @@ For such a target the source of the checked modules is read (never run) for publ
 reach it by name (directly, or up to `MAX_DEPTH` calls away); the nearest are run on their declared inputs, else on
 inferred ones, as `_traced_reach` runs them for rules made in factories, and the target is checked where the call
 hands it its arguments (`_record_carrier`): observed values and bind params, the operands the caller never perturbs
-left unperturbed. A required keyword-only argument of such a function is given the literal that the package's own calls
+left unperturbed. A primitive that no module-level function names, bound only by another primitive's JVP or
+transpose rule (a factory's reverse primitive), is reached through the functions that call that primitive, and
+always checked where the rule binds it (`_record_carrier`: under `jax.jvp` / `jax.grad` of the function). A required
+keyword-only argument of such a function is given the literal that the package's own calls
 pass it (`transpose=False`). Findings are graded by the caller's inputs (`_provenance`): seen on inferred inputs
 when they were inferred, observed when they were declared.
 """
@@ -153,7 +156,14 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     reach = Reach()
     modules = [w.module for w in lint.discovery.walked]
     runs = _record_carrier.runs_of(lint)
-    for module, name in carriers(target_names(found, modules), modules)[:MAX_TRIES]:
+    callers = carriers(target_names(found, modules), modules)
+    in_rules = found.kind == "primitive" and _compat.is_primitive(getattr(found, "holder", None))
+    if not callers and found.kind == "primitive":  # bound only by other primitives' rules: reached through them
+        parents = rule_parents(found.obj, modules)
+        callers, in_rules = carriers(parents, modules), bool(parents)
+    if in_rules:  # checked where the rule binds it, never on made-up operands its contract may not allow
+        only_if_differs = False
+    for module, name in callers[:MAX_TRIES]:
         label = f"{module.__name__}:{name}"
         keywords = keyword_values(module, name)
         given = declared_inputs(lint, module, name)  # the caller's own declared inputs, when there are some
@@ -201,7 +211,8 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         for report in reports:
             report.target = found.label
             report.findings.insert(0, rules.INPUTS_FROM_CALL_SITE.finding(
-                carrier=label, carrier_inputs=(" ".join(via["args"]) or "no arguments") + (
+                carrier=label, route=_route(prepared, subject),
+                carrier_inputs=(" ".join(via["args"]) or "no arguments") + (
                     f" (the call its {_DOCUMENTED} makes)" if via.get("source") == _DOCUMENTED else ""),
                 keywords=f" with {shown}" if shown else "", inputs=" ".join(report.inputs),
                 params=_params_text(subject), location=subject.eqn_location or subject.location))
@@ -211,6 +222,33 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
 
 
 _DOCUMENTED = "docstring example"
+
+
+def rule_parents(prim: Any, modules: list[ModuleType]) -> set[str]:
+    """Names of the module attributes holding a user primitive whose JVP or transpose rules bind `prim`, directly or
+    through primitives of their own (`foo_p`'s JVP rule binds a JVP primitive whose transpose binds `prim`)."""
+    names: set[str] = set()
+    for module in modules:
+        for attr, value in list(vars(module).items()):
+            if not _compat.is_primitive(value) or value is prim or _compat.is_builtin_primitive(value):
+                continue
+            frontier, seen = [value], {id(value)}
+            for _ in range(3):
+                frontier = [held for p in frontier for _, held in _compat.rule_bound_primitives(p)
+                            if id(held) not in seen]
+                seen.update(id(p) for p in frontier)
+                if any(p is prim for p in frontier):
+                    names.add(attr)
+                    break
+    return names
+
+
+def _route(prepared: Any, subject: Any) -> str:
+    """How the carrier reaches a rule bound only under differentiation ("" for one it calls as it runs)."""
+    if not any(s is subject for s in prepared.under_jvp or []):
+        return ""
+    rule = prepared.bound_by.get(id(subject))
+    return " under differentiation" + (f", where {rule} binds it" if rule else "")
 
 
 def _documented(lint: Any, runs: Any, module: ModuleType, name: str) -> tuple[Any, dict, Any] | str:

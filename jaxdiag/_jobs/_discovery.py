@@ -2,7 +2,8 @@
 
 Imports module names, package folders, `.py` files and plain folders of files, walks packages with pkgutil
 (tests are skipped unless asked), and collects module-level `Primitive`s with a user rule registered and
-`custom_vjp` / `custom_jvp` / `custom_vmap` objects (also behind `jax.jit`). An object found in several modules
+`custom_vjp` / `custom_jvp` / `custom_vmap` objects (also behind `jax.jit`), and the user primitives a found
+primitive's JVP or transpose rule holds that no attribute does (`foo_p > foo_jvp`). An object found in several modules
 (re-exports) is checked once, in the module that defines it. A module that fails to import stops the run
 (exit 2), or with `--keep-going` becomes a blocking `import-failed` problem that no filter can hide.
 """
@@ -282,6 +283,7 @@ class Discovery:
         order = {id(w.module): i for i, w in enumerate(self.walked)}
         chosen.sort(key=lambda f: (order[id(f.walked.module)], list(vars(f.walked.module)).index(
             f.attr.split(".")[0]), f.attr))
+        chosen = _with_rule_held(chosen, roots)
         for found in chosen:
             found.keys = [f"{prefix}:{found.attr}" for prefix in self.prefixes(found.walked)]
         return chosen
@@ -317,6 +319,26 @@ class Discovery:
 # ---------------------------------------------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------------------------------------------
+
+
+def _with_rule_held(chosen: list[Found], roots: set[str]) -> list[Found]:
+    """`chosen`, each primitive followed by the user primitives its JVP and transpose rules hold that no module
+    attribute does (a factory's JVP primitive, kept only by the forward primitive's JVP rule): one target each, by
+    identity, named `parent_p > name` and held by the parent, so it is checked where the parent's rules bind it."""
+    known = {id(f.obj) for f in chosen}
+    out: list[Found] = []
+    for found in chosen:
+        out.append(found)
+        frontier = [found.obj] if found.kind == "primitive" else []
+        for _ in range(3):  # a JVP primitive, the reverse primitive its transpose binds, one more
+            reached = [held for prim in frontier for _, held in _compat.rule_bound_primitives(prim)]
+            for held in reached:
+                if id(held) not in known and _candidate(held, roots) is not None:
+                    known.add(id(held))
+                    out.append(Found(held, "primitive", found.walked, f"{found.attr} > {held.name}",
+                                     holder=found.obj))
+            frontier = reached
+    return out
 
 
 def _relative_file(module: ModuleType, base: Path) -> str | None:

@@ -333,7 +333,8 @@ def holder_location(found: Any) -> Location | None:
     """The line that defines the wrapper holding a target (`foo_p = Kernel(...)`)."""
     if getattr(found, "holder", None) is None:
         return None
-    return _locate.locate_assignment(found.walked.module, found.holder, [found.attr.split(".")[0]])
+    # `foo_p.primitive` (a wrapper's attribute), `foo_p > foo_jvp` (a primitive foo_p's rules hold)
+    return _locate.locate_assignment(found.walked.module, found.holder, [found.attr.split(".")[0].split(" > ")[0]])
 
 
 def move_to_holder(reports: list[TargetReport], found: Any) -> None:

@@ -13,7 +13,9 @@ recorded arguments in a run, whatever number of targets it carries (`CarrierRuns
 
 A rule bound only under differentiation (a primitive the JVP rule of a custom_jvp binds, as quadax's Leibniz
 adjoint binds its tangent primitive) does not appear in the carrier's trace: it is looked for in the trace of
-`jax.jvp` of the carrier, and checked at the values it receives there; when differentiating the carrier as
+`jax.jvp` of the carrier (of `jax.linearize` when the JVP rule's output is one `jax.jvp` rejects), and one a
+transpose rule binds (a reverse primitive) in the trace of its `jax.vjp` pullback; each is checked at the values it
+receives there (the rule binding it is `Prepared.bound_by`); when differentiating the carrier as
 `jax.grad` does binds it only on tracers (its impl never runs in the user's program), its per-example reference
 runs under `jax.jit`, as for any rule bound only under tracing.
 
@@ -52,6 +54,8 @@ class Prepared:
     under_jvp: list[Subject] | None = None
     notes: list[Finding] = field(default_factory=list)
     call_sites_done: set[int] = field(default_factory=set)  # subjects whose call sites were observed
+    # a rule found only under differentiation -> the rule binding it ("the transpose rule of foo_jvp"), when known
+    bound_by: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -313,18 +317,37 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
         out, pullback = jax.vjp(along, *primals)
         return pullback(jax.tree_util.tree_map(jax.numpy.ones_like, out))
 
+    def linearized(*primals: Any) -> Any:  # a JVP rule whose output jax.jvp rejects still linearizes
+        _, tangent_map = jax.linearize(along, *primals)
+        return tangent_map(*primals)
+
     moving = [example[i] for i in inexact]
-    traced = call_user(lambda: jax.make_jaxpr(jvp)(*moving))
-    if traced.value is None:  # the carrier cannot be differentiated: nothing is bound under differentiation
+    # how the carrier is differentiated, in turn: forward (a JVP rule's binds), else linearized, then in reverse (a
+    # transpose rule's binds, reached only there); each traced once, run eagerly only when it shows a new rule
+    stages = [jvp, gradient]
+    traces = {fn: call_user(lambda fn=fn: jax.make_jaxpr(fn)(*moving)).value for fn in stages}
+    if traces[jvp] is None:
+        traces[linearized] = call_user(lambda: jax.make_jaxpr(linearized)(*moving)).value
+        stages.insert(1, linearized)
+    if all(t is None for t in traces.values()):  # the carrier cannot be differentiated: nothing is bound there
         return prepared.under_jvp
-    binds: list = []
-    with _compat.record_primitive_binds([], jaxdiag_code, binds), jax.disable_jit():
-        call_user(jvp, *moving)
+    eager: dict[Any, list] = {}
+
+    def eager_binds(fn: Any) -> list:  # the values each rule receives when `fn` runs eagerly
+        if fn not in eager:
+            eager[fn] = []
+            with _compat.record_primitive_binds([], jaxdiag_code, eager[fn]), jax.disable_jit():
+                call_user(fn, *moving)
+        return eager[fn]
+
     as_used: list = []  # a rule JAX binds only on tracers when the user differentiates: its impl never runs there
     with _compat.record_primitive_binds([], jaxdiag_code, as_used):
         differentiated = call_user(lambda: jax.block_until_ready(gradient(*moving)))
     known = {primitive_call_key(s.obj, s.params, list(s.specs)) for s in prepared.nested if s.kind == "primitive"}
-    for eqn in _compat.iter_eqns(traced.value):
+    eqns = [(eqn, fn) for fn in stages if traces[fn] is not None for eqn in _compat.iter_eqns(traces[fn])]
+    user = [eqn.primitive for eqn, _ in eqns if _compat.is_primitive(eqn.primitive)
+            and not _compat.is_builtin_primitive(eqn.primitive)]
+    for eqn, stage in eqns:
         prim = eqn.primitive
         if not _compat.is_primitive(prim) or _compat.is_builtin_primitive(prim) or prim.name in STRUCTURAL_PRIMITIVES:
             continue
@@ -339,14 +362,27 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
             label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs, params=dict(eqn.params),
             location=primitive_location(prim, None), module=root.module, parent=root, domain=root.domain,
             eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None)
-        values = next((v for p, params, v in binds if p is prim and v is not None
+        values = next((v for p, params, v in eager_binds(stage) if p is prim and v is not None
                        and primitive_call_key(p, params, [_spec(a) for a in v]) == key), None)
         if values is not None:
             prepared.observed[id(subject)] = [np.asarray(v) for v in values]
         seen = [concrete for p, _, concrete in as_used if p is prim]
         subject.traced_only = (differentiated.error is None or bool(seen)) and all(c is None for c in seen)
+        parent = _binding_rule(prim, [s.obj for s in prepared.nested if s.kind == "primitive"] + user)
+        if parent is not None:
+            prepared.bound_by[id(subject)] = parent
         prepared.under_jvp.append(subject)
     return prepared.under_jvp
+
+
+def _binding_rule(prim: Any, candidates: list[Any]) -> str | None:
+    """"the transpose rule of foo_jvp" when a rule of one of `candidates` (the user primitives around it) holds
+    `prim`, the rule that binds it; else None."""
+    for parent in dict.fromkeys(candidates):
+        for role, held in _compat.rule_bound_primitives(parent):
+            if held is prim:
+                return f"the {'JVP' if role == 'jvp' else role} rule of {parent.name}"
+    return None
 
 
 def _spec(value: Any) -> Any:

@@ -180,6 +180,7 @@ JXN012 = TypedDict("JXN012", {"fix": object, "reason": object})
 JXN013 = TypedDict("JXN013", {"checks": object, "reason": object, "target": object})
 JXN016 = TypedDict("JXN016", {
     "carrier": object, "carrier_inputs": object, "inputs": object, "keywords": object, "params": object,
+    "route": object,
 })
 JXR001 = TypedDict("JXR001", {"also": object, "fix": object, "prim_name": object, "var": object})
 JXR002 = TypedDict("JXR002", {"fix": object, "observed": object, "prim_name": object, "var": object})

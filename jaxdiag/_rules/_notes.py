@@ -145,8 +145,10 @@ INPUTS_FROM_CALL_SITE: Rule[_fields.JXN016] = Rule(
     "operands the caller stop-gradients. It does so when the rule cannot be checked alone (bind params or "
     "inputs nobody gave) and when the call site passes what inference would not draw: an integer operand or an "
     "array of rank 2 or more. Keyword-only arguments of that function are the literals the package's own calls "
-    "pass it.",
+    "pass it. A primitive that only another primitive's JVP or transpose rule binds (a factory's JVP primitive, the "
+    "reverse primitive its transpose binds) is checked where that rule binds it, with the function that reaches "
+    "the other primitive differentiated (`jax.jvp`, then `jax.grad`): the note names the rule.",
     "The caller's own inputs are still inferred, so findings stay graded as seen on inferred inputs; declare the "
     "rule's inputs or record your calls to check it on your exact values.",
-    message="checked where {carrier} calls it ({carrier} ran on {carrier_inputs}{keywords}): {inputs}{params}",
+    message="checked where {carrier} calls it{route} ({carrier} ran on {carrier_inputs}{keywords}): {inputs}{params}",
 )
