@@ -321,3 +321,16 @@ def test_rule_bound_primitives_follow_partials_and_closures() -> None:
     assert _compat.rule_bound_primitives(ops.scale_rev_p) == []
     where = _locate.locate_assignment(ops, ops.scale_rev_p)  # one of the names a factory's result is unpacked into
     assert where is not None and where.line == _line_of(DATA / "disc_revpairs" / "ops.py", "scale_p, scale_rev_p =")
+
+
+@pytest.mark.slow
+def test_a_gap_of_a_primitive_only_another_primitives_rule_binds_is_reported_once_at_that_primitive() -> None:
+    """The JVP primitive of a reverse-only op has no impl: `jax.jvp` of the op fails, which the forward primitive
+    reports (naming it). The JVP primitive itself, which no user calls, gets no second report of that gap."""
+    targets = _revpairs("reverse_only")
+    parent = targets["scale_rev_only_p"]
+    raised = [f for f in parent.findings if f.code == rules.DERIVATIVE_RULE_RAISED.code]
+    assert raised and "'revpairs_scale_rev_only_jvp'" in raised[0].message, parent.findings
+    child = targets["scale_rev_only_p > revpairs_scale_rev_only_jvp"]
+    assert not [f for f in child.findings if f.code.startswith("JXR") and f.severity != "info"], child.findings
+    assert not [f for f in targets["scale_rev_only_rev_p"].findings if f.severity in ("error", "warning")]

@@ -133,6 +133,7 @@ class _Lint:
         # the recorded calls are work items after the targets: the same time limit, workers, memory bound, cache
         per_item = _parallel.check_items(self, [*discovered, *unclaimed], items, self.settings)
         reports.extend(r for item_reports in per_item[:len(discovered)] for r in item_reports)
+        _reach.fold_into_rule_holder(discovered, reports)
         recorded = [(item.call, item_reports) for item, item_reports in zip(unclaimed, per_item[len(discovered):])]
         # rules made in factories and closures, callback call sites: reached through the package's own functions
         # (a site whose rule a recorded call checked is covered: never checked twice)

@@ -354,6 +354,29 @@ def move_to_holder(reports: list[TargetReport], found: Any) -> None:
                 finding.location = where
 
 
+def fold_into_rule_holder(found: list[Any], reports: list[TargetReport]) -> None:
+    """A primitive reached only through another primitive's rules (a factory's JVP primitive, which the forward
+    primitive's JVP rule binds) is met by users only through that primitive. A registration gap of it (no impl, no
+    lowering, no batching rule) that the holder's report already states (a finding naming it, or the same gap at
+    the holder, which fails first) is that finding, not a second one on a target nobody calls."""
+    label_of = {id(f.obj): f.label for f in found}
+    by_label = {r.target: r for r in reports}
+    for child in found:
+        parent = by_label.get(label_of.get(id(child.holder), "")) if " > " in child.attr else None
+        report = by_label.get(child.label)
+        if parent is None or report is None:
+            continue
+        quoted = f"'{getattr(child.obj, 'name', '')}'"
+        stated = {f.code for f in parent.findings if f.severity != "info"}
+        if any(quoted in f.message for f in parent.findings if f.severity != "info"):
+            stated |= set(_REGISTRATION_GAPS)
+        report.findings = [f for f in report.findings if not (f.code in _REGISTRATION_GAPS and f.code in stated)]
+
+
+# no impl, no lowering, no batching rule: what a primitive reached only through another's rules can lack
+_REGISTRATION_GAPS = ("JXR001", "JXR004", "JXR005")
+
+
 def _span(member: Any) -> tuple[str, int, int] | None:
     """(absolute file, first line, last line) of a function defined in a class body."""
     fn = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member

@@ -74,8 +74,9 @@ def _batch(prim, args, dims):
     return outs, (0,) * len(outs)
 
 
-def build_op(name, spec, kernels, rev_batch=_batch):
-    """(forward, reverse) primitives of one op; `kernels` holds its forward, JVP and reverse computations."""
+def build_op(name, spec, kernels, rev_batch=_batch, forward_mode=True):
+    """(forward, reverse) primitives of one op; `kernels` holds its forward, JVP and reverse computations. Without
+    `forward_mode` the JVP primitive is only ever transposed: it has no impl, lowering or batching rule."""
     forward, tangent, reverse = kernels
     prim = Primitive(name)
     prim.multiple_results = True
@@ -90,10 +91,11 @@ def build_op(name, spec, kernels, rev_batch=_batch):
     batching.primitive_batchers[prim] = partial(_batch, prim)
 
     ad.primitive_jvps[prim] = partial(_jvp, prim, jvp_prim, spec)
-    jvp_prim.def_impl(partial(_apply, tangent))
     jvp_prim.def_abstract_eval(partial(_jvp_abstract_eval, spec))
-    mlir.register_lowering(jvp_prim, mlir.lower_fun(partial(_apply, tangent), multiple_results=True))
-    batching.primitive_batchers[jvp_prim] = partial(_batch, jvp_prim)
+    if forward_mode:
+        jvp_prim.def_impl(partial(_apply, tangent))
+        mlir.register_lowering(jvp_prim, mlir.lower_fun(partial(_apply, tangent), multiple_results=True))
+        batching.primitive_batchers[jvp_prim] = partial(_batch, jvp_prim)
     ad.primitive_transposes[jvp_prim] = partial(_jvp_transpose, rev_prim, spec)
 
     rev_prim.def_impl(partial(_apply, reverse))
