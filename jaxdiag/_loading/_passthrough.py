@@ -110,35 +110,134 @@ def _forwarded(call: ast.Call, names: list[str], defaults: dict[str, Any]) -> di
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def bind_site_params(names: set[str], modules: list[Any], wanted: set[str] | None) -> dict[str, Any]:
+def bind_site_params(names: set[str], modules: list[Any], wanted: set[str] | None,
+                     origins: dict[str, str] | None = None) -> dict[str, Any]:
     """The bind params the modules' own code passes a primitive held under one of `names`: keyword arguments of
     `NAME.bind(...)` (or of a call of the object holding it, `NAME(...)`, which forwards them), restricted to
     `wanted` (None: any keyword), read from the source (never run). A value is a literal, a module-level literal
-    constant, or the literal default of the enclosing function's own parameter. The call site giving the most of
-    `wanted` wins (the first of equals): every call site is a call the library really makes."""
+    constant, or the literal default of the enclosing function's own parameter; a parameter of the enclosing
+    function with no such value is followed to the calls of that function in the modules (`_from_callers`: a
+    literal they pass, or their own parameter's default, up to `FOLLOW_DEPTH` calls up). The call site giving the
+    most of `wanted` wins (the first of equals): every call site is a call the library really makes. `origins`
+    (when given) receives, for each value found by following callers, where it was read."""
     best: dict[str, Any] = {}
-    for module in modules:
-        tree = module_tree(module)
-        if tree is None:
-            continue
-        constants = _literal_constants(tree)
+    best_origins: dict[str, str] = {}
+    index = _CallIndex(modules)
+    for _module, tree, constants in index.trees:
         for caller, call in _calls_in(tree):
             if not _binds(call, names):
                 continue
             found: dict[str, Any] = {}
+            followed: dict[str, str] = {}
             defaults = _literal_defaults(caller)
             rebound = _rebound(caller)
             for keyword in call.keywords:
                 if keyword.arg is None or (wanted is not None and keyword.arg not in wanted):
                     continue
                 value = _static_value(keyword.value, constants, defaults, rebound)
+                if value is _UNKNOWN:
+                    value, where = index.from_callers(caller, keyword.value, 1)
+                    if value is not _UNKNOWN:
+                        followed[keyword.arg] = where
                 if value is not _UNKNOWN:
                     found[keyword.arg] = value
             if len(found) > len(best):
-                best = found
+                best, best_origins = found, followed
             if wanted is not None and wanted <= set(best):
-                return best
+                break
+        else:
+            continue
+        break
+    if origins is not None:
+        origins.update(best_origins)
     return best
+
+
+# Calls followed up from a bind site to the literal a caller passes, at most.
+FOLLOW_DEPTH = 3
+
+
+class _CallIndex:
+    """The modules' parsed sources with their literal constants, and the calls of each function name in them."""
+
+    def __init__(self, modules: list[Any]):
+        self.trees: list[tuple[Any, ast.Module, dict[str, Any]]] = []
+        for module in modules:
+            tree = module_tree(module)
+            if tree is not None:
+                self.trees.append((module, tree, _literal_constants(tree)))
+        self._calls: dict[str, list[tuple[Any, Any, ast.Call, dict[str, Any]]]] | None = None
+
+    def calls_of(self, name: str) -> list[tuple[Any, Any, ast.Call, dict[str, Any]]]:
+        """(module, enclosing function, call, the module's constants) for every call `name(...)`/`x.name(...)`."""
+        if self._calls is None:
+            self._calls = {}
+            for module, tree, constants in self.trees:
+                for caller, call in _calls_in(tree):
+                    func = call.func
+                    called = func.id if isinstance(func, ast.Name) else (
+                        func.attr if isinstance(func, ast.Attribute) else None)
+                    if called is not None:
+                        self._calls.setdefault(called, []).append((module, caller, call, constants))
+        return self._calls.get(name, [])
+
+    def from_callers(self, function: Any, node: ast.expr, depth: int) -> tuple[Any, str]:
+        """(value, where it was read) for `node`, a parameter of `function` with no literal of its own: the first
+        call of `function` in the modules that passes a literal for it (positionally or by keyword), or passes a
+        parameter of its own with a literal default (followed further up, at most FOLLOW_DEPTH calls)."""
+        if depth > FOLLOW_DEPTH or not isinstance(node, ast.Name) \
+                or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return _UNKNOWN, ""
+        args = function.args
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        keyword_only = [a.arg for a in args.kwonlyargs]
+        if node.id not in positional + keyword_only:
+            return _UNKNOWN, ""
+        for module, caller, call, constants in self.calls_of(function.name):
+            if caller is function or any(isinstance(a, ast.Starred) for a in call.args):
+                continue
+            passed: ast.expr | None = next((k.value for k in call.keywords if k.arg == node.id), None)
+            if passed is None and node.id in positional:
+                skip = 1 if positional[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute) else 0
+                position = positional.index(node.id) - skip
+                if 0 <= position < len(call.args):
+                    passed = call.args[position]
+            if passed is None:
+                continue
+            defaults = _literal_defaults(caller)
+            value = _static_value(passed, constants, defaults, _rebound(caller))
+            where = f"{module.__name__} line {call.lineno}, where {_name_of(caller)} calls {function.name}"
+            if isinstance(passed, ast.Name) and passed.id in defaults:
+                where = f"the default of `{passed.id}` in {module.__name__}:{_name_of(caller)}, which calls " \
+                        f"{function.name}"
+            if value is _UNKNOWN:
+                value, where = self.from_callers(caller, passed, depth + 1)
+            if value is not _UNKNOWN:
+                return value, where
+        return _UNKNOWN, ""
+
+
+def _name_of(function: Any) -> str:
+    return getattr(function, "name", None) or "module level"
+
+
+def bind_site_annotations(names: set[str], modules: list[Any], wanted: set[str]) -> dict[str, str]:
+    """For the bind params `wanted`: the annotation (as source text) of the enclosing function's parameter that a
+    `NAME.bind(..., name=param)` call passes (`def forward(x, L: int)` -> {"L": "int"}), the first one found."""
+    out: dict[str, str] = {}
+    for module in modules:
+        tree = module_tree(module)
+        for caller, call in _calls_in(tree) if tree is not None else ():
+            if not _binds(call, names) or not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = caller.args
+            annotations = {a.arg: a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs
+                           if a.annotation is not None}
+            for keyword in call.keywords:
+                if keyword.arg in wanted and keyword.arg not in out and isinstance(keyword.value, ast.Name) \
+                        and keyword.value.id in annotations:
+                    out[keyword.arg] = ast.unparse(annotations[keyword.value.id])
+    return out
 
 
 def bind_site_operands(names: set[str], modules: list[Any]) -> list[list[str]]:
