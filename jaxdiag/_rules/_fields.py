@@ -182,6 +182,7 @@ JXN016 = TypedDict("JXN016", {
     "carrier": object, "carrier_inputs": object, "inputs": object, "keywords": object, "params": object,
     "route": object,
 })
+JXN017 = TypedDict("JXN017", {"assumed": object, "target": object})
 JXR001 = TypedDict("JXR001", {"also": object, "fix": object, "prim_name": object, "var": object})
 JXR002 = TypedDict("JXR002", {"fix": object, "observed": object, "prim_name": object, "var": object})
 JXR003 = EvidenceFix
@@ -345,6 +346,9 @@ class Emits(Generic[F]):
     @overload
     def finding(self: Emits[JXN016], *, location: Location | None = None,
                 **fields: Unpack[JXN016]) -> Finding: ...
+    @overload
+    def finding(self: Emits[JXN017], *, location: Location | None = None,
+                **fields: Unpack[JXN017]) -> Finding: ...
     @overload
     def finding(self: Emits[JXR001], *, location: Location | None = None,
                 **fields: Unpack[JXR001]) -> Finding: ...

@@ -152,3 +152,17 @@ INPUTS_FROM_CALL_SITE: Rule[_fields.JXN016] = Rule(
     "rule's inputs or record your calls to check it on your exact values.",
     message="checked where {carrier} calls it{route} ({carrier} ran on {carrier_inputs}{keywords}): {inputs}{params}",
 )
+BIND_PARAMS_ASSUMED: Rule[_fields.JXN017] = Rule(
+    "JXN017", "bind-params-assumed", "info",
+    "A primitive's required bind params were passed as a literal by no call site; jaxdiag assumed values for them.",
+    "A primitive whose impl or abstract eval requires a keyword bind param (an int that sets output shapes, a "
+    "shape tuple) is usually bound as `_p.bind(x, L=L)` inside a wrapper, never with a literal. `jaxdiag check` "
+    "follows the variable to the wrapper's callers in the package (a literal they pass, or their own parameter's "
+    "default); failing that, for an int-like or shape-like param, it tries a short ladder of small values and "
+    "keeps the first on which the impl runs and the abstract eval describes its output. The note names every "
+    "assumed value and where it came from.",
+    "Findings on assumed values are graded as seen on inferred inputs; pass the values your code binds with "
+    "`--param NAME=VALUE` (or `params` in [tool.jaxdiag.targets]), or record your calls with `jaxdiag record`.",
+    message="no --param given for {target}; checked with bind param(s) {assumed}",
+    fix="Pass --param NAME=VALUE (or `params` in [tool.jaxdiag.targets]) with the values your code binds.",
+)

@@ -157,9 +157,19 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
                 ) -> list[TargetReport]:
     notes: list[Finding] = []
     root = _root_subject(target, params)
-    root.params = {**_signature.bind_site_params(root), **root.params}  # what the library's own bind calls pass
+    origins: dict[str, str] = {}  # bind params read by following a bind site's variable to its callers
+    root.params = {**_signature.bind_site_params(root, origins), **root.params}  # what its own bind calls pass
+    given, synthesised = bool(templates), dict[str, Any]()
+    ladder = options.command == "check" and bool(_signature.missing_params(root))  # nobody passes them
+    if origins or ladder:  # bind params assumed, and said so (JXN017)
+        from . import _assumed_params
+
+        if ladder:
+            templates, synthesised = _assumed_params.synthesise(
+                root, templates, notes, (infer_templates, _try_call), (MissingDependencyError, NeedsX64))
+        notes[:0] = _assumed_params.notes(root, synthesised, origins)
     _signature.check_params(root)
-    provenance = options.provenance if templates else "inferred"  # _provenance: stamped on every finding below
+    provenance = options.provenance if given and not synthesised else "inferred"  # stamped on each finding below
     if not templates:
         templates = infer_templates(root, notes)
     else:
@@ -239,16 +249,22 @@ def _nonfinite(value: Any) -> bool:
     return False
 
 
-def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int) -> tuple[bool, str]:
-    """(ran and finite, error text) for one draw of `specs` from `domain`."""
+def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int, agree: bool = False) -> tuple[bool, str]:
+    """(ran and finite, error text) for one draw of `specs` from `domain` (`agree`: `_assumed_params.disagreement`)."""
     rng = np.random.default_rng(seed)
     args = [draw(s, rng, domain) for s in specs]
     saved = subject.specs
     subject.specs = specs
     try:
         ran = call_user(lambda: jax.block_until_ready(subject.call(*args)))
+        traced = call_user(lambda: jax.eval_shape(subject.call, *args)) if agree and ran.error is None else None
     finally:
         subject.specs = saved
+    if traced is not None:  # only while assuming bind params: the abstract eval must describe what the impl gave
+        from ._assumed_params import disagreement
+
+        if disagreement(ran.value, traced):
+            return False, disagreement(ran.value, traced)
     if ran.error is not None:  # the user's code rejected these inputs
         exc = ran.error
         text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -309,12 +325,14 @@ def _params_taken(required: list, params: dict) -> int:
     return sum(1 for p in required if p.name in params)
 
 
-def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = False) -> list[Any]:
+def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = False, agree: bool = False
+                    ) -> list[Any]:
     """Try a short ladder of float32 shapes for the array positions until the target runs; report it.
 
     Static positions (nondiff_argnums, static_argnums) take their defaults; one without a default cannot be
     guessed, and neither can a shape contract outside the ladder: both raise InferenceError saying what to pass.
-    `pairs_early`: a matrix with a vector is tried before two same-shape matrices (`shape_ladder`)."""
+    `pairs_early`: a matrix with a vector is tried before two same-shape matrices (`shape_ladder`); `agree`: see
+    `_try_call`."""
     sig = _signature.signature_of(subject)
     keyword_only = [p.name for p in (sig.parameters.values() if sig is not None else ())
                     if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
@@ -337,7 +355,7 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
     errors: list[str] = []
     operands = _signature.bind_site_operands(subject)
     for dtype in ("f32", "f64") if _compat.x64_enabled() else ("f32",):
-        found = _climb_ladder(subject, notes, statics, (pairs_early, dtype, operands), tried, errors)
+        found = _climb_ladder(subject, notes, statics, (pairs_early, dtype, operands), tried, errors, agree)
         if found is not None:
             return found
     last_error = errors[-1] if errors else ""
@@ -383,7 +401,8 @@ class NeedsX64(InferenceError):
 
 
 def _climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any],
-                  how: tuple[bool, str, list[list[str]]], tried: list[str], errors: list[str]) -> list[Any] | None:
+                  how: tuple[bool, str, list[list[str]]], tried: list[str], errors: list[str], agree: bool = False
+                  ) -> list[Any] | None:
     """The first rung of inputs the target runs on (noted as inferred), or None; `how`: (pairs early, the dtype, the
     operand lists of the library's bind calls); `tried` and `errors` collect what was tried and what it raised."""
     pairs_early, dtype, operands = how
@@ -417,9 +436,9 @@ def _climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any
                 continue
             tried.append(text)
             _signature.apply(subject, templates)
-            ok, error = _try_call(subject, subject.specs, "normal", 0)
+            ok, error = _try_call(subject, subject.specs, "normal", 0, agree)
             if not ok and error == "non-finite output":
-                ok = any(_try_call(subject, subject.specs, d, 0)[0] for d in DOMAINS[1:])
+                ok = any(_try_call(subject, subject.specs, d, 0, agree)[0] for d in DOMAINS[1:])
             if ok:
                 notes.append(rules.INPUTS_INFERRED.finding(count=len(templates), specs=text,
                                                            location=subject.location))

@@ -122,10 +122,11 @@ def _unfilled_params(prim: Any) -> tuple[set[str], bool]:
     return named, open_ended
 
 
-def bind_site_params(subject: Subject) -> dict[str, Any]:
+def bind_site_params(subject: Subject, origins: dict[str, str] | None = None) -> dict[str, Any]:
     """Bind params the primitive's rules need and nobody gave, read from the library's own `prim.bind(...,
     name=value)` call sites (`_passthrough.bind_site_params`): the values its own code binds, never asked of the
-    user. Looked for in every loaded module of the package that defines the primitive or its rules."""
+    user. Looked for in every loaded module of the package that defines the primitive or its rules. `origins`
+    receives where each value read by following a bind site's variable to its callers came from."""
     if subject.kind != "primitive" or subject.parent is not None:
         return {}
     prim = subject.obj
@@ -136,8 +137,29 @@ def bind_site_params(subject: Subject) -> dict[str, Any]:
     names, modules = _bind_sources(subject)
     from .._loading._passthrough import bind_site_params as passthrough_bind_params
 
-    found = passthrough_bind_params(names, modules, wanted)
+    followed: dict[str, str] = {}
+    found = passthrough_bind_params(names, modules, wanted, followed)
+    if origins is not None:
+        origins.update({k: v for k, v in followed.items() if k not in subject.params})
     return {k: _hashable(v) for k, v in found.items() if k not in subject.params}
+
+
+def bind_site_annotations(subject: Subject, wanted: set[str]) -> dict[str, str]:
+    """The annotations of the wrapper parameters the library's bind calls pass as `wanted` bind params
+    (`_passthrough.bind_site_annotations`)."""
+    if subject.kind != "primitive" or not wanted:
+        return {}
+    from .._loading._passthrough import bind_site_annotations as passthrough_annotations
+
+    names, modules = _bind_sources(subject)
+    return passthrough_annotations(names, modules, wanted)
+
+
+def missing_params(subject: Subject) -> list[str]:
+    """The required bind params (`required_params`) of a primitive subject that nobody gave."""
+    if subject.kind != "primitive":
+        return []
+    return [m for m in required_params(subject.obj) if m not in subject.params]
 
 
 def bind_site_operands(subject: Subject) -> list[list[str]]:
@@ -195,9 +217,7 @@ def param_snippet(missing: Sequence[str]) -> str:
 
 def check_params(subject: Subject) -> None:
     """MissingParamsError when the primitive's rules require bind params that were not given."""
-    if subject.kind != "primitive":
-        return
-    missing = [m for m in required_params(subject.obj) if m not in subject.params]
+    missing = missing_params(subject)
     if missing:
         names = ", ".join(missing)
         raise MissingParamsError(

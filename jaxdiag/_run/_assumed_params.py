@@ -1,0 +1,129 @@
+"""Required bind params that no call of the package's own passes as a literal, assumed for `jaxdiag check`.
+
+A primitive whose impl or abstract eval takes a required keyword (`L`, an int bandlimit that sets the output
+shape; `output_shape`, a tuple of ints; `order`) is bound by its library as `_p.bind(x, L=L)` inside a wrapper
+`def forward(x, L, sampling="mw")`: no literal anywhere, so `_passthrough` cannot read it. Before such a rule is
+left unchecked, values are synthesised for those params from a short ladder: integers for an int-like param (an
+`int` annotation of the wrapper's parameter, or a name such as `L`, `n_modes`, `order`), tuples of them for a
+shape-like one (`Tuple[int, ...]`, `output_shape`). The first candidate for which the operand ladder finds inputs
+that the impl computes AND the abstract eval describes (same shapes and dtypes: `_engine.infer_templates` with
+`agree`) is used. Params of any other kind (strings, bools, callables) are never guessed.
+
+Everything checked with an assumed value is graded as seen on inferred inputs (`_provenance`), and the run's
+`bind-params-assumed` note names each assumed value and where it came from: a value read by following the bind
+site's variable to its callers (`_passthrough.bind_site_params`), or this ladder.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from .. import _rules as rules
+from .._checks._base import Subject
+from .._core._errors import InferenceError
+from .._core._report import Finding
+from . import _signature
+
+# Candidates tried, one per rung: every int-like param takes INT_LADDER[i], every shape-like one SHAPE_LADDER[i].
+INT_LADDER: tuple[int, ...] = (4, 2, 3, 8)
+SHAPE_LADDER: tuple[tuple[int, ...], ...] = ((4,), (3,), (4, 4), (2, 3))
+
+_SHAPE_NAME = re.compile(r"(^|_)(shape|shapes|dims|sizes|extent|extents)$")
+_INT_NAME = re.compile(r"^[A-Za-z]$|^[A-Za-z]_?(max|lower|upper)$|^(n|num)_\w+$|"
+                       r"(^|_)(order|degree|size|length|count|bandlimit|nside|modes|levels|steps)$")
+_INT_ANNOTATION = re.compile(r"^(int|builtins\.int|np\.integer|numpy\.integer)$")
+_SHAPE_ANNOTATION = re.compile(r"^(tuple|Tuple|typing\.Tuple|Sequence|typing\.Sequence|list|List)\[\s*int\b")
+
+
+def kind_of(name: str, annotation: str | None) -> str | None:
+    """"int", "shape" or None (not guessed) for a bind param, from its wrapper parameter's annotation, else its
+    name."""
+    if annotation is not None:
+        text = annotation.replace(" ", "")
+        if _INT_ANNOTATION.match(text):
+            return "int"
+        if _SHAPE_ANNOTATION.match(text):
+            return "shape"
+        return None
+    if _SHAPE_NAME.search(name):
+        return "shape"
+    if _INT_NAME.search(name):
+        return "int"
+    return None
+
+
+def candidates(kinds: dict[str, str]) -> list[dict[str, Any]]:
+    return [{name: INT_LADDER[i] if kind == "int" else SHAPE_LADDER[i] for name, kind in kinds.items()}
+            for i in range(len(INT_LADDER))]
+
+
+def synthesise(root: Subject, templates: list[Any], notes: list[Finding], engine: tuple[Callable[..., Any], ...],
+               fatal: tuple[type[BaseException], ...]) -> tuple[list[Any], dict[str, Any]]:
+    """(templates, the synthesised params) for a primitive whose required bind params nobody gave: the first
+    candidate (`candidates`) the given templates, else inferred ones, run on with the abstract eval agreeing; the
+    params are set on `root`. ({}, unchanged templates) when a param cannot be guessed or no candidate runs.
+    `engine`: its (infer_templates, _try_call); `fatal`: its errors that no other candidate can avoid."""
+    infer_templates, try_call = engine
+    missing = _signature.missing_params(root)
+    annotations = _signature.bind_site_annotations(root, set(missing))
+    kinds = {name: kind_of(name, annotations.get(name)) for name in missing}
+    if not missing or any(kind is None for kind in kinds.values()):
+        return templates, {}
+    base = dict(root.params)
+    for candidate in candidates({name: str(kind) for name, kind in kinds.items()}):
+        root.params = {**base, **candidate}
+        if templates:
+            _signature.apply(root, templates)
+            if try_call(root, root.specs, "normal", 0, agree=True)[0]:
+                return templates, candidate
+            continue
+        found: list[Finding] = []
+        try:
+            inferred = infer_templates(root, found, agree=True)
+        except fatal:
+            root.params = base
+            raise
+        except InferenceError:
+            continue
+        notes.extend(found)
+        return inferred, candidate
+    root.params = base
+    return templates, {}
+
+
+def disagreement(value: Any, traced: Any) -> str:
+    """Why a traced output (`jax.eval_shape`'s UserResult) does not describe the computed `value`, or ""."""
+    if traced.error is not None:
+        exc = traced.error
+        return f"traced: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    computed = [(tuple(np.shape(x)), np.asarray(x).dtype) for x in jax.tree_util.tree_leaves(value)]
+    described = [(tuple(x.shape), np.dtype(x.dtype)) for x in jax.tree_util.tree_leaves(traced.value)]
+    if computed != described:
+        return f"its abstract eval gives {described}, its impl {computed}"
+    return ""
+
+
+def notes(root: Subject, synthesised: dict[str, Any], origins: dict[str, str]) -> list[Finding]:
+    """The JXN017 note naming the assumed bind params, when there are some."""
+    if not (origins or synthesised):
+        return []
+    return [rules.BIND_PARAMS_ASSUMED.finding(target=root.label, assumed=note_text(root.params, synthesised, origins),
+                                              location=root.location)]
+
+
+def note_text(params: dict[str, Any], synthesised: dict[str, Any], origins: dict[str, str]) -> str:
+    """Each assumed bind param with where its value came from."""
+    parts = [f"{name}={params[name]!r} (read from {origins[name]})" for name in sorted(origins) if name in params]
+    parts += [f"{name}={value!r} (synthesised: the first rung of {_ladder_text(value)} on which its impl ran and "
+              "its abstract eval agreed)" for name, value in sorted(synthesised.items())]
+    return "; ".join(parts)
+
+
+def _ladder_text(value: Any) -> str:
+    ladder = INT_LADDER if isinstance(value, int) else SHAPE_LADDER
+    return "(" + ", ".join(repr(v) for v in ladder) + ")"
