@@ -614,3 +614,54 @@ def test_multiple_results_primitive_whose_impl_returns_a_tuple_is_clean():
     no_internal_errors(report)
     assert not problems(report), problems(report)
     assert any(c.status == "passed" for t in report.targets for c in t.checks if c.name == "primitive-transpose")
+
+
+def _perturbation_cases():
+    """(function, example, the custom rule it calls): stop-gradiented, integer-derived, floored, jitted, branched
+    and looped operands of a custom_vjp / custom_jvp."""
+    module = _load_path(DATA / "verdicts" / "unperturbed_in_loop.py")
+    scaled = module.scaled
+
+    @jax.custom_jvp
+    def mul(x, y):
+        return x * y
+
+    mul.defjvp(lambda p, t: (mul(*p), t[0] * p[1] + t[1] * p[0]))
+    x, step = jnp.array([0.5, -1.0, 2.0]), jnp.array([1, 2, 3], jnp.int32)
+    return [
+        (module.loss, (x, step), scaled),
+        (module.loss_bad, (x, x), scaled),
+        (lambda a, b: mul(a, jax.lax.stop_gradient(b)).sum(), (x, x), mul),
+        (lambda a, b: mul(jnp.floor(a), b).sum(), (x, x), mul),
+        (lambda a, n: jax.jit(mul)(a, n.astype(jnp.float32)).sum(), (x, step), mul),
+        (lambda a, b: jax.lax.cond(a[0] > 0, lambda: mul(a, 2.0 * b), lambda: mul(b, b)).sum(), (x, x), mul),
+    ]
+
+
+def _load_path(path: Path):
+    spec = importlib.util.spec_from_file_location(f"verdict_data_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_the_program_reads_the_perturbation_of_a_nested_rule_as_running_the_function_does():
+    """Which operands of a nested custom rule JAX perturbs is read from the traced program for a function that
+    loops (one trace, where running it op by op costs every iteration): both readers agree on every case."""
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._checks._call_site import read_by_running, read_from_program
+    from jaxdiag._loading._inputs import ArgSpec
+
+    unperturbed_seen = set()
+    for fn, example, rule in _perturbation_cases():
+        arrays = [jnp.asarray(a) for a in example]
+        root = Subject("root", "function", fn, [ArgSpec(a.dtype, a.shape) for a in arrays])
+        kind = "custom_vjp" if _compat.is_custom_vjp(rule) else "custom_jvp"
+        nested = Subject("nested", kind, rule, [ArgSpec(np.dtype("float32"), (3,))] * 2)
+        running = read_by_running(root, [nested], arrays)
+        program = read_from_program(jax.make_jaxpr(fn)(*arrays), [nested], [bool(jnp.issubdtype(
+            a.dtype, jnp.inexact)) for a in arrays])
+        assert running == program, (fn, running, program)
+        unperturbed_seen |= set(program.get(id(nested), ()))
+    assert unperturbed_seen == {0, 1}  # the cases leave each operand unperturbed somewhere: not vacuous

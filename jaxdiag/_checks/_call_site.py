@@ -30,14 +30,25 @@ from .._harness import call_user, jaxdiag_code
 def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequence[Any]) -> dict[int, frozenset[int]]:
     """id(subject) -> indices into the subject's specs that JAX never perturbs at its call site in `root`.
 
-    Only custom_jvp / custom_vjp subjects are answered, and only when at least one of their calls was seen with
-    every argument concrete or an autodiff tracer of this run; a call made while a loop body is traced (scan,
-    while_loop) cannot be read and leaves the subject as it was (every input perturbed, the conservative choice).
+    Only custom_jvp / custom_vjp subjects are answered, and only when at least one of their calls was read; a
+    subject no call of which was read stays as it was (every input perturbed, the conservative choice). A function
+    that loops is read from its traced program (`read_from_program`), any other by running it (`read_by_running`):
+    both say what JAX's autodiff does, and the tests hold them to each other.
     """
     customs = [s for s in nested if s.kind in ("custom_jvp", "custom_vjp")]
     if not customs or root.kind != "function":
         return {}
     arrays = [jax.numpy.asarray(x) for x in example]
+    traced = call_user(jax.make_jaxpr(root.call), *arrays)
+    if traced.ok and _compat.loops_in(traced.value):
+        # run op by op, a loop costs each iteration in Python: the program says the same of every call, loop
+        # bodies included, in one trace
+        return read_from_program(traced.value, customs, [is_inexact(x.dtype) for x in arrays])
+    return read_by_running(root, customs, arrays)
+
+
+def read_by_running(root: Subject, customs: Sequence[Subject], arrays: list[Any]) -> dict[int, frozenset[int]]:
+    """`unperturbed_inputs` read from the calls `jax.vjp` of the function makes, run op by op along each input."""
     perturbed: dict[int, list[bool]] = {}
     for i, x in enumerate(arrays):
         if not is_inexact(x.dtype):
@@ -55,6 +66,33 @@ def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequen
                 seen = perturbed.setdefault(id(subject), [False] * len(flags))
                 perturbed[id(subject)] = [a or b for a, b in zip(seen, flags)]
     return {key: frozenset(k for k, flag in enumerate(flags) if not flag) for key, flags in perturbed.items()}
+
+
+def read_from_program(closed: Any, customs: Sequence[Subject], seeds: list[bool]) -> dict[int, frozenset[int]]:
+    """`unperturbed_inputs` read from the function's traced program (`_compat.custom_call_perturbation`): a call is
+    the subject's when its rule params wrap the subject's own rule (its jvp, its bwd) and its operands have the
+    subject's shapes."""
+    calls = _compat.custom_call_perturbation(closed, seeds)
+    out: dict[int, frozenset[int]] = {}
+    for subject in customs:
+        rules = _own_rules(subject)
+        shapes = [tuple(s.shape) for s in subject.specs]
+        flags = [f for fns, f, got in calls if got == shapes
+                 and any(_compat.wraps(fn, rule) for fn in fns for rule in rules)]
+        if flags:
+            out[id(subject)] = frozenset(k for k in range(len(shapes)) if not any(f[k] for f in flags))
+    return out
+
+
+def _own_rules(subject: Subject) -> list[Any]:
+    """The subject's jvp (custom_jvp) or bwd (custom_vjp) rule: what a call of it in a program wraps."""
+    out = []
+    for obj in (subject.obj, subject.original):
+        if _compat.is_custom_jvp(obj):
+            out.append(_compat.custom_jvp_parts(obj)[1])
+        elif _compat.is_custom_vjp(obj):
+            out.append(_compat.custom_vjp_parts(obj)[2])
+    return [rule for rule in out if rule is not None]
 
 
 def _call_flags(subject: Subject, calls: list) -> list[list[bool]]:

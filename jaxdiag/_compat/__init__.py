@@ -43,10 +43,11 @@ if TYPE_CHECKING:
         is_custom_vmap, record_custom_calls, spy_custom_vmap_rule,
     )
     from ._jaxprs import (
-        FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, eager_semantics, eqn_source_function,
+        FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, custom_call_perturbation, eager_semantics,
+        eqn_source_function,
         eqn_source_line, ffi, foreign_call_target, is_foreign_call, index_operand_bounds, input_dependent_operands,
         iter_eqns, jaxpr_as_fun, loops_in, recompiles_eagerly, same_program_as_jit, sub_jaxprs, vmap_method_none_raises,
-        vmap_method_of, with_vmap_methods,
+        vmap_method_of, with_vmap_methods, wraps,
     )
     from ._registries import (
         _batching_table, abstract_eval_rule, batching_rule, batching_rule_is_fancy, batching_rule_leading_args,
@@ -83,11 +84,12 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "is_undefined_primal", "jit_static_args", "own_jit", "tangent_dtype", "x64_enabled"),
     "_custom": ("custom_jvp_parts", "custom_vjp_parts", "custom_vmap_parts", "install_call_hooks", "is_custom_jvp",
         "is_custom_vjp", "is_custom_vmap", "record_custom_calls", "spy_custom_vmap_rule"),
-    "_jaxprs": ("FOREIGN_CALL_PRIMITIVES", "SEQUENTIAL_VMAP_METHODS", "axis_size_of", "eager_semantics",
+    "_jaxprs": ("FOREIGN_CALL_PRIMITIVES", "SEQUENTIAL_VMAP_METHODS", "axis_size_of", "custom_call_perturbation",
+        "eager_semantics",
         "eqn_source_function",
         "eqn_source_line", "ffi", "foreign_call_target", "index_operand_bounds", "input_dependent_operands",
         "is_foreign_call", "iter_eqns", "jaxpr_as_fun", "loops_in", "recompiles_eagerly", "same_program_as_jit",
-        "sub_jaxprs", "vmap_method_none_raises", "vmap_method_of", "with_vmap_methods"),
+        "sub_jaxprs", "vmap_method_none_raises", "vmap_method_of", "with_vmap_methods", "wraps"),
     "_registries": ("_batching_table", "abstract_eval_rule", "batching_rule", "batching_rule_is_fancy",
         "batching_rule_leading_args", "drop_registrations_since", "has_abstract_eval", "has_batching_rule",
         "has_impl", "has_lowering", "impl", "is_builtin_primitive", "jvp_rule", "lowering_rule", "registered_rules",
@@ -204,6 +206,7 @@ __all__ = [
     "removed_apis_still_here",
     "resolve_positional",
     "apply_environment_flags",
+    "custom_call_perturbation",
     "eager_semantics",
     "loops_in",
     "recompiles_eagerly",
@@ -228,6 +231,7 @@ __all__ = [
     "vmap_method_none_raises",
     "vmap_method_of",
     "with_vmap_methods",
+    "wraps",
     "x64_enabled",
     "x64_scope",
 ]

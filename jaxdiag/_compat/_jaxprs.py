@@ -63,14 +63,25 @@ def _operand_dependent(var: Any, dependent: set[int]) -> bool:
     return not isinstance(var, _core.Literal) and id(var) in dependent
 
 
-def _propagate_dependence(jaxpr: Any, dependent: set[int]) -> None:
+# An equation's outputs from its operands' flags, for an equation the walk does not enter; None: enter it.
+Leaf = Callable[[Any, list[bool]], "list[bool] | None"]
+
+
+def _any_operand(eqn: Any, flags: list[bool]) -> list[bool] | None:
+    return None if any(True for _ in sub_jaxprs(eqn)) else [any(flags)] * len(eqn.outvars)
+
+
+def _propagate_dependence(jaxpr: Any, dependent: set[int], leaf: Leaf = _any_operand) -> None:
     for eqn in jaxpr.eqns:
         flags = [_operand_dependent(v, dependent) for v in eqn.invars]
-        outs = _equation_outputs_dependent(eqn, flags, dependent)
+        outs = leaf(eqn, flags)
+        if outs is None:
+            outs = _equation_outputs_dependent(eqn, flags, dependent, leaf)
         dependent.update(id(v) for v, flag in zip(eqn.outvars, outs) if flag)
 
 
-def _equation_outputs_dependent(eqn: Any, flags: list[bool], dependent: set[int]) -> list[bool]:
+def _equation_outputs_dependent(eqn: Any, flags: list[bool], dependent: set[int],
+                                leaf: Leaf = _any_operand) -> list[bool]:
     """Enter the equation's sub-jaxprs with its operands' dependence; per output, whether it is dependent."""
     subs = list(sub_jaxprs(eqn))
     name, params, n_out = eqn.primitive.name, eqn.params, len(eqn.outvars)
@@ -80,8 +91,8 @@ def _equation_outputs_dependent(eqn: Any, flags: list[bool], dependent: set[int]
         cond_n, body_n = params.get("cond_nconsts", 0), params.get("body_nconsts", 0)
         cond, body = params["cond_jaxpr"].jaxpr, params["body_jaxpr"].jaxpr
         return _loop_carry(flags[cond_n + body_n:], lambda carry: _enter(
-            body, flags[cond_n:cond_n + body_n] + carry, dependent, body.outvars), lambda carry: any(_enter(
-                cond, flags[:cond_n] + carry, dependent, cond.outvars)))
+            body, flags[cond_n:cond_n + body_n] + carry, dependent, body.outvars, leaf), lambda carry: any(_enter(
+                cond, flags[:cond_n] + carry, dependent, cond.outvars, leaf)))
     if name == "scan" and len(subs) == 1:
         n_consts, n_carry = params.get("num_consts", 0), params.get("num_carry", 0)
         body = subs[0]
@@ -89,7 +100,7 @@ def _equation_outputs_dependent(eqn: Any, flags: list[bool], dependent: set[int]
         ys: list[bool] = []
 
         def step(carry: list[bool]) -> list[bool]:
-            outs = _enter(body, consts + carry + xs, dependent, body.outvars)
+            outs = _enter(body, consts + carry + xs, dependent, body.outvars, leaf)
             ys[:] = outs[n_carry:]
             return outs[:n_carry]
 
@@ -98,11 +109,11 @@ def _equation_outputs_dependent(eqn: Any, flags: list[bool], dependent: set[int]
     outs = [False] * n_out
     for sub in subs:
         if len(sub.invars) == len(flags):
-            got = _enter(sub, flags, dependent, sub.outvars)
+            got = _enter(sub, flags, dependent, sub.outvars, leaf)
         elif name == "cond" and len(sub.invars) == len(flags) - 1:  # the branch index is not passed on
-            got = _enter(sub, flags[1:], dependent, sub.outvars)
+            got = _enter(sub, flags[1:], dependent, sub.outvars, leaf)
         else:
-            got = _enter(sub, [any(flags)] * len(sub.invars), dependent, sub.outvars)
+            got = _enter(sub, [any(flags)] * len(sub.invars), dependent, sub.outvars, leaf)
             got = [any(flags)] * n_out
         if len(got) != n_out:
             return [any(flags)] * n_out
@@ -125,10 +136,83 @@ def _loop_carry(carry: list[bool], step: Callable[[list[bool]], list[bool]],
     return carry
 
 
-def _enter(sub: Any, flags: list[bool], dependent: set[int], outvars: Sequence[Any]) -> list[bool]:
+def _enter(sub: Any, flags: list[bool], dependent: set[int], outvars: Sequence[Any],
+           leaf: Leaf = _any_operand) -> list[bool]:
     dependent.update(id(v) for v, flag in zip(sub.invars, flags) if flag)
-    _propagate_dependence(sub, dependent)
+    _propagate_dependence(sub, dependent, leaf)
     return [_operand_dependent(v, dependent) for v in outvars]
+
+
+def custom_call_perturbation(closed: Any, perturbed: Sequence[bool]) -> list[tuple[list[Any], list[bool], list]]:
+    """For `closed` traced from a function whose inputs flagged in `perturbed` are differentiated: (the functions
+    the call's rule params wrap, per operand after its constants whether JAX's autodiff perturbs it, their shapes)
+    for each custom_jvp / custom_vjp call in it, loop bodies included (a carry is perturbed once any iteration
+    makes it so).
+
+    Read from the program, as JAX's JVP decides it: an output is perturbed when an operand is, unless it is not a
+    float (integers get no tangent) or the primitive's JVP is a symbolic zero (stop_gradient, floor, comparisons,
+    ...). A custom call's own body is not walked: autodiff runs its rule, never its body."""
+    jaxpr = closed.jaxpr if isinstance(closed, _core.ClosedJaxpr) else closed
+    found: list[tuple[list[Any], list[bool], list]] = []
+
+    def leaf(eqn: Any, flags: list[bool]) -> list[bool] | None:
+        name = eqn.primitive.name
+        if name.startswith(("custom_jvp_call", "custom_vjp_call")):
+            consts = eqn.params.get("num_consts", 0)
+            shapes = [tuple(getattr(v.aval, "shape", ())) for v in eqn.invars[consts:]]
+            found.append((_rule_functions(eqn), flags[consts:], shapes))
+        elif name in _ZERO_TANGENT or _zero_jvp(eqn.primitive):
+            return [False] * len(eqn.outvars)
+        elif any(True for _ in sub_jaxprs(eqn)):
+            return None
+        return [any(flags) and _is_float(v) for v in eqn.outvars]
+
+    dependent = {id(v) for v, flag in zip(jaxpr.invars, perturbed) if flag}
+    _propagate_dependence(jaxpr, dependent, leaf)
+    return found
+
+
+_ZERO_TANGENT = frozenset({"stop_gradient"})
+
+
+def _zero_jvp(prim: Any) -> bool:
+    from jax.interpreters import ad
+
+    rule = ad.primitive_jvps.get(prim)
+    return isinstance(rule, functools.partial) and getattr(rule.func, "__name__", "") == "zero_jvp"
+
+
+def _is_float(var: Any) -> bool:
+    dtype = getattr(getattr(var, "aval", None), "dtype", None)
+    return dtype is not None and bool(np.issubdtype(dtype, np.inexact))
+
+
+def _rule_functions(eqn: Any) -> list[Any]:
+    """The functions a custom call's rule params wrap (a custom_vjp's bwd, a custom_jvp's jvp thunk), for
+    telling which user rule the call is of."""
+    return [v for k, v in eqn.params.items() if k in ("bwd", "jvp_jaxpr_fun", "jvp_jaxpr_thunk")]
+
+
+def wraps(holder: Any, target: Any, depth: int = 6) -> bool:
+    """Whether `target` is `holder` or held by it through the wrappers JAX builds around a user's rule
+    (`WrappedFun.f`, partials, closures, memoized thunks)."""
+    seen: set[int] = set()
+
+    def walk(obj: Any, left: int) -> bool:
+        if obj is target:
+            return True
+        if left == 0 or id(obj) in seen or isinstance(obj, type):
+            return False
+        seen.add(id(obj))
+        kids = [getattr(obj, a) for a in ("f", "func", "__wrapped__", "fun") if getattr(obj, a, None) is not None]
+        if isinstance(obj, functools.partial):
+            kids += [*obj.args, *obj.keywords.values()]
+        for cell in getattr(obj, "__closure__", None) or ():
+            with contextlib.suppress(ValueError):
+                kids.append(cell.cell_contents)
+        return any(walk(kid, left - 1) for kid in kids)
+
+    return walk(holder, depth)
 
 
 def same_program_as_jit(jitted: Callable, call: Callable, args: Sequence[Any]) -> bool:

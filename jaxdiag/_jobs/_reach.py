@@ -366,15 +366,14 @@ def fold_into_rule_holder(found: list[Any], reports: list[TargetReport]) -> None
         report = by_label.get(child.label)
         if parent is None or report is None:
             continue
+        from .. import _rules as rules
+
+        gaps = {rule.code for rule in (rules.MISSING_IMPL, rules.MISSING_LOWERING, rules.MISSING_BATCHING_RULE)}
         quoted = f"'{getattr(child.obj, 'name', '')}'"
         stated = {f.code for f in parent.findings if f.severity != "info"}
         if any(quoted in f.message for f in parent.findings if f.severity != "info"):
-            stated |= set(_REGISTRATION_GAPS)
-        report.findings = [f for f in report.findings if not (f.code in _REGISTRATION_GAPS and f.code in stated)]
-
-
-# no impl, no lowering, no batching rule: what a primitive reached only through another's rules can lack
-_REGISTRATION_GAPS = ("JXR001", "JXR004", "JXR005")
+            stated |= gaps
+        report.findings = [f for f in report.findings if not (f.code in gaps and f.code in stated)]
 
 
 def _span(member: Any) -> tuple[str, int, int] | None:
