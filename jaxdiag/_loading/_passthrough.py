@@ -111,7 +111,7 @@ def _forwarded(call: ast.Call, names: list[str], defaults: dict[str, Any]) -> di
 
 
 def bind_site_params(names: set[str], modules: list[Any], wanted: set[str] | None,
-                     origins: dict[str, str] | None = None) -> dict[str, Any]:
+                     origins: dict[str, str] | None = None, operands: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The bind params the modules' own code passes a primitive held under one of `names`: keyword arguments of
     `NAME.bind(...)` (or of a call of the object holding it, `NAME(...)`, which forwards them), restricted to
     `wanted` (None: any keyword), read from the source (never run). A value is a literal, a module-level literal
@@ -119,7 +119,9 @@ def bind_site_params(names: set[str], modules: list[Any], wanted: set[str] | Non
     function with no such value is followed to the calls of that function in the modules (`_from_callers`: a
     literal they pass, or their own parameter's default, up to `FOLLOW_DEPTH` calls up). The call site giving the
     most of `wanted` wins (the first of equals): every call site is a call the library really makes. `origins`
-    (when given) receives, for each value found by following callers, where it was read."""
+    (when given) receives, for each value found by following callers, where it was read. A keyword naming one of
+    `operands` (the impl's positional operands, `spin=` of a public wrapper named as the primitive) is the
+    wrapper's own argument, never a bind param."""
     best: dict[str, Any] = {}
     best_origins: dict[str, str] = {}
     index = _CallIndex(modules)
@@ -132,7 +134,7 @@ def bind_site_params(names: set[str], modules: list[Any], wanted: set[str] | Non
             defaults = _literal_defaults(caller)
             rebound = _rebound(caller)
             for keyword in call.keywords:
-                if keyword.arg is None or (wanted is not None and keyword.arg not in wanted):
+                if keyword.arg is None or keyword.arg in operands or (wanted is not None and keyword.arg not in wanted):
                     continue
                 value = _static_value(keyword.value, constants, defaults, rebound)
                 if value is _UNKNOWN:
@@ -258,6 +260,18 @@ def bind_site_operands(names: set[str], modules: list[Any]) -> list[list[str]]:
             if operands not in out:
                 out.append(operands)
     return out
+
+
+def bound_positionally(names: set[str], modules: list[Any]) -> int:
+    """The most operands any `NAME.bind(a, b, *rest)` call in the modules passes positionally before a `*`."""
+    most = 0
+    for module in modules:
+        tree = module_tree(module)
+        for _, call in _calls_in(tree) if tree is not None else ():
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "bind" and _binds(call, names):
+                leading = next((i for i, a in enumerate(call.args) if isinstance(a, ast.Starred)), len(call.args))
+                most = max(most, leading)
+    return most
 
 
 _UNKNOWN = object()
