@@ -92,21 +92,37 @@ def carriers(names: set[str], modules: list[ModuleType]) -> list[tuple[ModuleTyp
 
 def keyword_values(module: ModuleType, name: str) -> dict[str, Any] | None:
     """Literals for the function's required keyword-only arguments, read from the package's own calls of it
-    (`name(..., transpose=False)`); None when one of them has no literal at any call site."""
+    (`name(..., transpose=False)`); one that no call site gives a literal but that takes an int (`L: int`,
+    `_signature.int_kind`) is an `Assumed` int, tried on each rung of the int ladder (`carrier_templates`); None when
+    any other has no literal at any call site."""
     from .._loading._passthrough import bind_site_params
+    from .._run._signature import int_kind
 
     fn = getattr(module, name, None)
     try:
         params = inspect.signature(fn).parameters.values() if fn is not None else []
     except (TypeError, ValueError):
         return None
-    wanted = {p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty}
+    wanted = {p.name: p for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty}
     if not wanted:
         return {}
     root = module.__name__.split(".")[0]
     package = [m for n, m in sorted(sys.modules.items()) if m is not None and n.split(".")[0] == root]
-    found = bind_site_params({name}, package, wanted)
-    return found if wanted <= set(found) else None
+    found: dict[str, Any] = bind_site_params({name}, package, set(wanted))
+    for missing in set(wanted) - set(found):
+        kind = int_kind(wanted[missing])
+        if kind is None:
+            return None
+        found[missing] = Assumed(kind[0])
+    return found
+
+
+@dataclass(frozen=True)
+class Assumed:
+    """A required keyword-only int (or int tuple) argument no call site passes a literal: given the int ladder's
+    values in turn (`carrier_templates`)."""
+
+    kind: str
 
 
 def target_names(found: Any, modules: list[ModuleType]) -> set[str]:
@@ -167,13 +183,16 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         label = f"{module.__name__}:{name}"
         keywords = keyword_values(module, name)
         given = declared_inputs(lint, module, name)  # the caller's own declared inputs, when there are some
+        assumed = {k for k, v in (keywords or {}).items() if isinstance(v, Assumed)}  # ints no call site passes
+        if given and assumed:  # declared inputs are run as declared, never beside an assumed int
+            keywords, assumed = None, set()
         if keywords is None and not given:
             documented = _documented(lint, runs, module, name)
             if isinstance(documented, str):
                 reach.tried.append(f"{label}: a keyword-only argument has no literal at any call site{documented}")
                 continue
             prepared, via, options = documented
-            keywords = via["keywords"]
+            keywords, assumed = via["keywords"], set()
         else:
             options = Options(command="check", seed=lint.seed, provenance="declared" if given else "inferred",
                               **lint.run_options)
@@ -189,7 +208,7 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
                     reach.tried.append(f"{label}: {str(exc).splitlines()[0][:160]}")
                     continue
                 prepared, via, options = documented
-                keywords = via["keywords"]
+                keywords, assumed = via["keywords"], set()
         subjects = [s for s in prepared.nested if _is_target(s, found)]
         if not subjects and found.kind == "primitive":
             subjects = [s for s in _record_carrier.rules_under_jvp(prepared, options) if _is_target(s, found)]
@@ -207,7 +226,8 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         if only_if_differs and not (differs_from_inference(subject) or subject.unperturbed):
             return reach
         reports = _record_carrier.check_subjects(runs, via, prepared, [subject], options)
-        shown = ", ".join(f"{k}={_short(v)}" for k, v in sorted((keywords or {}).items()))
+        shown = ", ".join(f"{k}={_short(v)}" + (" (assumed)" if k in assumed else "")
+                          for k, v in sorted((keywords or {}).items()))
         for report in reports:
             report.target = found.label
             report.findings.insert(0, rules.INPUTS_FROM_CALL_SITE.finding(
@@ -315,19 +335,37 @@ def _short(value: Any) -> str:
 
 
 def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str) -> list[Any]:
-    """Inferred inputs for the public function `label`, its keyword-only arguments given `keywords`."""
+    """Inferred inputs for the public function `label`, its keyword-only arguments given `keywords`. Each `Assumed`
+    keyword takes the int ladder's values in turn (`_signature.int_rungs`), the first on which inputs are inferred
+    winning; it is replaced by that value in `keywords`."""
     import functools
 
+    from .._core._errors import InferenceError
     from .._run import _engine
+    from .._run._signature import int_rungs
 
+    assumed = {k: v.kind for k, v in keywords.items() if isinstance(v, Assumed)}
+    errors: list[str] = []
     with _engine.RUN_LOCK, _compat.restored_sys_path():
         target = _engine.resolve(label, app_dir)
         if target.kind != "function":
-            from .._core._errors import InferenceError
-
             raise InferenceError(f"it is a {target.kind}, checked as such", label=label, tried=[],
                                  last_error="not a function", arity=0)
-        root = _engine._root_subject(target, {})
-        if keywords:
-            root.obj = functools.partial(root.obj, **keywords)
-        return _engine.infer_templates(root, [], pairs_early=True)
+        for rung in int_rungs(dict(enumerate(assumed.values()))):
+            given = {**keywords, **{k: rung[i].value for i, k in enumerate(assumed)}}
+            root = _engine._root_subject(target, {})
+            if given:
+                root.obj = functools.partial(root.obj, **given)
+            try:
+                templates = _engine.infer_templates(root, [], pairs_early=True)
+            except InferenceError as exc:
+                if not assumed or isinstance(exc, _engine.MissingDependencyError):
+                    raise
+                errors.append(f"{', '.join(f'{k}={given[k]!r}' for k in assumed)}: {str(exc).splitlines()[0]}")
+                continue
+            keywords.update(given)
+            return templates
+    tried = [e[:200] for e in errors]
+    raise InferenceError(f"could not infer inputs with the assumed int keyword(s) {', '.join(assumed)} on any rung "
+                         f"of the int ladder ({'; '.join(tried[:2])})", label=label, tried=tried,
+                         last_error=errors[-1] if errors else "", arity=0)

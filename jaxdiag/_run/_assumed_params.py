@@ -29,27 +29,21 @@ from .._core._errors import InferenceError
 from .._core._report import Finding
 from . import _signature
 
-# Candidates tried, one per rung: every int-like param takes INT_LADDER[i], every shape-like one SHAPE_LADDER[i].
-INT_LADDER: tuple[int, ...] = (4, 2, 3, 8)
-SHAPE_LADDER: tuple[tuple[int, ...], ...] = ((4,), (3,), (4, 4), (2, 3))
+# Candidates tried, one per rung: every int-like param takes INT_LADDER[i], every shape-like one SHAPE_LADDER[i]
+# (the ladders a function's int parameters climb too, `_signature.int_kind`).
+INT_LADDER = _signature.INT_LADDER
+SHAPE_LADDER = _signature.SHAPE_LADDER
 
 _SHAPE_NAME = re.compile(r"(^|_)(shape|shapes|dims|sizes|extent|extents)$")
 _INT_NAME = re.compile(r"^[A-Za-z]$|^[A-Za-z]_?(max|lower|upper)$|^(n|num)_\w+$|"
                        r"(^|_)(order|degree|size|length|count|bandlimit|nside|modes|levels|steps)$")
-_INT_ANNOTATION = re.compile(r"^(int|builtins\.int|np\.integer|numpy\.integer)$")
-_SHAPE_ANNOTATION = re.compile(r"^(tuple|Tuple|typing\.Tuple|Sequence|typing\.Sequence|list|List)\[\s*int\b")
 
 
 def kind_of(name: str, annotation: str | None) -> str | None:
     """"int", "shape" or None (not guessed) for a bind param, from its wrapper parameter's annotation, else its
     name."""
     if annotation is not None:
-        text = annotation.replace(" ", "")
-        if _INT_ANNOTATION.match(text):
-            return "int"
-        if _SHAPE_ANNOTATION.match(text):
-            return "shape"
-        return None
+        return _signature.annotation_kind(annotation)
     if _SHAPE_NAME.search(name):
         return "shape"
     if _INT_NAME.search(name):

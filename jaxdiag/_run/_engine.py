@@ -381,15 +381,6 @@ def _matrix_positions(subject: Subject, arity: int, statics: dict[int, Any], ope
     return frozenset(i for i, name in enumerate(arrays) if name[:1].isupper())
 
 
-def _with_truth_values(ladder: Iterator[list[Any]], truths: set[int]) -> Iterator[tuple[list[Any], set[int]]]:
-    """Each rung with the positions to draw as booleans: first `truths` (where the target's code uses an operand as
-    a truth value), then none (the same rung in the ladder's own dtype), so a wrong guess never loses a rung."""
-    for candidate in ladder:
-        if truths:
-            yield candidate, truths
-        yield candidate, set()
-
-
 # What a kernel that computes in double precision only says to 32-bit inputs (celerite-style "requires float64
 # precision", "expected double", "enable x64"): inference tries 64-bit inputs under x64 then (`NeedsX64`).
 _X64_ASKED = re.compile(r"float64|double|\bx64\b|enable_x64|64-bit", re.IGNORECASE)
@@ -422,30 +413,32 @@ def _climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any
                 return []
             errors.append(error)
             continue
-        n_arrays = max(arity - len(statics), 0)
-        matrices = _matrix_positions(subject, arity, statics, operands)
-        for candidate, flags in _with_truth_values(
-                shape_ladder(n_arrays, pairs_early, dtype, matrices) if n_arrays else iter([[]]), truths):
-            it = iter(candidate)
-            templates = [statics[i] if i in statics else next(it) for i in range(n_arrays + len(statics))]
-            templates = [ArgSpec(np.dtype(np.bool_) if i in flags else t.dtype, () if i in scalars else t.shape)
-                         if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
-                         for i, t in enumerate(templates)]
-            text = " ".join(template_text(t) for t in templates)
-            if text in tried:
-                continue
-            tried.append(text)
-            _signature.apply(subject, templates)
-            ok, error = _try_call(subject, subject.specs, "normal", 0, agree)
-            if not ok and error == "non-finite output":
-                ok = any(_try_call(subject, subject.specs, d, 0, agree)[0] for d in DOMAINS[1:])
-            if ok:
-                notes.append(rules.INPUTS_INFERRED.finding(count=len(templates), specs=text,
-                                                           location=subject.location))
-                return templates
-            errors.append(error)
-            if error.startswith(_MISSING_DEPENDENCY):
-                raise MissingDependencyError(subject.label, error)
+        for ints in _signature.int_positions(subject, statics, arity):  # `L: int`: a Python int on each rung
+            n_arrays = max(arity - len(statics) - len(ints), 0)
+            matrices = _matrix_positions(subject, arity, {**statics, **ints}, operands)
+            for candidate, flags, fixed in _signature.rungs(
+                    shape_ladder(n_arrays, pairs_early, dtype, matrices) if n_arrays else iter([[]]), truths, ints):
+                it = iter(candidate)
+                templates = [statics[i] if i in statics else fixed[i] if i in fixed else next(it)
+                             for i in range(n_arrays + len(statics) + len(fixed))]
+                templates = [ArgSpec(np.dtype(np.bool_) if i in flags else t.dtype, () if i in scalars else t.shape)
+                             if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
+                             for i, t in enumerate(templates)]
+                text = " ".join(template_text(t) for t in templates)
+                if text in tried:
+                    continue
+                tried.append(text)
+                _signature.apply(subject, templates)
+                ok, error = _try_call(subject, subject.specs, "normal", 0, agree)
+                if not ok and error == "non-finite output":
+                    ok = any(_try_call(subject, subject.specs, d, 0, agree)[0] for d in DOMAINS[1:])
+                if ok:
+                    notes.append(rules.INPUTS_INFERRED.finding(count=len(templates), specs=text,
+                                                               location=subject.location))
+                    return templates
+                errors.append(error)
+                if error.startswith(_MISSING_DEPENDENCY):
+                    raise MissingDependencyError(subject.label, error)
     return None
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import sys
 from collections.abc import Iterator
 from typing import Any, Sequence
@@ -138,10 +139,28 @@ def bind_site_params(subject: Subject, origins: dict[str, str] | None = None) ->
     from .._loading._passthrough import bind_site_params as passthrough_bind_params
 
     followed: dict[str, str] = {}
-    found = passthrough_bind_params(names, modules, wanted, followed)
+    found = passthrough_bind_params(names, modules, wanted, followed, _operand_names(prim, names, modules))
     if origins is not None:
         origins.update({k: v for k, v in followed.items() if k not in subject.params})
     return {k: _hashable(v) for k, v in found.items() if k not in subject.params}
+
+
+def _operand_names(prim: Any, names: set[str], modules: list[Any]) -> frozenset[str]:
+    """The impl's (else abstract eval's) positional parameters its bind calls pass positionally (`_impl(x, spin,
+    *pre, **params)`, `p.bind(x, s, *pre)`): a keyword of that name at a call of a same-named wrapper is its own."""
+    from .._loading._passthrough import bound_positionally
+
+    for fn in (_compat.impl(prim), _compat.abstract_eval_rule(prim)):
+        if fn is None or not _locate.is_user_code(fn):
+            continue
+        try:
+            params = list(inspect.signature(_locate.unwrap(fn)).parameters.values())
+        except (TypeError, ValueError):
+            continue
+        bound = bound_positionally(names, modules)
+        return frozenset(p.name for i, p in enumerate(params) if p.kind == p.VAR_POSITIONAL or (
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and i < bound))
+    return frozenset()
 
 
 def bind_site_annotations(subject: Subject, wanted: set[str]) -> dict[str, str]:
@@ -345,6 +364,69 @@ def float_annotated(subject: Subject) -> set[int]:
     if subject.kind == "primitive":
         return set()
     return {i for i, p in enumerate(positional(signature_of(subject))) if p.annotation in (float, "float")}
+
+
+# Python ints for a function's int parameters (and for required bind params, `_assumed_params`), one per rung: each
+# int parameter takes INT_LADDER[i], each int-tuple one SHAPE_LADDER[i].
+INT_LADDER: tuple[int, ...] = (4, 2, 3, 8)
+SHAPE_LADDER: tuple[tuple[int, ...], ...] = ((4,), (3,), (4, 4), (2, 3))
+INT_ANNOTATION = re.compile(r"^(int|builtins\.int|np\.integer|numpy\.integer)$")
+SHAPE_ANNOTATION = re.compile(r"^(tuple|Tuple|typing\.Tuple|Sequence|typing\.Sequence|list|List)\[\s*int\b")
+_OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.+)\]$|^(.+)\|None$|^None\|(.+)$")
+# A parameter with neither annotation nor default named as numerical code names a count, an order, a size or an
+# axis (`n`, `L` a bandlimit, `n_steps`, `num_points`, `block_size`, `nside`): an int, tried as an array after it.
+_INT_PARAM_NAME = re.compile(r"^(n|L|order|degree|nside|axis|n_\w+|num_\w+|\w+_size)$")
+
+
+def annotation_kind(text: str) -> str | None:
+    """"int", "shape" (a tuple of ints) or None for an annotation's text (`Optional[int]`, `int | None`: "int")."""
+    optional = _OPTIONAL.match(text.replace(" ", ""))
+    text = next(g for g in optional.groups() if g) if optional else text.replace(" ", "")
+    return "int" if INT_ANNOTATION.match(text) else "shape" if SHAPE_ANNOTATION.match(text) else None
+
+
+def int_kind(param: inspect.Parameter) -> tuple[str, bool] | None:
+    """("int" or "shape", guessed from its name only) for a parameter given a Python int (or int tuple) rather than
+    an array: annotated `int` / `Optional[int]` / `int | None` / `tuple[int, ...]`, or unannotated with an int
+    default, or with neither and a conventional int name (`_INT_PARAM_NAME`); else None."""
+    if param.annotation is not param.empty:
+        text = param.annotation if isinstance(param.annotation, str) else inspect.formatannotation(param.annotation)
+        kind = annotation_kind(text)
+        return (kind, False) if kind else None
+    if param.default is not param.empty:
+        return ("int", False) if type(param.default) is int else None
+    return ("int", True) if _INT_PARAM_NAME.match(param.name) else None
+
+
+def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list[dict[int, str]]:
+    """The int positions of a function's first `arity` parameters ({position: "int" or "shape"}), as tried in
+    turn: all of them, then (when some were guessed from a name only) only the annotated ones, the rest drawn as
+    arrays. [{}] for none."""
+    if subject.kind != "function":
+        return [{}]
+    found = {i: int_kind(p) for i, p in enumerate(positional(signature_of(subject))[:arity]) if i not in statics}
+    kinds = {i: k for i, k in found.items() if k is not None}
+    sure = {i: kind for i, (kind, guessed) in kinds.items() if not guessed}
+    return [{i: kind for i, (kind, _) in kinds.items()}] + ([sure] if len(sure) < len(kinds) else [])
+
+
+def int_rungs(ints: dict[int, str]) -> list[dict[int, Static]]:
+    """One {position: Static value} per rung of INT_LADDER / SHAPE_LADDER ([{}] without int positions)."""
+    if not ints:
+        return [{}]
+    return [{i: Static(INT_LADDER[r] if kind == "int" else SHAPE_LADDER[r]) for i, kind in ints.items()}
+            for r in range(len(INT_LADDER))]
+
+
+def rungs(ladder: Iterator[list[Any]], truths: set[int], ints: dict[int, str]
+          ) -> Iterator[tuple[list[Any], set[int], dict[int, Static]]]:
+    """Each rung of the shape ladder with each rung of the int positions' values in turn, and the positions to draw
+    as booleans: first `truths` (where the target's code uses an operand as a truth value), then none."""
+    for candidate in ladder:
+        for fixed in int_rungs(ints):
+            if truths:
+                yield candidate, truths, fixed
+            yield candidate, set(), fixed
 
 
 # Calls whose first argument is a truth value: an operand the target's own code passes there is a boolean (a mask,

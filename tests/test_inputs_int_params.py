@@ -1,0 +1,124 @@
+"""Rules reached only through public wrappers taking int parameters (probe package tests/data/inputs_intparams): a
+parameter annotated `int` (`Optional[int]`, `tuple[int, ...]`), unannotated with an int default, or named as a
+count (`n`, `L`) is given a Python int from a short ladder, shown as a literal among the carrier's inputs; a
+keyword-only `L: int` no call site passes is assumed from the same ladder; a wrapper's own keyword naming one of
+the primitive's operands is never read as a bind param."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
+from clirun import only_target
+
+from jaxdiag._parent._cli import app
+
+runner = CliRunner()
+DATA = Path(__file__).parent / "data"
+
+
+def _param(name: str, annotation=inspect.Parameter.empty, default=inspect.Parameter.empty) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation, default=default)
+
+
+def test_int_parameters_are_read_off_annotations_defaults_and_names() -> None:
+    from jaxdiag._run._signature import int_kind
+
+    assert int_kind(_param("L", int)) == ("int", False)
+    assert int_kind(_param("nside", Optional[int])) == ("int", False)
+    assert int_kind(_param("nside", int | None)) == ("int", False)
+    assert int_kind(_param("nside", "int | None")) == ("int", False)  # postponed annotations
+    assert int_kind(_param("dims", tuple[int, ...])) == ("shape", False)
+    assert int_kind(_param("order", default=2)) == ("int", False)
+    assert int_kind(_param("n")) == ("int", True) and int_kind(_param("num_steps")) == ("int", True)
+    assert int_kind(_param("block_size")) == ("int", True)
+    # arrays, floats, truth values and strings are left as they were
+    for param in (_param("x"), _param("f"), _param("gamma", float), _param("L", "str"), _param("flag", default=True),
+                  _param("scale", default=1.0), _param("L", "jnp.ndarray")):
+        assert int_kind(param) is None, param
+
+
+def test_bind_calls_passing_an_operand_positionally_make_it_no_bind_param(monkeypatch) -> None:
+    from jaxdiag._loading._passthrough import bind_site_params, bound_positionally
+
+    monkeypatch.syspath_prepend(str(DATA))
+    import inputs_intparams.spectrum as module
+
+    assert bound_positionally({"spectrum", "_spectrum_p"}, [module]) == 2
+    # `analyse` calls the wrapper `spectrum(x, L=L, spin=spin)`: `spin` is the wrapper's, an operand of the impl
+    assert bind_site_params({"spectrum", "_spectrum_p"}, [module], None) == {"spin": 0}
+    assert bind_site_params({"spectrum", "_spectrum_p"}, [module], None, operands=frozenset({"spin"})) == {}
+    del sys.modules["inputs_intparams.spectrum"]
+
+
+def check(module: str, tmp_path: Path, monkeypatch) -> tuple[int, dict]:
+    monkeypatch.chdir(DATA)
+    result = runner.invoke(app, ["check", f"inputs_intparams.{module}", "--app-dir", str(DATA), "--format", "json",
+                                 "--no-cache"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def errors_and_warnings(target: dict) -> list[dict]:
+    return [f for f in target["findings"] if f["severity"] in ("error", "warning")]
+
+
+@pytest.mark.slow
+def test_a_primitive_bound_by_a_wrapper_taking_an_int_is_checked_through_it(tmp_path, monkeypatch):
+    """`forward(f, L: int, ...)` runs on `range(L)` and `f` shaped (L, 2L - 1): the ladder's (2, 3) with L=2. Not
+    checked before (JXN012: L drawn as an array)."""
+    code, data = check("transform", tmp_path, monkeypatch)
+    assert data["summary"]["checked"] == 1, data["summary"]
+    found = only_target(data)
+    (note,) = [f for f in found["findings"] if f["code"] == "JXN016"]
+    assert "forward ran on f32[2,3] 2)" in note["message"] and "with L=2, width=3" in note["message"], note
+    assert not errors_and_warnings(found) and code == 0
+
+
+@pytest.mark.slow
+def test_a_keyword_only_int_no_call_site_passes_is_assumed_from_the_ladder(tmp_path, monkeypatch):
+    code, data = check("adjoint", tmp_path, monkeypatch)
+    assert data["summary"]["checked"] == 1, data["summary"]
+    found = only_target(data)
+    (note,) = [f for f in found["findings"] if f["code"] == "JXN016"]
+    assert "with L=4 (assumed)" in note["message"], note
+    assert not errors_and_warnings(found) and code == 0
+
+
+@pytest.mark.slow
+def test_a_factory_rule_is_reached_through_a_function_taking_its_order(tmp_path, monkeypatch):
+    code, data = check("powers", tmp_path, monkeypatch)
+    assert data["summary"]["checked"] == 1, data["summary"]
+    found = only_target(data)
+    assert "inside inputs_intparams.powers:smooth" in found["target"], found["target"]
+    (note,) = [f for f in found["findings"] if f["code"] == "JXN001"]
+    assert "f32[3] 4 for inputs_intparams.powers:smooth" in note["message"], note  # the assumed int, as a literal
+    assert not errors_and_warnings(found) and code == 0
+
+
+@pytest.mark.slow
+def test_a_wrong_rule_reached_with_an_assumed_int_is_a_warning(tmp_path, monkeypatch):
+    """`smooth(x, n)`, `n` unannotated: its name makes it an int; the factory's JVP off by two is caught, graded as
+    seen on inferred inputs."""
+    code, data = check("powers_wrong", tmp_path, monkeypatch)
+    found = only_target(data)
+    wrong = errors_and_warnings(found)
+    assert wrong and all(f["code"].startswith("JXG") for f in wrong), found["findings"]
+    assert all(f["severity"] == "warning" and f["inputs"]["provenance"] == "inferred" for f in wrong)
+    assert code == 1
+
+
+@pytest.mark.slow
+def test_a_wrappers_keyword_naming_an_operand_is_not_a_bind_param(tmp_path, monkeypatch):
+    """Read as a bind param, `spin=0` filled the impl's `spin` operand: one operand drawn, false warnings."""
+    code, data = check("spectrum", tmp_path, monkeypatch)
+    found = only_target(data)
+    assert found["inputs"] == ["f32[3]", "f32[3]"], found["inputs"]
+    (note,) = [f for f in found["findings"] if f["code"] == "JXN017"]
+    assert "L=4 (synthesised" in note["message"] and "spin" not in note["message"], note
+    assert not errors_and_warnings(found) and code == 0
