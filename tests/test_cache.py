@@ -83,7 +83,10 @@ def engine_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def entries(root: Path) -> list[Path]:
-    return sorted(root.glob(f"v{_cache.CACHE_FORMAT}/*/*.json"))
+    """The targets' entries: not the run's traced-reach phase's (`_parallel.check_traced`), which has no report
+    when no module makes a rule inside a function."""
+    return sorted(p for p in root.glob(f"v{_cache.CACHE_FORMAT}/*/*.json")
+                  if json.loads(p.read_text() or "{}").get("outcome", {}).get("reports", [None]))
 
 
 def only_entry(project: Path) -> tuple[Path, dict[str, Any]]:
@@ -476,3 +479,56 @@ def test_fix_writes_keep_the_file_mode_and_links_and_never_leave_half_a_file(
         write_atomic(source, "b = 4\n" * 1000)
     assert source.read_text() == "a = 1\nb = 3\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.py", "rule.py"]
+
+
+# A rule made in a factory: only the traced-reach phase (`_traced_reach`) finds and checks it, through `apply_cube`.
+FACTORY = '''
+import jax
+
+
+def make_cube():
+    @jax.custom_jvp
+    def cube(x):
+        return x ** 3
+
+    @cube.defjvp
+    def cube_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return cube(x), 2 * x ** 2 * t
+
+    return cube
+
+
+def apply_cube(x):
+    return make_cube()(x)
+'''
+
+
+@pytest.mark.slow  # three runs that trace and check a factory's rule
+def test_the_traced_reach_phase_is_read_from_the_cache_and_redone_after_an_edit(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A re-run with nothing changed reads the traced-reach phase's reports back (same report), instead of planning,
+    tracing and checking it again; editing the module runs it again."""
+    from jaxdiag._jobs import _traced_reach
+
+    (project / "factory.py").write_text(textwrap.dedent(FACTORY))
+    calls: list[int] = []
+    real = _traced_reach.check_by_tracing
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_traced_reach, "check_by_tracing", counting)
+    cold = check_paths(["factory.py"], cache=True)
+    assert any("made in a function" in t.target for t in cold.targets), [t.target for t in cold.targets]
+    assert errors(cold), "the factory's wrong JVP is found"
+    forget_modules(project)
+    warm = check_paths(["factory.py"], cache=True)
+    assert len(calls) == 1
+    assert without_seconds(warm) == without_seconds(cold)
+    (project / "factory.py").write_text(textwrap.dedent(FACTORY).replace("2 * x ** 2", "3 * x ** 2"))
+    forget_modules(project)
+    fixed = check_paths(["factory.py"], cache=True)
+    assert len(calls) == 2
+    assert not errors(fixed)

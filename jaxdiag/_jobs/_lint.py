@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import __version__, _compat
-from . import _call_sites, _parallel, _reach, _traced_reach
+from . import _call_sites, _parallel, _reach
 from .._core import _config, _locate
 from .._run import _engine
 from .. import _rules as rules
@@ -137,7 +137,7 @@ class _Lint:
         recorded = [(item.call, item_reports) for item, item_reports in zip(unclaimed, per_item[len(discovered):])]
         # rules made in factories and closures, callback call sites: reached through the package's own functions
         # (a site whose rule a recorded call checked is covered: never checked twice)
-        traced = _traced_reach.check_by_tracing(self, discovered, _reach.checked_sites(recorded))
+        traced = _parallel.check_traced(self, discovered, _reach.checked_sites(recorded), self.settings)
         reports.extend(_reach.drop_reached_elsewhere(recorded, traced))
         reports.extend(traced)
         if self.config.sharding:  # opt-in: a child process on virtual devices

@@ -38,7 +38,7 @@ from . import _cache
 from ._outcome import Lint, Outcome, apply, crashed, internal, run_in_process, timed_out
 from ._memory import (WORKER_RETIRE_MB, MemoryBound, exit_with_parent,
                       rss_mb, scratch_folder, use_compilation_cache)
-from .._core._report import TargetReport
+from .._core._report import Location, TargetReport, target_report_to_dict
 
 if TYPE_CHECKING:
     from . import _reach
@@ -195,28 +195,88 @@ def _finish(lint: Lint, outcome: Outcome | None, cache: _cache.ResultCache | Non
 
 def _cache_keys(lint: Lint, founds: Sequence[Item]) -> tuple[_cache.ResultCache | None, list[str | None] | None]:
     """The run's result cache and each target's key; (None, None) when the cache folder is refused (warned)."""
-    from .. import _compat
     from . import _reach
 
-    cache = _cache.open_cache(lint.config.source)
-    if cache is None:
+    opened = _open_run_cache(lint)
+    if opened is None:
         return None, None
-    environment = _cache.environment_fingerprint(seed=lint.seed, config=lint.config, app_dir=lint.app_dir)
-    graph = _cache.SourceGraph()
+    cache, environment, graph = opened
     keys: list[str | None] = []
     for found in founds:
         if isinstance(found, _reach.RecordedCall):
             keys.append(_recorded_key(environment, graph, found))
             continue
-        modules = [found.walked.module]
-        rule_fns = list(_compat.registered_rules(found.obj).values()) if found.kind == "primitive" else [
-            getattr(found.obj, name, None) for name in ("fun", "fwd", "bwd", "jvp", "vmap_rule")]
-        for fn in rule_fns:
-            owner = sys.modules.get(getattr(fn, "__module__", None) or "") if fn is not None else None
-            if owner is not None:
-                modules.append(owner)
-        keys.append(_cache.target_key(environment, found.label, found.kind, graph.files_of(modules)))
+        keys.append(_cache.target_key(environment, found.label, found.kind, graph.files_of(_modules_of(found))))
     return cache, keys
+
+
+def _open_run_cache(lint: Lint) -> tuple[_cache.ResultCache, str, _cache.SourceGraph] | None:
+    """The run's result cache, its environment fingerprint and source graph, made once per run (kept on the lint
+    object, which lives as long as the run); None when the cache folder is refused (warned once)."""
+    held: dict[str, Any] = vars(lint).setdefault("_result_cache", {})
+    if "opened" not in held:
+        cache = _cache.open_cache(lint.config.source)
+        held["opened"] = None if cache is None else (
+            cache, _cache.environment_fingerprint(seed=lint.seed, config=lint.config, app_dir=lint.app_dir),
+            _cache.SourceGraph())
+    opened: tuple[_cache.ResultCache, str, _cache.SourceGraph] | None = held["opened"]
+    return opened
+
+
+def _modules_of(found: Found) -> list[ModuleType]:
+    """A discovered target's module and the modules defining its rules (what its cache key hashes, with what they
+    import)."""
+    from .. import _compat
+
+    modules = [found.walked.module]
+    rule_fns = list(_compat.registered_rules(found.obj).values()) if found.kind == "primitive" else [
+        getattr(found.obj, name, None) for name in ("fun", "fwd", "bwd", "jvp", "vmap_rule")]
+    for fn in rule_fns:
+        owner = sys.modules.get(getattr(fn, "__module__", None) or "") if fn is not None else None
+        if owner is not None:
+            modules.append(owner)
+    return modules
+
+
+def check_traced(lint: Lint, discovered: Sequence[Found], checked: Sequence[Location],
+                 settings: RunSettings) -> list[TargetReport]:
+    """The rules reached by tracing the package's own functions (`_traced_reach.check_by_tracing`, a phase over the
+    whole run after its targets), through the result cache: nothing changed, its reports are read back instead of
+    planned, traced and checked again (several seconds on this project's samples, in every re-run). Its key is the
+    environment, the source of every walked module and of the discovered targets' rules (with what they import),
+    the discovered targets and the recorded rules already checked; like a target's, only a complete result is
+    stored."""
+    from . import _traced_reach
+
+    cache, key = (_traced_key(lint, discovered, checked) if settings.cache else (None, None))
+    if cache is not None and key is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return apply(lint, Outcome.from_dict(hit))
+    saved = lint.unchecked_lines
+    lint.unchecked_lines = set()
+    try:
+        reports = _traced_reach.check_by_tracing(lint, list(discovered), checked)
+        unchecked = sorted(lint.unchecked_lines)
+    finally:
+        lint.unchecked_lines = saved | lint.unchecked_lines
+    if cache is not None and key is not None and not any(r.internal_errors or r.problems for r in reports):
+        outcome = Outcome(reports=[target_report_to_dict(r) for r in reports], unchecked_lines=unchecked)
+        cache.put(key, outcome.to_dict())
+    return reports
+
+
+def _traced_key(lint: Lint, discovered: Sequence[Found], checked: Sequence[Location]
+                ) -> tuple[_cache.ResultCache | None, str | None]:
+    opened = _open_run_cache(lint)
+    if opened is None:
+        return None, None
+    cache, environment, graph = opened
+    modules = [w.module for w in lint.discovery.walked] + [m for f in discovered for m in _modules_of(f)]
+    files = graph.files_of(modules)
+    what = [[f.label, f.kind] for f in discovered] + [[c.path, str(c.line), c.function] for c in checked]
+    label = "(traced reach) " + _cache._digest([what, repr(sorted(getattr(lint, "run_options", {}).items()))])
+    return cache, _cache.target_key(environment, label, "traced-reach", files)
 
 
 def _recorded_key(environment: str, graph: _cache.SourceGraph, item: _reach.RecordedCall) -> str | None:
