@@ -83,7 +83,7 @@ def engine_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def entries(root: Path) -> list[Path]:
-    """The targets' entries: not the run's traced-reach phase's (`_parallel.check_traced`), which has no report
+    """The targets' entries: not the run's traced-reach phase's (`_keys.check_traced`), which has no report
     when no module makes a rule inside a function."""
     return sorted(p for p in root.glob(f"v{_cache.CACHE_FORMAT}/*/*.json")
                   if json.loads(p.read_text() or "{}").get("outcome", {}).get("reports", [None]))

@@ -420,3 +420,52 @@ def test_incomplete_runs_are_not_cached(project, engine_calls, monkeypatch):
     engine_calls.clear()
     check_paths(["standalone.py"], cache=True)
     assert engine_calls == ["standalone.py:cube"]
+
+
+# A rule made in a factory: only the traced-reach phase finds and checks it (through `apply_cube`).
+FACTORY = '''
+import jax
+
+
+def make_cube():
+    @jax.custom_jvp
+    def cube(x):
+        return x ** 3
+
+    @cube.defjvp
+    def cube_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return cube(x), 2 * x ** 2 * t
+
+    return cube
+
+
+def apply_cube(x):
+    return make_cube()(x)
+'''
+
+
+@pytest.mark.slow  # worker processes
+def test_a_worker_runs_the_traced_reach_phase_alongside_the_targets_with_the_same_report(tmp_path, monkeypatch):
+    """With no recorded call left to check, the traced-reach phase needs no target's result: a worker starts with
+    it instead of this process running it after the pool stopped, and the report is the serial one."""
+    from jaxdiag._jobs import _traced_reach
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "factory.py").write_text(FACTORY)
+    shutil.copy(SAMPLES / "jxg001_bad.py", tmp_path / "jxg001_bad.py")
+    files = ["factory.py", "jxg001_bad.py"]
+    serial = check_paths(files)
+    calls = []
+    real = _traced_reach.check_by_tracing
+    monkeypatch.setattr(_traced_reach, "check_by_tracing", lambda *a, **k: calls.append(1) or real(*a, **k))
+    parallel = check_paths(files, jobs=2)
+    assert not calls  # run in a worker (forked from the fork server, which this patch does not reach)
+    assert any("made in a function" in t.target for t in serial.targets)
+    assert without_seconds(parallel) == without_seconds(serial)
+
+
+def test_the_traced_reach_phase_starts_a_slot_s_run():
+    runs = _parallel._Runs(list(range(6)), 2)
+    runs.first(6)
+    assert [runs.take(0), runs.take(1), runs.take(1)] == [0, 6, 3]

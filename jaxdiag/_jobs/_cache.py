@@ -31,7 +31,7 @@ file, then `os.replace`).
 
 Only complete results are stored: a target whose run hit an internal error, a crashed worker or the time limit is
 checked again next time. The run's phase after its targets, the rules reached by tracing the package's
-functions (`_traced_reach`), is one entry of its own (`_parallel.check_traced`), keyed by the source of every
+functions (`_traced_reach`), is one entry of its own (`_keys.check_traced`), keyed by the source of every
 walked module and of the discovered targets' rules, the discovered targets and the recorded rules already checked.
 Code that imports modules dynamically (`importlib.import_module` with a computed name)
 can hide a dependency from the key; `--no-cache` bypasses the cache.

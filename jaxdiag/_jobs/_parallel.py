@@ -34,11 +34,12 @@ from multiprocessing.connection import Connection, wait
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from . import _cache
+from . import _cache, _keys
+from ._keys import TRACED_LABEL, TracedPhase
 from ._outcome import Lint, Outcome, apply, crashed, internal, run_in_process, timed_out
 from ._memory import (WORKER_RETIRE_MB, MemoryBound, exit_with_parent,
                       rss_mb, scratch_folder, use_compilation_cache)
-from .._core._report import Location, TargetReport, target_report_to_dict
+from .._core._report import TargetReport
 
 if TYPE_CHECKING:
     from . import _reach
@@ -48,11 +49,11 @@ if TYPE_CHECKING:
 Item: TypeAlias = "Found | _reach.RecordedCall"
 
 
-def task_key(item: Item) -> str:
+def task_key(item: Item | TracedPhase) -> str:
     """What a worker finds the item by among the ones it rebuilt (`_worker_main`)."""
     from . import _reach  # imports JAX: never at this module's import, which the CLI's parent side does
 
-    return item.task_key if isinstance(item, _reach.RecordedCall) else item.label
+    return item.task_key if isinstance(item, (_reach.RecordedCall, TracedPhase)) else item.label
 
 
 # Seconds a target may run under `jaxdiag check` unless `--timeout` or `timeout` in [tool.jaxdiag] says otherwise.
@@ -115,12 +116,13 @@ def default_jobs() -> int:
 
 
 def check_items(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType | str],
-                settings: RunSettings) -> list[list[TargetReport]]:
+                settings: RunSettings, phase: TracedPhase | None = None) -> list[list[TargetReport]]:
     """The reports of each of `founds` (discovered targets, then the recorded calls none claimed), in their order:
-    from the cache, this process or the workers."""
+    from the cache, this process or the workers. `phase`: the traced-reach phase, run by a worker when there are
+    workers and the cache does not hold it (its `reports` are set then; see `TracedPhase`)."""
     cache = keys = None
     if settings.cache:
-        cache, keys = _cache_keys(lint, founds)
+        cache, keys = _keys.cache_keys(lint, founds)
     outcomes: list[Outcome | None] = [None] * len(founds)
     if cache is not None and keys is not None:
         for i, key in enumerate(keys):
@@ -130,16 +132,21 @@ def check_items(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType |
     todo = [i for i, o in enumerate(outcomes) if o is None]
     _tell(event="discovered", total=len(founds), cached=len(founds) - len(todo))
     with _run_compilation_cache(lint, settings) if todo else contextlib.nullcontext():
-        return _check_todo(lint, founds, items, settings, outcomes, todo, cache, keys)
+        return _check_todo(lint, founds, items, settings, outcomes, todo, cache, keys, phase)
 
 
 def _check_todo(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType | str], settings: RunSettings,
                 outcomes: list[Outcome | None], todo: list[int], cache: _cache.ResultCache | None,
-                keys: list[str | None] | None) -> list[list[TargetReport]]:
+                keys: list[str | None] | None, phase: TracedPhase | None = None) -> list[list[TargetReport]]:
     worker_items = _items_for_workers(items)
+    phase_key = None
     if todo and not settings.in_process and worker_items is not None:
+        if phase is not None:
+            phase_cache, phase_key = _keys.traced_key(lint, phase.discovered, ()) if settings.cache else (None, None)
+            if phase_cache is not None and phase_key is not None and phase_cache.get(phase_key) is not None:
+                phase = None  # `check_traced` reads it back
         pool = _Pool(_WorkerSetup.of(lint, worker_items, settings), settings)
-        outcomes_iter: Iterator[tuple[int, Outcome]] = pool.run(lint, founds, todo)
+        outcomes_iter: Iterator[tuple[int, Outcome]] = pool.run(lint, founds, todo, phase)
     else:
         outcomes_iter = _in_process(lint, founds, todo, release=settings.bound_memory)
     fresh = [False] * len(founds)
@@ -149,6 +156,12 @@ def _check_todo(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType |
     # stops the run, as it does serially (and closing the iterator stops the workers).
     try:
         for i, outcome in outcomes_iter:
+            if i == len(founds):  # the traced-reach phase
+                assert phase is not None
+                phase.reports = apply(lint, outcome)
+                if cache is not None and phase_key is not None and outcome.complete:
+                    cache.put(phase_key, outcome.to_dict())
+                continue
             outcomes[i], fresh[i] = outcome, True
             _tell(event="done", target=founds[i].label,
                   findings=sum(1 for r in outcome.reports for f in r["findings"] if f["severity"] != "info"))
@@ -193,106 +206,6 @@ def _finish(lint: Lint, outcome: Outcome | None, cache: _cache.ResultCache | Non
     return reports
 
 
-def _cache_keys(lint: Lint, founds: Sequence[Item]) -> tuple[_cache.ResultCache | None, list[str | None] | None]:
-    """The run's result cache and each target's key; (None, None) when the cache folder is refused (warned)."""
-    from . import _reach
-
-    opened = _open_run_cache(lint)
-    if opened is None:
-        return None, None
-    cache, environment, graph = opened
-    keys: list[str | None] = []
-    for found in founds:
-        if isinstance(found, _reach.RecordedCall):
-            keys.append(_recorded_key(environment, graph, found))
-            continue
-        keys.append(_cache.target_key(environment, found.label, found.kind, graph.files_of(_modules_of(found))))
-    return cache, keys
-
-
-def _open_run_cache(lint: Lint) -> tuple[_cache.ResultCache, str, _cache.SourceGraph] | None:
-    """The run's result cache, its environment fingerprint and source graph, made once per run (kept on the lint
-    object, which lives as long as the run); None when the cache folder is refused (warned once)."""
-    held: dict[str, Any] = vars(lint).setdefault("_result_cache", {})
-    if "opened" not in held:
-        cache = _cache.open_cache(lint.config.source)
-        held["opened"] = None if cache is None else (
-            cache, _cache.environment_fingerprint(seed=lint.seed, config=lint.config, app_dir=lint.app_dir),
-            _cache.SourceGraph())
-    opened: tuple[_cache.ResultCache, str, _cache.SourceGraph] | None = held["opened"]
-    return opened
-
-
-def _modules_of(found: Found) -> list[ModuleType]:
-    """A discovered target's module and the modules defining its rules (what its cache key hashes, with what they
-    import)."""
-    from .. import _compat
-
-    modules = [found.walked.module]
-    rule_fns = list(_compat.registered_rules(found.obj).values()) if found.kind == "primitive" else [
-        getattr(found.obj, name, None) for name in ("fun", "fwd", "bwd", "jvp", "vmap_rule")]
-    for fn in rule_fns:
-        owner = sys.modules.get(getattr(fn, "__module__", None) or "") if fn is not None else None
-        if owner is not None:
-            modules.append(owner)
-    return modules
-
-
-def check_traced(lint: Lint, discovered: Sequence[Found], checked: Sequence[Location],
-                 settings: RunSettings) -> list[TargetReport]:
-    """The rules reached by tracing the package's own functions (`_traced_reach.check_by_tracing`, a phase over the
-    whole run after its targets), through the result cache: nothing changed, its reports are read back instead of
-    planned, traced and checked again (several seconds on this project's samples, in every re-run). Its key is the
-    environment, the source of every walked module and of the discovered targets' rules (with what they import),
-    the discovered targets and the recorded rules already checked; like a target's, only a complete result is
-    stored."""
-    from . import _traced_reach
-
-    cache, key = (_traced_key(lint, discovered, checked) if settings.cache else (None, None))
-    if cache is not None and key is not None:
-        hit = cache.get(key)
-        if hit is not None:
-            return apply(lint, Outcome.from_dict(hit))
-    saved = lint.unchecked_lines
-    lint.unchecked_lines = set()
-    try:
-        reports = _traced_reach.check_by_tracing(lint, list(discovered), checked)
-        unchecked = sorted(lint.unchecked_lines)
-    finally:
-        lint.unchecked_lines = saved | lint.unchecked_lines
-    if cache is not None and key is not None and not any(r.internal_errors or r.problems for r in reports):
-        outcome = Outcome(reports=[target_report_to_dict(r) for r in reports], unchecked_lines=unchecked)
-        cache.put(key, outcome.to_dict())
-    return reports
-
-
-def _traced_key(lint: Lint, discovered: Sequence[Found], checked: Sequence[Location]
-                ) -> tuple[_cache.ResultCache | None, str | None]:
-    opened = _open_run_cache(lint)
-    if opened is None:
-        return None, None
-    cache, environment, graph = opened
-    modules = [w.module for w in lint.discovery.walked] + [m for f in discovered for m in _modules_of(f)]
-    files = graph.files_of(modules)
-    what = [[f.label, f.kind] for f in discovered] + [[c.path, str(c.line), c.function] for c in checked]
-    label = "(traced reach) " + _cache._digest([what, repr(sorted(getattr(lint, "run_options", {}).items()))])
-    return cache, _cache.target_key(environment, label, "traced-reach", files)
-
-
-def _recorded_key(environment: str, graph: _cache.SourceGraph, item: _reach.RecordedCall) -> str | None:
-    """A recorded call's cache key: the recording itself is in `environment`; the code is its module's, its
-    carrier's and the walked module's (where a factory's closure lives), with what they import. None (never
-    cached) when its carrier was not imported in this process: its files, and so a stale verdict, are unknown."""
-    names = [item.label.partition(":")[0], (item.call.get("via") or {}).get("target", "").partition(":")[0]]
-    modules = [item.walked.module]
-    for name in filter(None, names):
-        module = sys.modules.get(name)
-        if module is None:
-            return None
-        modules.append(module)
-    return _cache.target_key(environment, item.task_key, item.kind, graph.files_of(modules))
-
-
 def _items_for_workers(items: Sequence[ModuleType | str]) -> list[str] | None:
     """What a worker imports to find the same targets; None when a module object cannot be re-imported by name."""
     out = []
@@ -329,12 +242,13 @@ class _WorkerSetup:
     sys_path: list[str]
     xla_cache_dir: str | None = None
     lint_class: Any = None  # `_lint._Lint`, passed by reference (importing it here would be a cycle)
+    run_options: dict[str, Any] | None = None  # the `Options` fields every target's run gets (`_Lint.run_options`)
 
     @classmethod
     def of(cls, lint: Lint, items: list[str], settings: RunSettings) -> _WorkerSetup:
         xla = _xla_cache_dir(lint, settings)
         return cls(items, lint.app_dir, lint.seed, lint.discovery.keep_going, lint.discovery.include_tests,
-                   os.getcwd(), list(sys.path), xla, type(lint))
+                   os.getcwd(), list(sys.path), xla, type(lint), dict(getattr(lint, "run_options", {})))
 
 
 def _xla_cache_dir(lint: Lint, settings: RunSettings) -> str | None:
@@ -398,12 +312,14 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
         # select/ignore are the parent's business: targets are checked unfiltered and filtered once, there
         lint = setup.lint_class(_config.load(setup.app_dir), setup.app_dir, setup.seed, [], [], setup.keep_going,
                      setup.include_tests)
+        lint.run_options = dict(setup.run_options or {})
         lint.discovery.walk(setup.items, from_config=False)
         discovered = lint.discover()  # also claims its recorded calls: the rest are `recorded_items`
         recorded = lint.recorded_items()
         _reach.pin_live(recorded)  # before any target runs (`RecordedCall.obj`)
         founds: dict[str, Item] = {found.label: found for found in discovered}
         founds.update((item.task_key, item) for item in recorded)
+        phase = TracedPhase(discovered)
     except BaseException:  # noqa: BLE001 - the parent must hear why the worker cannot run
         conn.send(("broken", traceback.format_exc()))
         return
@@ -419,12 +335,12 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
         if task is None:
             return
         index, label = task
-        found = founds.get(label)
+        found = phase if label == TRACED_LABEL else founds.get(label)
         if found is None:
             conn.send(("missing", index))
             continue
         try:
-            outcome = run_in_process(lint, found)
+            outcome = found.run(lint) if isinstance(found, TracedPhase) else run_in_process(lint, found)
         except BaseException:  # noqa: BLE001 - jaxdiag's own error: the parent reports it for this target
             conn.send(("raised", index, traceback.format_exc()))
             return
@@ -449,6 +365,10 @@ class _Runs:
     def take(self, slot: int) -> int:
         own = self.runs[slot % len(self.runs)]
         return own.pop(0) if own else max(self.runs, key=len).pop()
+
+    def first(self, index: int) -> None:
+        """`index` (a long task: the traced-reach phase) starts the last slot's run."""
+        self.runs[-1].insert(0, index)
 
 
 # What the workers' fork server imports: the same as the supervisor's (`_supervisor.PRELOAD`, which this child-side
@@ -514,11 +434,19 @@ class _Pool:
         self.setup = setup
         self.timeout = settings.timeout or None
         self.jobs = max(settings.jobs, 1)
+        self.phase_index: int | None = None  # the traced-reach phase's task, when the pool runs it (no time limit)
 
-    def run(self, lint: Lint, founds: Sequence[Item], todo: list[int]) -> Iterator[tuple[int, Outcome]]:
-        """(index, outcome) as targets finish, in any order. Workers are killed when the iterator is closed."""
+    def run(self, lint: Lint, founds: Sequence[Item], todo: list[int], phase: TracedPhase | None = None
+            ) -> Iterator[tuple[int, Outcome]]:
+        """(index, outcome) as targets finish, in any order; the traced-reach phase's, when given, as index
+        `len(founds)` (none when a worker failed in it: the caller runs it). Workers are killed when the iterator is
+        closed."""
         queue = _Runs(todo, self.jobs)
-        workers = [_Worker(self.setup, slot) for slot in range(min(self.jobs, len(todo)))]
+        self.phase_index = len(founds) if phase is not None else None
+        if phase is not None:
+            founds = [*founds, phase]  # type: ignore[list-item]
+            queue.first(len(founds) - 1)
+        workers = [_Worker(self.setup, slot) for slot in range(min(self.jobs, len(todo) + (phase is not None)))]
         LAST_RUN.update(workers_started=len(workers), peak_worker_mb=0.0, cache_clears=0)
         try:
             while queue or any(w.task is not None for w in workers):
@@ -543,14 +471,16 @@ class _Pool:
         now = time.monotonic()
         limits = [w.spawned + WORKER_START_SECONDS - now for w in busy if not w.ready]
         if self.timeout:
-            limits += [w.task_started + self.timeout - now for w in busy if w.ready and w.task is not None]
+            limits += [w.task_started + self.timeout - now for w in busy
+                       if w.ready and w.task is not None and w.task != self.phase_index]
         return max(min(limits), 0.0) + 0.01 if limits else None
 
     def _overdue(self, w: _Worker) -> bool:
         now = time.monotonic()
         if not w.ready:
             return now > w.spawned + WORKER_START_SECONDS
-        return bool(self.timeout and w.task is not None and now > w.task_started + self.timeout)
+        return bool(self.timeout and w.task is not None and w.task != self.phase_index
+                    and now > w.task_started + self.timeout)
 
     def _replace(self, w: _Worker, workers: list[_Worker], queue: _Runs, killed: bool) -> None:
         w.kill() if killed else w.stop()
@@ -570,7 +500,8 @@ class _Pool:
             self._replace(w, workers, queue, killed=True)
             if index is None:
                 raise RuntimeError(f"a jaxdiag worker process exited while starting (exit code {code})") from None
-            yield index, crashed(founds[index], w.running, code)
+            if index != self.phase_index:
+                yield index, crashed(founds[index], w.running, code)
             return
         kind = message[0]
         if kind == "ready":
@@ -589,14 +520,16 @@ class _Pool:
         elif kind == "missing":  # the worker did not find the target (a module object given to the API)
             w.task = None
             index = message[1]
-            yield index, run_in_process(lint, founds[index])
+            if index != self.phase_index:
+                yield index, run_in_process(lint, founds[index])
         elif kind == "broken":
             raise RuntimeError(f"a jaxdiag worker process could not rebuild the run:\n{message[1]}")
         elif kind == "raised":  # jaxdiag's own error in the worker: that target's internal error, the run goes on
             index = message[1]
             w.task = None
             self._replace(w, workers, queue, killed=True)
-            yield index, internal(founds[index], f"internal error in a worker process:\n{message[2]}")
+            if index != self.phase_index:
+                yield index, internal(founds[index], f"internal error in a worker process:\n{message[2]}")
 
     def _expire(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Item],
                 queue: _Runs) -> Iterator[tuple[int, Outcome]]:
