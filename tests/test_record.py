@@ -120,13 +120,15 @@ def test_calls_of_an_installed_library_feed_check_of_that_library(tmp_path):
 
 
 def test_without_a_recording_the_bind_param_comes_from_the_packages_own_call(tmp_path):
-    """No recording: the package's example calls `pad_p` with `width=2`, so it is checked there (JXN016); never on
-    an array drawn for an inferred caller's argument (a bind param is static)."""
+    """No recording: the package's example calls `pad(x, 2)`, whose `pad_p.bind(x, width=width)` passes that 2 on:
+    the bind param is read by following `width` to that call (JXN017 names it); never an array drawn for an
+    inferred caller's argument (a bind param is static)."""
     done = jaxdiag("check", "recpkg", "--format", "json", cwd=tmp_path)
     data = json.loads(done.stdout)
     pad = next(t for t in data["targets"] if t["target"] == "recpkg.ops:pad_p")
-    note = next(f for f in pad["findings"] if f["code"] == "JXN016")
-    assert "width=2" in note["message"] and "Array(" not in note["message"]
+    note = next(f for f in pad["findings"] if f["code"] == "JXN017")
+    assert "width=2" in note["message"] and "recpkg.example" in note["message"], note["message"]
+    assert "Array(" not in note["message"]
     assert not any(f["severity"] in ("error", "warning") for f in pad["findings"])
     assert not any(f["severity"] == "error" for t in data["targets"] for f in t["findings"])
 
