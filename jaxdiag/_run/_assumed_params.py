@@ -51,17 +51,13 @@ def kind_of(name: str, annotation: str | None) -> str | None:
     return None
 
 
-def candidates(kinds: dict[str, str]) -> list[dict[str, Any]]:
-    return [{name: INT_LADDER[i] if kind == "int" else SHAPE_LADDER[i] for name, kind in kinds.items()}
-            for i in range(len(INT_LADDER))]
-
-
 def synthesise(root: Subject, templates: list[Any], notes: list[Finding], engine: tuple[Callable[..., Any], ...],
                fatal: tuple[type[BaseException], ...]) -> tuple[list[Any], dict[str, Any]]:
     """(templates, the synthesised params) for a primitive whose required bind params nobody gave: the first
-    candidate (`candidates`) the given templates, else inferred ones, run on with the abstract eval agreeing; the
-    params are set on `root`. ({}, unchanged templates) when a param cannot be guessed or no candidate runs.
-    `engine`: its (infer_templates, _try_call); `fatal`: its errors that no other candidate can avoid."""
+    candidate (a rung of `_signature.ladder_values`) the given templates, else inferred ones, run on with the
+    abstract eval agreeing; the params are set on `root`. ({}, unchanged templates) when a param cannot be guessed
+    or no candidate runs. `engine`: its (infer_templates, _try_call); `fatal`: its errors that no other candidate
+    can avoid."""
     infer_templates, try_call = engine
     missing = _signature.missing_params(root)
     annotations = _signature.bind_site_annotations(root, set(missing))
@@ -69,7 +65,7 @@ def synthesise(root: Subject, templates: list[Any], notes: list[Finding], engine
     if not missing or any(kind is None for kind in kinds.values()):
         return templates, {}
     base = dict(root.params)
-    for candidate in candidates({name: str(kind) for name, kind in kinds.items()}):
+    for candidate in _signature.ladder_values({name: str(kind) for name, kind in kinds.items()}):
         root.params = {**base, **candidate}
         if templates:
             _signature.apply(root, templates)

@@ -410,12 +410,17 @@ def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list
     return [{i: kind for i, (kind, _) in kinds.items()}] + ([sure] if len(sure) < len(kinds) else [])
 
 
+def ladder_values(kinds: dict[Any, str]) -> list[dict[Any, Any]]:
+    """One {key: value} per rung: INT_LADDER's for an "int" key, SHAPE_LADDER's for a "shape" one."""
+    return [{key: INT_LADDER[r] if kind == "int" else SHAPE_LADDER[r] for key, kind in kinds.items()}
+            for r in range(len(INT_LADDER))]
+
+
 def int_rungs(ints: dict[int, str]) -> list[dict[int, Static]]:
     """One {position: Static value} per rung of INT_LADDER / SHAPE_LADDER ([{}] without int positions)."""
     if not ints:
         return [{}]
-    return [{i: Static(INT_LADDER[r] if kind == "int" else SHAPE_LADDER[r]) for i, kind in ints.items()}
-            for r in range(len(INT_LADDER))]
+    return [{i: Static(value) for i, value in rung.items()} for rung in ladder_values(ints)]
 
 
 def rungs(ladder: Iterator[list[Any]], truths: set[int], ints: dict[int, str]
