@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         _batching_table, abstract_eval_rule, batching_rule, batching_rule_is_fancy, batching_rule_leading_args,
         drop_registrations_since, has_abstract_eval, has_batching_rule, has_impl, has_lowering, impl,
         is_builtin_primitive, jvp_rule, lowering_rule, registered_rules, registration_keys, rule_bound_primitives,
+        rule_reachable_primitives,
         rule_registries, transpose_rule, user_impl,
     )
     from ._state import (
@@ -93,7 +94,8 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "_registries": ("_batching_table", "abstract_eval_rule", "batching_rule", "batching_rule_is_fancy",
         "batching_rule_leading_args", "drop_registrations_since", "has_abstract_eval", "has_batching_rule",
         "has_impl", "has_lowering", "impl", "is_builtin_primitive", "jvp_rule", "lowering_rule", "registered_rules",
-        "registration_keys", "rule_bound_primitives", "rule_registries", "transpose_rule", "user_impl"),
+        "registration_keys", "rule_bound_primitives", "rule_reachable_primitives", "rule_registries",
+        "transpose_rule", "user_impl"),
     "_state": ("apply_environment_flags", "compilation_cache", "global_state", "restore_global_state",
         "restore_jax_state", "restored_sys_path", "snapshot_jax_state", "state_changes", "x64_scope"),
     "_platform": ("accelerator_only_lowering", "is_platform_error", "lowering_platforms"),
@@ -200,6 +202,7 @@ __all__ = [
     "registered_rules",
     "registration_keys",
     "rule_bound_primitives",
+    "rule_reachable_primitives",
     "rule_registries",
     "removed_api_advice",
     "removed_api_uses",

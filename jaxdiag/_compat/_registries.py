@@ -196,6 +196,19 @@ def rule_bound_primitives(prim: Any, roles: tuple[str, ...] = ("jvp", "transpose
     return out
 
 
+def rule_reachable_primitives(prim: Any, hops: int = 3) -> list[Any]:
+    """The user primitives `prim`'s rules bind, theirs, ... up to `hops` rules away (a forward primitive's JVP
+    primitive, the reverse primitive that one's transpose binds), nearest first, each once by identity."""
+    out: list[Any] = []
+    seen, frontier = {id(prim)}, [prim]
+    for _ in range(hops):
+        frontier = [held for p in frontier for _, held in rule_bound_primitives(p) if id(held) not in seen]
+        frontier = list({id(p): p for p in frontier}.values())
+        seen.update(id(p) for p in frontier)
+        out.extend(frontier)
+    return out
+
+
 def _held_objects(value: Any, depth: int) -> list[Any]:
     """What a rule object holds: a partial's function, arguments and keywords, a function's closure variables,
     the items of a tuple or list among them; `depth` levels down."""

@@ -252,14 +252,8 @@ def rule_parents(prim: Any, modules: list[ModuleType]) -> set[str]:
         for attr, value in list(vars(module).items()):
             if not _compat.is_primitive(value) or value is prim or _compat.is_builtin_primitive(value):
                 continue
-            frontier, seen = [value], {id(value)}
-            for _ in range(3):
-                frontier = [held for p in frontier for _, held in _compat.rule_bound_primitives(p)
-                            if id(held) not in seen]
-                seen.update(id(p) for p in frontier)
-                if any(p is prim for p in frontier):
-                    names.add(attr)
-                    break
+            if any(p is prim for p in _compat.rule_reachable_primitives(value)):
+                names.add(attr)
     return names
 
 

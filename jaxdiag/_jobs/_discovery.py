@@ -329,15 +329,11 @@ def _with_rule_held(chosen: list[Found], roots: set[str]) -> list[Found]:
     out: list[Found] = []
     for found in chosen:
         out.append(found)
-        frontier = [found.obj] if found.kind == "primitive" else []
-        for _ in range(3):  # a JVP primitive, the reverse primitive its transpose binds, one more
-            reached = [held for prim in frontier for _, held in _compat.rule_bound_primitives(prim)]
-            for held in reached:
-                if id(held) not in known and _candidate(held, roots) is not None:
-                    known.add(id(held))
-                    out.append(Found(held, "primitive", found.walked, f"{found.attr} > {held.name}",
-                                     holder=found.obj))
-            frontier = reached
+        # a JVP primitive, the reverse primitive its transpose binds, one more
+        for held in _compat.rule_reachable_primitives(found.obj) if found.kind == "primitive" else []:
+            if id(held) not in known and _candidate(held, roots) is not None:
+                known.add(id(held))
+                out.append(Found(held, "primitive", found.walked, f"{found.attr} > {held.name}", holder=found.obj))
     return out
 
 
