@@ -366,8 +366,7 @@ def float_annotated(subject: Subject) -> set[int]:
     return {i for i, p in enumerate(positional(signature_of(subject))) if p.annotation in (float, "float")}
 
 
-# Python ints for a function's int parameters (and for required bind params, `_assumed_params`), one per rung: each
-# int parameter takes INT_LADDER[i], each int-tuple one SHAPE_LADDER[i].
+# Python ints for a function's int parameters and for required bind params (`_assumed_params`), one per rung.
 INT_LADDER: tuple[int, ...] = (4, 2, 3, 8)
 SHAPE_LADDER: tuple[tuple[int, ...], ...] = ((4,), (3,), (4, 4), (2, 3))
 INT_ANNOTATION = re.compile(r"^(int|builtins\.int|np\.integer|numpy\.integer)$")
@@ -417,10 +416,8 @@ def ladder_values(kinds: dict[Any, str]) -> list[dict[Any, Any]]:
 
 
 def int_rungs(ints: dict[int, str]) -> list[dict[int, Static]]:
-    """One {position: Static value} per rung of INT_LADDER / SHAPE_LADDER ([{}] without int positions)."""
-    if not ints:
-        return [{}]
-    return [{i: Static(value) for i, value in rung.items()} for rung in ladder_values(ints)]
+    """One {position: Static value} per rung of `ladder_values` ([{}] without int positions)."""
+    return [{i: Static(value) for i, value in rung.items()} for rung in ladder_values(ints)] if ints else [{}]
 
 
 def rungs(ladder: Iterator[list[Any]], truths: set[int], ints: dict[int, str]
