@@ -173,12 +173,12 @@ class _CallIndex:
     def calls_of(self, name: str) -> list[tuple[Any, Any, ast.Call, dict[str, Any]]]:
         """(module, enclosing function, call, the module's constants) for every call `name(...)`/`x.name(...)`."""
         if self._calls is None:
+            from .._harness.source import called_name
+
             self._calls = {}
             for module, tree, constants in self.trees:
                 for caller, call in _calls_in(tree):
-                    func = call.func
-                    called = func.id if isinstance(func, ast.Name) else (
-                        func.attr if isinstance(func, ast.Attribute) else None)
+                    called = called_name(call.func)
                     if called is not None:
                         self._calls.setdefault(called, []).append((module, caller, call, constants))
         return self._calls.get(name, [])
