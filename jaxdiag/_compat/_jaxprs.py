@@ -68,7 +68,7 @@ Leaf = Callable[[Any, list[bool]], "list[bool] | None"]
 
 
 def _any_operand(eqn: Any, flags: list[bool]) -> list[bool] | None:
-    return None if any(True for _ in sub_jaxprs(eqn)) else [any(flags)] * len(eqn.outvars)
+    return None  # `_equation_outputs_dependent`: dependent as soon as one operand is, sub-jaxprs entered
 
 
 def _propagate_dependence(jaxpr: Any, dependent: set[int], leaf: Leaf = _any_operand) -> None:
