@@ -263,8 +263,9 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int, ag
     if traced is not None:  # only while assuming bind params: the abstract eval must describe what the impl gave
         from ._assumed_params import disagreement
 
-        if disagreement(ran.value, traced):
-            return False, disagreement(ran.value, traced)
+        why = disagreement(ran.value, traced)
+        if why:
+            return False, why
     if ran.error is not None:  # the user's code rejected these inputs
         exc = ran.error
         text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
