@@ -174,3 +174,36 @@ def test_a_callable_bind_param_is_checked_inside_the_users_own_example_function(
     softplus = targets["carrypkg.filtered:softplus (inside carry_example:soft)"]
     assert any(c["status"] == "passed" for c in softplus["checks"])
     assert not [f for t in targets.values() for f in t["findings"] if f["severity"] != "info"]
+
+
+JUDGE_SUPPRESSIONS_AFTER_AN_INTERNAL_ERROR = """import json, sys
+import jaxdiag
+from jaxdiag import _rules as rules
+from jaxdiag._jobs import _reach
+
+def broken(*args, **kwargs):
+    raise RuntimeError("jaxdiag's own bug")
+
+_reach.check_recorded = broken
+report = jaxdiag.check_module("recpkg")
+print(json.dumps({"internal": report.summary["internal_errors"],
+                  "unused": [f.location.line for t in report.targets for f in t.findings
+                             if f.code == rules.UNUSED_SUPPRESSION.code]}))
+"""
+
+
+def test_a_recorded_call_jaxdiag_failed_on_leaves_its_suppressions_unjudged(recorded, tmp_path):
+    """jaxdiag's own bug while checking a recorded closure is an internal error, and the closure was not checked: an
+    ignore comment on its rule is never called unused (it may be what silences a real finding)."""
+    import shutil
+
+    work = tmp_path / "work"
+    shutil.copytree(recorded, work)
+    ops = work / "src" / "recpkg" / "ops.py"
+    ops.write_text(ops.read_text().replace("def scaled_log(x):", "def scaled_log(x):  # jaxdiag: ignore[JXG001]"))
+    done = subprocess.run([sys.executable, "-c", JUDGE_SUPPRESSIONS_AFTER_AN_INTERNAL_ERROR], cwd=work,
+                          env=data_env(work), capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["internal"] >= 1
+    assert line_of("def scaled_log(x):") not in result["unused"], result

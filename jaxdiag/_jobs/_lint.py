@@ -190,15 +190,19 @@ class _Lint:
     def _check(self, found: Found | _reach.RecordedCall) -> list[TargetReport]:
         if isinstance(found, _reach.RecordedCall):
             _reach.pin_live([found])  # already done where the process started checking (`_parallel`)
+            at = [found.location] if found.location else []
             try:
-                return self._check_recorded(found.call, live=found.obj)
+                reports = self._check_recorded(found.call, live=found.obj)
             except UsageError:
                 raise
             except Exception as exc:  # jaxdiag's own bug on this recorded call: report it (exit 3), check the others
                 if os.environ.get("JAXDIAG_DEBUG"):
                     raise
-                return [_internal_error(found, exc, module=found.walked.label, config_keys=list(found.keys),
-                                        anchors=[found.location] if found.location else [])]
+                reports = [_internal_error(found, exc, module=found.walked.label, config_keys=list(found.keys),
+                                           anchors=at)]
+            if any(tr.internal_errors for tr in reports):  # its suppressions cannot be judged unused
+                self._mark_unchecked(found, at)
+            return reports
         args, params, origin = self._inputs_for(found)
         if origin == _VIA:
             return self._check_recorded(params, found)
