@@ -14,6 +14,7 @@ unused), then per-target ignores, then `--select`/`--ignore`.
 from __future__ import annotations
 
 import fnmatch
+import io
 import linecache
 import os
 import re
@@ -211,9 +212,12 @@ def suppression_lines(path: str) -> Iterator[int]:
     """Lines holding a real `# jaxdiag: ignore` comment (tokenize: not text inside strings)."""
     try:
         with tokenize.open(path) as handle:
-            for tok in tokenize.generate_tokens(handle.readline):
-                if tok.type == tokenize.COMMENT and "jaxdiag" in tok.string:
-                    yield tok.start[0]
+            text = handle.read()
+        if "jaxdiag" not in text:  # no comment can name it: skip tokenizing (seconds over a library's files)
+            return
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT and "jaxdiag" in tok.string:
+                yield tok.start[0]
     except (OSError, SyntaxError, tokenize.TokenError, UnicodeDecodeError):
         return
 

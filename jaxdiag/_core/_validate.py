@@ -121,6 +121,8 @@ def inline_selectors(path: Path) -> Iterator[tuple[int, str, str]]:
     read as a suppression)."""
     try:
         text = path.read_text(encoding="utf-8")
+        if "jaxdiag" not in text:  # most files of a library: tokenizing them all took seconds
+            return
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (OSError, UnicodeDecodeError, SyntaxError, tokenize.TokenError):
         return  # unreadable or broken files are reported when they are imported
