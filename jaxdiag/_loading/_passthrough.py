@@ -21,6 +21,7 @@ import inspect
 import os
 import sys
 import textwrap
+import weakref
 from typing import Any
 
 from .._core import _locate
@@ -173,15 +174,11 @@ class _CallIndex:
     def calls_of(self, name: str) -> list[tuple[Any, Any, ast.Call, dict[str, Any]]]:
         """(module, enclosing function, call, the module's constants) for every call `name(...)`/`x.name(...)`."""
         if self._calls is None:
-            from .._harness.source import called_name
-
             self._calls = {}
-            for module, tree, constants in self.trees:
-                for caller, call in _calls_in(tree):
-                    called = called_name(call.func)
-                    if called is not None:
-                        self._calls.setdefault(called, []).append((module, caller, call, constants))
-        return self._calls.get(name, [])
+        if name not in self._calls:
+            self._calls[name] = [(module, caller, call, constants) for module, tree, constants in self.trees
+                                 for caller, call in _calls_by_name(tree).get(name, ())]
+        return self._calls[name]
 
     def from_callers(self, function: Any, node: ast.expr, depth: int) -> tuple[Any, str]:
         """(value, where it was read) for `node`, a parameter of `function` with no literal of its own: the first
@@ -277,16 +274,44 @@ def bound_positionally(names: set[str], modules: list[Any]) -> int:
 _UNKNOWN = object()
 
 
-def _calls_in(tree: ast.Module) -> Any:
+# A module's calls, listed once per parsed tree: every primitive of a package asks for its bind sites, operands
+# and annotations, and walking a large library's trees again each time took tens of seconds.
+_CALLS: weakref.WeakKeyDictionary[ast.AST, list[tuple[Any, ast.Call]]] = weakref.WeakKeyDictionary()
+
+
+def _calls_in(tree: ast.Module) -> list[tuple[Any, ast.Call]]:
     """(enclosing function or None, call) for every call in the module."""
-    stack: list[tuple[Any, ast.AST]] = [(None, tree)]
-    while stack:
-        caller, node = stack.pop()
-        for child in ast.iter_child_nodes(node):
-            inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else caller
-            if isinstance(child, ast.Call):
-                yield caller, child
-            stack.append((inner, child))
+    found = _CALLS.get(tree)
+    if found is None:
+        found = []
+        stack: list[tuple[Any, ast.AST]] = [(None, tree)]
+        while stack:
+            caller, node = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else caller
+                if isinstance(child, ast.Call):
+                    found.append((caller, child))
+                stack.append((inner, child))
+        _CALLS[tree] = found
+    return found
+
+
+_BY_NAME: weakref.WeakKeyDictionary[ast.AST, dict[str, list[tuple[Any, ast.Call]]]] = weakref.WeakKeyDictionary()
+
+
+def _calls_by_name(tree: ast.Module) -> dict[str, list[tuple[Any, ast.Call]]]:
+    """The module's calls by the name called (`name(...)` and `x.name(...)`), indexed once per parsed tree."""
+    index = _BY_NAME.get(tree)
+    if index is None:
+        from .._harness.source import called_name
+
+        index = {}
+        for caller, call in _calls_in(tree):
+            called = called_name(call.func)
+            if called is not None:
+                index.setdefault(called, []).append((caller, call))
+        _BY_NAME[tree] = index
+    return index
 
 
 def _binds(call: ast.Call, names: set[str]) -> bool:
