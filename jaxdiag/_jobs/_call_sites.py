@@ -161,7 +161,7 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     """The target checked at the first call of it that a public function of the package makes, run on inferred
     inputs; with `only_if_differs`, only when that call passes what inference would not draw or leaves an operand
     unperturbed."""
-    from . import _record_carrier
+    from . import _callables, _record_carrier
     from .. import _rules as rules
     from .._checks._base import Options
     from .._core._errors import InferenceError, TargetLoadError, UsageError
@@ -196,10 +196,12 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         else:
             options = Options(command="check", seed=lint.seed, provenance="declared" if given else "inferred",
                               **lint.run_options)
+            stand_ins: dict[str, str] = {}
             try:
                 templates = (templates_of_args(given)[0] if given
-                             else carrier_templates(label, keywords or {}, lint.app_dir))
-                via = {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords}
+                             else carrier_templates(label, keywords or {}, lint.app_dir, stand_ins))
+                via = {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords,
+                       "callables": stand_ins}
                 prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
             except (InferenceError, TargetLoadError, UsageError) as exc:
                 # inference cannot run the caller: the call its docstring documents may
@@ -226,8 +228,9 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         if only_if_differs and not (differs_from_inference(subject) or subject.unperturbed):
             return reach
         reports = _record_carrier.check_subjects(runs, via, prepared, [subject], options)
-        shown = ", ".join(f"{k}={_short(v)}" + (" (assumed)" if k in assumed else "")
-                          for k, v in sorted((keywords or {}).items()))
+        shown = ", ".join([f"{k}={_short(v)}" + (" (assumed)" if k in assumed else "")
+                           for k, v in sorted((keywords or {}).items())]
+                          + ([_callables.assumed_text(via["callables"])] if via.get("callables") else []))
         for report in reports:
             report.target = found.label
             report.findings.insert(0, rules.INPUTS_FROM_CALL_SITE.finding(
@@ -328,12 +331,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str) -> list[Any]:
+def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str,
+                      stand_ins: dict[str, str] | None = None) -> list[Any]:
     """Inferred inputs for the public function `label`, its keyword-only arguments given `keywords`. Each `Assumed`
     keyword takes the int ladder's values in turn (`_signature.int_rungs`), the first on which inputs are inferred
-    winning; it is replaced by that value in `keywords`."""
-    import functools
-
+    winning; it is replaced by that value in `keywords`. A parameter taking a function is given a stand-in from
+    `_callables.LADDER` (the outer ladder); the one that wins goes into `stand_ins`. A custom_jvp/custom_vjp runs as
+    its primal function (`_callables.carrier`)."""
+    from . import _callables
     from .._core._errors import InferenceError
     from .._run import _engine
     from .._run._signature import int_rungs
@@ -342,24 +347,28 @@ def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str) -> lis
     errors: list[str] = []
     with _engine.RUN_LOCK, _compat.restored_sys_path():
         target = _engine.resolve(label, app_dir)
-        if target.kind != "function":
+        if _callables.unwrapped(target.obj) is target.obj and target.kind != "function":
             raise InferenceError(f"it is a {target.kind}, checked as such", label=label, tried=[],
                                  last_error="not a function", arity=0)
-        for rung in int_rungs(dict(enumerate(assumed.values()))):
-            given = {**keywords, **{k: rung[i].value for i, k in enumerate(assumed)}}
-            root = _engine._root_subject(target, {})
-            if given:
-                root.obj = functools.partial(root.obj, **given)
-            try:
-                templates = _engine.infer_templates(root, [], pairs_early=True)
-            except InferenceError as exc:
-                if not assumed or isinstance(exc, _engine.MissingDependencyError):
-                    raise
-                errors.append(f"{', '.join(f'{k}={given[k]!r}' for k in assumed)}: {str(exc).splitlines()[0]}")
-                continue
-            keywords.update(given)
-            return templates
+        ladder = _callables.rungs(_callables.unwrapped(target.obj))
+        for functions in ladder:
+            for rung in int_rungs(dict(enumerate(assumed.values()))):
+                given = {**keywords, **{k: rung[i].value for i, k in enumerate(assumed)}}
+                shown = ", ".join([f"{k}={given[k]!r}" for k in assumed] + [_callables.assumed_text(functions)])
+                try:
+                    root = _engine._root_subject(_callables.carrier(target, given, functions), {})
+                    templates = _engine.infer_templates(root, [], pairs_early=True)
+                except InferenceError as exc:
+                    if (not assumed and len(ladder) == 1) or isinstance(exc, _engine.MissingDependencyError):
+                        raise
+                    errors.append(f"{shown.strip(', ')}: {str(exc).splitlines()[0]}")
+                    continue
+                keywords.update(given)
+                if stand_ins is not None:
+                    stand_ins.update(functions)
+                return templates
     tried = [e[:200] for e in errors]
-    raise InferenceError(f"could not infer inputs with the assumed int keyword(s) {', '.join(assumed)} on any rung "
-                         f"of the int ladder ({'; '.join(tried[:2])})", label=label, tried=tried,
+    what = ", ".join([*assumed, *sorted({n for f in ladder for n in f})])
+    raise InferenceError(f"could not infer inputs with the assumed {what} on any rung of the int and function "
+                         f"ladders ({'; '.join(tried[:2])})", label=label, tried=tried,
                          last_error=errors[-1] if errors else "", arity=0)

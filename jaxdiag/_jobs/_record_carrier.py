@@ -26,7 +26,6 @@ first or which worker process asked, so `-j 1` and `-j N` give the same report.
 from __future__ import annotations
 
 import contextlib
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +38,7 @@ from .._harness import call_user, jaxdiag_code
 from .._harness.cache import SubjectCache
 from .._core._errors import InferenceError, TargetLoadError, UsageError
 from .._core._report import Finding, TargetReport
-from .._loading._targets import Target
+from . import _callables
 
 
 @dataclass
@@ -83,7 +82,7 @@ def runs_of(lint: Any) -> CarrierRuns:
 def carrier_key(via: dict, options: Options) -> tuple:
     # `source`: where the arguments came from (a docstring's example has its own values behind the same SPECs)
     return (via["target"], tuple(via.get("args") or ()), repr(via.get("ranges")), repr(via.get("keywords")),
-            via.get("source"), options.seed)
+            repr(via.get("callables")), via.get("source"), options.seed)
 
 
 def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict, options: Options, app_dir: str
@@ -178,10 +177,10 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
 
     runs.count(f"prepare {via['target']}")
     with _engine.RUN_LOCK, _compat.restored_sys_path():
-        target = _engine.resolve(via["target"], app_dir)
-        if via.get("keywords"):  # keyword-only arguments the package's own call sites pass it (`_call_sites`)
-            target = Target(target.ref, functools.partial(target.obj, **via["keywords"]), target.kind,
-                            target.module)
+        # keyword-only arguments the package's own call sites pass it, stand-ins for the functions it takes
+        # (`_call_sites`, `_traced_reach`); a custom_jvp/custom_vjp carrier runs as its primal function
+        target = _callables.carrier(_engine.resolve(via["target"], app_dir), via.get("keywords") or {},
+                                    via.get("callables") or {})
         specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
         wide = any(_engine.needs_x64(s) for s in specs)
         with _compat.x64_scope(True) if wide else contextlib.nullcontext():

@@ -246,7 +246,6 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
              found: Any = None) -> list[TargetReport]:
     """Trace one public function on inferred inputs (a discovered target's: its own); check each new rule inside it
     and its callback sites (a discovered target's were checked with it: only the sites it reaches are marked)."""
-    from .._run import _engine
     from . import _record_carrier
     from .. import _rules as rules
     from .._checks._base import Options
@@ -256,26 +255,25 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
 
     label = f"{module.__name__}:{name}"
     options = Options(command="check", seed=lint.seed, provenance="inferred", **lint.run_options)
-    try:
-        with _engine.RUN_LOCK, _compat.restored_sys_path():
-            target = _engine.resolve(label, lint.app_dir)
-            if target.kind != "function":
-                tried.append(Tried(label, f"it is a {target.kind}, checked as such"))
-                return []
-            root = _engine._root_subject(target, {})
-            given = lint._inputs_for(found)[0] if found is not None else []
-            templates = (_signature.templates_of_args(given)[0] if given
-                         else _engine.infer_templates(root, []))
-    except (InferenceError, TargetLoadError, UsageError) as exc:
-        tried.append(Tried(label, f"inputs not inferred ({str(exc).splitlines()[0][:160]})"))
-        return []
-    via = {"target": label, "args": [template_text(t) for t in templates]}
     runs = _record_carrier.runs_of(lint)
+    given = lint._inputs_for(found)[0] if found is not None else []
+    if given:  # a discovered target's own inputs
+        templates = _signature.templates_of_args(given)[0]
+        via: dict[str, Any] = {"target": label, "args": [template_text(t) for t in templates]}
+    else:
+        ran = _inferred_run(lint, runs, module, name, options)
+        if isinstance(ran, str):
+            tried.append(Tried(label, ran))
+            return []
+        templates, via, options = ran
     try:
         prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
     except (InferenceError, TargetLoadError, UsageError) as exc:
         tried.append(Tried(label, f"could not be run ({str(exc).splitlines()[0][:160]})"))
         return []
+    # a discovered function target's nested rules and calls were checked with it; a custom_jvp/custom_vjp target is
+    # checked as such, never its primal's nested rules (they are checked here, its primal being the carrier)
+    checked_with_it = found is not None and found.kind == "function"
     reached_before = sum(s.reached for s in sites)
     reports: list[TargetReport] = []
     for subject in prepared.nested:
@@ -284,9 +282,10 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
             continue
         where = definition_site(obj, subject.kind)
         _mark(sites, where)
+        _mark_made_from(sites, subject.kind, obj)
         if subject.eqn_location is not None:
             _mark(sites, f"{subject.eqn_location.path}:{subject.eqn_location.line}")
-        if found is not None:  # checked as a nested subject of that target already
+        if checked_with_it:  # checked as a nested subject of that target already
             continue
         known.add(id(obj))
         rule_name = obj.name if subject.kind == "primitive" else subject.label.rpartition(" > ")[2]
@@ -298,7 +297,7 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
         for report in inside:
             report.target = f"{call['target']} (made in a function; inside {label})"
             report.findings.insert(0, rules.INPUTS_INFERRED.finding(
-                count=len(templates), specs=" ".join(via["args"]) + f" for {label}, which reaches it",
+                count=len(templates), specs=" ".join(via["args"]) + f" for {label}{_assumed(via)}, which reaches it",
                 location=anchor))
             report.module = module.__name__
             report.config_keys = [call["target"], label]
@@ -307,16 +306,60 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
     callbacks = _callback_lines(prepared)
     for where in callbacks:
         _mark(sites, where)
-    if callbacks and found is None:
-        reports.extend(_callback_report(prepared, label, module, options))
+    if callbacks and not checked_with_it:
+        reports.extend(_callback_report(prepared, label, module, options, via))
     solves = _solve_lines(prepared)
     for where in solves:
         _mark(sites, where)
-    if solves and found is None:
+    if solves and not checked_with_it:
         reports.extend(_solve_report(prepared, label, module, options))
     reached = sum(s.reached for s in sites) > reached_before
     tried.append(Tried(label, "" if reached else "traced, but it reaches none of them"))
     return reports
+
+
+def _inferred_run(lint: Any, runs: Any, module: ModuleType, name: str, options: Any
+                  ) -> tuple[list[Any], dict[str, Any], Any] | str:
+    """(templates, via, options) to run the public function `name` on: inferred inputs, its required keyword-only
+    arguments from the package's call-site literals or the int ladder, stand-ins for the functions it takes
+    (`_call_sites.carrier_templates`); else the call its docstring example makes; else why neither runs."""
+    from ._call_sites import Assumed, _documented, carrier_templates, keyword_values
+    from .._core._errors import InferenceError, TargetLoadError, UsageError
+    from .._loading._inputs import template_text
+
+    label = f"{module.__name__}:{name}"
+    keywords = keyword_values(module, name)
+    if keywords is None:
+        reason = "inputs not inferred (a keyword-only argument has no literal at any call site"
+    else:
+        stand_ins: dict[str, str] = {}
+        assumed = sorted(k for k, v in keywords.items() if isinstance(v, Assumed))
+        try:
+            templates = carrier_templates(label, keywords, lint.app_dir, stand_ins)
+        except (InferenceError, TargetLoadError, UsageError) as exc:
+            reason = f"inputs not inferred ({str(exc).splitlines()[0][:160]}"
+        else:
+            return templates, {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords,
+                               "callables": stand_ins, "assumed": assumed}, options
+    documented = _documented(lint, runs, module, name)
+    if isinstance(documented, str):
+        return reason + documented + ")"
+    _, via, documented_options = documented  # prepared once per run: `_record_carrier.prepare` hands it back
+    return list(via["args"]), via, documented_options
+
+
+def _assumed(via: dict[str, Any]) -> str:
+    """What the carrier's run assumed beyond its inferred arrays: keyword-only arguments, stand-in functions, or the
+    docstring example its arguments come from (a clause for the JXN001 note)."""
+    from ._callables import assumed_text
+
+    if via.get("source"):
+        return f" (the call its {via['source']} makes)"
+    parts = [f"{k}={v!r}" + (" (assumed)" if k in (via.get("assumed") or ()) else "")
+             for k, v in sorted((via.get("keywords") or {}).items())]
+    if via.get("callables"):
+        parts.append(assumed_text(via["callables"]))
+    return f" with {', '.join(parts)}" if parts else ""
 
 
 def _rule_locations(obj: Any, kind: str) -> list[Location]:
@@ -348,6 +391,21 @@ def _mark(sites: list[Site], where: str) -> None:
     for site in sites:
         if os.path.realpath(site.path) == real and site.first <= int(line) <= site.last:
             site.reached = True
+
+
+def _mark_made_from(sites: list[Site], kind: str, obj: Any) -> None:
+    """A custom_* rule made from a module-level function (`custom_jvp(partial(_impl, f))` inside `_make`) is defined
+    at that function, outside the site's: the site is reached when it makes a rule of that kind and its function
+    names the rule's function."""
+    from ._call_sites import references
+
+    fn = _locate.unwrap(getattr(obj, "fun", None))
+    name, module_name = getattr(fn, "__name__", None), getattr(fn, "__module__", None)
+    if kind == "primitive" or not name:
+        return
+    for site in sites:
+        if site.kind == kind and site.module.__name__ == module_name and not site.reached:
+            site.reached = name in references(site.module).get(site.function, set())
 
 
 def _callback_lines(prepared: Any) -> list[str]:
@@ -407,8 +465,12 @@ def _solve_report(prepared: Any, label: str, module: ModuleType, options: Any) -
     return [report]
 
 
-def _callback_report(prepared: Any, label: str, module: ModuleType, options: Any) -> list[TargetReport]:
-    """The callback checks (`ffi-vmap-method`) on the function calling them, at its inferred inputs."""
+def _callback_report(prepared: Any, label: str, module: ModuleType, options: Any, via: dict[str, Any]
+                     ) -> list[TargetReport]:
+    """The callback checks (`ffi-vmap-method`) on the function calling them, at its inferred inputs. Run with a
+    stand-in function (`_callables`), only the findings that hold whatever the function computes are kept: a callback
+    found not batch-aware, or a batch mismatch elsewhere, would describe jaxdiag's stand-in, not the user's code."""
+    from .. import _rules as rules
     from .._run import _engine
     from .._core import _provenance
     from .._checks import _ffi
@@ -417,6 +479,12 @@ def _callback_report(prepared: Any, label: str, module: ModuleType, options: Any
     with _engine.RUN_LOCK, _compat.restored_sys_path():
         report, _ = _engine.run_subject_by_check(prepared.root, options, SubjectCache(),
                                                  only={c.name for c in _ffi.CHECKS})
+    if via.get("callables"):
+        dependent = {rules.FFI_KERNEL_NOT_BATCH_AWARE.code, rules.BATCH_RESULT_MISMATCH.code}
+        report.findings = [f for f in report.findings if f.code not in dependent]
+        report.findings.insert(0, rules.INPUTS_INFERRED.finding(
+            count=len(via["args"]), specs=" ".join(via["args"]) + f" for {label}{_assumed(via)}",
+            location=prepared.root.location))
     _provenance.stamp(report.findings, "inferred", prepared.root.input_texts)
     report.target = f"{label} (calls a callback)"
     report.module = module.__name__

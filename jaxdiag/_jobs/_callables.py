@@ -1,0 +1,187 @@
+"""Stand-in callables for the public functions that take a function: the carriers `_call_sites` and `_traced_reach`
+run to reach a rule.
+
+A public function whose parameter is a function (`apply(f: Callable, x)`, `expect(log_pdf, fun, pars, x)`) cannot
+be run on drawn arrays: inference would hand an array where the function calls its argument. A decorator factory
+(`wrap(fn: Callable) -> Callable`) returns the function that holds the rules, and inference never calls what it
+returns. Both hide every rule they make or reach (a `custom_vjp` taking the function in `nondiff_argnums`, a
+`pure_callback` on it). Here such a parameter is given a stand-in from a short ladder (`LADDER`): first an
+elementwise one (the shape of its last array argument: row-wise, batch-polymorphic, smooth), then one that sums
+to a scalar (a likelihood, a loss); the first on which the carrier runs wins, as the int ladder's rung does. A
+factory is applied to the stand-in (its other parameters keep their defaults) and what it returns is the carrier.
+
+A parameter counts as a function when its annotation says so (`Callable`, `callable`); an unannotated one only by a
+conventional name (`f`, `fn`, `*_fn`, `callback`...), and then an array is still tried first (`f` is also a common
+name for a field of values). Everything reached this way is checked on inferred inputs (`_provenance`: at most a
+warning), and the notes name each stand-in as assumed. Findings that would blame a callback for what the stand-in
+computes (`CALLABLE_DEPENDENT`) are dropped: the stand-in is jaxdiag's, not the user's.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .._loading._targets import Target
+
+# An unannotated parameter taken for a function by its name alone.
+CALLABLE_NAME = re.compile(r"^(f|fn|fun|func|function|callback|cb)$|_(fn|fun|func|function|callback)$|^(fn|fun|func)_")
+_CALLABLE_ANNOTATION = re.compile(r"\b(Callable|callable)\b")
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """A function jaxdiag hands a parameter that takes one: NumPy arrays in (a callback's), NumPy out; JAX arrays and
+    tracers in, JAX out (only arithmetic and the arrays' own `.sum()`). Frozen: hashable, as a static argument
+    (`nondiff_argnums`, `static_argnums`) must be."""
+
+    behaviour: str  # "elementwise" or "scalar"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import jax
+
+        leaves = [leaf for leaf in jax.tree_util.tree_leaves((args, kwargs)) if hasattr(leaf, "shape")]
+        if not leaves:
+            return 0.5 * sum(float(a) for a in args if isinstance(a, (int, float))) + 1.0
+        if self.behaviour == "scalar":
+            return sum(0.5 * leaf.sum() for leaf in leaves)
+        # elementwise in its last array argument; the others enter through their sums, which keeps it row-wise when
+        # they are unbatched parameters
+        out = 0.5 * leaves[-1]
+        for leaf in leaves[:-1]:
+            out = out + 0.25 * leaf.sum()
+        return out
+
+    def __repr__(self) -> str:
+        return f"<jaxdiag's {self.behaviour} stand-in>"
+
+
+LADDER = ("elementwise", "scalar")
+
+
+def unwrapped(obj: Any) -> Any:
+    """A custom_jvp / custom_vjp carrier's primal function (calling it reaches the same rules the decorated one
+    does, and a function's nested rules are what a carrier is run for); any other object as it is."""
+    fun = getattr(obj, "fun", None)
+    return fun if callable(fun) and type(obj).__name__ in ("custom_jvp", "custom_vjp") else obj
+
+
+def callable_params(fn: Any) -> tuple[list[str], bool]:
+    """(the required positional parameters of `fn` that take a function, whether each is annotated as one)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return [], True
+    names: list[str] = []
+    annotated = True
+    for p in params:
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.default is not p.empty:
+            continue
+        text = "" if p.annotation is p.empty else (
+            p.annotation if isinstance(p.annotation, str) else inspect.formatannotation(p.annotation))
+        if _CALLABLE_ANNOTATION.search(text):
+            names.append(p.name)
+        elif not text and CALLABLE_NAME.search(p.name):
+            names.append(p.name)
+            annotated = False
+    return names, annotated
+
+
+def rungs(fn: Any) -> list[dict[str, str]]:
+    """The stand-ins to try, in order, as {parameter: behaviour}: [{}] for a function taking none; an array first
+    ({}) when a parameter is a function by its name only, unless `fn` is a factory (what an array makes is never
+    called: the run would reach nothing)."""
+    names, annotated = callable_params(fn)
+    if not names:
+        return [{}]
+    return ([] if annotated or makes_function(fn) else [{}]) + [{n: b for n in names} for b in LADDER]
+
+
+def makes_function(fn: Any) -> bool:
+    """Whether `fn` is a decorator factory: annotated to return a callable, or every `return` of its own body
+    returns a function it defines (`def _wrapped(...)`, a lambda)."""
+    try:
+        ret = inspect.signature(fn).return_annotation
+    except (TypeError, ValueError):
+        return False
+    text = "" if ret is inspect.Signature.empty else ret if isinstance(ret, str) else inspect.formatannotation(ret)
+    if _CALLABLE_ANNOTATION.search(text):
+        return True
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    top = tree.body[0] if tree.body else None
+    if not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    defined = {n.name for n in top.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    returns = [n for n in _own_nodes(top) if isinstance(n, ast.Return)]
+    return bool(returns) and all(isinstance(r.value, ast.Lambda) or (isinstance(r.value, ast.Name)
+                                                                     and r.value.id in defined) for r in returns)
+
+
+def _own_nodes(top: ast.AST) -> list[ast.AST]:
+    """The nodes of a function's own body, not of the functions and classes it defines."""
+    out: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(top))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def carrier(target: Target, keywords: dict[str, Any], stand_ins: dict[str, str]) -> Target:
+    """The function a carrier run calls: a custom_jvp/custom_vjp's primal, its keyword-only arguments bound to
+    `keywords`, each parameter of `stand_ins` given its stand-in (a factory applied to them, what it returns being
+    the carrier). A factory that raises raises here (through `call_user`), as an InferenceError."""
+    from .._core._errors import InferenceError
+    from .._harness import call_user
+
+    fn = unwrapped(target.obj)
+    if fn is not target.obj:
+        target = Target(target.ref, fn, "function", target.module)
+    if not stand_ins:
+        obj = functools.partial(fn, **keywords) if keywords else fn
+        return Target(target.ref, obj, target.kind, target.module)
+    given = {name: StandIn(b) for name, b in stand_ins.items()}
+    if makes_function(fn):
+        made = call_user(functools.partial(fn, **given, **keywords))
+        if made.error is not None or not callable(made.value):
+            why = f"{type(made.error).__name__}: {made.error}" if made.error is not None else "not a function"
+            raise InferenceError(f"{target.ref} applied to {_shown(stand_ins)} returned no function ({why})",
+                                 label=target.ref, tried=[], last_error=why, arity=0)
+        return Target(target.ref, made.value, "function", target.module)
+    return Target(target.ref, _with_stand_ins(fn, given, keywords), "function", target.module)
+
+
+def _with_stand_ins(fn: Callable, given: dict[str, StandIn], keywords: dict[str, Any]) -> Callable:
+    """`fn` with the parameters of `given` filled: it takes the others, positionally, in their order."""
+    sig = inspect.signature(fn)
+    order = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        rest = list(args)
+        merged = [given[p.name] if p.name in given else rest.pop(0) for p in order if p.name in given or rest]
+        return fn(*merged, *rest, **keywords, **kwargs)
+
+    kept = [p for p in sig.parameters.values() if p.name not in given and p.name not in keywords]
+    call.__signature__ = sig.replace(parameters=kept)  # type: ignore[attr-defined]  # what inference reads
+    call.__wrapped__ = fn  # type: ignore[attr-defined]  # located and named as the user's function
+    call.__module__, call.__name__, call.__qualname__ = fn.__module__, fn.__name__, fn.__qualname__
+    return call
+
+
+def _shown(stand_ins: dict[str, str]) -> str:
+    return ", ".join(f"{name}={StandIn(b)!r}" for name, b in stand_ins.items())
+
+
+def assumed_text(stand_ins: dict[str, str]) -> str:
+    """The stand-ins as the notes name them: `f=<jaxdiag's elementwise stand-in> (assumed)`."""
+    return ", ".join(f"{name}={StandIn(b)!r} (assumed)" for name, b in stand_ins.items())

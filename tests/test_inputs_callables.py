@@ -1,0 +1,150 @@
+"""Rules reached only through public functions taking a function (probe package tests/data/inputs_callables): a
+parameter annotated `Callable` (or named `fn`, `*_fn`...) gets a stand-in from a short ladder (elementwise, then
+scalar), a decorator factory is applied to it and what it returns is traced, a custom_vjp caller runs as its
+primal, and a required keyword-only int takes the int ladder on the traced-reach path too. What is assumed is named
+in the notes; a callback is never blamed for what the stand-in computes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from clirun import Runner as CliRunner  # stdout/stderr apart on every click
+
+from jaxdiag._parent._cli import app
+
+runner = CliRunner()
+DATA = Path(__file__).parent / "data"
+
+
+def test_parameters_taking_a_function_are_read_off_annotations_and_names() -> None:
+    from jaxdiag._jobs._callables import callable_params, rungs
+
+    def annotated(fn: Callable, x, *, size: int): ...
+    def named(body_fn, n, x, f=None): ...
+    def plain(x, y): ...
+
+    assert callable_params(annotated) == (["fn"], True)
+    assert callable_params(named) == (["body_fn"], False)  # `f` has a default: nothing to give it
+    assert rungs(annotated) == [{"fn": "elementwise"}, {"fn": "scalar"}]
+    assert rungs(named)[0] == {}  # a name alone: an array is tried first (`f` is also a field of values)
+    assert rungs(plain) == [{}]
+
+
+def test_factories_are_told_by_their_returns_or_annotation() -> None:
+    from jaxdiag._jobs._callables import makes_function
+
+    def factory(fn):
+        def _inner(x):
+            return fn(x)
+        return _inner
+
+    def annotated(fn) -> Callable: ...
+
+    def not_one(fn, x):
+        def helper(y):
+            return y
+        return helper(fn(x))
+
+    assert makes_function(factory) and makes_function(annotated) and not makes_function(not_one)
+
+
+def test_the_stand_in_is_numpy_in_numpy_out_and_hashable() -> None:
+    import jax.numpy as jnp
+
+    from jaxdiag._jobs._callables import StandIn
+
+    elementwise, scalar = StandIn("elementwise"), StandIn("scalar")
+    out = elementwise(np.ones(2, np.float32), np.arange(3.0))
+    assert isinstance(out, np.ndarray) and out.shape == (3,)
+    assert np.shape(scalar(np.ones(2), np.ones(3))) == ()
+    assert elementwise(jnp.ones(3)).shape == (3,) and hash(elementwise) == hash(StandIn("elementwise"))
+
+
+def test_a_function_taking_one_is_run_with_the_stand_in_in_its_place() -> None:
+    from jaxdiag._jobs._callables import carrier
+    from jaxdiag._loading._targets import Target
+
+    def apply(f: Callable, pars, x, *, size: int):
+        return f(pars, x) * size
+
+    made = carrier(Target("m:apply", apply, "function"), {"size": 2}, {"f": "elementwise"})
+    assert list(__import__("inspect").signature(made.obj).parameters) == ["pars", "x"]
+    np.testing.assert_allclose(made.obj(np.ones(2), np.ones(3)), (0.5 + 0.5) * 2 * np.ones(3))
+
+
+def check(module: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["check", f"inputs_callables.{module}", "--app-dir", str(DATA), "--format", "json",
+                                 "--no-cache"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def findings(data: dict, *severities: str) -> list[dict]:
+    return [f for t in data["targets"] for f in t["findings"] if f["severity"] in severities]
+
+
+@pytest.mark.slow
+def test_a_factorys_callback_is_reached_by_applying_it_to_a_stand_in(monkeypatch) -> None:
+    """`wrap_numpy(fn)` returns the function calling pure_callback with no vmap_method; before, its site was JXN012
+    (traced, but it reaches none of them)."""
+    monkeypatch.chdir(DATA)
+    code, data = check("wrapped")
+    assert data["summary"]["checked"] == 1, data["summary"]
+    (missing,) = findings(data, "error", "warning")
+    assert missing["code"] == "JXB020", missing
+    (note,) = [f for f in findings(data, "info") if f["code"] == "JXN001"]
+    assert "fn=<jaxdiag's elementwise stand-in> (assumed)" in note["message"], note
+
+
+@pytest.mark.slow
+def test_a_good_factorys_callback_is_checked_and_clean(monkeypatch) -> None:
+    monkeypatch.chdir(DATA)
+    code, data = check("wrapped_good")
+    assert data["summary"]["checked"] == 1 and not findings(data, "error", "warning") and code == 0, data
+
+
+@pytest.mark.slow
+def test_a_factorys_wrong_jvp_is_caught_on_the_stand_in_as_a_warning(monkeypatch) -> None:
+    monkeypatch.chdir(DATA)
+    code, data = check("smoothing")
+    assert data["summary"]["checked"] == 1, data["summary"]
+    wrong = findings(data, "error", "warning")
+    assert wrong and all(f["code"].startswith("JXG") and f["severity"] == "warning" for f in wrong), wrong
+
+
+@pytest.mark.slow
+def test_a_custom_vjp_taking_functions_is_checked_where_a_custom_vjp_caller_passes_its_closure(monkeypatch) -> None:
+    """`damped` is a custom_vjp: before, it was no carrier ("it is a custom_vjp, checked as such") and
+    `iterate_backprop` (a function in nondiff_argnums) was JXN012."""
+    monkeypatch.chdir(DATA)
+    code, data = check("loops")
+    assert data["summary"]["checked"] == 2 and code == 0, data["summary"]
+    (note,) = [f for f in findings(data, "info") if f["code"] == "JXN016"]
+    assert "where inputs_callables.loops:damped calls it" in note["message"], note
+
+
+@pytest.mark.slow
+def test_a_custom_vjp_reached_through_a_public_function_taking_the_function(monkeypatch) -> None:
+    monkeypatch.chdir(DATA)
+    code, data = check("averages")
+    assert data["summary"]["checked"] == 1, data["summary"]
+    wrong = findings(data, "error", "warning")
+    assert wrong and all(f["code"].startswith("JXG") and f["severity"] == "warning" for f in wrong), wrong
+    (note,) = [f for f in findings(data, "info") if f["code"] == "JXN016"]
+    assert "fun=<jaxdiag's elementwise stand-in> (assumed)" in note["message"], note
+
+
+@pytest.mark.slow
+def test_a_rule_behind_a_keyword_only_int_and_a_function_is_reached_by_tracing(monkeypatch) -> None:
+    """`apply_rows(f, pars, x, *, chunk_size)`: before, "it requires keyword-only argument(s) chunk_size, which
+    positional --arg cannot pass" (JXN012)."""
+    monkeypatch.chdir(DATA)
+    code, data = check("rows")
+    assert data["summary"]["checked"] == 1 and not data["summary"]["not_verified"], data["summary"]
+    (note,) = [f for f in findings(data, "info") if f["code"] == "JXN001"]
+    assert "chunk_size=" in note["message"] and "(assumed)" in note["message"], note
+    assert any(f["code"] == "JXG014" for f in findings(data, "warning")), data
