@@ -172,8 +172,8 @@ def _with_stand_ins(fn: Callable, given: dict[str, StandIn], keywords: dict[str,
         return fn(*merged, *rest, **keywords, **kwargs)
 
     kept = [p for p in sig.parameters.values() if p.name not in given and p.name not in keywords]
-    call.__signature__ = sig.replace(parameters=kept)  # type: ignore[attr-defined]  # what inference reads
-    call.__wrapped__ = fn  # type: ignore[attr-defined]  # located and named as the user's function
+    # what inference reads; and located and named as the user's function
+    call.__dict__.update(__signature__=sig.replace(parameters=kept), __wrapped__=fn)
     call.__module__, call.__name__, call.__qualname__ = fn.__module__, fn.__name__, fn.__qualname__
     return call
 

@@ -145,7 +145,8 @@ INPUTS_FROM_CALL_SITE: Rule[_fields.JXN016] = Rule(
     "operands the caller stop-gradients. It does so when the rule cannot be checked alone (bind params or "
     "inputs nobody gave) and when the call site passes what inference would not draw: an integer operand or an "
     "array of rank 2 or more. Keyword-only arguments of that function are the literals the package's own calls "
-    "pass it; a parameter taking a function gets a jaxdiag stand-in, which the note names as assumed. A primitive that only another primitive's JVP or transpose rule binds (a factory's JVP primitive, the "
+    "pass it; a parameter taking a function gets a jaxdiag stand-in, which the note names as assumed. A primitive "
+    "that only another primitive's JVP or transpose rule binds (a factory's JVP primitive, the "
     "reverse primitive its transpose binds) is checked where that rule binds it, with the function that reaches "
     "the other primitive differentiated (`jax.jvp`, then `jax.grad`): the note names the rule.",
     "The caller's own inputs are still inferred, so findings stay graded as seen on inferred inputs; declare the "
