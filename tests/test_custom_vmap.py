@@ -181,6 +181,28 @@ def test_custom_vmap_inside_a_function_is_checked_at_its_rule():
     assert nested[0].findings[0].location == _locate.locate(inner.vmap_rule)
 
 
+def _needs_a_batch(axis_size, in_batched, x):
+    (batched,) = in_batched
+    return jax.vmap(lambda v: v * 2, in_axes=0 if batched else None)(x), True  # no axis_size: fails unbatched
+
+
+@pytest.mark.parametrize("wrapped", [True, False])
+def test_nothing_batched_is_probed_only_where_jax_can_differentiate_the_call(wrapped):
+    """JAX calls a custom_vmap's rule with every in_batched False only under vmap of that call's own `jvp`. Called
+    only inside a custom_jvp's primal function, the call is differentiated through the custom_jvp's rule: the probe
+    is outside its contract. Called directly by the function, the same rule is a finding."""
+    doubled = make(lambda x: x * 2, _needs_a_batch)
+    smooth = jax.custom_jvp(lambda x: doubled(x))
+    smooth.defjvp(lambda primals, tangents: (smooth(primals[0]), tangents[0] * 2))
+
+    report = jaxdiag.check_batching((lambda x: smooth(x) + 1.0) if wrapped else (lambda x: doubled(x) + 1.0),
+                                    "f32[3]")
+    nested = [t for t in report.targets if t.kind == "custom_vmap"]
+    assert len(nested) == 1 and not internal_errors(report)
+    found = {f.code for f in nested[0].findings if f.severity in ("error", "warning")}
+    assert found == (set() if wrapped else {"JXV005"}), [f.message for f in nested[0].findings]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # JXV006 (grad outside vmap) is a note under `grad`, not a batching finding
 # ---------------------------------------------------------------------------------------------------------------

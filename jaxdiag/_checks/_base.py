@@ -69,6 +69,9 @@ class Subject:
     # Indices into `specs` of a nested primitive's operands that depend on none of its function's inputs (a captured
     # constant, an index built in the function): vmap of the function never batches them, so neither do the checks.
     unbatched: frozenset[int] = frozenset()
+    # A nested custom_* call made only inside a custom_jvp/custom_vjp's primal function: JAX differentiates it through
+    # that enclosing rule, never through its own JVP (so, for a custom_vmap, never `vmap` of its `jvp`).
+    inside_custom_derivative: bool = False
 
     @property
     def input_texts(self) -> list[str]:

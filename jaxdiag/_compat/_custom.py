@@ -45,21 +45,32 @@ def custom_vmap_parts(obj: Any) -> tuple[Callable, Callable | None]:
 
 
 @contextlib.contextmanager
-def record_custom_calls(seen: list, guard: Guard) -> Iterator[None]:
+def record_custom_calls(seen: list, guard: Guard, differentiable: set[int] | None = None) -> Iterator[None]:
     """Record every custom_vjp / custom_jvp / custom_vmap object called while the body runs.
 
     Appends (obj, args) for each call, inside `guard(...)` (the harness's `jaxdiag_code`: a failure of the recorder
-    is jaxdiag's, never the user's). The classes' `__call__` are restored on exit, even on error.
+    is jaxdiag's, never the user's). `differentiable` collects the id of each object called at least once outside
+    the call of a custom_jvp/custom_vjp: inside one (its primal function), JAX differentiates the call through that
+    rule, never through the inner object's own JVP. The classes' `__call__` are restored on exit, even on error.
     """
     classes = [c for c in (custom_vjp_type, custom_jvp_type, custom_vmap_type) if c is not None]
     originals = {cls: cls.__dict__["__call__"] for cls in classes if "__call__" in cls.__dict__}
+    derivative_rules = {c for c in (custom_vjp_type, custom_jvp_type) if c is not None}
+    depth = [0]  # custom_jvp/custom_vjp calls in progress
 
     def make(original):
         @functools.wraps(original)
         def recording_call(self, *args, **kwargs):
             with guard("the custom-call recorder"):
                 seen.append((self, args, kwargs))
-            return original(self, *args, **kwargs)
+                if differentiable is not None and not depth[0]:
+                    differentiable.add(id(self))
+            inner = type(self) in derivative_rules
+            depth[0] += inner
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                depth[0] -= inner
 
         return recording_call
 

@@ -21,6 +21,9 @@ class Trace:
     jaxpr: Any  # the ClosedJaxpr of the function at the subject's specs
     custom_calls: list[tuple[Any, tuple, dict]]  # (custom_* object, args, kwargs) called while tracing
     input_tracers: list[Any]  # the function's input tracers: nested calls on them inherit their domains
+    # ids of the custom_* objects called outside every custom_jvp/custom_vjp's primal: the others are only ever
+    # differentiated through that enclosing rule
+    differentiable: set[int]
 
 
 def trace_function(subject: Subject, cache: SubjectCache) -> UserResult[Trace]:
@@ -36,8 +39,9 @@ def trace_function(subject: Subject, cache: SubjectCache) -> UserResult[Trace]:
             inputs[:] = xs  # kept so nested calls on these tracers inherit the function's per-argument domains
             return subject.call(*xs)
 
-        with _compat.record_custom_calls(seen, jaxdiag_code), jax.disable_jit():
+        differentiable: set[int] = set()
+        with _compat.record_custom_calls(seen, jaxdiag_code, differentiable), jax.disable_jit():
             traced = call_user(jax.make_jaxpr(traced_call), *shapes)
-        cache.trace = (UserResult(Trace(traced.value, seen, list(inputs))) if traced.error is None
+        cache.trace = (UserResult(Trace(traced.value, seen, list(inputs), differentiable)) if traced.error is None
                        else UserResult(error=traced.error))
     return cache.trace

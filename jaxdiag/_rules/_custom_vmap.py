@@ -58,7 +58,9 @@ VMAP_RESULT_MISMATCH: Rule[_fields.JXV004] = Rule(
 VMAP_RULE_RAISED: Rule[_fields.JXV005] = Rule(
     "JXV005", "custom-vmap-rule-error", "error",
     "The custom_vmap rule is missing, raised, or did not return `(out, out_batched)`.",
-    "Calls the rule for every `in_batched` combination and reports what went wrong.",
+    "Calls the rule for every `in_batched` combination JAX can pass and reports what went wrong. All False (vmap "
+    "of the call's own `jvp`) is tried only where JAX can differentiate the call that way: not for a call made "
+    "only inside a custom_jvp/custom_vjp's primal function, which that rule differentiates.",
     "JAX reports `too many values to unpack` or `No batching rule defined`, far from the rule.",
     "jxv005_bad.py", "jxv005_good.py",
     message="custom_vmap rule failed: {evidence}",

@@ -55,6 +55,7 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
             continue  # JAX's own custom_jvp/custom_vjp (jnp.sinc, jax.nn.softplus) are trusted like its primitives
         nested = _signature.custom_call_subject(root, kind, obj, fn, args, kwargs, cache.input_tracers)
         if nested is not None:
+            nested.inside_custom_derivative = id(obj) not in traced.value.differentiable
             subjects.append(nested)
     operand_dependent = _compat.input_dependent_operands(jaxpr)
     by_key: dict[tuple, Subject] = {}
