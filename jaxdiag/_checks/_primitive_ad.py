@@ -316,8 +316,10 @@ def _validate(st: GradState, name: str, out: Any, args: tuple, undefined: list[i
                 "...`, naming no rule.".replace(" ", " "),
                 fix=f"Return a cotangent shaped like {st.args[i].name} (sum over broadcast axes, reshape).",
                 location=_location(st))
-        elif np.dtype(getattr(entry, "dtype", np.asarray(entry).dtype)) != np.dtype(aval.dtype):
-            dtype = np.dtype(getattr(entry, "dtype", np.asarray(entry).dtype))
+            continue
+        # a traced cotangent (a rule calling a jitted function under `jax.jit`) has a dtype but no value to read
+        dtype = np.dtype(entry.dtype if hasattr(entry, "dtype") else np.asarray(entry).dtype)
+        if dtype != np.dtype(aval.dtype):
             yield rules.COTANGENT_DTYPE.finding(
                 owner=name, argument=st.args[i].name, got=short_dtype(dtype), want=short_dtype(aval.dtype),
                 truncated=" (fractions truncated)" if dtype.kind in "iub" else "",

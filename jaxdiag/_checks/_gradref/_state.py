@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import _compat
 from ... import _rules as rules
+from ..._core import _locate
 from .._base import Context, Options, SkipCheck, Subject
 from ._fd import FiniteDifferences
 from ._source import argument_names, error_text, output_names
@@ -344,9 +345,13 @@ class GradState:
 
 
 def _name_source(subject: Any) -> Any:
-    """The function whose signature names a subject's arguments (impl for a primitive)."""
+    """The function whose signature names a subject's arguments (for a primitive, its user-written impl, else its
+    abstract eval: an impl `partial(dispatch.apply_primitive, p)` is JAX's own, `(prim, *args)`)."""
     if subject.kind == "primitive":
-        return _compat.impl(subject.obj) or _compat.abstract_eval_rule(subject.obj)
+        impl, abstract = _compat.impl(subject.obj), _compat.abstract_eval_rule(subject.obj)
+        if impl is not None and not _locate.is_user_code(impl) and abstract is not None:
+            return abstract
+        return impl or abstract
     return subject.obj
 
 
