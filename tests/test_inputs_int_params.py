@@ -28,7 +28,7 @@ def _param(name: str, annotation=inspect.Parameter.empty, default=inspect.Parame
 
 
 def test_int_parameters_are_read_off_annotations_defaults_and_names() -> None:
-    from jaxdiag._run._signature import int_kind
+    from jaxdiag._run._int_params import int_kind
 
     assert int_kind(_param("L", int)) == ("int", False)
     assert int_kind(_param("nside", Optional[int])) == ("int", False)
@@ -70,13 +70,13 @@ def errors_and_warnings(target: dict) -> list[dict]:
 
 @pytest.mark.slow
 def test_a_primitive_bound_by_a_wrapper_taking_an_int_is_checked_through_it(tmp_path, monkeypatch):
-    """`forward(f, L: int, ...)` runs on `range(L)` and `f` shaped (L, 2L - 1): the ladder's (2, 3) with L=2. Not
-    checked before (JXN012: L drawn as an array)."""
+    """`forward(f, L: int, ...)` runs on `range(L)` and `f` shaped (L, 2L - 1): (4, 7) with L=4, a shape derived
+    from the int (`_climb`). Not checked before (JXN012: L drawn as an array)."""
     code, data = check("transform", tmp_path, monkeypatch)
     assert data["summary"]["checked"] == 1, data["summary"]
     found = only_target(data)
     (note,) = [f for f in found["findings"] if f["code"] == "JXN016"]
-    assert "forward ran on f32[2,3] 2)" in note["message"] and "with L=2, width=3" in note["message"], note
+    assert "forward ran on f32[4,7] 4)" in note["message"] and "with L=4, width=7" in note["message"], note
     assert not errors_and_warnings(found) and code == 0
 
 
@@ -97,7 +97,7 @@ def test_a_factory_rule_is_reached_through_a_function_taking_its_order(tmp_path,
     found = only_target(data)
     assert "inside inputs_intparams.powers:smooth" in found["target"], found["target"]
     (note,) = [f for f in found["findings"] if f["code"] == "JXN001"]
-    assert "f32[3] 4 for inputs_intparams.powers:smooth" in note["message"], note  # the assumed int, as a literal
+    assert "f32[4] 4 for inputs_intparams.powers:smooth" in note["message"], note  # the assumed int, as a literal
     assert not errors_and_warnings(found) and code == 0
 
 
@@ -118,7 +118,7 @@ def test_a_wrappers_keyword_naming_an_operand_is_not_a_bind_param(tmp_path, monk
     """Read as a bind param, `spin=0` filled the impl's `spin` operand: one operand drawn, false warnings."""
     code, data = check("spectrum", tmp_path, monkeypatch)
     found = only_target(data)
-    assert found["inputs"] == ["f32[3]", "f32[3]"], found["inputs"]
+    assert found["inputs"] == ["f32[4]", "f32[4]"], found["inputs"]  # (L,) operands first with L assumed
     (note,) = [f for f in found["findings"] if f["code"] == "JXN017"]
     assert "L=4 (synthesised" in note["message"] and "spin" not in note["message"], note
     assert not errors_and_warnings(found) and code == 0

@@ -93,10 +93,10 @@ def carriers(names: set[str], modules: list[ModuleType]) -> list[tuple[ModuleTyp
 def keyword_values(module: ModuleType, name: str) -> dict[str, Any] | None:
     """Literals for the function's required keyword-only arguments, read from the package's own calls of it
     (`name(..., transpose=False)`); one that no call site gives a literal but that takes an int (`L: int`,
-    `_signature.int_kind`) is an `Assumed` int, tried on each rung of the int ladder (`carrier_templates`); None when
+    `_int_params.int_kind`) is an `Assumed` int, tried on each rung of the int ladder (`carrier_templates`); None when
     any other has no literal at any call site."""
     from .._loading._passthrough import bind_site_params
-    from .._run._signature import int_kind
+    from .._run._int_params import int_kind
 
     fn = getattr(module, name, None)
     try:
@@ -334,14 +334,14 @@ def _short(value: Any) -> str:
 def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str,
                       stand_ins: dict[str, str] | None = None) -> list[Any]:
     """Inferred inputs for the public function `label`, its keyword-only arguments given `keywords`. Each `Assumed`
-    keyword takes the int ladder's values in turn (`_signature.int_rungs`), the first on which inputs are inferred
+    keyword takes the int ladder's values in turn (`_int_params.int_rungs`), the first on which inputs are inferred
     winning; it is replaced by that value in `keywords`. A parameter taking a function is given a stand-in from
     `_callables.LADDER` (the outer ladder); the one that wins goes into `stand_ins`. A custom_jvp/custom_vjp runs as
     its primal function (`_callables.carrier`)."""
     from . import _callables
     from .._core._errors import InferenceError
     from .._run import _engine
-    from .._run._signature import int_rungs
+    from .._run._int_params import int_rungs
 
     assumed = {k: v.kind for k, v in keywords.items() if isinstance(v, Assumed)}
     errors: list[str] = []
@@ -352,12 +352,14 @@ def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str,
                                  last_error="not a function", arity=0)
         ladder = _callables.rungs(_callables.unwrapped(target.obj))
         for functions in ladder:
-            for rung in int_rungs(dict(enumerate(assumed.values()))):
+            for r, rung in enumerate(int_rungs(dict(enumerate(assumed.values())))):
                 given = {**keywords, **{k: rung[i].value for i, k in enumerate(assumed)}}
+                # operand shapes derived from the assumed ints (`_climb`), on the first rung only
+                sizes = tuple(given[k] for k in assumed if type(given[k]) is int) if r == 0 else ()
                 shown = ", ".join([f"{k}={given[k]!r}" for k in assumed] + [_callables.assumed_text(functions)])
                 try:
                     root = _engine._root_subject(_callables.carrier(target, given, functions), {})
-                    templates = _engine.infer_templates(root, [], pairs_early=True)
+                    templates = _engine.infer_templates(root, [], pairs_early=True, sizes=sizes)
                 except InferenceError as exc:
                     if (not assumed and len(ladder) == 1) or isinstance(exc, _engine.MissingDependencyError):
                         raise

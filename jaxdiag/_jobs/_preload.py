@@ -17,7 +17,8 @@ from .._checks import MODULES
 # Modules a run imports only on some paths (a GPU-only target, 64-bit specs, nested subjects, retries, fixes).
 _ON_SOME_PATHS = ("_checks._abstract", "_checks._x64_only", "_checks._call_site", "_checks._index_range",
                   "_harness.tracing", "_run._observe", "_run._fresh_draws", "_run._relocate", "_loading._passthrough",
-                  "_run._assumed_params", "_jobs._call_sites", "_jobs._doc_examples", "_loading._fit")
+                  "_run._assumed_params", "_jobs._call_sites", "_jobs._doc_examples", "_loading._fit",
+                  "_run._climb")
 
 
 def load_everything() -> None:

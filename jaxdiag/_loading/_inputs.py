@@ -556,6 +556,10 @@ SHAPE_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
 PAIR_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
     ((2, 3), (3, 4)), ((2, 3), (3,)), ((2, 3), (2,)), ((2,), (2, 3)), ((3,), ()), ((), (3,)))
 
+# An array of (batch, channels, points) with arrays of (batch, points): the later operands drop the first's middle
+# axis (a transform's values at points and the points' coordinates, a sequence batch and its per-step mask).
+SHARED_AXES: tuple[tuple[int, ...], tuple[int, ...]] = ((2, 3, 4), (2, 4))
+
 
 def shape_ladder(arity: int, pairs_early: bool = False, dtype: str = "f32", matrices: frozenset[int] = frozenset()
                  ) -> Iterator[list[ArgSpec]]:
@@ -577,6 +581,8 @@ def shape_ladder(arity: int, pairs_early: bool = False, dtype: str = "f32", matr
     for shape in rungs:
         if shape not in simple:
             yield [ArgSpec(f32, shape) for _ in range(arity)]
+    if arity >= 2:  # channels over points, with each point's coordinates: the batch and point axes shared
+        yield [ArgSpec(f32, SHARED_AXES[0])] + [ArgSpec(f32, SHARED_AXES[1]) for _ in range(arity - 1)]
 
 
 def choose_batch_size(shapes: list[tuple[int, ...]], start: int = 5) -> int:

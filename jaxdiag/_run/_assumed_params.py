@@ -16,7 +16,6 @@ site's variable to its callers (`_passthrough.bind_site_params`), or this ladder
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -27,34 +26,26 @@ from .. import _rules as rules
 from .._checks._base import Subject
 from .._core._errors import InferenceError
 from .._core._report import Finding
-from . import _signature
+from . import _int_params, _signature
 
 # Candidates tried, one per rung: every int-like param takes INT_LADDER[i], every shape-like one SHAPE_LADDER[i]
-# (the ladders a function's int parameters climb too, `_signature.int_kind`).
-INT_LADDER = _signature.INT_LADDER
-SHAPE_LADDER = _signature.SHAPE_LADDER
-
-_SHAPE_NAME = re.compile(r"(^|_)(shape|shapes|dims|sizes|extent|extents)$")
-_INT_NAME = re.compile(r"^[A-Za-z]$|^[A-Za-z]_?(max|lower|upper)$|^(n|num)_\w+$|"
-                       r"(^|_)(order|degree|size|length|count|bandlimit|nside|modes|levels|steps)$")
+# (the ladders a function's int parameters climb too, `_int_params.int_kind`).
+INT_LADDER = _int_params.INT_LADDER
+SHAPE_LADDER = _int_params.SHAPE_LADDER
 
 
 def kind_of(name: str, annotation: str | None) -> str | None:
     """"int", "shape" or None (not guessed) for a bind param, from its wrapper parameter's annotation, else its
-    name."""
+    name (`_int_params.name_kind`: a bind param is never an array, so a single letter counts too)."""
     if annotation is not None:
-        return _signature.annotation_kind(annotation)
-    if _SHAPE_NAME.search(name):
-        return "shape"
-    if _INT_NAME.search(name):
-        return "int"
-    return None
+        return _int_params.annotation_kind(annotation)
+    return _int_params.name_kind(name, bind_param=True)
 
 
 def synthesise(root: Subject, templates: list[Any], notes: list[Finding], engine: tuple[Callable[..., Any], ...],
                fatal: tuple[type[BaseException], ...]) -> tuple[list[Any], dict[str, Any]]:
     """(templates, the synthesised params) for a primitive whose required bind params nobody gave: the first
-    candidate (a rung of `_signature.ladder_values`) the given templates, else inferred ones, run on with the
+    candidate (a rung of `_int_params.ladder_values`) the given templates, else inferred ones, run on with the
     abstract eval agreeing; the params are set on `root`. ({}, unchanged templates) when a param cannot be guessed
     or no candidate runs. `engine`: its (infer_templates, _try_call); `fatal`: its errors that no other candidate
     can avoid."""
@@ -65,7 +56,7 @@ def synthesise(root: Subject, templates: list[Any], notes: list[Finding], engine
     if not missing or any(kind is None for kind in kinds.values()):
         return templates, {}
     base = dict(root.params)
-    for candidate in _signature.ladder_values({name: str(kind) for name, kind in kinds.items()}):
+    for rung, candidate in enumerate(_int_params.ladder_values({name: str(kind) for name, kind in kinds.items()})):
         root.params = {**base, **candidate}
         if templates:
             _signature.apply(root, templates)
@@ -74,7 +65,10 @@ def synthesise(root: Subject, templates: list[Any], notes: list[Finding], engine
             continue
         found: list[Finding] = []
         try:
-            inferred = infer_templates(root, found, agree=True)
+            # operand shapes derived from the assumed ints (`_climb`) on the first rung only: a shape contract that
+            # is a function of them holds for any value
+            sizes = tuple(v for v in candidate.values() if type(v) is int) if rung == 0 else ()
+            inferred = infer_templates(root, found, agree=True, sizes=sizes)
         except fatal:
             root.params = base
             raise

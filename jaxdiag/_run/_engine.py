@@ -18,20 +18,21 @@ import numpy as np
 
 from .. import __version__, _compat
 from . import _contain, _signature
+from ._attempt import _MISSING_DEPENDENCY, MissingDependencyError, _arity, _try_call  # noqa: F401  (API)
 from .._core import _locate, _provenance
 from .. import _rules as rules
 from .._checks import checks_for, lazy_ordered_checks, order_checks
 from .._core._commands import FAMILIES
 from .._checks._base import Check, Context, Options, SkipCheck, Subject
-from .._harness import call_user, catch_abort
+from .._harness import catch_abort
 from .._harness.cache import SubjectCache
 from .._checks._shared import platform_blocker
-from .._core._errors import InferenceError, UsageError, dependency_failure, internal_error_detail
+from .._core._errors import InferenceError, UsageError, internal_error_detail
 from .._core._filtering import Filter, validate_inline
 
 from .._loading._inputs import needs_x64
-from .._loading._inputs import (DOMAINS, ArgSpec, draw, is_square, shape_ladder, symmetric_directions,
-                                template_leaves, template_text)
+from .._loading._inputs import (DOMAINS, ArgSpec, draw, is_square, symmetric_directions,
+                                template_leaves)
 from .._core._report import CheckResult, Finding, Location, Report, TargetReport, register_text_view
 from .._loading._targets import Target, classify, describe, load_target
 
@@ -239,48 +240,6 @@ def _root_subject(target: Target, params: dict) -> Subject:
                    module=target.module_name)
 
 
-def _nonfinite(value: Any) -> bool:
-    for leaf in jax.tree_util.tree_leaves(value):
-        arr = np.asarray(leaf)
-        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
-            return True
-        if arr.dtype.name == "bfloat16" and not np.all(np.isfinite(arr.astype(np.float32))):
-            return True
-    return False
-
-
-def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int, agree: bool = False) -> tuple[bool, str]:
-    """(ran and finite, error text) for one draw of `specs` from `domain` (`agree`: `_assumed_params.disagreement`)."""
-    rng = np.random.default_rng(seed)
-    args = [draw(s, rng, domain) for s in specs]
-    saved = subject.specs
-    subject.specs = specs
-    try:
-        ran = call_user(lambda: jax.block_until_ready(subject.call(*args)))
-        traced = call_user(lambda: jax.eval_shape(subject.call, *args)) if agree and ran.error is None else None
-    finally:
-        subject.specs = saved
-    if traced is not None:  # only while assuming bind params: the abstract eval must describe what the impl gave
-        from ._assumed_params import disagreement
-
-        why = disagreement(ran.value, traced)
-        if why:
-            return False, why
-    if ran.error is not None:  # the user's code rejected these inputs
-        exc = ran.error
-        text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        if _compat.is_platform_error(exc) and not text.startswith(_MISSING_DEPENDENCY):
-            # a kernel that cannot run on this machine: inputs its trace accepts are inputs (its rules are then
-            # checked abstractly, `_checks._abstract`)
-            traced = call_user(lambda: jax.eval_shape(subject.call, *args))
-            if traced.error is None:
-                return True, text
-        # what even tracing cannot get past: an import failure, also wrapped in the library's own exception, is a
-        # missing dependency (JXN011), not inputs that could not be inferred
-        return False, dependency_failure(exc) or text
-    return not _nonfinite(ran.value), "non-finite output"
-
-
 def _symmetric_tangents(subject: Subject, seed: int) -> None:
     """On the spd domain, a square matrix argument is perturbed along symmetric (Hermitian) directions only, as the
     tangents a nested rule receives are (`Subject.received_tangents`): a random direction leaves the domain."""
@@ -306,34 +265,14 @@ def choose_domain(subject: Subject, notes: list[Finding]) -> None:
             return
 
 
-def _arity(subject: Subject, operands: Sequence[Sequence[str]] = ()) -> list[int]:
-    """Candidate positional arities (static positions included), most likely first. `operands`: the operand lists
-    of the library's own `prim.bind(...)` calls, whose lengths come first for rules taking `*args`."""
-    sig = _signature.signature_of(subject)
-    bound = list(dict.fromkeys(len(o) for o in operands if o))
-    if sig is None:
-        return bound + [n for n in (1, 2, 3) if n not in bound]
-    params = _signature.positional(sig)
-    required = [p for p in params if p.default is p.empty]
-    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
-        return bound + [n for n in sorted({len(required), 1, 2, 3} - {0}) if n not in bound] or [1]
-    if subject.kind == "primitive":
-        return [len(required) - _params_taken(required, subject.params)] if required else [1]
-    return [len(required)]
-
-
-def _params_taken(required: list, params: dict) -> int:
-    return sum(1 for p in required if p.name in params)
-
-
-def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = False, agree: bool = False
-                    ) -> list[Any]:
+def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = False, agree: bool = False,
+                    sizes: tuple[int, ...] = ()) -> list[Any]:
     """Try a short ladder of float32 shapes for the array positions until the target runs; report it.
 
     Static positions (nondiff_argnums, static_argnums) take their defaults; one without a default cannot be
     guessed, and neither can a shape contract outside the ladder: both raise InferenceError saying what to pass.
     `pairs_early`: a matrix with a vector is tried before two same-shape matrices (`shape_ladder`); `agree`: see
-    `_try_call`."""
+    `_try_call`; `sizes`: ints its operand shapes may be derived from (`_climb`)."""
     sig = _signature.signature_of(subject)
     keyword_only = [p.name for p in (sig.parameters.values() if sig is not None else ())
                     if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
@@ -352,11 +291,13 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
                              "the public function that passes it (or record your calls with `jaxdiag record`)",
                              label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0],
                              static=_signature.static_suggestions(subject))
+    from ._climb import climb_ladder
+
     tried: list[str] = []
     errors: list[str] = []
     operands = _signature.bind_site_operands(subject)
     for dtype in ("f32", "f64") if _compat.x64_enabled() else ("f32",):
-        found = _climb_ladder(subject, notes, statics, (pairs_early, dtype, operands), tried, errors, agree)
+        found = climb_ladder(subject, notes, statics, (pairs_early, dtype, operands), tried, errors, agree, sizes)
         if found is not None:
             return found
     last_error = errors[-1] if errors else ""
@@ -370,18 +311,6 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
                          label=subject.label, tried=tried, last_error=last_error, arity=arity)
 
 
-def _matrix_positions(subject: Subject, arity: int, statics: dict[int, Any], operands: list[list[str]]
-                      ) -> frozenset[int]:
-    """Array positions (statics skipped) whose names are capitalised, as numerical code names matrices (`U`, `W`
-    beside `t`, `c`): the parameter names of a function, the operand names of a primitive's bind calls."""
-    if subject.kind == "primitive":
-        names = next((o for o in operands if len(o) == arity), [])
-    else:
-        names = [p.name for p in _signature.positional(_signature.signature_of(subject))][:arity]
-    arrays = [name for i, name in enumerate(names) if i not in statics]
-    return frozenset(i for i, name in enumerate(arrays) if name[:1].isupper())
-
-
 # What a kernel that computes in double precision only says to 32-bit inputs (celerite-style "requires float64
 # precision", "expected double", "enable x64"): inference tries 64-bit inputs under x64 then (`NeedsX64`).
 _X64_ASKED = re.compile(r"float64|double|\bx64\b|enable_x64|64-bit", re.IGNORECASE)
@@ -390,70 +319,6 @@ _X64_ASKED = re.compile(r"float64|double|\bx64\b|enable_x64|64-bit", re.IGNORECA
 class NeedsX64(InferenceError):
     """Inference found no 32-bit inputs and the target asked for 64-bit ones: the run is repeated under x64, where
     the ladder tries float64 inputs too."""
-
-
-def _climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any],
-                  how: tuple[bool, str, list[list[str]]], tried: list[str], errors: list[str], agree: bool = False
-                  ) -> list[Any] | None:
-    """The first rung of inputs the target runs on (noted as inferred), or None; `how`: (pairs early, the dtype, the
-    operand lists of the library's bind calls); `tried` and `errors` collect what was tried and what it raised."""
-    pairs_early, dtype, operands = how
-    totals: set[int] = set()
-    scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
-    truths = _signature.predicate_positions(subject)  # `jnp.any(x)`, `~mask`: booleans first, then floats
-    for arity in _arity(subject, operands):
-        # a static position past the arity (a default taken, a forwarded option after `*args`) still counts
-        arity = max(arity, max(statics) + 1 if statics else 0)
-        if arity in totals:
-            continue
-        totals.add(arity)
-        if arity == 0:
-            _signature.apply(subject, [])
-            ok, error = _try_call(subject, [], "normal", 0)
-            if ok or error == "non-finite output":
-                return []
-            errors.append(error)
-            continue
-        for ints in _signature.int_positions(subject, statics, arity):  # `L: int`: a Python int on each rung
-            n_arrays = max(arity - len(statics) - len(ints), 0)
-            matrices = _matrix_positions(subject, arity, {**statics, **ints}, operands)
-            for candidate, flags, fixed in _signature.rungs(
-                    shape_ladder(n_arrays, pairs_early, dtype, matrices) if n_arrays else iter([[]]), truths, ints):
-                it = iter(candidate)
-                templates = [statics[i] if i in statics else fixed[i] if i in fixed else next(it)
-                             for i in range(n_arrays + len(statics) + len(fixed))]
-                templates = [ArgSpec(np.dtype(np.bool_) if i in flags else t.dtype, () if i in scalars else t.shape)
-                             if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
-                             for i, t in enumerate(templates)]
-                text = " ".join(template_text(t) for t in templates)
-                if text in tried:
-                    continue
-                tried.append(text)
-                _signature.apply(subject, templates)
-                ok, error = _try_call(subject, subject.specs, "normal", 0, agree)
-                if not ok and error == "non-finite output":
-                    ok = any(_try_call(subject, subject.specs, d, 0, agree)[0] for d in DOMAINS[1:])
-                if ok:
-                    notes.append(rules.INPUTS_INFERRED.finding(count=len(templates), specs=text,
-                                                               location=subject.location))
-                    return templates
-                errors.append(error)
-                if error.startswith(_MISSING_DEPENDENCY):
-                    raise MissingDependencyError(subject.label, error)
-    return None
-
-
-_MISSING_DEPENDENCY = ("ModuleNotFoundError", "ImportError")
-
-
-class MissingDependencyError(InferenceError):
-    """The target imports an optional dependency at call time that is not installed: not an inference failure."""
-
-    def __init__(self, label: str, error: str):
-        super().__init__(f"{label} could not run: {error} (an optional dependency is missing); install it to "
-                         "check this target", label=label, tried=[], last_error=error, arity=0)
-        match = re.search(r"No module named '([\w.]+)'", error)
-        self.dependency = match.group(1).split(".")[0] if match else error
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import re
 import sys
 from collections.abc import Iterator
 from typing import Any, Sequence
@@ -25,6 +24,7 @@ from .._harness import call_user
 from .._core._errors import InferenceError, UsageError
 from .._loading._inputs import ArgSpec, Static, parse_arg, template_leaves, template_text
 from .._loading._layout import Layout, flat_view, template_of
+from ._int_params import int_kind
 
 
 class MissingParamsError(InferenceError):
@@ -39,7 +39,9 @@ def signature_of(subject: Subject) -> inspect.Signature | None:
     """The signature users call: the custom function's `fun`, the partial's or bound method's remaining one."""
     obj = subject.original if subject.original is not None else subject.obj
     if subject.kind == "primitive":
-        for fn in (_compat.impl(obj), _compat.abstract_eval_rule(obj)):
+        # the user's own rule first: an impl `partial(dispatch.apply_primitive, p)` is JAX's (`prim, *args`)
+        fns = sorted((_compat.impl(obj), _compat.abstract_eval_rule(obj)), key=lambda f: not _locate.is_user_code(f))
+        for fn in fns:
             if fn is not None:
                 try:
                     return inspect.signature(_locate.unwrap(fn))
@@ -302,8 +304,8 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
     literals = _module_literals(subject, params)
     out: dict[int, Any] = {}
     for i in statics:
-        if i >= len(params):
-            continue
+        if i >= len(params) or i in static_ints(subject, statics, params, forwarded, literals):
+            continue  # an int or a shape static without a value climbs the int ladder (`int_positions`)
         if params[i].default is not params[i].empty:
             out[i] = Static(params[i].default)
         elif i in forwarded:
@@ -366,37 +368,6 @@ def float_annotated(subject: Subject) -> set[int]:
     return {i for i, p in enumerate(positional(signature_of(subject))) if p.annotation in (float, "float")}
 
 
-# Python ints for a function's int parameters and for required bind params (`_assumed_params`), one per rung.
-INT_LADDER: tuple[int, ...] = (4, 2, 3, 8)
-SHAPE_LADDER: tuple[tuple[int, ...], ...] = ((4,), (3,), (4, 4), (2, 3))
-INT_ANNOTATION = re.compile(r"^(int|builtins\.int|np\.integer|numpy\.integer)$")
-SHAPE_ANNOTATION = re.compile(r"^(tuple|Tuple|typing\.Tuple|Sequence|typing\.Sequence|list|List)\[\s*int\b")
-_OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.+)\]$|^(.+)\|None$|^None\|(.+)$")
-# A parameter with neither annotation nor default named as numerical code names a count, an order, a size or an
-# axis (`n`, `L` a bandlimit, `n_steps`, `num_points`, `block_size`, `nside`): an int, tried as an array after it.
-_INT_PARAM_NAME = re.compile(r"^(n|L|order|degree|nside|axis|n_\w+|num_\w+|\w+_size)$")
-
-
-def annotation_kind(text: str) -> str | None:
-    """"int", "shape" (a tuple of ints) or None for an annotation's text (`Optional[int]`, `int | None`: "int")."""
-    optional = _OPTIONAL.match(text.replace(" ", ""))
-    text = next(g for g in optional.groups() if g) if optional else text.replace(" ", "")
-    return "int" if INT_ANNOTATION.match(text) else "shape" if SHAPE_ANNOTATION.match(text) else None
-
-
-def int_kind(param: inspect.Parameter) -> tuple[str, bool] | None:
-    """("int" or "shape", guessed from its name only) for a parameter given a Python int (or int tuple) rather than
-    an array: annotated `int` / `Optional[int]` / `int | None` / `tuple[int, ...]`, or unannotated with an int
-    default, or with neither and a conventional int name (`_INT_PARAM_NAME`); else None."""
-    if param.annotation is not param.empty:
-        text = param.annotation if isinstance(param.annotation, str) else inspect.formatannotation(param.annotation)
-        kind = annotation_kind(text)
-        return (kind, False) if kind else None
-    if param.default is not param.empty:
-        return ("int", False) if type(param.default) is int else None
-    return ("int", True) if _INT_PARAM_NAME.match(param.name) else None
-
-
 def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list[dict[int, str]]:
     """The int positions of a function's first `arity` parameters ({position: "int" or "shape"}), as tried in
     turn: all of them, then (when some were guessed from a name only) only the annotated ones, the rest drawn as
@@ -405,30 +376,9 @@ def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list
         return [{}]
     found = {i: int_kind(p) for i, p in enumerate(positional(signature_of(subject))[:arity]) if i not in statics}
     kinds = {i: k for i, k in found.items() if k is not None}
-    sure = {i: kind for i, (kind, guessed) in kinds.items() if not guessed}
+    fixed = static_positions(subject)  # a static is never drawn as an array: its kind is sure, even from a name
+    sure = {i: kind for i, (kind, guessed) in kinds.items() if not guessed or i in fixed}
     return [{i: kind for i, (kind, _) in kinds.items()}] + ([sure] if len(sure) < len(kinds) else [])
-
-
-def ladder_values(kinds: dict[Any, str]) -> list[dict[Any, Any]]:
-    """One {key: value} per rung: INT_LADDER's for an "int" key, SHAPE_LADDER's for a "shape" one."""
-    return [{key: INT_LADDER[r] if kind == "int" else SHAPE_LADDER[r] for key, kind in kinds.items()}
-            for r in range(len(INT_LADDER))]
-
-
-def int_rungs(ints: dict[int, str]) -> list[dict[int, Static]]:
-    """One {position: Static value} per rung of `ladder_values` ([{}] without int positions)."""
-    return [{i: Static(value) for i, value in rung.items()} for rung in ladder_values(ints)] if ints else [{}]
-
-
-def rungs(ladder: Iterator[list[Any]], truths: set[int], ints: dict[int, str]
-          ) -> Iterator[tuple[list[Any], set[int], dict[int, Static]]]:
-    """Each rung of the shape ladder with each rung of the int positions' values in turn, and the positions to draw
-    as booleans: first `truths` (where the target's code uses an operand as a truth value), then none."""
-    for candidate in ladder:
-        for fixed in int_rungs(ints):
-            if truths:
-                yield candidate, truths, fixed
-            yield candidate, set(), fixed
 
 
 # Calls whose first argument is a truth value: an operand the target's own code passes there is a boolean (a mask,
@@ -475,9 +425,19 @@ def static_without_default(subject: Subject) -> list[tuple[str, str]]:
     params = positional(signature_of(subject))
     forwarded = forwarded_options(subject)
     literals = _module_literals(subject, params)
+    ints = static_ints(subject, statics, params, forwarded, literals)
     return [(params[i].name, where) for i, where in sorted(statics.items())
             if i < len(params) and params[i].default is params[i].empty and i not in forwarded
-            and i not in literals]
+            and i not in literals and i not in ints]
+
+
+def static_ints(subject: Subject, statics: dict[int, str], params: list[inspect.Parameter],
+                forwarded: dict[int, Any], literals: dict[int, Any]) -> set[int]:
+    """Static positions with no default, forwarded option or module literal whose parameter takes an int or a tuple
+    of ints (`L: int`, `output_shape`, `_int_params.int_kind`): given the int ladder's values (`int_positions`), as
+    a static cannot be drawn as an array."""
+    return {i for i in statics if i < len(params) and params[i].default is params[i].empty and i not in forwarded
+            and i not in literals and int_kind(params[i]) is not None}
 
 
 def static_suggestions(subject: Subject) -> dict[int, str]:

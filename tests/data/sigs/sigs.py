@@ -103,3 +103,8 @@ def ones():
 @partial(jax.jit, static_argnums=(1,))
 def power(x, n):
     return x**n
+
+
+@partial(jax.jit, static_argnums=(1,))
+def rescale(x, factor):
+    return x * factor

@@ -1,0 +1,266 @@
+"""Climbing the inputs ladder: the candidates inference tries for a target's arrays, the first that runs winning.
+
+The plain ladder (`_inputs.shape_ladder`) draws float32 arrays of a few small shapes, independent of each other and of
+anything else. Two classes of rules accept none of them:
+
+- operand shapes tied to an int parameter: `forward(flm, L)` wants `flm` shaped (L, 2L - 1), a primitive bound with
+  `L=L` an operand of L rows. When the target takes ints (its int positions, a carrier's assumed keyword, a
+  synthesised bind param: `sizes`), candidates built from the first rung's value n come before the plain ladder
+  (`derived_candidates`): the first operand's dims from a small family of n (`derived_dims`), the others (n,); the
+  dims the rule itself names (its abstract eval's output, the numbers of its errors) first. On one value of n only:
+  a contract that is a function of n holds for any n, so the other rungs would only repeat the same failures;
+- complex data beside real coordinates (a transform of complex coefficients at real points): when the rule's source
+  names a complex dtype, or a failure does (its message, or the source of the user function that raised it), each
+  candidate is followed by its variants with the first operand complex, then all of them.
+
+A primitive's derived candidate is accepted only when its abstract eval agrees with what its impl computed
+(`_attempt._try_call`'s `agree`, as for synthesised bind params): a shape tied to n is used only where the rule's own
+description of its output holds.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import CodeType, TracebackType
+from typing import Any
+
+import jax
+import numpy as np
+
+from .. import _compat
+from .. import _rules as rules
+from .._checks._base import Subject
+from .._core import _locate
+from .._core._report import Finding
+from .._harness import call_user
+from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, shape_ladder, template_text
+from . import _int_params, _signature
+from ._attempt import _MISSING_DEPENDENCY, MissingDependencyError, _arity, _try_call
+
+# Per operand tied to an int n: n itself; 2n - 1 (the orders -(n-1)..n-1 of degree < n, a full correlation's
+# length); n + 1 (the coefficients of a degree-n polynomial, the points closing a grid of n cells); n - 1 (the
+# differences of n points); 2n (a doubled grid); n * n (harmonics flattened over (l, m)); n // 2 + 1 (a real FFT's
+# half spectrum). Rank 1, and rank 2 with n rows: a table over degree and order, n steps by a width.
+def derived_dims(n: int) -> list[int]:
+    """The dims an operand tied to the int n is tried at, n first (duplicates and dims below 1 left out)."""
+    return list(dict.fromkeys(d for d in (n, 2 * n - 1, n + 1, n - 1, 2 * n, n * n, n // 2 + 1) if d >= 1))
+
+
+# How many ints of one target operand shapes are derived from (`L` and `nside` of one transform).
+MAX_SIZES = 2
+# What names a complex dtype in source or in an error message (MLIR's `tensor<4x7xcomplex<f32>>` too).
+_COMPLEX = re.compile(r"complex(?!ity)|\bc(single|double)\b|\bc(64|128)\b")
+_COMPLEX_OF = {np.dtype(np.float32): DTYPES["c64"], np.dtype(np.float64): DTYPES["c128"]}
+
+
+@dataclass
+class _State:
+    """What the climb has learned about the target so far."""
+
+    complex: bool  # try complex variants after each candidate
+    learned: set[int] = field(default_factory=set)  # dims of the derived family the rule itself named
+    probed: set[int] = field(default_factory=set)  # the ints whose derived output dims were traced
+
+
+def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any],
+                 how: tuple[bool, str, list[list[str]]], tried: list[str], errors: list[str], agree: bool = False,
+                 sizes: tuple[int, ...] = ()) -> list[Any] | None:
+    """The first rung of inputs the target runs on (noted as inferred), or None; `how`: (pairs early, the dtype, the
+    operand lists of the library's bind calls); `tried` and `errors` collect what was tried and what it raised;
+    `sizes`: ints operand shapes may be derived from besides the target's own int positions."""
+    pairs_early, dtype, operands = how
+    totals: set[int] = set()
+    scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
+    truths = _signature.predicate_positions(subject)  # `jnp.any(x)`, `~mask`: booleans first, then floats
+    state = _State(complex=_names_complex(subject))
+    fallback: tuple[list[Any], str] | None = None  # a derived candidate that ran, reverse mode failing there
+    for arity in _arity(subject, operands):
+        # a static position past the arity (a default taken, a forwarded option after `*args`) still counts
+        arity = max(arity, max(statics) + 1 if statics else 0)
+        if arity in totals:
+            continue
+        totals.add(arity)
+        if arity == 0:
+            _signature.apply(subject, [])
+            ok, error = _try_call(subject, [], "normal", 0)
+            if ok or error == "non-finite output":
+                return []
+            errors.append(error)
+            continue
+        for ints in _signature.int_positions(subject, statics, arity):  # `L: int`: a Python int on each rung
+            n_arrays = max(arity - len(statics) - len(ints), 0)
+            matrices = _matrix_positions(subject, arity, {**statics, **ints}, operands)
+            plain = shape_ladder(n_arrays, pairs_early, dtype, matrices) if n_arrays else iter([[]])
+            for candidate, flags, fixed, derived in _tries(plain, n_arrays, ints, truths, sizes, dtype, state):
+                for variant in _variants(candidate, state):
+                    it = iter(variant)
+                    templates = [statics[i] if i in statics else fixed[i] if i in fixed else next(it)
+                                 for i in range(n_arrays + len(statics) + len(fixed))]
+                    templates = [ArgSpec(np.dtype(np.bool_) if i in flags else t.dtype, () if i in scalars else t.shape)
+                                 if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
+                                 for i, t in enumerate(templates)]
+                    text = " ".join(template_text(t) for t in templates)
+                    if text in tried:
+                        continue
+                    tried.append(text)
+                    _signature.apply(subject, templates)
+                    checked = agree or (derived is not None and subject.kind == "primitive")
+                    failures: list[BaseException] = []
+                    ok, error = _try_call(subject, subject.specs, "normal", 0, checked, failures)
+                    if not ok and error == "non-finite output":
+                        ok = any(_try_call(subject, subject.specs, d, 0, checked)[0] for d in DOMAINS[1:])
+                    if ok and derived is not None and fallback is None:
+                        why = _reverse_fails(subject)
+                        if why:  # runs, but reverse mode does not trace here: kept only if nothing else runs
+                            fallback, ok = (list(templates), text), False
+                            error = why
+                    if ok:
+                        return _found(subject, notes, templates, text)
+                    errors.append(error)
+                    if error.startswith(_MISSING_DEPENDENCY):
+                        raise MissingDependencyError(subject.label, error)
+                    _learn(subject, state, error, failures, derived)
+                if fallback is not None and derived is None:  # the derived family is done
+                    return _found(subject, notes, *fallback)
+    return _found(subject, notes, *fallback) if fallback is not None else None
+
+
+def _found(subject: Subject, notes: list[Finding], templates: list[Any], text: str) -> list[Any]:
+    _signature.apply(subject, templates)
+    notes.append(rules.INPUTS_INFERRED.finding(count=len(templates), specs=text, location=subject.location))
+    return templates
+
+
+def _reverse_fails(subject: Subject) -> str:
+    """Why reverse mode does not trace at the subject's inputs ("" when it does): a linear rule's transpose maps
+    the output's cotangent back to an operand of another shape when the operand is outside the rule's contract (a
+    table of width 2n - 1 where the rule's configuration wants 2n). Traced only, never run."""
+    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
+
+    def pullback(*xs: Any) -> Any:
+        out, back = jax.vjp(subject.call, *xs)
+        return back(jax.tree_util.tree_map(
+            lambda o: np.zeros(o.shape, o.dtype if np.issubdtype(o.dtype, np.inexact) else jax.dtypes.float0), out))
+
+    traced = call_user(lambda: jax.eval_shape(pullback, *shapes), quiet=True)
+    if traced.error is None:
+        return ""
+    return f"reverse mode: {type(traced.error).__name__}: {str(traced.error).splitlines()[0][:200]}"
+
+
+def _tries(plain: Iterator[list[ArgSpec]], n_arrays: int, ints: dict[int, str], truths: set[int],
+           sizes: tuple[int, ...], dtype: str, state: _State
+           ) -> Iterator[tuple[list[ArgSpec], set[int], dict[int, Any], int | None]]:
+    """(candidate arrays, the positions drawn as booleans, the int positions' values, the n it is derived from or
+    None): the derived candidates on the first int rung, then the plain ladder with every rung."""
+    first = _int_params.int_rungs(ints)[0]
+    ns = list(dict.fromkeys([*sizes, *(s.value for s in first.values() if type(s.value) is int)]))[:MAX_SIZES]
+    if n_arrays:
+        for n in ns:
+            for candidate in derived_candidates(n_arrays, n, dtype, state):
+                for flags in ([truths] if truths else []) + [set()]:
+                    yield candidate, flags, first, n
+    for candidate, flags, fixed in _int_params.rungs(plain, truths, ints):
+        yield candidate, flags, fixed, None
+
+
+def derived_candidates(arity: int, n: int, dtype: str, state: _State) -> Iterator[list[ArgSpec]]:
+    """Every operand (n,); then the first operand at each of `derived_dims(n)`, rank 1 and rank 2 with n rows, the
+    others (n,), the forms using a dim the rule named (`_State.learned`, read after the first try) first."""
+    f = DTYPES[dtype]
+    rest = [ArgSpec(f, (n,)) for _ in range(arity - 1)]
+    yield [ArgSpec(f, (n,))] + rest
+    dims = derived_dims(n)
+    forms: list[tuple[int, ...]] = [(d,) for d in dims[1:]] + [(n, d) for d in dims]
+    while forms:  # what each try taught is read before the next one is chosen
+        form = next((f for f in forms if (set(f) - {n}) & state.learned), forms[0])
+        forms.remove(form)
+        yield [ArgSpec(f, form)] + rest
+
+
+def _variants(candidate: list[ArgSpec], state: _State) -> Iterator[list[ArgSpec]]:
+    """The candidate, then (once the target is known to want complex data) its first operand complex, then every
+    float operand complex."""
+    yield candidate
+    if not state.complex or not candidate or candidate[0].dtype not in _COMPLEX_OF:
+        return
+    first = [ArgSpec(_COMPLEX_OF[candidate[0].dtype], candidate[0].shape)] + candidate[1:]
+    yield first
+    every = [ArgSpec(_COMPLEX_OF[s.dtype], s.shape) if s.dtype in _COMPLEX_OF else s for s in candidate]
+    if every != first:
+        yield every
+
+
+def _learn(subject: Subject, state: _State, error: str, failures: list[BaseException], derived: int | None
+           ) -> None:
+    """After a failed try: whether complex data is wanted; for a derived candidate, the dims of the derived family
+    that the error names, and (on the first try of each n) those of the output its abstract eval describes."""
+    if not state.complex and any(_failure_names_complex(exc) for exc in failures):
+        state.complex = True
+    if derived is None:
+        return
+    family = set(derived_dims(derived)) - {derived}
+    state.learned |= family & {int(d) for d in re.findall(r"\b\d+\b", error)}
+    if state.learned or derived in state.probed:
+        return
+    state.probed.add(derived)
+    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
+    traced = call_user(lambda: jax.eval_shape(subject.call, *shapes), quiet=True)
+    if traced.error is not None:
+        state.learned |= family & {int(d) for d in re.findall(r"\b\d+\b", str(traced.error))}
+    else:
+        state.learned |= family & {d for leaf in jax.tree_util.tree_leaves(traced.value)
+                                   for d in getattr(leaf, "shape", ())}
+
+
+def _names_complex(subject: Subject) -> bool:
+    """Whether the target's own code (a primitive's impl and abstract eval, a function's body) names a complex
+    dtype."""
+    obj = subject.original if subject.original is not None else subject.obj
+    fns = ([_compat.impl(obj), _compat.abstract_eval_rule(obj)] if subject.kind == "primitive"
+           else [getattr(obj, "fun", None) or obj])
+    return any(fn is not None and _locate.is_user_code(fn) and _COMPLEX.search(_code_text(
+        getattr(_locate.unwrap(fn), "__code__", None))) for fn in fns)
+
+
+def _failure_names_complex(exc: BaseException) -> bool:
+    """Whether a failure names a complex dtype: its message, or the source of the user functions it was raised in
+    (an abstract eval asserting `dtype == np.csingle` raises a bare AssertionError)."""
+    if _COMPLEX.search(str(exc)):
+        return True
+    codes: list[CodeType] = []
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None:
+        if _locate.is_user_file(tb.tb_frame.f_code.co_filename):
+            codes.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    return any(_COMPLEX.search(_code_text(code)) for code in codes[-2:])
+
+
+_TEXTS: dict[CodeType, str] = {}
+
+
+def _code_text(code: CodeType | None) -> str:
+    if code is None:
+        return ""
+    if code not in _TEXTS:
+        try:
+            _TEXTS[code] = inspect.getsource(code)
+        except (OSError, TypeError):
+            _TEXTS[code] = ""
+    return _TEXTS[code]
+
+
+def _matrix_positions(subject: Subject, arity: int, statics: dict[int, Any], operands: list[list[str]]
+                      ) -> frozenset[int]:
+    """Array positions (statics skipped) whose names are capitalised, as numerical code names matrices (`U`, `W`
+    beside `t`, `c`): the parameter names of a function, the operand names of a primitive's bind calls."""
+    if subject.kind == "primitive":
+        names = next((o for o in operands if len(o) == arity), [])
+    else:
+        names = [p.name for p in _signature.positional(_signature.signature_of(subject))][:arity]
+    arrays = [name for i, name in enumerate(names) if i not in statics]
+    return frozenset(i for i, name in enumerate(arrays) if name[:1].isupper())

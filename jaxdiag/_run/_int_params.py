@@ -1,0 +1,83 @@
+"""Parameters given a Python int (or a tuple of ints) rather than an array, and the ladders of values they climb.
+
+A function's parameter (`L: int`, `n`, a static `output_shape`) and a primitive's required bind param that nobody
+passes (`_assumed_params`) are recognised the same way: by an `int` / `tuple[int, ...]` annotation, an int default,
+else a conventional name (`name_kind`). Each takes INT_LADDER's (or SHAPE_LADDER's) value of a rung in turn.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from .._loading._inputs import Static
+
+# Python ints for a function's int parameters and for required bind params (`_assumed_params`), one per rung.
+INT_LADDER: tuple[int, ...] = (4, 2, 3, 8)
+SHAPE_LADDER: tuple[tuple[int, ...], ...] = ((4,), (3,), (4, 4), (2, 3))
+INT_ANNOTATION = re.compile(r"^(int|builtins\.int|np\.integer|numpy\.integer)$")
+SHAPE_ANNOTATION = re.compile(r"^(tuple|Tuple|typing\.Tuple|Sequence|typing\.Sequence|list|List)\[\s*int\b")
+_OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.+)\]$|^(.+)\|None$|^None\|(.+)$")
+# Names numerical code gives a count, an order, a size or an axis (`n`, `L` a bandlimit, `n_steps`, `num_points`,
+# `block_size`, `nside`, `max_degree`): an int. The one list for function parameters and bind params alike.
+COUNT_NAME = re.compile(r"^(n|L|axis|nside)$|^(n|num)_\w+$|"
+                        r"(^|_)(order|degree|size|length|count|bandlimit|nside|modes|levels|steps)$")
+# ... and for bind params only, a single letter or a letter's bound (`L_lower`, `kmax`): a bind param is never an
+# array, whereas a function's `x` or `x_max` usually is one.
+LETTER_NAME = re.compile(r"^[A-Za-z]$|^[A-Za-z]_?(max|lower|upper)$")
+# Names of a tuple of ints (`output_shape`, `dims`, `grid_sizes`).
+SHAPE_NAME = re.compile(r"(^|_)(shape|shapes|dims|sizes|extent|extents)$")
+
+
+def annotation_kind(text: str) -> str | None:
+    """"int", "shape" (a tuple of ints) or None for an annotation's text (`Optional[int]`, `int | None`: "int")."""
+    optional = _OPTIONAL.match(text.replace(" ", ""))
+    text = next(g for g in optional.groups() if g) if optional else text.replace(" ", "")
+    return "int" if INT_ANNOTATION.match(text) else "shape" if SHAPE_ANNOTATION.match(text) else None
+
+
+def name_kind(name: str, bind_param: bool = False) -> str | None:
+    """"shape", "int" or None from a name alone (`bind_param`: a single letter counts too)."""
+    if SHAPE_NAME.search(name):
+        return "shape"
+    if COUNT_NAME.search(name) or (bind_param and LETTER_NAME.search(name)):
+        return "int"
+    return None
+
+
+def int_kind(param: inspect.Parameter) -> tuple[str, bool] | None:
+    """("int" or "shape", guessed from its name only) for a parameter given a Python int (or int tuple) rather than
+    an array: annotated `int` / `Optional[int]` / `int | None` / `tuple[int, ...]`, or unannotated with an int
+    default, or with neither and a count or shape name (`name_kind`); else None."""
+    if param.annotation is not param.empty:
+        text = param.annotation if isinstance(param.annotation, str) else inspect.formatannotation(param.annotation)
+        kind = annotation_kind(text)
+        return (kind, False) if kind else None
+    if param.default is not param.empty:
+        return ("int", False) if type(param.default) is int else None
+    guessed = name_kind(param.name)
+    return (guessed, True) if guessed else None
+
+
+def ladder_values(kinds: dict[Any, str]) -> list[dict[Any, Any]]:
+    """One {key: value} per rung: INT_LADDER's for an "int" key, SHAPE_LADDER's for a "shape" one."""
+    return [{key: INT_LADDER[r] if kind == "int" else SHAPE_LADDER[r] for key, kind in kinds.items()}
+            for r in range(len(INT_LADDER))]
+
+
+def int_rungs(ints: dict[int, str]) -> list[dict[int, Static]]:
+    """One {position: Static value} per rung of `ladder_values` ([{}] without int positions)."""
+    return [{i: Static(value) for i, value in rung.items()} for rung in ladder_values(ints)] if ints else [{}]
+
+
+def rungs(ladder: Iterator[list[Any]], truths: set[int], ints: dict[int, str]
+          ) -> Iterator[tuple[list[Any], set[int], dict[int, Static]]]:
+    """Each rung of the shape ladder with each rung of the int positions' values in turn, and the positions to draw
+    as booleans: first `truths` (where the target's code uses an operand as a truth value), then none."""
+    for candidate in ladder:
+        for fixed in int_rungs(ints):
+            if truths:
+                yield candidate, truths, fixed
+            yield candidate, set(), fixed
