@@ -73,7 +73,7 @@ def test_only_int_and_shape_like_params_are_synthesised() -> None:
     ("_harmonic_prim", "_analysis_p", ["L=2 (read from the default of `L` in inputs_bindvars.harmonic:forward",
                                        "sampling='mw'"]),
     ("_spread_prim", "_spread_p", ["output_shape=(4,) (read from inputs_bindvars.spectra line"]),
-    ("_difference_prim", "_difference_p", ["order=2 (synthesised"]),
+    ("_difference_prim", "_difference_p", ["order=4 (synthesised"]),  # x of n + 1 samples, derived from order
 ])
 def test_a_primitive_bound_from_variables_is_checked_with_the_assumed_params(monkeypatch, module, target, assumed):
     """Left unchecked before (JXN012 "needs bind parameter(s)"): now checked, clean, the note naming each value."""

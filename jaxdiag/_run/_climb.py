@@ -14,7 +14,7 @@ anything else. Two classes of rules accept none of them:
   candidate is followed by its variants with the first operand complex, then all of them.
 
 A primitive's derived candidate is accepted only when its abstract eval agrees with what its impl computed
-(`_attempt._try_call`'s `agree`, as for synthesised bind params): a shape tied to n is used only where the rule's own
+(`_engine._try_call`'s `agree`, as for synthesised bind params): a shape tied to n is used only where the rule's own
 description of its output holds.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import CodeType, TracebackType
 from typing import Any
@@ -38,7 +38,6 @@ from .._core._report import Finding
 from .._harness import call_user
 from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, shape_ladder, template_text
 from . import _int_params, _signature
-from ._attempt import _MISSING_DEPENDENCY, MissingDependencyError, _arity, _try_call
 
 # Per operand tied to an int n: n itself; 2n - 1 (the orders -(n-1)..n-1 of degree < n, a full correlation's
 # length); n + 1 (the coefficients of a degree-n polynomial, the points closing a grid of n cells); n - 1 (the
@@ -67,10 +66,12 @@ class _State:
 
 def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any],
                  how: tuple[bool, str, list[list[str]]], tried: list[str], errors: list[str], agree: bool = False,
-                 sizes: tuple[int, ...] = ()) -> list[Any] | None:
+                 sizes: tuple[int, ...] = (), engine: tuple[Any, ...] = ()) -> list[Any] | None:
     """The first rung of inputs the target runs on (noted as inferred), or None; `how`: (pairs early, the dtype, the
     operand lists of the library's bind calls); `tried` and `errors` collect what was tried and what it raised;
-    `sizes`: ints operand shapes may be derived from besides the target's own int positions."""
+    `sizes`: ints operand shapes may be derived from besides the target's own int positions; `engine`: its
+    (`_try_call`, `MissingDependencyError`, the error prefixes of a missing dependency)."""
+    _try_call, MissingDependencyError, missing_dependency = engine
     pairs_early, dtype, operands = how
     totals: set[int] = set()
     scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
@@ -120,7 +121,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                     if ok:
                         return _found(subject, notes, templates, text)
                     errors.append(error)
-                    if error.startswith(_MISSING_DEPENDENCY):
+                    if error.startswith(missing_dependency):
                         raise MissingDependencyError(subject.label, error)
                     _learn(subject, state, error, failures, derived)
                 if fallback is not None and derived is None:  # the derived family is done
@@ -264,3 +265,23 @@ def _matrix_positions(subject: Subject, arity: int, statics: dict[int, Any], ope
         names = [p.name for p in _signature.positional(_signature.signature_of(subject))][:arity]
     arrays = [name for i, name in enumerate(names) if i not in statics]
     return frozenset(i for i, name in enumerate(arrays) if name[:1].isupper())
+
+
+def _arity(subject: Subject, operands: Sequence[Sequence[str]] = ()) -> list[int]:
+    """Candidate positional arities (static positions included), most likely first. `operands`: the operand lists
+    of the library's own `prim.bind(...)` calls, whose lengths come first for rules taking `*args`."""
+    sig = _signature.signature_of(subject)
+    bound = list(dict.fromkeys(len(o) for o in operands if o))
+    if sig is None:
+        return bound + [n for n in (1, 2, 3) if n not in bound]
+    params = _signature.positional(sig)
+    required = [p for p in params if p.default is p.empty]
+    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+        return bound + [n for n in sorted({len(required), 1, 2, 3} - {0}) if n not in bound] or [1]
+    if subject.kind == "primitive":
+        return [len(required) - _params_taken(required, subject.params)] if required else [1]
+    return [len(required)]
+
+
+def _params_taken(required: list, params: dict) -> int:
+    return sum(1 for p in required if p.name in params)

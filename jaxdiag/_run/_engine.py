@@ -18,16 +18,15 @@ import numpy as np
 
 from .. import __version__, _compat
 from . import _contain, _signature
-from ._attempt import _MISSING_DEPENDENCY, MissingDependencyError, _arity, _try_call  # noqa: F401  (API)
 from .._core import _locate, _provenance
 from .. import _rules as rules
 from .._checks import checks_for, lazy_ordered_checks, order_checks
 from .._core._commands import FAMILIES
 from .._checks._base import Check, Context, Options, SkipCheck, Subject
-from .._harness import catch_abort
+from .._harness import call_user, catch_abort
 from .._harness.cache import SubjectCache
 from .._checks._shared import platform_blocker
-from .._core._errors import InferenceError, UsageError, internal_error_detail
+from .._core._errors import InferenceError, UsageError, dependency_failure, internal_error_detail
 from .._core._filtering import Filter, validate_inline
 
 from .._loading._inputs import needs_x64
@@ -240,6 +239,52 @@ def _root_subject(target: Target, params: dict) -> Subject:
                    module=target.module_name)
 
 
+def _nonfinite(value: Any) -> bool:
+    for leaf in jax.tree_util.tree_leaves(value):
+        arr = np.asarray(leaf)
+        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            return True
+        if arr.dtype.name == "bfloat16" and not np.all(np.isfinite(arr.astype(np.float32))):
+            return True
+    return False
+
+
+def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int, agree: bool = False,
+              failures: list[BaseException] | None = None) -> tuple[bool, str]:
+    """(ran and finite, error text) for one draw of `specs` from `domain` (`agree`: `_assumed_params.disagreement`);
+    `failures` receives the exception the user's code raised."""
+    rng = np.random.default_rng(seed)
+    args = [draw(s, rng, domain) for s in specs]
+    saved = subject.specs
+    subject.specs = specs
+    try:
+        ran = call_user(lambda: jax.block_until_ready(subject.call(*args)))
+        traced = call_user(lambda: jax.eval_shape(subject.call, *args)) if agree and ran.error is None else None
+    finally:
+        subject.specs = saved
+    if traced is not None:  # only while assuming bind params: the abstract eval must describe what the impl gave
+        from ._assumed_params import disagreement
+
+        why = disagreement(ran.value, traced)
+        if why:
+            return False, why
+    if ran.error is not None:  # the user's code rejected these inputs
+        exc = ran.error
+        if failures is not None:
+            failures.append(exc)
+        text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        if _compat.is_platform_error(exc) and not text.startswith(_MISSING_DEPENDENCY):
+            # a kernel that cannot run on this machine: inputs its trace accepts are inputs (its rules are then
+            # checked abstractly, `_checks._abstract`)
+            traced = call_user(lambda: jax.eval_shape(subject.call, *args))
+            if traced.error is None:
+                return True, text
+        # what even tracing cannot get past: an import failure, also wrapped in the library's own exception, is a
+        # missing dependency (JXN011), not inputs that could not be inferred
+        return False, dependency_failure(exc) or text
+    return not _nonfinite(ran.value), "non-finite output"
+
+
 def _symmetric_tangents(subject: Subject, seed: int) -> None:
     """On the spd domain, a square matrix argument is perturbed along symmetric (Hermitian) directions only, as the
     tangents a nested rule receives are (`Subject.received_tangents`): a random direction leaves the domain."""
@@ -281,6 +326,8 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
                              f"argument(s) {', '.join(keyword_only)}, which positional --arg cannot pass; check the "
                              "function that calls it, or record your own calls with `jaxdiag record`",
                              label=subject.label, tried=[], last_error="keyword-only arguments", arity=1)
+    from ._climb import _arity, climb_ladder
+
     statics = _signature.static_templates(subject)
     if statics is None:
         needed = _signature.static_without_default(subject)
@@ -291,13 +338,12 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
                              "the public function that passes it (or record your calls with `jaxdiag record`)",
                              label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0],
                              static=_signature.static_suggestions(subject))
-    from ._climb import climb_ladder
-
     tried: list[str] = []
     errors: list[str] = []
     operands = _signature.bind_site_operands(subject)
     for dtype in ("f32", "f64") if _compat.x64_enabled() else ("f32",):
-        found = climb_ladder(subject, notes, statics, (pairs_early, dtype, operands), tried, errors, agree, sizes)
+        found = climb_ladder(subject, notes, statics, (pairs_early, dtype, operands), tried, errors, agree, sizes,
+                             (_try_call, MissingDependencyError, _MISSING_DEPENDENCY))
         if found is not None:
             return found
     last_error = errors[-1] if errors else ""
@@ -319,6 +365,19 @@ _X64_ASKED = re.compile(r"float64|double|\bx64\b|enable_x64|64-bit", re.IGNORECA
 class NeedsX64(InferenceError):
     """Inference found no 32-bit inputs and the target asked for 64-bit ones: the run is repeated under x64, where
     the ladder tries float64 inputs too."""
+
+
+_MISSING_DEPENDENCY = ("ModuleNotFoundError", "ImportError")
+
+
+class MissingDependencyError(InferenceError):
+    """The target imports an optional dependency at call time that is not installed: not an inference failure."""
+
+    def __init__(self, label: str, error: str):
+        super().__init__(f"{label} could not run: {error} (an optional dependency is missing); install it to "
+                         "check this target", label=label, tried=[], last_error=error, arity=0)
+        match = re.search(r"No module named '([\w.]+)'", error)
+        self.dependency = match.group(1).split(".")[0] if match else error
 
 
 # ---------------------------------------------------------------------------------------------------------------

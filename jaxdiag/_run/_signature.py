@@ -24,7 +24,6 @@ from .._harness import call_user
 from .._core._errors import InferenceError, UsageError
 from .._loading._inputs import ArgSpec, Static, parse_arg, template_leaves, template_text
 from .._loading._layout import Layout, flat_view, template_of
-from ._int_params import int_kind
 
 
 class MissingParamsError(InferenceError):
@@ -374,6 +373,8 @@ def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list
     arrays. [{}] for none."""
     if subject.kind != "function":
         return [{}]
+    from ._int_params import int_kind
+
     found = {i: int_kind(p) for i, p in enumerate(positional(signature_of(subject))[:arity]) if i not in statics}
     kinds = {i: k for i, k in found.items() if k is not None}
     fixed = static_positions(subject)  # a static is never drawn as an array: its kind is sure, even from a name
@@ -436,6 +437,8 @@ def static_ints(subject: Subject, statics: dict[int, str], params: list[inspect.
     """Static positions with no default, forwarded option or module literal whose parameter takes an int or a tuple
     of ints (`L: int`, `output_shape`, `_int_params.int_kind`): given the int ladder's values (`int_positions`), as
     a static cannot be drawn as an array."""
+    from ._int_params import int_kind  # only inference asks: `check_grad` with given inputs never imports it
+
     return {i for i in statics if i < len(params) and params[i].default is params[i].empty and i not in forwarded
             and i not in literals and int_kind(params[i]) is not None}
 
