@@ -532,3 +532,19 @@ def test_the_traced_reach_phase_is_read_from_the_cache_and_redone_after_an_edit(
     fixed = check_paths(["factory.py"], cache=True)
     assert len(calls) == 2
     assert not errors(fixed)
+
+
+def test_the_last_runs_durations_are_kept_beside_the_cache_and_anything_odd_is_no_estimate(tmp_path: Path) -> None:
+    """What `_schedule` orders the next run by: merged run over run; never a verdict, so a bad file is just none."""
+    cache = _cache.ResultCache(tmp_path)
+    assert cache.durations() == {}
+    cache.put_durations({"m:f": 2.5, "m:g": 1})
+    cache.put_durations({"m:g": 4.0})  # a later run of m:g only: m:f keeps its figure
+    assert cache.durations() == {"m:f": 2.5, "m:g": 4.0}
+    path = tmp_path / f"v{_cache.CACHE_FORMAT}" / "durations.json"
+    assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0
+    path.write_text(json.dumps({"m:f": -1, "m:g": "3", "m:h": True, "m:i": 0.5}))
+    assert cache.durations() == {"m:i": 0.5}
+    for junk in ("[1, 2]", "{", "\xff"):
+        path.write_text(junk, encoding="latin-1")
+        assert cache.durations() == {}

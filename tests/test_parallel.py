@@ -12,13 +12,14 @@ import shutil
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Iterator
 
 import pytest
 from clirun import Runner as CliRunner  # stdout/stderr apart on every click
 
 from jaxdiag._run import _engine
-from jaxdiag._jobs import _memory, _parallel
+from jaxdiag._jobs import _keys, _memory, _parallel, _schedule
 from jaxdiag._loading import _targets
 from jaxdiag import _rules as rules
 from jaxdiag._checks import ALL_CHECKS
@@ -86,15 +87,35 @@ def test_jobs_give_the_same_report_as_serial(tmp_path, monkeypatch):
     assert {"JXB001", "JXG001", "JXR003"} <= serial.codes()  # a real run, with findings to compare
 
 
-def test_each_worker_takes_a_contiguous_run_of_targets_and_then_helps_with_the_longest_run_left():
-    """Neighbours compile the same programs: a worker checks its own run in order, so they share its caches."""
-    runs = _parallel._Runs([0, 1, 2, 3, 4, 5, 6], slots=2)
-    assert [runs.take(0), runs.take(0), runs.take(1)] == [0, 1, 4]
-    assert [runs.take(0), runs.take(0)] == [2, 3]
-    assert runs.take(0) == 6  # its own run is done: the last target of the other run
-    assert [runs.take(1)] == [5] and not runs
-    one = _parallel._Runs([3, 9], slots=4)  # more slots than targets: every slot still finds work
-    assert sorted([one.take(3), one.take(2)]) == [3, 9] and not one
+def _tasks(costs: list[float], groups: str) -> list[_schedule.Task]:
+    return [_schedule.Task(i, g, c) for i, (c, g) in enumerate(zip(costs, groups))]
+
+
+def test_workers_take_the_longest_chunk_first_each_in_order_and_split_the_last_one(monkeypatch):
+    """Longest first, so the run does not end on a long task; a chunk (neighbours, which compile the same programs)
+    runs in order in one worker; with nothing left to start, a free worker takes the end of the longest chunk."""
+    monkeypatch.setattr(_schedule, "CHUNKS_PER_SLOT", 2)
+    # modules a (2 s), b (9 s), c (4 s), d (2 s): the cap is 17/4 s, so b is cut inside, a, c and d are not
+    tasks = _tasks([1, 1, 3, 3, 3, 1, 3, 1, 1], "aabbbccdd")
+    assert [[t.index for t in c] for c in _schedule.chunks(tasks, 2)] == [[0, 1], [2], [3], [4], [5, 6], [7, 8]]
+    plan = _schedule.Schedule(tasks, 2)
+    # by cost: [5, 6], the three 3 s chunks of b (ties in discovery order), then [0, 1] and [7, 8]
+    assert [plan.take(0), plan.take(1), plan.take(1), plan.take(0)] == [5, 2, 3, 6]
+    assert [plan.take(0), plan.take(1), plan.take(0), plan.take(0)] == [4, 0, 7, 8]
+    assert plan.take(1) == 1 and not plan
+    monkeypatch.setattr(_schedule, "CHUNKS_PER_SLOT", 1)
+    tail = _schedule.Schedule(_tasks([1, 1, 1, 1], "aaaa"), 1)  # one chunk
+    assert tail.take(0) == 0 and tail.take(1) == 3  # the other slot helps from the end of the chunk
+    assert [tail.take(0), tail.take(0)] == [1, 2] and not tail
+
+
+def test_costs_come_from_the_last_run_else_from_the_kind():
+    assert _schedule.estimate("m:f", "function", {"m:f": 7.5}) == 7.5
+    assert _schedule.estimate("m:g", "custom_vmap", {"m:f": 7.5}) == _schedule.STATIC_SECONDS["custom_vmap"]
+    assert _schedule.estimate("m:g", "a kind of its own", {}) == _schedule.DEFAULT_SECONDS
+    # with its last time known, the long target goes first although its kind looks cheap
+    plan = _schedule.Schedule([_schedule.Task(0, "a", 1.0), _schedule.Task(1, "b", 30.0)], 2)
+    assert plan.take(0) == 1
 
 
 def test_a_worker_clears_jax_caches_past_the_bound_not_after_every_target(monkeypatch):
@@ -115,7 +136,6 @@ def test_a_worker_clears_jax_caches_past_the_bound_not_after_every_target(monkey
 
 def test_a_worker_is_replaced_only_when_clearing_left_it_above_the_retire_bound(monkeypatch):
     """A fresh worker costs an import of JAX and the user's modules: replace one only when clearing was tried."""
-    from types import SimpleNamespace
 
     pool = _parallel._Pool(None, _parallel.RunSettings(jobs=2))  # type: ignore[arg-type]
     replaced: list[bool] = []
@@ -124,9 +144,11 @@ def test_a_worker_is_replaced_only_when_clearing_left_it_above_the_retire_bound(
     high = _memory.WORKER_RETIRE_MB + 50.0
     for cleared, after, expected in ((False, high, []), (True, high, [False]), (True, 300.0, [])):
         replaced.clear()
-        message = ("done", 0, _parallel.Outcome().to_dict(), high, after, cleared)
-        worker = SimpleNamespace(conn=SimpleNamespace(recv=lambda message=message: message), task=0)
-        [(index, _)] = list(pool._receive(worker, [worker], None, [], _parallel._Runs([1], 2)))  # type: ignore[arg-type]
+        message = ("done", 0, _parallel.Outcome().to_dict(), high, after, cleared, 0.5)
+        worker = SimpleNamespace(conn=SimpleNamespace(recv=lambda message=message: message), task=0, slot=0,
+                                 task_started=0.0)
+        queue = _schedule.Schedule([_schedule.Task(1, "m", 1.0)], 2)
+        [(index, _)] = list(pool._receive(worker, [worker], None, [SimpleNamespace(label="m:f")], queue))  # type: ignore[arg-type]
         assert index == 0 and worker.task is None and replaced == expected
 
 
@@ -465,7 +487,14 @@ def test_a_worker_runs_the_traced_reach_phase_alongside_the_targets_with_the_sam
     assert without_seconds(parallel) == without_seconds(serial)
 
 
-def test_the_traced_reach_phase_starts_a_slot_s_run():
-    runs = _parallel._Runs(list(range(6)), 2)
-    runs.first(6)
-    assert [runs.take(0), runs.take(1), runs.take(1)] == [0, 6, 3]
+def test_the_traced_reach_phase_is_scheduled_by_its_cost():
+    """It is among the longest tasks of a run (no locality: its own chunk), so it starts early."""
+    founds = [SimpleNamespace(label=f"m{i}:f", kind="custom_vmap", walked=SimpleNamespace(label=f"m{i}"))
+              for i in range(4)]
+    phase = _keys.TracedPhase(founds)  # type: ignore[arg-type]
+    plan = _parallel.schedule([*founds, phase], [0, 1, 2, 3, 4], 2, {})  # type: ignore[list-item]
+    assert plan.take(0) == 4 and plan.take(1) == 0
+    known = {_keys.TRACED_LABEL: 0.01, "m3:f": 5.0}  # last time: the phase was quick, m3 was not
+    plan = _parallel.schedule([*founds, phase], [0, 1, 2, 3, 4], 2, known)  # type: ignore[list-item]
+    assert plan.take(0) == 3
+

@@ -207,6 +207,39 @@ class ResultCache:
             pass  # a read-only checkout still gets its report; it is just not cached
 
 
+    # Seconds each work item took in the runs before (by task key): how `_schedule` orders the next run's work.
+    # Never part of a verdict: a missing, unreadable or odd file is no estimate.
+
+    def _durations_path(self) -> Path:
+        return self.root / f"v{CACHE_FORMAT}" / "durations.json"
+
+    def durations(self) -> dict[str, float]:
+        raw = _read_private_file(self._durations_path())
+        try:
+            data = json.loads(raw) if raw is not None else {}
+        except (ValueError, RecursionError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: float(v) for k, v in data.items()
+                if isinstance(k, str) and type(v) in (int, float) and 0 <= v < _MAX_SECONDS}
+
+    def put_durations(self, seconds: dict[str, float]) -> None:
+        """Merge this run's figures into the file (the items not run keep theirs), at most _MAX_DURATIONS of them."""
+        merged = {**self.durations(), **seconds}
+        kept = dict(list(merged.items())[-_MAX_DURATIONS:])
+        path = self._durations_path()
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_atomic(path, json.dumps(kept), keep_mode=False)
+        except OSError:
+            pass  # a read-only checkout: the next run estimates by kind
+
+
+_MAX_SECONDS = 1e6
+_MAX_DURATIONS = 100_000
+
+
 def _read_private_file(path: Path) -> bytes | None:
     """The bytes of a regular file this user owns and only this user can write; None for anything else (missing,
     a folder, a link, a FIFO, another user's file, too large), without blocking or following links."""

@@ -12,8 +12,9 @@ checked. Outcomes are plain dicts: they cross the process boundary and are what 
 Workers are forked from a fork server that imported JAX and jaxdiag once (`_worker_context`; `spawn` where there
 is none; never a plain fork of this process, as JAX is not fork-safe: a forked child inherits XLA's threads in
 whatever state they were), import the user's modules and discover the same targets as the parent, then run the
-targets they are sent one at a time: each worker works through its own contiguous run of the targets (`_Runs`),
-so neighbours that compile the same programs run in the same process. A worker tells the parent which check it
+targets they are sent one at a time, pulling the next when one is done: the longest chunk of neighbouring targets
+left first, each chunk in order in one worker (`_schedule`, its costs from the previous run's `TASK_SECONDS`
+kept beside the result cache). A worker tells the parent which check it
 starts, so a target that runs past `--timeout` is reported naming that check; the worker is then killed and
 replaced. A worker clears JAX's caches as it grows (`MemoryBound`), and one that stays past `WORKER_RETIRE_MB`
 after clearing is retired and replaced, so memory stays bounded per worker.
@@ -28,13 +29,13 @@ import shutil
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from . import _cache, _keys
+from . import _cache, _keys, _schedule
 from ._keys import TRACED_LABEL, TracedPhase
 from ._outcome import Lint, Outcome, apply, crashed, internal, run_in_process, timed_out
 from ._memory import (WORKER_RETIRE_MB, MemoryBound, exit_with_parent,
@@ -96,6 +97,10 @@ def _tell(**event: Any) -> None:
 # What the last pooled run did (for the bench and for tests): worker processes started, the largest resident
 # memory a worker reported after a target (MB), and how many times a worker cleared JAX's caches.
 LAST_RUN: dict[str, float] = {}
+# Each task's seconds in the worker that ran it, by task key (the scheduler's costs for the next run), and what
+# the pool saw happen (for the bench): workers ready, tasks done.
+TASK_SECONDS: dict[str, float] = {}
+TIMELINE: list[dict[str, Any]] = []
 
 
 def default_jobs() -> int:
@@ -140,13 +145,16 @@ def _check_todo(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType |
                 keys: list[str | None] | None, phase: TracedPhase | None = None) -> list[list[TargetReport]]:
     worker_items = _items_for_workers(items)
     phase_key = None
+    pooled = False
     if todo and not settings.in_process and worker_items is not None:
         if phase is not None:
             phase_cache, phase_key = _keys.traced_key(lint, phase.discovered, ()) if settings.cache else (None, None)
             if phase_cache is not None and phase_key is not None and phase_cache.get(phase_key) is not None:
                 phase = None  # `check_traced` reads it back
         pool = _Pool(_WorkerSetup.of(lint, worker_items, settings), settings)
-        outcomes_iter: Iterator[tuple[int, Outcome]] = pool.run(lint, founds, todo, phase)
+        known = cache.durations() if cache is not None else {}
+        outcomes_iter: Iterator[tuple[int, Outcome]] = pool.run(lint, founds, todo, phase, known)
+        pooled = True
     else:
         outcomes_iter = _in_process(lint, founds, todo, release=settings.bound_memory)
     fresh = [False] * len(founds)
@@ -175,6 +183,8 @@ def _check_todo(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType |
     while next_index < len(founds):
         reports.append(_finish(lint, outcomes[next_index], cache, keys, next_index, fresh[next_index]))
         next_index += 1
+    if pooled and cache is not None:  # the next run's cost estimates (`_schedule.estimate`)
+        cache.put_durations(TASK_SECONDS)
     return reports
 
 
@@ -339,36 +349,15 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
         if found is None:
             conn.send(("missing", index))
             continue
+        started_at = time.perf_counter()
         try:
             outcome = found.run(lint) if isinstance(found, TracedPhase) else run_in_process(lint, found)
         except BaseException:  # noqa: BLE001 - jaxdiag's own error: the parent reports it for this target
             conn.send(("raised", index, traceback.format_exc()))
             return
+        seconds = time.perf_counter() - started_at
         rss, cleared = bound.after_target()
-        conn.send(("done", index, outcome.to_dict(), rss, rss_mb(), cleared))
-
-
-class _Runs:
-    """The targets left to check, split into one contiguous run per worker slot. Neighbours in discovery order (a
-    module's targets, a bad sample and its good twin) mostly compile the same programs, so a worker that checks
-    them one after the other finds those in its own memory instead of compiling or loading them again. A slot
-    whose run is done takes the last target of the longest run left."""
-
-    def __init__(self, todo: Sequence[int], slots: int) -> None:
-        n = max(1, min(slots, len(todo)))
-        bounds = [round(k * len(todo) / n) for k in range(n + 1)]
-        self.runs = [list(todo[bounds[k]:bounds[k + 1]]) for k in range(n)]
-
-    def __bool__(self) -> bool:
-        return any(self.runs)
-
-    def take(self, slot: int) -> int:
-        own = self.runs[slot % len(self.runs)]
-        return own.pop(0) if own else max(self.runs, key=len).pop()
-
-    def first(self, index: int) -> None:
-        """`index` (a long task: the traced-reach phase) starts the last slot's run."""
-        self.runs[-1].insert(0, index)
+        conn.send(("done", index, outcome.to_dict(), rss, rss_mb(), cleared, seconds))
 
 
 # What the workers' fork server imports: the same as the supervisor's (`_supervisor.PRELOAD`, which this child-side
@@ -406,7 +395,7 @@ class _Worker:
         self.task: int | None = None
         self.task_started = 0.0
         self.running = ""  # "subject: check" the worker said it started last
-        self.slot = slot  # which run of targets it takes from (`_Runs`); a replacement keeps it
+        self.slot = slot  # whose chunk of targets it works through (`_schedule`); a replacement keeps it
 
     def send(self, index: int, label: str) -> None:
         self.conn.send((index, label))
@@ -429,6 +418,20 @@ class _Worker:
         self.conn.close()
 
 
+def schedule(founds: Sequence[Item | TracedPhase], todo: Sequence[int], slots: int, known: Mapping[str, float]
+             ) -> _schedule.Schedule:
+    """The order the workers take `todo` in (`_schedule`): grouped by module, costs from `known` or by kind."""
+    tasks = []
+    for index in todo:
+        item = founds[index]
+        key = task_key(item)
+        if isinstance(item, TracedPhase):
+            tasks.append(_schedule.Task(index, key, _schedule.estimate(key, "traced-reach", known)))
+        else:
+            tasks.append(_schedule.Task(index, item.walked.label, _schedule.estimate(key, item.kind, known)))
+    return _schedule.Schedule(tasks, slots)
+
+
 class _Pool:
     def __init__(self, setup: _WorkerSetup, settings: RunSettings) -> None:
         self.setup = setup
@@ -436,18 +439,20 @@ class _Pool:
         self.jobs = max(settings.jobs, 1)
         self.phase_index: int | None = None  # the traced-reach phase's task, when the pool runs it (no time limit)
 
-    def run(self, lint: Lint, founds: Sequence[Item], todo: list[int], phase: TracedPhase | None = None
-            ) -> Iterator[tuple[int, Outcome]]:
+    def run(self, lint: Lint, founds: Sequence[Item], todo: list[int], phase: TracedPhase | None = None,
+            known: Mapping[str, float] | None = None) -> Iterator[tuple[int, Outcome]]:
         """(index, outcome) as targets finish, in any order; the traced-reach phase's, when given, as index
-        `len(founds)` (none when a worker failed in it: the caller runs it). Workers are killed when the iterator is
-        closed."""
-        queue = _Runs(todo, self.jobs)
+        `len(founds)` (none when a worker failed in it: the caller runs it). `known`: seconds each task took in a
+        previous run, by task key (the schedule's costs). Workers are killed when the iterator is closed."""
         self.phase_index = len(founds) if phase is not None else None
         if phase is not None:
             founds = [*founds, phase]  # type: ignore[list-item]
-            queue.first(len(founds) - 1)
-        workers = [_Worker(self.setup, slot) for slot in range(min(self.jobs, len(todo) + (phase is not None)))]
-        LAST_RUN.update(workers_started=len(workers), peak_worker_mb=0.0, cache_clears=0)
+            todo = [*todo, len(founds) - 1]
+        queue = schedule(founds, todo, self.jobs, known or {})
+        workers = [_Worker(self.setup, slot) for slot in range(min(self.jobs, len(todo)))]
+        LAST_RUN.update(workers_started=len(workers), peak_worker_mb=0.0, cache_clears=0, pool_started=time.monotonic())
+        TIMELINE.clear()
+        TASK_SECONDS.clear()
         try:
             while queue or any(w.task is not None for w in workers):
                 for w in workers:
@@ -482,7 +487,7 @@ class _Pool:
         return bool(self.timeout and w.task is not None and w.task != self.phase_index
                     and now > w.task_started + self.timeout)
 
-    def _replace(self, w: _Worker, workers: list[_Worker], queue: _Runs, killed: bool) -> None:
+    def _replace(self, w: _Worker, workers: list[_Worker], queue: _schedule.Schedule, killed: bool) -> None:
         w.kill() if killed else w.stop()
         workers.remove(w)
         if queue:
@@ -490,7 +495,7 @@ class _Pool:
             LAST_RUN["workers_started"] += 1
 
     def _receive(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Item],
-                 queue: _Runs) -> Iterator[tuple[int, Outcome]]:
+                 queue: _schedule.Schedule) -> Iterator[tuple[int, Outcome]]:
         try:
             message = w.conn.recv()
         except (EOFError, OSError):  # the worker died: a crash in native code, or killed from outside
@@ -506,11 +511,15 @@ class _Pool:
         kind = message[0]
         if kind == "ready":
             w.ready = True
+            TIMELINE.append({"slot": w.slot, "event": "ready", "at": time.monotonic(), "since": w.spawned})
         elif kind == "check":
             w.running = f"{message[1]}: {message[2]}"
             _tell(event="check", target=message[1], check=message[2])
         elif kind == "done":
-            _, index, data, rss, after, cleared = message
+            _, index, data, rss, after, cleared, seconds = message
+            TASK_SECONDS[task_key(founds[index])] = seconds
+            TIMELINE.append({"slot": w.slot, "event": "done", "index": index, "at": time.monotonic(),
+                             "sent": w.task_started, "seconds": seconds, "cleared": cleared})
             w.task = None
             LAST_RUN["peak_worker_mb"] = max(LAST_RUN.get("peak_worker_mb", 0.0), rss)
             LAST_RUN["cache_clears"] += cleared
@@ -532,7 +541,7 @@ class _Pool:
                 yield index, internal(founds[index], f"internal error in a worker process:\n{message[2]}")
 
     def _expire(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Item],
-                queue: _Runs) -> Iterator[tuple[int, Outcome]]:
+                queue: _schedule.Schedule) -> Iterator[tuple[int, Outcome]]:
         index = w.task
         if not w.ready:
             self._replace(w, workers, queue, killed=True)
