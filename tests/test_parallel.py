@@ -498,3 +498,52 @@ def test_the_traced_reach_phase_is_scheduled_by_its_cost():
     plan = _parallel.schedule([*founds, phase], [0, 1, 2, 3, 4], 2, known)  # type: ignore[list-item]
     assert plan.take(0) == 3
 
+
+WORKER_SERVER_SCRIPT = """
+import json, os, sys
+import multiprocessing as mp
+from jaxdiag._jobs import _worker_server
+
+def report(conn):
+    conn.send([os.getppid(), "jaxdiag._jobs._preload" in sys.modules])
+
+if __name__ == "__main__":
+    before = set(sys.modules)
+    assert _worker_server.start(["jaxdiag._jobs._preload"])
+    ctx = mp.get_context("forkserver")
+    receive, send = ctx.Pipe(duplex=False)
+    worker = ctx.Process(target=report, args=(send,))
+    worker.start()
+    print(json.dumps([os.getpid(), _worker_server.started_pid, receive.recv()]), flush=True)
+    worker.join()
+    os._exit(0)  # as the supervised child ends
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_are_forked_from_a_fork_of_the_child_not_a_new_interpreter_and_it_ends_with_it(tmp_path):
+    """The workers' fork server is this process forked before any user code (no second import of JAX): a worker's
+    parent is that fork, a child of this process, and it arrives with jaxdiag imported. The server exits when its
+    owner does."""
+    import os
+    import subprocess
+    import time
+
+    script = tmp_path / "server.py"
+    script.write_text(WORKER_SERVER_SCRIPT)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])})
+    assert out.returncode == 0, out.stderr
+    owner, server, (worker_parent, preloaded) = json.loads(out.stdout)
+    assert server is not None and worker_parent == server and preloaded
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{server}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            break
+        if state in ("Z", "X"):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the workers' fork server {server} outlived its owner {owner}")

@@ -5,6 +5,9 @@
 to files in the run's folder (nothing the user's code prints reaches the report), runs the command, sends back the
 report as plain data, and ends with `os._exit`, so a thread the user's code left running cannot keep it alive
 (`_contain.Watch` has reported it by then).
+
+For `check`, before anything else runs here, it forks itself into the workers' fork server (`_worker_server`): it
+holds JAX and jaxdiag already, and no user code has run yet.
 """
 
 from __future__ import annotations
@@ -23,19 +26,22 @@ Send = Callable[[tuple[str, Any]], None]
 
 
 def main(conn: Any, job: Any) -> None:
-    from . import _parallel
+    from . import _parallel, _worker_server
     from .._harness import user_interrupts
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(os, "setpgid"):  # a group of its own: the parent kills it with every process it starts, at once
         os.setpgid(0, 0)
-    _parallel.exit_with_parent()
     _capture(job.capture)
     os.chdir(job.cwd)
     sys.path[:] = job.sys_path
     _environment(job.env)
     os.environ["JAXDIAG_RUN_DIR"] = job.run_dir  # scratch folders go there: the parent removes it on any exit
     _multiprocessing_folder(job.run_dir)
+    if job.command == "check" and job.request.get("isolate"):
+        # before any thread (exit_with_parent's) and any user code: this process is still fit to fork from
+        _worker_server.start(_parallel.WORKER_PRELOAD, close=(conn.fileno(),))
+    _parallel.exit_with_parent()
     user_interrupts(True)
 
     def send(message: tuple[str, Any]) -> None:

@@ -369,7 +369,9 @@ def _worker_context() -> Any:
     """A fork server that has imported JAX and all of jaxdiag once (`WORKER_PRELOAD`; it never runs user code
     nor initialises an XLA backend), where the platform has one: each worker, and each replacement of a worker that
     timed out or grew too large, is forked from it ready to check, instead of a spawned interpreter importing
-    everything again. Else `spawn`. Never a plain fork of this process: JAX is not fork-safe."""
+    everything again. Under the CLI that server is the supervised child's own fork made before any user code ran
+    (`_worker_server`), so JAX is not imported a second time. Else `spawn`. Never a plain fork of this process
+    (JAX is not fork-safe)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(WORKER_PRELOAD)
