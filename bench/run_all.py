@@ -17,6 +17,9 @@ Runs, each in a fresh process with this interpreter (so one benchmark's JAX cach
 - `bench/bench_startup.py`        `jaxdiag --version` vs `python -c "import jax"` (median ratio)
 - `bench/bench_sharding.py`        `jaxdiag sharding`: the child process alone, and seconds per target on a 2x4 mesh
 
+Not run here (two steps, by hand): `bench/bench_schedule.py`, the `-j N` schedule's makespan model from one serial
+run's per-item seconds (`--record`, then `--model`).
+
 Every figure is a median of several runs, and every ratio compares two things measured side by side in the same run
 (each script alternates or interleaves its two sides). jaxdiag's modules are byte-compiled first (as `pip install`
 does), so no side pays for compiling Python source. The scripts' own output is printed as it comes, then a summary
