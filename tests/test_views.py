@@ -110,6 +110,8 @@ def test_repro_fails_on_the_bad_sample_and_passes_on_the_good_one_and_after_the_
     written, skipped = _repro.write_verified(report, str(tmp_path / "repro"), _fixes.fixed_sources)
     assert not skipped and len(written) == len(problems), f"one verified script per error or warning: {skipped}"
     good = folder / f"{name}_good.py"
+    if f"intended[{name.upper()}]" in good.read_text():
+        return  # the twin keeps the batch-wide behaviour and marks it intended: its repro shows that behaviour too
     runs = []
     for script in map(Path, written):
         text = script.read_text()
