@@ -447,6 +447,19 @@ def test_a_rule_that_raises_on_purpose_is_a_warning_and_an_accident_stays_an_err
     assert "JXG017" in codes(unpacked, "error") and "JXG025" not in codes(unpacked)
 
 
+def test_a_helper_that_refuses_with_not_implemented_is_deliberate_and_other_helper_errors_stay_errors():
+    """A `raise NotImplementedError(...)` in a helper of the user's code that the rule calls is the same deliberate
+    refusal as a `raise` in the rule's own body (JXB014); a ValueError a helper raises on what the rule forgot to
+    handle stays JXB006."""
+    path = DATA / "verdicts" / "helper_refusal.py"
+    refused = jaxdiag.check_batching(f"{path}:refusing_p", "f32[4]", "f32[3]")
+    no_internal_errors(refused)
+    assert "JXB014" in codes(refused, "warning") and "JXB006" not in codes(refused)
+    accident = jaxdiag.check_batching(f"{path}:accidental_p", "f32[4]", "f32[3]")
+    no_internal_errors(accident)
+    assert "JXB006" in codes(accident, "error") and "JXB014" not in codes(accident)
+
+
 def test_an_error_only_under_x64_is_an_x64_only_warning_and_its_fix_is_clean():
     """bwd's hard-coded float32: with f64 inputs (x64 on) jax.grad returns float32; with f32 inputs nothing is
     wrong. The report says so and grades it as the x64-only warning (JXG026) carrying JXG004's evidence."""

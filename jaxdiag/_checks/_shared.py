@@ -334,23 +334,32 @@ def user_frame_location(exc: BaseException, fn: Any) -> Location | None:
 
 
 def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
-    """True when the user's rule `fn` raised `exc` with a `raise SomeError(...)` statement of its own body: the
-    deepest frame of the traceback is the rule itself (not a helper, JAX or NumPy called from it) and that line is a
-    `raise` of a new exception. Such a rule refuses the call deliberately, with a message written for its users; an
-    `assert`, a bare re-`raise` or an error from a call inside the rule is an accident of the code."""
+    """True when the user's rule `fn` refused the call deliberately: the deepest frame of the traceback is a
+    `raise SomeError(...)` statement of the rule's own body (not of JAX or NumPy called from it), or a
+    `raise NotImplementedError(...)` of a helper of the user's own code that the rule called (only user frames
+    between them: "this case is not supported", written for its users). An `assert`, a bare re-`raise` or any
+    other error from a call inside the rule is an accident of the code."""
     code = getattr(_locate.unwrap(fn), "__code__", None)
     tb = exc.__traceback__
     if code is None or tb is None or isinstance(exc, AssertionError):
         return False
-    while tb.tb_next is not None:
+    frames = []
+    while tb is not None:
+        frames.append(tb)
         tb = tb.tb_next
-    frame_code = tb.tb_frame.f_code
-    if frame_code is not code and not (frame_code.co_filename == code.co_filename
-                                       and frame_code.co_firstlineno >= code.co_firstlineno
-                                       and frame_code.co_name in ("<lambda>", "<listcomp>", "<genexpr>")):
+    deepest = frames[-1]
+    frame_code = deepest.tb_frame.f_code
+    line = linecache.getline(frame_code.co_filename, deepest.tb_lineno).strip()
+    if not re.match(r"raise\s+[A-Za-z_][\w.]*\s*\(", line):
         return False
-    line = linecache.getline(frame_code.co_filename, tb.tb_lineno).strip()
-    return re.match(r"raise\s+[A-Za-z_][\w.]*\s*\(", line) is not None
+    if frame_code is code or (frame_code.co_filename == code.co_filename
+                              and frame_code.co_firstlineno >= code.co_firstlineno
+                              and frame_code.co_name in ("<lambda>", "<listcomp>", "<genexpr>")):
+        return True
+    # a helper's refusal: NotImplementedError raised in user code, every frame from the rule down to it the user's
+    start = next((i for i, f in enumerate(frames) if f.tb_frame.f_code is code), None)
+    return (isinstance(exc, NotImplementedError) and start is not None
+            and all(_locate.is_user_file(f.tb_frame.f_code.co_filename) for f in frames[start:]))
 
 
 def removed_api(exc: BaseException) -> tuple[str, str] | None:

@@ -225,8 +225,9 @@ DERIVATIVE_RULE_REFUSES: Rule[_fields.JXG025] = Rule(
     "JXG025", "derivative-rule-refuses", "warning",
     "A derivative rule (fwd, bwd, JVP or transpose) refuses with its own `raise` statement: differentiation "
     "fails there on purpose.",
-    "Like JXG017, but the exception comes from a `raise` written in the rule's own body (not from a call inside "
-    "it, and not an `assert`): the author chose to refuse differentiation with a message for the user.",
+    "Like JXG017, but the exception comes from a `raise` written in the rule's own body, or a "
+    "`raise NotImplementedError(...)` in a helper of your own code the rule calls (not from JAX or NumPy, and not an "
+    "`assert`): the author chose to refuse differentiation with a message for the user.",
     "`jax.grad` fails with the rule's message wherever JAX perturbs these inputs, which can be the intent (a "
     "value that must never be differentiated) or a limitation to lift.",
     "jxg025_bad.py", "jxg025_good.py",

@@ -1,0 +1,57 @@
+"""Two batching rules that share a helper, the pattern of a library that supports vmap over its data but not over
+its sampling grid: `_lift` refuses a batched grid with `raise NotImplementedError(...)` (a deliberate refusal, a
+JXB014 warning), while `_check_rank`'s ValueError catches what the second rule forgot to handle (an accident,
+JXB006)."""
+
+import jax.numpy as jnp
+from jax.core import ShapedArray
+from jax.extend.core import Primitive
+from jax.interpreters import batching, mlir
+
+
+def _impl(data, grid):
+    return data * jnp.sum(grid)
+
+
+def _abstract(data, grid):
+    return ShapedArray(data.shape, data.dtype)
+
+
+def _lift(grid, grid_dim):
+    if grid_dim is not None:
+        raise NotImplementedError("vmap over the sampling grid is not supported; vmap over the data only")
+    return grid
+
+
+def _check_rank(data, rank):
+    if data.ndim != rank:
+        raise ValueError(f"expected data of rank {rank}, got {data.ndim}")
+    return data
+
+
+def _refusing_rule(args, dims):
+    data, grid = args
+    data_dim, grid_dim = dims
+    grid = _lift(grid, grid_dim)
+    data = jnp.moveaxis(data, data_dim, 0) if data_dim is not None else data
+    return refusing_p.bind(data, grid), 0 if data_dim is not None else None
+
+
+def _accidental_rule(args, dims):
+    data, grid = args
+    data_dim, _ = dims
+    _check_rank(data, 1)  # forgets that the batch adds an axis
+    return accidental_p.bind(data, grid), data_dim
+
+
+def _primitive(name, rule):
+    prim = Primitive(name)
+    prim.def_impl(_impl)
+    prim.def_abstract_eval(_abstract)
+    batching.primitive_batchers[prim] = rule
+    mlir.register_lowering(prim, mlir.lower_fun(_impl, multiple_results=False))
+    return prim
+
+
+refusing_p = _primitive("refusing", _refusing_rule)
+accidental_p = _primitive("accidental", _accidental_rule)
