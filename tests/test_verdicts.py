@@ -447,6 +447,7 @@ def test_a_rule_that_raises_on_purpose_is_a_warning_and_an_accident_stays_an_err
     assert "JXG017" in codes(unpacked, "error") and "JXG025" not in codes(unpacked)
 
 
+@pytest.mark.slow
 def test_a_helper_that_refuses_with_not_implemented_is_deliberate_and_other_helper_errors_stay_errors():
     """A `raise NotImplementedError(...)` in a helper of the user's code that the rule calls is the same deliberate
     refusal as a `raise` in the rule's own body (JXB014); a ValueError a helper raises on what the rule forgot to
