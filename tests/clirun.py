@@ -53,6 +53,11 @@ def check_json(target: str, app_dir: Any) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.stdout)
 
 
+def errors_and_warnings(target: dict) -> list[dict]:
+    """A JSON target's findings that make a run fail (notes aside)."""
+    return [f for f in target["findings"] if f["severity"] in ("error", "warning")]
+
+
 def only_target(data: dict) -> dict:
     """The one target of a JSON report that is not a module."""
     (target,) = [t for t in data["targets"] if t["kind"] != "module"]

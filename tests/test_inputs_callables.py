@@ -6,18 +6,14 @@ in the notes; a callback is never blamed for what the stand-in computes."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pytest
 
-from clirun import Runner as CliRunner  # stdout/stderr apart on every click
+from clirun import check_json
 
-from jaxdiag._parent._cli import app
-
-runner = CliRunner()
 DATA = Path(__file__).parent / "data"
 
 
@@ -78,9 +74,7 @@ def test_a_function_taking_one_is_run_with_the_stand_in_in_its_place() -> None:
 
 
 def check(module: str) -> tuple[int, dict]:
-    result = runner.invoke(app, ["check", f"inputs_callables.{module}", "--app-dir", str(DATA), "--format", "json",
-                                 "--no-cache"])
-    return result.exit_code, json.loads(result.stdout)
+    return check_json(f"inputs_callables.{module}", DATA)
 
 
 def findings(data: dict, *severities: str) -> list[dict]:

@@ -6,16 +6,12 @@ take complex values at real points sharing their batch and point axes."""
 from __future__ import annotations
 
 import inspect
-import json
 from pathlib import Path
 
 import pytest
 
-from clirun import Runner as CliRunner  # stdout/stderr apart on every click
+from clirun import check_json, errors_and_warnings
 
-from jaxdiag._parent._cli import app
-
-runner = CliRunner()
 DATA = Path(__file__).parent / "data"
 
 
@@ -54,13 +50,7 @@ def test_a_static_int_or_shape_without_a_value_climbs_the_int_ladder(monkeypatch
 
 def check(module: str, monkeypatch) -> tuple[int, dict]:
     monkeypatch.chdir(DATA)
-    result = runner.invoke(app, ["check", f"inputs_derived.{module}", "--app-dir", str(DATA), "--format", "json",
-                                 "--no-cache"])
-    return result.exit_code, json.loads(result.stdout)
-
-
-def errors_and_warnings(target: dict) -> list[dict]:
-    return [f for f in target["findings"] if f["severity"] in ("error", "warning")]
+    return check_json(f"inputs_derived.{module}", DATA)
 
 
 @pytest.mark.slow

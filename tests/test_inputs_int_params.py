@@ -7,19 +7,14 @@ the primitive's operands is never read as a bind param."""
 from __future__ import annotations
 
 import inspect
-import json
 import sys
 from pathlib import Path
 from typing import Optional
 
 import pytest
 
-from clirun import Runner as CliRunner  # stdout/stderr apart on every click
-from clirun import only_target
+from clirun import check_json, errors_and_warnings, only_target
 
-from jaxdiag._parent._cli import app
-
-runner = CliRunner()
 DATA = Path(__file__).parent / "data"
 
 
@@ -59,13 +54,7 @@ def test_bind_calls_passing_an_operand_positionally_make_it_no_bind_param(monkey
 
 def check(module: str, tmp_path: Path, monkeypatch) -> tuple[int, dict]:
     monkeypatch.chdir(DATA)
-    result = runner.invoke(app, ["check", f"inputs_intparams.{module}", "--app-dir", str(DATA), "--format", "json",
-                                 "--no-cache"])
-    return result.exit_code, json.loads(result.stdout)
-
-
-def errors_and_warnings(target: dict) -> list[dict]:
-    return [f for f in target["findings"] if f["severity"] in ("error", "warning")]
+    return check_json(f"inputs_intparams.{module}", DATA)
 
 
 @pytest.mark.slow
