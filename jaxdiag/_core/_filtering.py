@@ -14,18 +14,16 @@ unused), then per-target ignores, then `--select`/`--ignore`.
 from __future__ import annotations
 
 import fnmatch
-import io
 import linecache
 import os
 import re
-import tokenize
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from . import _locate, _provenance
 from .. import _rules as rules
 from ._errors import UsageError
-from ._validate import check_intended
+from ._validate import check_intended, jaxdiag_comments
 from ._report import Finding, Location, Report, TargetReport
 
 _NAME_RE = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)|^\s*(\w+)\s*(?::[^=]*)?=")
@@ -210,16 +208,8 @@ def suppressed_inline(finding: Finding, anchors: Sequence[Location] = (), used: 
 
 def suppression_lines(path: str) -> Iterator[int]:
     """Lines holding a real `# jaxdiag: ignore` comment (tokenize: not text inside strings)."""
-    try:
-        with tokenize.open(path) as handle:
-            text = handle.read()
-        if "jaxdiag" not in text:  # no comment can name it: skip tokenizing (seconds over a library's files)
-            return
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.COMMENT and "jaxdiag" in tok.string:
-                yield tok.start[0]
-    except (OSError, SyntaxError, tokenize.TokenError, UnicodeDecodeError):
-        return
+    for line, _ in jaxdiag_comments(path):
+        yield line
 
 
 def validate_inline(path: str) -> None:

@@ -115,26 +115,30 @@ def check_app_dir(app_dir: str) -> None:
         raise UsageError(f"--app-dir {app_dir!r} is not a directory")
 
 
+def jaxdiag_comments(path: str | Path) -> list[tuple[int, str]]:
+    """(line, text) of every comment of a Python file that says "jaxdiag" (real comments: tokenize, so a docstring
+    showing the syntax is not one); none for an unreadable or broken file (reported when it is imported)."""
+    try:
+        with tokenize.open(path) as handle:
+            text = handle.read()
+        if "jaxdiag" not in text:  # most files of a library: tokenizing them all took seconds
+            return []
+        return [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+                if tok.type == tokenize.COMMENT and "jaxdiag" in tok.string]
+    except (OSError, UnicodeDecodeError, SyntaxError, tokenize.TokenError):
+        return []
+
+
 def inline_selectors(path: Path) -> Iterator[tuple[int, str, str]]:
     """(line, code, `ignore` or `intended`) for every code named in a `# jaxdiag: ignore[...]` or
-    `# jaxdiag: intended[...]` comment of a Python file (comments only, so a docstring that shows the syntax is not
-    read as a suppression)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        if "jaxdiag" not in text:  # most files of a library: tokenizing them all took seconds
-            return
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (OSError, UnicodeDecodeError, SyntaxError, tokenize.TokenError):
-        return  # unreadable or broken files are reported when they are imported
-    for token in tokens:
-        if token.type != tokenize.COMMENT:
-            continue
-        match = _INLINE_RE.search(token.string)
+    `# jaxdiag: intended[...]` comment of a Python file."""
+    for line, comment in jaxdiag_comments(path):
+        match = _INLINE_RE.search(comment)
         if match and match.group(1) == "intended" and match.group(2) is None:
-            yield token.start[0], "", "intended"  # an intended marker names what is intended
+            yield line, "", "intended"  # an intended marker names what is intended
         elif match and match.group(2) is not None:
             for code in match.group(2).split(","):
-                yield token.start[0], code.strip(), match.group(1)
+                yield line, code.strip(), match.group(1)
 
 
 def check_inline_suppressions(files: Iterable[Path]) -> None:
