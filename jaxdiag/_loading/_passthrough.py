@@ -169,12 +169,10 @@ class _CallIndex:
             tree = module_tree(module)
             if tree is not None:
                 self.trees.append((module, tree, _literal_constants(tree)))
-        self._calls: dict[str, list[tuple[Any, Any, ast.Call, dict[str, Any]]]] | None = None
+        self._calls: dict[str, list[tuple[Any, Any, ast.Call, dict[str, Any]]]] = {}
 
     def calls_of(self, name: str) -> list[tuple[Any, Any, ast.Call, dict[str, Any]]]:
         """(module, enclosing function, call, the module's constants) for every call `name(...)`/`x.name(...)`."""
-        if self._calls is None:
-            self._calls = {}
         if name not in self._calls:
             self._calls[name] = [(module, caller, call, constants) for module, tree, constants in self.trees
                                  for caller, call in _calls_by_name(tree).get(name, ())]
