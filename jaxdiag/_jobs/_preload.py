@@ -18,7 +18,7 @@ from .._checks import MODULES
 _ON_SOME_PATHS = ("_checks._abstract", "_checks._x64_only", "_checks._call_site", "_checks._index_range",
                   "_harness.tracing", "_run._observe", "_run._fresh_draws", "_run._relocate", "_loading._passthrough",
                   "_run._assumed_params", "_jobs._call_sites", "_jobs._doc_examples", "_loading._fit",
-                  "_run._climb")
+                  "_run._climb", "_jobs._traced_reach", "_jobs._rule_factories", "_jobs._callables")
 
 
 def load_everything() -> None:

@@ -7,7 +7,8 @@ module-level functions; only when some exist are the public functions that lead 
 one calling it by name, up to three calls away) traced on inferred inputs, the way a recorded carrier is
 (`_record_carrier`): every rule found inside that discovery did not name is checked where the function passes it
 its values, a function calling a callback gets the callback checks, and one making custom solves gets the solver
-checks (`_checks/_solves.py`). A site that no such function reaches is reported (JXN010) with what was tried and
+checks (`_checks/_solves.py`). A site left unreached in a function that returns its rule is reached by calling that
+function (`_rule_factories`). A site that nothing reaches is reported (JXN010) with what was tried and
 why each try failed (JXN012). Inputs here are inferred: findings are graded by `_provenance` (at most a warning,
 saying so).
 """
@@ -21,6 +22,7 @@ from types import ModuleType
 from typing import Any, Sequence
 
 from .. import _compat
+from . import _rule_factories
 from .._core import _locate
 from .._harness.source import called_name
 from .._run import _signature
@@ -238,6 +240,7 @@ def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Locatio
             break
         found = targets.get(id(_locate.unwrap(getattr(module, name, None))))
         reports.extend(_through(lint, module, name, result.sites, known, tried, found))
+    reports.extend(_rule_factories.check_returned(lint, result.sites, known, tried))
     reports.extend(_unreached(result.sites, tried, lint))
     return reports
 

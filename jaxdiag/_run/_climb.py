@@ -76,6 +76,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     totals: set[int] = set()
     scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
     truths = _signature.predicate_positions(subject)  # `jnp.any(x)`, `~mask`: booleans first, then floats
+    indices = _signature.index_positions(subject)  # `w[idx]`, `jnp.take(x, idx)`: integers, always
     state = _State(complex=_names_complex(subject))
     fallback: tuple[list[Any], str] | None = None  # a derived candidate that ran, reverse mode failing there
     for arity in _arity(subject, operands):
@@ -103,6 +104,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                     templates = [ArgSpec(np.dtype(np.bool_) if i in flags else t.dtype, () if i in scalars else t.shape)
                                  if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
                                  for i, t in enumerate(templates)]
+                    templates = _as_indices(templates, indices - flags - scalars)
                     text = " ".join(template_text(t) for t in templates)
                     if text in tried:
                         continue
@@ -127,6 +129,17 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                 if fallback is not None and derived is None:  # the derived family is done
                     return _found(subject, notes, *fallback)
     return _found(subject, notes, *fallback) if fallback is not None else None
+
+
+def _as_indices(templates: list[Any], positions: set[int]) -> list[Any]:
+    """The drawn float operands at `positions` as int32 indices, each value inside every dim of the other drawn
+    operands (`0..min dim - 1`), so that it indexes any axis of any of them."""
+    drawn = [t for i, t in enumerate(templates) if isinstance(t, ArgSpec) and t.key is None and i not in positions]
+    dims = [d for t in drawn for d in t.shape]
+    top = max(min(dims) - 1, 0) if dims else 0
+    return [ArgSpec(np.dtype(np.int32), t.shape, f"0..{top}")
+            if i in positions and isinstance(t, ArgSpec) and t.key is None and t.domain is None else t
+            for i, t in enumerate(templates)]
 
 
 def _found(subject: Subject, notes: list[Finding], templates: list[Any], text: str) -> list[Any]:

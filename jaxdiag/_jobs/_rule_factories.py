@@ -1,0 +1,220 @@
+"""Rules a function returns (a rule factory), made by calling that function with configuration values.
+
+`make_softplus(beta=1.0)` returning the custom_jvp it builds, or `_lookup_fn(padding_idx, scale)` behind an
+`lru_cache` returning a custom_vjp: tracing the package's public functions (`_traced_reach`) reaches such a rule only
+where one of them *calls* what the factory made, and a factory only returns it. A site tracing left unreached, in a
+module-level function whose own `return` hands back the rule the site makes, is reached by calling that function:
+each required parameter is given the literal the package's own calls pass by keyword, else None where it is
+Optional, False where it is a bool, the int ladder's first value where it takes an int, 1.0 where it takes a float.
+What the call returns, when it is a rule, is checked as a target on inferred inputs (findings graded as such); every
+value assumed is named in the report. A factory whose parameters cannot be given values this way is never called:
+its site stays JXN012, with that reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import re
+import sys
+from types import ModuleType
+from typing import Any
+
+from .._core._report import TargetReport
+
+# Annotations read as text (`Optional[int]`, `int | None`, `bool`, `float`), with or without a module prefix.
+_OPTIONAL = re.compile(r"^(typing\.)?Optional\[.*\]$|(^|\|)None($|\|)|^None$")
+_BOOL = re.compile(r"^(builtins\.)?bool$")
+_FLOAT = re.compile(r"^(builtins\.)?float$")
+_MISSING = object()
+
+
+def returned_sites(tree: ast.Module | None, function: str, lines: list[int]) -> list[int]:
+    """Of the site lines inside module-level `function`, those whose rule its own body returns: a decorated `def`
+    returned by name, a name assigned from the rule-making call and returned, or the call returned directly."""
+    from ._callables import _own_nodes
+
+    top = next((n for n in (tree.body if tree is not None else [])
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function), None)
+    if top is None:
+        return []
+    own = _own_nodes(top)
+    returned = [n.value for n in own if isinstance(n, ast.Return) and n.value is not None]
+    names = {e.id for r in returned for e in ([r] + (list(r.elts) if isinstance(r, ast.Tuple) else []))
+             if isinstance(e, ast.Name)}
+    spans = {(r.lineno, getattr(r, "end_lineno", r.lineno)) for r in returned}
+    bound: dict[int, str] = {}
+    for node in own:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            bound[node.lineno] = node.name
+            for deco in node.decorator_list:
+                bound[deco.lineno] = node.name
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            for line in range(node.lineno, (getattr(node, "end_lineno", None) or node.lineno) + 1):
+                bound.setdefault(line, node.targets[0].id)
+    return [line for line in lines
+            if bound.get(line) in names or any(first <= line <= last for first, last in spans)]
+
+
+def _annotation_text(param: inspect.Parameter) -> str:
+    ann = param.annotation
+    if ann is inspect.Parameter.empty:
+        return ""
+    return (ann if isinstance(ann, str) else inspect.formatannotation(ann)).replace(" ", "")
+
+
+def _assumed_value(param: inspect.Parameter) -> Any:
+    """A configuration value for a required parameter from its annotation (or an int-like name), else _MISSING."""
+    from .._run._int_params import int_kind, int_rungs
+
+    text = _annotation_text(param)
+    if _OPTIONAL.search(text):
+        return None
+    if _BOOL.match(text):
+        return False
+    if _FLOAT.match(text):
+        return 1.0
+    kind = int_kind(param)
+    if kind is not None and kind[0] == "int":
+        return int_rungs({0: "int"})[0][0].value
+    return _MISSING
+
+
+def factory_arguments(fn: Any, module: ModuleType, name: str) -> tuple[dict[str, Any], list[str]] | str:
+    """({parameter: value}, the names whose value was assumed) for calling the factory `fn`, or why it cannot be
+    called: its defaults stand, a keyword literal its package's own calls pass comes next, then `_assumed_value`."""
+    from .._loading._passthrough import bind_site_params
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return "its signature cannot be read"
+    wanted = {p.name: p for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    root = module.__name__.split(".")[0]
+    package = [m for n, m in sorted(sys.modules.items()) if m is not None and n.split(".")[0] == root]
+    given: dict[str, Any] = bind_site_params({name}, package, set(wanted)) if wanted else {}
+    for pname, value in _positional_literals(name, package, params).items():
+        if pname in wanted:
+            given.setdefault(pname, value)
+    assumed: list[str] = []
+    for pname, param in wanted.items():
+        if pname in given:
+            continue
+        value = _assumed_value(param)
+        if value is _MISSING:
+            return (f"its parameter `{pname}` has no default, no literal at a call site, and no Optional, bool, int "
+                    "or float annotation to give it a value")
+        given[pname], assumed = value, assumed + [pname]
+    return given, assumed
+
+
+def _positional_literals(name: str, modules: list[ModuleType], params: list[inspect.Parameter]) -> dict[str, Any]:
+    """{parameter: literal} from the package's own calls `name("total", 0)`: the call passing the most literals
+    positionally wins (the first of equals); a position after `*args` is unknown."""
+    from .._harness.source import called_name
+    from .._loading._passthrough import module_tree
+
+    order = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    best: dict[str, Any] = {}
+    for module in modules:
+        tree = module_tree(module)
+        for node in ast.walk(tree) if tree is not None else ():
+            if not isinstance(node, ast.Call) or called_name(node.func) != name:
+                continue
+            found: dict[str, Any] = {}
+            for position, arg in zip(order, node.args):
+                if isinstance(arg, ast.Starred):
+                    break
+                if isinstance(arg, ast.Constant):
+                    found[position] = arg.value
+            if len(found) > len(best):
+                best = found
+    return best
+
+
+def call_factory(fn: Any, given: dict[str, Any]) -> Any:
+    """Call the factory (through the harness): positional-only parameters by position, the others by keyword."""
+    from .._harness import call_user
+
+    params = inspect.signature(fn).parameters.values()
+    positional = [given.pop(p.name) for p in params if p.kind == p.POSITIONAL_ONLY and p.name in given]
+    return call_user(functools.partial(fn, *positional, **given), quiet=True)
+
+
+def rules_in(value: Any) -> list[tuple[str, Any]]:
+    """(kind, rule) of what a factory returned: the rule itself, or each rule of a returned tuple or list."""
+    from .._core._errors import TargetLoadError
+    from .._loading._targets import classify
+
+    out = []
+    for item in value if isinstance(value, (tuple, list)) else [value]:
+        try:
+            kind, obj = classify(item)
+        except TargetLoadError:
+            continue
+        if kind != "function":
+            out.append((kind, obj))
+    return out
+
+
+def check_returned(lint: Any, sites: list[Any], known: set[int], tried: list[Any]) -> list[TargetReport]:
+    """The rules that module-level functions left unreached return (`_rule_factories`): each such function called
+    once with configuration values, each rule it returns checked as a target on inferred inputs."""
+    from .._loading._passthrough import module_tree
+    from ._traced_reach import Tried
+
+    groups: dict[tuple[int, str], list[Any]] = {}
+    for site in sites:
+        if not site.reached and "." not in site.function:  # a method needs an instance
+            groups.setdefault((id(site.module), site.function), []).append(site)
+    reports: list[TargetReport] = []
+    for group in groups.values():
+        module, function = group[0].module, group[0].function
+        lines = returned_sites(module_tree(module), function, [s.line for s in group])
+        fn = getattr(module, function, None)
+        if not lines or fn is None or not callable(fn):
+            continue
+        label = f"{module.__name__}:{function}"
+        arguments = factory_arguments(fn, module, function)
+        if isinstance(arguments, str):
+            tried.append(Tried(label, f"returns the rule, but is not called: {arguments}"))
+            continue
+        given, assumed = arguments
+        shown = [f"{k}={v!r}" + (" (assumed)" if k in assumed else "") for k, v in given.items()]
+        call = f"{function}({', '.join(shown)})"
+        made = call_factory(fn, dict(given))
+        if made.error is not None:
+            tried.append(Tried(label, f"called as {call}, it raised {type(made.error).__name__}: "
+                                      f"{str(made.error).splitlines()[0][:160] if str(made.error) else ''}"))
+            continue
+        found = rules_in(made.value)
+        if not found:
+            tried.append(Tried(label, f"called as {call}, it returned no rule"))
+            continue
+        for site in group:
+            site.reached = site.reached or site.line in lines
+        tried.append(Tried(label, f"called as {call}; returns other rules, not this one"))
+        for kind, obj in found:
+            if id(obj) not in known:
+                known.add(id(obj))
+                reports.extend(_check_made(lint, module, kind, obj, f"{module.__name__}:{call}"))
+    return reports
+
+
+def _check_made(lint: Any, module: ModuleType, kind: str, obj: Any, made_by: str) -> list[TargetReport]:
+    """One rule a factory returned, checked as a discovered target of its module would be (configured inputs, else
+    inferred ones; a JXN004 note when none run), its report named after the factory call."""
+    from .._core import _locate
+    from ._discovery import Found
+
+    walked = next((w for w in lint.discovery.walked if w.module is module), None)
+    if walked is None:
+        return []
+    name = obj.name if kind == "primitive" else getattr(_locate.unwrap(getattr(obj, "fun", None)), "__name__", kind)
+    found = Found(obj, kind, walked, name, keys=list(dict.fromkeys([f"{walked.label}:{name}",
+                                                                  f"{module.__name__}:{name}"])))
+    reports = lint._check(found)
+    for report in reports:
+        report.target = f"{found.label} (made by {made_by})"
+    return reports

@@ -1,0 +1,129 @@
+"""Rules a function returns (probe package tests/data/rule_factories): a site no public function reaches, in a
+function whose own `return` hands back the rule, is reached by calling that function with configuration values
+(call-site literals, None for Optional, False for bool, the int ladder for ints), and what it returns is checked as a
+target. A parameter used as an array index is drawn as integers inside the operands' extent."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from clirun import check_json, errors_and_warnings
+
+DATA = Path(__file__).parent / "data"
+
+
+def _sites(source: str, function: str, lines: list[int]) -> list[int]:
+    from jaxdiag._jobs._rule_factories import returned_sites
+
+    return returned_sites(ast.parse(textwrap.dedent(source)), function, lines)
+
+
+def test_a_factory_is_told_by_returning_the_rule_its_site_makes() -> None:
+    source = """
+    def by_def(beta):
+        @custom_jvp
+        def f(x):
+            return x
+        return f
+
+    def by_name(name):
+        p = Primitive(name)
+        return p
+
+    def direct():
+        return custom_vjp(g)
+
+    def calls_it(x):
+        @custom_jvp
+        def f(x):
+            return x
+        return f(x)
+    """
+    assert _sites(source, "by_def", [3]) == [3]
+    assert _sites(source, "by_name", [9]) == [9]
+    assert _sites(source, "direct", [13]) == [13]
+    assert _sites(source, "calls_it", [16]) == []  # returns what the rule computes, not the rule
+
+
+def test_factory_parameters_take_call_site_literals_then_their_annotation() -> None:
+    import types
+
+    from jaxdiag._jobs._rule_factories import factory_arguments
+
+    module = types.ModuleType("factories_probe")
+
+    def factory(pad: Optional[int], flag: bool, n: int, beta: float, mode="a"):
+        ...
+
+    def named(name: str):
+        ...
+
+    given, assumed = factory_arguments(factory, module, "factory")
+    assert given["pad"] is None and given["flag"] is False and given["beta"] == 1.0
+    assert type(given["n"]) is int and "mode" not in given and set(assumed) == {"pad", "flag", "n", "beta"}
+    reason = factory_arguments(named, module, "named")
+    assert isinstance(reason, str) and "`name`" in reason
+
+
+def test_parameters_used_as_indices_are_drawn_as_integers_inside_every_extent() -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxdiag._loading._inputs import ArgSpec
+    from jaxdiag._run._climb import _as_indices
+    from jaxdiag._run._signature import index_positions
+    from jaxdiag._checks._base import Subject
+
+    def gather(table, ids, rows):
+        return table[ids] + jnp.take(table, rows, axis=0).sum() + table.at[ids].add(1.0)[0]
+
+    subject = Subject("m:gather", "custom_vjp", jax.custom_vjp(gather), specs=[])
+    assert index_positions(subject) == {1, 2}
+    f32 = np.dtype(np.float32)
+    drawn = _as_indices([ArgSpec(f32, (2, 3)), ArgSpec(f32, (2, 3)), ArgSpec(f32, (2, 3), "0..1")], {1, 2})
+    assert drawn[1] == ArgSpec(np.dtype(np.int32), (2, 3), "0..1")  # the smallest extent is 2
+    assert drawn[2].dtype == f32  # a declared domain is the user's: never redrawn
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+@pytest.mark.slow
+def test_a_cached_private_factorys_wrong_bwd_is_found(monkeypatch) -> None:
+    """Before, `_lookup_fn`'s site was JXN012 ("no public function traced on inferred inputs reaches it")."""
+    monkeypatch.chdir(DATA)
+    code, data = check_json("rule_factories.embedding", DATA)
+    (target,) = [t for t in data["targets"] if t["kind"] == "custom_vjp"]
+    assert "_lookup_fn(" in target["target"] and "padding_idx=None (assumed)" in target["target"], target
+    assert target["inputs"][1].startswith("i32"), target["inputs"]  # `table[ids]`: ids are indices
+    (wrong,) = errors_and_warnings(target)
+    assert wrong["code"] == "JXG024" and wrong["severity"] == "warning", wrong  # inferred inputs: a warning
+    assert wrong["location"]["line"] == _line_of(DATA / "rule_factories" / "embedding.py", "def lookup_bwd")
+
+
+@pytest.mark.slow
+def test_the_fixed_factory_and_a_public_one_with_defaults_are_checked_and_clean(monkeypatch) -> None:
+    monkeypatch.chdir(DATA)
+    code, data = check_json("rule_factories.embedding_good", DATA)
+    checked = [t for t in data["targets"] if t["kind"] in ("custom_vjp", "custom_jvp")]
+    assert len(checked) == 2 and not data["summary"]["not_verified"], data["summary"]
+    assert code == 0 and not [f for t in checked for f in errors_and_warnings(t)], data
+
+
+@pytest.mark.slow
+def test_a_primitive_factory_is_called_with_its_call_site_literals(monkeypatch) -> None:
+    monkeypatch.chdir(DATA)
+    code, data = check_json("rule_factories.kernels", DATA)
+    (made,) = [t for t in data["targets"] if t["kind"] == "primitive"]
+    assert "make_reduction(name='total_sum', axis=0)" in made["target"], made["target"]
+    assert any(f["code"].startswith("JXB") for f in errors_and_warnings(made)), made
+    (refused,) = [t for t in data["targets"] if t["target"].endswith(":make_scale")]
+    (note,) = refused["findings"]
+    assert note["code"] == "JXN012" and "`name` has no default" in note["message"], note
