@@ -1,7 +1,7 @@
 """Rules a function returns (probe package tests/data/rule_factories): a site no public function reaches, in a
 function whose own `return` hands back the rule, is reached by calling that function with configuration values
 (call-site literals, None for Optional, False for bool, the int ladder for ints), and what it returns is checked as a
-target. A parameter used as an array index is drawn as integers inside the operands' extent."""
+target."""
 
 from __future__ import annotations
 
@@ -68,27 +68,6 @@ def test_factory_parameters_take_call_site_literals_then_their_annotation() -> N
     assert type(given["n"]) is int and "mode" not in given and set(assumed) == {"pad", "flag", "n", "beta"}
     reason = factory_arguments(named, module, "named")
     assert isinstance(reason, str) and "`name`" in reason
-
-
-def test_parameters_used_as_indices_are_drawn_as_integers_inside_every_extent() -> None:
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
-    from jaxdiag._loading._inputs import ArgSpec
-    from jaxdiag._run._climb import _as_indices
-    from jaxdiag._run._signature import index_positions
-    from jaxdiag._checks._base import Subject
-
-    def gather(table, ids, rows):
-        return table[ids] + jnp.take(table, rows, axis=0).sum() + table.at[ids].add(1.0)[0]
-
-    subject = Subject("m:gather", "custom_vjp", jax.custom_vjp(gather), specs=[])
-    assert index_positions(subject) == {1, 2}
-    f32 = np.dtype(np.float32)
-    drawn = _as_indices([ArgSpec(f32, (2, 3)), ArgSpec(f32, (2, 3)), ArgSpec(f32, (2, 3), "0..1")], {1, 2})
-    assert drawn[1] == ArgSpec(np.dtype(np.int32), (2, 3), "0..1")  # the smallest extent is 2
-    assert drawn[2].dtype == f32  # a declared domain is the user's: never redrawn
 
 
 def _line_of(path: Path, text: str) -> int:

@@ -172,7 +172,10 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     reach = Reach()
     modules = [w.module for w in lint.discovery.walked]
     runs = _record_carrier.runs_of(lint)
-    callers = carriers(target_names(found, modules), modules)
+    own_rules = {id(_locate.unwrap(getattr(found.obj, a, None))) for a in ("fwd", "bwd", "jvp")}
+    # its own fwd or jvp calling the primal is part of the rule, not a caller of it
+    callers = [(m, n) for m, n in carriers(target_names(found, modules), modules)
+               if id(_locate.unwrap(getattr(m, n, None))) not in own_rules]
     in_rules = found.kind == "primitive" and _compat.is_primitive(getattr(found, "holder", None))
     if not callers and found.kind == "primitive":  # bound only by other primitives' rules: reached through them
         parents = rule_parents(found.obj, modules)

@@ -36,8 +36,8 @@ from .._checks._base import Subject
 from .._core import _locate
 from .._core._report import Finding
 from .._harness import call_user
-from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, shape_ladder, template_text
-from . import _int_params, _signature
+from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, key_spec, shape_ladder, template_text
+from . import _int_params, _operand_kinds, _signature
 
 # Per operand tied to an int n: n itself; 2n - 1 (the orders -(n-1)..n-1 of degree < n, a full correlation's
 # length); n + 1 (the coefficients of a degree-n polynomial, the points closing a grid of n cells); n - 1 (the
@@ -76,7 +76,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     totals: set[int] = set()
     scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
     truths = _signature.predicate_positions(subject)  # `jnp.any(x)`, `~mask`: booleans first, then floats
-    indices = _signature.index_positions(subject)  # `w[idx]`, `jnp.take(x, idx)`: integers, always
+    indices = _operand_kinds.index_positions(subject)  # `w[idx]`, `jnp.take(x, idx)`: integers, always
+    keys = _operand_kinds.key_positions(subject)  # `key`, `rng: PRNGKeyArray`: a typed PRNG key, always
     state = _State(complex=_names_complex(subject))
     fallback: tuple[list[Any], str] | None = None  # a derived candidate that ran, reverse mode failing there
     for arity in _arity(subject, operands):
@@ -104,7 +105,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                     templates = [ArgSpec(np.dtype(np.bool_) if i in flags else t.dtype, () if i in scalars else t.shape)
                                  if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
                                  for i, t in enumerate(templates)]
-                    templates = _as_indices(templates, indices - flags - scalars)
+                    templates = _as_keys(_as_indices(templates, indices - flags - scalars - keys), keys)
                     text = " ".join(template_text(t) for t in templates)
                     if text in tried:
                         continue
@@ -139,6 +140,12 @@ def _as_indices(templates: list[Any], positions: set[int]) -> list[Any]:
     top = max(min(dims) - 1, 0) if dims else 0
     return [ArgSpec(np.dtype(np.int32), t.shape, f"0..{top}")
             if i in positions and isinstance(t, ArgSpec) and t.key is None and t.domain is None else t
+            for i, t in enumerate(templates)]
+
+
+def _as_keys(templates: list[Any], positions: set[int]) -> list[Any]:
+    """The drawn operands at `positions` as one typed PRNG key each (`key[]`)."""
+    return [key_spec(()) if i in positions and isinstance(t, ArgSpec) and t.key is None and t.domain is None else t
             for i, t in enumerate(templates)]
 
 

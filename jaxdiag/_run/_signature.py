@@ -405,34 +405,6 @@ def predicate_positions(subject: Subject) -> set[int]:
     return {i for i, name in enumerate(names) if name in used}
 
 
-# Calls whose second argument indexes the first (`jnp.take(x, idx)`, `jnp.take_along_axis(x, idx, axis=1)`).
-_INDEX_CALLS = {"take", "take_along_axis"}
-
-
-def index_positions(subject: Subject) -> set[int]:
-    """Positions of the parameters the target's own code indexes an array with: `x[idx]`, `x.at[idx]`,
-    `jnp.take(x, idx)`, `jnp.take_along_axis(x, idx, ...)` (for a primitive, in its impl). A float array is never
-    a valid index, so inference draws integers there, inside every operand's extent (`_climb`)."""
-    obj = subject.original if subject.original is not None else subject.obj
-    fn = _compat.impl(obj) if subject.kind == "primitive" else getattr(obj, "fun", None) or obj
-    from .._harness.source import called_name, function_source
-
-    found = function_source(fn) if fn is not None else None
-    if found is None:
-        return set()
-    used: set[str] = set()
-    for sub in ast.walk(found.node):
-        if isinstance(sub, ast.Subscript):
-            index = sub.slice
-            parts = index.elts if isinstance(index, ast.Tuple) else [index]
-            used.update(p.id for p in parts if isinstance(p, ast.Name))
-        elif isinstance(sub, ast.Call) and called_name(sub.func) in _INDEX_CALLS:
-            given = sub.args[1:2] + [k.value for k in sub.keywords if k.arg == "indices"]
-            used.update(g.id for g in given if isinstance(g, ast.Name))
-    names = [a.arg for a in found.node.args.posonlyargs + found.node.args.args]
-    return {i for i, name in enumerate(names) if name in used}
-
-
 def _predicate_operands(node: ast.AST) -> Iterator[ast.Name]:
     from .._harness.source import called_name
 

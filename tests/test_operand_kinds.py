@@ -1,0 +1,72 @@
+"""Operands a rule's own code says are not float arrays (probe package tests/data/operand_kinds): a parameter it
+indexes an array with is drawn as int32 indices inside every operand's extent, and one named or annotated as a PRNG
+key as a typed key. Before, inference drew float arrays there and the target was not checked (JXN004)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clirun import check_json, errors_and_warnings
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_parameters_used_as_indices_are_drawn_as_integers_inside_every_extent() -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxdiag._loading._inputs import ArgSpec
+    from jaxdiag._run._climb import _as_indices
+    from jaxdiag._run._operand_kinds import index_positions
+    from jaxdiag._checks._base import Subject
+
+    def gather(table, ids, rows):
+        return table[ids] + jnp.take(table, rows, axis=0).sum() + table.at[ids].add(1.0)[0]
+
+    subject = Subject("m:gather", "custom_vjp", jax.custom_vjp(gather), specs=[])
+    assert index_positions(subject) == {1, 2}
+    f32 = np.dtype(np.float32)
+    drawn = _as_indices([ArgSpec(f32, (2, 3)), ArgSpec(f32, (2, 3)), ArgSpec(f32, (2, 3), "0..1")], {1, 2})
+    assert drawn[1] == ArgSpec(np.dtype(np.int32), (2, 3), "0..1")  # the smallest extent is 2
+    assert drawn[2].dtype == f32  # a declared domain is the user's: never redrawn
+
+
+def test_parameters_named_or_annotated_as_keys_are_keys() -> None:
+    import jax
+
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._run._operand_kinds import key_positions
+
+    def sample(rng, x, sort_key, dropout_key, k: jax.Array, seed: jax.random.KeyArray):
+        ...
+
+    assert key_positions(Subject("m:sample", "function", sample, specs=[])) == {0, 3, 5}
+    assert key_positions(Subject("m:p", "primitive", jax.extend.core.Primitive("p"), specs=[])) == set()
+
+
+def _targets(module: str) -> dict[str, dict]:
+    code, data = check_json(f"operand_kinds.{module}", DATA)
+    return {t["target"].rpartition(":")[2]: t for t in data["targets"] if t["kind"] != "module"}
+
+
+@pytest.mark.slow
+def test_a_keyed_custom_vjp_and_an_index_taking_jvp_are_checked(monkeypatch) -> None:
+    monkeypatch.chdir(DATA)
+    targets = _targets("keyed")
+    relu, rows = targets["noisy_relu"], targets["gather_rows"]
+    assert relu["inputs"][1] == "key[]" and rows["inputs"][1].startswith("i32["), (relu, rows)
+    (wrong,) = errors_and_warnings(relu)
+    assert wrong["code"] == "JXG024", wrong
+    assert not errors_and_warnings(rows), rows
+
+
+@pytest.mark.slow
+def test_the_fixed_keyed_rule_is_clean_and_checked_on_its_own_inputs(monkeypatch) -> None:
+    """Its fwd calls the primal: that is the rule itself, never a caller to check it at (JXN016)."""
+    monkeypatch.chdir(DATA)
+    (relu,) = _targets("keyed_good").values()
+    assert relu["inputs"] == ["f32[3]", "key[]"] and not errors_and_warnings(relu), relu
+    assert not [f for f in relu["findings"] if f["code"] == "JXN016"], relu
