@@ -106,3 +106,23 @@ def test_a_primitive_factory_is_called_with_its_call_site_literals(monkeypatch) 
     (refused,) = [t for t in data["targets"] if t["target"].endswith(":make_scale")]
     (note,) = refused["findings"]
     assert note["code"] == "JXN012" and "`name` has no default" in note["message"], note
+
+
+@pytest.mark.slow
+def test_rules_made_in_methods_are_reached_on_an_instance_built_like_a_factory_call(monkeypatch) -> None:
+    """Before, every site of methods.py was JXN012: no module-level function calls the classes."""
+    monkeypatch.chdir(DATA)
+    code, data = check_json("rule_factories.methods", DATA)
+    path = DATA / "rule_factories" / "methods.py"
+    by_kind = {(t["kind"], t["target"].split(" ")[0].rpartition(":")[2]): t for t in data["targets"]}
+    soft = by_kind[("custom_jvp", "Smoother.smooth")]
+    assert "Smoother(width=1.0 (assumed), n_terms=4 (assumed))" in soft["target"], soft["target"]
+    assert [(f["code"], f["location"]["line"]) for f in errors_and_warnings(soft)] == [
+        ("JXG024", _line_of(path, "def soft_jvp"))]
+    clip = by_kind[("custom_vjp", "clip")]  # returned by the method: checked as a target (a clipping bwd)
+    assert "Clipper().clip_gradient()" in clip["target"] and {
+        f["code"] for f in errors_and_warnings(clip)} <= {"JXG014"}, clip
+    (note,) = by_kind[("function", "Solver.solve")]["findings"]
+    assert note["code"] == "JXN012" and "`linear_operator` has no default" in note["message"], note
+    method = by_kind[("function", "Smoother.smooth")]
+    assert all(" in self" not in f["message"] for f in method["findings"]), method  # `self` is no operand

@@ -35,8 +35,7 @@ def returned_sites(tree: ast.Module | None, function: str, lines: list[int]) -> 
     returned by name, a name assigned from the rule-making call and returned, or the call returned directly."""
     from ._callables import _own_nodes
 
-    top = next((n for n in (tree.body if tree is not None else [])
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function), None)
+    top = _function_node(tree, function)
     if top is None:
         return []
     own = _own_nodes(top)
@@ -55,6 +54,16 @@ def returned_sites(tree: ast.Module | None, function: str, lines: list[int]) -> 
                 bound.setdefault(line, node.targets[0].id)
     return [line for line in lines
             if bound.get(line) in names or any(first <= line <= last for first, last in spans)]
+
+
+def _function_node(tree: ast.Module | None, function: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The node of module-level `function`, or of `Class.method` in a module-level class."""
+    owner, _, name = function.rpartition(".")
+    body = tree.body if tree is not None else []
+    if owner:
+        cls = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == owner), None)
+        body = cls.body if cls is not None else []
+    return next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
 
 
 def _annotation_text(param: inspect.Parameter) -> str:
@@ -159,46 +168,132 @@ def rules_in(value: Any) -> list[tuple[str, Any]]:
 
 
 def check_returned(lint: Any, sites: list[Any], known: set[int], tried: list[Any]) -> list[TargetReport]:
-    """The rules that module-level functions left unreached return (`_rule_factories`): each such function called
-    once with configuration values, each rule it returns checked as a target on inferred inputs."""
+    """The rules that module-level functions left unreached return: each such function called once with
+    configuration values, each rule it returns checked as a target on inferred inputs."""
     from .._loading._passthrough import module_tree
-    from ._traced_reach import Tried
 
-    groups: dict[tuple[int, str], list[Any]] = {}
-    for site in sites:
-        if not site.reached and "." not in site.function:  # a method needs an instance
-            groups.setdefault((id(site.module), site.function), []).append(site)
     reports: list[TargetReport] = []
-    for group in groups.values():
+    for group in _unreached_groups(sites, methods=False):
         module, function = group[0].module, group[0].function
         lines = returned_sites(module_tree(module), function, [s.line for s in group])
         fn = getattr(module, function, None)
         if not lines or fn is None or not callable(fn):
             continue
+        made = _configured_call(fn, module, function, f"{module.__name__}:{function}", tried)
+        if made is not None:
+            reports.extend(_check_rules(lint, module, group, lines, made, tried, known))
+    return reports
+
+
+def check_methods(lint: Any, sites: list[Any], known: set[int], tried: list[Any]) -> list[TargetReport]:
+    """Sites left unreached in methods of a module-level class: an instance is built the way a factory is called
+    (its constructor's parameters filled likewise); a rule the method returns (or `__init__` stores) is checked as a
+    target, and any other method is checked as a function target on inferred inputs, the rules it makes or calls
+    being its nested subjects. A method that does not run on inferred inputs leaves its sites to JXN012."""
+    from .._loading._passthrough import module_tree
+    from ._traced_reach import Tried
+
+    reports: list[TargetReport] = []
+    for group in _unreached_groups(sites, methods=True):
+        module, function = group[0].module, group[0].function
+        owner, _, method = function.partition(".")
+        cls = getattr(module, owner, None)
+        if not isinstance(cls, type):
+            continue
         label = f"{module.__name__}:{function}"
-        arguments = factory_arguments(fn, module, function)
-        if isinstance(arguments, str):
-            tried.append(Tried(label, f"returns the rule, but is not called: {arguments}"))
+        built = _configured_call(cls, module, owner, label, tried, what="its class is not built")
+        if built is None:
             continue
-        given, assumed = arguments
-        shown = [f"{k}={v!r}" + (" (assumed)" if k in assumed else "") for k, v in given.items()]
-        call = f"{function}({', '.join(shown)})"
-        made = call_factory(fn, dict(given))
-        if made.error is not None:
-            tried.append(Tried(label, f"called as {call}, it raised {type(made.error).__name__}: "
-                                      f"{str(made.error).splitlines()[0][:160] if str(made.error) else ''}"))
-            continue
-        found = rules_in(made.value)
-        if not found:
-            tried.append(Tried(label, f"called as {call}, it returned no rule"))
-            continue
-        for site in group:
-            site.reached = site.reached or site.line in lines
-        tried.append(Tried(label, f"called as {call}; returns other rules, not this one"))
-        for kind, obj in found:
-            if id(obj) not in known:
-                known.add(id(obj))
-                reports.extend(_check_made(lint, module, kind, obj, f"{module.__name__}:{call}"))
+        instance, construction = built
+        bound = getattr(instance, method, None)
+        lines = returned_sites(module_tree(module), function, [s.line for s in group])
+        if method == "__init__":
+            value = list(vars(instance).values()) if hasattr(instance, "__dict__") else []
+            reports.extend(_check_rules(lint, module, group, [s.line for s in group], (value, construction), tried,
+                                        known))
+        elif lines and callable(bound):
+            made = _configured_call(bound, module, method, label, tried)
+            if made is not None:
+                reports.extend(_check_rules(lint, module, group, lines, (made[0], f"{construction}.{made[1]}"),
+                                            tried, known))
+        elif callable(bound):
+            checked = _check_method(lint, module, function, bound, construction)
+            if checked and any(c.status in ("passed", "failed") for r in checked for c in r.checks):
+                for site in group:
+                    site.reached = True
+                tried.append(Tried(label, f"checked as a function on {construction}"))
+                reports.extend(checked)
+            else:
+                why = next((f.message for r in checked for f in r.findings), "it did not run")
+                tried.append(Tried(label, f"on {construction}: {why[:200]}"))
+    return reports
+
+
+def _unreached_groups(sites: list[Any], methods: bool) -> list[list[Any]]:
+    """The unreached sites by the function (or, with `methods`, the method) holding them, in site order."""
+    groups: dict[tuple[int, str], list[Any]] = {}
+    for site in sites:
+        if not site.reached and ("." in site.function) == methods:
+            groups.setdefault((id(site.module), site.function), []).append(site)
+    return list(groups.values())
+
+
+def _configured_call(fn: Any, module: ModuleType, name: str, label: str, tried: list[Any],
+                     what: str = "returns the rule, but is not called") -> tuple[Any, str] | None:
+    """(what `fn` returns, the call as text) with its parameters filled by `factory_arguments`; None, with the
+    reason in `tried`, when it cannot be called or raises."""
+    from ._traced_reach import Tried
+
+    arguments = factory_arguments(fn, module, name)
+    if isinstance(arguments, str):
+        tried.append(Tried(label, f"{what}: {arguments}"))
+        return None
+    given, assumed = arguments
+    shown = [f"{k}={v!r}" + (" (assumed)" if k in assumed else "") for k, v in given.items()]
+    call = f"{name}({', '.join(shown)})"
+    made = call_factory(fn, dict(given))
+    if made.error is not None:
+        message = str(made.error).splitlines()[0][:160] if str(made.error) else ""
+        tried.append(Tried(label, f"called as {call}, it raised {type(made.error).__name__}: {message}"))
+        return None
+    return made.value, call
+
+
+def _check_rules(lint: Any, module: ModuleType, group: list[Any], lines: list[int], made: tuple[Any, str],
+                 tried: list[Any], known: set[int]) -> list[TargetReport]:
+    """Each rule in what a call returned, checked as a target (the group's sites at `lines` reached)."""
+    from ._traced_reach import Tried
+
+    value, call = made
+    label = f"{module.__name__}:{group[0].function}"
+    found = [rule for item in (value if isinstance(value, list) else [value]) for rule in rules_in(item)]
+    if not found:
+        tried.append(Tried(label, f"called as {call}, it returned no rule"))
+        return []
+    for site in group:
+        site.reached = site.reached or site.line in lines
+    tried.append(Tried(label, f"called as {call}; returns other rules, not this one"))
+    reports: list[TargetReport] = []
+    for kind, obj in found:
+        if id(obj) not in known:
+            known.add(id(obj))
+            reports.extend(_check_made(lint, module, kind, obj, f"{module.__name__}:{call}"))
+    return reports
+
+
+def _check_method(lint: Any, module: ModuleType, function: str, bound: Any, construction: str
+                  ) -> list[TargetReport]:
+    """A bound method checked as a function target of its module (its nested rules with it)."""
+    from ._discovery import Found
+
+    walked = next((w for w in lint.discovery.walked if w.module is module), None)
+    if walked is None:
+        return []
+    found = Found(bound, "function", walked, function, keys=[f"{walked.label}:{function}",
+                                                           f"{module.__name__}:{function}"])
+    reports = lint._check(found)
+    for report in reports:
+        report.target = f"{found.label} (on {module.__name__}:{construction})"
     return reports
 
 

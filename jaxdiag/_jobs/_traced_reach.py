@@ -241,6 +241,7 @@ def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Locatio
         found = targets.get(id(_locate.unwrap(getattr(module, name, None))))
         reports.extend(_through(lint, module, name, result.sites, known, tried, found))
     reports.extend(_rule_factories.check_returned(lint, result.sites, known, tried))
+    reports.extend(_rule_factories.check_methods(lint, result.sites, known, tried))
     reports.extend(_unreached(result.sites, tried, lint))
     return reports
 

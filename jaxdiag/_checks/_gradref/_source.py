@@ -109,9 +109,10 @@ def argument_names(fn: Any, count: int) -> list[str]:
     leaf_names = getattr(fn, "__jaxdiag_arg_names__", None)  # a flat view of pytree arguments (_layout)
     if leaf_names is not None and len(leaf_names) >= count:
         return list(leaf_names[:count])
+    bound = inspect.ismethod(fn)  # a bound method's signature has no `self`; its function's has
     fn = _locate.unwrap(fn)
     try:
-        params = list(inspect.signature(fn).parameters.values())
+        params = list(inspect.signature(fn).parameters.values())[1 if bound else 0:]
     except (TypeError, ValueError):
         return [f"argument {i}" for i in range(count)]
     names: list[str] = []
