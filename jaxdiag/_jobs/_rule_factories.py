@@ -1,14 +1,15 @@
-"""Rules a function returns (a rule factory), made by calling that function with configuration values.
+"""Rules made by calling the user's code with configuration values: rule factories, and methods of classes.
 
 `make_softplus(beta=1.0)` returning the custom_jvp it builds, or `_lookup_fn(padding_idx, scale)` behind an
 `lru_cache` returning a custom_vjp: tracing the package's public functions (`_traced_reach`) reaches such a rule only
 where one of them *calls* what the factory made, and a factory only returns it. A site tracing left unreached, in a
 module-level function whose own `return` hands back the rule the site makes, is reached by calling that function:
-each required parameter is given the literal the package's own calls pass by keyword, else None where it is
-Optional, False where it is a bool, the int ladder's first value where it takes an int, 1.0 where it takes a float.
-What the call returns, when it is a rule, is checked as a target on inferred inputs (findings graded as such); every
-value assumed is named in the report. A factory whose parameters cannot be given values this way is never called:
-its site stays JXN012, with that reason.
+each required parameter keeps its default, else takes the literal the package's own calls pass (by keyword or
+position), else None where it is Optional, False where it is a bool, the int ladder's first value where it takes an
+int, 1.0 where it takes a float. What the call returns, when it is a rule, is checked as a target on inferred inputs
+(findings graded as such); every value assumed is named in the report. A site in a method of a module-level class
+is reached on an instance built the same way (`check_methods`). A factory or class whose parameters cannot be given
+values this way is never called: its site stays JXN012, with that reason.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ _MISSING = object()
 
 
 def returned_sites(tree: ast.Module | None, function: str, lines: list[int]) -> list[int]:
-    """Of the site lines inside module-level `function`, those whose rule its own body returns: a decorated `def`
+    """Of the site lines inside `function` (module-level, or `Class.method`), those whose rule its own body returns: a decorated `def`
     returned by name, a name assigned from the rule-making call and returned, or the call returned directly."""
     from ._callables import _own_nodes
 
