@@ -32,8 +32,9 @@ _MISSING = object()
 
 
 def returned_sites(tree: ast.Module | None, function: str, lines: list[int]) -> list[int]:
-    """Of the site lines inside `function` (module-level, or `Class.method`), those whose rule its own body returns: a decorated `def`
-    returned by name, a name assigned from the rule-making call and returned, or the call returned directly."""
+    """Of the site lines inside `function` (module-level, or `Class.method`), those whose rule its own body
+    returns: a decorated `def` returned by name, a name assigned from the rule-making call and returned, or the call
+    returned directly."""
     from ._callables import _own_nodes
 
     top = _function_node(tree, function)
