@@ -70,3 +70,14 @@ def test_the_fixed_keyed_rule_is_clean_and_checked_on_its_own_inputs(monkeypatch
     (relu,) = _targets("keyed_good").values()
     assert relu["inputs"] == ["f32[3]", "key[]"] and not errors_and_warnings(relu), relu
     assert not [f for f in relu["findings"] if f["code"] == "JXN016"], relu
+
+
+def test_a_difference_from_an_expected_zero_is_not_given_a_relative_size() -> None:
+    """A rule giving 1.4 where the reference is exactly 0 was described as "max rel 2.57e+307"."""
+    import numpy as np
+
+    from jaxdiag._loading._numerics import compare
+
+    text = compare(np.array([1.0, 1.4]), np.array([1.0, 0.0])).describe()
+    assert "max abs difference 1.4" in text and "max rel" not in text, text
+    assert "max rel 0.5" in compare(np.array([3.0]), np.array([2.0])).describe()

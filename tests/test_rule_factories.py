@@ -126,3 +126,25 @@ def test_rules_made_in_methods_are_reached_on_an_instance_built_like_a_factory_c
     assert note["code"] == "JXN012" and "`linear_operator` has no default" in note["message"], note
     method = by_kind[("function", "Smoother.smooth")]
     assert all(" in self" not in f["message"] for f in method["findings"]), method  # `self` is no operand
+
+
+@pytest.mark.slow
+def test_a_function_only_mentioned_at_import_keeps_its_callback_site(monkeypatch) -> None:
+    """`_SOLVERS = {"cpu": host_solve}`, an annotation and a re-export call nothing: before, they hid the site
+    (no target, no note)."""
+    monkeypatch.chdir(DATA)
+    code, data = check_json("rule_factories.mentions", DATA)
+    (target,) = [t for t in data["targets"] if t["kind"] != "module"]
+    assert [f["code"] for f in errors_and_warnings(target)] == ["JXB020"], target
+
+
+@pytest.mark.slow
+def test_a_decorator_factory_applied_at_import_whose_wrapper_makes_the_rule_is_traced(monkeypatch) -> None:
+    """`@implicit(scale=1.5)` runs at import, but its product makes the custom_vjp only when called: before, the
+    site was skipped as "made at import" (no target, no note)."""
+    monkeypatch.chdir(DATA)
+    code, data = check_json("rule_factories.decorated", DATA)
+    (target,) = [t for t in data["targets"] if t["kind"] == "custom_vjp"]
+    assert target["target"].endswith("decorated:double_angle)"), target
+    assert [(f["code"], f["location"]["line"]) for f in errors_and_warnings(target)] == [
+        ("JXG024", _line_of(DATA / "rule_factories" / "decorated.py", "def solve_bwd"))]

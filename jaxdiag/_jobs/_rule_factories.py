@@ -29,6 +29,8 @@ _OPTIONAL = re.compile(r"^(typing\.)?Optional\[.*\]$|(^|\|)None($|\|)|^None$")
 _BOOL = re.compile(r"^(builtins\.)?bool$")
 _FLOAT = re.compile(r"^(builtins\.)?float$")
 _MISSING = object()
+# What a factory can return: a callback or custom solve call site returns what it computes, never a rule.
+_RULE_KINDS = ("custom_jvp", "custom_vjp", "custom_vmap", "primitive")
 
 
 def returned_sites(tree: ast.Module | None, function: str, lines: list[int]) -> list[int]:
@@ -177,7 +179,7 @@ def check_returned(lint: Any, sites: list[Any], known: set[int], tried: list[Any
     reports: list[TargetReport] = []
     for group in _unreached_groups(sites, methods=False):
         module, function = group[0].module, group[0].function
-        lines = returned_sites(module_tree(module), function, [s.line for s in group])
+        lines = returned_sites(module_tree(module), function, [s.line for s in group if s.kind in _RULE_KINDS])
         fn = getattr(module, function, None)
         if not lines or fn is None or not callable(fn):
             continue
@@ -208,7 +210,7 @@ def check_methods(lint: Any, sites: list[Any], known: set[int], tried: list[Any]
             continue
         instance, construction = built
         bound = getattr(instance, method, None)
-        lines = returned_sites(module_tree(module), function, [s.line for s in group])
+        lines = returned_sites(module_tree(module), function, [s.line for s in group if s.kind in _RULE_KINDS])
         if method == "__init__":
             value = list(vars(instance).values()) if hasattr(instance, "__dict__") else []
             reports.extend(_check_rules(lint, module, group, [s.line for s in group], (value, construction), tried,

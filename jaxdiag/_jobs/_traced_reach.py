@@ -142,25 +142,28 @@ def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
 
 def _called_at_import(module: ModuleType) -> set[str]:
     """Names the module's own top-level statements call or decorate with: what they make is a module attribute
-    (or a class attribute), found by attribute discovery."""
+    (or a class attribute), found by attribute discovery. Only calls and decorators count: a name merely mentioned
+    (an annotation, a dict value, a re-export `f = f`) makes nothing."""
     from .._loading._passthrough import module_tree
 
     tree = module_tree(module)
     out: set[str] = set()
     for top in tree.body if tree is not None else []:
+        decorators: list[ast.expr] = []
         if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            nodes: list[ast.AST] = list(top.decorator_list)
+            decorators = list(top.decorator_list)
+            nodes: list[ast.AST] = []
             if isinstance(top, ast.ClassDef):  # class bodies run at import too (not their methods)
                 nodes += [s for s in top.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-                nodes += [d for s in top.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                          for d in s.decorator_list]
+                decorators += [d for s in top.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                               for d in s.decorator_list]
         else:
             nodes = [top]
-        for node in nodes:
-            for sub in ast.walk(node):
-                name = _called_name(sub) if isinstance(sub, (ast.Call, ast.Name, ast.Attribute)) else None
-                if name:
-                    out.add(name)
+        calls = [sub for node in [*nodes, *decorators] for sub in ast.walk(node) if isinstance(sub, ast.Call)]
+        for node in [*calls, *decorators]:
+            name = _called_name(node)
+            if name:
+                out.add(name)
     return out
 
 
@@ -177,7 +180,10 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
         done = _covered_sites(sites, covered_at)
         for site in sites:
             cls, _, _ = site.function.rpartition(".")
-            if (cls or site.function) in at_import:  # a decorator, factory or class applied as a module is imported
+            # a decorator, factory or class applied as a module is imported made module attributes, which discovery
+            # found: a class's instances, or the rules a factory returns; a decorator whose product makes the rule
+            # only when called is a plain function, reached by tracing
+            if cls in at_import or (site.function in at_import and _returns_its_rule(module, site)):
                 continue
             if id(site) not in done:
                 result.sites.append(site)
@@ -203,6 +209,12 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
     public.sort(key=lambda item: item[0])
     result.carriers = [(module, name) for _, module, name in public[:MAX_CARRIERS]]
     return result
+
+
+def _returns_its_rule(module: ModuleType, site: Site) -> bool:
+    from .._loading._passthrough import module_tree
+
+    return bool(_rule_factories.returned_sites(module_tree(module), site.function, [site.line]))
 
 
 def _covered_sites(sites: list[Site], covered_at: list[tuple[str, int]]) -> set[int]:
