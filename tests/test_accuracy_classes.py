@@ -91,6 +91,27 @@ def test_no_documented_call_without_an_example_or_when_a_line_before_it_fails(do
     assert documented_call(documented, "spmv") is None
 
 
+def test_an_example_calling_through_the_package_path_under_a_transformation_never_runs_it(documented, monkeypatch):
+    """`pkg.total(x)` inside a function the example differentiates: the real function ran the whole example (a
+    library's full model, past the per-target time limit). Now the stand-in holds every package attribute during
+    the run (restored after), and a call on tracers stops the example without taking them."""
+    ran = []
+
+    def total(x):
+        """>>> import jax, jax.numpy as jnp
+        >>> import inputs_documented.good as pkg
+        >>> def loss(x):
+        ...     return pkg.total(x)
+        >>> jax.grad(loss)(jnp.ones(3))
+        """
+        ran.append(x)
+        return x.sum()
+
+    monkeypatch.setattr(documented, "total", total, raising=False)
+    assert documented_call(documented, "total") is None and not ran
+    assert documented.total is total
+
+
 @pytest.mark.slow
 def test_a_kernel_with_params_from_a_matrix_object_is_checked_at_the_documented_call(monkeypatch):
     """Before: no literal holds `shape` (the package passes `self.shape`), so the kernel was not checkable. Now it is

@@ -5,8 +5,10 @@ A kernel whose bind params (a matrix's `shape`, a flag) reach it only from a spa
 operands are a structure (CSR `indices`/`indptr`) that random integers break. The public function above it often
 documents one complete call in its docstring (`>>> f(data, indices, indptr, v, shape=(2, 3))`), building valid
 operands in the lines before. Those lines are run (the package's own documented code, as its doctests run it) in a
-namespace of the function's module, with the function replaced by a stand-in that takes the arguments of its first
-call that passes an array and stops there: the function itself is not run here, and nothing after that line is.
+namespace of the function's module, with the function replaced by a stand-in (there, and in every attribute of its
+package holding it, restored after) that takes the arguments of its first call that passes an array and stops
+there: the function itself is not run here, and nothing after that line is. A call under a transformation (its
+arguments tracers) stops the example without taking them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import contextlib
 import doctest
 import inspect
 import io
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -65,7 +69,7 @@ def documented_call(module: ModuleType, name: str) -> DocumentedCall | None:
             if value is fn:
                 namespace[key] = _stand_in
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
+            with contextlib.redirect_stdout(io.StringIO()), _replaced_in_package(module, fn):
                 ran = call_user(exec, code, namespace)
         except _Taken as taken:
             return taken.call
@@ -74,8 +78,30 @@ def documented_call(module: ModuleType, name: str) -> DocumentedCall | None:
     return None
 
 
+@contextlib.contextmanager
+def _replaced_in_package(module: ModuleType, fn: Any) -> Iterator[None]:
+    """The stand-in in every attribute of the function's package that holds it, for the example's run: an example
+    calls it through a package path too (`pkg.jax.expect(...)` inside a function the example defines), where the
+    namespace replacement does not reach. Restored on exit."""
+    root = module.__name__.split(".")[0]
+    held = [(m, attr) for key, m in list(sys.modules.items()) if m is not None and key.split(".")[0] == root
+            for attr, value in list(vars(m).items()) if value is fn]
+    for m, attr in held:
+        setattr(m, attr, _stand_in)
+    try:
+        yield
+    finally:
+        for m, attr in held:
+            setattr(m, attr, fn)
+
+
 def _stand_in(*args: Any, **kwargs: Any) -> Any:
-    if any(_is_array(a) for a in [*args, *kwargs.values()]):
+    import jax
+
+    values = [*args, *kwargs.values()]
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values)):
+        raise _NotTheCall()  # called under a transformation: its arguments are not values to take
+    if any(_is_array(a) for a in values):
         raise _Taken(DocumentedCall(list(args), dict(kwargs)))
     raise _NotTheCall()
 
