@@ -148,3 +148,15 @@ def test_a_decorator_factory_applied_at_import_whose_wrapper_makes_the_rule_is_t
     assert target["target"].endswith("decorated:double_angle)"), target
     assert [(f["code"], f["location"]["line"]) for f in errors_and_warnings(target)] == [
         ("JXG024", _line_of(DATA / "rule_factories" / "decorated.py", "def solve_bwd"))]
+
+
+@pytest.mark.slow
+def test_callback_sites_called_through_module_level_aliases_are_sites(monkeypatch) -> None:
+    """`host_call = functools.partial(jax.pure_callback, ...)`, `raw_callback = jax.pure_callback`: before, their
+    calls were no sites (no target, no note)."""
+    monkeypatch.chdir(DATA)
+    code, data = check_json("rule_factories.aliased", DATA)
+    targets = {t["target"].split(" ")[0].rpartition(":")[2]: t for t in data["targets"] if t["kind"] != "module"}
+    assert set(targets) == {"host_double", "host_half"}, list(targets)
+    assert not errors_and_warnings(targets["host_double"])
+    assert [f["code"] for f in errors_and_warnings(targets["host_half"])] == ["JXB020"]

@@ -90,6 +90,7 @@ def sites_in(module: ModuleType) -> list[Site]:
     path = getattr(module, "__file__", None)
     if tree is None or not path:
         return []
+    makers = {**RULE_MAKERS, **_maker_aliases(tree)}
     out: list[Site] = []
     for owner, top in _functions_and_methods(tree):
         last = getattr(top, "end_lineno", None) or top.lineno
@@ -97,16 +98,29 @@ def sites_in(module: ModuleType) -> list[Site]:
             made: list[tuple[int, str]] = []
             if isinstance(node, ast.Call) and node is not top:
                 name = _called_name(node)
-                if name in RULE_MAKERS:
-                    made.append((node.lineno, RULE_MAKERS[name]))
+                if name in makers:
+                    made.append((node.lineno, makers[name]))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not top:
                 for deco in node.decorator_list:
                     name = _called_name(deco)
-                    if name in RULE_MAKERS:
-                        made.append((node.lineno, RULE_MAKERS[name]))
+                    if name in makers:
+                        made.append((node.lineno, makers[name]))
             out.extend(Site(module, path, line, kind, owner, top.lineno, last) for line, kind in made)
     unique = {(s.line, s.kind): s for s in out}  # a decorator is also a Call node
     return sorted(unique.values(), key=lambda s: s.line)
+
+
+def _maker_aliases(tree: ast.Module) -> dict[str, str]:
+    """Module-level names bound to a rule maker (`callback = functools.partial(jax.pure_callback,
+    vmap_method="sequential")`, `pcb = jax.pure_callback`): a call of the name is a site of that maker's kind."""
+    out: dict[str, str] = {}
+    for top in tree.body:
+        if isinstance(top, ast.Assign) and len(top.targets) == 1 and isinstance(top.targets[0], ast.Name):
+            name = _called_name(top.value) if isinstance(top.value, ast.Call) else called_name(top.value)
+            if name in RULE_MAKERS and (not isinstance(top.value, ast.Call) or called_name(top.value.func)
+                                        in ("partial",)):
+                out[top.targets[0].id] = RULE_MAKERS[name]
+    return out
 
 
 def _functions_and_methods(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
