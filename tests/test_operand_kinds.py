@@ -81,3 +81,13 @@ def test_a_difference_from_an_expected_zero_is_not_given_a_relative_size() -> No
     text = compare(np.array([1.0, 1.4]), np.array([1.0, 0.0])).describe()
     assert "max abs difference 1.4" in text and "max rel" not in text, text
     assert "max rel 0.5" in compare(np.array([3.0]), np.array([2.0])).describe()
+
+
+@pytest.mark.slow
+def test_a_keyed_rule_that_disagrees_without_a_uniform_factor_is_read_as_an_estimator(monkeypatch) -> None:
+    """A score-function JVP of a sampled maximum: before, JXG024 "silently wrong"; the doubled bwd of keyed.py (a
+    uniform factor) stays JXG024 (`test_a_keyed_custom_vjp_and_an_index_taking_jvp_are_checked`)."""
+    monkeypatch.chdir(DATA)
+    (estimate,) = _targets("estimator").values()
+    (finding,) = errors_and_warnings(estimate)
+    assert finding["code"] == "JXG014" and "Monte-Carlo estimator" in finding["message"], finding

@@ -160,3 +160,15 @@ def test_callback_sites_called_through_module_level_aliases_are_sites(monkeypatc
     assert set(targets) == {"host_double", "host_half"}, list(targets)
     assert not errors_and_warnings(targets["host_double"])
     assert [f["code"] for f in errors_and_warnings(targets["host_half"])] == ["JXB020"]
+
+
+def test_a_module_level_decorated_rule_is_no_site_inside_its_own_function(monkeypatch) -> None:
+    """`@jax.custom_vjp def noisy_relu`: the decorator runs at import (discovery finds the rule), never inside the
+    function it decorates; read as a site there, it sent tracing through every caller of the function."""
+    import importlib
+
+    from jaxdiag._jobs._traced_reach import sites_in
+
+    monkeypatch.syspath_prepend(str(DATA))
+    module = importlib.import_module("operand_kinds.keyed")
+    assert [s.function for s in sites_in(module)] == []

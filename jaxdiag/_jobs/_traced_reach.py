@@ -94,7 +94,10 @@ def sites_in(module: ModuleType) -> list[Site]:
     out: list[Site] = []
     for owner, top in _functions_and_methods(tree):
         last = getattr(top, "end_lineno", None) or top.lineno
+        own_decorators = {id(sub) for deco in top.decorator_list for sub in ast.walk(deco)}
         for node in ast.walk(top):
+            if id(node) in own_decorators:  # `@custom_jvp def f`: made at import, a module attribute
+                continue
             made: list[tuple[int, str]] = []
             if isinstance(node, ast.Call) and node is not top:
                 name = _called_name(node)
@@ -154,6 +157,28 @@ def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
     return out
 
 
+def _named_at_import(module: ModuleType) -> set[str]:
+    """Every name the module's top-level statements mention or decorate with, class bodies included (calls,
+    annotations, values): a class named there may have instances made at import, which hold what its methods
+    make."""
+    from .._loading._passthrough import module_tree
+
+    tree = module_tree(module)
+    out: set[str] = set()
+    for top in tree.body if tree is not None else []:
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            nodes: list[ast.AST] = list(top.decorator_list)
+            if isinstance(top, ast.ClassDef):
+                nodes += [s for s in top.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                nodes += [d for s in top.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                          for d in s.decorator_list]
+        else:
+            nodes = [top]
+        out.update(name for node in nodes for sub in ast.walk(node)
+                   if isinstance(sub, (ast.Call, ast.Name, ast.Attribute)) for name in [_called_name(sub)] if name)
+    return out
+
+
 def _called_at_import(module: ModuleType) -> set[str]:
     """Names the module's own top-level statements call or decorate with: what they make is a module attribute
     (or a class attribute), found by attribute discovery. Only calls and decorators count: a name merely mentioned
@@ -189,6 +214,9 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
     # a factory any checked module applies as it is imported (`foo_p = make_primitive(...)` in another module of the
     # package) makes module attributes, which attribute discovery found
     at_import = {name for module in modules for name in _called_at_import(module)}
+    # methods keep the broader rule: a class merely named at import (an annotation, a registry) may be instantiated
+    # there; tracing every caller of a common method name (`run`) instead runs whole solvers op by op
+    named = {name for module in modules for name in _named_at_import(module)}
     for module in modules:
         sites = sites_in(module)
         done = _covered_sites(sites, covered_at)
@@ -197,7 +225,7 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
             # a decorator, factory or class applied as a module is imported made module attributes, which discovery
             # found: a class's instances, or the rules a factory returns; a decorator whose product makes the rule
             # only when called is a plain function, reached by tracing
-            if cls in at_import or (site.function in at_import and _returns_its_rule(module, site)):
+            if cls in at_import | named or (site.function in at_import and _returns_its_rule(module, site)):
                 continue
             if id(site) not in done:
                 result.sites.append(site)

@@ -152,7 +152,9 @@ CUSTOM_DERIVATIVE_MISMATCH: Rule[_fields.JXG014] = Rule(
     "Every differing element is zero, has the reference's sign and a smaller magnitude that keeps the order of the "
     "magnitudes (a clip never puts a larger derivative below a smaller one), or equals the cotangent/tangent the "
     "rule received, or bwd is steered by an argument the primal ignores "
-    "(`optax.scale_gradient`); anything else is JXG024 (an error).",
+    "(`optax.scale_gradient`), or the function takes a PRNG key and the difference is no uniform factor (a "
+    "Monte-Carlo estimator's derivative equals the derivative only in expectation); anything else is JXG024 (an "
+    "error).",
     "Either a bug, or deliberate (gradient clipping, straight-through estimators, surrogate gradients). If "
     "deliberate, suppress with `# jaxdiag: ignore[JXG014]` on the `def` line.",
     "jxg014_bad.py", "jxg014_good.py",

@@ -18,7 +18,7 @@ from .._shared import removed_api, removed_api_finding, user_frame_location
 from .._gradref import (
     JVP_BLOCKERS, N_DIRECTIONS, Arg, GradState, all_finite, close, conjugated, constant_factor, deliberate_disagreement,
     device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact, nonfinite_split, passed_through,
-    require, state, to_f64, value_at,
+    require, sampled_estimate, state, to_f64, value_at,
 )
 from ._call import KINDS, T, _symbolic_candidates, call_jvp, joint, names, rule_location, user_rules
 from ._linearity import pullback_at_first_cotangent
@@ -233,6 +233,11 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
         if factor is not None:
             details.append(f"along every direction the rule's tangent is the reference times {factor:.4g}: a uniformly "
                            "scaled derivative, which no clipping produces")
+        elif sampled_estimate(st):  # an estimator by construction: the deliberate reading is stated, as a warning
+            return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
+                owner=rule, derivative="tangent", function=fun, details="; ".join(details + [sampled_estimate(st)]),
+                consequence="jax.grad and jax.jvp are silently wrong", where=where, correction=correction,
+                location=loc)
         return rules.CUSTOM_DERIVATIVE_WRONG.finding(
             owner=rule, derivative="tangent", function=fun, details="; ".join(details),
             consequence="jax.grad and jax.jvp are silently wrong",

@@ -19,7 +19,7 @@ from .._gradref import (
     NOT_COMPUTED, N_DIRECTIONS, Arg, NonFinite, GradState, aval_text, compare_grad, conjugated, constant_factor,
     deliberate_disagreement, device_zeros, error_text, fd_reference_nonzero, fmt_values, function_ast, grad_tol,
     is_zero, locate, material_dependence, may_be_singular, nonfinite_split, passed_through, value_at, require,
-    short_dtype, source_of, state, to_f64, vjp_against_fd,
+    sampled_estimate, short_dtype, source_of, state, to_f64, vjp_against_fd,
 )
 from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd
 
@@ -426,6 +426,10 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding:
         if factor is not None:
             details.append(f"for both cotangents probed, {bwd}'s result is autodiff's times {factor:.4g}: a uniformly "
                            "scaled gradient, which no clipping produces")
+        elif sampled_estimate(st):  # an estimator by construction: the deliberate reading is stated, as a warning
+            return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
+                owner=bwd, derivative="gradient", function=fun, details="; ".join(details + [sampled_estimate(st)]),
+                consequence="jax.grad is silently wrong", where=where, correction=correction, location=loc)
         return rules.CUSTOM_DERIVATIVE_WRONG.finding(
             owner=bwd, derivative="gradient", function=fun, details="; ".join(details),
             consequence="jax.grad is silently wrong", correction=correction, location=loc)

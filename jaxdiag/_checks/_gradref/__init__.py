@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ._compare import (
     DotCheck, compare_grad, conjugated, constant_factor, deliberate_disagreement, fd_reference_nonzero,
-    passed_through,
+    passed_through, sampled_estimate,
     material_dependence, uniform_ratio, vjp_against_fd,
 )
 from ._fd import FDResult, FiniteDifferences
@@ -65,6 +65,7 @@ __all__ = [
     "constant_factor",
     "uniform_ratio",
     "deliberate_disagreement",
+    "sampled_estimate",
     "passed_through",
     "device_zeros",
     "dot",

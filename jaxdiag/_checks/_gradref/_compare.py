@@ -108,6 +108,18 @@ def material_dependence(st: GradState, ws: Sequence[Any]) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def sampled_estimate(st: GradState) -> str:
+    """A clause for the JXG014 details when the subject draws from a PRNG key it takes (`key[]` among its inputs):
+    its primal is a Monte-Carlo quantity, and a custom derivative of one is often an estimator (a perturbation or
+    score-function gradient), equal to the derivative only in expectation. "" otherwise."""
+    keys = [i for i, spec in enumerate(st.subject.specs) if getattr(spec, "key", None) is not None]
+    if not keys:
+        return ""
+    return ("the function takes a PRNG key and samples with it, so its rule may be a Monte-Carlo estimator (a "
+            "perturbation or score-function gradient), which equals the derivative of the sampled value only in "
+            "expectation")
+
+
 def deliberate_disagreement(got: Any, ref: Any, passed: Any, dtype: Any) -> bool:
     """True when a custom derivative `got` differs from the reference `ref` (the derivative of the primal, the same
     shape) only in ways a deliberate surrogate does, element by element:
