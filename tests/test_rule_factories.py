@@ -163,12 +163,12 @@ def test_callback_sites_called_through_module_level_aliases_are_sites(monkeypatc
 
 
 def test_a_module_level_decorated_rule_is_no_site_inside_its_own_function(monkeypatch) -> None:
-    """`@jax.custom_vjp def noisy_relu`: the decorator runs at import (discovery finds the rule), never inside the
+    """`@functools.partial(jax.custom_jvp, ...) def scaled_tanh`: the decorator runs at import (discovery finds the rule), never inside the
     function it decorates; read as a site there, it sent tracing through every caller of the function."""
     import importlib
 
     from jaxdiag._jobs._traced_reach import sites_in
 
     monkeypatch.syspath_prepend(str(DATA))
-    module = importlib.import_module("operand_kinds.keyed")
+    module = importlib.import_module("rule_factories.toplevel")
     assert [s.function for s in sites_in(module)] == []
