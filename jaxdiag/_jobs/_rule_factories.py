@@ -20,7 +20,7 @@ import inspect
 import re
 import sys
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 from .._core._report import TargetReport
 
@@ -171,7 +171,8 @@ def rules_in(value: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def check_returned(lint: Any, sites: list[Any], known: set[int], tried: list[Any]) -> list[TargetReport]:
+def check_returned(lint: Any, sites: list[Any], known: set[int], note: Callable[[str, str], None]
+                   ) -> list[TargetReport]:
     """The rules that module-level functions left unreached return: each such function called once with
     configuration values, each rule it returns checked as a target on inferred inputs."""
     from .._loading._passthrough import module_tree
@@ -183,19 +184,18 @@ def check_returned(lint: Any, sites: list[Any], known: set[int], tried: list[Any
         fn = getattr(module, function, None)
         if not lines or fn is None or not callable(fn):
             continue
-        made = _configured_call(fn, module, function, f"{module.__name__}:{function}", tried)
+        made = _configured_call(fn, module, function, f"{module.__name__}:{function}", note)
         if made is not None:
-            reports.extend(_check_rules(lint, module, group, lines, made, tried, known))
+            reports.extend(_check_rules(lint, module, group, lines, made, note, known))
     return reports
 
 
-def check_methods(lint: Any, sites: list[Any], known: set[int], tried: list[Any]) -> list[TargetReport]:
+def check_methods(lint: Any, sites: list[Any], known: set[int], note: Callable[[str, str], None]) -> list[TargetReport]:
     """Sites left unreached in methods of a module-level class: an instance is built the way a factory is called
     (its constructor's parameters filled likewise); a rule the method returns (or `__init__` stores) is checked as a
     target, and any other method is checked as a function target on inferred inputs, the rules it makes or calls
     being its nested subjects. A method that does not run on inferred inputs leaves its sites to JXN012."""
     from .._loading._passthrough import module_tree
-    from ._traced_reach import Tried
 
     reports: list[TargetReport] = []
     for group in _unreached_groups(sites, methods=True):
@@ -205,7 +205,7 @@ def check_methods(lint: Any, sites: list[Any], known: set[int], tried: list[Any]
         if not isinstance(cls, type):
             continue
         label = f"{module.__name__}:{function}"
-        built = _configured_call(cls, module, owner, label, tried, what="its class is not built")
+        built = _configured_call(cls, module, owner, label, note, what="its class is not built")
         if built is None:
             continue
         instance, construction = built
@@ -213,23 +213,23 @@ def check_methods(lint: Any, sites: list[Any], known: set[int], tried: list[Any]
         lines = returned_sites(module_tree(module), function, [s.line for s in group if s.kind in _RULE_KINDS])
         if method == "__init__":
             value = list(vars(instance).values()) if hasattr(instance, "__dict__") else []
-            reports.extend(_check_rules(lint, module, group, [s.line for s in group], (value, construction), tried,
+            reports.extend(_check_rules(lint, module, group, [s.line for s in group], (value, construction), note,
                                         known))
         elif lines and callable(bound):
-            made = _configured_call(bound, module, method, label, tried)
+            made = _configured_call(bound, module, method, label, note)
             if made is not None:
                 reports.extend(_check_rules(lint, module, group, lines, (made[0], f"{construction}.{made[1]}"),
-                                            tried, known))
+                                            note, known))
         elif callable(bound):
             checked = _check_method(lint, module, function, bound, construction)
             if checked and any(c.status in ("passed", "failed") for r in checked for c in r.checks):
                 for site in group:
                     site.reached = True
-                tried.append(Tried(label, f"checked as a function on {construction}"))
+                note(label, f"checked as a function on {construction}")
                 reports.extend(checked)
             else:
                 why = next((f.message for r in checked for f in r.findings), "it did not run")
-                tried.append(Tried(label, f"on {construction}: {why[:200]}"))
+                note(label, f"on {construction}: {why[:200]}")
     return reports
 
 
@@ -242,15 +242,14 @@ def _unreached_groups(sites: list[Any], methods: bool) -> list[list[Any]]:
     return list(groups.values())
 
 
-def _configured_call(fn: Any, module: ModuleType, name: str, label: str, tried: list[Any],
+def _configured_call(fn: Any, module: ModuleType, name: str, label: str, note: Callable[[str, str], None],
                      what: str = "returns the rule, but is not called") -> tuple[Any, str] | None:
     """(what `fn` returns, the call as text) with its parameters filled by `factory_arguments`; None, with the
-    reason in `tried`, when it cannot be called or raises."""
-    from ._traced_reach import Tried
+    reason given to `note`, when it cannot be called or raises."""
 
     arguments = factory_arguments(fn, module, name)
     if isinstance(arguments, str):
-        tried.append(Tried(label, f"{what}: {arguments}"))
+        note(label, f"{what}: {arguments}")
         return None
     given, assumed = arguments
     shown = [f"{k}={v!r}" + (" (assumed)" if k in assumed else "") for k, v in given.items()]
@@ -258,25 +257,24 @@ def _configured_call(fn: Any, module: ModuleType, name: str, label: str, tried: 
     made = call_factory(fn, dict(given))
     if made.error is not None:
         message = str(made.error).splitlines()[0][:160] if str(made.error) else ""
-        tried.append(Tried(label, f"called as {call}, it raised {type(made.error).__name__}: {message}"))
+        note(label, f"called as {call}, it raised {type(made.error).__name__}: {message}")
         return None
     return made.value, call
 
 
 def _check_rules(lint: Any, module: ModuleType, group: list[Any], lines: list[int], made: tuple[Any, str],
-                 tried: list[Any], known: set[int]) -> list[TargetReport]:
+                 note: Callable[[str, str], None], known: set[int]) -> list[TargetReport]:
     """Each rule in what a call returned, checked as a target (the group's sites at `lines` reached)."""
-    from ._traced_reach import Tried
 
     value, call = made
     label = f"{module.__name__}:{group[0].function}"
     found = [rule for item in (value if isinstance(value, list) else [value]) for rule in rules_in(item)]
     if not found:
-        tried.append(Tried(label, f"called as {call}, it returned no rule"))
+        note(label, f"called as {call}, it returned no rule")
         return []
     for site in group:
         site.reached = site.reached or site.line in lines
-    tried.append(Tried(label, f"called as {call}; returns other rules, not this one"))
+    note(label, f"called as {call}; returns other rules, not this one")
     reports: list[TargetReport] = []
     for kind, obj in found:
         if id(obj) not in known:

@@ -294,8 +294,11 @@ def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Locatio
             break
         found = targets.get(id(_locate.unwrap(getattr(module, name, None))))
         reports.extend(_through(lint, module, name, result.sites, known, tried, found))
-    reports.extend(_rule_factories.check_returned(lint, result.sites, known, tried))
-    reports.extend(_rule_factories.check_methods(lint, result.sites, known, tried))
+    def note(label: str, outcome: str) -> None:
+        tried.append(Tried(label, outcome))
+
+    reports.extend(_rule_factories.check_returned(lint, result.sites, known, note))
+    reports.extend(_rule_factories.check_methods(lint, result.sites, known, note))
     reports.extend(_unreached(result.sites, tried, lint))
     return reports
 
