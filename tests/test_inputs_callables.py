@@ -108,6 +108,7 @@ def test_a_factorys_wrong_jvp_is_caught_on_the_stand_in_as_a_warning(monkeypatch
     assert data["summary"]["checked"] == 1, data["summary"]
     wrong = findings(data, "error", "warning")
     assert wrong and all(f["code"].startswith("JXG") and f["severity"] == "warning" for f in wrong), wrong
+    assert all("fn=<jaxdiag's elementwise stand-in> (assumed)" in f["message"] for f in wrong), wrong
 
 
 @pytest.mark.slow

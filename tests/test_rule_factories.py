@@ -163,8 +163,9 @@ def test_callback_sites_called_through_module_level_aliases_are_sites(monkeypatc
 
 
 def test_a_module_level_decorated_rule_is_no_site_inside_its_own_function(monkeypatch) -> None:
-    """`@functools.partial(jax.custom_jvp, ...) def scaled_tanh`: the decorator runs at import (discovery finds the rule), never inside the
-    function it decorates; read as a site there, it sent tracing through every caller of the function."""
+    """`@functools.partial(jax.custom_jvp, ...) def scaled_tanh`: the decorator runs at import (discovery finds
+    the rule), never inside the function it decorates; read as a site there, it sent tracing through every caller
+    of the function."""
     import importlib
 
     from jaxdiag._jobs._traced_reach import sites_in

@@ -185,3 +185,12 @@ def _shown(stand_ins: dict[str, str]) -> str:
 def assumed_text(stand_ins: dict[str, str]) -> str:
     """The stand-ins as the notes name them: `f=<jaxdiag's elementwise stand-in> (assumed)`."""
     return ", ".join(f"{name}={StandIn(b)!r} (assumed)" for name, b in stand_ins.items())
+
+
+def assume_stand_ins(report: Any, stand_ins: dict[str, str]) -> None:
+    """Name the stand-in functions among the inputs a finding was seen on (its graded message then starts `on
+    f32[3] with fn=<jaxdiag's elementwise stand-in> (assumed) inferred`)."""
+    for finding in report.findings:
+        if finding.inputs is not None:
+            finding.inputs = {**finding.inputs, "specs": [*finding.inputs.get("specs", []),
+                                                          f"with {assumed_text(stand_ins)}"]}

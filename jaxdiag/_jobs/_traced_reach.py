@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any, Sequence
 
 from .. import _compat
-from . import _rule_factories
+from . import _callables, _rule_factories
 from .._core import _locate
 from .._harness.source import called_name
 from .._run import _signature
@@ -356,6 +356,8 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
         path, _, line = where.rpartition(":")
         anchor = Location(path, int(line), rule_name) if line.isdigit() else None
         for report in inside:
+            if via.get("callables"):  # what the rule does depends on jaxdiag's stand-in: every finding says so
+                _callables.assume_stand_ins(report, via["callables"])
             report.target = f"{call['target']} (made in a function; inside {label})"
             report.findings.insert(0, rules.INPUTS_INFERRED.finding(
                 count=len(templates), specs=" ".join(via["args"]) + f" for {label}{_assumed(via)}, which reaches it",
