@@ -292,3 +292,26 @@ def test_fused_program_is_reused_only_for_the_very_same_program(monkeypatch: pyt
     np.testing.assert_allclose(np.asarray(run_b(x)[0]), 4.0)  # the impl, bound at the top level as eagerly
     np.testing.assert_allclose(np.asarray(run_a(x)[0]), 3.0)
     assert _fused._compiled(jax.make_jaxpr(lambda v: a.bind(v) + 1.0)(x)) is run_a  # JAX's jit cache then hits
+
+
+def test_eager_semantics_inlines_a_custom_jvp_body_only_when_asked() -> None:
+    # equinox's error checks bind their primitive inside a custom_jvp: eagerly JAX calls that body op by op, so the
+    # primitive runs its impl; a compiled program evaluating the call as traced would run its lowering instead
+    from jaxdiag import _compat
+
+    marked = jax.extend.core.Primitive("jaxdiag_test_marked")
+    marked.def_impl(lambda x: x + 1.0)  # the impl and the lowering differ, so the result shows which one ran
+    marked.def_abstract_eval(lambda x: x)
+    jax.interpreters.mlir.register_lowering(marked, jax.interpreters.mlir.lower_fun(lambda x: x + 2.0, False))
+
+    @jax.custom_jvp
+    def wrapped(x):
+        return marked.bind(x) * 2.0
+
+    wrapped.defjvp(lambda p, t: (wrapped(p[0]), t[0]))
+    closed = jax.make_jaxpr(lambda x: wrapped(x) - 1.0)(jnp.float32(0.5))
+    assert _compat.eager_semantics(closed, _compat.user_impl) is None
+    run = _compat.eager_semantics(closed, _compat.user_impl, inline_custom=True)
+    assert run is not None
+    eager = float(wrapped(jnp.float32(0.5)) - 1.0)
+    assert float(_compat.own_jit(run)(jnp.float32(0.5))[0]) == eager == 2.0

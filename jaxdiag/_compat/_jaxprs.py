@@ -437,38 +437,73 @@ def recompiles_eagerly(closed: Any) -> bool:
     return any(eqn.primitive.name in _RECOMPILED_EAGERLY for eqn in iter_eqns(closed))
 
 
-def eager_semantics(closed: Any, impls: Callable[[Any], Callable | None]) -> Callable[..., list] | None:
+# Equations JAX evaluates eagerly by calling the primal function inside them (EvalTrace's custom_jvp/custom_vjp
+# call): op by op, so a user primitive bound at their top level runs its impl there.
+_CALLED_EAGERLY = frozenset({"custom_jvp_call", "custom_vjp_call"})
+
+
+def eager_semantics(closed: Any, impls: Callable[[Any], Callable | None], inline_custom: bool = False
+                    ) -> Callable[..., list] | None:
     """A function evaluating `closed` (a traced program) on its arguments the way JAX runs it eagerly: a top-level
     equation of a primitive for which `impls(prim)` gives an impl is computed by that impl (eagerly, bind calls the
     impl), every other equation is bound as traced, so the jits inside keep the lowering they use eagerly too.
     Traceable by jit. None when such a primitive sits inside an equation JAX evaluates eagerly by interpreting its
-    body (custom_jvp_call, custom_vjp_call, ...): there eagerly the impl runs, in a compiled program the lowering."""
-    jaxpr = closed.jaxpr
+    body (custom_jvp_call, custom_vjp_call, ...): there eagerly the impl runs, in a compiled program the lowering.
+    `inline_custom`: a custom_jvp_call/custom_vjp_call is evaluated as JAX evaluates it eagerly, its primal body
+    with these same semantics (its derivative rules dropped: for a program that is only evaluated, never
+    differentiated), so a primitive at its body's top level runs its impl too (equinox's error checks)."""
+    if not _eager_evaluable(closed.jaxpr, impls, inline_custom):
+        return None
+
+    def run(*args: Any) -> list:
+        return _evaluate_eagerly(closed.jaxpr, list(closed.consts), list(args), impls, inline_custom)
+
+    return run
+
+
+def _custom_body(eqn: Any) -> Any:
+    """The primal body (a ClosedJaxpr over all the equation's operands) of a custom_jvp/custom_vjp call, else None."""
+    if eqn.primitive.name not in _CALLED_EAGERLY:
+        return None
+    body = eqn.params.get("call_jaxpr")
+    return body if isinstance(body, _core.ClosedJaxpr) and len(body.jaxpr.invars) == len(eqn.invars) else None
+
+
+def _eager_evaluable(jaxpr: Any, impls: Callable[[Any], Callable | None], inline_custom: bool) -> bool:
     for eqn in jaxpr.eqns:
         if impls(eqn.primitive) is not None or eqn.primitive.name in _COMPILED_EAGERLY:
             continue
+        body = _custom_body(eqn) if inline_custom else None
+        if body is not None:
+            if not _eager_evaluable(body.jaxpr, impls, inline_custom):
+                return False
+            continue
         if any(impls(inner.primitive) is not None for sub in sub_jaxprs(eqn) for inner in iter_eqns(sub)):
-            return None
+            return False
+    return True
 
-    def run(*args: Any) -> list:
-        env: dict[Any, Any] = dict(zip(jaxpr.constvars, closed.consts))
-        env.update(zip(jaxpr.invars, args))
 
-        def read(v: Any) -> Any:
-            return v.val if isinstance(v, _core.Literal) else env[v]
+def _evaluate_eagerly(jaxpr: Any, consts: list, args: list, impls: Callable[[Any], Callable | None],
+                      inline_custom: bool) -> list:
+    env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
 
-        for eqn in jaxpr.eqns:
-            values = [read(v) for v in eqn.invars]
-            impl = impls(eqn.primitive)
-            if impl is not None:
-                out = impl(*values, **eqn.params)
-            else:
-                with getattr(getattr(eqn, "ctx", None), "manager", contextlib.nullcontext()):
-                    out = _bind_as_traced(eqn, values)
-            env.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))
-        return [read(v) for v in jaxpr.outvars]
+    def read(v: Any) -> Any:
+        return v.val if isinstance(v, _core.Literal) else env[v]
 
-    return run
+    for eqn in jaxpr.eqns:
+        values = [read(v) for v in eqn.invars]
+        impl = impls(eqn.primitive)
+        body = _custom_body(eqn) if inline_custom and impl is None else None
+        if impl is not None:
+            out = impl(*values, **eqn.params)
+        elif body is not None:
+            out = _evaluate_eagerly(body.jaxpr, list(body.consts), values, impls, inline_custom)
+        else:
+            with getattr(getattr(eqn, "ctx", None), "manager", contextlib.nullcontext()):
+                out = _bind_as_traced(eqn, values)
+        env.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))
+    return [read(v) for v in jaxpr.outvars]
 
 
 def _bind_as_traced(eqn: Any, values: list) -> Any:

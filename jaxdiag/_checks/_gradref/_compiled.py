@@ -30,8 +30,11 @@ class CompiledPrimal:
     """`call(values)` (full positional values; those without a dtype are static) through one jitted program per
     precision and input types where that spares compiles, eagerly otherwise."""
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Call, inline_custom: bool = False) -> None:
         self.call = call
+        # evaluate custom_jvp/custom_vjp calls as eagerly, by their primal body (`_compat.eager_semantics`): only for
+        # a call that is never differentiated further (the per-example gradients of grad-composition)
+        self.inline_custom = inline_custom
         self.programs: dict[tuple, Callable[..., Any] | None] = {}
 
     def __call__(self, values: Sequence[Any]) -> Any:
@@ -65,7 +68,7 @@ class CompiledPrimal:
         closed = traced.value
         if not _compat.recompiles_eagerly(closed):
             return None
-        evaluate = _compat.eager_semantics(closed, _compat.user_impl)
+        evaluate = _compat.eager_semantics(closed, _compat.user_impl, self.inline_custom)
         if evaluate is None:
             return None
         jitted = _compat.own_jit(evaluate)
