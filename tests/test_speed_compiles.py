@@ -294,6 +294,50 @@ def test_fused_program_is_reused_only_for_the_very_same_program(monkeypatch: pyt
     assert _fused._compiled(jax.make_jaxpr(lambda v: a.bind(v) + 1.0)(x)) is run_a  # JAX's jit cache then hits
 
 
+@jax.custom_jvp
+def _looped_square_sum(x):  # a loop in the primal, also called by the JVP rule
+    def step(total, _):
+        return total + 0.1 * x * x, None
+
+    return jax.lax.scan(step, jnp.zeros_like(x), None, length=10)[0]
+
+
+@_looped_square_sum.defjvp
+def _looped_square_sum_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _looped_square_sum(x), 2.0 * x * t
+
+
+@pytest.mark.slow
+def test_per_example_gradients_of_a_looping_rule_compile_one_program(compiles, monkeypatch) -> None:
+    # grad-composition's per-example reference: 2 x batch-size eager gradients, each of which traced and compiled
+    # the scan again (a new body per call); one program for all of them instead, with the same report
+    from jaxdiag._checks import _grad
+    from jaxdiag._checks._gradref import _compiled
+
+    in_loop: list[int] = []
+    original = _grad._per_example_loop
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        before = _counting[-1]
+        try:
+            return original(*args, **kwargs)
+        finally:
+            in_loop.append(_counting[-1] - before)
+
+    monkeypatch.setattr(_grad, "_per_example_loop", counted)
+    reports: list[jaxdiag.Report] = []
+    compiles(lambda: reports.append(jaxdiag.check_grad(_looped_square_sum, *_inputs((3,)))))
+    monkeypatch.setattr(_compiled, "ENABLED", False)
+    compiles(lambda: reports.append(jaxdiag.check_grad(_looped_square_sum, *_inputs((3,)))))
+    assert reports[0].ok and _findings(reports[0]) == _findings(reports[1])
+    assert in_loop[0] <= 1 < in_loop[1], f"the per-example loop compiled {in_loop[0]} programs, eagerly {in_loop[1]}"
+
+
+def _findings(report: jaxdiag.Report) -> list:
+    return [t["findings"] for t in report.to_dict()["targets"]]
+
+
 def test_eager_semantics_inlines_a_custom_jvp_body_only_when_asked() -> None:
     # equinox's error checks bind their primitive inside a custom_jvp: eagerly JAX calls that body op by op, so the
     # primitive runs its impl; a compiled program evaluating the call as traced would run its lowering instead

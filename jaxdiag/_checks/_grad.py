@@ -24,6 +24,7 @@ from ._base import Context, SkipCheck, check
 from .._harness import call_user
 from ._solves import solver_names
 from ._custom_jvp import eager_vjp, pullback_at_first_cotangent, rule_location
+from ._gradref._compiled import CompiledPrimal
 from ._gradref import (
     EVERY_BLOCKER, NOT_COMPUTED, GradState, close, device_zeros, error_text, grad_tol,
     is_float0, locate, quiet_call, require, rule_name, short_dtype, short_message, state, to_f64,
@@ -262,11 +263,23 @@ def _composite(st: GradState, ws: Sequence[Any], size: int) -> Callable:
 def _per_example_loop(st: GradState, ws: Sequence[Any], batch: list[Any], size: int) -> tuple[list, list]:
     """The eager per-example gradients: with the cotangents `ws` (for vmap(grad f)) and with each example's own
     cotangent (for vjp(vmap f)); raises what the user's rule raises on one example."""
-    gradient = _direct_gradient_fn(st, ws) or _gradient_fn(st, ws)
+    gradient = _direct_gradient_fn(st, ws) or _looped_gradient_fn(st, ws)
     host = [np.asarray(b) for b in batch]
-    loop = [gradient([b[j] for b in host]) for j in range(size)]
+    loop = [gradient([b[j] for b in host], ws) for j in range(size)]
     loop_w = [gradient([b[j] for b in host], [_host_example_cotangent(w, j) for w in ws]) for j in range(size)]
     return loop, loop_w
+
+
+def _looped_gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[..., list[Any]]:
+    """The per-example gradient (arrays, cotangents) -> cotangents, through one compiled program for all 2 x size
+    calls when the gradient has a loop or a branch (`CompiledPrimal`). Eagerly, a `while_loop`/`scan`/`cond` traces
+    and compiles its body again on every call, so each example's gradient compiled every loop of the rule again
+    (quadax's adaptive quadrature: 49 programs for one check). Without loops it stays eager, on the operations the
+    eager gradient already compiled; a program that fails falls back to the eager call, which decides."""
+    gradient = _gradient_fn(st, ws)
+    n = len(_array_positions(st))
+    program = CompiledPrimal(lambda values: gradient(values[:n], values[n:]), inline_custom=True)
+    return lambda arrays, cotangents: list(program([*arrays, *cotangents]))
 
 
 def _direct_gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[..., list[Any]] | None:
