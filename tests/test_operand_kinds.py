@@ -47,15 +47,27 @@ def test_parameters_named_or_annotated_as_keys_are_keys() -> None:
     assert key_positions(Subject("m:p", "primitive", jax.extend.core.Primitive("p"), specs=[])) == set()
 
 
-def _targets(module: str) -> dict[str, dict]:
-    code, data = check_json(f"operand_kinds.{module}", DATA)
-    return {t["target"].rpartition(":")[2]: t for t in data["targets"] if t["kind"] != "module"}
+@pytest.fixture(scope="module")
+def package() -> dict:
+    """One `jaxdiag check operand_kinds` for every CLI test here (a run per module cost a process each)."""
+    import os
+
+    here = os.getcwd()
+    os.chdir(DATA)
+    try:
+        return check_json("operand_kinds", DATA)[1]
+    finally:
+        os.chdir(here)
+
+
+def _targets(package: dict, module: str) -> dict[str, dict]:
+    prefixes = (f"operand_kinds.{module}:", f"operand_kinds/{module}.py:")  # a package run names targets by path
+    return {t["target"].rpartition(":")[2]: t for t in package["targets"] if t["target"].startswith(prefixes)}
 
 
 @pytest.mark.slow
-def test_a_keyed_custom_vjp_and_an_index_taking_jvp_are_checked(monkeypatch) -> None:
-    monkeypatch.chdir(DATA)
-    targets = _targets("keyed")
+def test_a_keyed_custom_vjp_and_an_index_taking_jvp_are_checked(package: dict) -> None:
+    targets = _targets(package, "keyed")
     relu, rows = targets["noisy_relu"], targets["gather_rows"]
     assert relu["inputs"][1] == "key[]" and rows["inputs"][1].startswith("i32["), (relu, rows)
     (wrong,) = errors_and_warnings(relu)
@@ -64,10 +76,9 @@ def test_a_keyed_custom_vjp_and_an_index_taking_jvp_are_checked(monkeypatch) -> 
 
 
 @pytest.mark.slow
-def test_the_fixed_keyed_rule_is_clean_and_checked_on_its_own_inputs(monkeypatch) -> None:
+def test_the_fixed_keyed_rule_is_clean_and_checked_on_its_own_inputs(package: dict) -> None:
     """Its fwd calls the primal: that is the rule itself, never a caller to check it at (JXN016)."""
-    monkeypatch.chdir(DATA)
-    (relu,) = _targets("keyed_good").values()
+    (relu,) = _targets(package, "keyed_good").values()
     assert relu["inputs"] == ["f32[3]", "key[]"] and not errors_and_warnings(relu), relu
     assert not [f for f in relu["findings"] if f["code"] == "JXN016"], relu
 
@@ -84,10 +95,9 @@ def test_a_difference_from_an_expected_zero_is_not_given_a_relative_size() -> No
 
 
 @pytest.mark.slow
-def test_a_keyed_rule_that_disagrees_without_a_uniform_factor_is_read_as_an_estimator(monkeypatch) -> None:
+def test_a_keyed_rule_that_disagrees_without_a_uniform_factor_is_read_as_an_estimator(package: dict) -> None:
     """A score-function JVP of a sampled maximum: before, JXG024 "silently wrong"; the doubled bwd of keyed.py (a
     uniform factor) stays JXG024 (`test_a_keyed_custom_vjp_and_an_index_taking_jvp_are_checked`)."""
-    monkeypatch.chdir(DATA)
-    (estimate,) = _targets("estimator").values()
+    (estimate,) = _targets(package, "estimator").values()
     (finding,) = errors_and_warnings(estimate)
     assert finding["code"] == "JXG014" and "Monte-Carlo estimator" in finding["message"], finding
