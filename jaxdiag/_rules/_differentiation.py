@@ -152,9 +152,11 @@ CUSTOM_DERIVATIVE_MISMATCH: Rule[_fields.JXG014] = Rule(
     "Every differing element is zero, has the reference's sign and a smaller magnitude that keeps the order of the "
     "magnitudes (a clip never puts a larger derivative below a smaller one), or equals the cotangent/tangent the "
     "rule received, or bwd is steered by an argument the primal ignores "
-    "(`optax.scale_gradient`), or the function takes a PRNG key and the difference is no uniform factor (a "
-    "Monte-Carlo estimator's derivative equals the derivative only in expectation); anything else is JXG024 (an "
-    "error).",
+    "(`optax.scale_gradient`), or the function takes a PRNG key and the difference is no uniform factor while no "
+    "verdict over keys is possible (a Monte-Carlo estimator's derivative equals the derivative only in expectation: "
+    "averaged over 256 keys, an unbiased one passes and a biased one is JXG024, but only where autodiff of the "
+    "primal is the derivative of its expectation, which a primal with jumps rules out); anything else is JXG024 "
+    "(an error).",
     "Either a bug, or deliberate (gradient clipping, straight-through estimators, surrogate gradients). If "
     "deliberate, suppress with `# jaxdiag: ignore[JXG014]` on the `def` line.",
     "jxg014_bad.py", "jxg014_good.py",
@@ -176,7 +178,9 @@ CUSTOM_DERIVATIVE_WRONG: Rule[_fields.JXG024] = Rule(
     "cotangent/tangent the rule received (straight-through). Any other differing element, at a point where the "
     "primal is smooth (finite differences stable under a step change, or autodiff of the primal agreeing), is on "
     "the interior: a larger magnitude, the opposite sign, an unrelated value, or smaller magnitudes in reversed "
-    "order (`sigmoid(-x)` written for `sigmoid(x)`). The milder "
+    "order (`sigmoid(-x)` written for `sigmoid(x)`). A function that takes a PRNG key is judged on average over "
+    "256 keys split from the example's (its rule may be a Monte-Carlo estimator, right only in expectation): the "
+    "per-key differences from autodiff of the primal must average to zero within 5 standard errors. The milder "
     "disagreements are JXG014 (a warning).",
     "No gradient surrogate flips a sign or enlarges a derivative: jax.grad and jax.jvp are silently wrong.",
     "jxg024_bad.py", "jxg024_good.py",

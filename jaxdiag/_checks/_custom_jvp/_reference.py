@@ -18,7 +18,7 @@ from .._shared import removed_api, removed_api_finding, user_frame_location
 from .._gradref import (
     JVP_BLOCKERS, N_DIRECTIONS, Arg, GradState, all_finite, close, conjugated, constant_factor, deliberate_disagreement,
     device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact, nonfinite_split, passed_through,
-    require, sampled_estimate, state, to_f64, value_at,
+    require, sampled_estimate, state, tangent_in_expectation, to_f64, value_at,
 )
 from ._call import KINDS, T, _symbolic_candidates, call_jvp, joint, names, rule_location, user_rules
 from ._linearity import pullback_at_first_cotangent
@@ -51,8 +51,8 @@ def jvp_reference(ctx: Context) -> Iterator[Finding]:
         problems.extend(p for a in st.diff if (p := _compare_direction(st, a, d)) is not None)
         if problems:
             break
-    if problems:
-        yield _reference_finding(st, problems)
+    if problems and (finding := _reference_finding(st, problems)) is not None:
+        yield finding
 
 
 def _joint_agrees(st: GradState, d: int) -> bool:
@@ -186,7 +186,9 @@ def _nonfinite_finding(st: GradState, p: dict) -> Finding:
         location=loc)
 
 
-def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
+def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
+    """The finding for tangents that disagree with the references; None for a sampled function's rule that is an
+    unbiased estimator (`_gradref._expectation`): its disagreement at one key is the estimator's noise."""
     nonfinite = [p for p in problems if p.get("nonfinite") is not None]
     if nonfinite:
         return _nonfinite_finding(st, nonfinite[0])
@@ -223,7 +225,9 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
         return rules.JVP_IGNORES_ARGUMENT.finding(
             rule=rule, name=ignored["arg"].name, out_name=st.out_names[ignored["k"]], function=fun,
             reference=reference, want=fmt_values(want), where=where, location=loc)
-    if any(not _deliberate(st, p) for p in problems):
+    deliberate = all(_deliberate(st, p) for p in problems)
+    factor = None
+    if not deliberate:
         flat = _flat_primal(problems)  # not a surrogate JXG014 explains (straight-through, clip), yet by construction
         if flat is not None:
             return rules.FLAT_PRIMAL_SURROGATE.finding(
@@ -233,11 +237,21 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding:
         if factor is not None:
             details.append(f"along every direction the rule's tangent is the reference times {factor:.4g}: a uniformly "
                            "scaled derivative, which no clipping produces")
-        elif sampled_estimate(st):  # an estimator by construction: the deliberate reading is stated, as a warning
+    if factor is None and sampled_estimate(st) and _flat_primal(problems) is None:
+        # a sampled function's rule may be an estimator: judged in expectation over keys where that is possible
+        p = problems[0]
+        verdict = tangent_in_expectation(st, p["arg"], p["k"])
+        if verdict is not None and verdict.unbiased:
+            return None
+        if verdict is not None:
+            details.append(verdict.describe(f"tangent of {st.out_names[p['k']]}", fun))
+            deliberate = False
+        elif not deliberate:  # no verdict over keys: the estimator reading is stated, as a warning
             return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(
                 owner=rule, derivative="tangent", function=fun, details="; ".join(details + [sampled_estimate(st)]),
                 consequence="jax.grad and jax.jvp are silently wrong", where=where, correction=correction,
                 location=loc)
+    if not deliberate:
         return rules.CUSTOM_DERIVATIVE_WRONG.finding(
             owner=rule, derivative="tangent", function=fun, details="; ".join(details),
             consequence="jax.grad and jax.jvp are silently wrong",

@@ -11,8 +11,8 @@ as JAX passes it, with no conjugation, and the two sides of a linear map are pai
 the transpose of the R-linear JVP under this pairing, not its Hermitian adjoint).
 
 The package: `_values` (constants, small value helpers), `_source` (errors, names read from the user's source),
-`_state` (`Arg`, `GradMemo`, `GradState`), `_fd` (finite differences) and `_compare` (dot-product tests); every
-public name is re-exported here.
+`_state` (`Arg`, `GradMemo`, `GradState`), `_fd` (finite differences), `_compare` (dot-product tests) and
+`_expectation` (a sampled function's custom derivative over many keys); every public name is re-exported here.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ._compare import (
     passed_through, sampled_estimate,
     material_dependence, uniform_ratio, vjp_against_fd,
 )
+from ._expectation import Expectation, cotangent_in_expectation, tangent_in_expectation
 from ._fd import FDResult, FiniteDifferences
 from ._source import (
     argument_names, error_text, function_ast, locate, may_be_singular, output_names, return_values, rule_name,
@@ -45,6 +46,9 @@ __all__ = [
     "PRIMAL_TOL",
     "Arg",
     "DotCheck",
+    "Expectation",
+    "cotangent_in_expectation",
+    "tangent_in_expectation",
     "FDResult",
     "FiniteDifferences",
     "GradMemo",
