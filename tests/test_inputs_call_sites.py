@@ -171,3 +171,17 @@ def test_an_operand_every_caller_passes_as_a_python_literal_is_held_constant(mon
     target = only_target(json.loads(result.stdout))
     assert call_site_note(target)
     assert [f for f in target["findings"] if f["code"] == "JXG024"], target["findings"]
+
+
+@pytest.mark.slow
+def test_a_call_that_perturbs_none_of_the_operands_does_not_leave_them_all_fixed(monkeypatch):
+    """The only caller builds the rule's matrix from an integer, in a loop: JAX perturbs nothing there. Before, the
+    rule was checked there with every operand fixed: each derivative check skipped, and the target was verified
+    with its doubled JVP unseen. Now the caller's matrix is perturbed, as where no call was read."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.constant")
+    target = only_target(data)
+    assert call_site_note(target)["message"].endswith("f32[4,4]"), target
+    assert "skipped" not in {c["status"] for c in target["checks"] if c["name"] == "jvp-reference"}, target
+    (wrong,) = [f for f in target["findings"] if f["severity"] != "info"]
+    assert wrong["code"] == "JXG024" and code == 1, wrong

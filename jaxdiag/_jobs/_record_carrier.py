@@ -222,9 +222,19 @@ def _observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Op
     traced_only = traced_only_primitives(prepared.root, fresh, example)
     received = received_tangents(prepared.root, fresh, example, prepared.observed, options.seed)
     for subject in fresh:
-        subject.unperturbed = unperturbed.get(id(subject), frozenset())
+        subject.unperturbed = _informative(subject, unperturbed.get(id(subject), frozenset()))
         subject.traced_only = id(subject) in traced_only
         subject.received_tangents = received.get(id(subject), {})
+
+
+def _informative(subject: Subject, unperturbed: frozenset[int]) -> frozenset[int]:
+    """`unperturbed`, unless it holds every floating-point operand: a call that perturbs none (all built from constants
+    or integers there, as a function of an integer order builds its matrices) says nothing of which operands the
+    rule is differentiated in, and left unperturbed, every derivative check of it would skip, a vacuous "verified".
+    Such a call perturbs them all, as where no call was read."""
+    floats = {k for k, spec in enumerate(subject.specs) if getattr(spec, "key", None) is None
+              and getattr(spec, "dtype", None) is not None and np.issubdtype(spec.dtype, np.inexact)}
+    return frozenset() if floats and floats <= unperturbed else unperturbed
 
 
 def _the_rule(subjects: list[Subject], call: dict) -> list[Subject]:
