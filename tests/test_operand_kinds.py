@@ -145,3 +145,16 @@ def test_the_expectation_verdict_is_a_z_test_on_paired_differences() -> None:
     assert not ex.verdict(ref=noise, got=noise + 0.5, tol=1e-3).unbiased
     biased = ex.verdict(ref=noise, got=2.0 * noise + 1.0, tol=1e-3)
     assert not biased.unbiased and biased.z > ex.Z_MAX
+
+
+@pytest.mark.slow
+def test_a_rung_the_rule_refuses_is_outside_the_contract_when_a_later_one_runs_both(package: dict) -> None:
+    """`a @ b` runs on vectors, its JVP (written with matrix einsums) does not: before, the first rung the primal ran
+    on was taken and the rule's failure there reported (JXG017). Now a rung where the rule runs too wins; a rule that
+    fails on every rung is still reported, on the first one."""
+    targets = _targets(package, "matrix_rule")
+    good, broken = targets["bilinear"], targets["bilinear_broken"]
+    assert good["inputs"] == ["f32[3,3]", "f32[3,3]"] and not errors_and_warnings(good), good
+    assert broken["inputs"] == ["f32[3]", "f32[3]"], broken
+    (failed,) = errors_and_warnings(broken)
+    assert failed["code"] == rules_code("DERIVATIVE_RULE_RAISED"), failed

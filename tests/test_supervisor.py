@@ -119,6 +119,22 @@ def test_coverage_reasons_and_exit_code_precedence():
     assert failed.exit_code == 5 and failed.summary["not_verified"] == [{"target": "m", "reason": "import-failed"}]
 
 
+def test_a_source_scans_pass_alone_verifies_nothing():
+    """A target whose only passing check reads the rule's source (the removed-API scan) while every check of what the
+    rule computes skipped was counted verified (a custom_jvp whose operands its call site never perturbs). A
+    source scan's failure is still a verdict: its finding stands, the target was checked."""
+    scanned = _target("scanned", "skipped")
+    scanned.checks.insert(0, CheckResult("removed-api-grad", "passed", 0.0, static=True))
+    failed = _target("outdated", "skipped")
+    failed.checks.insert(0, CheckResult("removed-api-grad", "failed", 0.0, static=True))
+    report = Report([scanned, failed, _target("ran", "passed")])
+    Filter().apply(report)
+    assert [(t.target, t.unverified) for t in report.not_verified] == [("scanned", "no-check-ran")]
+    from jaxdiag._checks import _portability
+
+    assert all(c.static for c in _portability.CHECKS)
+
+
 def test_allow_unchecked_is_the_only_way_to_accept_an_unverified_target():
     report = Report([_target("pkg.mod:kernel", "skipped"), _target("pkg.mod:f", "passed")])
     Filter(allow_unchecked={"pkg.mod:kern*": "needs a GPU"}).apply(report)

@@ -220,18 +220,21 @@ class Check:
     needs: frozenset[str] = frozenset()
     reads: frozenset[str] = frozenset()
     provides: frozenset[str] = frozenset()
+    # reads the rule's source, never runs it (a removed-API scan): a pass verifies nothing of its behaviour
+    static: bool = False
 
     def applies(self, subject: Subject, options: Options) -> bool:
         return options.runs(self.family) and subject.kind in self.kinds
 
 
 def check(name: str, family: str, kinds: Iterable[str], *, needs: Iterable[str] = (), reads: Iterable[str] = (),
-          provides: Iterable[str] = ()) -> Callable[[Callable[[Context], Iterable[Finding]]], Check]:
+          provides: Iterable[str] = (), static: bool = False
+          ) -> Callable[[Callable[[Context], Iterable[Finding]]], Check]:
     """Decorator: `@check("batching-spy", "batching", {"primitive"})` turns a generator function into a Check;
     `needs`/`reads`/`provides` declare the shared state it uses (see `Check`)."""
 
     def wrap(fn: Callable[[Context], Iterable[Finding]]) -> Check:
         return Check(name=name, family=family, kinds=frozenset(kinds), run=fn, needs=frozenset(needs),
-                     reads=frozenset(reads), provides=frozenset(provides))
+                     reads=frozenset(reads), provides=frozenset(provides), static=static)
 
     return wrap

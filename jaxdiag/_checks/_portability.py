@@ -64,12 +64,12 @@ def _scan(ctx: Context, roles: tuple[str, ...]) -> Iterator[Finding]:
     yield  # pragma: no cover - makes this a generator
 
 
-@check("removed-api", family="batching", kinds={"primitive", "custom_vmap"})
+@check("removed-api", family="batching", kinds={"primitive", "custom_vmap"}, static=True)
 def removed_api(ctx: Context) -> Iterator[Finding]:
     yield from _scan(ctx, ("impl", "abstract_eval", "batching", "lowering"))
 
 
-@check("removed-api-grad", family="grad", kinds={"primitive", "custom_vjp", "custom_jvp"})
+@check("removed-api-grad", family="grad", kinds={"primitive", "custom_vjp", "custom_jvp"}, static=True)
 def removed_api_grad(ctx: Context) -> Iterator[Finding]:
     yield from _scan(ctx, ("jvp", "transpose"))
 

@@ -154,7 +154,8 @@ def _blocking(finding: Finding) -> bool:
 def mark_coverage(target: TargetReport) -> None:
     """Why `target` was not verified, from its unfiltered findings, problems and checks ("" when it was): a
     finding whose rule leaves its target unverified (a crash, a time limit, no inputs), an internal error, an
-    import failure, or (for a target) no check that ran to a verdict."""
+    import failure, or (for a target) no check that ran to a verdict on what the rule computes (a source scan's
+    pass is none: a rule whose every other check skipped was verified by nothing)."""
     if target.unverified:
         return
     for finding in target.findings:
@@ -166,7 +167,8 @@ def mark_coverage(target: TargetReport) -> None:
         target.unverified = "internal-error"
     elif any(p.kind == "import-failed" for p in target.problems):
         target.unverified = "import-failed"
-    elif target.counted and not any(c.status in ("passed", "failed") for c in target.checks):
+    elif target.counted and not any(c.status == "failed" or (c.status == "passed" and not c.static)
+                                    for c in target.checks):
         target.unverified = "no-check-ran"
 
 

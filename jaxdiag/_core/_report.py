@@ -127,6 +127,9 @@ class CheckResult:
     status: str
     seconds: float
     detail: str = ""
+    # a check that reads the rule's source only (`Check.static`): its pass says nothing of what the rule computes,
+    # so it never makes the target verified alone (`_filtering.mark_coverage`); not in the JSON format
+    static: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "seconds": round(self.seconds, 4), "detail": self.detail}

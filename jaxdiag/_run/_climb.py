@@ -15,7 +15,10 @@ anything else. Two classes of rules accept none of them:
 
 A primitive's derived candidate is accepted only when its abstract eval agrees with what its impl computed
 (`_engine._try_call`'s `agree`, as for synthesised bind params): a shape tied to n is used only where the rule's own
-description of its output holds.
+description of its output holds. A custom_jvp/custom_vjp's rules are its contract as much as its primal is: a rung
+its primal runs on but whose reverse mode does not trace (a JVP written with matrix products, on vectors a dot
+product accepts) is passed over for a later rung where both run, and kept only if no rung does (its rule's failure
+is then reported there, as before).
 """
 
 from __future__ import annotations
@@ -79,7 +82,10 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     indices = _operand_kinds.index_positions(subject)  # `w[idx]`, `jnp.take(x, idx)`: integers, always
     keys = _operand_kinds.key_positions(subject)  # `key`, `rng: PRNGKeyArray`: a typed PRNG key, always
     state = _State(complex=_names_complex(subject))
-    fallback: tuple[list[Any], str] | None = None  # a derived candidate that ran, reverse mode failing there
+    # a candidate that ran, reverse mode failing there (and whether it was a derived one): kept only if nothing runs
+    # both; a custom_jvp/custom_vjp's rules are part of its contract, as a primitive's are
+    fallback: tuple[list[Any], str, bool] | None = None
+    ruled = subject.kind in ("custom_jvp", "custom_vjp")
     for arity in _arity(subject, operands):
         # a static position past the arity (a default taken, a forwarded option after `*args`) still counts
         arity = max(arity, max(statics) + 1 if statics else 0)
@@ -116,20 +122,20 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                     ok, error = _try_call(subject, subject.specs, "normal", 0, checked, failures)
                     if not ok and error == "non-finite output":
                         ok = any(_try_call(subject, subject.specs, d, 0, checked)[0] for d in DOMAINS[1:])
-                    if ok and derived is not None and fallback is None:
+                    if ok and (ruled or (derived is not None and fallback is None)):
                         why = _reverse_fails(subject)
-                        if why:  # runs, but reverse mode does not trace here: kept only if nothing else runs
-                            fallback, ok = (list(templates), text), False
-                            error = why
+                        if why:  # runs, but reverse mode does not trace here: the first such kept if nothing runs
+                            fallback = fallback or (list(templates), text, derived is not None)
+                            ok, error = False, why
                     if ok:
                         return _found(subject, notes, templates, text)
                     errors.append(error)
                     if error.startswith(missing_dependency):
                         raise MissingDependencyError(subject.label, error)
                     _learn(subject, state, error, failures, derived)
-                if fallback is not None and derived is None:  # the derived family is done
-                    return _found(subject, notes, *fallback)
-    return _found(subject, notes, *fallback) if fallback is not None else None
+                if fallback is not None and fallback[2] and derived is None:  # the derived family is done
+                    return _found(subject, notes, *fallback[:2])
+    return _found(subject, notes, *fallback[:2]) if fallback is not None else None
 
 
 def _as_indices(templates: list[Any], positions: set[int]) -> list[Any]:

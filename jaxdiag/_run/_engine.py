@@ -467,7 +467,7 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
         if status == "passed" and any(f.severity in ("error", "warning") for f in findings):
             status = "failed"
             detail = "; ".join(sorted({f.code for f in findings}))
-        report.checks.append(CheckResult(chk.name, status, seconds, detail))
+        report.checks.append(CheckResult(chk.name, status, seconds, detail, static=chk.static))
         report.findings.extend(findings)
         by_check.setdefault(chk.name, []).extend(findings)
         if stopped:

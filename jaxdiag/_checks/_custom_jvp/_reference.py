@@ -33,7 +33,8 @@ _DEFINED_DERIVATIVE = {"stop_gradient"}
 
 
 @check("jvp-reference", family="grad", kinds=KINDS,
-       reads=("grad.blocked.jvp-rule-output", "grad.blocked.jvp-linearity"), provides=("grad.jvp_tangents",))
+       reads=("grad.blocked.jvp-rule-output", "grad.blocked.jvp-linearity"),
+       provides=("grad.jvp_tangents", "grad.first_order_wrong"))
 def jvp_reference(ctx: Context) -> Iterator[Finding]:
     """Tangents along each argument vs float64 finite differences (and autodiff of custom_jvp.fun)."""
     st = state(ctx)
@@ -52,6 +53,8 @@ def jvp_reference(ctx: Context) -> Iterator[Finding]:
         if problems:
             break
     if problems and (finding := _reference_finding(st, problems)) is not None:
+        if rules.rule(finding.code).severity == "error":
+            st.memo.first_order_wrong = finding.code
         yield finding
 
 

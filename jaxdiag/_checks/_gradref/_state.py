@@ -104,6 +104,9 @@ class GradMemo:
     bwd_full: dict[int, object] | NotComputed = NOT_COMPUTED  # vjp-bwd-structure: bwd's entries by position
     eager_grad: list[object] | NotComputed = NOT_COMPUTED  # the eager gradient at `cotangents(0)` (bwd, transpose)
     reported_errors: set[str] = field(default_factory=set)  # first lines of errors a finding already explains
+    # the code of an error a first-order reference check reported (a wrong tangent or cotangent): second derivatives
+    # of a wrong gradient are wrong too, a consequence rather than another defect (grad-second-order skips)
+    first_order_wrong: str = ""
 
 
 class GradState:
