@@ -143,3 +143,15 @@ def test_a_rule_behind_a_keyword_only_int_and_a_function_is_reached_by_tracing(m
     (note,) = [f for f in findings(data, "info") if f["code"] == "JXN001"]
     assert "chunk_size=" in note["message"] and "(assumed)" in note["message"], note
     assert any(f["code"] == "JXG014" for f in findings(data, "warning")), data
+
+
+@pytest.mark.slow
+def test_a_rule_using_the_given_functions_values_as_a_derivative_is_not_judged_on_the_stand_in(monkeypatch) -> None:
+    """`make_max(argmax_fn)`'s JVP is the maximiser's value (Danskin): right for an argmax, half the derivative for
+    jaxdiag's elementwise stand-in. Before, a JXG024 warning on a correct rule; now a note that it depends on the
+    function, while a rule that has JAX differentiate the function (smoothing.py) is still judged."""
+    monkeypatch.chdir(DATA)
+    code, data = check("danskin")
+    assert data["summary"]["checked"] == 1 and not findings(data, "error", "warning") and code == 0, data
+    (note,) = [f for f in findings(data, "info") if f["code"] == "JXN003"]
+    assert "never differentiates argmax_fn" in note["message"] and "JXG024" in note["message"], note

@@ -13,8 +13,10 @@ factory is applied to the stand-in (its other parameters keep their defaults) an
 A parameter counts as a function when its annotation says so (`Callable`, `callable`); an unannotated one only by a
 conventional name (`f`, `fn`, `*_fn`, `callback`...), and then an array is still tried first (`f` is also a common
 name for a field of values). Everything reached this way is checked on inferred inputs (`_provenance`: at most a
-warning), and the notes name each stand-in as assumed. Findings that would blame a callback for what the stand-in
-computes (`CALLABLE_DEPENDENT`) are dropped: the stand-in is jaxdiag's, not the user's.
+warning), and the notes name each stand-in as assumed. A derivative the rule computes from the function's values
+rather than by having JAX differentiate it (Danskin's theorem: a maximiser's value as the gradient of a max) is right
+or wrong depending on what the function computes, which the stand-in does not: such a finding is a note, never a
+verdict (`assume_stand_ins`). The stand-in is jaxdiag's, not the user's.
 """
 
 from __future__ import annotations
@@ -187,10 +189,116 @@ def assumed_text(stand_ins: dict[str, str]) -> str:
     return ", ".join(f"{name}={StandIn(b)!r} (assumed)" for name, b in stand_ins.items())
 
 
-def assume_stand_ins(report: Any, stand_ins: dict[str, str]) -> None:
+def assume_stand_ins(report: Any, stand_ins: dict[str, str], obj: Any = None, kind: str = "") -> None:
     """Name the stand-in functions among the inputs a finding was seen on (its graded message then starts `on
-    f32[3] with fn=<jaxdiag's elementwise stand-in> (assumed) inferred`)."""
-    for finding in report.findings:
+    f32[3] with fn=<jaxdiag's elementwise stand-in> (assumed) inferred`). A derivative that differs from the
+    reference (`_STAND_IN_DEPENDENT`) on a rule `obj` that never has JAX differentiate a stand-in parameter is a note
+    instead (`JXN003`): such a rule computes its derivative from the function's values (`argmax_fun`'s maximiser as
+    the gradient of a max, by Danskin's theorem), so whether it is right depends on what the function computes, and
+    the stand-in computes something else. A rule that differentiates the function itself (`jax.jvp(fn, ...)`) is
+    judged: its derivative is right for every function or for none."""
+    from .. import _rules as rules
+
+    dependent = obj is not None and not _differentiates(_rule_functions(obj, kind))
+    for i, finding in enumerate(report.findings):
+        if dependent and finding.code in {r.code for r in _stand_in_dependent(rules)}:
+            failed = [c for c in report.checks if c.status == "failed"]
+            for c in failed:
+                c.status, c.detail = "skipped", "its rule's derivative depends on what the assumed function computes"
+            report.findings[i] = rules.CHECK_SKIPPED.finding(
+                check=", ".join(c.name for c in failed) or finding.code,
+                reason=f"{finding.code} not judged: the rule never differentiates {', '.join(sorted(stand_ins))} "
+                       f"(it uses the values of the function it is given as a derivative), so whether it is right "
+                       f"depends on what that function computes; with {assumed_text(stand_ins)} "
+                       f"{finding.message[:1].lower()}{finding.message[1:]}",
+                location=finding.location)
+            continue
         if finding.inputs is not None:
             finding.inputs = {**finding.inputs, "specs": [*finding.inputs.get("specs", []),
                                                           f"with {assumed_text(stand_ins)}"]}
+
+
+def _stand_in_dependent(rules: Any) -> tuple[Any, ...]:
+    """The findings that compare a derivative's values with the reference's: what a stand-in decides."""
+    return (rules.CUSTOM_DERIVATIVE_WRONG, rules.CUSTOM_DERIVATIVE_MISMATCH, rules.SECOND_ORDER_MISMATCH,
+            rules.FLAT_PRIMAL_SURROGATE, rules.JVP_IGNORES_ARGUMENT)
+
+
+# JAX's transformations that differentiate the function they are given
+_DIFFERENTIATING = {"jvp", "vjp", "grad", "value_and_grad", "linearize", "jacfwd", "jacrev", "jacobian", "hessian"}
+
+
+def _rule_functions(obj: Any, kind: str) -> list[tuple[Callable, set[str]]]:
+    """A custom_jvp's JVP rule or a custom_vjp's fwd and bwd, each with the names in its body that hold a stand-in
+    (`_holders`); the user functions a rule JAX built wraps (`defjvps` keeps them in its closure) too."""
+    from .. import _compat
+
+    if kind == "custom_jvp":
+        rules = [_compat.custom_jvp_parts(obj)[1]]
+    elif kind == "custom_vjp":
+        rules = list(_compat.custom_vjp_parts(obj)[1:3])
+    else:
+        return []
+    out: list[tuple[Callable, set[str]]] = []
+    for rule in rules:
+        fn, bound = rule, {}
+        while isinstance(fn, functools.partial):  # `partial(_jvp, impl)`: `impl` is the rule's first parameter
+            names = list(inspect.signature(fn.func).parameters)
+            bound.update({**dict(zip(names, fn.args)), **fn.keywords})
+            fn = fn.func
+        if not inspect.isfunction(fn):
+            continue
+        out.append((fn, _holders(fn, bound)))
+        for held in _closure_values(fn).values():
+            out.extend((f, _holders(f, {})) for f in (held if isinstance(held, (tuple, list)) else (held,))
+                       if inspect.isfunction(f) and f is not fn)
+    return out
+
+
+def _closure_values(fn: Callable) -> dict[str, Any]:
+    values = {}
+    for name, cell in zip(fn.__code__.co_freevars, getattr(fn, "__closure__", None) or ()):
+        try:
+            values[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    return values
+
+
+def _holders(fn: Callable, bound: dict[str, Any]) -> set[str]:
+    """The names `fn` can reach a stand-in by: a free variable, global or bound argument whose value is one, or holds
+    one (a `partial` of a function applied to it, a function closing over it)."""
+    values = {**getattr(fn, "__globals__", {}), **_closure_values(fn), **bound}
+    return {name for name, value in values.items() if _holds_stand_in(value)}
+
+
+def _holds_stand_in(value: Any, depth: int = 3) -> bool:
+    if isinstance(value, StandIn):
+        return True
+    if depth == 0:
+        return False
+    if isinstance(value, functools.partial):
+        return any(_holds_stand_in(v, depth - 1) for v in (value.func, *value.args, *value.keywords.values()))
+    if inspect.isfunction(value):
+        return any(_holds_stand_in(v, depth - 1) for v in _closure_values(value).values())
+    return False
+
+
+def _differentiates(functions: list[tuple[Callable, set[str]]]) -> bool:
+    """Whether one of the rule `functions` hands a JAX differentiation (`jax.jvp(fn, ...)`, `grad(lambda x: fn(x))`)
+    an expression naming something that holds a stand-in."""
+    for fn, names in functions:
+        if not names:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in _DIFFERENTIATING and any(isinstance(n, ast.Name) and n.id in names
+                                                  for arg in node.args[:1] for n in ast.walk(arg)):
+                return True
+    return False
