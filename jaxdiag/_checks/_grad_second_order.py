@@ -50,6 +50,12 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
     G = _first_order(st, ws, st.call_target)
     x = tuple(st.diff_values)
     v = tuple(st.tangent(a, 0) for a in st.diff)
+    if not all_finite(st.out_leaves):
+        # outside the function's domain (a log below 0, lambertw below -1/e) the primal itself is NaN: there are no
+        # second derivatives there to compare, and NaN on both sides is no disagreement between modes. A mode that
+        # cannot even be traced is still reported, from its trace alone (running it would compute only NaNs)
+        yield from _untraceable_modes(st, G, x, v, ctx.options.command)
+        raise SkipCheck("the function is NaN or inf at these inputs (outside its domain)")
     jvp_out, exc = quiet_call(jax.jvp, G, x, v)
     if exc is not None:
         yield _second_order_failed(st, "jax.jvp of jax.vjp (forward over reverse)", exc, ctx.options.command)
@@ -62,10 +68,6 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
     if exc is not None:
         yield _second_order_failed(st, "jax.grad of jax.grad (reverse over reverse)", exc, ctx.options.command)
         return
-    if not all_finite(st.out_leaves):
-        # outside the function's domain (a log below 0, lambertw below -1/e) the primal itself is NaN: there are no
-        # second derivatives there to compare, and NaN on both sides is no disagreement between modes
-        raise SkipCheck("the function is NaN or inf at these inputs (outside its domain)")
     fd_memo: list = []
 
     def fd_of_gradient() -> tuple[list[np.ndarray], list[float]] | None:
@@ -82,6 +84,19 @@ def _jax_internal(st: GradState) -> bool:
     if st.subject.parent is None or st.kind not in ("custom_jvp", "custom_vjp"):
         return False
     return not _locate.is_user_code(st.fun)
+
+
+def _untraceable_modes(st: GradState, G: Callable, x: tuple, v: tuple, command: str) -> Iterator[Finding]:
+    """The second-order failure of the first mode that does not trace (abstractly: `jax.eval_shape`), if any."""
+    u = [st.tangent(a, 1) for a in st.diff]
+    modes = (("jax.jvp of jax.vjp (forward over reverse)", lambda: jax.eval_shape(lambda *p: jax.jvp(G, p, v), *x)),
+             ("jax.grad of jax.grad (reverse over reverse)",
+              lambda: jax.eval_shape(lambda *p: jax.vjp(G, *p)[1](list(u)), *x)))
+    for how, trace in modes:
+        _, exc = quiet_call(trace)
+        if exc is not None:
+            yield _second_order_failed(st, how, exc, command)
+            return
 
 
 def _first_order(st: GradState, ws: Sequence[Any], call: Callable) -> Callable:
