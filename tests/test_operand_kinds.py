@@ -158,3 +158,16 @@ def test_a_rung_the_rule_refuses_is_outside_the_contract_when_a_later_one_runs_b
     assert broken["inputs"] == ["f32[3]", "f32[3]"], broken
     (failed,) = errors_and_warnings(broken)
     assert failed["code"] == rules_code("DERIVATIVE_RULE_RAISED"), failed
+
+
+@pytest.mark.slow
+def test_a_rule_treating_an_argument_as_a_cache_of_another_gets_no_verdict_on_independent_draws(package: dict) -> None:
+    """`solve_cached(matrix, inverse, rhs)` never reads `matrix`; its JVP differentiates through it and ignores the
+    cached `inverse`. Before: JXG024 (and a JXG019 following from it) on independently drawn matrix and inverse. Now
+    a note naming the reading, and no second-order check on the same inputs."""
+    (target,) = _targets(package, "cached").values()
+    assert not errors_and_warnings(target), target
+    (note,) = [f for f in target["findings"] if f["code"] == rules_code("CHECK_SKIPPED")]
+    assert "treats inverse as computed from matrix" in note["message"], note
+    second = {c["name"]: c for c in target["checks"]}["grad-second-order"]
+    assert second["status"] == "skipped" and "cannot be judged" in second["detail"], second

@@ -45,9 +45,11 @@ KINDS: dict[str, frozenset[str]] = {
 PROVIDES: dict[str, frozenset[str]] = {
     "_registration": frozenset({"jit_broken"}),
     "_custom_vjp": frozenset({"grad.fwd", "grad.bwd_full", "grad.eager_grad", "grad.blocked.vjp-fwd",
-                              "grad.blocked.vjp-bwd-structure", "grad.blocked.vjp-cotangents"}),
+                              "grad.blocked.vjp-bwd-structure", "grad.blocked.vjp-cotangents",
+                              "grad.second_order_moot"}),
     "_custom_jvp": frozenset({"grad.jvp_tangents", "grad.reported_errors", "grad.blocked.jvp-rule-output",
-                              "grad.blocked.jvp-linearity", "grad.blocked.jvp-symbolic-zeros"}),
+                              "grad.blocked.jvp-linearity", "grad.blocked.jvp-symbolic-zeros",
+                              "grad.second_order_moot"}),
     "_primitive_ad": frozenset({"grad.eager_grad", "grad.blocked.primitive-transpose"}),
     "_solves": frozenset({"grad.blocked.custom-solves"}),
     "_grad": frozenset({"grad.blocked.function-grad"}),

@@ -30,7 +30,7 @@ from ._shared import first_line, user_frame_location
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("grad-second-order", family="grad", kinds=ALL_KINDS, reads=(*EVERY_BLOCKER, "grad.first_order_wrong"))
+@check("grad-second-order", family="grad", kinds=ALL_KINDS, reads=(*EVERY_BLOCKER, "grad.second_order_moot"))
 def grad_second_order(ctx: Context) -> Iterator[Finding]:
     """Differentiate the first-order gradient G(x) = J(x)^T w: jvp(G) vs finite differences of G, vs autodiff
     of the undecorated primal, and the dot-product test between jvp(G) and vjp(G) (JXG019)."""
@@ -41,9 +41,8 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
         # e.g. jnp.sinc's _sinc_maclaurin: derivatives valid only at the point where JAX uses the function
         raise SkipCheck("JAX's own rule (trusted; --include-jax checks it)")
     require(st)
-    if st.memo.first_order_wrong:
-        raise SkipCheck(f"the first-order derivative is already wrong ({st.memo.first_order_wrong}): its second "
-                        "derivatives are wrong too")
+    if st.memo.second_order_moot:
+        raise SkipCheck(f"{st.memo.second_order_moot}: second derivatives add nothing")
     if not st.diff or not float_outputs(st):
         raise SkipCheck("no floating-point input and output to differentiate")
     ws = st.cotangents(0)

@@ -34,7 +34,7 @@ _DEFINED_DERIVATIVE = {"stop_gradient"}
 
 @check("jvp-reference", family="grad", kinds=KINDS,
        reads=("grad.blocked.jvp-rule-output", "grad.blocked.jvp-linearity"),
-       provides=("grad.jvp_tangents", "grad.first_order_wrong"))
+       provides=("grad.jvp_tangents", "grad.second_order_moot"))
 def jvp_reference(ctx: Context) -> Iterator[Finding]:
     """Tangents along each argument vs float64 finite differences (and autodiff of custom_jvp.fun)."""
     st = state(ctx)
@@ -54,7 +54,7 @@ def jvp_reference(ctx: Context) -> Iterator[Finding]:
             break
     if problems and (finding := _reference_finding(st, problems)) is not None:
         if rules.rule(finding.code).severity == "error":
-            st.memo.first_order_wrong = finding.code
+            st.memo.second_order_moot = f"the first-order derivative is already wrong ({finding.code})"
         yield finding
 
 
@@ -160,15 +160,32 @@ def _ignored_argument(st: GradState, problems: list[dict]) -> dict | None:
         return None
     for p in problems:
         want = p["ref"] if p["ref"] is not None else p["fd"]
-        if not np.any(to_f64(want)):
+        if not np.any(to_f64(want)) or not _ignores(st, p["arg"]):
             return None
-        a = p["arg"]
-        for d in range(N_DIRECTIONS):
-            got = T(st, ("a", a.pos, d), {a.pos: st.tangent(a, d)})
-            if got is None or any(np.any(to_f64(g)) for g, leaf in zip(got, st.out_leaves)
-                                  if is_inexact(leaf.dtype) and not is_float0(g)):
-                return None
     return problems[0]
+
+
+def _ignores(st: GradState, a: Arg) -> bool:
+    """The rule's tangent output is zero for a step in `a` along every seeded direction."""
+    for d in range(N_DIRECTIONS):
+        got = T(st, ("a", a.pos, d), {a.pos: st.tangent(a, d)})
+        if got is None or any(np.any(to_f64(g)) for g, leaf in zip(got, st.out_leaves)
+                              if is_inexact(leaf.dtype) and not is_float0(g)):
+            return False
+    return True
+
+
+def _cache_reading(st: GradState, problems: list[dict]) -> tuple[Arg, Arg] | None:
+    """(source, cache) when the rule differentiates through an argument the function never reads (`source`: autodiff
+    and finite differences of the function are exactly zero for a step in it, the rule's tangent is not) and gives
+    no tangent for one it does read (`cache`): the rule treats `cache` as computed from `source` by every caller (a
+    factorisation or pseudo-inverse cached next to its matrix), an argument the function takes only to carry that
+    derivative. Drawn independently, the two cannot agree: no verdict is possible on such inputs."""
+    sources = [p["arg"] for p in problems if p["ref"] is not None and not np.any(to_f64(p["ref"]))
+               and not np.any(to_f64(p["fd"])) and np.any(to_f64(p["got"]))]
+    caches = [p["arg"] for p in problems if p["ref"] is not None and np.any(to_f64(p["ref"]))
+              and p["arg"] not in sources and _ignores(st, p["arg"])]
+    return (sources[0], caches[0]) if sources and caches else None
 
 
 def _nonfinite_finding(st: GradState, p: dict) -> Finding:
@@ -221,6 +238,17 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
                        f"{', '.join(dict.fromkeys(conj))})")
         correction = ("conjugate the tangent: a `jnp.conj` is missing (or one too many); a holomorphic f has tangent "
                       "`f'(z) * t`, unconjugated")
+    cached = _cache_reading(st, problems)
+    if cached is not None:
+        source, cache = cached
+        st.memo.second_order_moot = (f"the first-order derivative cannot be judged with {cache.name} drawn apart "
+                                     f"from {source.name}")
+        raise SkipCheck(
+            f"{rule} differentiates through {source.name}, which {fun} never reads, and gives {cache.name} no "
+            f"tangent, which {fun} does read: it treats {cache.name} as computed from {source.name} by its callers (a "
+            f"cached factorisation), and on independent draws of the two its tangent cannot match; declare inputs "
+            f"where {cache.name} is computed from {source.name} ([tool.jaxdiag.targets] `args`, or `jaxdiag record`) "
+            "to check it", note=True, location=loc)
     ignored = _ignored_argument(st, problems)
     if ignored is not None:
         reference = f"autodiff of {fun}" if ignored["ref"] is not None else "float64 finite differences"

@@ -47,7 +47,7 @@ def _dense(st: GradState, leaves: Sequence[Any]) -> list[Any]:
 # this check alone (without them every retry skipped, and a finding seen on every draw read "seen on 1 of 2 draws").
 @check("vjp-cotangents", family="grad", kinds={"custom_vjp"}, needs=("grad.fwd", "grad.bwd_full"),
        reads=("grad.blocked.vjp-fwd", "grad.blocked.vjp-bwd-structure"),
-       provides=("grad.blocked.vjp-cotangents", "grad.first_order_wrong"))
+       provides=("grad.blocked.vjp-cotangents", "grad.second_order_moot"))
 def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
     """Feed a cotangent on one output at a time; compare bwd with autodiff of f and finite differences."""
     st = state(ctx)
@@ -287,7 +287,7 @@ def _report_mismatches(st: GradState, verdicts: list[dict]) -> Iterator[Finding]
     rest = [(v, a) for v, a in bad if a.pos not in reported]
     if rest and (finding := _mismatch_finding(st, rest)) is not None:
         if rules.rule(finding.code).severity == "error":
-            st.memo.first_order_wrong = finding.code
+            st.memo.second_order_moot = f"the first-order derivative is already wrong ({finding.code})"
         yield finding
 
 

@@ -104,9 +104,10 @@ class GradMemo:
     bwd_full: dict[int, object] | NotComputed = NOT_COMPUTED  # vjp-bwd-structure: bwd's entries by position
     eager_grad: list[object] | NotComputed = NOT_COMPUTED  # the eager gradient at `cotangents(0)` (bwd, transpose)
     reported_errors: set[str] = field(default_factory=set)  # first lines of errors a finding already explains
-    # the code of an error a first-order reference check reported (a wrong tangent or cotangent): second derivatives
-    # of a wrong gradient are wrong too, a consequence rather than another defect (grad-second-order skips)
-    first_order_wrong: str = ""
+    # why second derivatives say nothing here, set by a first-order reference check: its derivative is already an
+    # error (second derivatives of a wrong gradient are wrong too, a consequence rather than another defect), or it
+    # could not be judged on these inputs (grad-second-order skips, saying this)
+    second_order_moot: str = ""
 
 
 class GradState:
