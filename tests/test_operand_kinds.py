@@ -171,3 +171,17 @@ def test_a_rule_treating_an_argument_as_a_cache_of_another_gets_no_verdict_on_in
     assert "treats inverse as computed from matrix" in note["message"], note
     second = {c["name"]: c for c in target["checks"]}["grad-second-order"]
     assert second["status"] == "skipped" and "cannot be judged" in second["detail"], second
+
+
+def test_every_disagreeing_derivative_of_a_sampled_function_is_judged_over_keys() -> None:
+    """A subject is cleared only when each derivative that disagreed at the example's key is unbiased: before, only
+    the first one was judged, so a biased second argument was cleared with the first."""
+    import numpy as np
+
+    from jaxdiag._checks._gradref import _expectation as ex
+
+    same = np.zeros((ex.KEYS, 2))
+    unbiased, biased = ex.verdict(same, same, 1e-3), ex.verdict(same + 1.0, same, 1e-3)
+    assert ex.first_biased([("x", unbiased), ("w", biased)]) == ("w", biased)
+    assert ex.all_unbiased([("x", unbiased), ("w", unbiased)]) and not ex.first_biased([("x", unbiased)])
+    assert not ex.all_unbiased([("x", unbiased), ("w", None)]) and not ex.all_unbiased([])

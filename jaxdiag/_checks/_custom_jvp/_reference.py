@@ -18,7 +18,7 @@ from .._shared import removed_api, removed_api_finding, user_frame_location
 from .._gradref import (
     JVP_BLOCKERS, N_DIRECTIONS, Arg, GradState, all_finite, close, conjugated, constant_factor, deliberate_disagreement,
     device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact, nonfinite_split, passed_through,
-    require, sampled_estimate, state, tangent_in_expectation, to_f64, value_at,
+    require, sampled_estimate, state, tangent_in_expectation, all_unbiased, first_biased, to_f64, value_at,
 )
 from ._call import KINDS, T, _symbolic_candidates, call_jvp, joint, names, rule_location, user_rules
 from ._linearity import pullback_at_first_cotangent
@@ -270,12 +270,14 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
                            "scaled derivative, which no clipping produces")
     if factor is None and sampled_estimate(st) and _flat_primal(problems) is None:
         # a sampled function's rule may be an estimator: judged in expectation over keys where that is possible
-        p = problems[0]
-        verdict = tangent_in_expectation(st, p["arg"], p["k"])
-        if verdict is not None and verdict.unbiased:
+        judged = [(f"tangent of {st.out_names[p['k']]} for a step in {p['arg'].name}",
+                   tangent_in_expectation(st, p["arg"], p["k"]))
+                  for p in {(p["arg"].pos, p["k"]): p for p in problems}.values()]
+        biased = first_biased(judged)
+        if biased is None and all_unbiased(judged):
             return None
-        if verdict is not None:
-            details.append(verdict.describe(f"tangent of {st.out_names[p['k']]}", fun))
+        if biased is not None:
+            details.append(biased[1].describe(biased[0], fun))
             deliberate = False
         elif not deliberate:  # no verdict over keys: the estimator reading is stated, as a warning
             return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(

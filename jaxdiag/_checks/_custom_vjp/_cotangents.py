@@ -19,7 +19,8 @@ from .._gradref import (
     NOT_COMPUTED, N_DIRECTIONS, Arg, NonFinite, GradState, aval_text, compare_grad, conjugated, constant_factor,
     deliberate_disagreement, device_zeros, error_text, fd_reference_nonzero, fmt_values, function_ast, grad_tol,
     is_zero, locate, material_dependence, may_be_singular, nonfinite_split, passed_through, value_at, require,
-    cotangent_in_expectation, sampled_estimate, short_dtype, source_of, state, to_f64, vjp_against_fd,
+    cotangent_in_expectation, sampled_estimate, short_dtype, all_unbiased, first_biased, source_of, state, to_f64,
+    vjp_against_fd,
 )
 from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd
 
@@ -435,12 +436,14 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding | N
                            "scaled gradient, which no clipping produces")
     if factor is None and sampled_estimate(st) and _flat_primal(st, bad) is None:
         # a sampled function's bwd may be an estimator: judged in expectation over keys where that is possible
-        v, a = bad[0]
-        verdict = cotangent_in_expectation(st, v["ws"], a)
-        if verdict is not None and verdict.unbiased:
+        judged = [(f"cotangent for {a.name} with a cotangent on {st.out_names[v['k']]}",
+                   cotangent_in_expectation(st, v["ws"], a))
+                  for v, a in {(a.pos, v["k"]): (v, a) for v, a in bad}.values()]
+        biased = first_biased(judged)
+        if biased is None and all_unbiased(judged):
             return None
-        if verdict is not None:
-            details.append(verdict.describe(f"cotangent for {a.name}", fun))
+        if biased is not None:
+            details.append(biased[1].describe(biased[0], fun))
             interior = True
         elif interior:  # no verdict over keys: the estimator reading is stated, as a warning
             return rules.CUSTOM_DERIVATIVE_MISMATCH.finding(

@@ -22,7 +22,7 @@ from ._compare import (
     passed_through, sampled_estimate,
     material_dependence, uniform_ratio, vjp_against_fd,
 )
-from ._expectation import Expectation, cotangent_in_expectation, tangent_in_expectation
+from ._expectation import Expectation, all_unbiased, cotangent_in_expectation, first_biased, tangent_in_expectation
 from ._fd import FDResult, FiniteDifferences
 from ._source import (
     argument_names, error_text, function_ast, locate, may_be_singular, output_names, return_values, rule_name,
@@ -49,6 +49,8 @@ __all__ = [
     "Expectation",
     "cotangent_in_expectation",
     "tangent_in_expectation",
+    "all_unbiased",
+    "first_biased",
     "FDResult",
     "FiniteDifferences",
     "GradMemo",

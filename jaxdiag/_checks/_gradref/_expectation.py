@@ -57,6 +57,17 @@ class Expectation:
                 "not an estimator's noise")
 
 
+def first_biased(judged: list[tuple[str, Expectation | None]]) -> tuple[str, Expectation] | None:
+    """Of the derivatives of a subject that disagreed at the example's key, the first one judged biased, labelled."""
+    return next(((label, v) for label, v in judged if v is not None and not v.unbiased), None)
+
+
+def all_unbiased(judged: list[tuple[str, Expectation | None]]) -> bool:
+    """Every derivative that disagreed was judged, and unbiased: only then is the subject cleared (one without a
+    verdict keeps the single-key reading)."""
+    return bool(judged) and all(v is not None and v.unbiased for _, v in judged)
+
+
 def key_argument(st: GradState) -> tuple[Arg, Any] | None:
     """The subject's one PRNG key argument and its implementation, or None (none, or several). A key is passed as
     its raw key data (`Arg.value`, uint32); the subject wraps it (`_loading._layout`)."""
