@@ -89,7 +89,10 @@ def test_a_factorys_callback_is_reached_by_applying_it_to_a_stand_in(monkeypatch
     code, data = check("wrapped")
     assert data["summary"]["checked"] == 1, data["summary"]
     (missing,) = findings(data, "error", "warning")
-    assert missing["code"] == "JXB020", missing
+    from jaxdiag import _compat
+
+    # JAX before 0.6 still falls back to a sequential loop there (with a DeprecationWarning): JXB023, not JXB020
+    assert missing["code"] == ("JXB020" if _compat.vmap_method_none_raises() else "JXB023"), missing
     (note,) = [f for f in findings(data, "info") if f["code"] == "JXN001"]
     assert "fn=<jaxdiag's elementwise stand-in> (assumed)" in note["message"], note
 
