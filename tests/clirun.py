@@ -53,6 +53,15 @@ def check_json(target: str, app_dir: Any) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.stdout)
 
 
+def missing_vmap_method_code() -> str:
+    """What a `pure_callback` without `vmap_method` is: JXB020 where `jax.vmap` raises there, JXB023 on JAX before
+    0.6, which still fell back to a sequential loop (with a DeprecationWarning)."""
+    from jaxdiag import _compat, _rules
+
+    rule = _rules.FFI_VMAP_METHOD_MISSING if _compat.vmap_method_none_raises() else _rules.FFI_VMAP_METHOD_FALLBACK
+    return rule.code
+
+
 def errors_and_warnings(target: dict) -> list[dict]:
     """A JSON target's findings that make a run fail (notes aside)."""
     return [f for f in target["findings"] if f["severity"] in ("error", "warning")]

@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from clirun import check_json
+from clirun import check_json, missing_vmap_method_code
 
 DATA = Path(__file__).parent / "data"
 
@@ -89,10 +89,7 @@ def test_a_factorys_callback_is_reached_by_applying_it_to_a_stand_in(monkeypatch
     code, data = check("wrapped")
     assert data["summary"]["checked"] == 1, data["summary"]
     (missing,) = findings(data, "error", "warning")
-    from jaxdiag import _compat
-
-    # JAX before 0.6 still falls back to a sequential loop there (with a DeprecationWarning): JXB023, not JXB020
-    assert missing["code"] == ("JXB020" if _compat.vmap_method_none_raises() else "JXB023"), missing
+    assert missing["code"] == missing_vmap_method_code(), missing
     (note,) = [f for f in findings(data, "info") if f["code"] == "JXN001"]
     assert "fn=<jaxdiag's elementwise stand-in> (assumed)" in note["message"], note
 
