@@ -192,21 +192,23 @@ def assumed_text(stand_ins: dict[str, str]) -> str:
 def assume_stand_ins(report: Any, stand_ins: dict[str, str], obj: Any = None, kind: str = "") -> None:
     """Name the stand-in functions among the inputs a finding was seen on (its graded message then starts `on
     f32[3] with fn=<jaxdiag's elementwise stand-in> (assumed) inferred`). A derivative that differs from the
-    reference (`_STAND_IN_DEPENDENT`) on a rule `obj` that never has JAX differentiate a stand-in parameter is a note
+    reference (`_stand_in_dependent`) on a rule `obj` that never has JAX differentiate a stand-in parameter is a note
     instead (`JXN003`): such a rule computes its derivative from the function's values (`argmax_fun`'s maximiser as
     the gradient of a max, by Danskin's theorem), so whether it is right depends on what the function computes, and
     the stand-in computes something else. A rule that differentiates the function itself (`jax.jvp(fn, ...)`) is
     judged: its derivative is right for every function or for none."""
     from .. import _rules as rules
 
-    dependent = obj is not None and not _differentiates(_rule_functions(obj, kind))
+    dependent = ({r.code for r in _stand_in_dependent(rules)}
+                 if obj is not None and not _differentiates(_rule_functions(obj, kind)) else set())
+    # a check failed by such findings alone (its detail lists the codes it found) did not judge the rule either
+    unjudged = [c for c in report.checks if c.status == "failed" and set(c.detail.split("; ")) <= dependent]
+    for c in unjudged:
+        c.status, c.detail = "skipped", "its rule's derivative depends on what the assumed function computes"
     for i, finding in enumerate(report.findings):
-        if dependent and finding.code in {r.code for r in _stand_in_dependent(rules)}:
-            failed = [c for c in report.checks if c.status == "failed"]
-            for c in failed:
-                c.status, c.detail = "skipped", "its rule's derivative depends on what the assumed function computes"
+        if finding.code in dependent:
             report.findings[i] = rules.CHECK_SKIPPED.finding(
-                check=", ".join(c.name for c in failed) or finding.code,
+                check=", ".join(c.name for c in unjudged) or finding.code,
                 reason=f"{finding.code} not judged: the rule never differentiates {', '.join(sorted(stand_ins))} "
                        f"(it uses the values of the function it is given as a derivative), so whether it is right "
                        f"depends on what that function computes; with {assumed_text(stand_ins)} "
@@ -249,26 +251,25 @@ def _rule_functions(obj: Any, kind: str) -> list[tuple[Callable, set[str]]]:
         if not inspect.isfunction(fn):
             continue
         out.append((fn, _holders(fn, bound)))
-        for held in _closure_values(fn).values():
+        for held in _free_values(fn).values():
             out.extend((f, _holders(f, {})) for f in (held if isinstance(held, (tuple, list)) else (held,))
                        if inspect.isfunction(f) and f is not fn)
     return out
 
 
-def _closure_values(fn: Callable) -> dict[str, Any]:
-    values = {}
-    for name, cell in zip(fn.__code__.co_freevars, getattr(fn, "__closure__", None) or ()):
-        try:
-            values[name] = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-    return values
+def _free_values(fn: Callable) -> dict[str, Any]:
+    """The closure variables and the globals `fn`'s code names, by name (`inspect.getclosurevars`)."""
+    try:
+        found = inspect.getclosurevars(fn)
+    except (TypeError, ValueError):  # not a Python function; an empty closure cell
+        return {}
+    return {**found.globals, **found.nonlocals}
 
 
 def _holders(fn: Callable, bound: dict[str, Any]) -> set[str]:
     """The names `fn` can reach a stand-in by: a free variable, global or bound argument whose value is one, or holds
     one (a `partial` of a function applied to it, a function closing over it)."""
-    values = {**getattr(fn, "__globals__", {}), **_closure_values(fn), **bound}
+    values = {**_free_values(fn), **bound}
     return {name for name, value in values.items() if _holds_stand_in(value)}
 
 
@@ -280,13 +281,15 @@ def _holds_stand_in(value: Any, depth: int = 3) -> bool:
     if isinstance(value, functools.partial):
         return any(_holds_stand_in(v, depth - 1) for v in (value.func, *value.args, *value.keywords.values()))
     if inspect.isfunction(value):
-        return any(_holds_stand_in(v, depth - 1) for v in _closure_values(value).values())
+        return any(_holds_stand_in(v, depth - 1) for v in _free_values(value).values())
     return False
 
 
 def _differentiates(functions: list[tuple[Callable, set[str]]]) -> bool:
     """Whether one of the rule `functions` hands a JAX differentiation (`jax.jvp(fn, ...)`, `grad(lambda x: fn(x))`)
     an expression naming something that holds a stand-in."""
+    from .._harness.source import called_name
+
     for fn, names in functions:
         if not names:
             continue
@@ -297,8 +300,7 @@ def _differentiates(functions: list[tuple[Callable, set[str]]]) -> bool:
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
-            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if called in _DIFFERENTIATING and any(isinstance(n, ast.Name) and n.id in names
+            if called_name(node.func) in _DIFFERENTIATING and any(isinstance(n, ast.Name) and n.id in names
                                                   for arg in node.args[:1] for n in ast.walk(arg)):
                 return True
     return False

@@ -232,8 +232,7 @@ def _informative(subject: Subject, unperturbed: frozenset[int]) -> frozenset[int
     or integers there, as a function of an integer order builds its matrices) says nothing of which operands the
     rule is differentiated in, and left unperturbed, every derivative check of it would skip, a vacuous "verified".
     Such a call perturbs them all, as where no call was read."""
-    floats = {k for k, spec in enumerate(subject.specs) if getattr(spec, "key", None) is None
-              and getattr(spec, "dtype", None) is not None and np.issubdtype(spec.dtype, np.inexact)}
+    floats = {k for k, spec in enumerate(subject.specs) if getattr(spec, "is_inexact", False)}  # keys: uint data
     return frozenset() if floats and floats <= unperturbed else unperturbed
 
 

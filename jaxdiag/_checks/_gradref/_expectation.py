@@ -28,7 +28,7 @@ import jax
 import numpy as np
 
 from ... import _compat
-from ._state import Arg, GradState
+from ._state import Arg, GradState, spec_positions
 from ._values import N_DIRECTIONS, fmt_values, grad_tol, quiet_call, to_f64
 
 KEYS = 256  # keys averaged over (a quarter for an argument over SMALL elements); the standard error is 1 / sqrt(KEYS)
@@ -71,8 +71,7 @@ def all_unbiased(judged: list[tuple[str, Expectation | None]]) -> bool:
 def key_argument(st: GradState) -> tuple[Arg, Any] | None:
     """The subject's one PRNG key argument and its implementation, or None (none, or several). A key is passed as
     its raw key data (`Arg.value`, uint32); the subject wraps it (`_loading._layout`)."""
-    statics = set(st.subject.static_args)
-    array_pos = [i for i in range(len(st.subject.specs) + len(statics)) if i not in statics]
+    array_pos = spec_positions(st.subject, len(st.subject.specs))
     keys = [(array_pos[k], spec.key) for k, spec in enumerate(st.subject.specs)
             if getattr(spec, "key", None) is not None and k < len(array_pos)]
     if len(keys) != 1:

@@ -110,6 +110,12 @@ class GradMemo:
     second_order_moot: str = ""
 
 
+def spec_positions(subject: Subject, count: int) -> list[int]:
+    """The positional argument each of the subject's first `count` specs fills: its static arguments hold the other
+    positions."""
+    return [i for i in range(count + len(subject.static_args)) if i not in subject.static_args]
+
+
 class GradState:
     """Everything the grad checks share about one subject; built lazily, cached in `ctx.cache.grad`. Every attribute
     is declared here and set in `__init__` (`__slots__`: none can be added later); what checks compute and share is
@@ -162,7 +168,7 @@ class GradState:
             full = _compat.resolve_positional(self.fun, full)  # defaults of nondiff parameters (log_ndtr)
         static_pos = set(subject.static_args) | set(range(len(arrays) + len(subject.static_args), len(full)))
         names = argument_names(self.fun if self.fun is not None else _name_source(subject), len(full))
-        array_pos = [i for i in range(len(arrays) + len(subject.static_args)) if i not in subject.static_args]
+        array_pos = spec_positions(subject, len(arrays))
         unperturbed = {array_pos[k] for k in subject.unperturbed if k < len(array_pos)}
         received = {array_pos[k]: tuple(ts) for k, ts in subject.received_tangents.items() if k < len(array_pos)}
         return [Arg(i, names[i], v, i in static_pos or not hasattr(v, "dtype"), i in self.nondiff,
