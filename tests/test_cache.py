@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import pytest
 from clirun import Runner as CliRunner
 
-from jaxdiag._jobs import _cache, _parallel
+from jaxdiag._jobs import _cache, _cache_trust, _parallel
 from jaxdiag._run import _engine
 from jaxdiag._loading import _targets
 from jaxdiag._core._atomic import write_atomic
@@ -142,10 +142,60 @@ def test_an_entry_copied_under_another_key_is_a_miss(project: Path, engine_calls
     assert cache.get(entry["key"]) is None and cache.get(other) == entry["outcome"]
 
 
+def test_an_entry_forged_with_a_recomputed_digest_is_a_miss(project: Path, engine_calls: list[str]) -> None:
+    """The digest is keyed by this user's secret: whoever edits an entry and recomputes an unkeyed digest of it (the
+    recipe is in the source), or signs it with a secret of their own, still gets the target checked again."""
+    import hashlib
+    import hmac
+
+    found = errors(check_paths(["wrong.py"], cache=True))
+    path, entry = only_entry(project)
+    key, outcome = entry["key"], entry["outcome"]
+    for report in outcome["reports"]:
+        report["findings"] = []
+    canonical = json.dumps(outcome, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    message = f"jaxdiag-cache-{_cache.CACHE_FORMAT}\0{key}\0{canonical}".encode()
+    for digest in (hashlib.sha256(message).hexdigest(), hmac.new(b"k" * 32, message, hashlib.sha256).hexdigest()):
+        path.write_text(json.dumps({**entry, "outcome": outcome, "digest": digest}))
+        engine_calls.clear()
+        assert errors(check_paths(["wrong.py"], cache=True)) == found and engine_calls == ["wrong.py:cube"]
+
+
+def test_a_cache_folder_from_another_user_or_machine_never_hits(project: Path, tmp_path_factory: pytest.TempPathFactory,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               engine_calls: list[str]) -> None:
+    """A `.jaxdiag_cache` committed to a repository or restored from elsewhere was signed with another secret: every
+    entry is a miss there. The secret is made once, private, and kept: the same user's next run hits."""
+    check_paths(["wrong.py"], cache=True)
+    secret_file = Path(os.environ["XDG_CACHE_HOME"]) / "jaxdiag" / "key"
+    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600 and len(secret_file.read_bytes()) == 32
+    engine_calls.clear()
+    check_paths(["wrong.py"], cache=True)
+    assert engine_calls == []  # the same user: a hit
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("elsewhere")))  # another user's secret
+    assert _cache_trust.signing_secret() != secret_file.read_bytes()
+    check_paths(["wrong.py"], cache=True)
+    assert engine_calls == ["wrong.py:cube"]
+
+
+def test_without_a_private_place_for_the_secret_entries_last_one_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A per-user folder others can write could hand out a secret they know: the process's own secret is used
+    instead, and nothing is written there."""
+    shared = tmp_path / "shared"
+    (shared / "jaxdiag").mkdir(parents=True)
+    (shared / "jaxdiag").chmod(0o777)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared))
+    assert _cache_trust.signing_secret() == _cache_trust._EPHEMERAL_SECRET and not (shared / "jaxdiag" / "key").exists()
+    (shared / "jaxdiag").chmod(0o700)
+    (shared / "jaxdiag" / "key").write_bytes(b"short")  # not a secret jaxdiag wrote
+    assert _cache_trust.signing_secret() == _cache_trust._EPHEMERAL_SECRET
+
+
 def _signed(key: str, outcome: Any) -> str:
     """An entry whose digest matches its payload: only the shape check stands between it and a hit."""
-    return json.dumps({"format": _cache.CACHE_FORMAT, "key": key, "digest": _cache._entry_digest(key, outcome),
-                       "outcome": outcome})
+    digest = _cache._entry_digest(_cache_trust.signing_secret(), key, outcome)
+    return json.dumps({"format": _cache.CACHE_FORMAT, "key": key, "digest": digest, "outcome": outcome})
 
 
 def _garbage(entry: dict[str, Any], text: str) -> dict[str, str | None]:

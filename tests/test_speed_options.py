@@ -32,12 +32,22 @@ def test_own_programs_carry_level_zero_and_nothing_else_changes(monkeypatch: pyt
     config_before = _compat.config_values()
     report = jaxdiag.check_grad(TARGET + "softplus", "f32[5]")
     assert report.ok, str(report)
-    assert _base.OWN_PROGRAM_OPTIONS in seen  # the grad composition at least
+    assert _base._known_options() in seen  # the grad composition at least
+    assert _base.OWN_PROGRAM_OPTIONS.items() <= _base._known_options().items()
     assert os.environ.get("XLA_FLAGS") == flags_before
     assert _compat.config_values() == config_before
     # the user's programs: a nested jit (which JAX refuses to give compiler options) still traces and runs
     user = real_jit(lambda x: real_jit(jnp.sin)(x) * 2)
     np.testing.assert_allclose(user(jnp.ones(3)), 2 * np.sin(np.ones(3)), rtol=1e-6)
+
+
+@pytest.mark.skipif(not _base._JIT_COMPILER_OPTIONS, reason="this JAX's jit takes no compiler options")
+def test_an_option_this_xla_does_not_know_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release of XLA without one of jaxdiag's CPU options compiles jaxdiag's programs without it, never fails."""
+    monkeypatch.setattr(_base, "_CPU_PROGRAM_OPTIONS", {"xla_cpu_no_such_option_anywhere": True})
+    monkeypatch.setattr(_base, "_OPTIONS", [])
+    assert _base._known_options() == _base.OWN_PROGRAM_OPTIONS
+    np.testing.assert_allclose(_compat.own_jit(jnp.cos)(jnp.zeros(2)), np.ones(2))
 
 
 def test_level_zero_program_computes_the_same_values() -> None:

@@ -25,7 +25,7 @@ from ._base import Context, SkipCheck, Subject, check
 from .._harness import call_user
 from ._shared import (
     AbstractOutput, abstract_output, aval_text, avals_text, bind_fn, example_output, first_line, flat_outputs,
-    has_jit_path, runs_eagerly, traced_only, inputs_text, is_user_primitive, jitted, prim_var, primitive_module,
+    has_jit_path, runs_eagerly, traced_only, inputs_text, is_user_primitive, own_jitted, prim_var, primitive_module,
     reference_fn, removed_api, removed_api_finding, rule_location, signature_problem, user_frame_location,
 )
 
@@ -363,7 +363,7 @@ def _jit_agrees(ctx: Context) -> Iterator[Finding]:
         return  # JXR003 explains the verifier error jit would give
     rule = _compat.lowering_rule(prim)
     location = rule_location(rule, subject.location)
-    ran = call_user(lambda: jax.block_until_ready(jitted(bind_fn(prim, subject.params))(*ctx.example())))
+    ran = call_user(lambda: jax.block_until_ready(own_jitted(bind_fn(prim, subject.params))(*ctx.example())))
     if ran.error is not None:
         exc = ran.error
         ctx.cache.jit_broken = True

@@ -69,6 +69,20 @@ def jitted(fn: Callable) -> Callable:
         return jax.jit(fn)
 
 
+_OWN_JIT_FNS: "weakref.WeakKeyDictionary[Callable, Callable]" = weakref.WeakKeyDictionary()
+
+
+def own_jitted(fn: Callable) -> Callable:
+    """`_compat.own_jit(fn)` (jaxdiag's compile options), one wrapper per function object: for a jit jaxdiag calls
+    at the top level only (never inside vmap, which refuses compile options; `jitted` is for those)."""
+    try:
+        if fn not in _OWN_JIT_FNS:
+            _OWN_JIT_FNS[fn] = _compat.own_jit(fn)
+        return _OWN_JIT_FNS[fn]
+    except TypeError:  # not weak-referenceable
+        return _compat.own_jit(fn)
+
+
 def subject_fn(subject: Subject) -> Callable:
     """A stable callable applying the subject to its array arguments."""
     if subject.kind == "primitive":
@@ -135,7 +149,7 @@ def reference_fn(subject: Subject) -> Callable | None:
     if subject.kind != "primitive" or runs_eagerly(subject):
         return subject.call
     if has_jit_path(subject.obj):
-        return jitted(bind_fn(subject.obj, subject.params))
+        return own_jitted(bind_fn(subject.obj, subject.params))
     return None
 
 

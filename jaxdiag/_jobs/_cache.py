@@ -27,7 +27,11 @@ An entry cannot lie: it holds its own key and a digest of the key and its payloa
 exactly the shape of a stored outcome (every field, with its type and allowed values). Anything else (bad JSON, a
 truncated or edited file, an entry copied under another key, a folder or a link where a file should be, a file
 another user owns) is a miss, and the target is checked again. Entries are written whole or not at all (a temporary
-file, then `os.replace`).
+file, then `os.replace`). The digest is keyed (HMAC-SHA256) with a secret of this user's, kept outside any project
+(`key` in the per-user cache folder, 0o600, made on first use): an entry someone else wrote (committed to a
+repository, restored from another machine, or forged by someone who read this docstring) never matches, whatever
+digest it carries. Without a per-user folder to keep the secret in, it lives only as long as the process: the
+cache then serves only that run.
 
 Only complete results are stored: a target whose run hit an internal error, a crashed worker or the time limit is
 checked again next time. The run's phase after its targets, the rules reached by tracing the package's
@@ -42,9 +46,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
+import hmac
 import json
 import os
-import stat
 import sys
 import types
 import typing
@@ -59,16 +63,15 @@ from .._core._atomic import write_atomic
 from .._core._report import (
     CHECK_STATUSES, PROBLEM_KINDS, SEVERITY_ORDER, CheckResult, Finding, Problem, TargetReport, serialized_fields,
 )
+from ._cache_trust import ensure_root, read_private_file, signing_secret, untrusted, user_cache_dir
 
 CACHE_DIR_NAME = ".jaxdiag_cache"
 # module object -> the hash of its file when this process first looked at it (weak: a module dropped from
 # sys.modules and imported again is a new object, possibly at the same address).
 _FIRST_SEEN: weakref.WeakKeyDictionary[ModuleType, str] = weakref.WeakKeyDictionary()
-# Bump when the stored layout changes (2: entries carry a digest of their key and payload).
-CACHE_FORMAT = 2
+# Bump when the stored layout changes (2: entries carry a digest of their key and payload; 3: the digest is keyed).
+CACHE_FORMAT = 3
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the jaxdiag package (this module is in jaxdiag/_jobs/)
-# An entry larger than this is not one jaxdiag wrote (a report is a few kB): not read, a miss.
-_MAX_ENTRY_BYTES = 64 * 1024 * 1024
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -76,58 +79,9 @@ _MAX_ENTRY_BYTES = 64 * 1024 * 1024
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def user_cache_dir() -> Path | None:
-    """The per-user cache folder (XDG base directories: a relative `$XDG_CACHE_HOME` is invalid and ignored); None
-    when there is no home folder to put it in (never a relative path, which would be the working folder)."""
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "jaxdiag"
-    home = os.path.expanduser("~")  # "~" itself when it cannot tell
-    return Path(home) / ".cache" / "jaxdiag" if os.path.isabs(home) else None
-
-
 def cache_root(config_source: str | None) -> Path | None:
     """Next to the pyproject.toml that configures the run, else the per-user cache folder (None: no cache)."""
     return Path(config_source).parent / CACHE_DIR_NAME if config_source else user_cache_dir()
-
-
-def untrusted(root: Path) -> str | None:
-    """Why an existing cache folder must not be used (None: it may): another user's folder, or one its group or
-    others can write, could hold entries they planted. A folder that does not exist yet is no reason."""
-    try:
-        info = os.stat(root)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return exc.strerror or type(exc).__name__
-    if not stat.S_ISDIR(info.st_mode):
-        return "not a folder"
-    if os.name != "posix":  # Windows: ACLs, not these bits, say who may write (st_mode shows 0o777 for any folder)
-        return None
-    if info.st_uid != os.getuid():
-        return f"owned by uid {info.st_uid}"
-    if info.st_mode & stat.S_IWOTH:
-        return "writable by others"
-    if info.st_mode & stat.S_IWGRP:
-        return "writable by group"
-    return None
-
-
-def ensure_root(root: Path) -> str | None:
-    """Create the cache folder if needed (private: 0o700) with a `.gitignore` of `*` in it, as pytest's and ruff's
-    caches do, so it is never committed by accident. Returns why the folder must not be used (`untrusted`), None
-    when it may; raises OSError when it cannot be created (a read-only checkout)."""
-    refused = untrusted(root)
-    if refused is not None:
-        return refused
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    refused = untrusted(root)  # created by someone else between the two looks
-    if refused is not None:
-        return refused
-    ignore = root / ".gitignore"
-    if not ignore.exists():
-        write_atomic(ignore, "# Created by jaxdiag: the `jaxdiag check` result cache.\n*\n", keep_mode=False)
-    return None
 
 
 def usable(config_source: str | None) -> bool:
@@ -158,6 +112,7 @@ class ResultCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._secret = signing_secret()
         self.hits = 0
         self.misses = 0
 
@@ -173,7 +128,7 @@ class ResultCache:
         return outcome
 
     def _read(self, key: str) -> dict[str, Any] | None:
-        raw = _read_private_file(self._path(key))
+        raw = read_private_file(self._path(key))
         if raw is None:
             return None
         try:
@@ -186,7 +141,7 @@ class ResultCache:
             return None
         outcome = data["outcome"]
         try:
-            digest = _entry_digest(key, outcome)
+            digest = _entry_digest(self._secret, key, outcome)
         except (TypeError, ValueError, RecursionError):
             return None
         if digest != data["digest"] or not valid_outcome(outcome):
@@ -196,7 +151,7 @@ class ResultCache:
     def put(self, key: str, outcome: dict[str, Any]) -> None:
         path = self._path(key)
         try:
-            text = json.dumps({"format": CACHE_FORMAT, "key": key, "digest": _entry_digest(key, outcome),
+            text = json.dumps({"format": CACHE_FORMAT, "key": key, "digest": _entry_digest(self._secret, key, outcome),
                                "outcome": outcome})
         except (TypeError, ValueError):  # not JSON data: never stored, checked again next time
             return
@@ -214,7 +169,7 @@ class ResultCache:
         return self.root / f"v{CACHE_FORMAT}" / "durations.json"
 
     def durations(self) -> dict[str, float]:
-        raw = _read_private_file(self._durations_path())
+        raw = read_private_file(self._durations_path())
         try:
             data = json.loads(raw) if raw is not None else {}
         except (ValueError, RecursionError):
@@ -240,32 +195,12 @@ _MAX_SECONDS = 1e6
 _MAX_DURATIONS = 100_000
 
 
-def _read_private_file(path: Path) -> bytes | None:
-    """The bytes of a regular file this user owns and only this user can write; None for anything else (missing,
-    a folder, a link, a FIFO, another user's file, too large), without blocking or following links."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_ENTRY_BYTES:
-            return None
-        if os.name == "posix" and (info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or info.st_uid != os.getuid()):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(_MAX_ENTRY_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _entry_digest(key: str, outcome: Any) -> str:
-    """Binds a payload to its key: an entry edited by hand, or copied under another key, no longer matches."""
+def _entry_digest(secret: bytes, key: str, outcome: Any) -> str:
+    """Binds a payload to its key, keyed by this user's secret: an entry edited by hand, copied under another key or
+    written by anyone without the secret does not match, even with a digest recomputed by the same recipe."""
     canonical = json.dumps(outcome, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(f"jaxdiag-cache-{CACHE_FORMAT}\0{key}\0{canonical}".encode()).hexdigest()
+    message = f"jaxdiag-cache-{CACHE_FORMAT}\0{key}\0{canonical}".encode()
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------------------------

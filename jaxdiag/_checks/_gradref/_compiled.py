@@ -6,9 +6,12 @@ traces their bodies again and compiles them as a new XLA program on every call: 
 per precision and input types into one jitted program that every point reuses. It computes what the eager call
 computes: the user's primitives bound at its top level run their impls, as eagerly (`_compat.eager_semantics`).
 
-A primal without loops or branches stays eager (its operations' programs are cached per shape already, and a
-program of its own would be one compile more), and so does one that cannot be traced or compiled: the eager call
-then gives the value, or the error, it always gave.
+A primal without loops or branches stays eager in the precision it already ran in (its operations' programs are
+cached per shape and dtype already, and a program of its own would be one compile more). In a precision it never ran
+in (the float64 escalation of a float32 primal) every eager operation would be a fresh program compiled at XLA's
+default level, about 20 ms each on CPU: one program of jaxdiag's own (`_compat.own_jit`) costs about as much as one of
+them. A primal that cannot be traced or compiled stays eager: the eager call then gives the value, or the error, it
+always gave.
 """
 
 from __future__ import annotations
@@ -37,11 +40,12 @@ class CompiledPrimal:
         self.inline_custom = inline_custom
         self.programs: dict[tuple, Callable[..., Any] | None] = {}
 
-    def __call__(self, values: Sequence[Any]) -> Any:
+    def __call__(self, values: Sequence[Any], fresh: bool = False) -> Any:
+        """`fresh`: these input types are new to the primal (no eager program of its operations is cached yet)."""
         arrays = [i for i, v in enumerate(values) if hasattr(v, "dtype")]
-        key = (_compat.x64_enabled(), *((i, np.shape(values[i]), str(values[i].dtype)) for i in arrays))
+        key = (_compat.x64_enabled(), fresh, *((i, np.shape(values[i]), str(values[i].dtype)) for i in arrays))
         if key not in self.programs:
-            self.programs[key] = self._program(values, arrays) if ENABLED else None
+            self.programs[key] = self._program(values, arrays, fresh) if ENABLED else None
         program = self.programs[key]
         if program is not None:
             ran = call_user(program, *[values[i] for i in arrays])
@@ -50,7 +54,7 @@ class CompiledPrimal:
             self.programs[key] = None  # it fails where the eager call may not: the eager call decides
         return self.call(values)
 
-    def _program(self, values: Sequence[Any], arrays: list[int]) -> Callable[..., Any] | None:
+    def _program(self, values: Sequence[Any], arrays: list[int], fresh: bool) -> Callable[..., Any] | None:
         fixed = list(values)
         tree: list[Any] = []
 
@@ -66,7 +70,7 @@ class CompiledPrimal:
         if traced.error is not None:  # not traceable (Python control flow on values, ...): stays eager
             return None
         closed = traced.value
-        if not _compat.recompiles_eagerly(closed):
+        if not _compat.recompiles_eagerly(closed) and not (fresh and len(closed.jaxpr.eqns) > 1):
             return None
         evaluate = _compat.eager_semantics(closed, _compat.user_impl, self.inline_custom)
         if evaluate is None:
