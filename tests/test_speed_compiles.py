@@ -42,6 +42,9 @@ monitoring.register_event_duration_secs_listener(_listen)  # once per process; c
 @pytest.fixture
 def compiles() -> Iterator[Callable[[Callable[[], object]], int]]:
     def count(run: Callable[[], object]) -> int:
+        from jaxdiag._compat import _base
+
+        _base._known_options()  # the once-per-process probe of XLA's options is not the check's program
         jax.clear_caches()
         _counting.append(0)
         try:
@@ -359,3 +362,31 @@ def test_eager_semantics_inlines_a_custom_jvp_body_only_when_asked() -> None:
     assert run is not None
     eager = float(wrapped(jnp.float32(0.5)) - 1.0)
     assert float(_compat.own_jit(run)(jnp.float32(0.5))[0]) == eager == 2.0
+
+
+@jax.custom_jvp
+def _bell(x):  # cos(x) exp(-x^2): straight-line operations, flat at x = 0
+    return jnp.cos(x) * jnp.exp(-x * x)
+
+
+@_bell.defjvp
+def _bell_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _bell(x), (-jnp.sin(x) - 2 * x * jnp.cos(x)) * jnp.exp(-x * x) * t
+
+
+@pytest.mark.slow
+def test_float64_differences_of_a_straight_line_primal_are_one_program(compiles, monkeypatch) -> None:
+    # Where the derivative is zero (x = 0) the float32 differences are inconclusive, so they escalate to float64,
+    # where none of the primal's eager operations is compiled yet (about 20 ms each at XLA's default level): one
+    # program of jaxdiag's own instead, with the same report
+    from jaxdiag._checks._gradref import _compiled
+
+    x = np.array([0.0, 0.7, 0.0, -1.3, 0.0, 0.4], np.float32)
+    reports: list[jaxdiag.Report] = []
+    once = compiles(lambda: reports.append(jaxdiag.check_grad(_bell, x)))
+    monkeypatch.setattr(_compiled, "ENABLED", False)
+    eager = compiles(lambda: reports.append(jaxdiag.check_grad(_bell, x)))
+    assert reports[0].ok and reports[0].to_dict()["targets"][0]["findings"] == reports[1].to_dict()["targets"][0][
+        "findings"]
+    assert once + 2 <= eager, f"check_grad compiled {once} programs with the primal compiled once, {eager} eagerly"
