@@ -1,6 +1,7 @@
 """Operands a rule's own code says are not float arrays (probe package tests/data/operand_kinds): a parameter it
 indexes an array with is drawn as int32 indices inside every operand's extent, and one named or annotated as a PRNG
-key as a typed key. Before, inference drew float arrays there and the target was not checked (JXN004)."""
+key as a typed key, and one annotated as a tuple, a list or a NamedTuple of arrays as that container. Before,
+inference drew float arrays there and the target was not checked (JXN004)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,39 @@ def test_parameters_named_or_annotated_as_keys_are_keys() -> None:
 
     assert key_positions(Subject("m:sample", "function", sample, specs=[])) == {0, 3, 5}
     assert key_positions(Subject("m:p", "primitive", jax.extend.core.Primitive("p"), specs=[])) == set()
+
+
+def test_parameters_annotated_as_containers_of_arrays_are_those_containers() -> None:
+    from typing import NamedTuple, Tuple
+
+    import jax
+    import jax.numpy as jnp
+
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._run._operand_kinds import container_positions
+
+    class State(NamedTuple):
+        mean: jax.Array
+        count: "Float[Array, 'n']"  # noqa: F821 - jaxtyping's form, read as text
+
+    class Config(NamedTuple):
+        mean: jax.Array
+        name: str
+
+    Array = jax.Array  # noqa: F841 - the name the string annotations below use (read as text, never evaluated)
+
+    def f(a: "tuple[Array, Array]", b: Tuple[jnp.ndarray, ...], c: "list[jax.Array]", d: State, e: Config,
+          g: "tuple[int, str]", h: jax.Array, i: "Array"):
+        ...
+
+    f.__globals__["State"], f.__globals__["Config"] = State, Config
+    try:
+        builds = container_positions(Subject("m:f", "function", f, specs=[]))
+    finally:
+        del f.__globals__["State"], f.__globals__["Config"]
+    assert set(builds) == {0, 1, 2, 3}, builds
+    assert builds[0]("x") == ("x", "x") and builds[1]("x") == ("x", "x") and builds[2]("x") == ["x", "x"]
+    assert builds[3]("x") == State("x", "x") and type(builds[3]("x")) is State
 
 
 @pytest.fixture(scope="module")
@@ -185,3 +219,16 @@ def test_every_disagreeing_derivative_of_a_sampled_function_is_judged_over_keys(
     assert ex.first_biased([("x", unbiased), ("w", biased)]) == ("w", biased)
     assert ex.all_unbiased([("x", unbiased), ("w", unbiased)]) and not ex.first_biased([("x", unbiased)])
     assert not ex.all_unbiased([("x", unbiased), ("w", None)]) and not ex.all_unbiased([])
+
+
+@pytest.mark.slow
+def test_container_operands_are_checked_as_their_containers(package: dict) -> None:
+    """A tuple-annotated bound pair and a NamedTuple state: inputs of their annotated kind, the correct rules clean,
+    the wrong one's lower-bound tangent found (a warning: the inputs are inferred)."""
+    targets = _targets(package, "containers")
+    clip, standardize, wrong = targets["soft_clip"], targets["standardize"], targets["soft_clip_wrong"]
+    assert clip["inputs"][1].startswith("(f32[") and standardize["inputs"][1].startswith("<Moments(f32["), targets
+    assert clip["verified"] and standardize["verified"], (clip, standardize)
+    assert not errors_and_warnings(clip) and not errors_and_warnings(standardize), (clip, standardize)
+    found = errors_and_warnings(wrong)
+    assert found and found[0]["code"] == "JXG024", wrong

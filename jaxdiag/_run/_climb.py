@@ -81,6 +81,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     truths = _signature.predicate_positions(subject)  # `jnp.any(x)`, `~mask`: booleans first, then floats
     indices = _operand_kinds.index_positions(subject)  # `w[idx]`, `jnp.take(x, idx)`: integers, always
     keys = _operand_kinds.key_positions(subject)  # `key`, `rng: PRNGKeyArray`: a typed PRNG key, always
+    containers = _operand_kinds.container_positions(subject)  # `cache: tuple[Array, Array]`: that container
     state = _State(complex=_names_complex(subject))
     # a candidate that ran, reverse mode failing there (and whether it was a derived one): kept only if nothing runs
     # both; a custom_jvp/custom_vjp's rules are part of its contract, as a primitive's are
@@ -112,6 +113,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                                  if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
                                  for i, t in enumerate(templates)]
                     templates = _as_keys(_as_indices(templates, indices - flags - scalars - keys), keys)
+                    templates = _as_containers(templates, containers)
                     text = " ".join(template_text(t) for t in templates)
                     if text in tried:
                         continue
@@ -152,6 +154,13 @@ def _as_indices(templates: list[Any], positions: set[int]) -> list[Any]:
 def _as_keys(templates: list[Any], positions: set[int]) -> list[Any]:
     """The drawn operands at `positions` as one typed PRNG key each (`key[]`)."""
     return [key_spec(()) if i in positions and isinstance(t, ArgSpec) and t.key is None and t.domain is None else t
+            for i, t in enumerate(templates)]
+
+
+def _as_containers(templates: list[Any], builds: dict[int, Any]) -> list[Any]:
+    """The drawn float operands at the positions of `builds` as the container their annotation names, the drawn
+    spec at each of its places (`(f32[3,3], f32[3,3])` for `tuple[Array, Array]`)."""
+    return [builds[i](t) if i in builds and isinstance(t, ArgSpec) and t.key is None and t.domain is None else t
             for i, t in enumerate(templates)]
 
 

@@ -1,13 +1,17 @@
-"""What a rule's own code says an operand is, read from its source: an array index, or a PRNG key.
+"""What a rule's own code says an operand is, read from its source: an array index, a PRNG key, or a container of
+arrays.
 
-Inference draws float arrays by default; a float is never a valid index, and never a key. `_climb` draws the
-positions found here as int32 indices inside every operand's extent, and as typed PRNG keys.
+Inference draws float arrays by default; a float is never a valid index, and never a key, and an operand annotated
+as a tuple, a list or a NamedTuple of arrays (`cache: tuple[Array, Array]`, `state: SolverState`) is never one array.
+`_climb` draws the positions found here as int32 indices inside every operand's extent, as typed PRNG keys, and as
+that container holding the rung's array at each place.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .. import _compat
@@ -68,3 +72,101 @@ def key_positions(subject: Subject) -> set[int]:
 def _fn(subject: Subject) -> Any:
     obj = subject.original if subject.original is not None else subject.obj
     return _compat.impl(obj) if subject.kind == "primitive" else getattr(obj, "fun", None) or obj
+
+
+# One array, as an annotation says it (`jax.Array`, `jnp.ndarray`, `ArrayLike`, jaxtyping's `Float[Array, "n"]`).
+_ARRAY_NAME = re.compile(r"^(\w+\.)*(Array|ndarray|ArrayLike)$")
+_JAXTYPING = {"Float", "Real", "Inexact", "Complex", "Shaped", "Num", "Float32", "Float64"}
+_SEQUENCES = {"tuple": tuple, "Tuple": tuple, "list": list, "List": list, "Sequence": tuple}
+Build = Callable[[Any], Any]  # the rung's array spec -> the container holding it at each place
+
+
+def container_positions(subject: Subject) -> dict[int, Build]:
+    """Positions annotated as a fixed tuple, a list or a NamedTuple of arrays, with how each is built from one array
+    spec. String annotations (`from __future__ import annotations`) are parsed; a NamedTuple is looked up in the
+    rule's module."""
+    from .._run._signature import positional, signature_of
+
+    if subject.kind == "primitive":
+        return {}
+    namespace = getattr(_fn(subject), "__globals__", {})
+    out = {}
+    for i, param in enumerate(positional(signature_of(subject))):
+        annotation = param.annotation
+        if annotation is param.empty:
+            continue
+        build = _container_build(_annotation_text(annotation), namespace)
+        if build is not None:
+            out[i] = build
+    return out
+
+
+def _annotation_text(annotation: Any) -> str:
+    """An annotation as source text: a class by its name, a forward reference by its text."""
+    if isinstance(annotation, str):
+        return annotation
+    forward = getattr(annotation, "__forward_arg__", None)
+    if isinstance(forward, str):
+        return forward
+    if isinstance(annotation, type):
+        return annotation.__qualname__
+    return repr(annotation).replace("typing.", "")
+
+
+def _parse(text: str) -> ast.expr | None:
+    """The annotation's expression; a quoted one (`x: "Array"` under postponed annotations) unquoted."""
+    for _ in range(2):
+        try:
+            node = ast.parse(text, mode="eval").body
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            return node
+        text = node.value
+    return None
+
+
+def _container_build(text: str, namespace: dict[str, Any]) -> Build | None:
+    node = _parse(text)
+    if node is None:
+        return None
+    if isinstance(node, ast.Subscript) and _dotted(node.value).rpartition(".")[2] in _SEQUENCES:
+        kind = _SEQUENCES[_dotted(node.value).rpartition(".")[2]]
+        items = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if items and isinstance(items[-1], ast.Constant) and items[-1].value is Ellipsis:
+            items = items[:-1] * 2  # `tuple[Array, ...]`: two of them
+        if kind is list and len(items) == 1:
+            items = items * 2
+        items = [_parse(ast.unparse(item)) or item for item in items]  # `tuple["Array", "Array"]`
+        if not items or not all(_is_array(item) for item in items):
+            return None
+        count = len(items)
+        return lambda spec: kind([spec] * count)
+    cls = namespace.get(_dotted(node)) if isinstance(node, ast.Name) else None
+    fields = getattr(cls, "__annotations__", None) if isinstance(cls, type) and hasattr(cls, "_fields") else None
+    if not fields or set(fields) != set(cls._fields):  # type: ignore[union-attr]
+        return None
+    texts = [_annotation_text(f) for f in fields.values()]
+    if not all(_is_array_text(t) for t in texts):
+        return None
+    return lambda spec: cls(*[spec] * len(texts))  # type: ignore[misc]
+
+
+def _is_array_text(text: str) -> bool:
+    node = _parse(text)
+    return node is not None and _is_array(node)
+
+
+def _is_array(node: ast.expr) -> bool:
+    if isinstance(node, ast.Subscript):  # jaxtyping: `Float[Array, "n"]`
+        return _dotted(node.value).rpartition(".")[2] in _JAXTYPING
+    return bool(_ARRAY_NAME.match(_dotted(node)))
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
