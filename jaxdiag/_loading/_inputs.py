@@ -158,9 +158,10 @@ def template_text(template: Any) -> str:
         return "{" + ", ".join(f"{k!r}: {template_text(v)}" for k, v in template.items()) + "}"
     if template is None:
         return "None"
-    if isinstance(template, tuple) and hasattr(template, "_fields"):  # a NamedTuple: shown with its fields' specs
+    if isinstance(template, tuple) and hasattr(template, "_fields") and any(isinstance(t, ArgSpec) for t in template):
+        # a NamedTuple of drawn arrays (`_operand_kinds.container_positions`): shown with its fields' specs
         return f"<{type(template).__name__}({', '.join(template_text(t) for t in template)})>"
-    return f"<{type(template).__name__}>"  # a custom pytree node (a Module): not expressible as text
+    return f"<{type(template).__name__}>"  # a custom pytree node (a NamedTuple, a Module): not expressible as text
 
 
 # The raw data shape of one key of JAX's built-in PRNG implementations: known here, so that parsing `key[]` in the
