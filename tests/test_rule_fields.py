@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import subprocess
 import sys
 from importlib import import_module
@@ -97,12 +98,15 @@ def _snippet() -> tuple[str, set[int]]:
 def test_mypy_rejects_a_wrong_field_at_an_emission_site(tmp_path):
     pytest.importorskip("mypy")
     source, wrong = _snippet()
-    (tmp_path / "emit.py").write_text(source, encoding="utf-8")
+    # a module name of this run only: mypy's cache replays a module's errors, with the path they were first
+    # reported at, when a module of the same name and source was checked before (an earlier run's tmp_path)
+    snippet = tmp_path / f"emit_{tmp_path.name.replace('-', '_')}_{os.getpid()}.py"
+    snippet.write_text(source, encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-                           "--cache-dir", str(ROOT / ".mypy_cache"), "--no-error-summary", str(tmp_path / "emit.py")],
+                           "--cache-dir", str(ROOT / ".mypy_cache"), "--no-error-summary", str(snippet)],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
-    assert all(line.startswith(str(tmp_path / "emit.py")) for line in errors), done.stdout
+    assert all(line.startswith(str(snippet)) for line in errors), done.stdout
     lines = {int(line.split(":")[1]) for line in errors}
     assert lines == wrong, f"{source}\n{done.stdout}"
     assert all(line.endswith(("[call-arg]", "[call-overload]")) for line in errors), done.stdout
