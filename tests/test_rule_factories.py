@@ -69,6 +69,26 @@ def test_a_factory_is_told_by_returning_the_rule_its_site_makes() -> None:
     assert _sites(source, "calls_it", [16]) == []  # returns what the rule computes, not the rule
 
 
+def test_a_rule_attached_to_a_returned_rule_counts_as_returned() -> None:
+    """An FFI-style factory returns its primitive and attaches a helper primitive to its JVP rule only: checking the
+    returned one checks the helper as its nested subject, so the helper's site is reached. A helper kept nowhere a
+    returned rule holds is not."""
+    source = """
+    def build(name):
+        prim = Primitive(name)
+        jvp_p = Primitive(name + "_jvp")
+        impl_p = Primitive(name + "_impl")
+        lower_p = Primitive(name + "_lower")
+        loose_p = Primitive(name + "_loose")
+        ad.primitive_jvps[prim] = partial(_jvp, prim, jvp_p)
+        prim.def_impl(partial(_run, impl_p))
+        register_lowering(prim, partial(_lower, lower_p))
+        REGISTRY[name] = loose_p
+        return prim
+    """
+    assert _sites(source, "build", [3, 4, 5, 6, 7]) == [3, 4, 5, 6]
+
+
 def test_factory_parameters_take_call_site_literals_then_their_annotation() -> None:
     import types
 
@@ -185,3 +205,17 @@ def test_a_module_level_decorated_rule_is_no_site_inside_its_own_function(monkey
     monkeypatch.syspath_prepend(str(DATA))
     module = importlib.import_module("rule_factories.toplevel")
     assert [s.function for s in sites_in(module)] == []
+
+
+@pytest.mark.slow
+def test_a_helper_primitive_attached_to_a_returned_ones_jvp_is_checked_not_unreached(package: dict) -> None:
+    """`_build` (called at import) returns `scale_p` and attaches `tangent_p` to its JVP rule only. Before, its site
+    was JXN012 ("not checked") although `scale_p > scale_tangent` was checked; and `scale_p`'s impl
+    `partial(_scaled, factor)` was read as taking two operands (JXN004)."""
+    data = of(package, "attached")
+    labels = {t["target"].rpartition(":")[2]: t for t in data["targets"]}
+    assert set(labels) == {"scale_p", "scale_p > scale_tangent"}, labels
+    assert all(t["verified"] and t["inputs"] == ["f32[3]"] for t in labels.values()), labels
+    unreached = [t for t in package["targets"] if "attached" in t["target"]
+                 and any(f["code"] == "JXN012" for f in t["findings"])]
+    assert not unreached, unreached

@@ -36,7 +36,9 @@ _RULE_KINDS = ("custom_jvp", "custom_vjp", "custom_vmap", "primitive")
 def returned_sites(tree: ast.Module | None, function: str, lines: list[int]) -> list[int]:
     """Of the site lines inside `function` (module-level, or `Class.method`), those whose rule its own body
     returns: a decorated `def` returned by name, a name assigned from the rule-making call and returned, or the call
-    returned directly."""
+    returned directly; and those whose rule it attaches to a returned one's rules (`ad.primitive_jvps[prim] =
+    partial(_jvp, jvp_p)`, `prim.def_impl(partial(_run, helper_p))`, `register_lowering(prim, partial(..., p))`):
+    checking the returned rule binds that one, and checks it as its nested subject."""
     from ._callables import _own_nodes
 
     top = _function_node(tree, function)
@@ -56,8 +58,27 @@ def returned_sites(tree: ast.Module | None, function: str, lines: list[int]) -> 
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             for line in range(node.lineno, (getattr(node, "end_lineno", None) or node.lineno) + 1):
                 bound.setdefault(line, node.targets[0].id)
+    names |= _attached_to(own, names)
     return [line for line in lines
             if bound.get(line) in names or any(first <= line <= last for first, last in spans)]
+
+
+def _attached_to(nodes: list[ast.AST], returned: set[str]) -> set[str]:
+    """The names a function attaches to the rules of the names it returns: in the value stored under a returned
+    name (`registry[prim] = ...`), in the arguments of a returned name's method (`prim.def_impl(...)`), or in the
+    other arguments of a call taking a returned name first (`register_lowering(prim, ...)`)."""
+    held: list[ast.AST] = []
+    for node in nodes:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Name)
+                                                and t.slice.id in returned for t in node.targets):
+            held.append(node.value)
+        elif isinstance(node, ast.Call):
+            func, args = node.func, [*node.args, *(k.value for k in node.keywords)]
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in returned:
+                held.extend(args)
+            elif node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in returned:
+                held.extend(args[1:])
+    return {n.id for value in held for n in ast.walk(value) if isinstance(n, ast.Name)} - returned
 
 
 def _function_node(tree: ast.Module | None, function: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

@@ -10,6 +10,7 @@ does not give, are usage errors (exit 2), never a defect of the rules.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import sys
 from collections.abc import Iterator
@@ -41,9 +42,14 @@ def signature_of(subject: Subject) -> inspect.Signature | None:
         # the user's own rule first: an impl `partial(dispatch.apply_primitive, p)` is JAX's (`prim, *args`)
         fns = sorted((_compat.impl(obj), _compat.abstract_eval_rule(obj)), key=lambda f: not _locate.is_user_code(f))
         for fn in fns:
-            if fn is not None:
+            if fn is None:
+                continue
+            # a user's partial by its remaining parameters (`partial(_scaled, factor)` takes `x`); JAX's own
+            # (`partial(dispatch.apply_primitive, p)`) and any other rule by the unwrapped function's
+            own_partial = isinstance(fn, functools.partial) and _locate.is_user_code(fn)
+            for candidate in ((fn, _locate.unwrap(fn)) if own_partial else (_locate.unwrap(fn),)):
                 try:
-                    return inspect.signature(_locate.unwrap(fn))
+                    return inspect.signature(candidate)
                 except (TypeError, ValueError):
                     continue
         return None
