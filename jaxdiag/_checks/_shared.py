@@ -56,31 +56,31 @@ def bind_fn(prim: Any, params: dict[str, Any]) -> Callable:
     return per_prim[key]
 
 
+def _one_per_function(table: "weakref.WeakKeyDictionary[Callable, Callable]", make: Callable[[Callable], Callable],
+                      fn: Callable) -> Callable:
+    """`make(fn)`, one per function object (jax.jit caches compiled code per wrapper: a second run or check reusing
+    it hits that cache); made anew for a function that cannot be weakly referenced."""
+    try:
+        if fn not in table:
+            table[fn] = make(fn)
+        return table[fn]
+    except TypeError:  # not weak-referenceable
+        return make(fn)
+
+
 _JIT_FNS: "weakref.WeakKeyDictionary[Callable, Callable]" = weakref.WeakKeyDictionary()
+_OWN_JIT_FNS: "weakref.WeakKeyDictionary[Callable, Callable]" = weakref.WeakKeyDictionary()
 
 
 def jitted(fn: Callable) -> Callable:
     """`jax.jit(fn)`, one wrapper per function object."""
-    try:
-        if fn not in _JIT_FNS:
-            _JIT_FNS[fn] = jax.jit(fn)
-        return _JIT_FNS[fn]
-    except TypeError:  # not weak-referenceable
-        return jax.jit(fn)
-
-
-_OWN_JIT_FNS: "weakref.WeakKeyDictionary[Callable, Callable]" = weakref.WeakKeyDictionary()
+    return _one_per_function(_JIT_FNS, jax.jit, fn)
 
 
 def own_jitted(fn: Callable) -> Callable:
     """`_compat.own_jit(fn)` (jaxdiag's compile options), one wrapper per function object: for a jit jaxdiag calls
     at the top level only (never inside vmap, which refuses compile options; `jitted` is for those)."""
-    try:
-        if fn not in _OWN_JIT_FNS:
-            _OWN_JIT_FNS[fn] = _compat.own_jit(fn)
-        return _OWN_JIT_FNS[fn]
-    except TypeError:  # not weak-referenceable
-        return _compat.own_jit(fn)
+    return _one_per_function(_OWN_JIT_FNS, _compat.own_jit, fn)
 
 
 def subject_fn(subject: Subject) -> Callable:

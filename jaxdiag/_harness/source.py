@@ -72,6 +72,14 @@ def return_nodes(fn: Any) -> list[tuple[int, ast.Return]]:
     return [(r.lineno + found.offset, r) for r in own_nodes(found.node) if isinstance(r, ast.Return)]
 
 
+def annotation_text(annotation: Any) -> str:
+    """A parameter's or return's annotation as text: "" when there is none, a postponed or quoted one as written,
+    any other as `inspect.formatannotation` writes it (`Optional[int]`, `jaxlib._jax.Array`)."""
+    if annotation is inspect.Parameter.empty:
+        return ""
+    return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+
 def called_name(func: Any) -> str | None:
     """The name a call's function node ends in: `f` for `f(...)`, `any` for `jnp.any(...)`; None otherwise."""
     return getattr(func, "id", getattr(func, "attr", None))

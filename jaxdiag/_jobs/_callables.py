@@ -75,6 +75,8 @@ def unwrapped(obj: Any) -> Any:
 
 def callable_params(fn: Any) -> tuple[list[str], bool]:
     """(the required positional parameters of `fn` that take a function, whether each is annotated as one)."""
+    from .._harness.source import annotation_text
+
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -84,8 +86,7 @@ def callable_params(fn: Any) -> tuple[list[str], bool]:
     for p in params:
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.default is not p.empty:
             continue
-        text = "" if p.annotation is p.empty else (
-            p.annotation if isinstance(p.annotation, str) else inspect.formatannotation(p.annotation))
+        text = annotation_text(p.annotation)
         if _CALLABLE_ANNOTATION.search(text):
             names.append(p.name)
         elif not text and CALLABLE_NAME.search(p.name):
@@ -107,11 +108,13 @@ def rungs(fn: Any) -> list[dict[str, str]]:
 def makes_function(fn: Any) -> bool:
     """Whether `fn` is a decorator factory: annotated to return a callable, or every `return` of its own body
     returns a function it defines (`def _wrapped(...)`, a lambda)."""
+    from .._harness.source import annotation_text
+
     try:
         ret = inspect.signature(fn).return_annotation
     except (TypeError, ValueError):
         return False
-    text = "" if ret is inspect.Signature.empty else ret if isinstance(ret, str) else inspect.formatannotation(ret)
+    text = annotation_text(ret)
     if _CALLABLE_ANNOTATION.search(text):
         return True
     try:

@@ -92,10 +92,9 @@ def _function_node(tree: ast.Module | None, function: str) -> ast.FunctionDef | 
 
 
 def _annotation_text(param: inspect.Parameter) -> str:
-    ann = param.annotation
-    if ann is inspect.Parameter.empty:
-        return ""
-    return (ann if isinstance(ann, str) else inspect.formatannotation(ann)).replace(" ", "")
+    from .._harness.source import annotation_text
+
+    return annotation_text(param.annotation).replace(" ", "")
 
 
 def _assumed_value(param: inspect.Parameter) -> Any:

@@ -52,8 +52,9 @@ def int_kind(param: inspect.Parameter) -> tuple[str, bool] | None:
     an array: annotated `int` / `Optional[int]` / `int | None` / `tuple[int, ...]`, or unannotated with an int
     default, or with neither and a count or shape name (`name_kind`); else None."""
     if param.annotation is not param.empty:
-        text = param.annotation if isinstance(param.annotation, str) else inspect.formatannotation(param.annotation)
-        kind = annotation_kind(text)
+        from .._harness.source import annotation_text
+
+        kind = annotation_kind(annotation_text(param.annotation))
         return (kind, False) if kind else None
     if param.default is not param.empty:
         return ("int", False) if type(param.default) is int else None

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import _compat
 from .._checks._base import Subject
+from .._harness.source import annotation_text
 
 # Calls whose second argument indexes the first (`jnp.take(x, idx)`, `jnp.take_along_axis(x, idx, axis=1)`).
 _INDEX_CALLS = {"take", "take_along_axis"}
@@ -62,8 +63,7 @@ def key_positions(subject: Subject) -> set[int]:
     params = positional(signature_of(subject))
     out = set()
     for i, param in enumerate(params):
-        annotation = param.annotation
-        text = "" if annotation is param.empty else annotation if isinstance(annotation, str) else repr(annotation)
+        text = annotation_text(param.annotation)
         if _KEY_ANNOTATION.search(text) or (_KEY_NAME.match(param.name) and not _NOT_A_KEY.match(param.name)):
             out.add(i)
     return out
@@ -102,15 +102,14 @@ def container_positions(subject: Subject) -> dict[int, Build]:
 
 
 def _annotation_text(annotation: Any) -> str:
-    """An annotation as source text: a class by its name, a forward reference by its text."""
-    if isinstance(annotation, str):
-        return annotation
+    """An annotation as source text, a class by its own name (a NamedTuple is looked up by it) and a NamedTuple
+    field's forward reference by its text."""
     forward = getattr(annotation, "__forward_arg__", None)
     if isinstance(forward, str):
         return forward
     if isinstance(annotation, type):
         return annotation.__qualname__
-    return repr(annotation).replace("typing.", "")
+    return annotation_text(annotation)
 
 
 def _parse(text: str) -> ast.expr | None:
