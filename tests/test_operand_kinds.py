@@ -81,6 +81,109 @@ def test_parameters_annotated_as_containers_of_arrays_are_those_containers() -> 
     assert builds[3]("x") == State("x", "x") and type(builds[3]("x")) is State
 
 
+def test_parameters_annotated_as_pytree_classes_are_built_around_drawn_arrays() -> None:
+    """A sparse format (its `fromdense`, also behind jaxtyping's `Float[CSR, "n n"]`) and a registered dataclass of
+    arrays: an instance built from the rung's array whose float leaves are drawn and whose indices are kept; a rung
+    the class cannot be built from (a 1-D CSR) stays the plain spec. Before, one array was drawn there."""
+    from dataclasses import dataclass
+
+    import jax
+    import numpy as np
+    from jax.experimental.sparse import CSR
+
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._loading._inputs import ArgSpec, Static, template_text
+    from jaxdiag._run._operand_kinds import container_positions
+
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class Params:
+        weight: jax.Array
+        bias: "Array"  # noqa: F821 - read as text
+
+    @dataclass
+    class Options:
+        weight: jax.Array
+        name: str
+
+    @jax.tree_util.register_pytree_node_class
+    class Gaussian:
+        def __init__(self, mean: jax.Array, scale: jax.Array, name: str = "g") -> None:
+            self.mean, self.scale, self.name = mean, scale, name
+
+        def tree_flatten(self) -> tuple:
+            return (self.mean, self.scale), self.name
+
+        @classmethod
+        def tree_unflatten(cls, name: str, children: tuple) -> "Gaussian":
+            return cls(*children, name=name)
+
+    def f(a: CSR, b: 'Float[CSR, "n n"]', c: Params, d: Options, e: jax.Array, g: Gaussian):  # noqa: F722, F821
+        ...
+
+    shared = dict(CSR=CSR, Params=Params, Options=Options, Gaussian=Gaussian)
+    f.__globals__.update(shared)
+    try:
+        builds = container_positions(Subject("m:f", "function", f, specs=[]))
+    finally:
+        for name in shared:
+            del f.__globals__[name]
+    assert set(builds) == {0, 1, 2, 5}, builds
+    assert template_text(builds[5](ArgSpec(np.dtype(np.float32), (2,)))) == "<Gaussian(f32[2], f32[2])>"
+    f32 = np.dtype(np.float32)
+    matrix = builds[1](ArgSpec(f32, (3, 3)))
+    data, indices, indptr = jax.tree_util.tree_leaves(matrix, is_leaf=lambda x: isinstance(x, (ArgSpec, Static)))
+    assert type(matrix) is CSR and data == ArgSpec(f32, (9,)) and isinstance(indices, Static), matrix
+    assert list(indptr.value) == [0, 3, 6, 9] and template_text(matrix) == "<CSR(f32[9])>"
+    diagonal = builds[0](ArgSpec(f32, (3, 3), "spd"))  # documented symmetric: the diagonal, positive values
+    assert jax.tree_util.tree_leaves(diagonal, is_leaf=lambda x: isinstance(x, (ArgSpec, Static)))[0] == \
+        ArgSpec(f32, (3,), "positive")
+    assert builds[0](ArgSpec(f32, (3,))) == ArgSpec(f32, (3,))
+    assert template_text(builds[2](ArgSpec(f32, (2,)))) == "<Params(f32[2], f32[2])>"
+
+
+def test_parameters_documented_as_symmetric_are_read_in_every_docstring_style() -> None:
+    import jax
+
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._run._operand_kinds import documented_domains, parameter_descriptions
+
+    numpydoc = """Solve.
+
+    Parameters
+    ----------
+    A : array
+        The system matrix, assumed symmetric.
+    b :
+        The right-hand side; need not be symmetric.
+    c : ndarray, non-symmetric
+    """
+    described = parameter_descriptions(numpydoc, ["A", "b", "c"])
+    assert described["b"].strip() == "The right-hand side; need not be symmetric.", described
+
+    def numpy_style(A, b, c): ...
+
+    def google_style(cov, x):
+        """Args:
+            cov (Array): a positive-definite
+                covariance.
+            x: the points, not symmetric.
+        """
+
+    def sphinx_style(K, y):
+        """:param K: SPD kernel matrix
+        :param y: targets"""
+
+    def prose(spikes, weight, scale, x):
+        """``spikes @ weight``. Valid only when ``spikes`` is exactly binary (values in ``{0, 1}``); ``scale``
+        must be strictly positive. A binary search over `x` and `weight` is positive."""
+
+    numpy_style.__doc__ = numpydoc
+    found = [documented_domains(Subject("m:f", "custom_vjp", jax.custom_vjp(fn), specs=[]))
+             for fn in (numpy_style, google_style, sphinx_style, prose)]
+    assert found == [{0: "spd"}, {0: "spd"}, {0: "spd"}, {0: "binary", 2: "positive"}], found
+
+
 @pytest.fixture(scope="module")
 def package() -> dict:
     """One `jaxdiag check operand_kinds` for every CLI test here (a run per module cost a process each)."""
@@ -232,3 +335,54 @@ def test_container_operands_are_checked_as_their_containers(package: dict) -> No
     assert not errors_and_warnings(clip) and not errors_and_warnings(standardize), (clip, standardize)
     found = errors_and_warnings(wrong)
     assert found and found[0]["code"] == "JXG024", wrong
+
+
+@pytest.mark.slow
+def test_object_operands_are_built_and_documented_symmetry_is_the_contract(package: dict) -> None:
+    """A sparse matrix and a dataclass of parameters are built around drawn arrays: every target is checked, the
+    wrong JVP found. A solve whose bwd uses A for A.T is judged on the symmetric matrices its docstring promises
+    (clean), its undocumented twin on any matrix (wrong)."""
+    targets = _targets(package, "objects")
+    assert all(t["verified"] for t in targets.values()), targets
+    assert targets["sparse_solve"]["inputs"][0].startswith("<CSR("), targets["sparse_solve"]
+    assert targets["dense_solve"]["inputs"][0].endswith("@spd"), targets["dense_solve"]
+    for name in ("sparse_solve", "affine", "dense_solve"):
+        assert not errors_and_warnings(targets[name]), targets[name]
+    for name in ("affine_wrong", "dense_solve_undocumented"):
+        (wrong,) = errors_and_warnings(targets[name])
+        assert wrong["code"] == rules_code("CUSTOM_DERIVATIVE_WRONG"), wrong
+
+
+@pytest.mark.slow
+def test_values_a_docstring_states_are_the_contract(package: dict) -> None:
+    """A residual packed to bits is exact for the 0/1 spikes its docstring requires, and a JVP that drops a sign is
+    right on the positive values its docstring requires: both clean on those draws. Their undocumented twins are
+    judged on normal draws, where both are wrong."""
+    targets = _targets(package, "documented")
+    spikes, power = targets["spike_dense"], targets["abs_power"]
+    assert spikes["inputs"][0].endswith("@binary") and power["inputs"][0].endswith("@positive"), (spikes, power)
+    for name in ("spike_dense", "abs_power"):
+        assert targets[name]["verified"] and not errors_and_warnings(targets[name]), targets[name]
+    for name in ("spike_dense_undocumented", "abs_power_undocumented"):
+        assert errors_and_warnings(targets[name]), targets[name]
+    second = {name: next(c for c in targets[name]["checks"] if c["name"] == "grad-second-order")
+              for name in ("spike_dense", "spike_dense_undocumented")}
+    assert second["spike_dense"]["status"] == "skipped" and "docstring" in second["spike_dense"]["detail"], second
+    assert "docstring" not in (second["spike_dense_undocumented"].get("detail") or ""), second
+
+
+def test_a_docstring_that_rules_out_second_derivatives_is_read_sentence_by_sentence() -> None:
+    from jaxdiag._checks._grad_second_order import documented_first_order_only
+
+    def first_order(x):
+        """Fast path. Only the first-order VJP is correct; second-order derivatives (grad-of-grad) are not."""
+
+    def hessian_free(x):
+        """Not a solver. Its Hessian is exact."""
+
+    def unsupported(x):
+        """Higher-order derivatives are not supported."""
+
+    assert documented_first_order_only(first_order).startswith("second-order derivatives")
+    assert documented_first_order_only(hessian_free) == "" and documented_first_order_only(None) == ""
+    assert documented_first_order_only(unsupported) == "Higher-order derivatives are not supported."

@@ -43,6 +43,9 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
     require(st)
     if st.memo.second_order_moot:
         raise SkipCheck(f"{st.memo.second_order_moot}: second derivatives add nothing")
+    limit = documented_first_order_only(st.fun) if ctx.options.command == "check" else None
+    if limit:  # the author's stated contract; `jaxdiag grad --order 2` still checks (there you ask for it)
+        raise SkipCheck(f"its docstring says second derivatives are outside its contract: \"{limit}\"")
     if not st.diff or not float_outputs(st):
         raise SkipCheck("no floating-point input and output to differentiate")
     ws = st.cotangents(0)
@@ -76,6 +79,25 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
 
     yield from _second_order_consistency(st, ws, hv, htu, u, fd_of_gradient)
     yield from _second_order_references(st, ws, hv, fd_of_gradient())
+
+
+# A docstring sentence about second derivatives that says they are not supported (or that only first order is).
+_SECOND_ORDER = re.compile(r"\b(second|higher)[- ]order\b|\bgrad[- ]of[- ]grad\b|\bhessians?\b",
+                           re.IGNORECASE)
+_UNSUPPORTED = re.compile(r"\b(not|no|never|cannot|unsupported|incorrect|wrong|isn't|aren't)\b|"
+                          r"\bonly\s+(the\s+)?first[- ]order\b", re.IGNORECASE)
+
+
+def documented_first_order_only(fn: Callable[..., object] | None) -> str:
+    """The sentence of the primal's docstring that rules out second derivatives ("second-order derivatives
+    (grad-of-grad) are not [correct]"), or ""."""
+    doc = getattr(_locate.unwrap(fn), "__doc__", None) if fn is not None else None
+    if not isinstance(doc, str):
+        return ""
+    for sentence in re.split(r"(?<=[.;!?])\s+|\n\s*\n", doc):
+        if _SECOND_ORDER.search(sentence) and _UNSUPPORTED.search(sentence):
+            return " ".join(sentence.split())[:160]
+    return ""
 
 
 def _jax_internal(st: GradState) -> bool:

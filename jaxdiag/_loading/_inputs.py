@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -44,14 +44,16 @@ SHORT_NAMES = {v: k for k, v in DTYPES.items()}
 
 # Domains to draw from; the fallback order is the order of this dict after "normal".
 # "spd": symmetric (Hermitian) positive-definite matrices in the last two dims of a square spec (others: normal), for
-# matrix functions defined there only (square roots, Cholesky solves); tried last, after the elementwise domains.
-DOMAINS = ("normal", "positive", "unit", "small", "negative", "spd")
+# matrix functions defined there only (square roots, Cholesky solves); tried after the elementwise domains.
+# "binary": the values 0 and 1 only, for operands that are indicators (spikes, masks) carried as floats.
+DOMAINS = ("normal", "positive", "unit", "small", "negative", "spd", "binary")
 _SPEC_RE = re.compile(r"^([a-z]+[0-9]*)\[([0-9,\s]*)\](?:@(.+))?$")
 _RANGE_RE = re.compile(r"^(-?[0-9.eE+-]+)\.\.(-?[0-9.eE+-]+)$")
 
 SPEC_HELP = (
     "expected DTYPE[DIMS] such as f32[2,3], f64[], i32[5], bool[4], bf16[8], f16[3], c64[2], u8[3] "
-    "(optionally @positive, @negative, @unit, @small, @normal, @spd or @LO..HI for the value domain), key[] or key[4] "
+    "(optionally @positive, @negative, @unit, @small, @normal, @spd, @binary or @LO..HI for the value domain), "
+    "key[] or key[4] "
     "for a PRNG key, a Python literal (0.1, 3, True, 'mode', None, int32) for a static argument, or a pytree of "
     "these: (f32[3], i32[]), [f32[2], f32[2]], {\"w\": f32[3,4], \"b\": f32[4]}"
 )
@@ -161,7 +163,27 @@ def template_text(template: Any) -> str:
     if isinstance(template, tuple) and hasattr(template, "_fields") and any(isinstance(t, ArgSpec) for t in template):
         # a NamedTuple of drawn arrays (`_operand_kinds.container_positions`): shown with its fields' specs
         return f"<{type(template).__name__}({', '.join(template_text(t) for t in template)})>"
+    drawn = _drawn_leaves(template)
+    if drawn:  # an object built around drawn arrays (`_operand_kinds`: a sparse matrix, a dataclass): its arrays
+        return f"<{type(template).__name__}({', '.join(drawn)})>"
     return f"<{type(template).__name__}>"  # a custom pytree node (a NamedTuple, a Module): not expressible as text
+
+
+def _drawn_leaves(template: Any) -> list[str]:
+    """The specs of the drawn arrays of a custom pytree node made of arrays: one level, every child an array or a
+    kept value, at most 4 drawn (a recorded Module of many layers stays `<MLP>`). Only where JAX is loaded: no
+    object holds a spec otherwise."""
+    import sys
+
+    if "jax" not in sys.modules:
+        return []
+    import jax
+
+    children = jax.tree_util.tree_flatten(template, is_leaf=lambda x: x is not template)[0]
+    if not all(isinstance(child, (ArgSpec, Static)) for child in children):
+        return []
+    drawn = [str(child) for child in children if isinstance(child, ArgSpec)]
+    return drawn if len(drawn) <= 4 else []
 
 
 # The raw data shape of one key of JAX's built-in PRNG implementations: known here, so that parsing `key[]` in the
@@ -410,7 +432,7 @@ def draw(spec: ArgSpec, rng: np.random.Generator, domain: str = "normal", lead: 
     if np.issubdtype(dtype, np.integer):
         low = 1 if domain in ("positive", "unit") or np.issubdtype(dtype, np.unsignedinteger) else -5
         high = 0 if domain == "negative" and not np.issubdtype(dtype, np.unsignedinteger) else 6
-        bounds = _domain_bounds(domain)
+        bounds = (0, 1) if domain == "binary" else _domain_bounds(domain)
         if bounds:
             low, high = int(np.ceil(bounds[0])), int(np.floor(bounds[1])) + 1
         return _chunked(shape, dtype, lambda n: rng.integers(low, high, size=n))
@@ -481,7 +503,7 @@ def needs_x64(spec: ArgSpec) -> bool:
 
 
 def draw_real(rng: "np.random.Generator", domain: str, size: "int | tuple[int, ...]") -> "np.ndarray":
-    """Real values from `domain` ("positive", "negative", "unit", "small", "LO..HI", else standard normal) for
+    """Real values from `domain` ("positive", "negative", "unit", "small", "binary", "LO..HI", else standard normal) for
     `size` (a count or a shape). The one domain table: `--repro` scripts embed this function's source (`_repro`),
     so it uses NumPy and the standard library only, and reads no name of this module."""
     import re
@@ -497,6 +519,8 @@ def draw_real(rng: "np.random.Generator", domain: str, size: "int | tuple[int, .
         return rng.uniform(0.05, 0.95, size=size)
     if domain == "small":
         return 0.1 * rng.standard_normal(size)
+    if domain == "binary":
+        return rng.integers(0, 2, size=size).astype(float)
     return rng.standard_normal(size)
 
 
@@ -550,42 +574,6 @@ def parse_axes(text: str | None, option: str) -> Any:
     if not ok(value):
         raise UsageError(f"bad {option} {_shown(text)}: every axis must be an int or None")
     return value
-
-
-SHAPE_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
-    ((3,),), ((),), ((2, 3),), ((3, 3),), ((2, 3, 4),),
-)
-# matrix-matrix, matrix-vector (either side contracted) and vector-matrix products, then an array with a scalar
-PAIR_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
-    ((2, 3), (3, 4)), ((2, 3), (3,)), ((2, 3), (2,)), ((2,), (2, 3)), ((3,), ()), ((), (3,)))
-
-# An array of (batch, channels, points) with arrays of (batch, points): the later operands drop the first's middle
-# axis (a transform's values at points and the points' coordinates, a sequence batch and its per-step mask).
-SHARED_AXES: tuple[tuple[int, ...], tuple[int, ...]] = ((2, 3, 4), (2, 4))
-
-
-def shape_ladder(arity: int, pairs_early: bool = False, dtype: str = "f32", matrices: frozenset[int] = frozenset()
-                 ) -> Iterator[list[ArgSpec]]:
-    """Candidate float32 inputs (or `dtype`'s) for a target of `arity` positional arguments, simplest first.
-    `pairs_early`: for two arguments, the mixed-rank pairs (a matrix with a vector) before same-shape matrices, for
-    a function whose arguments play different parts (a public function of a library, run only to reach the rules it
-    calls). `matrices`: the positions whose names say matrix (`U`, `V` beside `t`, `c`, as numerical code writes
-    them), tried as [3,3] beside [3] vectors right after the all-vector rung."""
-    f32 = DTYPES[dtype]
-    rungs = [shape for (shape,) in SHAPE_LADDER]
-    simple = [s for s in rungs if len(s) <= 1] if pairs_early and arity == 2 else rungs
-    for n, shape in enumerate(simple):
-        yield [ArgSpec(f32, shape) for _ in range(arity)]
-        if n == 0 and 0 < len(matrices) < arity:
-            yield [ArgSpec(f32, (3, 3) if i in matrices else (3,)) for i in range(arity)]
-    if arity == 2:
-        for pair in PAIR_LADDER:
-            yield [ArgSpec(f32, s) for s in pair]
-    for shape in rungs:
-        if shape not in simple:
-            yield [ArgSpec(f32, shape) for _ in range(arity)]
-    if arity >= 2:  # channels over points, with each point's coordinates: the batch and point axes shared
-        yield [ArgSpec(f32, SHARED_AXES[0])] + [ArgSpec(f32, SHARED_AXES[1]) for _ in range(arity - 1)]
 
 
 def choose_batch_size(shapes: list[tuple[int, ...]], start: int = 5) -> int:

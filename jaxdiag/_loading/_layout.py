@@ -28,6 +28,34 @@ def _is_leaf(x: Any) -> bool:
     return isinstance(x, (ArgSpec, Static))
 
 
+def _path_text(tree: Any, path: tuple[Any, ...]) -> str:
+    """`keystr` of a leaf's path, a class's flattened child named by the attribute holding it (a sparse matrix's
+    `.data`, where `keystr` says `[<flat index 0>]`)."""
+    text, node = "", tree
+    for key in path:
+        children = _children(node)
+        index = getattr(key, "key", None)
+        child = children[index] if isinstance(key, jax.tree_util.FlattenedIndexKey) and isinstance(index, int) \
+            and index < len(children) else None
+        named = [name for name, value in getattr(node, "__dict__", {}).items() if value is child] if child else []
+        text += f".{named[0]}" if len(named) == 1 else jax.tree_util.keystr((key,))
+        node = child if child is not None else _child(node, key)
+    return text
+
+
+def _children(node: Any) -> list[Any]:
+    """A pytree node's own children (one level: everything below `node` counts as a leaf)."""
+    return jax.tree_util.tree_flatten(node, is_leaf=lambda x: x is not node)[0]
+
+
+def _child(node: Any, key: Any) -> Any:
+    """The child of `node` at `key` (one level of `tree_flatten_with_path`)."""
+    for sub_path, sub in jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda x: x is not node)[0]:
+        if sub_path == (key,):
+            return sub
+    return None
+
+
 @dataclass
 class Layout:
     """The positional arguments as one tree: per argument its treedef and its leaves (ArgSpec or Static)."""
@@ -78,11 +106,11 @@ class Layout:
         out = []
         for i, (treedef, leaves) in enumerate(zip(self.arg_defs, self.arg_leaves)):
             base = self.names[i] if i < len(self.names) else f"argument {i}"
-            paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(
-                jax.tree_util.tree_unflatten(treedef, leaves), is_leaf=_is_leaf)[0]]
+            tree = jax.tree_util.tree_unflatten(treedef, leaves)
+            paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(tree, is_leaf=_is_leaf)[0]]
             for path, leaf in zip(paths, leaves):
                 if isinstance(leaf, ArgSpec):
-                    out.append(base + jax.tree_util.keystr(path))
+                    out.append(base + _path_text(tree, path))
         return out
 
     def spec_positions(self) -> list[list[int]]:

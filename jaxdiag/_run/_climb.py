@@ -1,6 +1,6 @@
 """Climbing the inputs ladder: the candidates inference tries for a target's arrays, the first that runs winning.
 
-The plain ladder (`_inputs.shape_ladder`) draws float32 arrays of a few small shapes, independent of each other and of
+The plain ladder (`shape_ladder`) draws float32 arrays of a few small shapes, independent of each other and of
 anything else. Two classes of rules accept none of them:
 
 - operand shapes tied to an int parameter: `forward(flm, L)` wants `flm` shaped (L, 2L - 1), a primitive bound with
@@ -39,8 +39,45 @@ from .._checks._base import Subject
 from .._core import _locate
 from .._core._report import Finding
 from .._harness import call_user
-from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, key_spec, shape_ladder, template_text
+from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, key_spec, template_text
 from . import _int_params, _operand_kinds, _signature
+
+# The plain ladder: one shape for every operand, simplest first.
+SHAPE_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
+    ((3,),), ((),), ((2, 3),), ((3, 3),), ((2, 3, 4),),
+)
+# matrix-matrix, matrix-vector (either side contracted) and vector-matrix products, then an array with a scalar
+PAIR_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
+    ((2, 3), (3, 4)), ((2, 3), (3,)), ((2, 3), (2,)), ((2,), (2, 3)), ((3,), ()), ((), (3,)))
+
+# An array of (batch, channels, points) with arrays of (batch, points): the later operands drop the first's middle
+# axis (a transform's values at points and the points' coordinates, a sequence batch and its per-step mask).
+SHARED_AXES: tuple[tuple[int, ...], tuple[int, ...]] = ((2, 3, 4), (2, 4))
+
+
+def shape_ladder(arity: int, pairs_early: bool = False, dtype: str = "f32", matrices: frozenset[int] = frozenset()
+                 ) -> Iterator[list[ArgSpec]]:
+    """Candidate float32 inputs (or `dtype`'s) for a target of `arity` positional arguments, simplest first.
+    `pairs_early`: for two arguments, the mixed-rank pairs (a matrix with a vector) before same-shape matrices, for
+    a function whose arguments play different parts (a public function of a library, run only to reach the rules it
+    calls). `matrices`: the positions whose names say matrix (`U`, `V` beside `t`, `c`, as numerical code writes
+    them), tried as [3,3] beside [3] vectors right after the all-vector rung."""
+    f32 = DTYPES[dtype]
+    rungs = [shape for (shape,) in SHAPE_LADDER]
+    simple = [s for s in rungs if len(s) <= 1] if pairs_early and arity == 2 else rungs
+    for n, shape in enumerate(simple):
+        yield [ArgSpec(f32, shape) for _ in range(arity)]
+        if n == 0 and 0 < len(matrices) < arity:
+            yield [ArgSpec(f32, (3, 3) if i in matrices else (3,)) for i in range(arity)]
+    if arity == 2:
+        for pair in PAIR_LADDER:
+            yield [ArgSpec(f32, s) for s in pair]
+    for shape in rungs:
+        if shape not in simple:
+            yield [ArgSpec(f32, shape) for _ in range(arity)]
+    if arity >= 2:  # channels over points, with each point's coordinates: the batch and point axes shared
+        yield [ArgSpec(f32, SHARED_AXES[0])] + [ArgSpec(f32, SHARED_AXES[1]) for _ in range(arity - 1)]
+
 
 # Per operand tied to an int n: n itself; 2n - 1 (the orders -(n-1)..n-1 of degree < n, a full correlation's
 # length); n + 1 (the coefficients of a degree-n polynomial, the points closing a grid of n cells); n - 1 (the
@@ -82,6 +119,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     indices = _operand_kinds.index_positions(subject)  # `w[idx]`, `jnp.take(x, idx)`: integers, always
     keys = _operand_kinds.key_positions(subject)  # `key`, `rng: PRNGKeyArray`: a typed PRNG key, always
     containers = _operand_kinds.container_positions(subject)  # `cache: tuple[Array, Array]`: that container
+    documented = _operand_kinds.documented_domains(subject)  # "A : ... assumed symmetric": drawn spd
     state = _State(complex=_names_complex(subject))
     # a candidate that ran, reverse mode failing there (and whether it was a derived one): kept only if nothing runs
     # both; a custom_jvp/custom_vjp's rules are part of its contract, as a primitive's are
@@ -113,7 +151,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                                  if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
                                  for i, t in enumerate(templates)]
                     templates = _as_keys(_as_indices(templates, indices - flags - scalars - keys), keys)
-                    templates = _as_containers(templates, containers)
+                    templates = _as_containers(_as_documented(templates, documented), containers, documented)
                     text = " ".join(template_text(t) for t in templates)
                     if text in tried:
                         continue
@@ -157,11 +195,17 @@ def _as_keys(templates: list[Any], positions: set[int]) -> list[Any]:
             for i, t in enumerate(templates)]
 
 
-def _as_containers(templates: list[Any], builds: dict[int, Any]) -> list[Any]:
+def _as_documented(templates: list[Any], domains: dict[int, str]) -> list[Any]:
+    """The drawn float operands at the positions of `domains` on the domain their docstring states."""
+    return [t.with_domain(domains[i]) if i in domains and isinstance(t, ArgSpec) and t.is_inexact and t.key is None
+            and t.domain is None else t for i, t in enumerate(templates)]
+
+
+def _as_containers(templates: list[Any], builds: dict[int, Any], domains: dict[int, str]) -> list[Any]:
     """The drawn float operands at the positions of `builds` as the container their annotation names, the drawn
-    spec at each of its places (`(f32[3,3], f32[3,3])` for `tuple[Array, Array]`)."""
-    return [builds[i](t) if i in builds and isinstance(t, ArgSpec) and t.key is None and t.domain is None else t
-            for i, t in enumerate(templates)]
+    spec at each of its places (`(f32[3,3], f32[3,3])` for `tuple[Array, Array]`); a documented domain is kept."""
+    return [builds[i](t) if i in builds and isinstance(t, ArgSpec) and t.key is None
+            and t.domain in (None, domains.get(i)) else t for i, t in enumerate(templates)]
 
 
 def _found(subject: Subject, notes: list[Finding], templates: list[Any], text: str) -> list[Any]:

@@ -1,15 +1,24 @@
-"""What a rule's own code says an operand is, read from its source: an array index, a PRNG key, or a container of
-arrays.
+"""What a rule's own code says an operand is, read from its source: an array index, a PRNG key, a container of
+arrays, or an object made of arrays.
 
 Inference draws float arrays by default; a float is never a valid index, and never a key, and an operand annotated
 as a tuple, a list or a NamedTuple of arrays (`cache: tuple[Array, Array]`, `state: SolverState`) is never one array.
-`_climb` draws the positions found here as int32 indices inside every operand's extent, as typed PRNG keys, and as
-that container holding the rung's array at each place.
+An operand its docstring says is symmetric or positive definite, exactly 0 or 1, or positive (numpydoc's
+`A : ... assumed symmetric`, Google's `A: symmetric matrix.`, Sphinx's `:param A: ...`, or a sentence quoting it:
+"``spikes`` must be exactly binary") is drawn on that domain (spd, binary, positive), as a declared `@spd` is: its
+author states the values as the contract (a solve that reuses `A` for `A.T`, a residual packed to bits).
+Nor is one annotated as a pytree class (`A: CSC`, jaxtyping's `Float[BCOO, "n n"]`, a registered dataclass of
+arrays): an example instance is built from the rung's array (the class's `fromdense`, or its constructor with that
+array for each array field), and its float leaves are drawn, its other leaves (a sparse matrix's indices) kept as
+built. `_climb` draws the positions found here as int32 indices inside every operand's extent, as typed PRNG keys,
+and as that container or object.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -69,6 +78,73 @@ def key_positions(subject: Subject) -> set[int]:
     return out
 
 
+# What a parameter's description says of the values it must hold, by domain, most specific first ("positive definite"
+# is spd, never positive); the words before a match that deny it ("non-symmetric", "need not be binary").
+# "asymmetric" never matches (`\b`).
+_DOCUMENTED = (
+    ("spd", re.compile(r"\b(symmetric|hermitian|self-adjoint|positive[- ]?(semi[- ]?)?definite|s\.?p\.?d|p\.?s\.?d)\b",
+                       re.IGNORECASE)),
+    ("binary", re.compile(r"\b(exactly\s+)?binary\b(?!\s+(cross|search|file|tree|op|operation|classifi))|"
+                          r"\{\s*0\s*,\s*1\s*\}|\b0\s*/\s*1\b|\b0\s+or\s+1\b|\bzeros\s+(and|or)\s+ones\b",
+                          re.IGNORECASE)),
+    ("positive", re.compile(r"\b(strictly\s+)?positive\b|\bnon-?negative\b|\bgreater\s+than\s+(zero|0)\b",
+                            re.IGNORECASE)),
+)
+_DENIED = re.compile(r"(\bnon-?|\bnot\s+(necessarily\s+)?|\bneed\s+not\s+be\s+|\bun)$", re.IGNORECASE)
+# A sentence of prose, and a parameter named in it the way docstrings quote code (``x`` or `x`).
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n\s*\n")
+
+
+def documented_domains(subject: Subject) -> dict[int, str]:
+    """{position: domain} of the parameters the target's docstring says hold symmetric positive-definite matrices
+    ("spd"), only 0s and 1s ("binary") or positive values ("positive"): in the parameter's own entry, or in a
+    sentence of prose that quotes that parameter alone (``spikes`` must be exactly binary)."""
+    from .._run._signature import positional, signature_of
+
+    fn = _fn(subject)
+    doc = getattr(fn, "__doc__", None) if fn is not None else None
+    if not isinstance(doc, str) or not any(pattern.search(doc) for _, pattern in _DOCUMENTED):
+        return {}
+    names = [p.name for p in positional(signature_of(subject))]
+    texts = {name: [text] for name, text in parameter_descriptions(doc, names).items()}
+    for sentence in _SENTENCE.split(doc):
+        quoted = [n for n in names if re.search(rf"`{re.escape(n)}`", sentence)]
+        if len(quoted) == 1:
+            texts.setdefault(quoted[0], []).append(sentence)
+    out = {}
+    for i, name in enumerate(names):
+        for domain, pattern in _DOCUMENTED:
+            said = [m for text in texts.get(name, []) for m in pattern.finditer(text)
+                    if not _DENIED.search(text[:m.start()])]
+            if said:
+                out[i] = domain
+                break
+    return out
+
+
+def parameter_descriptions(doc: str, names: list[str]) -> dict[str, str]:
+    """{parameter: its description} from a docstring's parameter entries: numpydoc's `name : type` and Google's
+    `name (type): text` (the entry's line and the lines indented under it), Sphinx's `:param name: text` (to the
+    next field)."""
+    wanted = "|".join(re.escape(n) for n in names if n)
+    if not wanted:
+        return {}
+    entry = re.compile(rf"^(\s*)(?::param\s+(?:[\w\[\], .]+\s+)?)?({wanted})\s*(\([^)]*\))?\s*:(?!:)(.*)$")
+    lines = doc.expandtabs().splitlines()
+    out: dict[str, str] = {}
+    for i, line in enumerate(lines):
+        found = entry.match(line)
+        if found is None or found.group(2) in out:
+            continue
+        indent, parts = len(found.group(1)), [found.group(4)]
+        for follow in lines[i + 1:]:
+            if follow.strip() and (len(follow) - len(follow.lstrip()) <= indent or follow.lstrip().startswith(":")):
+                break
+            parts.append(follow.strip())
+        out[found.group(2)] = " ".join(parts)
+    return out
+
+
 def _fn(subject: Subject) -> Any:
     obj = subject.original if subject.original is not None else subject.obj
     return _compat.impl(obj) if subject.kind == "primitive" else getattr(obj, "fun", None) or obj
@@ -95,7 +171,8 @@ def container_positions(subject: Subject) -> dict[int, Build]:
         annotation = param.annotation
         if annotation is param.empty:
             continue
-        build = _container_build(_annotation_text(annotation), namespace)
+        text = _annotation_text(annotation)
+        build = _container_build(text, namespace) or _object_build(_annotated_class(annotation, text, namespace))
         if build is not None:
             out[i] = build
     return out
@@ -149,6 +226,84 @@ def _container_build(text: str, namespace: dict[str, Any]) -> Build | None:
     if not all(_is_array_text(t) for t in texts):
         return None
     return lambda spec: cls(*[spec] * len(texts))  # type: ignore[misc]
+
+
+def _annotated_class(annotation: Any, text: str, namespace: dict[str, Any]) -> type | None:
+    """The class an annotation names, other than an array's: the annotation itself, the name it is written as
+    (looked up in the rule's module), or the array type of jaxtyping's `Float[CSC, "n n"]` (an alias of one too)."""
+    found: Any = annotation if isinstance(annotation, type) else None
+    node = _parse(text)
+    if found is None and node is not None:
+        if isinstance(node, ast.Subscript) and _dotted(node.value).rpartition(".")[2] in _JAXTYPING:
+            first = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
+            found = _resolve(_dotted(first), namespace)
+        else:
+            found = _resolve(_dotted(node), namespace)
+    inner = getattr(found, "array_type", None)  # jaxtyping's annotation class wraps the array type it constrains
+    found = inner if isinstance(inner, type) else found
+    if not isinstance(found, type) or found.__module__ in ("builtins", "typing") or _ARRAY_NAME.match(found.__name__):
+        return None
+    return found
+
+
+def _resolve(dotted: str, namespace: dict[str, Any]) -> Any:
+    head, *rest = dotted.split(".") if dotted else [""]
+    value = namespace.get(head)
+    for part in rest:
+        value = getattr(value, part, None)
+    return value
+
+
+def _object_build(cls: type | None) -> Build | None:
+    """How an operand annotated as `cls` is built from the rung's array spec: an instance made from an example array
+    (`cls.fromdense`, as JAX's sparse formats take a dense matrix; else a dataclass's constructor with the array for
+    each of its fields, every one annotated as an array), as a template whose float leaves are drawn at their shapes
+    and whose other leaves are kept. The spec itself where no instance is made at it (a 1-D rung for a CSR matrix)."""
+    if cls is None:
+        return None
+    fromdense = getattr(cls, "fromdense", None)  # JAX's sparse formats' constructor from a dense matrix
+    if callable(fromdense):
+        return lambda spec: _instance_template(fromdense, 1, spec, sparse=True)
+    if dataclasses.is_dataclass(cls):
+        types = [f.type for f in dataclasses.fields(cls) if f.init]
+    else:  # a pytree class of its own (`register_pytree_node_class`): its constructor's required parameters
+        try:
+            params = list(inspect.signature(cls).parameters.values())
+        except (TypeError, ValueError):
+            return None
+        types = [p.annotation for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
+                                                                                     p.POSITIONAL_OR_KEYWORD)]
+    if not types or not all(_is_array_text(_annotation_text(t)) for t in types):
+        return None
+    return lambda spec: _instance_template(cls, len(types), spec, sparse=False)
+
+
+def _instance_template(make: Callable[..., Any], count: int, spec: Any, sparse: bool) -> Any:
+    """The instance `make` builds from `count` example arrays of the spec's shape, as a template. A sparse matrix
+    takes every entry (its pattern: the whole matrix), or the diagonal alone on the spd domain: the one pattern whose
+    independently drawn (positive) values keep it symmetric positive definite."""
+    import jax
+    import numpy as np
+
+    from .._harness import call_user
+    from .._loading._inputs import ArgSpec, Static, is_square
+
+    diagonal = sparse and spec.domain == "spd" and is_square(spec.shape)
+    example = np.broadcast_to(np.eye(spec.shape[-1]), spec.shape) if diagonal else np.ones(spec.shape)
+    domain = "positive" if diagonal else spec.domain
+    made = call_user(make, *[jax.numpy.asarray(example.astype(spec.dtype))] * count, quiet=True)
+    if made.error is not None:
+        return spec
+    leaves, treedef = jax.tree_util.tree_flatten(made.value)
+    if jax.tree_util.treedef_is_leaf(treedef) or not leaves:  # not a pytree: it could only be passed whole, never drawn
+        return spec
+
+    def template(leaf: Any) -> Any:
+        value = np.asarray(leaf)
+        return ArgSpec(value.dtype, value.shape, domain) if np.issubdtype(value.dtype, np.inexact) else Static(value)
+
+    rebuilt = call_user(jax.tree_util.tree_unflatten, treedef, [template(leaf) for leaf in leaves], quiet=True)
+    return spec if rebuilt.error is not None else rebuilt.value
 
 
 def _is_array_text(text: str) -> bool:
