@@ -15,6 +15,7 @@ from .. import _compat
 from .. import _rules as rules
 from .._core import _locate
 from .._core._report import Finding
+from .._harness.source import docstring_sentences
 from .._loading._numerics import FD_EPS, compare
 from ._base import Context, SkipCheck, check
 from ._grad import ALL_KINDS, display_name, float_outputs, finding_location
@@ -94,7 +95,7 @@ def documented_first_order_only(fn: Callable[..., object] | None) -> str:
     doc = getattr(_locate.unwrap(fn), "__doc__", None) if fn is not None else None
     if not isinstance(doc, str):
         return ""
-    for sentence in re.split(r"(?<=[.;!?])\s+|\n\s*\n", doc):
+    for sentence in docstring_sentences(doc):
         if _SECOND_ORDER.search(sentence) and _UNSUPPORTED.search(sentence):
             return " ".join(sentence.split())[:160]
     return ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -78,6 +79,15 @@ def annotation_text(annotation: Any) -> str:
     if annotation is inspect.Parameter.empty:
         return ""
     return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+
+# Where one sentence of a docstring's prose ends: after `.`, `;`, `!` or `?`, or at a blank line.
+_SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|\n\s*\n")
+
+
+def docstring_sentences(doc: str) -> list[str]:
+    """A docstring split into sentences (what a stated contract is read from, one claim at a time)."""
+    return _SENTENCE_END.split(doc)
 
 
 def called_name(func: Any) -> str | None:

@@ -33,27 +33,13 @@ def _path_text(tree: Any, path: tuple[Any, ...]) -> str:
     `.data`, where `keystr` says `[<flat index 0>]`)."""
     text, node = "", tree
     for key in path:
-        children = _children(node)
-        index = getattr(key, "key", None)
-        child = children[index] if isinstance(key, jax.tree_util.FlattenedIndexKey) and isinstance(index, int) \
-            and index < len(children) else None
-        named = [name for name, value in getattr(node, "__dict__", {}).items() if value is child] if child else []
+        child = next(sub for sub_path, sub in jax.tree_util.tree_flatten_with_path(
+            node, is_leaf=lambda x, node=node: x is not node)[0] if sub_path == (key,))
+        named = [name for name, value in getattr(node, "__dict__", {}).items() if value is child] \
+            if isinstance(key, jax.tree_util.FlattenedIndexKey) else []
         text += f".{named[0]}" if len(named) == 1 else jax.tree_util.keystr((key,))
-        node = child if child is not None else _child(node, key)
+        node = child
     return text
-
-
-def _children(node: Any) -> list[Any]:
-    """A pytree node's own children (one level: everything below `node` counts as a leaf)."""
-    return jax.tree_util.tree_flatten(node, is_leaf=lambda x: x is not node)[0]
-
-
-def _child(node: Any, key: Any) -> Any:
-    """The child of `node` at `key` (one level of `tree_flatten_with_path`)."""
-    for sub_path, sub in jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda x: x is not node)[0]:
-        if sub_path == (key,):
-            return sub
-    return None
 
 
 @dataclass

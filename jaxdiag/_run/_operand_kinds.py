@@ -91,14 +91,13 @@ _DOCUMENTED = (
                             re.IGNORECASE)),
 )
 _DENIED = re.compile(r"(\bnon-?|\bnot\s+(necessarily\s+)?|\bneed\s+not\s+be\s+|\bun)$", re.IGNORECASE)
-# A sentence of prose, and a parameter named in it the way docstrings quote code (``x`` or `x`).
-_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n\s*\n")
 
 
 def documented_domains(subject: Subject) -> dict[int, str]:
     """{position: domain} of the parameters the target's docstring says hold symmetric positive-definite matrices
     ("spd"), only 0s and 1s ("binary") or positive values ("positive"): in the parameter's own entry, or in a
     sentence of prose that quotes that parameter alone (``spikes`` must be exactly binary)."""
+    from .._harness.source import docstring_sentences
     from .._run._signature import positional, signature_of
 
     fn = _fn(subject)
@@ -107,7 +106,7 @@ def documented_domains(subject: Subject) -> dict[int, str]:
         return {}
     names = [p.name for p in positional(signature_of(subject))]
     texts = {name: [text] for name, text in parameter_descriptions(doc, names).items()}
-    for sentence in _SENTENCE.split(doc):
+    for sentence in docstring_sentences(doc):  # a sentence quoting one parameter (``x`` or `x`) is about it
         quoted = [n for n in names if re.search(rf"`{re.escape(n)}`", sentence)]
         if len(quoted) == 1:
             texts.setdefault(quoted[0], []).append(sentence)
