@@ -501,6 +501,14 @@ def _jxg034(m: Any) -> str | None:
     return compare(got, jax.grad(lambda v: jnp.abs(m.soft_threshold.fun(x, v)).sum())(lam), "gradient")
 
 
+@says("JXG036")
+def _jxg036(m: Any) -> str | None:
+    """`jax.grad(lambda x: (w * shifted_square(x)).sum())(x)`: a weighted loss"""
+    x, w = draw("JXG036", 4), np.float32(5.0)
+    got = jax.grad(lambda v: (w * m.shifted_square(v)).sum())(x)
+    return compare(got, jax.grad(lambda v: (w * m.shifted_square.fun(v)).sum())(x), "gradient")
+
+
 @says("JXB015")
 def _jxb015(m: Any) -> str | None:
     """`jax.vmap(rowsum_p.bind)(x)` on float64 under `jax.enable_x64(True)`"""

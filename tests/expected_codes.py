@@ -165,6 +165,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'jxg033_good.py': {},
     'jxg034_bad.py': {'warning': ['JXG034']},
     'jxg034_good.py': {},
+    'jxg036_bad.py': {'error': ['JXG036']},
+    'jxg036_good.py': {},
     'jxn013_bad.py': {'error': ['JXB004'], 'info': ['JXN013']},
     'jxn013_good.py': {'info': ['JXR006']},
     'jxr001_bad.py': {'error': ['JXR001'], 'info': ['JXN003', 'JXR006']},
@@ -243,6 +245,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'symbolic_zero_nan_good.py': {},
     'unperturbed_input_bad.py': {'error': ['JXG017']},
     'unperturbed_input_good.py': {},
+    'where_trap_bad.py': {'error': ['JXG023', 'JXG027']},
+    'where_trap_good.py': {},
 }
 EXPECTED_BY_JAX: dict[str, dict[str, dict[str, list[str]]]] = {
     '0.5': {

@@ -78,6 +78,38 @@ def test_nan_cotangent_is_an_error_and_nan_reference_a_note():
     assert not findings(jaxdiag.check_grad(f"{SAMPLES / 'jxg028_good.py'}:relu_sqrt", "f32[8]"), "JXG028")
 
 
+def test_where_trap_reverse_nan_is_found_and_the_select_named():
+    """A JVP rule that guards its singular factor with jnp.where on the factor: jax.jvp is finite at x = 0, jax.grad
+    is NaN there (the unselected case is inf and gets a zero cotangent). The edge probe puts x on 0; the finding
+    points at the select, and the double-where fix is clean."""
+    bad, good = load(SAMPLES / "where_trap_bad.py"), load(SAMPLES / "where_trap_good.py")
+    x = jnp.array([0.0, 1.0, 4.0])
+    assert np.all(np.isfinite(jax.jvp(bad.safe_sqrt, (x,), (jnp.ones(3),))[1]))  # plain JAX first
+    assert np.isnan(jax.grad(lambda x: jnp.sum(bad.safe_sqrt(x)))(x)[0])
+    assert np.all(np.isfinite(jax.grad(lambda x: jnp.sum(good.safe_sqrt(x)))(x)))
+    report = jaxdiag.check_grad(f"{SAMPLES / 'where_trap_bad.py'}:safe_sqrt", "f32[6]@positive")
+    no_internal_errors(report)
+    (hit,) = findings(report, "JXG027")
+    assert hit.location.line == expect_line("where_trap_bad.py", "JXG027")
+    assert "x = 0" in hit.message and "inf" in hit.message and "jax.jvp" in hit.message
+    assert "double-where" in hit.fix
+    assert jaxdiag.check_grad(f"{SAMPLES / 'where_trap_good.py'}:safe_sqrt", "f32[6]@positive").ok
+
+
+@pytest.mark.slow  # second order, ~4 s
+def test_where_trap_in_second_derivatives_names_the_select():
+    """The guard is on a primal factor: first order is right in both modes, but grad of grad is NaN where the
+    guarded case is (|x| > 1) while jvp of grad is finite."""
+    bad = load(SAMPLES / "where_trap_bad.py")
+    assert np.isnan(jax.grad(jax.grad(bad.clipped_arcsin))(2.0))  # plain JAX first
+    assert np.isfinite(jax.jacfwd(jax.grad(bad.clipped_arcsin))(2.0))
+    report = jaxdiag.check_grad(f"{SAMPLES / 'where_trap_bad.py'}:clipped_arcsin", "f32[6]@-2..2", order=2)
+    (hit,) = findings(report, "JXG023")
+    assert hit.location.line == expect_line("where_trap_bad.py", "JXG023")
+    assert "one mode" in hit.message and "nan by grad of grad" in hit.message and "double-where" in hit.fix
+    assert jaxdiag.check_grad(f"{SAMPLES / 'where_trap_good.py'}:clipped_arcsin", "f32[6]@-2..2", order=2).ok
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # 16. Symbolic zeros on the edge of the domain
 # ---------------------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jax
 import jaxlib
+import numpy as np
 import jax.numpy as jnp
 import pytest
 from jax.interpreters import batching
@@ -161,3 +162,19 @@ def test_defbilinear_transpose_is_checked_on_every_release(scale, wrong):
     report = jaxdiag.check_grad(prim, "f32[3]", "f32[3]")
     assert ("JXG002" in {f.code for f in report.findings}) == wrong, report.findings
     assert getattr(_compat._ad, "fancy_transposes", {}) == fancy  # put back as found
+
+
+def test_masked_nonfinite_finds_the_select_hiding_an_inf():
+    """The where trap, read from a traced program: `jnp.where(x > 0, 1 / x, 0)` hides inf at x = 0 (its line is
+    reported); the double-where form hides nothing."""
+    def trapped(x):
+        return jnp.where(x > 0, 1.0 / x, 0.0)
+
+    def safe(x):
+        return jnp.where(x > 0, 1.0 / jnp.where(x > 0, x, 1.0), 0.0)
+
+    x = jnp.array([0.0, 2.0])
+    (hit,) = _compat.masked_nonfinite(jax.make_jaxpr(trapped)(x), [x])
+    assert hit.line == trapped.__code__.co_firstlineno + 1 and hit.path == __file__
+    assert hit.index == (0,) and hit.hidden == complex(np.inf) and hit.chosen == 0 and (hit.count, hit.size) == (1, 2)
+    assert _compat.masked_nonfinite(jax.make_jaxpr(safe)(x), [x]) == []

@@ -185,3 +185,17 @@ def test_a_call_that_perturbs_none_of_the_operands_does_not_leave_them_all_fixed
     assert "skipped" not in {c["status"] for c in target["checks"] if c["name"] == "jvp-reference"}, target
     (wrong,) = [f for f in target["findings"] if f["severity"] != "info"]
     assert wrong["code"] == "JXG024" and code == 1, wrong
+
+
+@pytest.mark.slow
+def test_a_primitive_bound_only_in_a_bwd_is_reached_under_grad(monkeypatch):
+    """`scale_bwd_p` is bound only in a custom_vjp's bwd, with a bind param built at run time: the public function
+    calling that custom_vjp reaches it under jax.grad (through `.defvjp(fwd, bwd)`), where it is checked."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.kernel_pair")
+    assert data["summary"]["checked"] == data["summary"]["discovered"] == 3, data["summary"]
+    (bwd,) = [t for t in data["targets"] if t["target"].endswith(":scale_bwd_p")]
+    note = call_site_note(bwd)
+    assert "kernel_pair:scaled calls it under differentiation" in note["message"]
+    assert "mode=<Mode>" in note["message"]  # the object's class, never its address
+    assert code == 0

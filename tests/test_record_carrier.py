@@ -64,7 +64,9 @@ def test_the_carrier_is_prepared_once_and_each_rule_checked_once(recorded, monke
         monkeypatch.delitem(sys.modules, name)  # the project's copies, not tests/data's, as the recording names
     report = check_paths(["carrytwo"], app_dir=str(recorded))
 
-    assert prepared == ["carrytwo_example:both"]
+    # the recorded carrier once; `inner_p`, which the recording does not reach, through the package's own `outer`
+    # (its JVP rule, `@outer.defjvp`, binds it)
+    assert prepared == ["carrytwo_example:both", "carrytwo.ops:outer"]
     # only the carried rules are checked, each once, never the carrier function itself
     assert "carrytwo_example:both" not in checked
     assert sorted(c for c in checked if c.startswith("carrytwo_example:")) == [

@@ -20,8 +20,8 @@ from .._loading._numerics import FD_EPS, compare
 from ._base import Context, SkipCheck, check
 from ._grad import ALL_KINDS, display_name, float_outputs, finding_location
 from ._gradref import (
-    EVERY_BLOCKER, GradState, absdot, all_finite, close_scalar, dot, error_text, fmt_values, grad_tol, is_inexact,
-    locate, quiet_call, require, state, to_f64,
+    EVERY_BLOCKER, WHERE_TRAP_FIX, GradState, absdot, all_finite, close_scalar, dot, error_text, fmt_values, grad_tol,
+    is_inexact, locate, quiet_call, require, state, to_f64, trap_location, trap_text, where_trap,
 )
 from ._shared import first_line, user_frame_location
 
@@ -211,16 +211,26 @@ def _second_order_consistency(st: GradState, ws: Sequence[Any], hv: list, htu: A
     if close_scalar(rhs, lhs, scale, tol):
         return
     references = _second_order_dot_references(st, ws, u, fd_of_gradient(), tol)
+    finite = np.isfinite(lhs), np.isfinite(rhs)
+    if not any(finite) and not references:
+        return  # NaN in both modes and no finite reference: a singular point (sqrt's at 0), not a defect shown
     if _rounding_only(lhs, rhs, tol * scale, references) or _modes_agree_when_widened(st, ws, u):
         return
     seen = "; ".join(f"{how} gives {ref:.6g}" for how, ref, _, _ in references)
+    fwd_text, rev_text = f"<u, H v> = {lhs:.6g} by jvp of vjp", f"<H^T u, v> = {rhs:.6g} by grad of grad"
+    trap = where_trap(st) if not all(finite) else None
+    if all(finite):
+        evidence = f"Second derivatives of {display_name(st)} disagree between modes: {fwd_text} but {rev_text}"
+    else:
+        evidence = (f"Second derivatives of {display_name(st)} are NaN/inf in "
+                    + ("both modes" if not any(finite) else "one mode") + f": {fwd_text}, {rev_text}")
     yield rules.SECOND_ORDER_FAILURE.finding(
-        evidence=f"Second derivatives of {display_name(st)} disagree between modes: <u, H v> = {lhs:.6g} by "
-                 f"jvp of vjp but <H^T u, v> = {rhs:.6g} by grad of grad (tolerance {tol:.0e})"
-                 + (f"; {seen}" if seen else "") + ".",
-        fix="A rule inside the gradient is not transposed consistently; check the transpose/JVP rules of the "
-            "primitives the rule uses.",
-        location=finding_location(st))
+        evidence=evidence + f" (tolerance {tol:.0e})" + (f"; {seen}" if seen else "")
+        + (f"; {trap_text(trap)}" if trap is not None else "") + ".",
+        fix=WHERE_TRAP_FIX if trap is not None else
+        "A rule inside the gradient is not transposed consistently; check the transpose/JVP rules of the "
+        "primitives the rule uses.",
+        location=(trap_location(trap) if trap is not None else None) or finding_location(st))
 
 
 def _modes_agree_when_widened(st: GradState, ws: Sequence[Any], u: list) -> bool:

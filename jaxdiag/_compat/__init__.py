@@ -5,8 +5,8 @@ something breaks this one package. Feature detection is preferred over version c
 
 `__init__` re-exports every name of the submodules, so callers write `_compat.X`: `_base` (imports, versions, JAX
 types, config flags), `_registries` (rule registries), `_state` (snapshot/restore of everything patched,
-x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects),
-`_jaxprs` (equations, foreign calls), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception)
+x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects), `_jaxprs` (equations, foreign calls), `_selects`
+(selects hiding a NaN), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception)
 `_platform` (where a primitive can run), `_removed` (removed public attributes) and `_views`
 (jaxprs with source lines, cross-platform lowering).
 """
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         iter_eqns, jaxpr_as_fun, loops_in, recompiles_eagerly, same_program_as_jit, sub_jaxprs, vmap_method_none_raises,
         vmap_method_of, with_vmap_methods, wraps,
     )
+    from ._selects import MaskedNonFinite, masked_nonfinite
     from ._registries import (
         _batching_table, abstract_eval_rule, batching_rule, batching_rule_is_fancy, batching_rule_leading_args,
         drop_registrations_since, has_abstract_eval, has_batching_rule, has_impl, has_lowering, impl,
@@ -103,6 +104,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "removed_apis_still_here"),
     "_solves": ("SolveCall", "is_custom_root", "is_linear_solve_eqn", "jaxpr_source", "record_solves",
         "solve_calls_in"),
+    "_selects": ("MaskedNonFinite", "masked_nonfinite"),
     "_views": ("lower_for_platform", "pretty_jaxpr"),
     "_vmap": ("abstract_eval_output", "generic_batcher_name", "intercept_batching_rules", "is_abstract_value",
         "output_dependence", "record_primitive_binds", "shaped_array", "user_batching_primitives"),
@@ -189,6 +191,8 @@ __all__ = [
     "index_operand_bounds",
     "input_dependent_operands",
     "iter_eqns",
+    "MaskedNonFinite",
+    "masked_nonfinite",
     "jaxpr_as_fun",
     "jvp_perturbed",
     "jvp_rule",

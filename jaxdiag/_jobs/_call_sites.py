@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import sys
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -50,7 +51,9 @@ class Reach:
 
 def references(module: ModuleType) -> dict[str, set[str]]:
     """Module-level function name -> every name it calls, hands on as a value, or reaches an attribute through
-    (`foo_p.bind(...)`, `kernel.primitive.bind(...)` refer to `foo_p`, `kernel`)."""
+    (`foo_p.bind(...)`, `kernel.primitive.bind(...)` refer to `foo_p`, `kernel`). A custom_vjp/custom_jvp also
+    refers to its rules (`f.defvjp(f_fwd, f_bwd)`, `@f.defjvp`): a primitive bound only in a bwd is reached
+    through the public function that calls `f`, under `jax.grad`."""
     from .._loading._passthrough import module_tree
 
     tree = module_tree(module)
@@ -64,7 +67,28 @@ def references(module: ModuleType) -> dict[str, set[str]]:
                 elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                     names.add(node.attr)
             out[top.name] = names - {top.name}
+    for owner, rule in _rule_definitions(tree):
+        out.setdefault(owner, set()).add(rule)
     return out
+
+
+_DEFINERS = ("defvjp", "defjvp", "defjvps", "def_vmap")
+
+
+def _rule_definitions(tree: ast.Module | None) -> list[tuple[str, str]]:
+    """(custom function, rule function) pairs of the module's top level: `f.defvjp(fwd, bwd)` and
+    `@f.defjvp def rule(...)`."""
+    pairs: list[tuple[str, str]] = []
+    for top in tree.body if tree is not None else []:
+        if isinstance(top, ast.Expr) and isinstance(top.value, ast.Call):
+            func = top.value.func
+            if isinstance(func, ast.Attribute) and func.attr in _DEFINERS and isinstance(func.value, ast.Name):
+                pairs += [(func.value.id, a.id) for a in top.value.args if isinstance(a, ast.Name)]
+        elif isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for deco in top.decorator_list:
+                if isinstance(deco, ast.Attribute) and deco.attr in _DEFINERS and isinstance(deco.value, ast.Name):
+                    pairs.append((deco.value.id, top.name))
+    return pairs
 
 
 def carriers(names: set[str], modules: list[ModuleType]) -> list[tuple[ModuleType, str]]:
@@ -330,7 +354,8 @@ def _params_text(subject: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    # an object without a repr of its own shows its address, which changes from run to run: its class instead
+    text = re.sub(r"<([\w.]+?\.)?(\w+) object at 0x[0-9a-fA-F]+>", r"<\2>", repr(value))
     return text if len(text) <= 80 else text[:77] + "..."
 
 

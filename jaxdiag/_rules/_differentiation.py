@@ -477,3 +477,18 @@ JVP_IGNORES_ARGUMENT: Rule[_fields.JXG034] = Rule(
     decision="whether the argument is meant to be differentiated (then add its tangent term) or not (then "
              "nondiff_argnums or the intended marker)",
 )
+BWD_NOT_LINEAR: Rule[_fields.JXG036] = Rule(
+    "JXG036", "bwd-not-linear", "error",
+    "A custom_vjp's bwd is not linear in the cotangent: part of a gradient it returns does not scale with the "
+    "cotangent (a term not multiplied by `g`).",
+    "Calls bwd as JAX does, with the residuals from fwd and a cotangent of zeros on every output: a linear map gives "
+    "zeros, so any finite nonzero entry is a term that ignores the cotangent. The evidence also gives bwd at a "
+    "random cotangent and at twice it.",
+    "`jax.grad` is right only when the cotangent happens to be 1: a weighted loss, a chain rule, a sum over a batch "
+    "or an output the caller does not use (JAX passes it zeros) all get a wrong gradient, silently. The numbers "
+    "look plausible, so it survives tests that differentiate the function alone.",
+    "jxg036_bad.py", "jxg036_good.py",
+    message="{bwd} is not linear in the cotangent: {evidence}",
+    fix="{fix}",
+    decision="which term of the returned gradient is missing its factor of the cotangent",
+)

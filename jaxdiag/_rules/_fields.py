@@ -163,6 +163,7 @@ JXG035 = TypedDict("JXG035", {
     "fn_name": object, "label": object, "reduction": object, "rule_name": object, "size": object, "spread": object,
     "where": object,
 })
+JXG036 = TypedDict("JXG036", {"bwd": object, "evidence": object, "fix": object})
 JXN001 = TypedDict("JXN001", {"count": object, "specs": object})
 JXN002 = TypedDict("JXN002", {"domain": object, "pinned": object, "target": object})
 JXN003 = TypedDict("JXN003", {"check": object, "reason": object})
@@ -307,6 +308,9 @@ class Emits(Generic[F]):
     @overload
     def finding(self: Emits[JXG035], *, location: Location | None = None,
                 **fields: Unpack[JXG035]) -> Finding: ...
+    @overload
+    def finding(self: Emits[JXG036], *, location: Location | None = None,
+                **fields: Unpack[JXG036]) -> Finding: ...
     @overload
     def finding(self: Emits[JXN001], *, location: Location | None = None,
                 **fields: Unpack[JXN001]) -> Finding: ...

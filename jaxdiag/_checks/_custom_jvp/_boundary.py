@@ -25,8 +25,9 @@ from ..._loading._inputs import _domain_bounds
 from ..._core._report import Finding, Location
 from .._base import Context, SkipCheck, check
 from .._gradref import (
-    JVP_BLOCKERS, VJP_BLOCKERS, Arg, GradState, NonFinite, all_finite, host_linear, is_inexact, locate, may_be_singular,
-    quiet_call, require, state, to_f64, value_at,
+    JVP_BLOCKERS, VJP_BLOCKERS, WHERE_TRAP_FIX, Arg, GradState, NonFinite, all_finite, host_linear, is_inexact, locate,
+    may_be_singular, nonfinite_split, quiet_call, require, state, to_f64, trap_location, trap_text, value_at,
+    where_trap,
 )
 from ._call import names, rule_location, user_rules
 
@@ -128,7 +129,7 @@ def _split(got: Any, finite_ref: np.ndarray) -> NonFinite:
 
 # After the transpose check too: its probes run reverse mode, which a defective transpose rule only breaks again.
 @check("derivative-boundary", family="grad", kinds={"custom_jvp", "custom_vjp", "primitive"},
-       reads=(*VJP_BLOCKERS, *JVP_BLOCKERS, "grad.blocked.primitive-transpose"))
+       reads=(*VJP_BLOCKERS, *JVP_BLOCKERS, "grad.blocked.primitive-transpose", "grad.reverse_nonfinite"))
 def derivative_boundary(ctx: Context) -> Iterator[Finding]:
     """One argument differentiated at a time (the others' tangents symbolic zeros), unused outputs' cotangents
     symbolic zeros, every argument on the edge of its domain: NaN/inf where the derivative is finite (JXG027)."""
@@ -139,6 +140,11 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
     if not may_be_singular(_rule_functions(st)):
         raise SkipCheck("no rule divides or calls an operation singular at a finite point")
     edged = {a.pos: e for a in st.diff if (e := _edge_values(st, a)) is not None}
+    if edged and st.kind != "custom_vjp" and not st.memo.reverse_nonfinite:
+        finding = _transposed_on_edge(st, edged)
+        if finding is not None:
+            yield finding
+            return
     if not edged or (len(st.diff) == 1 and len(jax.tree_util.tree_leaves(st.out)) == 1):
         raise SkipCheck("a single argument and output: no symbolic zero reaches the rule")
     forward_hit = False
@@ -170,6 +176,66 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
                 yield finding
                 return
     yield from _own_edge(st, edged, forward_hit)
+
+
+def _transposed_on_edge(st: GradState, edged: dict[int, np.ndarray]) -> Finding | None:
+    """Every argument on the edge, all differentiated: reverse mode (JAX transposing the JVP rule's tangent
+    computation) NaN/inf where forward mode is finite. Finite `J v` for a dense random `v` means every entry of J is
+    finite, so a NaN in `J^T w` is the transposition's own: `jnp.where(x > 0, t / (2 * y), 0.0)` at x = 0."""
+    values = [_compat.device_array(edged[b.pos]) if b.pos in edged else b.value for b in st.args]
+    out, exc = quiet_call(st.call_target, values)
+    if exc is not None or not all_finite(jax.tree_util.tree_leaves(out)):
+        return None  # the primal fails or is NaN on the edge: no derivative to compare
+    fn = _diff_fn_at(st, values)
+    x = [values[a.pos] for a in st.diff]
+    res, exc = quiet_call(jax.jvp, fn, tuple(x), tuple(st.tangent(a, 0) for a in st.diff))
+    if exc is not None or not all_finite(jax.tree_util.tree_leaves(res[1])):
+        return None
+    pulled, exc = quiet_call(jax.vjp, fn, *x)
+    ws = st.cotangents(0)
+    if exc is not None or any(not is_inexact(np.asarray(w).dtype) for w in ws):
+        return None
+    cts, exc = quiet_call(pulled[1], jax.tree_util.tree_unflatten(st.out_treedef, list(ws)))
+    if exc is not None:
+        return None
+    return reverse_nonfinite(st, list(cts), f"with {_edge_text(st, edged)}", values)
+
+
+def _diff_fn_at(st: GradState, values: list[Any]) -> Callable[..., Any]:
+    positions = [a.pos for a in st.diff]
+
+    def fn(*diffs: Any) -> Any:
+        vals = list(values)
+        for pos, d in zip(positions, diffs):
+            vals[pos] = d
+        return st.call_target(vals)
+
+    return fn
+
+
+def reverse_nonfinite(st: GradState, cts: list[Any], where: str, values: list[Any] | None = None
+                      ) -> Finding | None:
+    """JXG027 when a cotangent of reverse mode is NaN/inf while forward mode of the same rule was finite at
+    `values` (the caller checked that), naming the select that hides the NaN from forward mode when there is one."""
+    for a, ct in zip(st.diff, cts):
+        nf = nonfinite_split(ct, np.zeros(np.shape(ct)))
+        if not nf.rule_only:
+            continue
+        _, rule = names(st)
+        trap = where_trap(st, values)
+        details = (f"{where}, jax.grad's cotangent for {a.name} is {value_at(ct, nf.rule_index)} at index "
+                   f"{nf.rule_index} ({nf.rule_only} of {nf.size} entries NaN/inf) while jax.jvp's tangents are "
+                   "finite" + (f"; {trap_text(trap)}" if trap is not None else ""))
+        fix = WHERE_TRAP_FIX if trap is not None else (
+            f"Reverse mode transposes {rule}'s tangent computation: a factor that is NaN/inf where the tangent is "
+            "zeroed out still multiplies the cotangent. Compute the factor from inputs made safe where it is not "
+            "used.")
+        return rules.DERIVATIVE_NONFINITE.finding(
+            owner=rule, derivative="cotangent (reverse mode: JAX transposes its tangent computation)",
+            reference="its own forward mode (jax.jvp)", details=details,
+            consequence="jax.grad returns NaN there, without any error", fix=fix,
+            location=(trap_location(trap) if trap is not None else None) or rule_location(st))
+    return None
 
 
 def _own_edge(st: GradState, edged: dict[int, np.ndarray], forward_hit: bool) -> Iterator[Finding]:

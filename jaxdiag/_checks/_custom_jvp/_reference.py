@@ -20,6 +20,7 @@ from .._gradref import (
     device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact, nonfinite_split, passed_through,
     require, sampled_estimate, state, tangent_in_expectation, all_unbiased, first_biased, to_f64, value_at,
 )
+from ._boundary import reverse_nonfinite
 from ._call import KINDS, T, _symbolic_candidates, call_jvp, joint, names, rule_location, user_rules
 from ._linearity import pullback_at_first_cotangent
 
@@ -352,7 +353,8 @@ def remember_error(st: GradState, exc: BaseException) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("jvp-reverse", family="grad", kinds={"custom_jvp"}, reads=JVP_BLOCKERS)
+@check("jvp-reverse", family="grad", kinds={"custom_jvp"}, reads=JVP_BLOCKERS,
+       provides=("grad.second_order_moot", "grad.reverse_nonfinite"))
 def jvp_reverse(ctx: Context) -> Iterator[Finding]:
     """jax.grad transposes the rule's tangent computation: it must run and agree with forward mode."""
     st = state(ctx)
@@ -378,7 +380,14 @@ def jvp_reverse(ctx: Context) -> Iterator[Finding]:
     scale = sum(float(np.sum(np.abs(to_f64(w)) * np.abs(t))) for w, t in zip(ws, fwd_t)
                 if not is_float0(w))
     tol = max(grad_tol(a.dtype) for a in st.diff)
-    if abs(fwd - rev) > tol * (scale + 1e-30):
+    if np.isfinite(fwd) and not np.isfinite(rev):
+        finding = reverse_nonfinite(st, list(cts), "at these inputs")
+        if finding is not None:
+            st.memo.second_order_moot = f"the first-order derivative is already wrong ({finding.code})"
+            st.memo.reverse_nonfinite = True
+            yield finding
+            return
+    if abs(fwd - rev) > tol * (scale + 1e-30):  # a NaN forward mode is jvp-reference's to report
         yield rules.JVP_NOT_LINEAR.finding(
             evidence=f"Forward and reverse mode of {fun} disagree: <w, J v> = {fwd:.6g} with jax.jvp but <J^T w, v> = "
             f"{rev:.6g} with jax.vjp (tolerance {tol:.0e}); the tangent computation in {rule} is not a linear map "

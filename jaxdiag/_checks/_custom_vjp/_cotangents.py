@@ -47,12 +47,12 @@ def _dense(st: GradState, leaves: Sequence[Any]) -> list[Any]:
 # Needs what vjp-fwd and vjp-bwd-structure provide: the engine runs them first, also when a fresh-draw retry re-runs
 # this check alone (without them every retry skipped, and a finding seen on every draw read "seen on 1 of 2 draws").
 @check("vjp-cotangents", family="grad", kinds={"custom_vjp"}, needs=("grad.fwd", "grad.bwd_full"),
-       reads=("grad.blocked.vjp-fwd", "grad.blocked.vjp-bwd-structure"),
+       reads=("grad.blocked.vjp-fwd", "grad.blocked.vjp-bwd-structure", "grad.blocked.vjp-linearity"),
        provides=("grad.blocked.vjp-cotangents", "grad.second_order_moot"))
 def vjp_cotangents(ctx: Context) -> Iterator[Finding]:
     """Feed a cotangent on one output at a time; compare bwd with autodiff of f and finite differences."""
     st = state(ctx)
-    require(st, (rules.DERIVATIVE_RULE_RAISED, rules.VJP_FWD_MISMATCH, rules.VJP_BWD_STRUCTURE))
+    require(st, (rules.DERIVATIVE_RULE_RAISED, rules.VJP_FWD_MISMATCH, rules.VJP_BWD_STRUCTURE, rules.BWD_NOT_LINEAR))
     if st.memo.bwd_full is NOT_COMPUTED:
         raise SkipCheck("bwd was not checked")
     if not st.diff:

@@ -12,7 +12,8 @@ the transpose of the R-linear JVP under this pairing, not its Hermitian adjoint)
 
 The package: `_values` (constants, small value helpers), `_source` (errors, names read from the user's source),
 `_state` (`Arg`, `GradMemo`, `GradState`), `_fd` (finite differences), `_compare` (dot-product tests) and
-`_expectation` (a sampled function's custom derivative over many keys); every public name is re-exported here.
+`_expectation` (a sampled function's custom derivative over many keys), `_where` (the select that hides a NaN from
+forward mode but not from reverse mode); every public name is re-exported here.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ._values import (
     close_scalar, device_zeros, dot, fmt_values, grad_tol, host_linear, is_float0, is_inexact, is_zero,
     leaf_difference, primal_tol, quiet_call, short_dtype, to_f64,
 )
+from ._where import WHERE_TRAP_FIX, trap_location, trap_text, where_trap
 
 __all__ = [
     "EPS_F64",
@@ -104,4 +106,8 @@ __all__ = [
     "VJP_BLOCKERS",
     "user_frame",
     "vjp_against_fd",
+    "WHERE_TRAP_FIX",
+    "trap_location",
+    "trap_text",
+    "where_trap",
 ]

@@ -69,7 +69,7 @@ def locate(fn: Any) -> Location | None:
 def rule_name(fn: Any, default: str) -> str:
     fn = _locate.unwrap(fn) if fn is not None else None
     name = getattr(fn, "__name__", None)
-    return name if name and name != "<lambda>" else default
+    return name if name and name not in ("<lambda>", "_") else default  # `@f.defjvp def _(...)` names nothing
 
 
 def function_ast(fn: Any) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

@@ -108,6 +108,7 @@ class GradMemo:
     # error (second derivatives of a wrong gradient are wrong too, a consequence rather than another defect), or it
     # could not be judged on these inputs (grad-second-order skips, saying this)
     second_order_moot: str = ""
+    reverse_nonfinite: bool = False  # jvp-reverse reported a NaN cotangent (JXG027): the edge probe adds nothing
 
 
 def spec_positions(subject: Subject, count: int) -> list[int]:

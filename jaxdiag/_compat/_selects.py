@@ -1,0 +1,92 @@
+"""The selects (`jnp.where`, `lax.select`) of a traced program that hide a NaN/inf in the case they do not pick:
+harmless for the value, NaN in reverse mode (the where trap)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from jax._src import core as _core
+
+from ._jaxprs import _bind_as_traced, _user_frame
+
+
+@dataclass(frozen=True)
+class MaskedNonFinite:
+    """A `select_n` (`jnp.where`, `lax.select`) that picks a finite case at an entry where another of its cases is
+    NaN/inf. The value is right, but reverse mode sends that case a zero cotangent there and multiplies it by the
+    case's NaN/inf partial derivative (`0 * inf = NaN`)."""
+
+    path: str | None
+    line: int | None
+    function: str | None
+    index: tuple[int, ...]
+    hidden: complex  # the unselected case's value at `index`
+    chosen: complex  # the selected value there
+    count: int  # entries where a finite value hides a NaN/inf
+    size: int
+
+
+def masked_nonfinite(closed: Any, args: Sequence[Any]) -> list[MaskedNonFinite]:
+    """Evaluates the traced `closed` jaxpr on concrete `args` equation by equation (into nested jits, where
+    `jnp.where` puts its select) and returns every select whose unselected case is NaN/inf where its result is
+    finite, outermost first. Calls nothing the jaxpr does not: a caller runs it through the harness all the same
+    (a callback in the jaxpr runs user code)."""
+    found: list[MaskedNonFinite] = []
+    _evaluate(closed.jaxpr, closed.consts, list(args), found, None)
+    return found
+
+
+def _evaluate(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], found: list[MaskedNonFinite],
+              outer: tuple[str, int, str] | None) -> list[Any]:
+    """`outer`: the source line of the enclosing jit's equation, for a select whose own record has no user
+    frame (newer JAX traces `jnp.where`'s jit once and keeps only the frames inside it)."""
+    env: dict[Any, Any] = {}
+
+    def read(v: Any) -> Any:
+        return v.val if isinstance(v, _core.Literal) else env[v]
+
+    env.update(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        invals = [read(v) for v in eqn.invars]
+        inner = eqn.params.get("jaxpr")
+        if eqn.primitive.name in ("jit", "pjit") and isinstance(inner, _core.ClosedJaxpr):
+            outs = _evaluate(inner.jaxpr, inner.consts, invals, found, _frame_of(eqn) or outer)
+        else:
+            with getattr(getattr(eqn, "ctx", None), "manager", contextlib.nullcontext()):
+                result = _bind_as_traced(eqn, invals)
+            outs = list(result) if eqn.primitive.multiple_results else [result]
+            if eqn.primitive.name == "select_n":
+                _note_masked(_frame_of(eqn) or outer, invals, outs[0], found)
+        env.update(zip(eqn.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _frame_of(eqn: Any) -> tuple[str, int, str] | None:
+    frame = _user_frame(eqn)
+    return (frame.file_name, frame.start_line, frame.function_name) if frame is not None else None
+
+
+def _note_masked(where: tuple[str, int, str] | None, invals: Sequence[Any], out: Any, found: list[MaskedNonFinite]
+                 ) -> None:
+    result = np.asarray(out)
+    if result.dtype.kind not in "fc":
+        return
+    which = np.broadcast_to(np.asarray(invals[0]).astype(np.int64), result.shape)
+    hidden = np.zeros(result.shape, bool)
+    values = np.zeros(result.shape, result.dtype)
+    for k, case in enumerate(invals[1:]):
+        bad = (which != k) & ~np.isfinite(np.broadcast_to(np.asarray(case), result.shape)) & np.isfinite(result)
+        values = np.where(bad & ~hidden, np.broadcast_to(np.asarray(case), result.shape), values)
+        hidden |= bad
+    if not hidden.any():
+        return
+    first = tuple(int(i) for i in np.unravel_index(int(np.argmax(hidden.reshape(-1))), hidden.shape))
+    path, line, function = where if where is not None else (None, None, None)
+    found.append(MaskedNonFinite(path, line, function, first,
+                                 complex(values[first]), complex(result[first]), int(hidden.sum()),
+                                 int(hidden.size)))
