@@ -178,10 +178,19 @@ def test_parameters_documented_as_symmetric_are_read_in_every_docstring_style() 
         """``spikes @ weight``. Valid only when ``spikes`` is exactly binary (values in ``{0, 1}``); ``scale``
         must be strictly positive. A binary search over `x` and `weight` is positive."""
 
+    def kinds(state0, state1, noise, k):
+        """Args:
+            state0 (tensor_like): ``(2**N, 2**N)`` density matrix.
+            state1: a density matrix too.
+            noise: the noise covariance matrix.
+            k: a covariance function (a callable, no matrix).
+        """
+
     numpy_style.__doc__ = numpydoc
     found = [documented_domains(Subject("m:f", "custom_vjp", jax.custom_vjp(fn), specs=[]))
-             for fn in (numpy_style, google_style, sphinx_style, prose)]
-    assert found == [{0: "spd"}, {0: "spd"}, {0: "spd"}, {0: "binary", 2: "positive"}], found
+             for fn in (numpy_style, google_style, sphinx_style, prose, kinds)]
+    assert found == [{0: "spd"}, {0: "spd"}, {0: "spd"}, {0: "binary", 2: "positive"},
+                     {0: "spd", 1: "spd", 2: "spd"}], found
 
 
 @pytest.fixture(scope="module")

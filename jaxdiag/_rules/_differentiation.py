@@ -333,7 +333,9 @@ SECOND_ORDER_FAILURE: Rule[_fields.JXG023] = Rule(
     "JXG023", "second-order-failure", "error",
     "Second derivatives fail (grad of grad, jvp of vjp), or the two modes disagree with each other.",
     "Differentiates the first-order gradient (JAX differentiating your bwd / JVP rule) in both modes and runs the "
-    "dot-product test between grad-of-grad and jvp-of-vjp.",
+    "dot-product test between grad-of-grad and jvp-of-vjp. Where one mode is NaN/inf, the `jnp.where` in the rule "
+    "that hides a NaN/inf case at these inputs is named (reverse mode multiplies that case's derivative by 0); NaN in "
+    "both modes with no finite reference (a singular point, sqrt's at 0) is not reported.",
     "Hessians, `jax.hessian` and Newton steps fail or are inconsistent. Under `jaxdiag check` a failure (not an "
     "inconsistency) is only a note, JXN008: many rules are never differentiated twice.",
     None, None,
@@ -349,7 +351,10 @@ DERIVATIVE_NONFINITE: Rule[_fields.JXG027] = Rule(
     "defect, never excused as a numerical corner. Also calls JVP rules with a symbolic-zero tangent on each input "
     "and transpose rules / bwds with a symbolic-zero cotangent on each output in turn, and probes the boundary of "
     "the declared domain (0 for log, sqrt, pow; the edge of `@lo..hi`): a zero that was instantiated and then "
-    "multiplied by an infinite partial derivative (`0 * inf = NaN`) shows up here.",
+    "multiplied by an infinite partial derivative (`0 * inf = NaN`) shows up here. A custom_jvp or primitive JVP "
+    "rule is also compared with its own reverse mode, on the draw and on the edge: where `jax.jvp` is finite and "
+    "`jax.grad` is not, the `jnp.where` that hides an infinite case from forward mode (`jnp.where(x > 0, t / (2 * "
+    "y), 0.0)` at x = 0) is named, read off the rule's program at those inputs.",
     "One NaN entry in a gradient poisons every parameter after the next optimizer step; a kernel that leaves part of "
     "its output buffer unwritten, or a rule that densifies a symbolic zero, does this silently.",
     "jxg027_bad.py", "jxg027_good.py",

@@ -65,12 +65,13 @@ def _finding(st: Any, a: Any, values: np.ndarray, offending: np.ndarray, at_w: A
     if doubled is not None and not is_zero(at_w):
         evidence += (f"; at a random cotangent w it returns {fmt_values(to_f64(at_w))} and at 2w "
                      f"{fmt_values(doubled)}, not twice that")
-    evidence += (". jax.grad is right only where the cotangent is 1: a weighted loss, a chain rule or an unused "
-                 "output (JAX passes it zeros) gets this constant added, silently")
+    evidence += (". The cotangent is 1 only under jax.grad of the function alone: a weighted loss, a chain rule or "
+                 "an unused output (JAX passes it zeros) gets the part that ignores it all the same, silently")
     return rules.BWD_NOT_LINEAR.finding(
         bwd=bwd, evidence=evidence,
         fix=f"Multiply every term of {bwd}'s gradient for {a.name} by the cotangent: a term computed from the "
-            "residuals alone (`a * g - c`) must be `(a - c) * g`.",
+            "residuals alone (`a * g - c`) must be `(a - c) * g`. If that entry is deliberately not a gradient (state "
+            f"handed back through it), add `# jaxdiag: ignore[{rules.BWD_NOT_LINEAR.code}]` to the reported line.",
         location=_return_line(st.bwd) or locate(st.bwd))
 
 
