@@ -112,3 +112,19 @@ def test_a_primitive_bound_only_under_differentiation_is_found_in_the_carriers_j
     report = targets["carrytwo.ops:inner_p (inside carrytwo_example:smooth)"]
     assert any(c["status"] == "passed" for c in report["checks"]), report
     assert not [f for f in report["findings"] if f["severity"] != "info"]
+
+
+def test_a_rule_named_apart_from_its_function_is_found_in_its_carrier(tmp_path):
+    """`apply_jvp = jax.custom_jvp(partial(_apply_inner, ...))`: the recording names the function it unwraps, the
+    carrier's trace the partial; the definition site they share matches them (before: "re-running ... does not
+    reach it")."""
+    project(tmp_path, "carryname", "carryname_example.py")
+    done = jaxdiag("record", "--", sys.executable, "-c", "import carryname_example; carryname_example.main()",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (call,) = json.loads((tmp_path / ".jaxdiag" / "calls.json").read_text())["calls"]
+    assert call["target"] == "carryname.ops:apply_jvp" and call["via"]["target"] == "carryname_example:smooth"
+    check = jaxdiag("check", "carryname", "--format", "json", "-j", "1", "--timeout", "0", cwd=tmp_path)
+    (report,) = json.loads(check.stdout)["targets"]
+    assert report["target"] == "carryname.ops:apply_jvp (inside carryname_example:smooth)", report
+    assert any(c["status"] == "passed" for c in report["checks"]) and check.returncode == 0, check.stdout[-2000:]

@@ -1,0 +1,1 @@
+"""A custom_jvp of a `functools.partial`, named apart from its function (tests/test_record_carrier.py)."""
