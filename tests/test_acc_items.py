@@ -110,6 +110,28 @@ def test_where_trap_in_second_derivatives_names_the_select():
     assert jaxdiag.check_grad(f"{SAMPLES / 'where_trap_good.py'}:clipped_arcsin", "f32[6]@-2..2", order=2).ok
 
 
+def test_a_bwd_term_without_the_cotangent_is_jxg036_and_nonlinear_but_right_bwds_are_not():
+    """JXG036 reads bwd at a zero cotangent: a stray residual-only term shows there (plain JAX: a weighted loss gets a
+    wrong gradient); a clipped gradient, a reversal and a two-output bwd return zeros there and are not flagged."""
+    probes = load(ROOT / "tests" / "data" / "acc" / "bwd_linearity.py")
+    x = jnp.array([0.5, -1.0, 2.0])
+    weighted = jax.grad(lambda v: (3.0 * probes.log1p_exp(v)).sum())(x)  # plain JAX first
+    unit = jax.grad(lambda v: probes.log1p_exp(v).sum())(x)
+    assert not np.allclose(weighted, 3.0 * unit)  # a gradient is linear in the cotangent; this one is not
+    where = ROOT / "tests" / "data" / "acc" / "bwd_linearity.py"
+    bad = jaxdiag.check_grad(f"{where}:log1p_exp", "f32[3]")
+    (hit,) = findings(bad, "JXG036")
+    assert hit.severity == "error" and hit.location.line == _line_of(where, "stray term")
+    for name in ("clip_gradient", "reverse_gradient", "sin_cos"):
+        report = jaxdiag.check_grad(f"{where}:{name}", "f32[3]")
+        no_internal_errors(report)
+        assert not findings(report, "JXG036"), name
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # 16. Symbolic zeros on the edge of the domain
 # ---------------------------------------------------------------------------------------------------------------

@@ -150,3 +150,20 @@ def test_impl_that_raises_is_a_finding_not_a_crash(tmp_path):
     no_internal_errors(report)
     finding = _finding(report, "JXR011")
     assert "ValueError: boom" in finding.message and finding.location.line == 4
+
+
+def test_a_primitive_with_its_librarys_own_abstract_values_gets_no_array_checks():
+    """A program-capture primitive (its abstract eval returns a type of its library's own, as a quantum library's
+    measurements do) is never lowered, batched or differentiated by JAX: one note says so, no JXR003/4/5, and the
+    target is verified on what applies (impl, abstract eval). A ShapeDtypeStruct instead of a ShapedArray is still
+    JXR003 (`test_rule_fires_on_bad_sample`)."""
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data" / "capture_prims.py"
+    report = jaxdiag.check_batching(f"{data}:expval_p", "f32[3]")
+    (target,) = report.targets
+    assert report.ok and not target.unverified, target.unverified
+    codes = [f.code for f in target.findings]
+    assert codes == ["JXN003"] and "AbstractMeasurement" in target.findings[0].message, codes
+    ran = {c.name: c.status for c in target.checks}
+    assert ran["registration-abstract-eval"] == "passed" and ran["registration-lowering"] == "skipped"

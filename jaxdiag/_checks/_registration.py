@@ -151,6 +151,8 @@ def abstract_eval_check(ctx: Context) -> Iterator[Finding]:
             fix="Make the abstract eval accept these shapes and return `ShapedArray(shape, dtype)` per output.",
             location=user_frame_location(result.error, rule) or location)
         return
+    if result.problem == "foreign":
+        return  # its library's own abstract values (`_shared.foreign_values`): the engine says so once
     if result.problem:
         yield _form_finding(ctx, result, location)
         return

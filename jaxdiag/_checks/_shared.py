@@ -225,6 +225,8 @@ def _abstract_output(subject: Subject) -> AbstractOutput:
     outs = list(raw) if isinstance(raw, (list, tuple)) else [raw]
     if isinstance(raw, (list, tuple)) != bool(prim.multiple_results):
         return AbstractOutput(None, raw=raw, problem="structure")
+    if outs and all(_compat.is_foreign_abstract_value(o) for o in outs):
+        return AbstractOutput(None, raw=raw, problem="foreign")  # `foreign_values`: not an array primitive
     if not all(_compat.is_abstract_value(o) and hasattr(o, "shape") for o in outs):
         return AbstractOutput(None, raw=raw, problem="type")
     return AbstractOutput([(tuple(o.shape), np.dtype(o.dtype)) for o in outs], raw=raw)
@@ -447,3 +449,18 @@ def platform_blocker(subject: Subject, options: Options, cache: SubjectCache) ->
             reason = f"{where}running it on {jax.default_backend()} raised {first_line(error)}"
     cache.platform_blocker = reason
     return reason or None
+
+
+def foreign_values(subject: Subject, cache: Any) -> str:
+    """The abstract value types a primitive's abstract eval returns when its library defines them (pennylane's
+    `AbstractMeasurement`): such a primitive is an operation of that library's own interpreter, which JAX never
+    lowers, batches or differentiates, and no array check applies; "" for every other subject."""
+    if subject.kind != "primitive" or not subject.specs or not _compat.is_primitive(subject.obj):
+        return ""
+    if cache.abstract_output is None:
+        cache.abstract_output = _abstract_output(subject)
+    out = cache.abstract_output
+    if out.problem != "foreign":
+        return ""
+    raw = out.raw if isinstance(out.raw, (list, tuple)) else [out.raw]
+    return "/".join(sorted({type(o).__name__ for o in raw}))

@@ -68,7 +68,8 @@ if TYPE_CHECKING:
     from ._solves import SolveCall, is_custom_root, is_linear_solve_eqn, jaxpr_source, record_solves, solve_calls_in
     from ._views import lower_for_platform, pretty_jaxpr
     from ._vmap import (
-        abstract_eval_output, generic_batcher_name, intercept_batching_rules, is_abstract_value, output_dependence,
+        abstract_eval_output, generic_batcher_name, intercept_batching_rules, is_abstract_value,
+        is_foreign_abstract_value, output_dependence,
         record_primitive_binds, shaped_array, user_batching_primitives,
     )
 
@@ -107,6 +108,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "_selects": ("MaskedNonFinite", "masked_nonfinite"),
     "_views": ("lower_for_platform", "pretty_jaxpr"),
     "_vmap": ("abstract_eval_output", "generic_batcher_name", "intercept_batching_rules", "is_abstract_value",
+        "is_foreign_abstract_value",
         "output_dependence", "record_primitive_binds", "shaped_array", "user_batching_primitives"),
 }
 _OWNER = {name: module for module, names in _SUBMODULES.items() for name in names}
@@ -175,6 +177,7 @@ __all__ = [
     "instantiate_zeros",
     "intercept_batching_rules",
     "is_abstract_value",
+    "is_foreign_abstract_value",
     "is_builtin_primitive",
     "is_custom_jvp",
     "is_custom_vjp",

@@ -109,6 +109,12 @@ def is_abstract_value(x: Any) -> bool:
     return isinstance(x, _core.AbstractValue)
 
 
+def is_foreign_abstract_value(x: Any) -> bool:
+    """An abstract value of a type the user's library defines (a quantum measurement, an operator): the primitive
+    stands for an operation of that library's own interpreter, and its values are not arrays."""
+    return isinstance(x, _core.AbstractValue) and type(x).__module__.split(".")[0] not in ("jax", "jaxlib")
+
+
 def shaped_array(shape: tuple[int, ...], dtype: Any) -> Any:
     return _core.ShapedArray(tuple(shape), np.dtype(dtype))
 

@@ -14,9 +14,22 @@ import time
 # passed this after a target clears JAX's caches and gives the freed memory back (`MemoryBound`; back to about
 # 300 MB). A target's own transient growth comes on top (up to 240 MB for the samples' nested logdet): with two
 # workers and the parent (about 180 MB) the whole run stays under 1.5 GB. A worker still above WORKER_RETIRE_MB
-# after clearing (memory the user's code holds) is replaced.
+# after clearing (memory the user's code holds), from its second clearing on, is replaced (`retire_limit`).
 WORKER_MEMORY_MB = 400
 WORKER_RETIRE_MB = 600
+
+
+def retire_limit(floor_mb: float | None) -> float | None:
+    """The memory past which a worker is replaced after clearing JAX's caches, or None while it may not be, given
+    what its first clearing left (`floor_mb`, None before that). The first clearing only sets the floor: what a
+    package imports lazily on first use (a backend, a plugin) comes back in every new worker, and replacing workers
+    for it re-imported a 1 GB package for every target. After it, growth of WORKER_RETIRE_MB - WORKER_MEMORY_MB
+    over the floor (memory the user's code keeps taking) retires the worker, and never below WORKER_RETIRE_MB."""
+    if floor_mb is None:
+        return None
+    return max(float(WORKER_RETIRE_MB), floor_mb + WORKER_RETIRE_MB - WORKER_MEMORY_MB)
+
+
 # In a worker and in `jaxdiag check`'s own process (`-j 1 --timeout 0`): JAX's caches are cleared when it grew this
 # much past what clearing them last left (about 8 targets' worth), or past WORKER_MEMORY_MB, whichever is higher.
 IN_PROCESS_GROWTH_MB = 100

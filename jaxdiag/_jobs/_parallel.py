@@ -16,8 +16,9 @@ targets they are sent one at a time, pulling the next when one is done: the long
 left first, each chunk in order in one worker (`_schedule`, its costs from the previous run's `TASK_SECONDS`
 kept beside the result cache). A worker tells the parent which check it
 starts, so a target that runs past `--timeout` is reported naming that check; the worker is then killed and
-replaced. A worker clears JAX's caches as it grows (`MemoryBound`), and one that stays past `WORKER_RETIRE_MB`
-after clearing is retired and replaced, so memory stays bounded per worker.
+replaced. A worker clears JAX's caches as it grows (`MemoryBound`), and one that clearing leaves past
+`WORKER_RETIRE_MB` (or that much above what its first clearing left: a package's lazy imports stay) is retired and
+replaced, so memory stays bounded per worker.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from . import _cache, _keys, _schedule
 from ._keys import TRACED_LABEL, TracedPhase
 from ._outcome import Lint, Outcome, apply, crashed, internal, run_in_process, timed_out
-from ._memory import (WORKER_RETIRE_MB, MemoryBound, exit_with_parent,
+from ._memory import (MemoryBound, exit_with_parent, retire_limit,
                       rss_mb, scratch_folder, use_compilation_cache)
 from .._core._report import TargetReport
 
@@ -398,6 +399,7 @@ class _Worker:
         self.task_started = 0.0
         self.running = ""  # "subject: check" the worker said it started last
         self.slot = slot  # whose chunk of targets it works through (`_schedule`); a replacement keeps it
+        self.floor_mb: float | None = None  # what its first clearing of JAX's caches left (`retire_limit`)
 
     def send(self, index: int, label: str) -> None:
         self.conn.send((index, label))
@@ -525,7 +527,10 @@ class _Pool:
             w.task = None
             LAST_RUN["peak_worker_mb"] = max(LAST_RUN.get("peak_worker_mb", 0.0), rss)
             LAST_RUN["cache_clears"] += cleared
-            if cleared and after > WORKER_RETIRE_MB:  # clearing JAX's caches was not enough
+            limit = retire_limit(w.floor_mb) if cleared else None
+            if cleared and w.floor_mb is None:
+                w.floor_mb = after
+            if limit is not None and after > limit:  # clearing JAX's caches was not enough
                 self._replace(w, workers, queue, killed=False)
             yield index, Outcome.from_dict(data)
         elif kind == "missing":  # the worker did not find the target (a module object given to the API)

@@ -48,7 +48,9 @@ def vjp_linearity(ctx: Context) -> Iterator[Finding]:
         offending = np.isfinite(values) & (np.abs(values) > grad_tol(a.dtype) * max(scale, 1.0))
         if not offending.any():
             continue  # NaN at zero (0 * inf) is the derivative-boundary check's; tiny values are rounding
-        st.blocked[rules.BWD_NOT_LINEAR] = "bwd is not linear in the cotangent"
+        # only the cotangent probes are moot (every value they compare has the stray part); compositions under
+        # jit/vmap still say something, so this is no blocker of every later check
+        st.memo.bwd_not_linear = True
         st.memo.second_order_moot = f"the first-order derivative is already wrong ({rules.BWD_NOT_LINEAR.code})"
         yield _finding(st, a, values, offending, full.get(a.pos))
         return

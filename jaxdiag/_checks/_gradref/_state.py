@@ -109,6 +109,7 @@ class GradMemo:
     # could not be judged on these inputs (grad-second-order skips, saying this)
     second_order_moot: str = ""
     reverse_nonfinite: bool = False  # jvp-reverse reported a NaN cotangent (JXG027): the edge probe adds nothing
+    bwd_not_linear: bool = False  # vjp-linearity reported JXG036: the cotangent probes would restate it
 
 
 def spec_positions(subject: Subject, count: int) -> list[int]:
