@@ -167,3 +167,18 @@ def test_a_primitive_with_its_librarys_own_abstract_values_gets_no_array_checks(
     assert codes == ["JXN003"] and "AbstractMeasurement" in target.findings[0].message, codes
     ran = {c.name: c.status for c in target.checks}
     assert ran["registration-abstract-eval"] == "passed" and ran["registration-lowering"] == "skipped"
+
+
+def test_a_librarys_own_abstract_values_never_reach_an_array_comparison():
+    """The same kind of primitive with a bind param no call site gives: assuming values for it compares the abstract
+    eval with the impl, which read `.shape` of the library's abstract value (an internal error, exit 3)."""
+    from pathlib import Path
+
+    from jaxdiag._jobs._lint import check_paths
+
+    data = Path(__file__).parent / "data"
+    report = check_paths([str(data / "capture_prims.py")])
+    by_target = {t.target.rpartition(":")[2]: t for t in report.targets}
+    wires = by_target["wires_p"]
+    assert not wires.internal_errors and not wires.unverified, [f.message for f in wires.findings]
+    assert "JXN003" in [f.code for f in wires.findings]
