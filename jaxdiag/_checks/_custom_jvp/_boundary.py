@@ -186,7 +186,7 @@ def _transposed_on_edge(st: GradState, edged: dict[int, np.ndarray]) -> Finding 
     out, exc = quiet_call(st.call_target, values)
     if exc is not None or not all_finite(jax.tree_util.tree_leaves(out)):
         return None  # the primal fails or is NaN on the edge: no derivative to compare
-    fn = _diff_fn_at(st, values)
+    fn = st.target_at(values)
     x = [values[a.pos] for a in st.diff]
     res, exc = quiet_call(jax.jvp, fn, tuple(x), tuple(st.tangent(a, 0) for a in st.diff))
     if exc is not None or not all_finite(jax.tree_util.tree_leaves(res[1])):
@@ -199,18 +199,6 @@ def _transposed_on_edge(st: GradState, edged: dict[int, np.ndarray]) -> Finding 
     if exc is not None:
         return None
     return reverse_nonfinite(st, list(cts), f"with {_edge_text(st, edged)}", values)
-
-
-def _diff_fn_at(st: GradState, values: list[Any]) -> Callable[..., Any]:
-    positions = [a.pos for a in st.diff]
-
-    def fn(*diffs: Any) -> Any:
-        vals = list(values)
-        for pos, d in zip(positions, diffs):
-            vals[pos] = d
-        return st.call_target(vals)
-
-    return fn
 
 
 def reverse_nonfinite(st: GradState, cts: list[Any], where: str, values: list[Any] | None = None

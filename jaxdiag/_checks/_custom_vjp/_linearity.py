@@ -8,6 +8,7 @@ zero cotangent, where a linear map returns zeros.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from typing import Any
 
@@ -74,16 +75,22 @@ def _finding(st: Any, a: Any, values: np.ndarray, offending: np.ndarray, at_w: A
         fix=f"Multiply every term of {bwd}'s gradient for {a.name} by the cotangent: a term computed from the "
             "residuals alone (`a * g - c`) must be `(a - c) * g`. If that entry is deliberately not a gradient (state "
             f"handed back through it), add `# jaxdiag: ignore[{rules.BWD_NOT_LINEAR.code}]` to the reported line.",
-        location=_return_line(st.bwd) or locate(st.bwd))
+        location=_return_line(st, a) or locate(st.bwd))
 
 
-def _return_line(bwd: Any) -> Location | None:
-    """The line of bwd's only `return` (where the gradient's terms are written), when it has one."""
-    returns = return_nodes(bwd)
-    where = locate(bwd)
+def _return_line(st: Any, a: Any) -> Location | None:
+    """The line of bwd's only `return`, where the gradient's terms are written: the line of `a`'s entry when it
+    returns a tuple written out with one entry per argument."""
+    returns = return_nodes(st.bwd)
+    where = locate(st.bwd)
     if len(returns) != 1 or where is None:
         return None
-    return Location(where.path, returns[0][0], where.function)
+    line, node = returns[0]
+    entries = node.value.elts if isinstance(node.value, ast.Tuple) else []
+    position = [b.pos for b in st.dyn].index(a.pos) if a in st.dyn else None
+    if len(entries) == len(st.dyn) and position is not None:
+        line += entries[position].lineno - node.lineno
+    return Location(where.path, line, where.function)
 
 
 def _at_twice(st: Any, a: Any) -> np.ndarray | None:

@@ -201,6 +201,19 @@ class GradState:
 
         return fn
 
+    def target_at(self, values: Sequence[Any]) -> Callable[..., Any]:
+        """The subject as a function of the differentiable arguments, the others fixed at `values` (full positional
+        values other than the state's own: an argument put on the edge of its domain)."""
+        positions = [a.pos for a in self.diff]
+
+        def fn(*diffs: Any) -> Any:
+            full = list(values)
+            for pos, d in zip(positions, diffs):
+                full[pos] = d
+            return self.call_target(full)
+
+        return fn
+
     @property
     def diff_values(self) -> list[Any]:
         return [a.value for a in self.diff]

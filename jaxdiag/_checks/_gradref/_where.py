@@ -33,15 +33,8 @@ def where_trap(st: GradState, values: Sequence[Any] | None = None) -> _compat.Ma
     JVP rule computes its tangents; not for custom_vjp, which has none) or its reverse-mode program (fwd and bwd
     at the first seeded cotangent), at `values` (full positional values; the state's own by default)."""
     full = list(values) if values is not None else [a.value for a in st.args]
-    positions = [a.pos for a in st.diff]
-
-    def fn(*diffs: Any) -> Any:
-        vals = list(full)
-        for pos, d in zip(positions, diffs):
-            vals[pos] = d
-        return st.call_target(vals)
-
-    x = [full[p] for p in positions]
+    fn = st.target_at(full)
+    x = [full[a.pos] for a in st.diff]
     n = len(x)
     programs: list[tuple[Any, list[Any]]] = []
     if st.kind != "custom_vjp":
