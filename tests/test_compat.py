@@ -178,3 +178,18 @@ def test_masked_nonfinite_finds_the_select_hiding_an_inf():
     assert hit.line == trapped.__code__.co_firstlineno + 1 and hit.path == __file__
     assert hit.index == (0,) and hit.hidden == complex(np.inf) and hit.chosen == 0 and (hit.count, hit.size) == (1, 2)
     assert _compat.masked_nonfinite(jax.make_jaxpr(safe)(x), [x]) == []
+
+
+def test_masked_nonfinite_names_this_select_not_the_first_trace_of_jnp_where():
+    """`jnp.where` runs a cached jit: its inner select records the user line of its first trace. A second function's
+    select is named at its own line (jax 0.5 kept the first caller's line there)."""
+    def first(x):
+        return jnp.where(x > 0, 1.0 / x, 0.0)
+
+    def second(x):
+        return jnp.where(x > 1, 2.0 / x, 0.0)
+
+    x = jnp.array([0.0, 2.0])
+    _compat.masked_nonfinite(jax.make_jaxpr(first)(x), [x])
+    (hit,) = _compat.masked_nonfinite(jax.make_jaxpr(second)(x), [x])
+    assert hit.line == second.__code__.co_firstlineno + 1 and hit.function.endswith("second")

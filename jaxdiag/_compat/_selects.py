@@ -36,14 +36,16 @@ def masked_nonfinite(closed: Any, args: Sequence[Any]) -> list[MaskedNonFinite]:
     finite, outermost first. Calls nothing the jaxpr does not: a caller runs it through the harness all the same
     (a callback in the jaxpr runs user code)."""
     found: list[MaskedNonFinite] = []
-    _evaluate(closed.jaxpr, closed.consts, list(args), found, None)
+    _evaluate(closed.jaxpr, closed.consts, list(args), found, None, None)
     return found
 
 
 def _evaluate(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], found: list[MaskedNonFinite],
-              outer: tuple[str, int, str] | None) -> list[Any]:
-    """`outer`: the source line of the enclosing jit's equation, for a select whose own record has no user
-    frame (newer JAX traces `jnp.where`'s jit once and keeps only the frames inside it)."""
+              outer: tuple[str, int, str] | None, jitted: str | None) -> list[Any]:
+    """`outer`: the user line of the enclosing jit's equation; `jitted`: the name of the function that jit traced.
+    A jit's inner jaxpr is traced once and cached, so the user frame recorded inside it is the caller of its first
+    trace (`jnp.where`'s `_where` first traced from another rule), unless it lies in the jitted function's own body:
+    only then is it kept, otherwise the enclosing equation's line is used."""
     env: dict[Any, Any] = {}
 
     def read(v: Any) -> Any:
@@ -55,15 +57,23 @@ def _evaluate(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], found: lis
         invals = [read(v) for v in eqn.invars]
         inner = eqn.params.get("jaxpr")
         if eqn.primitive.name in ("jit", "pjit") and isinstance(inner, _core.ClosedJaxpr):
-            outs = _evaluate(inner.jaxpr, inner.consts, invals, found, _frame_of(eqn) or outer)
+            outs = _evaluate(inner.jaxpr, inner.consts, invals, found, _line_of(eqn, outer, jitted),
+                             str(eqn.params.get("name", "")) or None)
         else:
             with getattr(getattr(eqn, "ctx", None), "manager", contextlib.nullcontext()):
                 result = _bind_as_traced(eqn, invals)
             outs = list(result) if eqn.primitive.multiple_results else [result]
             if eqn.primitive.name == "select_n":
-                _note_masked(_frame_of(eqn) or outer, invals, outs[0], found)
+                _note_masked(_line_of(eqn, outer, jitted), invals, outs[0], found)
         env.update(zip(eqn.outvars, outs))
     return [read(v) for v in jaxpr.outvars]
+
+
+def _line_of(eqn: Any, outer: tuple[str, int, str] | None, jitted: str | None) -> tuple[str, int, str] | None:
+    own = _frame_of(eqn)
+    if own is None or (jitted is not None and outer is not None and own[2].rpartition(".")[2] != jitted):
+        return outer
+    return own
 
 
 def _frame_of(eqn: Any) -> tuple[str, int, str] | None:
