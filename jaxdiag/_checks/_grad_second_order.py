@@ -230,7 +230,7 @@ def _second_order_consistency(st: GradState, ws: Sequence[Any], hv: list, htu: A
         fix=WHERE_TRAP_FIX if trap is not None else
         "A rule inside the gradient is not transposed consistently; check the transpose/JVP rules of the "
         "primitives the rule uses.",
-        location=(trap_location(trap) if trap is not None else None) or finding_location(st))
+        location=trap_location(trap) or finding_location(st))
 
 
 def _modes_agree_when_widened(st: GradState, ws: Sequence[Any], u: list) -> bool:

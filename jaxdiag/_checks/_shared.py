@@ -208,9 +208,13 @@ class AbstractOutput:
 
 def abstract_output(ctx: Context) -> AbstractOutput:
     """The abstract eval's output for the example's shapes, validated for form (cached)."""
-    if ctx.cache.abstract_output is None:
-        ctx.cache.abstract_output = _abstract_output(ctx.subject)
-    return ctx.cache.abstract_output
+    return _cached_abstract_output(ctx.subject, ctx.cache)
+
+
+def _cached_abstract_output(subject: Subject, cache: SubjectCache) -> AbstractOutput:
+    if cache.abstract_output is None:
+        cache.abstract_output = _abstract_output(subject)
+    return cache.abstract_output
 
 
 def _abstract_output(subject: Subject) -> AbstractOutput:
@@ -451,15 +455,13 @@ def platform_blocker(subject: Subject, options: Options, cache: SubjectCache) ->
     return reason or None
 
 
-def foreign_values(subject: Subject, cache: Any) -> str:
+def foreign_values(subject: Subject, cache: SubjectCache) -> str:
     """The abstract value types a primitive's abstract eval returns when its library defines them (pennylane's
     `AbstractMeasurement`): such a primitive is an operation of that library's own interpreter, which JAX never
     lowers, batches or differentiates, and no array check applies; "" for every other subject."""
     if subject.kind != "primitive" or not subject.specs or not _compat.is_primitive(subject.obj):
         return ""
-    if cache.abstract_output is None:
-        cache.abstract_output = _abstract_output(subject)
-    out = cache.abstract_output
+    out = _cached_abstract_output(subject, cache)
     if out.problem != "foreign":
         return ""
     raw = out.raw if isinstance(out.raw, (list, tuple)) else [out.raw]

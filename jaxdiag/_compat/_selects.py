@@ -90,8 +90,9 @@ def _note_masked(where: tuple[str, int, str] | None, invals: Sequence[Any], out:
     hidden = np.zeros(result.shape, bool)
     values = np.zeros(result.shape, result.dtype)
     for k, case in enumerate(invals[1:]):
-        bad = (which != k) & ~np.isfinite(np.broadcast_to(np.asarray(case), result.shape)) & np.isfinite(result)
-        values = np.where(bad & ~hidden, np.broadcast_to(np.asarray(case), result.shape), values)
+        case_values = np.broadcast_to(np.asarray(case), result.shape)
+        bad = (which != k) & ~np.isfinite(case_values) & np.isfinite(result)
+        values = np.where(bad & ~hidden, case_values, values)
         hidden |= bad
     if not hidden.any():
         return

@@ -495,8 +495,8 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
     return report, by_check
 
 
-# What still applies to a primitive whose values are not arrays (`_foreign_values`): its impl runs, and its abstract
-# eval returns its library's own abstract values.
+# What still applies to a primitive whose values are not arrays (`_shared.foreign_values`): its impl runs, and its
+# abstract eval returns its library's own abstract values.
 _NOT_ARRAY_CHECKS = ("registration-impl", "registration-abstract-eval")
 
 

@@ -153,7 +153,7 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
         # where its derivative exists (at a kink such as hypot's (0, 0) central differences are finite but no
         # derivative is).
         others = {pos: e for pos, e in edged.items() if pos != a.pos}
-        values = [_compat.device_array(others[b.pos]) if b.pos in others else b.value for b in st.args]
+        values = _on_edge(st, others)
         out, exc = quiet_call(st.call_target, values)
         if exc is not None:
             continue  # the primal fails on the edge of the domain
@@ -178,11 +178,16 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
     yield from _own_edge(st, edged, forward_hit)
 
 
+def _on_edge(st: GradState, edged: dict[int, np.ndarray]) -> list[Any]:
+    """Full positional values with the arguments of `edged` on the edge of their domain, the others at their draw."""
+    return [_compat.device_array(edged[b.pos]) if b.pos in edged else b.value for b in st.args]
+
+
 def _transposed_on_edge(st: GradState, edged: dict[int, np.ndarray]) -> Finding | None:
     """Every argument on the edge, all differentiated: reverse mode (JAX transposing the JVP rule's tangent
     computation) NaN/inf where forward mode is finite. Finite `J v` for a dense random `v` means every entry of J is
     finite, so a NaN in `J^T w` is the transposition's own: `jnp.where(x > 0, t / (2 * y), 0.0)` at x = 0."""
-    values = [_compat.device_array(edged[b.pos]) if b.pos in edged else b.value for b in st.args]
+    values = _on_edge(st, edged)
     out, exc = quiet_call(st.call_target, values)
     if exc is not None or not all_finite(jax.tree_util.tree_leaves(out)):
         return None  # the primal fails or is NaN on the edge: no derivative to compare
@@ -222,7 +227,7 @@ def reverse_nonfinite(st: GradState, cts: list[Any], where: str, values: list[An
             owner=rule, derivative="cotangent (reverse mode: JAX transposes its tangent computation)",
             reference="its own forward mode (jax.jvp)", details=details,
             consequence="jax.grad returns NaN there, without any error", fix=fix,
-            location=(trap_location(trap) if trap is not None else None) or rule_location(st))
+            location=trap_location(trap) or rule_location(st))
     return None
 
 
@@ -230,14 +235,13 @@ def _own_edge(st: GradState, edged: dict[int, np.ndarray], forward_hit: bool) ->
     """Several outputs: every argument on the edge, the differentiated one too, and one output's cotangent at a
     time (the others' symbolic zeros): `ct_1 * 0.5 / sqrt(x) + ct_2` at x = 0 is NaN when only the second output
     is used, where its derivative (1) is finite. Only outputs smooth at the point count."""
-    out, exc = quiet_call(st.call_target, [_compat.device_array(edged[b.pos]) if b.pos in edged else b.value
-                                           for b in st.args])
+    values = _on_edge(st, edged)
+    out, exc = quiet_call(st.call_target, values)
     if exc is not None:
         return
     out_leaves = jax.tree_util.tree_leaves(out)
     if len(out_leaves) < 2:
         return
-    values = [_compat.device_array(edged[b.pos]) if b.pos in edged else b.value for b in st.args]
     edge_text = _edge_text(st, edged)
     for a in st.diff:
         v = st.direction(a, 0).astype(a.dtype)

@@ -66,8 +66,8 @@ def trap_text(trap: _compat.MaskedNonFinite) -> str:
             f"the case it does not select is {_number(trap.hidden)} ({trap.count} of {trap.size} entries)")
 
 
-def trap_location(trap: _compat.MaskedNonFinite) -> Location | None:
-    if trap.path is None or trap.line is None:
+def trap_location(trap: _compat.MaskedNonFinite | None) -> Location | None:
+    if trap is None or trap.path is None or trap.line is None:
         return None
     return Location(_locate.relative_path(trap.path), trap.line, trap.function or "")
 
