@@ -42,9 +42,9 @@ monitoring.register_event_duration_secs_listener(_listen)  # once per process; c
 @pytest.fixture
 def compiles() -> Iterator[Callable[[Callable[[], object]], int]]:
     def count(run: Callable[[], object]) -> int:
-        from jaxdiag._compat import _base
+        from jaxdiag._compat import _own_programs
 
-        _base._known_options()  # the once-per-process probe of XLA's options is not the check's program
+        _own_programs._known_options()  # the once-per-process probe of XLA's options is not the check's program
         jax.clear_caches()
         _counting.append(0)
         try:

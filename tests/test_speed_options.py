@@ -13,40 +13,64 @@ import pytest
 
 import jaxdiag
 from jaxdiag import _compat
-from jaxdiag._compat import _base
+from jaxdiag._compat import _own_programs
 
 TARGET = "tests/data/speed/softplus.py:"
 
 
-@pytest.mark.skipif(not _base._JIT_COMPILER_OPTIONS, reason="this JAX's jit takes no compiler options")
+@pytest.mark.skipif(not _own_programs._JIT_COMPILER_OPTIONS, reason="this JAX's jit takes no compiler options")
 def test_own_programs_carry_level_zero_and_nothing_else_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
-    real_jit = jax.jit
+    real_compile = jax.stages.Lowered.compile
 
-    def spying_jit(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def spying_compile(self: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(kwargs.get("compiler_options"))
-        return real_jit(fn, *args, **kwargs)
+        return real_compile(self, *args, **kwargs)
 
-    monkeypatch.setattr(jax, "jit", spying_jit)
+    monkeypatch.setattr(jax.stages.Lowered, "compile", spying_compile)
     flags_before = os.environ.get("XLA_FLAGS")
     config_before = _compat.config_values()
     report = jaxdiag.check_grad(TARGET + "softplus", "f32[5]")
     assert report.ok, str(report)
-    assert _base._known_options() in seen  # the grad composition at least
-    assert _base.OWN_PROGRAM_OPTIONS.items() <= _base._known_options().items()
+    assert _own_programs._known_options() in seen  # the grad composition at least
+    assert {} not in seen  # softplus loops nowhere: every program of jaxdiag's own is compiled at level 0
+    assert _own_programs.OWN_PROGRAM_OPTIONS.items() <= _own_programs._known_options().items()
     assert os.environ.get("XLA_FLAGS") == flags_before
     assert _compat.config_values() == config_before
     # the user's programs: a nested jit (which JAX refuses to give compiler options) still traces and runs
-    user = real_jit(lambda x: real_jit(jnp.sin)(x) * 2)
+    user = jax.jit(lambda x: jax.jit(jnp.sin)(x) * 2)
     np.testing.assert_allclose(user(jnp.ones(3)), 2 * np.sin(np.ones(3)), rtol=1e-6)
 
 
-@pytest.mark.skipif(not _base._JIT_COMPILER_OPTIONS, reason="this JAX's jit takes no compiler options")
+@pytest.mark.skipif(not _own_programs._JIT_COMPILER_OPTIONS, reason="this JAX's jit takes no compiler options")
+def test_a_program_that_loops_many_times_gets_xla_defaults() -> None:
+    """A while loop's trip count is unknown when compiling, and a long scan runs its body over and over: there the
+    optimised code repays its compile (docs/speed.md). A short scan (a per-example map) stays at level 0."""
+    def converge(x: Any) -> Any:
+        return jax.lax.while_loop(lambda c: c[1] < 50, lambda c: (jnp.cos(c[0]), c[1] + 1), (x, 0))[0]
+
+    def long_scan(x: Any) -> Any:
+        return jax.lax.scan(lambda c, _: (jnp.cos(c), None), x, None, length=_own_programs.LONG_SCAN)[0]
+
+    def short_scan(x: Any) -> Any:
+        return jax.lax.map(jnp.cos, x)
+
+    x = jnp.linspace(0.0, 1.0, 4)
+    for fn, expected in ((converge, {}), (long_scan, {}), (short_scan, _own_programs._known_options()),
+                         (jnp.cos, _own_programs._known_options())):
+        program = _compat.own_jit(fn)
+        np.testing.assert_allclose(program(x), jax.jit(fn)(x), rtol=1e-6)
+        program(x + 1)  # same types: no second compile
+        program(x[:2])  # new shape: one more
+        assert program.options_used == [expected, expected], fn
+
+
+@pytest.mark.skipif(not _own_programs._JIT_COMPILER_OPTIONS, reason="this JAX's jit takes no compiler options")
 def test_an_option_this_xla_does_not_know_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     """A release of XLA without one of jaxdiag's CPU options compiles jaxdiag's programs without it, never fails."""
-    monkeypatch.setattr(_base, "_CPU_PROGRAM_OPTIONS", {"xla_cpu_no_such_option_anywhere": True})
-    monkeypatch.setattr(_base, "_OPTIONS", [])
-    assert _base._known_options() == _base.OWN_PROGRAM_OPTIONS
+    monkeypatch.setattr(_own_programs, "_CPU_PROGRAM_OPTIONS", {"xla_cpu_no_such_option_anywhere": True})
+    monkeypatch.setattr(_own_programs, "_OPTIONS", [])
+    assert _own_programs._known_options() == _own_programs.OWN_PROGRAM_OPTIONS
     np.testing.assert_allclose(_compat.own_jit(jnp.cos)(jnp.zeros(2)), np.ones(2))
 
 

@@ -6,9 +6,9 @@ something breaks this one package. Feature detection is preferred over version c
 `__init__` re-exports every name of the submodules, so callers write `_compat.X`: `_base` (imports, versions, JAX
 types, config flags), `_registries` (rule registries), `_state` (snapshot/restore of everything patched,
 x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects), `_jaxprs` (equations, foreign calls), `_selects`
-(selects hiding a NaN), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception)
-`_platform` (where a primitive can run), `_removed` (removed public attributes) and `_views`
-(jaxprs with source lines, cross-platform lowering).
+(selects hiding a NaN), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception),
+`_own_programs` (how jaxdiag's own programs are compiled), `_platform` (where a primitive can run), `_removed`
+(removed public attributes) and `_views` (jaxprs with source lines, cross-platform lowering).
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ if TYPE_CHECKING:
     from ._base import (
         JAX_VERSION, JAXLIB_VERSION, ClosedJaxpr, CustomVJPPrimal, Jaxpr, ShapedArray, SymbolicZero, UndefinedPrimal,
         Zero, _ad, config_values, custom_jvp_type, custom_vjp_type, custom_vmap_type, float0, instantiate_zeros,
-        is_jit_wrapped, is_primitive, is_undefined_primal, jit_static_args, own_jit, device_array, tangent_dtype,
+        is_jit_wrapped, is_primitive, is_undefined_primal, jit_static_args, device_array, tangent_dtype,
         x64_enabled,
     )
+    from ._own_programs import own_jit
     from ._custom import (
         custom_jvp_parts, custom_vjp_parts, custom_vmap_parts, install_call_hooks, is_custom_jvp, is_custom_vjp,
         is_custom_vmap, record_custom_calls, spy_custom_vmap_rule,
@@ -84,7 +85,8 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "_base": ("ClosedJaxpr", "CustomVJPPrimal", "JAXLIB_VERSION", "JAX_VERSION", "Jaxpr", "ShapedArray",
         "SymbolicZero", "UndefinedPrimal", "Zero", "_ad", "config_values", "custom_jvp_type", "custom_vjp_type",
         "custom_vmap_type", "device_array", "float0", "instantiate_zeros", "is_jit_wrapped", "is_primitive",
-        "is_undefined_primal", "jit_static_args", "own_jit", "tangent_dtype", "x64_enabled"),
+        "is_undefined_primal", "jit_static_args", "tangent_dtype", "x64_enabled"),
+    "_own_programs": ("own_jit",),
     "_custom": ("custom_jvp_parts", "custom_vjp_parts", "custom_vmap_parts", "install_call_hooks", "is_custom_jvp",
         "is_custom_vjp", "is_custom_vmap", "record_custom_calls", "spy_custom_vmap_rule"),
     "_jaxprs": ("FOREIGN_CALL_PRIMITIVES", "SEQUENTIAL_VMAP_METHODS", "axis_size_of", "custom_call_perturbation",

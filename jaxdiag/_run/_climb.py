@@ -24,6 +24,7 @@ is then reported there, as before).
 from __future__ import annotations
 
 import inspect
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from .._core import _locate
 from .._core._report import Finding
 from .._harness import call_user
 from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, key_spec, template_text
-from . import _int_params, _operand_kinds, _signature
+from . import _int_params, _operand_kinds, _signature, _stated_shapes
 
 # The plain ladder: one shape for every operand, simplest first.
 SHAPE_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
@@ -138,10 +139,16 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                 return []
             errors.append(error)
             continue
+        statements = _stated_shapes.stated_axes(subject, _names(subject, arity, operands))
         for ints in _signature.int_positions(subject, statics, arity):  # `L: int`: a Python int on each rung
             n_arrays = max(arity - len(statics) - len(ints), 0)
             matrices = _matrix_positions(subject, arity, {**statics, **ints}, operands)
-            plain = shape_ladder(n_arrays, pairs_early, dtype, matrices) if n_arrays else iter([[]])
+            arrays = [i for i in range(n_arrays + len(statics) + len(ints)) if i not in statics and i not in ints]
+            # the shapes the author stated come first, and count only where the abstract eval agrees with the impl
+            # (the statement may be the abstract eval's own check: an impl that broadcasts runs on more)
+            stated = list(_stated_shapes.stated_rungs(arrays, statements, DTYPES[dtype])) if n_arrays else []
+            plain = (itertools.chain(stated, shape_ladder(n_arrays, pairs_early, dtype, matrices)) if n_arrays
+                     else iter([[]]))
             for candidate, flags, fixed, derived in _tries(plain, n_arrays, ints, truths, sizes, dtype, state):
                 for variant in _variants(candidate, state):
                     it = iter(variant)
@@ -157,7 +164,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                         continue
                     tried.append(text)
                     _signature.apply(subject, templates)
-                    checked = agree or (derived is not None and subject.kind == "primitive")
+                    checked = agree or (subject.kind == "primitive" and (
+                        derived is not None or any(candidate is c for c in stated)))
                     failures: list[BaseException] = []
                     ok, error = _try_call(subject, subject.specs, "normal", 0, checked, failures)
                     if not ok and error == "non-finite output":
@@ -338,12 +346,17 @@ def _matrix_positions(subject: Subject, arity: int, statics: dict[int, Any], ope
                       ) -> frozenset[int]:
     """Array positions (statics skipped) whose names are capitalised, as numerical code names matrices (`U`, `W`
     beside `t`, `c`): the parameter names of a function, the operand names of a primitive's bind calls."""
-    if subject.kind == "primitive":
-        names = next((o for o in operands if len(o) == arity), [])
-    else:
-        names = [p.name for p in _signature.positional(_signature.signature_of(subject))][:arity]
+    names = _names(subject, arity, operands)
     arrays = [name for i, name in enumerate(names) if i not in statics]
     return frozenset(i for i, name in enumerate(arrays) if name[:1].isupper())
+
+
+def _names(subject: Subject, arity: int, operands: list[list[str]]) -> list[str]:
+    """The positional names of a target of `arity` arguments: a function's parameters, the operand names of a
+    primitive's bind calls."""
+    if subject.kind == "primitive":
+        return next((o for o in operands if len(o) == arity), [])
+    return [p.name for p in _signature.positional(_signature.signature_of(subject))][:arity]
 
 
 def _arity(subject: Subject, operands: Sequence[Sequence[str]] = ()) -> list[int]:

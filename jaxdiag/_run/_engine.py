@@ -341,11 +341,27 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
     tried: list[str] = []
     errors: list[str] = []
     operands = _signature.bind_site_operands(subject)
-    for dtype in ("f32", "f64") if _compat.x64_enabled() else ("f32",):
-        found = climb_ladder(subject, notes, statics, (pairs_early, dtype, operands), tried, errors, agree, sizes,
-                             (_try_call, MissingDependencyError, _MISSING_DEPENDENCY))
-        if found is not None:
-            return found
+    from ._static_choices import literal_alternatives
+
+    alternatives = list(literal_alternatives(subject, statics))
+    traced_only: tuple[list[Any], list[Finding]] | None = None  # inputs on which it only traces, with their note
+    for choice in [statics, *alternatives]:
+        for dtype in ("f32", "f64") if _compat.x64_enabled() else ("f32",):
+            noted = len(notes)
+            found = climb_ladder(subject, notes, choice, (pairs_early, dtype, operands), tried, errors, agree,
+                                 sizes, (_try_call, MissingDependencyError, _MISSING_DEPENDENCY))
+            if found is None:
+                continue
+            if not alternatives or not _only_traces(subject):
+                return found
+            # a kernel for another platform: another value of its Literal static may run here (its reference path)
+            traced_only = traced_only or (found, notes[noted:])
+            del notes[noted:]
+            break
+    if traced_only is not None:
+        _signature.apply(subject, traced_only[0])
+        notes.extend(traced_only[1])
+        return traced_only[0]
     last_error = errors[-1] if errors else ""
     arity = _arity(subject, operands)[0]
     if not _compat.x64_enabled() and any(_X64_ASKED.search(e) for e in errors):
@@ -355,6 +371,13 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
     raise InferenceError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
                          f"error: {last_error}); pass them explicitly, e.g. {suggestion}",
                          label=subject.label, tried=tried, last_error=last_error, arity=arity)
+
+
+def _only_traces(subject: Subject) -> bool:
+    """Whether the subject, on the inputs just inferred, raises a platform error that tracing gets past (a kernel
+    for another platform: its checks are then abstract)."""
+    ok, error = _try_call(subject, subject.specs, "normal", 0)
+    return ok and error != "non-finite output" and bool(error)
 
 
 # What a kernel that computes in double precision only says to 32-bit inputs (celerite-style "requires float64

@@ -1,0 +1,178 @@
+"""The shapes a target's author states for its arguments: the axes its code unpacks, the shapes its docstring gives.
+
+Inference climbs a ladder of plain shapes (`_climb`), rank 0 to 3, one shape for every operand. An attention
+kernel takes rank-4 or rank-5 arrays whose axes are shared between operands (queries, keys and values with the
+batch and head axes in common, a mask over the batch and sequence axes): no rung is one of those, though the author
+wrote them down, in one of two places:
+- the code: `batch, seq, heads, dim = q.shape` (a parameter's shape unpacked into one name per axis), in the
+  function's own body (a primitive's impl or abstract eval);
+- a docstring entry: `q: Query tensor of shape [B, N, H, S, D].`, `w : array, shape (D,)`, "of shape
+  ``(batch_size, seq_len)``": the target's own, or that of another function of its module documenting a parameter
+  of the same name (a public wrapper documents the arguments it passes on to its kernel).
+
+Axes of one name are one size, across operands; an integer axis is that size. `stated_rungs` turns each statement
+(all sources together, then each alone: a docstring and the code may name one axis differently) into candidates
+the ladder tries first; an operand no statement covers is tried at the shape of the first stated one, then at each
+of its leading parts (a mask over the leading axes), then at each of its trailing parts (a weight over the last
+axis), then as a scalar. For a primitive, a stated rung counts only where its abstract eval agrees with its impl.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .. import _compat
+from .._checks._base import Subject
+from .._core import _locate
+from .._loading._inputs import ArgSpec
+
+Axes = tuple[str, ...]
+# "shape (B, N)", "of shape [B, N, H]", "shape ``(batch, seq)``", "shape: (n,)": the bracketed axes after "shape"
+_DOC_SHAPE = re.compile(r"\bshape\s*(?:of\s*)?:?\s*`{0,2}\s*[(\[]([^()\[\]]*)[)\]]", re.IGNORECASE)
+_AXIS = re.compile(r"^[A-Za-z_]\w*$|^\d+$")
+# sizes given to named axes, in order of first appearance: distinct, so a transposed axis shows
+_SIZES = (2, 3, 4, 5, 6, 7, 8, 9)
+MAX_STATEMENTS = 3  # statements tried, each with up to 2 x rank + 2 rungs
+
+
+def stated_axes(subject: Subject, names: list[str]) -> list[dict[int, Axes]]:
+    """Statements of {position: axis names} for the parameters (`names`, positional order): all sources together
+    (the code's unpacking first, then the docstrings, each position from the first that states it), then each
+    source alone (its unpacking, each docstring), most positions first. A source names axes its own way (one
+    docstring writes `B`, the code `batch_len`): where together they give inconsistent sizes, one alone may not."""
+    unpacked: dict[int, Axes] = {}
+    for fn in _own_functions(subject):
+        for i, axes in _unpacked(fn).items():
+            unpacked.setdefault(i, axes)
+    sources = [unpacked] + [{names.index(name): axes for name, axes in _doc_axes(doc, names).items()}
+                            for doc in _docstrings(subject, names)]
+    merged: dict[int, Axes] = {}
+    for source in sources:
+        for i, axes in source.items():
+            merged.setdefault(i, axes)
+    alone = sorted((source for source in sources if source), key=len, reverse=True)
+    out: list[dict[int, Axes]] = []
+    for statement in [merged, *alone]:
+        if statement and statement not in out:
+            out.append(statement)
+    return out[:MAX_STATEMENTS]
+
+
+def stated_rungs(arrays: list[int], statements: list[dict[int, Axes]], dtype: np.dtype
+                 ) -> Iterator[list[ArgSpec]]:
+    """Candidates for the array positions `arrays` (parameter positions, in order), per statement: the stated ones
+    at their shapes, the others at the first stated shape, then at each of its leading parts (a mask over the batch
+    axes), then at each of its trailing parts (a weight over the feature axis), then as scalars."""
+    seen: list[list[ArgSpec]] = []
+    for stated in statements:
+        for rung in _rungs(arrays, stated, dtype):
+            if rung not in seen:
+                seen.append(rung)
+                yield rung
+
+
+def _rungs(arrays: list[int], stated: dict[int, Axes], dtype: np.dtype) -> Iterator[list[ArgSpec]]:
+    known = [i for i in arrays if i in stated]
+    if not known:
+        return
+    sizes: dict[str, int] = {}
+    for i in known:
+        for axis in stated[i]:
+            if not axis.isdigit() and axis not in sizes:
+                sizes[axis] = _SIZES[min(len(sizes), len(_SIZES) - 1)]
+    shapes = {i: tuple(int(a) if a.isdigit() else sizes[a] for a in stated[i]) for i in known}
+    first = shapes[known[0]]
+    others = [first]
+    if len(known) < len(arrays):
+        parts = range(len(first) - 1, 0, -1)
+        others += [first[:n] for n in parts] + [first[-n:] for n in parts] + [()]
+    for other in dict.fromkeys(others):
+        yield [ArgSpec(dtype, shapes.get(i, other)) for i in arrays]
+
+
+def _own_functions(subject: Subject) -> list[Any]:
+    obj = subject.original if subject.original is not None else subject.obj
+    if subject.kind == "primitive":
+        fns = [_compat.impl(obj), _compat.abstract_eval_rule(obj)]
+    else:
+        fns = [getattr(obj, "fun", None) or obj]
+    return [fn for fn in fns if fn is not None and _locate.is_user_code(fn)]
+
+
+def _unpacked(fn: Any) -> dict[int, Axes]:
+    """{position: axis names} of `a, b, c = x.shape` statements in `fn`'s body (no starred target), by the
+    positions of `fn`'s own parameters (a primitive's impl may name its operands otherwise than its bind calls)."""
+    from .._harness.source import function_source
+
+    found = function_source(fn)
+    if found is None:
+        return {}
+    params = [a.arg for a in found.node.args.posonlyargs + found.node.args.args]
+    out: dict[int, Axes] = {}
+    for node in ast.walk(found.node):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)):
+            continue
+        value = node.value
+        targets = [t.id for t in node.targets[0].elts if isinstance(t, ast.Name)]
+        if (isinstance(value, ast.Attribute) and value.attr == "shape" and isinstance(value.value, ast.Name)
+                and value.value.id in params and len(targets) == len(node.targets[0].elts)):
+            out.setdefault(params.index(value.value.id), tuple(targets))
+    return out
+
+
+def _doc_axes(doc: str, names: list[str]) -> dict[str, Axes]:
+    """{parameter: axis names} from the shape in its entry of the docstring `doc`."""
+    from ._operand_kinds import parameter_descriptions
+
+    out: dict[str, Axes] = {}
+    for name, text in parameter_descriptions(doc, names).items():
+        match = _DOC_SHAPE.search(text)
+        axes = _axes(match.group(1)) if match else None
+        if axes is not None:
+            out[name] = axes
+    return out
+
+
+def _axes(text: str) -> Axes | None:
+    parts = [p.strip().strip("`") for p in text.split(",")]
+    if parts and parts[-1] == "":  # "(D,)"
+        parts = parts[:-1]
+    return tuple(parts) if parts and all(_AXIS.match(p) for p in parts) else None
+
+
+def _docstrings(subject: Subject, names: list[str]) -> Iterator[str]:
+    """The target's own docstrings, then those of its module's other functions (and of the module its function is
+    written in) taking at least two of its parameters' names, in the order the modules define them."""
+    own = _own_functions(subject)
+    for fn in own:
+        doc = getattr(_locate.unwrap(fn), "__doc__", None)
+        if isinstance(doc, str):
+            yield doc
+    modules = dict.fromkeys([subject.module, *(getattr(_locate.unwrap(fn), "__module__", "") for fn in own)])
+    for name in modules:  # the target's module, and the module its function is written in
+        module = sys.modules.get(name or "")
+        functions = [v for v in vars(module).values() if inspect.isfunction(v)] if module is not None else []
+        for fn in sorted(functions, key=_definition_order):
+            if fn not in own and isinstance(fn.__doc__, str) and _locate.is_user_code(fn) and _takes_two(fn, names):
+                yield fn.__doc__
+
+
+def _takes_two(fn: Any, names: list[str]) -> bool:
+    try:
+        return len(set(inspect.signature(fn).parameters) & set(names)) >= 2
+    except (TypeError, ValueError):
+        return False
+
+
+def _definition_order(value: Any) -> tuple[str, int]:
+    """Functions in the order their module defines them, so the first documentation found does not depend on the
+    order of the module's namespace."""
+    code = getattr(value, "__code__", None)
+    return (getattr(code, "co_filename", ""), getattr(code, "co_firstlineno", 0))
