@@ -1,0 +1,1 @@
+"""Targets whose inputs only their authors' statements give (tests/test_stated_shapes.py)."""

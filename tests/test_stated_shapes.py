@@ -1,0 +1,101 @@
+"""Inputs only their authors' statements give (probe package tests/data/stated_shapes): the axes a kernel's code
+unpacks (`batch, seq, heads, dim = q.shape`), the shapes a docstring of its module gives ("of shape ``(batch,
+seq)``"), and the other values of a `Literal` static whose default cannot run here. Before, the plain ladder (rank 0
+to 3, one shape for all) found none of these targets' inputs (JXN004): they were not checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pytest
+
+from clirun import check_json
+
+DATA = Path(__file__).parent / "data"
+
+
+def _targets(module: str) -> dict[str, dict]:
+    return {t["target"].split(":")[-1]: t for t in check_json(f"stated_shapes.{module}", DATA)[1]["targets"]}
+
+
+def _codes(target: dict) -> set[str]:
+    return {f["code"] for f in target["findings"] if f["severity"] != "info"}
+
+
+@pytest.mark.slow
+def test_an_attention_kernel_is_checked_on_its_stated_shapes_and_reference_path() -> None:
+    targets = _targets("attention")
+    # q's axes from the kernel's unpacking, the mask's from the public wrapper's docstring; the `kernel` static's
+    # default only traces here (a CUDA-only primitive), so its Literal's other value, the reference path, is run
+    arrays = ["f32[2,3,4,5]", "f32[2,3,4,5]", "f32[2,3,4,5]", "f32[2,3]"]
+    assert targets["attention_wrong_bwd"]["inputs"] == [*arrays, "'reference'"]
+    assert _codes(targets["attention_wrong_bwd"]) & {"JXG011", "JXG014", "JXG024"}  # the mask it forgets
+    assert targets["attention"]["inputs"] == [*arrays, "'reference'"]  # where the wrapper calls it
+    assert _codes(targets["attention"]) == set()
+    # the fused kernel itself: its abstract eval unpacks q; checked abstractly (JXN013), never skipped
+    assert targets["fused_attention_p"]["inputs"] == arrays
+    assert "JXN013" in {f["code"] for f in targets["fused_attention_p"]["findings"]}
+    assert all(t["verified"] for name, t in targets.items() if name != "attention_wrong_bwd")
+
+
+@pytest.mark.slow
+def test_a_primitive_whose_abstract_eval_unpacks_its_operand_gets_that_rank_and_a_trailing_weight() -> None:
+    targets = _targets("norm_primitive")
+    assert targets["norm_p"]["inputs"] == ["f32[2,3,4]", "f32[4]"]
+    assert _codes(targets["norm_p"]) == set()
+    assert "JXB005" in _codes(targets["norm_bad_p"])
+
+
+def test_axes_are_read_from_unpacking_and_every_docstring_style() -> None:
+    import jax
+
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._run._stated_shapes import stated_axes, stated_rungs
+
+    def kernel(x, w, b, m, n):
+        """Kernel.
+
+        Args:
+            w: Weights, shape (D,)
+            b: Bias of shape [B, 1, D].
+            m: mask, of shape ``(batch, seq)``
+            n: a norm (shape unknown)
+        """
+        batch, seq, D = x.shape
+        return x
+
+    subject = Subject("m:kernel", "custom_vjp", jax.custom_vjp(kernel), specs=[])
+    names = ["x", "w", "b", "m", "n"]
+    statements = stated_axes(subject, names)
+    # together (the code's unpacking first), then each source alone, most positions first
+    assert statements == [{0: ("batch", "seq", "D"), 1: ("D",), 2: ("B", "1", "D"), 3: ("batch", "seq")},
+                          {1: ("D",), 2: ("B", "1", "D"), 3: ("batch", "seq")}, {0: ("batch", "seq", "D")}]
+    f32 = np.dtype(np.float32)
+    rungs = [[s.shape for s in rung] for rung in stated_rungs([0, 1, 2, 3, 4], statements[:1], f32)]
+    # one size per axis name across operands, an integer axis as written, the unstated one at the first's shape
+    assert rungs[0] == [(2, 3, 4), (4,), (5, 1, 4), (2, 3), (2, 3, 4)]
+    # then leading parts, trailing parts, a scalar
+    assert [rung[4] for rung in rungs] == [(2, 3, 4), (2, 3), (2,), (3, 4), (4,), ()]
+    assert list(stated_rungs([0, 1], [], f32)) == []
+
+
+def test_a_literal_static_offers_its_other_values_evaluated_or_postponed() -> None:
+    import jax
+
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._loading._inputs import Static
+    from jaxdiag._run._static_choices import literal_alternatives, literal_values
+
+    assert literal_values(Literal["pallas", "reference"]) == ["pallas", "reference"]
+    assert literal_values("Literal['a', 'b']") == ["a", "b"]
+    assert literal_values("typing.Literal[1, 2]") == [1, 2]
+    assert literal_values("str") == [] and literal_values(int) == []
+
+    def f(x, mode: Literal["gpu", "cpu", "tpu"] = "gpu", flag: bool = False):
+        return x
+
+    subject = Subject("m:f", "custom_vjp", jax.custom_vjp(f, nondiff_argnums=(1, 2)), specs=[])
+    statics = {1: Static("gpu"), 2: Static(False)}
+    assert [c[1].value for c in literal_alternatives(subject, statics)] == ["cpu", "tpu"]
