@@ -99,3 +99,13 @@ def test_a_literal_static_offers_its_other_values_evaluated_or_postponed() -> No
     subject = Subject("m:f", "custom_vjp", jax.custom_vjp(f, nondiff_argnums=(1, 2)), specs=[])
     statics = {1: Static("gpu"), 2: Static(False)}
     assert [c[1].value for c in literal_alternatives(subject, statics)] == ["cpu", "tpu"]
+
+
+@pytest.mark.slow
+def test_a_float_static_without_default_takes_a_value_that_shows_a_dropped_factor() -> None:
+    """`scale: float` in nondiff_argnums with no default: any float is in its contract; 0.5 (never 1.0) shows a
+    backward pass that forgets the factor. Before, neither target was checked (JXN012)."""
+    targets = _targets("scaled")
+    assert targets["scaled_tanh"]["inputs"] == ["f32[3]", "0.5"]
+    assert _codes(targets["scaled_tanh"]) == set()
+    assert _codes(targets["scaled_tanh_forgets_scale"]) == {"JXG024"}

@@ -40,7 +40,7 @@ from .._checks._base import Subject
 from .._core import _locate
 from .._core._report import Finding
 from .._harness import call_user
-from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, key_spec, template_text
+from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, Static, key_spec, template_text
 from . import _int_params, _operand_kinds, _signature, _stated_shapes
 
 # The plain ladder: one shape for every operand, simplest first.
@@ -158,32 +158,43 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                                  if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
                                  for i, t in enumerate(templates)]
                     templates = _as_keys(_as_indices(templates, indices - flags - scalars - keys), keys)
-                    templates = _as_containers(_as_documented(templates, documented), containers, documented)
-                    text = " ".join(template_text(t) for t in templates)
-                    if text in tried:
-                        continue
-                    tried.append(text)
-                    _signature.apply(subject, templates)
-                    checked = agree or (subject.kind == "primitive" and (
-                        derived is not None or any(candidate is c for c in stated)))
-                    failures: list[BaseException] = []
-                    ok, error = _try_call(subject, subject.specs, "normal", 0, checked, failures)
-                    if not ok and error == "non-finite output":
-                        ok = any(_try_call(subject, subject.specs, d, 0, checked)[0] for d in DOMAINS[1:])
-                    if ok and (ruled or (derived is not None and fallback is None)):
-                        why = _reverse_fails(subject)
-                        if why:  # runs, but reverse mode does not trace here: the first such kept if nothing runs
-                            fallback = fallback or (list(templates), text, derived is not None)
-                            ok, error = False, why
-                    if ok:
-                        return _found(subject, notes, templates, text)
-                    errors.append(error)
-                    if error.startswith(missing_dependency):
-                        raise MissingDependencyError(subject.label, error)
-                    _learn(subject, state, error, failures, derived)
+                    drawn = _as_containers(_as_documented(templates, documented), containers, documented)
+                    for templates in _scalar_forms(drawn, scalars - flags):  # arrays, then Python floats
+                        text = " ".join(template_text(t) for t in templates)
+                        if text in tried:
+                            continue
+                        tried.append(text)
+                        _signature.apply(subject, templates)
+                        checked = agree or (subject.kind == "primitive" and (
+                            derived is not None or any(candidate is c for c in stated)))
+                        failures: list[BaseException] = []
+                        ok, error = _try_call(subject, subject.specs, "normal", 0, checked, failures)
+                        if not ok and error == "non-finite output":
+                            ok = any(_try_call(subject, subject.specs, d, 0, checked)[0] for d in DOMAINS[1:])
+                        if ok and (ruled or (derived is not None and fallback is None)):
+                            why = _reverse_fails(subject)
+                            if why:  # runs, but reverse mode does not trace here: the first such kept if none runs
+                                fallback = fallback or (list(templates), text, derived is not None)
+                                ok, error = False, why
+                        if ok:
+                            return _found(subject, notes, templates, text)
+                        errors.append(error)
+                        if error.startswith(missing_dependency):
+                            raise MissingDependencyError(subject.label, error)
+                        _learn(subject, state, error, failures, derived)
                 if fallback is not None and fallback[2] and derived is None:  # the derived family is done
                     return _found(subject, notes, *fallback[:2])
     return _found(subject, notes, *fallback[:2]) if fallback is not None else None
+
+
+def _scalar_forms(templates: list[Any], scalars: set[int]) -> Iterator[list[Any]]:
+    """The templates; then, when some `float`-annotated position holds a drawn scalar, those positions as the Python
+    float `_signature.FLOAT_STATIC` (a function passing its `scale: float` on as a static, or to a jit's static
+    argument, cannot take an array there)."""
+    yield templates
+    at = [i for i in scalars if i < len(templates) and isinstance(templates[i], ArgSpec)]
+    if at:
+        yield [Static(_signature.FLOAT_STATIC) if i in at else t for i, t in enumerate(templates)]
 
 
 def _as_indices(templates: list[Any], positions: set[int]) -> list[Any]:

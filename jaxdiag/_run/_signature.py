@@ -317,11 +317,18 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
             out[i] = Static(forwarded[i])
         elif i in literals:
             out[i] = Static(literals[i])
+        elif params[i].annotation in (float, "float"):  # `scale: float`: any float is in its contract
+            out[i] = Static(FLOAT_STATIC)
         else:
             return None
     for i, value in forwarded.items():
         out.setdefault(i, Static(value))
     return out
+
+
+# The value a static annotated `float` with no default takes: not 1.0 or 0.0, so that a rule that drops or
+# mis-applies the factor (a backward pass forgetting `scale`) shows.
+FLOAT_STATIC = 0.5
 
 
 def _module_literals(subject: Subject, params: list[inspect.Parameter]) -> dict[int, Any]:
@@ -435,7 +442,7 @@ def static_without_default(subject: Subject) -> list[tuple[str, str]]:
     ints = static_ints(subject, statics, params, forwarded, literals)
     return [(params[i].name, where) for i, where in sorted(statics.items())
             if i < len(params) and params[i].default is params[i].empty and i not in forwarded
-            and i not in literals and i not in ints]
+            and i not in literals and i not in ints and params[i].annotation not in (float, "float")]
 
 
 def static_ints(subject: Subject, statics: dict[int, str], params: list[inspect.Parameter],
