@@ -161,8 +161,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                     drawn = _as_containers(_as_documented(templates, documented), containers, documented)
                     for templates in _scalar_forms(drawn, scalars - flags):  # arrays, then Python floats
                         text = " ".join(template_text(t) for t in templates)
-                        if text in tried:
-                            continue
+                        if text in tried:  # and so was the float form after it, if it was due
+                            break
                         tried.append(text)
                         _signature.apply(subject, templates)
                         checked = agree or (subject.kind == "primitive" and (
@@ -171,6 +171,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                         ok, error = _try_call(subject, subject.specs, "normal", 0, checked, failures)
                         if not ok and error == "non-finite output":
                             ok = any(_try_call(subject, subject.specs, d, 0, checked)[0] for d in DOMAINS[1:])
+                        ran = ok  # the Python-float form is only for a drawn scalar the target cannot take
                         if ok and (ruled or (derived is not None and fallback is None)):
                             why = _reverse_fails(subject)
                             if why:  # runs, but reverse mode does not trace here: the first such kept if none runs
@@ -182,6 +183,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                         if error.startswith(missing_dependency):
                             raise MissingDependencyError(subject.label, error)
                         _learn(subject, state, error, failures, derived)
+                        if ran:
+                            break
                 if fallback is not None and fallback[2] and derived is None:  # the derived family is done
                     return _found(subject, notes, *fallback[:2])
     return _found(subject, notes, *fallback[:2]) if fallback is not None else None
