@@ -109,3 +109,14 @@ def test_a_float_static_without_default_takes_a_value_that_shows_a_dropped_facto
     assert targets["scaled_tanh"]["inputs"] == ["f32[3]", "0.5"]
     assert _codes(targets["scaled_tanh"]) == set()
     assert _codes(targets["scaled_tanh_forgets_scale"]) == {"JXG024"}
+
+
+@pytest.mark.slow
+def test_a_float_annotated_scalar_that_runs_as_an_array_is_never_swapped_for_a_python_float() -> None:
+    """The Python-float form is only for a scalar the target cannot take as an array: a callback whose scalars run
+    as f32[] (reverse mode does not) keeps them, so `jax.vmap` batches them and its missing vmap_method shows."""
+    from clirun import missing_vmap_method_code
+
+    (target,) = _targets("callback").values()
+    assert target["inputs"][:2] == ["f32[]", "f32[]"]
+    assert missing_vmap_method_code() in _codes(target)
