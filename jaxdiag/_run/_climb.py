@@ -11,7 +11,12 @@ anything else. Two classes of rules accept none of them:
   a contract that is a function of n holds for any n, so the other rungs would only repeat the same failures;
 - complex data beside real coordinates (a transform of complex coefficients at real points): when the rule's source
   names a complex dtype, or a failure does (its message, or the source of the user function that raised it), each
-  candidate is followed by its variants with the first operand complex, then all of them.
+  candidate is followed by its variants with the first operand complex, then all of them;
+- shapes its author stated (rank-4 attention operands sharing axes): the axes the code unpacks and the shapes the
+  docstrings give come first (`_stated_shapes`).
+
+A `float`-annotated parameter is drawn as a scalar; only where that scalar does not run is it tried as a Python
+float (`_scalar_forms`: a scale passed on to a jit's static argument).
 
 A primitive's derived candidate is accepted only when its abstract eval agrees with what its impl computed
 (`_engine._try_call`'s `agree`, as for synthesised bind params): a shape tied to n is used only where the rule's own

@@ -317,7 +317,7 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
             out[i] = Static(forwarded[i])
         elif i in literals:
             out[i] = Static(literals[i])
-        elif params[i].annotation in (float, "float"):  # `scale: float`: any float is in its contract
+        elif annotated_float(params[i]):  # `scale: float`: any float is in its contract
             out[i] = Static(FLOAT_STATIC)
         else:
             return None
@@ -377,7 +377,12 @@ def float_annotated(subject: Subject) -> set[int]:
     postponed annotations gives): the callers pass a scalar there, never an array to draw at the ladder's shapes."""
     if subject.kind == "primitive":
         return set()
-    return {i for i, p in enumerate(positional(signature_of(subject))) if p.annotation in (float, "float")}
+    return {i for i, p in enumerate(positional(signature_of(subject))) if annotated_float(p)}
+
+
+def annotated_float(param: inspect.Parameter) -> bool:
+    """`x: float`, also as the string a module with postponed annotations gives."""
+    return param.annotation in (float, "float")
 
 
 def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list[dict[int, str]]:
@@ -442,7 +447,7 @@ def static_without_default(subject: Subject) -> list[tuple[str, str]]:
     ints = static_ints(subject, statics, params, forwarded, literals)
     return [(params[i].name, where) for i, where in sorted(statics.items())
             if i < len(params) and params[i].default is params[i].empty and i not in forwarded
-            and i not in literals and i not in ints and params[i].annotation not in (float, "float")]
+            and i not in literals and i not in ints and not annotated_float(params[i])]
 
 
 def static_ints(subject: Subject, statics: dict[int, str], params: list[inspect.Parameter],
