@@ -262,6 +262,28 @@ def test_check_reports_every_target_whatever_the_others_do(jobs):
 
 @pytest.mark.slow
 @pytest.mark.supervised
+def test_a_crash_while_tracing_the_package_for_its_callbacks_ends_only_that_function():
+    """The traced-reach phase (callbacks and rules found by tracing public functions) crashed in a worker and was
+    then run again in the supervised child, where the same segfault ended the run: no target was reported. Now
+    the phase runs again in a new worker without the function that crashed, which gets the JXU002."""
+    done = _cli("check", str(DATA / "reachcrash"), "-j", "1", "--no-cache", "--format", "json", timeout=600)
+    assert done.returncode == 5, done.stderr
+    data = json.loads(done.stdout)
+    found = {t["target"].rpartition(":")[2]: t for t in data["targets"]}
+    crash = found["crashing"]["findings"]
+    assert [f["code"] for f in crash] == ["JXU002"] and crash[0]["location"]["line"] == _line_of("def crashing")
+    assert [e["reason"] for e in data["summary"]["not_verified"]] == ["crashed"]
+    assert "JXB020" in {f["code"] for f in found["scaled (calls a callback)"]["findings"]}  # traced after the crash
+    assert found["smooth"]["verified"]
+
+
+def _line_of(text: str) -> int:
+    lines = (DATA / "reachcrash" / "ops.py").read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.startswith(text))
+
+
+@pytest.mark.slow
+@pytest.mark.supervised
 @pytest.mark.parametrize("signum, code, word", [(signal.SIGINT, 130, "interrupted"),
                                                 (signal.SIGTERM, 143, "terminated")])
 def test_signals_stop_the_child_and_leave_no_temporary_folder(signum, code, word, tmp_path):

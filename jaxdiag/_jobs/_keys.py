@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import _cache
 from ._outcome import Lint, Outcome, apply
@@ -29,21 +29,52 @@ class TracedPhase:
     results only through the recorded rules they checked, so when no recorded call is left to check it need not
     wait for them: a worker starts with it (it is among the longest tasks of a run) while the other checks targets,
     instead of this process running it alone after the pool has stopped. The pool sets `reports`; when it could not
-    (a worker crashed or raised in it), `reports` stays None and the phase runs in this process, as it always did.
-    It has no time limit (it never had one: it is not a target)."""
+    (a worker raised in it: jaxdiag's own error), `reports` stays None and the phase runs in this process.
+    It has no time limit (it never had one: it is not a target).
+
+    A crash (a segfault in a callback's host code, an `os._exit`) kills the worker running the phase. The pool
+    then runs it again in a new worker without the unit that crashed (`crashes`, `skip`), up to MAX_CRASHES
+    times, and adds each crash's blocking report to the phase's (`with_crashes`): never again in this process,
+    where the same crash would end the whole run and every target's report with it."""
 
     discovered: Sequence[Found]
     reports: list[TargetReport] | None = None
     label: str = TRACED_LABEL
     task_key: str = TRACED_LABEL
+    # (the unit it was in, "subject: check" it was running, the exit code) for each crash of the phase
+    crashes: list[tuple[str, str, int | None]] = field(default_factory=list)
 
-    def run(self, lint: Lint, checked: Sequence[Location] = ()) -> Outcome:
+    MAX_CRASHES: ClassVar[int] = 3
+
+    @property
+    def skip(self) -> list[str]:
+        return [unit for unit, _, _ in self.crashes if unit]
+
+    def crashed(self, unit: str, running: str, code: int | None) -> bool:
+        """Record a crash; whether the phase runs again (the unit it crashed in is known, and retries are left)."""
+        self.crashes.append((unit, running, code))
+        return bool(unit) and len(self.crashes) <= self.MAX_CRASHES
+
+    def with_crashes(self, outcome: Outcome | None) -> Outcome:
+        """The phase's outcome (None: it never finished) with a blocking report per crash; never cached."""
+        from ._outcome import crashed_unit
+
+        out = outcome or Outcome()
+        units = {unit or self.label for unit, _, _ in self.crashes}
+        # a crashed unit's report replaces what the next run said of it (its sites unreached, having been skipped)
+        out.reports = [*(r for r in out.reports if r["target"] not in units),
+                       *(crashed_unit(unit or self.label, running, code) for unit, running, code in self.crashes)]
+        out.complete = out.complete and not self.crashes
+        out.live = None
+        return out
+
+    def run(self, lint: Lint, checked: Sequence[Location] = (), skip: Sequence[str] = ()) -> Outcome:
         from . import _traced_reach
 
         saved = lint.unchecked_lines
         lint.unchecked_lines = set()
         try:
-            reports = _traced_reach.check_by_tracing(lint, list(self.discovered), checked)
+            reports = _traced_reach.check_by_tracing(lint, list(self.discovered), checked, skip)
             outcome = Outcome(reports=[target_report_to_dict(r) for r in reports],
                               unchecked_lines=sorted(lint.unchecked_lines),
                               complete=not any(r.internal_errors or r.problems for r in reports))

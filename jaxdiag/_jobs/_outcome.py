@@ -136,6 +136,30 @@ def crashed(found: Found | RecordedCall, running: str, code: int | None) -> Outc
     return Outcome(reports=[target_report_to_dict(report)], complete=False)
 
 
+def crashed_unit(unit: str, running: str, code: int | None) -> dict[str, Any]:
+    """The report (as plain data) of a unit of the traced-reach phase (a public function traced on inferred inputs,
+    a factory called) during which the worker died: a blocking JXU001/JXU002 at that function, named by its
+    `module:function` label."""
+    import sys
+
+    from .._core import _locate
+    from .._core._outcomes import process_death_finding
+
+    subject, _, check = running.rpartition(": ") if running else ("", "", "")
+    through = "" if subject == unit else f", reached through {unit}"
+    where = (f"check `{check}` on {subject}{through}" if check else
+             f"the trace of {unit} on inferred inputs (no check had started)")
+    finding = process_death_finding(unit, code, check, where)
+    module, _, name = unit.partition(":")
+    fn = sys.modules.get(module)
+    for part in name.split(".") if fn is not None and name else ():
+        fn = getattr(fn, part, None)
+    finding.location = _locate.locate(fn) if fn is not None and name else None
+    report = TargetReport(unit, "function", checks=[CheckResult(check or "prepare", "failed", 0.0, finding.message)],
+                          findings=[finding], module=module)
+    return target_report_to_dict(report)
+
+
 def internal(found: Found | RecordedCall, detail: str) -> Outcome:
     report = internal_report(found, detail, module=found.walked.label, config_keys=list(found.keys))
     return Outcome(reports=[target_report_to_dict(report)], complete=False)

@@ -36,7 +36,7 @@ from multiprocessing.connection import Connection, wait
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from . import _cache, _keys, _schedule
+from . import _cache, _keys, _schedule, _units
 from ._keys import TRACED_LABEL, TracedPhase
 from ._outcome import Lint, Outcome, apply, crashed, internal, run_in_process, timed_out
 from ._memory import (MemoryBound, exit_with_parent, retire_limit,
@@ -339,20 +339,21 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
         conn.send(("check", subject, check))
 
     _engine.on_check_start = started
+    _units.on_unit_start = lambda label: conn.send(("unit", label))
     bound = MemoryBound()
     conn.send(("ready",))
     while True:
         task = conn.recv()
         if task is None:
             return
-        index, label = task
+        index, label, skip = task
         found = phase if label == TRACED_LABEL else founds.get(label)
         if found is None:
             conn.send(("missing", index))
             continue
         started_at = time.perf_counter()
         try:
-            outcome = found.run(lint) if isinstance(found, TracedPhase) else run_in_process(lint, found)
+            outcome = found.run(lint, skip=skip) if isinstance(found, TracedPhase) else run_in_process(lint, found)
         except BaseException:  # noqa: BLE001 - jaxdiag's own error: the parent reports it for this target
             conn.send(("raised", index, traceback.format_exc()))
             return
@@ -398,14 +399,15 @@ class _Worker:
         self.task: int | None = None
         self.task_started = 0.0
         self.running = ""  # "subject: check" the worker said it started last
+        self.unit = ""  # the traced-reach phase's unit it said it started last
         self.slot = slot  # whose chunk of targets it works through (`_schedule`); a replacement keeps it
         self.floor_mb: float | None = None  # what its first clearing of JAX's caches left (`retire_limit`)
 
-    def send(self, index: int, label: str) -> None:
-        self.conn.send((index, label))
+    def send(self, index: int, label: str, skip: Sequence[str] = ()) -> None:
+        self.conn.send((index, label, list(skip)))
         self.task = index
         self.task_started = time.monotonic()
-        self.running = ""
+        self.running = self.unit = ""
 
     def stop(self) -> None:
         try:
@@ -442,12 +444,14 @@ class _Pool:
         self.timeout = settings.timeout or None
         self.jobs = max(settings.jobs, 1)
         self.phase_index: int | None = None  # the traced-reach phase's task, when the pool runs it (no time limit)
+        self.phase_again = False  # it crashed in a unit: to be run again without that unit
 
     def run(self, lint: Lint, founds: Sequence[Item], todo: list[int], phase: TracedPhase | None = None,
             known: Mapping[str, float] | None = None) -> Iterator[tuple[int, Outcome]]:
         """(index, outcome) as targets finish, in any order; the traced-reach phase's, when given, as index
-        `len(founds)` (none when a worker failed in it: the caller runs it). `known`: seconds each task took in a
-        previous run, by task key (the schedule's costs). Workers are killed when the iterator is closed."""
+        `len(founds)` (none when a worker raised in it: the caller runs it; after a crash in it, the phase runs
+        again in a new worker without the unit that crashed, `TracedPhase.crashed`). `known`: seconds each task took
+        in a previous run, by task key (the schedule's costs). Workers are killed when the iterator is closed."""
         self.phase_index = len(founds) if phase is not None else None
         if phase is not None:
             founds = [*founds, phase]  # type: ignore[list-item]
@@ -458,9 +462,12 @@ class _Pool:
         TIMELINE.clear()
         TASK_SECONDS.clear()
         try:
-            while queue or any(w.task is not None for w in workers):
+            while queue or self.phase_again or any(w.task is not None for w in workers):
                 for w in workers:
-                    if w.ready and w.task is None and queue:
+                    if w.ready and w.task is None and self.phase_again and phase is not None:  # after a crash
+                        self.phase_again = False
+                        w.send(len(founds) - 1, TRACED_LABEL, phase.skip)
+                    elif w.ready and w.task is None and queue:
                         index = queue.take(w.slot)
                         w.send(index, task_key(founds[index]))
                 busy = [w for w in workers if w.task is not None or not w.ready]
@@ -494,7 +501,7 @@ class _Pool:
     def _replace(self, w: _Worker, workers: list[_Worker], queue: _schedule.Schedule, killed: bool) -> None:
         w.kill() if killed else w.stop()
         workers.remove(w)
-        if queue:
+        if queue or self.phase_again:
             workers.append(_Worker(self.setup, w.slot))
             LAST_RUN["workers_started"] += 1
 
@@ -506,16 +513,23 @@ class _Pool:
             w.proc.join(5)
             code = w.proc.exitcode
             index = w.task
+            phase = founds[index] if index is not None and index == self.phase_index else None
+            if isinstance(phase, TracedPhase):  # run it again without the unit, or give up with the crashes
+                self.phase_again = phase.crashed(w.unit, w.running, code)
             self._replace(w, workers, queue, killed=True)
             if index is None:
                 raise RuntimeError(f"a jaxdiag worker process exited while starting (exit code {code})") from None
             if index != self.phase_index:
                 yield index, crashed(founds[index], w.running, code)
+            elif isinstance(phase, TracedPhase) and not self.phase_again:
+                yield index, phase.with_crashes(None)
             return
         kind = message[0]
         if kind == "ready":
             w.ready = True
             TIMELINE.append({"slot": w.slot, "event": "ready", "at": time.monotonic(), "since": w.spawned})
+        elif kind == "unit":
+            w.unit, w.running = message[1], ""
         elif kind == "check":
             w.running = f"{message[1]}: {message[2]}"
             _tell(event="check", target=message[1], check=message[2])
@@ -532,7 +546,9 @@ class _Pool:
                 w.floor_mb = after
             if limit is not None and after > limit:  # clearing JAX's caches was not enough
                 self._replace(w, workers, queue, killed=False)
-            yield index, Outcome.from_dict(data)
+            phase = founds[index] if index == self.phase_index else None
+            outcome = Outcome.from_dict(data)
+            yield index, phase.with_crashes(outcome) if isinstance(phase, TracedPhase) and phase.crashes else outcome
         elif kind == "missing":  # the worker did not find the target (a module object given to the API)
             w.task = None
             index = message[1]

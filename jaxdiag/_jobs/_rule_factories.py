@@ -191,10 +191,11 @@ def rules_in(value: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def check_returned(lint: Any, sites: list[Any], known: set[int], note: Callable[[str, str], None]
-                   ) -> list[TargetReport]:
+def check_returned(lint: Any, sites: list[Any], known: set[int], note: Callable[[str, str], None],
+                   starts: Callable[[str], bool] = lambda _: True) -> list[TargetReport]:
     """The rules that module-level functions left unreached return: each such function called once with
-    configuration values, each rule it returns checked as a target on inferred inputs."""
+    configuration values, each rule it returns checked as a target on inferred inputs. `starts(label)`: whether
+    that function's unit runs (`_traced_reach.check_by_tracing`)."""
     from .._loading._passthrough import module_tree
 
     reports: list[TargetReport] = []
@@ -202,7 +203,7 @@ def check_returned(lint: Any, sites: list[Any], known: set[int], note: Callable[
         module, function = group[0].module, group[0].function
         lines = returned_sites(module_tree(module), function, [s.line for s in group if s.kind in _RULE_KINDS])
         fn = getattr(module, function, None)
-        if not lines or fn is None or not callable(fn):
+        if not lines or fn is None or not callable(fn) or not starts(f"{module.__name__}:{function}"):
             continue
         made = _configured_call(fn, module, function, f"{module.__name__}:{function}", note)
         if made is not None:
@@ -210,7 +211,8 @@ def check_returned(lint: Any, sites: list[Any], known: set[int], note: Callable[
     return reports
 
 
-def check_methods(lint: Any, sites: list[Any], known: set[int], note: Callable[[str, str], None]) -> list[TargetReport]:
+def check_methods(lint: Any, sites: list[Any], known: set[int], note: Callable[[str, str], None],
+                  starts: Callable[[str], bool] = lambda _: True) -> list[TargetReport]:
     """Sites left unreached in methods of a module-level class: an instance is built the way a factory is called
     (its constructor's parameters filled likewise); a rule the method returns (or `__init__` stores) is checked as a
     target, and any other method is checked as a function target on inferred inputs, the rules it makes or calls
@@ -225,6 +227,8 @@ def check_methods(lint: Any, sites: list[Any], known: set[int], note: Callable[[
         if not isinstance(cls, type):
             continue
         label = f"{module.__name__}:{function}"
+        if not starts(label):
+            continue
         built = _configured_call(cls, module, owner, label, note, what="its class is not built")
         if built is None:
             continue

@@ -19,10 +19,13 @@ import ast
 import os
 from dataclasses import dataclass, field
 from types import ModuleType
+import functools
+from collections.abc import Collection
 from typing import Any, Sequence
 
 from .. import _compat
 from . import _callables, _rule_factories
+from ._units import unit_starts
 from .._core import _locate
 from .._harness.source import called_name
 from .._run import _signature
@@ -274,10 +277,13 @@ def _covered_sites(sites: list[Site], covered_at: list[tuple[str, int]]) -> set[
     return done
 
 
-def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Location] = ()) -> list[TargetReport]:
+def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Location] = (),
+                     skip: Collection[str] = ()) -> list[TargetReport]:
     """The rules (and callback call sites) inside the walked modules' functions that discovery did not name and no
     recorded call checked (`checked`: their definitions), checked inside the public functions leading to them; the
-    sites no function reaches as JXN012 notes."""
+    sites no function reaches as JXN012 notes. `skip`: units (`_units.unit_starts`) that crashed the process when
+    the phase ran before: not run again (the pool reports each crash)."""
+    starts = functools.partial(unit_starts, skip=skip)
     modules = [w.module for w in lint.discovery.walked]
     covered = [loc for found in discovered for loc in _rule_locations(found.obj, found.kind)]
     result = plan(modules, covered + list(checked))
@@ -293,12 +299,13 @@ def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Locatio
         if all(s.reached for s in result.sites):
             break
         found = targets.get(id(_locate.unwrap(getattr(module, name, None))))
-        reports.extend(_through(lint, module, name, result.sites, known, tried, found))
+        if starts(f"{module.__name__}:{name}"):
+            reports.extend(_through(lint, module, name, result.sites, known, tried, found))
     def note(label: str, outcome: str) -> None:
         tried.append(Tried(label, outcome))
 
-    reports.extend(_rule_factories.check_returned(lint, result.sites, known, note))
-    reports.extend(_rule_factories.check_methods(lint, result.sites, known, note))
+    reports.extend(_rule_factories.check_returned(lint, result.sites, known, note, starts))
+    reports.extend(_rule_factories.check_methods(lint, result.sites, known, note, starts))
     reports.extend(_unreached(result.sites, tried, lint))
     return reports
 
