@@ -108,6 +108,15 @@ def test_tests_are_skipped_unless_included(pkg, probe_only):
     assert "lintpkg.tests.test_it" in result.output and "test modules are not imported" in result.output
 
 
+def test_a_packages_own_test_helpers_are_test_modules():
+    """A `testing`/`_testing` module holds stand-ins for the package's own tests (a native resource a callback
+    writes to, without bounds checks): walked only with --include-tests, like `tests` and `test_*` modules."""
+    from jaxdiag._jobs._discovery import _is_test_name
+
+    assert all(_is_test_name(n) for n in ("tests", "test_it", "it_test", "conftest", "testing", "_testing"))
+    assert not any(_is_test_name(n) for n in ("testing_utils", "attest", "latest", "contest", "kernels"))
+
+
 def test_same_package_name_in_another_folder_is_reimported(tmp_path, monkeypatch, probe_only):
     first = write_pkg(tmp_path / "a")
     second = write_pkg(tmp_path / "b", extra={"lintpkg/extra.py": FUNCS.replace("smooth_bad", "smooth_other")})

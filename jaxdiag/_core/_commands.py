@@ -218,7 +218,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                     api=False,
                     doc="report modules that fail to import and check the rest (the run still exits 2)"),
                 Opt("include_tests", ("--include-tests",), False, "Also walk test modules in packages.", api=False,
-                    doc="also walk `tests`/`test_*` modules of packages"),
+                    doc="also walk the `tests`/`test_*` modules of packages and their test helpers (`testing`/"
+                        "`_testing` modules)"),
                 Opt("jobs", ("-j", "--jobs"), None, "Worker processes (default: the number of cores; 1 with "
                     "--timeout 0: all in this process).", kind=int, metavar="N", api=False,
                     doc="worker processes (default: the number of cores); the report is the same as with "

@@ -67,7 +67,10 @@ class Found:
 
 
 def _is_test_name(name: str) -> bool:
-    return name in ("tests", "test", "conftest") or name.startswith("test_") or name.endswith("_test")
+    """Test modules, and the modules of test helpers a package ships for its own tests (`testing`, `_testing`:
+    stand-ins that are not the library's rules)."""
+    return (name in ("tests", "test", "conftest", "testing", "_testing") or name.startswith("test_")
+            or name.endswith("_test"))
 
 
 def _posix(path: str) -> str:
