@@ -185,6 +185,13 @@ def _jxn013(m: Any) -> str | None:
     return ok() if out.shape == want else wrong(f"shape {out.shape}, expected {want}")
 
 
+@says("JXN018")
+def _jxn018(m: Any) -> str | None:
+    """`jax.grad(soft_max, argnums=1)(x, 2.0)`"""
+    jax.grad(m.soft_max, argnums=1)(draw("JXN018", 3), 2.0)
+    return ok()
+
+
 @says("JXB004")
 def _jxb004(m: Any) -> str | None:
     """`codes, codebook = jax.vmap(quantize)(x)`"""

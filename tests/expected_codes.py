@@ -169,6 +169,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'jxg036_good.py': {},
     'jxn013_bad.py': {'error': ['JXB004'], 'info': ['JXN013']},
     'jxn013_good.py': {'info': ['JXR006']},
+    'jxn018_bad.py': {'info': ['JXN001', 'JXN018']},
+    'jxn018_good.py': {'info': ['JXN001']},
     'jxr001_bad.py': {'error': ['JXR001'], 'info': ['JXN003', 'JXR006']},
     'jxr001_good.py': {'info': ['JXR006']},
     'jxr002_bad.py': {'error': ['JXR002'], 'info': ['JXN003', 'JXR006']},

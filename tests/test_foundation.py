@@ -612,7 +612,8 @@ def _report_with_notes():
 
     where = Location("ops.py", 3, "f")
     inferred = INPUTS_INFERRED.finding(location=where, count=1, specs="f32[3]")
-    domain = DOMAIN_FALLBACK.finding(location=where, target="ops:f", domain="positive", pinned="f32[3]@positive")
+    domain = DOMAIN_FALLBACK.finding(location=where, target="ops:f", why="gives NaN or inf", domain="positive",
+                                     pinned="f32[3]@positive")
     problem = Finding("JXB005", "batch-result-mismatch", "error", "observed 1.0 vs 2.0", fix="do x", location=where)
     targets = [TargetReport("ops:f", "function", ["f32[3]"], findings=[inferred, domain]),
                TargetReport("ops:g", "function", ["f32[3]"], findings=[inferred, problem]),

@@ -1,4 +1,5 @@
-"""Which platforms a primitive can run on here: its registered lowerings, and whether an error is a platform's.
+"""Which platforms a primitive can run on here: its registered lowerings, and whether an error is a platform's (or
+came from host code outside JAX).
 
 A GPU kernel (a Pallas or Triton kernel, a lowering registered with `platform="cuda"`) cannot run on a CPU-only
 machine; its rules (abstract eval, batching, JVP, transpose) can still be traced without running it.
@@ -59,3 +60,18 @@ def is_platform_error(exc: BaseException) -> bool:
                 return True
         current = current.__cause__ or current.__context__
     return False
+
+
+# What JAX says when a callback's host function raised (the host exception's traceback follows in the text).
+_CALLBACK_MESSAGES = ("cpucallback error", "callback error calling callback")
+_JAX_PATHS = ("/jax/", "/jaxlib/")
+
+
+def raised_by_host_code(exc: BaseException) -> bool:
+    """The error was raised by code running on host values rather than by JAX's tracing or compilation: its
+    innermost frame lies outside JAX (a check in a primitive's impl, NumPy or SciPy there), or it is JAX's report
+    of a callback's host function that raised."""
+    if any(m in str(exc).lower() for m in _CALLBACK_MESSAGES):
+        return True
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and not any(p in frames[-1].filename.replace("\\", "/") for p in _JAX_PATHS)

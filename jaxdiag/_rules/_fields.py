@@ -165,7 +165,7 @@ JXG035 = TypedDict("JXG035", {
 })
 JXG036 = TypedDict("JXG036", {"bwd": object, "evidence": object, "fix": object})
 JXN001 = TypedDict("JXN001", {"count": object, "specs": object})
-JXN002 = TypedDict("JXN002", {"domain": object, "pinned": object, "target": object})
+JXN002 = TypedDict("JXN002", {"domain": object, "pinned": object, "target": object, "why": object})
 JXN003 = TypedDict("JXN003", {"check": object, "reason": object})
 JXN004 = TypedDict("JXN004", {
     "error": object, "jaxdiag_dict": object, "module": object, "params_hint": object, "snippet": object,
@@ -184,6 +184,7 @@ JXN016 = TypedDict("JXN016", {
     "route": object,
 })
 JXN017 = TypedDict("JXN017", {"assumed": object, "target": object})
+JXN018 = TypedDict("JXN018", {"error": object, "refused": object, "rule": object, "them": object})
 JXR001 = TypedDict("JXR001", {"also": object, "fix": object, "prim_name": object, "var": object})
 JXR002 = TypedDict("JXR002", {"fix": object, "observed": object, "prim_name": object, "var": object})
 JXR003 = EvidenceFix
@@ -353,6 +354,9 @@ class Emits(Generic[F]):
     @overload
     def finding(self: Emits[JXN017], *, location: Location | None = None,
                 **fields: Unpack[JXN017]) -> Finding: ...
+    @overload
+    def finding(self: Emits[JXN018], *, location: Location | None = None,
+                **fields: Unpack[JXN018]) -> Finding: ...
     @overload
     def finding(self: Emits[JXR001], *, location: Location | None = None,
                 **fields: Unpack[JXR001]) -> Finding: ...

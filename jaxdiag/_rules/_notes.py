@@ -25,10 +25,13 @@ INPUTS_INFERRED: Rule[_fields.JXN001] = Rule(
 )
 DOMAIN_FALLBACK: Rule[_fields.JXN002] = Rule(
     "JXN002", "domain-fallback", "info",
-    "The target was non-finite on normal inputs; jaxdiag drew inputs from another domain.",
-    "Reports the domain (positive, unit interval, small magnitude) used after the default draw gave NaN or inf.",
+    "The target was non-finite on normal inputs, or refused their values; jaxdiag drew inputs from another domain.",
+    "Reports the domain (positive, unit interval, small magnitude) used after the default draws gave NaN or inf, or "
+    "made the target raise on values whose shapes it accepts (an impl or a callback's host function checking "
+    "`x >= 0`, a factorisation of a matrix that is not positive definite). Normal draws are kept only when three "
+    "of them run (one, for a target whose call takes over half a second).",
     "Fix the domain yourself with `--arg f32[3]@positive` (also `@unit`, `@small`, `@normal`, `@LO..HI`).",
-    message="{target} gives NaN or inf on standard-normal inputs; drew inputs from the {domain!r} domain instead.",
+    message="{target} {why} on standard-normal inputs; drew inputs from the {domain!r} domain instead.",
     fix="Pin the domain with --arg {pinned} (one per argument) to silence this note.",
 )
 CHECK_SKIPPED: Rule[_fields.JXN003] = Rule(
@@ -152,6 +155,22 @@ INPUTS_FROM_CALL_SITE: Rule[_fields.JXN016] = Rule(
     "The caller's own inputs are still inferred, so findings stay graded as seen on inferred inputs; declare the "
     "rule's inputs or record your calls to check it on your exact values.",
     message="checked where {carrier} calls it{route} ({carrier} ran on {carrier_inputs}{keywords}): {inputs}{params}",
+)
+TANGENTS_REFUSED: Rule[_fields.JXN018] = Rule(
+    "JXN018", "tangents-refused-on-purpose", "info",
+    "The JVP rule refuses tangents of some arguments with its own `raise` and runs with them held constant: those "
+    "arguments were checked as not differentiated.",
+    "When a JVP rule raises on purpose (a `raise` statement of its own, or a `raise NotImplementedError` in a "
+    "helper of yours, as for JXG025) on a tangent for every argument, jaxdiag calls it again with one argument's "
+    "tangent at a time. An argument whose tangent alone makes it raise, while another argument's alone runs, is "
+    "outside the rule's differentiation contract (\"differentiating with respect to the sample points is not "
+    "supported\"): it is held constant in every check of the target, and the other arguments are checked as usual. "
+    "A rule that refuses every argument is JXG025.",
+    "Nothing to change if the refusal is the contract. To tell JAX as well, make the argument non-differentiable "
+    "(`nondiff_argnums`), or stop its gradient where your code passes it.",
+    "jxn018_bad.py", "jxn018_good.py",
+    message="{rule} refuses tangents of {refused} on purpose ({error}); the other arguments were checked with "
+            "{them} held constant",
 )
 BIND_PARAMS_ASSUMED: Rule[_fields.JXN017] = Rule(
     "JXN017", "bind-params-assumed", "info",

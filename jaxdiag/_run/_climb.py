@@ -47,6 +47,7 @@ from .._core._report import Finding
 from .._harness import call_user
 from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, Static, key_spec, template_text
 from . import _int_params, _operand_kinds, _signature, _stated_shapes
+from ._domains import VALUES_ONLY
 
 # The plain ladder: one shape for every operand, simplest first.
 SHAPE_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
@@ -174,7 +175,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                             derived is not None or any(candidate is c for c in stated)))
                         failures: list[BaseException] = []
                         ok, error = _try_call(subject, subject.specs, "normal", 0, checked, failures)
-                        if not ok and error == "non-finite output":
+                        if not ok and (error == "non-finite output" or error.endswith(VALUES_ONLY)):
                             ok = any(_try_call(subject, subject.specs, d, 0, checked)[0] for d in DOMAINS[1:])
                         ran = ok  # the Python-float form is only for a drawn scalar the target cannot take
                         if ok and (ruled or (derived is not None and fallback is None)):
@@ -244,7 +245,8 @@ def _found(subject: Subject, notes: list[Finding], templates: list[Any], text: s
 def _reverse_fails(subject: Subject) -> str:
     """Why reverse mode does not trace at the subject's inputs ("" when it does): a linear rule's transpose maps
     the output's cotangent back to an operand of another shape when the operand is outside the rule's contract (a
-    table of width 2n - 1 where the rule's configuration wants 2n). Traced only, never run."""
+    table of width 2n - 1 where the rule's configuration wants 2n). Traced, or run once where a rule needs
+    concrete values (NumPy on the cotangent)."""
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
 
     def pullback(*xs: Any) -> Any:
@@ -253,9 +255,21 @@ def _reverse_fails(subject: Subject) -> str:
             lambda o: np.zeros(o.shape, o.dtype if np.issubdtype(o.dtype, np.inexact) else jax.dtypes.float0), out))
 
     traced = call_user(lambda: jax.eval_shape(pullback, *shapes), quiet=True)
+    if traced.error is not None and type(traced.error).__name__ in _HOST_ONLY:
+        # a rule computing on host values (NumPy on the cotangent) cannot be traced: run it once instead
+        from .._loading._inputs import draw
+
+        rng = np.random.default_rng(0)
+        traced = call_user(lambda: pullback(*[draw(s, rng, subject.domain or "normal") for s in subject.specs]),
+                           quiet=True)
     if traced.error is None:
         return ""
-    return f"reverse mode: {type(traced.error).__name__}: {str(traced.error).splitlines()[0][:200]}"
+    return f"reverse mode: {type(traced.error).__name__}: {(str(traced.error).splitlines() or [''])[0][:200]}"
+
+
+# What tracing a rule that needs concrete values raises (its reverse mode is then decided by running it).
+_HOST_ONLY = ("TracerArrayConversionError", "ConcretizationTypeError", "TracerBoolConversionError",
+              "TracerIntegerConversionError")
 
 
 def _tries(plain: Iterator[list[ArgSpec]], n_arrays: int, ints: dict[int, str], truths: set[int],

@@ -250,11 +250,13 @@ def _nonfinite(value: Any) -> bool:
 
 
 def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int, agree: bool = False,
-              failures: list[BaseException] | None = None) -> tuple[bool, str]:
-    """(ran and finite, error text) for one draw of `specs` from `domain` (`agree`: `_assumed_params.disagreement`);
-    `failures` receives the exception the user's code raised."""
+              failures: list[BaseException] | None = None, mirrored: bool = False) -> tuple[bool, str]:
+    """(ran and finite, error text) for one draw of `specs` from `domain` (`agree`: `_assumed_params.disagreement`;
+    `mirrored`: every float's sign flipped); `failures` receives the exception the user's code raised."""
     rng = np.random.default_rng(seed)
     args = [draw(s, rng, domain) for s in specs]
+    if mirrored:
+        args = [-a if a.dtype.kind in "fc" or a.dtype.name == "bfloat16" else a for a in args]
     saved = subject.specs
     subject.specs = specs
     try:
@@ -281,7 +283,12 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int, ag
                 return True, text
         # what even tracing cannot get past: an import failure, also wrapped in the library's own exception, is a
         # missing dependency (JXN011), not inputs that could not be inferred
-        return False, dependency_failure(exc) or text
+        missing = dependency_failure(exc)
+        if missing:
+            return False, missing
+        from ._domains import VALUES_ONLY, refused_values
+
+        return False, text + VALUES_ONLY if refused_values(subject, exc, args) else text
     return not _nonfinite(ran.value), "non-finite output"
 
 
@@ -294,20 +301,51 @@ def _symmetric_tangents(subject: Subject, seed: int) -> None:
             subject.received_tangents.setdefault(i, symmetric_directions(spec, rng, 6))
 
 
+# (seed, mirrored): the draws a domain must run on before it is kept (`_domains`); "mirrored" flips the sign of every
+# float (normal draws only, whose distribution is symmetric)
+PROBES = {"normal": ((0, False), (0, True), (1, False)), "other": ((0, False), (1, False), (2, False))}
+SLOW_CALL = 0.5  # seconds: a target slower than this is probed on one draw
+
+
 def choose_domain(subject: Subject, notes: list[Finding]) -> None:
-    """Keep normal draws unless the target is non-finite on them; then try the other domains and say so."""
+    """Keep normal draws unless the target is non-finite on them or refuses their values (`_domains`); then draw
+    from the first domain all of whose probe draws run (failing that, as one draw decided before: normal if its
+    first draw ran, else the first domain whose first draw runs) and say so."""
     if any(s.domain for s in subject.specs) or not any(s.is_inexact for s in subject.specs):
         return
-    ok, _ = _try_call(subject, subject.specs, "normal", 0)
-    if ok:
+    normal_first, normal_all, why = _probes_run(subject, "normal", PROBES["normal"])
+    if normal_all:
         return
+    chosen = None
     for domain in DOMAINS[1:]:
-        if _try_call(subject, subject.specs, domain, 0)[0]:
-            subject.domain = domain
-            notes.append(rules.DOMAIN_FALLBACK.finding(
-                target=subject.label, domain=domain, pinned=subject.specs[0].with_domain(domain),
-                location=subject.location))
-            return
+        first, every, _ = _probes_run(subject, domain, PROBES["other"])
+        if every:
+            chosen = domain
+            break
+        if first and not normal_first:
+            chosen = chosen or domain
+    if chosen is None:
+        return
+    from ._domains import VALUES_ONLY
+
+    subject.domain = chosen
+    shown = "gives NaN or inf" if why == "non-finite output" else f"raised {why.removesuffix(VALUES_ONLY)}"
+    notes.append(rules.DOMAIN_FALLBACK.finding(
+        target=subject.label, why=shown, domain=subject.domain, pinned=subject.specs[0].with_domain(subject.domain),
+        location=subject.location))
+
+
+def _probes_run(subject: Subject, domain: str, probes: tuple[tuple[int, bool], ...]) -> tuple[bool, bool, str]:
+    """(the first probe draw ran, every one ran, the first error); a slow call ends the probing with what it
+    showed."""
+    for k, (seed, mirrored) in enumerate(probes):
+        start = time.perf_counter()
+        ok, error = _try_call(subject, subject.specs, domain, seed, mirrored=mirrored)
+        if not ok:
+            return k > 0, False, error
+        if time.perf_counter() - start > SLOW_CALL:
+            break
+    return True, True, ""
 
 
 def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = False, agree: bool = False,
@@ -346,7 +384,7 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
     alternatives = list(literal_alternatives(subject, statics))
     traced_only: tuple[list[Any], list[Finding]] | None = None  # inputs on which it only traces, with their note
     for choice in [statics, *alternatives]:
-        for dtype in ("f32", "f64") if _compat.x64_enabled() else ("f32",):
+        for dtype in ("f64", "f32") if _compat.x64_enabled() else ("f32",):  # under x64, floats are f64 by default
             noted = len(notes)
             found = climb_ladder(subject, notes, choice, (pairs_early, dtype, operands), tried, errors, agree,
                                  sizes, (_try_call, MissingDependencyError, _MISSING_DEPENDENCY))

@@ -67,7 +67,7 @@ def _zero_for(st: GradState, a: Arg, symbolic: bool) -> Any:
         return device_zeros(a.shape, a.dtype)
     if a.static:
         return np.zeros_like(np.asarray(a.value))
-    if symbolic:
+    if symbolic or (st.symbolic_zeros and a.unperturbed):  # what JAX passes for an argument it does not perturb
         return _compat.symbolic_zero(a.shape, a.dtype)
     return st.zero_tangent(a)
 

@@ -19,6 +19,7 @@ from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
 from .._shared import raises_on_purpose
 from .._gradref import GradState, aval_text, error_text, leaf_difference, quiet_call, short_dtype, state
+from .._gradref._state import Arg, spec_positions
 from ._call import KINDS, _split, _zero_for, call_jvp, joint, jvp_rule, names, rule_location, user_rules
 from ._reach import custom_derivative_wrappers
 
@@ -46,6 +47,12 @@ def jvp_rule_output(ctx: Context) -> Iterator[Finding]:
         raise SkipCheck("no floating-point argument to differentiate")
     expected = st.out
     result, exc = call_jvp(st, joint(st, 0))
+    refused = _refused_alone(st, exc) if exc is not None else []
+    if refused and exc is not None:  # outside the rule's contract: held constant from here on, in every check
+        yield _refusal_note(st, refused, exc)
+        st = _held_constant(ctx, st, refused)
+        expected = st.out
+        result, exc = call_jvp(st, joint(st, 0))
     if exc is not None:
         st.blocked[rules.DERIVATIVE_RULE_RAISED] = "the JVP rule raised"
         yield _raised(st, exc)
@@ -126,6 +133,41 @@ def _raised(st: GradState, exc: BaseException) -> Finding:
         "tangents).",
         fix=f"Make {rule} work for these inputs; it must return (primal_out, tangent_out).",
         location=rule_location(st))
+
+
+def _refused_alone(st: GradState, exc: BaseException) -> list[Arg]:
+    """The differentiable arguments whose tangent alone makes the rule raise on purpose, when it runs with the
+    tangent of some other argument alone (a rule that refuses them all is JXG025's)."""
+    fns = [f for f in user_rules(st) if f is not None]
+    if len(st.diff) < 2 or not any(raises_on_purpose(exc, fn) for fn in fns):
+        return []
+    refused, runs = [], False
+    for a in st.diff:
+        _, alone = call_jvp(st, {a.pos: st.tangent(a, 0)}, symbolic=st.kind == "primitive" or st.symbolic_zeros)
+        if alone is None:
+            runs = True
+        elif any(raises_on_purpose(alone, fn) for fn in fns):
+            refused.append(a)
+    return refused if runs else []
+
+
+def _refusal_note(st: GradState, refused: list[Arg], exc: BaseException) -> Finding:
+    _, rule = names(st)
+    fns = [f for f in user_rules(st) if f is not None]
+    return rules.TANGENTS_REFUSED.finding(
+        rule=rule, refused=", ".join(a.name for a in refused), error=error_text(exc, fns[0] if fns else None),
+        them="it" if len(refused) == 1 else "them", location=rule_location(st))
+
+
+def _held_constant(ctx: Context, st: GradState, refused: list[Arg]) -> GradState:
+    """The subject's grad state rebuilt with `refused` unperturbed (`Subject.unperturbed`, by spec index), so that
+    no check perturbs them, as for an operand JAX never differentiates at its call site."""
+    specs = spec_positions(ctx.subject, len(ctx.example()))
+    ctx.subject.unperturbed = ctx.subject.unperturbed | {specs.index(a.pos) for a in refused if a.pos in specs}
+    ctx.cache.grad = None
+    fresh = state(ctx)
+    fresh.blocked.update(st.blocked)
+    return fresh
 
 
 def _not_pair(st: GradState, result: Any) -> Finding:

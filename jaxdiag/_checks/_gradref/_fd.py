@@ -183,6 +183,8 @@ class FiniteDifferences:
         for _attempt in range(2):  # a step that leaves the domain (log, sqrt near 0) is retried 16x smaller once
             plus = self._at({p: eps * v for p, v in dirs.items()})
             minus = self._at({p: -eps * v for p, v in dirs.items()})
+            if not (self._shaped(plus) and self._shaped(minus)):  # the output's size depends on the values
+                plus = None
             if plus is not None and minus is not None and all_finite(plus) and all_finite(minus):
                 if self.mode == "f64" and (self.low_precision or not self._consistent(plus, minus)):
                     return _INCONSISTENT  # type: ignore[return-value]
@@ -205,7 +207,7 @@ class FiniteDifferences:
         points = []
         for k in (1.0, -1.0, 0.5, -0.5, 0.25, -0.25):
             point = self._at_native({p: k * h * v for p, v in dirs.items()})
-            if point is None or not all_finite(point) or len(point) != len(self.st.out_leaves):
+            if point is None or not all_finite(point) or not self._shaped(point):
                 return None
             points.append(point)
         dtypes = [np.dtype(a.dtype) for a in args] + [np.dtype(x.dtype) for x in self.st.out_leaves
@@ -225,6 +227,12 @@ class FiniteDifferences:
                 noise = max(noise, float(np.max(bound, initial=0.0)))
             jv.append(value)
         return FDResult(jv, h, noise)
+
+    def _shaped(self, point: list[np.ndarray] | None) -> bool:
+        """Whether an evaluation (None: it failed) has the example output's leaves and shapes: an output whose
+        size is chosen from the values (an adaptive fit's support points) has no difference quotient."""
+        return point is None or (len(point) == len(self.st.out_leaves) and all(
+            np.shape(x) == np.shape(y) for x, y in zip(point, self.st.out_leaves)))
 
     def _at_native(self, steps: dict[int, np.ndarray]) -> list[np.ndarray] | None:
         return self._evaluate_native({p: to_f64(self.st.args[p].value) + s for p, s in steps.items()})
