@@ -16,7 +16,10 @@ check's share.
 - grad: order 1, modes fwd+rev (rev only for custom_vjp, which JAX cannot differentiate forward), same inputs.
 - batching: the hand-written test vmaps the target over 2 to 4 in_axes variants (every argument batched on axis 0;
   for two arguments, each one batched alone; the last axis) with 5 examples, loops over the examples eagerly and
-  compares with np.allclose: the test a careful user writes.
+  compares with np.allclose: the test a careful user writes. Beside it, alternating too, the same-coverage hand
+  loop: the same comparison over every vmap variant `check_batching` runs on that target (its in_axes variants,
+  batch size 1, nested vmap, `jit(vmap f)`, `vmap(jit f)`; recorded from an untimed run in the driver, so that
+  process never imports jaxdiag): what a hand-written test that checks what jaxdiag checks costs.
 
 `--cases five` runs the five kinds of `bench/five_kinds.py` instead; `--before DIR` also measures the jaxdiag of
 another checkout (a copy of an older commit: `git archive COMMIT | tar -x -C DIR`), alternately with this one and
@@ -130,6 +133,9 @@ def child(family: str, side: str, index: int, cases: str, jaxdiag_root: str) -> 
         for target in report.targets:
             for c in target.checks:
                 checks[c.name] = checks.get(c.name, 0.0) + c.seconds
+    elif side == "same":
+        imported = time.perf_counter()
+        hand_loop_same_coverage(f, args, json.loads(os.environ["JAXDIAG_BENCH_VARIANTS"]))
     elif family == "grad":
         from jax.test_util import check_grads
 
@@ -187,6 +193,65 @@ def hand_loop(f, args) -> None:  # type: ignore[no-untyped-def]
             assert np.allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
 
 
+def hand_loop_same_coverage(f, args, variants: list[dict]) -> None:  # type: ignore[no-untyped-def]
+    """The hand-written test that checks what `check_batching` checks: every vmap variant jaxdiag runs on this
+    target (its in_axes, batch sizes, nested vmap, `jit(vmap f)`, `vmap(jit f)`; the list comes from the driver,
+    so this process never imports jaxdiag), each against a loop of eager calls, compared with np.allclose."""
+    import jax
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    for v in variants:
+        axes, size, inner, mode = v["axes"], v["size"], v["inner"] or 1, v["mode"]
+        count = size * inner
+        examples = [[a + 0.1 * rng.standard_normal(a.shape).astype(a.dtype) for a in args] for _ in range(count)]
+        per_arg = [np.stack([ex[i] for ex in examples]) for i in range(len(args))]
+        if mode == "nested":
+            inputs = [args[i] if ax is None else
+                      np.moveaxis(per_arg[i].reshape((size, inner) + args[i].shape), 1, 1 + ax)
+                      for i, ax in enumerate(axes)]
+            outer = tuple(None if ax is None else 0 for ax in axes)
+            got = jax.vmap(jax.vmap(f, in_axes=tuple(axes)), in_axes=outer)(*inputs)
+        else:
+            inputs = [args[i] if ax is None else np.moveaxis(per_arg[i], 0, ax) for i, ax in enumerate(axes)]
+            batched = jax.vmap(jax.jit(f) if mode == "vmap(jit)" else f, in_axes=tuple(axes))
+            got = (jax.jit(batched) if mode == "jit(vmap)" else batched)(*inputs)
+        per = [f(*[args[i] if ax is None else examples[b][i] for i, ax in enumerate(axes)]) for b in range(count)]
+        want = [np.stack(leaves) for leaves in zip(*[jax.tree_util.tree_leaves(p) for p in per])]
+        for g_, w in zip(jax.tree_util.tree_leaves(got), want):
+            got_flat = np.asarray(g_).reshape((count,) + w.shape[1:])
+            assert np.allclose(got_flat, w, rtol=1e-5, atol=1e-5)
+
+
+def jaxdiag_variants(index: int, cases: str) -> list[dict]:
+    """The vmap variants `check_batching` runs on a batching target (recorded from one untimed run here, in the
+    driver), for the same-coverage hand loop."""
+    import numpy as np
+
+    import jaxdiag
+    from jaxdiag._checks._batching import _evidence
+
+    name, ref, specs = CASES[cases][1][index]
+    obj = load(ref)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(shape(s)).astype(np.float32) for s in specs]
+    seen: list[dict] = []
+    original = _evidence._variants
+
+    def spy(*a, **k):  # type: ignore[no-untyped-def]
+        out = original(*a, **k)
+        seen[:] = [{"axes": list(v.axes), "size": v.size, "inner": v.inner, "mode": v.mode} for v in out
+                   if v.mode in ("eager", "nested", "jit(vmap)", "vmap(jit)") and not v.under_jit]
+        return out
+
+    _evidence._variants = spy
+    try:
+        jaxdiag.check_batching(obj, *args)
+    finally:
+        _evidence._variants = original
+    return seen
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The driver
 # ---------------------------------------------------------------------------------------------------------------
@@ -210,9 +275,11 @@ def child_env(roots: tuple[str, ...] = (str(ROOT),)) -> dict[str, str]:
 _ENV: dict[str, str] = {}
 
 
-def measure(family: str, side: str, index: int, cases: str = "default", root: str = str(ROOT)) -> dict:
+def measure(family: str, side: str, index: int, cases: str = "default", root: str = str(ROOT),
+            variants: list[dict] | None = None) -> dict:
     argv = [sys.executable, __file__, "--child", family, side, str(index), cases, root]
-    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False, env=child_env())
+    env = {**child_env(), "JAXDIAG_BENCH_VARIANTS": json.dumps(variants or [])}
+    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False, env=env)
     if out.returncode != 0:
         raise SystemExit(f"{family} {side} target {index} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -229,14 +296,17 @@ def bench(family: str, runs: int, cases: str = "default", before: str | None = N
           "/ at the end)")
     print(f"{'target':28s} {'jaxdiag':>8s} {theirs_name:>11s} {'ratio':>6s} {'cpu':>5s} {'programs':>8s} "
           f"{'modules':>7s}   {'import':>6s} {'trace':>6s} {'lower':>6s} {'compile':>7s} {'rest':>6s}   checks")
-    ratios, cpu_ratios = [], []
+    ratios, cpu_ratios, same_ratios = [], [], []
     for index, (name, *_) in enumerate(targets):
-        ours, theirs, old = [], [], []
+        ours, theirs, old, same = [], [], [], []
+        variants = jaxdiag_variants(index, cases) if family == "batching" else None
         for _ in range(runs):  # alternating, so every side sees the same machine load
             if before is not None:
                 old.append(measure(family, "ours", index, cases, before))
             ours.append(measure(family, "ours", index, cases))
             theirs.append(measure(family, "theirs", index, cases))
+            if variants:
+                same.append(measure(family, "same", index, cases, variants=variants))
         m_ours = statistics.median(r["total"] for r in ours)
         m_theirs = statistics.median(r["total"] for r in theirs)
         ratios.append(m_ours / m_theirs)
@@ -256,6 +326,15 @@ def bench(family: str, runs: int, cases: str = "default", before: str | None = N
         print(f"{'':28s} {theirs_name} breakdown: import {theirs_typical['import'] * 1e3:.0f}, trace "
               f"{theirs_typical['trace'] * 1e3:.0f}, lower {theirs_typical['lower'] * 1e3:.0f}, compile "
               f"{theirs_typical['compile'] * 1e3:.0f}", flush=True)
+        if same:
+            m_same = statistics.median(r["total"] for r in same)
+            same_typical = sorted(same, key=lambda r: r["total"])[len(same) // 2]
+            cpu_same = statistics.median(r["cpu"] for r in ours) / statistics.median(r["cpu"] for r in same)
+            print(f"{'':28s} same-coverage hand loop ({len(variants or [])} variants, as jaxdiag's): "
+                  f"{m_same * 1e3:.0f} ms ({m_same / m_theirs:.2f}x the hand loop), jaxdiag "
+                  f"{m_ours / m_same:.2f}x of it (cpu {cpu_same:.2f}), programs {same_typical['programs']}",
+                  flush=True)
+            same_ratios.append(m_ours / m_same)
         if old:
             m_old = statistics.median(r["total"] for r in old)
             cpu_old = statistics.median(r["cpu"] for r in old) / cpu_theirs
@@ -266,6 +345,9 @@ def bench(family: str, runs: int, cases: str = "default", before: str | None = N
     print(f"{family} cold ratio: median {statistics.median(ratios):.2f}x, worst {max(ratios):.2f}x "
           f"(target <= 1.0x on every target); CPU time: median {statistics.median(cpu_ratios):.2f}x, "
           f"worst {max(cpu_ratios):.2f}x; load average now {os.getloadavg()[0]:.1f}")
+    if same_ratios:
+        print(f"{family} against the same-coverage hand loop: median {statistics.median(same_ratios):.2f}x, worst "
+              f"{max(same_ratios):.2f}x")
     return ratios, cpu_ratios
 
 
