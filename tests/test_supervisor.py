@@ -277,8 +277,24 @@ def test_a_crash_while_tracing_the_package_for_its_callbacks_ends_only_that_func
     assert found["smooth"]["verified"]
 
 
-def _line_of(text: str) -> int:
-    lines = (DATA / "reachcrash" / "ops.py").read_text().splitlines()
+@pytest.mark.slow
+@pytest.mark.supervised
+def test_tracing_a_function_that_never_returns_is_stopped_at_the_time_limit():
+    """The traced-reach phase had no time limit and, with no target discovered, ran in the supervised child: a
+    callback's host code that never returns hung the run. Each unit now has the per-target limit, and the phase
+    runs in a worker even when it is the only task."""
+    done = _cli("check", str(DATA / "reachhang"), "-j", "1", "--timeout", "5", "--no-cache", "--format", "json",
+                timeout=120)
+    assert done.returncode == 5, done.stderr
+    data = json.loads(done.stdout)
+    found = {t["target"].rpartition(":")[2]: t for t in data["targets"]}
+    assert [f["code"] for f in found["hanging"]["findings"]] == ["JXU004"]
+    assert found["hanging"]["findings"][0]["location"]["line"] == _line_of("def hanging", "reachhang")
+    assert "JXB020" in {f["code"] for f in found["scaled (calls a callback)"]["findings"]}
+
+
+def _line_of(text: str, package: str = "reachcrash") -> int:
+    lines = (DATA / package / "ops.py").read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if line.startswith(text))
 
 

@@ -345,16 +345,26 @@ def _integer_examples(first: np.ndarray, rng: np.random.Generator, count: int) -
     """`count` integer examples in example 0's value range (integers are often indices or counts: the range the
     example ran with is kept), each with a multiset of values different from every earlier one, so that sums,
     maxima and order statistics differ between examples: permutations of example 0 would let a max/sum/any
-    reduction over the wrong axis agree with the loop."""
+    reduction over the wrong axis agree with the loop. Offsets (a non-decreasing vector) stay offsets."""
     low, high = int(first.min()), int(first.max())
     seen = {tuple(np.sort(first.reshape(-1)))}
+    # non-decreasing from its first value to its last (row pointers of a sparse matrix, segment offsets): the
+    # examples keep both ends and the order, or they describe no structure at all (a pointer past the data)
+    offsets = first.ndim == 1 and first.size >= 3 and bool(np.all(np.diff(first) >= 0))
+
+    def draw_one() -> np.ndarray:
+        if not offsets:
+            return rng.integers(low, high + 1, size=first.shape)
+        inner = np.sort(rng.integers(low, high + 1, size=first.size - 2))
+        return np.concatenate([first[:1], inner, first[-1:]])
+
     out = []
     for _ in range(count):
-        candidate = rng.integers(low, high + 1, size=first.shape)
+        candidate = draw_one()
         for _ in range(20):  # a few redraws; tiny shapes over a tiny range may run out of distinct multisets
             if tuple(np.sort(candidate.reshape(-1))) not in seen:
                 break
-            candidate = rng.integers(low, high + 1, size=first.shape)
+            candidate = draw_one()
         seen.add(tuple(np.sort(candidate.reshape(-1))))
         out.append(candidate.astype(first.dtype))
     return out

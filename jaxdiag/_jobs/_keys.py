@@ -32,27 +32,31 @@ class TracedPhase:
     (a worker raised in it: jaxdiag's own error), `reports` stays None and the phase runs in this process.
     It has no time limit (it never had one: it is not a target).
 
-    A crash (a segfault in a callback's host code, an `os._exit`) kills the worker running the phase. The pool
-    then runs it again in a new worker without the unit that crashed (`crashes`, `skip`), up to MAX_CRASHES
-    times, and adds each crash's blocking report to the phase's (`with_crashes`): never again in this process,
-    where the same crash would end the whole run and every target's report with it."""
+    A crash (a segfault in a callback's host code, an `os._exit`) kills the worker running the phase, and a unit
+    running past the per-target time limit is stopped like a target. The pool then runs the phase again in a new
+    worker without that unit (`crashes`, `skip`), up to MAX_CRASHES times, and adds each one's blocking report to
+    the phase's (`with_crashes`): never again in this process, where the same crash would end the whole run and
+    every target's report with it."""
 
     discovered: Sequence[Found]
     reports: list[TargetReport] | None = None
     label: str = TRACED_LABEL
     task_key: str = TRACED_LABEL
-    # (the unit it was in, "subject: check" it was running, the exit code) for each crash of the phase
-    crashes: list[tuple[str, str, int | None]] = field(default_factory=list)
+    # (the unit it was in, "subject: check" it was running, the exit code, (seconds, limit) when it was stopped at
+    # the time limit) for each crash of the phase
+    crashes: list[tuple[str, str, int | None, tuple[float, float] | None]] = field(default_factory=list)
 
     MAX_CRASHES: ClassVar[int] = 3
 
     @property
     def skip(self) -> list[str]:
-        return [unit for unit, _, _ in self.crashes if unit]
+        return [unit for unit, *_ in self.crashes if unit]
 
-    def crashed(self, unit: str, running: str, code: int | None) -> bool:
-        """Record a crash; whether the phase runs again (the unit it crashed in is known, and retries are left)."""
-        self.crashes.append((unit, running, code))
+    def crashed(self, unit: str, running: str, code: int | None,
+                stopped_after: tuple[float, float] | None = None) -> bool:
+        """Record a crash, or a unit stopped at the per-target time limit (`stopped_after`: its seconds and the
+        limit); whether the phase runs again (the unit is known, and retries are left)."""
+        self.crashes.append((unit, running, code, stopped_after))
         return bool(unit) and len(self.crashes) <= self.MAX_CRASHES
 
     def with_crashes(self, outcome: Outcome | None) -> Outcome:
@@ -60,10 +64,11 @@ class TracedPhase:
         from ._outcome import crashed_unit
 
         out = outcome or Outcome()
-        units = {unit or self.label for unit, _, _ in self.crashes}
+        units = {unit or self.label for unit, *_ in self.crashes}
         # a crashed unit's report replaces what the next run said of it (its sites unreached, having been skipped)
         out.reports = [*(r for r in out.reports if r["target"] not in units),
-                       *(crashed_unit(unit or self.label, running, code) for unit, running, code in self.crashes)]
+                       *(crashed_unit(unit or self.label, running, code, stopped)
+                         for unit, running, code, stopped in self.crashes)]
         out.complete = out.complete and not self.crashes
         out.live = None
         return out

@@ -136,10 +136,11 @@ def crashed(found: Found | RecordedCall, running: str, code: int | None) -> Outc
     return Outcome(reports=[target_report_to_dict(report)], complete=False)
 
 
-def crashed_unit(unit: str, running: str, code: int | None) -> dict[str, Any]:
+def crashed_unit(unit: str, running: str, code: int | None, stopped: tuple[float, float] | None = None
+                 ) -> dict[str, Any]:
     """The report (as plain data) of a unit of the traced-reach phase (a public function traced on inferred inputs,
-    a factory called) during which the worker died: a blocking JXU001/JXU002 at that function, named by its
-    `module:function` label."""
+    a factory called) during which the worker died, or which ran past the time limit (`stopped`: its seconds and
+    the limit): a blocking JXU001/JXU002/JXU004 at that function, named by its `module:function` label."""
     import sys
 
     from .._core import _locate
@@ -149,14 +150,17 @@ def crashed_unit(unit: str, running: str, code: int | None) -> dict[str, Any]:
     through = "" if subject == unit else f", reached through {unit}"
     where = (f"check `{check}` on {subject}{through}" if check else
              f"the trace of {unit} on inferred inputs (no check had started)")
-    finding = process_death_finding(unit, code, check, where)
+    finding = process_death_finding(unit, code, check, where) if stopped is None else (
+        rules.USER_CODE_TIMED_OUT.finding(target=unit, seconds=stopped[0], limit=stopped[1],
+                                          check=check or "the first check", where=where))
     module, _, name = unit.partition(":")
     fn = sys.modules.get(module)
     for part in name.split(".") if fn is not None and name else ():
         fn = getattr(fn, part, None)
     finding.location = _locate.locate(fn) if fn is not None and name else None
-    report = TargetReport(unit, "function", checks=[CheckResult(check or "prepare", "failed", 0.0, finding.message)],
-                          findings=[finding], module=module)
+    result = (CheckResult(check or "prepare", "failed", 0.0, finding.message) if stopped is None else
+              CheckResult(check or "prepare", "skipped", stopped[0], f"stopped after the {stopped[1]:g} s time limit"))
+    report = TargetReport(unit, "function", checks=[result], findings=[finding], module=module)
     return target_report_to_dict(report)
 
 

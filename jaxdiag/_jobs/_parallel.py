@@ -147,7 +147,7 @@ def _check_todo(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType |
     worker_items = _items_for_workers(items)
     phase_key = None
     pooled = False
-    if todo and not settings.in_process and worker_items is not None:
+    if (todo or phase is not None) and not settings.in_process and worker_items is not None:
         if phase is not None:
             phase_cache, phase_key = _keys.traced_key(lint, phase.discovered, ()) if settings.cache else (None, None)
             if phase_cache is not None and phase_key is not None and phase_cache.get(phase_key) is not None:
@@ -400,6 +400,7 @@ class _Worker:
         self.task_started = 0.0
         self.running = ""  # "subject: check" the worker said it started last
         self.unit = ""  # the traced-reach phase's unit it said it started last
+        self.unit_started = 0.0
         self.slot = slot  # whose chunk of targets it works through (`_schedule`); a replacement keeps it
         self.floor_mb: float | None = None  # what its first clearing of JAX's caches left (`retire_limit`)
 
@@ -487,16 +488,21 @@ class _Pool:
         now = time.monotonic()
         limits = [w.spawned + WORKER_START_SECONDS - now for w in busy if not w.ready]
         if self.timeout:
-            limits += [w.task_started + self.timeout - now for w in busy
-                       if w.ready and w.task is not None and w.task != self.phase_index]
+            limits += [self._started(w) + self.timeout - now for w in busy if w.ready and w.task is not None
+                       and (w.task != self.phase_index or w.unit)]
         return max(min(limits), 0.0) + 0.01 if limits else None
 
     def _overdue(self, w: _Worker) -> bool:
         now = time.monotonic()
         if not w.ready:
             return now > w.spawned + WORKER_START_SECONDS
-        return bool(self.timeout and w.task is not None and w.task != self.phase_index
-                    and now > w.task_started + self.timeout)
+        return bool(self.timeout and w.task is not None and (w.task != self.phase_index or w.unit)
+                    and now > self._started(w) + self.timeout)
+
+    def _started(self, w: _Worker) -> float:
+        """When the time limit started: its task's start; for the traced-reach phase, its current unit's (the
+        phase itself has none)."""
+        return w.unit_started if w.task == self.phase_index else w.task_started
 
     def _replace(self, w: _Worker, workers: list[_Worker], queue: _schedule.Schedule, killed: bool) -> None:
         w.kill() if killed else w.stop()
@@ -529,7 +535,7 @@ class _Pool:
             w.ready = True
             TIMELINE.append({"slot": w.slot, "event": "ready", "at": time.monotonic(), "since": w.spawned})
         elif kind == "unit":
-            w.unit, w.running = message[1], ""
+            w.unit, w.running, w.unit_started = message[1], "", time.monotonic()
         elif kind == "check":
             w.running = f"{message[1]}: {message[2]}"
             _tell(event="check", target=message[1], check=message[2])
@@ -570,9 +576,15 @@ class _Pool:
             self._replace(w, workers, queue, killed=True)
             raise RuntimeError(f"a jaxdiag worker process did not start within {WORKER_START_SECONDS:.0f} s")
         assert index is not None and self.timeout
-        seconds = time.monotonic() - w.task_started
+        seconds = time.monotonic() - self._started(w)
         running = w.running
+        phase = founds[index] if index == self.phase_index else None
+        if isinstance(phase, TracedPhase):  # one unit ran past the limit: the phase again without it
+            self.phase_again = phase.crashed(w.unit, running, None, stopped_after=(seconds, self.timeout))
         self._replace(w, workers, queue, killed=True)
-        yield index, timed_out(lint, founds[index], running, seconds, self.timeout)
+        if not isinstance(phase, TracedPhase):
+            yield index, timed_out(lint, founds[index], running, seconds, self.timeout)
+        elif not self.phase_again:
+            yield index, phase.with_crashes(None)
 
 

@@ -27,8 +27,8 @@ DOMAIN_FALLBACK: Rule[_fields.JXN002] = Rule(
     "JXN002", "domain-fallback", "info",
     "The target was non-finite on normal inputs, or refused their values; jaxdiag drew inputs from another domain.",
     "Reports the domain (positive, unit interval, small magnitude) used after the default draws gave NaN or inf, or "
-    "made the target raise on values whose shapes it accepts (an impl or a callback's host function checking "
-    "`x >= 0`, a factorisation of a matrix that is not positive definite). Normal draws are kept only when three "
+    "made the target raise on values whose shapes it accepts (an impl checking `x >= 0`, a NumPy factorisation "
+    "of a matrix that is not positive definite). Normal draws are kept only when three "
     "of them run (one, for a target whose call takes over half a second).",
     "Fix the domain yourself with `--arg f32[3]@positive` (also `@unit`, `@small`, `@normal`, `@LO..HI`).",
     message="{target} {why} on standard-normal inputs; drew inputs from the {domain!r} domain instead.",

@@ -179,7 +179,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                             ok = any(_try_call(subject, subject.specs, d, 0, checked)[0] for d in DOMAINS[1:])
                         ran = ok  # the Python-float form is only for a drawn scalar the target cannot take
                         if ok and (ruled or (derived is not None and fallback is None)):
-                            why = _reverse_fails(subject)
+                            why = _reverse_fails(subject, run=ruled)
                             if why:  # runs, but reverse mode does not trace here: the first such kept if none runs
                                 fallback = fallback or (list(templates), text, derived is not None)
                                 ok, error = False, why
@@ -242,11 +242,12 @@ def _found(subject: Subject, notes: list[Finding], templates: list[Any], text: s
     return templates
 
 
-def _reverse_fails(subject: Subject) -> str:
+def _reverse_fails(subject: Subject, run: bool = False) -> str:
     """Why reverse mode does not trace at the subject's inputs ("" when it does): a linear rule's transpose maps
     the output's cotangent back to an operand of another shape when the operand is outside the rule's contract (a
-    table of width 2n - 1 where the rule's configuration wants 2n). Traced, or run once where a rule needs
-    concrete values (NumPy on the cotangent)."""
+    table of width 2n - 1 where the rule's configuration wants 2n). Traced; with `run` (the subject's own rules:
+    a custom_vjp's bwd), run once where they need concrete values (NumPy on a residual). Never run for a function
+    found by deriving shapes: running its reverse mode may mean running a whole solver."""
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in subject.specs]
 
     def pullback(*xs: Any) -> Any:
@@ -255,7 +256,7 @@ def _reverse_fails(subject: Subject) -> str:
             lambda o: np.zeros(o.shape, o.dtype if np.issubdtype(o.dtype, np.inexact) else jax.dtypes.float0), out))
 
     traced = call_user(lambda: jax.eval_shape(pullback, *shapes), quiet=True)
-    if traced.error is not None and type(traced.error).__name__ in _HOST_ONLY:
+    if run and traced.error is not None and type(traced.error).__name__ in _HOST_ONLY:
         # a rule computing on host values (NumPy on the cotangent) cannot be traced: run it once instead
         from .._loading._inputs import draw
 

@@ -1,7 +1,7 @@
 """Which values a target's inputs are drawn from: standard normal unless the target cannot run on them.
 
-A target may refuse values its shapes allow: a primitive's impl or a callback's host function checking `x >= 0`,
-NumPy's `cholesky` of a matrix that is not positive definite, a `log` giving NaN. That says the values are outside
+A target may refuse values its shapes allow: a primitive's impl checking `x >= 0`, NumPy's `cholesky` of a matrix
+that is not positive definite, a `log` giving NaN. That says the values are outside
 its contract, not that it is broken, so inference draws from another domain (`DOMAINS`) and says so (JXN002), as
 the user would pin with `--arg f32[3]@positive`. A refusal is told from a shape error by where it was raised: in
 code running on host values (`_compat.raised_by_host_code`), on arguments whose shapes `jax.eval_shape` accepts.
