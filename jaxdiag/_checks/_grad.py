@@ -427,9 +427,7 @@ def _skippable(exc: BaseException) -> bool:
 def _explain(exc: BaseException, prefer: Any) -> tuple[str, str]:
     """(what happened, fix) for a composition that fails."""
     text = error_text(exc, prefer)
-    name = type(exc).__name__
-    if name in ("TracerArrayConversionError", "ConcretizationTypeError", "TracerBoolConversionError",
-                "TracerIntegerConversionError"):
+    if _compat.needs_concrete_values(exc):
         return (f"fails with {text}, although the eager gradient works: the rule only works on concrete arrays "
                 "(it converts a traced cotangent or tangent to NumPy or a Python value).", "")
     if "Reverse-mode differentiation does not work for lax.while_loop" in str(exc):

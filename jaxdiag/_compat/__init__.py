@@ -62,7 +62,9 @@ if TYPE_CHECKING:
         apply_environment_flags, compilation_cache, global_state, restore_global_state, restore_jax_state,
         restored_sys_path, snapshot_jax_state, state_changes, x64_scope,
     )
-    from ._platform import accelerator_only_lowering, is_platform_error, lowering_platforms, raised_by_host_code
+    from ._platform import (
+        accelerator_only_lowering, is_platform_error, lowering_platforms, needs_concrete_values, raised_by_host_code,
+    )
     from ._removed import (
         DROP_IN, REMOVED_BY_JAX, REMOVED_IN_NEWER_JAX, removed_api_advice, removed_api_uses, removed_apis_still_here,
     )
@@ -102,7 +104,8 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "transpose_rule", "user_impl"),
     "_state": ("apply_environment_flags", "compilation_cache", "global_state", "restore_global_state",
         "restore_jax_state", "restored_sys_path", "snapshot_jax_state", "state_changes", "x64_scope"),
-    "_platform": ("accelerator_only_lowering", "is_platform_error", "lowering_platforms", "raised_by_host_code"),
+    "_platform": ("accelerator_only_lowering", "is_platform_error", "lowering_platforms", "needs_concrete_values",
+        "raised_by_host_code"),
     "_removed": ("DROP_IN", "REMOVED_BY_JAX", "REMOVED_IN_NEWER_JAX", "removed_api_advice", "removed_api_uses",
         "removed_apis_still_here"),
     "_solves": ("SolveCall", "is_custom_root", "is_linear_solve_eqn", "jaxpr_source", "record_solves",
@@ -126,6 +129,7 @@ __all__ = [
     "accelerator_only_lowering",
     "is_platform_error",
     "lowering_platforms",
+    "needs_concrete_values",
     "raised_by_host_code",
     "FOREIGN_CALL_PRIMITIVES",
     "JAXLIB_VERSION",

@@ -76,3 +76,13 @@ def raised_by_host_code(exc: BaseException) -> bool:
     frames = traceback.extract_tb(exc.__traceback__)
     innermost = frames[-1].filename.replace("\\", "/") if frames else "<>"
     return not innermost.startswith("<") and not any(p in innermost for p in _JAX_PATHS)
+
+
+# What JAX raises when traced code needs a concrete value (NumPy on a tracer, a Python `if` or `int()` on one).
+_CONCRETE_VALUE_ERRORS = ("TracerArrayConversionError", "ConcretizationTypeError", "TracerBoolConversionError",
+                          "TracerIntegerConversionError")
+
+
+def needs_concrete_values(exc: BaseException) -> bool:
+    """The error is JAX refusing to give traced code a concrete value: the code runs eagerly, not under a trace."""
+    return type(exc).__name__ in _CONCRETE_VALUE_ERRORS

@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 
 from .. import _rules as rules
-from ._report import Finding
+from ._report import CheckResult, Finding
 
 
 def process_death_finding(label: str, exitcode: int | None, check: str, where: str) -> Finding:
@@ -21,3 +21,17 @@ def process_death_finding(label: str, exitcode: int | None, check: str, where: s
            "code)")
     return rules.USER_CODE_EXITED.finding(target=label, how=how, where=where, check=check or "loading the target",
                                           at="")
+
+
+def ended_early(label: str, check: str, where: str, exitcode: int | None = None,
+                stopped: tuple[float, float] | None = None, seconds: float = 0.0) -> tuple[Finding, CheckResult]:
+    """The blocking finding of a target whose run ended before its checks did, and the result of the check it was
+    in (`check`, "" before the first): stopped at the time limit (`stopped`: its seconds and the limit, JXU004),
+    else exited or killed (`exitcode`, after `seconds`: JXU001/JXU002)."""
+    if stopped is not None:
+        seconds, limit = stopped
+        finding = rules.USER_CODE_TIMED_OUT.finding(target=label, seconds=seconds, limit=limit,
+                                                    check=check or "the first check", where=where)
+        return finding, CheckResult(check or "prepare", "skipped", seconds, f"stopped after the {limit:g} s time limit")
+    finding = process_death_finding(label, exitcode, check, where)
+    return finding, CheckResult(check or "prepare", "failed", seconds, finding.message)

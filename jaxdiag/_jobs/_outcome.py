@@ -7,7 +7,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import _rules as rules
+from .._core._outcomes import ended_early
 from .._core._errors import UsageError
 from .._core._report import CheckResult, Location, TargetReport, target_report_from_dict, target_report_to_dict
 
@@ -102,12 +102,11 @@ def suppression_anchor(found: Found | RecordedCall) -> Location | None:
 
 def timed_out(lint: Lint, found: Found | RecordedCall, running: str, seconds: float, limit: float) -> Outcome:
     """The report of a target stopped at the time limit: a note naming the check that was running."""
-    subject, _, check = running.rpartition(": ") if running else ("", "", "")
+    subject, check = _running(running)
     anchor = suppression_anchor(found)
-    finding = rules.USER_CODE_TIMED_OUT.finding(
-        location=anchor, target=found.label, seconds=seconds, limit=limit, check=check or "the first check",
-        where=f"check `{check}` on {subject}" if check else "preparing its inputs (no check had started)")
-    check_result = CheckResult(check or "prepare", "skipped", seconds, f"stopped after the {limit:g} s time limit")
+    finding, check_result = ended_early(found.label, check, f"check `{check}` on {subject}" if check else
+                                        "preparing its inputs (no check had started)", stopped=(seconds, limit))
+    finding.location = anchor
     anchors = [anchor] if anchor else []
     report = TargetReport(found.label, found.kind, checks=[check_result], findings=[finding],
                           module=found.walked.label, config_keys=list(found.keys), anchors=anchors)
@@ -124,15 +123,12 @@ def timed_out(lint: Lint, found: Found | RecordedCall, running: str, seconds: fl
 def crashed(found: Found | RecordedCall, running: str, code: int | None) -> Outcome:
     """A worker that died mid-target: the user's code it ran ended the process (`os._exit`) or crashed it (a
     segfault): that target's blocking JXU001/JXU002 result; a replacement worker checks the rest."""
-    from .._core._outcomes import process_death_finding
-
-    subject, _, check = running.rpartition(": ") if running else ("", "", "")
+    subject, check = _running(running)
     where = f"check `{check}` on {subject}" if check else f"preparing {found.label} (no check had started)"
-    finding = process_death_finding(found.label, code, check, where)
+    finding, result = ended_early(found.label, check, where, code)
     finding.location = suppression_anchor(found)
-    report = TargetReport(found.label, found.kind, checks=[CheckResult(check or "prepare", "failed", 0.0,
-                                                                       finding.message)],
-                          findings=[finding], module=found.walked.label, config_keys=list(found.keys))
+    report = TargetReport(found.label, found.kind, checks=[result], findings=[finding], module=found.walked.label,
+                          config_keys=list(found.keys))
     return Outcome(reports=[target_report_to_dict(report)], complete=False)
 
 
@@ -144,24 +140,25 @@ def crashed_unit(unit: str, running: str, code: int | None, stopped: tuple[float
     import sys
 
     from .._core import _locate
-    from .._core._outcomes import process_death_finding
 
-    subject, _, check = running.rpartition(": ") if running else ("", "", "")
+    subject, check = _running(running)
     through = "" if subject == unit else f", reached through {unit}"
     where = (f"check `{check}` on {subject}{through}" if check else
              f"the trace of {unit} on inferred inputs (no check had started)")
-    finding = process_death_finding(unit, code, check, where) if stopped is None else (
-        rules.USER_CODE_TIMED_OUT.finding(target=unit, seconds=stopped[0], limit=stopped[1],
-                                          check=check or "the first check", where=where))
+    finding, result = ended_early(unit, check, where, code, stopped)
     module, _, name = unit.partition(":")
     fn = sys.modules.get(module)
     for part in name.split(".") if fn is not None and name else ():
         fn = getattr(fn, part, None)
     finding.location = _locate.locate(fn) if fn is not None and name else None
-    result = (CheckResult(check or "prepare", "failed", 0.0, finding.message) if stopped is None else
-              CheckResult(check or "prepare", "skipped", stopped[0], f"stopped after the {stopped[1]:g} s time limit"))
     report = TargetReport(unit, "function", checks=[result], findings=[finding], module=module)
     return target_report_to_dict(report)
+
+
+def _running(running: str) -> tuple[str, str]:
+    """(subject, check) of a worker's last "subject: check" message ("" for both before its first check)."""
+    subject, _, check = running.rpartition(": ") if running else ("", "", "")
+    return subject, check
 
 
 def internal(found: Found | RecordedCall, detail: str) -> Outcome:

@@ -32,10 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
-from .. import _rules as rules
 from .._core._errors import UsageError
 from .._core._filtering import mark_coverage
-from .._core._outcomes import process_death_finding
+from .._core._outcomes import ended_early
 from .._core._report import CheckResult, Report, TargetReport
 
 # Seconds the child may take to exit after sending its result (it calls os._exit right away).
@@ -272,14 +271,8 @@ def _stopped_report(job: Job, stopped: dict[str, Any], exitcode: int | None, out
     where = f"check `{check}` on {stopped.get('subject') or job.label}" if check else (
         f"preparing {job.label} (loading it, choosing inputs; no check had started)")
     seconds = float(stopped.get("seconds", 0.0))
-    if stopped.get("timed_out"):
-        limit = float(stopped["timed_out"])
-        finding = rules.USER_CODE_TIMED_OUT.finding(target=job.label, seconds=seconds, limit=limit,
-                                                    check=check or "the first check", where=where)
-        result = CheckResult(check or "prepare", "skipped", seconds, f"stopped after the {limit:g} s time limit")
-    else:
-        finding = process_death_finding(job.label, exitcode, check, where)
-        result = CheckResult(check or "prepare", "failed", seconds, finding.message)
+    limit = (seconds, float(stopped["timed_out"])) if stopped.get("timed_out") else None
+    finding, result = ended_early(job.label, check, where, exitcode, limit, seconds)
     target = TargetReport(job.label, job.kind, checks=[result], findings=[finding], output=output,
                           config_keys=[job.label])
     mark_coverage(target)

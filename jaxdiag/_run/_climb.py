@@ -256,7 +256,7 @@ def _reverse_fails(subject: Subject, run: bool = False) -> str:
             lambda o: np.zeros(o.shape, o.dtype if np.issubdtype(o.dtype, np.inexact) else jax.dtypes.float0), out))
 
     traced = call_user(lambda: jax.eval_shape(pullback, *shapes), quiet=True)
-    if run and traced.error is not None and type(traced.error).__name__ in _HOST_ONLY:
+    if run and traced.error is not None and _compat.needs_concrete_values(traced.error):
         # a rule computing on host values (NumPy on the cotangent) cannot be traced: run it once instead
         from .._loading._inputs import draw
 
@@ -267,10 +267,6 @@ def _reverse_fails(subject: Subject, run: bool = False) -> str:
         return ""
     return f"reverse mode: {type(traced.error).__name__}: {(str(traced.error).splitlines() or [''])[0][:200]}"
 
-
-# What tracing a rule that needs concrete values raises (its reverse mode is then decided by running it).
-_HOST_ONLY = ("TracerArrayConversionError", "ConcretizationTypeError", "TracerBoolConversionError",
-              "TracerIntegerConversionError")
 
 
 def _tries(plain: Iterator[list[ArgSpec]], n_arrays: int, ints: dict[int, str], truths: set[int],

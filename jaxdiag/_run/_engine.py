@@ -256,7 +256,7 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int, ag
     rng = np.random.default_rng(seed)
     args = [draw(s, rng, domain) for s in specs]
     if mirrored:
-        args = [-a if a.dtype.kind in "fc" or a.dtype.name == "bfloat16" else a for a in args]
+        args = [-a if s.is_inexact else a for a, s in zip(args, specs)]
     saved = subject.specs
     subject.specs = specs
     try:
