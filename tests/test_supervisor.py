@@ -293,6 +293,36 @@ def test_tracing_a_function_that_never_returns_is_stopped_at_the_time_limit():
     assert "JXB020" in {f["code"] for f in found["scaled (calls a callback)"]["findings"]}
 
 
+@pytest.mark.slow
+@pytest.mark.supervised
+def test_tracing_after_recorded_calls_also_runs_in_a_worker(tmp_path):
+    """With recorded calls that no discovered target claims, the traced-reach phase must wait for their results
+    (a site a recorded call checked is not traced again), and it ran in the supervised child then: the hanging
+    callback hung the whole run. It now runs after them, in a worker, with the same per-unit time limit."""
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(DATA / "reachhang", src / "reachhang", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(src / "reachhang" / "ops.py", "a") as ops:  # a rule made at run time: its call stays unclaimed
+        ops.write("\n\ndef make_cube():\n    @jax.custom_jvp\n    def cube(x):\n        return x ** 3\n\n"
+                  "    @cube.defjvp\n    def cube_jvp(primals, tangents):\n"
+                  "        return cube(primals[0]), 3 * primals[0] ** 2 * tangents[0]\n\n    return cube\n")
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    use = "import jax.numpy as jnp; from reachhang import ops; ops.make_cube()(jnp.arange(3.0))"
+    recorded = subprocess.run([sys.executable, "-m", "jaxdiag", "record", "--", sys.executable, "-c", use],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert recorded.returncode == 0, recorded.stderr
+    assert "make_cube" in (tmp_path / ".jaxdiag" / "calls.json").read_text()
+    done = subprocess.run([sys.executable, "-m", "jaxdiag", "check", "reachhang", "-j", "1", "--timeout", "5",
+                           "--no-cache", "--format", "json"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 5, done.stderr
+    found = {t["target"].rpartition(":")[2]: t for t in json.loads(done.stdout)["targets"]}
+    assert [f["code"] for f in found["hanging"]["findings"]] == ["JXU004"]
+    assert "JXB020" in {f["code"] for f in found["scaled (calls a callback)"]["findings"]}
+    assert any("make_cube" in label and t["verified"] for label, t in found.items())  # the recorded rule
+
+
 def _line_of(text: str, package: str = "reachcrash") -> int:
     lines = (DATA / package / "ops.py").read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if line.startswith(text))

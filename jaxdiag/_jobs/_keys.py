@@ -39,6 +39,9 @@ class TracedPhase:
     every target's report with it."""
 
     discovered: Sequence[Found]
+    # the recorded rules already checked (a recorded call's): when recorded calls were left for the targets' run,
+    # the phase runs after it, still in a worker (`_lint.run`)
+    checked: Sequence[Location] = ()
     reports: list[TargetReport] | None = None
     label: str = TRACED_LABEL
     task_key: str = TRACED_LABEL

@@ -131,16 +131,21 @@ class _Lint:
         discovered = self.discover()
         unclaimed = self.recorded_items()
         # the recorded calls are work items after the targets: the same time limit, workers, memory bound, cache
-        # with no recorded call left, the traced-reach phase below needs no target's result: a worker may run it
+        # with no recorded call left, the traced-reach phase below needs no target's result: a worker starts it
         phase = _keys.TracedPhase(discovered) if not unclaimed else None
         per_item = _parallel.check_items(self, [*discovered, *unclaimed], items, self.settings, phase)
         reports.extend(r for item_reports in per_item[:len(discovered)] for r in item_reports)
         _reach.fold_into_rule_holder(discovered, reports)
         recorded = [(item.call, item_reports) for item, item_reports in zip(unclaimed, per_item[len(discovered):])]
         # rules made in factories and closures, callback call sites: reached through the package's own functions
-        # (a site whose rule a recorded call checked is covered: never checked twice)
-        traced = phase.reports if phase is not None and phase.reports is not None else _keys.check_traced(
-            self, discovered, _reach.checked_sites(recorded), self.settings.cache)
+        # (a site whose rule a recorded call checked is covered: never checked twice). With recorded calls, after
+        # them, and still in a worker: a crash or hang while tracing must not end this process
+        checked = _reach.checked_sites(recorded)
+        if phase is None:
+            phase = _keys.TracedPhase(discovered, checked)
+            _parallel.check_items(self, [], items, self.settings, phase)
+        traced = phase.reports if phase.reports is not None else _keys.check_traced(
+            self, discovered, checked, self.settings.cache)
         reports.extend(_reach.drop_reached_elsewhere(recorded, traced))
         reports.extend(traced)
         if self.config.sharding:  # opt-in: a child process on virtual devices

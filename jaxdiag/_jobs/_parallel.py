@@ -41,7 +41,7 @@ from ._keys import TRACED_LABEL, TracedPhase
 from ._outcome import Lint, Outcome, apply, crashed, internal, run_in_process, timed_out
 from ._memory import (MemoryBound, exit_with_parent, retire_limit,
                       rss_mb, scratch_folder, use_compilation_cache)
-from .._core._report import TargetReport
+from .._core._report import Location, TargetReport
 
 if TYPE_CHECKING:
     from . import _reach
@@ -136,7 +136,8 @@ def check_items(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType |
             if hit is not None:
                 outcomes[i] = Outcome.from_dict(hit)
     todo = [i for i, o in enumerate(outcomes) if o is None]
-    _tell(event="discovered", total=len(founds), cached=len(founds) - len(todo))
+    if founds:  # (none: the traced-reach phase alone, after the targets' run, `_lint.run`)
+        _tell(event="discovered", total=len(founds), cached=len(founds) - len(todo))
     with _run_compilation_cache(lint, settings) if todo else contextlib.nullcontext():
         return _check_todo(lint, founds, items, settings, outcomes, todo, cache, keys, phase)
 
@@ -149,7 +150,8 @@ def _check_todo(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType |
     pooled = False
     if (todo or phase is not None) and not settings.in_process and worker_items is not None:
         if phase is not None:
-            phase_cache, phase_key = _keys.traced_key(lint, phase.discovered, ()) if settings.cache else (None, None)
+            phase_cache, phase_key = (_keys.traced_key(lint, phase.discovered, phase.checked) if settings.cache
+                                      else (None, None))
             if phase_cache is not None and phase_key is not None and phase_cache.get(phase_key) is not None:
                 phase = None  # `check_traced` reads it back
         pool = _Pool(_WorkerSetup.of(lint, worker_items, settings), settings)
@@ -346,14 +348,15 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
         task = conn.recv()
         if task is None:
             return
-        index, label, skip = task
+        index, label, skip, checked = task
         found = phase if label == TRACED_LABEL else founds.get(label)
         if found is None:
             conn.send(("missing", index))
             continue
         started_at = time.perf_counter()
         try:
-            outcome = found.run(lint, skip=skip) if isinstance(found, TracedPhase) else run_in_process(lint, found)
+            outcome = (found.run(lint, checked, skip) if isinstance(found, TracedPhase)
+                       else run_in_process(lint, found))
         except BaseException:  # noqa: BLE001 - jaxdiag's own error: the parent reports it for this target
             conn.send(("raised", index, traceback.format_exc()))
             return
@@ -404,8 +407,8 @@ class _Worker:
         self.slot = slot  # whose chunk of targets it works through (`_schedule`); a replacement keeps it
         self.floor_mb: float | None = None  # what its first clearing of JAX's caches left (`retire_limit`)
 
-    def send(self, index: int, label: str, skip: Sequence[str] = ()) -> None:
-        self.conn.send((index, label, list(skip)))
+    def send(self, index: int, label: str, skip: Sequence[str] = (), checked: Sequence[Location] = ()) -> None:
+        self.conn.send((index, label, list(skip), list(checked)))
         self.task = index
         self.task_started = time.monotonic()
         self.running = self.unit = ""
@@ -467,10 +470,11 @@ class _Pool:
                 for w in workers:
                     if w.ready and w.task is None and self.phase_again and phase is not None:  # after a crash
                         self.phase_again = False
-                        w.send(len(founds) - 1, TRACED_LABEL, phase.skip)
+                        w.send(len(founds) - 1, TRACED_LABEL, phase.skip, phase.checked)
                     elif w.ready and w.task is None and queue:
                         index = queue.take(w.slot)
-                        w.send(index, task_key(founds[index]))
+                        task = founds[index]
+                        w.send(index, task_key(task), checked=task.checked if isinstance(task, TracedPhase) else ())
                 busy = [w for w in workers if w.task is not None or not w.ready]
                 if not busy:
                     break

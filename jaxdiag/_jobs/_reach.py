@@ -164,11 +164,13 @@ def pin_live(items: Iterable[Any]) -> None:
 
 
 def checked_sites(recorded: list[tuple[dict, list[TargetReport]]]) -> list[Location]:
-    """The definitions of the recorded rules that were checked (some check ran on them)."""
+    """The definitions of the recorded rules that were checked, or stopped or crashed while checked: not traced
+    again. A closure recorded "not checkable" (no carrier of the project's own called it) is left for tracing to
+    reach through the package's functions (`drop_reached_elsewhere` then drops that report)."""
     out = []
     for call, reports in recorded:
         path, _, line = call.get("defined_at", "").rpartition(":")
-        if path and line.isdigit() and any(not r.unverified for r in reports):
+        if path and line.isdigit() and not all(_not_checkable(r) for r in reports):
             out.append(Location(path, int(line), call.get("name", "")))
     return out
 
