@@ -147,6 +147,22 @@ def test_rules_made_in_factories_and_closures_are_reached_through_public_functio
 
 
 @pytest.mark.slow
+def test_rules_behind_size_branches_and_64_bit_refusals_are_reached() -> None:
+    """Four cached factories each make a rule named `f`: reaching one no longer marks the others reached by name;
+    a function returning early on an odd size is traced again on other sizes; one refusing every odd or non-square
+    input runs on the ladder's even square; one refusing to run without x64 is traced under x64 (then restored)."""
+    import jax
+
+    made = {t.target.rpartition("inside disc_shapes.ops:")[2].rstrip(")"): t
+            for t in _checked("disc_shapes").targets if "made in a function" in t.target}
+    assert set(made) == {"squared", "paired", "even_only", "wide_only"}, list(made)
+    for target in made.values():
+        assert not target.unverified and any(c.status == "passed" for c in target.checks), target.checks
+        assert not [f for f in target.findings if f.severity in ("error", "warning")]
+    assert not jax.config.jax_enable_x64
+
+
+@pytest.mark.slow
 def test_callback_call_sites_inside_functions_get_the_callback_checks() -> None:
     targets = _targets(_checked("disc_factories"))
     sine = targets["host_sine (calls a callback)"]
@@ -253,7 +269,7 @@ def test_a_checked_rule_covers_its_own_site_not_the_other_rule_its_function_make
     import importlib.util
 
     from jaxdiag._core._report import Location
-    from jaxdiag._jobs._traced_reach import plan
+    from jaxdiag._jobs._reach_plan import plan
 
     path = tmp_path / "two_rules.py"
     path.write_text(TWO_RULES, encoding="utf-8")

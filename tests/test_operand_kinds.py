@@ -186,11 +186,18 @@ def test_parameters_documented_as_symmetric_are_read_in_every_docstring_style() 
             k: a covariance function (a callable, no matrix).
         """
 
+    def opposites(a, b, c):
+        """Args:
+            a: a batch of skew-symmetric matrices.
+            b: anti-hermitian.
+            c: an anti symmetric generator.
+        """
+
     numpy_style.__doc__ = numpydoc
     found = [documented_domains(Subject("m:f", "custom_vjp", jax.custom_vjp(fn), specs=[]))
-             for fn in (numpy_style, google_style, sphinx_style, prose, kinds)]
+             for fn in (numpy_style, google_style, sphinx_style, prose, kinds, opposites)]
     assert found == [{0: "spd"}, {0: "spd"}, {0: "spd"}, {0: "binary", 2: "positive"},
-                     {0: "spd", 1: "spd", 2: "spd"}], found
+                     {0: "spd", 1: "spd", 2: "spd"}, {}], found
 
 
 @pytest.fixture(scope="module")

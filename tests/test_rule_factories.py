@@ -200,7 +200,7 @@ def test_a_module_level_decorated_rule_is_no_site_inside_its_own_function(monkey
     of the function."""
     import importlib
 
-    from jaxdiag._jobs._traced_reach import sites_in
+    from jaxdiag._jobs._reach_plan import sites_in
 
     monkeypatch.syspath_prepend(str(DATA))
     module = importlib.import_module("rule_factories.toplevel")

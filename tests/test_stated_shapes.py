@@ -109,6 +109,8 @@ def test_a_float_static_without_default_takes_a_value_that_shows_a_dropped_facto
     assert targets["scaled_tanh"]["inputs"] == ["f32[3]", "0.5"]
     assert _codes(targets["scaled_tanh"]) == set()
     assert _codes(targets["scaled_tanh_forgets_scale"]) == {"JXG024"}
+    assert targets["_ordered_sine"]["inputs"] == ["0.5", "f32[3]"]  # `_ordered_sine(float(nu), ...)` in its module
+    assert _codes(targets["_ordered_sine"]) == {"JXG024"}
 
 
 @pytest.mark.slow

@@ -453,9 +453,10 @@ def test_a_helper_that_refuses_with_not_implemented_is_deliberate_and_other_help
     refusal as a `raise` in the rule's own body (JXB014); a ValueError a helper raises on what the rule forgot to
     handle stays JXB006."""
     path = DATA / "verdicts" / "helper_refusal.py"
-    refused = jaxdiag.check_batching(f"{path}:refusing_p", "f32[4]", "f32[3]")
-    no_internal_errors(refused)
-    assert "JXB014" in codes(refused, "warning") and "JXB006" not in codes(refused)
+    for name in ("refusing_p", "pinning_p"):  # NotImplementedError; a ValueError whose text refuses
+        refused = jaxdiag.check_batching(f"{path}:{name}", "f32[4]", "f32[3]")
+        no_internal_errors(refused)
+        assert "JXB014" in codes(refused, "warning") and "JXB006" not in codes(refused), name
     accident = jaxdiag.check_batching(f"{path}:accidental_p", "f32[4]", "f32[3]")
     no_internal_errors(accident)
     assert "JXB006" in codes(accident, "error") and "JXB014" not in codes(accident)

@@ -196,6 +196,7 @@ def test_plain_jax_flat_primals_and_ignored_arguments():
     (f"{SAMPLES / 'jxg033_bad.py'}:bernoulli_mean", ("f32[4]", "key[]"), "JXG033"),
     (f"{DATA / 'deliberate.py'}:hard_step", ("f32[5]",), "JXG033"),
     (f"{DATA / 'deliberate.py'}:tempered_softmax", ("f32[4]", "f32[]@0.5..2"), "JXG034"),
+    (f"{DATA / 'deliberate.py'}:resample_p", ("f32[4]", "f32[4]"), "JXG034"),  # a primitive's JVP rule: was JXG001
 ])
 def test_deliberate_semantics_are_warnings_that_name_the_other_reading(target, args, code):
     report = jaxdiag.check_grad(target, *args)

@@ -376,10 +376,16 @@ def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
                               and frame_code.co_firstlineno >= code.co_firstlineno
                               and frame_code.co_name in ("<lambda>", "<listcomp>", "<genexpr>")):
         return True
-    # a helper's refusal: NotImplementedError raised in user code, every frame from the rule down to it the user's
+    # a helper's refusal: NotImplementedError, or an error whose text refuses ("Ai cannot be vectorized", "batching
+    # over x is not supported"), raised in user code, every frame from the rule down to it the user's
     start = next((i for i, f in enumerate(frames) if f.tb_frame.f_code is code), None)
-    return (isinstance(exc, NotImplementedError) and start is not None
+    return ((isinstance(exc, NotImplementedError) or bool(_REFUSAL.search(str(exc)))) and start is not None
             and all(_locate.is_user_file(f.tb_frame.f_code.co_filename) for f in frames[start:]))
+
+
+# What a refusal written for users says (a validation of shapes or values says what it expected instead).
+_REFUSAL = re.compile(r"\b(can ?not|can't|not (yet )?(supported|implemented|allowed)|unsupported|does(n't| not) "
+                      r"support)\b", re.IGNORECASE)
 
 
 def removed_api(exc: BaseException) -> tuple[str, str] | None:

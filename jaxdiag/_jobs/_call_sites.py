@@ -398,7 +398,8 @@ def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str,
                     root = _engine._root_subject(_callables.carrier(target, given, functions), {})
                     templates = _engine.infer_templates(root, [], pairs_early=True, sizes=sizes)
                 except InferenceError as exc:
-                    if (not assumed and len(ladder) == 1) or isinstance(exc, _engine.MissingDependencyError):
+                    if (not assumed and len(ladder) == 1) or isinstance(exc, (_engine.MissingDependencyError,
+                                                                               _engine.NeedsX64)):
                         raise
                     errors.append(f"{shown.strip(', ')}: {str(exc).splitlines()[0]}")
                     continue

@@ -15,266 +15,26 @@ saying so).
 
 from __future__ import annotations
 
-import ast
-import os
-from dataclasses import dataclass, field
-from types import ModuleType
 import functools
-from collections.abc import Collection
-from typing import Any, Sequence
+import os
+from collections.abc import Collection, Sequence
+from types import ModuleType
+from typing import Any
 
 from .. import _compat
 from . import _callables, _rule_factories
+from ._reach_plan import Site, Tried, plan
 from ._units import unit_starts
 from .._core import _locate
-from .._harness.source import called_name
 from .._run import _signature
 from .._core._report import CheckResult, Location, TargetReport
 
-# Calls that make a rule (or are a callback call site), by the name they are called with.
-RULE_MAKERS = {"custom_jvp": "custom_jvp", "custom_vjp": "custom_vjp", "custom_vmap": "custom_vmap",
-               "Primitive": "primitive", "pure_callback": "callback", "io_callback": "callback",
-               "ffi_call": "callback", "custom_linear_solve": "solve", "custom_root": "solve"}
 CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "ffi_call")
-# Public functions traced per run at most (each costs an inference ladder and a trace).
-MAX_CARRIERS = 16
-# Calls between a public function and the function holding a site, at most.
-MAX_DEPTH = 3
 
-
-@dataclass
-class Site:
-    """Where a rule is made (or a callback called) inside a module-level function."""
-
-    module: ModuleType
-    path: str
-    line: int
-    kind: str  # custom_jvp, custom_vjp, custom_vmap, primitive, callback
-    function: str  # the module-level function enclosing it (`Class.method` for a method of a module-level class)
-    first: int  # that function's lines
-    last: int
-    reached: bool = False
-    # names whose call leads to it: the function's own; a method's class (instances are made by calling it) and
-    # the method's name
-    entries: frozenset[str] = frozenset()
-
-    def __post_init__(self) -> None:
-        if not self.entries:
-            cls, _, method = self.function.rpartition(".")
-            self.entries = frozenset({cls, method} if cls else {method})
-
-
-@dataclass
-class Tried:
-    carrier: str
-    outcome: str  # why it did not reach a site, or "" when it reached something
-
-
-@dataclass
-class Plan:
-    sites: list[Site] = field(default_factory=list)
-    carriers: list[tuple[ModuleType, str]] = field(default_factory=list)  # (module, public function), nearest first
-
-
-def _called_name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Call):
-        func = node.func
-        if isinstance(func, (ast.Name, ast.Attribute)) and called_name(func) in ("partial",) and node.args:
-            return called_name(node.args[0])  # functools.partial(jax.custom_vjp, nondiff_argnums=...)
-        return called_name(func)
-    return called_name(node)
-
-
-def sites_in(module: ModuleType) -> list[Site]:
-    """Rule-making calls and decorators inside the module-level functions of `module` (read, never run)."""
-    from .._loading._passthrough import module_tree
-
-    tree = module_tree(module)
-    path = getattr(module, "__file__", None)
-    if tree is None or not path:
-        return []
-    makers = {**RULE_MAKERS, **_maker_aliases(tree)}
-    out: list[Site] = []
-    for owner, top in _functions_and_methods(tree):
-        last = getattr(top, "end_lineno", None) or top.lineno
-        own_decorators = {id(sub) for deco in top.decorator_list for sub in ast.walk(deco)}
-        for node in ast.walk(top):
-            if id(node) in own_decorators:  # `@custom_jvp def f`: made at import, a module attribute
-                continue
-            made: list[tuple[int, str]] = []
-            if isinstance(node, ast.Call) and node is not top:
-                name = _called_name(node)
-                if name in makers:
-                    made.append((node.lineno, makers[name]))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not top:
-                for deco in node.decorator_list:
-                    name = _called_name(deco)
-                    if name in makers:
-                        made.append((node.lineno, makers[name]))
-            out.extend(Site(module, path, line, kind, owner, top.lineno, last) for line, kind in made)
-    unique = {(s.line, s.kind): s for s in out}  # a decorator is also a Call node
-    return sorted(unique.values(), key=lambda s: s.line)
-
-
-def _maker_aliases(tree: ast.Module) -> dict[str, str]:
-    """Module-level names bound to a rule maker (`callback = functools.partial(jax.pure_callback,
-    vmap_method="sequential")`, `pcb = jax.pure_callback`): a call of the name is a site of that maker's kind."""
-    out: dict[str, str] = {}
-    for top in tree.body:
-        if isinstance(top, ast.Assign) and len(top.targets) == 1 and isinstance(top.targets[0], ast.Name):
-            name = _called_name(top.value) if isinstance(top.value, ast.Call) else called_name(top.value)
-            if name in RULE_MAKERS and (not isinstance(top.value, ast.Call) or called_name(top.value.func)
-                                        in ("partial",)):
-                out[top.targets[0].id] = RULE_MAKERS[name]
-    return out
-
-
-def _functions_and_methods(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """Module-level functions, and the methods of module-level classes (a rule built in `__init__` or a method) as
-    `Class.method`."""
-    out: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
-    for top in tree.body:
-        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out.append((top.name, top))
-        elif isinstance(top, ast.ClassDef):
-            out.extend((f"{top.name}.{node.name}", node) for node in top.body
-                       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    return out
-
-
-def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
-    """Module-level function name -> the names it calls (plain or attribute), and the names it hands on as values
-    (`shard_map(_kernel, ...)`, `jax.vmap(f)`, `lax.scan(step, ...)`: a transformation calls them), from the
-    source."""
-    from .._loading._passthrough import module_tree
-
-    tree = module_tree(module)
-    out: dict[str, set[str]] = {}
-    for top in tree.body if tree is not None else []:
-        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            calls = [c for c in ast.walk(top) if isinstance(c, ast.Call)]
-            named = {called_name(c.func) for c in calls}
-            handed = {a.id for c in calls for a in [*c.args, *(k.value for k in c.keywords)]
-                      if isinstance(a, ast.Name)}
-            out[top.name] = {n for n in named | handed if n}
-    return out
-
-
-def _named_at_import(module: ModuleType) -> set[str]:
-    """Every name the module's top-level statements mention or decorate with, class bodies included (calls,
-    annotations, values): a class named there may have instances made at import, which hold what its methods
-    make."""
-    from .._loading._passthrough import module_tree
-
-    tree = module_tree(module)
-    out: set[str] = set()
-    for top in tree.body if tree is not None else []:
-        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            nodes: list[ast.AST] = list(top.decorator_list)
-            if isinstance(top, ast.ClassDef):
-                nodes += [s for s in top.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-                nodes += [d for s in top.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                          for d in s.decorator_list]
-        else:
-            nodes = [top]
-        out.update(name for node in nodes for sub in ast.walk(node)
-                   if isinstance(sub, (ast.Call, ast.Name, ast.Attribute)) for name in [_called_name(sub)] if name)
-    return out
-
-
-def _called_at_import(module: ModuleType) -> set[str]:
-    """Names the module's own top-level statements call or decorate with: what they make is a module attribute
-    (or a class attribute), found by attribute discovery. Only calls and decorators count: a name merely mentioned
-    (an annotation, a dict value, a re-export `f = f`) makes nothing."""
-    from .._loading._passthrough import module_tree
-
-    tree = module_tree(module)
-    out: set[str] = set()
-    for top in tree.body if tree is not None else []:
-        decorators: list[ast.expr] = []
-        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            decorators = list(top.decorator_list)
-            nodes: list[ast.AST] = []
-            if isinstance(top, ast.ClassDef):  # class bodies run at import too (not their methods)
-                nodes += [s for s in top.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-                decorators += [d for s in top.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                               for d in s.decorator_list]
-        else:
-            nodes = [top]
-        calls = [sub for node in [*nodes, *decorators] for sub in ast.walk(node) if isinstance(sub, ast.Call)]
-        for node in [*calls, *decorators]:
-            name = _called_name(node)
-            if name:
-                out.add(name)
-    return out
-
-
-def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
-    """The sites attribute discovery did not reach (no discovered rule is defined inside their function), and the
-    public functions that lead to them, nearest first."""
-    covered_at = [(os.path.realpath(c.path), c.line) for c in covered]
-    result = Plan()
-    # a factory any checked module applies as it is imported (`foo_p = make_primitive(...)` in another module of the
-    # package) makes module attributes, which attribute discovery found
-    at_import = {name for module in modules for name in _called_at_import(module)}
-    # methods keep the broader rule: a class merely named at import (an annotation, a registry) may be instantiated
-    # there; tracing every caller of a common method name (`run`) instead runs whole solvers op by op
-    named = {name for module in modules for name in _named_at_import(module)}
-    for module in modules:
-        sites = sites_in(module)
-        done = _covered_sites(sites, covered_at)
-        for site in sites:
-            cls, _, _ = site.function.rpartition(".")
-            # a decorator, factory or class applied as a module is imported made module attributes, which discovery
-            # found: a class's instances, or the rules a factory returns; a decorator whose product makes the rule
-            # only when called is a plain function, reached by tracing
-            if cls in at_import | named or (site.function in at_import and _returns_its_rule(module, site)):
-                continue
-            if id(site) not in done:
-                result.sites.append(site)
-    if not result.sites:
-        return result
-    graph = {id(m): _calls_by_function(m) for m in modules}
-    wanted = {name for s in result.sites for name in s.entries}
-    ranked: dict[tuple[int, str], tuple[int, ModuleType]] = {}
-    frontier = set(wanted)
-    for depth in range(MAX_DEPTH + 1):
-        for module in modules:
-            for name, calls in graph[id(module)].items():
-                key = (id(module), name)
-                if key in ranked:
-                    continue
-                holds_site = depth == 0 and any(s.function == name and s.module is module for s in result.sites)
-                if holds_site or (depth > 0 and calls & frontier):
-                    ranked[key] = (depth, module)
-        frontier = {name for (_, name), (d, _) in ranked.items() if d == depth} | frontier
-    public = [(depth, module, name) for (_, name), (depth, module) in ranked.items()
-              if not name.startswith("_") and callable(getattr(module, name, None))
-              and getattr(_locate.unwrap(getattr(module, name)), "__module__", None) == module.__name__]
-    public.sort(key=lambda item: item[0])
-    result.carriers = [(module, name) for _, module, name in public[:MAX_CARRIERS]]
-    return result
-
-
-def _returns_its_rule(module: ModuleType, site: Site) -> bool:
-    from .._loading._passthrough import module_tree
-
-    return bool(_rule_factories.returned_sites(module_tree(module), site.function, [site.line]))
-
-
-def _covered_sites(sites: list[Site], covered_at: list[tuple[str, int]]) -> set[int]:
-    """The sites (by id) a checked rule was made at: each covered line inside a function is the rule made by the
-    nearest site at or above it (a rule's `def` and its JVP/batching rules follow the call or decorator making it),
-    so a function making two rules, one of them checked, still leaves the other to check."""
-    done: set[int] = set()
-    real = {s.path: os.path.realpath(s.path) for s in sites}  # one module's sites: one file, resolved once
-    for path, line in covered_at:
-        inside = [s for s in sites if real[s.path] == path and s.first <= line <= s.last]
-        if not inside:
-            continue
-        above = [s for s in inside if s.line <= line]
-        done.add(id(max(above, key=lambda s: s.line) if above else min(inside, key=lambda s: s.line)))
-    return done
+# Other sizes tried, in turn, for every axis of the inferred inputs of a public function leading to a site whose
+# inputs reach none: its branch may follow the sizes (an odd size returning early, a size under a threshold taking
+# another path). Same ranks, same dtypes: only the branch changes.
+OTHER_SIZES = (2, 4)
 
 
 def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Location] = (),
@@ -313,7 +73,46 @@ def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Locatio
 def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known: set[int], tried: list[Tried],
              found: Any = None) -> list[TargetReport]:
     """Trace one public function on inferred inputs (a discovered target's: its own); check each new rule inside it
-    and its callback sites (a discovered target's were checked with it: only the sites it reaches are marked)."""
+    and its callback sites (a discovered target's were checked with it: only the sites it reaches are marked).
+    Inferred inputs that reach no site are tried again with every axis of each of OTHER_SIZES."""
+    from .._loading._inputs import template_text
+    from .._run._engine import NeedsX64
+
+    reached_before = sum(s.reached for s in sites)
+    try:
+        reports, outcome, rung = _through_once(lint, module, name, sites, known, found)
+    except NeedsX64:  # a library that refuses to run without x64 (its users enable it): for this function only
+        with _compat.x64_scope(True):
+            return _through(lint, module, name, sites, known, tried, found)
+    for size in OTHER_SIZES if rung is not None else ():
+        if reports or sum(s.reached for s in sites) > reached_before:
+            break
+        assert rung is not None
+        templates, via, options = rung
+        resized = [_resized(t, size) for t in templates]
+        if resized == templates:
+            continue
+        again = (resized, {**via, "args": [template_text(t) for t in resized]}, options)
+        reports, outcome, _ = _through_once(lint, module, name, sites, known, found, again)
+    tried.append(Tried(f"{module.__name__}:{name}", outcome))
+    return reports
+
+
+def _resized(template: Any, size: int) -> Any:
+    import dataclasses
+
+    from .._loading._inputs import ArgSpec
+
+    if not isinstance(template, ArgSpec) or template.key is not None or not template.shape:
+        return template
+    return dataclasses.replace(template, shape=(size,) * len(template.shape))
+
+
+def _through_once(lint: Any, module: ModuleType, name: str, sites: list[Site], known: set[int], found: Any,
+                  rung: tuple[list[Any], dict[str, Any], Any] | None = None
+                  ) -> tuple[list[TargetReport], str, tuple[list[Any], dict[str, Any], Any] | None]:
+    """`_through` on one set of inputs (`rung`: given; else a discovered target's own, or inferred): the reports, what
+    tracing did ("" when it reached a site) and the inferred inputs it ran on (None when not inferred or not run)."""
     from . import _record_carrier
     from .. import _rules as rules
     from .._checks._base import Options
@@ -324,21 +123,21 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
     label = f"{module.__name__}:{name}"
     options = Options(command="check", seed=lint.seed, provenance="inferred", **lint.run_options)
     runs = _record_carrier.runs_of(lint)
-    given = lint._inputs_for(found)[0] if found is not None else []
+    given = lint._inputs_for(found)[0] if found is not None and rung is None else []
+    via: dict[str, Any]
     if given:  # a discovered target's own inputs
         templates = _signature.templates_of_args(given)[0]
-        via: dict[str, Any] = {"target": label, "args": [template_text(t) for t in templates]}
+        via = {"target": label, "args": [template_text(t) for t in templates]}
     else:
-        ran = _inferred_run(lint, runs, module, name, options)
+        ran = rung or _inferred_run(lint, runs, module, name, options)
         if isinstance(ran, str):
-            tried.append(Tried(label, ran))
-            return []
+            return [], ran, None
         templates, via, options = ran
+    inferred = None if given or via.get("source") else (templates, via, options)
     try:
         prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
     except (InferenceError, TargetLoadError, UsageError) as exc:
-        tried.append(Tried(label, f"could not be run ({str(exc).splitlines()[0][:160]})"))
-        return []
+        return [], f"could not be run ({str(exc).splitlines()[0][:160]})", None
     # a discovered function target's nested rules and calls were checked with it; a custom_jvp/custom_vjp target is
     # checked as such, never its primal's nested rules (they are checked here, its primal being the carrier)
     checked_with_it = found is not None and found.kind == "function"
@@ -384,8 +183,7 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
     if solves and not checked_with_it:
         reports.extend(_solve_report(prepared, label, module, options))
     reached = sum(s.reached for s in sites) > reached_before
-    tried.append(Tried(label, "" if reached else "traced, but it reaches none of them"))
-    return reports
+    return reports, "" if reached else "traced, but it reaches none of them", inferred
 
 
 def _inferred_run(lint: Any, runs: Any, module: ModuleType, name: str, options: Any
@@ -396,6 +194,7 @@ def _inferred_run(lint: Any, runs: Any, module: ModuleType, name: str, options: 
     from ._call_sites import Assumed, _documented, carrier_templates, keyword_values
     from .._core._errors import InferenceError, TargetLoadError, UsageError
     from .._loading._inputs import template_text
+    from .._run._engine import NeedsX64
 
     label = f"{module.__name__}:{name}"
     keywords = keyword_values(module, name)
@@ -406,6 +205,8 @@ def _inferred_run(lint: Any, runs: Any, module: ModuleType, name: str, options: 
         assumed = sorted(k for k, v in keywords.items() if isinstance(v, Assumed))
         try:
             templates = carrier_templates(label, keywords, lint.app_dir, stand_ins)
+        except NeedsX64:
+            raise  # `_through` runs it again under x64, as the engine does a target
         except (InferenceError, TargetLoadError, UsageError) as exc:
             reason = f"inputs not inferred ({str(exc).splitlines()[0][:160]}"
         else:
@@ -471,7 +272,9 @@ def _mark_made_from(sites: list[Site], kind: str, obj: Any) -> None:
 
     fn = _locate.unwrap(getattr(obj, "fun", None))
     name, module_name = getattr(fn, "__name__", None), getattr(fn, "__module__", None)
-    if kind == "primitive" or not name:
+    # a closure (`def f` inside the factory) is defined inside its site, which `_mark` reached: its name, often as
+    # plain as `f`, says nothing of the other factories of the module naming a local `f` of their own
+    if kind == "primitive" or not name or "<locals>" in getattr(fn, "__qualname__", ""):
         return
     for site in sites:
         if site.kind == kind and site.module.__name__ == module_name and not site.reached:

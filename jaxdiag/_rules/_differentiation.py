@@ -232,8 +232,9 @@ DERIVATIVE_RULE_REFUSES: Rule[_fields.JXG025] = Rule(
     "A derivative rule (fwd, bwd, JVP or transpose) refuses with its own `raise` statement: differentiation "
     "fails there on purpose.",
     "Like JXG017, but the exception comes from a `raise` written in the rule's own body, or a "
-    "`raise NotImplementedError(...)` in a helper of your own code the rule calls (not from JAX or NumPy, and not an "
-    "`assert`): the author chose to refuse differentiation with a message for the user.",
+    "`raise NotImplementedError(...)` in a helper of your own code the rule calls, or a `raise` there whose message "
+    "refuses (\"cannot\", \"not supported\"; not from JAX or NumPy, and not an `assert`): the author chose to "
+    "refuse differentiation with a message for the user.",
     "`jax.grad` fails with the rule's message wherever JAX perturbs these inputs, which can be the intent (a "
     "value that must never be differentiated) or a limitation to lift.",
     "jxg025_bad.py", "jxg025_good.py",
@@ -465,7 +466,8 @@ FLAT_PRIMAL_SURROGATE: Rule[_fields.JXG033] = Rule(
 )
 JVP_IGNORES_ARGUMENT: Rule[_fields.JXG034] = Rule(
     "JXG034", "jvp-ignores-argument", "warning",
-    "A JVP rule ignores one argument's tangent entirely although the function depends on that argument.",
+    "A JVP rule (a custom_jvp's or a primitive's) ignores one argument's tangent entirely although the function "
+    "depends on that argument.",
     "Steps one argument at a time: when every step in one argument gives an exactly zero tangent output while finite "
     "differences (or autodiff of the undecorated primal) show the function changing, and the other arguments' "
     "tangents are right, the rule treats that argument as a constant. Reported here rather than as JXG014, so the "
@@ -477,7 +479,7 @@ JVP_IGNORES_ARGUMENT: Rule[_fields.JXG034] = Rule(
     message="{rule} ignores the tangent of {name}: a step in {name} gives a zero tangent of {out_name}, but "
             "{function} depends on {name} ({reference} gives {want}). Either {name} is deliberately treated as a "
             "constant (a hyperparameter), or jax.jvp and jax.grad with respect to {name} are silently zero.",
-    fix="If {name} is never differentiated on purpose, make that explicit: move it to nondiff_argnums, or add "
+    fix="If {name} is never differentiated on purpose, make that explicit: {explicit}add "
         "`# jaxdiag: intended[JXG034]` to the def line of {rule}{where}; otherwise add the term for {name}'s tangent.",
     decision="whether the argument is meant to be differentiated (then add its tangent term) or not (then "
              "nondiff_argnums or the intended marker)",

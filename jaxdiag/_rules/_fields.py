@@ -156,8 +156,8 @@ JXG033 = TypedDict("JXG033", {
     "derivative": object, "function": object, "got": object, "name": object, "owner": object, "where": object,
 })
 JXG034 = TypedDict("JXG034", {
-    "function": object, "name": object, "out_name": object, "reference": object, "rule": object, "want": object,
-    "where": object,
+    "explicit": object, "function": object, "name": object, "out_name": object, "reference": object, "rule": object,
+    "want": object, "where": object,
 })
 JXG035 = TypedDict("JXG035", {
     "fn_name": object, "label": object, "reduction": object, "rule_name": object, "size": object, "spread": object,

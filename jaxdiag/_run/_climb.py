@@ -52,6 +52,8 @@ from ._domains import VALUES_ONLY
 # The plain ladder: one shape for every operand, simplest first.
 SHAPE_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (
     ((3,),), ((),), ((2, 3),), ((3, 3),), ((2, 3, 4),),
+    # last: an even square (a Pfaffian, a symplectic or 2x2-block form; an odd size returns early or is refused)
+    ((4, 4),),
 )
 # matrix-matrix, matrix-vector (either side contracted) and vector-matrix products, then an array with a scalar
 PAIR_LADDER: tuple[tuple[tuple[int, ...], ...], ...] = (

@@ -82,8 +82,10 @@ def key_positions(subject: Subject) -> set[int]:
 # is spd, never positive); the words before a match that deny it ("non-symmetric", "need not be binary").
 # "asymmetric" never matches (`\b`).
 _DOCUMENTED = (
-    # a matrix kind positive (semi-)definite by definition says so too (a density matrix, a covariance matrix)
-    ("spd", re.compile(r"\b(symmetric|hermitian|self-adjoint|positive[- ]?(semi[- ]?)?definite|s\.?p\.?d|p\.?s\.?d|"
+    # a matrix kind positive (semi-)definite by definition says so too (a density matrix, a covariance matrix); a
+    # skew- or anti-symmetric (-hermitian) one is the opposite of symmetric
+    ("spd", re.compile(r"(?<!skew-)(?<!skew )(?<!anti-)(?<!anti )\b(symmetric|hermitian|self-adjoint|"
+                       r"positive[- ]?(semi[- ]?)?definite|s\.?p\.?d|p\.?s\.?d|"
                        r"(density|covariance|gram|correlation|precision)\s+matri(x|ces))\b", re.IGNORECASE)),
     ("binary", re.compile(r"\b(exactly\s+)?binary\b(?!\s+(cross|search|file|tree|op|operation|classifi))|"
                           r"\{\s*0\s*,\s*1\s*\}|\b0\s*/\s*1\b|\b0\s+or\s+1\b|\bzeros\s+(and|or)\s+ones\b",

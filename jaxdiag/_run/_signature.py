@@ -306,10 +306,13 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
     statics = static_positions(subject)
     params = positional(signature_of(subject))
     forwarded = forwarded_options(subject)
-    literals = _module_literals(subject, params)
+    floats: set[int] = set()
+    literals = _module_literals(subject, params, floats)
     out: dict[int, Any] = {}
+    # a static some call passes as `float(order)` is a float, whatever its name says
+    ints = static_ints(subject, statics, params, forwarded, literals) - floats
     for i in statics:
-        if i >= len(params) or i in static_ints(subject, statics, params, forwarded, literals):
+        if i >= len(params) or i in ints:
             continue  # an int or a shape static without a value climbs the int ladder (`int_positions`)
         if params[i].default is not params[i].empty:
             out[i] = Static(params[i].default)
@@ -317,7 +320,7 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
             out[i] = Static(forwarded[i])
         elif i in literals:
             out[i] = Static(literals[i])
-        elif annotated_float(params[i]):  # `scale: float`: any float is in its contract
+        elif annotated_float(params[i]) or i in floats:  # `scale: float`: any float is in its contract
             out[i] = Static(FLOAT_STATIC)
         else:
             return None
@@ -331,11 +334,17 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
 FLOAT_STATIC = 0.5
 
 
-def _module_literals(subject: Subject, params: list[inspect.Parameter]) -> dict[int, Any]:
-    """{position: value} of the literals the target's own module passes at each of its positions."""
+def _module_literals(subject: Subject, params: list[inspect.Parameter], floats: set[int] | None = None
+                     ) -> dict[int, Any]:
+    """{position: value} of the literals the target's own module passes at each of its positions; `floats` gets
+    the positions some call of its module passes as `float(...)`."""
     if subject.kind == "primitive":
         return {}
-    return _by_position(_literal_call_arguments(subject), params)
+    seen: set[Any] = set()
+    literals = _by_position(_literal_call_arguments(subject, seen), params)
+    if floats is not None:
+        floats.update(i for i, param in enumerate(params) if i in seen or param.name in seen)
+    return literals
 
 
 def _by_position(seen: dict[Any, Any], params: list[inspect.Parameter]) -> dict[int, Any]:
@@ -443,11 +452,12 @@ def static_without_default(subject: Subject) -> list[tuple[str, str]]:
     statics = static_positions(subject)
     params = positional(signature_of(subject))
     forwarded = forwarded_options(subject)
-    literals = _module_literals(subject, params)
-    ints = static_ints(subject, statics, params, forwarded, literals)
+    floats: set[int] = set()
+    literals = _module_literals(subject, params, floats)
+    ints = static_ints(subject, statics, params, forwarded, literals) - floats
     return [(params[i].name, where) for i, where in sorted(statics.items())
             if i < len(params) and params[i].default is params[i].empty and i not in forwarded
-            and i not in literals and i not in ints and not annotated_float(params[i])]
+            and i not in literals and i not in ints and not annotated_float(params[i]) and i not in floats]
 
 
 def static_ints(subject: Subject, statics: dict[int, str], params: list[inspect.Parameter],
@@ -473,9 +483,10 @@ def static_suggestions(subject: Subject) -> dict[int, str]:
 _PARTIAL_NAMES = {"partial"}  # `functools.partial(f, ...)`, `partial(f, ...)`
 
 
-def _literal_call_arguments(subject: Subject) -> dict[Any, Any]:
+def _literal_call_arguments(subject: Subject, floats: set[Any] | None = None) -> dict[Any, Any]:
     """{position or keyword name: a literal value} from the target's own module: its calls (`f(x, 3)`) and its
-    partial applications (`functools.partial(f, max_gradient=1e3)`, whose positions follow the function)."""
+    partial applications (`functools.partial(f, max_gradient=1e3)`, whose positions follow the function).
+    `floats` gets the positions and names some call passes as `float(...)`: a float is in their contract."""
     import ast
 
     from .._harness.source import called_name
@@ -499,10 +510,16 @@ def _literal_call_arguments(subject: Subject) -> dict[Any, Any]:
                 break  # positions after a *args are unknown
             if isinstance(arg, ast.Constant):
                 out.setdefault(i, arg.value)
+            elif floats is not None and isinstance(arg, ast.Call) and called_name(arg.func) == "float":
+                floats.add(i)
         for kw in node.keywords:
             if kw.arg and isinstance(kw.value, ast.Constant):
                 out.setdefault(kw.arg, kw.value.value)
+            elif kw.arg and floats is not None and isinstance(kw.value, ast.Call) and called_name(
+                    kw.value.func) == "float":
+                floats.add(kw.arg)
     return out
+
 
 
 def templates_of_args(args: Sequence[Any]) -> tuple[list[Any], list[Any]]:

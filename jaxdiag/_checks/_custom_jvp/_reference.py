@@ -222,6 +222,15 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
         if p["ref"] is not None:
             text += f", autodiff of {fun} gives {fmt_values(p['ref'])}"
         details.append(text)
+    ignored = _ignored_argument(st, problems)
+    if ignored is not None:  # a primitive's rule as a custom_jvp's: the argument may be a constant on purpose
+        loc = rule_location(st, ignored["arg"]) if st.kind == "primitive" else rule_location(st)
+        reference = f"autodiff of {fun}" if ignored["ref"] is not None else "float64 finite differences"
+        want = ignored["ref"] if ignored["ref"] is not None else ignored["fd"]
+        return rules.JVP_IGNORES_ARGUMENT.finding(
+            rule=rule, name=ignored["arg"].name, out_name=st.out_names[ignored["k"]], function=fun,
+            reference=reference, want=fmt_values(want), where=f" ({loc})" if loc else "",
+            explicit="" if st.kind == "primitive" else "move it to nondiff_argnums, or ", location=loc)
     if st.kind == "primitive":
         loc = rule_location(st, problems[0]["arg"])
         return rules.JVP_MISMATCH.finding(
@@ -250,13 +259,6 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
             f"cached factorisation), and on independent draws of the two its tangent cannot match; declare inputs "
             f"where {cache.name} is computed from {source.name} ([tool.jaxdiag.targets] `args`, or `jaxdiag record`) "
             "to check it", note=True, location=loc)
-    ignored = _ignored_argument(st, problems)
-    if ignored is not None:
-        reference = f"autodiff of {fun}" if ignored["ref"] is not None else "float64 finite differences"
-        want = ignored["ref"] if ignored["ref"] is not None else ignored["fd"]
-        return rules.JVP_IGNORES_ARGUMENT.finding(
-            rule=rule, name=ignored["arg"].name, out_name=st.out_names[ignored["k"]], function=fun,
-            reference=reference, want=fmt_values(want), where=where, location=loc)
     deliberate = all(_deliberate(st, p) for p in problems)
     factor = None
     if not deliberate:

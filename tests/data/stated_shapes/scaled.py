@@ -1,5 +1,6 @@
 """Custom VJPs taking a `scale: float` static with no default (nondiff_argnums), as attention kernels take their
-softmax scale. `scaled_tanh_forgets_scale`'s backward pass drops the factor: at a scale of 1.0 it would look right."""
+softmax scale. `scaled_tanh_forgets_scale`'s backward pass drops the factor: at a scale of 1.0 it would look right;
+so does `_ordered_sine`'s JVP, whose static is known to be a float only by the `float(nu)` its caller passes."""
 
 from functools import partial
 
@@ -33,3 +34,20 @@ def scaled_tanh_forgets_scale(x, scale: float):
 
 
 scaled_tanh_forgets_scale.defvjp(lambda x, scale: (scaled_tanh_forgets_scale(x, scale), x), _bwd_forgets_scale)
+
+
+# an order with neither annotation nor default: only the module's own call, `float(nu)`, says it is a float
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _ordered_sine(nu, x):
+    return nu * jnp.sin(x)
+
+
+@_ordered_sine.defjvp
+def _ordered_sine_jvp(nu, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _ordered_sine(nu, x), jnp.cos(x) * t  # the order's factor dropped: right only at nu = 1
+
+
+@partial(jax.jit, static_argnums=0)
+def ordered_sine(nu, x):
+    return _ordered_sine(float(nu), jnp.asarray(x, dtype=float))

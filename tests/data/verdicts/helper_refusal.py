@@ -1,7 +1,8 @@
 """Two batching rules that share a helper, the pattern of a library that supports vmap over its data but not over
 its sampling grid: `_lift` refuses a batched grid with `raise NotImplementedError(...)` (a deliberate refusal, a
 JXB014 warning), while `_check_rank`'s ValueError catches what the second rule forgot to handle (an accident,
-JXB006)."""
+JXB006). `_pin` refuses the same way with a ValueError whose text says so ("cannot be vectorized"), as sparse
+solvers refuse a batched index array."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -23,6 +24,13 @@ def _lift(grid, grid_dim):
     return grid
 
 
+def _pin(grid, grid_dim):
+    if grid_dim is not None:
+        msg = "the grid cannot be vectorized."
+        raise ValueError(msg)
+    return grid
+
+
 def _check_rank(data, rank):
     if data.ndim != rank:
         raise ValueError(f"expected data of rank {rank}, got {data.ndim}")
@@ -35,6 +43,14 @@ def _refusing_rule(args, dims):
     grid = _lift(grid, grid_dim)
     data = jnp.moveaxis(data, data_dim, 0) if data_dim is not None else data
     return refusing_p.bind(data, grid), 0 if data_dim is not None else None
+
+
+def _pinning_rule(args, dims):
+    data, grid = args
+    data_dim, grid_dim = dims
+    grid = _pin(grid, grid_dim)
+    data = jnp.moveaxis(data, data_dim, 0) if data_dim is not None else data
+    return pinning_p.bind(data, grid), 0 if data_dim is not None else None
 
 
 def _accidental_rule(args, dims):
@@ -55,3 +71,4 @@ def _primitive(name, rule):
 
 refusing_p = _primitive("refusing", _refusing_rule)
 accidental_p = _primitive("accidental", _accidental_rule)
+pinning_p = _primitive("pinning", _pinning_rule)
