@@ -207,6 +207,15 @@ def test_deliberate_semantics_are_warnings_that_name_the_other_reading(target, a
     assert ("estimator" in found[0].message) if code == "JXG033" else ("hyperparameter" in found[0].message)
 
 
+def test_second_derivatives_hold_the_argument_a_jvp_rule_treats_as_a_constant():
+    """The transpose binds the primitive again, whose JVP ignores `points`: the gradient's derivative along a step
+    in both arguments lost the `points` term, a JXG019 "with respect to values" restating JXG034. With `points`
+    held, second derivatives are checked on `values` alone and agree."""
+    report = jaxdiag.check_grad(f"{DATA / 'deliberate.py'}:resample_p", "f32[4]", "f32[4]", order=2)
+    assert [f.code for f in report.findings if f.severity != "info"] == ["JXG034"]
+    assert [c.status for c in report.targets[0].checks if c.name == "grad-second-order"] == ["passed"]
+
+
 def test_a_constant_factor_on_the_interior_stays_an_error(tmp_path):
     """`2 x^2` where `3 x^2` is right: consistent and finite, yet a wrong derivative (JXG024), not an estimator."""
     path = tmp_path / "cube_factor.py"

@@ -49,7 +49,7 @@ PROVIDES: dict[str, frozenset[str]] = {
                               "grad.blocked.vjp-linearity", "grad.second_order_moot"}),
     "_custom_jvp": frozenset({"grad.jvp_tangents", "grad.reported_errors", "grad.blocked.jvp-rule-output",
                               "grad.blocked.jvp-linearity", "grad.blocked.jvp-symbolic-zeros",
-                              "grad.second_order_moot", "grad.reverse_nonfinite"}),
+                              "grad.second_order_moot", "grad.second_order_held", "grad.reverse_nonfinite"}),
     "_primitive_ad": frozenset({"grad.eager_grad", "grad.blocked.primitive-transpose"}),
     "_solves": frozenset({"grad.blocked.custom-solves"}),
     "_grad": frozenset({"grad.blocked.function-grad"}),

@@ -31,7 +31,8 @@ from ._shared import first_line, user_frame_location
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("grad-second-order", family="grad", kinds=ALL_KINDS, reads=(*EVERY_BLOCKER, "grad.second_order_moot"))
+@check("grad-second-order", family="grad", kinds=ALL_KINDS,
+       reads=(*EVERY_BLOCKER, "grad.second_order_moot", "grad.second_order_held"))
 def grad_second_order(ctx: Context) -> Iterator[Finding]:
     """Differentiate the first-order gradient G(x) = J(x)^T w: jvp(G) vs finite differences of G, vs autodiff
     of the undecorated primal, and the dot-product test between jvp(G) and vjp(G) (JXG019)."""
@@ -52,7 +53,7 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
     ws = st.cotangents(0)
     G = _first_order(st, ws, st.call_target)
     x = tuple(st.diff_values)
-    v = tuple(st.tangent(a, 0) for a in st.diff)
+    v = tuple(_held_or(st, a, st.tangent(a, 0)) for a in st.diff)
     if not all_finite(st.out_leaves):
         # outside the function's domain (a log below 0, lambertw below -1/e) the primal itself is NaN: there are no
         # second derivatives there to compare, and NaN on both sides is no disagreement between modes. A mode that
@@ -204,9 +205,9 @@ def _second_order_consistency(st: GradState, ws: Sequence[Any], hv: list, htu: A
                               fd_of_gradient: Callable[[], tuple[list[np.ndarray], list[float]] | None]
                               ) -> Iterator[Finding]:
     lhs = sum(dot(ui, hi) for ui, hi in zip(u, hv))
-    rhs = sum(dot(hu, st.direction(a, 0)) for hu, a in zip(htu, st.diff))
+    rhs = sum(dot(hu, _held_or(st, a, st.direction(a, 0))) for hu, a in zip(htu, st.diff))
     scale = max(sum(absdot(ui, hi) for ui, hi in zip(u, hv)),
-                sum(absdot(hu, st.direction(a, 0)) for hu, a in zip(htu, st.diff)))
+                sum(absdot(hu, _held_or(st, a, st.direction(a, 0))) for hu, a in zip(htu, st.diff)))
     tol = max(grad_tol(a.dtype) for a in st.diff)
     if close_scalar(rhs, lhs, scale, tol):
         return
@@ -256,7 +257,7 @@ def _modes_agree_when_widened(st: GradState, ws: Sequence[Any], u: list) -> bool
             return list(pullback(jax.tree_util.tree_unflatten(treedef, cts)))
 
         x = tuple(wide(a.value) for a in st.diff)
-        v = [to_f64(st.direction(a, 0)) for a in st.diff]
+        v = [to_f64(_held_or(st, a, st.direction(a, 0))) for a in st.diff]
         jvp_out, exc = quiet_call(jax.jvp, G, x, tuple(wide(vi) for vi in v))
         vjp_out, exc2 = quiet_call(jax.vjp, G, *x)
         htu: Any = None
@@ -303,7 +304,8 @@ def _second_order_dot_references(st: GradState, ws: Sequence[Any], u: list,
         out.append(("finite differences of the gradient", ref, ref, err))
     if st.fun is not None:
         G_ref = _first_order(st, ws, st.call_primal)
-        got, exc = quiet_call(jax.jvp, G_ref, tuple(st.diff_values), tuple(st.tangent(a, 0) for a in st.diff))
+        got, exc = quiet_call(jax.jvp, G_ref, tuple(st.diff_values),
+                              tuple(_held_or(st, a, st.tangent(a, 0)) for a in st.diff))
         pulled, exc2 = quiet_call(jax.vjp, G_ref, *st.diff_values)
         back: Any = None
         exc3 = exc2
@@ -311,7 +313,7 @@ def _second_order_dot_references(st: GradState, ws: Sequence[Any], u: list,
             back, exc3 = quiet_call(pulled[1], list(u))
         if exc is None and exc3 is None and all_finite(got[1]) and all_finite(back):
             fwd = sum(dot(ui, r) for ui, r in zip(u, got[1]))
-            rev = sum(dot(b, st.direction(a, 0)) for b, a in zip(back, st.diff))
+            rev = sum(dot(b, _held_or(st, a, st.direction(a, 0))) for b, a in zip(back, st.diff))
             out.append((_AUTODIFF, fwd, rev, 0.0))
     return out
 
@@ -322,7 +324,8 @@ def _second_order_references(st: GradState, ws: Sequence[Any], hv: list,
     ref = None
     if st.fun is not None:
         G_ref = _first_order(st, ws, st.call_primal)
-        out, exc = quiet_call(jax.jvp, G_ref, tuple(st.diff_values), tuple(st.tangent(a, 0) for a in st.diff))
+        out, exc = quiet_call(jax.jvp, G_ref, tuple(st.diff_values),
+                              tuple(_held_or(st, a, st.tangent(a, 0)) for a in st.diff))
         if exc is None and all_finite(out[1]):
             ref = [to_f64(r) for r in out[1]]
     for i, a in enumerate(st.diff):
@@ -366,11 +369,17 @@ def _fd_of_gradient(st: GradState, G: Callable) -> tuple[list[np.ndarray], list[
     return None
 
 
+def _held_or(st: GradState, a: Any, step: Any) -> Any:
+    """`step`, or zeros for an argument the JVP rule treats as a constant (`GradMemo.second_order_held`)."""
+    return step * 0 if a.pos in st.memo.second_order_held else step
+
+
 def _central(st: GradState, G: Callable, eps: float) -> list[np.ndarray] | None:
-    plus, e1 = quiet_call(G, *[_compat.device_array((to_f64(a.value) + eps * st.direction(a, 0)).astype(a.dtype))
-                               for a in st.diff])
-    minus, e2 = quiet_call(G, *[_compat.device_array((to_f64(a.value) - eps * st.direction(a, 0)).astype(a.dtype))
-                                for a in st.diff])
+    steps = [_held_or(st, a, st.direction(a, 0)) for a in st.diff]
+    plus, e1 = quiet_call(G, *[_compat.device_array((to_f64(a.value) + eps * d).astype(a.dtype))
+                               for a, d in zip(st.diff, steps)])
+    minus, e2 = quiet_call(G, *[_compat.device_array((to_f64(a.value) - eps * d).astype(a.dtype))
+                                for a, d in zip(st.diff, steps)])
     if e1 is None and e2 is None and all_finite(plus) and all_finite(minus):
         return [(to_f64(p) - to_f64(m)) / (2 * eps) for p, m in zip(plus, minus)]
     return None

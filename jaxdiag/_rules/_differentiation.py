@@ -471,7 +471,8 @@ JVP_IGNORES_ARGUMENT: Rule[_fields.JXG034] = Rule(
     "Steps one argument at a time: when every step in one argument gives an exactly zero tangent output while finite "
     "differences (or autodiff of the undecorated primal) show the function changing, and the other arguments' "
     "tangents are right, the rule treats that argument as a constant. Reported here rather than as JXG014, so the "
-    "marker for this reading silences nothing else.",
+    "marker for this reading silences nothing else. Second derivatives are then checked with that argument held "
+    "constant (its lost dependence would show again there).",
     "Deliberate for a hyperparameter nobody differentiates (a threshold, a temperature, a step count held as a "
     "float); a bug when gradients with respect to it are wanted: they are silently zero. The custom_vjp "
     "counterpart is JXG018.",

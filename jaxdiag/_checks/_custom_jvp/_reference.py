@@ -35,7 +35,7 @@ _DEFINED_DERIVATIVE = {"stop_gradient"}
 
 @check("jvp-reference", family="grad", kinds=KINDS,
        reads=("grad.blocked.jvp-rule-output", "grad.blocked.jvp-linearity"),
-       provides=("grad.jvp_tangents", "grad.second_order_moot"))
+       provides=("grad.jvp_tangents", "grad.second_order_moot", "grad.second_order_held"))
 def jvp_reference(ctx: Context) -> Iterator[Finding]:
     """Tangents along each argument vs float64 finite differences (and autodiff of custom_jvp.fun)."""
     st = state(ctx)
@@ -224,6 +224,7 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
         details.append(text)
     ignored = _ignored_argument(st, problems)
     if ignored is not None:  # a primitive's rule as a custom_jvp's: the argument may be a constant on purpose
+        st.memo.second_order_held = {p["arg"].pos for p in problems}
         loc = rule_location(st, ignored["arg"]) if st.kind == "primitive" else rule_location(st)
         reference = f"autodiff of {fun}" if ignored["ref"] is not None else "float64 finite differences"
         want = ignored["ref"] if ignored["ref"] is not None else ignored["fd"]

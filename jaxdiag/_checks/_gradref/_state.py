@@ -108,6 +108,9 @@ class GradMemo:
     # error (second derivatives of a wrong gradient are wrong too, a consequence rather than another defect), or it
     # could not be judged on these inputs (grad-second-order skips, saying this)
     second_order_moot: str = ""
+    # arguments a JVP rule treats as constants (JXG034): second derivatives are taken with them held, or their
+    # ignored dependence shows again in the gradient's derivative, as a mismatch in the other arguments
+    second_order_held: set[int] = field(default_factory=set)
     reverse_nonfinite: bool = False  # jvp-reverse reported a NaN cotangent (JXG027): the edge probe adds nothing
     bwd_not_linear: bool = False  # vjp-linearity reported JXG036: the cotangent probes would restate it
 
