@@ -74,10 +74,12 @@ class ForeignCall:
 
 
 def find_calls(closed: Any, fallback: Location | None) -> list[ForeignCall]:
-    """The foreign calls in the jaxpr (nested jaxprs included), one per source line, target and method."""
+    """The foreign calls in the jaxpr (nested jaxprs included), one per source line, target and method; not those
+    inside a custom_vmap, which its own rule batches (`jaxdiag` checks that rule as the custom_vmap it is)."""
     groups: dict[tuple, list[Any]] = {}
+    ruled = _compat.batched_by_custom_rule(closed)
     for eqn in _compat.iter_eqns(closed):
-        if not _compat.is_foreign_call(eqn):
+        if not _compat.is_foreign_call(eqn) or id(eqn) in ruled:
             continue
         where = _compat.eqn_source_line(eqn)
         function = _compat.eqn_source_function(eqn) or eqn.primitive.name

@@ -44,8 +44,8 @@ if TYPE_CHECKING:
         is_custom_vmap, record_custom_calls, spy_custom_vmap_rule,
     )
     from ._jaxprs import (
-        FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, custom_call_perturbation, eager_semantics,
-        eqn_source_function,
+        FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, batched_by_custom_rule,
+        custom_call_perturbation, eager_semantics, eqn_source_function,
         eqn_source_line, ffi, foreign_call_target, is_foreign_call, index_operand_bounds, input_dependent_operands,
         iter_eqns, jaxpr_as_fun, loops_in, recompiles_eagerly, same_program_as_jit, sub_jaxprs, vmap_method_none_raises,
         vmap_method_of, with_vmap_methods, wraps,
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     )
     from ._platform import (
         accelerator_only_lowering, is_platform_error, lowering_platforms, needs_concrete_values, raised_by_host_code,
+        raised_by_kernel,
     )
     from ._removed import (
         DROP_IN, REMOVED_BY_JAX, REMOVED_IN_NEWER_JAX, removed_api_advice, removed_api_uses, removed_apis_still_here,
@@ -91,7 +92,8 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "_own_programs": ("own_jit",),
     "_custom": ("custom_jvp_parts", "custom_vjp_parts", "custom_vmap_parts", "install_call_hooks", "is_custom_jvp",
         "is_custom_vjp", "is_custom_vmap", "record_custom_calls", "spy_custom_vmap_rule"),
-    "_jaxprs": ("FOREIGN_CALL_PRIMITIVES", "SEQUENTIAL_VMAP_METHODS", "axis_size_of", "custom_call_perturbation",
+    "_jaxprs": ("FOREIGN_CALL_PRIMITIVES", "SEQUENTIAL_VMAP_METHODS", "axis_size_of", "batched_by_custom_rule",
+        "custom_call_perturbation",
         "eager_semantics",
         "eqn_source_function",
         "eqn_source_line", "ffi", "foreign_call_target", "index_operand_bounds", "input_dependent_operands",
@@ -105,7 +107,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "_state": ("apply_environment_flags", "compilation_cache", "global_state", "restore_global_state",
         "restore_jax_state", "restored_sys_path", "snapshot_jax_state", "state_changes", "x64_scope"),
     "_platform": ("accelerator_only_lowering", "is_platform_error", "lowering_platforms", "needs_concrete_values",
-        "raised_by_host_code"),
+        "raised_by_host_code", "raised_by_kernel"),
     "_removed": ("DROP_IN", "REMOVED_BY_JAX", "REMOVED_IN_NEWER_JAX", "removed_api_advice", "removed_api_uses",
         "removed_apis_still_here"),
     "_solves": ("SolveCall", "is_custom_root", "is_linear_solve_eqn", "jaxpr_source", "record_solves",
@@ -131,6 +133,7 @@ __all__ = [
     "lowering_platforms",
     "needs_concrete_values",
     "raised_by_host_code",
+    "raised_by_kernel",
     "FOREIGN_CALL_PRIMITIVES",
     "JAXLIB_VERSION",
     "JAX_VERSION",
@@ -190,6 +193,7 @@ __all__ = [
     "is_custom_vjp",
     "is_custom_vmap",
     "is_foreign_call",
+    "batched_by_custom_rule",
     "is_jit_wrapped",
     "jit_static_args",
     "own_jit",

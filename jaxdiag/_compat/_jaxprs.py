@@ -300,6 +300,16 @@ FOREIGN_CALL_PRIMITIVES = ("ffi_call", "pure_callback")
 SEQUENTIAL_VMAP_METHODS = ("sequential", "sequential_unrolled")
 
 
+def batched_by_custom_rule(jaxpr: Any) -> set[int]:
+    """The ids of the equations (nested ones included) inside a `custom_vmap` call: `vmap` of the function never
+    batches them, the custom_vmap's own rule does (a foreign call there needs no vmap_method of its own)."""
+    out: set[int] = set()
+    for eqn in iter_eqns(jaxpr):
+        if getattr(eqn.primitive, "name", "") == "custom_vmap_call":
+            out.update(id(inner) for sub in sub_jaxprs(eqn) for inner in iter_eqns(sub))
+    return out
+
+
 def is_foreign_call(eqn: Any) -> bool:
     return getattr(eqn.primitive, "name", None) in FOREIGN_CALL_PRIMITIVES
 

@@ -7,6 +7,7 @@ machine; its rules (abstract eval, batching, JVP, transpose) can still be traced
 
 from __future__ import annotations
 
+import re
 import traceback
 from typing import Any
 
@@ -76,6 +77,15 @@ def raised_by_host_code(exc: BaseException) -> bool:
     frames = traceback.extract_tb(exc.__traceback__)
     innermost = frames[-1].filename.replace("\\", "/") if frames else "<>"
     return not innermost.startswith("<") and not any(p in innermost for p in _JAX_PATHS)
+
+
+def raised_by_kernel(exc: BaseException) -> bool:
+    """The error is a foreign kernel's (an `ffi_call` handler, a custom call) refusing its operands at run time:
+    JAX's runtime error carrying the handler's status ("FAILED_PRECONDITION: matrix not positive definite"), not a
+    callback's (a host function that raised, `equinox.error_if`: see `raised_by_host_code`)."""
+    text = str(exc)
+    return (type(exc).__name__ == "JaxRuntimeError" and "callback" not in text.lower()
+            and bool(re.match(r"^[A-Z_]+: ", text)))
 
 
 # What JAX raises when traced code needs a concrete value (NumPy on a tracer, a Python `if` or `int()` on one).

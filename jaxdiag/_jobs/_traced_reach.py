@@ -172,10 +172,10 @@ def _through_once(lint: Any, module: ModuleType, name: str, sites: list[Site], k
             report.config_keys = [call["target"], label]
             report.anchors = [anchor] if anchor else []
         reports.extend(inside)
-    callbacks = _callback_lines(prepared)
+    callbacks, own = _callback_lines(prepared)
     for where in callbacks:
         _mark(sites, where)
-    if callbacks and not checked_with_it:
+    if own and not checked_with_it:
         reports.extend(_callback_report(prepared, label, module, options, via))
     solves = _solve_lines(prepared)
     for where in solves:
@@ -281,21 +281,24 @@ def _mark_made_from(sites: list[Site], kind: str, obj: Any) -> None:
             site.reached = name in references(site.module).get(site.function, set())
 
 
-def _callback_lines(prepared: Any) -> list[str]:
-    """`path:line` of every callback equation in the carrier's trace (its user frame)."""
+def _callback_lines(prepared: Any) -> tuple[list[str], int]:
+    """`path:line` of every callback equation in the carrier's trace (its user frame), and how many of them are
+    outside a custom_vmap (one inside is batched by that rule, checked as the custom_vmap it is)."""
     from .._harness.cache import SubjectCache
     from .._harness.tracing import trace_function
 
     traced = trace_function(prepared.root, SubjectCache())
     if traced.value is None:
-        return []
-    out = []
+        return [], 0
+    out, own = [], 0
+    ruled = _compat.batched_by_custom_rule(traced.value.jaxpr)
     for eqn in _compat.iter_eqns(traced.value.jaxpr):
         if getattr(eqn.primitive, "name", "") in CALLBACK_PRIMITIVES:
+            own += id(eqn) not in ruled
             where = _compat.eqn_source_line(eqn)
             if where:
                 out.append(f"{where[0]}:{where[1]}")
-    return out
+    return out, own
 
 
 def _solve_lines(prepared: Any) -> list[str]:

@@ -46,13 +46,16 @@ SHORT_NAMES = {v: k for k, v in DTYPES.items()}
 # "spd": symmetric (Hermitian) positive-definite matrices in the last two dims of a square spec (others: normal), for
 # matrix functions defined there only (square roots, Cholesky solves); tried after the elementwise domains.
 # "binary": the values 0 and 1 only, for operands that are indicators (spikes, masks) carried as floats.
-DOMAINS = ("normal", "positive", "unit", "small", "negative", "spd", "binary")
+# "diagonal": integers at the positions 0, 1, 2, ... along their last axis (inside their range), floats positive: a
+# sparse matrix's (rows, cols, values) then describe a positive diagonal, where random positions make it singular.
+DOMAINS = ("normal", "positive", "unit", "small", "negative", "spd", "binary", "diagonal")
 _SPEC_RE = re.compile(r"^([a-z]+[0-9]*)\[([0-9,\s]*)\](?:@(.+))?$")
 _RANGE_RE = re.compile(r"^(-?[0-9.eE+-]+)\.\.(-?[0-9.eE+-]+)$")
 
 SPEC_HELP = (
     "expected DTYPE[DIMS] such as f32[2,3], f64[], i32[5], bool[4], bf16[8], f16[3], c64[2], u8[3] "
-    "(optionally @positive, @negative, @unit, @small, @normal, @spd, @binary or @LO..HI for the value domain), "
+    "(optionally @positive, @negative, @unit, @small, @normal, @spd, @binary, @diagonal or @LO..HI for the value "
+    "domain), "
     "key[] or key[4] "
     "for a PRNG key, a Python literal (0.1, 3, True, 'mode', None, int32) for a static argument, or a pytree of "
     "these: (f32[3], i32[]), [f32[2], f32[2]], {\"w\": f32[3,4], \"b\": f32[4]}"
@@ -420,6 +423,8 @@ def _domain_bounds(domain: str) -> tuple[float, float] | None:
 
 def draw(spec: ArgSpec, rng: np.random.Generator, domain: str = "normal", lead: tuple[int, ...] = ()) -> np.ndarray:
     """Random values for `spec` with extra leading dims `lead` (batch elements), from `domain`."""
+    if "diagonal" in (domain, spec.domain) and np.issubdtype(spec.dtype, np.integer) and spec.key is None:
+        return _diagonal_positions(spec, lead)
     domain = spec.domain or domain
     shape = lead + spec.shape
     dtype = spec.dtype
@@ -443,6 +448,15 @@ def draw(spec: ArgSpec, rng: np.random.Generator, domain: str = "normal", lead: 
         return positive_definite(out) if domain == "spd" and is_square(spec.shape) else out
     out = _chunked(shape, dtype, lambda n: draw_real(rng, domain, n))
     return positive_definite(out) if domain == "spd" and is_square(spec.shape) else out
+
+
+def _diagonal_positions(spec: ArgSpec, lead: tuple[int, ...]) -> np.ndarray:
+    """0, 1, 2, ... along the last axis, wrapped inside the spec's own range, for every leading index."""
+    bounds = _domain_bounds(spec.domain) if spec.domain and spec.domain != "diagonal" else None
+    low = int(np.ceil(bounds[0])) if bounds else 0
+    count = int(np.floor(bounds[1])) - low + 1 if bounds else (spec.shape[-1] if spec.shape else 1)
+    base = low + np.arange(spec.shape[-1] if spec.shape else 1) % max(count, 1)
+    return np.array(np.broadcast_to(base if spec.shape else base[0], lead + spec.shape), dtype=spec.dtype)
 
 
 def _truth_values(rng: np.random.Generator, lead: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
@@ -511,7 +525,7 @@ def draw_real(rng: "np.random.Generator", domain: str, size: "int | tuple[int, .
     match = re.match(r"^(-?[0-9.eE+-]+)\.\.(-?[0-9.eE+-]+)$", str(domain))  # _RANGE_RE (no module names here)
     if match:
         return rng.uniform(float(match.group(1)), float(match.group(2)), size=size)
-    if domain == "positive":
+    if domain in ("positive", "diagonal"):
         return rng.uniform(0.5, 2.0, size=size)
     if domain == "negative":
         return rng.uniform(-2.0, -0.5, size=size)

@@ -29,6 +29,6 @@ VALUES_ONLY = " (on these values only: the same shapes trace)"
 
 def refused_values(subject: Subject, exc: BaseException, args: list) -> bool:
     """Whether `exc`, raised by the target on `args`, is about their values rather than their shapes."""
-    if not _compat.raised_by_host_code(exc):
+    if not (_compat.raised_by_host_code(exc) or _compat.raised_by_kernel(exc)):
         return False
     return call_user(lambda: jax.eval_shape(subject.call, *args)).error is None

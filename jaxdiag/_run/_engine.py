@@ -311,7 +311,9 @@ def choose_domain(subject: Subject, notes: list[Finding]) -> None:
     """Keep normal draws unless the target is non-finite on them or refuses their values (`_domains`); then draw
     from the first domain all of whose probe draws run (failing that, as one draw decided before: normal if its
     first draw ran, else the first domain whose first draw runs) and say so."""
-    if any(s.domain for s in subject.specs) or not any(s.is_inexact for s in subject.specs):
+    # a float pinned to a domain decides; an integer's range (an index's, inferred or declared) stays whatever the
+    # run's domain: only "diagonal" reads it, to place the positions inside it
+    if any(s.domain for s in subject.specs if s.is_inexact) or not any(s.is_inexact for s in subject.specs):
         return
     normal_first, normal_all, why = _probes_run(subject, "normal", PROBES["normal"])
     if normal_all:
