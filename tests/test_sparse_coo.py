@@ -60,3 +60,6 @@ def test_a_kernel_refusing_its_operands_is_a_refusal_of_values_and_a_callback_s_
     callback = jax.errors.JaxRuntimeError("INTERNAL: CpuCallback error calling callback: Traceback ...")
     assert _compat.raised_by_kernel(kernel)
     assert not _compat.raised_by_kernel(callback) and not _compat.raised_by_kernel(ValueError("INTERNAL: x"))
+    decode = jax.errors.JaxRuntimeError("INVALID_ARGUMENT: [execute] Failed to decode all FFI handler operands (bad "
+                                        "operands at: 0, 1)")  # a dtype the handler does not take: not a value
+    assert not _compat.raised_by_kernel(decode)

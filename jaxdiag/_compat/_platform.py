@@ -84,8 +84,9 @@ def raised_by_kernel(exc: BaseException) -> bool:
     JAX's runtime error carrying the handler's status ("FAILED_PRECONDITION: matrix not positive definite"), not a
     callback's (a host function that raised, `equinox.error_if`: see `raised_by_host_code`)."""
     text = str(exc)
-    return (type(exc).__name__ == "JaxRuntimeError" and "callback" not in text.lower()
-            and bool(re.match(r"^[A-Z_]+: ", text)))
+    # XLA's own "Failed to decode all FFI handler operands" is a dtype or rank the handler was not written for
+    return (type(exc).__name__ == "JaxRuntimeError" and bool(re.match(r"^[A-Z_]+: ", text))
+            and not re.search(r"callback|failed to decode", text, re.IGNORECASE))
 
 
 # What JAX raises when traced code needs a concrete value (NumPy on a tracer, a Python `if` or `int()` on one).
