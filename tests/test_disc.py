@@ -163,6 +163,21 @@ def test_rules_behind_size_branches_and_64_bit_refusals_are_reached() -> None:
 
 
 @pytest.mark.slow
+def test_a_rule_closing_over_an_array_its_function_computed_is_checked_as_the_eager_run_makes_it() -> None:
+    """The custom_vjp met while tracing `shrink` closes over that trace's tracer `d`: every check calling it raised
+    UnexpectedTracerError and skipped (no check ran). The same rule made by the eager run is checked instead."""
+    ops = DATA / "closure_capture" / "ops.py"
+    made = {t.target.split(" ")[0].rpartition(":")[2]: t for t in _checked("closure_capture").targets}
+    for name in ("apply", "apply_wrong"):
+        assert not made[name].unverified, made[name].checks
+        assert [c.status for c in made[name].checks if c.name == "vjp-fwd"] == ["passed"]
+    assert not [f for f in made["apply"].findings if f.severity != "info"]
+    wrong = [f for f in made["apply_wrong"].findings if f.severity != "info"]
+    assert wrong and wrong[0].location is not None  # at the def line of the bwd at fault
+    assert wrong[0].location.line == _line_of(ops, "        return (g,)") - 1
+
+
+@pytest.mark.slow
 def test_callback_call_sites_inside_functions_get_the_callback_checks() -> None:
     targets = _targets(_checked("disc_factories"))
     sine = targets["host_sine (calls a callback)"]

@@ -43,6 +43,7 @@ def observed_examples(root: Subject, nested: list[Subject], options: Options, ca
             calls = [vals for prim, params, vals in binds if prim is subject.obj
                      and primitive_call_key(prim, params, [spec_of(v) for v in vals or []]) == want]
         elif subject.kind in ("custom_jvp", "custom_vjp"):
+            _adopt_eager_closure(subject, [obj for obj, _, _ in customs])
             calls = [call_arrays(subject, obj, args, kwargs) for obj, args, kwargs in customs]
         else:
             calls = [[a for a in args if hasattr(a, "shape")] for obj, args, _ in customs if obj is subject.obj]
@@ -51,6 +52,36 @@ def observed_examples(root: Subject, nested: list[Subject], options: Options, ca
         if values is not None:
             out[id(subject)] = [np.asarray(v) for v in values]
     return out
+
+
+def _adopt_eager_closure(subject: Subject, eager: list[Any]) -> None:
+    """A custom_jvp/custom_vjp made inside the function on each call, closing over arrays the function computed
+    (`d = ...; @custom_vjp def f(b): return b / d`): the instance found by tracing the function holds tracers of
+    that trace, and calling it again (every check does) raises UnexpectedTracerError. The same rule made by the
+    eager run closes over concrete arrays: the subject is checked on that one."""
+    if subject.original is not None or not _closes_over_tracers(subject.obj):
+        return
+    code = _rule_code(subject.obj)
+    fresh = next((obj for obj in eager if type(obj) is type(subject.obj) and _rule_code(obj) == code
+                  and not _closes_over_tracers(obj)), None)
+    if fresh is not None:
+        subject.obj = fresh
+
+
+def _rule_code(obj: Any) -> Any:
+    return getattr(getattr(obj, "fun", None), "__code__", None)
+
+
+def _closes_over_tracers(obj: Any) -> bool:
+    for name in ("fun", "fwd", "bwd", "jvp"):
+        for cell in getattr(getattr(obj, name, None), "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if _compat.is_tracer(value) or (isinstance(value, (tuple, list)) and any(map(_compat.is_tracer, value))):
+                return True
+    return False
 
 
 def _concrete_at(values: Sequence[Any], wanted: list[ArgSpec]) -> bool:

@@ -20,7 +20,7 @@ def make_spmv(name, data_tangent=True):
     prim.def_abstract_eval(lambda data, indices, indptr, v, *, shape: jax.core.ShapedArray((shape[0],), data.dtype))
     mlir.register_lowering(prim, mlir.lower_fun(_spmv, multiple_results=False))
 
-    def jvp(primals, tangents, *, shape):  # jaxdiag-expect: JXG001
+    def jvp(primals, tangents, *, shape):  # jaxdiag-expect: JXG034
         data, indices, indptr, v = primals
         t_data, _, _, t_v = (jnp.zeros_like(p) if type(t) is ad.Zero else t for p, t in zip(primals, tangents))
         out = prim.bind(data, indices, indptr, v, shape=shape)
