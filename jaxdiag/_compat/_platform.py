@@ -85,7 +85,7 @@ def raised_by_kernel(exc: BaseException) -> bool:
     callback's (a host function that raised, `equinox.error_if`: see `raised_by_host_code`)."""
     text = str(exc)
     # XLA's own "Failed to decode all FFI handler operands" is a dtype or rank the handler was not written for
-    return (type(exc).__name__ == "JaxRuntimeError" and bool(re.match(r"^[A-Z_]+: ", text))
+    return (type(exc).__name__ in ("JaxRuntimeError", "XlaRuntimeError") and bool(re.match(r"^[A-Z_]+: ", text))
             and not re.search(r"callback|failed to decode", text, re.IGNORECASE))
 
 
