@@ -163,6 +163,16 @@ def test_rules_behind_size_branches_and_64_bit_refusals_are_reached() -> None:
 
 
 @pytest.mark.slow
+def test_a_factory_called_only_by_the_main_block_is_reached() -> None:
+    """`if __name__ == "__main__": make_softclip(3.0)(...)` never runs on import: the factory's rule is no module
+    attribute. It was taken for one made at import, so nothing reached it and nothing said so."""
+    targets = _checked("disc_shapes").targets
+    made = [t for t in targets if "softclip (made by disc_shapes.demo:make_softclip" in t.target]
+    assert len(made) == 1 and not made[0].unverified, [t.target for t in targets]
+    assert any(c.status == "passed" for c in made[0].checks)
+
+
+@pytest.mark.slow
 def test_a_rule_closing_over_an_array_its_function_computed_is_checked_as_the_eager_run_makes_it() -> None:
     """The custom_vjp met while tracing `shrink` closes over that trace's tracer `d`: every check calling it raised
     UnexpectedTracerError and skipped (no check ran). The same rule made by the eager run is checked instead."""

@@ -143,6 +143,20 @@ def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
     return out
 
 
+def run_at_import(tree: ast.Module | None) -> list[ast.stmt]:
+    """The module's top-level statements that run when it is imported: not the `if __name__ == "__main__":` block
+    (a demo calling the module's own factories makes nothing an importer sees)."""
+    return [top for top in (tree.body if tree is not None else []) if not _main_guard(top)]
+
+
+def _main_guard(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare) or len(node.test.comparators) != 1:
+        return False
+    sides = [node.test.left, node.test.comparators[0]]
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+
 def _named_at_import(module: ModuleType) -> set[str]:
     """Every name the module's top-level statements mention or decorate with, class bodies included (calls,
     annotations, values): a class named there may have instances made at import, which hold what its methods
@@ -151,7 +165,7 @@ def _named_at_import(module: ModuleType) -> set[str]:
 
     tree = module_tree(module)
     out: set[str] = set()
-    for top in tree.body if tree is not None else []:
+    for top in run_at_import(tree):
         if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             nodes: list[ast.AST] = list(top.decorator_list)
             if isinstance(top, ast.ClassDef):
@@ -173,7 +187,7 @@ def _called_at_import(module: ModuleType) -> set[str]:
 
     tree = module_tree(module)
     out: set[str] = set()
-    for top in tree.body if tree is not None else []:
+    for top in run_at_import(tree):
         decorators: list[ast.expr] = []
         if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             decorators = list(top.decorator_list)
