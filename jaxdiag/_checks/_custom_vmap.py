@@ -222,12 +222,13 @@ def _user_line(exc: BaseException, rule_file: str | None) -> str:
 def _raised(t: _Target, exc: Exception, where: str) -> _RuleDefect:
     rule_file = t.location.path if t.location else None
     line = _user_line(exc, rule_file)
-    fix = (f"Make `{t.rule_name}` handle every `in_batched` combination: an argument whose flag is False has no "
-           f"batch axis; broadcast it first{_broadcast_block(t.rule)} or branch on the flag.")
     if "nested inside" in where and "vmap_method" in str(exc):  # the rule's own batched call, batched again
         fix = (f"The foreign call `{t.rule_name}` makes{line} has no vmap_method: under an outer vmap (a batch of "
                "batches) JAX batches that call itself. Pass `vmap_method=\"sequential\"` there (one call per outer "
                "example), or one whose batched form the kernel handles (\"expand_dims\", \"broadcast_all\").")
+    else:
+        fix = (f"Make `{t.rule_name}` handle every `in_batched` combination: an argument whose flag is False has no "
+               f"batch axis; broadcast it first{_broadcast_block(t.rule)} or branch on the flag.")
     return _RuleDefect(rules.VMAP_RULE_RAISED.finding(
         evidence=f"`{t.rule_name}` raised {first_line(exc)}{line} ({where}).", fix=fix, location=t.location))
 

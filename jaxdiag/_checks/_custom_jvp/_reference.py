@@ -214,14 +214,6 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
     if nonfinite:
         return _nonfinite_finding(st, nonfinite[0])
     fun, rule = names(st)
-    details = []
-    for p in problems[:3]:
-        a, name = p["arg"], st.out_names[p["k"]]
-        text = (f"tangent of {name} for a step in {a.name}: the rule gives {fmt_values(p['got'])}, "
-                f"{st.fd.describe(a, p['d'])} give {fmt_values(p['fd'])} ({p['cmp'].describe()})")
-        if p["ref"] is not None:
-            text += f", autodiff of {fun} gives {fmt_values(p['ref'])}"
-        details.append(text)
     ignored = _ignored_argument(st, problems)
     if ignored is not None:  # a primitive's rule as a custom_jvp's: the argument may be a constant on purpose
         st.memo.second_order_held = {p["arg"].pos for p in problems}
@@ -232,6 +224,14 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
             rule=rule, name=ignored["arg"].name, out_name=st.out_names[ignored["k"]], function=fun,
             reference=reference, want=fmt_values(want), where=f" ({loc})" if loc else "",
             explicit="" if st.kind == "primitive" else "move it to nondiff_argnums, or ", location=loc)
+    details = []
+    for p in problems[:3]:
+        a, name = p["arg"], st.out_names[p["k"]]
+        text = (f"tangent of {name} for a step in {a.name}: the rule gives {fmt_values(p['got'])}, "
+                f"{st.fd.describe(a, p['d'])} give {fmt_values(p['fd'])} ({p['cmp'].describe()})")
+        if p["ref"] is not None:
+            text += f", autodiff of {fun} gives {fmt_values(p['ref'])}"
+        details.append(text)
     if st.kind == "primitive":
         loc = rule_location(st, problems[0]["arg"])
         return rules.JVP_MISMATCH.finding(
