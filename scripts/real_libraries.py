@@ -289,8 +289,14 @@ _TIMED_OUT = 124  # the exit code a library's row gets when its run was stopped 
 def _run(command: list[str], cwd: str, timeout: float) -> tuple[int, str]:
     """(exit code, stderr) of a jaxdiag command run in `cwd` (stdout discarded: the report goes to a file). At the
     timeout it is stopped with SIGTERM first, so its supervisor stops its child's whole process group (a SIGKILL
-    left a worker busy for minutes), and killed only if it lingers; then TimeoutExpired is raised."""
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    left a worker busy for minutes), and killed only if it lingers; then TimeoutExpired is raised.
+
+    The per-user cache folder is the scratch folder's own: a library without a pyproject.toml would otherwise use
+    `~/.cache/jaxdiag`, whose compiled programs from an earlier sweep make a row fast on the second run only (the
+    figures are cold runs, as a user's first)."""
+    env = {**os.environ, "XDG_CACHE_HOME": os.path.join(cwd, ".cache")}
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env=env)
     try:
         _, stderr = process.communicate(timeout=timeout)
         return process.returncode, stderr

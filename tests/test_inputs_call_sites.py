@@ -199,3 +199,19 @@ def test_a_primitive_bound_only_in_a_bwd_is_reached_under_grad(monkeypatch):
     assert "kernel_pair:scaled calls it under differentiation" in note["message"]
     assert "mode=<Mode>" in note["message"]  # the object's class, never its address
     assert code == 0
+
+
+@pytest.mark.slow
+def test_a_caller_that_asks_for_x64_is_run_under_x64(monkeypatch):
+    """The rule takes float64 values and an int64 seed: inference's float32 draws cannot run it, and its public caller
+    refuses to run without x64 ("requires 64-bit mode"). The caller runs under x64 for this target, as its users
+    enable it, and the rule is checked where it is called: its doubled derivative is found (a warning, on the inputs
+    inference drew for the caller). Before, the x64 refusal ended the call-site try: not verified (JXN004)."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.needs_x64")
+    target = only_target(data)
+    assert target["target"] == "inputs_callsite.needs_x64:_scaled_sin"
+    assert "f64[" in call_site_note(target)["message"] and "i64[" in call_site_note(target)["message"]
+    codes = {(f["code"], f["severity"]) for f in target["findings"]}
+    assert ("JXG024", "warning") in codes, codes
+    assert code == 1 and data["summary"]["checked"] == 1

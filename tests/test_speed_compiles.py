@@ -390,3 +390,70 @@ def test_float64_differences_of_a_straight_line_primal_are_one_program(compiles,
     assert reports[0].ok and reports[0].to_dict()["targets"][0]["findings"] == reports[1].to_dict()["targets"][0][
         "findings"]
     assert once + 2 <= eager, f"check_grad compiled {once} programs with the primal compiled once, {eager} eagerly"
+
+
+@jax.custom_jvp
+def _looped_cube(x):
+    return x * x * x
+
+
+@_looped_cube.defjvp
+def _looped_cube_jvp(primals, tangents):  # the rule loops: eagerly, every call compiles its scan again
+    (x,), (t,) = primals, tangents
+
+    def step(total, _):
+        return total + 0.3 * x * x * t, None
+
+    return _looped_cube(x), jax.lax.scan(step, jnp.zeros_like(x), None, length=10)[0]
+
+
+@pytest.mark.slow
+def test_tangent_sets_of_a_looping_jvp_rule_share_one_program(compiles, monkeypatch) -> None:
+    # the linearity and reference checks call the rule on a dozen tangent sets of the same types: one compiled
+    # program per set of tangent positions instead of the rule's loops compiled again on every eager call
+    from jaxdiag._checks._custom_jvp import _call
+    from jaxdiag._checks._gradref import _compiled
+
+    in_calls: list[int] = []
+    original = _call._dense_call
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        before = _counting[-1]
+        try:
+            return original(*args, **kwargs)
+        finally:
+            in_calls.append(_counting[-1] - before)
+
+    monkeypatch.setattr(_call, "_dense_call", counted)
+    reports: list[jaxdiag.Report] = []
+    compiles(lambda: reports.append(jaxdiag.check_grad(_looped_cube, *_inputs((3,)))))
+    compiled, in_calls[:] = sum(in_calls), []
+    monkeypatch.setattr(_compiled, "ENABLED", False)
+    compiles(lambda: reports.append(jaxdiag.check_grad(_looped_cube, *_inputs((3,)))))
+    assert reports[0].ok and _findings(reports[0]) == _findings(reports[1])
+    assert compiled <= 2 < sum(in_calls), f"the rule's tangent sets compiled {compiled} programs, eagerly {in_calls}"
+
+
+def test_a_primitive_lowered_by_its_impl_may_sit_inside_a_compiled_program() -> None:
+    # eagerly JAX interprets a custom_jvp's body op by op, so a primitive there runs its impl; compiled, its lowering.
+    # The two compute the same when the lowering is `mlir.lower_fun` of the very impl (not when it is another function)
+    from jax.interpreters import mlir
+
+    from jaxdiag import _compat
+
+    def impl(x):
+        return jnp.sin(x)
+
+    same, other = jax.extend.core.Primitive("lowered_by_impl"), jax.extend.core.Primitive("lowered_otherwise")
+    for prim, lowering in ((same, impl), (other, lambda x: jnp.cos(x))):
+        prim.def_impl(impl)
+        prim.def_abstract_eval(lambda x: jax.core.ShapedArray(x.shape, x.dtype))
+        mlir.register_lowering(prim, mlir.lower_fun(lowering, multiple_results=False))
+
+    def inside_custom_jvp(prim: Any) -> Any:
+        f = jax.custom_jvp(lambda x: prim.bind(x) + 1.0)
+        f.defjvp(lambda primals, tangents: (f(*primals), tangents[0]))
+        return jax.make_jaxpr(lambda x: f(x) * 2.0)(np.ones(3, np.float32))
+
+    assert _compat.eager_semantics(inside_custom_jvp(same), _compat.user_impl) is not None
+    assert _compat.eager_semantics(inside_custom_jvp(other), _compat.user_impl) is None

@@ -131,9 +131,16 @@ def axis_choices(spec: ArgSpec) -> list[int | None]:
     return choices
 
 
+EACH_ALONE_MAX = 8  # beyond this many arguments, "each unbatched in turn" is left to the pairwise covering
+
+
 def axes_variants(specs: Sequence[ArgSpec]) -> list[tuple[int | None, ...]]:
     """all-0, all-last, all-middle, each argument unbatched in turn, then pairwise coverage of every two
-    arguments' choices. Greedy covering keeps the count at most quadratic in the number of arguments."""
+    arguments' choices. Greedy covering keeps the count at most quadratic in the number of arguments.
+
+    A primitive with many operands (a flattened pytree: a quadrature's 21 leaves) skips the one-at-a-time step: it
+    costs one variant per operand, each compiling the whole rule again, while the pairwise covering still leaves
+    every operand unbatched beside every other's batched and unbatched choices, in a handful of variants."""
     n = len(specs)
     choices = [axis_choices(s) for s in specs]
     out: list[tuple[int | None, ...]] = []
@@ -145,7 +152,7 @@ def axes_variants(specs: Sequence[ArgSpec]) -> list[tuple[int | None, ...]]:
     add(tuple(0 for _ in specs))
     add(tuple(c[1] if c[1] is not None else 0 for c in choices))
     add(tuple(c[2] if len(c) > 3 else 0 for c in choices))
-    if n >= 2:
+    if 2 <= n <= EACH_ALONE_MAX:
         for i in range(n):
             add(tuple(None if j == i else 0 for j in range(n)))
     if n < 2:

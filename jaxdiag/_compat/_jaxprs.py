@@ -488,9 +488,19 @@ def _eager_evaluable(jaxpr: Any, impls: Callable[[Any], Callable | None], inline
             if not _eager_evaluable(body.jaxpr, impls, inline_custom):
                 return False
             continue
-        if any(impls(inner.primitive) is not None for sub in sub_jaxprs(eqn) for inner in iter_eqns(sub)):
+        if any(impls(inner.primitive) is not None and not _lowered_by_impl(inner.primitive)
+               for sub in sub_jaxprs(eqn) for inner in iter_eqns(sub)):
             return False
     return True
+
+
+def _lowered_by_impl(prim: Any) -> bool:
+    """Whether `prim`'s lowering is `mlir.lower_fun` of its impl (the same function): compiled, it computes what
+    its impl computes eagerly, so where it sits in a program does not matter."""
+    from ._registries import impl, lowering_rule
+
+    own = impl(prim)
+    return own is not None and lowering_rule(prim) is own
 
 
 def _evaluate_eagerly(jaxpr: Any, consts: list, args: list, impls: Callable[[Any], Callable | None],

@@ -199,7 +199,7 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     from .._checks._base import Options
     from .._core._errors import InferenceError, TargetLoadError, UsageError
     from .._loading._inputs import template_text
-
+    from .._run._engine import NeedsX64
     from .._run._signature import templates_of_args
 
     reach = Reach()
@@ -240,6 +240,11 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
                        "callables": stand_ins}
                 prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
             except (InferenceError, TargetLoadError, UsageError) as exc:
+                if isinstance(exc, NeedsX64) and not _compat.x64_enabled():
+                    # a library that refuses to run without x64 (its users enable it): the caller, and the target
+                    # where it is called, run under x64, as `_traced_reach` runs such a function
+                    with _compat.x64_scope(True):
+                        return check_at_call_sites(lint, found, only_if_differs)
                 # inference cannot run the caller: the call its docstring documents may
                 documented = _documented(lint, runs, module, name) if not given else ""
                 if isinstance(documented, str):

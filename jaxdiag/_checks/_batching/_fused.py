@@ -181,9 +181,13 @@ def _compiled(closed: Any) -> Callable | None:
 
 def _identities(closed: Any) -> list[Any]:
     out: list[Any] = []
+    rules: dict[int, tuple[Any, Any]] = {}  # per primitive: a program of a big rule repeats a few primitives 50k times
     for eqn in _compat.iter_eqns(closed):
         prim = eqn.primitive
-        out += [prim, _compat.user_impl(prim), _compat.lowering_rule(prim)]
+        known = rules.get(id(prim))
+        if known is None:
+            known = rules[id(prim)] = (_compat.user_impl(prim), _compat.lowering_rule(prim))
+        out += [prim, *known]
         out += [v for v in eqn.params.values() if callable(v) and not isinstance(v, (_compat.Jaxpr,
                                                                                      _compat.ClosedJaxpr))]
     return out

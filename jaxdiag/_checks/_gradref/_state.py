@@ -99,6 +99,7 @@ class GradMemo:
     eager_cotangents: dict[int, list[np.ndarray] | None] = field(default_factory=dict)  # id(ws) -> its pullback
     eager_cotangent_errors: dict[int, BaseException | None] = field(default_factory=dict)
     jvp_tangents: dict[TangentKey, list[np.ndarray] | None] = field(default_factory=dict)  # None: the rule raised
+    jvp_programs: dict[tuple[int, ...], Callable[..., object]] = field(default_factory=dict)  # by tangent positions
     # produced by a check
     fwd: tuple[object, object] | NotComputed = NOT_COMPUTED  # vjp-fwd: fwd's (primal_out, residuals)
     bwd_full: dict[int, object] | NotComputed = NOT_COMPUTED  # vjp-bwd-structure: bwd's entries by position
