@@ -215,3 +215,24 @@ def test_a_caller_that_asks_for_x64_is_run_under_x64(monkeypatch):
     codes = {(f["code"], f["severity"]) for f in target["findings"]}
     assert ("JXG024", "warning") in codes, codes
     assert code == 1 and data["summary"]["checked"] == 1
+
+
+def _loud(target: dict) -> list[tuple[str, str]]:
+    return [(f["code"], f["severity"]) for f in target["findings"] if f["severity"] != "info"]
+
+
+@pytest.mark.slow
+def test_a_rule_only_a_batching_rule_calls_is_checked_under_vmap_of_its_caller(monkeypatch):
+    """`_rows_scaled` takes integer counts inference cannot draw, and the public `scale` never calls it: only the
+    vmap rule of `_scale` does. It is checked where `jax.vmap(scale)` calls it (before: not verified, JXN004).
+    Its own rule calls it again on a batch of batches merged into one axis: that call's examples have other shapes,
+    which is no batch-axis defect (before: JXV003 on correct code). The twin that merges the axes in the wrong order
+    is found."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.under_vmap")
+    targets = {t["target"].rpartition(":")[2]: t for t in data["targets"]}
+    assert data["summary"]["checked"] == data["summary"]["discovered"] == 4, data["summary"]
+    assert "jax.vmap(inputs_callsite.under_vmap:scale)" in call_site_note(targets["_rows_scaled"])["message"]
+    assert _loud(targets["_rows_scaled"]) == [] and _loud(targets["_scale"]) == []
+    assert ("JXV004", "warning") in _loud(targets["_rows_scaled_wrong"])
+    assert code == 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
 import jax
@@ -51,6 +51,25 @@ class _Target:
     fn_name: str
     out_tree: Any  # per-example output: a pytree of ShapeDtypeStruct
     labels: list[str] = field(default_factory=list)  # one per output leaf: "the output", "output[1]", ...
+    call: Callable | None = None  # the function itself, for the output shapes of a call on other operands
+    example_shapes: list[tuple[int, ...]] = field(default_factory=list)  # one example's operand shapes
+
+    def for_call(self, in_batched: Any, args: Any) -> "_Target":
+        """This target as one call of its rule sees it: a rule may call its own function again on other operands
+        (a batch of batches merged into one batch axis), whose examples have other shapes, so other outputs."""
+        flags, leaves = jax.tree_util.tree_leaves(in_batched), jax.tree_util.tree_leaves(args)
+        if self.call is None or len(flags) != len(leaves):
+            return self
+        one = [jax.ShapeDtypeStruct(_shape(x)[1:] if b else _shape(x), x.dtype) for b, x in zip(flags, leaves)]
+        if [tuple(s.shape) for s in one] == self.example_shapes:
+            return self
+        shaped = call_user(jax.eval_shape, self.call, *jax.tree_util.tree_unflatten(
+            jax.tree_util.tree_structure(args), one))
+        same_tree: bool = shaped.error is None and str(jax.tree_util.tree_structure(shaped.value)) == str(
+            jax.tree_util.tree_structure(self.out_tree))
+        if not same_tree:
+            return self
+        return replace(self, out_tree=shaped.value)
 
     @property
     def expected_leaves(self) -> list[Any]:
@@ -269,7 +288,7 @@ class _Spy:
                     defect = _raised(self.target, ran.error, where)
                 raise defect from ran.error
             with jaxdiag_code("validating a custom_vmap rule's result"):  # a malformed result raises _RuleDefect
-                self.calls.append(validate(self.target, ran.value, axis_size, where))
+                self.calls.append(validate(self.target.for_call(in_batched, args), ran.value, axis_size, where))
             return ran.value
 
         spy.__name__ = getattr(rule, "__name__", "vmap_rule")  # JAX's own messages name the rule
@@ -430,7 +449,8 @@ def _target(ctx: Context, rule: Callable) -> _Target:
     out_tree = shaped.value
     name = getattr(_locate.unwrap(rule), "__name__", "the vmap rule")
     return _Target(rule=rule, rule_name=name, location=_locate.locate(rule) or ctx.subject.location,
-                   fn_name=ctx.subject.name, out_tree=out_tree, labels=_labels(out_tree))
+                   fn_name=ctx.subject.name, out_tree=out_tree, labels=_labels(out_tree), call=ctx.call,
+                   example_shapes=[tuple(np.shape(x)) for x in jax.tree_util.tree_leaves(ctx.example())])
 
 
 def _no_rule(ctx: Context) -> Finding:

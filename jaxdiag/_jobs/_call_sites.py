@@ -217,6 +217,7 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         only_if_differs = False
     for module, name in callers[:MAX_TRIES]:
         label = f"{module.__name__}:{name}"
+        batchable: list[Any] | None = None  # the caller's inferred templates, when it ran on them
         keywords = keyword_values(module, name)
         given = declared_inputs(lint, module, name)  # the caller's own declared inputs, when there are some
         assumed = {k for k, v in (keywords or {}).items() if isinstance(v, Assumed)}  # ints no call site passes
@@ -239,6 +240,7 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
                 via = {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords,
                        "callables": stand_ins}
                 prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
+                batchable = templates
             except (InferenceError, TargetLoadError, UsageError) as exc:
                 if isinstance(exc, NeedsX64) and not _compat.x64_enabled():
                     # a library that refuses to run without x64 (its users enable it): the caller, and the target
@@ -255,6 +257,11 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         subjects = [s for s in prepared.nested if _is_target(s, found)]
         if not subjects and found.kind == "primitive":
             subjects = [s for s in _record_carrier.rules_under_jvp(prepared, options) if _is_target(s, found)]
+        if not subjects and found.kind != "primitive" and batchable is not None:
+            under = _under_vmap_call(runs, via, batchable, options, lint.app_dir, found)
+            if under is not None:
+                prepared, via, subjects = under
+                label = f"jax.vmap({label})"
         if not subjects:
             reach.tried.append(f"{label}: traced, but it does not call it")
             continue
@@ -286,6 +293,26 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
 
 
 _DOCUMENTED = "docstring example"
+
+
+def _under_vmap_call(runs: Any, via: dict, templates: list[Any], options: Any, app_dir: str, found: Any
+                     ) -> tuple[Any, dict, list] | None:
+    """(prepared, via, subjects) where `jax.vmap` of the caller calls the target, else None: a rule that only a
+    batching rule calls (a custom_vmap rule calling another custom_vmap on the merged batch) is made only there."""
+    from . import _record_carrier
+    from .._core._errors import InferenceError, TargetLoadError, UsageError
+    from .._loading._inputs import template_text
+
+    batched = _record_carrier.batched_templates(templates)
+    if batched is None:
+        return None
+    via = {**via, "args": [template_text(t) for t in batched], "batched": True}
+    try:
+        prepared = _record_carrier.prepare(runs, via, batched, options, app_dir)
+    except (InferenceError, TargetLoadError, UsageError):
+        return None
+    subjects = [s for s in prepared.nested if _is_target(s, found)]
+    return (prepared, via, subjects) if subjects else None
 
 
 def rule_parents(prim: Any, modules: list[ModuleType]) -> set[str]:

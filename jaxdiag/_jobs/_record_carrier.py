@@ -26,7 +26,7 @@ first or which worker process asked, so `-j 1` and `-j N` give the same report.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from .._harness.cache import SubjectCache
 from .._core._errors import InferenceError, TargetLoadError, UsageError
 from .._core._report import Finding, TargetReport
 from . import _callables
+from .._loading._targets import Target
 
 
 @dataclass
@@ -82,7 +83,7 @@ def runs_of(lint: Any) -> CarrierRuns:
 def carrier_key(via: dict, options: Options) -> tuple:
     # `source`: where the arguments came from (a docstring's example has its own values behind the same SPECs)
     return (via["target"], tuple(via.get("args") or ()), repr(via.get("ranges")), repr(via.get("keywords")),
-            repr(via.get("callables")), via.get("source"), options.seed)
+            repr(via.get("callables")), via.get("source"), bool(via.get("batched")), options.seed)
 
 
 def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict, options: Options, app_dir: str
@@ -181,6 +182,8 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
         # (`_call_sites`, `_traced_reach`); a custom_jvp/custom_vjp carrier runs as its primal function
         target = _callables.carrier(_engine.resolve(via["target"], app_dir), via.get("keywords") or {},
                                     via.get("callables") or {})
+        if via.get("batched"):  # the carrier under jax.vmap, on templates with a batch axis (`batched_templates`)
+            target = Target(target.ref, _under_vmap(target.obj, templates), "function", target.module)
         specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
         wide = any(_engine.needs_x64(s) for s in specs)
         with _compat.x64_scope(True) if wide else contextlib.nullcontext():
@@ -196,6 +199,50 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
             nested = find_nested_subjects(root, options, root_cache)
             observed = observed_examples(root, nested, options, root_cache) if nested else {}
     return Prepared(root, nested, observed, wide, notes=notes)
+
+
+BATCH = 2  # examples in a batched carrier run
+
+
+def batched_templates(templates: list[Any]) -> list[Any] | None:
+    """`templates` with a batch axis of BATCH in front of every array, the others (statics) unbatched; None when an
+    argument mixes arrays and statics in one pytree (its in_axes would have to follow the tree)."""
+    from .._loading._inputs import ArgSpec, template_leaves
+
+    out: list[Any] = []
+    for template in templates:
+        if isinstance(template, ArgSpec):
+            out.append(replace(template, shape=(BATCH, *template.shape)))
+        elif any(isinstance(leaf, ArgSpec) for leaf in template_leaves(template)):
+            return None
+        else:
+            out.append(template)
+    return out
+
+
+def _under_vmap(fn: Any, templates: list[Any]) -> Any:
+    """`fn` under `jax.vmap`, batched along the arguments that are arrays: the rules its own batching rules call (a
+    custom_vmap rule calling another custom_vmap on the merged batch) are made only there."""
+    import inspect
+
+    import jax
+
+    from .._loading._inputs import ArgSpec
+
+    axes = tuple(0 if isinstance(t, ArgSpec) else None for t in templates)
+
+    def batched(*args: Any) -> Any:
+        return jax.vmap(lambda *xs: fn(*xs), in_axes=axes)(*args)
+
+    # named and located as `fn`, with its signature, but no `__wrapped__`: unwrapping must not drop the vmap
+    copied = {attr: getattr(fn, attr, None) for attr in ("__name__", "__qualname__", "__module__", "__doc__")}
+    try:
+        copied["__signature__"] = inspect.signature(fn)
+    except (TypeError, ValueError):
+        pass
+    for attr, value in copied.items():
+        setattr(batched, attr, value)
+    return batched
 
 
 def observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Options) -> None:
