@@ -257,7 +257,9 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         subjects = [s for s in prepared.nested if _is_target(s, found)]
         if not subjects and found.kind == "primitive":
             subjects = [s for s in _record_carrier.rules_under_jvp(prepared, options) if _is_target(s, found)]
-        if not subjects and found.kind != "primitive" and batchable is not None:
+        # under vmap, unless the caller is the rule itself (its primal never calls it: vmap would not either)
+        itself = _locate.unwrap(getattr(module, name, None)) is _locate.unwrap(found.obj)
+        if not subjects and found.kind != "primitive" and batchable is not None and not itself:
             under = _under_vmap_call(runs, via, batchable, options, lint.app_dir, found)
             if under is not None:
                 prepared, via, subjects = under
