@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 from jax._src import core as _core
+from . import _registries
 
 # ---------------------------------------------------------------------------------------------------------------
 # Jaxprs
@@ -497,10 +498,8 @@ def _eager_evaluable(jaxpr: Any, impls: Callable[[Any], Callable | None], inline
 def _lowered_by_impl(prim: Any) -> bool:
     """Whether `prim`'s lowering is `mlir.lower_fun` of its impl (the same function): compiled, it computes what
     its impl computes eagerly, so where it sits in a program does not matter."""
-    from ._registries import impl, lowering_rule
-
-    own = impl(prim)
-    return own is not None and lowering_rule(prim) is own
+    own = _registries.impl(prim)
+    return own is not None and _registries.lowering_rule(prim) is own
 
 
 def _evaluate_eagerly(jaxpr: Any, consts: list, args: list, impls: Callable[[Any], Callable | None],

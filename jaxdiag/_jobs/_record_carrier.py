@@ -232,7 +232,7 @@ def _under_vmap(fn: Any, templates: list[Any]) -> Any:
     axes = tuple(0 if isinstance(t, ArgSpec) else None for t in templates)
 
     def batched(*args: Any) -> Any:
-        return jax.vmap(lambda *xs: fn(*xs), in_axes=axes)(*args)
+        return jax.vmap(fn, in_axes=axes)(*args)
 
     # named and located as `fn`, with its signature, but no `__wrapped__`: unwrapping must not drop the vmap
     copied = {attr: getattr(fn, attr, None) for attr in ("__name__", "__qualname__", "__module__", "__doc__")}

@@ -158,9 +158,10 @@ _COMPILED: "collections.OrderedDict[tuple, tuple[Any, Any]]" = collections.Order
 
 
 def T_many(st: GradState, items: Sequence[tuple[Any, dict[int, Any]]]) -> None:
-    """Fill T's memo for several tangent sets. Dense sets run the rule eagerly: they have the shapes and dtypes of
-    the tangents jvp-rule-output already ran it on, so every eager operation is a compiled program reused (one jit
-    over them was a new program per target, whose compilation cost far more than the dispatches it saved). A key
+    """Fill T's memo for several tangent sets. Dense sets run the rule eagerly (`T`): they have the shapes and dtypes
+    of the tangents jvp-rule-output already ran it on, so every eager operation is a compiled program reused (one jit
+    over them was a new program per target, whose compilation cost far more than the dispatches it saved); only a
+    rule that loops runs through one program per set of tangent positions (`_dense_call`). A key
     ("z", pos) asks for the tangent of `pos` alone with the others as symbolic zeros (jvp-symbolic-zeros): the rule
     then runs operations it has not run yet (instantiating the zeros), so those sets share one compiled call, and
     are left to jvp-symbolic-zeros (eager) when the rule cannot be jitted."""
