@@ -311,6 +311,22 @@ def _looped_square_sum_jvp(primals, tangents):
     return _looped_square_sum(x), 2.0 * x * t
 
 
+def _compiles_inside(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
+    """The programs compiled inside each call of `module.name` (inside a `compiles` count), one entry per call."""
+    counts: list[int] = []
+    original = getattr(module, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        before = _counting[-1]
+        try:
+            return original(*args, **kwargs)
+        finally:
+            counts.append(_counting[-1] - before)
+
+    monkeypatch.setattr(module, name, counted)
+    return counts
+
+
 @pytest.mark.slow
 def test_per_example_gradients_of_a_looping_rule_compile_one_program(compiles, monkeypatch) -> None:
     # grad-composition's per-example reference: 2 x batch-size eager gradients, each of which traced and compiled
@@ -318,17 +334,7 @@ def test_per_example_gradients_of_a_looping_rule_compile_one_program(compiles, m
     from jaxdiag._checks import _grad
     from jaxdiag._checks._gradref import _compiled
 
-    in_loop: list[int] = []
-    original = _grad._per_example_loop
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        before = _counting[-1]
-        try:
-            return original(*args, **kwargs)
-        finally:
-            in_loop.append(_counting[-1] - before)
-
-    monkeypatch.setattr(_grad, "_per_example_loop", counted)
+    in_loop = _compiles_inside(monkeypatch, _grad, "_per_example_loop")
     reports: list[jaxdiag.Report] = []
     compiles(lambda: reports.append(jaxdiag.check_grad(_looped_square_sum, *_inputs((3,)))))
     monkeypatch.setattr(_compiled, "ENABLED", False)
@@ -414,17 +420,7 @@ def test_tangent_sets_of_a_looping_jvp_rule_share_one_program(compiles, monkeypa
     from jaxdiag._checks._custom_jvp import _call
     from jaxdiag._checks._gradref import _compiled
 
-    in_calls: list[int] = []
-    original = _call._dense_call
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        before = _counting[-1]
-        try:
-            return original(*args, **kwargs)
-        finally:
-            in_calls.append(_counting[-1] - before)
-
-    monkeypatch.setattr(_call, "_dense_call", counted)
+    in_calls = _compiles_inside(monkeypatch, _call, "_dense_call")
     reports: list[jaxdiag.Report] = []
     compiles(lambda: reports.append(jaxdiag.check_grad(_looped_cube, *_inputs((3,)))))
     compiled, in_calls[:] = sum(in_calls), []
