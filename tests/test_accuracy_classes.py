@@ -91,6 +91,30 @@ def test_no_documented_call_without_an_example_or_when_a_line_before_it_fails(do
     assert documented_call(documented, "spmv") is None
 
 
+def test_a_call_documented_on_python_floats_takes_them_as_arrays_and_keeps_ints_static(documented, monkeypatch):
+    """A special function documented as `f(2, 0.5)`: no array argument, but the float is the value it is about (a
+    weakly typed float32 scalar, as JAX takes it); the int order stays a Python int. Before, nothing was taken. A
+    call passing ints only is still not a documented call of values."""
+
+    def order_value(n, z):
+        """>>> round(float(order_value(2, 0.5)), 6)
+        0.25
+        """
+
+    def counts(n, m):
+        """>>> counts(2, 3)
+        """
+
+    monkeypatch.setattr(documented, "order_value", order_value, raising=False)
+    monkeypatch.setattr(documented, "counts", counts, raising=False)
+    call = documented_call(documented, "order_value")
+    assert call is not None
+    n, z = call.args
+    assert n == 2 and type(n) is int
+    assert np.shape(z) == () and np.asarray(z).dtype == np.float32 and float(z) == 0.5
+    assert documented_call(documented, "counts") is None
+
+
 def test_an_example_calling_through_the_package_path_under_a_transformation_never_runs_it(documented, monkeypatch):
     """`pkg.total(x)` inside a function the example differentiates: the real function ran the whole example (a
     library's full model, past the per-target time limit). Now the stand-in holds every package attribute during

@@ -217,6 +217,20 @@ def test_a_caller_that_asks_for_x64_is_run_under_x64(monkeypatch):
     assert code == 1 and data["summary"]["checked"] == 1
 
 
+@pytest.mark.slow
+def test_a_caller_reaching_the_rule_through_a_module_level_alias_is_its_call_site(monkeypatch):
+    """`series` calls `_apply = jax.jit(_series, static_argnums=0)`, never `_series` by name. Its int order cannot be
+    drawn as a float, so only the caller can run it: the alias counts as a reference, and the doubled derivative is
+    found where `series` calls the rule (before: no caller found, not verified, JXN004)."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_callsite.jit_alias")
+    target = only_target(data)
+    assert target["target"] == "inputs_callsite.jit_alias:_series"
+    assert "inputs_callsite.jit_alias:series calls it" in call_site_note(target)["message"]
+    assert ("JXG024", "warning") in {(f["code"], f["severity"]) for f in target["findings"]}
+    assert code == 1 and data["summary"]["checked"] == 1
+
+
 def _loud(target: dict) -> list[tuple[str, str]]:
     return [(f["code"], f["severity"]) for f in target["findings"] if f["severity"] != "info"]
 

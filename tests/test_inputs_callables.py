@@ -155,3 +155,18 @@ def test_a_rule_using_the_given_functions_values_as_a_derivative_is_not_judged_o
     assert data["summary"]["checked"] == 1 and not findings(data, "error", "warning") and code == 0, data
     (note,) = [f for f in findings(data, "info") if f["code"] == "JXN003"]
     assert "never differentiates argmax_fn" in note["message"] and "JXG024" in note["message"], note
+
+
+@pytest.mark.slow
+def test_solvers_run_with_stand_ins_are_not_judged_on_what_the_stand_ins_compute(monkeypatch) -> None:
+    """Correct implicit solves (confirmed in plain JAX with real solvers) taking the operator and the solver as
+    functions. jaxdiag's stand-in "solver" inverts nothing, and returns one array where a recycling solver's
+    protocol promises a pair: before, JXG030 on `linear_solve`, JXG014 on `root_solve` (naming `f`'s position as the
+    stepped argument) and JXG017 on `_recycled`'s bwd, all warnings on correct code. Now notes that say why."""
+    monkeypatch.chdir(DATA)
+    code, data = check("solvers")
+    assert data["summary"]["checked"] == 3 and not findings(data, "error", "warning") and code == 0, data
+    notes = [f["message"] for f in findings(data, "info") if f["code"] == "JXN003"]
+    assert any("JXG030 not judged" in n and "matvec, solver" in n for n in notes), notes
+    assert any("JXG014 not judged" in n and "step v in x0" in n for n in notes), notes
+    assert any("JXG017 not judged" in n and "handed jaxdiag's stand-in" in n for n in notes), notes

@@ -33,9 +33,11 @@ def test_int_parameters_are_read_off_annotations_defaults_and_names() -> None:
     assert int_kind(_param("order", default=2)) == ("int", False)
     assert int_kind(_param("n")) == ("int", True) and int_kind(_param("num_steps")) == ("int", True)
     assert int_kind(_param("block_size")) == ("int", True)
-    # arrays, floats, truth values and strings are left as they were
-    for param in (_param("x"), _param("f"), _param("gamma", float), _param("L", "str"), _param("flag", default=True),
-                  _param("scale", default=1.0), _param("L", "jnp.ndarray")):
+    # a string parameter takes a name (`sow(value, name: str)`), never an array
+    assert int_kind(_param("name", str)) == ("str", False) and int_kind(_param("L", "str")) == ("str", False)
+    # arrays, floats and truth values are left as they were
+    for param in (_param("x"), _param("f"), _param("gamma", float), _param("flag", default=True),
+                  _param("scale", default=1.0), _param("L", "jnp.ndarray"), _param("name")):
         assert int_kind(param) is None, param
 
 
@@ -111,3 +113,15 @@ def test_a_wrappers_keyword_naming_an_operand_is_not_a_bind_param(tmp_path, monk
     (note,) = [f for f in found["findings"] if f["code"] == "JXN017"]
     assert "L=4 (synthesised" in note["message"] and "spin" not in note["message"], note
     assert not errors_and_warnings(found) and code == 0
+
+
+@pytest.mark.slow
+def test_a_bind_param_from_a_wrappers_str_parameter_takes_a_name(tmp_path, monkeypatch):
+    """`tag(value, name: str)` binds `name=name`: drawn as an array, the bind param was an array no caller passes
+    (not checked: JXN012). A `str` parameter takes a name now, and the batching rule's wrong axis is found."""
+    code, data = check("tagged", tmp_path, monkeypatch)
+    assert data["summary"]["checked"] == 1, data["summary"]
+    found = only_target(data)
+    assert any("name='jaxdiag'" in f["message"] for f in found["findings"] if f["severity"] == "info"), found
+    assert any(f["code"].startswith("JXB") for f in errors_and_warnings(found)), found["findings"]
+    assert code == 1

@@ -320,3 +320,80 @@ def test_the_intended_marker_silences_a_batching_rule_aggregate_only(tmp_path):
                                      "intended[JXB024]"), encoding="utf-8")
     assert "JXB024" not in jaxdiag.check_batching(f"{marked}:peak_p", "f32[3]").codes()
     assert "JXB010" in jaxdiag.check_batching(f"{marked}:first_peak_p", "f32[3]").codes()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A decision taken on a rounding-level number is no derivative defect
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_plain_jax_guarded_solve_derivative_is_right_and_its_compositions_agree_in_float64():
+    """In float64 the guard always accepts: jit(grad) and vmap(grad) equal the eager gradient, which equals the
+    gradient of the same function through a plain solve (the custom_linear_solve rule is right)."""
+    module = load("precision_fallback.py")
+    rng = np.random.default_rng(0)
+    with _compat.x64_scope(True):
+        def plain(diag, rhs):
+            matrix = jnp.diag(diag) + 0.1 * jnp.ones((3, 3), diag.dtype)
+            return jnp.linalg.solve(matrix, rhs)
+
+        for _ in range(3):
+            diag, rhs = jnp.asarray(rng.uniform(0.5, 2.0, 3)), jnp.asarray(rng.standard_normal(3))
+            loss = lambda d, r: jnp.sum(module.guarded_solve(d, r)[0] ** 2)  # noqa: E731
+            eager = jax.grad(loss)(diag, rhs)
+            np.testing.assert_allclose(eager, jax.grad(lambda d, r: jnp.sum(plain(d, r) ** 2))(diag, rhs), rtol=1e-8)
+            np.testing.assert_allclose(jax.jit(jax.grad(loss))(diag, rhs), eager, rtol=1e-8)
+            batched = jax.vmap(jax.grad(loss))(jnp.stack([diag, diag]), jnp.stack([rhs, rhs]))
+            np.testing.assert_allclose(batched[1], eager, rtol=1e-8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_branch_rounding_decides_is_not_reported_as_a_composition_or_gradient_defect(seed):
+    """float32 inputs: eager, jit and vmap round the residual differently and take different branches (JXG016, an
+    error, before), and where float64 takes the other branch the float32 differences are rounding noise (JXG014
+    before). The compositions are confirmed in float64, and a difference within the finite difference's own
+    rounding error is no evidence."""
+    module = load("precision_fallback.py")
+    report = jaxdiag.check_grad(module.guarded_solve, "f32[3]@positive", "f32[3]", seed=seed)
+    no_internal_errors(report)
+    assert not codes(report, "error") and not codes(report, "warning"), [f.message for f in report.findings]
+
+
+def test_a_disagreement_within_the_finite_differences_rounding_error_is_no_evidence():
+    """The dot-product test against a difference whose rounding error (`noise`, absolute) exceeds the disagreement
+    passes; the same disagreement against an accurate difference fails."""
+    from types import SimpleNamespace
+
+    from jaxdiag._checks._gradref._compare import _dot_check
+    from jaxdiag._checks._gradref._fd import FDResult
+
+    arg = SimpleNamespace(pos=0, dtype=np.dtype(np.float32))
+    direction = np.array([1.0, 0.0, 0.0])
+    ws = [np.array([0.5, -1.0, 2.0], np.float32)]
+    got = {0: np.array([1e-7, 0.0, 0.0])}
+    for noise, ok in ((5e-6, True), (1e-9, False)):
+        fd = FDResult([np.array([-1.6e-6, 0.0, 0.0])], 1e-3, noise)
+        st = SimpleNamespace(fd=SimpleNamespace(along=lambda args, d, fd=fd: fd), direction=lambda a, d: direction)
+        assert _dot_check(st, ws, got, [arg], 0, arg).ok is ok
+
+
+def test_plain_jax_nan_gradient_of_a_converged_residual_comes_from_norm_at_zero():
+    module = load("converged_residual.py")
+    b = jnp.array([1.0, -2.0, 0.5])
+    x, residual = module.halve(b)
+    assert float(residual) == 0.0
+    np.testing.assert_allclose(jax.grad(lambda b: jnp.sum(module.halve(b)[0] * b))(b), b, rtol=1e-6)  # x = b / 2
+    assert np.all(np.isnan(jax.grad(lambda b: module.halve(b)[1])(b)))
+    assert np.all(np.isnan(jax.grad(jnp.linalg.norm)(jnp.zeros(3))))  # JAX's convention, no rule involved
+
+
+@pytest.mark.slow
+def test_a_nan_gradient_where_an_output_is_exactly_zero_and_flat_is_not_a_rule_defect():
+    """Before: JXG014 ("custom derivative rules differ": <grad, v> = nan) on a correct solve."""
+    module = load("converged_residual.py")
+    report = jaxdiag.check_grad(module.halve, "f32[3]")
+    no_internal_errors(report)
+    assert not codes(report, "error") and not codes(report, "warning"), [f.message for f in report.findings]
+    skipped = [c.detail for t in report.targets for c in t.checks if c.name == "function-grad"]
+    assert skipped and "norm/sqrt at 0" in skipped[0], skipped

@@ -69,6 +69,8 @@ def references(module: ModuleType) -> dict[str, set[str]]:
                 elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                     names.add(node.attr)
             out[top.name] = names - {top.name}
+        elif (alias := _alias(top)) is not None:  # `_f = jax.jit(f_core, static_argnums=0)`: `_f` calls `f_core`
+            out.setdefault(alias[0], set()).update(alias[1])
     for owner, rule in _rule_definitions(tree):
         out.setdefault(owner, set()).add(rule)
     if tree is not None:
@@ -79,6 +81,20 @@ def references(module: ModuleType) -> dict[str, set[str]]:
 # Every target's call-site search walks every module of the package: one walk per module and run (a package of 700
 # modules with 30 rules took minutes).
 _REFERENCES: dict[int, tuple[ast.Module, dict[str, set[str]]]] = {}
+
+
+def _alias(top: ast.stmt) -> tuple[str, set[str]] | None:
+    """(name, the names it refers to) for a module-level name bound to a wrapped function (`_f = jax.jit(g)`,
+    `f = partial(g, 2)`, `f = g`): calling the name calls `g`. Only a plain name or a call of one is an alias; a
+    literal, a comprehension or an expression computing a value is not."""
+    target = top.targets[0] if isinstance(top, ast.Assign) and len(top.targets) == 1 else \
+        top.target if isinstance(top, ast.AnnAssign) else None
+    value = top.value if isinstance(top, (ast.Assign, ast.AnnAssign)) else None
+    if not isinstance(target, ast.Name) or not isinstance(value, (ast.Name, ast.Call)):
+        return None
+    names = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(value)
+             if isinstance(n, (ast.Name, ast.Attribute))}
+    return target.id, names - {target.id}
 
 
 _DEFINERS = ("defvjp", "defjvp", "defjvps", "def_vmap")
@@ -282,6 +298,10 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
                            for k, v in sorted((keywords or {}).items())]
                           + ([_callables.assumed_text(via["callables"])] if via.get("callables") else []))
         for report in reports:
+            if via.get("callables"):  # what the rule does depends on jaxdiag's stand-in: every finding says so
+                _callables.assume_stand_ins(report, via["callables"], found.obj, found.kind,
+                                            _callables.handed_positions(subject))
+                _callables.assume_handed_stand_ins(report, via["callables"], subject)
             report.target = found.label
             report.findings.insert(0, rules.INPUTS_FROM_CALL_SITE.finding(
                 carrier=label, route=_route(prepared, subject),

@@ -192,10 +192,12 @@ def assumed_text(stand_ins: dict[str, str]) -> str:
     return ", ".join(f"{name}={StandIn(b)!r} (assumed)" for name, b in stand_ins.items())
 
 
-def assume_stand_ins(report: Any, stand_ins: dict[str, str], obj: Any = None, kind: str = "") -> None:
+def assume_stand_ins(report: Any, stand_ins: dict[str, str], obj: Any = None, kind: str = "",
+                     handed: frozenset[int] = frozenset()) -> None:
     """Name the stand-in functions among the inputs a finding was seen on (its graded message then starts `on
     f32[3] with fn=<jaxdiag's elementwise stand-in> (assumed) inferred`). A derivative that differs from the
-    reference (`_stand_in_dependent`) on a rule `obj` that never has JAX differentiate a stand-in parameter is a note
+    reference (`_stand_in_dependent`) on a rule `obj` that never has JAX differentiate a stand-in (one it closes
+    over, or one handed to it at the positions `handed`) is a note
     instead (`JXN003`): such a rule computes its derivative from the function's values (`argmax_fun`'s maximiser as
     the gradient of a max, by Danskin's theorem), so whether it is right depends on what the function computes, and
     the stand-in computes something else. A rule that differentiates the function itself (`jax.jvp(fn, ...)`) is
@@ -203,24 +205,72 @@ def assume_stand_ins(report: Any, stand_ins: dict[str, str], obj: Any = None, ki
     from .. import _rules as rules
 
     dependent = ({r.code for r in _stand_in_dependent(rules)}
-                 if obj is not None and not _differentiates(_rule_functions(obj, kind)) else set())
+                 if obj is not None and not _differentiates(_rule_functions(obj, kind, handed)) else set())
+    _unjudged(report, stand_ins, dependent, "its rule's derivative depends on what the assumed function computes",
+              f"the rule never differentiates {', '.join(sorted(stand_ins))} (it uses the values of the function it "
+              "is given as a derivative), so whether it is right depends on what that function computes")
+
+
+def assume_handed_stand_ins(report: Any, stand_ins: dict[str, str], subject: Any) -> None:
+    """A rule handed a stand-in itself (a solver in `nondiff_argnums` that its fwd and bwd call): what it does with
+    the stand-in's results (unpack a `(x, state)` pair its protocol promises, index them) fails or succeeds by what
+    the stand-in returns, which follows no library's protocol. So a rule that raises there, or returns a wrongly
+    structured result, is a note; a rule not handed one is judged as before, and so are the values of a derivative
+    that has JAX differentiate the stand-in."""
+    from .. import _rules as rules
+
+    if not handed_positions(subject):
+        return
+    # its derivative's values are judged as `assume_stand_ins` says (right for every function when JAX
+    # differentiates the one it is given)
+    dependent = {r.code for r in (rules.DERIVATIVE_RULE_RAISED, rules.DERIVATIVE_RULE_REFUSES,
+                                  rules.VJP_BWD_STRUCTURE)}
+    _unjudged(report, stand_ins, dependent, "its rule calls the assumed function and uses what it returns",
+              f"the rule is handed jaxdiag's stand-in as {' and '.join(sorted(stand_ins))} and uses what it "
+              "returns, so whether it works depends on what your function returns (the stand-in follows no "
+              "protocol)")
+
+
+def assume_solver_stand_ins(report: Any, stand_ins: dict[str, str]) -> None:
+    """`assume_stand_ins` for a function making custom_linear_solve / custom_root calls run with stand-ins: whether
+    its solver inverts its operator (or finds a root of its function) depends on what the functions it is given
+    compute, and so does the implicit gradient built on that, so those findings are notes. A stand-in solver (or
+    operator) is jaxdiag's: it solves nothing."""
+    from .. import _rules as rules
+
+    dependent = {r.code for r in (rules.SOLVE_NOT_INVERSE, rules.TRANSPOSE_SOLVE_NOT_INVERSE,
+                                  rules.SYMMETRIC_MATVEC_NOT_SYMMETRIC, rules.ROOT_SOLVE_INCONSISTENT,
+                                  rules.CUSTOM_DERIVATIVE_MISMATCH)}
+    _unjudged(report, stand_ins, dependent, "its solvers' consistency depends on what the assumed functions compute",
+              "whether a solve inverts its operator (and the implicit gradient built on it) depends on what the "
+              f"functions given as {', '.join(sorted(stand_ins))} compute")
+
+
+def _unjudged(report: Any, stand_ins: dict[str, str], dependent: set[str], detail: str, why: str) -> None:
+    """The findings of `dependent` codes become notes saying `why` they were not judged; every other finding names
+    the stand-ins among its inputs."""
+    from .. import _rules as rules
+
     # a check failed by such findings alone (its detail lists the codes it found) did not judge the rule either
     unjudged = [c for c in report.checks if c.status == "failed" and set(c.detail.split("; ")) <= dependent]
     for c in unjudged:
-        c.status, c.detail = "skipped", "its rule's derivative depends on what the assumed function computes"
+        c.status, c.detail = "skipped", detail
     for i, finding in enumerate(report.findings):
         if finding.code in dependent:
             report.findings[i] = rules.CHECK_SKIPPED.finding(
                 check=", ".join(c.name for c in unjudged) or finding.code,
-                reason=f"{finding.code} not judged: the rule never differentiates {', '.join(sorted(stand_ins))} "
-                       f"(it uses the values of the function it is given as a derivative), so whether it is right "
-                       f"depends on what that function computes; with {assumed_text(stand_ins)} "
+                reason=f"{finding.code} not judged: {why}; with {assumed_text(stand_ins)} "
                        f"{finding.message[:1].lower()}{finding.message[1:]}",
                 location=finding.location)
             continue
-        if finding.inputs is not None:
-            finding.inputs = {**finding.inputs, "specs": [*finding.inputs.get("specs", []),
-                                                          f"with {assumed_text(stand_ins)}"]}
+        named = f"with {assumed_text(stand_ins)}"
+        if finding.inputs is not None and named not in finding.inputs.get("specs", []):
+            finding.inputs = {**finding.inputs, "specs": [*finding.inputs.get("specs", []), named]}
+
+
+def handed_positions(subject: Any) -> frozenset[int]:
+    """The positions of a subject's arguments that are jaxdiag's stand-ins (a function in `nondiff_argnums`)."""
+    return frozenset(i for i, v in subject.static_args.items() if isinstance(v, StandIn))
 
 
 def _stand_in_dependent(rules: Any) -> tuple[Any, ...]:
@@ -233,19 +283,22 @@ def _stand_in_dependent(rules: Any) -> tuple[Any, ...]:
 _DIFFERENTIATING = {"jvp", "vjp", "grad", "value_and_grad", "linearize", "jacfwd", "jacrev", "jacobian", "hessian"}
 
 
-def _rule_functions(obj: Any, kind: str) -> list[tuple[Callable, set[str]]]:
+def _rule_functions(obj: Any, kind: str, handed: frozenset[int] = frozenset()) -> list[tuple[Callable, set[str]]]:
     """A custom_jvp's JVP rule or a custom_vjp's fwd and bwd, each with the names in its body that hold a stand-in
-    (`_holders`); the user functions a rule JAX built wraps (`defjvps` keeps them in its closure) too."""
+    (`_holders`, and the parameters receiving the primal's `handed` positions: a stand-in in `nondiff_argnums`);
+    the user functions a rule JAX built wraps (`defjvps` keeps them in its closure) too."""
     from .. import _compat
 
     if kind == "custom_jvp":
-        rules = [_compat.custom_jvp_parts(obj)[1]]
+        _, jvp, nondiff, _ = _compat.custom_jvp_parts(obj)
+        rules = [(jvp, False)]
     elif kind == "custom_vjp":
-        rules = list(_compat.custom_vjp_parts(obj)[1:3])
+        _, fwd, bwd, nondiff, _ = _compat.custom_vjp_parts(obj)
+        rules = [(fwd, True), (bwd, False)]
     else:
         return []
     out: list[tuple[Callable, set[str]]] = []
-    for rule in rules:
+    for rule, takes_primals in rules:
         fn, bound = rule, {}
         while isinstance(fn, functools.partial):  # `partial(_jvp, impl)`: `impl` is the rule's first parameter
             names = list(inspect.signature(fn.func).parameters)
@@ -253,7 +306,11 @@ def _rule_functions(obj: Any, kind: str) -> list[tuple[Callable, set[str]]]:
             fn = fn.func
         if not inspect.isfunction(fn):
             continue
-        out.append((fn, _holders(fn, bound)))
+        params = [p for p in inspect.signature(fn).parameters if p not in bound]
+        # fwd takes the primal's arguments in place; bwd and the JVP rule take the nondiff ones first, in order
+        at = sorted(handed) if takes_primals else [k for k, i in enumerate(sorted(nondiff)) if i in handed]
+        given = {params[k] for k in at if k < len(params)}
+        out.append((fn, _holders(fn, bound) | given))
         for held in _free_values(fn).values():
             out.extend((f, _holders(f, {})) for f in (held if isinstance(held, (tuple, list)) else (held,))
                        if inspect.isfunction(f) and f is not fn)

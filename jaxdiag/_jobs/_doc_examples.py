@@ -103,11 +103,22 @@ def _stand_in(*args: Any, **kwargs: Any) -> Any:
         raise _NotTheCall()  # called under a transformation: its arguments are not values to take
     if any(_is_array(a) for a in values):
         raise _Taken(DocumentedCall(list(args), dict(kwargs)))
+    if any(_is_real_scalar(a) for a in args):
+        # `f(2, 0.5)`: a special function documented on Python numbers. Its float arguments are the values it is
+        # about (JAX takes them as weakly typed float32 scalars); the ints stay static (an order, a count).
+        raise _Taken(DocumentedCall([jax.numpy.asarray(a) if _is_real_scalar(a) else a for a in args],
+                                    dict(kwargs)))
     raise _NotTheCall()
 
 
 class _NotTheCall(Exception):
-    """A call without an array argument (a helper use of the same name): the example stops, nothing is taken."""
+    """A call without an array or a positional float argument (a helper use of the same name): the example stops,
+    nothing is taken."""
+
+
+def _is_real_scalar(value: Any) -> bool:
+    """A Python float or complex (not an int or a bool: those are orders, counts and flags more often than values)."""
+    return isinstance(value, (float, complex))
 
 
 def _is_array(value: Any) -> bool:

@@ -28,6 +28,8 @@ from .._core._report import TargetReport
 _OPTIONAL = re.compile(r"^(typing\.)?Optional\[.*\]$|(^|\|)None($|\|)|^None$")
 _BOOL = re.compile(r"^(builtins\.)?bool$")
 _FLOAT = re.compile(r"^(builtins\.)?float$")
+# An unannotated parameter a factory names what it makes with (`name`, `broadcast_name`, `prim_name`, `tag`)
+_NAME = re.compile(r"(^|_)(name|tag|label)$")
 _MISSING = object()
 # What a factory can return: a callback or custom solve call site returns what it computes, never a rule.
 _RULE_KINDS = ("custom_jvp", "custom_vjp", "custom_vmap", "primitive")
@@ -108,6 +110,8 @@ def _assumed_value(param: inspect.Parameter) -> Any:
         return False
     if _FLOAT.match(text):
         return 1.0
+    if (not text and _NAME.search(param.name)) or text in ("str", "builtins.str"):
+        return param.name  # a name the factory gives what it makes (`Primitive(broadcast_name)`): any string serves
     kind = int_kind(param)
     if kind is not None and kind[0] == "int":
         return int_rungs({0: "int"})[0][0].value
@@ -136,8 +140,8 @@ def factory_arguments(fn: Any, module: ModuleType, name: str) -> tuple[dict[str,
             continue
         value = _assumed_value(param)
         if value is _MISSING:
-            return (f"its parameter `{pname}` has no default, no literal at a call site, and no Optional, bool, int "
-                    "or float annotation to give it a value")
+            return (f"its parameter `{pname}` has no default, no literal at a call site, and no Optional, bool, int, "
+                    "float or str annotation (or name-like name) to give it a value")
         given[pname], assumed = value, assumed + [pname]
     return given, assumed
 

@@ -163,7 +163,9 @@ def _through_once(lint: Any, module: ModuleType, name: str, sites: list[Site], k
         anchor = Location(path, int(line), rule_name) if line.isdigit() else None
         for report in inside:
             if via.get("callables"):  # what the rule does depends on jaxdiag's stand-in: every finding says so
-                _callables.assume_stand_ins(report, via["callables"], obj, subject.kind)
+                _callables.assume_stand_ins(report, via["callables"], obj, subject.kind,
+                                            _callables.handed_positions(subject))
+                _callables.assume_handed_stand_ins(report, via["callables"], subject)
             report.target = f"{call['target']} (made in a function; inside {label})"
             report.findings.insert(0, rules.INPUTS_INFERRED.finding(
                 count=len(templates), specs=" ".join(via["args"]) + f" for {label}{_assumed(via)}, which reaches it",
@@ -181,7 +183,7 @@ def _through_once(lint: Any, module: ModuleType, name: str, sites: list[Site], k
     for where in solves:
         _mark(sites, where)
     if solves and not checked_with_it:
-        reports.extend(_solve_report(prepared, label, module, options))
+        reports.extend(_solve_report(prepared, label, module, options, via))
     reached = sum(s.reached for s in sites) > reached_before
     return reports, "" if reached else "traced, but it reaches none of them", inferred
 
@@ -323,9 +325,11 @@ def _solve_lines(prepared: Any) -> list[str]:
     return out
 
 
-def _solve_report(prepared: Any, label: str, module: ModuleType, options: Any) -> list[TargetReport]:
+def _solve_report(prepared: Any, label: str, module: ModuleType, options: Any, via: dict[str, Any]
+                  ) -> list[TargetReport]:
     """The solver checks (`custom-solves`) and the function's gradient against finite differences, on the function
-    making custom_linear_solve / custom_root calls, at its inferred inputs."""
+    making custom_linear_solve / custom_root calls, at its inferred inputs. Run with stand-in functions (`_callables`:
+    an operator, a solver), what depends on what they compute is a note."""
     from .._run import _engine
     from .._core import _provenance
     from .._checks import _solves
@@ -334,6 +338,8 @@ def _solve_report(prepared: Any, label: str, module: ModuleType, options: Any) -
     with _engine.RUN_LOCK, _compat.restored_sys_path():
         report, _ = _engine.run_subject_by_check(prepared.root, options, SubjectCache(),
                                                  only={c.name for c in _solves.CHECKS} | {"function-grad"})
+    if via.get("callables"):
+        _callables.assume_solver_stand_ins(report, via["callables"])
     _provenance.stamp(report.findings, "inferred", prepared.root.input_texts)
     report.target = f"{label} (calls custom_linear_solve / custom_root)"
     report.module = module.__name__

@@ -206,7 +206,10 @@ NONDIFF_ARGNUMS_MISUSE: Rule[_fields.JXG015] = Rule(
 COMPOSITION_MISMATCH: Rule[_fields.JXG016] = Rule(
     "JXG016", "transform-composition-failure", "error",
     "The gradient fails or differs under `jit(grad f)`, `vmap(grad f)` or `grad(vmap f)`.",
-    "Compares the composed transformations with the eager gradient.",
+    "Compares the composed transformations with the eager gradient. A difference in float32 (or lower) that is gone "
+    "when the same compositions run in float64 on the same values is not reported: a decision on a rounding-level "
+    "number (a residual against a tolerance the precision barely reaches) flips between programs, while a wrong "
+    "rule is wrong in every precision.",
     "A bwd that converts cotangents to NumPy passes an eager test and fails with `TracerArrayConversionError` "
     "under `jit` or `grad(vmap)`.",
     "jxg016_bad.py", "jxg016_good.py",

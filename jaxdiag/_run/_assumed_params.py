@@ -106,8 +106,9 @@ def notes(root: Subject, synthesised: dict[str, Any], origins: dict[str, str]) -
 def note_text(params: dict[str, Any], synthesised: dict[str, Any], origins: dict[str, str]) -> str:
     """Each assumed bind param with where its value came from."""
     parts = [f"{name}={params[name]!r} (read from {origins[name]})" for name in sorted(origins) if name in params]
-    parts += [f"{name}={value!r} (synthesised: the first rung of {_ladder_text(value)} on which its impl ran and "
-              "its abstract eval agreed)" for name, value in sorted(synthesised.items())]
+    parts += [f"{name}={value!r} (synthesised: " + ("a name, as its `str` annotation asks" if isinstance(value, str)
+              else f"the first rung of {_ladder_text(value)}") + " on which its impl ran and its abstract eval agreed)"
+              for name, value in sorted(synthesised.items())]
     return "; ".join(parts)
 
 

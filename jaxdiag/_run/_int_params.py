@@ -18,6 +18,10 @@ from .._loading._inputs import Static
 INT_LADDER: tuple[int, ...] = (4, 2, 3, 8)
 SHAPE_LADDER: tuple[tuple[int, ...], ...] = ((4,), (3,), (4, 4), (2, 3))
 INT_ANNOTATION = re.compile(r"^(int|builtins\.int|np\.integer|numpy\.integer)$")
+# A parameter annotated `str` (a tag, a name: `sow(value, name: str)`) takes this string on every rung: any name
+# serves, while an array drawn there reaches a bind param or a dict key as a value no caller passes.
+STR_ANNOTATION = re.compile(r"^(str|builtins\.str)$")
+STR_VALUE = "jaxdiag"
 SHAPE_ANNOTATION = re.compile(r"^(tuple|Tuple|typing\.Tuple|Sequence|typing\.Sequence|list|List)\[\s*int\b")
 _OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.+)\]$|^(.+)\|None$|^None\|(.+)$")
 # Names numerical code gives a count, an order, a size or an axis (`n`, `L` a bandlimit, `n_steps`, `num_points`,
@@ -32,9 +36,12 @@ SHAPE_NAME = re.compile(r"(^|_)(shape|shapes|dims|sizes|extent|extents)$")
 
 
 def annotation_kind(text: str) -> str | None:
-    """"int", "shape" (a tuple of ints) or None for an annotation's text (`Optional[int]`, `int | None`: "int")."""
+    """"int", "shape" (a tuple of ints), "str" or None for an annotation's text (`Optional[int]`, `int | None`:
+    "int")."""
     optional = _OPTIONAL.match(text.replace(" ", ""))
     text = next(g for g in optional.groups() if g) if optional else text.replace(" ", "")
+    if STR_ANNOTATION.match(text):
+        return "str"
     return "int" if INT_ANNOTATION.match(text) else "shape" if SHAPE_ANNOTATION.match(text) else None
 
 
@@ -63,9 +70,10 @@ def int_kind(param: inspect.Parameter) -> tuple[str, bool] | None:
 
 
 def ladder_values(kinds: dict[Any, str]) -> list[dict[Any, Any]]:
-    """One {key: value} per rung: INT_LADDER's for an "int" key, SHAPE_LADDER's for a "shape" one."""
-    return [{key: INT_LADDER[r] if kind == "int" else SHAPE_LADDER[r] for key, kind in kinds.items()}
-            for r in range(len(INT_LADDER))]
+    """One {key: value} per rung: INT_LADDER's for an "int" key, SHAPE_LADDER's for a "shape" one, STR_VALUE for a
+    "str" one."""
+    return [{key: INT_LADDER[r] if kind == "int" else STR_VALUE if kind == "str" else SHAPE_LADDER[r]
+             for key, kind in kinds.items()} for r in range(len(INT_LADDER))]
 
 
 def int_rungs(ints: dict[int, str]) -> list[dict[int, Static]]:

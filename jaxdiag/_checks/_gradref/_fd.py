@@ -73,7 +73,7 @@ def richardson(d: Sequence[np.ndarray], h: float, unit: float, f_abs: np.ndarray
     return r2, bound
 
 
-def _below_64(x: Any) -> bool:
+def below_64(x: Any) -> bool:
     dtype = np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
     return is_inexact(dtype) and (dtype.kind == "c" and dtype.itemsize < 16 or dtype.kind != "c" and dtype.itemsize < 8)
 
@@ -125,12 +125,12 @@ class FiniteDifferences:
                     values.append(a.value)
                 else:
                     values.append(_compat.device_array(np.asarray(a.value)))
-            fresh = any(_below_64(a.value) for a in self.st.args if a.diff)  # escalated: f64 is new to the primal
+            fresh = any(below_64(a.value) for a in self.st.args if a.diff)  # escalated: f64 is new to the primal
             out, exc = quiet_call(self.primal, values, fresh)
             if exc is not None:
                 return None
             leaves = jax.tree_util.tree_leaves(out)
-            if any(_below_64(x) for x in leaves):
+            if any(below_64(x) for x in leaves):
                 self.low_precision = True  # float64 inputs, lower-precision outputs: the primal casts down
             return [to_f64(x) if not is_float0(x) else np.zeros(np.shape(x)) for x in leaves]
 
@@ -200,7 +200,7 @@ class FiniteDifferences:
         """The Richardson difference in the inputs' own precision when every entry's error bound is NATIVE_MARGIN
         times below the tolerance relative to the entry; None otherwise (and where float64 is no wider: the
         float64 path then computes the same thing it always did)."""
-        if self.mode != "f64" or not any(_below_64(a.value) for a in args):
+        if self.mode != "f64" or not any(below_64(a.value) for a in args):
             return None
         h = min(max(FD_EPS.get(np.dtype(a.dtype), 1e-1) for a in args) * NATIVE_STEP, NATIVE_MAX_STEP) * scale
         dirs = {a.pos: self.st.direction(a, d) for a in args}
@@ -240,7 +240,9 @@ class FiniteDifferences:
     def describe(self, arg: Arg | None, d: int) -> str:
         """What a finding quotes the difference along direction d (of `arg`, or joint for None) as."""
         args = (arg,) if arg is not None else tuple(self.st.diff)
-        if (tuple(a.pos for a in args), d, 1.0, False) in self.native_keys:
+        # native: a difference in the inputs' own precision (Richardson's, or all of them where float64 computes
+        # another branch)
+        if (tuple(a.pos for a in args), d, 1.0, False) in self.native_keys or self.mode == "native":
             widest = max((np.dtype(a.dtype) for a in args), key=lambda t: t.itemsize)
             return f"{widest.name} finite differences"
         return "float64 finite differences"

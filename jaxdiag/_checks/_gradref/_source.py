@@ -110,7 +110,9 @@ def argument_names(fn: Any, count: int) -> list[str]:
     if leaf_names is not None and len(leaf_names) >= count:
         return list(leaf_names[:count])
     bound = inspect.ismethod(fn)  # a bound method's signature has no `self`; its function's has
-    fn = _locate.unwrap(fn)
+    # a wrapper stating its own parameters (a function with jaxdiag's stand-ins filled in takes the others only)
+    stated = isinstance(getattr(fn, "__dict__", None), dict) and "__signature__" in fn.__dict__
+    fn = fn if stated else _locate.unwrap(fn)
     try:
         params = list(inspect.signature(fn).parameters.values())[1 if bound else 0:]
     except (TypeError, ValueError):
