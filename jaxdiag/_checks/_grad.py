@@ -28,8 +28,8 @@ from ._gradref._compiled import CompiledPrimal
 from ._gradref._fd import below_64
 from ._gradref import (
     EVERY_BLOCKER, NOT_COMPUTED, GradState, close, device_zeros, error_text, grad_tol,
-    is_float0, locate, quiet_call, require, rule_name, short_dtype, short_message, state, to_f64,
-    vjp_against_fd,
+    is_float0, locate, nan_at_a_zero_output, quiet_call, require, rule_name, short_dtype, short_message, state,
+    to_f64, vjp_against_fd,
 )
 
 ALL_KINDS = {"custom_vjp", "custom_jvp", "primitive", "function"}
@@ -108,7 +108,7 @@ def function_grad(ctx: Context) -> Iterator[Finding]:
         raise SkipCheck("jax.grad runs; no custom rule inside, so it is not compared with finite differences")
     checks = vjp_against_fd(st, ws, {a.pos: c for a, c in zip(st.diff, cts)})
     bad = [c for c in checks if not c.ok and st.fd.stable(c.arg, c.d)]
-    degenerate = [c for c in bad if _nan_at_a_zero_output(st, c)]
+    degenerate = [c for c in bad if nan_at_a_zero_output(st, c)]
     if bad and len(degenerate) == len(bad):
         raise SkipCheck("jax.grad returns NaN only where an output is exactly 0 and stays 0 along the step, up to "
                         "rounding (a converged residual's norm): JAX's derivative of norm/sqrt at 0 is NaN by "
@@ -126,20 +126,6 @@ def function_grad(ctx: Context) -> Iterator[Finding]:
                 f"({', '.join(custom)}), whose own findings say which one differs",
         consequence="jax.grad is silently wrong", where="", correction="fix the custom rule reported below",
         location=st.subject.location)
-
-
-def _nan_at_a_zero_output(st: GradState, c: Any) -> bool:
-    """A NaN `<grad, v>` (finite differences finite) where some output entry is exactly 0 at the example and its
-    difference along the step is 0 up to rounding: the NaN is JAX's derivative of a norm or square root at 0 (the
-    chain rule's 0/0), not a rule's."""
-    if np.isfinite(c.got):
-        return False
-    fd = st.fd.along((c.arg,) if c.arg is not None else tuple(st.diff), c.d)
-    if fd is None:
-        return False
-    flat = 100 * fd.noise  # the difference's rounding level
-    return any(np.any((to_f64(out) == 0) & (np.abs(jv) <= flat)) for out, jv in zip(st.out_leaves, fd.jv)
-               if np.shape(out) == np.shape(jv))
 
 
 def _custom_parts(ctx: Context) -> list[str]:
@@ -383,7 +369,11 @@ def grad_composition(ctx: Context) -> Iterator[Finding]:
     arrays = [st.args[p].value for p in _array_positions(st)]
     result, exc = quiet_call(lambda: jax.block_until_ready(_compiled(st, ws, size)(arrays, batch)))
     if exc is not None:
-        yield from _diagnose_failure(st, ws, arrays, batch, exc)
+        # a failure while tracing (most: a loop JAX cannot transpose, NumPy on a tracer) is diagnosed by tracing
+        # each composition alone, compiling and running none of them (op by op, an adaptive quadrature's
+        # compositions compiled some 200 programs)
+        traced, _ = quiet_call(jax.eval_shape, lambda: _compiled(st, ws, size)(arrays, batch))
+        yield from _diagnose_failure(st, ws, arrays, batch, exc, trace_only=traced is None)
         return
     g_jit, g_vmap, g_gvmap = result
     loops, exc = quiet_call(_per_example_loop, st, ws, batch, size)
@@ -499,9 +489,11 @@ def _explain(exc: BaseException, prefer: Any) -> tuple[str, str]:
     return f"fails with {text}, although the eager gradient works.", ""
 
 
-def _diagnose_failure(st: GradState, ws: Sequence[Any], arrays: list, batch: list, exc: BaseException
-                      ) -> Iterator[Finding]:
-    """The jitted composite failed: find which composition fails, one at a time (eager ones first)."""
+def _diagnose_failure(st: GradState, ws: Sequence[Any], arrays: list, batch: list, exc: BaseException,
+                      trace_only: bool = False) -> Iterator[Finding]:
+    """The jitted composite failed: find which composition fails, one at a time (eager ones first). `trace_only`:
+    the composite already fails while being traced, so each composition is only traced (`jax.eval_shape`): it
+    raises there what it raises when run, before running anything."""
     gradient = _gradient_fn(st, ws)
     batched = _batched_gradient_fn(st, ws)
     attempts = [
@@ -513,10 +505,10 @@ def _diagnose_failure(st: GradState, ws: Sequence[Any], arrays: list, batch: lis
     ]
     prefer = st.bwd if st.kind == "custom_vjp" else st.jvp_rule
     for how, run in attempts:
-        _, err = quiet_call(run)
+        _, err = quiet_call(jax.eval_shape, run) if trace_only else quiet_call(run)
         if err is None or _skippable(err):
             continue
-        if _primal_fails_too(st, how, arrays, batch):
+        if _primal_fails_too(st, how, arrays, batch, trace_only):
             raise SkipCheck(f"{how} fails, but so does the function itself under the same transformation without "
                             f"differentiation ({short_message(err, 120)}): not a derivative defect")
         message, fix = _explain(err, prefer)
@@ -528,7 +520,7 @@ def _diagnose_failure(st: GradState, ws: Sequence[Any], arrays: list, batch: lis
     yield _composition_finding(st, "jax.jit of jax.vmap/jax.grad", message, fix)
 
 
-def _primal_fails_too(st: GradState, how: str, arrays: list, batch: list) -> bool:
+def _primal_fails_too(st: GradState, how: str, arrays: list, batch: list, trace_only: bool = False) -> bool:
     """True when the undifferentiated subject fails under the same jit/vmap (a Python `if` on values, a missing
     batching rule): the batching and registration checks own that."""
     positions = _array_positions(st)
@@ -538,7 +530,7 @@ def _primal_fails_too(st: GradState, how: str, arrays: list, batch: list) -> boo
 
     run = (lambda: jax.jit(jax.vmap(f))(*batch)) if "vmap" in how and "jit" in how else \
         (lambda: jax.vmap(f)(*batch)) if "vmap" in how else (lambda: jax.jit(f)(*arrays))
-    _, err = quiet_call(run)
+    _, err = quiet_call(jax.eval_shape, run) if trace_only else quiet_call(run)
     return err is not None
 
 

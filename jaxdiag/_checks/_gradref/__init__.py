@@ -21,7 +21,7 @@ from __future__ import annotations
 from ._compare import (
     DotCheck, compare_grad, conjugated, constant_factor, deliberate_disagreement, fd_reference_nonzero,
     passed_through, sampled_estimate,
-    material_dependence, uniform_ratio, vjp_against_fd,
+    material_dependence, nan_at_a_zero_output, uniform_ratio, vjp_against_fd,
 )
 from ._expectation import Expectation, all_unbiased, cotangent_in_expectation, first_biased, tangent_in_expectation
 from ._fd import FDResult, FiniteDifferences
@@ -106,6 +106,7 @@ __all__ = [
     "VJP_BLOCKERS",
     "user_frame",
     "vjp_against_fd",
+    "nan_at_a_zero_output",
     "WHERE_TRAP_FIX",
     "trap_location",
     "trap_text",
