@@ -504,11 +504,13 @@ def _diagnose_failure(st: GradState, ws: Sequence[Any], arrays: list, batch: lis
         ("jax.jit(jax.vjp(jax.vmap(f)))", lambda: jax.jit(batched)(batch)),
     ]
     prefer = st.bwd if st.kind == "custom_vjp" else st.jvp_rule
-    for how, run in attempts:
-        _, err = quiet_call(jax.eval_shape, run) if trace_only else quiet_call(run)
+    # traced alone, every composition may pass (the composite failed while tracing something they share): then run
+    for how, run, traced in [(how, run, True) for how, run in attempts if trace_only] + \
+            [(how, run, False) for how, run in attempts]:
+        _, err = quiet_call(jax.eval_shape, run) if traced else quiet_call(run)
         if err is None or _skippable(err):
             continue
-        if _primal_fails_too(st, how, arrays, batch, trace_only):
+        if _primal_fails_too(st, how, arrays, batch, traced):
             raise SkipCheck(f"{how} fails, but so does the function itself under the same transformation without "
                             f"differentiation ({short_message(err, 120)}): not a derivative defect")
         message, fix = _explain(err, prefer)

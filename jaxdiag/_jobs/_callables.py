@@ -197,11 +197,11 @@ def assume_stand_ins(report: Any, stand_ins: dict[str, str], obj: Any = None, ki
     """Name the stand-in functions among the inputs a finding was seen on (its graded message then starts `on
     f32[3] with fn=<jaxdiag's elementwise stand-in> (assumed) inferred`). A derivative that differs from the
     reference (`_stand_in_dependent`) on a rule `obj` that never has JAX differentiate a stand-in (one it closes
-    over, or one handed to it at the positions `handed`) is a note
-    instead (`JXN003`): such a rule computes its derivative from the function's values (`argmax_fun`'s maximiser as
-    the gradient of a max, by Danskin's theorem), so whether it is right depends on what the function computes, and
-    the stand-in computes something else. A rule that differentiates the function itself (`jax.jvp(fn, ...)`) is
-    judged: its derivative is right for every function or for none."""
+    over, or one handed to it at the positions `handed`) is a note instead (`JXN003`): such a rule computes its
+    derivative from the function's values (`argmax_fun`'s maximiser as the gradient of a max, by Danskin's theorem),
+    so whether it is right depends on what the function computes, and the stand-in computes something else. A rule
+    that differentiates the function itself (`jax.jvp(fn, ...)`) is judged: its derivative is right for every
+    function or for none."""
     from .. import _rules as rules
 
     dependent = ({r.code for r in _stand_in_dependent(rules)}
