@@ -2,7 +2,8 @@
 
 A function's parameter (`L: int`, `n`, a static `output_shape`) and a primitive's required bind param that nobody
 passes (`_assumed_params`) are recognised the same way: by an `int` / `tuple[int, ...]` annotation, an int default,
-else a conventional name (`name_kind`). Each takes INT_LADDER's (or SHAPE_LADDER's) value of a rung in turn.
+else a conventional name (`name_kind`). Each takes INT_LADDER's (or SHAPE_LADDER's) value of a rung in turn. One
+annotated `str` (a tag, a name) is recognised here too, and takes the name STR_VALUE on every rung.
 """
 
 from __future__ import annotations
