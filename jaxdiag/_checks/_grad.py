@@ -266,10 +266,12 @@ def _composite(st: GradState, ws: Sequence[Any], size: int) -> Callable:
     return _compat.own_jit(composite)
 
 
-def _per_example_loop(st: GradState, ws: Sequence[Any], batch: list[Any], size: int) -> tuple[list, list]:
+def _per_example_loop(st: GradState, ws: Sequence[Any], batch: list[Any], size: int,
+                      gradient: Callable[..., list[Any]] | None = None) -> tuple[list, list]:
     """The eager per-example gradients: with the cotangents `ws` (for vmap(grad f)) and with each example's own
-    cotangent (for vjp(vmap f)); raises what the user's rule raises on one example."""
-    gradient = _direct_gradient_fn(st, ws) or _looped_gradient_fn(st, ws)
+    cotangent (for vjp(vmap f)); raises what the user's rule raises on one example. `gradient`: the per-example
+    gradient to loop (default: the rules called directly, else one compiled program where the gradient loops)."""
+    gradient = gradient or _direct_gradient_fn(st, ws) or _looped_gradient_fn(st, ws)
     host = [np.asarray(b) for b in batch]
     loop = [gradient([b[j] for b in host], ws) for j in range(size)]
     loop_w = [gradient([b[j] for b in host], [_host_example_cotangent(w, j) for w in ws]) for j in range(size)]
@@ -403,17 +405,12 @@ def _agrees_in_float64(st: GradState, ws: Sequence[Any], arrays: list[Any], batc
     with _compat.x64_scope(True):
         ws64, arrays64, batch64 = [wider(w) for w in ws], [wider(x) for x in arrays], [wider(b) for b in batch]
         gradient = _gradient_fn(st, ws64)
-
-        def references() -> tuple[list, list, list]:
-            examples = [[b[j] for b in batch64] for j in range(size)]
-            return (gradient(arrays64), [gradient(e) for e in examples],
-                    [gradient(e, [_host_example_cotangent(w, j) for w in ws64]) for j, e in enumerate(examples)])
-
         composed, exc = quiet_call(lambda: jax.block_until_ready(_composite(st, ws64, size)(arrays64, batch64)))
-        refs, ref_exc = quiet_call(references)
-        if exc is not None or ref_exc is not None:
+        eager, eager_exc = quiet_call(gradient, arrays64)
+        loops, loop_exc = quiet_call(_per_example_loop, st, ws64, batch64, size, gradient)
+        if exc is not None or eager_exc is not None or loop_exc is not None:
             return False
-        eager, loop, loop_w = refs
+        loop, loop_w = loops
         g_jit, g_vmap, g_gvmap = composed
         return not any(_compare_compositions(st, eager, g_jit, g_vmap, g_gvmap, loop, loop_w, size, lambda: False))
 

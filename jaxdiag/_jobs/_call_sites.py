@@ -299,9 +299,7 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
                           + ([_callables.assumed_text(via["callables"])] if via.get("callables") else []))
         for report in reports:
             if via.get("callables"):  # what the rule does depends on jaxdiag's stand-in: every finding says so
-                _callables.assume_stand_ins(report, via["callables"], found.obj, found.kind,
-                                            _callables.handed_positions(subject))
-                _callables.assume_handed_stand_ins(report, via["callables"], subject)
+                _callables.assume_stand_ins(report, via["callables"], found.obj, found.kind, subject)
             report.target = found.label
             report.findings.insert(0, rules.INPUTS_FROM_CALL_SITE.finding(
                 carrier=label, route=_route(prepared, subject),

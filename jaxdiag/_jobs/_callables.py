@@ -192,26 +192,28 @@ def assumed_text(stand_ins: dict[str, str]) -> str:
     return ", ".join(f"{name}={StandIn(b)!r} (assumed)" for name, b in stand_ins.items())
 
 
-def assume_stand_ins(report: Any, stand_ins: dict[str, str], obj: Any = None, kind: str = "",
-                     handed: frozenset[int] = frozenset()) -> None:
+def assume_stand_ins(report: Any, stand_ins: dict[str, str], obj: Any, kind: str, subject: Any) -> None:
     """Name the stand-in functions among the inputs a finding was seen on (its graded message then starts `on
     f32[3] with fn=<jaxdiag's elementwise stand-in> (assumed) inferred`). A derivative that differs from the
     reference (`_stand_in_dependent`) on a rule `obj` that never has JAX differentiate a stand-in (one it closes
-    over, or one handed to it at the positions `handed`) is a note instead (`JXN003`): such a rule computes its
+    over, or one `subject` hands it as an argument) is a note instead (`JXN003`): such a rule computes its
     derivative from the function's values (`argmax_fun`'s maximiser as the gradient of a max, by Danskin's theorem),
     so whether it is right depends on what the function computes, and the stand-in computes something else. A rule
     that differentiates the function itself (`jax.jvp(fn, ...)`) is judged: its derivative is right for every
-    function or for none."""
+    function or for none. A rule handed a stand-in itself is graded by `_assume_handed` too."""
     from .. import _rules as rules
 
+    handed = _handed_positions(subject)
     dependent = ({r.code for r in _stand_in_dependent(rules)}
-                 if obj is not None and not _differentiates(_rule_functions(obj, kind, handed)) else set())
+                 if not _differentiates(_rule_functions(obj, kind, handed)) else set())
     _unjudged(report, stand_ins, dependent, "its rule's derivative depends on what the assumed function computes",
               f"the rule never differentiates {', '.join(sorted(stand_ins))} (it uses the values of the function it "
               "is given as a derivative), so whether it is right depends on what that function computes")
+    if handed:
+        _assume_handed(report, stand_ins)
 
 
-def assume_handed_stand_ins(report: Any, stand_ins: dict[str, str], subject: Any) -> None:
+def _assume_handed(report: Any, stand_ins: dict[str, str]) -> None:
     """A rule handed a stand-in itself (a solver in `nondiff_argnums` that its fwd and bwd call): what it does with
     the stand-in's results (unpack a `(x, state)` pair its protocol promises, index them) fails or succeeds by what
     the stand-in returns, which follows no library's protocol. So a rule that raises there, or returns a wrongly
@@ -219,8 +221,6 @@ def assume_handed_stand_ins(report: Any, stand_ins: dict[str, str], subject: Any
     that has JAX differentiate the stand-in."""
     from .. import _rules as rules
 
-    if not handed_positions(subject):
-        return
     # its derivative's values are judged as `assume_stand_ins` says (right for every function when JAX
     # differentiates the one it is given)
     dependent = {r.code for r in (rules.DERIVATIVE_RULE_RAISED, rules.DERIVATIVE_RULE_REFUSES,
@@ -268,7 +268,7 @@ def _unjudged(report: Any, stand_ins: dict[str, str], dependent: set[str], detai
             finding.inputs = {**finding.inputs, "specs": [*finding.inputs.get("specs", []), named]}
 
 
-def handed_positions(subject: Any) -> frozenset[int]:
+def _handed_positions(subject: Any) -> frozenset[int]:
     """The positions of a subject's arguments that are jaxdiag's stand-ins (a function in `nondiff_argnums`)."""
     return frozenset(i for i, v in subject.static_args.items() if isinstance(v, StandIn))
 

@@ -163,9 +163,7 @@ def _through_once(lint: Any, module: ModuleType, name: str, sites: list[Site], k
         anchor = Location(path, int(line), rule_name) if line.isdigit() else None
         for report in inside:
             if via.get("callables"):  # what the rule does depends on jaxdiag's stand-in: every finding says so
-                _callables.assume_stand_ins(report, via["callables"], obj, subject.kind,
-                                            _callables.handed_positions(subject))
-                _callables.assume_handed_stand_ins(report, via["callables"], subject)
+                _callables.assume_stand_ins(report, via["callables"], obj, subject.kind, subject)
             report.target = f"{call['target']} (made in a function; inside {label})"
             report.findings.insert(0, rules.INPUTS_INFERRED.finding(
                 count=len(templates), specs=" ".join(via["args"]) + f" for {label}{_assumed(via)}, which reaches it",
