@@ -430,6 +430,83 @@ def test_tangent_sets_of_a_looping_jvp_rule_share_one_program(compiles, monkeypa
     assert compiled <= 2 < sum(in_calls), f"the rule's tangent sets compiled {compiled} programs, eagerly {in_calls}"
 
 
+@pytest.mark.slow
+def test_the_vjp_and_second_derivatives_of_a_looping_rule_are_compiled_programs(compiles, monkeypatch) -> None:
+    # jvp-reverse's VJP of the subject, and grad-second-order's two modes of its gradient: eagerly, each call
+    # compiles the rule's scan again; one program each instead, with the same report
+    from jaxdiag._checks import _grad_second_order
+    from jaxdiag._checks._custom_jvp import _linearity
+    from jaxdiag._checks._gradref import _compiled
+
+    in_vjp = _compiles_inside(monkeypatch, _linearity, "eager_vjp")
+    in_modes = _compiles_inside(monkeypatch, _grad_second_order, "_both_modes_compiled")
+    reports: list[jaxdiag.Report] = []
+    compiled = compiles(lambda: reports.append(jaxdiag.check_grad(_looped_cube, *_inputs((3,)), order=2)))
+    vjp_compiled, modes_compiled, in_vjp[:] = sum(in_vjp), sum(in_modes), []
+    monkeypatch.setattr(_compiled, "ENABLED", False)
+    eager = compiles(lambda: reports.append(jaxdiag.check_grad(_looped_cube, *_inputs((3,)), order=2)))
+    assert reports[0].ok and _findings(reports[0]) == _findings(reports[1])
+    checks = {c.name: c.status for t in reports[0].targets for c in t.checks}
+    assert checks["jvp-reverse"] == checks["grad-second-order"] == "passed"
+    assert vjp_compiled <= 1 < sum(in_vjp), f"the VJP compiled {vjp_compiled} programs, eagerly {sum(in_vjp)}"
+    assert modes_compiled <= 1 and compiled < eager, (modes_compiled, compiled, eager)
+
+
+@jax.custom_jvp
+def _looped_gated_cube(x):
+    return x * x * x
+
+
+@_looped_gated_cube.defjvp
+def _looped_gated_cube_jvp(primals, tangents):  # loops, and gates on the tangent: jax.grad cannot transpose it
+    (x,), (t,) = primals, tangents
+
+    def step(total, _):
+        return total + 0.3 * x * x * t, None
+
+    return _looped_gated_cube(x), jnp.where(t > 0, jax.lax.scan(step, jnp.zeros_like(x), None, length=10)[0], 0.0)
+
+
+@pytest.mark.slow
+def test_a_vjp_the_compiled_program_cannot_run_is_reported_from_the_eager_call(monkeypatch) -> None:
+    from jaxdiag._checks._gradref import _compiled
+
+    reports = [jaxdiag.check_grad(_looped_gated_cube, *_inputs((3,)))]
+    monkeypatch.setattr(_compiled, "ENABLED", False)
+    reports.append(jaxdiag.check_grad(_looped_gated_cube, *_inputs((3,))))
+    messages = [[f.message for t in r.targets for f in t.findings] for r in reports]
+    assert messages[0] == messages[1] and "jax.grad must transpose the tangent computation and fails" in messages[0][0]
+
+
+@jax.custom_vjp
+def _looped_growth(x):
+    return jax.lax.fori_loop(0, 3, lambda i, c: c * 1.1, x)
+
+
+def _looped_growth_fwd(x):
+    return _looped_growth(x), x
+
+
+def _looped_growth_bwd(x, g):
+    return (jax.lax.fori_loop(0, 3, lambda i, c: c * 1.1, g) * jnp.cos(x),)
+
+
+_looped_growth.defvjp(_looped_growth_fwd, _looped_growth_bwd)
+
+
+@pytest.mark.slow
+def test_second_derivatives_jax_refuses_eagerly_are_not_taken_from_a_compiled_program(monkeypatch) -> None:
+    # JAX refuses forward mode of a custom_vjp eagerly ("can't apply forward-mode autodiff") but traces it under
+    # jit: the compiled two-mode program would pass where the user's eager jax.hessian fails
+    from jaxdiag._checks._gradref import _compiled
+
+    reports = [jaxdiag.check_grad(_looped_growth, *_inputs((3,)), order=2)]
+    monkeypatch.setattr(_compiled, "ENABLED", False)
+    reports.append(jaxdiag.check_grad(_looped_growth, *_inputs((3,)), order=2))
+    messages = [[f.message for t in r.targets for f in t.findings] for r in reports]
+    assert messages[0] == messages[1] and any("forward-mode autodiff" in m for m in messages[0]), messages
+
+
 def test_a_primitive_lowered_by_its_impl_may_sit_inside_a_compiled_program() -> None:
     # eagerly JAX interprets a custom_jvp's body op by op, so a primitive there runs its impl; compiled, its lowering.
     # The two compute the same when the lowering is `mlir.lower_fun` of the very impl (not when it is another function)

@@ -19,6 +19,7 @@ from .._harness.source import docstring_sentences
 from .._loading._numerics import FD_EPS, compare
 from ._base import Context, SkipCheck, check
 from ._grad import ALL_KINDS, display_name, float_outputs, finding_location
+from ._gradref._compiled import CompiledPrimal
 from ._gradref import (
     EVERY_BLOCKER, WHERE_TRAP_FIX, GradState, absdot, all_finite, close_scalar, dot, error_text, fmt_values, grad_tol,
     is_inexact, locate, quiet_call, require, state, to_f64, trap_location, trap_text, where_trap,
@@ -60,18 +61,22 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
         # cannot even be traced is still reported, from its trace alone (running it would compute only NaNs)
         yield from _untraceable_modes(st, G, x, v, ctx.options.command)
         raise SkipCheck("the function is NaN or inf at these inputs (outside its domain)")
-    jvp_out, exc = quiet_call(jax.jvp, G, x, v)
-    if exc is not None:
-        yield _second_order_failed(st, "jax.jvp of jax.vjp (forward over reverse)", exc, ctx.options.command)
-        return
-    hv = [to_f64(h) for h in jvp_out[1]]
-    vjp_out, exc = quiet_call(jax.vjp, G, *x)
-    if exc is None:
-        u = [st.tangent(a, 1) for a in st.diff]
-        htu, exc = quiet_call(vjp_out[1], list(u))  # JAX's convention, as first order: no conjugation
-    if exc is not None:
-        yield _second_order_failed(st, "jax.grad of jax.grad (reverse over reverse)", exc, ctx.options.command)
-        return
+    u = [st.tangent(a, 1) for a in st.diff]
+    both = _both_modes_compiled(st, G, x, v, u)
+    if both is not None:
+        hv, htu = [to_f64(h) for h in both[0]], both[1]
+    else:
+        jvp_out, exc = quiet_call(jax.jvp, G, x, v)
+        if exc is not None:
+            yield _second_order_failed(st, "jax.jvp of jax.vjp (forward over reverse)", exc, ctx.options.command)
+            return
+        hv = [to_f64(h) for h in jvp_out[1]]
+        vjp_out, exc = quiet_call(jax.vjp, G, *x)
+        if exc is None:
+            htu, exc = quiet_call(vjp_out[1], list(u))  # JAX's convention, as first order: no conjugation
+        if exc is not None:
+            yield _second_order_failed(st, "jax.grad of jax.grad (reverse over reverse)", exc, ctx.options.command)
+            return
     fd_memo: list = []
 
     def fd_of_gradient() -> tuple[list[np.ndarray], list[float]] | None:
@@ -120,6 +125,33 @@ def _untraceable_modes(st: GradState, G: Callable, x: tuple, v: tuple, command: 
         if exc is not None:
             yield _second_order_failed(st, how, exc, command)
             return
+
+
+def _both_modes_compiled(st: GradState, G: Callable, x: tuple, v: tuple, u: list[Any]
+                         ) -> tuple[list[Any], list[Any]] | None:
+    """(jvp(G)(x; v), vjp(G)(x)(u)) through one compiled program where G loops or branches (`CompiledPrimal`):
+    eagerly, the two modes of an adaptive quadrature's gradient compiled its loops again op by op (about 110
+    programs, 6 s). None where that program does not run, or where the subject calls a custom_vjp function: JAX
+    refuses forward mode of a custom_vjp eagerly where it may trace it (equinox's backward_nan), and only the eager
+    calls can say so. The eager calls then decide, and name the mode that fails."""
+    count = len(x)
+
+    def modes(values: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        primals, tangents, cotangents = values[:count], values[count:2 * count], values[2 * count:]
+        hv = jax.jvp(G, tuple(primals), tuple(tangents))[1]
+        return list(hv), list(jax.vjp(G, *primals)[1](list(cotangents)))
+
+    ran, out = CompiledPrimal(modes).compiled([*x, *v, *u])
+    if not ran or _calls_custom_vjp(st):
+        return None
+    return list(out[0]), list(out[1])
+
+
+def _calls_custom_vjp(st: GradState) -> bool:
+    if st.kind == "custom_vjp":
+        return True
+    traced, exc = quiet_call(jax.make_jaxpr(st.diff_fn(st.call_target)), *st.diff_values)
+    return exc is not None or _compat.calls_custom_vjp(traced)
 
 
 def _first_order(st: GradState, ws: Sequence[Any], call: Callable) -> Callable:
@@ -376,13 +408,20 @@ def _held_or(st: GradState, a: Any, step: Any) -> Any:
 
 def _central(st: GradState, G: Callable, eps: float) -> list[np.ndarray] | None:
     steps = [_held_or(st, a, st.direction(a, 0)) for a in st.diff]
-    plus, e1 = quiet_call(G, *[_compat.device_array((to_f64(a.value) + eps * d).astype(a.dtype))
-                               for a, d in zip(st.diff, steps)])
-    minus, e2 = quiet_call(G, *[_compat.device_array((to_f64(a.value) - eps * d).astype(a.dtype))
-                                for a, d in zip(st.diff, steps)])
+    plus, e1 = quiet_call(_gradient_at, st, G, [_compat.device_array((to_f64(a.value) + eps * d).astype(a.dtype))
+                                                for a, d in zip(st.diff, steps)])
+    minus, e2 = quiet_call(_gradient_at, st, G, [_compat.device_array((to_f64(a.value) - eps * d).astype(a.dtype))
+                                                 for a, d in zip(st.diff, steps)])
     if e1 is None and e2 is None and all_finite(plus) and all_finite(minus):
         return [(to_f64(p) - to_f64(m)) / (2 * eps) for p, m in zip(plus, minus)]
     return None
+
+
+def _gradient_at(st: GradState, G: Callable, diffs: list[Any]) -> Any:
+    """G(*diffs) through the subject's compiled gradient (`st.gradient`, the program its VJP already compiled for
+    inputs of these types) where that runs, else eagerly (whose error, if any, is the one reported)."""
+    ran, out = st.gradient.compiled(diffs)
+    return out if ran else G(*diffs)
 
 
 CHECKS = [grad_second_order]

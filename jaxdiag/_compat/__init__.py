@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     )
     from ._jaxprs import (
         FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, batched_by_custom_rule,
-        custom_call_perturbation, eager_semantics, eqn_source_function,
+        calls_custom_vjp, custom_call_perturbation, eager_semantics, eqn_source_function,
         eqn_source_line, ffi, foreign_call_target, is_foreign_call, index_operand_bounds, input_dependent_operands,
         iter_eqns, jaxpr_as_fun, loops_in, recompiles_eagerly, same_program_as_jit, sub_jaxprs, vmap_method_none_raises,
         vmap_method_of, with_vmap_methods, wraps,
@@ -93,7 +93,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "_custom": ("custom_jvp_parts", "custom_vjp_parts", "custom_vmap_parts", "install_call_hooks", "is_custom_jvp",
         "is_custom_vjp", "is_custom_vmap", "record_custom_calls", "spy_custom_vmap_rule"),
     "_jaxprs": ("FOREIGN_CALL_PRIMITIVES", "SEQUENTIAL_VMAP_METHODS", "axis_size_of", "batched_by_custom_rule",
-        "custom_call_perturbation",
+        "calls_custom_vjp", "custom_call_perturbation",
         "eager_semantics",
         "eqn_source_function",
         "eqn_source_line", "ffi", "foreign_call_target", "index_operand_bounds", "input_dependent_operands",
@@ -227,6 +227,7 @@ __all__ = [
     "removed_apis_still_here",
     "resolve_positional",
     "apply_environment_flags",
+    "calls_custom_vjp",
     "custom_call_perturbation",
     "eager_semantics",
     "loops_in",

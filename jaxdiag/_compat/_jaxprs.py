@@ -443,6 +443,11 @@ def loops_in(closed: Any) -> bool:
     return any(eqn.primitive.name in ("scan", "while") for eqn in iter_eqns(closed))
 
 
+def calls_custom_vjp(closed: Any) -> bool:
+    """Whether the traced program `closed` calls a custom_vjp function (nested ones included)."""
+    return any(eqn.primitive.name.startswith("custom_vjp_call") for eqn in iter_eqns(closed))
+
+
 def recompiles_eagerly(closed: Any) -> bool:
     """Whether calling the function `closed` was traced from compiles part of it again on every eager call."""
     return any(eqn.primitive.name in _RECOMPILED_EAGERLY for eqn in iter_eqns(closed))

@@ -114,25 +114,62 @@ def _reverse_consequence(st: GradState) -> str:
 
 
 def eager_vjp(st: GradState) -> tuple[Any, BaseException | None]:
-    """jax.vjp of the subject itself (through JAX's machinery, eagerly) at the example: (fn, None) where
-    fn(ws) -> cotangents per differentiable argument (None if the pullback raised), or (None, exc)."""
+    """jax.vjp of the subject itself (through JAX's machinery) at the example: (fn, None) where fn(ws) ->
+    cotangents per differentiable argument (None if the pullback raised), or (None, exc). Eagerly, except where one
+    compiled program of the VJP and its pullback runs (`_compiled_vjp`); any failure there is left to the eager
+    calls, whose errors are the ones reported."""
     if st.memo.eager_vjp is NOT_COMPUTED:
-        res, exc = quiet_call(jax.vjp, st.diff_fn(st.call_target), *st.diff_values)
-        if exc is not None:
-            st.memo.eager_vjp = (None, exc)
-        else:
-            pullback = res[1]
-
-            def apply(ws: Sequence[Any]) -> list[np.ndarray] | None:
-                memo = st.memo.eager_cotangents
-                if id(ws) not in memo:
-                    out, err = quiet_call(pullback, jax.tree_util.tree_unflatten(st.out_treedef, list(ws)))
-                    memo[id(ws)] = None if err is not None else [np.asarray(o) for o in out]
-                    st.memo.eager_cotangent_errors[id(ws)] = err
-                return memo[id(ws)]
-
-            st.memo.eager_vjp = (apply, None)
+        st.memo.eager_vjp = _compiled_vjp(st) or _eager_vjp(st)
     return st.memo.eager_vjp
+
+
+def _eager_vjp(st: GradState) -> tuple[Any, BaseException | None]:
+    res, exc = quiet_call(jax.vjp, st.diff_fn(st.call_target), *st.diff_values)
+    if exc is not None:
+        return None, exc
+    pullback = res[1]
+
+    def apply(ws: Sequence[Any]) -> list[np.ndarray] | None:
+        memo = st.memo.eager_cotangents
+        if id(ws) not in memo:
+            out, err = quiet_call(pullback, jax.tree_util.tree_unflatten(st.out_treedef, list(ws)))
+            memo[id(ws)] = None if err is not None else [np.asarray(o) for o in out]
+            st.memo.eager_cotangent_errors[id(ws)] = err
+        return memo[id(ws)]
+
+    return apply, None
+
+
+def _compiled_vjp(st: GradState) -> tuple[Any, None] | None:
+    """`eager_vjp` through one compiled program of the VJP and its pullback (`st.gradient`) where the subject loops
+    or branches: eagerly, jax.vjp of an adaptive quadrature compiled its loops again op by op (about 100 programs,
+    8 s, and as many in the pullback). It computes what the eager calls compute (a user primitive at the top level
+    runs its impl). None where that program does not run at the first cotangent; a cotangent it does not run at
+    later goes through the eager calls."""
+    first = st.cotangents(0)
+    ran, out = st.gradient.compiled(st.diff_values)
+    if not ran:
+        return None
+    st.memo.eager_cotangents[id(first)] = [np.asarray(o) for o in out]
+    st.memo.eager_cotangent_errors[id(first)] = None
+    eager: list[tuple[Any, BaseException | None]] = []  # computed only for a cotangent the program fails on
+
+    def apply(ws: Sequence[Any]) -> list[np.ndarray] | None:
+        memo = st.memo.eager_cotangents
+        if id(ws) not in memo:
+            ran, out = st.gradient.compiled(st.diff_values, ws)
+            if not ran:
+                eager[:] = eager or [_eager_vjp(st)]
+                fallback, exc = eager[0]
+                if fallback is not None:
+                    return fallback(ws)
+                memo[id(ws)], st.memo.eager_cotangent_errors[id(ws)] = None, exc
+                return None
+            memo[id(ws)] = [np.asarray(o) for o in out]
+            st.memo.eager_cotangent_errors[id(ws)] = None
+        return memo[id(ws)]
+
+    return apply, None
 
 
 def pullback_at_first_cotangent(st: GradState) -> tuple[Any, Any, BaseException | None]:

@@ -17,13 +17,16 @@ always gave.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 
 from ... import _compat
 from ..._harness import call_user
+
+if TYPE_CHECKING:
+    from ._state import GradState
 
 Call = Callable[[Sequence[Any]], Any]
 ENABLED = True  # tests switch it off to compare with the eager evaluations
@@ -42,6 +45,12 @@ class CompiledPrimal:
 
     def __call__(self, values: Sequence[Any], fresh: bool = False) -> Any:
         """`fresh`: these input types are new to the primal (no eager program of its operations is cached yet)."""
+        ran, value = self.compiled(values, fresh)
+        return value if ran else self.call(values)
+
+    def compiled(self, values: Sequence[Any], fresh: bool = False) -> tuple[bool, Any]:
+        """(True, value) where the program of these input types ran; (False, None) where the call stays eager (no
+        program spares compiles, or it cannot be traced, compiled or run: the eager call then decides)."""
         arrays = [i for i, v in enumerate(values) if hasattr(v, "dtype")]
         key = (_compat.x64_enabled(), fresh, *((i, np.shape(values[i]), str(values[i].dtype)) for i in arrays))
         if key not in self.programs:
@@ -50,9 +59,9 @@ class CompiledPrimal:
         if program is not None:
             ran = call_user(program, *[values[i] for i in arrays])
             if ran.error is None:
-                return ran.value
+                return True, ran.value
             self.programs[key] = None  # it fails where the eager call may not: the eager call decides
-        return self.call(values)
+        return False, None
 
     def _program(self, values: Sequence[Any], arrays: list[int], fresh: bool) -> Callable[..., Any] | None:
         fixed = list(values)
@@ -77,3 +86,32 @@ class CompiledPrimal:
             return None
         jitted = _compat.own_jit(evaluate)
         return lambda *xs: jax.tree_util.tree_unflatten(tree[0], jitted(*xs))
+
+
+
+class CompiledGradient:
+    """G(x) = J(x)^T w of a subject (`st.call_target`) as one compiled program, by default at the first seeded
+    output cotangent w (`st.cotangents(0)`): `CompiledPrimal` of `(x, w) -> pullback(w)` over the differentiable
+    arguments and w's floating leaves (the others are float0 zeros, never traced). One per state
+    (`GradState.gradient`), shared by the checks that evaluate G (the subject's VJP, finite differences of the
+    gradient), so they compile it once."""
+
+    def __init__(self, st: "GradState") -> None:
+        self._count = len(st.diff)
+        self._first = st.cotangents(0)
+        self._dense = [k for k in range(len(st.out_leaves)) if st.out_diff(k)]
+
+        def pullback_at(values: Sequence[Any]) -> list[Any]:
+            ws = list(self._first)
+            for k, w in zip(self._dense, values[self._count:]):
+                ws[k] = w
+            _, pullback = jax.vjp(st.diff_fn(st.call_target), *values[:self._count])
+            return list(pullback(jax.tree_util.tree_unflatten(st.out_treedef, ws)))
+
+        self._program = CompiledPrimal(pullback_at)
+
+    def compiled(self, diffs: Sequence[Any], ws: Sequence[Any] | None = None) -> tuple[bool, Any]:
+        """(True, G at `diffs` for cotangents `ws`) where the program runs, else (False, None): see
+        `CompiledPrimal.compiled`."""
+        ws = self._first if ws is None else ws
+        return self._program.compiled([*diffs, *(ws[k] for k in self._dense)])

@@ -17,6 +17,7 @@ from ... import _compat
 from ... import _rules as rules
 from ..._core import _locate
 from .._base import Context, Options, SkipCheck, Subject
+from ._compiled import CompiledGradient
 from ._fd import FiniteDifferences
 from ._source import argument_names, error_text, output_names
 from ._values import all_finite, aval_text, device_zeros, is_inexact, quiet_call, to_f64
@@ -92,6 +93,7 @@ class GradMemo:
     received: dict[int, dict[int, np.ndarray]] = field(default_factory=dict)  # d -> arg position -> direction
     tangents: dict[tuple[int, int], Array] = field(default_factory=dict)  # (arg position, d) -> in its dtype
     fd: FiniteDifferences | NotComputed = NOT_COMPUTED
+    gradient: CompiledGradient | NotComputed = NOT_COMPUTED  # G(x) = J(x)^T cotangents(0), compiled
     reference_vjp: Callable[..., object] | None | NotComputed = NOT_COMPUTED  # None: autodiff of fun fails
     reference_jvp_error: BaseException | None = None  # JAX's JVP of fun failed once: not tried again
     zero_cotangents: dict[int, object] = field(default_factory=dict)  # output k -> the zero bwd receives there
@@ -317,6 +319,12 @@ class GradState:
         if self.memo.fd is NOT_COMPUTED:
             self.memo.fd = FiniteDifferences(self)
         return self.memo.fd
+
+    @property
+    def gradient(self) -> CompiledGradient:
+        if self.memo.gradient is NOT_COMPUTED:
+            self.memo.gradient = CompiledGradient(self)
+        return self.memo.gradient
 
     # ---- autodiff of the undecorated primal ------------------------------------------------------------------
 
