@@ -155,7 +155,7 @@ def _masked(x, mask):
 def test_operands_the_code_uses_as_truth_values_are_found_and_a_condition_number_is_not_one():
     from types import SimpleNamespace
 
-    from jaxdiag._run._signature import predicate_positions
+    from jaxdiag._run._predicates import predicate_positions
 
     def positions(fn):
         return predicate_positions(SimpleNamespace(kind="function", original=None, obj=fn))

@@ -114,6 +114,35 @@ def test_a_float_static_without_default_takes_a_value_that_shows_a_dropped_facto
 
 
 @pytest.mark.slow
+def test_a_bool_static_without_default_takes_the_values_its_annotation_declares() -> None:
+    """`normalize: bool` in nondiff_argnums with no default and callers passing a variable: True (then False) is in
+    its contract. Before, neither softmax was checked (JXN012); the one whose rule forgets the denominator is wrong
+    only with the flag set."""
+    targets = _targets("flagged")
+    assert targets["softmax"]["inputs"] == ["f32[3]", "True"]
+    assert _codes(targets["softmax"]) == set()
+    assert targets["softmax_forgets_denominator"]["inputs"] == ["f32[3]", "True"]
+    assert _codes(targets["softmax_forgets_denominator"]) & {"JXG014", "JXG024"}
+    assert {f["severity"] for f in targets["softmax_forgets_denominator"]["findings"]
+            if f["code"] in ("JXG014", "JXG024")} == {"warning"}  # declared by an annotation, not by a caller
+
+
+def test_declared_values_of_a_static() -> None:
+    import inspect
+
+    from jaxdiag._run._declared import declared_values
+
+    def f(flag: bool, mode: Literal["fast", "exact"], scale: float, other):  # noqa: ANN001
+        return flag
+
+    params = inspect.signature(f).parameters  # postponed annotations here: strings, as in many libraries
+    assert [declared_values(params[n]) for n in ("flag", "mode", "scale", "other")] == [
+        [True, False], ["fast", "exact"], [], []]
+    assert declared_values(inspect.Parameter("flag", inspect.Parameter.POSITIONAL_ONLY, annotation=bool)) == [
+        True, False]
+
+
+@pytest.mark.slow
 def test_a_float_annotated_scalar_that_runs_as_an_array_is_never_swapped_for_a_python_float() -> None:
     """The Python-float form is only for a scalar the target cannot take as an array: a callback whose scalars run
     as f32[] (reverse mode does not) keeps them, so `jax.vmap` batches them and its missing vmap_method shows."""

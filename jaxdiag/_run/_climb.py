@@ -46,7 +46,7 @@ from .._core import _locate
 from .._core._report import Finding
 from .._harness import call_user
 from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, Static, key_spec, template_text
-from . import _int_params, _operand_kinds, _signature, _stated_shapes
+from . import _int_params, _operand_kinds, _predicates, _signature, _stated_shapes
 from ._domains import VALUES_ONLY
 
 # The plain ladder: one shape for every operand, simplest first.
@@ -124,7 +124,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     pairs_early, dtype, operands = how
     totals: set[int] = set()
     scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
-    truths = _signature.predicate_positions(subject)  # `jnp.any(x)`, `~mask`: booleans first, then floats
+    truths = _predicates.predicate_positions(subject)  # `jnp.any(x)`, `~mask`: booleans first, then floats
     indices = _operand_kinds.index_positions(subject)  # `w[idx]`, `jnp.take(x, idx)`: integers, always
     keys = _operand_kinds.key_positions(subject)  # `key`, `rng: PRNGKeyArray`: a typed PRNG key, always
     containers = _operand_kinds.container_positions(subject)  # `cache: tuple[Array, Array]`: that container

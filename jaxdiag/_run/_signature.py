@@ -13,7 +13,6 @@ import ast
 import functools
 import inspect
 import sys
-from collections.abc import Iterator
 from typing import Any, Sequence
 
 import jax
@@ -25,6 +24,7 @@ from .._harness import call_user
 from .._core._errors import InferenceError, UsageError
 from .._loading._inputs import ArgSpec, Static, parse_arg, template_leaves, template_text
 from .._loading._layout import Layout, flat_view, template_of
+from ._declared import declared_values
 
 
 class MissingParamsError(InferenceError):
@@ -322,6 +322,8 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
             out[i] = Static(literals[i])
         elif annotated_float(params[i]) or i in floats:  # `scale: float`: any float is in its contract
             out[i] = Static(FLOAT_STATIC)
+        elif declared_values(params[i]):  # `normalize: bool`, a `Literal[...]`: each value is in its contract
+            out[i] = Static(declared_values(params[i])[0])
         else:
             return None
     for i, value in forwarded.items():
@@ -409,45 +411,6 @@ def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list
     return [{i: kind for i, (kind, _) in kinds.items()}] + ([sure] if len(sure) < len(kinds) else [])
 
 
-# Calls whose first argument is a truth value: an operand the target's own code passes there is a boolean (a mask,
-# a stop flag), which a float draw turns into a constant (every random float is nonzero, so `any` is always True).
-_PREDICATE_CALLS = {"any", "all", "logical_not", "logical_and", "logical_or", "logical_xor", "where"}
-# ... and those only as `lax.<name>` (`jnp.linalg.cond(a)` is a condition number, `jnp.select` takes lists)
-_LAX_PREDICATE_CALLS = {"select", "cond"}
-
-
-def predicate_positions(subject: Subject) -> set[int]:
-    """Positions of the parameters the target's own code uses as truth values: the first argument of `jnp.any`,
-    `jnp.all`, `jnp.logical_*`, `jnp.where`, `lax.select` or `lax.cond`, or the operand of `~` / `not` (for a
-    primitive, in its impl). Inference draws booleans there."""
-    obj = subject.original if subject.original is not None else subject.obj
-    fn = _compat.impl(obj) if subject.kind == "primitive" else getattr(obj, "fun", None) or obj
-    from .._harness.source import function_source
-
-    found = function_source(fn) if fn is not None else None
-    if found is None:
-        return set()
-    names = [a.arg for a in found.node.args.posonlyargs + found.node.args.args]
-    used = {n.id for n in _predicate_operands(found.node)}
-    return {i for i, name in enumerate(names) if name in used}
-
-
-def _predicate_operands(node: ast.AST) -> Iterator[ast.Name]:
-    from .._harness.source import called_name
-
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and sub.args and (called_name(sub.func) in _PREDICATE_CALLS or (
-                called_name(sub.func) in _LAX_PREDICATE_CALLS and isinstance(sub.func, ast.Attribute)
-                and called_name(sub.func.value) == "lax")):
-            first = sub.args[0]
-        elif isinstance(sub, ast.UnaryOp) and isinstance(sub.op, (ast.Invert, ast.Not)):
-            first = sub.operand
-        else:
-            continue
-        if isinstance(first, ast.Name):
-            yield first
-
-
 def static_without_default(subject: Subject) -> list[tuple[str, str]]:
     statics = static_positions(subject)
     params = positional(signature_of(subject))
@@ -457,7 +420,8 @@ def static_without_default(subject: Subject) -> list[tuple[str, str]]:
     ints = static_ints(subject, statics, params, forwarded, literals) - floats
     return [(params[i].name, where) for i, where in sorted(statics.items())
             if i < len(params) and params[i].default is params[i].empty and i not in forwarded
-            and i not in literals and i not in ints and not annotated_float(params[i]) and i not in floats]
+            and i not in literals and i not in ints and not annotated_float(params[i]) and i not in floats
+            and not declared_values(params[i])]
 
 
 def static_ints(subject: Subject, statics: dict[int, str], params: list[inspect.Parameter],
@@ -487,7 +451,6 @@ def _literal_call_arguments(subject: Subject, floats: set[Any] | None = None) ->
     """{position or keyword name: a literal value} from the target's own module: its calls (`f(x, 3)`) and its
     partial applications (`functools.partial(f, max_gradient=1e3)`, whose positions follow the function).
     `floats` gets the positions and names some call passes as `float(...)`: a float is in their contract."""
-    import ast
 
     from .._harness.source import called_name
     from .._loading._passthrough import module_tree

@@ -1,0 +1,42 @@
+"""The values a parameter's annotation declares (`flag: bool`, `mode: Literal["fast", "exact"]`), read from the
+evaluated annotation or from its postponed string (`from __future__ import annotations`)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import typing
+from typing import Any
+
+
+def declared_values(param: inspect.Parameter) -> list[Any]:
+    """The values a static's annotation declares, in the order tried: `flag: bool` True then False (the flag set
+    usually runs more of the rule), a `Literal[...]`'s values as listed; [] for any other annotation. Each is in
+    the parameter's contract, so a static without a default or a caller's literal takes the first (inferred
+    inputs: a finding on them is at most a warning)."""
+    if param.annotation in (bool, "bool", "builtins.bool"):
+        return [True, False]
+    return literal_values(param.annotation)
+
+
+def literal_values(annotation: Any) -> list[Any]:
+    """The values of a `Literal[...]` annotation, evaluated or postponed (a string, under `from __future__ import
+    annotations`); [] for any other annotation."""
+    if isinstance(annotation, str):
+        return _postponed_literal(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return list(typing.get_args(annotation))
+    return []
+
+
+def _postponed_literal(text: str) -> list[Any]:
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return []
+    if not (isinstance(node, ast.Subscript) and getattr(node.value, "attr", getattr(node.value, "id", None))
+            == "Literal"):
+        return []
+    items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    values = [item.value for item in items if isinstance(item, ast.Constant)]
+    return values if len(values) == len(items) else []
