@@ -179,6 +179,28 @@ def test_pytree_custom_vjp_is_checked_at_the_values_its_function_passes():
     assert statuses["vjp-cotangents"] == "passed" and statuses["grad-composition"] == "passed", statuses
 
 
+@pytest.mark.slow
+def test_a_bwd_entry_for_an_argument_without_leaves_is_no_structure_error():
+    """ejkernel-style optional inputs: bwd returns an array for `gate=None`, which JAX ignores (plain JAX: grad and
+    jit(grad) run). JAX reads bwd's result as a tree prefix: one array for a pair of arrays runs too (broadcast to
+    both), so it is no structure error, and the wrong gradient it gives the pair's second entry is reported by the
+    reference checks. A pair given an array of another shape is one: JAX rejects it."""
+    module = _load_data("pytree_vjp_optional.py")
+    x = jnp.arange(3.0)
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda v: module.recurrence(v).sum()))(x), [3.0, 2.0, 1.0])
+    jax.grad(lambda v: module.paired_recurrence(v).sum())(x)  # runs
+    with pytest.raises(Exception):
+        jax.grad(lambda v: module.misshapen_recurrence(v).sum())(x)
+    clean = jaxdiag.check_grad(f"{DATA / 'pytree_vjp_optional.py'}:recurrence", "f32[3]")
+    no_internal_errors(clean)
+    assert "JXG010" not in clean.codes() and not problems(clean), problems(clean)
+    assert any(t.target.endswith("> gated_sum") for t in clean.targets), [t.target for t in clean.targets]
+    broadcast = jaxdiag.check_grad(f"{DATA / 'pytree_vjp_optional.py'}:paired_recurrence", "f32[3]")
+    assert "JXG010" not in broadcast.codes() and broadcast.codes() & {"JXG024", "JXG014"}, problems(broadcast)
+    misshapen = jaxdiag.check_grad(f"{DATA / 'pytree_vjp_optional.py'}:misshapen_recurrence", "f32[3]")
+    assert "JXG010" in misshapen.codes(), problems(misshapen)
+
+
 def test_pytree_custom_vjp_wrong_at_the_observed_values_is_still_reported():
     module = _load_data("pytree_vjp_precondition.py")
     y0 = jnp.array([1.0, 2.0, 3.0])

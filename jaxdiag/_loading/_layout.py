@@ -122,12 +122,19 @@ class Layout:
         return tuple(args)
 
     def flatten_cotangent(self, position: int, ct: Any) -> list[Any] | None:
-        """A cotangent for argument `position` as one entry per array leaf, or None if its structure differs."""
-        count = sum(isinstance(leaf, ArgSpec) for leaf in self.arg_leaves[position])
-        if ct is None:
-            return [None] * count
+        """A cotangent for argument `position` as one entry per array leaf, or None if JAX rejects its structure.
+        JAX reads bwd's result as a tree prefix of the arguments: an entry (None included) stands for every leaf of
+        the subtree it sits over, so one array serves a whole subtree and an entry over a subtree without leaves
+        (`gate=None`) is dropped."""
+        definition = self.arg_defs[position]
+        dummy = jax.tree_util.tree_unflatten(definition, [object()] * definition.num_leaves)
+        parts: list[Any] = []
+
+        def spread(entry: Any, subtree: Any) -> None:
+            parts.extend([entry] * len(jax.tree_util.tree_leaves(subtree)))
+
         try:
-            parts = self.arg_defs[position].flatten_up_to(ct)
+            jax.tree_util.tree_map(spread, ct, dummy, is_leaf=lambda x: x is None)
         except (ValueError, TypeError):
             return None
         return [part for part, leaf in zip(parts, self.arg_leaves[position]) if isinstance(leaf, ArgSpec)]

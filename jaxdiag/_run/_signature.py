@@ -24,7 +24,6 @@ from .._harness import call_user
 from .._core._errors import InferenceError, UsageError
 from .._loading._inputs import ArgSpec, Static, parse_arg, template_leaves, template_text
 from .._loading._layout import Layout, flat_view, template_of
-from ._declared import declared_values
 
 
 class MissingParamsError(InferenceError):
@@ -322,8 +321,8 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
             out[i] = Static(literals[i])
         elif annotated_float(params[i]) or i in floats:  # `scale: float`: any float is in its contract
             out[i] = Static(FLOAT_STATIC)
-        elif declared_values(params[i]):  # `normalize: bool`, a `Literal[...]`: each value is in its contract
-            out[i] = Static(declared_values(params[i])[0])
+        elif _declared_values(params[i]):  # `normalize: bool`, a `Literal[...]`: each value is in its contract
+            out[i] = Static(_declared_values(params[i])[0])
         else:
             return None
     for i, value in forwarded.items():
@@ -421,7 +420,13 @@ def static_without_default(subject: Subject) -> list[tuple[str, str]]:
     return [(params[i].name, where) for i, where in sorted(statics.items())
             if i < len(params) and params[i].default is params[i].empty and i not in forwarded
             and i not in literals and i not in ints and not annotated_float(params[i]) and i not in floats
-            and not declared_values(params[i])]
+            and not _declared_values(params[i])]
+
+
+def _declared_values(param: inspect.Parameter) -> list[Any]:
+    from ._declared import declared_values  # only inference asks (the import budget of `check_grad`)
+
+    return declared_values(param)
 
 
 def static_ints(subject: Subject, statics: dict[int, str], params: list[inspect.Parameter],

@@ -1,5 +1,9 @@
 """bwd's result against the primal's real signature when an argument is a pytree (`dense(params: dict, x)`).
 
+A mismatch is reported only where JAX itself rejects the result (`_jax_accepts`): JAX reads bwd's result as a tree
+prefix of the arguments, so an array for a whole subtree, or anything for an argument without leaves (`gate=None`),
+runs; what such a result does to the gradient is the reference checks' to judge.
+
 The checks run on a flat view with one argument per array leaf; a bwd whose result does not fit the user's
 argument trees is handed back unflattened, and comparing it with the leaves would name leaves the user never wrote
 ("3 differentiable arguments", `dw` paired with `params['b']`). Here the comparison is per positional argument, as
@@ -152,10 +156,12 @@ def pytree_mismatch(st: GradState, g: Any, bwd: str) -> tuple[str, str] | None:
                         f"{'s' if n != 1 else ''}")
     else:
         for position, ct in zip(diff_args, result):
-            if layout.flatten_cotangent(position, ct) is None:
+            # an argument without array leaves (None, an empty tuple: an optional input not given) has nothing to
+            # differentiate, and JAX ignores whatever bwd returns for it (tree prefix matching)
+            if jax.tree_util.tree_leaves(args[position]) and layout.flatten_cotangent(position, ct) is None:
                 problems.append(f"the entry for {names[position]} is {structure_text(ct)} where {names[position]} "
                                 f"is {kind_text(args[position])}")
-    if not problems:
+    if not problems or _jax_accepts(st.subject.original, args, diff_args):
         return None
     arg_list = ", ".join(names[i] for i in diff_args)
     message = (f"{'; '.join(problems)}. The primal takes {n} differentiable positional argument"
@@ -171,6 +177,32 @@ def pytree_mismatch(st: GradState, g: Any, bwd: str) -> tuple[str, str] | None:
                       for i in diff_args)
     return message, (f"Return `({shape}{',' if n == 1 else ''})`: one entry per positional argument, each with that "
                      "argument's pytree structure (None for an argument without gradient).")
+
+
+def _jax_accepts(original: Any, args: Sequence[Any], diff_args: Sequence[int]) -> bool:
+    """Whether JAX takes bwd's result for the user's argument trees after all: it matches them as a tree prefix, so
+    one array stands for every leaf of an argument's subtree (broadcast to each, where the shapes fit) and an entry
+    for an argument without leaves is ignored. Traced only (`jax.eval_shape` of the VJP at the example's types):
+    where the trace fails for another reason, the mismatch stands."""
+    def pullback() -> Any:
+        def fn(*diffs: Any) -> Any:
+            full = list(args)
+            for position, value in zip(diff_args, diffs):
+                full[position] = value
+            return original(*full)
+
+        out, vjp = jax.vjp(fn, *[args[i] for i in diff_args])
+        return vjp(jax.tree_util.tree_map(_unit_cotangent, out))
+
+    _, exc = quiet_call(jax.eval_shape, pullback)
+    return exc is None
+
+
+def _unit_cotangent(leaf: Any) -> Any:
+    dtype = np.dtype(leaf.dtype)
+    if dtype.kind in "fc":
+        return jax.numpy.ones(leaf.shape, dtype)
+    return np.zeros(leaf.shape, jax.dtypes.float0)
 
 
 def _placeholder_names(name: str, arg: Any) -> list[str]:
