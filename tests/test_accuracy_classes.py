@@ -323,15 +323,31 @@ def test_the_library_bind_call_gives_the_operand_count_and_its_capitalised_names
 
 @pytest.mark.parametrize("which", [pytest.param("good", marks=pytest.mark.slow), "bad"])
 def test_a_matrix_function_of_spd_matrices_is_checked_there_along_symmetric_directions(which, monkeypatch):
-    """NaN on every elementwise domain, the square root runs on the spd domain (JXN002 says so), and is perturbed
-    along symmetric directions only: a random direction leaves the domain, and the eigh-based primal is
-    differentiable along symmetric ones only, so the correct Sylvester JVP would read as wrong (JXG024)."""
+    """The square root runs on the spd domain only (NaN on every elementwise one; its code hands `a` to eigh), and
+    is perturbed along symmetric directions only: a random direction leaves the domain, and the eigh-based primal
+    is differentiable along symmetric ones only, so the correct Sylvester JVP would read as wrong (JXG024)."""
     monkeypatch.chdir(DATA)
     name = "acc/spd_sqrtm.py" if which == "good" else "acc/spd_sqrtm_bad.py"
     code, data = check(name)
     target = only_target(data)
-    assert target["inputs"] == ["f32[3,3]"] and target["verified"], target
-    assert any(f["code"] == "JXN002" and "'spd'" in f["message"] for f in target["findings"]), target["findings"]
+    assert target["inputs"] == ["f32[3,3]@spd"] and target["verified"], target
+    problems = [(f["code"], f["location"]["line"]) for f in target["findings"] if f["severity"] in ("error", "warning")]
+    if which == "good":
+        assert code == 0 and not problems, target["findings"]
+    else:
+        assert ("JXG024", expect_line(DATA / name, "JXG024")) in problems, target["findings"]
+
+
+@pytest.mark.parametrize("which", [pytest.param("good", marks=pytest.mark.slow), "bad"])
+def test_a_matrix_the_code_hands_to_eigh_is_drawn_symmetric_positive_definite(which, monkeypatch):
+    """No docstring says A is symmetric, but `jnp.linalg.eigh(A)` does: A is drawn spd and perturbed along
+    symmetric directions, where the unsymmetrised textbook bwd agrees with autodiff (on a random square matrix and
+    direction it did not: a JXG024 outside the contract). The flipped eigenvector term is still JXG024."""
+    monkeypatch.chdir(DATA)
+    name = "acc/eigh_vjp.py" if which == "good" else "acc/eigh_vjp_bad.py"
+    code, data = check(name)
+    target = only_target(data)
+    assert target["inputs"] == ["f32[3,3]@spd"] and target["verified"], target
     problems = [(f["code"], f["location"]["line"]) for f in target["findings"] if f["severity"] in ("error", "warning")]
     if which == "good":
         assert code == 0 and not problems, target["findings"]

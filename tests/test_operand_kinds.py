@@ -402,3 +402,17 @@ def test_a_docstring_that_rules_out_second_derivatives_is_read_sentence_by_sente
     assert documented_first_order_only(first_order).startswith("second-order derivatives")
     assert documented_first_order_only(hessian_free) == "" and documented_first_order_only(None) == ""
     assert documented_first_order_only(unsupported) == "Higher-order derivatives are not supported."
+
+
+def test_parameters_handed_to_a_symmetric_factorisation_are_found() -> None:
+    import jax
+
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._run._operand_kinds import factorised_positions
+
+    def solve(K, y, B, C):
+        L = jax.scipy.linalg.cholesky(K, lower=True)  # K: symmetric positive definite
+        w, v = jax.numpy.linalg.eigh(C)  # C: symmetric
+        return jax.numpy.linalg.eig(B), L @ y, jax.numpy.linalg.eigh(B @ B.T), w, v  # B itself: no contract
+
+    assert factorised_positions(Subject("m:solve", "function", solve, specs=[])) == {0, 3}

@@ -128,7 +128,9 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     indices = _operand_kinds.index_positions(subject)  # `w[idx]`, `jnp.take(x, idx)`: integers, always
     keys = _operand_kinds.key_positions(subject)  # `key`, `rng: PRNGKeyArray`: a typed PRNG key, always
     containers = _operand_kinds.container_positions(subject)  # `cache: tuple[Array, Array]`: that container
-    documented = _operand_kinds.documented_domains(subject)  # "A : ... assumed symmetric": drawn spd
+    # "A : ... assumed symmetric", or `jnp.linalg.eigh(A)` in its code: drawn spd (what the docstring says wins)
+    documented = {**dict.fromkeys(_operand_kinds.factorised_positions(subject), "spd"),
+                  **_operand_kinds.documented_domains(subject)}
     state = _State(complex=_names_complex(subject))
     # a candidate that ran, reverse mode failing there (and whether it was a derived one): kept only if nothing runs
     # both; a custom_jvp/custom_vjp's rules are part of its contract, as a primitive's are

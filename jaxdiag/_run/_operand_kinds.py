@@ -54,6 +54,28 @@ def index_positions(subject: Subject) -> set[int]:
     return {i for i, name in enumerate(names) if name in used}
 
 
+# Factorisations defined on symmetric (Hermitian) or positive-definite matrices only (`jnp.linalg.eigh`,
+# `jax.scipy.linalg.cholesky`, `cho_factor`): eigh of a general matrix reads one triangle, cholesky fails.
+_SYMMETRIC_CALLS = {"eigh", "eigvalsh", "cholesky", "cho_factor"}
+
+
+def factorised_positions(subject: Subject) -> set[int]:
+    """Positions of the parameters the target's own code hands straight to a symmetric factorisation
+    (`jnp.linalg.eigh(A)`, `cholesky(A)`): a symmetric positive-definite matrix is inside that contract, a random
+    square one is not (a custom eigh VJP agrees with autodiff on symmetric matrices and symmetric steps only), so
+    inference draws them on the spd domain, as a docstring saying "symmetric" does (`documented_domains`)."""
+    from .._harness.source import called_name, function_source
+
+    fn = _fn(subject)
+    found = function_source(fn) if fn is not None else None
+    if found is None:
+        return set()
+    used = {sub.args[0].id for sub in ast.walk(found.node) if isinstance(sub, ast.Call) and sub.args
+            and isinstance(sub.args[0], ast.Name) and called_name(sub.func) in _SYMMETRIC_CALLS}
+    names = [a.arg for a in found.node.args.posonlyargs + found.node.args.args]
+    return {i for i, name in enumerate(names) if name in used}
+
+
 # Parameter names that hold a PRNG key (`key`, `rng`, `prng_key`, `rng_key`, `subkey`, `dropout_rng`), and the
 # annotations that type one (`PRNGKeyArray`, `jax.random.PRNGKey`, `KeyArray`).
 _KEY_NAME = re.compile(r"^(key|subkey|rng|prng|prng_key|rng_key|random_key|\w+_key|\w+_rng)$")
