@@ -269,6 +269,26 @@ def test_a_bind_param_only_the_rules_require_comes_from_the_librarys_call_site()
     assert any(c.status == "passed" and c.name.startswith("batching") for t in report.targets for c in t.checks)
 
 
+def test_impl_parameters_the_library_binds_by_keyword_are_bind_params_never_operands(monkeypatch) -> None:
+    """`Pad.outer_primitive.bind(x, width=width, mode=mode)` for `impl(x, width, mode)`: one operand and two bind
+    params. `mode` is read from the wrapper's default; with no value for `width` anywhere, the primitive is left
+    unchecked, saying which param it needs (before: three arrays were bound, and the batching rule's missing
+    `width` was reported as a JXR009 error). `Scale`, bound the same way under the same attribute name, is checked
+    with the literal its wrapper binds."""
+    path = DATA / "disc_bindparams" / "halo.py"
+    with pytest.raises(Exception, match=r"needs bind parameter\(s\) width \("):
+        jaxdiag.check_all(f"{path}:Pad.outer_primitive")
+    monkeypatch.syspath_prepend(str(DATA))
+    linted = jaxdiag.check_module("disc_bindparams.halo")
+    by_target = {t.target.split(":")[-1]: t for t in linted.targets}
+    assert not [f for t in linted.targets for f in t.findings if f.severity in ("error", "warning")], [
+        (f.code, f.message[:120]) for t in linted.targets for f in t.findings]
+    assert any(f.code == "JXN012" and "--param width=" in f.message for f in by_target["Pad.outer_primitive"].findings)
+    scaled = jaxdiag.check_all(f"{path}:Scale.outer_primitive")
+    (target,) = scaled.targets
+    assert target.inputs == ["f32[3]"] and scaled.ok, [(f.code, f.message[:120]) for f in target.findings]
+
+
 TWO_RULES = '''
 import jax
 

@@ -257,6 +257,18 @@ def bind_site_operands(names: set[str], modules: list[Any]) -> list[list[str]]:
     return out
 
 
+def bound_by_keyword(names: set[str], modules: list[Any]) -> set[str]:
+    """The keywords any `NAME.bind(..., k=v)` call in the modules passes, or a call of the object holding the
+    primitive (`NAME(..., k=v)`, which forwards them): bind params, as the library binds them."""
+    out: set[str] = set()
+    for module in modules:
+        tree = module_tree(module)
+        for _, call in _calls_in(tree) if tree is not None else ():
+            if _binds(call, names):
+                out.update(k.arg for k in call.keywords if k.arg is not None)
+    return out
+
+
 def bound_positionally(names: set[str], modules: list[Any]) -> int:
     """The most operands any `NAME.bind(a, b, *rest)` call in the modules passes positionally before a `*`."""
     most = 0
@@ -313,12 +325,20 @@ def _calls_by_name(tree: ast.Module) -> dict[str, list[tuple[Any, ast.Call]]]:
 
 
 def _binds(call: ast.Call, names: set[str]) -> bool:
+    """Whether `call` binds (or calls) the primitive held under one of `names`: a plain name, the attribute of an
+    object holding it, or a class attribute spelled in full (`HaloPrimitive.outer_primitive`: a package whose
+    primitive classes all name theirs `outer_primitive` binds each under its own class)."""
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr == "bind":
         func = func.value
     if isinstance(func, ast.Name):
         return func.id in names
-    return isinstance(func, ast.Attribute) and func.attr in names
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in names:
+        return True
+    owner = func.value
+    return isinstance(owner, ast.Name) and f"{owner.id}.{func.attr}" in names
 
 
 def _literal_constants(tree: ast.Module) -> dict[str, Any]:

@@ -181,10 +181,37 @@ def bind_site_annotations(subject: Subject, wanted: set[str]) -> dict[str, str]:
 
 
 def missing_params(subject: Subject) -> list[str]:
-    """The required bind params (`required_params`) of a primitive subject that nobody gave."""
+    """The required bind params of a primitive subject that nobody gave: its impl's keyword-only ones
+    (`required_params`), and the positional parameters of its impl that the library's own bind calls pass by
+    keyword (`_keyword_bound`)."""
     if subject.kind != "primitive":
         return []
-    return [m for m in required_params(subject.obj) if m not in subject.params]
+    required = dict.fromkeys([*required_params(subject.obj), *_keyword_bound(subject)])
+    return [m for m in required if m not in subject.params]
+
+
+def _keyword_bound(subject: Subject) -> list[str]:
+    """The impl's positional parameters, after the operands every bind call passes positionally, that some bind
+    call of the library passes by keyword (`prim.bind(x, halo_extents=extents)` for `impl(x, halo_extents)`): bind
+    params, never operands, whether or not their values can be read at the call site."""
+    if subject.parent is not None:
+        return []
+    impl = _compat.impl(subject.obj)
+    if impl is None or not _locate.is_user_code(impl):
+        return []
+    try:
+        params = [p for p in inspect.signature(_locate.unwrap(impl)).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return []
+    from .._loading._passthrough import bound_by_keyword, bound_positionally
+
+    names, modules = _bind_sources(subject)
+    keywords = bound_by_keyword(names, modules)
+    if not keywords:
+        return []
+    first = bound_positionally(names, modules)
+    return [p.name for p in params[first:] if p.name in keywords and p.default is p.empty]
 
 
 def bind_site_operands(subject: Subject) -> list[list[str]]:
@@ -214,6 +241,8 @@ def _bind_sources(subject: Subject) -> tuple[set[str], list[Any]]:
                 names.add(attr)
             elif _holds(value, prim):
                 names.add(attr)
+            elif isinstance(value, type):  # a class attribute (`cls.outer_primitive = p`), bound under its class
+                names.update(f"{attr}.{name}" for name, held in list(vars(value).items()) if held is prim)
     return names, modules
 
 
@@ -246,7 +275,8 @@ def check_params(subject: Subject) -> None:
     if missing:
         names = ", ".join(missing)
         raise MissingParamsError(
-            f"{subject.label} needs bind parameter(s) {names} (keyword-only in its impl/abstract eval); pass "
+            f"{subject.label} needs bind parameter(s) {names} (keyword-only in its impl/abstract eval, or passed by "
+            "keyword at the library's bind calls); pass "
             f"{param_snippet(missing)} with the values your code binds (or record them with `jaxdiag record`)",
             label=subject.label, missing=missing)
 
