@@ -189,7 +189,7 @@ def test_a_bwd_entry_for_an_argument_without_leaves_is_no_structure_error():
     x = jnp.arange(3.0)
     np.testing.assert_allclose(jax.jit(jax.grad(lambda v: module.recurrence(v).sum()))(x), [3.0, 2.0, 1.0])
     jax.grad(lambda v: module.paired_recurrence(v).sum())(x)  # runs
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="Custom VJP bwd rule must produce an output"):
         jax.grad(lambda v: module.misshapen_recurrence(v).sum())(x)
     clean = jaxdiag.check_grad(f"{DATA / 'pytree_vjp_optional.py'}:recurrence", "f32[3]")
     no_internal_errors(clean)

@@ -125,3 +125,16 @@ def test_a_bind_param_from_a_wrappers_str_parameter_takes_a_name(tmp_path, monke
     assert any("name='jaxdiag'" in f["message"] for f in found["findings"] if f["severity"] == "info"), found
     assert any(f["code"].startswith("JXB") for f in errors_and_warnings(found)), found["findings"]
     assert code == 1
+
+
+@pytest.mark.slow
+def test_an_int_order_in_a_custom_jvps_nondiff_argnums_is_a_python_int(tmp_path, monkeypatch):
+    """`periodic(n, x)` with `n` in nondiff_argnums and used by `range(n)`: it was drawn as an f32[] array, which
+    `range` refuses (or, where the code truncates it, a non-integer order no caller passes). Now the int ladder's
+    4, as for a function's int parameter; the JVP missing its factor `n` is still found."""
+    code, data = check("bernoulli", tmp_path, monkeypatch)
+    targets = {t["target"].split(":")[-1]: t for t in data["targets"]}
+    assert targets["periodic"]["inputs"][0] == "4" and targets["periodic"]["verified"], targets["periodic"]
+    assert not errors_and_warnings(targets["periodic"])
+    wrong = errors_and_warnings(targets["periodic_wrong"])
+    assert targets["periodic_wrong"]["inputs"][0] == "4" and {f["code"] for f in wrong} & {"JXG014", "JXG024"}, wrong

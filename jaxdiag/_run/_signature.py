@@ -428,14 +428,16 @@ def annotated_float(param: inspect.Parameter) -> bool:
 def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list[dict[int, str]]:
     """The int positions of a function's first `arity` parameters ({position: "int" or "shape"}), as tried in
     turn: all of them, then (when some were guessed from a name only) only the annotated ones, the rest drawn as
-    arrays. [{}] for none."""
-    if subject.kind != "function":
+    arrays. [{}] for none. For a custom_jvp/custom_vjp only its nondiff_argnums count (`expn(n, x)` with `n`
+    static: a Python int; its other arguments are differentiated, so arrays)."""
+    if subject.kind not in ("function", "custom_jvp", "custom_vjp"):
         return [{}]
     from ._int_params import int_kind
 
-    found = {i: int_kind(p) for i, p in enumerate(positional(signature_of(subject))[:arity]) if i not in statics}
-    kinds = {i: k for i, k in found.items() if k is not None}
     fixed = static_positions(subject)  # a static is never drawn as an array: its kind is sure, even from a name
+    found = {i: int_kind(p) for i, p in enumerate(positional(signature_of(subject))[:arity])
+             if i not in statics and (subject.kind == "function" or i in fixed)}
+    kinds = {i: k for i, k in found.items() if k is not None}
     sure = {i: kind for i, (kind, guessed) in kinds.items() if not guessed or i in fixed}
     return [{i: kind for i, (kind, _) in kinds.items()}] + ([sure] if len(sure) < len(kinds) else [])
 
