@@ -100,7 +100,10 @@ VJP_BWD_STRUCTURE: Rule[_fields.JXG010] = Rule(
     "JXG010", "vjp-bwd-structure", "error",
     "A custom_vjp bwd must return a tuple with one cotangent per differentiable positional argument, each shaped "
     "like that argument.",
-    "Calls bwd and compares its output structure and shapes with the primal arguments (after `nondiff_argnums`).",
+    "Calls bwd and compares its output structure and shapes with the primal arguments (after `nondiff_argnums`), "
+    "read as JAX reads it: a tree prefix (one entry stands for every leaf of its argument's subtree; an entry for "
+    "an argument without array leaves, such as an optional `None`, is ignored). A pytree mismatch is reported "
+    "only where JAX itself rejects the result when traced.",
     "`grad` fails with a pytree-structure error, or, worse, a mismatched nesting is accepted for one shape and "
     "not another.",
     "jxg010_bad.py", "jxg010_good.py",
