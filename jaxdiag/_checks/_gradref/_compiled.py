@@ -12,6 +12,11 @@ in (the float64 escalation of a float32 primal) every eager operation would be a
 default level, about 20 ms each on CPU: one program of jaxdiag's own (`_compat.own_jit`) costs about as much as one of
 them. A primal that cannot be traced or compiled stays eager: the eager call then gives the value, or the error, it
 always gave.
+
+The subject's gradient at a cotangent, G(x) = J(x)^T w, is such a program too (`CompiledGradient`): its VJP
+(jvp-reverse, function-grad, and the eager reference grad-composition compares its compositions with) and finite
+differences of G (grad-second-order) share it. For a subject that loops, that reference is therefore this
+program's value, computed as eagerly (user primitives at its top level by their impls).
 """
 
 from __future__ import annotations
@@ -86,7 +91,6 @@ class CompiledPrimal:
             return None
         jitted = _compat.own_jit(evaluate)
         return lambda *xs: jax.tree_util.tree_unflatten(tree[0], jitted(*xs))
-
 
 
 class CompiledGradient:
