@@ -134,6 +134,8 @@ def _both_modes_compiled(st: GradState, G: Callable, x: tuple, v: tuple, u: list
     programs, 6 s). None where that program does not run, or where the subject calls a custom_vjp function: JAX
     refuses forward mode of a custom_vjp eagerly where it may trace it (equinox's backward_nan), and only the eager
     calls can say so. The eager calls then decide, and name the mode that fails."""
+    if st.kind == "custom_vjp":
+        return None
     count = len(x)
 
     def modes(values: Sequence[Any]) -> tuple[list[Any], list[Any]]:
@@ -148,8 +150,6 @@ def _both_modes_compiled(st: GradState, G: Callable, x: tuple, v: tuple, u: list
 
 
 def _calls_custom_vjp(st: GradState) -> bool:
-    if st.kind == "custom_vjp":
-        return True
     traced, exc = quiet_call(jax.make_jaxpr(st.diff_fn(st.call_target)), *st.diff_values)
     return exc is not None or _compat.calls_custom_vjp(traced)
 
