@@ -321,13 +321,9 @@ def test_the_library_bind_call_gives_the_operand_count_and_its_capitalised_names
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("which", [pytest.param("good", marks=pytest.mark.slow), "bad"])
-def test_a_matrix_function_of_spd_matrices_is_checked_there_along_symmetric_directions(which, monkeypatch):
-    """The square root runs on the spd domain only (NaN on every elementwise one; its code hands `a` to eigh), and
-    is perturbed along symmetric directions only: a random direction leaves the domain, and the eigh-based primal
-    is differentiable along symmetric ones only, so the correct Sylvester JVP would read as wrong (JXG024)."""
-    monkeypatch.chdir(DATA)
-    name = "acc/spd_sqrtm.py" if which == "good" else "acc/spd_sqrtm_bad.py"
+def _checked_on_spd_matrices(stem: str, which: str) -> None:
+    """acc/STEM.py (good: clean) or acc/STEM_bad.py (JXG024 at its marked line), checked on f32[3,3]@spd."""
+    name = f"acc/{stem}.py" if which == "good" else f"acc/{stem}_bad.py"
     code, data = check(name)
     target = only_target(data)
     assert target["inputs"] == ["f32[3,3]@spd"] and target["verified"], target
@@ -336,6 +332,15 @@ def test_a_matrix_function_of_spd_matrices_is_checked_there_along_symmetric_dire
         assert code == 0 and not problems, target["findings"]
     else:
         assert ("JXG024", expect_line(DATA / name, "JXG024")) in problems, target["findings"]
+
+
+@pytest.mark.parametrize("which", [pytest.param("good", marks=pytest.mark.slow), "bad"])
+def test_a_matrix_function_of_spd_matrices_is_checked_there_along_symmetric_directions(which, monkeypatch):
+    """The square root runs on the spd domain only (NaN on every elementwise one; its code hands `a` to eigh), and
+    is perturbed along symmetric directions only: a random direction leaves the domain, and the eigh-based primal
+    is differentiable along symmetric ones only, so the correct Sylvester JVP would read as wrong (JXG024)."""
+    monkeypatch.chdir(DATA)
+    _checked_on_spd_matrices("spd_sqrtm", which)
 
 
 @pytest.mark.parametrize("which", [pytest.param("good", marks=pytest.mark.slow), "bad"])
@@ -344,15 +349,7 @@ def test_a_matrix_the_code_hands_to_eigh_is_drawn_symmetric_positive_definite(wh
     symmetric directions, where the unsymmetrised textbook bwd agrees with autodiff (on a random square matrix and
     direction it did not: a JXG024 outside the contract). The flipped eigenvector term is still JXG024."""
     monkeypatch.chdir(DATA)
-    name = "acc/eigh_vjp.py" if which == "good" else "acc/eigh_vjp_bad.py"
-    code, data = check(name)
-    target = only_target(data)
-    assert target["inputs"] == ["f32[3,3]@spd"] and target["verified"], target
-    problems = [(f["code"], f["location"]["line"]) for f in target["findings"] if f["severity"] in ("error", "warning")]
-    if which == "good":
-        assert code == 0 and not problems, target["findings"]
-    else:
-        assert ("JXG024", expect_line(DATA / name, "JXG024")) in problems, target["findings"]
+    _checked_on_spd_matrices("eigh_vjp", which)
 
 
 def test_the_spd_domain_draws_hermitian_positive_definite_matrices_and_is_a_spec_domain():

@@ -351,8 +351,8 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
             out[i] = Static(literals[i])
         elif annotated_float(params[i]) or i in floats:  # `scale: float`: any float is in its contract
             out[i] = Static(FLOAT_STATIC)
-        elif _declared_values(params[i]):  # `normalize: bool`, a `Literal[...]`: each value is in its contract
-            out[i] = Static(_declared_values(params[i])[0])
+        elif declared := _declared_values(params[i]):  # `normalize: bool`, a `Literal[...]`: each is in its contract
+            out[i] = Static(declared[0])
         else:
             return None
     for i, value in forwarded.items():
@@ -488,7 +488,6 @@ def _literal_call_arguments(subject: Subject, floats: set[Any] | None = None) ->
     """{position or keyword name: a literal value} from the target's own module: its calls (`f(x, 3)`) and its
     partial applications (`functools.partial(f, max_gradient=1e3)`, whose positions follow the function).
     `floats` gets the positions and names some call passes as `float(...)`: a float is in their contract."""
-
     from .._harness.source import called_name
     from .._loading._passthrough import module_tree
 

@@ -130,14 +130,17 @@ def _eager_vjp(st: GradState) -> tuple[Any, BaseException | None]:
     pullback = res[1]
 
     def apply(ws: Sequence[Any]) -> list[np.ndarray] | None:
-        memo = st.memo.eager_cotangents
-        if id(ws) not in memo:
-            out, err = quiet_call(pullback, jax.tree_util.tree_unflatten(st.out_treedef, list(ws)))
-            memo[id(ws)] = None if err is not None else [np.asarray(o) for o in out]
-            st.memo.eager_cotangent_errors[id(ws)] = err
-        return memo[id(ws)]
+        if id(ws) not in st.memo.eager_cotangents:
+            _remember(st, ws, *quiet_call(pullback, jax.tree_util.tree_unflatten(st.out_treedef, list(ws))))
+        return st.memo.eager_cotangents[id(ws)]
 
     return apply, None
+
+
+def _remember(st: GradState, ws: Sequence[Any], out: Any, err: BaseException | None) -> None:
+    """The VJP's cotangents at `ws` (NumPy arrays), or the error it raised there, in the state's memo."""
+    st.memo.eager_cotangents[id(ws)] = None if err is not None else [np.asarray(o) for o in out]
+    st.memo.eager_cotangent_errors[id(ws)] = err
 
 
 def _compiled_vjp(st: GradState) -> tuple[Any, None] | None:
@@ -146,28 +149,24 @@ def _compiled_vjp(st: GradState) -> tuple[Any, None] | None:
     8 s, and as many in the pullback). It computes what the eager calls compute (a user primitive at the top level
     runs its impl). None where that program does not run at the first cotangent; a cotangent it does not run at
     later goes through the eager calls."""
-    first = st.cotangents(0)
     ran, out = st.gradient.compiled(st.diff_values)
     if not ran:
         return None
-    st.memo.eager_cotangents[id(first)] = [np.asarray(o) for o in out]
-    st.memo.eager_cotangent_errors[id(first)] = None
+    _remember(st, st.cotangents(0), out, None)
     eager: list[tuple[Any, BaseException | None]] = []  # computed only for a cotangent the program fails on
 
     def apply(ws: Sequence[Any]) -> list[np.ndarray] | None:
-        memo = st.memo.eager_cotangents
-        if id(ws) not in memo:
+        if id(ws) not in st.memo.eager_cotangents:
             ran, out = st.gradient.compiled(st.diff_values, ws)
-            if not ran:
+            if ran:
+                _remember(st, ws, out, None)
+            else:
                 eager[:] = eager or [_eager_vjp(st)]
                 fallback, exc = eager[0]
                 if fallback is not None:
                     return fallback(ws)
-                memo[id(ws)], st.memo.eager_cotangent_errors[id(ws)] = None, exc
-                return None
-            memo[id(ws)] = [np.asarray(o) for o in out]
-            st.memo.eager_cotangent_errors[id(ws)] = None
-        return memo[id(ws)]
+                _remember(st, ws, None, exc)
+        return st.memo.eager_cotangents[id(ws)]
 
     return apply, None
 
