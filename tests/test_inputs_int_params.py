@@ -138,3 +138,34 @@ def test_an_int_order_in_a_custom_jvps_nondiff_argnums_is_a_python_int(tmp_path,
     assert not errors_and_warnings(targets["periodic"])
     wrong = errors_and_warnings(targets["periodic_wrong"])
     assert targets["periodic_wrong"]["inputs"][0] == "4" and {f["code"] for f in wrong} & {"JXG014", "JXG024"}, wrong
+
+
+@pytest.mark.slow
+def test_two_int_statics_in_an_unstated_relation_get_distinct_values(tmp_path, monkeypatch):
+    """`recurrence(k, x, M)` needs `M > k + 1`, which nothing states: the ladder's equal values (4 and 4, ...) all
+    fail, so before it was not checked (JXN004). Now the ints also climb apart (2 and 8, then 8 and 2)."""
+    code, data = check("recurrence", tmp_path, monkeypatch)
+    targets = {t["target"].split(":")[-1]: t for t in data["targets"]}
+    assert targets["recurrence"]["inputs"] == ["2", "f32[3]", "8"] and targets["recurrence"]["verified"]
+    assert not errors_and_warnings(targets["recurrence"])
+    wrong = errors_and_warnings(targets["recurrence_wrong"])
+    assert {f["code"] for f in wrong} & {"JXG014", "JXG024"}, wrong
+
+
+def test_several_int_statics_climb_equal_then_apart() -> None:
+    from jaxdiag._run._int_params import ladder_values
+
+    assert ladder_values({0: "int"}) == [{0: 4}, {0: 2}, {0: 3}, {0: 8}]
+    rungs = ladder_values({0: "int", 2: "int", 3: "str"})
+    assert [(r[0], r[2]) for r in rungs] == [(4, 4), (2, 2), (3, 3), (8, 8), (2, 8), (8, 2)]
+    assert {r[3] for r in rungs} == {"jaxdiag"}
+    assert [r[i] for r in ladder_values(dict.fromkeys(range(3), "int"))[-2:] for i in range(3)] == [2, 4, 8, 8, 4, 2]
+
+
+def test_a_static_named_as_an_index_is_an_int_and_a_functions_index_array_is_not() -> None:
+    from jaxdiag._run._int_params import int_kind
+
+    for name in ("ignore_index", "idx", "dim", "rank"):
+        assert int_kind(_param(name), static=True) == ("int", True), name
+        assert int_kind(_param(name)) is None, name  # a function's `idx` is usually an array of indices
+    assert int_kind(_param("x"), static=True) is None

@@ -35,6 +35,32 @@ def test_parameters_used_as_indices_are_drawn_as_integers_inside_every_extent() 
     assert drawn[2].dtype == f32  # a declared domain is the user's: never redrawn
 
 
+def test_indices_reached_through_a_clipped_local_or_a_helper_are_indices() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._run._operand_kinds import index_positions
+
+    def direct(logits, targets, rows):
+        vocab = logits.shape[-1]  # a size read from `logits`: never makes `logits` an index
+        safe = jnp.clip(targets, 0, vocab - 1)
+        wide = rows.astype(jnp.int32)
+        return jnp.take_along_axis(logits, safe[..., None], axis=-1) + logits[wide] + logits[vocab - 1]
+
+    def through_helper(logits, targets, weights):
+        return _picked(logits, targets) * weights
+
+    for fn, expected in ((direct, {1, 2}), (through_helper, {1})):
+        assert index_positions(Subject("m:f", "custom_vjp", jax.custom_vjp(fn), specs=[])) == expected, fn
+
+
+def _picked(values, labels):  # a helper of the module's: found through its globals
+    import jax.numpy as jnp
+
+    return jnp.take_along_axis(values, jnp.clip(labels, 0, 3)[..., None], axis=-1)
+
+
 def test_parameters_named_or_annotated_as_keys_are_keys() -> None:
     import jax
 
@@ -226,6 +252,17 @@ def test_a_keyed_custom_vjp_and_an_index_taking_jvp_are_checked(package: dict) -
     (wrong,) = errors_and_warnings(relu)
     assert wrong["code"] == "JXG024", wrong
     assert not errors_and_warnings(rows), rows
+
+
+@pytest.mark.slow
+def test_a_cross_entropy_with_clipped_targets_and_an_ignored_label_is_checked(package: dict) -> None:
+    """Its targets reach `take_along_axis` through a helper and a clipped local; its static `ignore_index` has no
+    annotation, no default and no literal at its callers. Before, neither target was checked (JXN012)."""
+    targets = _targets(package, "cross_entropy")
+    for name in ("cross_entropy", "cross_entropy_wrong"):
+        assert targets[name]["inputs"] == ["f32[4,4]", "i32[4]@0..3", "f32[4]", "4"], targets[name]
+    assert not errors_and_warnings(targets["cross_entropy"]), targets["cross_entropy"]
+    assert {f["code"] for f in errors_and_warnings(targets["cross_entropy_wrong"])} & {"JXG014", "JXG024"}
 
 
 @pytest.mark.slow

@@ -77,7 +77,9 @@ def test_axes_are_read_from_unpacking_and_every_docstring_style() -> None:
     # one size per axis name across operands, an integer axis as written, the unstated one at the first's shape
     assert rungs[0] == [(2, 3, 4), (4,), (5, 1, 4), (2, 3), (2, 3, 4)]
     # then leading parts, trailing parts, a scalar
-    assert [rung[4] for rung in rungs] == [(2, 3, 4), (2, 3), (2,), (3, 4), (4,), ()]
+    assert [rung[4] for rung in rungs[:-1]] == [(2, 3, 4), (2, 3), (2,), (3, 4), (4,), ()]
+    # last, every named axis at one size (an integer axis as written)
+    assert rungs[-1] == [(4, 4, 4), (4,), (4, 1, 4), (4, 4), (4, 4, 4)]
     assert list(stated_rungs([0, 1], [], f32)) == []
 
 
@@ -151,3 +153,69 @@ def test_a_float_annotated_scalar_that_runs_as_an_array_is_never_swapped_for_a_p
     (target,) = _targets("callback").values()
     assert target["inputs"][:2] == ["f32[]", "f32[]"]
     assert missing_vmap_method_code() in _codes(target)
+
+
+@pytest.mark.slow
+def test_a_kernel_annotated_in_jaxtyping_notation_is_checked_on_its_annotated_ranks() -> None:
+    """Rank-4 operands only the annotations state (`Float[Array, "batch seq q_heads dim"]`); a float operand named
+    `key`; query heads that must be a multiple of the key-value heads (every named axis at one size); a
+    `scale: float` its public wrapper passes as `None` before resolving it. Before, neither target was checked
+    (JXN004: the ladder stops at rank 3, `key` was drawn as a PRNG key)."""
+    targets = _targets("annotated")
+    arrays = ["f32[4,4,4,4]"] * 3
+    assert targets["gqa_attention_core"]["inputs"] == [*arrays, "0.5"]
+    assert _codes(targets["gqa_attention_core"]) == set()
+    assert targets["gqa_attention_wrong"]["inputs"] == [*arrays, "0.5"]
+    assert "JXG024" in _codes(targets["gqa_attention_wrong"])  # the forgotten scale on the query's gradient
+
+
+def test_jaxtyping_annotations_are_read_as_jaxtyping_reads_them() -> None:
+    from jaxdiag._run._annotated_arrays import AnnotatedArray, annotated_arrays
+
+    def kernel(q: "Float[Array, 'batch #seq *rest 3']", idx: Int[Array, "_ n"] | None,  # noqa: F722, F821
+               mask: Optional[Bool[Array, ""]], k: "Key[Array, '']", w: "Float[Array, 'n+1']",  # noqa: F722, F821
+               plain: "jax.Array", scale: float):  # noqa: F821
+        return q
+
+    found = annotated_arrays(kernel)
+    assert found == {0: AnnotatedArray("float", ("batch", "seq", "3")), 1: AnnotatedArray("int", ("_1_0", "n")),
+                     2: AnnotatedArray("bool", ()), 3: AnnotatedArray("key", ()), 4: AnnotatedArray("float", None)}
+
+
+def test_a_callers_none_reaches_no_static_whose_annotation_excludes_it() -> None:
+    import inspect
+
+    from jaxdiag._run._declared import admits_none
+
+    def f(a: float, b: float | None, c: Optional[float], d, e: Any):  # noqa: ANN001, F821
+        return a
+
+    params = inspect.signature(f).parameters
+    assert [admits_none(params[n]) for n in "abcde"] == [False, True, True, True, True]
+
+
+@pytest.mark.slow
+def test_an_enum_static_without_default_takes_its_members() -> None:
+    """`direction: Direction` in nondiff_argnums, no default, a variable at every call: each member is in its
+    contract, and the first is taken (as a `bool` or a `Literal` static's first value). Before, neither target was
+    checked (JXN012); the backward pass forgetting the member's rate is found."""
+    targets = _targets("enumerated")
+    assert targets["exponential"]["inputs"] == ["f32[3]", "<Direction.GROW>"]
+    assert _codes(targets["exponential"]) == set()
+    assert _codes(targets["exponential_wrong"]) == {"JXG024"}
+
+
+def test_an_enum_annotation_declares_its_members() -> None:
+    import enum
+    import inspect
+
+    from jaxdiag._loading._inputs import static_text
+    from jaxdiag._run._declared import declared_values
+
+    class Mode(enum.Enum):
+        FAST = "fast"
+        EXACT = "exact"
+
+    param = inspect.Parameter("mode", inspect.Parameter.POSITIONAL_ONLY, annotation=Mode)
+    assert declared_values(param) == [Mode.FAST, Mode.EXACT]
+    assert static_text(Mode.EXACT) == "<Mode.EXACT>"

@@ -12,6 +12,7 @@ One `--arg` describes one positional argument (docs/cli.md, SPEC):
 from __future__ import annotations
 
 import ast
+import enum
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -110,8 +111,8 @@ def static_text(value: Any) -> str:
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         value = value.item()
     text = repr(value)
-    if not is_literal_text(text):  # a callable, a treedef: named by type, so reports stay deterministic
-        return f"<{type(value).__name__}>"
+    if not is_literal_text(text):  # a callable, a treedef: named by type (an Enum member also by its name), so
+        return f"<{type(value).__name__}{'.' + value.name if isinstance(value, enum.Enum) else ''}>"  # deterministic
     return text
 
 

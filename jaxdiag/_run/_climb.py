@@ -124,9 +124,13 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     pairs_early, dtype, operands = how
     totals: set[int] = set()
     scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
-    truths = _predicates.predicate_positions(subject)  # `jnp.any(x)`, `~mask`: booleans first, then floats
-    indices = _operand_kinds.index_positions(subject)  # `w[idx]`, `jnp.take(x, idx)`: integers, always
-    keys = _operand_kinds.key_positions(subject)  # `key`, `rng: PRNGKeyArray`: a typed PRNG key, always
+    # jaxtyping's `Int[Array, "n"]`, `Bool[...]`, `Float[...]`: the annotation's family wins over a name
+    families = _stated_shapes.annotated_families(subject)
+    truths = _predicates.predicate_positions(subject) | _family(families, "bool")  # booleans first, then floats
+    indices = _operand_kinds.index_positions(subject) | _family(families, "int")  # `w[idx]`: integers, always
+    # `key`, `rng: PRNGKeyArray`: a typed PRNG key, always (never where the annotation says another family)
+    keys = (_operand_kinds.key_positions(subject) - _family(families, "float", "complex", "int", "bool")
+            ) | _family(families, "key")
     containers = _operand_kinds.container_positions(subject)  # `cache: tuple[Array, Array]`: that container
     # "A : ... assumed symmetric", or `jnp.linalg.eigh(A)` in its code: drawn spd (what the docstring says wins)
     documented = {**dict.fromkeys(_operand_kinds.factorised_positions(subject), "spd"),
@@ -198,6 +202,10 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                 if fallback is not None and fallback[2] and derived is None:  # the derived family is done
                     return _found(subject, notes, *fallback[:2])
     return _found(subject, notes, *fallback[:2]) if fallback is not None else None
+
+
+def _family(families: dict[int, str], *wanted: str) -> set[int]:
+    return {i for i, family in families.items() if family in wanted}
 
 
 def _scalar_forms(templates: list[Any], scalars: set[int]) -> Iterator[list[Any]]:

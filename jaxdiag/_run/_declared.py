@@ -1,9 +1,10 @@
-"""The values a parameter's annotation declares (`flag: bool`, `mode: Literal["fast", "exact"]`), read from the
-evaluated annotation or from its postponed string (`from __future__ import annotations`)."""
+"""The values a parameter's annotation declares (`flag: bool`, `mode: Literal["fast", "exact"]`, an Enum class), read
+from the evaluated annotation or from its postponed string (`from __future__ import annotations`)."""
 
 from __future__ import annotations
 
 import ast
+import enum
 import inspect
 import typing
 from typing import Any
@@ -11,12 +12,23 @@ from typing import Any
 
 def declared_values(param: inspect.Parameter) -> list[Any]:
     """The values a static's annotation declares, in the order tried: `flag: bool` True then False (the flag set
-    usually runs more of the rule), a `Literal[...]`'s values as listed; [] for any other annotation. Each is in
+    usually runs more of the rule), an Enum class's members and a `Literal[...]`'s values as listed; [] for any
+    other annotation (an Enum named in a postponed annotation is not resolved). Each is in
     the parameter's contract, so a static without a default or a caller's literal takes the first (inferred
     inputs: a finding on them is at most a warning)."""
     if param.annotation in (bool, "bool", "builtins.bool"):
         return [True, False]
+    if isinstance(param.annotation, type) and issubclass(param.annotation, enum.Enum):
+        return list(param.annotation)  # `fft_type: FftType`: each member, in definition order
     return literal_values(param.annotation)
+
+
+def admits_none(param: inspect.Parameter) -> bool:
+    """Whether None is in the parameter's declared values: no annotation, or one naming None, Optional or Any
+    (`scale: float` admits none: a caller passing its own `None` default on resolves it first)."""
+    text = param.annotation if isinstance(param.annotation, str) else (
+        "" if param.annotation is param.empty else inspect.formatannotation(param.annotation))
+    return not text or any(word in text for word in ("None", "Optional", "Any"))
 
 
 def literal_values(annotation: Any) -> list[Any]:

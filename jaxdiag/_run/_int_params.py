@@ -34,6 +34,9 @@ COUNT_NAME = re.compile(r"^(n|L|axis|nside)$|^(n|num)_\w+$|"
 LETTER_NAME = re.compile(r"^[A-Za-z]$|^[A-Za-z]_?(max|lower|upper)$")
 # Names of a tuple of ints (`output_shape`, `dims`, `grid_sizes`).
 SHAPE_NAME = re.compile(r"(^|_)(shape|shapes|dims|sizes|extent|extents)$")
+# ... and for a static only (hashable, so never an array), a position's name (`ignore_index`, `dim`, `idx`): a
+# function's `index` or `idx` argument is usually an array of them.
+STATIC_INDEX_NAME = re.compile(r"(^|_)(index|idx|dim|rank)$")
 
 
 def annotation_kind(text: str) -> str | None:
@@ -55,10 +58,11 @@ def name_kind(name: str, bind_param: bool = False) -> str | None:
     return None
 
 
-def int_kind(param: inspect.Parameter) -> tuple[str, bool] | None:
+def int_kind(param: inspect.Parameter, static: bool = False) -> tuple[str, bool] | None:
     """("int" or "shape", guessed from its name only) for a parameter given a Python int (or int tuple) rather than
     an array: annotated `int` / `Optional[int]` / `int | None` / `tuple[int, ...]`, or unannotated with an int
-    default, or with neither and a count or shape name (`name_kind`); else None."""
+    default, or with neither and a count or shape name (`name_kind`; a `static` one named as an index too); else
+    None."""
     if param.annotation is not param.empty:
         from .._harness.source import annotation_text
 
@@ -66,15 +70,30 @@ def int_kind(param: inspect.Parameter) -> tuple[str, bool] | None:
         return (kind, False) if kind else None
     if param.default is not param.empty:
         return ("int", False) if type(param.default) is int else None
-    guessed = name_kind(param.name)
+    guessed = name_kind(param.name) or ("int" if static and STATIC_INDEX_NAME.search(param.name) else None)
     return (guessed, True) if guessed else None
 
 
 def ladder_values(kinds: dict[Any, str]) -> list[dict[Any, Any]]:
     """One {key: value} per rung: INT_LADDER's for an "int" key, SHAPE_LADDER's for a "shape" one, STR_VALUE for a
-    "str" one."""
-    return [{key: INT_LADDER[r] if kind == "int" else STR_VALUE if kind == "str" else SHAPE_LADDER[r]
+    "str" one. With two or more "int" keys, two rungs more, where they differ: increasing in position order, then
+    decreasing (an order below a recurrence length, `k < M`, or a length above a count), spread over the ladder."""
+    same = [{key: INT_LADDER[r] if kind == "int" else STR_VALUE if kind == "str" else SHAPE_LADDER[r]
              for key, kind in kinds.items()} for r in range(len(INT_LADDER))]
+    ints = [key for key, kind in kinds.items() if kind == "int"]
+    if len(ints) < 2:
+        return same
+    spread = _spread(len(ints))
+    return same + [{**same[0], **dict(zip(ints, order))} for order in (spread, spread[::-1])]
+
+
+def _spread(n: int) -> tuple[int, ...]:
+    """`n` distinct ints, increasing, from the ladder's smallest to its largest (2 and 8 for two)."""
+    ladder = sorted(set(INT_LADDER))
+    if n > len(ladder):
+        return tuple(range(2, 2 + n))
+    picks = [round(k * (len(ladder) - 1) / (n - 1)) for k in range(n)]
+    return tuple(ladder[p] for p in picks)
 
 
 def int_rungs(ints: dict[int, str]) -> list[dict[int, Static]]:

@@ -33,15 +33,25 @@ _INDEX_CALLS = {"take", "take_along_axis"}
 
 def index_positions(subject: Subject) -> set[int]:
     """Positions of the parameters the target's own code indexes an array with: `x[idx]`, `x.at[idx]`,
-    `jnp.take(x, idx)`, `jnp.take_along_axis(x, idx, ...)` (for a primitive, in its impl). A float array is never
-    a valid index, so inference draws integers there, inside every operand's extent (`_climb`)."""
+    `jnp.take(x, idx)`, `jnp.take_along_axis(x, idx, ...)` (for a primitive, in its impl), directly, through a
+    local computed from that parameter alone (`safe = jnp.clip(targets, 0, n - 1)`, `t = targets.astype(int)`), or
+    in a helper function of the user's it hands the parameter to (one call deep: `return _loss(logits, targets)`).
+    A float array is never a valid index, so inference draws integers there, inside every operand's extent
+    (`_climb`)."""
+    fn = _fn(subject)
+    return _indexing(fn, depth=1) if fn is not None else set()
+
+
+def _indexing(fn: Any, depth: int) -> set[int]:
+    from .._core import _locate
     from .._harness.source import called_name, function_source
 
-    fn = _fn(subject)
-    found = function_source(fn) if fn is not None else None
+    found = function_source(fn)
     if found is None:
         return set()
+    names = [a.arg for a in found.node.args.posonlyargs + found.node.args.args]
     used: set[str] = set()
+    namespace = getattr(_locate.unwrap(fn), "__globals__", {})
     for sub in ast.walk(found.node):
         if isinstance(sub, ast.Subscript):
             index = sub.slice
@@ -49,9 +59,59 @@ def index_positions(subject: Subject) -> set[int]:
             used.update(p.id for p in parts if isinstance(p, ast.Name))
         elif isinstance(sub, ast.Call) and called_name(sub.func) in _INDEX_CALLS:
             given = sub.args[1:2] + [k.value for k in sub.keywords if k.arg == "indices"]
-            used.update(g.id for g in given if isinstance(g, ast.Name))
-    names = [a.arg for a in found.node.args.posonlyargs + found.node.args.args]
+            used.update(name for g in given for name in _indexed_by(g))
+        elif depth and isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+            helper = namespace.get(sub.func.id)
+            if inspect.isfunction(helper) and _locate.is_user_code(helper):
+                for i in _indexing(helper, depth - 1):
+                    arg = sub.args[i] if i < len(sub.args) else None
+                    if isinstance(arg, ast.Name):
+                        used.add(arg.id)
+    aliases = _derived_from_one(found.node, names)
+    used |= {aliases[name] for name in used if name in aliases}
     return {i for i, name in enumerate(names) if name in used}
+
+
+_SHAPE_READS = {"shape", "ndim", "size", "dtype"}
+
+
+# Calls whose first argument's values, kept or reshaped, are their result's (`jnp.clip(idx, 0, n - 1)`)
+_VALUE_KEEPING = {"clip", "asarray", "array", "reshape", "ravel", "expand_dims", "squeeze", "broadcast_to"}
+
+
+def _indexed_by(node: ast.expr) -> list[str]:
+    """The name an index argument is made of: `idx`, `idx[..., None]`, `idx.astype(jnp.int32)`,
+    `jnp.clip(idx, 0, n - 1)`."""
+    from .._harness.source import called_name
+
+    while True:
+        if isinstance(node, ast.Name):
+            return [node.id]
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "astype":
+            node = node.func.value
+        elif isinstance(node, ast.Call) and node.args and called_name(node.func) in _VALUE_KEEPING:
+            node = node.args[0]
+        else:
+            return []
+
+
+def _derived_from_one(node: ast.AST, params: list[str]) -> dict[str, str]:
+    """{local: parameter} for the locals assigned (in order) from an expression whose values come from one
+    parameter only: `safe = jnp.clip(targets, 0, vocab - 1)` with `vocab` not a parameter. A read of a shape
+    (`vocab = logits.shape[-1]`) makes no alias: it is a size, not the parameter's values."""
+    aliases: dict[str, str] = {}
+    for sub in ast.walk(node):
+        if not (isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name)):
+            continue
+        inside = list(ast.walk(sub.value))
+        if any(isinstance(n, ast.Attribute) and n.attr in _SHAPE_READS for n in inside):
+            continue
+        sources = {aliases.get(n.id, n.id) for n in inside if isinstance(n, ast.Name)} & set(params)
+        if len(sources) == 1 and sub.targets[0].id not in params:
+            aliases[sub.targets[0].id] = sources.pop()
+    return aliases
 
 
 # Factorisations defined on symmetric (Hermitian) or positive-definite matrices only (`jnp.linalg.eigh`,

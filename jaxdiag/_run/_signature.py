@@ -332,6 +332,8 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
     always fills from an option-valued default (`_passthrough`), and those its own module's calls fill with a
     literal (`f(x, 3)`, `functools.partial(f, max_gradient=1e3)`: the value its callers use); None when a static
     position has none of these."""
+    from ._declared import admits_none
+
     statics = static_positions(subject)
     params = positional(signature_of(subject))
     forwarded = forwarded_options(subject)
@@ -343,11 +345,12 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
     for i in statics:
         if i >= len(params) or i in ints:
             continue  # an int or a shape static without a value climbs the int ladder (`int_positions`)
+        # a caller's None where the annotation admits no None (`scale: float`): the caller resolves it first
         if params[i].default is not params[i].empty:
             out[i] = Static(params[i].default)
-        elif i in forwarded:
+        elif i in forwarded and (forwarded[i] is not None or admits_none(params[i])):
             out[i] = Static(forwarded[i])
-        elif i in literals:
+        elif i in literals and (literals[i] is not None or admits_none(params[i])):
             out[i] = Static(literals[i])
         elif annotated_float(params[i]) or i in floats:  # `scale: float`: any float is in its contract
             out[i] = Static(FLOAT_STATIC)
@@ -435,7 +438,7 @@ def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list
     from ._int_params import int_kind
 
     fixed = static_positions(subject)  # a static is never drawn as an array: its kind is sure, even from a name
-    found = {i: int_kind(p) for i, p in enumerate(positional(signature_of(subject))[:arity])
+    found = {i: int_kind(p, i in fixed) for i, p in enumerate(positional(signature_of(subject))[:arity])
              if i not in statics and (subject.kind == "function" or i in fixed)}
     kinds = {i: k for i, k in found.items() if k is not None}
     sure = {i: kind for i, (kind, guessed) in kinds.items() if not guessed or i in fixed}
@@ -469,7 +472,7 @@ def static_ints(subject: Subject, statics: dict[int, str], params: list[inspect.
     from ._int_params import int_kind  # only inference asks: `check_grad` with given inputs never imports it
 
     return {i for i in statics if i < len(params) and params[i].default is params[i].empty and i not in forwarded
-            and i not in literals and int_kind(params[i]) is not None}
+            and i not in literals and int_kind(params[i], static=True) is not None}
 
 
 def static_suggestions(subject: Subject) -> dict[int, str]:

@@ -3,7 +3,8 @@
 Inference climbs a ladder of plain shapes (`_climb`), rank 0 to 3, one shape for every operand. An attention
 kernel takes rank-4 or rank-5 arrays whose axes are shared between operands (queries, keys and values with the
 batch and head axes in common, a mask over the batch and sequence axes): no rung is one of those, though the author
-wrote them down, in one of two places:
+wrote them down, in one of three places:
+- the annotations, in jaxtyping's notation: `q: Float[Array, "batch seq heads dim"]` (`_annotated_arrays`);
 - the code: `batch, seq, heads, dim = q.shape` (a parameter's shape unpacked into one name per axis), in the
   function's own body (a primitive's impl or abstract eval);
 - a docstring entry: `q: Query tensor of shape [B, N, H, S, D].`, `w : array, shape (D,)`, "of shape
@@ -14,7 +15,9 @@ Axes of one name are one size, across operands; an integer axis is that size. `s
 (all sources together, then each alone: a docstring and the code may name one axis differently) into candidates
 the ladder tries first; an operand no statement covers is tried at the shape of the first stated one, then at each
 of its leading parts (a mask over the leading axes), then at each of its trailing parts (a weight over the last
-axis), then as a scalar. For a primitive, a stated rung counts only where its abstract eval agrees with its impl.
+axis), then as a scalar; last, every named axis at one size (relations between axes the statement does not give:
+query heads a multiple of key-value heads). For a primitive, a stated rung counts only where its abstract eval
+agrees with its impl.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from .. import _compat
 from .._checks._base import Subject
 from .._core import _locate
 from .._loading._inputs import ArgSpec
+from ._annotated_arrays import annotated_arrays
 
 Axes = tuple[str, ...]
 # "shape (B, N)", "of shape [B, N, H]", "shape ``(batch, seq)``", "shape: (n,)": the bracketed axes after "shape"
@@ -39,19 +43,24 @@ _DOC_SHAPE = re.compile(r"\bshape\s*(?:of\s*)?:?\s*`{0,2}\s*[(\[]([^()\[\]]*)[)\
 _AXIS = re.compile(r"^[A-Za-z_]\w*$|^\d+$")
 # sizes given to named axes, in order of first appearance: distinct, so a transposed axis shows
 _SIZES = (2, 3, 4, 5, 6, 7, 8, 9)
-MAX_STATEMENTS = 3  # statements tried, each with up to 2 x rank + 2 rungs
+UNIFORM_SIZE = 4
+MAX_STATEMENTS = 3  # statements tried, each with up to 2 x rank + 3 rungs
 
 
 def stated_axes(subject: Subject, names: list[str]) -> list[dict[int, Axes]]:
     """Statements of {position: axis names} for the parameters (`names`, positional order): all sources together
-    (the code's unpacking first, then the docstrings, each position from the first that states it), then each
-    source alone (its unpacking, each docstring), most positions first. A source names axes its own way (one
+    (the annotations first, then the code's unpacking, then the docstrings, each position from the first that states
+    it), then each source alone, most positions first. A source names axes its own way (one
     docstring writes `B`, the code `batch_len`): where together they give inconsistent sizes, one alone may not."""
+    annotated: dict[int, Axes] = {}
     unpacked: dict[int, Axes] = {}
     for fn in _own_functions(subject):
+        for i, array in annotated_arrays(fn).items():
+            if array.axes is not None:
+                annotated.setdefault(i, array.axes)
         for i, axes in _unpacked(fn).items():
             unpacked.setdefault(i, axes)
-    sources = [unpacked] + [{names.index(name): axes for name, axes in _doc_axes(doc, names).items()}
+    sources = [annotated, unpacked] + [{names.index(name): axes for name, axes in _doc_axes(doc, names).items()}
                             for doc in _docstrings(subject, names)]
     merged: dict[int, Axes] = {}
     for source in sources:
@@ -95,6 +104,19 @@ def _rungs(arrays: list[int], stated: dict[int, Axes], dtype: np.dtype) -> Itera
         others += [first[:n] for n in parts] + [first[-n:] for n in parts] + [()]
     for other in dict.fromkeys(others):
         yield [ArgSpec(dtype, shapes.get(i, other)) for i in arrays]
+    # then every named axis one size: relations the statement leaves unsaid (query heads a multiple of key-value
+    # heads, a head dim shared under two names) hold there, where distinct sizes broke them
+    uniform = {i: tuple(int(a) if a.isdigit() else UNIFORM_SIZE for a in stated[i]) for i in known}
+    yield [ArgSpec(dtype, uniform.get(i, uniform[known[0]])) for i in arrays]
+
+
+def annotated_families(subject: Subject) -> dict[int, str]:
+    """{position: the family of values its jaxtyping annotation admits} ("float", "int", "bool", "key", ...)."""
+    out: dict[int, str] = {}
+    for fn in _own_functions(subject):
+        for i, array in annotated_arrays(fn).items():
+            out.setdefault(i, array.family)
+    return out
 
 
 def _own_functions(subject: Subject) -> list[Any]:
