@@ -453,13 +453,15 @@ def test_a_helper_that_refuses_with_not_implemented_is_deliberate_and_other_help
     refusal as a `raise` in the rule's own body (JXB014); a ValueError a helper raises on what the rule forgot to
     handle stays JXB006."""
     path = DATA / "verdicts" / "helper_refusal.py"
-    for name in ("refusing_p", "pinning_p"):  # NotImplementedError; a ValueError whose text refuses
+    # NotImplementedError; a ValueError whose text refuses; one asking for an issue about the case
+    for name in ("refusing_p", "pinning_p", "requesting_p"):
         refused = jaxdiag.check_batching(f"{path}:{name}", "f32[4]", "f32[3]")
         no_internal_errors(refused)
         assert "JXB014" in codes(refused, "warning") and "JXB006" not in codes(refused), name
-    accident = jaxdiag.check_batching(f"{path}:accidental_p", "f32[4]", "f32[3]")
-    no_internal_errors(accident)
-    assert "JXB006" in codes(accident, "error") and "JXB014" not in codes(accident)
+    for name in ("accidental_p", "buggy_p"):  # an unhandled case; "this is a bug, please open an issue"
+        accident = jaxdiag.check_batching(f"{path}:{name}", "f32[4]", "f32[3]")
+        no_internal_errors(accident)
+        assert "JXB006" in codes(accident, "error") and "JXB014" not in codes(accident), name
 
 
 def test_an_error_only_under_x64_is_an_x64_only_warning_and_its_fix_is_clean():

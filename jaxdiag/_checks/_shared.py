@@ -379,13 +379,20 @@ def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
     # a helper's refusal: NotImplementedError, or an error whose text refuses ("Ai cannot be vectorized", "batching
     # over x is not supported"), raised in user code, every frame from the rule down to it the user's
     start = next((i for i, f in enumerate(frames) if f.tb_frame.f_code is code), None)
-    return ((isinstance(exc, NotImplementedError) or bool(_REFUSAL.search(str(exc)))) and start is not None
+    text = str(exc)
+    refuses = bool(_REFUSAL.search(text)) or (bool(_ASKS_FOR_AN_ISSUE.search(text)) and not _A_BUG.search(text))
+    return ((isinstance(exc, NotImplementedError) or refuses) and start is not None
             and all(_locate.is_user_file(f.tb_frame.f_code.co_filename) for f in frames[start:]))
 
 
 # What a refusal written for users says (a validation of shapes or values says what it expected instead).
 _REFUSAL = re.compile(r"\b(can ?not|can't|not (yet )?(supported|implemented|allowed)|unsupported|does(n't| not) "
                       r"support)\b", re.IGNORECASE)
+# ... or asks the user to ask for the case ("has no batch axis for this input; please consider opening an issue"),
+# unless it calls itself a bug ("internal error, please file an issue"): then it is an accident of the code
+_ASKS_FOR_AN_ISSUE = re.compile(r"\b(open|opening|file|filing|raise|raising)\s+an?\s+(github\s+)?issue\b",
+                                re.IGNORECASE)
+_A_BUG = re.compile(r"\b(bug|internal|unexpected|should not happen|should never)\b", re.IGNORECASE)
 
 
 def removed_api(exc: BaseException) -> tuple[str, str] | None:

@@ -79,8 +79,9 @@ BATCHING_RULE_REFUSES: Rule[_fields.JXB014] = Rule(
     "The batching rule refuses some batch dims with its own `raise` statement: vmap fails there on purpose.",
     "Like JXB006, but the exception comes from a `raise` written in the rule's own body, or a "
     "`raise NotImplementedError(...)` in a helper of your own code the rule calls, or a `raise` there whose message "
-    "refuses (\"cannot\", \"not supported\"; not from JAX or NumPy, and not an `assert`): the author saw the case "
-    "and chose to refuse it with a message for the user.",
+    "refuses (\"cannot\", \"not supported\") or asks for an issue about the case (unless it calls itself a bug; "
+    "not from JAX or NumPy, and not an `assert`): the author saw the case and chose to refuse it with a message "
+    "for the user.",
     "`jax.vmap` fails with the rule's message for every caller, which can be the intent (an operation that must "
     "never be batched) or a limitation to lift.",
     "jxb014_bad.py", "jxb014_good.py",

@@ -2,7 +2,9 @@
 its sampling grid: `_lift` refuses a batched grid with `raise NotImplementedError(...)` (a deliberate refusal, a
 JXB014 warning), while `_check_rank`'s ValueError catches what the second rule forgot to handle (an accident,
 JXB006). `_pin` refuses the same way with a ValueError whose text says so ("cannot be vectorized"), as sparse
-solvers refuse a batched index array."""
+solvers refuse a batched index array; `_fixed_grid` with one that asks its users to open an issue for the case (a
+kernel configured per operand with the ones it batches), while `_invariant`'s "please open an issue" follows "this
+is a bug": an accident again."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -31,6 +33,19 @@ def _pin(grid, grid_dim):
     return grid
 
 
+def _fixed_grid(grid, grid_dim):
+    if grid_dim is not None:
+        raise ValueError(f"operand 1 is batched along axis {grid_dim}, but this kernel keeps its grid unbatched. "
+                         "Please open an issue if you need it.")
+    return grid
+
+
+def _invariant(grid, grid_dim):
+    if grid_dim is not None:
+        raise ValueError("a batched grid should never reach this rule: this is a bug, please open an issue")
+    return grid
+
+
 def _check_rank(data, rank):
     if data.ndim != rank:
         raise ValueError(f"expected data of rank {rank}, got {data.ndim}")
@@ -53,6 +68,22 @@ def _pinning_rule(args, dims):
     return pinning_p.bind(data, grid), 0 if data_dim is not None else None
 
 
+def _requesting_rule(args, dims):
+    data, grid = args
+    data_dim, grid_dim = dims
+    grid = _fixed_grid(grid, grid_dim)
+    data = jnp.moveaxis(data, data_dim, 0) if data_dim is not None else data
+    return requesting_p.bind(data, grid), 0 if data_dim is not None else None
+
+
+def _buggy_rule(args, dims):
+    data, grid = args
+    data_dim, grid_dim = dims
+    grid = _invariant(grid, grid_dim)
+    data = jnp.moveaxis(data, data_dim, 0) if data_dim is not None else data
+    return buggy_p.bind(data, grid), 0 if data_dim is not None else None
+
+
 def _accidental_rule(args, dims):
     data, grid = args
     data_dim, _ = dims
@@ -72,3 +103,5 @@ def _primitive(name, rule):
 refusing_p = _primitive("refusing", _refusing_rule)
 accidental_p = _primitive("accidental", _accidental_rule)
 pinning_p = _primitive("pinning", _pinning_rule)
+requesting_p = _primitive("requesting", _requesting_rule)
+buggy_p = _primitive("buggy", _buggy_rule)
