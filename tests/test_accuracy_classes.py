@@ -3,7 +3,7 @@ fixture written in the pattern of the class (no published library imported):
 
 - a kernel whose bind params reach it only from a sparse-matrix-like object (`shape=self.shape`) and whose integer
   operands are a structure: checked at the call its public function's docstring example makes
-  (tests/data/inputs_documented);
+  (tests/data/inputs_documented); that call comes before inferred inputs (inputs_documented/chunked.py);
 - an optional backend's import failure wrapped in the library's own exception: a missing dependency (JXN011), not
   inputs that could not be inferred (tests/data/acc/optional_backend.py);
 - a function NaN outside its domain (below a domain edge, as Lambert's W below -1/e): no second-order finding from
@@ -134,6 +134,22 @@ def test_an_example_calling_through_the_package_path_under_a_transformation_neve
     monkeypatch.setattr(documented, "total", total, raising=False)
     assert documented_call(documented, "total") is None and not ran
     assert documented.total is total
+
+
+@pytest.mark.slow
+def test_the_documented_call_comes_before_inferred_inputs(monkeypatch):
+    """`chunked_cumsum(x, chunk=4)` runs on inference's first rung (three values: one chunk, where the backward pass
+    that forgets the carry between chunks is right); its docstring example calls it on twelve. Before, the example
+    was only a fallback for inference and the bug went unseen; now the author's own call comes first, and a finding
+    there is an error (declared values, not inferred ones)."""
+    monkeypatch.chdir(DATA)
+    code, data = check("inputs_documented.chunked")
+    target = only_target(data)
+    assert target["inputs"] == ["f32[12]", "4"], target["inputs"]
+    (note,) = [f for f in target["findings"] if f["code"] == "JXN016"]
+    assert "the call its docstring example makes" in note["message"], note["message"]
+    assert {(f["code"], f["severity"]) for f in target["findings"] if f["severity"] != "info"} == {
+        ("JXG024", "error")} and code == 1
 
 
 @pytest.mark.slow

@@ -70,7 +70,20 @@ def test_a_function_taking_one_is_run_with_the_stand_in_in_its_place() -> None:
 
     made = carrier(Target("m:apply", apply, "function"), {"size": 2}, {"f": "elementwise"})
     assert list(__import__("inspect").signature(made.obj).parameters) == ["pars", "x"]
-    np.testing.assert_allclose(made.obj(np.ones(2), np.ones(3)), (0.5 + 0.5) * 2 * np.ones(3))
+    # each position of the last argument scaled by its own factor (0.5, 2/3, 5/6), the others entering by their sum
+    np.testing.assert_allclose(made.obj(np.ones(2), np.ones(3)), (np.array([0.5, 4 / 6, 5 / 6]) + 0.5) * 2)
+
+
+def test_the_elementwise_stand_in_is_an_operator_a_krylov_method_can_use() -> None:
+    """A multiple of the identity makes Lanczos break down at its first step (the start vector is an eigenvector):
+    the stand-in a matrix-free solver is handed has distinct eigenvalues, and keeps its input's dtype."""
+    from jaxdiag._jobs._callables import StandIn
+
+    matvec = StandIn("elementwise")
+    operator = np.stack([matvec(e) for e in np.eye(4, dtype=np.float32)])
+    assert operator.dtype == np.float32
+    assert len(set(np.round(np.linalg.eigvalsh(operator), 6))) == 4
+    assert matvec(np.float32(2.0)) == 1.0  # a scalar: halved
 
 
 def check(module: str) -> tuple[int, dict]:

@@ -226,3 +226,61 @@ def test_a_helper_primitive_attached_to_a_returned_ones_jvp_is_checked_not_unrea
     unreached = [t for t in package["targets"] if "attached" in t["target"]
                  and any(f["code"] == "JXN012" for f in t["findings"])]
     assert not unreached, unreached
+
+
+@pytest.mark.slow
+def test_a_factory_returning_the_function_that_calls_its_rule_is_checked_through_it(package: dict) -> None:
+    """`_power_sum(depth, *, custom_vjp: bool)` makes its custom_vjp only under the flag and returns `estimate`,
+    which calls it: the flag takes the value reaching the site (True), and the returned function is checked with
+    the rule as its nested subject. Before, the sites were JXN012 (`estimate` is never called in the package)."""
+    targets = {t["target"]: t for t in of(package, "closures")["targets"]}
+    good = [t for name, t in targets.items() if "_power_sum(" in name]
+    wrong = [t for name, t in targets.items() if "_power_sum_wrong(" in name]
+    assert len(good) == 2 and len(wrong) == 2, list(targets)  # the function, and its rule nested in it
+    assert all("custom_vjp=True (assumed)" in t["target"] and t["verified"] for t in good + wrong)
+    assert not [f for t in good for f in errors_and_warnings(t)]
+    assert "JXG024" in {f["code"] for t in wrong for f in errors_and_warnings(t)}
+
+
+@pytest.mark.slow
+def test_a_returned_function_calling_a_parameter_runs_with_a_stand_in_and_says_nothing_it_decides(package) -> None:
+    """`krylov_like(depth)` returns `run(matvec, v)`, whose code calls `matvec`: it runs with jaxdiag's stand-in
+    there, so what it computes is the stand-in's doing and any verdict on its rules is a note (JXN003) naming it;
+    the checks still ran."""
+    targets = {t["target"]: t for t in of(package, "closures")["targets"]}
+    runs = {name: t for name, t in targets.items() if "krylov_like" in name}
+    assert len(runs) == 4 and all("matvec=<jaxdiag's elementwise stand-in> (assumed)" in n for n in runs), list(runs)
+    assert all(t["verified"] and not errors_and_warnings(t) for t in runs.values())
+    notes = [f for name, t in runs.items() if "krylov_like_wrong" in name for f in t["findings"]
+             if f["code"] == "JXN003"]
+    assert any("JXG024 not judged" in f["message"] and "stand-in as matvec" in f["message"] for f in notes), notes
+
+
+def test_the_flags_guarding_a_site_and_a_returned_closure_are_read_from_the_source() -> None:
+    from jaxdiag._jobs._rule_factories import guarding_flags, returns_closure
+
+    source = textwrap.dedent("""
+    def factory(n, *, custom_vjp, plain, other):
+        if custom_vjp:
+            f = custom_vjp_of(g)
+        if not plain:
+            h = custom_jvp_of(g)
+        else:
+            pass
+        if other:
+            pass
+
+        def run(x):
+            return f(x)
+
+        return run
+
+    def direct(n):
+        return lambda x: x
+
+    def value(n):
+        return n
+    """)
+    tree = ast.parse(source)
+    assert guarding_flags(tree, "factory", [4, 6]) == {"custom_vjp": True, "plain": False}
+    assert [returns_closure(tree, name) for name in ("factory", "direct", "value")] == [True, True, False]

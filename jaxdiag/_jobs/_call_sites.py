@@ -239,13 +239,14 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         assumed = {k for k, v in (keywords or {}).items() if isinstance(v, Assumed)}  # ints no call site passes
         if given and assumed:  # declared inputs are run as declared, never beside an assumed int
             keywords, assumed = None, set()
-        if keywords is None and not given:
-            documented = _documented(lint, runs, module, name)
-            if isinstance(documented, str):
-                reach.tried.append(f"{label}: a keyword-only argument has no literal at any call site{documented}")
-                continue
+        # the call its docstring example makes comes first: the author's own values, inside the contract
+        documented = _documented(lint, runs, module, name) if not given else ""
+        if not isinstance(documented, str):
             prepared, via, options = documented
             keywords, assumed = via["keywords"], set()
+        elif keywords is None and not given:
+            reach.tried.append(f"{label}: a keyword-only argument has no literal at any call site{documented}")
+            continue
         else:
             options = Options(command="check", seed=lint.seed, provenance="declared" if given else "inferred",
                               **lint.run_options)
@@ -263,13 +264,8 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
                     # where it is called, run under x64, as `_traced_reach` runs such a function
                     with _compat.x64_scope(True):
                         return check_at_call_sites(lint, found, only_if_differs)
-                # inference cannot run the caller: the call its docstring documents may
-                documented = _documented(lint, runs, module, name) if not given else ""
-                if isinstance(documented, str):
-                    reach.tried.append(f"{label}: {str(exc).splitlines()[0][:160]}")
-                    continue
-                prepared, via, options = documented
-                keywords, assumed = via["keywords"], set()
+                reach.tried.append(f"{label}: {str(exc).splitlines()[0][:160]}{documented}")
+                continue
         subjects = [s for s in prepared.nested if _is_target(s, found)]
         if not subjects and found.kind == "primitive":
             subjects = [s for s in _record_carrier.rules_under_jvp(prepared, options) if _is_target(s, found)]

@@ -10,8 +10,9 @@ elementwise one (the shape of its last array argument: row-wise, batch-polymorph
 to a scalar (a likelihood, a loss); the first on which the carrier runs wins, as the int ladder's rung does. A
 factory is applied to the stand-in (its other parameters keep their defaults) and what it returns is the carrier.
 
-A parameter counts as a function when its annotation says so (`Callable`, `callable`); an unannotated one only by a
-conventional name (`f`, `fn`, `*_fn`, `callback`...), and then an array is still tried first (`f` is also a common
+A parameter counts as a function when its annotation says so (`Callable`, `callable`) or its code calls it
+(`matvec(v)`, in the body or in a function defined there); an unannotated one otherwise only by a conventional name
+(`f`, `fn`, `*_fn`, `callback`...), and then an array is still tried first (`f` is also a common
 name for a field of values). Everything reached this way is checked on inferred inputs (`_provenance`: at most a
 warning), and the notes name each stand-in as assumed. A derivative the rule computes from the function's values
 rather than by having JAX differentiate it (Danskin's theorem: a maximiser's value as the gradient of a max) is right
@@ -39,7 +40,8 @@ _CALLABLE_ANNOTATION = re.compile(r"\b(Callable|callable)\b")
 @dataclass(frozen=True)
 class StandIn:
     """A function jaxdiag hands a parameter that takes one: NumPy arrays in (a callback's), NumPy out; JAX arrays and
-    tracers in, JAX out (only arithmetic and the arrays' own `.sum()`). Frozen: hashable, as a static argument
+    tracers in, JAX out (only arithmetic and the arrays' own `.sum()`). The elementwise one scales each position of
+    the last axis by its own factor (`_scaled`). Frozen: hashable, as a static argument
     (`nondiff_argnums`, `static_argnums`) must be."""
 
     behaviour: str  # "elementwise" or "scalar"
@@ -54,7 +56,7 @@ class StandIn:
             return sum(0.5 * leaf.sum() for leaf in leaves)
         # elementwise in its last array argument; the others enter through their sums, which keeps it row-wise when
         # they are unbatched parameters
-        out = 0.5 * leaves[-1]
+        out = _scaled(leaves[-1])
         for leaf in leaves[:-1]:
             out = out + 0.25 * leaf.sum()
         return out
@@ -64,6 +66,19 @@ class StandIn:
 
 
 LADDER = ("elementwise", "scalar")
+
+
+def _scaled(x: Any) -> Any:
+    """`x` times a distinct scale per position of its last axis, from 0.5 up: a linear operator with distinct
+    eigenvalues (a Krylov method, Lanczos or Arnoldi, breaks down on a multiple of the identity: its first vector is
+    already an eigenvector), in `x`'s own dtype; 0.5 * x where the scales cannot be in it (integers)."""
+    import numpy as np
+
+    dtype = np.dtype(getattr(x, "dtype", np.float64))
+    if not np.issubdtype(dtype, np.inexact) or not np.ndim(x):
+        return 0.5 * x
+    n = np.shape(x)[-1]
+    return x * (0.5 + 0.5 * np.arange(n) / max(n, 1)).astype(dtype)
 
 
 def unwrapped(obj: Any) -> Any:
@@ -83,16 +98,33 @@ def callable_params(fn: Any) -> tuple[list[str], bool]:
         return [], True
     names: list[str] = []
     annotated = True
+    called = _called_parameters(fn)
     for p in params:
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.default is not p.empty:
             continue
         text = annotation_text(p.annotation)
-        if _CALLABLE_ANNOTATION.search(text):
+        if _CALLABLE_ANNOTATION.search(text) or (not text and p.name in called):
             names.append(p.name)
         elif not text and CALLABLE_NAME.search(p.name):
             names.append(p.name)
             annotated = False
     return names, annotated
+
+
+def _called_parameters(fn: Any) -> set[str]:
+    """The parameters `fn`'s code calls (`matvec(v)`, in its body or in a function it defines there, which closes
+    over it) and never assigns: functions, whatever their names."""
+    from .._harness.source import function_source
+
+    found = function_source(fn)
+    if found is None:
+        return set()
+    node = found.node
+    params = {a.arg for a in node.args.posonlyargs + node.args.args}
+    called = {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assigned = {t.id for n in ast.walk(node) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+    return (params & called) - assigned
 
 
 def rungs(fn: Any) -> list[dict[str, str]]:
@@ -163,10 +195,10 @@ def carrier(target: Target, keywords: dict[str, Any], stand_ins: dict[str, str])
             raise InferenceError(f"{target.ref} applied to {_shown(stand_ins)} returned no function ({why})",
                                  label=target.ref, tried=[], last_error=why, arity=0)
         return Target(target.ref, made.value, "function", target.module)
-    return Target(target.ref, _with_stand_ins(fn, given, keywords), "function", target.module)
+    return Target(target.ref, with_stand_ins(fn, given, keywords), "function", target.module)
 
 
-def _with_stand_ins(fn: Callable, given: dict[str, StandIn], keywords: dict[str, Any]) -> Callable:
+def with_stand_ins(fn: Callable, given: dict[str, StandIn], keywords: dict[str, Any] | None = None) -> Callable:
     """`fn` with the parameters of `given` filled: it takes the others, positionally, in their order."""
     sig = inspect.signature(fn)
     order = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -174,9 +206,9 @@ def _with_stand_ins(fn: Callable, given: dict[str, StandIn], keywords: dict[str,
     def call(*args: Any, **kwargs: Any) -> Any:
         rest = list(args)
         merged = [given[p.name] if p.name in given else rest.pop(0) for p in order if p.name in given or rest]
-        return fn(*merged, *rest, **keywords, **kwargs)
+        return fn(*merged, *rest, **(keywords or {}), **kwargs)
 
-    kept = [p for p in sig.parameters.values() if p.name not in given and p.name not in keywords]
+    kept = [p for p in sig.parameters.values() if p.name not in given and p.name not in (keywords or {})]
     # what inference reads; and located and named as the user's function
     call.__dict__.update(__signature__=sig.replace(parameters=kept), __wrapped__=fn)
     call.__module__, call.__name__, call.__qualname__ = fn.__module__, fn.__name__, fn.__qualname__
@@ -211,6 +243,17 @@ def assume_stand_ins(report: Any, stand_ins: dict[str, str], obj: Any, kind: str
               "is given as a derivative), so whether it is right depends on what that function computes")
     if handed:
         _assume_handed(report, stand_ins)
+
+
+def assume_returned_stand_ins(report: Any, stand_ins: dict[str, str]) -> None:
+    """A function a factory returned, run with stand-ins for the functions its code calls (a `matvec` handed to a
+    matrix-free decomposition): what it computes, and so every verdict on it and on the rules it reaches, is decided
+    by the stand-in (a Krylov method on an operator with fewer distinct eigenvalues than its steps breaks down), so
+    every error and warning is a note naming the stand-in; the checks still ran."""
+    dependent = {f.code for f in report.findings if f.severity in ("error", "warning")}
+    _unjudged(report, stand_ins, dependent, "what it computes depends on the assumed function",
+              f"the function is run with jaxdiag's stand-in as {' and '.join(sorted(stand_ins))}, which decides "
+              "what it computes")
 
 
 def _assume_handed(report: Any, stand_ins: dict[str, str]) -> None:

@@ -241,7 +241,8 @@ def _under_vmap(fn: Any, templates: list[Any]) -> Any:
     except (TypeError, ValueError):
         pass
     for attr, value in copied.items():
-        setattr(batched, attr, value)
+        if value is not None or attr == "__doc__":  # a partial has no name to copy: `batched` keeps its own
+            setattr(batched, attr, value)
     return batched
 
 

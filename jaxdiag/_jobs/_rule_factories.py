@@ -6,10 +6,13 @@ where one of them *calls* what the factory made, and a factory only returns it. 
 module-level function whose own `return` hands back the rule the site makes, is reached by calling that function:
 each required parameter keeps its default, else takes the literal the package's own calls pass (by keyword or
 position), else None where it is Optional, False where it is a bool, the int ladder's first value where it takes an
-int, 1.0 where it takes a float. What the call returns, when it is a rule, is checked as a target on inferred inputs
-(findings graded as such); every value assumed is named in the report. A site in a method of a module-level class
-is reached on an instance built the same way (`check_methods`). A factory or class whose parameters cannot be given
-values this way is never called: its site stays JXN012, with that reason.
+int, 1.0 where it takes a float; a bool its body tests before making the rule (`if custom_vjp:`) takes the value
+reaching the rule (`guarding_flags`). What the call returns, when it is a rule, is checked as a target on inferred
+inputs (findings graded as such); every value assumed is named in the report. When it returns a function it defines
+that calls the rule (`estimate(matvec, vec)`), that function is checked as a function target, the rule nested in
+it; a parameter its code calls takes jaxdiag's stand-in, and its verdicts are then notes (`_callables`). A site in
+a method of a module-level class is reached on an instance built the same way (`check_methods`). A factory or class
+whose parameters cannot be given values this way is never called: its site stays JXN012, with that reason.
 """
 
 from __future__ import annotations
@@ -118,9 +121,11 @@ def _assumed_value(param: inspect.Parameter) -> Any:
     return _MISSING
 
 
-def factory_arguments(fn: Any, module: ModuleType, name: str) -> tuple[dict[str, Any], list[str]] | str:
+def factory_arguments(fn: Any, module: ModuleType, name: str, flags: dict[str, bool] | None = None
+                      ) -> tuple[dict[str, Any], list[str]] | str:
     """({parameter: value}, the names whose value was assumed) for calling the factory `fn`, or why it cannot be
-    called: its defaults stand, a keyword literal its package's own calls pass comes next, then `_assumed_value`."""
+    called: its defaults stand, a keyword literal its package's own calls pass comes next, then a bool's value that
+    reaches the rule sites (`flags`, from `guarding_flags`), then `_assumed_value`."""
     from .._loading._passthrough import bind_site_params
 
     try:
@@ -138,7 +143,8 @@ def factory_arguments(fn: Any, module: ModuleType, name: str) -> tuple[dict[str,
     for pname, param in wanted.items():
         if pname in given:
             continue
-        value = _assumed_value(param)
+        value = (flags or {}).get(pname, _MISSING) if _BOOL.match(_annotation_text(param)) else _MISSING
+        value = _assumed_value(param) if value is _MISSING else value
         if value is _MISSING:
             return (f"its parameter `{pname}` has no default, no literal at a call site, and no Optional, bool, int, "
                     "float or str annotation (or name-like name) to give it a value")
@@ -205,14 +211,98 @@ def check_returned(lint: Any, sites: list[Any], known: set[int], note: Callable[
     reports: list[TargetReport] = []
     for group in _unreached_groups(sites, methods=False):
         module, function = group[0].module, group[0].function
-        lines = returned_sites(module_tree(module), function, [s.line for s in group if s.kind in _RULE_KINDS])
+        label = f"{module.__name__}:{function}"
+        tree = module_tree(module)
+        made_at = [s.line for s in group if s.kind in _RULE_KINDS]
+        lines = returned_sites(tree, function, made_at)
+        closure = not lines and returns_closure(tree, function)
         fn = getattr(module, function, None)
-        if not lines or fn is None or not callable(fn) or not starts(f"{module.__name__}:{function}"):
+        if not (lines or closure) or fn is None or not callable(fn) or not starts(label):
             continue
-        made = _configured_call(fn, module, function, f"{module.__name__}:{function}", note)
+        flags = guarding_flags(tree, function, [s.line for s in group])
+        if lines:
+            made = _configured_call(fn, module, function, label, note, flags=flags)
+            if made is not None:
+                reports.extend(_check_rules(lint, module, group, lines, made, note, known))
+            continue
+        made = _configured_call(fn, module, function, label, note, flags=flags,
+                                what="returns a function that makes or calls the rule, but is not called")
         if made is not None:
-            reports.extend(_check_rules(lint, module, group, lines, made, note, known))
+            reports.extend(_check_returned_function(lint, module, group, made, note))
     return reports
+
+
+def returns_closure(tree: ast.Module | None, function: str) -> bool:
+    """Whether module-level `function`'s own body returns a function it defines (`def estimate(...)` then `return
+    estimate`, or a lambda): the rule sites inside are reached by calling what it returns."""
+    from ._callables import _own_nodes
+
+    top = _function_node(tree, function)
+    if top is None:
+        return False
+    own = _own_nodes(top)
+    defined = {n.name for n in own if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return any(isinstance(n, ast.Return) and (isinstance(n.value, ast.Lambda) or (
+        isinstance(n.value, ast.Name) and n.value.id in defined)) for n in own)
+
+
+def guarding_flags(tree: ast.Module | None, function: str, lines: list[int]) -> dict[str, bool]:
+    """{parameter: the value reaching the sites at `lines`} for the parameters of `function` its body tests before
+    making a rule: `if custom_vjp: f = custom_vjp(f)` (True), `if not plain: ...` (False); the else branch the
+    opposite."""
+    top = _function_node(tree, function)
+    if top is None:
+        return {}
+    params = {a.arg for a in top.args.posonlyargs + top.args.args + top.args.kwonlyargs}
+    out: dict[str, bool] = {}
+    for node in ast.walk(top):
+        if not isinstance(node, ast.If):
+            continue
+        test, value = node.test, True
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, value = test.operand, False
+        if not (isinstance(test, ast.Name) and test.id in params):
+            continue
+        for branch, reaching in ((node.body, value), (node.orelse, not value)):
+            if any(_spans(stmt, line) for stmt in branch for line in lines):
+                out.setdefault(test.id, reaching)
+    return out
+
+
+def _spans(node: ast.stmt, line: int) -> bool:
+    return node.lineno <= line <= (getattr(node, "end_lineno", None) or node.lineno)
+
+
+def _check_returned_function(lint: Any, module: ModuleType, group: list[Any], made: tuple[Any, str],
+                             note: Callable[[str, str], None]) -> list[TargetReport]:
+    """The function a factory returned, checked as a function target of its module on inferred inputs (the rules
+    it makes or calls being its nested subjects); the group's sites reached when its checks ran."""
+    from .._core import _locate
+
+    from . import _callables
+
+    value, call = made
+    label = f"{module.__name__}:{group[0].function}"
+    if not (inspect.isfunction(value) and _locate.is_user_code(value)):
+        note(label, f"called as {call}, it returned no function of yours")
+        return []
+    checked: list[TargetReport] = []
+    for functions in _callables.rungs(value):  # a parameter it calls (`matvec`) takes jaxdiag's stand-in
+        given = {name: _callables.StandIn(b) for name, b in functions.items()}
+        fn = _callables.with_stand_ins(value, given) if given else value
+        shown = f"{call} with {_callables.assumed_text(functions)}" if functions else call
+        checked = _check_method(lint, module, value.__name__, fn, shown, how="returned by")
+        if checked and any(c.status in ("passed", "failed") for r in checked for c in r.checks):
+            for report in checked if functions else []:  # what it computes depends on the stand-in: said so
+                _callables.assume_returned_stand_ins(report, functions)
+            for site in group:
+                site.reached = True
+            note(label, f"checked as the function {shown} returns")
+            return checked
+    why = next((f.message for r in checked for f in r.findings), "it did not run")
+    note(label, f"the function {call} returns: {why[:200]}")
+    return checked
+
 
 
 def check_methods(lint: Any, sites: list[Any], known: set[int], note: Callable[[str, str], None],
@@ -271,11 +361,13 @@ def _unreached_groups(sites: list[Any], methods: bool) -> list[list[Any]]:
 
 
 def _configured_call(fn: Any, module: ModuleType, name: str, label: str, note: Callable[[str, str], None],
-                     what: str = "returns the rule, but is not called") -> tuple[Any, str] | None:
-    """(what `fn` returns, the call as text) with its parameters filled by `factory_arguments`; None, with the
-    reason given to `note`, when it cannot be called or raises."""
+                     what: str = "returns the rule, but is not called", flags: dict[str, bool] | None = None
+                     ) -> tuple[Any, str] | None:
+    """(what `fn` returns, the call as text) with its parameters filled by `factory_arguments` (`flags`: the bool
+    parameters' values reaching the rule sites); None, with the reason given to `note`, when it cannot be called or
+    raises."""
 
-    arguments = factory_arguments(fn, module, name)
+    arguments = factory_arguments(fn, module, name, flags or {})
     if isinstance(arguments, str):
         note(label, f"{what}: {arguments}")
         return None
@@ -311,9 +403,10 @@ def _check_rules(lint: Any, module: ModuleType, group: list[Any], lines: list[in
     return reports
 
 
-def _check_method(lint: Any, module: ModuleType, function: str, bound: Any, construction: str
+def _check_method(lint: Any, module: ModuleType, function: str, bound: Any, construction: str, how: str = "on"
                   ) -> list[TargetReport]:
-    """A bound method checked as a function target of its module (its nested rules with it)."""
+    """A bound method (or a function a factory returned) checked as a function target of its module (its nested
+    rules with it)."""
     from ._discovery import Found
 
     walked = next((w for w in lint.discovery.walked if w.module is module), None)
@@ -322,8 +415,10 @@ def _check_method(lint: Any, module: ModuleType, function: str, bound: Any, cons
     found = Found(bound, "function", walked, function, keys=[f"{walked.label}:{function}",
                                                            f"{module.__name__}:{function}"])
     reports = lint._check(found)
-    for report in reports:
-        report.target = f"{found.label} (on {module.__name__}:{construction})"
+    named = f"{found.label} ({how} {module.__name__}:{construction})"
+    for report in reports:  # a nested rule's report keeps its ` > rule` after the function's name
+        rest = report.target[len(found.label):] if report.target.startswith(found.label) else ""
+        report.target = named + rest
     return reports
 
 

@@ -188,15 +188,20 @@ def _through_once(lint: Any, module: ModuleType, name: str, sites: list[Site], k
 
 def _inferred_run(lint: Any, runs: Any, module: ModuleType, name: str, options: Any
                   ) -> tuple[list[Any], dict[str, Any], Any] | str:
-    """(templates, via, options) to run the public function `name` on: inferred inputs, its required keyword-only
-    arguments from the package's call-site literals or the int ladder, stand-ins for the functions it takes
-    (`_call_sites.carrier_templates`); else the call its docstring example makes; else why neither runs."""
+    """(templates, via, options) to run the public function `name` on: the call its docstring example makes (the
+    author's own values, inside the contract); else inferred inputs, its required keyword-only arguments from the
+    package's call-site literals or the int ladder, stand-ins for the functions it takes
+    (`_call_sites.carrier_templates`); else why neither runs."""
     from ._call_sites import Assumed, _documented, carrier_templates, keyword_values
     from .._core._errors import InferenceError, TargetLoadError, UsageError
     from .._loading._inputs import template_text
     from .._run._engine import NeedsX64
 
     label = f"{module.__name__}:{name}"
+    documented = _documented(lint, runs, module, name)
+    if not isinstance(documented, str):
+        _, via, documented_options = documented  # prepared once per run: `_record_carrier.prepare` hands it back
+        return list(via["args"]), via, documented_options
     keywords = keyword_values(module, name)
     if keywords is None:
         reason = "inputs not inferred (a keyword-only argument has no literal at any call site"
@@ -212,11 +217,7 @@ def _inferred_run(lint: Any, runs: Any, module: ModuleType, name: str, options: 
         else:
             return templates, {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords,
                                "callables": stand_ins, "assumed": assumed}, options
-    documented = _documented(lint, runs, module, name)
-    if isinstance(documented, str):
-        return reason + documented + ")"
-    _, via, documented_options = documented  # prepared once per run: `_record_carrier.prepare` hands it back
-    return list(via["args"]), via, documented_options
+    return reason + documented + ")"
 
 
 def _assumed(via: dict[str, Any]) -> str:
