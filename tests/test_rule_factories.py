@@ -284,3 +284,21 @@ def test_the_flags_guarding_a_site_and_a_returned_closure_are_read_from_the_sour
     tree = ast.parse(source)
     assert guarding_flags(tree, "factory", [4, 6]) == {"custom_vjp": True, "plain": False}
     assert [returns_closure(tree, name) for name in ("factory", "direct", "value")] == [True, True, False]
+
+
+def test_a_carrier_made_of_a_partial_is_batched_under_its_own_name() -> None:
+    """A returned function run on a stand-in is a `functools.partial`, which has no `__name__`: copying None there
+    raised TypeError, an internal error of the whole target."""
+    import functools
+
+    import numpy as np
+
+    from jaxdiag._jobs._record_carrier import _under_vmap
+    from jaxdiag._loading._inputs import ArgSpec
+
+    def scaled(factor, x):
+        return factor * x
+
+    batched = _under_vmap(functools.partial(scaled, 2.0), [ArgSpec(np.dtype(np.float32), (3,))])
+    assert batched.__name__ == "batched"
+    np.testing.assert_allclose(batched(np.ones((4, 3), np.float32)), 2.0 * np.ones((4, 3)))
