@@ -302,3 +302,15 @@ def test_a_carrier_made_of_a_partial_is_batched_under_its_own_name() -> None:
     batched = _under_vmap(functools.partial(scaled, 2.0), [ArgSpec(np.dtype(np.float32), (3,))])
     assert batched.__name__ == "batched"
     np.testing.assert_allclose(batched(np.ones((4, 3), np.float32)), 2.0 * np.ones((4, 3)))
+
+
+@pytest.mark.slow
+def test_a_returned_function_no_check_applies_to_is_no_target_and_its_site_says_why(package: dict) -> None:
+    """`ticker(every)` returns `loop(total: int)`: no array argument, so every check is skipped. It is not reported
+    as a target (nothing was verified); the callback site keeps its JXN012 note, which says why."""
+    targets = of(package, "closures")["targets"]
+    assert not [t for t in targets if "ticker(" in t["target"]], [t["target"] for t in targets]
+    (site,) = [t for t in targets if t["target"].endswith(":ticker")]
+    (note,) = [f for f in site["findings"] if f["code"] == "JXN012"]
+    assert "ticker(every=4 (assumed)) returns: no check applies to it" in note["message"], note["message"]
+    assert not site["verified"]

@@ -280,6 +280,7 @@ def _check_returned_function(lint: Any, module: ModuleType, group: list[Any], ma
     from .._core import _locate
 
     from . import _callables
+    from .. import _rules as rules
 
     value, call = made
     label = f"{module.__name__}:{group[0].function}"
@@ -299,9 +300,11 @@ def _check_returned_function(lint: Any, module: ModuleType, group: list[Any], ma
                 site.reached = True
             note(label, f"checked as the function {shown} returns")
             return checked
-    why = next((f.message for r in checked for f in r.findings), "it did not run")
+    skipped = [c.detail for r in checked for c in r.checks if c.status == "skipped" and c.detail]
+    why = next((f.message for r in checked for f in r.findings if f.code != rules.INPUTS_INFERRED.code),
+               f"no check applies to it ({skipped[0]})" if skipped else "no check ran on it")
     note(label, f"the function {call} returns: {why[:200]}")
-    return checked
+    return []  # not checked: its sites keep their JXN012 note, with this reason
 
 
 
