@@ -181,10 +181,10 @@ def test_pytree_custom_vjp_is_checked_at_the_values_its_function_passes():
 
 @pytest.mark.slow
 def test_a_bwd_entry_for_an_argument_without_leaves_is_no_structure_error():
-    """ejkernel-style optional inputs: bwd returns an array for `gate=None`, which JAX ignores (plain JAX: grad and
-    jit(grad) run). JAX reads bwd's result as a tree prefix: one array for a pair of arrays runs too (broadcast to
-    both), so it is no structure error, and the wrong gradient it gives the pair's second entry is reported by the
-    reference checks. A pair given an array of another shape is one: JAX rejects it."""
+    """Optional inputs as attention kernels take them: bwd returns an array for `gate=None`, which JAX ignores
+    (plain JAX: grad and jit(grad) run). JAX reads bwd's result as a tree prefix: one array for a pair of arrays
+    runs too (broadcast to both), so it is no structure error, and the wrong gradient it gives the pair's second
+    entry is reported by the reference checks. A pair given an array of another shape is one: JAX rejects it."""
     module = _load_data("pytree_vjp_optional.py")
     x = jnp.arange(3.0)
     np.testing.assert_allclose(jax.jit(jax.grad(lambda v: module.recurrence(v).sum()))(x), [3.0, 2.0, 1.0])

@@ -469,7 +469,7 @@ def platform_blocker(subject: Subject, options: Options, cache: SubjectCache) ->
 
 
 def foreign_values(subject: Subject, cache: SubjectCache) -> str:
-    """The abstract value types a primitive's abstract eval returns when its library defines them (pennylane's
+    """The abstract value types a primitive's abstract eval returns when its library defines them (a quantum library's
     `AbstractMeasurement`): such a primitive is an operation of that library's own interpreter, which JAX never
     lowers, batches or differentiates, and no array check applies; "" for every other subject."""
     if subject.kind != "primitive" or not subject.specs or not _compat.is_primitive(subject.obj):
