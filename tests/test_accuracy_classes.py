@@ -22,7 +22,9 @@ fixture written in the pattern of the class (no published library imported):
 - a custom_vjp whose bwd ignores the cotangent of an output that moves with the inputs only far below the gradient's
   tolerance (a converged residual): no dropped gradient (tests/data/acc/converged_residual.py, _bad.py);
 - a straight-through estimator on a primal with a constant slope (`q * scale`): the cotangent passed on unchanged
-  is a deliberate surrogate (JXG014), not a uniformly scaled gradient (tests/data/acc/straight_through_scaled.py).
+  is a deliberate surrogate (JXG014), not a uniformly scaled gradient (tests/data/acc/straight_through_scaled.py);
+- a zero derivative a rule computes by cancellation (float32 rounding, not exactly linear): no JXG020, while a real
+  nonlinear term still is one (tests/data/acc/rounding_tangent.py).
 """
 
 from __future__ import annotations
@@ -411,3 +413,26 @@ def test_a_straight_through_gradient_of_a_scaled_primal_is_deliberate_not_a_scal
     report = jaxdiag.check_grad(f"{DATA / 'acc' / 'straight_through_scaled.py'}:dequantize", "f32[3]", "0.75")
     found = {f.code: f.severity for t in report.targets for f in t.findings}
     assert found.get("JXG014") == "warning" and "JXG024" not in found, found
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A zero derivative computed by cancellation: float32 rounding, not a nonlinear rule
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_a_tangent_at_rounding_level_is_no_nonlinear_rule_and_a_real_nonlinear_term_still_is():
+    """`settled`'s rule returns `t cos^2 + t sin^2 - t`: linear, and zero but for float32 rounding (about 1e-8),
+    which is not exactly additive or homogeneous. Before, JXG020 twice (the linearity probes and forward against
+    reverse mode compared numbers of rounding size relative to each other). `drifting` adds `1e-3 |t|`: found."""
+    import jax
+    import jax.numpy as jnp
+
+    path = DATA / "acc" / "rounding_tangent.py"
+    module = load(path)
+    x, t = jnp.array([0.3, -1.2, 2.0]), jnp.array([1.0, -0.5, 2.0])
+    assert float(jnp.max(jnp.abs(jax.jvp(module.settled, (x,), (t,))[1]))) < 1e-6  # plain JAX: zero to precision
+    settled = jaxdiag.check_grad(f"{path}:settled", "f32[3]")
+    assert not settled.internal_errors and not [f for f in settled.findings if f.severity != "info"]
+    drifting = jaxdiag.check_grad(f"{path}:drifting", "f32[3]")
+    assert "JXG020" in {f.code for f in drifting.findings if f.severity == "error"}
+    assert expect_line(path, "JXG020") in {f.location.line for f in drifting.findings if f.code == "JXG020"}

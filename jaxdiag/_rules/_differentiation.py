@@ -267,7 +267,9 @@ X64_ONLY_DIFFERENTIATION: Rule[_fields.JXG026] = Rule(
 JVP_NOT_LINEAR: Rule[_fields.JXG020] = Rule(
     "JXG020", "jvp-not-linear", "error",
     "The JVP rule's tangent output is not linear in the input tangents.",
-    "Tests additivity, homogeneity and zero-in-zero-out at random tangents.",
+    "Tests additivity, homogeneity and zero-in-zero-out at random tangents, and forward against reverse mode; "
+    "differences below the rounding of the output's dtype (64 units times the outputs' and tangents' sizes) do not "
+    "count: a zero derivative computed by cancellation is rounding, not a nonlinear term.",
     "`jax.jvp` works, but `jax.grad` fails with `Transpose rule ... for 'integer_pow' not implemented` (naming a "
     "lax primitive, not your rule), or, for an affine rule, silently gives a different derivative than `jacfwd`.",
     "jxg020_bad.py", "jxg020_good.py",

@@ -24,10 +24,30 @@ from ._call import KINDS, T, T_many, _symbolic_candidates, joint, names, rule_lo
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _violation(lhs: Sequence[np.ndarray], rhs: Sequence[np.ndarray], scale: float, tol: float) -> float | None:
-    """The largest |lhs - rhs| when it exceeds `tol * scale`, else None."""
+def _violation(lhs: Sequence[np.ndarray], rhs: Sequence[np.ndarray], scale: float, tol: float,
+               floor: float = 0.0) -> float | None:
+    """The largest |lhs - rhs| when it exceeds `tol * scale` and the rounding `floor`, else None."""
     worst = max((float(np.max(np.abs(a - b))) if a.size else 0.0 for a, b in zip(lhs, rhs)), default=0.0)
-    return worst if worst > tol * scale + 1e-30 else None
+    return worst if worst > tol * scale + floor + 1e-30 else None
+
+
+# How many rounding units of the output's dtype a tangent computed from it can carry (`rounding_floor`).
+_ROUNDING_UNITS = 64
+
+
+def rounding_floor(st: GradState) -> float:
+    """The size below which output tangents are rounding, not values: `_ROUNDING_UNITS` units of the output's dtype
+    times the outputs' and the input tangents' magnitudes. A derivative that is exactly zero (an eigenvector that
+    does not depend on the start vector) comes out of a JVP rule as float32 noise near 1e-7, which is neither
+    additive nor homogeneous; a nonlinear tangent (`abs(t)`, `t ** 2`) differs at the tangents' own size."""
+    outs = [np.asarray(p) for p in st.out_leaves if is_inexact(np.asarray(p).dtype)]
+    if not outs:
+        return 0.0
+    eps = max(float(np.finfo(o.dtype).eps) for o in outs)
+    out = max(float(np.max(np.abs(o), initial=0.0)) for o in outs)
+    tangent = max((float(np.max(np.abs(np.asarray(st.tangent(a, d))), initial=0.0)) for a in st.diff
+                   for d in (0, 1)), default=0.0)
+    return _ROUNDING_UNITS * eps * out * tangent
 
 
 # Homogeneity is tested with a negative, non-unit scale: abs(t) is positively homogeneous and would pass with 2.
@@ -53,12 +73,13 @@ def jvp_linearity(ctx: Context) -> Iterator[Finding]:
     tol = max(grad_tol(p.dtype) for p in st.out_leaves if is_inexact(p.dtype)) if any(
         is_inexact(p.dtype) for p in st.out_leaves) else 1e-3
     scale = max(float(np.max(np.abs(x), initial=0.0)) for x in (*t1, *t2))
-    add = _violation(t12, [a + b for a, b in zip(t1, t2)], scale, tol)
-    hom = _violation(tcx, [SCALE * a for a in t1], scale, tol)
+    floor = rounding_floor(st)
+    add = _violation(t12, [a + b for a, b in zip(t1, t2)], scale, tol, floor)
+    hom = _violation(tcx, [SCALE * a for a in t1], scale, tol, floor)
     if add is None and hom is None:
         return  # an affine offset c breaks both (cT(v) gains cc, T(cv) only c), so zero -> zero holds too
     t0 = T(st, ("j", "zero"), {a.pos: device_zeros(a.shape, a.dtype) for a in st.diff}) or []
-    zero = _violation(t0, [np.zeros_like(x) for x in t0], scale, tol)
+    zero = _violation(t0, [np.zeros_like(x) for x in t0], scale, tol, floor)
     st.blocked[rules.JVP_NOT_LINEAR] = "the tangent map is not linear"
     yield _nonlinear_finding(st, t0, t1, tcx, zero, add, hom)
 
