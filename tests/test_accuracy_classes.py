@@ -154,6 +154,25 @@ def test_the_documented_call_comes_before_inferred_inputs(monkeypatch):
         ("JXG024", "error")} and code == 1
 
 
+def test_a_docstring_example_runs_once_per_run_and_per_precision(monkeypatch):
+    """Every target asks for its callers' documented calls before inferring their inputs: the example's lines run
+    once per run (and once more under x64, where its arrays are float64)."""
+    import types
+
+    from jaxdiag import _compat
+    from jaxdiag._jobs import _call_sites
+    from jaxdiag._jobs._record_carrier import CarrierRuns
+
+    ran: list[str] = []
+    monkeypatch.setattr(_call_sites, "_documented_once", lambda lint, runs, module, name: ran.append(name) or "none")
+    runs, module = CarrierRuns(), types.ModuleType("pkg.mod")
+    for _ in range(3):
+        assert _call_sites._documented(None, runs, module, "spmv") == "none"
+    with _compat.x64_scope(True):
+        assert _call_sites._documented(None, runs, module, "spmv") == "none"
+    assert ran == ["spmv", "spmv"]
+
+
 @pytest.mark.slow
 def test_a_kernel_with_params_from_a_matrix_object_is_checked_at_the_documented_call(monkeypatch):
     """Before: no literal holds `shape` (the package passes `self.shape`), so the kernel was not checkable. Now it is

@@ -354,7 +354,15 @@ def _route(prepared: Any, subject: Any) -> str:
 
 def _documented(lint: Any, runs: Any, module: ModuleType, name: str) -> tuple[Any, dict, Any] | str:
     """(prepared carrier, via, options) for the public function `name` run on the call its own docstring example
-    makes (`_doc_examples`), else the reason there is none (a clause continuing a sentence)."""
+    makes (`_doc_examples`), else the reason there is none (a clause continuing a sentence). Once per run: every
+    target asks first, before inferring the caller's inputs."""
+    key = (module.__name__, name, _compat.x64_enabled())
+    if key not in runs.documented:
+        runs.documented[key] = _documented_once(lint, runs, module, name)
+    return runs.documented[key]
+
+
+def _documented_once(lint: Any, runs: Any, module: ModuleType, name: str) -> tuple[Any, dict, Any] | str:
     from . import _doc_examples, _record_carrier
     from .._checks._base import Options
     from .._core._errors import InferenceError, TargetLoadError, UsageError

@@ -64,6 +64,9 @@ class CarrierRuns:
 
     prepared: dict[tuple, Prepared | BaseException] = field(default_factory=dict)
     checked: dict[tuple, TargetReport] = field(default_factory=dict)
+    # each public function's docstring-example run (`_call_sites._documented`), by (module, name, x64): its lines
+    # are run once per run, however many targets ask where that function calls them
+    documented: dict[tuple, Any] = field(default_factory=dict)
     # how many times each carrier was prepared and each rule checked (tests assert each happens once)
     counts: dict[str, int] = field(default_factory=dict)
 

@@ -293,7 +293,7 @@ def _check_returned_function(lint: Any, module: ModuleType, group: list[Any], ma
         fn = _callables.with_stand_ins(value, given) if given else value
         shown = f"{call} with {_callables.assumed_text(functions)}" if functions else call
         checked = _check_method(lint, module, value.__name__, fn, shown, how="returned by")
-        if checked and any(c.status in ("passed", "failed") for r in checked for c in r.checks):
+        if _ran(checked):
             for report in checked if functions else []:  # what it computes depends on the stand-in: said so
                 _callables.assume_returned_stand_ins(report, functions)
             for site in group:
@@ -343,7 +343,7 @@ def check_methods(lint: Any, sites: list[Any], known: set[int], note: Callable[[
                                             note, known))
         elif callable(bound):
             checked = _check_method(lint, module, function, bound, construction)
-            if checked and any(c.status in ("passed", "failed") for r in checked for c in r.checks):
+            if _ran(checked):
                 for site in group:
                     site.reached = True
                 note(label, f"checked as a function on {construction}")
@@ -404,6 +404,11 @@ def _check_rules(lint: Any, module: ModuleType, group: list[Any], lines: list[in
             known.add(id(obj))
             reports.extend(_check_made(lint, module, kind, obj, f"{module.__name__}:{call}"))
     return reports
+
+
+def _ran(reports: list[TargetReport]) -> bool:
+    """Whether some check ran on what was checked (passed or failed): a function no check applies to is no target."""
+    return any(c.status in ("passed", "failed") for r in reports for c in r.checks)
 
 
 def _check_method(lint: Any, module: ModuleType, function: str, bound: Any, construction: str, how: str = "on"

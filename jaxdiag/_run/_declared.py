@@ -26,8 +26,9 @@ def declared_values(param: inspect.Parameter) -> list[Any]:
 def admits_none(param: inspect.Parameter) -> bool:
     """Whether None is in the parameter's declared values: no annotation, or one naming None, Optional or Any
     (`scale: float` admits none: a caller passing its own `None` default on resolves it first)."""
-    text = param.annotation if isinstance(param.annotation, str) else (
-        "" if param.annotation is param.empty else inspect.formatannotation(param.annotation))
+    from .._harness.source import annotation_text
+
+    text = annotation_text(param.annotation)
     return not text or any(word in text for word in ("None", "Optional", "Any"))
 
 

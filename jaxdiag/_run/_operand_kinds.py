@@ -72,9 +72,6 @@ def _indexing(fn: Any, depth: int) -> set[int]:
     return {i for i, name in enumerate(names) if name in used}
 
 
-_SHAPE_READS = {"shape", "ndim", "size", "dtype"}
-
-
 # Calls whose first argument's values, kept or reshaped, are their result's (`jnp.clip(idx, 0, n - 1)`)
 _VALUE_KEEPING = {"clip", "asarray", "array", "reshape", "ravel", "expand_dims", "squeeze", "broadcast_to"}
 
@@ -95,6 +92,9 @@ def _indexed_by(node: ast.expr) -> list[str]:
             node = node.args[0]
         else:
             return []
+
+
+_SHAPE_READS = {"shape", "ndim", "size", "dtype"}
 
 
 def _derived_from_one(node: ast.AST, params: list[str]) -> dict[str, str]:
