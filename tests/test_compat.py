@@ -193,3 +193,20 @@ def test_masked_nonfinite_names_this_select_not_the_first_trace_of_jnp_where():
     _compat.masked_nonfinite(jax.make_jaxpr(first)(x), [x])
     (hit,) = _compat.masked_nonfinite(jax.make_jaxpr(second)(x), [x])
     assert hit.line == second.__code__.co_firstlineno + 1 and hit.function.endswith("second")
+
+
+def test_builtin_answer_is_read_again_when_a_rule_is_registered_or_removed():
+    # the answer is kept per primitive (asked for every equation of a traced program), with the registry entries it
+    # was read from: registering a user rule, or removing it, changes the answer at once
+    prim = jax.extend.core.Primitive("jaxdiag_test_late_rule")
+    assert _compat.is_builtin_primitive(prim)  # no rule of the user's: nothing to check
+    batching.primitive_batchers[prim] = lambda args, dims: (args[0], dims[0])
+    try:
+        assert not _compat.is_builtin_primitive(prim)
+        assert not _compat.is_builtin_primitive(prim)  # kept, the same
+    finally:
+        del batching.primitive_batchers[prim]
+    assert _compat.is_builtin_primitive(prim)
+    prim.def_impl(lambda x: x)
+    assert not _compat.is_builtin_primitive(prim)
+    assert _compat.is_builtin_primitive(jax.lax.sin_p)

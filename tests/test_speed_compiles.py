@@ -530,3 +530,34 @@ def test_a_primitive_lowered_by_its_impl_may_sit_inside_a_compiled_program() -> 
 
     assert _compat.eager_semantics(inside_custom_jvp(same), _compat.user_impl) is not None
     assert _compat.eager_semantics(inside_custom_jvp(other), _compat.user_impl) is None
+
+
+@jax.custom_jvp
+def _looped_slope_sin(x):
+    return jnp.sin(x)
+
+
+@_looped_slope_sin.defjvp
+def _looped_slope_sin_jvp(primals, tangents):  # the slope from a while loop: reverse mode cannot go through it twice
+    (x,), (t,) = primals, tangents
+    slope = jax.lax.while_loop(lambda c: c[0] < 1, lambda c: (c[0] + 1, jnp.cos(x)), (0, jnp.zeros_like(x)))[1]
+    return jnp.sin(x), slope * t
+
+
+@pytest.mark.slow
+def test_second_order_that_cannot_be_traced_in_reverse_runs_no_forward_mode(compiles, monkeypatch) -> None:
+    # forward over reverse runs and compiles op by op, reverse over reverse cannot even be traced: the finding is
+    # the reverse mode's whichever way it is found, and the eager forward mode it never needed is not run
+    from jaxdiag._checks import _grad_second_order
+
+    in_check = _compiles_inside(monkeypatch, _grad_second_order, "quiet_call")  # every call the check makes
+    reports: list[jaxdiag.Report] = []
+    compiles(lambda: reports.append(jaxdiag.check_grad(_looped_slope_sin, *_inputs((3,)), order=2)))
+    shortcut = sum(in_check)
+    in_check[:] = []
+    monkeypatch.setattr(_grad_second_order, "_reverse_untraceable", lambda *args: None)
+    compiles(lambda: reports.append(jaxdiag.check_grad(_looped_slope_sin, *_inputs((3,)), order=2)))
+    assert _findings(reports[0]) == _findings(reports[1])
+    messages = [f.message for t in reports[0].targets for f in t.findings]
+    assert any("reverse over reverse" in m and "while_loop" in m for m in messages), messages
+    assert shortcut < sum(in_check), (shortcut, in_check)

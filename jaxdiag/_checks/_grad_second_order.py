@@ -66,6 +66,11 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
     if both is not None:
         hv, htu = [to_f64(h) for h in both[0]], both[1]
     else:
+        untraceable = _reverse_untraceable(st, G, x, v, u)
+        if untraceable is not None:
+            yield _second_order_failed(st, "jax.grad of jax.grad (reverse over reverse)", untraceable,
+                                       ctx.options.command)
+            return
         jvp_out, exc = quiet_call(jax.jvp, G, x, v)
         if exc is not None:
             yield _second_order_failed(st, "jax.jvp of jax.vjp (forward over reverse)", exc, ctx.options.command)
@@ -125,6 +130,23 @@ def _untraceable_modes(st: GradState, G: Callable, x: tuple, v: tuple, command: 
         if exc is not None:
             yield _second_order_failed(st, how, exc, command)
             return
+
+
+def _reverse_untraceable(st: GradState, G: Callable, x: tuple, v: tuple, u: list[Any]) -> BaseException | None:
+    """The eager error of reverse over reverse where that mode cannot even be traced (a loop JAX cannot transpose
+    twice) while forward over reverse can: the eager path would run the forward mode first and in full (an
+    adaptive quadrature's gradient op by op: about 5 s) only to report this failure. None otherwise, and where the
+    mode fails when traced but runs eagerly: the eager calls then decide, as before."""
+    _, reverse = quiet_call(lambda: jax.eval_shape(lambda *p: jax.vjp(G, *p)[1](list(u)), *x))
+    if reverse is None:
+        return None
+    _, forward = quiet_call(lambda: jax.eval_shape(lambda *p: jax.jvp(G, p, v), *x))
+    if forward is not None:  # both fail: the eager path names the forward mode, as it always did
+        return None
+    out, exc = quiet_call(jax.vjp, G, *x)
+    if exc is None:
+        _, exc = quiet_call(out[1], list(u))
+    return exc
 
 
 def _both_modes_compiled(st: GradState, G: Callable, x: tuple, v: tuple, u: list[Any]

@@ -5,6 +5,7 @@ primitive, and whether a primitive is JAX's own (the snapshot/restore of JAX's s
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -228,8 +229,40 @@ def _held_objects(value: Any, depth: int) -> list[Any]:
 
 
 def is_builtin_primitive(prim: Any) -> bool:
-    """JAX's own primitives are trusted unless asked: none of their rules is the user's code."""
-    return not any(is_user_code(r) for r in registered_rules(prim).values() if r is not None)
+    """JAX's own primitives are trusted unless asked: none of their rules is the user's code.
+
+    Asked for every equation of a traced program (100,000 in a quadrature's loops), so the answer is kept per
+    primitive with the registry entries it was read from, and read again only when one of them changed."""
+    entries = _registry_entries(prim)
+    try:
+        kept = _BUILTIN_ANSWERS.get(prim)
+    except TypeError:
+        kept = None
+    if kept is not None and len(kept[0]) == len(entries) and all(a is b for a, b in zip(kept[0], entries)):
+        return kept[1]
+    answer = not any(is_user_code(r) for r in registered_rules(prim).values() if r is not None)
+    try:
+        _BUILTIN_ANSWERS[prim] = (entries, answer)
+    except TypeError:  # a primitive-like object without hash or weak reference: answered, not kept
+        pass
+    return answer
+
+
+# primitive -> (the raw registry entries its answer was read from, whether it is JAX's own); weak, so a user's
+# primitive (and its module's rules) is not kept alive by having been asked about
+_BUILTIN_ANSWERS: weakref.WeakKeyDictionary[Any, tuple[tuple, bool]] = weakref.WeakKeyDictionary()
+
+
+def _registry_entries(prim: Any) -> tuple:
+    """Everything `registered_rules` reads for `prim`, as stored (no unwrapping): the same objects, the same
+    answer. The impl and abstract eval live on the instance or its class."""
+    own = vars(prim) if hasattr(prim, "__dict__") else {}
+    per_platform = getattr(_mlir, "_platform_specific_lowerings", {})
+    return (type(prim), own.get("impl"), own.get("abstract_eval"), _legacy_batching_table().get(prim),
+            _axis_batching_table().get(prim), _batching_table().get(prim), _ad.primitive_jvps.get(prim),
+            _ad.primitive_transposes.get(prim), getattr(_ad, "fancy_transposes", {}).get(prim),
+            getattr(_mlir, "_lowerings", {}).get(prim),
+            *(table.get(prim) for _, table in sorted(per_platform.items())))
 
 
 def _all_tables() -> dict[str, dict]:

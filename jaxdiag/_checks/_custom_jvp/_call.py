@@ -137,7 +137,10 @@ def _dense_call(st: GradState, tangents: dict[int, Any]) -> tuple[Any, BaseExcep
     branches: called eagerly, such a rule compiles its loops again on every call (new closures each time), and the
     linearity and reference checks call it with a dozen tangent sets of the same types (an adaptive quadrature's
     JVP: 138 compiles, 39 s). A rule without loops stays eager, as does one that cannot be traced or compiled
-    (`CompiledPrimal`), so its error is the one the eager call raises."""
+    (`CompiledPrimal`), so its error is the one the eager call raises. The zeros `call_jvp` would pass a
+    differentiable argument without a tangent are passed as inputs instead, so that the joint and the per-argument
+    tangent sets share one program (the same values: a dense zero either way)."""
+    tangents = _with_dense_zeros(st, tangents)
     positions = tuple(sorted(tangents))
     program = st.memo.jvp_programs.get(positions)
     if program is None:
@@ -145,6 +148,15 @@ def _dense_call(st: GradState, tangents: dict[int, Any]) -> tuple[Any, BaseExcep
         program = st.memo.jvp_programs[positions] = CompiledPrimal(
             lambda values: _call_jvp_with(st, list(values[:count]), dict(zip(positions, values[count:]))))
     return quiet_call(program, [*st.values(), *(tangents[p] for p in positions)])
+
+
+def _with_dense_zeros(st: GradState, tangents: dict[int, Any]) -> dict[int, Any]:
+    """`tangents` with the dense zeros `call_jvp` gives every other differentiable argument; unchanged where one of
+    those zeros is symbolic (a different call of the rule, not a value)."""
+    zeros = {a.pos: _zero_for(st, a, False) for a in st.diff if a.pos not in tangents}
+    if any(_compat.is_symbolic_zero(z) or not hasattr(z, "dtype") or is_float0(z) for z in zeros.values()):
+        return tangents
+    return {**tangents, **zeros}
 
 
 def _norm_key(st: GradState, key: TangentKey) -> TangentKey:
