@@ -154,17 +154,16 @@ def factory_arguments(fn: Any, module: ModuleType, name: str, flags: dict[str, b
 
 def _positional_literals(name: str, modules: list[ModuleType], params: list[inspect.Parameter]) -> dict[str, Any]:
     """{parameter: literal} from the package's own calls `name("total", 0)`: the call passing the most literals
-    positionally wins (the first of equals); a position after `*args` is unknown."""
-    from .._harness.source import called_name
-    from .._loading._passthrough import module_tree
+    positionally wins (the first of equals, in module then source order); a position after `*args` is unknown.
+    The calls come from each module's index of calls by name (walking every tree of a large package for each
+    factory took seconds)."""
+    from .._loading._passthrough import calls_named, module_tree
 
     order = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     best: dict[str, Any] = {}
     for module in modules:
         tree = module_tree(module)
-        for node in ast.walk(tree) if tree is not None else ():
-            if not isinstance(node, ast.Call) or called_name(node.func) != name:
-                continue
+        for node in calls_named(tree, name) if tree is not None else ():
             found: dict[str, Any] = {}
             for position, arg in zip(order, node.args):
                 if isinstance(arg, ast.Starred):

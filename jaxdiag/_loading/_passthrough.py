@@ -324,6 +324,12 @@ def _calls_by_name(tree: ast.Module) -> dict[str, list[tuple[Any, ast.Call]]]:
     return index
 
 
+def calls_named(tree: ast.Module, name: str) -> list[ast.Call]:
+    """The module's calls of `name` (`name(...)` or `x.name(...)`), in source order."""
+    calls = [call for _, call in _calls_by_name(tree).get(name, ())]
+    return sorted(calls, key=lambda call: (call.lineno, call.col_offset))
+
+
 def _binds(call: ast.Call, names: set[str]) -> bool:
     """Whether `call` binds (or calls) the primitive held under one of `names`: a plain name, the attribute of an
     object holding it, or a class attribute spelled in full (`HaloPrimitive.outer_primitive`: a package whose
