@@ -3,7 +3,7 @@
     pip install -c <(printf 'jax==0.10.2\\njaxlib==0.10.2\\n') equinox==0.13.8 optax==0.2.8 jaxopt==0.8.5 \\
         lineax==0.1.1 optimistix==0.1.0 diffrax==0.7.2 distrax==0.1.9 numpyro==0.22.0 e3nn-jax==0.21.0 \\
         jax-md==0.2.29 quadax==0.3.1 jaxoplanet==0.2.0 flax==0.12.8 jax-galsim==2026.7.0   # beside jaxdiag
-    python scripts/real_libraries.py [--only NAME ...] [--timeout S] [--json ROWS] [--keep-reports DIR]
+    python scripts/real_libraries.py [--only NAME ...] [--timeout S] [--json ROWS] [--keep-reports DIR] [--no-record]
     python scripts/real_libraries.py --from-json ROWS ...   # the table from saved rows
 
 Not part of the test suite (it needs the libraries installed and takes minutes). For each library that is
@@ -423,6 +423,8 @@ def main() -> int:
     parser.add_argument("--json", default=None, help="also write the rows (with reasons and findings) here")
     parser.add_argument("--keep-reports", default=None, metavar="DIR",
                         help="copy each library's full `jaxdiag check` JSON report to DIR/PACKAGE.json")
+    parser.add_argument("--no-record", action="store_true",
+                        help="skip the recording step: `jaxdiag check` alone, as a first run without examples")
     parser.add_argument("--from-json", nargs="*", default=None,
                         help="print the table of rows saved by earlier --json runs (in LIBRARIES order)")
     args = parser.parse_args()
@@ -435,7 +437,7 @@ def main() -> int:
         return 0
     rows = []
     for dist, package in LIBRARIES:
-        snippet = SNIPPETS.get(dist, "")
+        snippet = "" if args.no_record else SNIPPETS.get(dist, "")
         if args.only and dist not in args.only:
             continue
         try:

@@ -244,6 +244,42 @@ def _targets(package: dict, module: str) -> dict[str, dict]:
     return {t["target"].rpartition(":")[2]: t for t in package["targets"] if t["target"].startswith(prefixes)}
 
 
+def test_operand_facts_asserted_by_the_wrapper_that_binds_a_primitive_are_read() -> None:
+    """`assert keep.shape == ()`, `assert keep.dtype == jnp.bool_` before `prim.bind(keep, ...)`, and the same
+    stated as an `if ...: raise` guard: operand 0 is a boolean scalar (the impl never reads it)."""
+    import ast
+    import sys
+
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._run import _asserted
+
+    sys.path.insert(0, str(DATA))
+    try:
+        from operand_kinds import asserted
+    finally:
+        sys.path.remove(str(DATA))
+    subject = Subject("operand_kinds.asserted:masked_pick_p", "primitive", asserted.masked_pick_p, specs=[],
+                      module="operand_kinds.asserted")
+    assert _asserted.asserted_kinds(subject) == {0: {"bool", "scalar"}}
+    guard = ast.parse("def f(i, x):\n    if i.ndim != 0 or not jnp.issubdtype(i.dtype, jnp.integer):\n"
+                      "        raise TypeError\n    assert x.dtype == 'bool' and x.shape == ()\n").body[0]
+    assert _asserted._facts(guard) == {"i": {"scalar", "int"}, "x": {"bool", "scalar"}}
+    loose = ast.parse("def f(x):\n    assert x.shape == (3,)\n    if x.dtype == jnp.float32:\n        raise E\n"
+                      ).body[0]
+    assert _asserted._facts(loose) == {}  # a non-scalar shape, and a guard that raises on a float, state nothing
+
+
+@pytest.mark.slow
+def test_a_primitive_whose_wrapper_asserts_a_boolean_scalar_is_checked_inside_that_contract(package: dict) -> None:
+    """Before, `keep` was drawn bool[3] (a predicate of the impl's `where`) and the JVP rule's own call of the
+    wrapper failed its assertion: a JXG017 warning on inputs the library never passes."""
+    (pick,) = _targets(package, "asserted").values()
+    assert pick["inputs"] == ["bool[]", "f32[3]", "f32[3]"] and not errors_and_warnings(pick), pick
+    statuses = {c["name"]: c["status"] for c in pick["checks"]}
+    checks = ("jvp-reference", "batching-rule", "primitive-transpose")
+    assert all(statuses[name] == "passed" for name in checks), statuses
+
+
 @pytest.mark.slow
 def test_a_keyed_custom_vjp_and_an_index_taking_jvp_are_checked(package: dict) -> None:
     targets = _targets(package, "keyed")

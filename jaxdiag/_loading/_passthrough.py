@@ -257,6 +257,13 @@ def bind_site_operands(names: set[str], modules: list[Any]) -> list[list[str]]:
     return out
 
 
+def bind_calls(names: set[str], modules: list[Any]) -> list[tuple[Any, ast.Call]]:
+    """(enclosing function or None, call) for every `NAME.bind(...)` call in the modules."""
+    return [(caller, call) for module in modules for tree in [module_tree(module)] if tree is not None
+            for caller, call in _calls_in(tree)
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "bind" and _binds(call, names)]
+
+
 def bound_by_keyword(names: set[str], modules: list[Any]) -> set[str]:
     """The keywords any `NAME.bind(..., k=v)` call in the modules passes, or a call of the object holding the
     primitive (`NAME(..., k=v)`, which forwards them): bind params, as the library binds them."""

@@ -46,7 +46,7 @@ from .._core import _locate
 from .._core._report import Finding
 from .._harness import call_user
 from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, Static, key_spec, template_text
-from . import _int_params, _operand_kinds, _predicates, _signature, _stated_shapes
+from . import _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes
 from ._domains import VALUES_ONLY
 
 # The plain ladder: one shape for every operand, simplest first.
@@ -123,11 +123,15 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     _try_call, MissingDependencyError, missing_dependency = engine
     pairs_early, dtype, operands = how
     totals: set[int] = set()
-    scalars = _signature.float_annotated(subject)  # `gamma: float`: a scalar wherever the ladder is
+    # `assert pred.dtype == jnp.bool_`, `assert pred.shape == ()` in the target or the wrapper that binds it
+    asserted = _asserted.asserted_kinds(subject)
+    scalars = _signature.float_annotated(subject) | _facts(asserted, "scalar")  # `gamma: float`: a scalar always
     # jaxtyping's `Int[Array, "n"]`, `Bool[...]`, `Float[...]`: the annotation's family wins over a name
     families = _stated_shapes.annotated_families(subject)
-    truths = _predicates.predicate_positions(subject) | _family(families, "bool")  # booleans first, then floats
-    indices = _operand_kinds.index_positions(subject) | _family(families, "int")  # `w[idx]`: integers, always
+    truths = (_predicates.predicate_positions(subject) | _family(families, "bool")  # booleans first, then floats
+              | _facts(asserted, "bool"))
+    indices = (_operand_kinds.index_positions(subject) | _family(families, "int")  # `w[idx]`: integers, always
+               | _facts(asserted, "int"))
     # `key`, `rng: PRNGKeyArray`: a typed PRNG key, always (never where the annotation says another family)
     keys = (_operand_kinds.key_positions(subject) - _family(families, "float", "complex", "int", "bool")
             ) | _family(families, "key")
@@ -391,6 +395,10 @@ def _matrix_positions(subject: Subject, arity: int, statics: dict[int, Any], ope
     names = _names(subject, arity, operands)
     arrays = [name for i, name in enumerate(names) if i not in statics]
     return frozenset(i for i, name in enumerate(arrays) if name[:1].isupper())
+
+
+def _facts(asserted: dict[int, set[str]], fact: str) -> set[int]:
+    return {i for i, facts in asserted.items() if fact in facts}
 
 
 def _names(subject: Subject, arity: int, operands: list[list[str]]) -> list[str]:

@@ -141,7 +141,7 @@ def bind_site_params(subject: Subject, origins: dict[str, str] | None = None) ->
     wanted: set[str] | None = None if open_ended else named - set(subject.params)
     if wanted is not None and not wanted:
         return {}
-    names, modules = _bind_sources(subject)
+    names, modules = bind_sources(subject)
     from .._loading._passthrough import bind_site_params as passthrough_bind_params
 
     followed: dict[str, str] = {}
@@ -176,7 +176,7 @@ def bind_site_annotations(subject: Subject, wanted: set[str]) -> dict[str, str]:
         return {}
     from .._loading._passthrough import bind_site_annotations as passthrough_annotations
 
-    names, modules = _bind_sources(subject)
+    names, modules = bind_sources(subject)
     return passthrough_annotations(names, modules, wanted)
 
 
@@ -206,7 +206,7 @@ def _keyword_bound(subject: Subject) -> list[str]:
         return []
     from .._loading._passthrough import bound_by_keyword, bound_positionally
 
-    names, modules = _bind_sources(subject)
+    names, modules = bind_sources(subject)
     keywords = bound_by_keyword(names, modules)
     if not keywords:
         return []
@@ -221,10 +221,10 @@ def bind_site_operands(subject: Subject) -> list[list[str]]:
         return []
     from .._loading._passthrough import bind_site_operands as passthrough_operands
 
-    return passthrough_operands(*_bind_sources(subject))
+    return passthrough_operands(*bind_sources(subject))
 
 
-def _bind_sources(subject: Subject) -> tuple[set[str], list[Any]]:
+def bind_sources(subject: Subject) -> tuple[set[str], list[Any]]:
     """(the names the primitive is held under, the loaded modules of the packages defining it or its rules)."""
     prim = subject.obj
     roots = {(getattr(_locate.unwrap(r), "__module__", "") or "").split(".")[0]

@@ -54,7 +54,7 @@ def stated_axes(subject: Subject, names: list[str]) -> list[dict[int, Axes]]:
     docstring writes `B`, the code `batch_len`): where together they give inconsistent sizes, one alone may not."""
     annotated: dict[int, Axes] = {}
     unpacked: dict[int, Axes] = {}
-    for fn in _own_functions(subject):
+    for fn in own_functions(subject):
         for i, array in annotated_arrays(fn).items():
             if array.axes is not None:
                 annotated.setdefault(i, array.axes)
@@ -113,13 +113,13 @@ def _rungs(arrays: list[int], stated: dict[int, Axes], dtype: np.dtype) -> Itera
 def annotated_families(subject: Subject) -> dict[int, str]:
     """{position: the family of values its jaxtyping annotation admits} ("float", "int", "bool", "key", ...)."""
     out: dict[int, str] = {}
-    for fn in _own_functions(subject):
+    for fn in own_functions(subject):
         for i, array in annotated_arrays(fn).items():
             out.setdefault(i, array.family)
     return out
 
 
-def _own_functions(subject: Subject) -> list[Any]:
+def own_functions(subject: Subject) -> list[Any]:
     obj = subject.original if subject.original is not None else subject.obj
     if subject.kind == "primitive":
         fns = [_compat.impl(obj), _compat.abstract_eval_rule(obj)]
@@ -172,7 +172,7 @@ def _axes(text: str) -> Axes | None:
 def _docstrings(subject: Subject, names: list[str]) -> Iterator[str]:
     """The target's own docstrings, then those of its module's other functions (and of the module its function is
     written in) taking at least two of its parameters' names, in the order the modules define them."""
-    own = _own_functions(subject)
+    own = own_functions(subject)
     for fn in own:
         doc = getattr(_locate.unwrap(fn), "__doc__", None)
         if isinstance(doc, str):
