@@ -447,6 +447,18 @@ def test_a_rule_that_raises_on_purpose_is_a_warning_and_an_accident_stays_an_err
     assert "JXG017" in codes(unpacked, "error") and "JXG025" not in codes(unpacked)
 
 
+def test_a_transpose_rule_that_raises_on_purpose_is_a_refusal_and_an_accident_stays_an_error():
+    """A primitive's transpose rule graded as its JVP and fwd/bwd rules are: a `raise` in the rule's own body
+    ("cannot be reverse-mode differentiated") is JXG025, a failed reshape inside it stays JXG017."""
+    path = DATA / "verdicts" / "transpose_refusal.py"
+    sealed = jaxdiag.check_grad(f"{path}:sealed_p", "f32[3]")
+    assert "JXG025" in codes(sealed, "warning") and "JXG017" not in codes(sealed), sealed.findings
+    cracked = jaxdiag.check_grad(f"{path}:cracked_p", "f32[3]")
+    assert "JXG017" in codes(cracked, "error") and "JXG025" not in codes(cracked), cracked.findings
+    for report in (sealed, cracked):
+        no_internal_errors(report)
+
+
 @pytest.mark.slow
 def test_a_helper_that_refuses_with_not_implemented_is_deliberate_and_other_helper_errors_stay_errors():
     """A `raise NotImplementedError(...)` in a helper of the user's code that the rule calls is the same deliberate

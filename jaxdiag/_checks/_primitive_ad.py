@@ -24,7 +24,7 @@ from .. import _rules as rules
 from .._core._report import Finding, Location
 from ._base import Context, SkipCheck, check
 from .._harness import call_user, jaxdiag_code
-from ._shared import user_frame_location
+from ._shared import raises_on_purpose, user_frame_location
 from ._custom_jvp import T, names
 from ._gradref import (
     JVP_BLOCKERS, Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0, quiet_call,
@@ -260,7 +260,10 @@ def _raised(st: GradState, name: str, call: dict, undefined: list[int], k: int |
             f"{out}).",
             fix=f"In {name}, test `type(ct) is ad.Zero` (or use `ad.instantiate_zeros(ct)`).",
             location=_location(st))
-    return rules.DERIVATIVE_RULE_RAISED.finding(
+    # a `raise SomeError(...)` of the rule's own body (equinox's "cannot be reverse-mode autodifferentiated") is a
+    # refusal, graded as the JVP and fwd/bwd refusals are
+    refuses = any(raises_on_purpose(exc, fn) for fn in _transpose_fns(st))
+    return (rules.DERIVATIVE_RULE_REFUSES if refuses else rules.DERIVATIVE_RULE_RAISED).finding(
         evidence=f"{name} raised {text} when transposing with respect to {which}.",
         fix=f"Make {name}(ct, *args, **params) return one cotangent per argument.",
         location=_location(st))
