@@ -260,8 +260,8 @@ def bind_site_operands(names: set[str], modules: list[Any]) -> list[list[str]]:
 def bind_calls(names: set[str], modules: list[Any]) -> list[tuple[Any, ast.Call]]:
     """(enclosing function or None, call) for every `NAME.bind(...)` call in the modules."""
     return [(caller, call) for module in modules for tree in [module_tree(module)] if tree is not None
-            for caller, call in _calls_in(tree)
-            if isinstance(call.func, ast.Attribute) and call.func.attr == "bind" and _binds(call, names)]
+            for caller, call in _calls_by_name(tree).get("bind", ())  # `x.bind(...)` only, from the index
+            if isinstance(call.func, ast.Attribute) and _binds(call, names)]
 
 
 def bound_by_keyword(names: set[str], modules: list[Any]) -> set[str]:
