@@ -260,7 +260,7 @@ def test_operand_facts_asserted_by_the_wrapper_that_binds_a_primitive_are_read()
         sys.path.remove(str(DATA))
     subject = Subject("operand_kinds.asserted:masked_pick_p", "primitive", asserted.masked_pick_p, specs=[],
                       module="operand_kinds.asserted")
-    assert _asserted.asserted_kinds(subject) == {0: {"bool", "scalar"}}
+    assert _asserted.asserted_positions(subject) == {"bool": {0}, "int": set(), "scalar": {0}}
     guard = ast.parse("def f(i, x):\n    if i.ndim != 0 or not jnp.issubdtype(i.dtype, jnp.integer):\n"
                       "        raise TypeError\n    assert x.dtype == 'bool' and x.shape == ()\n").body[0]
     assert _asserted._facts(guard) == {"i": {"scalar", "int"}, "x": {"bool", "scalar"}}

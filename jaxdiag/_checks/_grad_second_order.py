@@ -66,22 +66,18 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
     if both is not None:
         hv, htu = [to_f64(h) for h in both[0]], both[1]
     else:
-        untraceable = _reverse_untraceable(st, G, x, v, u)
-        if untraceable is not None:
-            yield _second_order_failed(st, "jax.grad of jax.grad (reverse over reverse)", untraceable,
-                                       ctx.options.command)
-            return
-        jvp_out, exc = quiet_call(jax.jvp, G, x, v)
-        if exc is not None:
-            yield _second_order_failed(st, "jax.jvp of jax.vjp (forward over reverse)", exc, ctx.options.command)
-            return
-        hv = [to_f64(h) for h in jvp_out[1]]
-        vjp_out, exc = quiet_call(jax.vjp, G, *x)
-        if exc is None:
-            htu, exc = quiet_call(vjp_out[1], list(u))  # JAX's convention, as first order: no conjugation
-        if exc is not None:
-            yield _second_order_failed(st, "jax.grad of jax.grad (reverse over reverse)", exc, ctx.options.command)
-            return
+        # eagerly, forward over reverse first; reverse over reverse first where only it cannot even be traced (the
+        # forward mode would run in full, an adaptive quadrature's gradient op by op, only to meet its failure)
+        modes = ((FORWARD, lambda: _eager_forward(G, x, v)), (REVERSE, lambda: _eager_reverse(G, x, u)))
+        if _trace_error(G, x, v, u, REVERSE) is not None and _trace_error(G, x, v, u, FORWARD) is None:
+            modes = modes[::-1]
+        results: dict[str, Any] = {}
+        for how, run in modes:
+            results[how], exc = run()
+            if exc is not None:
+                yield _second_order_failed(st, how, exc, ctx.options.command)
+                return
+        hv, htu = results[FORWARD], results[REVERSE]
     fd_memo: list = []
 
     def fd_of_gradient() -> tuple[list[np.ndarray], list[float]] | None:
@@ -119,34 +115,37 @@ def _jax_internal(st: GradState) -> bool:
     return not _locate.is_user_code(st.fun)
 
 
+FORWARD = "jax.jvp of jax.vjp (forward over reverse)"
+REVERSE = "jax.grad of jax.grad (reverse over reverse)"
+
+
 def _untraceable_modes(st: GradState, G: Callable, x: tuple, v: tuple, command: str) -> Iterator[Finding]:
     """The second-order failure of the first mode that does not trace (abstractly: `jax.eval_shape`), if any."""
     u = [st.tangent(a, 1) for a in st.diff]
-    modes = (("jax.jvp of jax.vjp (forward over reverse)", lambda: jax.eval_shape(lambda *p: jax.jvp(G, p, v), *x)),
-             ("jax.grad of jax.grad (reverse over reverse)",
-              lambda: jax.eval_shape(lambda *p: jax.vjp(G, *p)[1](list(u)), *x)))
-    for how, trace in modes:
-        _, exc = quiet_call(trace)
+    for how in (FORWARD, REVERSE):
+        exc = _trace_error(G, x, v, u, how)
         if exc is not None:
             yield _second_order_failed(st, how, exc, command)
             return
 
 
-def _reverse_untraceable(st: GradState, G: Callable, x: tuple, v: tuple, u: list[Any]) -> BaseException | None:
-    """The eager error of reverse over reverse where that mode cannot even be traced (a loop JAX cannot transpose
-    twice) while forward over reverse can: the eager path would run the forward mode first and in full (an
-    adaptive quadrature's gradient op by op: about 5 s) only to report this failure. None otherwise, and where the
-    mode fails when traced but runs eagerly: the eager calls then decide, as before."""
-    _, reverse = quiet_call(lambda: jax.eval_shape(lambda *p: jax.vjp(G, *p)[1](list(u)), *x))
-    if reverse is None:
-        return None
-    _, forward = quiet_call(lambda: jax.eval_shape(lambda *p: jax.jvp(G, p, v), *x))
-    if forward is not None:  # both fail: the eager path names the forward mode, as it always did
-        return None
+def _trace_error(G: Callable, x: tuple, v: tuple, u: list[Any], how: str) -> BaseException | None:
+    """Why the mode `how` (FORWARD: jvp of G along v, REVERSE: vjp of G at u) cannot be traced at x, or None."""
+    if how == FORWARD:
+        return quiet_call(lambda: jax.eval_shape(lambda *p: jax.jvp(G, p, v), *x))[1]
+    return quiet_call(lambda: jax.eval_shape(lambda *p: jax.vjp(G, *p)[1](list(u)), *x))[1]
+
+
+def _eager_forward(G: Callable, x: tuple, v: tuple) -> tuple[list[np.ndarray] | None, BaseException | None]:
+    out, exc = quiet_call(jax.jvp, G, x, v)
+    return ([to_f64(h) for h in out[1]] if exc is None else None), exc
+
+
+def _eager_reverse(G: Callable, x: tuple, u: list[Any]) -> tuple[Any, BaseException | None]:
     out, exc = quiet_call(jax.vjp, G, *x)
-    if exc is None:
-        _, exc = quiet_call(out[1], list(u))
-    return exc
+    if exc is not None:
+        return None, exc
+    return quiet_call(out[1], list(u))  # JAX's convention, as first order: no conjugation
 
 
 def _both_modes_compiled(st: GradState, G: Callable, x: tuple, v: tuple, u: list[Any]

@@ -255,14 +255,11 @@ _BUILTIN_ANSWERS: weakref.WeakKeyDictionary[Any, tuple[tuple, bool]] = weakref.W
 
 def _registry_entries(prim: Any) -> tuple:
     """Everything `registered_rules` reads for `prim`, as stored (no unwrapping): the same objects, the same
-    answer. The impl and abstract eval live on the instance or its class."""
+    answer. The impl and abstract eval live on the instance or its class; the rules in JAX's registries
+    (`_all_tables`, and the two read besides them)."""
     own = vars(prim) if hasattr(prim, "__dict__") else {}
-    per_platform = getattr(_mlir, "_platform_specific_lowerings", {})
-    return (type(prim), own.get("impl"), own.get("abstract_eval"), _legacy_batching_table().get(prim),
-            _axis_batching_table().get(prim), _batching_table().get(prim), _ad.primitive_jvps.get(prim),
-            _ad.primitive_transposes.get(prim), getattr(_ad, "fancy_transposes", {}).get(prim),
-            getattr(_mlir, "_lowerings", {}).get(prim),
-            *(table.get(prim) for _, table in sorted(per_platform.items())))
+    return (type(prim), own.get("impl"), own.get("abstract_eval"), _axis_batching_table().get(prim),
+            getattr(_ad, "fancy_transposes", {}).get(prim), *(table.get(prim) for table in _all_tables().values()))
 
 
 def _all_tables() -> dict[str, dict]:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import Any
 
 from .._checks._base import Subject
+from .._harness.source import called_name, function_source
+from ._signature import bind_sources
+from ._stated_shapes import own_functions
 
 # What a dtype expression names: `jnp.bool_`, `np.bool_`, `bool`, `"bool"`; `jnp.integer`, `np.int32`, `int`, ...
 _BOOL_NAMES = {"bool", "bool_"}
@@ -23,30 +25,26 @@ _INT_NAMES = {"int", "integer", "signedinteger", "unsignedinteger", "int8", "int
               "uint16", "uint32", "uint64"}
 
 
-def asserted_kinds(subject: Subject) -> dict[int, set[str]]:
-    """{position: {"bool", "int", "scalar"} facts} the code asserts about the target's positional operands."""
-    out: dict[int, set[str]] = {}
+def asserted_positions(subject: Subject) -> dict[str, set[int]]:
+    """{"bool" / "int" / "scalar": the positional operands the code asserts it of}."""
+    out: dict[str, set[int]] = {"bool": set(), "int": set(), "scalar": set()}
     for names, body in _sources(subject):
         facts = _facts(body)
         for position, name in enumerate(names):
-            if name and facts.get(name):
-                out.setdefault(position, set()).update(facts[name])
+            for fact in facts.get(name, ()) if name else ():
+                out[fact].add(position)
     return out
 
 
 def _sources(subject: Subject) -> Iterator[tuple[list[str], ast.AST]]:
     """(the name each operand position has there, a function body that may assert on it)."""
-    from .._harness.source import function_source
-    from ._stated_shapes import own_functions
-
     for fn in own_functions(subject):
         found = function_source(fn)
         if found is not None and isinstance(found.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield [a.arg for a in found.node.args.posonlyargs + found.node.args.args], found.node
     if subject.kind != "primitive" or subject.parent is not None:
         return
-    from .._loading._passthrough import bind_calls
-    from ._signature import bind_sources
+    from .._loading._passthrough import bind_calls  # read only for a primitive
 
     for caller, call in bind_calls(*bind_sources(subject)):
         if caller is None or any(isinstance(a, ast.Starred) for a in call.args):
@@ -91,7 +89,7 @@ def _claims(test: ast.expr) -> Iterator[tuple[str, str]]:
             claim = _attribute_claim(attribute, other)
             if claim is not None:
                 yield claim
-    elif isinstance(test, ast.Call) and _called(test.func) == "issubdtype" and len(test.args) == 2:
+    elif isinstance(test, ast.Call) and called_name(test.func) == "issubdtype" and len(test.args) == 2:
         subject, family = test.args
         name = _attribute_of(subject, "dtype")
         kind = _dtype_kind(family)
@@ -115,22 +113,16 @@ def _attribute_of(node: ast.expr, attr: str) -> str | None:
     """`x` for the expression `x.attr` (also `jnp.shape(x)`/`np.ndim(x)` for shape and ndim)."""
     if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name):
         return node.value.id
-    if isinstance(node, ast.Call) and _called(node.func) == attr and len(node.args) == 1 \
+    if isinstance(node, ast.Call) and called_name(node.func) == attr and len(node.args) == 1 \
             and isinstance(node.args[0], ast.Name):
         return node.args[0].id
     return None
 
 
 def _dtype_kind(node: ast.expr) -> str | None:
-    text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else _called(node)
+    text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else called_name(node)
     if text in _BOOL_NAMES:
         return "bool"
     if text in _INT_NAMES:
         return "int"
     return None
-
-
-def _called(node: Any) -> str | None:
-    from .._harness.source import called_name
-
-    return called_name(node)

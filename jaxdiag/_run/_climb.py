@@ -124,14 +124,14 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     pairs_early, dtype, operands = how
     totals: set[int] = set()
     # `assert pred.dtype == jnp.bool_`, `assert pred.shape == ()` in the target or the wrapper that binds it
-    asserted = _asserted.asserted_kinds(subject)
-    scalars = _signature.float_annotated(subject) | _facts(asserted, "scalar")  # `gamma: float`: a scalar always
+    asserted = _asserted.asserted_positions(subject)
+    scalars = _signature.float_annotated(subject) | asserted["scalar"]  # `gamma: float`: a scalar always
     # jaxtyping's `Int[Array, "n"]`, `Bool[...]`, `Float[...]`: the annotation's family wins over a name
     families = _stated_shapes.annotated_families(subject)
     truths = (_predicates.predicate_positions(subject) | _family(families, "bool")  # booleans first, then floats
-              | _facts(asserted, "bool"))
+              | asserted["bool"])
     indices = (_operand_kinds.index_positions(subject) | _family(families, "int")  # `w[idx]`: integers, always
-               | _facts(asserted, "int"))
+               | asserted["int"])
     # `key`, `rng: PRNGKeyArray`: a typed PRNG key, always (never where the annotation says another family)
     keys = (_operand_kinds.key_positions(subject) - _family(families, "float", "complex", "int", "bool")
             ) | _family(families, "key")
@@ -395,10 +395,6 @@ def _matrix_positions(subject: Subject, arity: int, statics: dict[int, Any], ope
     names = _names(subject, arity, operands)
     arrays = [name for i, name in enumerate(names) if i not in statics]
     return frozenset(i for i, name in enumerate(arrays) if name[:1].isupper())
-
-
-def _facts(asserted: dict[int, set[str]], fact: str) -> set[int]:
-    return {i for i, facts in asserted.items() if fact in facts}
 
 
 def _names(subject: Subject, arity: int, operands: list[list[str]]) -> list[str]:
