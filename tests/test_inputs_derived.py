@@ -36,16 +36,16 @@ def test_derived_dims_are_a_small_family_of_n() -> None:
 def test_a_static_int_or_shape_without_a_value_climbs_the_int_ladder(monkeypatch) -> None:
     """`L: int` and `output_shape` static, no default and no call passing them: given ladder values, not refused
     as static arguments nobody gives a value."""
-    from jaxdiag._run import _engine, _signature
+    from jaxdiag._run import _engine, _static_values
 
     monkeypatch.syspath_prepend(str(DATA))
     for label, position, kind in (("inputs_derived.synthesis:synthesis", 1, "int"),
                                   ("inputs_derived.nonuniform:transform1", 0, "shape")):
         subject = _engine._root_subject(_engine.resolve(label), {})
-        statics = _signature.static_templates(subject)
+        statics = _static_values.static_templates(subject)
         assert statics is not None and position not in statics, label
-        assert _signature.static_without_default(subject) == []
-        assert _signature.int_positions(subject, statics, 3)[0][position] == kind, label
+        assert _static_values.static_without_default(subject) == []
+        assert _static_values.int_positions(subject, statics, 3)[0][position] == kind, label
 
 
 def check(module: str, monkeypatch) -> tuple[int, dict]:

@@ -219,3 +219,57 @@ def test_an_enum_annotation_declares_its_members() -> None:
     param = inspect.Parameter("mode", inspect.Parameter.POSITIONAL_ONLY, annotation=Mode)
     assert declared_values(param) == [Mode.FAST, Mode.EXACT]
     assert static_text(Mode.EXACT) == "<Mode.EXACT>"
+
+
+@pytest.mark.slow
+def test_a_static_without_any_value_is_a_number_where_its_code_or_docstring_uses_one() -> None:
+    """nondiff statics with no default, annotation or caller's literal: `exp(-nu * x)` makes `nu` a number (0.5,
+    so a JVP dropping the rate shows), `range(p)` an int, "for real s > 1" bounds the number, and a wrapper's
+    `functools.wraps` reference gives the signature and `v : float`. Before, none was checked (JXN012); a static
+    compared with a string still is not."""
+    targets = _targets("used_statics")
+    assert targets["decay"]["inputs"] == ["0.5", "f32[3]"] and _codes(targets["decay"]) == set()
+    assert _codes(targets["decay_drops_rate"]) == {"JXG024"}
+    assert targets["stepped"]["inputs"][1] == "4" and _codes(targets["stepped"]) == set()
+    assert targets["shifted_zeta"]["inputs"] == ["f32[3]", "1.5"] and _codes(targets["shifted_zeta"]) == set()
+    assert targets["wrapped_order"]["inputs"] == ["0.5", "f32[3]"] and _codes(targets["wrapped_order"]) == set()
+    assert not targets["moded"]["verified"]
+    assert {f["code"] for f in targets["moded"]["findings"]} == {"JXN012"}
+
+
+def test_how_code_uses_a_parameter_says_whether_it_is_a_number() -> None:
+    import ast
+    import textwrap
+
+    from jaxdiag._run._static_use import _uses
+
+    def kinds(source: str) -> dict[str, set[str]]:
+        return _uses(ast.parse(textwrap.dedent(source)).body[0])
+
+    assert kinds("def f(nu, x): return (x / 2) ** -nu") == {"nu": {"number"}, "x": {"number"}}
+    assert kinds("def f(p, x):\n for k in range(p + 1): x = x * k\n return x")["p"] == {"int", "number"}
+    assert kinds("def f(s, x): return jnp.where(s < 3, x, 0)")["s"] == {"number"}
+    assert kinds("def f(a, x): return jnp.asarray(a).dtype")["a"] == {"number"}
+    assert kinds("def f(mode, x): return x if mode == 'fast' else -x")["mode"] == {"other"}
+    assert kinds("def f(name, x): return name + '_suffix'")["name"] == {"other"}
+    assert kinds("def f(cfg, x): return x * cfg.scale")["cfg"] == {"other"}
+    assert kinds("def f(fn, x): return fn(x) + 1")["fn"] == {"other"}
+    assert "helper" not in kinds("def f(helper, x): return g(helper, x)")  # passed on: nothing said
+
+
+def test_a_documented_bound_places_the_drawn_number_inside_it() -> None:
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._run._static_use import documented_value
+
+    def subject(doc: str) -> Subject:
+        def f(x, s):  # noqa: ANN001, ANN202
+            return x
+
+        f.__doc__ = doc
+        return Subject("m:f", "function", f, specs=[])
+
+    assert documented_value(subject("for real s > 1"), "s", 0.5) == 1.5
+    assert documented_value(subject("requires 0 < s < 1"), "s", 0.5) == 0.5
+    assert documented_value(subject("valid for s <= -2"), "s", 0.5) == -2.5
+    assert documented_value(subject("2 <= s < 4 only"), "s", 0.5) == 3.0
+    assert documented_value(subject("no bound; sigma > 3 is another name"), "s", 0.5) == 0.5

@@ -46,7 +46,7 @@ from .._core import _locate
 from .._core._report import Finding
 from .._harness import call_user
 from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, Static, key_spec, template_text
-from . import _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes
+from . import _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes, _static_values
 from ._domains import VALUES_ONLY
 
 # The plain ladder: one shape for every operand, simplest first.
@@ -125,7 +125,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     totals: set[int] = set()
     # `assert pred.dtype == jnp.bool_`, `assert pred.shape == ()` in the target or the wrapper that binds it
     asserted = _asserted.asserted_positions(subject)
-    scalars = _signature.float_annotated(subject) | asserted["scalar"]  # `gamma: float`: a scalar always
+    scalars = _static_values.float_annotated(subject) | asserted["scalar"]  # `gamma: float`: a scalar always
     # jaxtyping's `Int[Array, "n"]`, `Bool[...]`, `Float[...]`: the annotation's family wins over a name
     families = _stated_shapes.annotated_families(subject)
     truths = (_predicates.predicate_positions(subject) | _family(families, "bool")  # booleans first, then floats
@@ -158,7 +158,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
             errors.append(error)
             continue
         statements = _stated_shapes.stated_axes(subject, _names(subject, arity, operands))
-        for ints in _signature.int_positions(subject, statics, arity):  # `L: int`: a Python int on each rung
+        for ints in _static_values.int_positions(subject, statics, arity):  # `L: int`: a Python int on each rung
             n_arrays = max(arity - len(statics) - len(ints), 0)
             matrices = _matrix_positions(subject, arity, {**statics, **ints}, operands)
             arrays = [i for i in range(n_arrays + len(statics) + len(ints)) if i not in statics and i not in ints]
@@ -214,12 +214,12 @@ def _family(families: dict[int, str], *wanted: str) -> set[int]:
 
 def _scalar_forms(templates: list[Any], scalars: set[int]) -> Iterator[list[Any]]:
     """The templates; then, when some `float`-annotated position holds a drawn scalar, those positions as the Python
-    float `_signature.FLOAT_STATIC` (a function passing its `scale: float` on as a static, or to a jit's static
+    float `_static_values.FLOAT_STATIC` (a function passing its `scale: float` on as a static, or to a jit's static
     argument, cannot take an array there)."""
     yield templates
     at = [i for i in scalars if i < len(templates) and isinstance(templates[i], ArgSpec)]
     if at:
-        yield [Static(_signature.FLOAT_STATIC) if i in at else t for i, t in enumerate(templates)]
+        yield [Static(_static_values.FLOAT_STATIC) if i in at else t for i, t in enumerate(templates)]
 
 
 def _as_indices(templates: list[Any], positions: set[int]) -> list[Any]:

@@ -366,18 +366,19 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
                              f"argument(s) {', '.join(keyword_only)}, which positional --arg cannot pass; check the "
                              "function that calls it, or record your own calls with `jaxdiag record`",
                              label=subject.label, tried=[], last_error="keyword-only arguments", arity=1)
+    from . import _static_values
     from ._climb import _arity, climb_ladder
 
-    statics = _signature.static_templates(subject)
+    statics = _static_values.static_templates(subject)
     if statics is None:
-        needed = _signature.static_without_default(subject)
+        needed = _static_values.static_without_default(subject)
         what = "; ".join(f"`{name}` is static ({where})" for name, where in needed)
         raise InferenceError(f"could not infer example inputs for {subject.label}: {what}, and neither a default "
                              "nor its module's own calls give it a value, so none can be drawn; pass a number or "
                              "string as a Python literal (e.g. --arg 0.1), or, for a function or an object, check "
                              "the public function that passes it (or record your calls with `jaxdiag record`)",
                              label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0],
-                             static=_signature.static_suggestions(subject))
+                             static=_static_values.static_suggestions(subject))
     tried: list[str] = []
     errors: list[str] = []
     operands = _signature.bind_site_operands(subject)

@@ -9,7 +9,6 @@ does not give, are usage errors (exit 2), never a defect of the rules.
 
 from __future__ import annotations
 
-import ast
 import functools
 import inspect
 import sys
@@ -57,8 +56,10 @@ def signature_of(subject: Subject) -> inspect.Signature | None:
         sig = inspect.signature(target if target is not None else obj)
     except (TypeError, ValueError):
         return None
-    wrapped = getattr(obj, "fn", None)  # a callable object holding the user's function (filter-style wrappers)
-    if subject.kind == "function" and callable(wrapped) and all(
+    # only `*args`: a callable object's function (filter-style wrappers), a custom function's `functools.wraps`
+    # metadata (a ufunc's wrapper: `jvp(v, z, n=1)`)
+    wrapped = getattr(obj, "fn", None) if subject.kind == "function" else obj
+    if wrapped is not target and callable(wrapped) and all(
             p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()):
         try:
             return inspect.signature(wrapped)
@@ -325,203 +326,6 @@ def apply(subject: Subject, templates: Sequence[Any]) -> None:
     subject.obj = flat_view(subject.kind, subject.original, layout)
     subject.specs = layout.specs
     subject.static_args = {}
-
-
-def static_templates(subject: Subject) -> dict[int, Any] | None:
-    """For inference: the static positions with their default values, the positions the target's own module
-    always fills from an option-valued default (`_passthrough`), and those its own module's calls fill with a
-    literal (`f(x, 3)`, `functools.partial(f, max_gradient=1e3)`: the value its callers use); None when a static
-    position has none of these."""
-    from ._declared import admits_none
-
-    statics = static_positions(subject)
-    params = positional(signature_of(subject))
-    forwarded = forwarded_options(subject)
-    floats: set[int] = set()
-    literals = _module_literals(subject, params, floats)
-    out: dict[int, Any] = {}
-    # a static some call passes as `float(order)` is a float, whatever its name says
-    ints = static_ints(subject, statics, params, forwarded, literals) - floats
-    for i in statics:
-        if i >= len(params) or i in ints:
-            continue  # an int or a shape static without a value climbs the int ladder (`int_positions`)
-        # a caller's None where the annotation admits no None (`scale: float`): the caller resolves it first
-        if params[i].default is not params[i].empty:
-            out[i] = Static(params[i].default)
-        elif i in forwarded and (forwarded[i] is not None or admits_none(params[i])):
-            out[i] = Static(forwarded[i])
-        elif i in literals and (literals[i] is not None or admits_none(params[i])):
-            out[i] = Static(literals[i])
-        elif annotated_float(params[i]) or i in floats:  # `scale: float`: any float is in its contract
-            out[i] = Static(FLOAT_STATIC)
-        elif declared := _declared_values(params[i]):  # `normalize: bool`, a `Literal[...]`: each is in its contract
-            out[i] = Static(declared[0])
-        else:
-            return None
-    for i, value in forwarded.items():
-        out.setdefault(i, Static(value))
-    return out
-
-
-# The value a static annotated `float` with no default takes: not 1.0 or 0.0, so that a rule that drops or
-# mis-applies the factor (a backward pass forgetting `scale`) shows.
-FLOAT_STATIC = 0.5
-
-
-def _module_literals(subject: Subject, params: list[inspect.Parameter], floats: set[int] | None = None
-                     ) -> dict[int, Any]:
-    """{position: value} of the literals the target's own module passes at each of its positions; `floats` gets
-    the positions some call of its module passes as `float(...)`."""
-    if subject.kind == "primitive":
-        return {}
-    seen: set[Any] = set()
-    literals = _by_position(_literal_call_arguments(subject, seen), params)
-    if floats is not None:
-        floats.update(i for i, param in enumerate(params) if i in seen or param.name in seen)
-    return literals
-
-
-def _by_position(seen: dict[Any, Any], params: list[inspect.Parameter]) -> dict[int, Any]:
-    """{position: value} from literals seen by position or by keyword name."""
-    out = {}
-    for i, param in enumerate(params):
-        for key in (i, param.name):
-            if key in seen:
-                out[i] = seen[key]
-                break
-    return out
-
-
-def forwarded_options(subject: Subject) -> dict[int, Any]:
-    """Positions without a default of their own that the target's module fills from a caller's option default. A
-    callable object taking `*args` (equinox's `filter_custom_vjp`) is read through the function it holds."""
-    if subject.kind == "primitive" or subject.parent is not None:
-        return {}
-    sig = signature_of(subject)
-    if sig is None:
-        return {}
-    obj = subject.original if subject.original is not None else subject.obj
-    held = _locate.held_function(obj)
-    params = positional(sig)
-    if held is not None and any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
-        try:
-            params = positional(inspect.signature(held))
-        except (TypeError, ValueError):
-            return {}
-    fn = held if held is not None else getattr(obj, "fun", obj)
-    from .._loading._passthrough import passthrough_defaults
-
-    found = passthrough_defaults(fn, subject.label.rpartition(":")[2], [p.name for p in params])
-    return {i: v for i, v in found.items() if params[i].default is params[i].empty}
-
-
-def float_annotated(subject: Subject) -> set[int]:
-    """Positions the signature annotates as a Python `float` (`gamma: float`, also as the string a module with
-    postponed annotations gives): the callers pass a scalar there, never an array to draw at the ladder's shapes."""
-    if subject.kind == "primitive":
-        return set()
-    return {i for i, p in enumerate(positional(signature_of(subject))) if annotated_float(p)}
-
-
-def annotated_float(param: inspect.Parameter) -> bool:
-    """`x: float`, also as the string a module with postponed annotations gives."""
-    return param.annotation in (float, "float")
-
-
-def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list[dict[int, str]]:
-    """The int positions of a function's first `arity` parameters ({position: "int" or "shape"}), as tried in
-    turn: all of them, then (when some were guessed from a name only) only the annotated ones, the rest drawn as
-    arrays. [{}] for none. For a custom_jvp/custom_vjp only its nondiff_argnums count (`expn(n, x)` with `n`
-    static: a Python int; its other arguments are differentiated, so arrays)."""
-    if subject.kind not in ("function", "custom_jvp", "custom_vjp"):
-        return [{}]
-    from ._int_params import int_kind
-
-    fixed = static_positions(subject)  # a static is never drawn as an array: its kind is sure, even from a name
-    found = {i: int_kind(p, i in fixed) for i, p in enumerate(positional(signature_of(subject))[:arity])
-             if i not in statics and (subject.kind == "function" or i in fixed)}
-    kinds = {i: k for i, k in found.items() if k is not None}
-    sure = {i: kind for i, (kind, guessed) in kinds.items() if not guessed or i in fixed}
-    return [{i: kind for i, (kind, _) in kinds.items()}] + ([sure] if len(sure) < len(kinds) else [])
-
-
-def static_without_default(subject: Subject) -> list[tuple[str, str]]:
-    statics = static_positions(subject)
-    params = positional(signature_of(subject))
-    forwarded = forwarded_options(subject)
-    floats: set[int] = set()
-    literals = _module_literals(subject, params, floats)
-    ints = static_ints(subject, statics, params, forwarded, literals) - floats
-    return [(params[i].name, where) for i, where in sorted(statics.items())
-            if i < len(params) and params[i].default is params[i].empty and i not in forwarded
-            and i not in literals and i not in ints and not annotated_float(params[i]) and i not in floats
-            and not _declared_values(params[i])]
-
-
-def _declared_values(param: inspect.Parameter) -> list[Any]:
-    from ._declared import declared_values  # only inference asks (the import budget of `check_grad`)
-
-    return declared_values(param)
-
-
-def static_ints(subject: Subject, statics: dict[int, str], params: list[inspect.Parameter],
-                forwarded: dict[int, Any], literals: dict[int, Any]) -> set[int]:
-    """Static positions with no default, forwarded option or module literal whose parameter takes an int or a tuple
-    of ints (`L: int`, `output_shape`, `_int_params.int_kind`): given the int ladder's values (`int_positions`), as
-    a static cannot be drawn as an array."""
-    from ._int_params import int_kind  # only inference asks: `check_grad` with given inputs never imports it
-
-    return {i for i in statics if i < len(params) and params[i].default is params[i].empty and i not in forwarded
-            and i not in literals and int_kind(params[i], static=True) is not None}
-
-
-def static_suggestions(subject: Subject) -> dict[int, str]:
-    """For a suggested configuration: each static position without a default, with a Python literal to put there
-    (the literal the module's own calls pass at that position, else `0.1`): a static argument is never a SPEC."""
-    params = positional(signature_of(subject))
-    literals = _by_position(_literal_call_arguments(subject), params)
-    return {i: repr(literals[i]) if i in literals else "0.1"
-            for i in static_positions(subject) if i < len(params) and params[i].default is params[i].empty}
-
-
-_PARTIAL_NAMES = {"partial"}  # `functools.partial(f, ...)`, `partial(f, ...)`
-
-
-def _literal_call_arguments(subject: Subject, floats: set[Any] | None = None) -> dict[Any, Any]:
-    """{position or keyword name: a literal value} from the target's own module: its calls (`f(x, 3)`) and its
-    partial applications (`functools.partial(f, max_gradient=1e3)`, whose positions follow the function).
-    `floats` gets the positions and names some call passes as `float(...)`: a float is in their contract."""
-    from .._harness.source import called_name
-    from .._loading._passthrough import module_tree
-
-    attr = subject.label.rpartition(":")[2].split(".")[-1]
-    tree = module_tree(sys.modules.get(subject.module or "")) if attr else None
-    if tree is None:
-        return {}
-    out: dict[Any, Any] = {}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        args = node.args
-        if called_name(node.func) in _PARTIAL_NAMES and args and called_name(args[0]) == attr:
-            args = args[1:]
-        elif called_name(node.func) != attr:
-            continue
-        for i, arg in enumerate(args):
-            if isinstance(arg, ast.Starred):
-                break  # positions after a *args are unknown
-            if isinstance(arg, ast.Constant):
-                out.setdefault(i, arg.value)
-            elif floats is not None and isinstance(arg, ast.Call) and called_name(arg.func) == "float":
-                floats.add(i)
-        for kw in node.keywords:
-            if kw.arg and isinstance(kw.value, ast.Constant):
-                out.setdefault(kw.arg, kw.value.value)
-            elif kw.arg and floats is not None and isinstance(kw.value, ast.Call) and called_name(
-                    kw.value.func) == "float":
-                floats.add(kw.arg)
-    return out
-
 
 
 def templates_of_args(args: Sequence[Any]) -> tuple[list[Any], list[Any]]:

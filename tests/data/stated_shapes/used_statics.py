@@ -1,0 +1,104 @@
+"""Statics (nondiff_argnums) with no default, annotation or caller's literal: only how the code uses them, or what
+the docstring says of them, tells what they are. `decay(nu, x)` computes `exp(-nu * x)`, a number; its twin's JVP
+drops the factor, right only at nu = 1. `stepped`'s `p` is a `range` bound: an int. `shifted_zeta`'s docstring
+bounds `s > 1` (at 0.5 its primal is NaN). `wrapped_order` wraps a reference function (`functools.wraps`, as
+libraries wrap scipy's ufuncs), whose docstring types `v : float`. `moded`'s `mode` is compared with a string:
+not a number, so it stays not checkable."""
+
+import functools
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def decay(nu, x):
+    return jnp.exp(-nu * x)
+
+
+@decay.defjvp
+def _decay_jvp(nu, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return decay(nu, x), -nu * decay(nu, x) * t
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def decay_drops_rate(nu, x):
+    return jnp.exp(-nu * x)
+
+
+@decay_drops_rate.defjvp
+def _decay_drops_rate_jvp(nu, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return decay_drops_rate(nu, x), -decay_drops_rate(nu, x) * t  # the rate dropped
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1,))
+def stepped(x, p):
+    total = jnp.zeros_like(x)
+    for k in range(p):
+        total = total + x ** k
+    return total
+
+
+@stepped.defjvp
+def _stepped_jvp(p, primals, tangents):
+    (x,), (t,) = primals, tangents
+    slope = jnp.zeros_like(x)
+    for k in range(1, p):
+        slope = slope + k * x ** (k - 1)
+    return stepped(x, p), slope * t
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1,))
+def shifted_zeta(x, s):
+    """A smooth function of x, for real s > 1."""
+    return jnp.sqrt(s - 1) * jnp.sin(x)
+
+
+@shifted_zeta.defjvp
+def _shifted_zeta_jvp(s, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return shifted_zeta(x, s), jnp.sqrt(s - 1) * jnp.cos(x) * t
+
+
+def _order_reference(v, z):
+    """The reference the wrapper stands for.
+
+    Parameters
+    ----------
+    v : float
+        Order.
+    z : array_like
+        Argument.
+    """
+    return v * jnp.sin(z)
+
+
+def _wrap(reference):
+    @functools.wraps(reference)
+    @partial(jax.custom_jvp, nondiff_argnums=(0,))
+    def wrapped(*args):
+        return reference(*args)
+
+    @wrapped.defjvp
+    def _jvp(v, primals, tangents):
+        (z,), (t,) = primals, tangents
+        return wrapped(v, z), v * jnp.cos(z) * t
+
+    return wrapped
+
+
+wrapped_order = _wrap(_order_reference)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1,))
+def moded(x, mode):
+    return jnp.sin(x) if mode == "fast" else jnp.sin(x) + 0.0
+
+
+@moded.defjvp
+def _moded_jvp(mode, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return moded(x, mode), jnp.cos(x) * t
