@@ -398,3 +398,18 @@ def test_a_gap_of_a_primitive_only_another_primitives_rule_binds_is_reported_onc
     child = targets["scale_rev_only_p > revpairs_scale_rev_only_jvp"]
     assert not [f for f in child.findings if f.code.startswith("JXR") and f.severity != "info"], child.findings
     assert not [f for f in targets["scale_rev_only_rev_p"].findings if f.severity in ("error", "warning")]
+
+
+def test_a_librarys_own_class_named_like_a_rule_maker_makes_no_rule_site(tmp_path: Path, monkeypatch) -> None:
+    """A quantum library's gate base class `Primitive` (no JAX class among its bases): its gates are not rules, and
+    no public function is traced to reach them; a JAX Primitive made in a function still is a site."""
+    import importlib
+
+    from jaxdiag._jobs._reach_plan import sites_in
+
+    (tmp_path / "gates_lib.py").write_text(
+        "from jax.extend import core\n\n\nclass Primitive:\n    def __init__(self, name):\n        self.name = name\n"
+        "\n\ndef X():\n    return Primitive('X')\n\n\ndef make_rule():\n    return core.Primitive('rule')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("gates_lib")
+    assert [(s.function, s.kind) for s in sites_in(module)] == [("make_rule", "primitive")]

@@ -87,7 +87,7 @@ def sites_in(module: ModuleType) -> list[Site]:
             made: list[tuple[int, str]] = []
             if isinstance(node, ast.Call) and node is not top:
                 name = _called_name(node)
-                if name in makers:
+                if name in makers and not _foreign_class(module, node.func):
                     made.append((node.lineno, makers[name]))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not top:
                 for deco in node.decorator_list:
@@ -97,6 +97,24 @@ def sites_in(module: ModuleType) -> list[Site]:
             out.extend(Site(module, path, line, kind, owner, top.lineno, last) for line, kind in made)
     unique = {(s.line, s.kind): s for s in out}  # a decorator is also a Call node
     return sorted(unique.values(), key=lambda s: s.line)
+
+
+def _foreign_class(module: ModuleType, func: ast.expr) -> bool:
+    """Whether the called name resolves, in the module's namespace, to a class of the library's own that no JAX
+    class is a base of: a quantum library's gate base class named `Primitive` makes gates, not rules. A name that
+    does not resolve there (a local import) or resolves to a function (a library's `custom_vjp` wrapper) is kept."""
+    parts: list[str] = []
+    while isinstance(func, ast.Attribute):
+        parts.insert(0, func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return False
+    obj: object = vars(module).get(func.id)
+    for part in parts:
+        obj = getattr(obj, part, None)
+    if not isinstance(obj, type):
+        return False
+    return not any((getattr(base, "__module__", "") or "").split(".")[0] in ("jax", "jaxlib") for base in obj.__mro__)
 
 
 def _maker_aliases(tree: ast.Module) -> dict[str, str]:
