@@ -489,3 +489,16 @@ def test_parameters_handed_to_a_symmetric_factorisation_are_found() -> None:
         return jax.numpy.linalg.eig(B), L @ y, jax.numpy.linalg.eigh(B @ B.T), w, v  # B itself: no contract
 
     assert factorised_positions(Subject("m:solve", "function", solve, specs=[])) == {0, 3}
+
+
+@pytest.mark.slow
+def test_a_primitive_is_checked_on_the_complex_data_its_abstract_eval_describes() -> None:
+    """A transform of complex coefficients at real points: on the real coefficients its wrapper was inferred with,
+    its abstract eval (the coefficients' dtype) disagrees with its impl (complex): outside its contract. The bind
+    params that wrapper passes are kept, and its own inference prefers the rung its abstract eval describes. An
+    abstract eval wrong on every input is still reported (JXR003), on the first rung that ran."""
+    targets = {t["target"].split(":")[-1]: t for t in check_json("operand_kinds.complex_data", DATA)[1]["targets"]}
+    good = targets["phase_sum_p"]
+    assert good["inputs"] == ["f32[3]", "c64[3]"] and good["verified"]
+    assert {f["code"] for f in good["findings"] if f["severity"] != "info"} == set()
+    assert "JXR003" in {f["code"] for f in targets["fixed_dtype_sum_p"]["findings"]}

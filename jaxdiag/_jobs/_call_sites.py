@@ -47,6 +47,9 @@ class Reach:
 
     reports: list[TargetReport] = field(default_factory=list)
     tried: list[str] = field(default_factory=list)
+    # the bind params a call passed where its operands were outside the primitive's contract (`undescribed`): the
+    # package's own values, for the primitive's own inference to choose operands with
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 def references(module: ModuleType) -> dict[str, set[str]]:
@@ -280,10 +283,18 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
             reach.tried.append(f"{label}: traced, but it does not call it")
             continue
         subject = subjects[0]
-        drawn = _array_params(subject) if not given and via.get("source") != _DOCUMENTED else []
+        inferred = not given and via.get("source") != _DOCUMENTED
+        drawn = _array_params(subject) if inferred else []
         if drawn:  # a bind param is static: an array there came from the inputs inference drew for the caller
             reach.tried.append(f"{label}: on inferred inputs its call passes bind parameter(s) {', '.join(drawn)} "
                                "an array, where the package passes static values")
+            continue
+        # the caller's inferred inputs may be outside the rule's contract (real data where it wants complex): where
+        # its own description of its output does not hold, its own inference chooses (`_climb`)
+        why = _record_carrier.undescribed(prepared, subject) if inferred else ""
+        if why:
+            reach.tried.append(f"{label}: on inferred inputs it passes operands {why}")
+            reach.params = reach.params or dict(subject.params)
             continue
         # which operands the caller never perturbs (stop_gradient, integers): checked as unperturbed there
         _record_carrier.observe_call_sites(prepared, [subject], options)

@@ -270,6 +270,11 @@ class _Lint:
             reach = _call_sites.check_at_call_sites(self, found, only_if_differs=False)
             if reach.reports:
                 return Report(reach.reports)
+            if reach.params and not params:  # the bind params its package passes, its operands chosen by it
+                try:
+                    return _engine.run_unfiltered(target, args, reach.params, options, app_dir=self.app_dir)
+                except InferenceError:
+                    pass
             exc.call_sites = reach.tried  # said in the JXN012 note
             raise
 

@@ -132,6 +132,24 @@ def check_subjects(runs: CarrierRuns, via: dict, prepared: Prepared, subjects: l
     return reports
 
 
+def undescribed(prepared: Prepared, subject: Subject) -> str:
+    """For a primitive found inside the carrier: why its abstract eval does not describe what its impl computes at
+    the values the carrier passed it (`_assumed_params.disagreement`), or "" (also when they were not observed or
+    the impl refuses them: the checks report that)."""
+    import jax
+
+    from .._run._assumed_params import disagreement
+
+    values = prepared.observed.get(id(subject))
+    if subject.kind != "primitive" or values is None:
+        return ""
+    with _scope(prepared):
+        ran = call_user(lambda: jax.block_until_ready(subject.call(*values)), quiet=True)
+        if ran.error is not None:
+            return ""
+        return disagreement(ran.value, call_user(lambda: jax.eval_shape(subject.call, *values), quiet=True))
+
+
 def rules_under_jvp(prepared: Prepared, options: Options) -> list[Subject]:
     """The user primitives the carrier binds only when it is differentiated (found once per carrier)."""
     with _scope(prepared):

@@ -80,18 +80,22 @@ def synthesise(root: Subject, templates: list[Any], notes: list[Finding], engine
     return templates, {}
 
 
+# How every `disagreement` begins: the climb tells a rung that ran but is not described from one that failed.
+DISAGREES = "its abstract eval "
+
+
 def disagreement(value: Any, traced: Any) -> str:
     """Why a traced output (`jax.eval_shape`'s UserResult) does not describe the computed `value`, or ""."""
     if traced.error is not None:
         exc = traced.error
-        return f"traced: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return f"{DISAGREES}fails: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     leaves = jax.tree_util.tree_leaves(traced.value)
     if any(not hasattr(x, "shape") for x in leaves):  # its library's own abstract values: no array to compare
         return ""
     computed = [(tuple(np.shape(x)), np.asarray(x).dtype) for x in jax.tree_util.tree_leaves(value)]
     described = [(tuple(x.shape), np.dtype(x.dtype)) for x in leaves]
     if computed != described:
-        return f"its abstract eval gives {described}, its impl {computed}"
+        return f"{DISAGREES}gives {described}, its impl {computed}"
     return ""
 
 

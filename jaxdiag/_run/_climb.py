@@ -47,6 +47,7 @@ from .._core._report import Finding
 from .._harness import call_user
 from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, Static, key_spec, template_text
 from . import _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes, _static_values
+from ._assumed_params import DISAGREES
 from ._domains import VALUES_ONLY
 
 # The plain ladder: one shape for every operand, simplest first.
@@ -185,11 +186,17 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                         _signature.apply(subject, templates)
                         checked = agree or (subject.kind == "primitive" and (
                             derived is not None or any(candidate is c for c in stated)))
+                        # any other rung of a primitive: one where its abstract eval describes what its impl
+                        # computes is preferred (complex data its impl returns complex for), else the first that ran
+                        preferred = subject.kind == "primitive" and not checked
                         failures: list[BaseException] = []
-                        ok, error = _try_call(subject, subject.specs, "normal", 0, checked, failures)
+                        ok, error = _try_call(subject, subject.specs, "normal", 0, checked or preferred, failures)
                         if not ok and (error == "non-finite output" or error.endswith(VALUES_ONLY)):
                             ok = any(_try_call(subject, subject.specs, d, 0, checked)[0] for d in DOMAINS[1:])
                         ran = ok  # the Python-float form is only for a drawn scalar the target cannot take
+                        if preferred and not ok and error.startswith(DISAGREES):
+                            fallback = fallback or (list(templates), text, False)
+                            ran = True
                         if ok and (ruled or (derived is not None and fallback is None)):
                             why = _reverse_fails(subject, run=ruled)
                             if why:  # runs, but reverse mode does not trace here: the first such kept if none runs
@@ -316,15 +323,18 @@ def derived_candidates(arity: int, n: int, dtype: str, state: _State) -> Iterato
 
 
 def _variants(candidate: list[ArgSpec], state: _State) -> Iterator[list[ArgSpec]]:
-    """The candidate, then (once the target is known to want complex data) its first operand complex, then every
-    float operand complex."""
+    """The candidate, then (once the target is known to want complex data) each float operand alone complex, the
+    first one first (complex coefficients with real points: a transform's points may come first or last), then
+    every float operand complex."""
     yield candidate
     if not state.complex or not candidate or candidate[0].dtype not in _COMPLEX_OF:
         return
-    first = [ArgSpec(_COMPLEX_OF[candidate[0].dtype], candidate[0].shape)] + candidate[1:]
-    yield first
+    floats = [i for i, s in enumerate(candidate) if s.dtype in _COMPLEX_OF]
+    alone = [[ArgSpec(_COMPLEX_OF[s.dtype], s.shape) if i == k else s for i, s in enumerate(candidate)]
+             for k in floats]
     every = [ArgSpec(_COMPLEX_OF[s.dtype], s.shape) if s.dtype in _COMPLEX_OF else s for s in candidate]
-    if every != first:
+    yield from alone
+    if every not in alone:
         yield every
 
 
@@ -332,7 +342,8 @@ def _learn(subject: Subject, state: _State, error: str, failures: list[BaseExcep
            ) -> None:
     """After a failed try: whether complex data is wanted; for a derived candidate, the dims of the derived family
     that the error names, and (on the first try of each n) those of the output its abstract eval describes."""
-    if not state.complex and any(_failure_names_complex(exc) for exc in failures):
+    if not state.complex and (any(_failure_names_complex(exc) for exc in failures)
+                              or (error.startswith(DISAGREES) and _COMPLEX.search(error))):
         state.complex = True
     if derived is None:
         return
