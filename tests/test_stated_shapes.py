@@ -225,14 +225,15 @@ def test_an_enum_annotation_declares_its_members() -> None:
 def test_a_static_without_any_value_is_a_number_where_its_code_or_docstring_uses_one() -> None:
     """nondiff statics with no default, annotation or caller's literal: `exp(-nu * x)` makes `nu` a number (0.5,
     so a JVP dropping the rate shows), `range(p)` an int, "for real s > 1" bounds the number, and a wrapper's
-    `functools.wraps` reference gives the signature and `v : float`. Before, none was checked (JXN012); a static
-    compared with a string still is not."""
+    `functools.wraps` reference gives the signature and `v : float`; sizes and a flag handed on to a helper are
+    read there. Before, none was checked (JXN012); a static compared with a string still is not."""
     targets = _targets("used_statics")
     assert targets["decay"]["inputs"] == ["0.5", "f32[3]"] and _codes(targets["decay"]) == set()
     assert _codes(targets["decay_drops_rate"]) == {"JXG024"}
     assert targets["stepped"]["inputs"][1] == "4" and _codes(targets["stepped"]) == set()
     assert targets["shifted_zeta"]["inputs"] == ["f32[3]", "1.5"] and _codes(targets["shifted_zeta"]) == set()
     assert targets["wrapped_order"]["inputs"] == ["0.5", "f32[3]"] and _codes(targets["wrapped_order"]) == set()
+    assert targets["gridded"]["inputs"][1:] == ["4", "4", "True"] and _codes(targets["gridded"]) == set()
     assert not targets["moded"]["verified"]
     assert {f["code"] for f in targets["moded"]["findings"]} == {"JXN012"}
 
@@ -244,7 +245,7 @@ def test_how_code_uses_a_parameter_says_whether_it_is_a_number() -> None:
     from jaxdiag._run._static_use import _uses
 
     def kinds(source: str) -> dict[str, set[str]]:
-        return _uses(ast.parse(textwrap.dedent(source)).body[0])
+        return _uses(ast.parse(textwrap.dedent(source)).body[0], {}, 0)
 
     assert kinds("def f(nu, x): return (x / 2) ** -nu") == {"nu": {"number"}, "x": {"number"}}
     assert kinds("def f(p, x):\n for k in range(p + 1): x = x * k\n return x")["p"] == {"int", "number"}
@@ -255,6 +256,9 @@ def test_how_code_uses_a_parameter_says_whether_it_is_a_number() -> None:
     assert kinds("def f(cfg, x): return x * cfg.scale")["cfg"] == {"other"}
     assert kinds("def f(fn, x): return fn(x) + 1")["fn"] == {"other"}
     assert "helper" not in kinds("def f(helper, x): return g(helper, x)")  # passed on: nothing said
+    assert kinds("def f(flag, x): return x if flag else -x")["flag"] == {"bool"}
+    assert kinds("def f(ny, x): return segment_sum(x, ids, num_segments=ny * 2)")["ny"] == {"int", "number"}
+    assert kinds("def f(n, x): return jnp.zeros((n, 3)) + x")["n"] == {"int"}
 
 
 def test_a_documented_bound_places_the_drawn_number_inside_it() -> None:

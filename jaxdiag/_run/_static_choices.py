@@ -28,6 +28,9 @@ def literal_alternatives(subject: Subject, statics: dict[int, Any]) -> Iterator[
         if i >= len(params) or not isinstance(template, Static):
             continue
         required = params[i].default is params[i].empty
-        for value in declared_values(params[i]) if required else literal_values(params[i].annotation):
+        values = declared_values(params[i]) if required else literal_values(params[i].annotation)
+        if required and not values and isinstance(template.value, bool):  # a flag by its use (`if use_erf:`)
+            values = [True, False]
+        for value in values:
             if value != template.value and type(value) is type(template.value):
                 yield {**statics, i: Static(value)}

@@ -2,11 +2,13 @@
 
 A static position (nondiff_argnums, static_argnums) cannot be drawn as an array, and when neither a default, an
 option, a caller's literal nor an annotation gives it a value, inference used to stop there. The code often says
-more: `(x / 2) ** -nu`, `gamma(nu + 1)`, `jnp.asarray(s)` or `s < larges` treat it as a number, `range(p)` as an
-int, and a numpydoc entry `v : float` (or Google's `v (float): ...`) states it. Such a position takes the number
-inference gives any float static (`_static_values.FLOAT_STATIC`) or climbs the int ladder. The read is conservative:
-one use as a string (`mode == "fast"`, `name + "_suffix"`), as a callable or as an object (`cfg.size`) and the
-position stays unknown, so a configuration object or a mode is still asked of the user.
+more: `(x / 2) ** -nu`, `gamma(nu + 1)`, `jnp.asarray(s)` or `s < larges` treat it as a number, `range(p)` or
+`num_segments=ny * nx` as an int, `if use_erf:` as a flag, and a numpydoc entry `v : float` (or Google's
+`v (float): ...`) states it. A static handed on to another function of the package (`spread(i, nx, n_spread)`) is
+read there too, two calls deep. Such a position takes the number inference gives any float static
+(`_static_values.FLOAT_STATIC`), climbs the int ladder, or is True then False. The read is conservative: one use as
+a string (`mode == "fast"`, `name + "_suffix"`), as a callable or as an object (`cfg.size`) and the position stays
+unknown, so a configuration object or a mode is still asked of the user.
 """
 
 from __future__ import annotations
@@ -25,15 +27,17 @@ _NUMBER_CALLS = {"float", "abs", "round"}
 _NUMERIC_MODULES = {"jnp", "np", "numpy", "math", "lax", "jax"}
 _ARRAY_ATTRIBUTES = {"dtype", "shape", "ndim", "size", "astype", "real", "imag", "T"}
 _DOC_NUMBER = re.compile(r"^\s*(float|int|integer|scalar|number|real|array_like|array-like)\b", re.IGNORECASE)
+# keywords that take a count or a shape (`num_segments=`, `size=`, `length=`, `shape=`)
+_SIZE_KEYWORD = re.compile(r"(^|_)(segments|size|length|shape|num|count)$")
 _DOC_INT = re.compile(r"^\s*(int|integer)\b", re.IGNORECASE)
 
 
 def numeric_statics(subject: Subject, positions: Iterable[int], params: list[inspect.Parameter]
                     ) -> dict[int, str]:
-    """{position: "int" or "float"} for the static `positions` (of `params`, the signature users call) that the
-    target's code or documentation treats as a number; others are left out."""
+    """{position: "int", "float" or "bool"} for the static `positions` (of `params`, the signature users call) that
+    the target's code or documentation treats as a number or a flag; others are left out."""
     out: dict[int, str] = {}
-    uses = [_uses(source) for source in _sources(subject)]
+    uses = [_uses(node, namespace, _CALLEE_DEPTH) for node, namespace in _sources(subject)]
     doc = _documented_types(subject, [p.name for p in params])
     for i in positions:
         if i >= len(params):
@@ -43,25 +47,43 @@ def numeric_statics(subject: Subject, positions: Iterable[int], params: list[ins
         stated = doc.get(name)
         if "other" in kinds or not (kinds or stated):
             continue
-        out[i] = "int" if "int" in kinds or (stated and _DOC_INT.match(stated)) else "float"
+        if kinds == {"bool"}:
+            out[i] = "bool"
+        else:
+            out[i] = "int" if "int" in kinds or (stated and _DOC_INT.match(stated)) else "float"
     return out
 
 
-def _sources(subject: Subject) -> list[Any]:
+# How far a static handed on to the package's own functions is followed (`spread(i, nx, n_spread)`).
+_CALLEE_DEPTH = 2
+
+
+def _sources(subject: Subject) -> list[tuple[ast.AST, dict[str, Any]]]:
     """The parsed definitions of the target's own functions and of its custom rules that name their statics as the
-    primal does (a JVP rule takes the nondiff arguments first, under the same names in practice)."""
-    from .._harness.source import function_source
+    primal does (a JVP rule takes the nondiff arguments first, under the same names in practice), each with the
+    namespace its calls resolve in."""
     from ._stated_shapes import own_functions
 
     obj = subject.original if subject.original is not None else subject.obj
     fns = own_functions(subject) + [getattr(obj, attr, None) for attr in ("jvp", "fwd", "bwd")]
-    found = [function_source(fn) for fn in fns if callable(fn)]
-    return [f.node for f in found if f is not None]
+    return [found for fn in fns if callable(fn) and (found := _parsed(fn)) is not None]
 
 
-def _uses(node: ast.AST) -> dict[str, set[str]]:
-    """{name: the kinds of use seen} for the function `node`'s parameters: "int" (`range(n)`), "number"
-    (arithmetic, a numerical call, an ordering comparison) or "other" (a string, a call, an attribute)."""
+def _parsed(fn: Any) -> tuple[ast.AST, dict[str, Any]] | None:
+    from .._core import _locate
+    from .._harness.source import function_source
+
+    if not _locate.is_user_code(fn):
+        return None
+    found = function_source(fn)
+    return (found.node, getattr(_locate.unwrap(fn), "__globals__", {})) if found is not None else None
+
+
+def _uses(node: ast.AST, namespace: dict[str, Any], depth: int) -> dict[str, set[str]]:
+    """{name: the kinds of use seen} for the function `node`'s parameters: "int" (`range(n)`, a size keyword),
+    "number" (arithmetic, a numerical call, an ordering comparison), "bool" (a truth value) or "other" (a string, a
+    call, an attribute); a parameter handed on to another function of the package gets that function's uses of it
+    (`depth` calls deep)."""
     names = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} if isinstance(
         node, (ast.FunctionDef, ast.AsyncFunctionDef)) else set()
     out: dict[str, set[str]] = {}
@@ -76,15 +98,49 @@ def _uses(node: ast.AST) -> dict[str, set[str]]:
                           or isinstance(s, ast.JoinedStr) for s in (sub.left, sub.right))
             for side in (sub.left, sub.right):
                 seen(side, "other" if stringy else "number")
-        elif isinstance(sub, ast.UnaryOp) and isinstance(sub.op, (ast.USub, ast.UAdd)):
-            seen(sub.operand, "number")
+        elif isinstance(sub, ast.UnaryOp):
+            seen(sub.operand, "bool" if isinstance(sub.op, ast.Not) else "number")
+        elif isinstance(sub, (ast.If, ast.IfExp, ast.While, ast.Assert)):
+            seen(sub.test, "bool")
+        elif isinstance(sub, ast.BoolOp):
+            for value in sub.values:
+                seen(value, "bool")
         elif isinstance(sub, ast.Compare):
             _compared(sub, seen)
         elif isinstance(sub, ast.Call):
             _called(sub, seen)
+            if depth > 0:
+                _handed_on(sub, names, namespace, depth, out)
         elif isinstance(sub, ast.Attribute):  # `s.dtype` after `s = jnp.asarray(s)`; `cfg.mode`: an object
             seen(sub.value, "number" if sub.attr in _ARRAY_ATTRIBUTES else "other")
     return out
+
+
+def _handed_on(call: ast.Call, names: set[str], namespace: dict[str, Any], depth: int,
+               out: dict[str, set[str]]) -> None:
+    """The uses of the parameters `call` hands to a function of the package (by position or by keyword)."""
+    if not isinstance(call.func, ast.Name):
+        return
+    parsed = _parsed(namespace.get(call.func.id))
+    callee, callee_namespace = parsed if parsed is not None else (None, {})
+    if not isinstance(callee, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return
+    args = callee.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    handed: dict[str, str] = {}
+    for k, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if isinstance(arg, ast.Name) and arg.id in names and k < len(positional):
+            handed[positional[k]] = arg.id
+    for kw in call.keywords:
+        if kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id in names:
+            handed[kw.arg] = kw.value.id
+    if not handed:
+        return
+    uses = _uses(callee, callee_namespace, depth - 1)
+    for inner, outer in handed.items():
+        out.setdefault(outer, set()).update(uses.get(inner, ()))
 
 
 def _compared(node: ast.Compare, seen: Any) -> None:
@@ -105,13 +161,14 @@ def _called(node: ast.Call, seen: Any) -> None:
     seen(node.func, "other")  # called: a function
     func = node.func
     name = called_name(func)
-    if name == "range":
-        for arg in node.args:
-            seen(arg, "int")
-            for sub in ast.walk(arg):  # range(p + 1)
-                if isinstance(sub, ast.BinOp):
-                    seen(sub.left, "int")
-                    seen(sub.right, "int")
+    for kw in node.keywords:  # `num_segments=ny * nx`, `size=n`: a count
+        if kw.arg is not None and _SIZE_KEYWORD.search(kw.arg):
+            for sub in ast.walk(kw.value):
+                seen(sub, "int")
+    if name in ("range", "reshape", "zeros", "ones", "empty", "full", "arange", "eye"):
+        for arg in node.args[:1] if name in ("zeros", "ones", "empty", "full") else node.args:
+            for sub in ast.walk(arg):  # range(p + 1), jnp.zeros((ny, nx))
+                seen(sub, "int")
         return
     namespace = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
     if name in _NUMBER_CALLS or namespace in _NUMERIC_MODULES:

@@ -25,7 +25,7 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
     position has none of these."""
     from ._declared import admits_none
 
-    statics, params, forwarded, literals, floats, ints = _static_facts(subject)
+    statics, params, forwarded, literals, floats, ints, flags = _static_facts(subject)
     out: dict[int, Any] = {}
     for i in statics:
         if i >= len(params) or i in ints:
@@ -41,6 +41,8 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
             out[i] = Static(documented_value(subject, params[i].name, FLOAT_STATIC))  # "for real s > 1"
         elif declared := _declared_values(params[i]):  # `normalize: bool`, a `Literal[...]`: each is in its contract
             out[i] = Static(declared[0])
+        elif i in flags:  # `if use_erf:`: True, then False (`_static_choices`)
+            out[i] = Static(True)
         else:
             return None
     for i, value in forwarded.items():
@@ -133,11 +135,11 @@ def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list
 
 
 def static_without_default(subject: Subject) -> list[tuple[str, str]]:
-    statics, params, forwarded, literals, floats, ints = _static_facts(subject)
+    statics, params, forwarded, literals, floats, ints, flags = _static_facts(subject)
     return [(params[i].name, where) for i, where in sorted(statics.items())
             if i < len(params) and params[i].default is params[i].empty and i not in forwarded
             and i not in literals and i not in ints and not annotated_float(params[i]) and i not in floats
-            and not _declared_values(params[i])]
+            and i not in flags and not _declared_values(params[i])]
 
 
 def _declared_values(param: inspect.Parameter) -> list[Any]:
@@ -147,10 +149,11 @@ def _declared_values(param: inspect.Parameter) -> list[Any]:
 
 
 def _static_facts(subject: Subject) -> tuple[dict[int, str], list[inspect.Parameter], dict[int, Any],
-                                              dict[int, Any], set[int], set[int]]:
+                                              dict[int, Any], set[int], set[int], set[int]]:
     """(static positions, the parameters users pass, forwarded options, the module's literals, the positions that
-    take a float, those that take an int). A float: some call passes `float(order)`, whatever its name says, or
-    the code uses it as a number (`_static_use`); an int: its parameter says so, or the code uses it as one."""
+    take a float, those that take an int, those that take a flag). A float: some call passes `float(order)`,
+    whatever its name says, or the code uses it as a number (`_static_use`); an int: its parameter says so, or the
+    code uses it as one; a flag: the code only uses it as a truth value."""
     statics = static_positions(subject)
     params = positional(signature_of(subject))
     forwarded = forwarded_options(subject)
@@ -159,9 +162,10 @@ def _static_facts(subject: Subject) -> tuple[dict[int, str], list[inspect.Parame
     ints = static_ints(subject, statics, params, forwarded, literals) - floats
     unknown = [i for i in statics if i < len(params) and params[i].default is params[i].empty
                and i not in forwarded and i not in literals and i not in ints and i not in floats]
+    flags: set[int] = set()
     for i, kind in numeric_statics(subject, unknown, params).items():
-        (ints if kind == "int" else floats).add(i)
-    return statics, params, forwarded, literals, floats, ints
+        (ints if kind == "int" else flags if kind == "bool" else floats).add(i)
+    return statics, params, forwarded, literals, floats, ints, flags
 
 
 def static_ints(subject: Subject, statics: dict[int, str], params: list[inspect.Parameter],
