@@ -502,3 +502,29 @@ def test_a_primitive_is_checked_on_the_complex_data_its_abstract_eval_describes(
     assert good["inputs"] == ["f32[3]", "c64[3]"] and good["verified"]
     assert {f["code"] for f in good["findings"] if f["severity"] != "info"} == set()
     assert "JXR003" in {f["code"] for f in targets["fixed_dtype_sum_p"]["findings"]}
+
+
+@pytest.mark.slow
+def test_an_operand_its_bwd_returns_a_scalar_cotangent_for_is_drawn_as_a_scalar() -> None:
+    """The primal broadcasts a scalar rate drawn as f32[3]; its bwd's scalar cotangent for it (which JAX rejects
+    there) says it is a scalar: drawn f32[], the rule is clean. Before, JXG010 on inputs outside its contract."""
+    target = check_json("operand_kinds.scalar_cotangent", DATA)[1]["targets"][0]
+    assert target["inputs"] == ["f32[3]", "f32[3]", "f32[]"] and target["verified"]
+    assert {f["code"] for f in target["findings"] if f["severity"] != "info"} == set()
+
+
+def test_jax_rejecting_a_bwd_output_shape_is_read_as_the_argument_and_both_shapes() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from jaxdiag import _compat
+
+    @jax.custom_vjp
+    def f(x, s):
+        return x * jnp.sum(s)
+
+    f.defvjp(lambda x, s: (f(x, s), (x, s)), lambda res, g: (g * jnp.sum(res[1]), jnp.sum(g * res[0])))
+    with pytest.raises(Exception) as caught:
+        jax.grad(lambda x, s: f(x, s).sum(), argnums=(0, 1))(jnp.ones(3), jnp.ones(3))
+    assert _compat.bwd_cotangent_mismatch(caught.value) == (1, (), (3,))
+    assert _compat.bwd_cotangent_mismatch(ValueError("another error")) is None

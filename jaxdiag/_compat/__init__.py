@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     )
     from ._own_programs import own_jit
     from ._custom import (
-        custom_jvp_parts, custom_vjp_parts, custom_vmap_parts, install_call_hooks, is_custom_jvp, is_custom_vjp,
-        is_custom_vmap, record_custom_calls, spy_custom_vmap_rule,
+        bwd_cotangent_mismatch, custom_jvp_parts, custom_vjp_parts, custom_vmap_parts, install_call_hooks,
+        is_custom_jvp, is_custom_vjp, is_custom_vmap, record_custom_calls, spy_custom_vmap_rule,
     )
     from ._jaxprs import (
         FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, batched_by_custom_rule,
@@ -90,8 +90,9 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "custom_vmap_type", "device_array", "float0", "instantiate_zeros", "is_jit_wrapped", "is_primitive",
         "is_undefined_primal", "jit_static_args", "tangent_dtype", "x64_enabled"),
     "_own_programs": ("own_jit",),
-    "_custom": ("custom_jvp_parts", "custom_vjp_parts", "custom_vmap_parts", "install_call_hooks", "is_custom_jvp",
-        "is_custom_vjp", "is_custom_vmap", "record_custom_calls", "spy_custom_vmap_rule"),
+    "_custom": ("bwd_cotangent_mismatch", "custom_jvp_parts", "custom_vjp_parts", "custom_vmap_parts",
+        "install_call_hooks", "is_custom_jvp", "is_custom_vjp", "is_custom_vmap", "record_custom_calls",
+        "spy_custom_vmap_rule"),
     "_jaxprs": ("FOREIGN_CALL_PRIMITIVES", "SEQUENTIAL_VMAP_METHODS", "axis_size_of", "batched_by_custom_rule",
         "calls_custom_vjp", "custom_call_perturbation",
         "eager_semantics",
@@ -122,6 +123,7 @@ _OWNER = {name: module for module, names in _SUBMODULES.items() for name in name
 
 __all__ = [
     "SolveCall",
+    "bwd_cotangent_mismatch",
     "is_custom_root",
     "is_linear_solve_eqn",
     "jaxpr_source",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, ContextManager
 
@@ -125,3 +126,23 @@ def _recording_call(kind: str, original: Callable, hook: Callable[[str, Any, tup
         return original(self, *args, **kwargs)
 
     return recording_call
+
+
+# JAX's check of a custom_vjp bwd's output against the primal's differentiable arguments: "... but at output[1] the
+# bwd rule produced an output of type float32[] corresponding to an input of type float32[3] ..." (newer JAX), "of
+# shape/dtype float32[] corresponding to an input of shape/dtype float32[3]" (0.5).
+_BWD_MISMATCH = re.compile(r"at output\[(\d+)\]\S* the bwd rule produced an output of (?:type|shape/dtype) "
+                           r"\w+\[([\d,]*)\] corresponding to an input of (?:type|shape/dtype) \w+\[([\d,]*)\]")
+
+
+def bwd_cotangent_mismatch(exc: BaseException) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+    """(the differentiable argument's index, the shape the bwd returned, the argument's shape) when `exc` is JAX
+    rejecting a custom_vjp bwd's output shape; else None."""
+    found = _BWD_MISMATCH.search(str(exc))
+    if found is None:
+        return None
+
+    def shape(text: str) -> tuple[int, ...]:
+        return tuple(int(d) for d in text.split(",") if d)
+
+    return int(found.group(1)), shape(found.group(2)), shape(found.group(3))

@@ -23,7 +23,10 @@ A primitive's derived candidate is accepted only when its abstract eval agrees w
 description of its output holds. A custom_jvp/custom_vjp's rules are its contract as much as its primal is: a rung
 its primal runs on but whose reverse mode does not trace (a JVP written with matrix products, on vectors a dot
 product accepts) is passed over for a later rung where both run, and kept only if no rung does (its rule's failure
-is then reported there, as before).
+is then reported there, as before). Where JAX rejects the bwd's output because it returns a scalar cotangent for an
+operand drawn as an array (a pixel size beside per-point arrays), that operand is a scalar: the rung is tried again
+with it drawn as one. A primitive's rung is preferably one where its abstract eval describes what its impl computes
+(complex coefficients where its impl returns complex whatever it is given), else the first that ran.
 """
 
 from __future__ import annotations
@@ -112,6 +115,7 @@ class _State:
     complex: bool  # try complex variants after each candidate
     learned: set[int] = field(default_factory=set)  # dims of the derived family the rule itself named
     probed: set[int] = field(default_factory=set)  # the ints whose derived output dims were traced
+    again: bool = False  # the last variant again: its reverse mode named operands that are scalars (`scalars`)
 
 
 def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any],
@@ -201,7 +205,12 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                             why = _reverse_fails(subject, run=ruled)
                             if why:  # runs, but reverse mode does not trace here: the first such kept if none runs
                                 fallback = fallback or (list(templates), text, derived is not None)
-                                ok, error = False, why
+                                ok, error = False, str(why)
+                                # a bwd's scalar cotangent for an operand drawn as an array: that operand is a
+                                # scalar (a pixel size beside per-point arrays); this rung again with it so
+                                learned = _scalar_cotangents(subject, why, len(templates)) - scalars
+                                scalars |= learned
+                                state.again = bool(learned)
                         if ok:
                             return _found(subject, notes, templates, text)
                         errors.append(error)
@@ -265,6 +274,23 @@ def _found(subject: Subject, notes: list[Finding], templates: list[Any], text: s
     return templates
 
 
+def _scalar_cotangents(subject: Subject, why: Any, arity: int) -> set[int]:
+    """The positions whose cotangent the custom_vjp's bwd returned as a scalar where the operand was drawn as an
+    array (JAX's structure error, read by `_compat.bwd_cotangent_mismatch`)."""
+    mismatch = _compat.bwd_cotangent_mismatch(why.error) if isinstance(why, _ReverseFailure) else None
+    if mismatch is None or mismatch[1] != () or mismatch[2] == ():
+        return set()
+    statics = _signature.static_positions(subject)
+    differentiable = [i for i in range(arity) if i not in statics]
+    return {differentiable[mismatch[0]]} if mismatch[0] < len(differentiable) else set()
+
+
+class _ReverseFailure(str):
+    """Why reverse mode failed (the text), with the exception."""
+
+    error: BaseException
+
+
 def _reverse_fails(subject: Subject, run: bool = False) -> str:
     """Why reverse mode does not trace at the subject's inputs ("" when it does): a linear rule's transpose maps
     the output's cotangent back to an operand of another shape when the operand is outside the rule's contract (a
@@ -288,7 +314,10 @@ def _reverse_fails(subject: Subject, run: bool = False) -> str:
                            quiet=True)
     if traced.error is None:
         return ""
-    return f"reverse mode: {type(traced.error).__name__}: {(str(traced.error).splitlines() or [''])[0][:200]}"
+    why = _ReverseFailure(
+        f"reverse mode: {type(traced.error).__name__}: {(str(traced.error).splitlines() or [''])[0][:200]}")
+    why.error = traced.error
+    return why
 
 
 
@@ -327,6 +356,9 @@ def _variants(candidate: list[ArgSpec], state: _State) -> Iterator[list[ArgSpec]
     first one first (complex coefficients with real points: a transform's points may come first or last), then
     every float operand complex."""
     yield candidate
+    while state.again:
+        state.again = False
+        yield candidate
     if not state.complex or not candidate or candidate[0].dtype not in _COMPLEX_OF:
         return
     floats = [i for i, s in enumerate(candidate) if s.dtype in _COMPLEX_OF]
