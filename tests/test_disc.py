@@ -409,7 +409,8 @@ def test_a_librarys_own_class_named_like_a_rule_maker_makes_no_rule_site(tmp_pat
 
     (tmp_path / "gates_lib.py").write_text(
         "from jax.extend import core\n\n\nclass Primitive:\n    def __init__(self, name):\n        self.name = name\n"
-        "\n\ndef X():\n    return Primitive('X')\n\n\ndef make_rule():\n    return core.Primitive('rule')\n")
+        "\n\ndef X():\n    return Primitive('X')\n\n\ndef make_rule():\n    return core.Primitive('rule')\n"
+        "\n\ndef made_later(fun=None):\n    import functools\n    return functools.partial(Primitive, 'Y')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("gates_lib")
     assert [(s.function, s.kind) for s in sites_in(module)] == [("make_rule", "primitive")]

@@ -87,7 +87,7 @@ def sites_in(module: ModuleType) -> list[Site]:
             made: list[tuple[int, str]] = []
             if isinstance(node, ast.Call) and node is not top:
                 name = _called_name(node)
-                if name in makers and not _foreign_class(module, node.func):
+                if name in makers and not _foreign_class(module, _maker_expr(node)):
                     made.append((node.lineno, makers[name]))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not top:
                 for deco in node.decorator_list:
@@ -97,6 +97,15 @@ def sites_in(module: ModuleType) -> list[Site]:
             out.extend(Site(module, path, line, kind, owner, top.lineno, last) for line, kind in made)
     unique = {(s.line, s.kind): s for s in out}  # a decorator is also a Call node
     return sorted(unique.values(), key=lambda s: s.line)
+
+
+def _maker_expr(node: ast.Call) -> ast.expr:
+    """The expression naming the maker `_called_name` read: `functools.partial(jax.custom_vjp, ...)`'s first
+    argument, else the called function."""
+    func = node.func
+    if isinstance(func, (ast.Name, ast.Attribute)) and called_name(func) in ("partial",) and node.args:
+        return node.args[0]
+    return func
 
 
 def _foreign_class(module: ModuleType, func: ast.expr) -> bool:
