@@ -528,3 +528,23 @@ def test_jax_rejecting_a_bwd_output_shape_is_read_as_the_argument_and_both_shape
         jax.grad(lambda x, s: f(x, s).sum(), argnums=(0, 1))(jnp.ones(3), jnp.ones(3))
     assert _compat.bwd_cotangent_mismatch(caught.value) == (1, (), (3,))
     assert _compat.bwd_cotangent_mismatch(ValueError("another error")) is None
+
+
+@pytest.mark.slow
+def test_csr_operands_named_as_such_get_a_valid_structure() -> None:
+    """Row offsets and column indices beside CSR values: random integers are never a row-pointer array, so the
+    host solve refused every rung. A diagonal structure (offsets 0..n, columns 0..n-1) runs: checked, clean."""
+    target = check_json("operand_kinds.csr_solve", DATA)[1]["targets"][0]
+    assert target["inputs"] == ["f32[3]", "f32[3]", "i32[4]@diagonal", "i32[3]@diagonal"] and target["verified"]
+    assert {f["code"] for f in target["findings"] if f["severity"] != "info"} == set()
+
+
+def test_csr_rungs_need_both_offsets_and_columns() -> None:
+    import numpy as np
+
+    from jaxdiag._run._sparse_operands import csr_rungs
+
+    f32 = np.dtype(np.float32)
+    assert [str(s) for s in csr_rungs(["data", "indices", "indptr", "b"], [0, 1, 2, 3], f32)[0]] == [
+        "f32[3]", "i32[3]@diagonal", "i32[4]@diagonal", "f32[3]"]
+    assert csr_rungs(["data", "indices", "b"], [0, 1, 2], f32) == []  # no offsets: not a CSR matrix

@@ -51,6 +51,7 @@ from .._harness import call_user
 from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, Static, key_spec, template_text
 from . import _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes, _static_values
 from ._assumed_params import DISAGREES
+from ._sparse_operands import csr_rungs
 from ._domains import VALUES_ONLY
 
 # The plain ladder: one shape for every operand, simplest first.
@@ -170,6 +171,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
             # the shapes the author stated come first, and count only where the abstract eval agrees with the impl
             # (the statement may be the abstract eval's own check: an impl that broadcasts runs on more)
             stated = list(_stated_shapes.stated_rungs(arrays, statements, DTYPES[dtype])) if n_arrays else []
+            # row offsets and column indices of a CSR matrix: a valid structure first (`_sparse_operands`)
+            stated = csr_rungs(_names(subject, arity, operands), arrays, DTYPES[dtype]) + stated
             plain = (itertools.chain(stated, shape_ladder(n_arrays, pairs_early, dtype, matrices)) if n_arrays
                      else iter([[]]))
             for candidate, flags, fixed, derived in _tries(plain, n_arrays, ints, truths, sizes, dtype, state):
