@@ -214,3 +214,18 @@ def test_samples_build_nothing_on_import(tmp_path):
                           text=True, env=env, cwd=tmp_path, check=False)
     assert done.returncode == 0, done.stderr
     assert "cumsum_rows" in done.stdout and not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_a_callback_its_module_batches_through_a_custom_vmap_is_not_blamed_for_lacking_a_vmap_method() -> None:
+    """`host_scale_single` is the unbatched half of its module's custom_vmap `scale` (its users vmap `scale`): a
+    note, never JXB020. The same callback without a dispatcher keeps JXB020."""
+    from clirun import check_json
+
+    data = Path(__file__).parent / "data"
+    report = check_json("callbacks.dispatched", data)[1]
+    targets = {t["target"].split(":")[-1].split(" ")[0]: t for t in report["targets"]}
+    single = targets["host_scale_single"]
+    assert {f["code"] for f in single["findings"]} >= {"JXN003"}
+    assert not [f for f in single["findings"] if f["severity"] != "info"]
+    assert "JXB020" in {f["code"] for f in targets["host_shift_single"]["findings"]}

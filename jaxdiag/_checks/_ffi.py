@@ -11,6 +11,8 @@ user's code is never modified.
 
 from __future__ import annotations
 
+import ast
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
@@ -307,7 +309,15 @@ def _elsewhere(runner: Runner, call: ForeignCall) -> Iterator[Finding]:
 def _check_call(runner: Runner, call: ForeignCall) -> Iterator[Finding]:
     method = call.vmap_method
     if method is None:
-        if runner.reached_under_vmap():  # proven by running vmap, not read from the declaration
+        dispatcher = _batched_by_custom_vmap(runner.ctx.subject)
+        if dispatcher:  # the package batches it itself: its custom_vmap's rule is checked as a target of its own
+            name = runner.ctx.subject.name
+            yield rules.CHECK_SKIPPED.finding(
+                check=runner.ctx.check_name, location=call.location,
+                reason=f"{call.describe()} has no vmap_method, but {name} is the unbatched half of the custom_vmap "
+                       f"{dispatcher} of its module, whose rule batches it: `jax.vmap({name})` directly is outside "
+                       f"its design ({rules.FFI_VMAP_METHOD_MISSING.code} not reported)")
+        elif runner.reached_under_vmap():  # proven by running vmap, not read from the declaration
             yield missing_method(runner, call)
         return
     if method == "legacy_vectorized":
@@ -318,6 +328,26 @@ def _check_call(runner: Runner, call: ForeignCall) -> Iterator[Finding]:
     # Blame the kernel only when 'sequential' fixes the same variant; otherwise the difference comes from elsewhere.
     if failure and runner.failure(call, "sequential", only=[failure.variant]) is None:
         yield not_batch_aware(call, failure, runner.ctx.subject.name)
+
+
+def _batched_by_custom_vmap(subject: Any) -> str | None:
+    """The function of the subject's module made a custom_vmap (decorated by it, at module level or inside a
+    factory) whose primal calls the subject by name, or None: `vmap` of the subject reaches users through it."""
+    from .._harness.source import called_name
+    from .._loading._passthrough import module_tree
+
+    name = subject.label.rpartition(":")[2].split(".")[-1]
+    tree = module_tree(sys.modules.get(subject.module or "")) if name else None
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name == name:
+            continue
+        decorated = any(called_name(d.func if isinstance(d, ast.Call) else d) == "custom_vmap"
+                        for d in node.decorator_list)
+        if decorated and any(isinstance(c, ast.Call) and called_name(c.func) == name for c in ast.walk(node)):
+            return node.name
+    return None
 
 
 CHECKS = [ffi_vmap_method]
