@@ -234,6 +234,8 @@ def test_a_static_without_any_value_is_a_number_where_its_code_or_docstring_uses
     assert targets["shifted_zeta"]["inputs"] == ["f32[3]", "1.5"] and _codes(targets["shifted_zeta"]) == set()
     assert targets["wrapped_order"]["inputs"] == ["0.5", "f32[3]"] and _codes(targets["wrapped_order"]) == set()
     assert targets["gridded"]["inputs"][1:] == ["4", "4", "True"] and _codes(targets["gridded"]) == set()
+    # two flags, each refusing on one pass: the reference path, both off, is the one where forward and reverse run
+    assert targets["two_paths"]["inputs"][1:] == ["False", "False"] and _codes(targets["two_paths"]) == set()
     assert not targets["moded"]["verified"]
     assert {f["code"] for f in targets["moded"]["findings"]} == {"JXN012"}
 
@@ -259,6 +261,24 @@ def test_how_code_uses_a_parameter_says_whether_it_is_a_number() -> None:
     assert kinds("def f(flag, x): return x if flag else -x")["flag"] == {"bool"}
     assert kinds("def f(ny, x): return segment_sum(x, ids, num_segments=ny * 2)")["ny"] == {"int", "number"}
     assert kinds("def f(n, x): return jnp.zeros((n, 3)) + x")["n"] == {"int"}
+
+
+def test_a_ufuncs_generic_input_names_read_its_docstring_entries_in_order() -> None:
+    """A NumPy ufunc's signature says `x1, x2`; its docstring documents `v : array_like`, `z : ...`: the first
+    input is `v`, a number."""
+    import inspect
+
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._run._static_use import _documented_types
+
+    def ufunc_like(x1, x2):  # noqa: ANN001, ANN202
+        return x1
+
+    ufunc_like.__doc__ = ("Bessel.\n\nParameters\n----------\nv : array_like of float\n    Order.\n"
+                          "z : complex\n    Arg.\n")
+    names = list(inspect.signature(ufunc_like).parameters)
+    assert _documented_types(Subject("m:f", "function", ufunc_like, specs=[]), names) == {
+        "x1": "array_like of float"}
 
 
 def test_a_documented_bound_places_the_drawn_number_inside_it() -> None:

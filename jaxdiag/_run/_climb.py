@@ -277,6 +277,12 @@ def _found(subject: Subject, notes: list[Finding], templates: list[Any], text: s
     return templates
 
 
+def reverse_refused(subject: Subject) -> bool:
+    """Whether the custom_jvp/custom_vjp's reverse mode fails on the inputs just inferred (a `use_pallas_bwd` flag
+    set: its bwd a kernel for another platform)."""
+    return subject.kind in ("custom_jvp", "custom_vjp") and bool(_reverse_fails(subject, run=True))
+
+
 def _scalar_cotangents(subject: Subject, why: Any, arity: int) -> set[int]:
     """The positions whose cotangent the custom_vjp's bwd returned as a scalar where the operand was drawn as an
     array (JAX's structure error, read by `_compat.bwd_cotangent_mismatch`)."""

@@ -367,7 +367,7 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
                              "function that calls it, or record your own calls with `jaxdiag record`",
                              label=subject.label, tried=[], last_error="keyword-only arguments", arity=1)
     from . import _static_values
-    from ._climb import _arity, climb_ladder
+    from ._climb import _arity, climb_ladder, reverse_refused
 
     statics = _static_values.static_templates(subject)
     if statics is None:
@@ -393,9 +393,10 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
                                  sizes, (_try_call, MissingDependencyError, _MISSING_DEPENDENCY))
             if found is None:
                 continue
-            if not alternatives or not _only_traces(subject):
+            if not alternatives or not (_only_traces(subject) or reverse_refused(subject)):
                 return found
-            # a kernel for another platform: another value of its Literal static may run here (its reference path)
+            # a kernel for another platform (or a bwd that only runs on one): another value of its Literal static
+            # or flag may run here (its reference path)
             traced_only = traced_only or (found, notes[noted:])
             del notes[noted:]
             break

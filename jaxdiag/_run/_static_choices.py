@@ -22,8 +22,12 @@ from ._declared import declared_values, literal_values
 
 def literal_alternatives(subject: Subject, statics: dict[int, Any]) -> Iterator[dict[int, Any]]:
     """`statics` with one static position at a time set to each other value its annotation declares: a `Literal`'s
-    values for a defaulted one, also True/False for one without a default (`declared_values`)."""
+    values for a defaulted one, also True/False for one without a default (`declared_values`); then, with two or
+    more required flags, every one of them False at once (`use_pallas_fwd` and `use_pallas_bwd`: the reference
+    path needs both off)."""
     params = _signature.positional(_signature.signature_of(subject))
+    flags = [i for i, t in statics.items() if i < len(params) and params[i].default is params[i].empty
+             and isinstance(t, Static) and t.value is True]
     for i, template in sorted(statics.items()):
         if i >= len(params) or not isinstance(template, Static):
             continue
@@ -34,3 +38,5 @@ def literal_alternatives(subject: Subject, statics: dict[int, Any]) -> Iterator[
         for value in values:
             if value != template.value and type(value) is type(template.value):
                 yield {**statics, i: Static(value)}
+    if len(flags) >= 2:
+        yield {**statics, **{i: Static(False) for i in flags}}

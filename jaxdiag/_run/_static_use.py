@@ -181,8 +181,13 @@ def _documented_types(subject: Subject, names: list[str]) -> dict[str, str]:
     obj = subject.original if subject.original is not None else subject.obj
     doc = inspect.getdoc(obj) or ""
     out: dict[str, str] = {}
-    for name in names:
-        found = re.search(rf"^\s*{re.escape(name)}\s*(?:\(([^)]*)\)\s*:|:(?!:)\s*([^\n]*))", doc, re.MULTILINE)
+    # a NumPy ufunc's signature names its inputs x1, x2, ...: its docstring's entries, in order, are those inputs
+    listed = re.findall(r"^(\w+)\s*:\s*\S", doc.partition("Parameters\n----------\n")[2].partition("\n\n\n")[0]
+                        or "", re.MULTILINE)
+    for k, name in enumerate(names):
+        documented = listed[k] if re.fullmatch(r"x\d+", name) and k < len(listed) else name
+        found = re.search(rf"^\s*{re.escape(documented)}\s*(?:\(([^)]*)\)\s*:|:(?!:)\s*([^\n]*))", doc,
+                          re.MULTILINE)
         if found is None:
             continue
         text = found.group(1) or found.group(2) or ""
