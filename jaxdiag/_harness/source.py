@@ -90,6 +90,25 @@ def docstring_sentences(doc: str) -> list[str]:
     return _SENTENCE_END.split(doc)
 
 
+def dotted_name(node: ast.AST) -> str:
+    """`jnp.linalg.solve` for that attribute chain, `f` for a name; "" for any other expression."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = dotted_name(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
+
+
+def resolved(node: ast.AST, namespace: dict[str, Any]) -> Any:
+    """The object a name or attribute chain refers to in `namespace` (a module's globals), or None."""
+    head, *rest = dotted_name(node).split(".")
+    value = namespace.get(head)
+    for part in rest:
+        value = getattr(value, part, None)
+    return value
+
+
 def called_name(func: Any) -> str | None:
     """The name a call's function node ends in: `f` for `f(...)`, `any` for `jnp.any(...)`; None otherwise."""
     return getattr(func, "id", getattr(func, "attr", None))

@@ -13,7 +13,7 @@ from types import ModuleType
 from . import _rule_factories
 from .._core import _locate
 from .._core._report import Location
-from .._harness.source import called_name
+from .._harness.source import called_name, resolved
 
 # Calls that make a rule (or are a callback call site), by the name they are called with.
 RULE_MAKERS = {"custom_jvp": "custom_jvp", "custom_vjp": "custom_vjp", "custom_vmap": "custom_vmap",
@@ -112,15 +112,7 @@ def _foreign_class(module: ModuleType, func: ast.expr) -> bool:
     """Whether the called name resolves, in the module's namespace, to a class of the library's own that no JAX
     class is a base of: a quantum library's gate base class named `Primitive` makes gates, not rules. A name that
     does not resolve there (a local import) or resolves to a function (a library's `custom_vjp` wrapper) is kept."""
-    parts: list[str] = []
-    while isinstance(func, ast.Attribute):
-        parts.insert(0, func.attr)
-        func = func.value
-    if not isinstance(func, ast.Name):
-        return False
-    obj: object = vars(module).get(func.id)
-    for part in parts:
-        obj = getattr(obj, part, None)
+    obj = resolved(func, vars(module))
     if not isinstance(obj, type):
         return False
     return not any((getattr(base, "__module__", "") or "").split(".")[0] in ("jax", "jaxlib") for base in obj.__mro__)

@@ -163,7 +163,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                 return []
             errors.append(error)
             continue
-        statements = _stated_shapes.stated_axes(subject, _names(subject, arity, operands))
+        names = _names(subject, arity, operands)
+        statements = _stated_shapes.stated_axes(subject, names)
         for ints in _static_values.int_positions(subject, statics, arity):  # `L: int`: a Python int on each rung
             n_arrays = max(arity - len(statics) - len(ints), 0)
             matrices = _matrix_positions(subject, arity, {**statics, **ints}, operands)
@@ -172,7 +173,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
             # (the statement may be the abstract eval's own check: an impl that broadcasts runs on more)
             stated = list(_stated_shapes.stated_rungs(arrays, statements, DTYPES[dtype])) if n_arrays else []
             # row offsets and column indices of a CSR matrix: a valid structure first (`_sparse_operands`)
-            stated = csr_rungs(_names(subject, arity, operands), arrays, DTYPES[dtype]) + stated
+            stated = csr_rungs(names, arrays, DTYPES[dtype]) + stated
             plain = (itertools.chain(stated, shape_ladder(n_arrays, pairs_early, dtype, matrices)) if n_arrays
                      else iter([[]]))
             for candidate, flags, fixed, derived in _tries(plain, n_arrays, ints, truths, sizes, dtype, state):

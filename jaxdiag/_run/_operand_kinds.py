@@ -25,7 +25,7 @@ from typing import Any
 
 from .. import _compat
 from .._checks._base import Subject
-from .._harness.source import annotation_text
+from .._harness.source import annotation_text, dotted_name, resolved
 
 # Calls whose second argument indexes the first (`jnp.take(x, idx)`, `jnp.take_along_axis(x, idx, axis=1)`).
 _INDEX_CALLS = {"take", "take_along_axis"}
@@ -290,8 +290,8 @@ def _container_build(text: str, namespace: dict[str, Any]) -> Build | None:
     node = _parse(text)
     if node is None:
         return None
-    if isinstance(node, ast.Subscript) and _dotted(node.value).rpartition(".")[2] in _SEQUENCES:
-        kind = _SEQUENCES[_dotted(node.value).rpartition(".")[2]]
+    if isinstance(node, ast.Subscript) and dotted_name(node.value).rpartition(".")[2] in _SEQUENCES:
+        kind = _SEQUENCES[dotted_name(node.value).rpartition(".")[2]]
         items = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
         if items and isinstance(items[-1], ast.Constant) and items[-1].value is Ellipsis:
             items = items[:-1] * 2  # `tuple[Array, ...]`: two of them
@@ -302,7 +302,7 @@ def _container_build(text: str, namespace: dict[str, Any]) -> Build | None:
             return None
         count = len(items)
         return lambda spec: kind([spec] * count)
-    cls = namespace.get(_dotted(node)) if isinstance(node, ast.Name) else None
+    cls = namespace.get(dotted_name(node)) if isinstance(node, ast.Name) else None
     fields = getattr(cls, "__annotations__", None) if isinstance(cls, type) and hasattr(cls, "_fields") else None
     if not fields or set(fields) != set(cls._fields):  # type: ignore[union-attr]
         return None
@@ -318,24 +318,16 @@ def _annotated_class(annotation: Any, text: str, namespace: dict[str, Any]) -> t
     found: Any = annotation if isinstance(annotation, type) else None
     node = _parse(text)
     if found is None and node is not None:
-        if isinstance(node, ast.Subscript) and _dotted(node.value).rpartition(".")[2] in _JAXTYPING:
+        if isinstance(node, ast.Subscript) and dotted_name(node.value).rpartition(".")[2] in _JAXTYPING:
             first = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
-            found = _resolve(_dotted(first), namespace)
+            found = resolved(first, namespace)
         else:
-            found = _resolve(_dotted(node), namespace)
+            found = resolved(node, namespace)
     inner = getattr(found, "array_type", None)  # jaxtyping's annotation class wraps the array type it constrains
     found = inner if isinstance(inner, type) else found
     if not isinstance(found, type) or found.__module__ in ("builtins", "typing") or _ARRAY_NAME.match(found.__name__):
         return None
     return found
-
-
-def _resolve(dotted: str, namespace: dict[str, Any]) -> Any:
-    head, *rest = dotted.split(".") if dotted else [""]
-    value = namespace.get(head)
-    for part in rest:
-        value = getattr(value, part, None)
-    return value
 
 
 def _object_build(cls: type | None) -> Build | None:
@@ -397,14 +389,5 @@ def _is_array_text(text: str) -> bool:
 
 def _is_array(node: ast.expr) -> bool:
     if isinstance(node, ast.Subscript):  # jaxtyping: `Float[Array, "n"]`
-        return _dotted(node.value).rpartition(".")[2] in _JAXTYPING
-    return bool(_ARRAY_NAME.match(_dotted(node)))
-
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
+        return dotted_name(node.value).rpartition(".")[2] in _JAXTYPING
+    return bool(_ARRAY_NAME.match(dotted_name(node)))
