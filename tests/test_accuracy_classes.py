@@ -24,7 +24,10 @@ fixture written in the pattern of the class (no published library imported):
 - a straight-through estimator on a primal with a constant slope (`q * scale`): the cotangent passed on unchanged
   is a deliberate surrogate (JXG014), not a uniformly scaled gradient (tests/data/acc/straight_through_scaled.py);
 - a zero derivative a rule computes by cancellation (float32 rounding, not exactly linear): no JXG020, while a real
-  nonlinear term still is one (tests/data/acc/rounding_tangent.py).
+  nonlinear term still is one (tests/data/acc/rounding_tangent.py);
+- a gradient dominated by a large affine background, which float32 rounds to a grid coarser than its change over a
+  finite-difference step: second derivatives compared with a float64 reference, so no JXG019, while a JVP that
+  stops the curvature term's gradient still gets one (tests/data/acc/offset_background.py).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -260,6 +264,24 @@ def test_a_wrong_second_derivative_inside_the_domain_is_still_reported():
     report = jaxdiag.check_grad(edge.root_from_edge_flat, np.array([0.2, 0.4, 1.3], np.float32), order=2)
     lines = [f.location.line for f in report.findings if f.code == "JXG019"]
     assert lines == [expect_line(DATA / "acc" / "domain_edge.py", "JXG019")], report.findings
+
+
+@pytest.mark.slow
+def test_second_derivatives_are_compared_with_a_float64_reference_where_float32_rounds_the_gradient_flat():
+    field = load(DATA / "acc" / "offset_background.py")
+    x = np.array([0.3, -1.1, 2.0], np.float32)
+    gradient = jax.vmap(jax.grad(field.background_p.bind))
+    step = np.float32(1e-3)
+    flat = (np.asarray(gradient(x + step)) - np.asarray(gradient(x - step))) / (2 * step)
+    assert np.all(np.abs(flat + np.sin(x)) > 0.2)  # plain JAX: float32 differences miss the curvature -sin(x)
+    curvature = jax.vmap(jax.grad(jax.grad(field.background_p.bind)))(x)
+    np.testing.assert_allclose(curvature, -np.sin(x), rtol=1e-5)  # while the rule's second derivative is right
+
+    report = jaxdiag.check_grad(field.background_p, x, order=2)
+    assert not [f for f in report.findings if f.severity in ("error", "warning")], report.findings
+    held = jaxdiag.check_grad(field.background_held_p, x, order=2)
+    lines = [f.location.line for f in held.findings if f.code == "JXG019"]
+    assert lines == [expect_line(DATA / "acc" / "offset_background.py", "JXG019")], held.findings
 
 
 # ---------------------------------------------------------------------------------------------------------------

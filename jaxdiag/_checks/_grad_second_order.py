@@ -6,6 +6,7 @@ from __future__ import annotations
 import linecache
 import os
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import jax
@@ -80,7 +81,7 @@ def grad_second_order(ctx: Context) -> Iterator[Finding]:
         hv, htu = results[FORWARD], results[REVERSE]
     fd_memo: list = []
 
-    def fd_of_gradient() -> tuple[list[np.ndarray], list[float]] | None:
+    def fd_of_gradient() -> GradientDifferences | None:
         if not fd_memo:
             fd_memo.append(_fd_of_gradient(st, G))
         return fd_memo[0]
@@ -255,7 +256,7 @@ def _inline_primal(st: GradState, line_text: str, name: str) -> str | None:
 
 
 def _second_order_consistency(st: GradState, ws: Sequence[Any], hv: list, htu: Any, u: list,
-                              fd_of_gradient: Callable[[], tuple[list[np.ndarray], list[float]] | None]
+                              fd_of_gradient: Callable[[], GradientDifferences | None]
                               ) -> Iterator[Finding]:
     lhs = sum(dot(ui, hi) for ui, hi in zip(u, hv))
     rhs = sum(dot(hu, _held_or(st, a, st.direction(a, 0))) for hu, a in zip(htu, st.diff))
@@ -291,38 +292,88 @@ def _modes_agree_when_widened(st: GradState, ws: Sequence[Any], u: list) -> bool
     """Whether forward over reverse and reverse over reverse agree (the dot-product test at float64's tolerance)
     when the differentiated inputs, directions and cotangents are widened to 64 bits under x64. False when they are
     64-bit already, or when the widened run fails (a rule that insists on 32 bits)."""
-    narrow = [a for a in st.diff if np.dtype(a.dtype).itemsize < (16 if np.dtype(a.dtype).kind == "c" else 8)]
-    if not narrow:
+
+    def modes(first_order: Callable[[Callable], Callable], x: tuple, v: tuple) -> tuple[list, list]:
+        G = first_order(st.call_target)
+        hv = jax.jvp(G, x, v)[1]
+        htu = jax.vjp(G, *x)[1]([_wide(ui) for ui in u])
+        return [to_f64(h) for h in hv], [to_f64(h) for h in htu]
+
+    got = _widened(st, ws, modes)
+    if got is None or not all_finite(got[0]) or not all_finite(got[1]):
         return False
+    hv, htu = got
+    v = [to_f64(_held_or(st, a, st.direction(a, 0))) for a in st.diff]
+    lhs = sum(dot(ui, hi) for ui, hi in zip(u, hv))
+    rhs = sum(dot(hu, vi) for hu, vi in zip(htu, v))
+    scale = max(sum(absdot(ui, hi) for ui, hi in zip(u, hv)), sum(absdot(hu, vi) for hu, vi in zip(htu, v)))
+    return close_scalar(rhs, lhs, scale, grad_tol(np.float64))
 
-    def wide(x: Any) -> Any:
-        x64 = to_f64(x)
-        return _compat.device_array(x64.astype(np.complex128 if np.iscomplexobj(x64) else np.float64))
 
+def _widened_references(st: GradState, ws: Sequence[Any], index: int
+                        ) -> list[tuple[str, np.ndarray, float]] | None:
+    """The second derivative with respect to argument `index` by each reference, computed in float64 with inputs,
+    direction and cotangents widened: (how, values, spread) for finite differences of the rule's gradient
+    (Richardson over the native steps) and autodiff of the undecorated function. The escalation of the first-order
+    finite differences, for the second order: where the native references are inconclusive or disagree, a float32
+    gradient's rounding (a large background, a transform summing many terms) may be what they see, and a rule that
+    is right agrees with a float64 reference. None when nothing can be widened or run in float64."""
+
+    def references(first_order: Callable[[Callable], Callable], x: tuple, v: tuple) -> list:
+        G = first_order(st.call_target)
+
+        def central(eps: float) -> np.ndarray:
+            plus = G(*(xi + eps * vi for xi, vi in zip(x, v)))[index]
+            minus = G(*(xi - eps * vi for xi, vi in zip(x, v)))[index]
+            return (to_f64(plus) - to_f64(minus)) / (2 * eps)
+
+        coarse, fine = central(_WIDE_FD_STEP), central(_WIDE_FD_STEP / 2)
+        out = [("finite differences of the gradient", (4 * fine - coarse) / 3,
+                float(np.max(np.abs(fine - coarse), initial=0.0)))]
+        if st.fun is not None:
+            out.append((_AUTODIFF, to_f64(jax.jvp(first_order(st.call_primal), x, v)[1][index]), 0.0))
+        return out
+
+    got = _widened(st, ws, references)
+    finite = [r for r in got or () if all_finite([r[1]])]
+    return finite or None
+
+
+# The finite-difference step of the float64 references: that of float32 (_numerics.FD_EPS), so a function that is
+# itself an approximation (a tolerance-driven transform) is sampled at the same scale as natively.
+_WIDE_FD_STEP = 1e-3
+
+
+def _wide(x: Any) -> Any:
+    x64 = to_f64(x)
+    return _compat.device_array(x64.astype(np.complex128 if np.iscomplexobj(x64) else np.float64))
+
+
+def _widened(st: GradState, ws: Sequence[Any], body: Callable[[Callable[[Callable], Callable], tuple, tuple], Any]
+             ) -> Any:
+    """body(first_order, x, v) under x64, with the differentiated inputs x, direction 0 (v) and the output
+    cotangents widened to 64 bits; first_order(call) is the gradient G(x) = J^T w of `call` there. None when the
+    inputs are 64-bit already (nothing to widen) or the widened run fails (a rule that insists on 32 bits)."""
+    if not any(np.dtype(a.dtype).itemsize < (16 if np.dtype(a.dtype).kind == "c" else 8) for a in st.diff):
+        return None
     treedef = st.out_treedef
     with _compat.x64_scope(True):
-        ws64 = [wide(w) if is_inexact(np.dtype(w.dtype)) else w for w in ws]
+        ws64 = [_wide(w) if is_inexact(np.dtype(w.dtype)) else w for w in ws]
 
-        def G(*diffs: Any) -> list[Any]:
-            out, pullback = jax.vjp(st.diff_fn(st.call_target), *diffs)
-            leaves = jax.tree_util.tree_leaves(out)
-            cts = [w.astype(leaf.dtype) if is_inexact(np.dtype(leaf.dtype)) else w for w, leaf in zip(ws64, leaves)]
-            return list(pullback(jax.tree_util.tree_unflatten(treedef, cts)))
+        def first_order(call: Callable) -> Callable:
+            def G(*diffs: Any) -> list[Any]:
+                out, pullback = jax.vjp(st.diff_fn(call), *diffs)
+                leaves = jax.tree_util.tree_leaves(out)
+                cts = [w.astype(leaf.dtype) if is_inexact(np.dtype(leaf.dtype)) else w
+                       for w, leaf in zip(ws64, leaves)]
+                return list(pullback(jax.tree_util.tree_unflatten(treedef, cts)))
 
-        x = tuple(wide(a.value) for a in st.diff)
-        v = [to_f64(_held_or(st, a, st.direction(a, 0))) for a in st.diff]
-        jvp_out, exc = quiet_call(jax.jvp, G, x, tuple(wide(vi) for vi in v))
-        vjp_out, exc2 = quiet_call(jax.vjp, G, *x)
-        htu: Any = None
-        exc3 = exc2
-        if exc2 is None:
-            htu, exc3 = quiet_call(vjp_out[1], [wide(ui) for ui in u])
-    if exc is not None or exc3 is not None or not all_finite(jvp_out[1]) or not all_finite(htu):
-        return False
-    lhs = sum(dot(ui, hi) for ui, hi in zip(u, jvp_out[1]))
-    rhs = sum(dot(hu, vi) for hu, vi in zip(htu, v))
-    scale = max(sum(absdot(ui, hi) for ui, hi in zip(u, jvp_out[1])), sum(absdot(hu, vi) for hu, vi in zip(htu, v)))
-    return close_scalar(rhs, lhs, scale, grad_tol(np.float64))
+            return G
+
+        x = tuple(_wide(a.value) for a in st.diff)
+        v = tuple(_wide(_held_or(st, a, st.direction(a, 0))) for a in st.diff)
+        result, exc = quiet_call(body, first_order, x, v)
+    return result if exc is None else None
 
 
 def _rounding_only(lhs: float, rhs: float, slack: float, references: list[tuple[str, float, float, float]]
@@ -343,17 +394,17 @@ _AUTODIFF = "autodiff of the undecorated function"
 
 
 def _second_order_dot_references(st: GradState, ws: Sequence[Any], u: list,
-                                 fd: tuple[list[np.ndarray], list[float]] | None, tol: float
+                                 fd: GradientDifferences | None, tol: float
                                  ) -> list[tuple[str, float, float, float]]:
     """(name, <u, H v> for forward over reverse, <H^T u, v> for reverse over reverse, error bound) by each
     reference that can be computed: finite differences of the gradient along v (one value for both modes; its
-    error is how much steps h and h/2 disagree), and the two modes of autodiff of the undecorated function."""
+    error is how much steps h and h/2 disagree plus their rounding bound), and the two modes of autodiff of the
+    undecorated function."""
     out = []
     if fd is not None:
-        values, spread = fd
-        ref = sum(dot(ui, fi) for ui, fi in zip(u, values))
-        err = sum(float(np.sum(np.abs(to_f64(ui)))) * s for ui, s in zip(u, spread)) + \
-            tol * sum(absdot(ui, fi) for ui, fi in zip(u, values))
+        ref = sum(dot(ui, fi) for ui, fi in zip(u, fd.values))
+        err = sum(float(np.sum(np.abs(to_f64(ui)))) * (s + r) for ui, s, r in zip(u, fd.spread, fd.rounding)) + \
+            tol * sum(absdot(ui, fi) for ui, fi in zip(u, fd.values))
         out.append(("finite differences of the gradient", ref, ref, err))
     if st.fun is not None:
         G_ref = _first_order(st, ws, st.call_primal)
@@ -372,8 +423,7 @@ def _second_order_dot_references(st: GradState, ws: Sequence[Any], u: list,
 
 
 def _second_order_references(st: GradState, ws: Sequence[Any], hv: list,
-                              fd_result: tuple[list[np.ndarray], list[float]] | None) -> Iterator[Finding]:
-    fd, spread = fd_result if fd_result is not None else (None, None)
+                              fd: GradientDifferences | None) -> Iterator[Finding]:
     ref = None
     if st.fun is not None:
         G_ref = _first_order(st, ws, st.call_primal)
@@ -383,18 +433,26 @@ def _second_order_references(st: GradState, ws: Sequence[Any], hv: list,
             ref = [to_f64(r) for r in out[1]]
     for i, a in enumerate(st.diff):
         tol = grad_tol(a.dtype)
-        fd_cmp = compare(hv[i], fd[i], tol=tol) if fd is not None else None
-        fd_ok = fd_cmp is None or fd_cmp.ok or (spread is not None and fd_cmp.max_abs <= 2 * spread[i])
-        ref_ok = ref is None or compare(hv[i], ref[i], tol=tol).ok
-        if fd_ok and ref_ok or fd is None and ref is None:
+        fd_cmp = compare(hv[i], fd.values[i], tol=tol) if fd is not None else None
+        fd_ok = fd is not None and fd_cmp is not None and (fd_cmp.ok or fd_cmp.max_abs <= 2 * fd.spread[i])
+        ref_ok = ref is not None and compare(hv[i], ref[i], tol=tol).ok
+        if fd is None and ref is None:
             continue
-        if (fd is not None and fd_ok) or (ref is not None and ref_ok):
+        if (fd_ok and fd is not None and fd.conclusive(i, tol)) or ref_ok:
             continue  # agrees with one reference: the other sees a kink or a deliberate stop_gradient
+        wide = _widened_references(st, ws, i)
+        if wide is None and fd_ok:
+            continue  # inconclusive differences that agree, and no float64 run to say more
+        if wide is not None and any(_agrees(hv[i], values, spread, tol) for _, values, spread in wide):
+            continue  # the native references lost the digits (float32 rounding), not the rule: float64 agrees
         parts = []
         if fd is not None and fd_cmp is not None:
-            parts.append(f"finite differences of the gradient give {fmt_values(fd[i])} ({fd_cmp.describe()})")
+            parts.append(f"finite differences of the gradient give {fmt_values(fd.values[i])} ({fd_cmp.describe()}"
+                         + ("" if fd.conclusive(i, tol) else f"; inconclusive in {np.dtype(a.dtype).name}: rounding "
+                            f"the gradient alone moves them by up to {fd.rounding[i]:.3g}") + ")")
         if ref is not None:
             parts.append(f"autodiff of the undecorated function gives {fmt_values(ref[i])}")
+        parts += [f"in float64, {how}: {fmt_values(values)}" for how, values, _ in wide or ()]
         yield rules.SECOND_ORDER_MISMATCH.finding(
             evidence=f"The second derivative of {display_name(st)} with respect to {a.name} (jax.jvp of the "
                      f"gradient along "
@@ -406,20 +464,45 @@ def _second_order_references(st: GradState, ws: Sequence[Any], hv: list,
         return
 
 
-def _fd_of_gradient(st: GradState, G: Callable) -> tuple[list[np.ndarray], list[float]] | None:
+def _agrees(hv: Any, values: np.ndarray, spread: float, tol: float) -> bool:
+    agreement = compare(hv, values, tol=tol)
+    return agreement.ok or (spread > 0 and agreement.max_abs <= 2 * spread)
+
+
+@dataclass
+class GradientDifferences:
+    """Central differences of the gradient along direction 0 (the Richardson extrapolation of steps h and h/2) per
+    argument, with how much the two steps disagree (`spread`: near a singularity, hypot's at 0, truncation error is
+    large, and a mismatch within it says nothing about the rule) and a bound on what rounding the gradient to its
+    dtype alone makes of them (`rounding`, 1.5 eps |G| / h). A gradient far larger than its change over a step (a
+    large affine background) rounds flat in float32: its differences then show nothing either way."""
+
+    values: list[np.ndarray]
+    spread: list[float]
+    rounding: list[float]
+
+    def conclusive(self, index: int, tol: float) -> bool:
+        return bool(np.all(self.rounding[index] <= tol * (1.0 + np.abs(self.values[index]))))
+
+
+def _fd_of_gradient(st: GradState, G: Callable) -> GradientDifferences | None:
     """Central differences of G along direction 0, in the inputs' own precision (the rules run in it), so with
-    the step of that precision (_numerics.FD_EPS: 1e-3 for float32, 1e-1 for bfloat16). Returns the Richardson
-    extrapolation of steps h and h/2 and, per argument, how much the two steps disagree: near a singularity (hypot
-    at 0) truncation error is large, and a mismatch within that spread says nothing about the rule."""
+    the step of that precision (_numerics.FD_EPS: 1e-3 for float32, 1e-1 for bfloat16)."""
     eps = max(max(FD_EPS.get(np.dtype(a.dtype), 1e-1) for a in st.diff), 1e-3)
     for _ in range(2):
         coarse, fine = _central(st, G, eps), _central(st, G, eps / 2)
         if coarse is not None and fine is not None:
-            richardson = [(4 * f - c) / 3 for c, f in zip(coarse, fine)]
-            spread = [float(np.max(np.abs(f - c), initial=0.0)) for c, f in zip(coarse, fine)]
-            return richardson, spread
+            richardson = [(4 * f - c) / 3 for c, f in zip(coarse[0], fine[0])]
+            spread = [float(np.max(np.abs(f - c), initial=0.0)) for c, f in zip(coarse[0], fine[0])]
+            rounding = [1.5 * _unit_roundoff(a.dtype) * max(cm, fm) / eps
+                        for a, cm, fm in zip(st.diff, coarse[1], fine[1])]
+            return GradientDifferences(richardson, spread, rounding)
         eps /= 16
     return None
+
+
+def _unit_roundoff(dtype: Any) -> float:
+    return float(np.finfo(dtype).eps) if is_inexact(np.dtype(dtype)) else 0.0
 
 
 def _held_or(st: GradState, a: Any, step: Any) -> Any:
@@ -427,14 +510,17 @@ def _held_or(st: GradState, a: Any, step: Any) -> Any:
     return step * 0 if a.pos in st.memo.second_order_held else step
 
 
-def _central(st: GradState, G: Callable, eps: float) -> list[np.ndarray] | None:
+def _central(st: GradState, G: Callable, eps: float) -> tuple[list[np.ndarray], list[float]] | None:
+    """(central differences of G along direction 0 at step eps, per argument the largest |G| entry seen)."""
     steps = [_held_or(st, a, st.direction(a, 0)) for a in st.diff]
     plus, e1 = quiet_call(_gradient_at, st, G, [_compat.device_array((to_f64(a.value) + eps * d).astype(a.dtype))
                                                 for a, d in zip(st.diff, steps)])
     minus, e2 = quiet_call(_gradient_at, st, G, [_compat.device_array((to_f64(a.value) - eps * d).astype(a.dtype))
                                                  for a, d in zip(st.diff, steps)])
     if e1 is None and e2 is None and all_finite(plus) and all_finite(minus):
-        return [(to_f64(p) - to_f64(m)) / (2 * eps) for p, m in zip(plus, minus)]
+        return ([(to_f64(p) - to_f64(m)) / (2 * eps) for p, m in zip(plus, minus)],
+                [float(max(np.max(np.abs(to_f64(p)), initial=0.0), np.max(np.abs(to_f64(m)), initial=0.0)))
+                 for p, m in zip(plus, minus)])
     return None
 
 

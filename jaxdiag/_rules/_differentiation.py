@@ -325,8 +325,10 @@ SECOND_ORDER_MISMATCH: Rule[_fields.JXG019] = Rule(
     "JXG019", "second-order-mismatch", "warning",
     "Second derivatives (grad of grad, jvp of vjp) differ from finite differences of the gradient.",
     "Differentiates the first-order gradient (JAX differentiating your bwd / JVP rule) and compares it with "
-    "float64 finite differences of that gradient, autodiff of the undecorated function, and the dot-product test "
-    "between grad-of-grad and jvp-of-vjp.",
+    "finite differences of that gradient, autodiff of the undecorated function, and the dot-product test between "
+    "grad-of-grad and jvp-of-vjp. The references run in the inputs' precision and are computed again in float64 "
+    "where they disagree or are inconclusive (rounding the gradient alone moves its differences by more than the "
+    "tolerance: a large background term): only a mismatch the float64 references confirm is reported.",
     "Hessians, Newton steps and meta-learning silently use a wrong second derivative, e.g. when bwd hides a "
     "dependence behind `stop_gradient` or NumPy. A mismatch with the numerical derivative may be deliberate "
     "(hence a warning); a failure or an inconsistency between the two modes is JXG023, an error.",
