@@ -59,11 +59,14 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
             subjects.append(nested)
     operand_dependent = _compat.input_dependent_operands(jaxpr)
     by_key: dict[tuple, Subject] = {}
+    builtin: dict[int, bool] = {}  # per primitive: a quadrature's loops bind the same few 100,000 times
     for eqn in _compat.iter_eqns(jaxpr):
         prim = eqn.primitive
         if not _compat.is_primitive(prim):
             continue
-        user = not _compat.is_builtin_primitive(prim)
+        if id(prim) not in builtin:
+            builtin[id(prim)] = _compat.is_builtin_primitive(prim)
+        user = not builtin[id(prim)]
         if not (user or options.include_jax):
             continue
         if not user and (prim.name in STRUCTURAL_PRIMITIVES or any(True for _ in _compat.sub_jaxprs(eqn))):
