@@ -133,3 +133,16 @@ def test_correct_derivative_rules_of_gpu_only_kernels_pass_abstractly(tmp_path, 
     assert not report.internal_errors, [(c.name, c.detail) for c in report.internal_errors]
     assert codes(report) == ["JXN013"], report.findings
     assert ran(report) & {"abstract-jvp", "abstract-vjp"}
+
+
+def test_a_kernel_whose_ffi_target_has_no_handler_on_this_platform_is_checked_abstractly():
+    """XLA finds no handler for a GPU build's FFI target on the host: the kernel cannot run here, which says nothing
+    of its rules (a CPU-only machine checking a cuDSS binding)."""
+    from pathlib import Path
+
+    target = f"{Path(__file__).parent / 'data' / 'acc' / 'ffi_gpu_target.py'}:diagonal_solve_p"
+    report = jaxdiag.check_all(target, "f32[3]", "f32[3]")
+    assert not report.internal_errors, [(c.name, c.detail) for c in report.internal_errors]
+    assert codes(report) == ["JXN013"], report.findings
+    assert "no ffi handler registered" in report.findings[0].message.lower()
+    assert {"registration-abstract-eval", "abstract-batching"} <= ran(report)
