@@ -237,6 +237,43 @@ def bind_site_annotations(names: set[str], modules: list[Any], wanted: set[str])
     return out
 
 
+def bind_site_arities(names: set[str], modules: list[Any], wanted: set[str]) -> dict[str, int]:
+    """For the bind params `wanted` that take a tuple: how many entries the library's own bind calls give it, from a
+    tuple display (`n_modes=(n1, n2, n3)` in a transpose rule) or the enclosing parameter's annotation
+    (`n_modes: tuple[int, int, int]`, passed on as `n_modes` or `tuple(n_modes)`), the first one found."""
+    out: dict[str, int] = {}
+    for module in modules:
+        tree = module_tree(module)
+        for caller, call in _calls_in(tree) if tree is not None else ():
+            if not _binds(call, names):
+                continue
+            annotations = {} if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)) else {
+                a.arg: a.annotation for a in caller.args.posonlyargs + caller.args.args + caller.args.kwonlyargs
+                if a.annotation is not None}
+            for keyword in call.keywords:
+                if keyword.arg in wanted and keyword.arg not in out:
+                    arity = _tuple_arity(keyword.value, annotations)
+                    if arity:
+                        out[keyword.arg] = arity
+    return out
+
+
+def _tuple_arity(node: ast.expr, annotations: dict[str, ast.expr]) -> int | None:
+    """The entries of a tuple display without `*`, or of the fixed-length `tuple[...]` annotating the parameter
+    passed (itself, or converted by `tuple(...)`/`list(...)`)."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return len(node.elts) if not any(isinstance(e, ast.Starred) for e in node.elts) else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("tuple", "list") \
+            and len(node.args) == 1:
+        node = node.args[0]
+    annotation = annotations.get(node.id) if isinstance(node, ast.Name) else None
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.slice, ast.Tuple):
+        entries = annotation.slice.elts
+        fixed = not any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in entries)
+        return len(entries) if fixed else None
+    return None
+
+
 def bind_site_operands(names: set[str], modules: list[Any]) -> list[list[str]]:
     """The operands of every `NAME.bind(a, b, ...)` call in the modules, as the names (or "" for an expression) the
     library passes: how many operands its own code binds, and what it calls them. Calls with `*args` are skipped:
@@ -262,6 +299,67 @@ def bind_calls(names: set[str], modules: list[Any]) -> list[tuple[Any, ast.Call]
     return [(caller, call) for module in modules for tree in [module_tree(module)] if tree is not None
             for caller, call in _calls_by_name(tree).get("bind", ())  # `x.bind(...)` only, from the index
             if isinstance(call.func, ast.Attribute) and _binds(call, names)]
+
+
+def callee_defaults(fn: Any, wanted: set[str]) -> dict[str, tuple[Any, str]]:
+    """(value, where it was read) for the parameters `wanted` of `fn` (a primitive's impl) that it hands, unchanged,
+    to a function of the package whose parameter has a literal default: `_impl(x, *, upsampfac)` calling
+    `nufft(x, upsampfac=upsampfac)` of `def nufft(x, upsampfac=2.0)`. The callee's default is the value its
+    library uses when nobody asks otherwise, so the bind param takes it."""
+    from .._harness.source import resolved
+
+    function = _locate.unwrap(fn)
+    try:
+        node = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return {}
+    namespace = getattr(function, "__globals__", {})
+    out: dict[str, tuple[Any, str]] = {}
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        callee = resolved(call.func, namespace)
+        if not (inspect.isfunction(callee) and _locate.is_user_code(callee)):
+            continue
+        try:
+            params = list(inspect.signature(callee).parameters.values())
+        except (TypeError, ValueError):
+            continue
+        handed = {p.name: a.id for p, a in zip(params, call.args) if isinstance(a, ast.Name)
+                  and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
+        handed.update({k.arg: k.value.id for k in call.keywords if k.arg and isinstance(k.value, ast.Name)})
+        for param in params:
+            name = handed.get(param.name)
+            if name in wanted and name not in out and _literal_default(param.default):
+                out[name] = (param.default, f"the default of `{param.name}` in {callee.__module__}:"
+                                            f"{callee.__qualname__}, to which {function.__name__} hands it")
+    return out
+
+
+def _literal_default(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, str)) or (
+        isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str)) for v in value))
+
+
+def paired_params(names: set[str], modules: list[Any], missing: set[str], known: dict[str, Any]
+                  ) -> dict[str, tuple[Any, str]]:
+    """(value, where it was read) for `missing` bind params that a bind call of the primitive pairs with another of
+    its params by name: `p.bind(x, upsampfac=upsampfac_T, upsampfac_T=upsampfac)` in a transpose rule, which binds
+    the adjoint with the forward transform's settings swapped. Both names are params of one primitive, passed for
+    each other, so they take values of one domain: a missing one takes its partner's known value."""
+    out: dict[str, tuple[Any, str]] = {}
+    for module in modules:
+        tree = module_tree(module)
+        for caller, call in _calls_in(tree) if tree is not None else ():
+            if not (isinstance(call.func, ast.Attribute) and call.func.attr == "bind" and _binds(call, names)):
+                continue
+            for keyword in call.keywords:
+                if keyword.arg is None or not isinstance(keyword.value, ast.Name) or keyword.value.id == keyword.arg:
+                    continue
+                pair = (keyword.arg, keyword.value.id)
+                for wanted, partner in (pair, pair[::-1]):
+                    if wanted in missing and wanted not in out and partner in known:
+                        out[wanted] = (known[partner], f"`{partner}` ({module.__name__} line {call.lineno}, where "
+                                                       f"{_name_of(caller)} binds `{keyword.arg}={keyword.value.id}`)")
+    return out
 
 
 def bound_by_keyword(names: set[str], modules: list[Any]) -> set[str]:

@@ -178,9 +178,11 @@ BIND_PARAMS_ASSUMED: Rule[_fields.JXN017] = Rule(
     "A primitive whose impl or abstract eval requires a keyword bind param (an int that sets output shapes, a "
     "shape tuple) is usually bound as `_p.bind(x, L=L)` inside a wrapper, never with a literal. `jaxdiag check` "
     "follows the variable to the wrapper's callers in the package (a literal they pass, or their own parameter's "
-    "default); failing that, for an int-like or shape-like param, it tries a short ladder of small values and "
-    "keeps the first on which the impl runs and the abstract eval describes its output. The note names every "
-    "assumed value and where it came from.",
+    "default), takes the literal default of the package function the impl hands the param to, and gives a param "
+    "the package binds only as another's partner (`upsampfac=upsampfac_T` in a transpose rule) that partner's "
+    "value; failing that, for an int-like or shape-like param, it tries a short ladder of small values (tuples of "
+    "the length the package's binds give) and keeps the first on which the impl runs and the abstract eval "
+    "describes its output. The note names every assumed value and where it came from.",
     "Findings on assumed values are graded as seen on inferred inputs; pass the values your code binds with "
     "`--param NAME=VALUE` (or `params` in [tool.jaxdiag.targets]), or record your calls with `jaxdiag record`.",
     message="no --param given for {target}; checked with bind param(s) {assumed}",

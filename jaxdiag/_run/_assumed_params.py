@@ -53,6 +53,9 @@ def synthesise(root: Subject, templates: list[Any], notes: list[Finding], engine
     missing = _signature.missing_params(root)
     annotations = _signature.bind_site_annotations(root, set(missing))
     kinds = {name: kind_of(name, annotations.get(name)) for name in missing}
+    # a tuple of the length its binds give (`n_modes=(n1, n2, n3)`), whatever its name says
+    kinds.update({name: f"shape{arity}" for name, arity in _signature.bind_site_arities(root, set(missing)).items()
+                  if kinds[name] != "str"})
     if not missing or any(kind is None for kind in kinds.values()):
         return templates, {}
     base = dict(root.params)
@@ -61,7 +64,7 @@ def synthesise(root: Subject, templates: list[Any], notes: list[Finding], engine
         if templates:
             _signature.apply(root, templates)
             if try_call(root, root.specs, "normal", 0, agree=True)[0]:
-                return templates, candidate
+                return templates, _resolved(root, base, candidate)
             continue
         found: list[Finding] = []
         try:
@@ -75,9 +78,76 @@ def synthesise(root: Subject, templates: list[Any], notes: list[Finding], engine
         except InferenceError:
             continue
         notes.extend(found)
-        return inferred, candidate
+        _signature.apply(root, inferred)
+        return inferred, _resolved(root, base, candidate)
     root.params = base
     return templates, {}
+
+
+# A synthesised value is doubled at most this many times while the output keeps changing (4 -> 128), and never
+# past RESOLUTION_CELLS entries (a 64^3 grid).
+RESOLUTION_DOUBLINGS = 5
+RESOLUTION_CELLS = 2 ** 18
+# Outputs at a value and at its double that agree this closely (relative to the largest entry): converged, to
+# float32's rounding, on one example (the margin of `_resolved` serves the rest).
+RESOLUTION_TOL = 1e-5
+
+
+def _resolved(root: Subject, base: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
+    """`candidate`, with each synthesised value that is a resolution raised until the output converges: a param
+    that changes no output shape but changes the values (the internal grid of a type-3 non-uniform FFT: 8 points
+    give values off by 10%, 16 agree with 32 to 1e-6) is doubled until the outputs at a value and at its double
+    agree (RESOLUTION_TOL), and that double is doubled once more (a margin: derivatives, batches and other draws
+    reach wider extents than the one example). A value whose
+    double changes nothing, and a size that sets the output's shape, are kept as they are. The params are left set
+    on `root`."""
+    from .._harness import call_user
+    from .._loading._inputs import draw
+
+    rng = np.random.default_rng(0)
+    args = [draw(spec, rng, root.domain) for spec in root.specs]
+
+    def outputs(values: dict[str, Any]) -> list[np.ndarray] | None:
+        root.params = {**base, **values}
+        ran = call_user(lambda: jax.block_until_ready(root.call(*args)))
+        if ran.error is not None:
+            return None
+        leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(ran.value)]
+        return leaves if all(np.all(np.isfinite(x)) for x in leaves) else None
+
+    chosen = dict(candidate)
+    for name in candidate:
+        current = outputs(chosen)
+        for _ in range(RESOLUTION_DOUBLINGS):
+            doubled = _doubled(chosen[name])
+            finer = outputs({**chosen, name: doubled}) if doubled is not None else None
+            if current is None or finer is None or [x.shape for x in current] != [x.shape for x in finer]:
+                break
+            converged = _same_values(current, finer)
+            if converged and chosen[name] == candidate[name]:
+                break  # not a resolution: the values do not depend on it
+            chosen[name], current = doubled, finer
+            if converged:  # one doubling more: derivatives, batches and other draws reach wider extents
+                chosen[name] = _doubled(doubled) or doubled
+                break
+    root.params = {**base, **chosen}
+    return chosen
+
+
+def _doubled(value: Any) -> Any:
+    """Each entry doubled, None past RESOLUTION_CELLS or for anything but an int or a tuple of ints."""
+    entries = (value,) if type(value) is int else value
+    if not (isinstance(entries, tuple) and entries and all(type(v) is int for v in entries)):
+        return None
+    if int(np.prod([2 * v for v in entries])) > RESOLUTION_CELLS:
+        return None
+    return 2 * value if type(value) is int else tuple(2 * v for v in entries)
+
+
+def _same_values(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    scale = max((float(np.max(np.abs(x), initial=0.0)) for x in b), default=0.0)
+    return all(x.shape == y.shape and float(np.max(np.abs(x.astype(np.complex128) - y), initial=0.0))
+               <= RESOLUTION_TOL * max(scale, 1e-30) for x, y in zip(a, b))
 
 
 # How every `disagreement` begins: the climb tells a rung that ran but is not described from one that failed.
@@ -110,12 +180,25 @@ def notes(root: Subject, synthesised: dict[str, Any], origins: dict[str, str]) -
 def note_text(params: dict[str, Any], synthesised: dict[str, Any], origins: dict[str, str]) -> str:
     """Each assumed bind param with where its value came from."""
     parts = [f"{name}={params[name]!r} (read from {origins[name]})" for name in sorted(origins) if name in params]
-    parts += [f"{name}={value!r} (synthesised: " + ("a name, as its `str` annotation asks" if isinstance(value, str)
-              else f"the first rung of {_ladder_text(value)}") + " on which its impl ran and its abstract eval agreed)"
-              for name, value in sorted(synthesised.items())]
+    parts += [f"{name}={value!r} (synthesised: {_synthesis_text(value)}" for name, value in sorted(synthesised.items())]
     return "; ".join(parts)
 
 
+def _synthesis_text(value: Any) -> str:
+    if isinstance(value, str):
+        return "a name, as its `str` annotation asks on which its impl ran and its abstract eval agreed)"
+    if value in _ladder(value):
+        return f"the first rung of {_ladder_text(value)} on which its impl ran and its abstract eval agreed)"
+    return (f"doubled from that rung of {_ladder_text(value)} until its output stopped changing: a resolution, "
+            "which sets no output shape)")
+
+
+def _ladder(value: Any) -> tuple:
+    ladder: tuple = INT_LADDER if isinstance(value, int) else SHAPE_LADDER
+    if isinstance(value, tuple) and value not in SHAPE_LADDER:  # a tuple of the length the library's binds give
+        ladder = _int_params.shape_ladder(f"shape{len(value)}")
+    return ladder
+
+
 def _ladder_text(value: Any) -> str:
-    ladder = INT_LADDER if isinstance(value, int) else SHAPE_LADDER
-    return "(" + ", ".join(repr(v) for v in ladder) + ")"
+    return "(" + ", ".join(repr(v) for v in _ladder(value)) + ")"

@@ -29,9 +29,10 @@ _OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.+)\]$|^(.+)\|None$|^None\|(.+
 # `block_size`, `nside`, `max_degree`): an int. The one list for function parameters and bind params alike.
 COUNT_NAME = re.compile(r"^(n|L|axis|nside)$|^(n|num)_\w+$|"
                         r"(^|_)(order|degree|size|length|count|bandlimit|nside|modes|levels|steps)$")
-# ... and for bind params only, a single letter or a letter's bound (`L_lower`, `kmax`): a bind param is never an
-# array, whereas a function's `x` or `x_max` usually is one.
-LETTER_NAME = re.compile(r"^[A-Za-z]$|^[A-Za-z]_?(max|lower|upper)$")
+# ... and for bind params only, a single letter, a letter's bound (`L_lower`, `kmax`) or an id (`device_id`,
+# `mtype_id`: an enum's or a device's number): a bind param is never an array, whereas a function's `x`, `x_max`
+# or `token_id` usually is one.
+LETTER_NAME = re.compile(r"^[A-Za-z]$|^[A-Za-z]_?(max|lower|upper)$|(^|_)id$")
 # Names of a tuple of ints (`output_shape`, `dims`, `grid_sizes`).
 SHAPE_NAME = re.compile(r"(^|_)(shape|shapes|dims|sizes|extent|extents)$")
 # ... and for a static only (hashable, so never an array), a position's name (`ignore_index`, `dim`, `idx`): a
@@ -78,13 +79,22 @@ def ladder_values(kinds: dict[Any, str]) -> list[dict[Any, Any]]:
     """One {key: value} per rung: INT_LADDER's for an "int" key, SHAPE_LADDER's for a "shape" one, STR_VALUE for a
     "str" one. With two or more "int" keys, two rungs more, where they differ: increasing in position order, then
     decreasing (an order below a recurrence length, `k < M`, or a length above a count), spread over the ladder."""
-    same = [{key: INT_LADDER[r] if kind == "int" else STR_VALUE if kind == "str" else SHAPE_LADDER[r]
+    same = [{key: INT_LADDER[r] if kind == "int" else STR_VALUE if kind == "str" else shape_ladder(kind)[r]
              for key, kind in kinds.items()} for r in range(len(INT_LADDER))]
     ints = [key for key, kind in kinds.items() if kind == "int"]
     if len(ints) < 2:
         return same
     spread = _spread(len(ints))
     return same + [{**same[0], **dict(zip(ints, order))} for order in (spread, spread[::-1])]
+
+
+def shape_ladder(kind: str) -> tuple[tuple[int, ...], ...]:
+    """SHAPE_LADDER for a "shape" of unknown length; for "shapeK" (a tuple the code always gives K entries, as its
+    binds or its annotation say) the same rungs at that length: all 4, all 3, increasing, all 2."""
+    arity = int(kind[len("shape"):] or 0)
+    if not arity:
+        return SHAPE_LADDER
+    return ((4,) * arity, (3,) * arity, tuple(range(2, 2 + arity)), (2,) * arity)
 
 
 def _spread(n: int) -> tuple[int, ...]:

@@ -147,6 +147,19 @@ def bind_site_params(subject: Subject, origins: dict[str, str] | None = None) ->
 
     followed: dict[str, str] = {}
     found = passthrough_bind_params(names, modules, wanted, followed, _operand_names(prim, names, modules))
+    unread = (named if wanted is None else wanted) - set(found) - set(subject.params)
+    impl = _compat.impl(prim)
+    if unread and impl is not None and _locate.is_user_code(impl):  # the impl hands it to a defaulted parameter
+        from .._loading._passthrough import callee_defaults
+
+        for name, (value, where) in callee_defaults(impl, unread).items():
+            found[name], followed[name] = value, where
+            unread.discard(name)
+    if unread:  # a param the library binds only as another's partner (`upsampfac=upsampfac_T` in a transpose)
+        from .._loading._passthrough import paired_params
+
+        for name, (value, where) in paired_params(names, modules, unread, {**found, **subject.params}).items():
+            found[name], followed[name] = value, where
     if origins is not None:
         origins.update({k: v for k, v in followed.items() if k not in subject.params})
     return {k: _hashable(v) for k, v in found.items() if k not in subject.params}
@@ -181,6 +194,17 @@ def bind_site_annotations(subject: Subject, wanted: set[str]) -> dict[str, str]:
     return passthrough_annotations(names, modules, wanted)
 
 
+def bind_site_arities(subject: Subject, wanted: set[str]) -> dict[str, int]:
+    """How many entries the library's bind calls give each of the `wanted` tuple bind params
+    (`_passthrough.bind_site_arities`)."""
+    if subject.kind != "primitive" or not wanted:
+        return {}
+    from .._loading._passthrough import bind_site_arities as passthrough_arities
+
+    names, modules = bind_sources(subject)
+    return passthrough_arities(names, modules, wanted)
+
+
 def missing_params(subject: Subject) -> list[str]:
     """The required bind params of a primitive subject that nobody gave: its impl's keyword-only ones
     (`required_params`), and the positional parameters of its impl that the library's own bind calls pass by
@@ -197,13 +221,8 @@ def _keyword_bound(subject: Subject) -> list[str]:
     params, never operands, whether or not their values can be read at the call site."""
     if subject.parent is not None:
         return []
-    impl = _compat.impl(subject.obj)
-    if impl is None or not _locate.is_user_code(impl):
-        return []
-    try:
-        params = [p for p in inspect.signature(_locate.unwrap(impl)).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
+    params = _named_positionals(subject.obj)
+    if not params:
         return []
     from .._loading._passthrough import bound_by_keyword, bound_positionally
 
@@ -213,6 +232,23 @@ def _keyword_bound(subject: Subject) -> list[str]:
         return []
     first = bound_positionally(names, modules)
     return [p.name for p in params[first:] if p.name in keywords and p.default is p.empty]
+
+
+def _named_positionals(prim: Any) -> list[inspect.Parameter]:
+    """The named positional parameters of the primitive's impl, else of its abstract eval where the impl only
+    forwards `*args` (`def impl(*args, **kw): return kernel("name", *args, **kw)`): operands, then the bind params
+    a library may pass by keyword."""
+    for fn in (_compat.impl(prim), _compat.abstract_eval_rule(prim)):
+        if fn is None or not _locate.is_user_code(fn):
+            continue
+        try:
+            params = [p for p in inspect.signature(_locate.unwrap(fn)).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            continue
+        if params:
+            return params
+    return []
 
 
 def bind_site_operands(subject: Subject) -> list[list[str]]:
