@@ -210,3 +210,36 @@ def test_builtin_answer_is_read_again_when_a_rule_is_registered_or_removed():
     prim.def_impl(lambda x: x)
     assert not _compat.is_builtin_primitive(prim)
     assert _compat.is_builtin_primitive(jax.lax.sin_p)
+
+
+def test_the_operands_of_an_equation_inside_calls_are_computed_by_one_program_and_not_inside_a_loop():
+    """What a primitive bound by a derivative rule receives (`_record_carrier._jvp_subjects`): evaluated up to
+    that equation under jit, through jit and custom_jvp calls; inside a loop its operands differ per iteration."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxdiag import _compat
+
+    @jax.custom_jvp
+    def cube(x):
+        return x ** 3
+
+    @cube.defjvp
+    def cube_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return cube(x), 3.0 * jnp.sin(x) * t  # the equation looked for: sin of the primal inside the JVP rule
+
+    def f(x):
+        y = jax.jit(lambda v: v * 2.0)(x)
+        return jax.lax.fori_loop(0, 3, lambda i, c: jnp.cos(c), cube(y))
+
+    x = jnp.array([0.1, 0.2], jnp.float32)
+    traced = jax.make_jaxpr(lambda v: jax.jvp(f, (v,), (v,)))(x)
+    sin = next(e for e in _compat.iter_eqns(traced) if e.primitive.name == "sin")
+    assert _compat.reaches_operands(traced, sin)
+    (operand,) = _compat.operands_at(traced, sin, [x])
+    np.testing.assert_allclose(operand, 2.0 * np.asarray(x))
+    cos = next(e for e in _compat.iter_eqns(traced) if e.primitive.name == "cos")
+    assert not _compat.reaches_operands(traced, cos)  # in the loop's body
+    assert _compat.operands_at(traced, cos, [x]) is None

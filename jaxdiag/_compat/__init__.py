@@ -7,7 +7,8 @@ something breaks this one package. Feature detection is preferred over version c
 types, config flags), `_registries` (rule registries), `_state` (snapshot/restore of everything patched,
 x64 scope, sys.path), `_custom` (custom_vjp/jvp/vmap objects), `_jaxprs` (equations, foreign calls), `_selects`
 (selects hiding a NaN), `_autodiff` (AD values, transpose spy), `_vmap` (batching-rule interception),
-`_own_programs` (how jaxdiag's own programs are compiled), `_platform` (where a primitive can run), `_removed`
+`_own_programs` (how jaxdiag's own programs are compiled), `_operands` (what an equation of a traced program
+receives when it runs), `_platform` (where a primitive can run), `_removed`
 (removed public attributes) and `_views` (jaxprs with source lines, cross-platform lowering).
 """
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         x64_enabled,
     )
     from ._own_programs import own_jit
+    from ._operands import operands_at, reaches_operands
     from ._custom import (
         bwd_cotangent_mismatch, custom_jvp_parts, custom_vjp_parts, custom_vmap_parts, install_call_hooks,
         is_custom_jvp, is_custom_vjp, is_custom_vmap, record_custom_calls, spy_custom_vmap_rule,
@@ -90,6 +92,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "custom_vmap_type", "device_array", "float0", "instantiate_zeros", "is_jit_wrapped", "is_primitive",
         "is_undefined_primal", "jit_static_args", "tangent_dtype", "x64_enabled"),
     "_own_programs": ("own_jit",),
+    "_operands": ("operands_at", "reaches_operands"),
     "_custom": ("bwd_cotangent_mismatch", "custom_jvp_parts", "custom_vjp_parts", "custom_vmap_parts",
         "install_call_hooks", "is_custom_jvp", "is_custom_vjp", "is_custom_vmap", "record_custom_calls",
         "spy_custom_vmap_rule"),
@@ -199,6 +202,8 @@ __all__ = [
     "is_jit_wrapped",
     "jit_static_args",
     "own_jit",
+    "operands_at",
+    "reaches_operands",
     "is_primitive",
     "is_symbolic_zero",
     "is_tracer",

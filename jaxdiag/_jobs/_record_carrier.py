@@ -419,6 +419,12 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
                 call_user(fn, *moving)
         return eager[fn]
 
+    def operands(fn: Any, eqn: Any) -> list | None:  # what the equation receives, by one compiled program
+        if not _compat.reaches_operands(traces[fn], eqn):
+            return None
+        ran = call_user(lambda: _compat.operands_at(traces[fn], eqn, moving))
+        return ran.value if ran.error is None else None
+
     as_used: list = []  # a rule JAX binds only on tracers when the user differentiates: its impl never runs there
     with _compat.record_primitive_binds([], jaxdiag_code, as_used):
         differentiated = call_user(lambda: jax.block_until_ready(gradient(*moving)))
@@ -441,8 +447,10 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
             label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs, params=dict(eqn.params),
             location=primitive_location(prim, None), module=root.module, parent=root, domain=root.domain,
             eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None)
-        values = next((v for p, params, v in eager_binds(stage) if p is prim and v is not None
-                       and primitive_call_key(p, params, [_spec(a) for a in v]) == key), None)
+        values = operands(stage, eqn)
+        if values is None:  # inside a loop or a branch: the first values the eager run binds it with
+            values = next((v for p, params, v in eager_binds(stage) if p is prim and v is not None
+                           and primitive_call_key(p, params, [_spec(a) for a in v]) == key), None)
         if values is not None:
             prepared.observed[id(subject)] = [np.asarray(v) for v in values]
         seen = [concrete for p, _, concrete in as_used if p is prim]
