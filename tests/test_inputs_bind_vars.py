@@ -113,7 +113,7 @@ def test_only_int_shape_and_str_annotated_params_are_synthesised() -> None:
     ("_spread_prim", "_spread_p", ["output_shape=(4,) (read from inputs_bindvars.spectra line"]),
     ("_difference_prim", "_difference_p", ["order=4 (synthesised"]),  # x of n + 1 samples, derived from order
     # an impl forwarding `*args, **kwargs`: the abstract eval names the params its callers pass by keyword
-    ("_forwarded_prim", "_scaled_solve_p", ["device_id=4 (synthesised", "mode_id=4 (synthesised"]),
+    ("_forwarded_prim", "_scaled_solve_p", ["n_devices=4 (synthesised", "n_shift=4 (synthesised"]),
     # a tuple its code always gives three entries: tuples of three
     ("_volume_prim", "_volume_p", ["grid=(4, 4, 4) (synthesised: the first rung of ((4, 4, 4), (3, 3, 3)"]),
     # a resolution (a quadrature's node count): doubled until the output stops changing

@@ -117,21 +117,26 @@ def _resolved(root: Subject, base: dict[str, Any], candidate: dict[str, Any]) ->
 
     chosen = dict(candidate)
     for name in candidate:
-        current = outputs(chosen)
-        for _ in range(RESOLUTION_DOUBLINGS):
-            doubled = _doubled(chosen[name])
-            finer = outputs({**chosen, name: doubled}) if doubled is not None else None
-            if current is None or finer is None or [x.shape for x in current] != [x.shape for x in finer]:
-                break
-            converged = _same_values(current, finer)
-            if converged and chosen[name] == candidate[name]:
-                break  # not a resolution: the values do not depend on it
-            chosen[name], current = doubled, finer
-            if converged:  # one doubling more: derivatives, batches and other draws reach wider extents
-                chosen[name] = _doubled(doubled) or doubled
-                break
+        chosen[name] = _converged(chosen, name, outputs)
     root.params = {**base, **chosen}
     return chosen
+
+
+def _converged(chosen: dict[str, Any], name: str, outputs: Callable[[dict[str, Any]], list | None]) -> Any:
+    """The value of `name` at which doubling it stops changing the outputs, doubled once more; its value in `chosen`
+    where the outputs do not depend on it, where it changes their shapes, or where they never settle (a scale, an
+    offset: not a resolution)."""
+    value, current = chosen[name], outputs(chosen)
+    for _ in range(RESOLUTION_DOUBLINGS):
+        doubled = _doubled(value)
+        finer = outputs({**chosen, name: doubled}) if doubled is not None else None
+        if current is None or finer is None or [x.shape for x in current] != [x.shape for x in finer]:
+            break
+        if _same_values(current, finer):
+            # one doubling more: derivatives, batches and other draws reach wider extents
+            return chosen[name] if value == chosen[name] else (_doubled(doubled) or doubled)
+        value, current = doubled, finer
+    return chosen[name]
 
 
 def _doubled(value: Any) -> Any:

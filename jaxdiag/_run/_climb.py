@@ -172,11 +172,15 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
             # the shapes the author stated come first, and count only where the abstract eval agrees with the impl
             # (the statement may be the abstract eval's own check: an impl that broadcasts runs on more)
             stated = list(_stated_shapes.stated_rungs(arrays, statements, DTYPES[dtype])) if n_arrays else []
-            # row offsets and column indices of a CSR matrix: a valid structure first (`_sparse_operands`)
-            stated = csr_rungs(names, arrays, DTYPES[dtype]) + stated
+            # row offsets and column indices of a CSR matrix: a valid structure first (`_sparse_operands`), ahead
+            # of shapes derived from an assumed int too (random floats are no row pointers, and a kernel that only
+            # traces here accepts the first candidate whose shapes its abstract eval takes)
+            structured = csr_rungs(names, arrays, DTYPES[dtype])
+            stated = structured + stated
             plain = (itertools.chain(stated, shape_ladder(n_arrays, pairs_early, dtype, matrices)) if n_arrays
                      else iter([[]]))
-            for candidate, flags, fixed, derived in _tries(plain, n_arrays, ints, truths, sizes, dtype, state):
+            for candidate, flags, fixed, derived in _tries(plain, n_arrays, ints, truths, sizes, dtype, state,
+                                                           structured):
                 for variant in _variants(candidate, state):
                     it = iter(variant)
                     templates = [statics[i] if i in statics else fixed[i] if i in fixed else next(it)
@@ -332,12 +336,16 @@ def _reverse_fails(subject: Subject, run: bool = False) -> str:
 
 
 def _tries(plain: Iterator[list[ArgSpec]], n_arrays: int, ints: dict[int, str], truths: set[int],
-           sizes: tuple[int, ...], dtype: str, state: _State
+           sizes: tuple[int, ...], dtype: str, state: _State, structured: Sequence[list[ArgSpec]] = ()
            ) -> Iterator[tuple[list[ArgSpec], set[int], dict[int, Any], int | None]]:
     """(candidate arrays, the positions drawn as booleans, the int positions' values, the n it is derived from or
-    None): the derived candidates on the first int rung, then the plain ladder with every rung."""
+    None): the `structured` candidates (a CSR matrix's arrays) on the first int rung, the derived candidates there,
+    then the plain ladder with every rung (a candidate tried already is skipped by the caller)."""
     first = _int_params.int_rungs(ints)[0]
     ns = list(dict.fromkeys([*sizes, *(s.value for s in first.values() if type(s.value) is int)]))[:MAX_SIZES]
+    for candidate in structured if ns else ():
+        for flags in ([truths] if truths else []) + [set()]:
+            yield candidate, flags, first, None
     if n_arrays:
         for n in ns:
             for candidate in derived_candidates(n_arrays, n, dtype, state):

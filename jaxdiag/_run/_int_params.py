@@ -29,10 +29,9 @@ _OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.+)\]$|^(.+)\|None$|^None\|(.+
 # `block_size`, `nside`, `max_degree`): an int. The one list for function parameters and bind params alike.
 COUNT_NAME = re.compile(r"^(n|L|axis|nside)$|^(n|num)_\w+$|"
                         r"(^|_)(order|degree|size|length|count|bandlimit|nside|modes|levels|steps)$")
-# ... and for bind params only, a single letter, a letter's bound (`L_lower`, `kmax`) or an id (`device_id`,
-# `mtype_id`: an enum's or a device's number): a bind param is never an array, whereas a function's `x`, `x_max`
-# or `token_id` usually is one.
-LETTER_NAME = re.compile(r"^[A-Za-z]$|^[A-Za-z]_?(max|lower|upper)$|(^|_)id$")
+# ... and for bind params only, a single letter or a letter's bound (`L_lower`, `kmax`): a bind param is never an
+# array, whereas a function's `x` or `x_max` usually is one.
+LETTER_NAME = re.compile(r"^[A-Za-z]$|^[A-Za-z]_?(max|lower|upper)$")
 # Names of a tuple of ints (`output_shape`, `dims`, `grid_sizes`).
 SHAPE_NAME = re.compile(r"(^|_)(shape|shapes|dims|sizes|extent|extents)$")
 # ... and for a static only (hashable, so never an array), a position's name (`ignore_index`, `dim`, `idx`): a
