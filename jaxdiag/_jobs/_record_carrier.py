@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -42,13 +43,30 @@ from . import _callables
 from .._loading._targets import Target
 
 
+class ObservedValues(dict):
+    """The values each rule inside a carrier was observed with, by subject id. Those of a rule found only under
+    differentiation are computed on first read (`pending`): a carrier binds many rules there (a library's helper
+    primitives in its loops too), and only the recorded one is checked."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.pending: dict[int, Callable[[], list[np.ndarray] | None]] = {}
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key in self.pending:
+            values = self.pending.pop(key)()
+            if values is not None:
+                self[key] = values
+        return super().get(key, default)
+
+
 @dataclass
 class Prepared:
     """A carrier traced and run once: the rules inside it, and the values each was observed with."""
 
     root: Subject
     nested: list[Subject]
-    observed: dict[int, list[np.ndarray]]
+    observed: ObservedValues
     wide: bool  # 64-bit recorded arguments: prepared and checked under x64
     # rules found only under differentiation (filled on first demand), and the values they were observed with
     under_jvp: list[Subject] | None = None
@@ -140,10 +158,10 @@ def undescribed(prepared: Prepared, subject: Subject) -> str:
 
     from .._run._assumed_params import disagreement
 
-    values = prepared.observed.get(id(subject))
-    if subject.kind != "primitive" or values is None:
-        return ""
     with _scope(prepared):
+        values = prepared.observed.get(id(subject))
+        if subject.kind != "primitive" or values is None:
+            return ""
         ran = call_user(lambda: jax.block_until_ready(subject.call(*values)), quiet=True)
         if ran.error is not None:
             return ""
@@ -219,7 +237,7 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
                 _engine.choose_domain(root, notes)
             nested = find_nested_subjects(root, options, root_cache)
             observed = observed_examples(root, nested, options, root_cache) if nested else {}
-    return Prepared(root, nested, observed, wide, notes=notes)
+    return Prepared(root, nested, ObservedValues(observed), wide, notes=notes)
 
 
 BATCH = 2  # examples in a batched carrier run
@@ -447,12 +465,14 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
             label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs, params=dict(eqn.params),
             location=primitive_location(prim, None), module=root.module, parent=root, domain=root.domain,
             eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None)
-        values = operands(stage, eqn)
-        if values is None:  # inside a loop or a branch: the first values the eager run binds it with
-            values = next((v for p, params, v in eager_binds(stage) if p is prim and v is not None
-                           and primitive_call_key(p, params, [_spec(a) for a in v]) == key), None)
-        if values is not None:
-            prepared.observed[id(subject)] = [np.asarray(v) for v in values]
+        def observe(stage: Any = stage, eqn: Any = eqn, prim: Any = prim, key: Any = key) -> list | None:
+            values = operands(stage, eqn)
+            if values is None:  # inside a loop or a branch: the first values the eager run binds it with
+                values = next((v for p, params, v in eager_binds(stage) if p is prim and v is not None
+                               and primitive_call_key(p, params, [_spec(a) for a in v]) == key), None)
+            return None if values is None else [np.asarray(v) for v in values]
+
+        prepared.observed.pending[id(subject)] = observe
         seen = [concrete for p, _, concrete in as_used if p is prim]
         subject.traced_only = (differentiated.error is None or bool(seen)) and all(c is None for c in seen)
         parent = _binding_rule(prim, [s.obj for s in prepared.nested if s.kind == "primitive"] + user)
