@@ -507,14 +507,21 @@ def _lowered_by_impl(prim: Any) -> bool:
     return own is not None and _registries.lowering_rule(prim) is own
 
 
-def _evaluate_eagerly(jaxpr: Any, consts: list, args: list, impls: Callable[[Any], Callable | None],
-                      inline_custom: bool) -> list:
+def evaluation_env(jaxpr: Any, consts: list, args: list) -> tuple[dict[Any, Any], Callable[[Any], Any]]:
+    """(variable -> value, its reader) at the start of an evaluation of `jaxpr` on `args`: a literal reads as its
+    value."""
     env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
 
     def read(v: Any) -> Any:
         return v.val if isinstance(v, _core.Literal) else env[v]
 
+    return env, read
+
+
+def _evaluate_eagerly(jaxpr: Any, consts: list, args: list, impls: Callable[[Any], Callable | None],
+                      inline_custom: bool) -> list:
+    env, read = evaluation_env(jaxpr, consts, args)
     for eqn in jaxpr.eqns:
         values = [read(v) for v in eqn.invars]
         impl = impls(eqn.primitive)

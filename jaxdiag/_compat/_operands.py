@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from jax._src import core as _core
 
-from ._jaxprs import _bind_as_traced
+from ._jaxprs import _bind_as_traced, evaluation_env
 from ._own_programs import own_jit
 
 # Equations that call their body once with their own operands: the path to an equation may go through them.
@@ -69,12 +69,7 @@ def _body_path(jaxpr: Any, target: Any) -> bool:
 
 
 def _evaluate_to(jaxpr: Any, consts: list, args: list, target: Any) -> list:
-    env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts))
-    env.update(zip(jaxpr.invars, args))
-
-    def read(v: Any) -> Any:
-        return v.val if isinstance(v, _core.Literal) else env[v]
-
+    env, read = evaluation_env(jaxpr, consts, args)
     for eqn in jaxpr.eqns:
         values = [read(v) for v in eqn.invars]
         if eqn is target:

@@ -186,23 +186,25 @@ def _operand_names(prim: Any, names: set[str], modules: list[Any]) -> frozenset[
 def bind_site_annotations(subject: Subject, wanted: set[str]) -> dict[str, str]:
     """The annotations of the wrapper parameters the library's bind calls pass as `wanted` bind params
     (`_passthrough.bind_site_annotations`)."""
-    if subject.kind != "primitive" or not wanted:
-        return {}
     from .._loading._passthrough import bind_site_annotations as passthrough_annotations
 
-    names, modules = bind_sources(subject)
-    return passthrough_annotations(names, modules, wanted)
+    return _read_at_bind_sites(subject, wanted, passthrough_annotations)
 
 
 def bind_site_arities(subject: Subject, wanted: set[str]) -> dict[str, int]:
     """How many entries the library's bind calls give each of the `wanted` tuple bind params
     (`_passthrough.bind_site_arities`)."""
-    if subject.kind != "primitive" or not wanted:
-        return {}
     from .._loading._passthrough import bind_site_arities as passthrough_arities
 
+    return _read_at_bind_sites(subject, wanted, passthrough_arities)
+
+
+def _read_at_bind_sites(subject: Subject, wanted: set[str], reader: Any) -> dict[str, Any]:
+    """`reader(names, modules, wanted)` over the primitive's bind sites in its package; {} for anything else."""
+    if subject.kind != "primitive" or not wanted:
+        return {}
     names, modules = bind_sources(subject)
-    return passthrough_arities(names, modules, wanted)
+    return dict(reader(names, modules, wanted))
 
 
 def missing_params(subject: Subject) -> list[str]:
