@@ -144,5 +144,5 @@ def test_a_kernel_whose_ffi_target_has_no_handler_on_this_platform_is_checked_ab
     report = jaxdiag.check_all(target, "f32[3]", "f32[3]")
     assert not report.internal_errors, [(c.name, c.detail) for c in report.internal_errors]
     assert codes(report) == ["JXN013"], report.findings
-    assert "no ffi handler registered" in report.findings[0].message.lower()
+    assert "jaxdiag_fixture_cuda_diagonal_solve" in report.findings[0].message  # XLA's own error, naming the target
     assert {"registration-abstract-eval", "abstract-batching"} <= ran(report)

@@ -117,7 +117,7 @@ def test_only_int_shape_and_str_annotated_params_are_synthesised() -> None:
     # a tuple its code always gives three entries: tuples of three
     ("_volume_prim", "_volume_p", ["grid=(4, 4, 4) (synthesised: the first rung of ((4, 4, 4), (3, 3, 3)"]),
     # a resolution (a quadrature's node count): doubled until the output stops changing
-    ("_resolution_prim", "_mean_exp_p", ["(synthesised: doubled from that rung of (4, 2, 3, 8)"]),
+    ("_resolution_prim", "_mean_exp_p", ["(synthesised: doubled from 4, the first rung of (4, 2, 3, 8)"]),
 ])
 def test_a_primitive_bound_from_variables_is_checked_with_the_assumed_params(monkeypatch, module, target, assumed):
     """Left unchecked before (JXN012 "needs bind parameter(s)"): now checked, clean, the note naming each value."""

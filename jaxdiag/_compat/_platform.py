@@ -19,10 +19,12 @@ _KERNEL_MODULES = ("jax._src.pallas", "jax.experimental.pallas", "jax_triton", "
 _KERNEL_PATHS = tuple("/" + m.replace(".", "/") for m in _KERNEL_MODULES)
 # What JAX says when a primitive has no lowering for the platform it is compiled for, or a kernel that only
 # compiles elsewhere is compiled on CPU; and what XLA says when a custom call's FFI target has no handler on this
-# platform (a GPU build's target, registered only for CUDA: "No FFI handler registered for X on a platform Host").
+# platform (a GPU build's target, registered only for CUDA: "No FFI handler registered for X on a platform Host";
+# before jaxlib 0.6, "No registered implementation for FFI custom call to X for Host").
 _PLATFORM_MESSAGES = ("not found for platform", "only interpret mode is supported on cpu",
                       "cannot lower pallas_call on cpu", "only supported on gpu", "only supported on tpu",
                       "requires a gpu", "requires gpu", "no ffi handler registered for",
+                      "no registered implementation for ffi custom call to",
                       "no registered implementation for custom call to")
 # What Python says when a module a kernel's backend needs (a JIT compiler for CPU kernels, a vendor library) is not
 # installed: the kernel cannot be built here either, whatever wrapper exception the library raises around it.

@@ -17,6 +17,7 @@ site's variable to its callers (`_passthrough.bind_site_params`), or this ladder
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -93,14 +94,21 @@ RESOLUTION_CELLS = 2 ** 18
 RESOLUTION_TOL = 1e-5
 
 
+@dataclass(frozen=True)
+class Raised:
+    """A synthesised value raised from its rung because it is a resolution (`_resolved`): what the note shows."""
+
+    value: Any
+    rung: Any
+
+
 def _resolved(root: Subject, base: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
-    """`candidate`, with each synthesised value that is a resolution raised until the output converges: a param
-    that changes no output shape but changes the values (the internal grid of a type-3 non-uniform FFT: 8 points
-    give values off by 10%, 16 agree with 32 to 1e-6) is doubled until the outputs at a value and at its double
-    agree (RESOLUTION_TOL), and that double is doubled once more (a margin: derivatives, batches and other draws
-    reach wider extents than the one example). A value whose
-    double changes nothing, and a size that sets the output's shape, are kept as they are. The params are left set
-    on `root`."""
+    """`candidate`, with each synthesised value that is a resolution raised until the output converges (a `Raised`
+    there; `root.params` holds the plain value): a param that changes no output shape but changes the values (the
+    internal grid of a type-3 non-uniform FFT: 8 points give values off by 10%, 16 agree with 32 to 1e-6) is
+    doubled until the outputs at a value and at its double agree (RESOLUTION_TOL), and that double is doubled once
+    more (a margin: derivatives, batches and other draws reach wider extents than the one example). A value whose
+    double changes nothing, and a size that sets the output's shape, are kept as they are."""
     from .._harness import call_user
     from .._loading._inputs import draw
 
@@ -119,7 +127,8 @@ def _resolved(root: Subject, base: dict[str, Any], candidate: dict[str, Any]) ->
     for name in candidate:
         chosen[name] = _converged(chosen, name, outputs)
     root.params = {**base, **chosen}
-    return chosen
+    return {name: Raised(value, candidate[name]) if value != candidate[name] else value
+            for name, value in chosen.items()}
 
 
 def _converged(chosen: dict[str, Any], name: str, outputs: Callable[[dict[str, Any]], list | None]) -> Any:
@@ -185,17 +194,19 @@ def notes(root: Subject, synthesised: dict[str, Any], origins: dict[str, str]) -
 def note_text(params: dict[str, Any], synthesised: dict[str, Any], origins: dict[str, str]) -> str:
     """Each assumed bind param with where its value came from."""
     parts = [f"{name}={params[name]!r} (read from {origins[name]})" for name in sorted(origins) if name in params]
-    parts += [f"{name}={value!r} (synthesised: {_synthesis_text(value)}" for name, value in sorted(synthesised.items())]
+    parts += [f"{name}={getattr(value, 'value', value)!r} (synthesised: {_synthesis_text(value)}"
+              for name, value in sorted(synthesised.items())]
     return "; ".join(parts)
 
 
 def _synthesis_text(value: Any) -> str:
     if isinstance(value, str):
         return "a name, as its `str` annotation asks on which its impl ran and its abstract eval agreed)"
-    if value in _ladder(value):
-        return f"the first rung of {_ladder_text(value)} on which its impl ran and its abstract eval agreed)"
-    return (f"doubled from that rung of {_ladder_text(value)} until its output stopped changing: a resolution, "
-            "which sets no output shape)")
+    if isinstance(value, Raised):
+        return (f"doubled from {value.rung!r}, the first rung of {_ladder_text(value.rung)} on which its impl ran "
+                "and its abstract eval agreed, until its output stopped changing: a resolution, which sets no "
+                "output shape)")
+    return f"the first rung of {_ladder_text(value)} on which its impl ran and its abstract eval agreed)"
 
 
 def _ladder(value: Any) -> tuple:
