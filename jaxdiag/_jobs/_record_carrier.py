@@ -52,12 +52,25 @@ class ObservedValues(dict):
         super().__init__(*args)
         self.pending: dict[int, Callable[[], list[np.ndarray] | None]] = {}
 
-    def get(self, key: Any, default: Any = None) -> Any:
+    def _resolve(self, key: Any) -> None:
         if key in self.pending:
             values = self.pending.pop(key)()
             if values is not None:
                 self[key] = values
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._resolve(key)
         return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:  # `id(s) in observed` (call-site readers) sees pending values too
+        self._resolve(key)
+        return super().__contains__(key)
+
+    def __missing__(self, key: Any) -> Any:  # `observed[key]` of a pending value
+        self._resolve(key)
+        if super().__contains__(key):
+            return super().__getitem__(key)
+        raise KeyError(key)
 
 
 @dataclass

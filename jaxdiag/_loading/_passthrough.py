@@ -294,9 +294,9 @@ def bind_site_operands(names: set[str], modules: list[Any]) -> list[list[str]]:
     return out
 
 
-def bind_calls(names: set[str], modules: list[Any]) -> list[tuple[Any, ast.Call]]:
-    """(enclosing function or None, call) for every `NAME.bind(...)` call in the modules."""
-    return [(caller, call) for module in modules for tree in [module_tree(module)] if tree is not None
+def bind_calls(names: set[str], modules: list[Any]) -> list[tuple[Any, Any, ast.Call]]:
+    """(module, enclosing function or None, call) for every `NAME.bind(...)` call in the modules."""
+    return [(module, caller, call) for module in modules for tree in [module_tree(module)] if tree is not None
             for caller, call in _calls_by_name(tree).get("bind", ())  # `x.bind(...)` only, from the index
             if isinstance(call.func, ast.Attribute) and _binds(call, names)]
 
@@ -346,19 +346,15 @@ def paired_params(names: set[str], modules: list[Any], missing: set[str], known:
     the adjoint with the forward transform's settings swapped. Both names are params of one primitive, passed for
     each other, so they take values of one domain: a missing one takes its partner's known value."""
     out: dict[str, tuple[Any, str]] = {}
-    for module in modules:
-        tree = module_tree(module)
-        for caller, call in _calls_in(tree) if tree is not None else ():
-            if not (isinstance(call.func, ast.Attribute) and call.func.attr == "bind" and _binds(call, names)):
+    for module, caller, call in bind_calls(names, modules):
+        for keyword in call.keywords:
+            if keyword.arg is None or not isinstance(keyword.value, ast.Name) or keyword.value.id == keyword.arg:
                 continue
-            for keyword in call.keywords:
-                if keyword.arg is None or not isinstance(keyword.value, ast.Name) or keyword.value.id == keyword.arg:
-                    continue
-                pair = (keyword.arg, keyword.value.id)
-                for wanted, partner in (pair, pair[::-1]):
-                    if wanted in missing and wanted not in out and partner in known:
-                        out[wanted] = (known[partner], f"`{partner}` ({module.__name__} line {call.lineno}, where "
-                                                       f"{_name_of(caller)} binds `{keyword.arg}={keyword.value.id}`)")
+            pair = (keyword.arg, keyword.value.id)
+            for wanted, partner in (pair, pair[::-1]):
+                if wanted in missing and wanted not in out and partner in known:
+                    out[wanted] = (known[partner], f"`{partner}` ({module.__name__} line {call.lineno}, where "
+                                                   f"{_name_of(caller)} binds `{keyword.arg}={keyword.value.id}`)")
     return out
 
 

@@ -46,7 +46,7 @@ def _sources(subject: Subject) -> Iterator[tuple[list[str], ast.AST]]:
         return
     from .._loading._passthrough import bind_calls  # read only for a primitive
 
-    for caller, call in bind_calls(*bind_sources(subject)):
+    for _, caller, call in bind_calls(*bind_sources(subject)):
         if caller is None or any(isinstance(a, ast.Starred) for a in call.args):
             continue
         yield [a.id if isinstance(a, ast.Name) else "" for a in call.args], caller

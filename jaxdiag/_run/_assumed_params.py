@@ -135,6 +135,8 @@ def _converged(chosen: dict[str, Any], name: str, outputs: Callable[[dict[str, A
     """The value of `name` at which doubling it stops changing the outputs, doubled once more; its value in `chosen`
     where the outputs do not depend on it, where it changes their shapes, or where they never settle (a scale, an
     offset: not a resolution)."""
+    if _doubled(chosen[name]) is None:  # a name, or already at RESOLUTION_CELLS: nothing to run
+        return chosen[name]
     value, current = chosen[name], outputs(chosen)
     for _ in range(RESOLUTION_DOUBLINGS):
         doubled = _doubled(value)
