@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -160,6 +161,20 @@ def _supervisor_in_this_process(request: pytest.FixtureRequest, monkeypatch: pyt
         from jaxdiag._parent import _supervisor
 
         monkeypatch.setattr(_supervisor, "run", run_here)
+
+
+@pytest.fixture(scope="module")
+def module_monkeypatch() -> Iterator[pytest.MonkeyPatch]:
+    """A monkeypatch for a module-scoped fixture that runs `jaxdiag check` once for several tests: module fixtures
+    are set up before the autouse ones above, so it applies their two in-process patches itself."""
+    from jaxdiag._jobs import _parallel
+    from jaxdiag._parent import _supervisor
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(_parallel, "default_jobs", lambda: 1)
+        monkeypatch.setattr(_parallel, "DEFAULT_TIMEOUT", 0.0)
+        monkeypatch.setattr(_supervisor, "run", run_here)
+        yield monkeypatch
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

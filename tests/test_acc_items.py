@@ -264,3 +264,31 @@ def test_repro_draws_complex_and_fails_on_the_bug_only(tmp_path):
     fixed = subprocess.run([sys.executable, str(scripts[0]), str(SAMPLES / "complex_conj_good.py")],
                            capture_output=True, text=True, cwd=ROOT)
     assert fixed.returncode == 0, fixed.stderr
+
+
+@pytest.mark.parametrize("mode", ["grad2", "vmap_grad"])
+def test_repro_of_a_derivative_differentiates_the_real_part_of_a_complex_output(mode, monkeypatch):
+    """jax.grad refuses a complex total: the scripts of the second-order and vmap-of-grad checks sum the real part of
+    the floating outputs (as the check's own probes do), so they run on a complex-valued function and fail only on
+    the bug."""
+    from jaxdiag._evidence import _repro_templates
+    from jaxdiag._evidence._repro import _shared_source
+    from jaxdiag._loading import _inputs
+
+    def run(attr: str) -> str:
+        script = _repro_templates.PRELUDE.format(
+            module_file=str(ROOT / "tests/data/acc/complex_phase.py"), module_name="complex_phase",
+            root=str(ROOT),
+            attr=attr, specs=repr([("float32", (3,), "normal")]), call="TARGET(*args)")
+        script += f"\n\n{_shared_source(_inputs.draw_real)}\n\nEDGES = {{}}\n"
+        script += _repro_templates.CHECKS[mode].format(in_axes="0", out_axes="0", batch=3, platform="'cuda'",
+                                                       code="JXG019")
+        printed: list[str] = []
+        monkeypatch.setattr("sys.argv", ["repro.py"])
+        exec(compile(script, "repro.py", "exec"), {"print": lambda *a: printed.append(" ".join(map(str, a)))})
+        return printed[-1]
+
+    assert run("phase").startswith("ok:")
+    if mode == "grad2":
+        with pytest.raises(AssertionError, match="second derivative"):
+            run("phase_held")

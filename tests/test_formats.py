@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from typing import Iterator
 
 import pytest
 from lint_fixture import PROBE, probe, write_pkg
@@ -198,10 +197,16 @@ def test_junit_drops_characters_xml_cannot_carry():
 IN_PROCESS = ["-j", "1", "--timeout", "0", "--no-cache"]
 
 
-@pytest.fixture()
-def checked(tmp_path, monkeypatch) -> Iterator[dict[str, str]]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(_engine, "ALL_CHECKS", [probe])
+@pytest.fixture(scope="module")  # six runs of `check` that every test below only reads: made once
+def checked(tmp_path_factory, module_monkeypatch) -> dict[str, str]:
+    tmp_path = tmp_path_factory.mktemp("formats")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr(_engine, "ALL_CHECKS", [probe])
+        return {**_check_in_every_format(tmp_path), "folder": str(tmp_path)}
+
+
+def _check_in_every_format(tmp_path) -> dict[str, str]:
     write_pkg(tmp_path, helper_comment="  # jaxdiag: ignore[JXB001]",
               extra={"lintpkg/broken.py": "raise ImportError('no GPU, no luck')\n"})
     outputs = {}
@@ -215,7 +220,7 @@ def checked(tmp_path, monkeypatch) -> Iterator[dict[str, str]]:
                                  str(out_file)])
     assert result.exit_code == 5 and result.output == ""
     assert out_file.read_text() == outputs["sarif"]
-    yield outputs
+    return outputs
 
 
 def test_all_formats_carry_the_same_findings_as_json(checked):
@@ -270,6 +275,8 @@ def test_all_formats_carry_the_same_findings_as_json(checked):
 def test_machine_formats_are_plain_and_deterministic(checked, monkeypatch):
     for fmt in ("sarif", "github", "junit"):
         assert "\x1b[" not in checked[fmt]
+    monkeypatch.chdir(checked["folder"])
+    monkeypatch.setattr(_engine, "ALL_CHECKS", [probe])
     again = runner.invoke(app, ["check", *IN_PROCESS, "lintpkg", "--keep-going", "--format", "github"]).output
     assert again == checked["github"]
 

@@ -165,7 +165,7 @@ def transformed(fn: Callable, exposure: Exposure, shapes: list[Any]) -> tuple[Ca
             return jax.jvp(fn, xs, tuple(_tangent(x) for x in xs))
         return push, shapes
     if exposure.mode == "grad2":
-        return jax.grad(lambda *xs: jnp.sum(jax.grad(total)(*xs))), shapes
+        return jax.grad(lambda *xs: jnp.sum(jnp.real(jax.grad(total)(*xs)))), shapes
     if exposure.mode == "vmap_grad":
         return jax.vmap(jax.grad(total)), [_insert(s, 0, exposure.batch) for s in shapes]
     return fn, shapes
