@@ -165,6 +165,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
             continue
         names = _names(subject, arity, operands)
         statements = _stated_shapes.stated_axes(subject, names)
+        # `indices`, `row_indices`: integers too, unless an annotation gives them another family
+        named = indices | (_operand_kinds.index_named(names) - _family(families, "float", "complex", "bool"))
         for ints in _static_values.int_positions(subject, statics, arity):  # `L: int`: a Python int on each rung
             n_arrays = max(arity - len(statics) - len(ints), 0)
             matrices = _matrix_positions(subject, arity, {**statics, **ints}, operands)
@@ -188,7 +190,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                     templates = [ArgSpec(np.dtype(np.bool_) if i in flags else t.dtype, () if i in scalars else t.shape)
                                  if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
                                  for i, t in enumerate(templates)]
-                    templates = _as_keys(_as_indices(templates, indices - flags - scalars - keys), keys)
+                    templates = _as_keys(_as_indices(templates, named - flags - scalars - keys), keys)
                     drawn = _as_containers(_as_documented(templates, documented), containers, documented)
                     for templates in _scalar_forms(drawn, scalars - flags):  # arrays, then Python floats
                         text = " ".join(template_text(t) for t in templates)

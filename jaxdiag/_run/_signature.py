@@ -260,7 +260,16 @@ def bind_site_operands(subject: Subject) -> list[list[str]]:
         return []
     from .._loading._passthrough import bind_site_operands as passthrough_operands
 
-    return passthrough_operands(*bind_sources(subject))
+    names, modules = bind_sources(subject)
+    return passthrough_operands(names, modules, _calling_holders(subject.obj, names, modules))
+
+
+def _calling_holders(prim: Any, names: set[str], modules: list[Any]) -> frozenset[str]:
+    """The module-level names of callable objects holding the primitive (a kernel class whose instances keep it in
+    an attribute and bind it when called: `kernel_p(x, idx, outs=...)`): their calls are the library's binds."""
+    return frozenset(attr for module in modules for attr, value in list(vars(module).items())
+                     if attr in names and value is not prim and _holds(value, prim) and callable(value)
+                     and not inspect.isroutine(value) and not isinstance(value, type))
 
 
 def bind_sources(subject: Subject) -> tuple[set[str], list[Any]]:

@@ -1,0 +1,58 @@
+"""Classes met on libraries nobody here tuned for: a kernel object that holds its primitive and binds it when called
+(its operands are named at those calls only), operands named as indices, and public functions that take no input.
+Each fixture is one member of its class; the test fails without the change it covers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clirun import check_json
+
+from jaxdiag._checks._base import Subject
+from jaxdiag._run import _signature
+
+DATA = Path(__file__).parent / "data"
+ACC = DATA / "acc"
+
+
+def _findings(data: dict, name: str) -> list[tuple[str, str]]:
+    (target,) = [t for t in data["targets"] if t["target"].endswith(name)]
+    return [(f["code"], f["severity"]) for f in target["findings"]]
+
+
+def test_the_calls_of_a_kernel_object_holding_a_primitive_name_its_operands(monkeypatch):
+    monkeypatch.syspath_prepend(str(ACC))
+    import held_kernel
+
+    prim = held_kernel.gather_p.primitive
+    subject = Subject(label="gather_p", kind="primitive", obj=prim, specs=[], module="held_kernel")
+    assert _signature.bind_site_operands(subject) == [["weights", "indices"]]
+
+
+def test_operands_named_as_indices_are_drawn_as_integers_and_a_wrong_rule_is_still_caught():
+    """`gather_p`'s transpose indexes with `indices`: on float indices (before) a JXG017 warning about an input the
+    library never passes. Drawn as in-range integers, the right kernel is clean and the doubled JVP is found."""
+    _, data = check_json(f"{ACC / 'held_kernel.py'}", ACC)
+    good, bad = _findings(data, ":gather_p.primitive"), _findings(data, ":gather_doubled_p.primitive")
+    assert [c for c, s in good if s != "info"] == [], good
+    assert ("JXG001", "warning") in bad and "JXG017" not in {c for c, _ in bad}, bad
+    (note,) = [t for t in data["targets"] if t["target"].endswith(":gather_p.primitive")][0]["findings"]
+    assert "i32[3]" in note["message"], note
+
+
+def test_a_public_function_without_positional_arguments_is_never_called(monkeypatch, tmp_path):
+    """`tune()` would tune and save (the marker file); the rule it builds is checked through `apply_scaled`."""
+    marker = tmp_path / "saved"
+    monkeypatch.setenv("SETUP_ROUTINE_MARKER", str(marker))
+    code, data = check_json(f"{ACC / 'setup_routine.py'}", ACC)
+    assert not marker.exists()
+    checked = [t for t in data["targets"] if "scaled" in t["target"]]
+    assert checked and all("apply_scaled" in t["target"] for t in checked), [t["target"] for t in data["targets"]]
+    assert code == 0, [(t["target"], t["findings"]) for t in data["targets"]]
+
+
+def test_a_function_parameter_named_as_indices_is_drawn_as_integers():
+    """`pick(values, indices)`'s bwd scatters with `indices`: on float indices (before) a JXG017 warning."""
+    code, data = check_json(f"{ACC / 'indexed_vjp.py'}", ACC)
+    assert code == 0, _findings(data, ":pick")
+    assert any("i32[" in f["message"] for t in data["targets"] for f in t["findings"] if f["code"] == "JXN001")
