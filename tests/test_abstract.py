@@ -146,3 +146,39 @@ def test_a_kernel_whose_ffi_target_has_no_handler_on_this_platform_is_checked_ab
     assert codes(report) == ["JXN013"], report.findings
     assert "jaxdiag_fixture_cuda_diagonal_solve" in report.findings[0].message  # XLA's own error, naming the target
     assert {"registration-abstract-eval", "abstract-batching"} <= ran(report)
+
+
+# A kernel with an int32 status output beside its value, lowered only for cuda. Its JVP hands back the status itself
+# as that output's tangent: an integer tangent where JAX's convention is float0, which grad, linearize and vjp treat
+# as the zero it is (a kernel library's multi-output primitive does this); a status tangent of another shape is not.
+_STATUS_KERNEL = '''
+    import jax
+    import jax.numpy as jnp
+    from jax.core import ShapedArray
+    from jax.extend.core import Primitive
+    from jax.interpreters import ad, mlir
+
+    status_p = Primitive("status_kernel")
+    status_p.multiple_results = True
+    status_p.def_impl(lambda x: jax.jit(status_p.bind)(x))
+    status_p.def_abstract_eval(lambda x: (ShapedArray(x.shape, x.dtype), ShapedArray((2,), jnp.int32)))
+    mlir.register_lowering(status_p, mlir.lower_fun(lambda x: (2 * x, jnp.zeros(2, jnp.int32)), multiple_results=True),
+                           platform="cuda")
+
+    def _jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        value, status = status_p.bind(x)
+        return (value, status), (status_p.bind(t)[0], STATUS_TANGENT)
+
+    ad.primitive_jvps[status_p] = _jvp
+'''
+
+
+@pytest.mark.parametrize("status_tangent, expected", [("status", []), ("status[:1]", ["JXG007"])])
+def test_an_integer_outputs_tangent_in_its_own_dtype_is_the_zero_jax_takes_it_for(tmp_path, status_tangent, expected):
+    path = tmp_path / f"status_{len(status_tangent)}.py"
+    path.write_text(textwrap.dedent(_STATUS_KERNEL).replace("STATUS_TANGENT", status_tangent))
+    report = jaxdiag.check_all(f"{path}:status_p", "f32[4]")
+    assert not report.internal_errors, [(c.name, c.detail) for c in report.internal_errors]
+    assert codes(report, "error") == expected, report.findings
+    assert "abstract-jvp" in ran(report)
