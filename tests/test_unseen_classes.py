@@ -56,3 +56,36 @@ def test_a_function_parameter_named_as_indices_is_drawn_as_integers():
     code, data = check_json(f"{ACC / 'indexed_vjp.py'}", ACC)
     assert code == 0, _findings(data, ":pick")
     assert any("i32[" in f["message"] for t in data["targets"] for f in t["findings"] if f["code"] == "JXN001")
+
+
+def _sized_findings() -> dict[str, list[tuple[str, str]]]:
+    _, data = check_json(f"{ACC / 'sized_transform.py'}", ACC)
+    return {name: _findings(data, f":{name}") for name in ("synthesis_p", "analysis_p", "summed_p")}
+
+
+def _expect_sized(found: dict[str, list[tuple[str, str]]]) -> None:
+    for name in ("synthesis_p", "analysis_p"):  # inferred at the packed and grid sizes their transposes state
+        assert [c for c, s in found[name] if s != "info"] == [], found[name]
+    # its output follows its operand: a bug, reported (JXG017 where JAX rejects the cotangent, JXG003 where not)
+    assert {c for c, s in found["summed_p"] if s == "warning"} & {"JXG017", "JXG003"}, found["summed_p"]
+
+
+def test_an_operand_the_forward_never_sizes_takes_the_shape_its_transpose_rule_states():
+    """Each abstract eval reads its params only, so f32[7] (a shape derived from bands=4) traced; the transposes
+    then returned f32[10] and f32[12]: before, a JXG017 warning on each for inputs the library never passes."""
+    _expect_sized(_sized_findings())
+
+
+def test_the_transpose_shape_is_read_where_jax_does_not_check_it_itself():
+    """JAX before 0.6 accepts a cotangent of another shape silently (as `jax_disable_bwd_checks` makes newer JAX
+    do): jaxdiag compares the shapes itself, so the lower bound infers the same inputs."""
+    import jax
+
+    if not hasattr(jax.config, "jax_disable_bwd_checks"):
+        return  # that JAX never checks: the test above is this one there
+    previous = jax.config.jax_disable_bwd_checks
+    jax.config.update("jax_disable_bwd_checks", True)
+    try:
+        _expect_sized(_sized_findings())
+    finally:
+        jax.config.update("jax_disable_bwd_checks", previous)

@@ -135,6 +135,25 @@ _BWD_MISMATCH = re.compile(r"at output\[(\d+)\]\S* the bwd rule produced an outp
                            r"\w+\[([\d,]*)\] corresponding to an input of (?:type|shape/dtype) \w+\[([\d,]*)\]")
 
 
+# JAX's check of a transpose rule's cotangent against the operand it is for (newer JAX; no check before):
+# "Expected cotangent type complex64[4] but got float32[192]".
+_TRANSPOSE_MISMATCH = re.compile(r"Expected cotangent type (\w+)\[([\d,]*)\] but got (\w+)\[([\d,]*)\]")
+
+
+def transpose_cotangent_mismatch(exc: BaseException
+                                 ) -> tuple[tuple[str, tuple[int, ...]], tuple[str, tuple[int, ...]]] | None:
+    """((dtype name, shape) the operand has, (dtype name, shape) of the cotangent its transpose rule returned) when
+    `exc` is JAX rejecting a transpose rule's cotangent; else None."""
+    found = _TRANSPOSE_MISMATCH.search(str(exc))
+    if found is None:
+        return None
+
+    def shape(text: str) -> tuple[int, ...]:
+        return tuple(int(d) for d in text.split(",") if d)
+
+    return (found.group(1), shape(found.group(2))), (found.group(3), shape(found.group(4)))
+
+
 def bwd_cotangent_mismatch(exc: BaseException) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
     """(the differentiable argument's index, the shape the bwd returned, the argument's shape) when `exc` is JAX
     rejecting a custom_vjp bwd's output shape; else None."""

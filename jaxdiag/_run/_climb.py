@@ -25,7 +25,10 @@ its primal runs on but whose reverse mode does not trace (a JVP written with mat
 product accepts) is passed over for a later rung where both run, and kept only if no rung does (its rule's failure
 is then reported there, as before). Where JAX rejects the bwd's output because it returns a scalar cotangent for an
 operand drawn as an array (a pixel size beside per-point arrays), that operand is a scalar: the rung is tried again
-with it drawn as one. A primitive's rung is preferably one where its abstract eval describes what its impl computes
+with it drawn as one. Where a primitive's transpose rule returns a cotangent of another shape or dtype for an operand
+its abstract eval never looks at (a transform sized by its params: its outputs are the same whatever that operand
+is), the operand is what the rule states: the rung is tried again with it so (`_restated`). A primitive's rung is
+preferably one where its abstract eval describes what its impl computes
 (complex coefficients where its impl returns complex whatever it is given), else the first that ran.
 """
 
@@ -47,7 +50,7 @@ from .. import _rules as rules
 from .._checks._base import Subject
 from .._core import _locate
 from .._core._report import Finding
-from .._harness import call_user
+from .._harness import UserResult, call_user
 from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, Static, key_spec, template_text
 from . import _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes, _static_values
 from ._assumed_params import DISAGREES
@@ -117,6 +120,7 @@ class _State:
     learned: set[int] = field(default_factory=set)  # dims of the derived family the rule itself named
     probed: set[int] = field(default_factory=set)  # the ints whose derived output dims were traced
     again: bool = False  # the last variant again: its reverse mode named operands that are scalars (`scalars`)
+    restated: dict[int, ArgSpec] = field(default_factory=dict)  # for that retry: operands a transpose rule restated
 
 
 def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any],
@@ -191,6 +195,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                                  if isinstance(t, ArgSpec) and t.key is None and (i in scalars or i in flags) else t
                                  for i, t in enumerate(templates)]
                     templates = _as_keys(_as_indices(templates, named - flags - scalars - keys), keys)
+                    templates = [state.restated.get(i, t) for i, t in enumerate(templates)]
+                    state.restated = {}
                     drawn = _as_containers(_as_documented(templates, documented), containers, documented)
                     for templates in _scalar_forms(drawn, scalars - flags):  # arrays, then Python floats
                         text = " ".join(template_text(t) for t in templates)
@@ -220,7 +226,10 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                                 # scalar (a pixel size beside per-point arrays); this rung again with it so
                                 learned = _scalar_cotangents(subject, why, len(templates)) - scalars
                                 scalars |= learned
-                                state.again = bool(learned)
+                                # a transpose rule's cotangent for an operand the forward never looks at the shape
+                                # of (a transform sized by its params): that operand as the rule states it
+                                state.restated = {} if learned else _restated(subject, why, templates)
+                                state.again = bool(learned or state.restated)
                         if ok:
                             return _found(subject, notes, templates, text)
                         errors.append(error)
@@ -301,6 +310,47 @@ def _scalar_cotangents(subject: Subject, why: Any, arity: int) -> set[int]:
     return {differentiable[mismatch[0]]} if mismatch[0] < len(differentiable) else set()
 
 
+def _cotangents_checked(traced: Any, shapes: list[Any]) -> Any:
+    """`traced` (the pullback's avals) with JAX's own error where a float operand's cotangent has another shape: JAX
+    raises it itself from 0.6 on ("Expected cotangent type ... but got ..."); older releases accept such a
+    cotangent silently."""
+    for ct, spec in zip(jax.tree_util.tree_leaves(traced.value), shapes):
+        if np.issubdtype(spec.dtype, np.inexact) and tuple(ct.shape) != tuple(spec.shape):
+            dims = ",".join(map(str, spec.shape)), ",".join(map(str, ct.shape))
+            return UserResult(error=ValueError(f"Expected cotangent type {np.dtype(spec.dtype).name}[{dims[0]}] "
+                                               f"but got {np.dtype(ct.dtype).name}[{dims[1]}]"))
+    return traced
+
+
+def _restated(subject: Subject, why: Any, templates: list[Any]) -> dict[int, ArgSpec]:
+    """{position: the operand as the primitive's transpose rule states it} when JAX rejected that rule's cotangent
+    (`_compat.transpose_cotangent_mismatch`) for an operand whose shape and dtype the forward does not look at: its
+    abstract eval gives the same outputs for the operand drawn and as the cotangent says. A transpose returning a
+    wrong shape for an operand the output follows (a sum where an array belongs) restates nothing: its failure is
+    reported where it was found."""
+    mismatch = _compat.transpose_cotangent_mismatch(why.error) if isinstance(why, _ReverseFailure) else None
+    if mismatch is None or subject.kind != "primitive":
+        return {}
+    (drawn_dtype, drawn_shape), (stated_dtype, stated_shape) = mismatch
+    try:
+        stated = ArgSpec(np.dtype(stated_dtype), stated_shape)
+    except TypeError:
+        return {}
+    specs = list(subject.specs)  # the drawn arrays, in the templates' order
+    at = [j for j, spec in enumerate(specs) if spec.key is None and np.dtype(spec.dtype).name == drawn_dtype
+          and tuple(spec.shape) == drawn_shape]
+    positions = [i for i, t in enumerate(templates) if at and isinstance(t, ArgSpec) and t == specs[at[0]]]
+    if len(at) != 1 or len(positions) != 1:  # which operand the cotangent is for must be plain
+        return {}
+    shapes = [jax.ShapeDtypeStruct(spec.shape, spec.dtype) for spec in specs]
+    moved = [jax.ShapeDtypeStruct(stated.shape, stated.dtype) if j == at[0] else s for j, s in enumerate(shapes)]
+    before = call_user(lambda: jax.eval_shape(subject.call, *shapes), quiet=True)
+    after = call_user(lambda: jax.eval_shape(subject.call, *moved), quiet=True)
+    if before.error is not None or after.error is not None or before.value != after.value:
+        return {}
+    return {positions[0]: stated}
+
+
 class _ReverseFailure(str):
     """Why reverse mode failed (the text), with the exception."""
 
@@ -321,6 +371,8 @@ def _reverse_fails(subject: Subject, run: bool = False) -> str:
             lambda o: np.zeros(o.shape, o.dtype if np.issubdtype(o.dtype, np.inexact) else jax.dtypes.float0), out))
 
     traced = call_user(lambda: jax.eval_shape(pullback, *shapes), quiet=True)
+    if traced.error is None and subject.kind == "primitive":
+        traced = _cotangents_checked(traced, shapes)
     if run and traced.error is not None and _compat.needs_concrete_values(traced.error):
         # a rule computing on host values (NumPy on the cotangent) cannot be traced: run it once instead
         from .._loading._inputs import draw
