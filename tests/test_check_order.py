@@ -185,7 +185,7 @@ def test_a_retry_of_one_check_runs_what_it_needs_first(monkeypatch):
                                 *_target("jxg013_bad.py")[1])
     subject = report.targets[0].subject
     seen: list[str] = []
-    monkeypatch.setattr(_engine, "on_check_start", lambda label, name: seen.append(name))
+    monkeypatch.setattr(_engine, "on_check_start", lambda label, name, inputs: seen.append(name))
     found = _engine.run_checks(subject, Options.for_command("grad", seed=1), SubjectCache(), ["vjp-cotangents"])
     assert seen == ["vjp-fwd", "vjp-bwd-structure", "vjp-cotangents"]
     assert set(found) <= {"vjp-cotangents"}

@@ -361,3 +361,31 @@ def test_the_sharding_child_ended_by_user_code_is_that_targets_result(tmp_path):
     data = json.loads(done.stdout)
     assert data["summary"]["not_verified"] == [{"target": "m.py:f", "reason": "exited"}]
     assert [f["code"] for f in data["targets"][0]["findings"]] == ["JXU001"]
+
+
+@pytest.mark.parametrize("provenance, severity", [("inferred", "warning"), ("declared", "error")])
+def test_a_crash_is_graded_by_the_inputs_the_check_ran_on(provenance, severity):
+    """A kernel segfaulting on inputs jaxdiag synthesised (indices outside its contract, a structure no caller
+    builds) is at most a warning that names them, as every finding on inferred inputs is; on inputs the user gave,
+    an error. The target stays unverified either way."""
+    from jaxdiag._core import _provenance
+    from jaxdiag._parent._supervisor import Job, _stopped_report
+
+    job = Job("diagnose", {}, "kernels.py:gather_p", "primitive")
+    stopped = {"check": "batching-rule", "subject": job.label,
+               "inputs": {"provenance": provenance, "specs": ["f32[3]", "i32[3]@0..2"]}}
+    report = _stopped_report(job, stopped, -11, "")
+    _provenance.grade(report)
+    (finding,) = report.targets[0].findings
+    assert (finding.code, finding.severity) == ("JXU002", severity)
+    assert ("on f32[3] i32[3]@0..2 inferred" in finding.message) == (provenance == "inferred")
+    assert report.exit_code == 5  # not verified either way
+
+
+@pytest.mark.slow
+@pytest.mark.supervised
+def test_a_crash_on_inferred_inputs_is_a_warning_end_to_end():
+    done = _cli("grad", f"{PROBES}:segfault", "--format", "json")
+    assert done.returncode == 5, done.stderr
+    (finding,) = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["code"] == "JXU002"]
+    assert finding["severity"] == "warning" and "inferred" in finding["message"], finding

@@ -77,15 +77,18 @@ def test_an_operand_the_forward_never_sizes_takes_the_shape_its_transpose_rule_s
 
 
 def test_the_transpose_shape_is_read_where_jax_does_not_check_it_itself():
-    """JAX before 0.6 accepts a cotangent of another shape silently (as `jax_disable_bwd_checks` makes newer JAX
-    do): jaxdiag compares the shapes itself, so the lower bound infers the same inputs."""
+    """JAX before 0.6 accepts a cotangent of another shape silently: jaxdiag compares the pullback's shapes with the
+    operands' itself and words the mismatch as newer JAX does, so the lower bound restates the same operands."""
     import jax
+    import numpy as np
 
-    if not hasattr(jax.config, "jax_disable_bwd_checks"):
-        return  # that JAX never checks: the test above is this one there
-    previous = jax.config.jax_disable_bwd_checks
-    jax.config.update("jax_disable_bwd_checks", True)
-    try:
-        _expect_sized(_sized_findings())
-    finally:
-        jax.config.update("jax_disable_bwd_checks", previous)
+    from jaxdiag import _compat
+    from jaxdiag._harness import UserResult
+    from jaxdiag._run._climb import _cotangents_checked
+
+    operand = jax.ShapeDtypeStruct((4,), np.complex64)
+    checked = _cotangents_checked(UserResult((jax.ShapeDtypeStruct((192,), np.float32),)), [operand])
+    assert checked.error is not None
+    assert _compat.transpose_cotangent_mismatch(checked.error) == (("complex64", (4,)), ("float32", (192,)))
+    same = UserResult((jax.ShapeDtypeStruct((4,), np.complex64),))
+    assert _cotangents_checked(same, [operand]) is same

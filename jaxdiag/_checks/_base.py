@@ -72,6 +72,9 @@ class Subject:
     # A nested custom_* call made only inside a custom_jvp/custom_vjp's primal function: JAX differentiates it through
     # that enclosing rule, never through its own JVP (so, for a custom_vmap, never `vmap` of its `jvp`).
     inside_custom_derivative: bool = False
+    # Where its inputs come from (`_core._provenance`), set as its checks start: the engine's and the parent's reports
+    # of a check that never finished (a crash, the time limit) are graded by it.
+    provenance: str = ""
 
     @property
     def input_texts(self) -> list[str]:

@@ -115,8 +115,8 @@ def _progress(send: Send) -> None:
     from .._run import _engine
     from . import _parallel
 
-    def started(subject: str, check: str) -> None:
-        send(("progress", {"event": "check", "target": subject, "check": check}))
+    def started(subject: str, check: str, inputs: dict[str, Any]) -> None:
+        send(("progress", {"event": "check", "target": subject, "check": check, "inputs": inputs}))
 
     _engine.on_check_start = started
     _parallel.on_progress = lambda event: send(("progress", event))

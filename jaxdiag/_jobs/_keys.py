@@ -46,8 +46,9 @@ class TracedPhase:
     label: str = TRACED_LABEL
     task_key: str = TRACED_LABEL
     # (the unit it was in, "subject: check" it was running, the exit code, (seconds, limit) when it was stopped at
-    # the time limit) for each crash of the phase
-    crashes: list[tuple[str, str, int | None, tuple[float, float] | None]] = field(default_factory=list)
+    # the time limit, the inputs that check ran on) for each crash of the phase
+    crashes: list[tuple[str, str, int | None, tuple[float, float] | None, dict[str, Any] | None]] = field(
+        default_factory=list)
 
     MAX_CRASHES: ClassVar[int] = 3
 
@@ -56,10 +57,11 @@ class TracedPhase:
         return [unit for unit, *_ in self.crashes if unit]
 
     def crashed(self, unit: str, running: str, code: int | None,
-                stopped_after: tuple[float, float] | None = None) -> bool:
+                stopped_after: tuple[float, float] | None = None, inputs: dict[str, Any] | None = None) -> bool:
         """Record a crash, or a unit stopped at the per-target time limit (`stopped_after`: its seconds and the
-        limit); whether the phase runs again (the unit is known, and retries are left)."""
-        self.crashes.append((unit, running, code, stopped_after))
+        limit; `inputs`: what the check running then ran on); whether the phase runs again (the unit is known, and
+        retries are left)."""
+        self.crashes.append((unit, running, code, stopped_after, inputs))
         return bool(unit) and len(self.crashes) <= self.MAX_CRASHES
 
     def with_crashes(self, outcome: Outcome | None) -> Outcome:
@@ -70,8 +72,8 @@ class TracedPhase:
         units = {unit or self.label for unit, *_ in self.crashes}
         # a crashed unit's report replaces what the next run said of it (its sites unreached, having been skipped)
         out.reports = [*(r for r in out.reports if r["target"] not in units),
-                       *(crashed_unit(unit or self.label, running, code, stopped)
-                         for unit, running, code, stopped in self.crashes)]
+                       *(crashed_unit(unit or self.label, running, code, stopped, inputs)
+                         for unit, running, code, stopped, inputs in self.crashes)]
         out.complete = out.complete and not self.crashes
         out.live = None
         return out

@@ -100,13 +100,15 @@ def suppression_anchor(found: Found | RecordedCall) -> Location | None:
     return anchors[0] if anchors else None
 
 
-def timed_out(lint: Lint, found: Found | RecordedCall, running: str, seconds: float, limit: float) -> Outcome:
-    """The report of a target stopped at the time limit: a note naming the check that was running."""
+def timed_out(lint: Lint, found: Found | RecordedCall, running: str, seconds: float, limit: float,
+              inputs: dict[str, Any] | None = None) -> Outcome:
+    """The report of a target stopped at the time limit: a note naming the check that was running (`inputs`: what
+    it ran on)."""
     subject, check = _running(running)
     anchor = suppression_anchor(found)
     finding, check_result = ended_early(found.label, check, f"check `{check}` on {subject}" if check else
                                         "preparing its inputs (no check had started)", stopped=(seconds, limit))
-    finding.location = anchor
+    finding.location, finding.inputs = anchor, inputs
     anchors = [anchor] if anchor else []
     report = TargetReport(found.label, found.kind, checks=[check_result], findings=[finding],
                           module=found.walked.label, config_keys=list(found.keys), anchors=anchors)
@@ -120,20 +122,22 @@ def timed_out(lint: Lint, found: Found | RecordedCall, running: str, seconds: fl
     return Outcome(reports=[target_report_to_dict(report)], unchecked_lines=unchecked, complete=False)
 
 
-def crashed(found: Found | RecordedCall, running: str, code: int | None) -> Outcome:
+def crashed(found: Found | RecordedCall, running: str, code: int | None, inputs: dict[str, Any] | None = None
+            ) -> Outcome:
     """A worker that died mid-target: the user's code it ran ended the process (`os._exit`) or crashed it (a
-    segfault): that target's blocking JXU001/JXU002 result; a replacement worker checks the rest."""
+    segfault): that target's blocking JXU001/JXU002 result, graded by the inputs it died on (`inputs`, as the
+    worker said); a replacement worker checks the rest."""
     subject, check = _running(running)
     where = f"check `{check}` on {subject}" if check else f"preparing {found.label} (no check had started)"
     finding, result = ended_early(found.label, check, where, code)
-    finding.location = suppression_anchor(found)
+    finding.location, finding.inputs = suppression_anchor(found), inputs
     report = TargetReport(found.label, found.kind, checks=[result], findings=[finding], module=found.walked.label,
                           config_keys=list(found.keys))
     return Outcome(reports=[target_report_to_dict(report)], complete=False)
 
 
-def crashed_unit(unit: str, running: str, code: int | None, stopped: tuple[float, float] | None = None
-                 ) -> dict[str, Any]:
+def crashed_unit(unit: str, running: str, code: int | None, stopped: tuple[float, float] | None = None,
+                 inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report (as plain data) of a unit of the traced-reach phase (a public function traced on inferred inputs,
     a factory called) during which the worker died, or which ran past the time limit (`stopped`: its seconds and
     the limit): a blocking JXU001/JXU002/JXU004 at that function, named by its `module:function` label."""
@@ -151,6 +155,7 @@ def crashed_unit(unit: str, running: str, code: int | None, stopped: tuple[float
     for part in name.split(".") if fn is not None and name else ():
         fn = getattr(fn, part, None)
     finding.location = _locate.locate(fn) if fn is not None and name else None
+    finding.inputs = inputs
     report = TargetReport(unit, "function", checks=[result], findings=[finding], module=module)
     return target_report_to_dict(report)
 

@@ -337,8 +337,8 @@ def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
         conn.send(("broken", traceback.format_exc()))
         return
 
-    def started(subject: str, check: str) -> None:
-        conn.send(("check", subject, check))
+    def started(subject: str, check: str, inputs: dict[str, Any]) -> None:
+        conn.send(("check", subject, check, inputs))
 
     _engine.on_check_start = started
     _units.on_unit_start = lambda label: conn.send(("unit", label))
@@ -402,6 +402,7 @@ class _Worker:
         self.task: int | None = None
         self.task_started = 0.0
         self.running = ""  # "subject: check" the worker said it started last
+        self.inputs: dict[str, Any] | None = None  # the inputs it said that check runs on (`_provenance`)
         self.unit = ""  # the traced-reach phase's unit it said it started last
         self.unit_started = 0.0
         self.slot = slot  # whose chunk of targets it works through (`_schedule`); a replacement keeps it
@@ -412,6 +413,7 @@ class _Worker:
         self.task = index
         self.task_started = time.monotonic()
         self.running = self.unit = ""
+        self.inputs = None
 
     def stop(self) -> None:
         try:
@@ -525,12 +527,12 @@ class _Pool:
             index = w.task
             phase = founds[index] if index is not None and index == self.phase_index else None
             if isinstance(phase, TracedPhase):  # run it again without the unit, or give up with the crashes
-                self.phase_again = phase.crashed(w.unit, w.running, code)
+                self.phase_again = phase.crashed(w.unit, w.running, code, inputs=w.inputs)
             self._replace(w, workers, queue, killed=True)
             if index is None:
                 raise RuntimeError(f"a jaxdiag worker process exited while starting (exit code {code})") from None
             if index != self.phase_index:
-                yield index, crashed(founds[index], w.running, code)
+                yield index, crashed(founds[index], w.running, code, w.inputs)
             elif isinstance(phase, TracedPhase) and not self.phase_again:
                 yield index, phase.with_crashes(None)
             return
@@ -539,10 +541,11 @@ class _Pool:
             w.ready = True
             TIMELINE.append({"slot": w.slot, "event": "ready", "at": time.monotonic(), "since": w.spawned})
         elif kind == "unit":
-            w.unit, w.running, w.unit_started = message[1], "", time.monotonic()
+            w.unit, w.running, w.unit_started, w.inputs = message[1], "", time.monotonic(), None
         elif kind == "check":
-            w.running = f"{message[1]}: {message[2]}"
-            _tell(event="check", target=message[1], check=message[2])
+            w.running, w.inputs = f"{message[1]}: {message[2]}", message[3]
+            if message[2]:  # "" while inferring inputs: no check yet
+                _tell(event="check", target=message[1], check=message[2])
         elif kind == "done":
             _, index, data, rss, after, cleared, seconds = message
             TASK_SECONDS[task_key(founds[index])] = seconds
@@ -581,13 +584,14 @@ class _Pool:
             raise RuntimeError(f"a jaxdiag worker process did not start within {WORKER_START_SECONDS:.0f} s")
         assert index is not None and self.timeout
         seconds = time.monotonic() - self._started(w)
-        running = w.running
+        running, inputs = w.running, w.inputs
         phase = founds[index] if index == self.phase_index else None
         if isinstance(phase, TracedPhase):  # one unit ran past the limit: the phase again without it
-            self.phase_again = phase.crashed(w.unit, running, None, stopped_after=(seconds, self.timeout))
+            self.phase_again = phase.crashed(w.unit, running, None, stopped_after=(seconds, self.timeout),
+                                             inputs=inputs)
         self._replace(w, workers, queue, killed=True)
         if not isinstance(phase, TracedPhase):
-            yield index, timed_out(lint, founds[index], running, seconds, self.timeout)
+            yield index, timed_out(lint, founds[index], running, seconds, self.timeout, inputs)
         elif not self.phase_again:
             yield index, phase.with_crashes(None)
 

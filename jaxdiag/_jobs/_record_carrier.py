@@ -381,12 +381,12 @@ def _check_subject(runs: CarrierRuns, prepared: Prepared, subject: Subject, opti
     observed = prepared.observed.get(id(subject))
     if observed is not None:  # checked at the values its function passes it
         cache.example = observed
+    subject.provenance = _provenance.nested(options.provenance, observed is not None)
     report, by_check = _engine.run_subject_by_check(subject, options, cache)
     if observed is None:  # random draws: a finding must hold on fresh ones too
         report.findings = confirm_on_fresh_draws(subject, options, cache, by_check, _engine.run_checks)
     report.findings = grade_out_of_range(subject, options, cache, report.findings, by_check, _engine.run_checks)
-    _provenance.stamp(report.findings, _provenance.nested(options.provenance, observed is not None),
-                      subject.input_texts)
+    _provenance.stamp(report.findings, subject.provenance, subject.input_texts)
     return report
 
 

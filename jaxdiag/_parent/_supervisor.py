@@ -33,6 +33,7 @@ from typing import Any
 
 from .. import __version__
 from .._core._errors import UsageError
+from .._core import _provenance
 from .._core._filtering import mark_coverage
 from .._core._outcomes import ended_early
 from .._core._report import CheckResult, Report, TargetReport
@@ -203,7 +204,10 @@ def _wait(proc: Any, receive: Any, timeout: float | None, progress: Progress | N
                 return body, doing
             if kind == "progress":
                 if body.get("event") == "check":
-                    doing = {"check": body.get("check", ""), "subject": body.get("target", "")}
+                    doing = {"check": body.get("check", ""), "subject": body.get("target", ""),
+                             "inputs": body.get("inputs")}
+                    if not doing["check"]:  # trying a candidate of inference: no check to show yet
+                        continue
                 if progress is not None:
                     progress(body)
             continue
@@ -273,10 +277,13 @@ def _stopped_report(job: Job, stopped: dict[str, Any], exitcode: int | None, out
     seconds = float(stopped.get("seconds", 0.0))
     limit = (seconds, float(stopped["timed_out"])) if stopped.get("timed_out") else None
     finding, result = ended_early(job.label, check, where, exitcode, limit, seconds)
+    finding.inputs = stopped.get("inputs")  # graded by them, as every finding is (`_provenance`)
     target = TargetReport(job.label, job.kind, checks=[result], findings=[finding], output=output,
                           config_keys=[job.label])
     mark_coverage(target)
-    return Report([target], jaxdiag_version=__version__)
+    report = Report([target], jaxdiag_version=__version__)
+    _provenance.grade(report)  # the child's own reports are graded where its filter applies; this one is made here
+    return report
 
 
 def _internal_report(job: Job, detail: str, output: str) -> Report:

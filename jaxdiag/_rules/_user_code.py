@@ -37,7 +37,9 @@ USER_CODE_CRASHED: Rule[_fields.JXU002] = Rule(
     message="{target}: the process checking it died ({how}) while running {where}; its checks did not finish.",
     fix="Run the transformation named above on the target under `python -X faulthandler` to see the native frame; "
         "check the kernel's buffer sizes and dtypes against the avals it is given.",
-    blocking=True, leaves_unverified="crashed", depends_on_values=False, evidence_from_inputs=False,
+    # a crash follows the inputs (a kernel reading out of bounds on indices outside its contract): one on inferred
+    # inputs is at most a warning, as every finding on them is (the target stays unverified all the same)
+    blocking=True, leaves_unverified="crashed", depends_on_values=False, evidence_from_inputs=True,
 )
 USER_CODE_RAISED_BASE_EXCEPTION: Rule[_fields.JXU003] = Rule(
     "JXU003", "user-code-raised-base-exception", "error",

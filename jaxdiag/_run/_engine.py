@@ -28,10 +28,7 @@ from .._harness.cache import SubjectCache
 from .._checks._shared import foreign_values, platform_blocker
 from .._core._errors import InferenceError, UsageError, dependency_failure, internal_error_detail
 from .._core._filtering import Filter, validate_inline
-
-from .._loading._inputs import needs_x64
-from .._loading._inputs import (DOMAINS, ArgSpec, draw, is_square, symmetric_directions,
-                                template_leaves)
+from .._loading._inputs import DOMAINS, ArgSpec, draw, is_square, needs_x64, symmetric_directions, template_leaves
 from .._core._report import CheckResult, Finding, Location, Report, TargetReport, register_text_view
 from .._loading._targets import Target, classify, describe, load_target
 
@@ -210,6 +207,7 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
         cache = root_cache if subject is root else SubjectCache()
         if id(subject) in observed:  # a nested rule is checked at the values its function passes it
             cache.example, cache.observed = observed[id(subject)], True
+        subject.provenance = provenance if subject is root else _provenance.nested(provenance, id(subject) in observed)
         report, by_check = run_subject_by_check(subject, options, cache)
         from .._checks._index_range import grade_out_of_range  # after the checks: they need what these retry
         from ._fresh_draws import confirm_on_fresh_draws
@@ -219,8 +217,7 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
         report.findings = grade_out_of_range(subject, options, cache, report.findings, by_check, run_checks)
         if subject is root:
             report.findings[:0] = notes
-        _provenance.stamp(report.findings, provenance if subject is root else _provenance.nested(
-            provenance, id(subject) in observed), subject.input_texts)
+        _provenance.stamp(report.findings, subject.provenance, subject.input_texts)
         reports.append(report)
     return reports
 
@@ -255,10 +252,11 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int, ag
     `mirrored`: every float's sign flipped); `failures` receives the exception the user's code raised."""
     rng = np.random.default_rng(seed)
     args = [draw(s, rng, domain) for s in specs]
-    if mirrored:
-        args = [-a if s.is_inexact else a for a, s in zip(args, specs)]
+    args = [-a if mirrored and s.is_inexact else a for a, s in zip(args, specs)]
     saved = subject.specs
     subject.specs = specs
+    if on_check_start is not None:
+        on_check_start(subject.label, "", {"provenance": "inferred", "specs": [str(s) for s in specs]})
     try:
         ran = call_user(lambda: jax.block_until_ready(subject.call(*args)))
         traced = call_user(lambda: jax.eval_shape(subject.call, *args)) if agree and ran.error is None else None
@@ -449,9 +447,10 @@ class MissingDependencyError(InferenceError):
 # Running checks and filtering findings
 # ---------------------------------------------------------------------------------------------------------------
 
-# Called with (subject label, check name) as each check starts. A `jaxdiag check` worker process sets it to tell
-# the parent what is running, so a target stopped at the time limit is reported naming its check.
-on_check_start: Callable[[str, str], None] | None = None
+# (subject label, check name, its inputs {"provenance", "specs"}) as each check starts; check "" for each candidate
+# inference tries. A worker sets it to tell the parent what runs: a target past the time limit is reported naming
+# its check, one whose process died is graded by the inputs it died on (a kernel segfaulting on inferred inputs).
+on_check_start: Callable[[str, str, dict[str, Any]], None] | None = None
 
 # The checks a run tries, before `order_checks` orders them from their declarations. None: the families that can
 # apply to the subject, each imported on first use (`_checks.checks_for`); a list replaces them (tests run a probe
@@ -504,7 +503,8 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
     for chk in _checks_to_run(subject, options, blocked, only):
         ctx = Context(subject, options, chk.name, cache)
         if on_check_start is not None:
-            on_check_start(subject.label, chk.name)
+            on_check_start(subject.label, chk.name, {"provenance": subject.provenance or "declared",
+                                                     "specs": subject.input_texts})
         start = time.perf_counter()
         findings: list[Finding] = []
         status, detail = "passed", ""

@@ -42,10 +42,11 @@ def index_positions(subject: Subject) -> set[int]:
     return _indexing(fn, depth=1) if fn is not None else set()
 
 
-# Names that say an operand holds array indices (`indices`, `row_indices`, `idx`, `index`, a CSR matrix's `indptr`):
-# a primitive whose impl is a kernel jaxdiag cannot read (a compiled or generated one) indexes with them in its JVP
-# or transpose rule.
-_INDEX_NAME = re.compile(r"(^|_)(indices|index|idx|idxs|inds|indptr|rowptr|row_ptr)$")
+# Names that say an operand holds array indices (`indices`, `row_indices`, `idx`, `index`): a primitive whose impl
+# is a kernel jaxdiag cannot read (a compiled or generated one) indexes with them in its JVP or transpose rule. Not
+# a CSR matrix's row offsets (`indptr`): random offsets are no structure, and a compiled kernel walking them reads
+# out of bounds (a segfault); `_sparse_operands` draws a valid structure where both are named.
+_INDEX_NAME = re.compile(r"(^|_)(indices|index|idx|idxs|inds)$")
 
 
 def index_named(names: list[str]) -> set[int]:
