@@ -92,3 +92,15 @@ def test_the_transpose_shape_is_read_where_jax_does_not_check_it_itself():
     assert _compat.transpose_cotangent_mismatch(checked.error) == (("complex64", (4,)), ("float32", (192,)))
     same = UserResult((jax.ShapeDtypeStruct((4,), np.complex64),))
     assert _cotangents_checked(same, [operand]) is same
+
+
+def test_a_primitive_jvp_where_its_impl_never_moves_is_a_surrogate_not_a_wrong_derivative():
+    """An event kernel reads `spikes > 0`: finite differences of its impl are exactly 0 at every step, and its JVP's
+    straight-through tangent for the spikes is a surrogate gradient on purpose. Before, a JXG001 error."""
+    from tests.markers import expect_line
+
+    path = ACC / "event_kernel.py"
+    code, data = check_json(str(path), ACC)
+    (target,) = [t for t in data["targets"] if t["target"].endswith(":event_matvec_p")]
+    found = [(f["code"], f["severity"], f["location"]["line"]) for f in target["findings"] if f["severity"] != "info"]
+    assert found == [("JXG033", "warning", expect_line(path, "JXG033"))], found

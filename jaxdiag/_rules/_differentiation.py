@@ -451,21 +451,23 @@ ROOT_SOLVE_INCONSISTENT: Rule[_fields.JXG032] = Rule(
 )
 FLAT_PRIMAL_SURROGATE: Rule[_fields.JXG033] = Rule(
     "JXG033", "flat-primal-surrogate-derivative", "warning",
-    "A custom derivative is nonzero where the primal is flat (its autodiff is exactly zero): a surrogate by "
-    "construction, such as a score-function (REINFORCE) estimator or a relaxed gradient of sampling, rounding or "
-    "argmax.",
+    "A custom derivative is nonzero where the primal is flat (its autodiff, or a primitive's finite differences, "
+    "exactly zero): a surrogate by construction, such as a score-function (REINFORCE) estimator, a straight-through "
+    "gradient of spikes or a relaxed gradient of sampling, rounding or argmax.",
     "Compares the custom VJP/JVP with JAX's autodiff of the undecorated primal. When autodiff gives exactly zero for "
     "an argument (the primal depends on it only through sampling, comparisons, rounding or integer casts) and the "
     "rule's derivative there is finite and nonzero, the rule cannot be the primal's derivative and is not meant to "
-    "be: it is reported here instead of as JXG024. A derivative that differs from a nonzero autodiff (a sign, a "
+    "be: it is reported here instead of as JXG024. A primitive's JVP is judged the same way where finite differences "
+    "of its impl are exactly zero at every step (an event kernel reading `spikes > 0`), instead of as JXG001. A "
+    "derivative that differs from a nonzero autodiff (a sign, a "
     "constant factor, another formula) stays JXG024.",
     "Deliberate when the rule implements an estimator or a surrogate (the gradient of an expectation estimated "
     "from samples, a straight-through or sigmoid relaxation); a bug when the primal was meant to be "
     "differentiable and lost its dependence on the argument. If intended, say so at the rule with "
     "`# jaxdiag: intended[JXG033]` on its `def` line: that silences this finding only.",
     "jxg033_bad.py", "jxg033_good.py",
-    message="{owner}'s {derivative} for {name} is nonzero ({got}) where {function} is flat in {name}: autodiff of "
-            "{function} gives exactly 0 (it depends on {name} only through sampling, comparisons or rounding). "
+    message="{owner}'s {derivative} for {name} is nonzero ({got}) where {function} is flat in {name}: {reference} "
+            "gives exactly 0 (it depends on {name} only through sampling, comparisons or rounding). "
             "So {owner} is a surrogate by construction, as a score-function (REINFORCE) estimator or a relaxed "
             "gradient is; if that is not the intent, {function} lost its differentiable dependence on {name} and "
             "jax.grad returns a derivative the primal does not have.",

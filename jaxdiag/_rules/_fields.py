@@ -153,7 +153,8 @@ JXG030 = TypedDict("JXG030", {"evidence": object, "fix": object, "matvec": objec
 JXG031 = TypedDict("JXG031", {"evidence": object, "matvec": object})
 JXG032 = TypedDict("JXG032", {"evidence": object, "fix": object, "name": object, "role": object})
 JXG033 = TypedDict("JXG033", {
-    "derivative": object, "function": object, "got": object, "name": object, "owner": object, "where": object,
+    "derivative": object, "function": object, "got": object, "name": object, "owner": object, "reference": object,
+    "where": object,
 })
 JXG034 = TypedDict("JXG034", {
     "explicit": object, "function": object, "name": object, "out_name": object, "reference": object, "rule": object,

@@ -152,6 +152,19 @@ def _flat_primal(problems: list[dict]) -> dict | None:
     return problems[0] if problems else None
 
 
+def _flat_impl(st: GradState, problems: list[dict]) -> dict | None:
+    """For a primitive: the first problem when in every one the rule's tangent is finite and nonzero while finite
+    differences of the impl are exactly zero at every step they took (`stable`: no kink beside the example), so the
+    impl does not move with that operand at all (an event kernel reading `spikes > 0`, a rounding one): its JVP is a
+    surrogate by construction (JXG033), not a derivative gone wrong."""
+    for p in problems:
+        got = to_f64(p["got"])
+        if (np.any(to_f64(p["fd"])) or not np.any(got) or not np.all(np.isfinite(got))
+                or not st.fd.stable(p["arg"], p["d"])):
+            return None
+    return problems[0] if problems else None
+
+
 def _ignored_argument(st: GradState, problems: list[dict]) -> dict | None:
     """The first problem when every problem is an argument whose tangent the rule ignores (a zero tangent output for
     a step in it along every seeded direction, where the reference is nonzero), and some other argument's tangent
@@ -234,6 +247,12 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
         details.append(text)
     if st.kind == "primitive":
         loc = rule_location(st, problems[0]["arg"])
+        flat = _flat_impl(st, problems)
+        if flat is not None:  # an event or rounding kernel's surrogate: its impl does not move at all there
+            return rules.FLAT_PRIMAL_SURROGATE.finding(
+                owner=rule, derivative="tangent", name=flat["arg"].name, got=fmt_values(flat["got"]), function=fun,
+                reference=f"{st.fd.describe(flat['arg'], flat['d'])} of {fun}'s impl, at every step,",
+                where=f" ({loc})" if loc else "", location=loc)
         return rules.JVP_MISMATCH.finding(
             rule=rule,
             fun=fun,
@@ -267,7 +286,7 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
         if flat is not None:
             return rules.FLAT_PRIMAL_SURROGATE.finding(
                 owner=rule, derivative="tangent", name=flat["arg"].name, got=fmt_values(flat["got"]), function=fun,
-                where=where, location=loc)
+                reference=f"autodiff of {fun}", where=where, location=loc)
         factor = next((c for p in problems if (c := _uniform_scale(st, p)) is not None), None)
         if factor is not None:
             details.append(f"along every direction the rule's tangent is the reference times {factor:.4g}: a uniformly "

@@ -431,7 +431,7 @@ def _mismatch_finding(st: GradState, bad: list[tuple[dict, Arg]]) -> Finding | N
             v, a = flat
             return rules.FLAT_PRIMAL_SURROGATE.finding(
                 owner=bwd, derivative="gradient", name=a.name, got=fmt_values(v["got"].get(a.pos)), function=fun,
-                where=where, location=loc)
+                reference=f"autodiff of {fun}", where=where, location=loc)
         factor = next((c for v, a in bad if v["ref"] is not None and (c := _uniform_scale(st, v, a)) is not None),
                       None)
         if factor is not None:
