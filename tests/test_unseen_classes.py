@@ -104,3 +104,23 @@ def test_a_primitive_jvp_where_its_impl_never_moves_is_a_surrogate_not_a_wrong_d
     (target,) = [t for t in data["targets"] if t["target"].endswith(":event_matvec_p")]
     found = [(f["code"], f["severity"], f["location"]["line"]) for f in target["findings"] if f["severity"] != "info"]
     assert found == [("JXG033", "warning", expect_line(path, "JXG033"))], found
+
+
+def test_a_rule_checked_at_a_documented_call_draws_its_batches_near_those_values(monkeypatch):
+    """A rule reached through a call of its package (a docstring example, a recorded call, a traced caller) is
+    checked at the values that call passes it, and its batches are drawn near them (`Context.draw_examples`: the
+    indices kept as passed), as a rule nested in a function target is. Before, random indices: a compiled CSR
+    kernel's transpose read out of bounds on them and the process aborted (a JXU002 error at "observed" inputs)."""
+    from jaxdiag._run import _engine
+
+    seen: dict[str, bool] = {}
+    original = _engine.run_subject_by_check
+
+    def spy(subject, options, cache, *args, **kwargs):
+        seen[subject.label] = cache.observed
+        return original(subject, options, cache, *args, **kwargs)
+
+    monkeypatch.setattr(_engine, "run_subject_by_check", spy)
+    check_json(str(ACC / "documented_rows.py"), ACC)
+    (label,) = [k for k in seen if k.endswith("documented_rows")]
+    assert seen[label] is True, seen

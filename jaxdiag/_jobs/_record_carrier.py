@@ -379,8 +379,8 @@ def _check_subject(runs: CarrierRuns, prepared: Prepared, subject: Subject, opti
     runs.count(f"check {subject.label}")
     cache = SubjectCache()
     observed = prepared.observed.get(id(subject))
-    if observed is not None:  # checked at the values its function passes it
-        cache.example = observed
+    if observed is not None:  # checked at the values its function passes it, its batches near them (`draw_examples`)
+        cache.example, cache.observed = observed, True
     subject.provenance = _provenance.nested(options.provenance, observed is not None)
     report, by_check = _engine.run_subject_by_check(subject, options, cache)
     if observed is None:  # random draws: a finding must hold on fresh ones too
