@@ -27,7 +27,8 @@ from ._batching._spy import Spy, _Abort
 from .._harness import call_user, jaxdiag_code
 from ._vmap_harness import Reference, Variant, axes_variants, vmapped
 from ._registration import abstract_eval_check
-from ._shared import abstract_output, aval_text, first_line, rule_location, subject_fn, user_frame_location
+from ._shared import (abstract_output, aval_text, first_line, rule_location, subject_fn, tangent_dtype_accepted,
+                      user_frame_location)
 
 # ---------------------------------------------------------------------------------------------------------------
 # Can the target run here?
@@ -190,12 +191,9 @@ def abstract_jvp_check(ctx: Context) -> Iterator[Finding]:
     primal_out, tangent_out = ran.value
     want = [(s, np.dtype(_compat.tangent_dtype(d))) for s, d in _aval_list(primal_out)]
     got = _aval_list(tangent_out)
-    # an integer output's tangent in its own integer dtype instead of float0: JAX's grad, linearize and vjp treat it
-    # as the zero it is (the concrete JVP check tolerates it the same way)
-    if len(got) == len(want) and all(g == w or (g[0] == w[0] and w[1] == _compat.float0 and g[1].kind in "biu")
-                                     for g, w in zip(got, want)):
-        return
-    if got != want:
+    # an integer output's tangent may keep its own integer dtype (`tangent_dtype_accepted`, as the concrete check)
+    if len(got) != len(want) or not all(g[0] == w[0] and tangent_dtype_accepted(g[1], w[1])
+                                        for g, w in zip(got, want)):
         yield rules.JVP_OUTPUT_STRUCTURE.finding(
             evidence=f"traced with {_inputs(ctx)}, {subject.name}'s JVP gives tangents {_avals(got)} for primal "
             f"outputs {_avals(_aval_list(primal_out))} (expected {_avals(want)}).",

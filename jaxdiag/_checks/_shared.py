@@ -236,6 +236,14 @@ def _abstract_output(subject: Subject) -> AbstractOutput:
     return AbstractOutput([(tuple(o.shape), np.dtype(o.dtype)) for o in outs], raw=raw)
 
 
+def tangent_dtype_accepted(got: Any, want: Any) -> bool:
+    """Whether a rule's tangent of dtype `got` is one JAX takes for an output whose tangent dtype is `want`: `want`
+    itself, or, for an integer output (float0), the output's own integer or bool dtype, which grad, linearize and vjp
+    treat as the zero it is."""
+    got, want = np.dtype(got), np.dtype(want)
+    return got == want or (want == _compat.float0 and got.kind in "biu")
+
+
 def aval_text(shape: tuple[int, ...], dtype: Any) -> str:
     return str(ArgSpec(np.dtype(dtype), tuple(int(d) for d in shape)))
 

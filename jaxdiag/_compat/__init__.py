@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from ._custom import (
         bwd_cotangent_mismatch, custom_jvp_parts, custom_vjp_parts, custom_vmap_parts, install_call_hooks,
         is_custom_jvp, is_custom_vjp, is_custom_vmap, record_custom_calls, spy_custom_vmap_rule,
-        transpose_cotangent_mismatch,
+        transpose_cotangent_error, transpose_cotangent_mismatch,
     )
     from ._jaxprs import (
         FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, batched_by_custom_rule,
@@ -96,7 +96,8 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "_operands": ("operands_at", "reaches_operands"),
     "_custom": ("bwd_cotangent_mismatch", "custom_jvp_parts", "custom_vjp_parts", "custom_vmap_parts",
         "install_call_hooks", "is_custom_jvp", "is_custom_vjp", "is_custom_vmap", "record_custom_calls",
-        "spy_custom_vmap_rule", "transpose_cotangent_mismatch"),
+        "spy_custom_vmap_rule", "transpose_cotangent_error",
+        "transpose_cotangent_mismatch"),
     "_jaxprs": ("FOREIGN_CALL_PRIMITIVES", "SEQUENTIAL_VMAP_METHODS", "axis_size_of", "batched_by_custom_rule",
         "calls_custom_vjp", "custom_call_perturbation",
         "eager_semantics",
@@ -128,6 +129,7 @@ _OWNER = {name: module for module, names in _SUBMODULES.items() for name in name
 __all__ = [
     "SolveCall",
     "bwd_cotangent_mismatch",
+    "transpose_cotangent_error",
     "transpose_cotangent_mismatch",
     "is_custom_root",
     "is_linear_solve_eqn",

@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, ContextManager
 
+import numpy as np
+
 from ._base import custom_jvp_type, custom_vjp_type, custom_vmap_type
 
 Guard = Callable[[str], ContextManager[None]]  # the harness's `jaxdiag_code` (this package sits below it)
@@ -147,11 +149,21 @@ def transpose_cotangent_mismatch(exc: BaseException
     found = _TRANSPOSE_MISMATCH.search(str(exc))
     if found is None:
         return None
+    return (found.group(1), _dims(found.group(2))), (found.group(3), _dims(found.group(4)))
 
-    def shape(text: str) -> tuple[int, ...]:
-        return tuple(int(d) for d in text.split(",") if d)
 
-    return (found.group(1), shape(found.group(2))), (found.group(3), shape(found.group(4)))
+def transpose_cotangent_error(operand: Any, cotangent: Any) -> ValueError:
+    """JAX's own error for a transpose rule's `cotangent` of another shape than its `operand` (both avals), for a
+    release that accepts one silently (before 0.6): `transpose_cotangent_mismatch` reads it back."""
+    def aval(x: Any) -> str:
+        return f"{np.dtype(x.dtype).name}[{','.join(map(str, x.shape))}]"
+
+    return ValueError(f"Expected cotangent type {aval(operand)} but got {aval(cotangent)}")
+
+
+def _dims(text: str) -> tuple[int, ...]:
+    """The shape of an aval's text between its brackets (`3,4` of `float32[3,4]`)."""
+    return tuple(int(d) for d in text.split(",") if d)
 
 
 def bwd_cotangent_mismatch(exc: BaseException) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
@@ -160,8 +172,4 @@ def bwd_cotangent_mismatch(exc: BaseException) -> tuple[int, tuple[int, ...], tu
     found = _BWD_MISMATCH.search(str(exc))
     if found is None:
         return None
-
-    def shape(text: str) -> tuple[int, ...]:
-        return tuple(int(d) for d in text.split(",") if d)
-
-    return int(found.group(1)), shape(found.group(2)), shape(found.group(3))
+    return int(found.group(1)), _dims(found.group(2)), _dims(found.group(3))

@@ -129,6 +129,14 @@ def locate_assignment(module: Any, obj: Any, names: list[str] | None = None) -> 
     return None
 
 
+def dotted_attribute(obj: Any, dotted: str) -> Any:
+    """`obj.a.b` for "a.b", or None where a part is missing (a name read from a report or a plan, not a target the
+    user spelled: `_targets.resolve_attr` explains a missing part)."""
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
 def _holds(value: Any, obj: Any) -> bool:
     if isinstance(value, type) or inspect.ismodule(value) or inspect.isroutine(value):
         return False

@@ -151,10 +151,8 @@ def crashed_unit(unit: str, running: str, code: int | None, stopped: tuple[float
              f"the trace of {unit} on inferred inputs (no check had started)")
     finding, result = ended_early(unit, check, where, code, stopped)
     module, _, name = unit.partition(":")
-    fn = sys.modules.get(module)
-    for part in name.split(".") if fn is not None and name else ():
-        fn = getattr(fn, part, None)
-    finding.location = _locate.locate(fn) if fn is not None and name else None
+    fn = _locate.dotted_attribute(sys.modules.get(module), name) if name else None
+    finding.location = _locate.locate(fn) if fn is not None else None
     finding.inputs = inputs
     report = TargetReport(unit, "function", checks=[result], findings=[finding], module=module)
     return target_report_to_dict(report)

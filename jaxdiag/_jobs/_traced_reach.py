@@ -203,7 +203,7 @@ def _inferred_run(lint: Any, runs: Any, module: ModuleType, name: str, options: 
         _, via, documented_options = documented  # prepared once per run: `_record_carrier.prepare` hands it back
         return list(via["args"]), via, documented_options
     keywords = keyword_values(module, name)
-    if not _takes_positional(_attribute(module, name)):
+    if not _takes_positional(_locate.dotted_attribute(module, name)):
         # nothing to infer: calling it runs its defaults, a library's setup, benchmark or I/O routine (one tuning
         # kernels on a 4 GB problem and saving the winner to disk), not a computation on inputs
         reason = "not run (it takes no positional argument, and a call on its defaults is no inferred input"
@@ -222,13 +222,6 @@ def _inferred_run(lint: Any, runs: Any, module: ModuleType, name: str, options: 
             return templates, {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords,
                                "callables": stand_ins, "assumed": assumed}, options
     return reason + documented + ")"
-
-
-def _attribute(module: ModuleType, dotted: str) -> Any:
-    obj: Any = module
-    for part in dotted.split("."):
-        obj = getattr(obj, part, None)
-    return obj
 
 
 def _takes_positional(fn: Any) -> bool:

@@ -280,6 +280,8 @@ def bind_site_operands(names: set[str], modules: list[Any], holders: frozenset[s
     object in `holders` that binds the primitive it holds (a kernel object's `__call__`), as the names (or "" for
     an expression) the library passes: how many operands its own code binds, and what it calls them. Calls with
     `*args` are skipped: their count is unknown."""
+    from .._harness.source import called_name
+
     out: list[list[str]] = []
     for module in modules:
         tree = module_tree(module)
@@ -287,7 +289,7 @@ def bind_site_operands(names: set[str], modules: list[Any], holders: frozenset[s
             continue
         for _, call in _calls_in(tree):
             bound = isinstance(call.func, ast.Attribute) and call.func.attr == "bind" and _binds(call, names)
-            if not (bound or _called_name(call.func) in holders):
+            if not (bound or called_name(call.func) in holders):
                 continue
             if any(isinstance(a, ast.Starred) for a in call.args):
                 continue
@@ -432,11 +434,6 @@ def calls_named(tree: ast.Module, name: str) -> list[ast.Call]:
     """The module's calls of `name` (`name(...)` or `x.name(...)`), in source order."""
     calls = [call for _, call in _calls_by_name(tree).get(name, ())]
     return sorted(calls, key=lambda call: (call.lineno, call.col_offset))
-
-
-def _called_name(func: ast.expr) -> str:
-    """The name a call is made through: `f(...)` and `module.f(...)` give "f"."""
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def _binds(call: ast.Call, names: set[str]) -> bool:

@@ -316,9 +316,7 @@ def _cotangents_checked(traced: Any, shapes: list[Any]) -> Any:
     cotangent silently."""
     for ct, spec in zip(jax.tree_util.tree_leaves(traced.value), shapes):
         if np.issubdtype(spec.dtype, np.inexact) and tuple(ct.shape) != tuple(spec.shape):
-            dims = ",".join(map(str, spec.shape)), ",".join(map(str, ct.shape))
-            return UserResult(error=ValueError(f"Expected cotangent type {np.dtype(spec.dtype).name}[{dims[0]}] "
-                                               f"but got {np.dtype(ct.dtype).name}[{dims[1]}]"))
+            return UserResult(error=_compat.transpose_cotangent_error(spec, ct))
     return traced
 
 

@@ -17,7 +17,7 @@ from ..._core import _locate
 from ... import _rules as rules
 from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
-from .._shared import raises_on_purpose
+from .._shared import raises_on_purpose, tangent_dtype_accepted
 from .._gradref import GradState, aval_text, error_text, leaf_difference, quiet_call, short_dtype, state
 from .._gradref._state import Arg, spec_positions
 from ._call import KINDS, _dense_call, _split, _zero_for, call_jvp, joint, jvp_rule, names, rule_location, user_rules
@@ -258,7 +258,7 @@ def _tangent_findings(st: GradState, primal: Any, tangent: Any) -> Iterator[Find
                 "must produce primal and tangent outputs with corresponding shapes and dtypes`).",
                 fix=f"Return a tangent of shape {tuple(np.shape(p))} for {name} (no extra or missing axes).",
                 location=rule_location(st))
-        elif t_dtype != np.dtype(want_dtype) and not (want_dtype == _compat.float0 and t_dtype.kind in "biu"):
+        elif not tangent_dtype_accepted(t_dtype, want_dtype):
             yield rules.JVP_OUTPUT_STRUCTURE.finding(
                 evidence=f"{rule}'s tangent for {name} is {short_dtype(t_dtype)} but the primal is {aval_text(p)}, "
                          f"whose "
