@@ -243,3 +243,39 @@ def test_the_operands_of_an_equation_inside_calls_are_computed_by_one_program_an
     cos = next(e for e in _compat.iter_eqns(traced) if e.primitive.name == "cos")
     assert not _compat.reaches_operands(traced, cos)  # in the loop's body
     assert _compat.operands_at(traced, cos, [x]) is None
+
+
+def _refuses(x):
+    raise ValueError("refused")
+
+
+def _filtered_frames() -> list[tuple[str, str]]:
+    try:
+        jax.vmap(_refuses)(jnp.ones(3))
+    except ValueError as exc:
+        import traceback
+
+        return [(f.filename, f.name) for f in traceback.extract_tb(exc.__traceback__)]
+    raise AssertionError("the rule ran")
+
+
+def test_a_run_asks_jax_traceback_filter_once_per_file_keeps_its_frames_and_restores_it_even_on_error():
+    from jax._src import traceback_util
+
+    own = traceback_util.include_frame
+    expected = _filtered_frames()
+    assert not any("/jax/_src/" in name for name, _ in expected)  # JAX did filter its own frames out
+    asked: list[str] = []
+    counting = lambda frame: asked.append(frame.f_code.co_filename) or own(frame)  # noqa: E731
+    traceback_util.include_frame = counting
+    try:
+        with pytest.raises(RuntimeError, match="stop"), _compat.run_scope():
+            memo = traceback_util.include_frame
+            with _compat.run_scope():  # a run inside a run keeps the one memo
+                assert traceback_util.include_frame is memo
+            assert _filtered_frames() == expected and _filtered_frames() == expected
+            assert asked and len(asked) == len(set(asked))  # each file asked once, over both exceptions
+            raise RuntimeError("stop")
+        assert traceback_util.include_frame is counting
+    finally:
+        traceback_util.include_frame = own

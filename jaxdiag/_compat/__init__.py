@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     )
     from ._state import (
         apply_environment_flags, compilation_cache, global_state, restore_global_state, restore_jax_state,
-        restored_sys_path, snapshot_jax_state, state_changes, x64_scope,
+        run_scope, snapshot_jax_state, state_changes, x64_scope,
     )
     from ._platform import (
         accelerator_only_lowering, is_platform_error, lowering_platforms, needs_concrete_values, raised_by_host_code,
@@ -111,7 +111,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "registration_keys", "rule_bound_primitives", "rule_reachable_primitives", "rule_registries",
         "transpose_rule", "user_impl"),
     "_state": ("apply_environment_flags", "compilation_cache", "global_state", "restore_global_state",
-        "restore_jax_state", "restored_sys_path", "snapshot_jax_state", "state_changes", "x64_scope"),
+        "restore_jax_state", "run_scope", "snapshot_jax_state", "state_changes", "x64_scope"),
     "_platform": ("accelerator_only_lowering", "is_platform_error", "lowering_platforms", "needs_concrete_values",
         "raised_by_host_code", "raised_by_kernel"),
     "_removed": ("DROP_IN", "REMOVED_BY_JAX", "REMOVED_IN_NEWER_JAX", "removed_api_advice", "removed_api_uses",
@@ -247,7 +247,7 @@ __all__ = [
     "global_state",
     "restore_global_state",
     "restore_jax_state",
-    "restored_sys_path",
+    "run_scope",
     "rule_user_functions",
     "shaped_array",
     "snapshot_jax_state",

@@ -3,19 +3,22 @@
 What a run touches: the rule registries (batching, JVP, transposes including `fancy_transposes`, lowerings
 including the per-platform tables), `Primitive.bind` and the custom_* classes' `__call__` (call recorders), a
 custom_vmap's `vmap_rule` (the spy), the x64 / enable_checks / disable_jit flags, the profile hook (the return-line
-watch) and `sys.path` (target loading). Each patch is entered inside `try` and undone in `finally` where it is made;
-`snapshot_jax_state()` lets tests (and the pytest fixture) prove that nothing leaks.
+watch), `sys.path` (target loading) and JAX's traceback frame filter (memoized, `run_scope`). Each patch is entered
+inside `try` and undone in `finally` where it is made; `snapshot_jax_state()` lets tests (and the pytest fixture)
+prove that nothing leaks.
 """
 
 from __future__ import annotations
 
 import contextlib
+import types
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import jax
 from jax._src import core as _core
+from jax._src import traceback_util as _traceback_util
 from jax._src.interpreters import ad as _ad
 from jax._src.interpreters import mlir as _mlir
 
@@ -54,6 +57,7 @@ def snapshot_jax_state(custom_vmaps: Iterable[Any] = ()) -> dict[str, Any]:
     snapshot["flags"] = {name: bool(getattr(jax.config, flag)) for name, flag in _FLAGS.items()}
     snapshot["profile"] = sys.getprofile()
     snapshot["sys_path"] = list(sys.path)
+    snapshot["traceback_filter"] = getattr(_traceback_util, "include_frame", None)
     return snapshot
 
 
@@ -61,7 +65,7 @@ def restore_jax_state(snapshot: dict[str, Any]) -> list[str]:
     """Put back every entry of `snapshot` that changed or disappeared; returns what was restored.
 
     Entries added since the snapshot are kept: importing the user's modules registers their rules, and those
-    registrations belong to the user, not to jaxdiag. `sys.path` is left alone here (see `restored_sys_path`).
+    registrations belong to the user, not to jaxdiag. `sys.path` is left alone here (see `run_scope`).
     """
     restored = []
     tables = {**_tables(), **{f"platform:{p}": t for p, t in _platform_tables().items()}}
@@ -139,14 +143,45 @@ def x64_scope(enabled: bool) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def restored_sys_path() -> Iterator[None]:
-    """`sys.path` as it was before the body, once the body is done: target loading adds the user's folders, which
-    stay importable for the whole run and no longer afterwards."""
+def run_scope() -> Iterator[None]:
+    """What one jaxdiag run sets up for its body and undoes once it is done, even on error (re-entrant):
+    - `sys.path` as it was before: target loading adds the user's folders, which stay importable for the whole run
+      and no longer afterwards;
+    - JAX's traceback filter asks once per file whether a frame is JAX's own (`_memoized_frame_filter`)."""
     saved = list(sys.path)
+    try:
+        with _memoized_frame_filter():
+            yield
+    finally:
+        sys.path[:] = saved
+
+
+@contextlib.contextmanager
+def _memoized_frame_filter() -> Iterator[None]:
+    """JAX filters its own frames out of every exception that crosses one of its API boundaries, deciding each
+    frame with `os.path.samefile` against each excluded folder (two `stat` calls per folder per frame). Input
+    inference makes the user's code raise hundreds of times per target: that filter was a quarter of a lint run.
+    The answer only depends on the frame's file and on the exclusions registered so far, so for the body it is
+    asked once per (file, exclusion count); the same frames are filtered as before."""
+    original = getattr(_traceback_util, "include_frame", None)
+    exclusions = getattr(_traceback_util, "_exclude_paths", None)
+    if original is None or not isinstance(exclusions, list) or getattr(original, "__module__", None) == __name__:
+        yield  # another JAX layout, or a run inside a run: JAX's own filter as it is
+        return
+    answers: dict[tuple[str, int], bool] = {}
+
+    def include_frame(f: types.FrameType) -> bool:  # JAX's own name for the parameter
+        key = (f.f_code.co_filename, len(exclusions))  # exclusions are only ever appended
+        answer = answers.get(key)
+        if answer is None:
+            answer = answers[key] = original(f)
+        return answer
+
+    _traceback_util.include_frame = include_frame
     try:
         yield
     finally:
-        sys.path[:] = saved
+        _traceback_util.include_frame = original
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -382,7 +382,7 @@ def _documented_once(lint: Any, runs: Any, module: ModuleType, name: str) -> tup
     from .._run._signature import templates_of_args
 
     label = f"{module.__name__}:{name}"
-    with RUN_LOCK, _compat.restored_sys_path():
+    with RUN_LOCK, _compat.run_scope():
         call = _doc_examples.documented_call(module, name)
     if call is None:
         return ", and its docstring has no example that calls it with an array"
@@ -449,7 +449,7 @@ def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str,
 
     assumed = {k: v.kind for k, v in keywords.items() if isinstance(v, Assumed)}
     errors: list[str] = []
-    with _engine.RUN_LOCK, _compat.restored_sys_path():
+    with _engine.RUN_LOCK, _compat.run_scope():
         target = _engine.resolve(label, app_dir)
         if _callables.unwrapped(target.obj) is target.obj and target.kind != "function":
             raise InferenceError(f"it is a {target.kind}, checked as such", label=label, tried=[],

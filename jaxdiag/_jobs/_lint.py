@@ -91,7 +91,7 @@ def check_paths(
     lint.settings = _parallel.RunSettings(jobs=jobs, timeout=timeout, cache=cache,
                                            bound_memory=bound_memory, isolate=isolate)
     lint.run_options = run_options  # Options fields for every target's run
-    with _engine.RUN_LOCK, _compat.restored_sys_path():  # user folders stay importable for the run only
+    with _engine.RUN_LOCK, _compat.run_scope():  # user folders stay importable for the run only
         return lint.run(items, from_config=from_config)
 
 

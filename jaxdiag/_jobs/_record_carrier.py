@@ -138,7 +138,7 @@ def check_inside(runs: CarrierRuns, via: dict, templates: list[Any], call: dict,
         runs.prepared[key] = prepared
     if isinstance(prepared, BaseException):
         raise prepared
-    with _scope(prepared), _engine.RUN_LOCK, _compat.restored_sys_path():
+    with _scope(prepared), _engine.RUN_LOCK, _compat.run_scope():
         subjects = _the_rule(prepared.nested, call)
         if not subjects and call.get("kind") == "primitive":
             subjects = _the_rule(_jvp_subjects(prepared, options), call)
@@ -152,7 +152,7 @@ def check_subjects(runs: CarrierRuns, via: dict, prepared: Prepared, subjects: l
     from .._run import _engine
 
     key = carrier_key(via, options)
-    with _scope(prepared), _engine.RUN_LOCK, _compat.restored_sys_path():
+    with _scope(prepared), _engine.RUN_LOCK, _compat.run_scope():
         _observe_call_sites(prepared, subjects, options)
         reports = []
         for subject in subjects:
@@ -229,7 +229,7 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
     from .._run._observe import observed_examples
 
     runs.count(f"prepare {via['target']}")
-    with _engine.RUN_LOCK, _compat.restored_sys_path():
+    with _engine.RUN_LOCK, _compat.run_scope():
         # keyword-only arguments the package's own call sites pass it, stand-ins for the functions it takes
         # (`_call_sites`, `_traced_reach`); a custom_jvp/custom_vjp carrier runs as its primal function
         target = _callables.carrier(_engine.resolve(via["target"], app_dir), via.get("keywords") or {},
@@ -302,7 +302,7 @@ def observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Opt
     """Under the run's lock (and x64 for a wide carrier): see `_observe_call_sites`."""
     from .._run import _engine
 
-    with _scope(prepared), _engine.RUN_LOCK, _compat.restored_sys_path():
+    with _scope(prepared), _engine.RUN_LOCK, _compat.run_scope():
         _observe_call_sites(prepared, subjects, options)
 
 

@@ -349,7 +349,7 @@ def _solve_report(prepared: Any, label: str, module: ModuleType, options: Any, v
     from .._checks import _solves
     from .._harness.cache import SubjectCache
 
-    with _engine.RUN_LOCK, _compat.restored_sys_path():
+    with _engine.RUN_LOCK, _compat.run_scope():
         report, _ = _engine.run_subject_by_check(prepared.root, options, SubjectCache(),
                                                  only={c.name for c in _solves.CHECKS} | {"function-grad"})
     if via.get("callables"):
@@ -372,7 +372,7 @@ def _callback_report(prepared: Any, label: str, module: ModuleType, options: Any
     from .._checks import _ffi
     from .._harness.cache import SubjectCache
 
-    with _engine.RUN_LOCK, _compat.restored_sys_path():
+    with _engine.RUN_LOCK, _compat.run_scope():
         report, _ = _engine.run_subject_by_check(prepared.root, options, SubjectCache(),
                                                  only={c.name for c in _ffi.CHECKS})
     if via.get("callables"):

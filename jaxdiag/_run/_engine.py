@@ -97,7 +97,7 @@ def run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], opt
     `RUN_LOCK`, so two threads calling the API get correct reports, one after the other. The user's folders put on
     `sys.path` to load the target stay there for the run only.
     """
-    with RUN_LOCK, _compat.restored_sys_path():
+    with RUN_LOCK, _compat.run_scope():
         watch = _contain.Watch()
         label = target if isinstance(target, str) else target.ref if isinstance(target, Target) else describe(target)
         with catch_abort() as caught:  # SystemExit & co. from user code while loading or choosing inputs
