@@ -50,9 +50,12 @@ RIGHT = WRONG.replace("2 * x ** 2 * t", "3 * x ** 2 * t").replace("cube", "other
 
 def forget_modules(folder: Path) -> None:
     """What a new `jaxdiag check` process starts with: none of the project's modules imported yet."""
+    # module files are spelled as imported: under the folder as given or as resolved (no resolve() of every
+    # module's file, which stat-ed each part of thousands of paths per test)
+    prefixes = tuple(f"{spelled}{os.sep}" for spelled in {str(folder), str(folder.resolve())})
     for name, module in list(sys.modules.items()):
         where = getattr(module, "__file__", None) or ""
-        if where and Path(where).resolve().is_relative_to(folder.resolve()):
+        if where.startswith(prefixes):
             del sys.modules[name]
     for path in [p for p in _targets._FILE_MODULES if Path(p).is_relative_to(folder.resolve())]:
         del _targets._FILE_MODULES[path]

@@ -313,7 +313,7 @@ def _factory_registration(module: Any, name: str, helper: str) -> int | None:
     import ast
 
     from .._harness.source import called_name
-    from .._loading._passthrough import module_tree
+    from .._harness.source import module_tree
 
     tree = module_tree(module)
     if tree is None:

@@ -1,4 +1,5 @@
-"""Reading the user's source by AST, once: the parsed `def` of a rule or function, cached by its code object.
+"""Reading the user's source by AST, once: the parsed `def` of a rule or function, cached by its code object, and
+a module's parsed source, cached by file and modification time (`module_tree`).
 
 The batching fixes (the rule's `return` lines and dim names) and the grad fixes (a bwd's cotangent names, argument
 names) read the user's code through here, so a function is read from disk and parsed once per process.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import re
 import textwrap
 from collections.abc import Iterator
@@ -112,3 +114,27 @@ def resolved(node: ast.AST, namespace: dict[str, Any]) -> Any:
 def called_name(func: Any) -> str | None:
     """The name a call's function node ends in: `f` for `f(...)`, `any` for `jnp.any(...)`; None otherwise."""
     return getattr(func, "id", getattr(func, "attr", None))
+
+
+_TREES: dict[tuple, ast.Module | None] = {}
+
+
+def module_tree(module: Any) -> ast.Module | None:
+    """The module's parsed source, cached by file and modification time (a package's modules are read for each of
+    its primitives)."""
+    if module is None:
+        return None
+    where = getattr(module, "__file__", None)
+    try:
+        key: tuple = (module.__name__, where, os.path.getmtime(where) if where else None)
+    except OSError:
+        key = (module.__name__, where, None)
+    if key in _TREES:
+        return _TREES[key]
+    try:
+        tree: ast.Module | None = ast.parse(textwrap.dedent(inspect.getsource(module)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        tree = None
+    if where is not None:
+        _TREES[key] = tree
+    return tree

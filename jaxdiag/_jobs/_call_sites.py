@@ -57,7 +57,7 @@ def references(module: ModuleType) -> dict[str, set[str]]:
     (`foo_p.bind(...)`, `kernel.primitive.bind(...)` refer to `foo_p`, `kernel`). A custom_vjp/custom_jvp also
     refers to its rules (`f.defvjp(f_fwd, f_bwd)`, `@f.defjvp`): a primitive bound only in a bwd is reached
     through the public function that calls `f`, under `jax.grad`."""
-    from .._loading._passthrough import module_tree
+    from .._harness.source import module_tree
 
     tree = module_tree(module)
     if id(tree) in _REFERENCES:  # keyed by the parsed tree, itself cached by file and modification time

@@ -70,7 +70,7 @@ def _called_name(node: ast.expr) -> str | None:
 
 def sites_in(module: ModuleType) -> list[Site]:
     """Rule-making calls and decorators inside the module-level functions of `module` (read, never run)."""
-    from .._loading._passthrough import module_tree
+    from .._harness.source import module_tree
 
     tree = module_tree(module)
     path = getattr(module, "__file__", None)
@@ -148,7 +148,7 @@ def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
     """Module-level function name -> the names it calls (plain or attribute), and the names it hands on as values
     (`shard_map(_kernel, ...)`, `jax.vmap(f)`, `lax.scan(step, ...)`: a transformation calls them), from the
     source."""
-    from .._loading._passthrough import module_tree
+    from .._harness.source import module_tree
 
     tree = module_tree(module)
     out: dict[str, set[str]] = {}
@@ -180,7 +180,7 @@ def _named_at_import(module: ModuleType) -> set[str]:
     """Every name the module's top-level statements mention or decorate with, class bodies included (calls,
     annotations, values): a class named there may have instances made at import, which hold what its methods
     make."""
-    from .._loading._passthrough import module_tree
+    from .._harness.source import module_tree
 
     tree = module_tree(module)
     out: set[str] = set()
@@ -202,7 +202,7 @@ def _called_at_import(module: ModuleType) -> set[str]:
     """Names the module's own top-level statements call or decorate with: what they make is a module attribute
     (or a class attribute), found by attribute discovery. Only calls and decorators count: a name merely mentioned
     (an annotation, a dict value, a re-export `f = f`) makes nothing."""
-    from .._loading._passthrough import module_tree
+    from .._harness.source import module_tree
 
     tree = module_tree(module)
     out: set[str] = set()
@@ -273,7 +273,7 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
 
 
 def _returns_its_rule(module: ModuleType, site: Site) -> bool:
-    from .._loading._passthrough import module_tree
+    from .._harness.source import module_tree
 
     return bool(_rule_factories.returned_sites(module_tree(module), site.function, [site.line]))
 

@@ -205,7 +205,7 @@ def check_returned(lint: Any, sites: list[Any], known: set[int], note: Callable[
     """The rules that module-level functions left unreached return: each such function called once with
     configuration values, each rule it returns checked as a target on inferred inputs. `starts(label)`: whether
     that function's unit runs (`_traced_reach.check_by_tracing`)."""
-    from .._loading._passthrough import module_tree
+    from .._harness.source import module_tree
 
     reports: list[TargetReport] = []
     for group in _unreached_groups(sites, methods=False):
@@ -313,7 +313,7 @@ def check_methods(lint: Any, sites: list[Any], known: set[int], note: Callable[[
     (its constructor's parameters filled likewise); a rule the method returns (or `__init__` stores) is checked as a
     target, and any other method is checked as a function target on inferred inputs, the rules it makes or calls
     being its nested subjects. A method that does not run on inferred inputs leaves its sites to JXN012."""
-    from .._loading._passthrough import module_tree
+    from .._harness.source import module_tree
 
     reports: list[TargetReport] = []
     for group in _unreached_groups(sites, methods=True):

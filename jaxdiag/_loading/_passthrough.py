@@ -18,13 +18,13 @@ from __future__ import annotations
 import ast
 import enum
 import inspect
-import os
 import sys
 import textwrap
 import weakref
 from typing import Any
 
 from .._core import _locate
+from .._harness.source import module_tree
 
 
 def passthrough_defaults(fn: Any, attr: str, names: list[str]) -> dict[int, Any]:
@@ -47,30 +47,6 @@ def passthrough_defaults(fn: Any, attr: str, names: list[str]) -> dict[int, Any]
                     conflicting.add(position)
                 found.setdefault(position, value)
     return {i: v for i, v in found.items() if i not in conflicting}
-
-
-_TREES: dict[tuple, ast.Module | None] = {}
-
-
-def module_tree(module: Any) -> ast.Module | None:
-    """The module's parsed source, cached by file and modification time (a package's modules are read for each of
-    its primitives)."""
-    if module is None:
-        return None
-    where = getattr(module, "__file__", None)
-    try:
-        key: tuple = (module.__name__, where, os.path.getmtime(where) if where else None)
-    except OSError:
-        key = (module.__name__, where, None)
-    if key in _TREES:
-        return _TREES[key]
-    try:
-        tree: ast.Module | None = ast.parse(textwrap.dedent(inspect.getsource(module)))
-    except (OSError, TypeError, SyntaxError, ValueError):
-        tree = None
-    if where is not None:
-        _TREES[key] = tree
-    return tree
 
 
 def _option_defaults(caller: Any) -> dict[str, Any]:

@@ -196,7 +196,7 @@ def _literal_call_arguments(subject: Subject, floats: set[Any] | None = None) ->
     partial applications (`functools.partial(f, max_gradient=1e3)`, whose positions follow the function).
     `floats` gets the positions and names some call passes as `float(...)`: a float is in their contract."""
     from .._harness.source import called_name
-    from .._loading._passthrough import module_tree
+    from .._harness.source import module_tree
 
     attr = subject.label.rpartition(":")[2].split(".")[-1]
     tree = module_tree(sys.modules.get(subject.module or "")) if attr else None

@@ -25,7 +25,7 @@ from ._evidence import EVIDENCE_READS, Evidence, _run, evidence
 from .._vmap_harness import Variant, vmapped
 from .._vmap_harness import axes_repr as _axes_repr
 from ._rule_returns import _display, _return_location
-from ..._harness.source import own_nodes, return_nodes
+from ..._harness.source import module_tree, own_nodes, return_nodes
 from ._source import _function_node, corrected_return
 from ._spy import RuleCall, Spy
 from ._vs_loop import _returning_line_of, _subject_display
@@ -290,10 +290,7 @@ def _source_tuple_out_axes(wrapper: Callable) -> tuple | None:
     fn = _locate.unwrap(wrapper)
     name = getattr(fn, "__name__", None)
     module = inspect.getmodule(fn)
-    try:
-        tree = ast.parse(inspect.getsource(module)) if module is not None and name else None
-    except (OSError, TypeError, SyntaxError):
-        return None
+    tree = module_tree(module) if name else None
     for node in ast.walk(tree) if tree is not None else ():
         if not (isinstance(node, ast.Call) and node.args and _is_vmap(node.func)):
             continue

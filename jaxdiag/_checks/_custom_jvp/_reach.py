@@ -5,13 +5,13 @@ differentiated by JAX itself, so it needs no JVP rule. FFI kernels are typically
 from __future__ import annotations
 
 import ast
-import inspect
 from types import ModuleType
 from typing import Any
 
 from ... import _compat
 from ..._core import _locate
 from ..._core._errors import TargetLoadError
+from ..._harness.source import module_tree
 from ..._loading import _targets  # a module reference: _targets imports the checks package while it loads
 
 
@@ -39,11 +39,8 @@ def _reached_only_through(prim: Any, module: ModuleType, covered: set[str]) -> s
     in `covered`, or every function that calls it is, recursively), or None when some bind is reachable otherwise
     (a module-level bind, an uncovered caller-less binder), there is no bind, or the source cannot be read."""
     names = {n for n, v in vars(module).items() if v is prim}
-    try:
-        tree = ast.parse(inspect.getsource(module))
-    except (OSError, TypeError, SyntaxError):
-        return None
-    if not names or not covered:
+    tree = module_tree(module)
+    if tree is None or not names or not covered:
         return None
     functions = {node.name: node for node in ast.walk(tree)
                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
