@@ -389,3 +389,20 @@ def test_a_crash_on_inferred_inputs_is_a_warning_end_to_end():
     assert done.returncode == 5, done.stderr
     (finding,) = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["code"] == "JXU002"]
     assert finding["severity"] == "warning" and "inferred" in finding["message"], finding
+
+
+@pytest.mark.slow
+@pytest.mark.supervised
+def test_a_crash_while_a_call_of_the_package_is_prepared_names_the_inputs_it_ran_on():
+    """A crash while jaxdiag runs a rule's call site (before any check starts) named no inputs, so it stayed an
+    error whatever they were. The carrier now says what it runs on: the author's documented call is declared (an
+    error naming it), a caller run on inputs jaxdiag inferred is at most a warning."""
+    done = _cli("check", str(DATA / "examplecrash"), "-j", "1", "--no-cache", "--format", "json")
+    assert done.returncode == 5, done.stderr
+    found = {t["target"].rpartition("/")[2]: t["findings"] for t in json.loads(done.stdout)["targets"]}
+    (documented,) = found["documented.py:crash_p"]
+    assert (documented["code"], documented["severity"]) == ("JXU002", "error"), documented
+    assert documented["inputs"] == {"provenance": "declared", "specs": ["f32[3]"]}, documented
+    (inferred,) = found["undocumented.py:undocumented_crash_p"]
+    assert (inferred["code"], inferred["severity"]) == ("JXU002", "warning"), inferred
+    assert "f32[3] inferred" in inferred["message"], inferred

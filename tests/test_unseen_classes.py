@@ -124,3 +124,23 @@ def test_a_rule_checked_at_a_documented_call_draws_its_batches_near_those_values
     check_json(str(ACC / "documented_rows.py"), ACC)
     (label,) = [k for k in seen if k.endswith("documented_rows")]
     assert seen[label] is True, seen
+
+
+def test_every_later_run_of_a_documented_call_runs_on_its_documented_values(monkeypatch):
+    """Observing how the documented call calls its rules (whether it binds them only under tracing, the inputs JAX
+    never perturbs there) runs the call again: it ran on a fresh random draw of the example's shapes, so a CSR
+    structure was redrawn and a compiled kernel read out of bounds; the supervised worker died (a JXU002 error,
+    "no check had started"). Every run of the carrier now takes the values it was prepared with."""
+    import numpy as np
+    from jaxdiag._checks import _call_site
+
+    examples: list[list] = []
+    original = _call_site.traced_only_primitives
+
+    def spy(root, nested, example):
+        examples.append([np.asarray(x).tolist() for x in example])
+        return original(root, nested, example)
+
+    monkeypatch.setattr(_call_site, "traced_only_primitives", spy)
+    check_json(str(ACC / "documented_rows.py"), ACC)
+    assert examples == [[[1.0, 2.0, 3.0, 4.0], [3, 0, 2]]], examples

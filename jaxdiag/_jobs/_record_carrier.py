@@ -87,6 +87,14 @@ class Prepared:
     call_sites_done: set[int] = field(default_factory=set)  # subjects whose call sites were observed
     # a rule found only under differentiation -> the rule binding it ("the transpose rule of foo_jvp"), when known
     bound_by: dict[int, str] = field(default_factory=dict)
+    # the carrier's own cache: its example is the values it ran on (a documented call's arrays, never redrawn)
+    root_cache: SubjectCache = field(default_factory=SubjectCache)
+
+    def example(self, options: Options) -> list[Any]:
+        """The arguments the carrier ran on when it was prepared: every later run of it (observing how it calls
+        its rules, its JVP) runs on them too. A documented call's CSR structure redrawn at random made a compiled
+        kernel read out of bounds and the worker died."""
+        return Context(self.root, options, "observe", self.root_cache).example()
 
 
 @dataclass
@@ -238,6 +246,9 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
             target = Target(target.ref, _under_vmap(target.obj, templates), "function", target.module)
         specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
         wide = any(_engine.needs_x64(s) for s in specs)
+        if _engine.on_check_start is not None:  # a crash while the carrier runs is graded by the inputs it ran on
+            _engine.on_check_start(via["target"], "", {"provenance": options.provenance,
+                                                       "specs": [str(s) for s in specs]})
         with _compat.x64_scope(True) if wide else contextlib.nullcontext():
             root = _engine._root_subject(target, {})
             _signature.check_arity(root, templates)
@@ -250,7 +261,7 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
                 _engine.choose_domain(root, notes)
             nested = find_nested_subjects(root, options, root_cache)
             observed = observed_examples(root, nested, options, root_cache) if nested else {}
-    return Prepared(root, nested, ObservedValues(observed), wide, notes=notes)
+    return Prepared(root, nested, ObservedValues(observed), wide, notes=notes, root_cache=root_cache)
 
 
 BATCH = 2  # examples in a batched carrier run
@@ -317,7 +328,7 @@ def _observe_call_sites(prepared: Prepared, subjects: list[Subject], options: Op
     if not fresh:
         return
     prepared.call_sites_done.update(id(s) for s in fresh)
-    example = Context(prepared.root, options, "observe", SubjectCache()).example()
+    example = prepared.example(options)
     unperturbed = unperturbed_inputs(prepared.root, fresh, example)
     traced_only = traced_only_primitives(prepared.root, fresh, example)
     received = received_tangents(prepared.root, fresh, example, prepared.observed, options.seed)
@@ -409,7 +420,7 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
     from .._core._report import Location
 
     root = prepared.root
-    example = [jax.numpy.asarray(x) for x in Context(root, options, "observe", SubjectCache()).example()]
+    example = [jax.numpy.asarray(x) for x in prepared.example(options)]
     inexact = [i for i, x in enumerate(example) if jax.numpy.issubdtype(x.dtype, jax.numpy.inexact)]
     if not inexact:
         return prepared.under_jvp
