@@ -122,8 +122,8 @@ def child(family: str, side: str, index: int, cases: str, jaxdiag_root: str) -> 
         imported = time.perf_counter()
         from jaxdiag._run import _engine
 
-        def first(label: str, check: str) -> None:
-            if not modules["at_first_check"]:
+        def first(label: str, check: str, inputs: dict) -> None:
+            if check and not modules["at_first_check"]:  # "": a candidate of input inference, not a check
                 modules["at_first_check"] = sum(1 for k in sys.modules if k == "jaxdiag" or k.startswith("jaxdiag."))
 
         _engine.on_check_start = first
