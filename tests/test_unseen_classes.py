@@ -144,3 +144,36 @@ def test_every_later_run_of_a_documented_call_runs_on_its_documented_values(monk
     monkeypatch.setattr(_call_site, "traced_only_primitives", spy)
     check_json(str(ACC / "documented_rows.py"), ACC)
     assert examples == [[[1.0, 2.0, 3.0, 4.0], [3, 0, 2]]], examples
+
+
+def test_a_positive_definite_matrix_passed_through_moves_its_rule_along_symmetric_steps_only():
+    """`quad_form` hands its SPD matrix straight to a custom_jvp whose primal reads one triangle (a Cholesky factor):
+    the rule, right along symmetric steps, was found wrong (JXG024) along the random non-symmetric tangents the
+    function was pushed with. The function's own symmetric directions now drive what its rules receive; a rule
+    doubling the matrix term is still found."""
+    _, data = check_json(f"{ACC / 'spd_passthrough.py'}", ACC)
+    good, bad = _findings(data, ":_quad"), _findings(data, ":_quad_doubled")
+    assert [c for c, s in good if s != "info"] == [], good
+    assert ("JXG024", "warning") in bad, bad
+
+
+def test_plain_jax_the_quadratic_form_rule_is_right_along_symmetric_steps_and_the_doubled_one_is_not():
+    import importlib.util
+
+    import jax
+    import numpy as np
+
+    from jaxdiag import _compat
+
+    spec = importlib.util.spec_from_file_location("spd_passthrough", ACC / "spd_passthrough.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 3))
+    matrix, rhs, step = a @ a.T + 3 * np.eye(3), rng.standard_normal(3), rng.standard_normal((3, 3))
+    with _compat.x64_scope(True):
+        for symmetric, right in ((step + step.T, True), (step, False)):
+            for fn, doubled in ((module.quad_form, False), (module.quad_form_doubled, True)):
+                tangent = jax.jvp(lambda m: fn(m, rhs), (matrix,), (symmetric,))[1]  # noqa: B023
+                fd = (fn(matrix + 1e-6 * symmetric, rhs) - fn(matrix - 1e-6 * symmetric, rhs)) / 2e-6
+                assert np.isclose(tangent, fd, rtol=1e-5) == (right and not doubled), (symmetric, doubled)

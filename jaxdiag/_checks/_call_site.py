@@ -167,9 +167,9 @@ def received_tangents(root: Subject, nested: Sequence[Subject], example: Sequenc
         return {}
     rng = np.random.default_rng(zlib.crc32(f"{seed}:{root.seed_key}:received".encode()))
     found: dict[int, list[list[np.ndarray | None]]] = {}
-    for _ in range(RECEIVED_DIRECTIONS):
-        tangents = tuple(_compat.device_array(_random_like(x, rng)) if is_inexact(x.dtype)
-                         else _compat.float0_zeros(x.shape) for x in arrays)
+    for d in range(RECEIVED_DIRECTIONS):
+        tangents = tuple(_compat.device_array(_root_direction(root, k, d, x, rng)) if is_inexact(x.dtype)
+                         else _compat.float0_zeros(x.shape) for k, x in enumerate(arrays))
         binds: list = []
         customs: list = []
         with _compat.record_primitive_binds([], jaxdiag_code, raw=binds), \
@@ -214,6 +214,16 @@ def _tangents_at(leaves: Sequence[Any], values: Sequence[np.ndarray]) -> list[np
             return None
         out.append(tangent)
     return out
+
+
+def _root_direction(root: Subject, k: int, d: int, x: Any, rng: np.random.Generator) -> np.ndarray:
+    """Direction `d` of the function's input `k`: one of the function's own directions where it has them (a
+    positive definite matrix moves along symmetric steps only, `_engine.symmetric_tangents`: a random step leaves
+    the domain, and a rule reading one triangle was found wrong along it), else a random one."""
+    own = root.received_tangents.get(k)
+    if own:
+        return np.asarray(own[d % len(own)]).astype(x.dtype)
+    return _random_like(x, rng)
 
 
 def _random_like(x: Any, rng: np.random.Generator) -> np.ndarray:

@@ -259,6 +259,7 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
                 root_cache.example = [np.asarray(x) for x in example]
             else:
                 _engine.choose_domain(root, notes)
+            _engine.symmetric_tangents(root, options.seed)  # what its nested rules receive stays in the domain
             nested = find_nested_subjects(root, options, root_cache)
             observed = observed_examples(root, nested, options, root_cache) if nested else {}
     return Prepared(root, nested, ObservedValues(observed), wide, notes=notes, root_cache=root_cache)

@@ -174,7 +174,7 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
     _signature.apply(root, templates)
     specs = root.specs
     choose_domain(root, notes)
-    _symmetric_tangents(root, options.seed)
+    symmetric_tangents(root, options.seed)
     root_cache = SubjectCache()
     if any(c is not None for c in concrete):
         rng = np.random.default_rng(options.seed)
@@ -290,7 +290,7 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int, ag
     return not _nonfinite(ran.value), "non-finite output"
 
 
-def _symmetric_tangents(subject: Subject, seed: int) -> None:
+def symmetric_tangents(subject: Subject, seed: int) -> None:
     """On the spd domain, a square matrix argument is perturbed along symmetric (Hermitian) directions only, as the
     tangents a nested rule receives are (`Subject.received_tangents`): a random direction leaves the domain."""
     rng = np.random.default_rng([seed, 0x5BD])
