@@ -177,3 +177,31 @@ def test_plain_jax_the_quadratic_form_rule_is_right_along_symmetric_steps_and_th
                 tangent = jax.jvp(lambda m: fn(m, rhs), (matrix,), (symmetric,))[1]  # noqa: B023
                 fd = (fn(matrix + 1e-6 * symmetric, rhs) - fn(matrix - 1e-6 * symmetric, rhs)) / 2e-6
                 assert np.isclose(tangent, fd, rtol=1e-5) == (right and not doubled), (symmetric, doubled)
+
+
+def test_a_tolerance_operand_is_drawn_small_and_held_constant():
+    """`tol` of a root finder is its setting: drawn at 1e-6 and never differentiated. On a random `tol` the right
+    implicit-function rule was a JXG024; the rule halving the derivative is still found."""
+    _, data = check_json(f"{ACC / 'solver_tolerance.py'}", ACC)
+    good, bad = _findings(data, ":cube_root"), _findings(data, ":cube_root_halved")
+    assert [c for c, s in good if s != "info"] == [], good
+    assert ("JXG024", "warning") in bad, bad
+    (target,) = [t for t in data["targets"] if t["target"].endswith(":cube_root")]
+    assert target["inputs"][1].endswith("@0.000001..0.000002"), target["inputs"]
+
+
+def test_plain_jax_the_root_finder_rule_is_right_once_converged_and_not_at_a_loose_tolerance():
+    import importlib.util
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("solver_tolerance", ACC / "solver_tolerance.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    import jax
+
+    y = jnp.array([0.5, 2.0, 7.0])
+    for tol, converged in ((1e-6, True), (1.0, False)):
+        tangent = jax.jvp(lambda v: module.cube_root(v, jnp.full(3, tol)), (y,), (jnp.ones(3),))[1]  # noqa: B023
+        assert np.allclose(tangent, 1 / (3 * np.cbrt(np.asarray(y)) ** 2), rtol=1e-4) == converged, tol

@@ -51,7 +51,9 @@ from .._checks._base import Subject
 from .._core import _locate
 from .._core._report import Finding
 from .._harness import UserResult, call_user
-from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, Static, key_spec, template_text
+from .._loading._inputs import (
+    DOMAINS, DTYPES, TOLERANCE_DOMAIN, TOLERANCE_NAME, ArgSpec, Static, key_spec, template_text,
+)
 from . import _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes, _static_values
 from ._assumed_params import DISAGREES
 from ._sparse_operands import csr_rungs
@@ -171,6 +173,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
         statements = _stated_shapes.stated_axes(subject, names)
         # `indices`, `row_indices`: integers too, unless an annotation gives them another family
         named = indices | (_operand_kinds.index_named(names) - _family(families, "float", "complex", "bool"))
+        tolerances = {i: TOLERANCE_DOMAIN for i, name in enumerate(names) if TOLERANCE_NAME.search(name)}
         for ints in _static_values.int_positions(subject, statics, arity):  # `L: int`: a Python int on each rung
             n_arrays = max(arity - len(statics) - len(ints), 0)
             matrices = _matrix_positions(subject, arity, {**statics, **ints}, operands)
@@ -197,7 +200,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                     templates = _as_keys(_as_indices(templates, named - flags - scalars - keys), keys)
                     templates = [state.restated.get(i, t) for i, t in enumerate(templates)]
                     state.restated = {}
-                    drawn = _as_containers(_as_documented(templates, documented), containers, documented)
+                    drawn = _as_containers(_as_documented(templates, {**tolerances, **documented}), containers,
+                                           documented)
                     for templates in _scalar_forms(drawn, scalars - flags):  # arrays, then Python floats
                         text = " ".join(template_text(t) for t in templates)
                         if text in tried:  # and so was the float form after it, if it was due
