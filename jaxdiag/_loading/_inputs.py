@@ -50,11 +50,6 @@ SHORT_NAMES = {v: k for k, v in DTYPES.items()}
 # "diagonal": integers at the positions 0, 1, 2, ... along their last axis (inside their range), floats positive: a
 # sparse matrix's (rows, cols, values) then describe a positive diagonal, where random positions make it singular.
 DOMAINS = ("normal", "positive", "unit", "small", "negative", "spd", "binary", "diagonal")
-# An operand named as a numerical tolerance (`tol`, `atol`, `rtol`, a root finder's `xtol`) is a setting of the
-# algorithm, not data: drawn small and positive (a random one made a root search stop anywhere, and its derivative
-# then disagreed with finite differences of a value it never converged to), and never differentiated.
-TOLERANCE_NAME = re.compile(r"(^|_)([xfg]?tol|atol|rtol|tolerance)$")
-TOLERANCE_DOMAIN = "0.000001..0.000002"
 _SPEC_RE = re.compile(r"^([a-z]+[0-9]*)\[([0-9,\s]*)\](?:@(.+))?$")
 _RANGE_RE = re.compile(r"^(-?[0-9.eE+-]+)\.\.(-?[0-9.eE+-]+)$")
 

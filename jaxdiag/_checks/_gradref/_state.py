@@ -16,7 +16,7 @@ import numpy as np
 from ... import _compat
 from ... import _rules as rules
 from ..._core import _locate
-from ..._loading._inputs import TOLERANCE_NAME
+from ..._loading._operand_names import is_tolerance
 from .._base import Context, Options, SkipCheck, Subject
 from ._compiled import CompiledGradient
 from ._fd import FiniteDifferences
@@ -179,8 +179,8 @@ class GradState:
         names = argument_names(self.fun if self.fun is not None else _name_source(subject), len(full))
         array_pos = spec_positions(subject, len(arrays))
         unperturbed = {array_pos[k] for k in subject.unperturbed if k < len(array_pos)}
-        # a tolerance is the algorithm's setting: held constant, as every caller holds it (`TOLERANCE_NAME`)
-        unperturbed |= {i for i, name in enumerate(names) if TOLERANCE_NAME.search(name)}
+        # a tolerance is the algorithm's setting: held constant, as every caller holds it (`_operand_names`)
+        unperturbed |= {i for i, name in enumerate(names) if is_tolerance(name)}
         received = {array_pos[k]: tuple(ts) for k, ts in subject.received_tangents.items() if k < len(array_pos)}
         return [Arg(i, names[i], v, i in static_pos or not hasattr(v, "dtype"), i in self.nondiff,
                     i in unperturbed, received.get(i, ())) for i, v in enumerate(full)]
