@@ -333,8 +333,7 @@ def _check_call(runner: Runner, call: ForeignCall) -> Iterator[Finding]:
 def _batched_by_custom_vmap(subject: Any) -> str | None:
     """The function of the subject's module made a custom_vmap (decorated by it, at module level or inside a
     factory) whose primal calls the subject by name, or None: `vmap` of the subject reaches users through it."""
-    from .._harness.source import called_name
-    from .._harness.source import module_tree
+    from .._harness.source import called_name, module_tree
 
     name = subject.label.rpartition(":")[2].split(".")[-1]
     tree = module_tree(sys.modules.get(subject.module or "")) if name else None

@@ -312,8 +312,7 @@ def _factory_registration(module: Any, name: str, helper: str) -> int | None:
     `_build` calls `batching.defvectorized(prim)` on its local name), read from the module's source."""
     import ast
 
-    from .._harness.source import called_name
-    from .._harness.source import module_tree
+    from .._harness.source import called_name, module_tree
 
     tree = module_tree(module)
     if tree is None:
