@@ -1,10 +1,13 @@
 """Classes met on libraries nobody here tuned for: a kernel object that holds its primitive and binds it when called
-(its operands are named at those calls only), operands named as indices, and public functions that take no input.
-Each fixture is one member of its class; the test fails without the change it covers."""
+(its operands are named at those calls only), operands named as indices or as tolerances, public functions that take
+no input, calls of the package re-run on the values they were prepared with, and positive definite matrices moved
+along symmetric steps only. Each fixture is one member of its class; the test fails without the change it covers."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from clirun import check_json
 
@@ -146,6 +149,7 @@ def test_every_later_run_of_a_documented_call_runs_on_its_documented_values(monk
     assert examples == [[[1.0, 2.0, 3.0, 4.0], [3, 0, 2]]], examples
 
 
+@pytest.mark.slow  # a whole module checked (5-11 s); the plain-JAX test below stays fast
 def test_a_positive_definite_matrix_passed_through_moves_its_rule_along_symmetric_steps_only():
     """`quad_form` hands its SPD matrix straight to a custom_jvp whose primal reads one triangle (a Cholesky factor):
     the rule, right along symmetric steps, was found wrong (JXG024) along the random non-symmetric tangents the
@@ -179,6 +183,7 @@ def test_plain_jax_the_quadratic_form_rule_is_right_along_symmetric_steps_and_th
                 assert np.isclose(tangent, fd, rtol=1e-5) == (right and not doubled), (symmetric, doubled)
 
 
+@pytest.mark.slow  # a whole module checked (5-11 s); the plain-JAX test below stays fast
 def test_a_tolerance_operand_is_drawn_small_and_held_constant():
     """`tol` of a root finder is its setting: drawn at 1e-6 and never differentiated. On a random `tol` the right
     implicit-function rule was a JXG024; the rule halving the derivative is still found."""
