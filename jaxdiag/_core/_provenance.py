@@ -18,6 +18,7 @@ their severity. `grade` runs once, inside `_filtering.Filter.apply`, so every co
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .. import _rules as rules
 from ._report import SEVERITY_ORDER, Finding, Report
@@ -25,12 +26,17 @@ from ._report import SEVERITY_ORDER, Finding, Report
 PROVENANCES = ("declared", "recorded", "observed", "inferred")
 
 
+def inputs_record(provenance: str, specs: Iterable[object]) -> dict[str, Any]:
+    """The record of a finding's inputs (`Finding.inputs`), also what a worker tells its parent as a check starts."""
+    assert provenance in PROVENANCES, provenance
+    return {"provenance": provenance, "specs": [str(s) for s in specs]}
+
+
 def stamp(findings: Iterable[Finding], provenance: str, specs: Sequence[str]) -> None:
     """Record the inputs behind findings that carry none yet (a nested rule's own stamp wins)."""
-    assert provenance in PROVENANCES, provenance
     for finding in findings:
         if finding.inputs is None:
-            finding.inputs = {"provenance": provenance, "specs": list(specs)}
+            finding.inputs = inputs_record(provenance, specs)
 
 
 def nested(root: str, observed: bool) -> str:

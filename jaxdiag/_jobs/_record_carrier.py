@@ -247,8 +247,7 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
         specs = [leaf for t in templates for leaf in template_leaves(t) if isinstance(leaf, ArgSpec)]
         wide = any(_engine.needs_x64(s) for s in specs)
         if _engine.on_check_start is not None:  # a crash while the carrier runs is graded by the inputs it ran on
-            _engine.on_check_start(via["target"], "", {"provenance": options.provenance,
-                                                       "specs": [str(s) for s in specs]})
+            _engine.on_check_start(via["target"], "", _provenance.inputs_record(options.provenance, specs))
         with _compat.x64_scope(True) if wide else contextlib.nullcontext():
             root = _engine._root_subject(target, {})
             _signature.check_arity(root, templates)

@@ -256,7 +256,7 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int, ag
     saved = subject.specs
     subject.specs = specs
     if on_check_start is not None:
-        on_check_start(subject.label, "", {"provenance": "inferred", "specs": [str(s) for s in specs]})
+        on_check_start(subject.label, "", _provenance.inputs_record("inferred", specs))
     try:
         ran = call_user(lambda: jax.block_until_ready(subject.call(*args)))
         traced = call_user(lambda: jax.eval_shape(subject.call, *args)) if agree and ran.error is None else None
@@ -503,8 +503,8 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
     for chk in _checks_to_run(subject, options, blocked, only):
         ctx = Context(subject, options, chk.name, cache)
         if on_check_start is not None:
-            on_check_start(subject.label, chk.name, {"provenance": subject.provenance or "declared",
-                                                     "specs": subject.input_texts})
+            on_check_start(subject.label, chk.name,
+                           _provenance.inputs_record(subject.provenance or "declared", subject.input_texts))
         start = time.perf_counter()
         findings: list[Finding] = []
         status, detail = "passed", ""

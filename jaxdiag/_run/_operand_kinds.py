@@ -42,19 +42,6 @@ def index_positions(subject: Subject) -> set[int]:
     return _indexing(fn, depth=1) if fn is not None else set()
 
 
-# Names that say an operand holds array indices (`indices`, `row_indices`, `idx`, `index`): a primitive whose impl
-# is a kernel jaxdiag cannot read (a compiled or generated one) indexes with them in its JVP or transpose rule. Not
-# a CSR matrix's row offsets (`indptr`): random offsets are no structure, and a compiled kernel walking them reads
-# out of bounds (a segfault); `_sparse_operands` draws a valid structure where both are named.
-_INDEX_NAME = re.compile(r"(^|_)(indices|index|idx|idxs|inds)$")
-
-
-def index_named(names: list[str]) -> set[int]:
-    """Positions whose name (a function's parameter, the operand a library's bind call passes) says they hold
-    indices: drawn as integers inside every operand's extent, as an operand the code indexes with is."""
-    return {i for i, name in enumerate(names) if _INDEX_NAME.search(name)}
-
-
 def _indexing(fn: Any, depth: int) -> set[int]:
     from .._core import _locate
     from .._harness.source import called_name, function_source
