@@ -210,3 +210,46 @@ def test_plain_jax_the_root_finder_rule_is_right_once_converged_and_not_at_a_loo
     for tol, converged in ((1e-6, True), (1.0, False)):
         tangent = jax.jvp(lambda v: module.cube_root(v, jnp.full(3, tol)), (y,), (jnp.ones(3),))[1]  # noqa: B023
         assert np.allclose(tangent, 1 / (3 * np.cbrt(np.asarray(y)) ** 2), rtol=1e-4) == converged, tol
+
+
+@pytest.mark.slow  # a whole module checked (about 4 s); the plain-JAX test below stays fast
+def test_a_rule_on_a_kink_of_its_documented_example_is_judged_beside_it():
+    """Binary spikes (0 and 1) through a ReLU and inputs on a clip's bounds: the right rules chose their values at
+    the kink (JXG024 errors before, and a JXG019 from finite differences of a gradient that jumps there); the
+    rules wrong beside the kink, at first or at second order, are still found."""
+    _, data = check_json(f"{ACC / 'kink_example.py'}", ACC)
+    for right in (":_relu_matvec", ":_clip_scale"):
+        assert [c for c, s in _findings(data, right) if s != "info"] == [], (right, _findings(data, right))
+    assert ("JXG024", "error") in _findings(data, ":_relu_matvec_doubled")
+    assert ("JXG024", "error") in _findings(data, ":_clip_scale_doubled")
+    held = _findings(data, ":_relu_matvec_held")
+    assert [c for c, s in held if s != "info"] == ["JXG019"], held
+
+
+def test_plain_jax_the_kink_example_has_no_derivative_at_its_point_and_the_rules_differ_only_beside_it():
+    import importlib.util
+
+    import jax
+    import numpy as np
+
+    from jaxdiag import _compat
+
+    spec = importlib.util.spec_from_file_location("kink_example", ACC / "kink_example.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    weights = np.array([[0.5, -1.0, 2.0, 1.5], [1.0, 0.25, -0.5, 2.0], [-1.5, 1.0, 0.5, -0.25]])
+    spikes, step = np.array([1.0, 0.0, 1.0, 0.0]), np.array([0.3, -0.7, 0.2, 0.5])
+    with _compat.x64_scope(True):
+        def primal(s):
+            return module._relu_matvec.fun(weights, s)
+
+        h = 1e-6
+        right = (primal(spikes + h * step) - primal(spikes)) / h
+        left = (primal(spikes) - primal(spikes - h * step)) / h
+        assert not np.allclose(right, left, atol=1e-3)  # a kink at the documented point itself
+        for side in (1.0, -1.0):
+            beside = spikes + side * 1e-2 * step
+            fd = (primal(beside + h * step) - primal(beside - h * step)) / (2 * h)
+            for rule, wrong in ((module._relu_matvec, False), (module._relu_matvec_doubled, True)):
+                tangent = jax.jvp(lambda s: rule(weights, s), (beside,), (step,))[1]  # noqa: B023
+                assert np.allclose(tangent, fd, atol=1e-6) != wrong, (side, wrong)

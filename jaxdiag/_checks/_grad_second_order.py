@@ -22,8 +22,9 @@ from ._base import Context, SkipCheck, check
 from ._grad import ALL_KINDS, display_name, float_outputs, finding_location
 from ._gradref._compiled import CompiledPrimal
 from ._gradref import (
-    EVERY_BLOCKER, WHERE_TRAP_FIX, GradState, absdot, all_finite, close_scalar, dot, error_text, fmt_values, grad_tol,
-    is_inexact, locate, quiet_call, require, state, to_f64, trap_location, trap_text, where_trap,
+    EVERY_BLOCKER, SMOOTH_SHRINK, WHERE_TRAP_FIX, GradState, absdot, all_finite, close_scalar, dot, error_text,
+    fmt_values, grad_tol, is_inexact, locate, quiet_call, require, state, to_f64, trap_location, trap_text,
+    where_trap,
 )
 from ._shared import first_line, user_frame_location
 
@@ -310,14 +311,15 @@ def _modes_agree_when_widened(st: GradState, ws: Sequence[Any], u: list) -> bool
     return close_scalar(rhs, lhs, scale, grad_tol(np.float64))
 
 
-def _widened_references(st: GradState, ws: Sequence[Any], index: int
+def _widened_references(st: GradState, ws: Sequence[Any], index: int, rough: np.ndarray | None = None
                         ) -> list[tuple[str, np.ndarray, float]] | None:
     """The second derivative with respect to argument `index` by each reference, computed in float64 with inputs,
     direction and cotangents widened: (how, values, spread) for finite differences of the rule's gradient
     (Richardson over the native steps) and autodiff of the undecorated function. The escalation of the first-order
     finite differences, for the second order: where the native references are inconclusive or disagree, a float32
     gradient's rounding (a large background, a transform summing many terms) may be what they see, and a rule that
-    is right agrees with a float64 reference. None when nothing can be widened or run in float64."""
+    is right agrees with a float64 reference. `rough`: the entries left out of the differences' spread (kinks and
+    jumps of the gradient at the point, `_rough`). None when nothing can be widened or run in float64."""
 
     def references(first_order: Callable[[Callable], Callable], x: tuple, v: tuple) -> list:
         G = first_order(st.call_target)
@@ -328,8 +330,8 @@ def _widened_references(st: GradState, ws: Sequence[Any], index: int
             return (to_f64(plus) - to_f64(minus)) / (2 * eps)
 
         coarse, fine = central(_WIDE_FD_STEP), central(_WIDE_FD_STEP / 2)
-        out = [("finite differences of the gradient", (4 * fine - coarse) / 3,
-                float(np.max(np.abs(fine - coarse), initial=0.0)))]
+        gaps = np.abs(fine - coarse) if rough is None else np.where(rough, 0.0, np.abs(fine - coarse))
+        out = [("finite differences of the gradient", (4 * fine - coarse) / 3, float(np.max(gaps, initial=0.0)))]
         if st.fun is not None:
             out.append((_AUTODIFF, to_f64(jax.jvp(first_order(st.call_primal), x, v)[1][index]), 0.0))
         return out
@@ -433,17 +435,23 @@ def _second_order_references(st: GradState, ws: Sequence[Any], hv: list,
             ref = [to_f64(r) for r in out[1]]
     for i, a in enumerate(st.diff):
         tol = grad_tol(a.dtype)
-        fd_cmp = compare(hv[i], fd.values[i], tol=tol) if fd is not None else None
-        fd_ok = fd is not None and fd_cmp is not None and (fd_cmp.ok or fd_cmp.max_abs <= 2 * fd.spread[i])
-        ref_ok = ref is not None and compare(hv[i], ref[i], tol=tol).ok
         if fd is None and ref is None:
             continue
+        # where the gradient has a kink or a jump at the point (a ReLU's 0, a binary input on its threshold), no
+        # reference has a second derivative to give: those entries are left out of every comparison
+        smooth = (lambda x: fd.smooth_only(i, x)) if fd is not None else to_f64  # noqa: B023
+        if not np.any(np.isfinite(smooth(hv[i]))):
+            continue
+        fd_cmp = compare(smooth(hv[i]), smooth(fd.values[i]), tol=tol) if fd is not None else None
+        fd_ok = fd is not None and fd_cmp is not None and (fd_cmp.ok or fd_cmp.max_abs <= 2 * fd.spread[i])
+        ref_ok = ref is not None and compare(smooth(hv[i]), smooth(ref[i]), tol=tol).ok
         if (fd_ok and fd is not None and fd.conclusive(i, tol)) or ref_ok:
             continue  # agrees with one reference: the other sees a kink or a deliberate stop_gradient
-        wide = _widened_references(st, ws, i)
+        wide = _widened_references(st, ws, i, fd.rough[i] if fd is not None else None)
         if wide is None and fd_ok:
             continue  # inconclusive differences that agree, and no float64 run to say more
-        if wide is not None and any(_agrees(hv[i], values, spread, tol) for _, values, spread in wide):
+        if wide is not None and any(_agrees(smooth(hv[i]), smooth(values), spread, tol)
+                                    for _, values, spread in wide):
             continue  # the native references lost the digits (float32 rounding), not the rule: float64 agrees
         parts = []
         if fd is not None and fd_cmp is not None:
@@ -453,6 +461,17 @@ def _second_order_references(st: GradState, ws: Sequence[Any], hv: list,
         if ref is not None:
             parts.append(f"autodiff of the undecorated function gives {fmt_values(ref[i])}")
         parts += [f"in float64, {how}: {fmt_values(values)}" for how, values, _ in wide or ()]
+        if fd is not None and _flat_where_it_differs(hv[i], fd, i, tol):
+            parts.append("where they differ the gradient does not move at all along the step (exactly equal at "
+                         "both steps): it depends on the inputs there only through comparisons, sampling or "
+                         "rounding, so the second derivative JAX takes of the rule is a surrogate's (a "
+                         "straight-through or event gradient differentiated again), deliberate if the first "
+                         "derivative is a surrogate on purpose")
+        rough = int(np.sum(fd.rough[i])) if fd is not None else 0
+        if rough:
+            parts.append(f"{rough} of {np.size(fd.rough[i]) if fd is not None else 0} entries, where the gradient "
+                         "has a kink or a jump at the point itself (its one-sided differences disagree at every "
+                         "step), are left out")
         yield rules.SECOND_ORDER_MISMATCH.finding(
             evidence=f"The second derivative of {display_name(st)} with respect to {a.name} (jax.jvp of the "
                      f"gradient along "
@@ -462,6 +481,15 @@ def _second_order_references(st: GradState, ws: Sequence[Any], hv: list,
                 "otherwise compute the gradient with differentiable operations on the primal values.",
             location=finding_location(st))
         return
+
+
+def _flat_where_it_differs(hv: Any, fd: GradientDifferences, index: int, tol: float) -> bool:
+    """Whether every smooth entry where the rule's second derivative differs from the differences is one where the
+    gradient does not move at all (`GradientDifferences.flat`)."""
+    got, want = fd.smooth_only(index, hv), fd.smooth_only(index, fd.values[index])
+    with np.errstate(invalid="ignore"):
+        differs = np.abs(got - want) > tol * (1.0 + np.abs(want))
+    return bool(np.any(differs)) and bool(np.all(fd.flat[index][differs]))
 
 
 def _agrees(hv: Any, values: np.ndarray, spread: float, tol: float) -> bool:
@@ -475,30 +503,63 @@ class GradientDifferences:
     argument, with how much the two steps disagree (`spread`: near a singularity, hypot's at 0, truncation error is
     large, and a mismatch within it says nothing about the rule) and a bound on what rounding the gradient to its
     dtype alone makes of them (`rounding`, 1.5 eps |G| / h). A gradient far larger than its change over a step (a
-    large affine background) rounds flat in float32: its differences then show nothing either way."""
+    large affine background) rounds flat in float32: its differences then show nothing either way. `rough` marks
+    the entries where the gradient has no derivative along the step at the point itself (`_rough`): their
+    differences measure a kink or a jump, not a second derivative, and are compared with nothing."""
 
     values: list[np.ndarray]
     spread: list[float]
     rounding: list[float]
+    rough: list[np.ndarray]
+    flat: list[np.ndarray]  # entries that do not move at all at either step (exactly equal at x + s v and x - s v)
 
     def conclusive(self, index: int, tol: float) -> bool:
-        return bool(np.all(self.rounding[index] <= tol * (1.0 + np.abs(self.values[index]))))
+        smooth = np.abs(self.values[index])[~self.rough[index]]
+        return bool(np.all(self.rounding[index] <= tol * (1.0 + smooth)))
+
+    def smooth_only(self, index: int, values: Any) -> np.ndarray:
+        """`values` (the rule's or a reference's second derivative for argument `index`) with the rough entries
+        NaN: `compare` takes NaN on both sides as agreement, so they are left out of every comparison."""
+        return np.where(self.rough[index], np.nan, to_f64(values))
 
 
 def _fd_of_gradient(st: GradState, G: Callable) -> GradientDifferences | None:
     """Central differences of G along direction 0, in the inputs' own precision (the rules run in it), so with
     the step of that precision (_numerics.FD_EPS: 1e-3 for float32, 1e-1 for bfloat16)."""
     eps = max(max(FD_EPS.get(np.dtype(a.dtype), 1e-1) for a in st.diff), 1e-3)
+    center, exc = quiet_call(_gradient_at, st, G, list(st.diff_values))
+    center = [to_f64(c) for c in center] if exc is None and all_finite(center) else None
     for _ in range(2):
         coarse, fine = _central(st, G, eps), _central(st, G, eps / 2)
         if coarse is not None and fine is not None:
             richardson = [(4 * f - c) / 3 for c, f in zip(coarse[0], fine[0])]
-            spread = [float(np.max(np.abs(f - c), initial=0.0)) for c, f in zip(coarse[0], fine[0])]
             rounding = [1.5 * _unit_roundoff(a.dtype) * max(cm, fm) / eps
                         for a, cm, fm in zip(st.diff, coarse[1], fine[1])]
-            return GradientDifferences(richardson, spread, rounding)
+            rough = [_rough(center[i], coarse[2][i], fine[2][i], eps, rounding[i] + grad_tol(a.dtype))
+                     if center is not None else np.zeros(np.shape(richardson[i]), bool)
+                     for i, a in enumerate(st.diff)]
+            # a jump's differences grow as 1/h: their spread would excuse every other entry's mismatch
+            spread = [float(np.max(np.where(r, 0.0, np.abs(f - c)), initial=0.0))
+                      for c, f, r in zip(coarse[0], fine[0], rough)]
+            flat = [(c == 0) & (f == 0) & ~r for c, f, r in zip(coarse[0], fine[0], rough)]
+            return GradientDifferences(richardson, spread, rounding, rough, flat)
         eps /= 16
     return None
+
+
+def _rough(center: np.ndarray, coarse: tuple[np.ndarray, np.ndarray], fine: tuple[np.ndarray, np.ndarray],
+           eps: float, floor: float) -> np.ndarray:
+    """Per entry of the gradient at x: True where its one-sided differences along the step disagree by more than
+    `floor` at both steps and their gap does not shrink with the step (`SMOOTH_SHRINK`): a kink or a jump of the
+    gradient at x itself, as at a ReLU's 0 or a binary input's threshold. `coarse`/`fine`: G(x + s v), G(x - s v)
+    at s = eps and eps / 2."""
+    def gap(pair: tuple[np.ndarray, np.ndarray], step: float) -> np.ndarray:
+        plus, minus = pair
+        return np.abs(plus + minus - 2 * center) / step
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        wide, narrow = gap(coarse, eps), gap(fine, eps / 2)
+        return (narrow > floor) & (narrow >= SMOOTH_SHRINK * wide)
 
 
 def _unit_roundoff(dtype: Any) -> float:
@@ -510,17 +571,20 @@ def _held_or(st: GradState, a: Any, step: Any) -> Any:
     return step * 0 if a.pos in st.memo.second_order_held else step
 
 
-def _central(st: GradState, G: Callable, eps: float) -> tuple[list[np.ndarray], list[float]] | None:
-    """(central differences of G along direction 0 at step eps, per argument the largest |G| entry seen)."""
+def _central(st: GradState, G: Callable, eps: float
+             ) -> tuple[list[np.ndarray], list[float], list[tuple[np.ndarray, np.ndarray]]] | None:
+    """(central differences of G along direction 0 at step eps, per argument the largest |G| entry seen, per
+    argument G at the two points (x + eps v, x - eps v))."""
     steps = [_held_or(st, a, st.direction(a, 0)) for a in st.diff]
     plus, e1 = quiet_call(_gradient_at, st, G, [_compat.device_array((to_f64(a.value) + eps * d).astype(a.dtype))
                                                 for a, d in zip(st.diff, steps)])
     minus, e2 = quiet_call(_gradient_at, st, G, [_compat.device_array((to_f64(a.value) - eps * d).astype(a.dtype))
                                                  for a, d in zip(st.diff, steps)])
     if e1 is None and e2 is None and all_finite(plus) and all_finite(minus):
-        return ([(to_f64(p) - to_f64(m)) / (2 * eps) for p, m in zip(plus, minus)],
-                [float(max(np.max(np.abs(to_f64(p)), initial=0.0), np.max(np.abs(to_f64(m)), initial=0.0)))
-                 for p, m in zip(plus, minus)])
+        pairs = [(to_f64(p), to_f64(m)) for p, m in zip(plus, minus)]
+        return ([(p - m) / (2 * eps) for p, m in pairs],
+                [float(max(np.max(np.abs(p), initial=0.0), np.max(np.abs(m), initial=0.0))) for p, m in pairs],
+                pairs)
     return None
 
 

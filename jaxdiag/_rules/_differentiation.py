@@ -12,7 +12,10 @@ if TYPE_CHECKING:
 JVP_MISMATCH: Rule[_fields.JXG001] = Rule(
     "JXG001", "jvp-numerical-mismatch", "error",
     "A primitive's JVP rule disagrees with finite differences of its impl.",
-    "Compares the JVP rule's tangent with central differences computed in float64 along random directions.",
+    "Compares the JVP rule's tangent with central differences computed in float64 along random directions. Where "
+    "the example sits on a kink of the impl (its one-sided differences disagree however short the step: a ReLU "
+    "at 0, spikes on their threshold), the rule's value there is a choice, and it is judged beside the kink, on "
+    "both sides of it along the same step.",
     "`jax.grad` and `jax.jvp` return wrong derivatives without any error.",
     "jxg001_bad.py", "jxg001_good.py",
     message="{rule} disagrees with finite differences of {fun}'s impl: {details}. jax.grad and jax.jvp "
@@ -181,7 +184,9 @@ CUSTOM_DERIVATIVE_WRONG: Rule[_fields.JXG024] = Rule(
     "cotangent/tangent the rule received (straight-through). Any other differing element, at a point where the "
     "primal is smooth (finite differences stable under a step change, or autodiff of the primal agreeing), is on "
     "the interior: a larger magnitude, the opposite sign, an unrelated value, or smaller magnitudes in reversed "
-    "order (`sigmoid(-x)` written for `sigmoid(x)`). A function that takes a PRNG key is judged on average over "
+    "order (`sigmoid(-x)` written for `sigmoid(x)`). On a kink of the primal at the example itself (a ReLU at 0, "
+    "an input on a clip's bound) the rule's value is a choice: it is judged beside the kink, on both sides along "
+    "the same step, instead. A function that takes a PRNG key is judged on average over "
     "256 keys split from the example's (its rule may be a Monte-Carlo estimator, right only in expectation): the "
     "per-key differences from autodiff of the primal must average to zero within 5 standard errors. The milder "
     "disagreements are JXG014 (a warning).",
@@ -328,7 +333,10 @@ SECOND_ORDER_MISMATCH: Rule[_fields.JXG019] = Rule(
     "finite differences of that gradient, autodiff of the undecorated function, and the dot-product test between "
     "grad-of-grad and jvp-of-vjp. The references run in the inputs' precision and are computed again in float64 "
     "where they disagree or are inconclusive (rounding the gradient alone moves its differences by more than the "
-    "tolerance: a large background term): only a mismatch the float64 references confirm is reported.",
+    "tolerance: a large background term): only a mismatch the float64 references confirm is reported. Entries "
+    "where the gradient has a kink or a jump at the point itself (its one-sided differences do not shrink with "
+    "the step: a binary input on its threshold) have no second derivative and are left out; where the gradient "
+    "does not move at all along the step, the finding says the rule's second derivative is a surrogate's.",
     "Hessians, Newton steps and meta-learning silently use a wrong second derivative, e.g. when bwd hides a "
     "dependence behind `stop_gradient` or NumPy. A mismatch with the numerical derivative may be deliberate "
     "(hence a warning); a failure or an inconsistency between the two modes is JXG023, an error.",

@@ -16,12 +16,16 @@ from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
 from .._shared import removed_api, removed_api_finding, user_frame_location
 from .._gradref import (
-    JVP_BLOCKERS, N_DIRECTIONS, Arg, GradState, all_finite, close, conjugated, constant_factor, deliberate_disagreement,
-    device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact, nonfinite_split, passed_through,
-    require, sampled_estimate, state, tangent_in_expectation, all_unbiased, first_biased, to_f64, value_at,
+    JVP_BLOCKERS, N_DIRECTIONS, Arg, GradState, all_finite, central_at, close, conjugated, constant_factor,
+    deliberate_disagreement, device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact,
+    kink_at_point, moved_values, nonfinite_split, passed_through, require, right_beside_kink, sampled_estimate, state,
+    tangent_in_expectation, all_unbiased, first_biased, to_f64, value_at,
 )
 from ._boundary import reverse_nonfinite
-from ._call import KINDS, T, _symbolic_candidates, call_jvp, joint, names, rule_location, user_rules
+from ._call import (
+    KINDS, T, _call_jvp_with, _split, _symbolic_candidates, call_jvp, joint, names, rule_location, tangent_leaves,
+    user_rules,
+)
 from ._linearity import pullback_at_first_cotangent, rounding_floor
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -94,9 +98,27 @@ def _compare_direction(st: GradState, a: Arg, d: int) -> dict | None:
         return None  # the rule reproduces JAX's derivative of the primal; FD sees a kink or a stop_gradient
     if ref is None and not st.fd.stable(a, d):
         return None
+    if kink_at_point(st, (a,), d, bad) and right_beside_kink(st, (a,), d, _right_beside(st, a, d, bad)):
+        return None  # the example sits on a kink along the step: the rule chose its value there, right beside it
     k = bad[0]
     return {"arg": a, "d": d, "k": k, "got": got[k], "fd": fd.jv[k], "cmp": cmps[k],
             "ref": None if ref is None else ref[k]}
+
+
+def _right_beside(st: GradState, a: Arg, d: int, leaves: list[int]) -> Any:
+    """Judge for `right_beside_kink`: the rule's tangent for direction `d` of `a` with the arguments moved, against
+    central differences of the primal there, on the output leaves `leaves`."""
+    tol = grad_tol(a.dtype)
+
+    def agrees_at(moved: dict[int, np.ndarray]) -> bool:
+        pair = _split(st, _call_jvp_with(st, moved_values(st, moved), {a.pos: st.tangent(a, d)}))
+        want = central_at(st, (a,), d, moved)
+        if pair is None or want is None:
+            return False
+        got = tangent_leaves(st, pair[1])
+        return all(close(got[k], want[k], tol) for k in leaves)
+
+    return agrees_at
 
 
 def _wider(a: Any, b: Any) -> Any:

@@ -8,6 +8,7 @@ import ast
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from ... import _compat
@@ -18,9 +19,9 @@ from .._base import Context, SkipCheck, check
 from .._gradref import (
     NOT_COMPUTED, N_DIRECTIONS, Arg, NonFinite, GradState, aval_text, compare_grad, conjugated, constant_factor,
     deliberate_disagreement, device_zeros, error_text, fd_reference_nonzero, fmt_values, function_ast, grad_tol,
-    is_zero, locate, material_dependence, may_be_singular, nonfinite_split, passed_through, value_at, require,
-    cotangent_in_expectation, sampled_estimate, short_dtype, all_unbiased, first_biased, source_of, state, to_f64,
-    vjp_against_fd,
+    is_zero, kink_at_point, locate, material_dependence, may_be_singular, moved_values, nonfinite_split,
+    passed_through, right_beside_kink, value_at, require, cotangent_in_expectation, sampled_estimate, short_dtype,
+    all_unbiased, first_biased, source_of, state, to_f64, vjp_against_fd,
 )
 from ._fwd_bwd import _as_entries, _names, _zero_ct, call_bwd
 
@@ -282,7 +283,8 @@ def _report_mismatches(st: GradState, verdicts: list[dict]) -> Iterator[Finding]
     bad = [(v, a) for v in verdicts for a in st.diff if v["status"].get(a.pos) == "bad"]
     if not bad:
         return
-    bad = [(v, a) for v, a in bad if _confirmed(st, v, a) and not _immaterial_zero(st, v, a)]
+    bad = [(v, a) for v, a in bad if _confirmed(st, v, a) and not _immaterial_zero(st, v, a)
+           and not _chosen_at_kink(st, v, a)]
     if not bad:
         return
     reported: set[int] = set()
@@ -300,6 +302,29 @@ def _immaterial_zero(st: GradState, v: dict, a: Arg) -> bool:
     gradient's own tolerance (a converged residual moving by 1e-10): a relative comparison of two numbers near zero
     fails, but no gradient is dropped."""
     return is_zero(v["got"].get(a.pos)) and not material_dependence(st, v["ws"])
+
+
+def _chosen_at_kink(st: GradState, v: dict, a: Arg) -> bool:
+    """The example sits on a kink of the primal in `a` (`_gradref._kinks`) and, beside it on both sides, bwd's
+    cotangent for `a` is autodiff's of the undecorated primal there: bwd only chose its value at the kink."""
+    if st.fun is None or not kink_at_point(st, (a,), 0, [v["k"]]):
+        return False
+    i = st.diff.index(a)
+    cotangent = jax.tree_util.tree_unflatten(st.out_treedef, list(v["ws"]))
+
+    def agrees_at(moved: dict[int, np.ndarray]) -> bool:
+        values = moved_values(st, moved)
+        at = dict(zip((b.pos for b in st.diff), range(len(st.diff))))
+        diffs = [values[b.pos] for b in st.diff]
+        got = jax.vjp(lambda *x: st.call_target(_with(values, at, x)), *diffs)[1](cotangent)[i]
+        want = jax.vjp(lambda *x: st.call_primal(_with(values, at, x)), *diffs)[1](cotangent)[i]
+        return compare_grad(got, want, a.dtype).ok
+
+    return right_beside_kink(st, (a,), 0, agrees_at)
+
+
+def _with(values: list[Any], at: dict[int, int], diffs: Sequence[Any]) -> list[Any]:
+    return [diffs[at[p]] if p in at else x for p, x in enumerate(values)]
 
 
 def _confirmed(st: GradState, v: dict, a: Arg) -> bool:

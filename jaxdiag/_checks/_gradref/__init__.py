@@ -12,7 +12,8 @@ the transpose of the R-linear JVP under this pairing, not its Hermitian adjoint)
 
 The package: `_values` (constants, small value helpers), `_source` (errors, names read from the user's source),
 `_state` (`Arg`, `GradMemo`, `GradState`), `_fd` (finite differences), `_compare` (dot-product tests) and
-`_expectation` (a sampled function's custom derivative over many keys), `_where` (the select that hides a NaN from
+`_expectation` (a sampled function's custom derivative over many keys), `_kinks` (an example on a kink of the
+primal, where a rule is judged beside it), `_where` (the select that hides a NaN from
 forward mode but not from reverse mode); every public name is re-exported here.
 """
 
@@ -25,6 +26,7 @@ from ._compare import (
 )
 from ._expectation import Expectation, all_unbiased, cotangent_in_expectation, first_biased, tangent_in_expectation
 from ._fd import FDResult, FiniteDifferences
+from ._kinks import SMOOTH_SHRINK, central_at, kink_at_point, moved_values, right_beside_kink
 from ._source import (
     argument_names, error_text, function_ast, locate, may_be_singular, output_names, return_values, rule_name,
     short_message, source_of, user_frame,
@@ -41,6 +43,11 @@ from ._values import (
 from ._where import WHERE_TRAP_FIX, trap_location, trap_text, where_trap
 
 __all__ = [
+    "SMOOTH_SHRINK",
+    "central_at",
+    "kink_at_point",
+    "moved_values",
+    "right_beside_kink",
     "EPS_F64",
     "EVERY_BLOCKER",
     "JVP_BLOCKERS",

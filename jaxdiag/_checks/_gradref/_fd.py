@@ -147,7 +147,9 @@ class FiniteDifferences:
         # the primal only runs in its own precision: the step per dtype of _numerics.FD_EPS (bf16 1e-1 ... f64 1e-5)
         return max(FD_EPS.get(np.dtype(a.dtype), 1e-1) for a in args)
 
-    def _at(self, steps: dict[int, np.ndarray]) -> list[np.ndarray] | None:
+    def at(self, steps: dict[int, np.ndarray]) -> list[np.ndarray] | None:
+        """The primal's output leaves (float64 values) at the example moved by `steps` (by position), in this
+        difference's precision; None where it fails."""
         base = {p: to_f64(self.st.args[p].value) + s for p, s in steps.items()}
         return (self._evaluate64 if self.mode == "f64" else self._evaluate_native)(base)
 
@@ -181,8 +183,8 @@ class FiniteDifferences:
     def _difference(self, dirs: dict[int, np.ndarray], args: Sequence[Arg], scale: float) -> FDResult | None:
         eps = self.eps_for(args) * scale
         for _attempt in range(2):  # a step that leaves the domain (log, sqrt near 0) is retried 16x smaller once
-            plus = self._at({p: eps * v for p, v in dirs.items()})
-            minus = self._at({p: -eps * v for p, v in dirs.items()})
+            plus = self.at({p: eps * v for p, v in dirs.items()})
+            minus = self.at({p: -eps * v for p, v in dirs.items()})
             if not (self._shaped(plus) and self._shaped(minus)):  # the output's size depends on the values
                 plus = None
             if plus is not None and minus is not None and all_finite(plus) and all_finite(minus):
