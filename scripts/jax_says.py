@@ -192,6 +192,14 @@ def _jxn018(m: Any) -> str | None:
     return ok()
 
 
+@says("JXN019")
+def _jxn019(m: Any) -> str | None:
+    """`jax.jvp(cumsum_p.bind, (x,), (t,))` (jax.grad of it works)"""
+    x = draw("JXN019", 3)
+    jax.jvp(m.cumsum_p.bind, (x,), (x,))
+    return ok()
+
+
 @says("JXB004")
 def _jxb004(m: Any) -> str | None:
     """`codes, codebook = jax.vmap(quantize)(x)`"""

@@ -27,8 +27,8 @@ from .._harness import call_user, jaxdiag_code
 from ._shared import raises_on_purpose, user_frame_location
 from ._custom_jvp import T, names
 from ._gradref import (
-    JVP_BLOCKERS, Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0, quiet_call,
-    require, return_values, short_dtype, source_of, state,
+    JVP_BLOCKERS, REVERSE_ONLY, Arg, GradState, absdot, aval_text, close_scalar, dot, error_text, grad_tol, is_float0,
+    quiet_call, require, return_values, short_dtype, source_of, state, vjp_against_fd,
 )
 
 
@@ -381,4 +381,42 @@ def _dot_mismatch(st: GradState, args: Sequence[Arg], cts: Sequence[Any]) -> tup
     return None if close_scalar(rev, fwd, scale, tol) else (fwd, rev, tol)
 
 
-CHECKS = [primitive_transpose]
+# needs: a fresh-draw retry of this check alone runs jvp-rule-output first, which finds the tangent it checks
+@check("reverse-only-reference", family="grad", kinds={"primitive"}, needs=("grad.reverse_only",),
+       reads=JVP_BLOCKERS)
+def reverse_only_reference(ctx: Context) -> Iterator[Finding]:
+    """A JVP rule whose tangent JAX can only transpose (JXN019): no check can run it, so reverse mode is checked
+    directly, `jax.vjp` of the primitive against finite differences of its impl (JXG001 at the transpose rule)."""
+    st = state(ctx)
+    if st.memo.reverse_only is None:
+        raise SkipCheck("its JVP rule runs: the JVP and transpose checks cover reverse mode")
+    others = [why for blocker, why in st.blocked.items() if blocker != REVERSE_ONLY]
+    if others:
+        raise SkipCheck(f"blocked: {others[0]}")
+    tangent = st.memo.reverse_only
+    fns = [f for f in _compat.rule_user_functions(_compat.transpose_rule(tangent)) if f is not None]
+    location = next((_locate.locate(f) for f in fns if _locate.is_user_code(f)), None) or st.subject.location
+    where = f"the transpose rule of {getattr(tangent, 'name', tangent)}"
+    ws = st.cotangents(0)
+    ct, exc = _run_reverse(st, st.diff, None, Spy())
+    prim = st.subject.obj.name
+    if exc is not None:
+        yield rules.DERIVATIVE_RULE_RAISED.finding(
+            evidence=f"jax.grad of {prim} fails in {where}, its only derivative: {error_text(exc)}",
+            fix=f"Make {where} return one cotangent per linear argument, of its shape and dtype.", location=location)
+        return
+    checks = vjp_against_fd(st, ws, {a.pos: c for a, c in zip(st.diff, ct)})
+    bad = [c for c in checks if not c.ok and st.fd.stable(c.arg, c.d)]
+    if not bad:
+        return
+    worst = max(bad, key=lambda c: abs(c.got - c.expected) / max(c.scale, 1e-300))
+    name = worst.arg.name if worst.arg is not None else ", ".join(a.name for a in st.diff)
+    yield rules.JVP_MISMATCH.finding(
+        rule=f"jax.grad of {prim} ({where}, which defines it: its JVP is reverse-mode only)", fun=prim,
+        details=f"for a step in {name} and a random output cotangent w, <grad(w), v> = {worst.got:.6g} by jax.vjp but "
+                f"<w, J v> = {worst.expected:.6g} from {st.fd.describe(worst.arg, worst.d)} (tolerance "
+                f"{worst.tol:.0e})",
+        modes="jax.grad and jax.vjp", name=name, location=location)
+
+
+CHECKS = [primitive_transpose, reverse_only_reference]

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
         drop_registrations_since, has_abstract_eval, has_batching_rule, has_impl, has_lowering, impl,
         is_builtin_primitive, jvp_rule, lowering_rule, registered_rules, registration_keys, rule_bound_primitives,
         rule_reachable_primitives,
-        rule_registries, transpose_rule, user_impl,
+        rule_registries, transpose_only, transpose_rule, transposed_tangents, user_impl,
     )
     from ._state import (
         apply_environment_flags, compilation_cache, global_state, restore_global_state, restore_jax_state,
@@ -109,7 +109,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "batching_rule_leading_args", "drop_registrations_since", "has_abstract_eval", "has_batching_rule",
         "has_impl", "has_lowering", "impl", "is_builtin_primitive", "jvp_rule", "lowering_rule", "registered_rules",
         "registration_keys", "rule_bound_primitives", "rule_reachable_primitives", "rule_registries",
-        "transpose_rule", "user_impl"),
+        "transpose_only", "transpose_rule", "transposed_tangents", "user_impl"),
     "_state": ("apply_environment_flags", "compilation_cache", "global_state", "restore_global_state",
         "restore_jax_state", "run_scope", "snapshot_jax_state", "state_changes", "x64_scope"),
     "_platform": ("accelerator_only_lowering", "is_platform_error", "lowering_platforms", "needs_concrete_values",
@@ -259,7 +259,9 @@ __all__ = [
     "symbolic_zero",
     "tangent_aval",
     "tangent_dtype",
+    "transpose_only",
     "transpose_rule",
+    "transposed_tangents",
     "user_batching_primitives",
     "vmap_method_none_raises",
     "vmap_method_of",

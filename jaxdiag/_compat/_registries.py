@@ -152,6 +152,13 @@ def abstract_eval_rule(prim: Any) -> Callable | None:
     return inner if callable(inner) else rule
 
 
+def transpose_only(prim: Any) -> bool:
+    """A user primitive JAX can only transpose: a transpose rule, but neither an impl nor a lowering. A JVP rule
+    returns one as its tangent when the derivative exists in reverse mode only (an FFI library's reverse kernel is
+    what its transpose binds): `jax.grad` linearizes it away, `jax.jvp` must evaluate it and fails."""
+    return is_primitive(prim) and transpose_rule(prim) is not None and not has_impl(prim) and not has_lowering(prim)
+
+
 def has_lowering(prim: Any, platform: str = "cpu") -> bool:
     if prim in getattr(_mlir, "_lowerings", {}):
         return True
@@ -210,9 +217,37 @@ def rule_reachable_primitives(prim: Any, hops: int = 3) -> list[Any]:
     return out
 
 
+def transposed_tangents(prim: Any) -> list[Any]:
+    """The primitives JAX can only transpose (`transpose_only`) that `prim`'s JVP rule may return as its tangent:
+    held by the rule (`rule_bound_primitives`) or named in its code as a global of its module."""
+    rule = jvp_rule(prim)
+    found = [held for _, held in rule_bound_primitives(prim, ("jvp",))]
+    for fn in [rule, *(x for x in _reached(rule, depth=3) if getattr(x, "__code__", None) is not None)]:
+        found += [v for v in _named_globals(fn) if is_primitive(v)]
+    return list({id(p): p for p in found if p is not prim and transpose_only(p)}.values())
+
+
+def _named_globals(fn: Any) -> list[Any]:
+    """The values of the module globals `fn`'s code (and the code nested in it) names."""
+    code, space = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if code is None or not isinstance(space, dict):
+        return []
+    names, stack = set(), [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(c for c in current.co_consts if hasattr(c, "co_names"))
+    return [space[n] for n in sorted(names) if n in space]
+
+
 def _held_objects(value: Any, depth: int) -> list[Any]:
+    """The primitives a rule object holds (`_reached`)."""
+    return [x for x in _reached(value, depth) if is_primitive(x)]
+
+
+def _reached(value: Any, depth: int) -> list[Any]:
     """What a rule object holds: a partial's function, arguments and keywords, a function's closure variables,
-    the items of a tuple or list among them; `depth` levels down."""
+    the items of a tuple or list among them; `depth` levels down. A primitive is reached, not walked into."""
     if value is None or depth < 0:
         return []
     if is_primitive(value):
@@ -225,7 +260,8 @@ def _held_objects(value: Any, depth: int) -> list[Any]:
         inner = list(_closure_vars(value).values())
     else:
         return []
-    return [held for item in inner for held in _held_objects(item, depth - 1)]
+    below = [held for item in inner for held in _reached(item, depth - 1)]
+    return [*(x for x in inner if not is_primitive(x)), *below]
 
 
 def is_builtin_primitive(prim: Any) -> bool:

@@ -327,10 +327,16 @@ class Discovery:
 def _with_rule_held(chosen: list[Found], roots: set[str]) -> list[Found]:
     """`chosen`, each primitive followed by the user primitives its JVP and transpose rules hold that no module
     attribute does (a factory's JVP primitive, kept only by the forward primitive's JVP rule): one target each, by
-    identity, named `parent_p > name` and held by the parent, so it is checked where the parent's rules bind it."""
-    known = {id(f.obj) for f in chosen}
+    identity, named `parent_p > name` and held by the parent, so it is checked where the parent's rules bind it.
+    A primitive JAX can only transpose (`_compat.transpose_only`: a reverse-mode-only JVP's tangent) has nothing to
+    run on its own: it is checked through the primitive whose JVP rule binds it (JXN019), never a target itself."""
+    covered = {id(held) for found in chosen if found.kind == "primitive"
+               for held in _compat.transposed_tangents(found.obj)}
+    known = {id(f.obj) for f in chosen} | covered
     out: list[Found] = []
     for found in chosen:
+        if id(found.obj) in covered:
+            continue
         out.append(found)
         # a JVP primitive, the reverse primitive its transpose binds, one more
         for held in _compat.rule_reachable_primitives(found.obj) if found.kind == "primitive" else []:

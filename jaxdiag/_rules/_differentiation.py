@@ -18,8 +18,8 @@ JVP_MISMATCH: Rule[_fields.JXG001] = Rule(
     "both sides of it along the same step.",
     "`jax.grad` and `jax.jvp` return wrong derivatives without any error.",
     "jxg001_bad.py", "jxg001_good.py",
-    message="{rule} disagrees with finite differences of {fun}'s impl: {details}. jax.grad and jax.jvp "
-            "return these wrong derivatives without any error.",
+    message="{rule} disagrees with finite differences of {fun}'s impl: {details}. {modes} return these wrong "
+            "derivatives without any error.",
     fix="Fix the derivative formula in {rule} for {name} (check the chain-rule factor and the sign).",
 )
 TRANSPOSE_NOT_ADJOINT: Rule[_fields.JXG002] = Rule(

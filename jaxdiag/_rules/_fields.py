@@ -99,7 +99,7 @@ JXB022 = TypedDict("JXB022", {
 })
 JXB023 = FieldsOfJXB020
 JXB024 = EvidenceFix
-JXG001 = TypedDict("JXG001", {"details": object, "fun": object, "name": object, "rule": object})
+JXG001 = TypedDict("JXG001", {"details": object, "fun": object, "modes": object, "name": object, "rule": object})
 JXG002 = TypedDict("JXG002", {
     "args_names": object, "fwd": object, "name": object, "rev": object, "rule": object, "tol": object,
 })
@@ -186,6 +186,7 @@ JXN016 = TypedDict("JXN016", {
 })
 JXN017 = TypedDict("JXN017", {"assumed": object, "target": object})
 JXN018 = TypedDict("JXN018", {"error": object, "refused": object, "rule": object, "them": object})
+JXN019 = TypedDict("JXN019", {"error": object, "prim": object, "rule": object, "tangent": object})
 JXR001 = TypedDict("JXR001", {"also": object, "fix": object, "prim_name": object, "var": object})
 JXR002 = TypedDict("JXR002", {"fix": object, "observed": object, "prim_name": object, "var": object})
 JXR003 = EvidenceFix
@@ -358,6 +359,9 @@ class Emits(Generic[F]):
     @overload
     def finding(self: Emits[JXN018], *, location: Location | None = None,
                 **fields: Unpack[JXN018]) -> Finding: ...
+    @overload
+    def finding(self: Emits[JXN019], *, location: Location | None = None,
+                **fields: Unpack[JXN019]) -> Finding: ...
     @overload
     def finding(self: Emits[JXR001], *, location: Location | None = None,
                 **fields: Unpack[JXR001]) -> Finding: ...

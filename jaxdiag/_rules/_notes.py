@@ -172,6 +172,25 @@ TANGENTS_REFUSED: Rule[_fields.JXN018] = Rule(
     message="{rule} refuses tangents of {refused} on purpose ({error}); the other arguments were checked with "
             "{them} held constant",
 )
+FORWARD_MODE_UNSUPPORTED: Rule[_fields.JXN019] = Rule(
+    "JXN019", "reverse-mode-only", "info",
+    "A primitive's JVP rule returns its tangent as a primitive JAX can only transpose: jax.grad works, jax.jvp, "
+    "jacfwd and hessian do not. Reverse mode was checked against finite differences instead.",
+    "A JVP rule that binds, for its tangent, a primitive with a transpose rule but no impl and no lowering (an FFI "
+    "library's reverse kernel is what that transpose binds) is reverse-mode only by design: `jax.grad` and "
+    "`jax.vjp` linearize the tangent away and run the transpose, while `jax.jvp`, `jax.jacfwd` and `jax.hessian` "
+    "must evaluate it and fail (\"Evaluation rule ... not implemented\"). jaxdiag does not call that a broken "
+    "rule: it checks `jax.vjp` of the primitive against finite differences of its impl (a wrong reverse kernel is "
+    "JXG001, located at the transpose rule), and the primitive the transpose alone uses is no target of its own.",
+    "Only a problem where forward mode is needed: then give the tangent primitive an impl and a lowering (or write "
+    "the tangent with jax.numpy operations).",
+    "jxn019_bad.py", "jxn019_good.py",
+    message="{rule}'s tangent is {tangent}, which JAX can only transpose (it has a transpose rule, but no impl or "
+            "lowering): jax.grad and jax.vjp of {prim} work and were checked against finite differences; jax.jvp, "
+            "jax.jacfwd and jax.hessian fail with `{error}`",
+    fix="If forward mode is needed, give {tangent} an impl and a lowering, or compute the tangent with jax.numpy "
+        "operations.",
+)
 BIND_PARAMS_ASSUMED: Rule[_fields.JXN017] = Rule(
     "JXN017", "bind-params-assumed", "info",
     "A primitive's required bind params were passed as a literal by no call site; jaxdiag assumed values for them.",

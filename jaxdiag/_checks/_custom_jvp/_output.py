@@ -17,10 +17,14 @@ from ..._core import _locate
 from ... import _rules as rules
 from ..._core._report import Finding
 from .._base import Context, SkipCheck, check
-from .._shared import raises_on_purpose, tangent_dtype_accepted
-from .._gradref import GradState, aval_text, error_text, leaf_difference, quiet_call, short_dtype, state
+from .._shared import first_line, raises_on_purpose, tangent_dtype_accepted
+from .._gradref import (
+    REVERSE_ONLY, GradState, aval_text, error_text, leaf_difference, quiet_call, short_dtype, state,
+)
 from .._gradref._state import Arg, spec_positions
-from ._call import KINDS, _dense_call, _split, _zero_for, call_jvp, joint, jvp_rule, names, rule_location, user_rules
+from ._call import (
+    KINDS, _call_jvp_with, _dense_call, _split, _zero_for, call_jvp, joint, jvp_rule, names, rule_location, user_rules,
+)
 from ._reach import custom_derivative_wrappers
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -28,7 +32,8 @@ from ._reach import custom_derivative_wrappers
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@check("jvp-rule-output", family="grad", kinds=KINDS, provides=("grad.blocked.jvp-rule-output",))
+@check("jvp-rule-output", family="grad", kinds=KINDS,
+       provides=("grad.blocked.jvp-rule-output", "grad.reverse_only"))
 def jvp_rule_output(ctx: Context) -> Iterator[Finding]:
     st = state(ctx)
     if st.kind == "primitive" and jvp_rule(st) is None:
@@ -56,6 +61,15 @@ def jvp_rule_output(ctx: Context) -> Iterator[Finding]:
         st = _held_constant(ctx, st, refused)
         expected = st.out
         result, exc = _dense_call(st, joint(st, 0))
+    tangent = _transpose_only_tangent(st, exc) if exc is not None else None
+    if tangent is not None and exc is not None:  # reverse mode only, by design: `reverse-only-reference` checks it
+        st.blocked[REVERSE_ONLY] = f"its tangent {tangent.name} can only be transposed (reverse mode only)"
+        st.memo.reverse_only = tangent
+        _, rule = names(st)
+        yield rules.FORWARD_MODE_UNSUPPORTED.finding(
+            rule=rule, tangent=tangent.name, prim=st.subject.obj.name, error=first_line(exc),
+            location=rule_location(st))
+        return
     if exc is not None:
         st.blocked[rules.DERIVATIVE_RULE_RAISED] = "the JVP rule raised"
         yield _raised(st, exc)
@@ -67,6 +81,23 @@ def jvp_rule_output(ctx: Context) -> Iterator[Finding]:
         return
     yield from _primal_findings(st, pair[0], expected)
     yield from _tangent_findings(st, pair[0], pair[1])
+
+
+def _transpose_only_tangent(st: GradState, exc: BaseException) -> Any:
+    """The primitive a primitive's JVP rule failed to evaluate, when that is one its rules hold and JAX can only
+    transpose (`_compat.transpose_only`): the rule is reverse-mode only by design, not broken."""
+    if st.kind != "primitive" or not isinstance(exc, NotImplementedError):
+        return None
+    tangents = joint(st, 0)
+    positions = sorted(tangents)
+    # traced, the rule binds it abstractly (an abstract eval is all it needs), however the rule refers to it
+    traced, _ = quiet_call(jax.make_jaxpr(lambda *t: _call_jvp_with(st, st.values(), dict(zip(positions, t)))),
+                           *(tangents[p] for p in positions))
+    bound = [eqn.primitive for eqn in _compat.iter_eqns(traced)] if traced is not None else []
+    for prim in bound + _compat.transposed_tangents(st.subject.obj):
+        if _compat.transpose_only(prim) and f"'{prim.name}'" in str(exc):
+            return prim
+    return None
 
 
 def _missing_jvp(st: GradState, ctx: Context) -> Iterator[Finding]:

@@ -279,6 +279,7 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
             rule=rule,
             fun=fun,
             details="; ".join(details),
+            modes="jax.grad and jax.jvp",
             name=problems[0]['arg'].name,
             location=loc)
     loc = rule_location(st)

@@ -32,7 +32,8 @@ from ._source import (
     short_message, source_of, user_frame,
 )
 from ._state import (
-    EVERY_BLOCKER, JVP_BLOCKERS, NOT_COMPUTED, RESIDUALS_NOT_ARRAYS, VJP_BLOCKERS, Arg, GradMemo, GradState,
+    EVERY_BLOCKER, JVP_BLOCKERS, NOT_COMPUTED, RESIDUALS_NOT_ARRAYS, REVERSE_ONLY, VJP_BLOCKERS, Arg, GradMemo,
+    GradState,
     NotComputed, TangentKey, require, state,
 )
 from ._values import (
@@ -43,6 +44,7 @@ from ._values import (
 from ._where import WHERE_TRAP_FIX, trap_location, trap_text, where_trap
 
 __all__ = [
+    "REVERSE_ONLY",
     "SMOOTH_SHRINK",
     "central_at",
     "kink_at_point",

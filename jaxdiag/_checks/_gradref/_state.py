@@ -117,6 +117,7 @@ class GradMemo:
     second_order_held: set[int] = field(default_factory=set)
     reverse_nonfinite: bool = False  # jvp-reverse reported a NaN cotangent (JXG027): the edge probe adds nothing
     bwd_not_linear: bool = False  # vjp-linearity reported JXG036: the cotangent probes would restate it
+    reverse_only: object = None  # jvp-rule-output: the tangent primitive JAX can only transpose (JXN019)
 
 
 def spec_positions(subject: Subject, count: int) -> list[int]:
@@ -421,4 +422,7 @@ EVERY_BLOCKER = (*VJP_BLOCKERS, *JVP_BLOCKERS, "grad.blocked.primitive-transpose
 # A blocker that no rule selects: fwd's residuals are not arrays (reported as JXG012), which makes every later
 # check that calls bwd meaningless, but is not the fwd/primal mismatch that `require(st, (VJP_FWD_MISMATCH,))` means.
 RESIDUALS_NOT_ARRAYS = "fwd-residuals"
+# Another: the JVP rule's tangent is a primitive JAX can only transpose (JXN019). Forward mode cannot run, so every
+# check that evaluates the JVP rule is blocked; `reverse-only-reference` checks reverse mode instead.
+REVERSE_ONLY = "reverse-mode-only"
 
