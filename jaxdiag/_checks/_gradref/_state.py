@@ -404,9 +404,10 @@ def state(ctx: Context) -> GradState:
 
 def require(st: GradState, blockers: Sequence[rules.Rule] = ()) -> None:
     """SkipCheck when an earlier finding makes the rules' output unusable for this check: any blocker, or only
-    those of `blockers`. Findings are never filtered at this point, so suppressing a code never skips a check."""
+    those of `blockers` (and `REVERSE_ONLY` always: no check can evaluate such a JVP rule). Findings are never
+    filtered at this point, so suppressing a code never skips a check."""
     for blocker, why in st.blocked.items():
-        if not blockers or blocker in blockers:
+        if not blockers or blocker in blockers or blocker == REVERSE_ONLY:
             name = blocker.code if isinstance(blocker, rules.Rule) else blocker
             raise SkipCheck(f"blocked by {name}: {why}")
 
