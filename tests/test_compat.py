@@ -279,3 +279,29 @@ def test_a_run_asks_jax_traceback_filter_once_per_file_keeps_its_frames_and_rest
         assert traceback_util.include_frame is counting
     finally:
         traceback_util.include_frame = own
+
+
+def test_a_run_silences_jax_callback_traceback_log_keeps_the_exception_and_restores_the_level_even_on_error(caplog):
+    """Input inference calls a user's pure_callback on inputs it refuses, many times: JAX logged every traceback on
+    the user's terminal. Inside a run the exception still reaches the caller, the log stays silent, and the logger's
+    level is back afterwards."""
+    import logging
+
+    import jax
+    import numpy as np
+
+    def refuse(x):
+        raise ValueError("refused")
+
+    logger = logging.getLogger("jax._src.callback")
+    level = logger.level
+    call = lambda: jax.pure_callback(refuse, jax.ShapeDtypeStruct((2,), np.float32), np.ones(2, np.float32))  # noqa: E731
+    with pytest.raises(RuntimeError, match="stop"), _compat.run_scope():
+        with pytest.raises(Exception, match="refused"):
+            jax.block_until_ready(call())
+        raise RuntimeError("stop")
+    assert not [r for r in caplog.records if "pure_callback failed" in r.getMessage()], caplog.records
+    assert logger.level == level
+    with pytest.raises(Exception, match="refused"):  # outside a run, JAX's own logging as before
+        jax.block_until_ready(call())
+    assert [r for r in caplog.records if "pure_callback failed" in r.getMessage()]

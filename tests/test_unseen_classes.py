@@ -253,3 +253,35 @@ def test_plain_jax_the_kink_example_has_no_derivative_at_its_point_and_the_rules
             for rule, wrong in ((module._relu_matvec, False), (module._relu_matvec_doubled, True)):
                 tangent = jax.jvp(lambda s: rule(weights, s), (beside,), (step,))[1]  # noqa: B023
                 assert np.allclose(tangent, fd, atol=1e-6) != wrong, (side, wrong)
+
+
+@pytest.mark.slow  # a whole module checked (about 4 s); the docstring reading below stays fast
+def test_a_rule_behind_a_kernel_that_takes_documented_integer_coordinates_is_checked_where_its_function_calls_it():
+    """`spmv(rows, cols, values, x)` documents `rows: [nnz; int32]: the row indices` and hands them to a kernel that
+    rejects any other buffer type; its custom_jvp is made anew on every call. Before: float coordinates, every
+    candidate refused, both rules NOT VERIFIED. Now the documented operands are drawn as in-range integers, the
+    rules are checked on the values the function passes them (their twins made by the eager run), and the doubled
+    rule is found."""
+    _, data = check_json(f"{ACC / 'documented_indices.py'}", ACC)
+    assert not data["summary"]["not_verified"], data["summary"]
+    right, doubled = _findings(data, "spmv)"), _findings(data, "spmv_doubled)")
+    assert [c for c, s in right if s != "info"] == [], right
+    assert ("JXG024", "warning") in doubled, doubled
+
+
+def test_operands_a_docstring_says_hold_integers_or_indices_are_index_positions():
+    from jaxdiag._run._static_use import documented_indices
+
+    def spmv(rows, cols, values, x, refraction):
+        """Multiply.
+
+        Args:
+            rows: [nnz; int32]: the row indices of the nonzeros
+            cols (array of integers): the columns
+            values: [nnz; float32]: the nonzeros
+            x: the vector
+            refraction: the refractive index of the medium
+        """
+
+    subject = Subject(label="spmv", kind="function", obj=spmv, specs=[], module=__name__)
+    assert documented_indices(subject, ["rows", "cols", "values", "x", "refraction"]) == {0, 1}

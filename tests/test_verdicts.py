@@ -694,3 +694,22 @@ def test_the_program_reads_the_perturbation_of_a_nested_rule_as_running_the_func
         assert running == program, (fn, running, program)
         unperturbed_seen |= set(program.get(id(nested), ()))
     assert unperturbed_seen == {0, 1}  # the cases leave each operand unperturbed somewhere: not vacuous
+
+
+def test_a_primal_that_fails_on_its_inputs_verifies_nothing(tmp_path):
+    """A custom_jvp whose primal raises on the inputs given: every derivative check is skipped, none passes. The JVP
+    reference check compared nothing (the rule raised too) and passed, so the target counted as verified."""
+    module = tmp_path / "refusing_primal.py"
+    module.write_text(
+        "import jax\n\n\n"
+        "@jax.custom_jvp\n"
+        "def f(x):\n"
+        "    raise ValueError('not these inputs')\n\n\n"
+        "@f.defjvp\n"
+        "def f_jvp(primals, tangents):\n"
+        "    raise ValueError('not these inputs')\n")
+    report = jaxdiag.check_grad(f"{module}:f", "f32[3]")
+    assert not report.ok
+    ran = {c.name: c.status for t in report.targets for c in t.checks}
+    assert ran.get("jvp-reference") == "skipped", ran
+    assert not [name for name, status in ran.items() if status == "passed" and name.startswith("jvp-")], ran

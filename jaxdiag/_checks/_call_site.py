@@ -109,11 +109,13 @@ def _call_flags(subject: Subject, calls: list) -> list[list[bool]]:
     return out
 
 
-def call_arrays(subject: Subject, obj: Any, args: Sequence[Any], kwargs: dict) -> list[Any] | None:
+def call_arrays(subject: Subject, obj: Any, args: Sequence[Any], kwargs: dict, twin: bool = False
+                ) -> list[Any] | None:
     """The array arguments (in the order of the subject's specs) of one recorded call of a custom rule, or None when
-    the call is not of `subject`. A subject with a pytree signature is a flat view: the call recorded is of
-    `subject.original`, and its array leaves are what the view takes."""
-    if obj is not subject.obj and obj is not subject.original:
+    the call is not of `subject` (`twin`: the caller matched `obj` to it, a rule made by the same code). A subject
+    with a pytree signature is a flat view: the call recorded is of `subject.original`, and its array leaves are
+    what the view takes."""
+    if obj is not subject.obj and obj is not subject.original and not twin:
         return None
     resolved = _compat.resolve_positional(getattr(obj, "fun", obj), tuple(args), dict(kwargs))
     # shape and dtype, as the flat view's specs are read (`_signature`): a NumPy dtype leaf has a shape, no dtype

@@ -11,6 +11,7 @@ prove that nothing leaks.
 from __future__ import annotations
 
 import contextlib
+import logging
 import types
 import sys
 from collections.abc import Iterable, Iterator
@@ -58,6 +59,7 @@ def snapshot_jax_state(custom_vmaps: Iterable[Any] = ()) -> dict[str, Any]:
     snapshot["profile"] = sys.getprofile()
     snapshot["sys_path"] = list(sys.path)
     snapshot["traceback_filter"] = getattr(_traceback_util, "include_frame", None)
+    snapshot["callback_log_level"] = logging.getLogger("jax._src.callback").level
     return snapshot
 
 
@@ -147,13 +149,29 @@ def run_scope() -> Iterator[None]:
     """What one jaxdiag run sets up for its body and undoes once it is done, even on error (re-entrant):
     - `sys.path` as it was before: target loading adds the user's folders, which stay importable for the whole run
       and no longer afterwards;
-    - JAX's traceback filter asks once per file whether a frame is JAX's own (`_memoized_frame_filter`)."""
+    - JAX's traceback filter asks once per file whether a frame is JAX's own (`_memoized_frame_filter`);
+    - JAX's callback logger is silent (`_quiet_callback_log`)."""
     saved = list(sys.path)
     try:
-        with _memoized_frame_filter():
+        with _memoized_frame_filter(), _quiet_callback_log():
             yield
     finally:
         sys.path[:] = saved
+
+
+@contextlib.contextmanager
+def _quiet_callback_log() -> Iterator[None]:
+    """JAX logs the traceback of every exception a `pure_callback`/`io_callback` function raises, besides raising it.
+    Input inference calls the user's callbacks on candidate inputs they refuse, tens of times per target: each
+    refusal printed a traceback on the user's terminal. The exception still reaches jaxdiag (and a finding quotes
+    it); the logger's level is put back on exit."""
+    logger = logging.getLogger("jax._src.callback")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 @contextlib.contextmanager

@@ -53,7 +53,9 @@ from .._core._report import Finding
 from .._harness import UserResult, call_user
 from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, Static, key_spec, template_text
 from .._loading._operand_names import TOLERANCE_DOMAIN, index_named, is_tolerance
-from . import _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes, _static_values
+from . import (
+    _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes, _static_use, _static_values,
+)
 from ._assumed_params import DISAGREES
 from ._sparse_operands import csr_rungs
 from ._domains import VALUES_ONLY
@@ -170,8 +172,10 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
             continue
         names = _names(subject, arity, operands)
         statements = _stated_shapes.stated_axes(subject, names)
-        # `indices`, `row_indices`: integers too, unless an annotation gives them another family
-        named = indices | (index_named(names) - _family(families, "float", "complex", "bool"))
+        # `indices`, `row_indices`, a docstring's "Ai: [n_nz; int32]: the row indices": integers too, unless an
+        # annotation gives them another family
+        named = indices | ((index_named(names) | _static_use.documented_indices(subject, names))
+                           - _family(families, "float", "complex", "bool"))
         tolerances = {i: TOLERANCE_DOMAIN for i, name in enumerate(names) if is_tolerance(name)}
         for ints in _static_values.int_positions(subject, statics, arity):  # `L: int`: a Python int on each rung
             n_arrays = max(arity - len(statics) - len(ints), 0)

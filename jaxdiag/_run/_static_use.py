@@ -178,6 +178,12 @@ def _called(node: ast.Call, seen: Any) -> None:
 
 def _documented_types(subject: Subject, names: list[str]) -> dict[str, str]:
     """{parameter: the type its docstring entry states} (numpydoc `v : float`, Google `v (float): ...`)."""
+    return {name: text for name, text in documented_entries(subject, names).items() if _DOC_NUMBER.match(text)}
+
+
+def documented_entries(subject: Subject, names: list[str]) -> dict[str, str]:
+    """{parameter: the first line of its docstring entry} (numpydoc `v : float`, Google `v (float): ...` and
+    `v: text`)."""
     obj = subject.original if subject.original is not None else subject.obj
     doc = inspect.getdoc(obj) or ""
     out: dict[str, str] = {}
@@ -188,12 +194,21 @@ def _documented_types(subject: Subject, names: list[str]) -> dict[str, str]:
         documented = listed[k] if re.fullmatch(r"x\d+", name) and k < len(listed) else name
         found = re.search(rf"^\s*{re.escape(documented)}\s*(?:\(([^)]*)\)\s*:|:(?!:)\s*([^\n]*))", doc,
                           re.MULTILINE)
-        if found is None:
-            continue
-        text = found.group(1) or found.group(2) or ""
-        if _DOC_NUMBER.match(text):
-            out[name] = text
+        if found is not None:
+            out[name] = found.group(1) or found.group(2) or ""
     return out
+
+
+# A docstring entry that describes integer indices: "the row indices of A", "[n_nz; int32]", "indices (int)".
+# ("index" alone is not: a refractive index is a float)
+_DOC_INDICES = re.compile(r"\b(indices|u?int(8|16|32|64)|integers?)\b", re.IGNORECASE)
+
+
+def documented_indices(subject: Subject, names: list[str]) -> set[int]:
+    """Positions whose docstring entry says they hold integers or indices (`Ai: [n_nz; int32]: the row indices of
+    the sparse matrix A`): drawn as in-range integers, like operands named as indices."""
+    entries = documented_entries(subject, names)
+    return {i for i, name in enumerate(names) if name in entries and _DOC_INDICES.search(entries[name])}
 
 
 def documented_value(subject: Subject, name: str, default: float) -> float:
