@@ -1,6 +1,6 @@
 """The same op built for reverse mode only: its JVP primitive is never evaluated, only transposed, so it has no impl,
-lowering or batching rule. `jax.jvp` of the op fails (reported once, at the forward primitive whose JVP rule binds
-it); the JVP primitive, which nobody calls, gets no second report of the same gap."""
+lowering or batching rule. `jax.jvp` of the op fails by design (noted once, at the forward primitive whose JVP rule
+binds it, JXN019, and its reverse mode checked instead); the JVP primitive, which nobody calls, is no target."""
 
 import jax.numpy as jnp
 
