@@ -285,3 +285,29 @@ def test_operands_a_docstring_says_hold_integers_or_indices_are_index_positions(
 
     subject = Subject(label="spmv", kind="function", obj=spmv, specs=[], module=__name__)
     assert documented_indices(subject, ["rows", "cols", "values", "x", "refraction"]) == {0, 1}
+
+
+@pytest.mark.parametrize("name, wrong", [("rectify_p", False), ("rectify_doubled_p", True)])
+def test_a_primitive_jvp_on_a_kink_of_its_example_is_judged_beside_it(name, wrong):
+    """A primitive ReLU's JVP `where(x > 0, t, 0)` checked at values with zeros (what a recording or a documented
+    call passes): central differences there give the mean slope 0.5, so the right rule was a JXG001; the doubled one
+    is wrong beside the kink and still found."""
+    import importlib.util
+
+    import numpy as np
+
+    from jaxdiag._checks._base import Options
+    from jaxdiag._harness.cache import SubjectCache
+    from jaxdiag._loading._inputs import ArgSpec
+    from jaxdiag._run import _engine
+
+    spec = importlib.util.spec_from_file_location("kink_example", ACC / "kink_example.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    subject = Subject(label=name, kind="primitive", obj=getattr(module, name),
+                      specs=[ArgSpec(np.dtype(np.float32), (5,))], module="kink_example")
+    cache = SubjectCache()
+    cache.example, cache.observed = [np.array([1.5, 0.0, -2.0, 0.0, 0.5], np.float32)], True
+    report, _ = _engine.run_subject_by_check(subject, Options(command="grad"), cache, only={"jvp-reference"})
+    codes = [f.code for f in report.findings if f.severity in ("error", "warning")]
+    assert codes == (["JXG001"] if wrong else []), report.findings
