@@ -311,3 +311,32 @@ def test_a_primitive_jvp_on_a_kink_of_its_example_is_judged_beside_it(name, wron
     report, _ = _engine.run_subject_by_check(subject, Options(command="grad"), cache, only={"jvp-reference"})
     codes = [f.code for f in report.findings if f.severity in ("error", "warning")]
     assert codes == (["JXG001"] if wrong else []), report.findings
+
+
+@pytest.mark.slow  # a whole module checked (about 3 s); the helpers below stay fast
+def test_the_rules_of_a_functions_complex_branch_are_checked_where_it_calls_them_on_complex_inputs():
+    """`double(x)` binds `double_complex_p` only for complex `x`, and no kernel's inputs can be inferred on its own:
+    the complex primitives were NOT VERIFIED. The caller's code names a complex dtype, so it is run again on complex
+    inputs, where it binds them; the wrong one is found."""
+    _, data = check_json(f"{ACC / 'dtype_dispatch.py'}", ACC)
+    assert not data["summary"]["not_verified"], data["summary"]
+    assert [c for c, s in _findings(data, ":double_complex_p") if s != "info"] == []
+    assert ("JXG001", "warning") in _findings(data, ":double_complex_wrong_p")
+
+
+def test_a_caller_naming_a_complex_dtype_is_run_again_on_complex_float_operands():
+    import numpy as np
+
+    from jaxdiag._loading._inputs import ArgSpec
+    from jaxdiag._run._climb import complex_variant, names_complex
+
+    def dispatches(x):
+        return x.astype("complex64") if x.dtype.kind == "c" else x
+
+    def real_only(x):
+        return x * 2
+
+    assert names_complex(dispatches) and not names_complex(real_only)
+    index, value = ArgSpec(np.dtype(np.int32), (3,), "0..2"), ArgSpec(np.dtype(np.float64), (3,))
+    assert complex_variant([index, value]) == [index, ArgSpec(np.dtype(np.complex128), (3,))]
+    assert complex_variant([index]) is None

@@ -279,6 +279,10 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
             if under is not None:
                 prepared, via, subjects = under
                 label = f"jax.vmap({label})"
+        if not subjects and batchable is not None and _names_complex(getattr(module, name, None)):
+            dispatched = _complex_call(runs, via, batchable, options, lint.app_dir, found)
+            if dispatched is not None:  # its complex branch calls it
+                prepared, via, subjects = dispatched
         if not subjects:
             reach.tried.append(f"{label}: traced, but it does not call it")
             continue
@@ -336,6 +340,34 @@ def _under_vmap_call(runs: Any, via: dict, templates: list[Any], options: Any, a
     via = {**via, "args": [template_text(t) for t in batched], "batched": True}
     try:
         prepared = _record_carrier.prepare(runs, via, batched, options, app_dir)
+    except (InferenceError, TargetLoadError, UsageError):
+        return None
+    subjects = [s for s in prepared.nested if _is_target(s, found)]
+    return (prepared, via, subjects) if subjects else None
+
+
+def _names_complex(fn: Any) -> bool:
+    from .._run._climb import names_complex
+
+    return names_complex(fn)
+
+
+def _complex_call(runs: Any, via: dict, templates: list[Any], options: Any, app_dir: str, found: Any
+                  ) -> tuple[Any, dict, list] | None:
+    """(prepared, via, subjects) where the caller run on complex inputs calls the target, else None: a caller whose
+    code names a complex dtype dispatches on it, and its complex branch's rules (`solve_c128` beside `solve_f64`)
+    are bound only there."""
+    from . import _record_carrier
+    from .._core._errors import InferenceError, TargetLoadError, UsageError
+    from .._loading._inputs import template_text
+    from .._run._climb import complex_variant
+
+    complexed = complex_variant(templates)
+    if complexed is None:
+        return None
+    via = {**via, "args": [template_text(t) for t in complexed]}
+    try:
+        prepared = _record_carrier.prepare(runs, via, complexed, options, app_dir)
     except (InferenceError, TargetLoadError, UsageError):
         return None
     subjects = [s for s in prepared.nested if _is_target(s, found)]

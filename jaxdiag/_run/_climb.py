@@ -480,6 +480,21 @@ def _names_complex(subject: Subject) -> bool:
         getattr(_locate.unwrap(fn), "__code__", None))) for fn in fns)
 
 
+def names_complex(fn: Any) -> bool:
+    """Whether the source of `fn` (a public function calling rules) names a complex dtype: a function that
+    dispatches on its inputs' dtype (`if jnp.iscomplexobj(x): ..._c128.bind(...)`) reaches its complex branch's rules
+    only with complex inputs."""
+    return fn is not None and bool(_COMPLEX.search(_code_text(getattr(_locate.unwrap(fn), "__code__", None))))
+
+
+def complex_variant(templates: list[Any]) -> list[Any] | None:
+    """`templates` with every real floating-point operand made complex of its precision; None when none is."""
+    if not any(isinstance(t, ArgSpec) and t.key is None and t.dtype in _COMPLEX_OF for t in templates):
+        return None
+    return [ArgSpec(_COMPLEX_OF[t.dtype], t.shape, t.domain) if isinstance(t, ArgSpec) and t.key is None
+            and t.dtype in _COMPLEX_OF else t for t in templates]
+
+
 def _failure_names_complex(exc: BaseException) -> bool:
     """Whether a failure names a complex dtype: its message, or the source of the user functions it was raised in
     (an abstract eval asserting `dtype == np.csingle` raises a bare AssertionError)."""
