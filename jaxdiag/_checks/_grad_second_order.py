@@ -22,9 +22,8 @@ from ._base import Context, SkipCheck, check
 from ._grad import ALL_KINDS, display_name, float_outputs, finding_location
 from ._gradref._compiled import CompiledPrimal
 from ._gradref import (
-    EVERY_BLOCKER, SMOOTH_SHRINK, WHERE_TRAP_FIX, GradState, absdot, all_finite, close_scalar, dot, error_text,
-    fmt_values, grad_tol, is_inexact, locate, quiet_call, require, state, to_f64, trap_location, trap_text,
-    where_trap,
+    EVERY_BLOCKER, WHERE_TRAP_FIX, GradState, absdot, all_finite, close_scalar, dot, error_text, fmt_values, grad_tol,
+    is_inexact, locate, quiet_call, require, rough_entries, state, to_f64, trap_location, trap_text, where_trap,
 )
 from ._shared import first_line, user_frame_location
 
@@ -319,7 +318,7 @@ def _widened_references(st: GradState, ws: Sequence[Any], index: int, rough: np.
     finite differences, for the second order: where the native references are inconclusive or disagree, a float32
     gradient's rounding (a large background, a transform summing many terms) may be what they see, and a rule that
     is right agrees with a float64 reference. `rough`: the entries left out of the differences' spread (kinks and
-    jumps of the gradient at the point, `_rough`). None when nothing can be widened or run in float64."""
+    jumps of the gradient at the point, `rough_entries`). None when nothing can be widened or run in float64."""
 
     def references(first_order: Callable[[Callable], Callable], x: tuple, v: tuple) -> list:
         G = first_order(st.call_target)
@@ -504,7 +503,7 @@ class GradientDifferences:
     large, and a mismatch within it says nothing about the rule) and a bound on what rounding the gradient to its
     dtype alone makes of them (`rounding`, 1.5 eps |G| / h). A gradient far larger than its change over a step (a
     large affine background) rounds flat in float32: its differences then show nothing either way. `rough` marks
-    the entries where the gradient has no derivative along the step at the point itself (`_rough`): their
+    the entries where the gradient has no derivative along the step at the point itself (`rough_entries`): their
     differences measure a kink or a jump, not a second derivative, and are compared with nothing."""
 
     values: list[np.ndarray]
@@ -535,7 +534,7 @@ def _fd_of_gradient(st: GradState, G: Callable) -> GradientDifferences | None:
             richardson = [(4 * f - c) / 3 for c, f in zip(coarse[0], fine[0])]
             rounding = [1.5 * _unit_roundoff(a.dtype) * max(cm, fm) / eps
                         for a, cm, fm in zip(st.diff, coarse[1], fine[1])]
-            rough = [_rough(center[i], coarse[2][i], fine[2][i], eps, rounding[i] + grad_tol(a.dtype))
+            rough = [rough_entries(center[i], coarse[2][i], fine[2][i], eps, rounding[i] + grad_tol(a.dtype))
                      if center is not None else np.zeros(np.shape(richardson[i]), bool)
                      for i, a in enumerate(st.diff)]
             # a jump's differences grow as 1/h: their spread would excuse every other entry's mismatch
@@ -545,21 +544,6 @@ def _fd_of_gradient(st: GradState, G: Callable) -> GradientDifferences | None:
             return GradientDifferences(richardson, spread, rounding, rough, flat)
         eps /= 16
     return None
-
-
-def _rough(center: np.ndarray, coarse: tuple[np.ndarray, np.ndarray], fine: tuple[np.ndarray, np.ndarray],
-           eps: float, floor: float) -> np.ndarray:
-    """Per entry of the gradient at x: True where its one-sided differences along the step disagree by more than
-    `floor` at both steps and their gap does not shrink with the step (`SMOOTH_SHRINK`): a kink or a jump of the
-    gradient at x itself, as at a ReLU's 0 or a binary input's threshold. `coarse`/`fine`: G(x + s v), G(x - s v)
-    at s = eps and eps / 2."""
-    def gap(pair: tuple[np.ndarray, np.ndarray], step: float) -> np.ndarray:
-        plus, minus = pair
-        return np.abs(plus + minus - 2 * center) / step
-
-    with np.errstate(invalid="ignore", over="ignore"):
-        wide, narrow = gap(coarse, eps), gap(fine, eps / 2)
-        return (narrow > floor) & (narrow >= SMOOTH_SHRINK * wide)
 
 
 def _unit_roundoff(dtype: Any) -> float:

@@ -32,13 +32,14 @@ from ._gradref import (
 )
 
 
-def _transpose_fns(st: GradState) -> list[Any]:
-    rule = _compat.transpose_rule(st.subject.obj)
+def _transpose_fns(st: GradState, prim: Any = None) -> list[Any]:
+    """The user's functions behind the transpose rule of the subject's primitive (or of `prim`)."""
+    rule = _compat.transpose_rule(st.subject.obj if prim is None else prim)
     return [f for f in _compat.rule_user_functions(rule) if f is not None] if rule is not None else []
 
 
-def _location(st: GradState) -> Location | None:
-    fns = _transpose_fns(st)
+def _location(st: GradState, prim: Any = None) -> Location | None:
+    fns = _transpose_fns(st, prim)
     for fn in fns:
         if _locate.is_user_code(fn):
             return _locate.locate(fn)
@@ -394,8 +395,7 @@ def reverse_only_reference(ctx: Context) -> Iterator[Finding]:
     if others:
         raise SkipCheck(f"blocked: {others[0]}")
     tangent = st.memo.reverse_only
-    fns = [f for f in _compat.rule_user_functions(_compat.transpose_rule(tangent)) if f is not None]
-    location = next((_locate.locate(f) for f in fns if _locate.is_user_code(f)), None) or st.subject.location
+    location = _location(st, tangent)
     where = f"the transpose rule of {getattr(tangent, 'name', tangent)}"
     ws = st.cotangents(0)
     ct, exc = _run_reverse(st, st.diff, None, Spy())

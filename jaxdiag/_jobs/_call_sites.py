@@ -279,8 +279,8 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
             if under is not None:
                 prepared, via, subjects = under
                 label = f"jax.vmap({label})"
-        if not subjects and batchable is not None and _names_complex(getattr(module, name, None)):
-            dispatched = _complex_call(runs, via, batchable, options, lint.app_dir, found)
+        if not subjects and batchable is not None:
+            dispatched = _complex_call(getattr(module, name, None), runs, via, batchable, options, lint.app_dir, found)
             if dispatched is not None:  # its complex branch calls it
                 prepared, via, subjects = dispatched
         if not subjects:
@@ -331,43 +331,33 @@ def _under_vmap_call(runs: Any, via: dict, templates: list[Any], options: Any, a
     """(prepared, via, subjects) where `jax.vmap` of the caller calls the target, else None: a rule that only a
     batching rule calls (a custom_vmap rule calling another custom_vmap on the merged batch) is made only there."""
     from . import _record_carrier
-    from .._core._errors import InferenceError, TargetLoadError, UsageError
-    from .._loading._inputs import template_text
 
     batched = _record_carrier.batched_templates(templates)
-    if batched is None:
-        return None
-    via = {**via, "args": [template_text(t) for t in batched], "batched": True}
-    try:
-        prepared = _record_carrier.prepare(runs, via, batched, options, app_dir)
-    except (InferenceError, TargetLoadError, UsageError):
-        return None
-    subjects = [s for s in prepared.nested if _is_target(s, found)]
-    return (prepared, via, subjects) if subjects else None
+    return _calling(runs, {**via, "batched": True}, batched, options, app_dir, found) if batched is not None else None
 
 
-def _names_complex(fn: Any) -> bool:
-    from .._run._climb import names_complex
-
-    return names_complex(fn)
-
-
-def _complex_call(runs: Any, via: dict, templates: list[Any], options: Any, app_dir: str, found: Any
+def _complex_call(caller: Any, runs: Any, via: dict, templates: list[Any], options: Any, app_dir: str, found: Any
                   ) -> tuple[Any, dict, list] | None:
     """(prepared, via, subjects) where the caller run on complex inputs calls the target, else None: a caller whose
     code names a complex dtype dispatches on it, and its complex branch's rules (`solve_c128` beside `solve_f64`)
     are bound only there."""
+    from .._run._climb import complex_variant, names_complex
+
+    complexed = complex_variant(templates) if names_complex(caller) else None
+    return _calling(runs, via, complexed, options, app_dir, found) if complexed is not None else None
+
+
+def _calling(runs: Any, via: dict, templates: list[Any], options: Any, app_dir: str, found: Any
+             ) -> tuple[Any, dict, list] | None:
+    """(prepared, via, subjects): the caller `via` prepared on `templates` instead of its own, and the subjects of
+    the target it calls there; None where it fails or calls none."""
     from . import _record_carrier
     from .._core._errors import InferenceError, TargetLoadError, UsageError
     from .._loading._inputs import template_text
-    from .._run._climb import complex_variant
 
-    complexed = complex_variant(templates)
-    if complexed is None:
-        return None
-    via = {**via, "args": [template_text(t) for t in complexed]}
+    via = {**via, "args": [template_text(t) for t in templates]}
     try:
-        prepared = _record_carrier.prepare(runs, via, complexed, options, app_dir)
+        prepared = _record_carrier.prepare(runs, via, templates, options, app_dir)
     except (InferenceError, TargetLoadError, UsageError):
         return None
     subjects = [s for s in prepared.nested if _is_target(s, found)]

@@ -476,8 +476,7 @@ def _names_complex(subject: Subject) -> bool:
     obj = subject.original if subject.original is not None else subject.obj
     fns = ([_compat.impl(obj), _compat.abstract_eval_rule(obj)] if subject.kind == "primitive"
            else [getattr(obj, "fun", None) or obj])
-    return any(fn is not None and _locate.is_user_code(fn) and _COMPLEX.search(_code_text(
-        getattr(_locate.unwrap(fn), "__code__", None))) for fn in fns)
+    return any(fn is not None and _locate.is_user_code(fn) and names_complex(fn) for fn in fns)
 
 
 def names_complex(fn: Any) -> bool:

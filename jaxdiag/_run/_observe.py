@@ -64,9 +64,7 @@ def _adopt_eager_closure(subject: Subject, eager: list[Any]) -> None:
     eager run closes over concrete arrays: the subject is checked on that one."""
     if subject.original is not None or not _closes_over_tracers(subject.obj):
         return
-    code = _rule_code(subject.obj)
-    fresh = next((obj for obj in eager if type(obj) is type(subject.obj) and _rule_code(obj) == code
-                  and not _closes_over_tracers(obj)), None)
+    fresh = next((obj for obj in eager if _twins(subject.obj, obj) and not _closes_over_tracers(obj)), None)
     if fresh is not None:
         subject.obj = fresh
 
@@ -75,7 +73,7 @@ def _twins(made: Any, other: Any) -> bool:
     """Two rule objects made by the same code (a function that makes its custom_jvp on each call made `made` while
     it was traced and `other` while it ran eagerly): the calls of one are the calls of the other's call site."""
     code = _rule_code(made)
-    return other is not made and type(other) is type(made) and code is not None and _rule_code(other) is code
+    return other is not made and type(other) is type(made) and code is not None and _rule_code(other) == code
 
 
 def _rule_code(obj: Any) -> Any:

@@ -314,17 +314,12 @@ def _chosen_at_kink(st: GradState, v: dict, a: Arg) -> bool:
 
     def agrees_at(moved: dict[int, np.ndarray]) -> bool:
         values = moved_values(st, moved)
-        at = dict(zip((b.pos for b in st.diff), range(len(st.diff))))
         diffs = [values[b.pos] for b in st.diff]
-        got = jax.vjp(lambda *x: st.call_target(_with(values, at, x)), *diffs)[1](cotangent)[i]
-        want = jax.vjp(lambda *x: st.call_primal(_with(values, at, x)), *diffs)[1](cotangent)[i]
+        got = jax.vjp(st.diff_fn(st.call_target, values), *diffs)[1](cotangent)[i]
+        want = jax.vjp(st.diff_fn(st.call_primal, values), *diffs)[1](cotangent)[i]
         return compare_grad(got, want, a.dtype).ok
 
     return right_beside_kink(st, (a,), 0, agrees_at)
-
-
-def _with(values: list[Any], at: dict[int, int], diffs: Sequence[Any]) -> list[Any]:
-    return [diffs[at[p]] if p in at else x for p, x in enumerate(values)]
 
 
 def _confirmed(st: GradState, v: dict, a: Arg) -> bool:

@@ -26,7 +26,7 @@ from ._compare import (
 )
 from ._expectation import Expectation, all_unbiased, cotangent_in_expectation, first_biased, tangent_in_expectation
 from ._fd import FDResult, FiniteDifferences
-from ._kinks import SMOOTH_SHRINK, central_at, kink_at_point, moved_values, right_beside_kink
+from ._kinks import central_at, kink_at_point, moved_values, right_beside_kink, rough_entries
 from ._source import (
     argument_names, error_text, function_ast, locate, may_be_singular, output_names, return_values, rule_name,
     short_message, source_of, user_frame,
@@ -45,11 +45,11 @@ from ._where import WHERE_TRAP_FIX, trap_location, trap_text, where_trap
 
 __all__ = [
     "REVERSE_ONLY",
-    "SMOOTH_SHRINK",
     "central_at",
     "kink_at_point",
     "moved_values",
     "right_beside_kink",
+    "rough_entries",
     "EPS_F64",
     "EVERY_BLOCKER",
     "JVP_BLOCKERS",

@@ -29,26 +29,39 @@ SMOOTH_SHRINK = 0.75
 BESIDE = 1e-2
 
 
+def rough_entries(center: np.ndarray, coarse: tuple[np.ndarray, np.ndarray], fine: tuple[np.ndarray, np.ndarray],
+                  step: float, floor: Any, per_gap: float = 0.0) -> np.ndarray:
+    """Per entry of a function's value at x: True where its one-sided differences along a step disagree by more
+    than `floor` (plus `per_gap` times their gap at the longer step) and their gap does not shrink with the step
+    (`SMOOTH_SHRINK`): a kink or a jump at x itself. `coarse`/`fine`: its values at x + s v and x - s v for
+    s = `step` and `step` / 2."""
+    def gap(pair: tuple[np.ndarray, np.ndarray], h: float) -> np.ndarray:
+        plus, minus = pair
+        return np.abs(plus + minus - 2 * center) / h
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        wide, narrow = gap(coarse, step), gap(fine, step / 2)
+        return (narrow > floor + per_gap * wide) & (narrow >= SMOOTH_SHRINK * wide)
+
+
 def kink_at_point(st: GradState, args: Sequence[Arg], d: int, leaves: Sequence[int]) -> bool:
     """Whether some entry of the primal's output leaves `leaves` has a kink or a jump at the example along
-    direction `d` of `args`: its one-sided differences disagree by more than the tolerance and their gap does not
-    shrink with the step (`SMOOTH_SHRINK`)."""
+    direction `d` of `args` (`rough_entries`, beyond the tolerance relative to the gap)."""
     step = BESIDE / 4
     center = st.fd.at({})
-    gaps = []
+    if center is None:
+        return False
+    pairs = []
     for h in (step, step / 2):
         plus = st.fd.at({a.pos: h * st.direction(a, d) for a in args})
         minus = st.fd.at({a.pos: -h * st.direction(a, d) for a in args})
-        if center is None or plus is None or minus is None:
+        if plus is None or minus is None:
             return False
-        gaps.append([np.abs(plus[k] + minus[k] - 2 * center[k]) / h for k in leaves])
+        pairs.append((plus, minus))
     tol = max(grad_tol(a.dtype) for a in args)
-    for wide, narrow in zip(*gaps):
-        with np.errstate(invalid="ignore", over="ignore"):
-            rough = (narrow > tol * (1.0 + np.abs(wide))) & (narrow >= SMOOTH_SHRINK * wide)
-        if np.any(rough):
-            return True
-    return False
+    (plus, minus), (plus2, minus2) = pairs
+    return any(np.any(rough_entries(center[k], (plus[k], minus[k]), (plus2[k], minus2[k]), step, tol, tol))
+               for k in leaves)
 
 
 def right_beside_kink(st: GradState, args: Sequence[Arg], d: int,

@@ -202,27 +202,25 @@ class GradState:
         """The undecorated primal where there is one (custom_*.fun), the subject otherwise."""
         return self.fun(*values) if self.fun is not None else self.call_target(values)
 
-    def diff_fn(self, call: Callable[[Sequence[Any]], Any]) -> Callable[..., Any]:
-        """`call` as a function of the differentiable arguments only (others fixed), for jax.vjp/jvp/grad."""
+    def diff_fn(self, call: Callable[[Sequence[Any]], Any], values: Sequence[Any] | None = None
+                ) -> Callable[..., Any]:
+        """`call` as a function of the differentiable arguments only, for jax.vjp/jvp/grad: the others fixed at the
+        example's values, or at `values` (full positional values other than the state's own: an argument put on the
+        edge of its domain, the example moved beside a kink)."""
         positions = [a.pos for a in self.diff]
+        fixed = list(self.values() if values is None else values)
 
         def fn(*diffs: Any) -> Any:
-            return call(self.values(dict(zip(positions, diffs))))
+            full = list(fixed)
+            for pos, d in zip(positions, diffs):
+                full[pos] = d
+            return call(full)
 
         return fn
 
     def target_at(self, values: Sequence[Any]) -> Callable[..., Any]:
-        """The subject as a function of the differentiable arguments, the others fixed at `values` (full positional
-        values other than the state's own: an argument put on the edge of its domain)."""
-        positions = [a.pos for a in self.diff]
-
-        def fn(*diffs: Any) -> Any:
-            full = list(values)
-            for pos, d in zip(positions, diffs):
-                full[pos] = d
-            return self.call_target(full)
-
-        return fn
+        """The subject as a function of the differentiable arguments, the others fixed at `values`."""
+        return self.diff_fn(self.call_target, values)
 
     @property
     def diff_values(self) -> list[Any]:
