@@ -51,3 +51,19 @@ def test_a_reverse_mode_only_kernel_is_checked_in_reverse_mode_and_its_wrong_rev
     (mismatch,) = [f for f in doubled["findings"] if f["code"] == "JXG001"]
     assert mismatch["location"]["function"] == "_scan_sum_doubled_tangent_transpose", mismatch["location"]
     assert "jax.vjp" in mismatch["message"] and "jax.jvp return" not in mismatch["message"], mismatch["message"]
+
+
+def test_reverse_mode_with_no_finite_reference_is_not_verified(tmp_path):
+    """A reverse-mode-only kernel whose impl is inf wherever it is evaluated: finite differences give nothing to
+    compare jax.vjp with, so the reverse check skips (it passed, comparing nothing)."""
+    source = (ACC / "reverse_only_kernel.py").read_text()
+    source = source.replace("def _running_sum(x):\n    return jnp.cumsum(x, axis=-1)",
+                            "def _running_sum(x):\n    return jnp.cumsum(x, axis=-1) / 0.0")
+    assert "/ 0.0" in source
+    (tmp_path / "infinite_kernel.py").write_text(source)
+    import jaxdiag
+
+    report = jaxdiag.check_grad(f"{tmp_path / 'infinite_kernel.py'}:scan_sum_p", "f32[3]")
+    ran = {c.name: c.status for t in report.targets for c in t.checks}
+    assert ran["reverse-only-reference"] == "skipped", ran
+    assert not report.ok and [t.unverified for t in report.targets] == ["no-check-ran"], report.targets

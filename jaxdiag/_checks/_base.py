@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import zlib
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -22,13 +22,17 @@ class SkipCheck(Signal):
 
     `note=True` when the skip hides something the user must hear about, typically a defect this JAX release cannot
     show (a rule using an internal that only newer releases removed): the engine then also reports the reason as
-    a JXR902 check-skipped finding (info) at `location`, rather than a silent pass.
+    a JXR902 check-skipped finding (info) at `location`, rather than a silent pass. `findings`: what the check
+    found before it could go no further (a note that says why), reported with the skip: a check that compared
+    nothing is never a pass.
     """
 
-    def __init__(self, reason: str = "", *, note: bool = False, location: Location | None = None) -> None:
+    def __init__(self, reason: str = "", *, note: bool = False, location: Location | None = None,
+                 findings: Sequence[Finding] = ()) -> None:
         super().__init__(reason)
         self.note = note
         self.location = location
+        self.findings = list(findings)
 
 
 @dataclass

@@ -526,8 +526,9 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
                 findings = relocate(findings, moves)
         except SkipCheck as skip:
             status, detail = "skipped", str(skip)
+            findings = list(skip.findings)
             if skip.note:  # a skip the user must hear about (e.g. a defect this JAX release cannot show)
-                findings = [rules.CHECK_SKIPPED.finding(check=chk.name, reason=str(skip), location=skip.location)]
+                findings.append(rules.CHECK_SKIPPED.finding(check=chk.name, reason=str(skip), location=skip.location))
         except Exception as exc:  # jaxdiag's own bug: report it, keep checking the rest
             status = "error"
             detail = internal_error_detail(chk.name, exc)
