@@ -172,7 +172,8 @@ def test_parameters_documented_as_symmetric_are_read_in_every_docstring_style() 
     import jax
 
     from jaxdiag._checks._base import Subject
-    from jaxdiag._run._operand_kinds import documented_domains, parameter_descriptions
+    from jaxdiag._harness.source import parameter_descriptions
+    from jaxdiag._run._operand_kinds import documented_domains
 
     numpydoc = """Solve.
 

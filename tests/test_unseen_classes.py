@@ -6,6 +6,7 @@ along symmetric steps only. Each fixture is one member of its class; the test fa
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -336,7 +337,81 @@ def test_a_caller_naming_a_complex_dtype_is_run_again_on_complex_float_operands(
     def real_only(x):
         return x * 2
 
+    kernels = SimpleNamespace()
+
+    def by_kernel_name(x):  # the complex branch named only by its kernel's suffix
+        return kernels.solve_c128(x) if x.dtype.kind == "c" else kernels.solve_f64(x)
+
+    def by_lookalike_names(x):  # a letter before or a digit after the suffix: no dtype
+        return kernels.abc64(x) + kernels.c640(x)
+
     assert names_complex(dispatches) and not names_complex(real_only)
+    assert names_complex(by_kernel_name) and not names_complex(by_lookalike_names)
     index, value = ArgSpec(np.dtype(np.int32), (3,), "0..2"), ArgSpec(np.dtype(np.float64), (3,))
     assert complex_variant([index, value]) == [index, ArgSpec(np.dtype(np.complex128), (3,))]
     assert complex_variant([index]) is None
+
+
+# --- a package's documented entry points state the contract of the undocumented rules they forward to ------------
+# (tests/data/wrapper_docs: the rules in `_kernels`, their documentation in `api`, which the package exports)
+
+@pytest.mark.slow  # the whole package checked (about 10 s); the helpers below stay fast
+def test_rules_are_checked_inside_the_contract_their_documented_wrapper_states():
+    """Before: `A` drawn as any square matrix (the symmetric-only cotangent of a correct solve was a false alarm),
+    and the constraint count equal to or above the variable count (a singular KKT system, so a false alarm). A
+    ridge's None where the ridge moves the solution by parts in 10^4 is no dropped gradient; where it moves it
+    materially, it is. The wrong twins are still reported."""
+    _, data = check_json(f"{DATA / 'wrapper_docs'}", DATA)
+    assert not data["summary"]["not_verified"], data["summary"]
+    for clean in (":spd_solve", ":constrained_minimum", ":ridge_solve"):
+        assert [c for c, s in _findings(data, clean) if s != "info"] == [], clean
+    assert ("JXG024", "warning") in _findings(data, ":spd_solve_wrong")
+    assert ("JXG018", "warning") in _findings(data, ":ridge_solve_material")
+    (target,) = [t for t in data["targets"] if t["target"].endswith(":constrained_minimum")]
+    (note,) = [f for f in target["findings"] if f["code"] == "JXN001"]
+    Q, _, A, _ = note["inputs"]["specs"]
+    assert Q.endswith("@spd") and _dims(A)[0] < _dims(A)[1], note["message"]  # fewer constraints than variables
+
+
+def _dims(spec: str) -> list[int]:
+    return [int(d) for d in spec.partition("[")[2].partition("]")[0].split(",")]
+
+
+def _wrapper_docs_subject(name: str) -> Subject:
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(DATA))
+    try:
+        kernels = importlib.import_module("wrapper_docs._kernels")
+    finally:
+        sys.path.remove(str(DATA))
+    return Subject(label=f"wrapper_docs._kernels:{name}", kind="custom_vjp", obj=getattr(kernels, name), specs=[],
+                   module="wrapper_docs._kernels")
+
+
+def test_a_wrapper_of_the_package_documents_the_shapes_and_domains_of_the_rule_it_calls():
+    from jaxdiag._run._operand_kinds import documented_domains
+    from jaxdiag._run._stated_shapes import stated_axes
+
+    subject = _wrapper_docs_subject("constrained_minimum")
+    assert stated_axes(subject, ["Q", "q", "A", "b"])[0] == {0: ("n", "n"), 1: ("n",), 2: ("m", "n"), 3: ("m",)}
+    assert documented_domains(subject) == {0: "spd"}
+    assert documented_domains(_wrapper_docs_subject("spd_solve")) == {0: "spd"}
+
+
+def test_stated_sizes_are_tried_in_both_orders_and_a_type_in_brackets_is_no_shape():
+    import numpy as np
+
+    from jaxdiag._run._stated_shapes import _doc_axes, stated_rungs
+
+    rungs = list(stated_rungs([0, 1], [{0: ("m", "n"), 1: ("n",)}], np.dtype(np.float32)))
+    shapes = [[s.shape for s in rung] for rung in rungs]
+    assert [(2, 3), (3,)] in shapes and [(3, 2), (2,)] in shapes
+    doc = """Args:
+        A: ``(m, n)`` matrix.
+        w: (n,) weights.
+        x (float, optional): a scale.
+        y: (float, optional) a scale.
+    """
+    assert _doc_axes(doc, ["A", "w", "x", "y"]) == {"A": ("m", "n"), "w": ("n",)}

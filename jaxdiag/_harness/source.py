@@ -87,6 +87,29 @@ def annotation_text(annotation: Any) -> str:
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|\n\s*\n")
 
 
+def parameter_descriptions(doc: str, names: list[str]) -> dict[str, str]:
+    """{parameter: its description} from a docstring's parameter entries: numpydoc's `name : type` and Google's
+    `name (type): text` (the entry's line and the lines indented under it), Sphinx's `:param name: text` (to the
+    next field)."""
+    wanted = "|".join(re.escape(n) for n in names if n)
+    if not wanted:
+        return {}
+    entry = re.compile(rf"^(\s*)(?::param\s+(?:[\w\[\], .]+\s+)?)?({wanted})\s*(\([^)]*\))?\s*:(?!:)(.*)$")
+    lines = doc.expandtabs().splitlines()
+    out: dict[str, str] = {}
+    for i, line in enumerate(lines):
+        found = entry.match(line)
+        if found is None or found.group(2) in out:
+            continue
+        indent, parts = len(found.group(1)), [found.group(4)]
+        for follow in lines[i + 1:]:
+            if follow.strip() and (len(follow) - len(follow.lstrip()) <= indent or follow.lstrip().startswith(":")):
+                break
+            parts.append(follow.strip())
+        out[found.group(2)] = " ".join(parts)
+    return out
+
+
 def docstring_sentences(doc: str) -> list[str]:
     """A docstring split into sentences (what a stated contract is read from, one claim at a time)."""
     return _SENTENCE_END.split(doc)

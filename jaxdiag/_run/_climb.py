@@ -111,7 +111,12 @@ def derived_dims(n: int) -> list[int]:
 # How many ints of one target operand shapes are derived from (`L` and `nside` of one transform).
 MAX_SIZES = 2
 # What names a complex dtype in source or in an error message (MLIR's `tensor<4x7xcomplex<f32>>` too).
-_COMPLEX = re.compile(r"complex(?!ity)|\bc(single|double)\b|\bc(64|128)\b")
+# `c64`/`c128` may end a name (`solve_c128`: "_" is a word character, so `\b` would not match before it)
+_COMPLEX = re.compile(r"complex(?!ity)|(?<![A-Za-z0-9])c(single|double|64|128)(?![A-Za-z0-9])")
+# the relative change of a stated rung's result, per relative change of its inputs, beyond which the example is
+# ill-posed (a float32 solve of a singular system of five equations: about 300); a well-conditioned function of a
+# few variables stays within tens. A rung rejected by mistake is still the fallback if no other runs.
+ILL_POSED = 100.0
 _COMPLEX_OF = {np.dtype(np.float32): DTYPES["c64"], np.dtype(np.float64): DTYPES["c128"]}
 
 
@@ -224,6 +229,12 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                         if preferred and not ok and error.startswith(DISAGREES):
                             fallback = fallback or (list(templates), text, False)
                             ran = True
+                        if ok and any(candidate is c for c in stated) and not _well_posed(
+                                _try_call, subject, statements):
+                            # two named axes in one order run on one draw and give NaN on others (m equality
+                            # constraints on n < m variables: a singular system); the other order may not
+                            fallback = fallback or (list(templates), text, False)
+                            ok, error = False, "non-finite output on other draws of the stated shapes"
                         if ok and (ruled or (derived is not None and fallback is None)):
                             why = _reverse_fails(subject, run=ruled)
                             if why:  # runs, but reverse mode does not trace here: the first such kept if none runs
@@ -248,6 +259,35 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                 if fallback is not None and fallback[2] and derived is None:  # the derived family is done
                     return _found(subject, notes, *fallback[:2])
     return _found(subject, notes, *fallback[:2]) if fallback is not None else None
+
+
+def _well_posed(try_call: Any, subject: Subject, statements: list[dict[int, Any]]) -> bool:
+    """Whether a stated rung that ran is a well-posed example, where the statements name two axes or more
+    (`_stated_shapes` tries their sizes in both orders: a relation between them the author left unsaid, such as
+    fewer equality constraints than variables, may hold in one order only). Outside it the result is NaN on other
+    draws, or finite but meaningless: a singular system solved in float32 moves by far more than its inputs when
+    they move by a part in a thousand (relative sensitivity above `ILL_POSED`)."""
+    if not any(len({a for axes in stated.values() for a in axes if not a.isdigit()}) > 1 for stated in statements):
+        return True
+    if not all(try_call(subject, subject.specs, "normal", seed)[0] for seed in (1, 2)):
+        return False
+    from .._loading._inputs import draw
+
+    rng = np.random.default_rng(0)
+    args = [draw(spec, rng, "normal") for spec in subject.specs]
+    moved = [a * (1 + 1e-3 * np.sign(rng.standard_normal(np.shape(a)))).astype(np.asarray(a).dtype)
+             if np.issubdtype(np.asarray(a).dtype, np.inexact) else a for a in args]
+    base, shifted = (call_user(lambda values=values: jax.block_until_ready(subject.call(*values)))
+                     for values in (args, moved))
+    if base.error is not None or shifted.error is not None:
+        return True  # it ran in `try_call`: nothing to judge here
+    out = [np.asarray(x, np.float64) for x in jax.tree_util.tree_leaves(base.value)
+           if np.issubdtype(np.asarray(x).dtype, np.inexact)]
+    out2 = [np.asarray(x, np.float64) for x in jax.tree_util.tree_leaves(shifted.value)
+            if np.issubdtype(np.asarray(x).dtype, np.inexact)]
+    size = sum(float(np.sum(np.abs(x) ** 2)) for x in out) ** 0.5
+    change = sum(float(np.sum(np.abs(x - y) ** 2)) for x, y in zip(out, out2)) ** 0.5
+    return change <= ILL_POSED * 1e-3 * max(size, 1e-30)
 
 
 def _family(families: dict[int, str], *wanted: str) -> set[int]:

@@ -182,14 +182,20 @@ def documented_domains(subject: Subject) -> dict[int, str]:
     """{position: domain} of the parameters the target's docstring says hold symmetric positive-definite matrices
     ("spd"), only 0s and 1s ("binary") or positive values ("positive"): in the parameter's own entry, or in a
     sentence of prose that quotes that parameter alone (``spikes`` must be exactly binary)."""
-    from .._harness.source import docstring_sentences
     from .._run._signature import positional, signature_of
+    from ._stated_shapes import docstrings
 
-    fn = _fn(subject)
-    doc = getattr(fn, "__doc__", None) if fn is not None else None
-    if not isinstance(doc, str) or not any(pattern.search(doc) for _, pattern in _DOCUMENTED):
-        return {}
     names = [p.name for p in positional(signature_of(subject))]
+    out: dict[int, str] = {}
+    for doc in docstrings(subject, names):  # its own first, then a wrapper's that documents what it passes on
+        if any(pattern.search(doc) for _, pattern in _DOCUMENTED):
+            out = {**_domains_in(doc, names), **out}
+    return out
+
+
+def _domains_in(doc: str, names: list[str]) -> dict[int, str]:
+    from .._harness.source import docstring_sentences, parameter_descriptions
+
     texts = {name: [text] for name, text in parameter_descriptions(doc, names).items()}
     for sentence in docstring_sentences(doc):  # a sentence quoting one parameter (``x`` or `x`) is about it
         quoted = [n for n in names if re.search(rf"`{re.escape(n)}`", sentence)]
@@ -203,29 +209,6 @@ def documented_domains(subject: Subject) -> dict[int, str]:
             if said:
                 out[i] = domain
                 break
-    return out
-
-
-def parameter_descriptions(doc: str, names: list[str]) -> dict[str, str]:
-    """{parameter: its description} from a docstring's parameter entries: numpydoc's `name : type` and Google's
-    `name (type): text` (the entry's line and the lines indented under it), Sphinx's `:param name: text` (to the
-    next field)."""
-    wanted = "|".join(re.escape(n) for n in names if n)
-    if not wanted:
-        return {}
-    entry = re.compile(rf"^(\s*)(?::param\s+(?:[\w\[\], .]+\s+)?)?({wanted})\s*(\([^)]*\))?\s*:(?!:)(.*)$")
-    lines = doc.expandtabs().splitlines()
-    out: dict[str, str] = {}
-    for i, line in enumerate(lines):
-        found = entry.match(line)
-        if found is None or found.group(2) in out:
-            continue
-        indent, parts = len(found.group(1)), [found.group(4)]
-        for follow in lines[i + 1:]:
-            if follow.strip() and (len(follow) - len(follow.lstrip()) <= indent or follow.lstrip().startswith(":")):
-                break
-            parts.append(follow.strip())
-        out[found.group(2)] = " ".join(parts)
     return out
 
 

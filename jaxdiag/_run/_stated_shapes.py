@@ -40,6 +40,11 @@ from ._annotated_arrays import annotated_arrays
 Axes = tuple[str, ...]
 # "shape (B, N)", "of shape [B, N, H]", "shape ``(batch, seq)``", "shape: (n,)": the bracketed axes after "shape"
 _DOC_SHAPE = re.compile(r"\bshape\s*(?:of\s*)?:?\s*`{0,2}\s*[(\[]([^()\[\]]*)[)\]]", re.IGNORECASE)
+# an entry that opens with its shape: "Q: ``(n, n)`` PSD cost matrix", "w: (n,) weights" (unquoted: a comma inside,
+# and no type word, which "(float, optional)" is)
+_TYPE_WORD = r"\b(?:float|int|bool|str|optional|default|array|ndarray|complex|tuple|list|or)\b"
+_LEADING_SHAPE = re.compile(r"\s*(?:`{1,2}\s*[(\[]([^()\[\]]*)[)\]]\s*`{1,2}"
+                            rf"|[(\[]((?![^()\[\]]*{_TYPE_WORD})[^()\[\],]*,[^()\[\]]*)[)\]])")
 _AXIS = re.compile(r"^[A-Za-z_]\w*$|^\d+$")
 # sizes given to named axes, in order of first appearance: distinct, so a transposed axis shows
 _SIZES = (2, 3, 4, 5, 6, 7, 8, 9)
@@ -61,7 +66,7 @@ def stated_axes(subject: Subject, names: list[str]) -> list[dict[int, Axes]]:
         for i, axes in _unpacked(fn).items():
             unpacked.setdefault(i, axes)
     sources = [annotated, unpacked] + [{names.index(name): axes for name, axes in _doc_axes(doc, names).items()}
-                            for doc in _docstrings(subject, names)]
+                            for doc in docstrings(subject, names)]
     merged: dict[int, Axes] = {}
     for source in sources:
         for i, axes in source.items():
@@ -104,6 +109,12 @@ def _rungs(arrays: list[int], stated: dict[int, Axes], dtype: np.dtype) -> Itera
         others += [first[:n] for n in parts] + [first[-n:] for n in parts] + [()]
     for other in dict.fromkeys(others):
         yield [ArgSpec(dtype, shapes.get(i, other)) for i in arrays]
+    # the same sizes in the other order: relations between axes the statement leaves unsaid go either way (a QP's
+    # `m` equality constraints on `n` variables, named in that order, need m < n; a tall matrix's rows the opposite)
+    if len(sizes) > 1:
+        flipped = dict(zip(sizes, reversed(list(sizes.values()))))
+        turned = {i: tuple(int(a) if a.isdigit() else flipped[a] for a in stated[i]) for i in known}
+        yield [ArgSpec(dtype, turned.get(i, turned[known[0]])) for i in arrays]
     # then every named axis one size: relations the statement leaves unsaid (query heads a multiple of key-value
     # heads, a head dim shared under two names) hold there, where distinct sizes broke them
     uniform = {i: tuple(int(a) if a.isdigit() else UNIFORM_SIZE for a in stated[i]) for i in known}
@@ -151,12 +162,12 @@ def _unpacked(fn: Any) -> dict[int, Axes]:
 
 def _doc_axes(doc: str, names: list[str]) -> dict[str, Axes]:
     """{parameter: axis names} from the shape in its entry of the docstring `doc`."""
-    from ._operand_kinds import parameter_descriptions
+    from .._harness.source import parameter_descriptions
 
     out: dict[str, Axes] = {}
     for name, text in parameter_descriptions(doc, names).items():
-        match = _DOC_SHAPE.search(text)
-        axes = _axes(match.group(1)) if match else None
+        match = _DOC_SHAPE.search(text) or _LEADING_SHAPE.match(text)
+        axes = _axes(match.group(1) or match.group(2)) if match else None
         if axes is not None:
             out[name] = axes
     return out
@@ -169,9 +180,12 @@ def _axes(text: str) -> Axes | None:
     return tuple(parts) if parts and all(_AXIS.match(p) for p in parts) else None
 
 
-def _docstrings(subject: Subject, names: list[str]) -> Iterator[str]:
+def docstrings(subject: Subject, names: list[str]) -> Iterator[str]:
     """The target's own docstrings, then those of its module's other functions (and of the module its function is
-    written in) taking at least two of its parameters' names, in the order the modules define them."""
+    written in) taking at least two of its parameters' names, in the order the modules define them, then those of
+    the public functions of its enclosing packages that call it by name and take two of those names (a package's
+    documented entry point forwarding `Q, q, A, b` to an undocumented kernel in a submodule), nearest package
+    first."""
     own = own_functions(subject)
     for fn in own:
         doc = getattr(_locate.unwrap(fn), "__doc__", None)
@@ -184,6 +198,32 @@ def _docstrings(subject: Subject, names: list[str]) -> Iterator[str]:
         for fn in sorted(functions, key=_definition_order):
             if fn not in own and isinstance(fn.__doc__, str) and _locate.is_user_code(fn) and _takes_two(fn, names):
                 yield fn.__doc__
+    called = _names_of(subject, own)
+    for fn in _package_functions(subject.module):
+        code = getattr(fn, "__code__", None)
+        if (fn not in own and code is not None and called & set(code.co_names) and isinstance(fn.__doc__, str)
+                and _locate.is_user_code(fn) and _takes_two(fn, names)):
+            yield fn.__doc__
+
+
+def _names_of(subject: Subject, own: list[Any]) -> set[str]:
+    """The names a caller may call the target by: the last part of its label, its function's name."""
+    label = subject.label.partition(" ")[0]
+    return {label.rpartition(":")[2].rpartition(".")[2],
+            *(getattr(_locate.unwrap(fn), "__name__", "") for fn in own)} - {"", "<lambda>"}
+
+
+def _package_functions(module_name: str) -> list[Any]:
+    """The functions in the namespaces of the packages enclosing `module_name` (its public API: what the package's
+    `__init__` imports or defines), nearest package first, each package's in definition order. The namespaces, not
+    every loaded module: which other modules happen to be imported depends on what ran before."""
+    parts = module_name.split(".")
+    out: list[Any] = []
+    for depth in range(len(parts) - 1, 0, -1):
+        package = sys.modules.get(".".join(parts[:depth]))
+        functions = [v for v in vars(package).values() if inspect.isfunction(v)] if package is not None else []
+        out += [fn for fn in sorted(functions, key=_definition_order) if fn not in out]
+    return out
 
 
 def _takes_two(fn: Any, names: list[str]) -> bool:
