@@ -145,6 +145,16 @@ def test_declared_values_of_a_static() -> None:
     assert declared_values(inspect.Parameter("flag", inspect.Parameter.POSITIONAL_ONLY, annotation=bool)) == [
         True, False]
 
+    def g(periodic: tuple[bool, bool], flags: tuple[bool, ...], mixed: tuple[int, bool]):  # noqa: ANN001
+        return periodic
+
+    # a fixed-length tuple of flags (a periodicity per axis): all set, then none; postponed or evaluated
+    postponed = inspect.signature(g).parameters
+    assert [declared_values(postponed[n]) for n in ("periodic", "flags", "mixed")] == [
+        [(True, True), (False, False)], [], []]
+    evaluated = inspect.Parameter("periodic", inspect.Parameter.POSITIONAL_ONLY, annotation=tuple[bool, bool, bool])
+    assert declared_values(evaluated) == [(True, True, True), (False, False, False)]
+
 
 @pytest.mark.slow
 def test_a_float_annotated_scalar_that_runs_as_an_array_is_never_swapped_for_a_python_float() -> None:

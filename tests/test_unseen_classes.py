@@ -415,3 +415,56 @@ def test_stated_sizes_are_tried_in_both_orders_and_a_type_in_brackets_is_no_shap
         y: (float, optional) a scale.
     """
     assert _doc_axes(doc, ["A", "w", "x", "y"]) == {"A": ("m", "n"), "w": ("n",)}
+
+
+@pytest.mark.slow  # two solvers checked through finite differences (about 3 s)
+def test_a_weight_that_barely_moves_a_solution_is_no_dropped_gradient_where_it_moves_it_is():
+    """`relaxed_root`'s bwd is relaxed by design (JXG014 warning), so each argument is compared alone; its None for a
+    weight that moves the root by parts in 10^4 was a JXG018. Where the weight moves the root materially, it is."""
+    import importlib
+    import sys
+
+    import jaxdiag
+
+    sys.path.insert(0, str(ACC))
+    try:
+        solvers = importlib.import_module("relaxed_solver")
+    finally:
+        sys.path.remove(str(ACC))
+    relaxed = [f.code for f in jaxdiag.check_grad(solvers.relaxed_root, "f32[3]", "f32[3]").findings]
+    weighted = [f.code for f in jaxdiag.check_grad(solvers.weighted_root, "f32[3]", "f32[3]").findings]
+    assert "JXG014" in relaxed and "JXG018" not in relaxed, relaxed
+    assert "JXG018" in weighted, weighted
+
+
+@pytest.mark.slow  # the module checked, its public function traced once per backend (about 5 s)
+def test_every_backend_of_a_dispatch_table_is_reached_and_a_wrong_one_reported():
+    """`normalise(x, backend)` calls `_BACKENDS[backend](x)`: before, no function was known to reach the backends'
+    callback sites, and the second backend, reached only with `backend=Backend.WHOLE`, was never checked."""
+    _, data = check_json(f"{ACC / 'dispatch_table.py'}", ACC)
+    assert not data["summary"]["not_verified"], data["summary"]
+    (whole,) = [t for t in data["targets"] if t["target"].endswith("backend=Backend.WHOLE")]
+    assert [f["code"] for f in whole["findings"] if f["severity"] != "info"] == ["JXB021"]
+    assert [f["location"]["line"] for f in whole["findings"] if f["code"] == "JXB021"] == [_line_of(
+        ACC / "dispatch_table.py", "return jax.pure_callback(_whole")]
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_a_function_reading_a_table_of_functions_calls_its_members_and_each_key_selects_one():
+    import importlib
+    import sys
+
+    from jaxdiag._jobs._reach_plan import _calls_by_function, table_selectors
+
+    sys.path.insert(0, str(ACC))
+    try:
+        module = importlib.import_module("dispatch_table")
+    finally:
+        sys.path.remove(str(ACC))
+    assert {"_rows", "_flat"} <= _calls_by_function(module)["normalise"]
+    assert table_selectors(module, "normalise") == [
+        ("backend", [(module.Backend.ROWS, "_rows"), (module.Backend.WHOLE, "_flat")])]
+    assert table_selectors(module, "_rows") == []

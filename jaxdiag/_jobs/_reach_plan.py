@@ -9,6 +9,7 @@ import ast
 import os
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any
 
 from . import _rule_factories
 from .._core import _locate
@@ -152,13 +153,53 @@ def _calls_by_function(module: ModuleType) -> dict[str, set[str]]:
 
     tree = module_tree(module)
     out: dict[str, set[str]] = {}
+    tables = _dispatch_tables(tree)
     for top in tree.body if tree is not None else []:
         if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
             calls = [c for c in ast.walk(top) if isinstance(c, ast.Call)]
             named = {called_name(c.func) for c in calls}
             handed = {a.id for c in calls for a in [*c.args, *(k.value for k in c.keywords)]
                       if isinstance(a, ast.Name)}
-            out[top.name] = {n for n in named | handed if n}
+            # `_BACKENDS[backend](x)`: a function that reads a module's table of functions calls its members
+            read = {n.id for n in ast.walk(top) if isinstance(n, ast.Name) and n.id in tables}
+            out[top.name] = {n for n in named | handed if n} | {m for t in read for m in tables[t]}
+    return out
+
+
+def table_selectors(module: ModuleType, name: str) -> list[tuple[str, list[tuple[Any, str]]]]:
+    """(parameter, [(key, the name of the function it selects)]) for each module table of functions that the function
+    `name` indexes with one of its parameters (`_BACKENDS[backend](x)`, `backend` a parameter, reassigned or not):
+    each key selects other rules, which a trace on the parameter's default never reaches."""
+    from .._harness.source import function_source, module_tree
+
+    tables = _dispatch_tables(module_tree(module))
+    found = function_source(_locate.unwrap(getattr(module, name, None)))
+    if found is None or not tables:
+        return []
+    params = {a.arg for a in [*found.node.args.posonlyargs, *found.node.args.args, *found.node.args.kwonlyargs]}
+    out: list[tuple[str, list[tuple[Any, str]]]] = []
+    for node in ast.walk(found.node):
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in tables
+                and isinstance(node.slice, ast.Name) and node.slice.id in params):
+            table = getattr(module, node.value.id, None)
+            if isinstance(table, dict) and not any(p == node.slice.id for p, _ in out):
+                out.append((node.slice.id, [(key, getattr(fn, "__name__", "")) for key, fn in table.items()]))
+    return out
+
+
+def _dispatch_tables(tree: ast.Module | None) -> dict[str, set[str]]:
+    """{name: the names of its members} for the module-level dicts, lists and tuples of plain names
+    (`_BACKENDS = {Backend.ROWS: _rows, ...}`): a table the module dispatches through."""
+    out: dict[str, set[str]] = {}
+    for top in tree.body if tree is not None else []:
+        target = (top.targets[0] if isinstance(top, ast.Assign) and len(top.targets) == 1
+                  else top.target if isinstance(top, ast.AnnAssign) else None)
+        value = top.value if isinstance(top, (ast.Assign, ast.AnnAssign)) else None
+        members = (value.values if isinstance(value, ast.Dict) else value.elts
+                   if isinstance(value, (ast.List, ast.Tuple)) else [])
+        names = {m.id for m in members if isinstance(m, ast.Name)}
+        if isinstance(target, ast.Name) and names and len(names) == len(members):
+            out[target.id] = names
     return out
 
 

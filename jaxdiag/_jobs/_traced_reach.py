@@ -35,6 +35,8 @@ CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "ffi_call")
 # inputs reach none: its branch may follow the sizes (an odd size returning early, a size under a threshold taking
 # another path). Same ranks, same dtypes: only the branch changes.
 OTHER_SIZES = (2, 4)
+# keys of one dispatch table tried, in its order (`_through_each_key`)
+MAX_TABLE_KEYS = 8
 
 
 def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Location] = (),
@@ -94,7 +96,32 @@ def _through(lint: Any, module: ModuleType, name: str, sites: list[Site], known:
             continue
         again = (resized, {**via, "args": [template_text(t) for t in resized]}, options)
         reports, outcome, _ = _through_once(lint, module, name, sites, known, found, again)
+    if rung is not None:
+        reports += _through_each_key(lint, module, name, sites, known, found, rung)
     tried.append(Tried(f"{module.__name__}:{name}", outcome))
+    return reports
+
+
+def _through_each_key(lint: Any, module: ModuleType, name: str, sites: list[Site], known: set[int], found: Any,
+                      rung: tuple[list[Any], dict[str, Any], Any]) -> list[TargetReport]:
+    """The function traced again with each key of each table of functions it dispatches through with one of its
+    parameters (`_BACKENDS[backend](x)`: `backend=` that key, in the table's order) whose function holds a site
+    still unreached: the trace on the parameter's default reaches one member only."""
+    from ._reach_plan import table_selectors
+
+    reports: list[TargetReport] = []
+    templates, via, options = rung
+    for param, entries in table_selectors(module, name):
+        for key, member in entries[:MAX_TABLE_KEYS]:
+            inside = [s for s in sites if s.module is module and s.function == member]
+            if not inside or all(s.reached for s in inside):  # nothing of its own, or reached already
+                continue
+            again = (templates, {**via, "keywords": {**(via.get("keywords") or {}), param: key}}, options)
+            made = _through_once(lint, module, name, sites, known, found, again)[0]
+            for report in made:  # which key reached it: the reports would otherwise read the same
+                report.target += f" with {param}={key!r}" if isinstance(key, (str, int, float)) else \
+                    f" with {param}={key}"
+            reports += made
     return reports
 
 

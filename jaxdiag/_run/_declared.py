@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 import inspect
 import typing
 from typing import Any
@@ -20,7 +21,18 @@ def declared_values(param: inspect.Parameter) -> list[Any]:
         return [True, False]
     if isinstance(param.annotation, type) and issubclass(param.annotation, enum.Enum):
         return list(param.annotation)  # `fft_type: FftType`: each member, in definition order
+    if flags := _bool_tuple_length(param.annotation):  # `periodic: tuple[bool, bool]`: all set, then none
+        return [(True,) * flags, (False,) * flags]
     return literal_values(param.annotation)
+
+
+def _bool_tuple_length(annotation: Any) -> int:
+    """K for a fixed-length tuple of bools, `tuple[bool, bool]` (evaluated, or postponed as text), else 0."""
+    if isinstance(annotation, str):
+        found = re.fullmatch(r"\s*(?:typing\.)?[Tt]uple\[\s*bool\s*(?:,\s*bool\s*)*\]\s*", annotation)
+        return annotation.count("bool") if found else 0
+    args = typing.get_args(annotation)
+    return len(args) if typing.get_origin(annotation) is tuple and args and all(a is bool for a in args) else 0
 
 
 def admits_none(param: inspect.Parameter) -> bool:

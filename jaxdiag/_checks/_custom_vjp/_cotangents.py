@@ -298,10 +298,13 @@ def _report_mismatches(st: GradState, verdicts: list[dict]) -> Iterator[Finding]
 
 
 def _immaterial_zero(st: GradState, v: dict, a: Arg) -> bool:
-    """bwd returns zeros (or None) for `a` where the output probed depends on the inputs only far below the
-    gradient's own tolerance (a converged residual moving by 1e-10): a relative comparison of two numbers near zero
-    fails, but no gradient is dropped."""
-    return is_zero(v["got"].get(a.pos)) and not material_dependence(st, v["ws"])
+    """bwd returns zeros (or None) for `a` where the output probed depends on the inputs, or on `a` alone, only far
+    below the gradient's own tolerance relative to |w| |v| (a converged residual moving by 1e-10; a solver's
+    relaxation weight moving the solution by parts in 10^4): where another argument's cotangent disagrees, each
+    argument is compared alone, and a relative comparison of two numbers near zero fails, but no gradient is
+    dropped."""
+    return is_zero(v["got"].get(a.pos)) and not (material_dependence(st, v["ws"])
+                                                 and material_dependence(st, v["ws"], (a,)))
 
 
 def _chosen_at_kink(st: GradState, v: dict, a: Arg) -> bool:

@@ -103,11 +103,12 @@ def fd_reference_nonzero(st: GradState, ws: Sequence[Any], args: Sequence[Arg] |
     return False
 
 
-def material_dependence(st: GradState, ws: Sequence[Any]) -> bool:
+def material_dependence(st: GradState, ws: Sequence[Any], args: Sequence[Arg] | None = None) -> bool:
     """True when `<w, J v>` from finite differences exceeds the gradient comparison's own tolerance, relative to
-    |w| |v|, along some direction: zeros in place of a smaller VJP would pass the comparison of the gradient itself
-    (a converged solver's residual output moves by 1e-10 when its input moves by 1)."""
-    group = tuple(st.diff)
+    |w| |v|, along some direction of `args` (default: all differentiable arguments together): zeros in place of a
+    smaller VJP would pass the comparison of the gradient itself (a converged solver's residual output moves by 1e-10
+    when its input moves by 1)."""
+    group = tuple(st.diff if args is None else args)
     tol = max((grad_tol(a.dtype) for a in group), default=0.0)
     w_norm = float(np.sqrt(sum(float(np.sum(np.abs(to_f64(w)) ** 2)) for w in ws if not is_float0(w))))
     for d in range(N_DIRECTIONS):
