@@ -172,13 +172,21 @@ def test_a_kernel_annotated_in_jaxtyping_notation_is_checked_on_its_annotated_ra
     """Rank-4 operands only the annotations state (`Float[Array, "batch seq q_heads dim"]`); a float operand named
     `key`; query heads that must be a multiple of the key-value heads (every named axis at one size); a
     `scale: float` its public wrapper passes as `None` before resolving it. Before, neither target was checked
-    (JXN004: the ladder stops at rank 3, `key` was drawn as a PRNG key)."""
+    (JXN004: the ladder stops at rank 3, `key` was drawn as a PRNG key). The distinct sizes in order of first
+    appearance give 4 query heads and 6 key-value heads; in the other order, 4 and 2 (a multiple), or every axis at
+    4: either holds the unstated relation."""
     targets = _targets("annotated")
-    arrays = ["f32[4,4,4,4]"] * 3
-    assert targets["gqa_attention_core"]["inputs"] == [*arrays, "0.5"]
+    for name in ("gqa_attention_core", "gqa_attention_wrong"):
+        query, key, value, scale = targets[name]["inputs"]
+        q, k = _dims(query), _dims(key)
+        assert len(q) == 4 and key == value and q[:2] == k[:2] and q[3] == k[3] and q[2] % k[2] == 0, name
+        assert scale == "0.5"
     assert _codes(targets["gqa_attention_core"]) == set()
-    assert targets["gqa_attention_wrong"]["inputs"] == [*arrays, "0.5"]
     assert "JXG024" in _codes(targets["gqa_attention_wrong"])  # the forgotten scale on the query's gradient
+
+
+def _dims(spec: str) -> list[int]:
+    return [int(d) for d in spec.partition("[")[2].partition("]")[0].split(",")]
 
 
 def test_jaxtyping_annotations_are_read_as_jaxtyping_reads_them() -> None:
