@@ -468,3 +468,36 @@ def test_a_function_reading_a_table_of_functions_calls_its_members_and_each_key_
     assert table_selectors(module, "normalise") == [
         ("backend", [(module.Backend.ROWS, "_rows"), (module.Backend.WHOLE, "_flat")])]
     assert table_selectors(module, "_rows") == []
+
+
+@pytest.mark.slow  # three factories called and their rules checked (about 4 s)
+def test_a_factory_closing_over_a_documented_matrix_is_called_with_one_and_its_rule_checked():
+    """Before, no value could be given to `A : scipy.sparse.csr_matrix` or `W: np.ndarray`: the rules were never
+    checked (JXN012). Now each factory gets a host matrix of the stated kind (reported as assumed), and the backward
+    pass that multiplies by A instead of its transpose is found."""
+    _, data = check_json(f"{ACC / 'matrix_factory.py'}", ACC)
+    assert not data["summary"]["not_verified"], data["summary"]
+    made = {t["target"].partition("made by ")[2].partition("(")[0]: t for t in data["targets"]}
+    assert set(made) == {"matrix_factory:make_matvec", "matrix_factory:make_wrong_matvec",
+                         "matrix_factory:make_dense_matvec"}
+    assert "(A=csr_matrix f32[3,3] (assumed))" in made["matrix_factory:make_matvec"]["target"]
+    for right in ("matrix_factory:make_matvec", "matrix_factory:make_dense_matvec"):
+        assert [f["code"] for f in made[right]["findings"] if f["severity"] != "info"] == [], right
+    assert ("JXG024", "warning") in [(f["code"], f["severity"]) for f in
+                                     made["matrix_factory:make_wrong_matvec"]["findings"]]
+
+
+def test_a_factory_parameter_typed_as_a_matrix_gets_a_nonsymmetric_host_matrix_of_that_kind():
+    import inspect
+
+    import numpy as np
+    import scipy.sparse
+
+    from jaxdiag._jobs._rule_factories import _assumed_value
+
+    plain = inspect.Parameter("A", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    sparse = _assumed_value(plain, "scipy.sparse.csr_matrix Constant sparse matrix.")
+    dense = _assumed_value(inspect.Parameter("W", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=np.ndarray))
+    assert scipy.sparse.issparse(sparse) and isinstance(dense, np.ndarray) and dense.shape == (3, 3)
+    assert not np.allclose(dense, dense.T) and abs(np.linalg.det(dense)) > 1  # a transpose mix-up shows
+    assert repr(_assumed_value(plain, "the weights, a float")) == repr(_assumed_value(plain))  # no type word

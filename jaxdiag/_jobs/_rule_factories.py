@@ -33,6 +33,12 @@ _BOOL = re.compile(r"^(builtins\.)?bool$")
 _FLOAT = re.compile(r"^(builtins\.)?float$")
 # An unannotated parameter a factory names what it makes with (`name`, `broadcast_name`, `prim_name`, `tag`)
 _NAME = re.compile(r"(^|_)(name|tag|label)$")
+# a parameter whose annotation or docstring type is an array or a matrix (`A : scipy.sparse.csr_matrix`, `W:
+# np.ndarray`): a factory closing over a constant operator (a sparse matrix its rule multiplies by)
+_MATRIX = re.compile(r"\b(ndarray|ArrayLike|array_like|Array|array|matrix|csr_matrix|csc_matrix|coo_matrix|"
+                     r"spmatrix|sparray|csr_array|csc_array)\b")
+_SPARSE = re.compile(r"\b(sparse|csr|csc|coo|spmatrix|sparray)")
+MATRIX_SIZE = 3  # the side of the host matrix a matrix parameter is given
 _MISSING = object()
 # What a factory can return: a callback or custom solve call site returns what it computes, never a rule.
 _RULE_KINDS = ("custom_jvp", "custom_vjp", "custom_vmap", "primitive")
@@ -102,11 +108,15 @@ def _annotation_text(param: inspect.Parameter) -> str:
     return annotation_text(param.annotation).replace(" ", "")
 
 
-def _assumed_value(param: inspect.Parameter) -> Any:
-    """A configuration value for a required parameter from its annotation (or an int-like name), else _MISSING."""
+def _assumed_value(param: inspect.Parameter, documented: str = "") -> Any:
+    """A configuration value for a required parameter from its annotation (or an int-like name), or a host matrix
+    where its annotation or its docstring entry's type (`documented`) says it holds one; else _MISSING."""
     from .._run._int_params import int_kind, int_rungs
 
     text = _annotation_text(param)
+    said = text or (documented.split() or [""])[0].rstrip(",")  # numpydoc's type: the entry's first word
+    if _MATRIX.search(said):
+        return _host_matrix(bool(_SPARSE.search(said)))
     if _OPTIONAL.search(text):
         return None
     if _BOOL.match(text):
@@ -119,6 +129,22 @@ def _assumed_value(param: inspect.Parameter) -> Any:
     if kind is not None and kind[0] == "int":
         return int_rungs({0: "int"})[0][0].value
     return _MISSING
+
+
+def _host_matrix(sparse: bool) -> Any:
+    """A square float32 NumPy matrix with a dominant diagonal (invertible, as an operator usually must be), drawn
+    from a fixed seed; a SciPy CSR matrix of it where the parameter says sparse (and SciPy is installed)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    dense = (rng.standard_normal((MATRIX_SIZE, MATRIX_SIZE)) + MATRIX_SIZE * np.eye(MATRIX_SIZE)).astype(np.float32)
+    if sparse:
+        try:
+            import scipy.sparse
+        except ImportError:
+            return dense
+        return scipy.sparse.csr_matrix(dense)
+    return dense
 
 
 def factory_arguments(fn: Any, module: ModuleType, name: str, flags: dict[str, bool] | None = None
@@ -140,16 +166,37 @@ def factory_arguments(fn: Any, module: ModuleType, name: str, flags: dict[str, b
         if pname in wanted:
             given.setdefault(pname, value)
     assumed: list[str] = []
+    documented = _documented_types(fn, list(wanted))
     for pname, param in wanted.items():
         if pname in given:
             continue
         value = (flags or {}).get(pname, _MISSING) if _BOOL.match(_annotation_text(param)) else _MISSING
-        value = _assumed_value(param) if value is _MISSING else value
+        value = _assumed_value(param, documented.get(pname, "")) if value is _MISSING else value
         if value is _MISSING:
             return (f"its parameter `{pname}` has no default, no literal at a call site, and no Optional, bool, int, "
-                    "float or str annotation (or name-like name) to give it a value")
+                    "float, str or array annotation (or name-like name) to give it a value")
         given[pname], assumed = value, assumed + [pname]
     return given, assumed
+
+
+def _shown(value: Any) -> str:
+    """A value as a report names it: a matrix by its type and shape (`csr_matrix f32[3,3]`), not its repr."""
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if isinstance(shape, tuple) and shape and dtype is not None:
+        import numpy as np
+
+        from .._loading._inputs import ArgSpec, template_text
+
+        return f"{type(value).__name__} {template_text(ArgSpec(np.dtype(dtype), shape))}"
+    return repr(value)
+
+
+def _documented_types(fn: Any, names: list[str]) -> dict[str, str]:
+    """{parameter: its docstring entry} (numpydoc `A : scipy.sparse.csr_matrix`, Google `A (np.ndarray): ...`)."""
+    from .._harness.source import parameter_descriptions
+
+    doc = getattr(fn, "__doc__", None)
+    return parameter_descriptions(doc, names) if isinstance(doc, str) and names else {}
 
 
 def _positional_literals(name: str, modules: list[ModuleType], params: list[inspect.Parameter]) -> dict[str, Any]:
@@ -374,7 +421,7 @@ def _configured_call(fn: Any, module: ModuleType, name: str, label: str, note: C
         note(label, f"{what}: {arguments}")
         return None
     given, assumed = arguments
-    shown = [f"{k}={v!r}" + (" (assumed)" if k in assumed else "") for k, v in given.items()]
+    shown = [f"{k}={_shown(v)}" + (" (assumed)" if k in assumed else "") for k, v in given.items()]
     call = f"{name}({', '.join(shown)})"
     made = call_factory(fn, dict(given))
     if made.error is not None:
