@@ -33,6 +33,7 @@ def test_the_calls_of_a_kernel_object_holding_a_primitive_name_its_operands(monk
     assert _signature.bind_site_operands(subject) == [["weights", "indices"]]
 
 
+@pytest.mark.slow  # a whole module checked (about 2.5 s); the index-name reading below stays fast
 def test_operands_named_as_indices_are_drawn_as_integers_and_a_wrong_rule_is_still_caught():
     """`gather_p`'s transpose indexes with `indices`: on float indices (before) a JXG017 warning about an input the
     library never passes. Drawn as in-range integers, the right kernel is clean and the doubled JVP is found."""
