@@ -33,10 +33,11 @@ _BOOL = re.compile(r"^(builtins\.)?bool$")
 _FLOAT = re.compile(r"^(builtins\.)?float$")
 # An unannotated parameter a factory names what it makes with (`name`, `broadcast_name`, `prim_name`, `tag`)
 _NAME = re.compile(r"(^|_)(name|tag|label)$")
-# a parameter whose annotation or docstring type is an array or a matrix (`A : scipy.sparse.csr_matrix`, `W:
-# np.ndarray`): a factory closing over a constant operator (a sparse matrix its rule multiplies by)
-_MATRIX = re.compile(r"\b(ndarray|ArrayLike|array_like|Array|array|matrix|csr_matrix|csc_matrix|coo_matrix|"
-                     r"spmatrix|sparray|csr_array|csc_array)\b")
+# a parameter whose annotation or docstring type is an array or a matrix and nothing else (`A :
+# scipy.sparse.csr_matrix`, `W: np.ndarray`; never `jax.Array | object`): a factory closing over a constant operator
+# (a sparse matrix its rule multiplies by)
+_MATRIX = re.compile(r"((numpy|np|jnp|jax|scipy|sparse|sp)\.)*(ndarray|ArrayLike|array_like|Array|array|matrix|"
+                     r"csr_matrix|csc_matrix|coo_matrix|spmatrix|sparray|csr_array|csc_array)")
 _SPARSE = re.compile(r"\b(sparse|csr|csc|coo|spmatrix|sparray)")
 MATRIX_SIZE = 3  # the side of the host matrix a matrix parameter is given
 _MISSING = object()
@@ -114,8 +115,8 @@ def _assumed_value(param: inspect.Parameter, documented: str = "") -> Any:
     from .._run._int_params import int_kind, int_rungs
 
     text = _annotation_text(param)
-    said = text or (documented.split() or [""])[0].rstrip(",")  # numpydoc's type: the entry's first word
-    if _MATRIX.search(said):
+    said = text or (documented.split() or [""])[0].rstrip(",.")  # numpydoc's type: the entry's first word
+    if _MATRIX.fullmatch(said):
         return _host_matrix(bool(_SPARSE.search(said)))
     if _OPTIONAL.search(text):
         return None
@@ -133,18 +134,14 @@ def _assumed_value(param: inspect.Parameter, documented: str = "") -> Any:
 
 def _host_matrix(sparse: bool) -> Any:
     """A square float32 NumPy matrix with a dominant diagonal (invertible, as an operator usually must be), drawn
-    from a fixed seed; a SciPy CSR matrix of it where the parameter says sparse (and SciPy is installed)."""
+    from a fixed seed; a SciPy CSR matrix of it where the parameter says sparse and the user's code has imported
+    SciPy's sparse module (jaxdiag does not depend on SciPy)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
     dense = (rng.standard_normal((MATRIX_SIZE, MATRIX_SIZE)) + MATRIX_SIZE * np.eye(MATRIX_SIZE)).astype(np.float32)
-    if sparse:
-        try:
-            import scipy.sparse
-        except ImportError:
-            return dense
-        return scipy.sparse.csr_matrix(dense)
-    return dense
+    scipy_sparse = sys.modules.get("scipy.sparse")
+    return scipy_sparse.csr_matrix(dense) if sparse and scipy_sparse is not None else dense
 
 
 def factory_arguments(fn: Any, module: ModuleType, name: str, flags: dict[str, bool] | None = None

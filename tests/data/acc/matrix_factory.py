@@ -8,6 +8,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse
 
 
 def make_matvec(A):
@@ -18,7 +19,7 @@ def make_matvec(A):
     A : scipy.sparse.csr_matrix
         The constant matrix.
     """
-    dense = jnp.asarray(A.toarray())
+    dense = jnp.asarray(scipy.sparse.csr_matrix(A).toarray())
 
     @jax.custom_vjp
     def matvec(x):
@@ -36,7 +37,7 @@ def make_wrong_matvec(A):
     A : scipy.sparse.csr_matrix
         The constant matrix.
     """
-    dense = jnp.asarray(A.toarray())
+    dense = jnp.asarray(scipy.sparse.csr_matrix(A).toarray())
 
     @jax.custom_vjp
     def matvec(x):
