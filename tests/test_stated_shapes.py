@@ -77,9 +77,11 @@ def test_axes_are_read_from_unpacking_and_every_docstring_style() -> None:
     # one size per axis name across operands, an integer axis as written, the unstated one at the first's shape
     assert rungs[0] == [(2, 3, 4), (4,), (5, 1, 4), (2, 3), (2, 3, 4)]
     # then leading parts, trailing parts, a scalar
-    assert [rung[4] for rung in rungs[:-2]] == [(2, 3, 4), (2, 3), (2,), (3, 4), (4,), ()]
-    # then the sizes in the other order (relations between axes the statement leaves unsaid go either way)
-    assert rungs[-2] == [(5, 4, 3), (3,), (2, 1, 3), (5, 4), (5, 4, 3)]
+    assert [rung[4] for rung in rungs[:6]] == [(2, 3, 4), (2, 3), (2,), (3, 4), (4,), ()]
+    # then all of it with the sizes in the other order (relations between axes the statement leaves unsaid go
+    # either way)
+    assert rungs[6] == [(5, 4, 3), (3,), (2, 1, 3), (5, 4), (5, 4, 3)]
+    assert [rung[4] for rung in rungs[6:-1]] == [(5, 4, 3), (5, 4), (5,), (4, 3), (3,), ()]
     # last, every named axis at one size (an integer axis as written)
     assert rungs[-1] == [(4, 4, 4), (4,), (4, 1, 4), (4, 4), (4, 4, 4)]
     assert list(stated_rungs([0, 1], [], f32)) == []

@@ -229,8 +229,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                         if preferred and not ok and error.startswith(DISAGREES):
                             fallback = fallback or (list(templates), text, False)
                             ran = True
-                        if ok and any(candidate is c for c in stated) and not _well_posed(
-                                _try_call, subject, statements):
+                        if ok and any(candidate is c for c in stated) and not _well_posed(subject, statements):
                             # two named axes in one order run on one draw and give NaN on others (m equality
                             # constraints on n < m variables: a singular system); the other order may not
                             fallback = fallback or (list(templates), text, False)
@@ -261,33 +260,42 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     return _found(subject, notes, *fallback[:2]) if fallback is not None else None
 
 
-def _well_posed(try_call: Any, subject: Subject, statements: list[dict[int, Any]]) -> bool:
+def _well_posed(subject: Subject, statements: list[dict[int, Any]]) -> bool:
     """Whether a stated rung that ran is a well-posed example, where the statements name two axes or more
     (`_stated_shapes` tries their sizes in both orders: a relation between them the author left unsaid, such as
-    fewer equality constraints than variables, may hold in one order only). Outside it the result is NaN on other
-    draws, or finite but meaningless: a singular system solved in float32 moves by far more than its inputs when
-    they move by a part in a thousand (relative sensitivity above `ILL_POSED`)."""
+    fewer equality constraints than variables, may hold in one order only). Outside it the result is finite but
+    meaningless: a singular system solved in float32 moves by far more than its inputs when they move by a part in
+    a thousand (relative sensitivity above `ILL_POSED`). Values whose sign matters (a penalty drawn negative) are
+    the value domain's question, decided later on the rung kept (`_engine.choose_domain`), not this one's."""
     if not any(len({a for axes in stated.values() for a in axes if not a.isdigit()}) > 1 for stated in statements):
         return True
-    if not all(try_call(subject, subject.specs, "normal", seed)[0] for seed in (1, 2)):
-        return False
+    for domain in DOMAINS:  # the first domain whose draw it computes finite values on (as `try_call` ran it)
+        sensitivity = _relative_sensitivity(subject, domain)
+        if sensitivity is not None:
+            return sensitivity <= ILL_POSED
+    return True  # finite nowhere: nothing to judge here
+
+
+def _relative_sensitivity(subject: Subject, domain: str) -> float | None:
+    """|f(x + dx) - f(x)| / |f(x)| per relative move 10^-3 of every float input (signs at random), on one draw from
+    `domain`; None where the target fails or is not finite there."""
     from .._loading._inputs import draw
 
     rng = np.random.default_rng(0)
-    args = [draw(spec, rng, "normal") for spec in subject.specs]
+    args = [draw(spec, rng, domain) for spec in subject.specs]
     moved = [a * (1 + 1e-3 * np.sign(rng.standard_normal(np.shape(a)))).astype(np.asarray(a).dtype)
              if np.issubdtype(np.asarray(a).dtype, np.inexact) else a for a in args]
-    base, shifted = (call_user(lambda values=values: jax.block_until_ready(subject.call(*values)))
-                     for values in (args, moved))
-    if base.error is not None or shifted.error is not None:
-        return True  # it ran in `try_call`: nothing to judge here
-    out = [np.asarray(x, np.float64) for x in jax.tree_util.tree_leaves(base.value)
-           if np.issubdtype(np.asarray(x).dtype, np.inexact)]
-    out2 = [np.asarray(x, np.float64) for x in jax.tree_util.tree_leaves(shifted.value)
-            if np.issubdtype(np.asarray(x).dtype, np.inexact)]
-    size = sum(float(np.sum(np.abs(x) ** 2)) for x in out) ** 0.5
-    change = sum(float(np.sum(np.abs(x - y) ** 2)) for x, y in zip(out, out2)) ** 0.5
-    return change <= ILL_POSED * 1e-3 * max(size, 1e-30)
+    results = [call_user(lambda values=values: jax.block_until_ready(subject.call(*values)))
+               for values in (args, moved)]
+    if any(r.error is not None for r in results):
+        return None
+    base, shifted = ([np.asarray(x, np.float64) for x in jax.tree_util.tree_leaves(r.value)
+                      if np.issubdtype(np.asarray(x).dtype, np.inexact)] for r in results)
+    if not all(np.isfinite(x).all() for x in base + shifted):
+        return None
+    size = sum(float(np.sum(np.abs(x) ** 2)) for x in base) ** 0.5
+    change = sum(float(np.sum(np.abs(x - y) ** 2)) for x, y in zip(base, shifted)) ** 0.5
+    return change / max(size, 1e-30) / 1e-3
 
 
 def _family(families: dict[int, str], *wanted: str) -> set[int]:

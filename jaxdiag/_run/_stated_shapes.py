@@ -101,20 +101,19 @@ def _rungs(arrays: list[int], stated: dict[int, Axes], dtype: np.dtype) -> Itera
         for axis in stated[i]:
             if not axis.isdigit() and axis not in sizes:
                 sizes[axis] = _SIZES[min(len(sizes), len(_SIZES) - 1)]
-    shapes = {i: tuple(int(a) if a.isdigit() else sizes[a] for a in stated[i]) for i in known}
-    first = shapes[known[0]]
-    others = [first]
-    if len(known) < len(arrays):
-        parts = range(len(first) - 1, 0, -1)
-        others += [first[:n] for n in parts] + [first[-n:] for n in parts] + [()]
-    for other in dict.fromkeys(others):
-        yield [ArgSpec(dtype, shapes.get(i, other)) for i in arrays]
-    # the same sizes in the other order: relations between axes the statement leaves unsaid go either way (a QP's
-    # `m` equality constraints on `n` variables, named in that order, need m < n; a tall matrix's rows the opposite)
-    if len(sizes) > 1:
-        flipped = dict(zip(sizes, reversed(list(sizes.values()))))
-        turned = {i: tuple(int(a) if a.isdigit() else flipped[a] for a in stated[i]) for i in known}
-        yield [ArgSpec(dtype, turned.get(i, turned[known[0]])) for i in arrays]
+    # the sizes in order of first appearance, then in the other order: relations between axes the statement leaves
+    # unsaid go either way (a QP's `m` equality constraints on `n` variables, named in that order, need m < n; a tall
+    # matrix's rows the opposite)
+    orders = [sizes] + ([dict(zip(sizes, reversed(list(sizes.values()))))] if len(sizes) > 1 else [])
+    for order in orders:
+        shapes = {i: tuple(int(a) if a.isdigit() else order[a] for a in stated[i]) for i in known}
+        first = shapes[known[0]]
+        others = [first]
+        if len(known) < len(arrays):
+            parts = range(len(first) - 1, 0, -1)
+            others += [first[:n] for n in parts] + [first[-n:] for n in parts] + [()]
+        for other in dict.fromkeys(others):
+            yield [ArgSpec(dtype, shapes.get(i, other)) for i in arrays]
     # then every named axis one size: relations the statement leaves unsaid (query heads a multiple of key-value
     # heads, a head dim shared under two names) hold there, where distinct sizes broke them
     uniform = {i: tuple(int(a) if a.isdigit() else UNIFORM_SIZE for a in stated[i]) for i in known}

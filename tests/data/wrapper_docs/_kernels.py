@@ -88,3 +88,21 @@ def constrained_minimum(Q, q, A, b):
 
 
 constrained_minimum.defvjp(_kkt_fwd, _kkt_bwd)
+
+
+def _penalised_fwd(Q, q, A, b, penalty):
+    return penalised_minimum(Q, q, A, b, penalty), (Q, q, A, b, penalty)
+
+
+def _penalised_bwd(res, g):
+    Q, q, A, b, penalty = res
+    _, pullback = jax.vjp(lambda *xs: _kkt(*xs)[1][:Q.shape[0]], Q, q, A, b)
+    return (*pullback(g / jnp.sqrt(penalty)), None)  # the penalty is a fixed weight
+
+
+@jax.custom_vjp
+def penalised_minimum(Q, q, A, b, penalty):
+    return _kkt(Q, q, A, b)[1][:Q.shape[0]] / jnp.sqrt(penalty)  # NaN for a negative penalty
+
+
+penalised_minimum.defvjp(_penalised_fwd, _penalised_bwd)

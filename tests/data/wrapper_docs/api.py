@@ -55,3 +55,16 @@ def constrained_minimum(Q, q, A, b):
         b: ``(m,)`` equality constraint right-hand side.
     """
     return _kernels.constrained_minimum(Q, q, A, b)
+
+
+def penalised_minimum(Q, q, A, b, penalty):
+    """The constrained minimiser, scaled by the penalty's inverse square root.
+
+    Args:
+        Q: ``(n, n)`` PSD cost matrix.
+        q: ``(n,)`` linear cost.
+        A: ``(m, n)`` equality constraint matrix.
+        b: ``(m,)`` equality constraint right-hand side.
+        penalty: the weight of the constraints.
+    """
+    return _kernels.penalised_minimum(Q, q, A, b, penalty)
