@@ -504,3 +504,32 @@ def test_a_factory_parameter_typed_as_a_matrix_gets_a_nonsymmetric_host_matrix_o
     assert scipy.sparse.issparse(sparse) and isinstance(dense, np.ndarray) and dense.shape == (3, 3)
     assert not np.allclose(dense, dense.T) and abs(np.linalg.det(dense)) > 1  # a transpose mix-up shows
     assert repr(_assumed_value(plain, "the weights, a float")) == repr(_assumed_value(plain))  # no type word
+
+
+def test_the_well_posed_test_takes_keys_and_complex_results_and_flags_a_singular_solve():
+    """A stated rung may hold a PRNG key and return complex values: the sensitivity reads floats only (it raised on a
+    key before, an internal error). A KKT system with more constraints than variables, solved in float32, moves by
+    far more than its inputs; with fewer, it does not."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxdiag._loading._inputs import ArgSpec, key_spec
+    from jaxdiag._run._well_posed import ILL_POSED, _relative_sensitivity
+
+    def noisy(x, key):  # returns a typed key, which NumPy cannot convert
+        return x + 1j * jax.random.normal(key, x.shape), jax.random.key(0)
+
+    f32 = np.dtype(np.float32)
+    subject = Subject(label="t:noisy", kind="function", obj=noisy, specs=[ArgSpec(f32, (3,)), key_spec(())])
+    assert _relative_sensitivity(subject, "normal") < ILL_POSED
+
+    def kkt(Q, A):
+        m = A.shape[0]
+        system = jnp.block([[Q @ Q.T + jnp.eye(Q.shape[0]), A.T], [A, jnp.zeros((m, m))]])
+        return jnp.linalg.solve(system, jnp.ones(system.shape[0]))
+
+    sensitivities = [_relative_sensitivity(Subject(label="t:kkt", kind="function", obj=kkt, module=__name__,
+                                                   specs=[ArgSpec(f32, (n, n)), ArgSpec(f32, (m, n))]), "normal")
+                     for n, m in ((3, 2), (2, 3))]
+    assert sensitivities[0] < ILL_POSED and (sensitivities[1] is None or sensitivities[1] > ILL_POSED), sensitivities

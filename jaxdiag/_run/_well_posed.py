@@ -38,21 +38,35 @@ def well_posed(subject: Subject, statements: list[dict[int, Any]]) -> bool:
 
 def _relative_sensitivity(subject: Subject, domain: str) -> float | None:
     """|f(x + dx) - f(x)| / |f(x)| per relative move 10^-3 of every float input (signs at random), on one draw from
-    `domain`; None where the target fails or is not finite there."""
+    `domain`; None where the draw does not apply, or the target fails or is not finite there. Keys, integers and
+    booleans stay as drawn; complex results count by their modulus."""
     from .._loading._inputs import draw
 
     rng = np.random.default_rng(0)
-    args = [draw(spec, rng, domain) for spec in subject.specs]
-    moved = [a * (1 + 1e-3 * np.sign(rng.standard_normal(np.shape(a)))).astype(np.asarray(a).dtype)
-             if np.issubdtype(np.asarray(a).dtype, np.inexact) else a for a in args]
+    try:
+        args = [draw(spec, rng, domain) for spec in subject.specs]
+    except (ValueError, TypeError):  # a domain that does not apply to these specs
+        return None
+    moved = [a * (1 + 1e-3 * np.sign(rng.standard_normal(a.shape))).astype(a.dtype)
+             if isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.inexact) else a for a in args]
     results = [call_user(lambda values=values: jax.block_until_ready(subject.call(*values)))
                for values in (args, moved)]
     if any(r.error is not None for r in results):
         return None
-    base, shifted = ([np.asarray(x, np.float64) for x in jax.tree_util.tree_leaves(r.value)
-                      if np.issubdtype(np.asarray(x).dtype, np.inexact)] for r in results)
-    if not all(np.isfinite(x).all() for x in base + shifted):
+    base, shifted = (_inexact_leaves(r.value) for r in results)
+    if len(base) != len(shifted) or not all(np.isfinite(x).all() for x in base + shifted):
         return None
     size = sum(float(np.sum(np.abs(x) ** 2)) for x in base) ** 0.5
     change = sum(float(np.sum(np.abs(x - y) ** 2)) for x, y in zip(base, shifted)) ** 0.5
     return change / max(size, 1e-30) / 1e-3
+
+
+def _inexact_leaves(value: Any) -> list[np.ndarray]:
+    """The float and complex leaves of a result, widened (a PRNG key's extended dtype is no float)."""
+    out = []
+    for leaf in jax.tree_util.tree_leaves(value):
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and jax.dtypes.issubdtype(dtype, np.inexact):
+            array = np.asarray(leaf)
+            out.append(array.astype(np.complex128 if np.iscomplexobj(array) else np.float64))
+    return out
