@@ -227,10 +227,10 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                             fallback = fallback or (list(templates), text, False)
                             ran = True
                         if ok and any(candidate is c for c in stated) and not well_posed(subject, statements):
-                            # two named axes in one order run on one draw and give NaN on others (m equality
-                            # constraints on n < m variables: a singular system); the other order may not
+                            # two named axes in one order run but are ill-posed (m equality constraints on n < m
+                            # variables: a singular system, finite but meaningless); the other order may not be
                             fallback = fallback or (list(templates), text, False)
-                            ok, error = False, "non-finite output on other draws of the stated shapes"
+                            ok, error = False, "ill-posed at the stated shapes (far more sensitive than its inputs)"
                         if ok and (ruled or (derived is not None and fallback is None)):
                             why = _reverse_fails(subject, run=ruled)
                             if why:  # runs, but reverse mode does not trace here: the first such kept if none runs

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ast
 import enum
-import re
 import inspect
+import re
 import typing
 from typing import Any
 
