@@ -416,3 +416,21 @@ def test_a_librarys_own_class_named_like_a_rule_maker_makes_no_rule_site(tmp_pat
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("gates_lib")
     assert [(s.function, s.kind) for s in sites_in(module)] == [("make_rule", "primitive")]
+
+
+def test_a_function_forwarding_its_parameter_to_a_rule_maker_is_another_name_of_the_maker(tmp_path: Path,
+                                                                                        monkeypatch) -> None:
+    """A backend layer's `def custom_vjp(func, nondiff_argnums=()): return jax.custom_vjp(func, ...)` makes no rule
+    of its own (every call of it is a site, by its name): before, it was reported unreached (JXN012), a target that
+    exits non-zero. A function making a rule from its own body is still a site."""
+    import importlib
+
+    from jaxdiag._jobs._reach_plan import sites_in
+
+    (tmp_path / "backend_lib.py").write_text(
+        "import jax\n\n\ndef custom_vjp(func, /, nondiff_argnums=()):\n    \"\"\"Doc.\"\"\"\n"
+        "    return jax.custom_vjp(func, nondiff_argnums=nondiff_argnums)\n\n\n"
+        "def made(scale):\n    return jax.custom_jvp(lambda x: scale * x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("backend_lib")
+    assert [(s.function, s.kind) for s in sites_in(module)] == [("made", "custom_jvp")]

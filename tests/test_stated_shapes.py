@@ -81,10 +81,55 @@ def test_axes_are_read_from_unpacking_and_every_docstring_style() -> None:
     # then all of it with the sizes in the other order (relations between axes the statement leaves unsaid go
     # either way)
     assert rungs[6] == [(5, 4, 3), (3,), (2, 1, 3), (5, 4), (5, 4, 3)]
-    assert [rung[4] for rung in rungs[6:-1]] == [(5, 4, 3), (5, 4), (5,), (4, 3), (3,), ()]
-    # last, every named axis at one size (an integer axis as written)
-    assert rungs[-1] == [(4, 4, 4), (4,), (4, 1, 4), (4, 4), (4, 4, 4)]
+    assert [rung[4] for rung in rungs[6:12]] == [(5, 4, 3), (5, 4), (5,), (4, 3), (3,), ()]
+    # last, every named axis at one size (an integer axis as written), the unstated one at its shape and parts
+    assert rungs[12] == [(4, 4, 4), (4,), (4, 1, 4), (4, 4), (4, 4, 4)]
+    assert [rung[4] for rung in rungs[12:]] == [(4, 4, 4), (4, 4), (4,), ()]
     assert list(stated_rungs([0, 1], [], f32)) == []
+
+
+def test_of_several_unstated_operands_each_takes_a_part_alone_beside_the_others_at_the_stated_shape() -> None:
+    from jaxdiag._run._stated_shapes import stated_rungs
+
+    rungs = [[s.shape for s in rung] for rung in stated_rungs([0, 1, 2], [{0: ("n", "d")}], np.dtype(np.float32))]
+    # all unstated at the stated shape, at its parts, as scalars; then each alone at a part, the last one first
+    assert rungs[:4] == [[(2, 3), (2, 3), (2, 3)], [(2, 3), (2,), (2,)], [(2, 3), (3,), (3,)], [(2, 3), (), ()]]
+    assert rungs[4:6] == [[(2, 3), (2, 3), (2,)], [(2, 3), (2,), (2, 3)]]
+    assert [[(4, 4), (4, 4), (4,)]] == [r for r in rungs if r == [(4, 4), (4, 4), (4,)]]  # and at one size
+
+
+def test_the_code_states_axes_by_starred_unpacking_einops_patterns_and_the_functions_it_calls() -> None:
+    import ast
+
+    from jaxdiag._run._code_axes import _named_axes, code_axes
+
+    def named(source: str) -> dict:
+        return _named_axes(ast.parse(source).body[0])
+
+    # a starred shape among items of known length: one index, a constant slice; two starred shapes of unknown
+    # length say nothing
+    assert named("def f(q, v):\n    b, h, n, d, e = *q.shape, v.shape[-1]") == {"q": ("b", "h", "n", "d")}
+    assert named("def f(q, v):\n    b, h, n, d, m, e = *q.shape, *v.shape[-2:]") == {"q": ("b", "h", "n", "d")}
+    assert named("def f(q, v):\n    n, d, m, e = *q.shape, *v.shape") == {}
+    # einops patterns, alone or mapped over operands; a grouped or elided input side says nothing
+    assert named("def f(m):\n    m = rearrange(m, 'b j -> j b')") == {"m": ("b", "j")}
+    assert named("def f(q, k):\n    q, k = map(lambda t: rearrange(t, 'b n d -> n b d'), (q, k))") == {
+        "q": ("b", "n", "d"), "k": ("b", "n", "d")}
+    assert named("def f(q):\n    q = rearrange(q, 'b n (h d) -> b h n d', h=2)") == {}
+    # one array named twice at one rank: the second names are the first's axes, for every operand using them; a
+    # statement after the name is bound again is about another array
+    assert named("def f(q, k):\n    b, h, n, d = q.shape\n    q, k = map(lambda t: rearrange(t, 'x y z w -> z x y w'),"
+                 " (q, k))\n    s, t = q.shape") == {"q": ("b", "h", "n", "d"), "k": ("b", "h", "n", "d")}
+    assert code_axes(_wrapper) == {0: ("batch", "n", "dim")}  # by the wrapper's positions
+
+
+def _inner(queries, keys, mask):
+    batch, n, dim = queries.shape
+    return queries
+
+
+def _wrapper(x, mask, y):
+    return _inner(x, keys=y, mask=mask)
 
 
 def test_a_literal_static_offers_its_other_values_evaluated_or_postponed() -> None:
@@ -319,3 +364,17 @@ def test_a_documented_bound_places_the_drawn_number_inside_it() -> None:
     assert documented_value(subject("valid for s <= -2"), "s", 0.5) == -2.5
     assert documented_value(subject("2 <= s < 4 only"), "s", 0.5) == 3.0
     assert documented_value(subject("no bound; sigma > 3 is another name"), "s", 0.5) == 0.5
+
+
+@pytest.mark.slow
+def test_attention_forwarding_to_a_function_that_unpacks_a_starred_shape_is_checked_on_those_shapes() -> None:
+    targets = _targets("chunked")
+    for name in ("chunked_attention", "chunked_attention_unmasked"):
+        (q, k, v, mask) = targets[name]["inputs"]
+        assert len(_shape(q)) == 4 and q == k == v and _shape(mask) == _shape(q)[:1] + _shape(q)[2:3], targets[name]
+    assert _codes(targets["chunked_attention"]) == set()
+    assert _codes(targets["chunked_attention_unmasked"]) & {"JXG011", "JXG014", "JXG024"}  # the mask it forgets
+
+
+def _shape(spec: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in spec.partition("[")[2].rstrip("]").split(",") if n)

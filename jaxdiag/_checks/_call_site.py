@@ -220,8 +220,8 @@ def _tangents_at(leaves: Sequence[Any], values: Sequence[np.ndarray]) -> list[np
 
 def _root_direction(root: Subject, k: int, d: int, x: Any, rng: np.random.Generator) -> np.ndarray:
     """Direction `d` of the function's input `k`: one of the function's own directions where it has them (a
-    positive definite matrix moves along symmetric steps only, `_engine.symmetric_tangents`: a random step leaves
-    the domain, and a rule reading one triangle was found wrong along it), else a random one."""
+    positive definite matrix moves along symmetric steps only, `_contract_tangents.contract_tangents`: a random step
+    leaves the domain, and a rule reading one triangle was found wrong along it), else a random one."""
     own = root.received_tangents.get(k)
     if own:
         return np.asarray(own[d % len(own)]).astype(x.dtype)

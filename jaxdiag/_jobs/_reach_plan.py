@@ -82,9 +82,10 @@ def sites_in(module: ModuleType) -> list[Site]:
     for owner, top in _functions_and_methods(tree):
         last = getattr(top, "end_lineno", None) or top.lineno
         own_decorators = {id(sub) for deco in top.decorator_list for sub in ast.walk(deco)}
+        forwarded = _forwarded_maker(top)
         for node in ast.walk(top):
-            if id(node) in own_decorators:  # `@custom_jvp def f`: made at import, a module attribute
-                continue
+            if id(node) in own_decorators or node is forwarded:  # `@custom_jvp def f`: made at import, a module
+                continue  # attribute; `return jax.custom_vjp(func, ...)`: an alias of the maker, no rule of its own
             made: list[tuple[int, str]] = []
             if isinstance(node, ast.Call) and node is not top:
                 name = _called_name(node)
@@ -98,6 +99,20 @@ def sites_in(module: ModuleType) -> list[Site]:
             out.extend(Site(module, path, line, kind, owner, top.lineno, last) for line, kind in made)
     unique = {(s.line, s.kind): s for s in out}  # a decorator is also a Call node
     return sorted(unique.values(), key=lambda s: s.line)
+
+
+def _forwarded_maker(top: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Call | None:
+    """The call of a function whose whole body returns a rule maker applied to its own parameter (a backend layer's
+    `def custom_vjp(func, nondiff_argnums=()): return jax.custom_vjp(func, nondiff_argnums=nondiff_argnums)`): the
+    function is another name of the maker, and the rules are made where it is called (sites of their own: the
+    maker's name is called there)."""
+    body = [s for s in top.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
+        return None
+    call = body[0].value
+    params = {a.arg for a in [*top.args.posonlyargs, *top.args.args]}
+    first = call.args[0] if call.args else None
+    return call if isinstance(first, ast.Name) and first.id in params else None
 
 
 def _maker_expr(node: ast.Call) -> ast.expr:

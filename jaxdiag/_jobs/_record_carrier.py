@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field, replace
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -172,21 +172,50 @@ def check_subjects(runs: CarrierRuns, via: dict, prepared: Prepared, subjects: l
 
 
 def undescribed(prepared: Prepared, subject: Subject) -> str:
-    """For a primitive found inside the carrier: why its abstract eval does not describe what its impl computes at
-    the values the carrier passed it (`_assumed_params.disagreement`), or "" (also when they were not observed or
-    the impl refuses them: the checks report that)."""
+    """Why the values the carrier passed the rule are outside its contract, or "" (also when they were not
+    observed): only empty arrays (a check on them compares nothing); a matrix that is not symmetric (Hermitian) where
+    the rule's docstring says symmetric or its code hands the operand to `eigh`/`cholesky`; for a primitive, an
+    abstract eval that does not describe what its impl computes there (`_assumed_params.disagreement`; not when the
+    impl refuses them: the checks report that)."""
     import jax
 
     from .._run._assumed_params import disagreement
 
     with _scope(prepared):
         values = prepared.observed.get(id(subject))
-        if subject.kind != "primitive" or values is None:
+        if values is None:
             return ""
+        sizes = [np.size(v) for v in jax.tree_util.tree_leaves(values) if hasattr(v, "shape") and np.ndim(v)]
+        if sizes and not any(sizes):  # `cov[:-n, :-n]` with n the whole size: a check on them compares nothing
+            return "only empty arrays"
+        asymmetric = _asymmetric(subject, values)
+        if asymmetric or subject.kind != "primitive":
+            return asymmetric
         ran = call_user(lambda: jax.block_until_ready(subject.call(*values)), quiet=True)
         if ran.error is not None:
             return ""
         return disagreement(ran.value, call_user(lambda: jax.eval_shape(subject.call, *values), quiet=True))
+
+
+def _asymmetric(subject: Subject, values: Sequence[Any]) -> str:
+    """"a non-symmetric f32[4,4] matrix for operand 0, which its own code or docstring says is symmetric", or ""."""
+    from .._run import _operand_kinds
+
+    symmetric = _operand_kinds.factorised_positions(subject) | {
+        i for i, domain in _operand_kinds.documented_domains(subject).items() if domain == "spd"}
+    for i in sorted(symmetric):
+        try:
+            matrix = np.asarray(values[i])
+        except (TypeError, ValueError, IndexError):  # no array (or no operand) at i: nothing to judge
+            continue
+        if (matrix.ndim >= 2 and matrix.shape[-1] == matrix.shape[-2] and matrix.size
+                and np.issubdtype(matrix.dtype, np.inexact)
+                and not np.allclose(matrix, np.conj(np.swapaxes(matrix, -1, -2)), rtol=1e-4, atol=1e-6)):
+            from .._loading._inputs import ArgSpec
+
+            return (f"a non-symmetric {ArgSpec(matrix.dtype, matrix.shape)} matrix for operand {i}, which its own "
+                    "code or docstring says is symmetric")
+    return ""
 
 
 def rules_under_jvp(prepared: Prepared, options: Options) -> list[Subject]:
@@ -232,6 +261,7 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
     """Load the carrier, apply its recorded arguments, find the rules inside it and observe their values (at
     `example` when given: a documented call's own arrays, whose structure random draws would break)."""
     from .._run import _engine, _signature
+    from .._run._contract_tangents import contract_tangents
     from .._run._nested import find_nested_subjects
     from .._loading._inputs import ArgSpec, template_leaves
     from .._run._observe import observed_examples
@@ -258,7 +288,7 @@ def _prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Option
                 root_cache.example = [np.asarray(x) for x in example]
             else:
                 _engine.choose_domain(root, notes)
-            _engine.symmetric_tangents(root, options.seed)  # what its nested rules receive stays in the domain
+            contract_tangents(root, options.seed)  # what its nested rules receive stays in the domain
             nested = find_nested_subjects(root, options, root_cache)
             observed = observed_examples(root, nested, options, root_cache) if nested else {}
     return Prepared(root, nested, ObservedValues(observed), wide, notes=notes, root_cache=root_cache)

@@ -28,7 +28,7 @@ from .._harness.cache import SubjectCache
 from .._checks._shared import foreign_values, platform_blocker
 from .._core._errors import InferenceError, UsageError, dependency_failure, internal_error_detail
 from .._core._filtering import Filter, validate_inline
-from .._loading._inputs import DOMAINS, ArgSpec, draw, is_square, needs_x64, symmetric_directions, template_leaves
+from .._loading._inputs import DOMAINS, ArgSpec, draw, needs_x64, template_leaves
 from .._core._report import CheckResult, Finding, Location, Report, TargetReport, register_text_view
 from .._loading._targets import Target, classify, describe, load_target
 
@@ -174,7 +174,10 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
     _signature.apply(root, templates)
     specs = root.specs
     choose_domain(root, notes)
-    symmetric_tangents(root, options.seed)
+    if root.kind == "primitive" or "spd" in {root.domain, *(getattr(s, "domain", None) for s in specs)}:
+        from ._contract_tangents import contract_tangents  # the tangents its callers can give (imported if any)
+
+        contract_tangents(root, options.seed)
     root_cache = SubjectCache()
     if any(c is not None for c in concrete):
         rng = np.random.default_rng(options.seed)
@@ -288,15 +291,6 @@ def _try_call(subject: Subject, specs: list[ArgSpec], domain: str, seed: int, ag
 
         return False, text + VALUES_ONLY if refused_values(subject, exc, args) else text
     return not _nonfinite(ran.value), "non-finite output"
-
-
-def symmetric_tangents(subject: Subject, seed: int) -> None:
-    """On the spd domain, a square matrix argument is perturbed along symmetric (Hermitian) directions only, as the
-    tangents a nested rule receives are (`Subject.received_tangents`): a random direction leaves the domain."""
-    rng = np.random.default_rng([seed, 0x5BD])
-    for i, spec in enumerate(subject.specs):
-        if (spec.domain or subject.domain) == "spd" and is_square(spec.shape) and spec.is_inexact:
-            subject.received_tangents.setdefault(i, symmetric_directions(spec, rng, 6))
 
 
 # (seed, mirrored): the draws a domain must run on before it is kept (`_domains`); "mirrored" flips the sign of every

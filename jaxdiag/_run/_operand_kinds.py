@@ -121,19 +121,28 @@ _SYMMETRIC_CALLS = {"eigh", "eigvalsh", "cholesky", "cho_factor"}
 
 def factorised_positions(subject: Subject) -> set[int]:
     """Positions of the parameters the target's own code hands straight to a symmetric factorisation
-    (`jnp.linalg.eigh(A)`, `cholesky(A)`): a symmetric positive-definite matrix is inside that contract, a random
-    square one is not (a custom eigh VJP agrees with autodiff on symmetric matrices and symmetric steps only), so
-    inference draws them on the spd domain, as a docstring saying "symmetric" does (`documented_domains`)."""
-    from .._harness.source import called_name, function_source
-
+    (`jnp.linalg.eigh(A)`, `cholesky(A)`), itself or through a function of its module it passes them to (`_root(m)`,
+    one call deep): a symmetric positive-definite matrix is inside that contract, a random square one is not (a
+    custom eigh VJP agrees with autodiff on symmetric matrices and symmetric steps only), so inference draws them on
+    the spd domain, as a docstring saying "symmetric" does (`documented_domains`)."""
     fn = _fn(subject)
-    found = function_source(fn) if fn is not None else None
+    return _factorised(fn, depth=1) if fn is not None else set()
+
+
+def _factorised(fn: Any, depth: int) -> set[int]:
+    from .._harness.source import called_name, function_source
+    from ._code_axes import module_calls
+
+    found = function_source(fn)
     if found is None:
         return set()
     used = {sub.args[0].id for sub in ast.walk(found.node) if isinstance(sub, ast.Call) and sub.args
             and isinstance(sub.args[0], ast.Name) and called_name(sub.func) in _SYMMETRIC_CALLS}
     names = [a.arg for a in found.node.args.posonlyargs + found.node.args.args]
-    return {i for i, name in enumerate(names) if name in used}
+    out = {i for i, name in enumerate(names) if name in used}
+    for callee, passed in module_calls(fn, found, names) if depth > 0 else ():
+        out |= {passed[j] for j in _factorised(callee, depth - 1) if j in passed}
+    return out
 
 
 # Parameter names that hold a PRNG key (`key`, `rng`, `prng_key`, `rng_key`, `subkey`, `dropout_rng`), and the

@@ -5,8 +5,9 @@ kernel takes rank-4 or rank-5 arrays whose axes are shared between operands (que
 batch and head axes in common, a mask over the batch and sequence axes): no rung is one of those, though the author
 wrote them down, in one of three places:
 - the annotations, in jaxtyping's notation: `q: Float[Array, "batch seq heads dim"]` (`_annotated_arrays`);
-- the code: `batch, seq, heads, dim = q.shape` (a parameter's shape unpacked into one name per axis), in the
-  function's own body (a primitive's impl or abstract eval);
+- the code: `batch, seq, heads, dim = q.shape` (a parameter's shape unpacked into one name per axis, starred
+  among other items or not) and einops patterns (`rearrange(mask, 'b j -> j b')`), in the function's own body (a
+  primitive's impl or abstract eval) or a function it passes its parameters to (`_code_axes`);
 - a docstring entry: `q: Query tensor of shape [B, N, H, S, D].`, `w : array, shape (D,)`, "of shape
   ``(batch_size, seq_len)``": the target's own, or that of another function of its module documenting a parameter
   of the same name (a public wrapper documents the arguments it passes on to its kernel).
@@ -15,14 +16,14 @@ Axes of one name are one size, across operands; an integer axis is that size. `s
 (all sources together, then each alone: a docstring and the code may name one axis differently) into candidates
 the ladder tries first; an operand no statement covers is tried at the shape of the first stated one, then at each
 of its leading parts (a mask over the leading axes), then at each of its trailing parts (a weight over the last
-axis), then as a scalar; last, every named axis at one size (relations between axes the statement does not give:
-query heads a multiple of key-value heads). For a primitive, a stated rung counts only where its abstract eval
-agrees with its impl.
+axis), then as a scalar, and then, of several such operands, each alone at those parts with the others at the first
+shape (keys and values like the queries beside a mask); last, all of it with every named axis at one size
+(relations between axes the statement does not give: query heads a multiple of key-value heads). For a primitive, a
+stated rung counts only where its abstract eval agrees with its impl.
 """
 
 from __future__ import annotations
 
-import ast
 import inspect
 import re
 import sys
@@ -36,6 +37,7 @@ from .._checks._base import Subject
 from .._core import _locate
 from .._loading._inputs import ArgSpec
 from ._annotated_arrays import annotated_arrays
+from ._code_axes import code_axes
 
 Axes = tuple[str, ...]
 # "shape (B, N)", "of shape [B, N, H]", "shape ``(batch, seq)``", "shape: (n,)": the bracketed axes after "shape"
@@ -63,7 +65,7 @@ def stated_axes(subject: Subject, names: list[str]) -> list[dict[int, Axes]]:
         for i, array in annotated_arrays(fn).items():
             if array.axes is not None:
                 annotated.setdefault(i, array.axes)
-        for i, axes in _unpacked(fn).items():
+        for i, axes in code_axes(fn).items():
             unpacked.setdefault(i, axes)
     sources = [annotated, unpacked] + [{names.index(name): axes for name, axes in _doc_axes(doc, names).items()}
                             for doc in docstrings(subject, names)]
@@ -106,18 +108,35 @@ def _rungs(arrays: list[int], stated: dict[int, Axes], dtype: np.dtype) -> Itera
     # matrix's rows the opposite)
     orders = [sizes] + ([dict(zip(sizes, reversed(list(sizes.values()))))] if len(sizes) > 1 else [])
     for order in orders:
-        shapes = {i: tuple(int(a) if a.isdigit() else order[a] for a in stated[i]) for i in known}
-        first = shapes[known[0]]
-        others = [first]
-        if len(known) < len(arrays):
-            parts = range(len(first) - 1, 0, -1)
-            others += [first[:n] for n in parts] + [first[-n:] for n in parts] + [()]
-        for other in dict.fromkeys(others):
-            yield [ArgSpec(dtype, shapes.get(i, other)) for i in arrays]
+        yield from _assigned(arrays, {i: tuple(int(a) if a.isdigit() else order[a] for a in stated[i]) for i in known},
+                             dtype)
     # then every named axis one size: relations the statement leaves unsaid (query heads a multiple of key-value
     # heads, a head dim shared under two names) hold there, where distinct sizes broke them
-    uniform = {i: tuple(int(a) if a.isdigit() else UNIFORM_SIZE for a in stated[i]) for i in known}
-    yield [ArgSpec(dtype, uniform.get(i, uniform[known[0]])) for i in arrays]
+    yield from _assigned(arrays, {i: tuple(int(a) if a.isdigit() else UNIFORM_SIZE for a in stated[i]) for i in known},
+                         dtype)
+
+
+def _assigned(arrays: list[int], shapes: dict[int, tuple[int, ...]], dtype: np.dtype) -> Iterator[list[ArgSpec]]:
+    """The stated operands at `shapes`, the others (if any) all at each of `_others`; then, of several others, each
+    alone at a part of the first shape and the rest at that shape (keys and values shaped like the queries beside a
+    mask over their leading axes)."""
+    first = shapes[next(i for i in arrays if i in shapes)]
+    uncovered = [i for i in arrays if i not in shapes]
+    others = _others(first, bool(uncovered))
+    for other in others:
+        yield [ArgSpec(dtype, shapes.get(i, other)) for i in arrays]
+    for other in others[1:] if len(uncovered) > 1 else ():
+        for alone in reversed(uncovered):
+            yield [ArgSpec(dtype, shapes.get(i, other if i == alone else first)) for i in arrays]
+
+
+def _others(first: tuple[int, ...], uncovered: bool) -> list[tuple[int, ...]]:
+    """Shapes for the operands no statement covers: the first stated shape, each of its leading parts (a mask over
+    the batch axes), each of its trailing parts (a weight over the feature axis), a scalar."""
+    if not uncovered:
+        return [first]
+    parts = range(len(first) - 1, 0, -1)
+    return list(dict.fromkeys([first, *(first[:n] for n in parts), *(first[-n:] for n in parts), ()]))
 
 
 def annotated_families(subject: Subject) -> dict[int, str]:
@@ -136,27 +155,6 @@ def own_functions(subject: Subject) -> list[Any]:
     else:
         fns = [getattr(obj, "fun", None) or obj]
     return [fn for fn in fns if fn is not None and _locate.is_user_code(fn)]
-
-
-def _unpacked(fn: Any) -> dict[int, Axes]:
-    """{position: axis names} of `a, b, c = x.shape` statements in `fn`'s body (no starred target), by the
-    positions of `fn`'s own parameters (a primitive's impl may name its operands otherwise than its bind calls)."""
-    from .._harness.source import function_source
-
-    found = function_source(fn)
-    if found is None:
-        return {}
-    params = [a.arg for a in found.node.args.posonlyargs + found.node.args.args]
-    out: dict[int, Axes] = {}
-    for node in ast.walk(found.node):
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)):
-            continue
-        value = node.value
-        targets = [t.id for t in node.targets[0].elts if isinstance(t, ast.Name)]
-        if (isinstance(value, ast.Attribute) and value.attr == "shape" and isinstance(value.value, ast.Name)
-                and value.value.id in params and len(targets) == len(node.targets[0].elts)):
-            out.setdefault(params.index(value.value.id), tuple(targets))
-    return out
 
 
 def _doc_axes(doc: str, names: list[str]) -> dict[str, Axes]:

@@ -1,0 +1,88 @@
+"""A rule checked where its package calls it gets the values that call passes, which on inferred inputs for the
+caller may be outside the rule's own contract (tests/data/acc/schur_sqrtm.py): a non-symmetric matrix for an
+operand the rule's code hands to `eigh` (through a helper of its module or not), or only empty arrays. Such a call
+site is passed over and the rule checked on its own draws."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clirun import check_json
+
+from jaxdiag._checks._base import Subject
+
+ACC = Path(__file__).parent / "data" / "acc"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("schur_sqrtm", ACC / "schur_sqrtm.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow  # a whole module checked (about 5 s); the readings below stay fast
+def test_a_rule_given_a_nonsymmetric_or_empty_matrix_by_its_caller_is_checked_on_its_own_spd_draws():
+    _, data = check_json(f"{ACC / 'schur_sqrtm.py'}", ACC)
+    targets = {t["target"].rpartition(":")[2]: t for t in data["targets"]}
+    assert targets["sqrtm"]["inputs"] == ["f32[3,3]@spd"]  # was f32[4,4] from `refine`, and a JXG014/JXG024
+    assert not [f for f in targets["sqrtm"]["findings"] if f["severity"] != "info"]
+    assert targets["solve"]["inputs"][0] == "f32[3,3]@spd"  # was f32[0,0] f32[0,4]: a check comparing nothing
+    assert "JXG024" in {f["code"] for f in targets["sqrtm_doubled"]["findings"]}
+
+
+def test_a_helper_that_factorises_an_operand_makes_it_symmetric_and_a_call_passing_otherwise_is_outside():
+    from jaxdiag._jobs._record_carrier import _asymmetric
+    from jaxdiag._run._operand_kinds import factorised_positions
+
+    module = _module()
+    root = Subject("schur_sqrtm:sqrtm", "custom_jvp", module.sqrtm, specs=[])
+    assert factorised_positions(root) == {0}  # `_root(m)` calls eigh(m)
+    assert factorised_positions(Subject("schur_sqrtm:solve", "custom_jvp", module.solve, specs=[])) == {0}
+    a = np.random.default_rng(0).normal(size=(4, 4)).astype(np.float32)
+    assert "non-symmetric f32[4,4] matrix for operand 0" in _asymmetric(root, [a])
+    assert _asymmetric(root, [a + a.T]) == ""
+
+
+def _spike_module():
+    spec = importlib.util.spec_from_file_location("surrogate_spike", ACC / "surrogate_spike.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow  # a whole module checked (about 4 s); the reading below stays fast
+def test_an_operand_every_bind_site_stop_gradients_is_never_differentiated_by_the_checks():
+    _, data = check_json(f"{ACC / 'surrogate_spike.py'}", ACC)
+    codes = {t["target"].rpartition(":")[2]: {f["code"] for f in t["findings"]} for t in data["targets"]}
+    assert "JXB018" not in codes["spike_p"]  # was: vjp of vmap fails, differentiating the stopped slope
+    assert "JXB018" in codes["leaky_spike_p"]  # its slope is differentiated at its bind site
+
+
+def test_the_contract_tangents_of_a_primitive_are_read_from_every_bind_site_but_its_own_rules():
+    import ast
+    import sys
+
+    from jaxdiag._run._contract_tangents import _through_stopper, stopped_operands
+    from jaxdiag._harness.source import called_name
+
+    module = _spike_module()
+    sys.modules["surrogate_spike"] = module  # as an imported package is: its bind sites are read from it
+    try:
+        assert stopped_operands(Subject("surrogate_spike:spike_p", "primitive", module.spike_p, specs=[])) == {1}
+        assert stopped_operands(Subject("surrogate_spike:leaky_spike_p", "primitive", module.leaky_spike_p,
+                                        specs=[])) == frozenset()
+    finally:
+        del sys.modules["surrogate_spike"]
+
+    def through(text: str) -> bool:
+        return _through_stopper(ast.parse(text, mode="eval").body, called_name)
+
+    assert through("self.slope(jax.lax.stop_gradient(x))") and through("2.0 * lax.stop_gradient(x)")
+    assert not through("self.slope(lax.stop_gradient(x)) + x") and not through("self.slope(x)")
