@@ -35,6 +35,8 @@ def test_int_parameters_are_read_off_annotations_defaults_and_names() -> None:
     assert int_kind(_param("block_size")) == ("int", True)
     # a string parameter takes a name (`sow(value, name: str)`), never an array
     assert int_kind(_param("name", str)) == ("str", False) and int_kind(_param("L", "str")) == ("str", False)
+    # ... but no string serves a mapped axis's name: its collectives run inside a shard_map/pmap binding it only
+    assert int_kind(_param("axis_name", str)) is None and int_kind(_param("seq_axis_name", "str")) is None
     # arrays, floats and truth values are left as they were
     for param in (_param("x"), _param("f"), _param("gamma", float), _param("flag", default=True),
                   _param("scale", default=1.0), _param("L", "jnp.ndarray"), _param("name")):

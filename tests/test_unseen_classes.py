@@ -533,3 +533,15 @@ def test_the_well_posed_test_takes_keys_and_complex_results_and_flags_a_singular
                                                    specs=[ArgSpec(f32, (n, n)), ArgSpec(f32, (m, n))]), "normal")
                      for n, m in ((3, 2), (2, 3))]
     assert sensitivities[0] < ILL_POSED and (sensitivities[1] is None or sensitivities[1] > ILL_POSED), sensitivities
+
+
+@pytest.mark.slow  # a module of two primitives checked abstractly (about 3 s)
+def test_a_jvp_rule_refusing_on_purpose_is_graded_as_a_refusal_by_the_abstract_checks_too():
+    """A kernel-call primitive that cannot run here (CUDA lowering only) is checked by tracing alone; its JVP rule
+    raises NotImplementedError by design. Before, the abstract JVP and VJP checks called that a crashed rule
+    (JXG017) while the concrete checks call it a refusal (JXG025); a rule failing by accident is still JXG017."""
+    _, data = check_json(f"{ACC / 'gpu_kernel_call.py'}", ACC)
+    codes = {t["target"].rpartition(":")[2]: [f["code"] for f in t["findings"]] for t in data["targets"]}
+    assert codes["kernel_call_p"].count("JXG025") == 2 and "JXG017" not in codes["kernel_call_p"]
+    assert "JXG017" in codes["kernel_call_broken_p"] and "JXG025" not in codes["kernel_call_broken_p"]
+    assert "JXN013" in codes["kernel_call_p"]  # checked by tracing only

@@ -713,3 +713,27 @@ def test_a_primal_that_fails_on_its_inputs_verifies_nothing(tmp_path):
     ran = {c.name: c.status for t in report.targets for c in t.checks}
     assert ran.get("jvp-reference") == "skipped", ran
     assert not [name for name, status in ran.items() if status == "passed" and name.startswith("jvp-")], ran
+
+
+def _bare_refusal(scale):
+    if scale != 1.0:
+        raise NotImplementedError
+
+
+def _raised_again(scale):
+    try:
+        return 1.0 / (scale - scale)
+    except ZeroDivisionError as err:
+        raise err
+
+
+def test_a_bare_raise_of_an_exception_class_is_deliberate_and_raising_a_caught_error_again_is_not():
+    """`raise NotImplementedError` with no arguments (a reference backward pass supporting the default scale only,
+    documented under "Raises:") refuses as `raise NotImplementedError(...)` does; `raise err` of a caught error is an
+    accident passed on. Before, the bare form was JXG017, a crashed rule."""
+    from jaxdiag._checks._shared import raises_on_purpose
+
+    for fn, deliberate in ((_bare_refusal, True), (_raised_again, False)):
+        with pytest.raises(Exception) as caught:
+            fn(0.5)
+        assert raises_on_purpose(caught.value, fn) is deliberate, fn.__name__

@@ -27,8 +27,8 @@ from ._batching._spy import Spy, _Abort
 from .._harness import call_user, jaxdiag_code
 from ._vmap_harness import Reference, Variant, axes_variants, vmapped
 from ._registration import abstract_eval_check
-from ._shared import (abstract_output, aval_text, first_line, rule_location, subject_fn, tangent_dtype_accepted,
-                      user_frame_location)
+from ._shared import (abstract_output, aval_text, first_line, raises_on_purpose, rule_location, subject_fn,
+                      tangent_dtype_accepted, user_frame_location)
 
 # ---------------------------------------------------------------------------------------------------------------
 # Can the target run here?
@@ -161,6 +161,13 @@ def _rule_of(ctx: Context, role: str) -> Any:
     return None
 
 
+def _raised(exc: BaseException, *fns: Any) -> Any:
+    """JXG025 where one of the rules `fns` refused with a `raise` of its own ("does not support automatic
+    differentiation": reverse mode runs the JVP rule first), as the concrete checks grade it; else JXG017."""
+    refuses = any(fn is not None and raises_on_purpose(exc, fn) for fn in fns)
+    return rules.DERIVATIVE_RULE_REFUSES if refuses else rules.DERIVATIVE_RULE_RAISED
+
+
 def _shapes_of(ctx: Context, positions: list[int]) -> tuple:
     return tuple(jax.ShapeDtypeStruct(ctx.specs[i].shape, ctx.specs[i].dtype) for i in positions)
 
@@ -182,7 +189,7 @@ def abstract_jvp_check(ctx: Context) -> Iterator[Finding]:
     rule = _rule_of(ctx, "jvp")
     ran = call_user(jax.eval_shape, lambda p, t, r: jax.jvp(lambda *d: of(d, r), p, t), primals, tangents, others)
     if ran.error is not None:
-        yield rules.DERIVATIVE_RULE_RAISED.finding(
+        yield _raised(ran.error, rule).finding(
             evidence=f"jax.eval_shape(jax.jvp({subject.name}, ...)) for {_inputs(ctx)} raised "
             f"{first_line(ran.error)}.",
             fix=f"Make {subject.name}'s JVP rule accept these shapes and return (primal_out, tangent_out).",
@@ -230,7 +237,7 @@ def abstract_vjp_check(ctx: Context) -> Iterator[Finding]:
         if subject.kind == "primitive" and "Transpose rule" in str(ran.error) and "not implemented" in str(ran.error):
             raise SkipCheck(f"reverse mode of {subject.name} needs a transpose rule it lacks: {text}")
         shape_error = subject.kind == "custom_vjp" and "bwd" in str(ran.error)
-        finding_rule = structure if shape_error else rules.DERIVATIVE_RULE_RAISED
+        finding_rule = structure if shape_error else _raised(ran.error, rule, _rule_of(ctx, "jvp"))
         yield finding_rule.finding(
             evidence=f"jax.eval_shape of jax.vjp({subject.name}, ...) for {_inputs(ctx)} raised {text}.",
             fix=f"Make {subject.name}'s {what} return one cotangent per differentiable argument, shaped like it.",

@@ -362,10 +362,11 @@ def user_frame_location(exc: BaseException, fn: Any) -> Location | None:
 
 def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
     """True when the user's rule `fn` refused the call deliberately: the deepest frame of the traceback is a
-    `raise SomeError(...)` statement of the rule's own body (not of JAX or NumPy called from it), or a
-    `raise NotImplementedError(...)` of a helper of the user's own code that the rule called (only user frames
-    between them: "this case is not supported", written for its users). An `assert`, a bare re-`raise` or any
-    other error from a call inside the rule is an accident of the code."""
+    `raise SomeError(...)` (or a bare `raise NotImplementedError`) statement of the rule's own body (not of JAX or
+    NumPy called from it), or a `raise NotImplementedError` of a helper of the user's own code that the rule called
+    (only user frames between them: "this case is not supported", written for its users). An `assert`, a bare
+    re-`raise`, `raise err` of a caught error or any other error from a call inside the rule is an accident of the
+    code."""
     code = getattr(_locate.unwrap(fn), "__code__", None)
     tb = exc.__traceback__
     if code is None or tb is None or isinstance(exc, AssertionError):
@@ -377,7 +378,7 @@ def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
     deepest = frames[-1]
     frame_code = deepest.tb_frame.f_code
     line = linecache.getline(frame_code.co_filename, deepest.tb_lineno).strip()
-    if not re.match(r"raise\s+[A-Za-z_][\w.]*\s*\(", line):
+    if not _RAISE_STATEMENT.match(line):
         return False
     if frame_code is code or (frame_code.co_filename == code.co_filename
                               and frame_code.co_firstlineno >= code.co_firstlineno
@@ -392,6 +393,9 @@ def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
             and all(_locate.is_user_file(f.tb_frame.f_code.co_filename) for f in frames[start:]))
 
 
+# `raise SomeError(...)`, or an exception class raised bare (`raise NotImplementedError`); never a re-`raise` or a
+# caught exception raised again (`raise err`)
+_RAISE_STATEMENT = re.compile(r"raise\s+(?:[A-Za-z_][\w.]*\s*\(|[A-Za-z_][\w.]*(?:Error|Exception)\s*(?:#.*)?$)")
 # What a refusal written for users says (a validation of shapes or values says what it expected instead).
 _REFUSAL = re.compile(r"\b(can ?not|can't|not (yet )?(supported|implemented|allowed)|unsupported|does(n't| not) "
                       r"support)\b", re.IGNORECASE)

@@ -3,7 +3,8 @@
 A function's parameter (`L: int`, `n`, a static `output_shape`) and a primitive's required bind param that nobody
 passes (`_assumed_params`) are recognised the same way: by an `int` / `tuple[int, ...]` annotation, an int default,
 else a conventional name (`name_kind`). Each takes INT_LADDER's (or SHAPE_LADDER's) value of a rung in turn. One
-annotated `str` (a tag, a name) is recognised here too, and takes the name STR_VALUE on every rung.
+annotated `str` (a tag, a name) is recognised here too, and takes the name STR_VALUE on every rung, unless it names
+a mapped axis for collectives (`axis_name`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ INT_ANNOTATION = re.compile(r"^(int|builtins\.int|np\.integer|numpy\.integer)$")
 # serves, while an array drawn there reaches a bind param or a dict key as a value no caller passes.
 STR_ANNOTATION = re.compile(r"^(str|builtins\.str)$")
 STR_VALUE = "jaxdiag"
+# ... except JAX's name for a mapped axis (`axis_name: str`, `seq_axis_name`): a collective on it (`lax.all_gather(x,
+# axis_name=axis_name)`) runs only inside a `shard_map`/`pmap` binding that name, so no string serves outside one
+# (`jaxdiag sharding` checks such code on a mesh).
+COLLECTIVE_AXIS = re.compile(r"^(\w+_)?axis_names?$")
 SHAPE_ANNOTATION = re.compile(r"^(tuple|Tuple|typing\.Tuple|Sequence|typing\.Sequence|list|List)\[\s*int\b")
 _OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.+)\]$|^(.+)\|None$|^None\|(.+)$")
 # Names numerical code gives a count, an order, a size or an axis (`n`, `L` a bandlimit, `n_steps`, `num_points`,
@@ -67,7 +72,7 @@ def int_kind(param: inspect.Parameter, static: bool = False) -> tuple[str, bool]
         from .._harness.source import annotation_text
 
         kind = annotation_kind(annotation_text(param.annotation))
-        return (kind, False) if kind else None
+        return (kind, False) if kind and not (kind == "str" and COLLECTIVE_AXIS.match(param.name)) else None
     if param.default is not param.empty:
         return ("int", False) if type(param.default) is int else None
     guessed = name_kind(param.name) or ("int" if static and STATIC_INDEX_NAME.search(param.name) else None)
