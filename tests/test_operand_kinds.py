@@ -73,6 +73,11 @@ def test_parameters_named_or_annotated_as_keys_are_keys() -> None:
     assert key_positions(Subject("m:sample", "function", sample, specs=[])) == {0, 3, 5}
     assert key_positions(Subject("m:p", "primitive", jax.extend.core.Primitive("p"), specs=[])) == set()
 
+    def attend(query, key, value, dropout_rng):  # attention's keys, beside its queries and values
+        ...
+
+    assert key_positions(Subject("m:attend", "function", attend, specs=[])) == {3}
+
 
 def test_parameters_annotated_as_containers_of_arrays_are_those_containers() -> None:
     from typing import NamedTuple, Tuple

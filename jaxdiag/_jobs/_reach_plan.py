@@ -82,7 +82,7 @@ def sites_in(module: ModuleType) -> list[Site]:
     for owner, top in _functions_and_methods(tree):
         last = getattr(top, "end_lineno", None) or top.lineno
         own_decorators = {id(sub) for deco in top.decorator_list for sub in ast.walk(deco)}
-        forwarded = _forwarded_maker(top)
+        forwarded = _forwarded_maker(top, makers)
         for node in ast.walk(top):
             if id(node) in own_decorators or node is forwarded:  # `@custom_jvp def f`: made at import, a module
                 continue  # attribute; `return jax.custom_vjp(func, ...)`: an alias of the maker, no rule of its own
@@ -101,15 +101,18 @@ def sites_in(module: ModuleType) -> list[Site]:
     return sorted(unique.values(), key=lambda s: s.line)
 
 
-def _forwarded_maker(top: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Call | None:
-    """The call of a function whose whole body returns a rule maker applied to its own parameter (a backend layer's
-    `def custom_vjp(func, nondiff_argnums=()): return jax.custom_vjp(func, nondiff_argnums=nondiff_argnums)`): the
-    function is another name of the maker, and the rules are made where it is called (sites of their own: the
-    maker's name is called there)."""
+def _forwarded_maker(top: ast.FunctionDef | ast.AsyncFunctionDef, makers: dict[str, str]) -> ast.Call | None:
+    """The call of a function whose whole body returns a rule maker (custom_jvp, custom_vjp, custom_vmap) applied to
+    its own parameter (a backend layer's `def custom_vjp(func, nondiff_argnums=()): return jax.custom_vjp(func,
+    nondiff_argnums=nondiff_argnums)`): the function is another name of the maker, and the rules are made where it is
+    called (sites of their own: the maker's name is called there). A callback or a solve forwarding its parameters
+    (`return lax.custom_linear_solve(matvec, b, ...)`) is a call, and stays a site."""
     body = [s for s in top.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
         return None
     call = body[0].value
+    if makers.get(_called_name(call) or "") not in ("custom_jvp", "custom_vjp", "custom_vmap"):
+        return None
     params = {a.arg for a in [*top.args.posonlyargs, *top.args.args]}
     first = call.args[0] if call.args else None
     return call if isinstance(first, ast.Name) and first.id in params else None

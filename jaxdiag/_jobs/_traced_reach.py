@@ -207,6 +207,10 @@ def _through_once(lint: Any, module: ModuleType, name: str, sites: list[Site], k
     solves = _solve_lines(prepared)
     for where in solves:
         _mark(sites, where)
+    if solves:  # a root's traced functions are f and solve, often written elsewhere: the carrier's own solve site
+        for site in sites:  # (`lax.custom_root(partial(f, state), x0, solve, tangent_solve)` in it) ran
+            if site.kind == "solve" and site.module is module and site.function == name:
+                site.reached = True
     if solves and not checked_with_it:
         reports.extend(_solve_report(prepared, label, module, options, via))
     reached = sum(s.reached for s in sites) > reached_before

@@ -149,6 +149,7 @@ def _factorised(fn: Any, depth: int) -> set[int]:
 # annotations that type one (`PRNGKeyArray`, `jax.random.PRNGKey`, `KeyArray`).
 _KEY_NAME = re.compile(r"^(key|subkey|rng|prng|prng_key|rng_key|random_key|\w+_key|\w+_rng)$")
 _KEY_ANNOTATION = re.compile(r"PRNGKey|KeyArray|PRNGKeyArray")
+_ATTENTION_NAMES = {"query", "value", "queries", "values"}
 # ... unless the name says it is something else keyed (`sort_key`, `cache_key`, `dict_key`).
 _NOT_A_KEY = re.compile(r"^(sort|cache|dict|hash|lookup|group|attr|name|table|primary|foreign)_key$")
 
@@ -161,10 +162,13 @@ def key_positions(subject: Subject) -> set[int]:
     if subject.kind == "primitive":
         return set()
     params = positional(signature_of(subject))
+    # attention's `key` sits beside its `query` and `value`: an array of keys, not a PRNG key
+    attention = bool({p.name for p in params} & _ATTENTION_NAMES)
     out = set()
     for i, param in enumerate(params):
         text = annotation_text(param.annotation)
-        if _KEY_ANNOTATION.search(text) or (_KEY_NAME.match(param.name) and not _NOT_A_KEY.match(param.name)):
+        named = _KEY_NAME.match(param.name) and not _NOT_A_KEY.match(param.name)
+        if _KEY_ANNOTATION.search(text) or (named and not (attention and param.name == "key")):
             out.add(i)
     return out
 

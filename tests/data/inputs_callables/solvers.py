@@ -44,3 +44,21 @@ _recycled.defvjp(_recycled_fwd, _recycled_bwd)
 def recycled_solve(operator: Callable, solver: Callable, scale: jax.Array, b: jax.Array) -> jax.Array:
     """`solver(matvec, rhs, state) -> (x, state)`; `operator(scale, x)` is symmetric and linear in x."""
     return _recycled(operator, solver, scale, b)
+
+
+def _newton(f, x0):
+    def step(x, _):
+        value, slope = jax.jvp(f, (x,), (jnp.ones_like(x),))
+        return x - value / slope, None
+
+    return jax.lax.scan(step, x0, None, length=8)[0]
+
+
+def _tangent_solve(g, y):
+    return y / g(jnp.ones_like(y))
+
+
+def newton_root(f: Callable, x0: jax.Array) -> jax.Array:
+    """A root of `f` by Newton's method, differentiated implicitly; the solver and the tangent solve are functions of
+    this module, so no function the root traces is written inside this one."""
+    return jax.lax.custom_root(f, x0, _newton, _tangent_solve)
