@@ -545,3 +545,17 @@ def test_a_jvp_rule_refusing_on_purpose_is_graded_as_a_refusal_by_the_abstract_c
     assert codes["kernel_call_p"].count("JXG025") == 2 and "JXG017" not in codes["kernel_call_p"]
     assert "JXG017" in codes["kernel_call_broken_p"] and "JXG025" not in codes["kernel_call_broken_p"]
     assert "JXN013" in codes["kernel_call_p"]  # checked by tracing only
+
+
+def test_a_rule_calling_collectives_over_a_named_axis_is_pointed_at_a_mesh(tmp_path):
+    """A tensor-parallel rule (`lax.psum(..., axis_name)` inside) cannot run on any inferred input outside a
+    shard_map: the note says to check it on a mesh instead of only asking for inputs."""
+    import jaxdiag
+
+    (tmp_path / "tp_rule.py").write_text(
+        "import jax\n\n\n@jax.custom_vjp\ndef total(x):\n    return jax.lax.psum(x, 'model')\n\n\n"
+        "total.defvjp(lambda x: (total(x), None), lambda _, g: (g,))\n")
+    from jaxdiag._core._errors import InferenceError
+
+    with pytest.raises(InferenceError, match=r"unbound axis name.*check it on a mesh: `jaxdiag sharding`"):
+        jaxdiag.check_grad(f"{tmp_path / 'tp_rule.py'}:total")

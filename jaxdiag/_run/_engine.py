@@ -402,6 +402,8 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
         raise NeedsX64(f"{subject.label} asks for 64-bit inputs ({next(e for e in errors if _X64_ASKED.search(e))})",
                        label=subject.label, tried=tried, last_error=last_error, arity=arity)
     suggestion = " ".join("--arg f32[3]" for _ in range(arity))
+    if any("unbound axis name" in e for e in errors):  # its collectives need a mapped axis: no input gives one
+        suggestion += "; it calls collectives over a named axis, so check it on a mesh: `jaxdiag sharding`"
     raise InferenceError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
                          f"error: {last_error}); pass them explicitly, e.g. {suggestion}",
                          label=subject.label, tried=tried, last_error=last_error, arity=arity)
