@@ -559,3 +559,26 @@ def test_a_rule_calling_collectives_over_a_named_axis_is_pointed_at_a_mesh(tmp_p
 
     with pytest.raises(InferenceError, match=r"unbound axis name.*check it on a mesh: `jaxdiag sharding`"):
         jaxdiag.check_grad(f"{tmp_path / 'tp_rule.py'}:total")
+
+
+def test_a_static_naming_a_mapped_axis_is_never_given_a_drawn_value():
+    """`axis_name` in nondiff_argnums, documented in words the docstring reading takes for a number: before, the float
+    ladder gave it 0.5 (a collective then failed on "unbound axis name: 0.5", a JXG017 outside the contract); now it
+    has no value to draw, and the note says it names a mapped axis."""
+    import jax
+
+    from jaxdiag._run._static_values import static_templates, static_without_default
+
+    def gathered(x, axis_name: str):
+        """All-gathered, halved.
+
+        Args:
+            x: local shard.
+            axis_name: JAX collective axis name for inter-device communication.
+        """
+        return jax.lax.all_gather(x, axis_name=axis_name) * 0.5
+
+    rule = jax.custom_vjp(gathered, nondiff_argnums=(1,))
+    subject = Subject("m:gathered", "custom_vjp", rule, specs=[])
+    assert static_templates(subject) is None
+    assert [(name, "mapped axis" in where) for name, where in static_without_default(subject)] == [("axis_name", True)]

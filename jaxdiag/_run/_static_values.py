@@ -14,6 +14,7 @@ from typing import Any
 from .._core import _locate
 from .._checks._base import Subject
 from .._loading._inputs import Static
+from ._int_params import COLLECTIVE_AXIS
 from ._signature import positional, signature_of, static_positions
 from ._static_use import documented_value, numeric_statics
 
@@ -37,6 +38,8 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
             out[i] = Static(forwarded[i])
         elif i in literals and (literals[i] is not None or admits_none(params[i])):
             out[i] = Static(literals[i])
+        elif COLLECTIVE_AXIS.match(params[i].name):  # a mapped axis's name: bound by a shard_map only, never drawn
+            return None
         elif annotated_float(params[i]) or i in floats:  # `scale: float`: any float is in its contract
             out[i] = Static(documented_value(subject, params[i].name, FLOAT_STATIC))  # "for real s > 1"
         elif declared := _declared_values(params[i]):  # `normalize: bool`, a `Literal[...]`: each is in its contract
@@ -136,10 +139,12 @@ def int_positions(subject: Subject, statics: dict[int, Any], arity: int) -> list
 
 def static_without_default(subject: Subject) -> list[tuple[str, str]]:
     statics, params, forwarded, literals, floats, ints, flags = _static_facts(subject)
-    return [(params[i].name, where) for i, where in sorted(statics.items())
+    return [(params[i].name, where + (", a mapped axis's name" if COLLECTIVE_AXIS.match(params[i].name) else ""))
+            for i, where in sorted(statics.items())
             if i < len(params) and params[i].default is params[i].empty and i not in forwarded
-            and i not in literals and i not in ints and not annotated_float(params[i]) and i not in floats
-            and i not in flags and not _declared_values(params[i])]
+            and i not in literals and i not in ints and (COLLECTIVE_AXIS.match(params[i].name) or (
+                not annotated_float(params[i]) and i not in floats and i not in flags
+                and not _declared_values(params[i])))]
 
 
 def _declared_values(param: inspect.Parameter) -> list[Any]:
