@@ -27,8 +27,8 @@ from ._batching._spy import Spy, _Abort
 from .._harness import call_user, jaxdiag_code
 from ._vmap_harness import Reference, Variant, axes_variants, vmapped
 from ._registration import abstract_eval_check
-from ._shared import (abstract_output, aval_text, first_line, raises_on_purpose, rule_location, subject_fn,
-                      tangent_dtype_accepted, user_frame_location)
+from ._shared import (abstract_output, aval_text, first_line, raises_on_purpose, removed_api, removed_api_finding,
+                      rule_location, subject_fn, tangent_dtype_accepted, user_frame_location)
 
 # ---------------------------------------------------------------------------------------------------------------
 # Can the target run here?
@@ -189,11 +189,15 @@ def abstract_jvp_check(ctx: Context) -> Iterator[Finding]:
     rule = _rule_of(ctx, "jvp")
     ran = call_user(jax.eval_shape, lambda p, t, r: jax.jvp(lambda *d: of(d, r), p, t), primals, tangents, others)
     if ran.error is not None:
+        location = user_frame_location(ran.error, rule) or rule_location(rule, subject.location)
+        if removed_api(ran.error):  # a JAX name this release no longer has: the API, not the rule's logic
+            yield removed_api_finding(ran.error, f"{subject.name}'s JVP rule (traced by jax.eval_shape)", location)
+            return
         yield _raised(ran.error, rule).finding(
             evidence=f"jax.eval_shape(jax.jvp({subject.name}, ...)) for {_inputs(ctx)} raised "
             f"{first_line(ran.error)}.",
             fix=f"Make {subject.name}'s JVP rule accept these shapes and return (primal_out, tangent_out).",
-            location=user_frame_location(ran.error, rule) or rule_location(rule, subject.location))
+            location=location)
         return
     primal_out, tangent_out = ran.value
     want = [(s, np.dtype(_compat.tangent_dtype(d))) for s, d in _aval_list(primal_out)]
@@ -236,12 +240,16 @@ def abstract_vjp_check(ctx: Context) -> Iterator[Finding]:
         text = first_line(ran.error)
         if subject.kind == "primitive" and "Transpose rule" in str(ran.error) and "not implemented" in str(ran.error):
             raise SkipCheck(f"reverse mode of {subject.name} needs a transpose rule it lacks: {text}")
+        location = user_frame_location(ran.error, rule) or rule_location(rule, subject.location)
+        if removed_api(ran.error):
+            yield removed_api_finding(ran.error, f"{subject.name}'s {what} (traced by jax.eval_shape)", location)
+            return
         shape_error = subject.kind == "custom_vjp" and "bwd" in str(ran.error)
         finding_rule = structure if shape_error else _raised(ran.error, rule, _rule_of(ctx, "jvp"))
         yield finding_rule.finding(
             evidence=f"jax.eval_shape of jax.vjp({subject.name}, ...) for {_inputs(ctx)} raised {text}.",
             fix=f"Make {subject.name}'s {what} return one cotangent per differentiable argument, shaped like it.",
-            location=user_frame_location(ran.error, rule) or rule_location(rule, subject.location))
+            location=location)
         return
     want = [(tuple(s.shape), np.dtype(_compat.tangent_dtype(s.dtype))) for s in primals]
     got = _aval_list(ran.value)

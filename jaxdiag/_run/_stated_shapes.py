@@ -52,6 +52,9 @@ _AXIS = re.compile(r"^[A-Za-z_]\w*$|^\d+$")
 _SIZES = (2, 3, 4, 5, 6, 7, 8, 9)
 UNIFORM_SIZE = 4
 MAX_STATEMENTS = 3  # statements tried, each with up to 2 x rank + 3 rungs
+# unstated operands given a part each alone, at most: beyond, the rungs grow as their product with the parts and
+# inference of a kernel that runs on no rung (one for another platform) spent seconds on them
+MAX_ALONE = 3
 
 
 def stated_axes(subject: Subject, names: list[str]) -> list[dict[int, Axes]]:
@@ -117,15 +120,15 @@ def _rungs(arrays: list[int], stated: dict[int, Axes], dtype: np.dtype) -> Itera
 
 
 def _assigned(arrays: list[int], shapes: dict[int, tuple[int, ...]], dtype: np.dtype) -> Iterator[list[ArgSpec]]:
-    """The stated operands at `shapes`, the others (if any) all at each of `_others`; then, of several others, each
-    alone at a part of the first shape and the rest at that shape (keys and values shaped like the queries beside a
-    mask over their leading axes)."""
+    """The stated operands at `shapes`, the others (if any) all at each of `_others`; then, of several others (up to
+    MAX_ALONE), each alone at a part of the first shape and the rest at that shape (keys and values shaped like the
+    queries beside a mask over their leading axes)."""
     first = shapes[next(i for i in arrays if i in shapes)]
     uncovered = [i for i in arrays if i not in shapes]
     others = _others(first, bool(uncovered))
     for other in others:
         yield [ArgSpec(dtype, shapes.get(i, other)) for i in arrays]
-    for other in others[1:] if len(uncovered) > 1 else ():
+    for other in others[1:] if 1 < len(uncovered) <= MAX_ALONE else ():
         for alone in reversed(uncovered):
             yield [ArgSpec(dtype, shapes.get(i, other if i == alone else first)) for i in arrays]
 
