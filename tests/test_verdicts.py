@@ -737,3 +737,16 @@ def test_a_bare_raise_of_an_exception_class_is_deliberate_and_raising_a_caught_e
         with pytest.raises(Exception) as caught:
             fn(0.5)
         assert raises_on_purpose(caught.value, fn) is deliberate, fn.__name__
+
+
+@pytest.mark.slow  # two custom_vjps with loops checked (about 4 s)
+def test_an_argument_one_output_does_not_depend_on_does_not_make_a_wrong_gradient_look_deliberate():
+    """A recurrence's final state does not depend on its queries: with a cotangent on that state, autodiff gives
+    the queries a zero gradient and so does bwd. That is no gradient transformation the queries control (they move
+    the outputs), so the keys' time-reversed cotangent is JXG024, not a "may be intended" JXG014."""
+    path = DATA / "acc" / "recurrence_state.py"
+    flipped = jaxdiag.check_grad(f"{path}:recurrence_flipped")
+    assert "JXG024" in codes(flipped, "warning") and "JXG014" not in codes(flipped), flipped.findings
+    right = jaxdiag.check_grad(f"{path}:recurrence")
+    no_internal_errors(right)
+    assert not problems(right), problems(right)

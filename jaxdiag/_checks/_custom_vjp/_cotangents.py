@@ -530,5 +530,13 @@ def _uniform_scale(st: GradState, v: dict, a: Arg) -> float | None:
 
 
 def _control_argument(st: GradState, v: dict, c: Arg) -> bool:
-    """`c` does not influence the primal (autodiff gives it an exactly zero gradient) and bwd returns none for it."""
-    return is_zero(v["got"].get(c.pos)) and not np.any(to_f64(v["ref"][st.diff.index(c)]))
+    """`c` does not influence the primal (autodiff gives it an exactly zero gradient) and bwd returns none for it.
+    Not only for the output probed: a recurrence's final state does not depend on its queries, its output does, and
+    a bwd wrong for the keys is no gradient transformation controlled by the queries. So the reference is taken
+    again with a cotangent on every floating output."""
+    if not (is_zero(v["got"].get(c.pos)) and not np.any(to_f64(v["ref"][st.diff.index(c)]))):
+        return False
+    everywhere = [np.ones(np.shape(w), np.asarray(w).dtype) if np.issubdtype(np.asarray(w).dtype, np.inexact) else w
+                  for w in v["ws"]]
+    ref = st.reference_cotangent(everywhere)
+    return ref is not None and not np.any(to_f64(ref[st.diff.index(c)]))
