@@ -18,8 +18,8 @@ from jaxdiag._checks._base import Subject
 ACC = Path(__file__).parent / "data" / "acc"
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("schur_sqrtm", ACC / "schur_sqrtm.py")
+def _module(name: str = "schur_sqrtm"):
+    spec = importlib.util.spec_from_file_location(name, ACC / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -49,14 +49,6 @@ def test_a_helper_that_factorises_an_operand_makes_it_symmetric_and_a_call_passi
     assert _asymmetric(root, [a + a.T]) == ""
 
 
-def _spike_module():
-    spec = importlib.util.spec_from_file_location("surrogate_spike", ACC / "surrogate_spike.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow  # a whole module checked (about 4 s); the reading below stays fast
 def test_an_operand_every_bind_site_stop_gradients_is_never_differentiated_by_the_checks():
     _, data = check_json(f"{ACC / 'surrogate_spike.py'}", ACC)
@@ -72,7 +64,7 @@ def test_the_contract_tangents_of_a_primitive_are_read_from_every_bind_site_but_
     from jaxdiag._run._contract_tangents import _through_stopper, stopped_operands
     from jaxdiag._harness.source import called_name
 
-    module = _spike_module()
+    module = _module("surrogate_spike")
     sys.modules["surrogate_spike"] = module  # as an imported package is: its bind sites are read from it
     try:
         assert stopped_operands(Subject("surrogate_spike:spike_p", "primitive", module.spike_p, specs=[])) == {1}
