@@ -314,3 +314,20 @@ def test_a_returned_function_no_check_applies_to_is_no_target_and_its_site_says_
     (note,) = [f for f in site["findings"] if f["code"] == "JXN012"]
     assert "ticker(every=4 (assumed)) returns: no check applies to it" in note["message"], note["message"]
     assert not site["verified"]
+
+
+@pytest.mark.slow  # two solver factories called and their rules checked (about 4 s)
+def test_a_factory_configured_by_keywords_alone_is_called_on_its_defaults_and_its_solver_run():
+    """`scaled_solver(*, scale=2.0)` returns the solver it defines; no positional argument to infer. Before, the rule
+    its inner function is wrapped in (by a module helper) was unreached (JXN012: "a call on its defaults is no
+    inferred input"). Now the factory is called on its defaults and the solver it returns is run with a stand-in
+    operator (`matvec`, JAX's own name for one): the right rule is clean, the forgetful one is found."""
+    from clirun import check_json
+
+    acc = DATA / "acc"
+    _, data = check_json(f"{acc / 'configured_solver.py'}", acc)
+    targets = {t["target"].rpartition("inside ")[2].rstrip(")"): t for t in data["targets"]}
+    assert data["summary"]["checked"] == 2 and set(targets) == {"configured_solver:scaled_solver",
+                                                                 "configured_solver:scaled_solver_wrong"}, targets
+    assert not [f for f in targets["configured_solver:scaled_solver"]["findings"] if f["severity"] != "info"]
+    assert {f["code"] for f in targets["configured_solver:scaled_solver_wrong"]["findings"]} & {"JXG014", "JXG024"}

@@ -473,6 +473,8 @@ def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str,
     errors: list[str] = []
     with _engine.RUN_LOCK, _compat.run_scope():
         target = _engine.resolve(label, app_dir)
+        if not keywords:  # a factory configured by keywords alone: the function it returns is run
+            target, _ = _callables.configured(target, {})
         if _callables.unwrapped(target.obj) is target.obj and target.kind != "function":
             raise InferenceError(f"it is a {target.kind}, checked as such", label=label, tried=[],
                                  last_error="not a function", arity=0)

@@ -33,7 +33,9 @@ from typing import Any, Callable
 from .._loading._targets import Target
 
 # An unannotated parameter taken for a function by its name alone.
-CALLABLE_NAME = re.compile(r"^(f|fn|fun|func|function|callback|cb)$|_(fn|fun|func|function|callback)$|^(fn|fun|func)_")
+# (and JAX's own names for a linear operator handed as a function: `custom_linear_solve(matvec, b, ...)`)
+CALLABLE_NAME = re.compile(r"^(f|fn|fun|func|function|callback|cb|r?matvec|vecmat)$|_(fn|fun|func|function|callback)$"
+                           r"|^(fn|fun|func)_")
 _CALLABLE_ANNOTATION = re.compile(r"\b(Callable|callable)\b")
 
 
@@ -174,13 +176,42 @@ def _own_nodes(top: ast.AST) -> list[ast.AST]:
     return out
 
 
-def carrier(target: Target, keywords: dict[str, Any], stand_ins: dict[str, str]) -> Target:
-    """The function a carrier run calls: a custom_jvp/custom_vjp's primal, its keyword-only arguments bound to
-    `keywords`, each parameter of `stand_ins` given its stand-in (a factory applied to them, what it returns being
-    the carrier). A factory that raises raises here (through `call_user`), as an InferenceError."""
+def configured(target: Target, keywords: dict[str, Any]) -> tuple[Target, dict[str, Any]]:
+    """A factory configured by keywords alone (`lsmr(*, atol=1e-6, custom_vjp=True)` returning the solver `run` it
+    defines): the function it returns, called with `keywords` (else its defaults), and no keywords left; any other
+    target as it is. A factory that raises raises here, as an InferenceError."""
     from .._core._errors import InferenceError
     from .._harness import call_user
 
+    fn = unwrapped(target.obj)
+    if takes_positional(fn) or not makes_function(fn):
+        return target, keywords
+    made = call_user(functools.partial(fn, **keywords))
+    if made.error is not None or not callable(made.value):
+        why = f"{type(made.error).__name__}: {made.error}" if made.error is not None else "not a function"
+        raise InferenceError(f"{target.ref}() returned no function ({why})", label=target.ref, tried=[],
+                             last_error=why, arity=0)
+    return Target(target.ref, made.value, "function", target.module), {}
+
+
+def takes_positional(fn: Any) -> bool:
+    """Whether `fn` takes a positional argument (or `*args`); True where its signature cannot be read."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
+
+
+def carrier(target: Target, keywords: dict[str, Any], stand_ins: dict[str, str]) -> Target:
+    """The function a carrier run calls: a custom_jvp/custom_vjp's primal, its keyword-only arguments bound to
+    `keywords`, each parameter of `stand_ins` given its stand-in (a factory applied to them, what it returns being
+    the carrier; a factory configured by keywords alone is called first, `configured`). A factory that raises
+    raises here (through `call_user`), as an InferenceError."""
+    from .._core._errors import InferenceError
+    from .._harness import call_user
+
+    target, keywords = configured(target, keywords)
     fn = unwrapped(target.obj)
     if fn is not target.obj:
         target = Target(target.ref, fn, "function", target.module)

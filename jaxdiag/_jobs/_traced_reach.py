@@ -234,7 +234,8 @@ def _inferred_run(lint: Any, runs: Any, module: ModuleType, name: str, options: 
         _, via, documented_options = documented  # prepared once per run: `_record_carrier.prepare` hands it back
         return list(via["args"]), via, documented_options
     keywords = keyword_values(module, name)
-    if not _takes_positional(_locate.dotted_attribute(module, name)):
+    fn = _locate.dotted_attribute(module, name)
+    if not _callables.takes_positional(fn) and not _callables.makes_function(fn):
         # nothing to infer: calling it runs its defaults, a library's setup, benchmark or I/O routine (one tuning
         # kernels on a 4 GB problem and saving the winner to disk), not a computation on inputs
         reason = "not run (it takes no positional argument, and a call on its defaults is no inferred input"
@@ -253,17 +254,6 @@ def _inferred_run(lint: Any, runs: Any, module: ModuleType, name: str, options: 
             return templates, {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords,
                                "callables": stand_ins, "assumed": assumed}, options
     return reason + documented + ")"
-
-
-def _takes_positional(fn: Any) -> bool:
-    """Whether `fn` takes a positional argument (or `*args`); True where its signature cannot be read."""
-    import inspect
-
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return True
-    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
 
 
 def _assumed(via: dict[str, Any]) -> str:
@@ -319,9 +309,17 @@ def _mark_made_from(sites: list[Site], kind: str, obj: Any) -> None:
 
     fn = _locate.unwrap(getattr(obj, "fun", None))
     name, module_name = getattr(fn, "__name__", None), getattr(fn, "__module__", None)
+    if kind == "primitive" or not name:
+        return
     # a closure (`def f` inside the factory) is defined inside its site, which `_mark` reached: its name, often as
-    # plain as `f`, says nothing of the other factories of the module naming a local `f` of their own
-    if kind == "primitive" or not name or "<locals>" in getattr(fn, "__qualname__", ""):
+    # plain as `f`, says nothing of the other factories of the module naming a local `f` of their own. Unless the
+    # factory hands it to a module function that makes the rule (`lsmr` passing its `_run` to
+    # `_lstsq_custom_vjp(_run)`): that function's site, which the factory calls, made it
+    outer, closure, _ = getattr(fn, "__qualname__", "").partition(".<locals>")
+    if closure:
+        for site in sites:
+            if site.kind == kind and site.module.__name__ == module_name and not site.reached:
+                site.reached = site.function in references(site.module).get(outer, set())
         return
     for site in sites:
         if site.kind == kind and site.module.__name__ == module_name and not site.reached:
