@@ -12,7 +12,7 @@ import inspect
 import os
 import re
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,21 @@ def own_nodes(node: ast.AST) -> Iterator[ast.AST]:
             continue
         yield child
         yield from own_nodes(child)
+
+
+def handed_names(call: ast.Call, positional: list[str], names: Collection[str]) -> dict[str, str]:
+    """{callee parameter: the caller's name} for each of the caller's `names` that `call` passes unchanged: by
+    position (`positional`: the callee's positional parameters, up to a `*args` in the call) or by keyword."""
+    out: dict[str, str] = {}
+    for k, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if isinstance(arg, ast.Name) and arg.id in names and k < len(positional):
+            out[positional[k]] = arg.id
+    for kw in call.keywords:
+        if kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id in names:
+            out[kw.arg] = kw.value.id
+    return out
 
 
 def return_nodes(fn: Any) -> list[tuple[int, ast.Return]]:

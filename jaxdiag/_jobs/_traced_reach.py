@@ -311,19 +311,16 @@ def _mark_made_from(sites: list[Site], kind: str, obj: Any) -> None:
     name, module_name = getattr(fn, "__name__", None), getattr(fn, "__module__", None)
     if kind == "primitive" or not name:
         return
-    # a closure (`def f` inside the factory) is defined inside its site, which `_mark` reached: its name, often as
-    # plain as `f`, says nothing of the other factories of the module naming a local `f` of their own. Unless the
-    # factory hands it to a module function that makes the rule (`lsmr` passing its `_run` to
-    # `_lstsq_custom_vjp(_run)`): that function's site, which the factory calls, made it
+    # a closure (`def f` inside the factory) is defined inside its factory, which `_mark` reached: its name, often
+    # as plain as `f`, says nothing of the other factories of the module naming a local `f` of their own. What
+    # does is the factory calling the site's function, handing it the closure (`lsmr` passing its `_run` to
+    # `_lstsq_custom_vjp(_run)`, which makes the rule)
     outer, closure, _ = getattr(fn, "__qualname__", "").partition(".<locals>")
-    if closure:
-        for site in sites:
-            if site.kind == kind and site.module.__name__ == module_name and not site.reached:
-                site.reached = site.function in references(site.module).get(outer, set())
-        return
     for site in sites:
         if site.kind == kind and site.module.__name__ == module_name and not site.reached:
-            site.reached = name in references(site.module).get(site.function, set())
+            refs = references(site.module)
+            site.reached = (site.function in refs.get(outer, set()) if closure
+                            else name in refs.get(site.function, set()))
 
 
 def _callback_lines(prepared: Any) -> tuple[list[str], int]:

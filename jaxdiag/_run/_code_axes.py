@@ -58,17 +58,14 @@ def module_calls(fn: Any, found: Any, params: list[str]) -> Iterator[tuple[Any, 
 
 def _passed_params(call: ast.Call, callee: Any, params: list[str]) -> dict[int, int]:
     """{callee's parameter position: caller's parameter position} for the caller's parameters it passes by name."""
-    from .._harness.source import function_source
+    from .._harness.source import function_source, handed_names
 
     found = function_source(callee)
     if found is None or any(isinstance(a, ast.Starred) for a in call.args):
         return {}
     theirs = [a.arg for a in found.node.args.posonlyargs + found.node.args.args]
-    out = {j: params.index(a.id) for j, a in enumerate(call.args[:len(theirs)])
-           if isinstance(a, ast.Name) and a.id in params}
-    out.update({theirs.index(k.arg): params.index(k.value.id) for k in call.keywords
-                if k.arg in theirs and isinstance(k.value, ast.Name) and k.value.id in params})
-    return out
+    handed = handed_names(call, theirs, params)
+    return {theirs.index(inner): params.index(outer) for inner, outer in handed.items() if inner in theirs}
 
 
 def _named_axes(function: ast.AST) -> dict[str, Axes]:

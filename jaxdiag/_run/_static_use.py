@@ -125,17 +125,9 @@ def _handed_on(call: ast.Call, names: set[str], namespace: dict[str, Any], depth
     callee, callee_namespace = parsed if parsed is not None else (None, {})
     if not isinstance(callee, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return
-    args = callee.args
-    positional = [a.arg for a in args.posonlyargs + args.args]
-    handed: dict[str, str] = {}
-    for k, arg in enumerate(call.args):
-        if isinstance(arg, ast.Starred):
-            break
-        if isinstance(arg, ast.Name) and arg.id in names and k < len(positional):
-            handed[positional[k]] = arg.id
-    for kw in call.keywords:
-        if kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id in names:
-            handed[kw.arg] = kw.value.id
+    from .._harness.source import handed_names
+
+    handed = handed_names(call, [a.arg for a in callee.args.posonlyargs + callee.args.args], names)
     if not handed:
         return
     uses = _uses(callee, callee_namespace, depth - 1)
