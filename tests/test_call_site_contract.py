@@ -78,3 +78,22 @@ def test_the_contract_tangents_of_a_primitive_are_read_from_every_bind_site_but_
 
     assert through("self.slope(jax.lax.stop_gradient(x))") and through("2.0 * lax.stop_gradient(x)")
     assert not through("self.slope(lax.stop_gradient(x)) + x") and not through("self.slope(x)")
+
+
+def test_a_name_bound_otherwise_too_or_a_parameter_is_not_stopped():
+    """The stopped value must be all a name can hold at the bind: a name also bound by unpacking, a loop or `+=`,
+    or a parameter of the caller reassigned on one path only, may carry a differentiated value."""
+    import ast
+
+    from jaxdiag._harness.source import called_name
+    from jaxdiag._run._contract_tangents import _stopped
+
+    def stopped(source: str) -> bool:
+        caller = ast.parse(source).body[0]
+        call = next(n for n in ast.walk(caller) if isinstance(n, ast.Call) and called_name(n.func) == "bind")
+        return _stopped(call.args[1], caller, called_name)
+
+    assert stopped("def f(x):\n    dx = slope(stop_gradient(x))\n    return p.bind(x, dx)")
+    assert not stopped("def f(x, pair):\n    dx = slope(stop_gradient(x))\n    x, dx = pair\n    return p.bind(x, dx)")
+    assert not stopped("def f(x, dx, c):\n    if c:\n        dx = stop_gradient(dx)\n    return p.bind(x, dx)")
+    assert not stopped("def f(x):\n    dx = stop_gradient(x)\n    dx += x\n    return p.bind(x, dx)")
