@@ -1,7 +1,8 @@
 """A rule checked where its package calls it gets the values that call passes, which on inferred inputs for the
 caller may be outside the rule's own contract (tests/data/acc/schur_sqrtm.py): a non-symmetric matrix for an
-operand the rule's code hands to `eigh` (through a helper of its module or not), or only empty arrays. Such a call
-site is passed over and the rule checked on its own draws."""
+operand the rule's code hands to `eigh` (through a helper of its module or not), only empty arrays, or values outside
+the interval its docstring defines it on (tests/data/acc/unit_basis.py). Such a call site is passed over and the rule
+checked on its own draws."""
 
 from __future__ import annotations
 
@@ -97,3 +98,29 @@ def test_a_name_bound_otherwise_too_or_a_parameter_is_not_stopped():
     assert not stopped("def f(x, pair):\n    dx = slope(stop_gradient(x))\n    x, dx = pair\n    return p.bind(x, dx)")
     assert not stopped("def f(x, dx, c):\n    if c:\n        dx = stop_gradient(dx)\n    return p.bind(x, dx)")
     assert not stopped("def f(x):\n    dx = stop_gradient(x)\n    dx += x\n    return p.bind(x, dx)")
+
+
+@pytest.mark.slow  # a whole module checked (about 5 s); the readings below stay fast
+def test_a_basis_its_docstring_defines_on_the_unit_interval_is_checked_there_not_where_a_caller_strays():
+    _, data = check_json(f"{ACC / 'unit_basis.py'}", ACC)
+    targets = {t["target"].rpartition(":")[2]: t for t in data["targets"]}
+    assert targets["bernstein"]["inputs"][0] == "f32[3]@unit"  # was f32[3] from `basis`, and a JXG024
+    assert not [f for f in targets["bernstein"]["findings"] if f["severity"] != "info"]
+    assert "JXG024" in {f["code"] for f in targets["bernstein_steep"]["findings"]}  # wrong inside [0, 1] too
+
+
+def test_the_unit_interval_a_docstring_states_is_read_and_values_outside_it_are_outside_the_contract():
+    from jaxdiag._jobs._record_carrier import _outside_documented
+    from jaxdiag._run._operand_kinds import _domains_in, documented_domains
+
+    module = _module("unit_basis")
+    basis = Subject("unit_basis:bernstein", "custom_jvp", module.bernstein, specs=[])
+    assert documented_domains(basis) == {0: "unit"}  # "defined for x in the interval [0, 1]": x bare
+    assert documented_domains(Subject("unit_basis:bernstein_steep", "custom_jvp", module.bernstein_steep,
+                                      specs=[])) == {0: "unit"}  # "for 0 <= x <= 1"
+    assert "outside [0, 1] for operand 0 (x: -0.5)" in _outside_documented(basis, [np.array([0.5, -0.5]), 3])
+    assert _outside_documented(basis, [np.array([0.0, 0.5, 1.0]), 3]) == ""
+    assert _domains_in("Args:\n  p: a probability in [0, 1].\n  axes: the axes, e.g. (0, 1).", ["p", "axes"]) == {
+        0: "unit"}  # a bare pair is a shape or axes as often: only after words that make it an interval
+    assert _domains_in("Valid for xs in [0, 1].", ["x"]) == {} and _domains_in("x: not in [0, 1]", ["x"]) == {}
+    assert _domains_in("w: weights between 0 and 1.", ["w"]) == {0: "unit"}

@@ -174,7 +174,8 @@ def check_subjects(runs: CarrierRuns, via: dict, prepared: Prepared, subjects: l
 def undescribed(prepared: Prepared, subject: Subject) -> str:
     """Why the values the carrier passed the rule are outside its contract, or "" (also when they were not
     observed): only empty arrays (a check on them compares nothing); a matrix that is not symmetric (Hermitian) where
-    the rule's docstring says symmetric or its code hands the operand to `eigh`/`cholesky`; for a primitive, an
+    the rule's docstring says symmetric or its code hands the operand to `eigh`/`cholesky`; values outside [0, 1] or
+    below 0 where its docstring says the operand is in [0, 1] or positive; for a primitive, an
     abstract eval that does not describe what its impl computes there (`_assumed_params.disagreement`; not when the
     impl refuses them: the checks report that)."""
     import jax
@@ -188,13 +189,41 @@ def undescribed(prepared: Prepared, subject: Subject) -> str:
         sizes = [np.size(v) for v in jax.tree_util.tree_leaves(values) if hasattr(v, "shape") and np.ndim(v)]
         if sizes and not any(sizes):  # `cov[:-n, :-n]` with n the whole size: a check on them compares nothing
             return "only empty arrays"
-        asymmetric = _asymmetric(subject, values)
+        asymmetric = _asymmetric(subject, values) or _outside_documented(subject, values)
         if asymmetric or subject.kind != "primitive":
             return asymmetric
         ran = call_user(lambda: jax.block_until_ready(subject.call(*values)), quiet=True)
         if ran.error is not None:
             return ""
         return disagreement(ran.value, call_user(lambda: jax.eval_shape(subject.call, *values), quiet=True))
+
+
+# The values a documented domain admits (`_operand_kinds.documented_domains`): its words, and the test of a value
+_DOCUMENTED_RANGES = {"unit": ("outside [0, 1]", "in [0, 1]", lambda v: (v >= 0) & (v <= 1)),
+                      "positive": ("below 0", "positive", lambda v: v >= 0)}  # "non-negative" reads as positive
+
+
+def _outside_documented(subject: Subject, values: Sequence[Any]) -> str:
+    """"with values outside [0, 1] for operand 0 (x: -1.3), which its docstring says are in [0, 1]", or "": the
+    caller ran on inferred inputs and handed the rule values its own docstring excludes (a basis defined only on
+    [0, 1] given the caller's standard-normal draws, divided by a default scale of 1)."""
+    from .._run import _operand_kinds
+    from .._run._signature import positional, signature_of
+
+    names = [p.name for p in positional(signature_of(subject))]
+    for i, domain in sorted(_operand_kinds.documented_domains(subject).items()):
+        if domain not in _DOCUMENTED_RANGES or i >= len(values):
+            continue
+        try:
+            array = np.asarray(values[i])
+        except (TypeError, ValueError):  # a tracer or an object: nothing to judge
+            continue
+        outside, words, admits = _DOCUMENTED_RANGES[domain]
+        if array.size and np.issubdtype(array.dtype, np.floating) and not np.all(admits(array)):
+            bad = array[~admits(array)].flat[0]
+            name = f" ({names[i]}: {bad:.3g})" if i < len(names) else ""
+            return f"with values {outside} for operand {i}{name}, which its docstring says are {words}"
+    return ""
 
 
 def _asymmetric(subject: Subject, values: Sequence[Any]) -> str:

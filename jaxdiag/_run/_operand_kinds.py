@@ -3,10 +3,11 @@ arrays, or an object made of arrays.
 
 Inference draws float arrays by default; a float is never a valid index, and never a key, and an operand annotated
 as a tuple, a list or a NamedTuple of arrays (`cache: tuple[Array, Array]`, `state: SolverState`) is never one array.
-An operand its docstring says is symmetric or positive definite, exactly 0 or 1, or positive (numpydoc's
+An operand its docstring says is symmetric or positive definite, exactly 0 or 1, in [0, 1], or positive (numpydoc's
 `A : ... assumed symmetric`, Google's `A: symmetric matrix.`, Sphinx's `:param A: ...`, or a sentence quoting it:
-"``spikes`` must be exactly binary") is drawn on that domain (spd, binary, positive), as a declared `@spd` is: its
-author states the values as the contract (a solve that reuses `A` for `A.T`, a residual packed to bits).
+"``spikes`` must be exactly binary"; or a statement naming it bare, "for x in the interval [0, 1]") is drawn on that
+domain (spd, binary, unit, positive), as a declared `@spd` is: its author states the values as the contract (a
+solve that reuses `A` for `A.T`, a residual packed to bits, a polynomial basis defined only on [0, 1]).
 Nor is one annotated as a pytree class (`A: CSC`, jaxtyping's `Float[BCOO, "n n"]`, a registered dataclass of
 arrays): an example instance is built from the rung's array (the class's `fromdense`, or its constructor with that
 array for each array field), and its float leaves are drawn, its other leaves (a sparse matrix's indices) kept as
@@ -173,6 +174,9 @@ def key_positions(subject: Subject) -> set[int]:
     return out
 
 
+# "[0, 1]", "(0, 1]", "the closed interval [0.0, 1.0]", "the unit interval (0, 1)": an interval from 0 to 1
+_UNIT_INTERVAL = (r"((closed|open|half-open)\s+)?(unit\s+)?(interval|range)?\s*[\[(]\s*0(\.0*)?\s*,\s*1(\.0*)?\s*"
+                  r"[\])]")
 # What a parameter's description says of the values it must hold, by domain, most specific first ("positive definite"
 # is spd, never positive); the words before a match that deny it ("non-symmetric", "need not be binary").
 # "asymmetric" never matches (`\b`).
@@ -185,23 +189,31 @@ _DOCUMENTED = (
     ("binary", re.compile(r"\b(exactly\s+)?binary\b(?!\s+(cross|search|file|tree|op|operation|classifi))|"
                           r"\{\s*0\s*,\s*1\s*\}|\b0\s*/\s*1\b|\b0\s+or\s+1\b|\bzeros\s+(and|or)\s+ones\b",
                           re.IGNORECASE)),
+    # the unit interval, as stated ("in the interval [0, 1]", "within (0, 1)", "between 0 and 1"); a bare "(0, 1)"
+    # is a shape or a pair of axes as often, so only after words that make it an interval
+    ("unit", re.compile(r"\b(in|within|on|inside)\s+(the\s+)?" + _UNIT_INTERVAL + r"|\bunit\s+interval\b|"
+                        r"\bbetween\s+0(\.0*)?\s+and\s+1(\.0*)?\b", re.IGNORECASE)),
     ("positive", re.compile(r"\b(strictly\s+)?positive\b|\bnon-?negative\b|\bgreater\s+than\s+(zero|0)\b",
                             re.IGNORECASE)),
 )
 _DENIED = re.compile(r"(\bnon-?|\bnot\s+(necessarily\s+)?|\bneed\s+not\s+be\s+|\bun)$", re.IGNORECASE)
 
 
+_LOWER_BOUND_ZERO = re.compile(r"(?<![\w.])0(\.0*)?\s*(<=?|≤|\\leq?)")  # "0 <= x <= 1" names no domain word
+
+
 def documented_domains(subject: Subject) -> dict[int, str]:
     """{position: domain} of the parameters the target's docstring says hold symmetric positive-definite matrices
-    ("spd"), only 0s and 1s ("binary") or positive values ("positive"): in the parameter's own entry, or in a
-    sentence of prose that quotes that parameter alone (``spikes`` must be exactly binary)."""
+    ("spd"), only 0s and 1s ("binary"), values in [0, 1] ("unit") or positive values ("positive"): in the
+    parameter's own entry, in a sentence of prose that quotes that parameter alone (``spikes`` must be exactly
+    binary), or, for the unit interval, in a statement naming it bare ("defined for x in the interval [0, 1]")."""
     from .._run._signature import positional, signature_of
     from ._stated_shapes import docstrings
 
     names = [p.name for p in positional(signature_of(subject))]
     out: dict[int, str] = {}
     for doc in docstrings(subject, names):  # its own first, then a wrapper's that documents what it passes on
-        if any(pattern.search(doc) for _, pattern in _DOCUMENTED):
+        if any(pattern.search(doc) for _, pattern in _DOCUMENTED) or _LOWER_BOUND_ZERO.search(doc):
             out = {**_domains_in(doc, names), **out}
     return out
 
@@ -222,7 +234,18 @@ def _domains_in(doc: str, names: list[str]) -> dict[int, str]:
             if said:
                 out[i] = domain
                 break
+        else:  # prose naming it bare in the statement itself: "defined for x in the interval [0, 1]", "0 <= x <= 1"
+            if _bare_unit(name).search(doc):
+                out[i] = "unit"
     return out
+
+
+def _bare_unit(name: str) -> re.Pattern[str]:
+    """`name` stated to lie in [0, 1] with the name itself in the statement (no quotes needed: the statement is the
+    claim), as `x in [0, 1]`, `x ∈ (0, 1)`, `0 <= x <= 1`, `0 ≤ x < 1`."""
+    bound = r"\s*(<=?|≤|\\leq?)\s*"
+    return re.compile(rf"(?<![\w.]){re.escape(name)}\s+(in|∈|within|lies\s+in|must\s+(be|lie)\s+in)\s+(the\s+)?"
+                      rf"{_UNIT_INTERVAL}|(?<![\w.])0(\.0*)?{bound}{re.escape(name)}{bound}1(\.0*)?(?![\w.])")
 
 
 def _fn(subject: Subject) -> Any:
