@@ -244,8 +244,12 @@ def tangent_dtype_accepted(got: Any, want: Any) -> bool:
     return got == want or (want == _compat.float0 and got.kind in "biu")
 
 
-def aval_text(shape: tuple[int, ...], dtype: Any) -> str:
-    return str(ArgSpec(np.dtype(dtype), tuple(int(d) for d in shape)))
+def aval_text(shape: tuple[Any, ...], dtype: Any) -> str:
+    """`f32[2,3]`; a dimension that is no integer (an abstract eval's own marker for a size it cannot know, a
+    symbolic dimension) is shown as it prints."""
+    if all(isinstance(d, (int, np.integer)) for d in shape):
+        return str(ArgSpec(np.dtype(dtype), tuple(int(d) for d in shape)))
+    return str(ArgSpec(np.dtype(dtype), ())).removesuffix("[]") + f"[{','.join(str(d) for d in shape)}]"
 
 
 def avals_text(avals: list[tuple[tuple[int, ...], Any]]) -> str:

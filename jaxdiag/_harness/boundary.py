@@ -20,6 +20,7 @@ parent handles Ctrl-C) is a `KeyboardInterrupt` the user code's own.
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -155,5 +156,52 @@ def jaxdiag_code(where: str) -> Iterator[None]:
         yield
     except (JaxdiagBug, Signal):
         raise
+    except RecursionError as exc:
+        if not _user_recursion():
+            raise JaxdiagBug(exc, where) from exc
+        raise  # the stack ran out here, but a user rule re-entering itself filled it: the user's error
     except Exception as exc:  # jaxdiag's own failure: never reported as the user's
         raise JaxdiagBug(exc, where) from exc
+
+
+# How often one function of the user's must be on the stack for a RecursionError to be its unbounded recursion
+_USER_RECURSION = 8
+
+
+def _user_recursion() -> bool:
+    """Whether one function outside jaxdiag and JAX is on the current stack `_USER_RECURSION` times or more: a rule
+    that re-enters itself through JAX (a batching rule calling `jax.vmap` of its own primitive, a JVP rule calling
+    `jax.jvp` of its own function) until the interpreter's limit, wherever the last frame happens to be."""
+    import sys
+    from collections import Counter
+
+    seen: Counter[Any] = Counter()
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if not _library_file(code.co_filename):
+            seen[code] += 1
+            if seen[code] >= _USER_RECURSION:
+                return True
+        frame = frame.f_back  # type: ignore[assignment]  # None ends the walk
+    return False
+
+
+def _library_file(path: str) -> bool:
+    """jaxdiag's, JAX's or the standard library's code (their frames repeat on any deep stack), or no file."""
+    packages, stdlib = _library_roots()
+    return (path.startswith("<") or path.startswith(packages)
+            or (path.startswith(stdlib) and "site-packages" not in path and "dist-packages" not in path))
+
+
+@functools.cache
+def _library_roots() -> tuple[tuple[str, ...], str]:
+    """(jaxdiag's, JAX's and jaxlib's folders, the standard library's; each ending in a separator)."""
+    import os
+    import sys
+    import sysconfig
+
+    files = [__file__] + [getattr(sys.modules.get(name), "__file__", None) for name in ("jax", "jaxlib")]
+    roots = [os.path.dirname(os.path.abspath(file)) for file in files if file]
+    roots[0] = os.path.dirname(roots[0])  # this module's package's parent: all of jaxdiag
+    return tuple(os.path.join(root, "") for root in roots), os.path.join(sysconfig.get_paths()["stdlib"], "")

@@ -347,6 +347,12 @@ def _generic_raised_fix(ctx: Context, helper: str, raised: list[RuleCall]) -> st
 def _raised_fix(call: RuleCall, exc: BaseException, raised: list[RuleCall] | None = None,
                 passed: list | None = None) -> str:
     text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, RecursionError):  # the spy's stack walk told the user's recursion from jaxdiag's own
+        return ("The rule re-enters itself without end: it binds its own primitive under `jax.vmap` (or vmaps a "
+                "function that does), and vmap calls this rule again for that bind, until Python's recursion limit. "
+                "Compute the batched result without vmapping the primitive: with the batch axis moved to the front "
+                "(`batching.bdim_at_front`), bind it once if its impl and lowering take a leading batch axis, or "
+                "loop over the examples with `jax.lax.map`, or write the batched computation in jax.numpy.")
     unbatched_only = bool(raised) and bool(passed) and all(None in c.in_dims for c in raised or []) and all(
         None not in v.axes for v in passed or [])
     if call.in_dims and all(d is None for d in call.in_dims):
