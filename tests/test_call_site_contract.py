@@ -124,3 +124,24 @@ def test_the_unit_interval_a_docstring_states_is_read_and_values_outside_it_are_
         0: "unit"}  # a bare pair is a shape or axes as often: only after words that make it an interval
     assert _domains_in("Valid for xs in [0, 1].", ["x"]) == {} and _domains_in("x: not in [0, 1]", ["x"]) == {}
     assert _domains_in("w: weights between 0 and 1.", ["w"]) == {0: "unit"}
+
+
+def test_a_precondition_the_package_states_with_its_own_raise_is_told_from_any_other_error():
+    from jaxdiag._checks._shared import stated_precondition
+
+    module = _module("stated_precondition")
+
+    def raised(fn, *args):
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001 - the test inspects what each raises
+            return exc
+        raise AssertionError("did not raise")
+
+    where = stated_precondition(raised(module.amplitude_damping, 0.8, 0.7))
+    path, _, line = where.rpartition(":")
+    assert path.endswith("stated_precondition.py")
+    assert "raise ValueError" in (ACC / "stated_precondition.py").read_text().splitlines()[int(line) - 1]
+    assert stated_precondition(raised(module.checked_by_assert, 2.0)) == ""  # an assert
+    assert stated_precondition(raised(module.numpy_refuses, np.ones(3))) == ""  # NumPy's own error
+    assert stated_precondition(raised(module.reraised, np.ones(3))) == ""  # a caught error raised again

@@ -26,7 +26,8 @@ from .._harness import call_user
 from ._shared import (
     AbstractOutput, abstract_output, aval_text, avals_text, bind_fn, example_output, first_line, flat_outputs,
     has_jit_path, runs_eagerly, traced_only, inputs_text, is_user_primitive, own_jitted, prim_var, primitive_module,
-    reference_fn, removed_api, removed_api_finding, rule_location, signature_problem, user_frame_location,
+    reference_fn, removed_api, removed_api_finding, rule_location, signature_problem, stated_precondition,
+    user_frame_location,
 )
 
 
@@ -99,6 +100,14 @@ def _raised(ctx: Context, exc: BaseException) -> Finding:
     location = user_frame_location(exc, fn) if fn is not None else subject.location
     if removed_api(exc):
         return removed_api_finding(exc, f"{subject.name}'s {where}", location or subject.location)
+    stated = stated_precondition(exc) if subject.provenance == "inferred" else ""
+    if stated:  # values jaxdiag drew break a precondition the package states: the inputs are at fault, not it
+        return rules.TARGET_NOT_CHECKABLE.finding(
+            reason=f"{subject.name}'s {where} refuses the inferred inputs ({inputs_text(subject)}) with a "
+                   f"precondition its code states on their values, {first_line(exc)} (`raise` at {stated})",
+            fix="Declare inputs that meet it: a domain such as f32[3]@0..1 or @positive in --arg or "
+                "[tool.jaxdiag.targets] `args`, or record your own calls with `jaxdiag record -- pytest`.",
+            location=location or subject.location)
     return rules.TARGET_RAISED.finding(
         subject_name=subject.name,
         where=where,

@@ -397,6 +397,23 @@ def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
             and all(_locate.is_user_file(f.tb_frame.f_code.co_filename) for f in frames[start:]))
 
 
+def stated_precondition(exc: BaseException) -> str:
+    """"path:line" of a `raise ValueError(...)` statement of the user's own code that `exc` came from (the deepest
+    frame of its traceback, a user file): a precondition the code states on the values it is given ("gamma must
+    be in the interval [0, 1]", "order can not be less than 0"), however deep in the package; "" otherwise (an
+    `assert`, an error raised by JAX or NumPy, a re-raise, any other exception type)."""
+    tb = exc.__traceback__
+    if not isinstance(exc, ValueError) or tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    filename = tb.tb_frame.f_code.co_filename
+    line = linecache.getline(filename, tb.tb_lineno).strip()
+    if not _locate.is_user_file(filename) or not _RAISE_STATEMENT.match(line):
+        return ""
+    return f"{filename}:{tb.tb_lineno}"
+
+
 # `raise SomeError(...)`, or an exception class raised bare (`raise NotImplementedError`); never a re-`raise` or a
 # caught exception raised again (`raise err`)
 _RAISE_STATEMENT = re.compile(r"raise\s+(?:[A-Za-z_][\w.]*\s*\(|[A-Za-z_][\w.]*(?:Error|Exception)\s*(?:#.*)?$)")
