@@ -184,3 +184,19 @@ def test_a_librarys_own_abstract_values_never_reach_an_array_comparison():
     # jax < 0.6 cannot trace such a value under eval_shape, so no assumed param is accepted there: not checkable
     if wires.unverified != "not-checkable":
         assert not wires.unverified and "JXN003" in [f.code for f in wires.findings], wires.unverified
+
+
+def test_a_primitive_whose_impl_returns_its_librarys_own_objects_gets_no_array_checks():
+    """A mid-circuit measurement's primitive: a plain bool[] abstract eval, an impl returning the library's own
+    object (what its interpreter evaluates). Before: JXR003 (abstract eval says bool[], the impl returns object[]),
+    JXR004 and JXR005 for a primitive JAX never lowers or batches."""
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data" / "capture_prims.py"
+    report = jaxdiag.check_batching(f"{data}:measure_p", "f32[]")
+    (target,) = report.targets
+    assert report.ok and not target.unverified, target.unverified
+    codes = [f.code for f in target.findings]
+    assert codes == ["JXN003"] and "its impl returns MeasurementValue" in target.findings[0].message, codes
+    ran = {c.name: c.status for c in target.checks}
+    assert ran["registration-impl"] == "passed" and ran["registration-abstract-eval"] == "skipped"

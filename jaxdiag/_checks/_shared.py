@@ -500,14 +500,31 @@ def platform_blocker(subject: Subject, options: Options, cache: SubjectCache) ->
     return reason or None
 
 
-def foreign_values(subject: Subject, cache: SubjectCache) -> str:
-    """The abstract value types a primitive's abstract eval returns when its library defines them (a quantum library's
-    `AbstractMeasurement`): such a primitive is an operation of that library's own interpreter, which JAX never
-    lowers, batches or differentiates, and no array check applies; "" for every other subject."""
+def foreign_values(ctx: Context, run_impl: bool = True) -> str:
+    """What says a primitive's values are its library's own objects, not arrays: "its abstract eval returns
+    AbstractMeasurement" (an abstract value type its library defines), or "its impl returns MeasurementValue" (every
+    output an object of a class of the user's code, as a quantum library's mid-circuit measurement is). Such a
+    primitive is an operation of that library's own interpreter, which JAX never lowers, batches or differentiates,
+    and no array check applies; "" for every other subject. `run_impl=False` (a kernel for another platform) reads
+    the abstract eval only."""
+    subject = ctx.subject
     if subject.kind != "primitive" or not subject.specs or not _compat.is_primitive(subject.obj):
         return ""
-    out = _cached_abstract_output(subject, cache)
-    if out.problem != "foreign":
+    out = _cached_abstract_output(subject, ctx.cache)
+    if out.problem == "foreign":
+        raw = out.raw if isinstance(out.raw, (list, tuple)) else [out.raw]
+        return f"its abstract eval returns {'/'.join(sorted({type(o).__name__ for o in raw}))}"
+    ran = example_output(ctx) if run_impl and _compat.has_impl(subject.obj) else None
+    if ran is None or not ran.leaves:
         return ""
-    raw = out.raw if isinstance(out.raw, (list, tuple)) else [out.raw]
-    return "/".join(sorted({type(o).__name__ for o in raw}))
+    kinds: set[str] = set()
+    for leaf in ran.leaves:
+        dtype = getattr(leaf, "dtype", None)
+        items = list(np.asarray(leaf, dtype=object).ravel()) if dtype is not None and dtype.kind == "O" else []
+        if not items or not all(_locate.is_user_code(type(item)) for item in items):
+            return ""
+        kinds.update(type(item).__name__ for item in items)
+    return f"{IMPL_OBJECTS} {'/'.join(sorted(kinds))}"
+
+
+IMPL_OBJECTS = "its impl returns"  # how `foreign_values` begins when the impl, not the abstract eval, says so

@@ -25,7 +25,7 @@ from .._core._commands import FAMILIES
 from .._checks._base import Check, Context, Options, SkipCheck, Subject
 from .._harness import call_user, catch_abort
 from .._harness.cache import SubjectCache
-from .._checks._shared import foreign_values, platform_blocker
+from .._checks._shared import IMPL_OBJECTS, foreign_values, platform_blocker
 from .._core._errors import InferenceError, UsageError, dependency_failure, internal_error_detail
 from .._core._filtering import Filter, validate_inline
 from .._loading._inputs import DOMAINS, ArgSpec, draw, needs_x64, template_leaves
@@ -494,7 +494,8 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
     by_check: dict[str, list[Finding]] = {}
     moves: list[tuple[Any, Any]] | None = None  # a helper's wrappers -> the user's rules, once per subject
     blocked = platform_blocker(subject, options, cache)  # a GPU kernel here: its rules are only traced
-    foreign = foreign_values(subject, cache)  # a primitive of its library's own interpreter: no array check applies
+    # a primitive of its library's own interpreter: no array check applies
+    foreign = foreign_values(Context(subject, options, "observe", cache), run_impl=not blocked)
     stopped = False  # user code ended the checks (SystemExit, a custom BaseException)
     for chk in _checks_to_run(subject, options, blocked, only):
         ctx = Context(subject, options, chk.name, cache)
@@ -508,8 +509,8 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
             with catch_abort() as caught:  # SystemExit & co. from user code: this subject's checks stop here
                 if FAMILIES[chk.family].needs_arrays and not subject.specs:
                     raise SkipCheck("no array arguments: nothing to batch")
-                if foreign and chk.name not in _NOT_ARRAY_CHECKS:
-                    raise SkipCheck(f"its abstract values are {foreign}, not arrays")
+                if foreign and chk.name not in _NOT_ARRAY_CHECKS[:1 if foreign.startswith(IMPL_OBJECTS) else 2]:
+                    raise SkipCheck(f"{foreign}, not arrays")
                 findings = list(chk.run(ctx))
             if caught.abort is not None:
                 findings = [_contain.abort_finding(caught.abort, subject.label,
@@ -540,9 +541,9 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
     if foreign:
         note = rules.CHECK_SKIPPED.finding(
             check="every lowering, batching and differentiation check",
-            reason=f"{subject.obj.name}'s abstract eval returns {foreign}, a type of its own library, not arrays: an "
-                   "operation of that library's own interpreter (a program-capture primitive), which JAX never "
-                   "lowers, batches or differentiates", location=subject.location)
+            reason=f"{subject.obj.name}: {foreign}, a type of its own library, not arrays: an operation of that "
+                   "library's own interpreter (a program-capture primitive), which JAX never lowers, batches or "
+                   "differentiates", location=subject.location)
         report.findings.insert(0, note)
         by_check = {"not-array-values": [note], **by_check}
     if blocked:
@@ -558,7 +559,8 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
 
 
 # What still applies to a primitive whose values are not arrays (`_shared.foreign_values`): its impl runs, and its
-# abstract eval returns its library's own abstract values.
+# abstract eval returns its library's own abstract values (when the impl returns its library's objects, the abstract
+# eval stands for them in that library's interpreter: nothing compares the two).
 _NOT_ARRAY_CHECKS = ("registration-impl", "registration-abstract-eval")
 
 
