@@ -500,13 +500,13 @@ def platform_blocker(subject: Subject, options: Options, cache: SubjectCache) ->
     return reason or None
 
 
-def foreign_values(ctx: Context, run_impl: bool = True) -> str:
+def foreign_values(ctx: Context) -> str:
     """What says a primitive's values are its library's own objects, not arrays: "its abstract eval returns
     AbstractMeasurement" (an abstract value type its library defines), or "its impl returns MeasurementValue" (every
     output an object of a class of the user's code, as a quantum library's mid-circuit measurement is). Such a
     primitive is an operation of that library's own interpreter, which JAX never lowers, batches or differentiates,
-    and no array check applies; "" for every other subject. `run_impl=False` (a kernel for another platform) reads
-    the abstract eval only."""
+    and no array check applies; "" for every other subject. The impl is never run here: its output is read once
+    the impl check has run it (`example_output`'s cache), so a user impl that hangs or exits does so in that check."""
     subject = ctx.subject
     if subject.kind != "primitive" or not subject.specs or not _compat.is_primitive(subject.obj):
         return ""
@@ -514,7 +514,7 @@ def foreign_values(ctx: Context, run_impl: bool = True) -> str:
     if out.problem == "foreign":
         raw = out.raw if isinstance(out.raw, (list, tuple)) else [out.raw]
         return f"its abstract eval returns {'/'.join(sorted({type(o).__name__ for o in raw}))}"
-    ran = example_output(ctx) if run_impl and _compat.has_impl(subject.obj) else None
+    ran = ctx.cache.example_output
     if ran is None or not ran.leaves:
         return ""
     kinds: set[str] = set()

@@ -495,7 +495,7 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
     moves: list[tuple[Any, Any]] | None = None  # a helper's wrappers -> the user's rules, once per subject
     blocked = platform_blocker(subject, options, cache)  # a GPU kernel here: its rules are only traced
     # a primitive of its library's own interpreter: no array check applies
-    foreign = foreign_values(Context(subject, options, "observe", cache), run_impl=not blocked)
+    foreign = foreign_values(Context(subject, options, "observe", cache))
     stopped = False  # user code ended the checks (SystemExit, a custom BaseException)
     for chk in _checks_to_run(subject, options, blocked, only):
         ctx = Context(subject, options, chk.name, cache)
@@ -534,6 +534,7 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
             status = "failed"
             detail = "; ".join(sorted({f.code for f in findings}))
         report.checks.append(CheckResult(chk.name, status, seconds, detail, static=chk.static))
+        foreign = foreign or foreign_values(ctx)  # once the impl check ran the impl: what it returns
         report.findings.extend(findings)
         by_check.setdefault(chk.name, []).extend(findings)
         if stopped:
