@@ -524,6 +524,14 @@ def _jxg036(m: Any) -> str | None:
     return compare(got, jax.grad(lambda v: (w * m.shifted_square.fun(v)).sum())(x), "gradient")
 
 
+@says("JXG037")
+def _jxg037(m: Any) -> str | None:
+    """`jax.grad(lambda x: softmax_lse(x)[1])(x)`: the log-normaliser's gradient"""
+    x = draw("JXG037", 4)
+    got = jax.grad(lambda v: m.softmax_lse(v)[1])(x)
+    return compare(got, jax.grad(lambda v: m.softmax_lse.fun(v)[1])(x), "gradient")
+
+
 @says("JXB015")
 def _jxb015(m: Any) -> str | None:
     """`jax.vmap(rowsum_p.bind)(x)` on float64 under `jax.enable_x64(True)`"""

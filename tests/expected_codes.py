@@ -167,6 +167,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'jxg034_good.py': {},
     'jxg036_bad.py': {'error': ['JXG036']},
     'jxg036_good.py': {},
+    'jxg037_bad.py': {'warning': ['JXG037']},
+    'jxg037_good.py': {},
     'jxn013_bad.py': {'error': ['JXB004'], 'info': ['JXN013']},
     'jxn013_good.py': {'info': ['JXR006']},
     'jxn018_bad.py': {'info': ['JXN001', 'JXN018']},

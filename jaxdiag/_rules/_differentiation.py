@@ -505,6 +505,29 @@ JVP_IGNORES_ARGUMENT: Rule[_fields.JXG034] = Rule(
     decision="whether the argument is meant to be differentiated (then add its tangent term) or not (then "
              "nondiff_argnums or the intended marker)",
 )
+JVP_CONSTANT_OUTPUT: Rule[_fields.JXG037] = Rule(
+    "JXG037", "jvp-constant-output", "warning",
+    "A JVP rule gives one output an exactly zero tangent for every step in every argument although that output "
+    "changes with them: it holds the output constant (an auxiliary output: residuals, statistics, a diagnostic).",
+    "Steps each argument along each seeded direction: when one output's tangent is exactly zero every time while "
+    "finite differences (or autodiff of the undecorated primal) show that output changing, and the other outputs' "
+    "tangents are right, the rule treats that output as a constant. Reported here rather than as JXG014, so the "
+    "marker for this reading silences nothing else. The custom_vjp counterpart is a bwd that ignores an output's "
+    "cotangent (JXG011).",
+    "Deliberate for an output nobody differentiates (a softmax's running maximum and normaliser returned for a "
+    "later pass, a solver's residual norm); a bug when it is differentiated: jax.grad and jax.jvp through it are "
+    "silently zero. `jax.lax.stop_gradient` on that output in the function says the same thing to JAX itself.",
+    "jxg037_bad.py", "jxg037_good.py",
+    message="{rule} holds {out_name} constant: a step in any argument gives it a zero tangent, but {function}'s "
+            "{out_name} changes with them ({reference} gives {want} for a step in {name}). Either {out_name} is an "
+            "auxiliary output deliberately not differentiated, or jax.jvp and jax.grad through {out_name} are "
+            "silently zero.",
+    fix="If {out_name} is never differentiated on purpose, say so in {function} itself: return "
+        "`jax.lax.stop_gradient(...)` for it (autodiff of the function then agrees with the rule), or add "
+        "`# jaxdiag: intended[JXG037]` to the def line of {rule}{where}; otherwise compute its tangent.",
+    decision="whether the output is meant to be differentiated (then its tangent term) or not (then stop_gradient "
+             "in the function, or the intended marker)",
+)
 BWD_NOT_LINEAR: Rule[_fields.JXG036] = Rule(
     "JXG036", "bwd-not-linear", "error",
     "A custom_vjp's bwd is not linear in the cotangent: part of a gradient it returns does not scale with the "

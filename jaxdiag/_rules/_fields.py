@@ -165,6 +165,10 @@ JXG035 = TypedDict("JXG035", {
     "where": object,
 })
 JXG036 = TypedDict("JXG036", {"bwd": object, "evidence": object, "fix": object})
+JXG037 = TypedDict("JXG037", {
+    "function": object, "name": object, "out_name": object, "reference": object, "rule": object, "want": object,
+    "where": object,
+})
 JXN001 = TypedDict("JXN001", {"count": object, "specs": object})
 JXN002 = TypedDict("JXN002", {"domain": object, "pinned": object, "target": object, "why": object})
 JXN003 = TypedDict("JXN003", {"check": object, "reason": object})
@@ -314,6 +318,9 @@ class Emits(Generic[F]):
     @overload
     def finding(self: Emits[JXG036], *, location: Location | None = None,
                 **fields: Unpack[JXG036]) -> Finding: ...
+    @overload
+    def finding(self: Emits[JXG037], *, location: Location | None = None,
+                **fields: Unpack[JXG037]) -> Finding: ...
     @overload
     def finding(self: Emits[JXN001], *, location: Location | None = None,
                 **fields: Unpack[JXN001]) -> Finding: ...

@@ -212,6 +212,37 @@ def _ignores(st: GradState, a: Arg) -> bool:
     return True
 
 
+def _constant_output(st: GradState, problems: list[dict]) -> dict | None:
+    """The first problem when the rule holds one or more outputs constant (an exactly zero tangent for a step in every
+    argument along every seeded direction, where the reference moves) and gets every other output right, one of
+    them moving: an auxiliary output not differentiated (JXG037), not a derivative gone wrong."""
+    outputs = [k for k, leaf in enumerate(st.out_leaves) if is_inexact(leaf.dtype)]
+    if len(outputs) < 2 or not problems:
+        return None
+    held: set[int] = set(outputs)
+    seen: list[tuple[Arg, int, list[Any]]] = []
+    for a in st.diff:
+        for d in range(N_DIRECTIONS):
+            got = T(st, ("a", a.pos, d), {a.pos: st.tangent(a, d)})
+            if got is None:
+                return None
+            held -= {k for k in outputs if not is_float0(got[k]) and np.any(to_f64(got[k]))}
+            seen.append((a, d, got))
+    if not held or held == set(outputs):
+        return None
+    for a, d, got in seen:  # the outputs it differentiates agree with the references, for every step
+        fd = st.fd.jv(a, d)
+        ref = _reference_tangents(st, a, d)
+        if fd is None or not all(close(got[k], (ref[k] if ref is not None else fd.jv[k]), grad_tol(a.dtype))
+                                 for k in outputs if k not in held):
+            return None
+    held_problems = [p for p in problems if p["k"] in held]
+    if len(held_problems) != len(problems):
+        return None
+    want = [p["ref"] if p["ref"] is not None else p["fd"] for p in held_problems]
+    return held_problems[0] if all(np.any(to_f64(w)) for w in want) else None
+
+
 def _cache_reading(st: GradState, problems: list[dict]) -> tuple[Arg, Arg] | None:
     """(source, cache) when the rule differentiates through an argument the function never reads (`source`: autodiff
     and finite differences of the function are exactly zero for a step in it, the rule's tangent is not) and gives
@@ -260,6 +291,14 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
             rule=rule, name=ignored["arg"].name, out_name=st.out_names[ignored["k"]], function=fun,
             reference=reference, want=fmt_values(want), where=f" ({loc})" if loc else "",
             explicit="" if st.kind == "primitive" else "move it to nondiff_argnums, or ", location=loc)
+    constant = _constant_output(st, problems)
+    if constant is not None:  # an auxiliary output (residuals, statistics) the rule does not differentiate
+        loc = rule_location(st, constant["arg"]) if st.kind == "primitive" else rule_location(st)
+        want = constant["ref"] if constant["ref"] is not None else constant["fd"]
+        return rules.JVP_CONSTANT_OUTPUT.finding(
+            rule=rule, out_name=st.out_names[constant["k"]], function=fun, name=constant["arg"].name,
+            reference=f"autodiff of {fun}" if constant["ref"] is not None else "float64 finite differences",
+            want=fmt_values(want), where=f" ({loc})" if loc else "", location=loc)
     details = []
     for p in problems[:3]:
         a, name = p["arg"], st.out_names[p["k"]]
