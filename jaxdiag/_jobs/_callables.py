@@ -350,7 +350,7 @@ def _handed_positions(subject: Any) -> frozenset[int]:
 def _stand_in_dependent(rules: Any) -> tuple[Any, ...]:
     """The findings that compare a derivative's values with the reference's: what a stand-in decides."""
     return (rules.CUSTOM_DERIVATIVE_WRONG, rules.CUSTOM_DERIVATIVE_MISMATCH, rules.SECOND_ORDER_MISMATCH,
-            rules.FLAT_PRIMAL_SURROGATE, rules.JVP_IGNORES_ARGUMENT)
+            rules.FLAT_PRIMAL_SURROGATE, rules.JVP_IGNORES_ARGUMENT, rules.JVP_CONSTANT_OUTPUT)
 
 
 # JAX's transformations that differentiate the function they are given

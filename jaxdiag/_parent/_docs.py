@@ -27,7 +27,8 @@ deliberate), `info` (a note about the run).
 
 Some warnings describe code that is right under another reading: a custom derivative that clips ({clip}) or is an
 estimator where the primal is flat ({flat}, e.g. a score-function gradient of sampling), a JVP rule that treats one
-argument as a constant ({ignored}), a custom_vmap rule that returns a batch statistic ({aggregate}). Each message states
+argument as a constant ({ignored}) or one output as a constant ({constant}, an auxiliary output such as residuals), a
+custom_vmap rule that returns a batch statistic ({aggregate}). Each message states
 both readings. When the deliberate one is right, mark the rule itself: put
 
     def my_bwd(res, g):  # jaxdiag: intended[{flat}]
@@ -44,7 +45,8 @@ reported as {unused}, like any unused suppression.
 def _header_codes() -> dict[str, str]:
     """The codes the header names, read from the catalog (no code is written as a string outside it)."""
     return {"clip": _rules.CUSTOM_DERIVATIVE_MISMATCH.code, "flat": _rules.FLAT_PRIMAL_SURROGATE.code,
-            "ignored": _rules.JVP_IGNORES_ARGUMENT.code, "aggregate": _rules.VMAP_BATCH_AGGREGATE.code,
+            "ignored": _rules.JVP_IGNORES_ARGUMENT.code, "constant": _rules.JVP_CONSTANT_OUTPUT.code,
+            "aggregate": _rules.VMAP_BATCH_AGGREGATE.code,
             "wrong": _rules.CUSTOM_DERIVATIVE_WRONG.code, "unused": _rules.UNUSED_SUPPRESSION.code}
 
 
