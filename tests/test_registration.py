@@ -152,21 +152,28 @@ def test_impl_that_raises_is_a_finding_not_a_crash(tmp_path):
     assert "ValueError: boom" in finding.message and finding.location.line == 4
 
 
-def test_a_primitive_with_its_librarys_own_abstract_values_gets_no_array_checks():
-    """A program-capture primitive (its abstract eval returns a type of its library's own, as a quantum library's
-    measurements do) is never lowered, batched or differentiated by JAX: one note says so, no JXR003/4/5, and the
-    target is verified on what applies (impl, abstract eval). A ShapeDtypeStruct instead of a ShapedArray is still
-    JXR003 (`test_rule_fires_on_bad_sample`)."""
+@pytest.mark.parametrize("name, spec, said, abstract_eval", [
+    ("expval_p", "f32[3]", "its abstract eval returns AbstractMeasurement", "passed"),
+    ("measure_p", "f32[]", "its impl returns MeasurementValue", "skipped"),
+])
+def test_a_primitive_whose_values_are_its_librarys_own_gets_no_array_checks(name, spec, said, abstract_eval):
+    """A program-capture primitive is never lowered, batched or differentiated by JAX: one note says so, no
+    JXR003/4/5, and the target is verified on what applies. Told by its abstract eval returning a type of its
+    library's own (a quantum library's measurements: the abstract eval is checked too), or by its impl returning an
+    object of its library's own class under a plain bool[] abstract eval (a mid-circuit measurement: before, JXR003
+    said the impl returns object[], JXR004 and JXR005 followed; nothing compares the two now). A ShapeDtypeStruct
+    instead of a ShapedArray is still JXR003 (`test_rule_fires_on_bad_sample`)."""
     from pathlib import Path
 
     data = Path(__file__).parent / "data" / "capture_prims.py"
-    report = jaxdiag.check_batching(f"{data}:expval_p", "f32[3]")
+    report = jaxdiag.check_batching(f"{data}:{name}", spec)
     (target,) = report.targets
     assert report.ok and not target.unverified, target.unverified
     codes = [f.code for f in target.findings]
-    assert codes == ["JXN003"] and "AbstractMeasurement" in target.findings[0].message, codes
+    assert codes == ["JXN003"] and said in target.findings[0].message, codes
     ran = {c.name: c.status for c in target.checks}
-    assert ran["registration-abstract-eval"] == "passed" and ran["registration-lowering"] == "skipped"
+    assert ran["registration-impl"] == "passed" and ran["registration-abstract-eval"] == abstract_eval
+    assert ran["registration-lowering"] == "skipped"
 
 
 def test_a_librarys_own_abstract_values_never_reach_an_array_comparison():
@@ -184,19 +191,3 @@ def test_a_librarys_own_abstract_values_never_reach_an_array_comparison():
     # jax < 0.6 cannot trace such a value under eval_shape, so no assumed param is accepted there: not checkable
     if wires.unverified != "not-checkable":
         assert not wires.unverified and "JXN003" in [f.code for f in wires.findings], wires.unverified
-
-
-def test_a_primitive_whose_impl_returns_its_librarys_own_objects_gets_no_array_checks():
-    """A mid-circuit measurement's primitive: a plain bool[] abstract eval, an impl returning the library's own
-    object (what its interpreter evaluates). Before: JXR003 (abstract eval says bool[], the impl returns object[]),
-    JXR004 and JXR005 for a primitive JAX never lowers or batches."""
-    from pathlib import Path
-
-    data = Path(__file__).parent / "data" / "capture_prims.py"
-    report = jaxdiag.check_batching(f"{data}:measure_p", "f32[]")
-    (target,) = report.targets
-    assert report.ok and not target.unverified, target.unverified
-    codes = [f.code for f in target.findings]
-    assert codes == ["JXN003"] and "its impl returns MeasurementValue" in target.findings[0].message, codes
-    ran = {c.name: c.status for c in target.checks}
-    assert ran["registration-impl"] == "passed" and ran["registration-abstract-eval"] == "skipped"
