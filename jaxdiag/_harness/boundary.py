@@ -8,7 +8,9 @@ the only place in jaxdiag allowed to catch `Exception`. What the user's code rai
   return is recorded as malformed). JAX may wrap it; the boundary finds it in the exception chain.
 - `JaxdiagBug`: jaxdiag's own code failed while user code was on the stack (a spy's validation inside the
   user's vmap). `jaxdiag_code()` marks such code: whatever it raises becomes a `JaxdiagBug`, which the engine
-  reports as an internal error (check status `error`, exit 3, `Report.ok` False) and never as the user's defect.
+  reports as an internal error (check status `error`, exit 3, `Report.ok` False) and never as the user's defect;
+  only a stack a user rule filled by re-entering itself (a `RecursionError` with a user function repeating on it)
+  stays the user's error.
 
 What user code raises that is not an `Exception` (`SystemExit`, a `KeyboardInterrupt` nobody pressed, a custom
 `BaseException`) is no finding about one rule: it unwinds every handler, JAX's included. It becomes a `UserAbort`,
@@ -151,7 +153,9 @@ def call_user(fn: Callable[..., T], /, *args: Any, quiet: bool = False, **kwargs
 @contextlib.contextmanager
 def jaxdiag_code(where: str) -> Iterator[None]:
     """Mark jaxdiag's own code that runs while user code is on the stack (a spy's bookkeeping and validation):
-    anything it raises, other than a `Signal`, is jaxdiag's bug and becomes a `JaxdiagBug`."""
+    anything it raises, other than a `Signal`, is jaxdiag's bug and becomes a `JaxdiagBug`, except a
+    `RecursionError` while one of the user's functions repeats on the stack (`_user_recursion`): the user's rule
+    re-entering itself filled the stack, and it ran out in jaxdiag's frame by chance."""
     try:
         yield
     except (JaxdiagBug, Signal):
