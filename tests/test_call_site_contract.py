@@ -39,15 +39,16 @@ def test_a_rule_given_a_nonsymmetric_or_empty_matrix_by_its_caller_is_checked_on
 
 def test_a_helper_that_factorises_an_operand_makes_it_symmetric_and_a_call_passing_otherwise_is_outside():
     from jaxdiag._jobs._record_carrier import _asymmetric
-    from jaxdiag._run._operand_kinds import factorised_positions
+    from jaxdiag._run._operand_kinds import documented_domains, factorised_positions
 
     module = _module()
     root = Subject("schur_sqrtm:sqrtm", "custom_jvp", module.sqrtm, specs=[])
     assert factorised_positions(root) == {0}  # `_root(m)` calls eigh(m)
     assert factorised_positions(Subject("schur_sqrtm:solve", "custom_jvp", module.solve, specs=[])) == {0}
     a = np.random.default_rng(0).normal(size=(4, 4)).astype(np.float32)
-    assert "non-symmetric f32[4,4] matrix for operand 0" in _asymmetric(root, [a])
-    assert _asymmetric(root, [a + a.T]) == ""
+    domains = documented_domains(root)
+    assert "non-symmetric f32[4,4] matrix for operand 0" in _asymmetric(root, [a], domains)
+    assert _asymmetric(root, [a + a.T], domains) == ""
 
 
 @pytest.mark.slow  # a whole module checked (about 4 s); the reading below stays fast
@@ -118,8 +119,9 @@ def test_the_unit_interval_a_docstring_states_is_read_and_values_outside_it_are_
     assert documented_domains(basis) == {0: "unit"}  # "defined for x in the interval [0, 1]": x bare
     assert documented_domains(Subject("unit_basis:bernstein_steep", "custom_jvp", module.bernstein_steep,
                                       specs=[])) == {0: "unit"}  # "for 0 <= x <= 1"
-    assert "outside [0, 1] for operand 0 (x: -0.5)" in _outside_documented(basis, [np.array([0.5, -0.5]), 3])
-    assert _outside_documented(basis, [np.array([0.0, 0.5, 1.0]), 3]) == ""
+    domains = documented_domains(basis)
+    assert "outside [0, 1] for operand 0 (x: -0.5)" in _outside_documented(basis, [np.array([0.5, -0.5]), 3], domains)
+    assert _outside_documented(basis, [np.array([0.0, 0.5, 1.0]), 3], domains) == ""
     assert _domains_in("Args:\n  p: a probability in [0, 1].\n  axes: the axes, e.g. (0, 1).", ["p", "axes"]) == {
         0: "unit"}  # a bare pair is a shape or axes as often: only after words that make it an interval
     assert _domains_in("Valid for xs in [0, 1].", ["x"]) == {} and _domains_in("x: not in [0, 1]", ["x"]) == {}

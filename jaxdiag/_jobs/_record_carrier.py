@@ -189,7 +189,10 @@ def undescribed(prepared: Prepared, subject: Subject) -> str:
         sizes = [np.size(v) for v in jax.tree_util.tree_leaves(values) if hasattr(v, "shape") and np.ndim(v)]
         if sizes and not any(sizes):  # `cov[:-n, :-n]` with n the whole size: a check on them compares nothing
             return "only empty arrays"
-        asymmetric = _asymmetric(subject, values) or _outside_documented(subject, values)
+        from .._run._operand_kinds import documented_domains
+
+        domains = documented_domains(subject)  # read once: both readings below judge the values against it
+        asymmetric = _asymmetric(subject, values, domains) or _outside_documented(subject, values, domains)
         if asymmetric or subject.kind != "primitive":
             return asymmetric
         ran = call_user(lambda: jax.block_until_ready(subject.call(*values)), quiet=True)
@@ -203,15 +206,15 @@ _DOCUMENTED_RANGES = {"unit": ("outside [0, 1]", "in [0, 1]", lambda v: (v >= 0)
                       "positive": ("below 0", "positive", lambda v: v >= 0)}  # "non-negative" reads as positive
 
 
-def _outside_documented(subject: Subject, values: Sequence[Any]) -> str:
+def _outside_documented(subject: Subject, values: Sequence[Any], domains: dict[int, str]) -> str:
     """"with values outside [0, 1] for operand 0 (x: -1.3), which its docstring says are in [0, 1]", or "": the
     caller ran on inferred inputs and handed the rule values its own docstring excludes (a basis defined only on
-    [0, 1] given the caller's standard-normal draws, divided by a default scale of 1)."""
-    from .._run import _operand_kinds
+    [0, 1] given the caller's standard-normal draws, divided by a default scale of 1). `domains`: the subject's
+    `_operand_kinds.documented_domains`."""
     from .._run._signature import positional, signature_of
 
     names = [p.name for p in positional(signature_of(subject))]
-    for i, domain in sorted(_operand_kinds.documented_domains(subject).items()):
+    for i, domain in sorted(domains.items()):
         if domain not in _DOCUMENTED_RANGES or i >= len(values):
             continue
         try:
@@ -226,12 +229,12 @@ def _outside_documented(subject: Subject, values: Sequence[Any]) -> str:
     return ""
 
 
-def _asymmetric(subject: Subject, values: Sequence[Any]) -> str:
-    """"a non-symmetric f32[4,4] matrix for operand 0, which its own code or docstring says is symmetric", or ""."""
+def _asymmetric(subject: Subject, values: Sequence[Any], domains: dict[int, str]) -> str:
+    """"a non-symmetric f32[4,4] matrix for operand 0, which its own code or docstring says is symmetric", or "".
+    `domains`: the subject's `_operand_kinds.documented_domains`."""
     from .._run import _operand_kinds
 
-    symmetric = _operand_kinds.factorised_positions(subject) | {
-        i for i, domain in _operand_kinds.documented_domains(subject).items() if domain == "spd"}
+    symmetric = _operand_kinds.factorised_positions(subject) | {i for i, d in domains.items() if d == "spd"}
     for i in sorted(symmetric):
         try:
             matrix = np.asarray(values[i])
