@@ -372,18 +372,10 @@ def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
     re-`raise`, `raise err` of a caught error or any other error from a call inside the rule is an accident of the
     code."""
     code = getattr(_locate.unwrap(fn), "__code__", None)
-    tb = exc.__traceback__
-    if code is None or tb is None or isinstance(exc, AssertionError):
+    frames = _traceback_entries(exc)
+    if code is None or not frames or isinstance(exc, AssertionError) or not _raise_line(frames[-1]):
         return False
-    frames = []
-    while tb is not None:
-        frames.append(tb)
-        tb = tb.tb_next
-    deepest = frames[-1]
-    frame_code = deepest.tb_frame.f_code
-    line = linecache.getline(frame_code.co_filename, deepest.tb_lineno).strip()
-    if not _RAISE_STATEMENT.match(line):
-        return False
+    frame_code = frames[-1].tb_frame.f_code
     if frame_code is code or (frame_code.co_filename == code.co_filename
                               and frame_code.co_firstlineno >= code.co_firstlineno
                               and frame_code.co_name in ("<lambda>", "<listcomp>", "<genexpr>")):
@@ -402,16 +394,29 @@ def stated_precondition(exc: BaseException) -> str:
     frame of its traceback, a user file): a precondition the code states on the values it is given ("gamma must
     be in the interval [0, 1]", "order can not be less than 0"), however deep in the package; "" otherwise (an
     `assert`, an error raised by JAX or NumPy, a re-raise, any other exception type)."""
+    frames = _traceback_entries(exc)
+    if not isinstance(exc, ValueError) or not frames:
+        return ""
+    deepest = frames[-1]
+    filename = deepest.tb_frame.f_code.co_filename
+    if not _locate.is_user_file(filename) or not _raise_line(deepest):
+        return ""
+    return f"{filename}:{deepest.tb_lineno}"
+
+
+def _traceback_entries(exc: BaseException) -> list[Any]:
+    """The entries of `exc`'s traceback, outermost first (the last one is where it was raised)."""
+    entries = []
     tb = exc.__traceback__
-    if not isinstance(exc, ValueError) or tb is None:
-        return ""
-    while tb.tb_next is not None:
+    while tb is not None:
+        entries.append(tb)
         tb = tb.tb_next
-    filename = tb.tb_frame.f_code.co_filename
-    line = linecache.getline(filename, tb.tb_lineno).strip()
-    if not _locate.is_user_file(filename) or not _RAISE_STATEMENT.match(line):
-        return ""
-    return f"{filename}:{tb.tb_lineno}"
+    return entries
+
+
+def _raise_line(entry: Any) -> bool:
+    """Whether the traceback entry's source line is a `raise` statement (`_RAISE_STATEMENT`)."""
+    return bool(_RAISE_STATEMENT.match(linecache.getline(entry.tb_frame.f_code.co_filename, entry.tb_lineno).strip()))
 
 
 # `raise SomeError(...)`, or an exception class raised bare (`raise NotImplementedError`); never a re-`raise` or a

@@ -534,7 +534,8 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
             status = "failed"
             detail = "; ".join(sorted({f.code for f in findings}))
         report.checks.append(CheckResult(chk.name, status, seconds, detail, static=chk.static))
-        foreign = foreign or foreign_values(ctx)  # once the impl check ran the impl: what it returns
+        if chk.name in _NOT_ARRAY_CHECKS:  # the impl check ran the impl: what it returns decides the checks after
+            foreign = foreign or foreign_values(ctx)
         report.findings.extend(findings)
         by_check.setdefault(chk.name, []).extend(findings)
         if stopped:
