@@ -42,9 +42,6 @@ monitoring.register_event_duration_secs_listener(_listen)  # once per process; c
 @pytest.fixture
 def compiles() -> Iterator[Callable[[Callable[[], object]], int]]:
     def count(run: Callable[[], object]) -> int:
-        from jaxdiag._compat import _own_programs
-
-        _own_programs._known_options()  # the once-per-process probe of XLA's options is not the check's program
         jax.clear_caches()
         _counting.append(0)
         try:

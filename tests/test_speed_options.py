@@ -70,8 +70,30 @@ def test_an_option_this_xla_does_not_know_is_dropped(monkeypatch: pytest.MonkeyP
     """A release of XLA without one of jaxdiag's CPU options compiles jaxdiag's programs without it, never fails."""
     monkeypatch.setattr(_own_programs, "_CPU_PROGRAM_OPTIONS", {"xla_cpu_no_such_option_anywhere": True})
     monkeypatch.setattr(_own_programs, "_OPTIONS", [])
-    assert _own_programs._known_options() == _own_programs.OWN_PROGRAM_OPTIONS
-    np.testing.assert_allclose(_compat.own_jit(jnp.cos)(jnp.zeros(2)), np.ones(2))
+    program = _compat.own_jit(jnp.cos)
+    np.testing.assert_allclose(program(jnp.zeros(2)), np.ones(2))
+    assert program.options_used == [_own_programs.OWN_PROGRAM_OPTIONS]
+    assert _own_programs._known_options() == _own_programs.OWN_PROGRAM_OPTIONS  # settled: the next program too
+
+
+@pytest.mark.skipif(not _own_programs._JIT_COMPILER_OPTIONS, reason="this JAX's jit takes no compiler options")
+def test_a_program_that_fails_to_compile_settles_no_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compile that fails with and without the CPU options is the program's own error: it is raised as it is,
+    and the options stay unsettled for the next program."""
+    monkeypatch.setattr(_own_programs, "_OPTIONS", [])
+    calls: list[Any] = []
+
+    class Failing:
+        def compile(self, compiler_options: Any) -> Any:
+            calls.append(compiler_options)
+            raise jax.errors.JaxRuntimeError(f"INVALID_ARGUMENT: the program's own failure {len(calls)}")
+
+    options = _own_programs._known_options()
+    with pytest.raises(jax.errors.JaxRuntimeError, match="own failure 1"):
+        _own_programs._compile(Failing(), options)
+    assert _own_programs._OPTIONS == []
+    if jax.default_backend() == "cpu":
+        assert calls == [options, _own_programs.OWN_PROGRAM_OPTIONS]
 
 
 def test_level_zero_program_computes_the_same_values() -> None:

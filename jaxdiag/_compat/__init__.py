@@ -21,11 +21,12 @@ from jax.interpreters import ad, batching, mlir
 
 if TYPE_CHECKING:
     from jax.extend.core import Primitive
-else:  # the type checker sees the import above; very old JAX has no jax.extend.core (unknown to the stubs)
-    try:  # jax >= 0.4.36
+else:  # the type checker sees the import above. The class itself, from where JAX defines it: importing
+    # `jax.extend.core` imports all of `jax.extend` (Pallas among it), 20 ms of every cold check.
+    try:
+        from jax._src.core import Primitive
+    except ImportError:  # pragma: no cover - a JAX that moved it
         from jax.extend.core import Primitive
-    except ImportError:  # pragma: no cover - very old JAX
-        from jax.core import Primitive
 
 if TYPE_CHECKING:
     from ._autodiff import (

@@ -16,7 +16,8 @@ it in 49 s: the two options go together).
 
 The options are set per program, through the compile of its lowering, never as a process flag: the user's own
 programs in the same process keep theirs. A release whose `jax.jit` takes no compiler options compiles as usual,
-and an option the installed XLA does not know is dropped (`_known_options`), never an error in the user's run.
+and an option the installed XLA does not know is dropped at the first compile that meets it (`_compile`),
+never an error in the user's run.
 """
 
 from __future__ import annotations
@@ -41,23 +42,44 @@ def _jit_takes_compiler_options() -> bool:
 
 
 _JIT_COMPILER_OPTIONS = _jit_takes_compiler_options()
-_OPTIONS: list[dict[str, Any]] = []  # the options of a program without long loops, settled on first use
+_OPTIONS: list[dict[str, Any]] = []  # the options of a program without long loops, once a compile settled them
 
 
 def _known_options() -> dict[str, Any]:
-    """OWN_PROGRAM_OPTIONS, plus the CPU ones when the default backend is the CPU and its XLA accepts them (one
-    trivial program compiled once per process tells: XLA refuses an unknown option only when it compiles)."""
+    """OWN_PROGRAM_OPTIONS, plus the CPU ones when the default backend is the CPU, until a compile showed that this
+    XLA refuses them (`_compile`): XLA refuses an unknown option only when it compiles, and a trivial program
+    compiled once per process to ask cost every cold check one more program."""
     if _OPTIONS:
         return _OPTIONS[0]
     options = dict(OWN_PROGRAM_OPTIONS)
     if jax.default_backend() == "cpu":
-        try:
-            jax.jit(lambda: 0, compiler_options={**options, **_CPU_PROGRAM_OPTIONS}).lower().compile()
-            options.update(_CPU_PROGRAM_OPTIONS)
-        except (jax.errors.JaxRuntimeError, ValueError, TypeError):  # an option this XLA does not know
-            pass
-    _OPTIONS.append(options)
+        options.update(_CPU_PROGRAM_OPTIONS)
     return options
+
+
+_REFUSED = (jax.errors.JaxRuntimeError, ValueError, TypeError)  # what a compile raises on an option it refuses
+
+
+def _compile(lowered: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """`lowered.compile(compiler_options=options)` and the options it compiled with. Where the options hold the CPU
+    ones, not yet settled, and the compile fails: once more without them, and a success settles them as unknown to
+    this XLA (the first success with them, as known). A program that fails without them too raises its own error
+    and settles nothing."""
+    cpu = not _OPTIONS and bool(_CPU_PROGRAM_OPTIONS) and _CPU_PROGRAM_OPTIONS.items() <= options.items()
+    if not cpu:
+        return lowered.compile(compiler_options=options), options
+    try:
+        executable = lowered.compile(compiler_options=options)
+    except _REFUSED as refused:  # an option this XLA does not know, or the program's own failure
+        without = {k: v for k, v in options.items() if k not in _CPU_PROGRAM_OPTIONS}
+        try:
+            executable = lowered.compile(compiler_options=without)
+        except _REFUSED:
+            raise refused from None
+        _OPTIONS[:] = [dict(OWN_PROGRAM_OPTIONS)]
+        return executable, without
+    _OPTIONS[:] = [dict(options)]
+    return executable, options
 
 
 def loops_many_times(closed: Any) -> bool:
@@ -91,8 +113,7 @@ class OwnProgram:
         executable = self._executables.get(key)
         if executable is None:
             traced = self._jitted.trace(*args)
-            options = program_options(traced.jaxpr)
-            executable = traced.lower().compile(compiler_options=options)
+            executable, options = _compile(traced.lower(), program_options(traced.jaxpr))
             self.options_used.append(options)
             self._executables[key] = executable
         return executable(*args)
