@@ -6,6 +6,11 @@ fixture written in the pattern of the class (no published library imported):
   (tests/data/inputs_documented); that call comes before inferred inputs (inputs_documented/chunked.py);
 - an optional backend's import failure wrapped in the library's own exception: a missing dependency (JXN011), not
   inputs that could not be inferred (tests/data/acc/optional_backend.py);
+- a spike function whose docstring states its derivative is a surrogate ("piece-wise linear derivative to use as
+  spike-generation surrogate"): JXG033/JXG014 read as marked intended; not without the statement, not for a
+  "surrogate model", never for a wrong factor (tests/data/acc/documented_surrogate.py);
+- a placeholder class of a missing backend whose metaclass raises ModuleNotFoundError for every attribute: never
+  jaxdiag's internal error where it reads attributes of the module's objects (tests/data/acc/backend_placeholder.py);
 - a function NaN outside its domain (below a domain edge, as Lambert's W below -1/e): no second-order finding from
   inputs where the primal itself is NaN (tests/data/acc/domain_edge.py);
 - a `Primitive` subclass whose impl and abstract eval are methods: registered, not missing (JXR001/JXR002), and its
@@ -238,6 +243,55 @@ def test_a_wrapped_missing_backend_is_a_missing_dependency_not_missing_inputs(mo
         codes = [f["code"] for f in target["findings"]]
         assert codes == ["JXN011"], (target["target"], target["findings"])
         assert "jaxdiag_absent_backend" in target["findings"][0]["message"]
+
+
+@pytest.mark.slow
+def test_a_surrogate_the_docstring_states_is_the_deliberate_reading(monkeypatch):
+    monkeypatch.chdir(DATA)
+    _, data = check("acc/documented_surrogate.py")
+    codes = {t["target"].rpartition(":")[2]: {f["code"] for f in t["findings"] if f["severity"] != "info"}
+             for t in data["targets"]}
+    assert codes == {"spike": set(), "spike_plain": {"JXG033"}, "threshold_model": {"JXG033"}, "squash": {"JXG024"}}
+
+
+def test_a_stated_surrogate_names_a_derivative_and_the_deliberate_kind(tmp_path):
+    from jaxdiag._core._documented import stated_deliberate
+    from jaxdiag._core._report import Location
+
+    source = tmp_path / "rules.py"
+    source.write_text(
+        "import functools\n\n\n"
+        "@functools.cache\n"
+        "def a(x):\n    'Step with a straight-through gradient.'\n\n\n"
+        "def b(x):\n    'The surrogate model. Its gradient is exact.'\n\n\n"
+        "def c(x):\n    '''Spike.\n\n    The backward pass uses a pseudo-derivative.'''\n")
+    at = {name: Location(str(source), line, name) for name, line in (("a", 4), ("a_def", 5), ("b", 9), ("c", 13))}
+    assert stated_deliberate([at["a"]]) == stated_deliberate([at["a_def"]]) == "Step with a straight-through gradient."
+    assert stated_deliberate([at["b"]]) is None  # "surrogate" and "gradient" in different sentences
+    assert stated_deliberate([None, at["b"], at["c"]]) == "The backward pass uses a pseudo-derivative."
+
+
+@pytest.mark.slow
+def test_a_placeholder_raising_for_every_attribute_is_no_internal_error(monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, data = check("acc/backend_placeholder.py")
+    assert data["summary"]["internal_errors"] == 0 and code == 0, data["summary"]  # was: exit 3 on soft_step
+    assert data["summary"]["checked"] == 1
+
+
+def test_declared_attributes_are_read_without_asking_a_getattr():
+    from jaxdiag._compat import is_jit_wrapped
+    from jaxdiag._core._locate import declared_attribute, unwrap
+
+    spec = importlib.util.spec_from_file_location("backend_placeholder", DATA / "acc" / "backend_placeholder.py")
+    placeholder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(placeholder)
+    with pytest.raises(ModuleNotFoundError):
+        hasattr(placeholder.DeviceModel, "__wrapped__")
+    assert declared_attribute(placeholder.DeviceModel, "__wrapped__", "none") == "none"
+    assert unwrap(placeholder.DeviceModel) is placeholder.DeviceModel and not is_jit_wrapped(placeholder.DeviceModel)
+    jitted = jax.jit(placeholder.layer)
+    assert is_jit_wrapped(jitted) and unwrap(jitted) is placeholder.layer  # what a __wrapped__ declares still counts
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -13,6 +13,8 @@ from jax._src import core as _core
 from jax._src import custom_derivatives as _custom_derivatives
 from jax._src.interpreters import ad as _ad
 
+from .._core._locate import ABSENT, declared_attribute
+
 try:
     from jax._src import custom_batching as _custom_batching
 except ImportError:  # pragma: no cover
@@ -46,8 +48,9 @@ def is_primitive(obj: Any) -> bool:
 
 
 def is_jit_wrapped(obj: Any) -> bool:
-    """A `jax.jit` result: a PjitFunction (C++) or an older Python wrapper with `.lower`."""
-    return callable(obj) and hasattr(obj, "lower") and hasattr(obj, "__wrapped__")
+    """A `jax.jit` result: a PjitFunction (C++) or an older Python wrapper with `.lower` (declared attributes only:
+    a `__getattr__` of the user's may raise anything, `_locate.declared_attribute`)."""
+    return callable(obj) and all(declared_attribute(obj, n, ABSENT) is not ABSENT for n in ("lower", "__wrapped__"))
 
 
 def _jit_info_in_closures(obj: Any) -> Any:

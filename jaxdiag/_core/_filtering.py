@@ -87,6 +87,8 @@ class Filter:
     def _suppressed(self, finding: Finding, target: TargetReport) -> bool:
         if suppressed_inline(finding, target.anchors, self.used_inline):
             return True
+        if _stated_intended(finding, target):
+            return True
         hits = [(pattern, code) for pattern, code in self._per_target_codes(target.config_keys)
                 if rules.matches(finding.code, [code])]
         if hits:
@@ -149,6 +151,17 @@ class Filter:
 def _blocking(finding: Finding) -> bool:
     known = rules.RULES.get(finding.code)
     return bool(known and known.blocking)
+
+
+def _stated_intended(finding: Finding, target: TargetReport) -> bool:
+    """A clipped/straight-through/surrogate derivative (JXG014) or a surrogate where the primal is flat (JXG033) on
+    a rule whose docstring, or its target function's, states that reading: as `# jaxdiag: intended[...]` there
+    (`_documented`; read only for those codes, whose rule texts are loaded once such a finding exists)."""
+    if finding.code not in (rules.CUSTOM_DERIVATIVE_MISMATCH.code, rules.FLAT_PRIMAL_SURROGATE.code):
+        return False
+    from ._documented import stated_deliberate
+
+    return stated_deliberate([finding.location, *target.anchors]) is not None
 
 
 def mark_coverage(target: TargetReport) -> None:

@@ -17,15 +17,30 @@ from ._report import Location
 _IGNORE_RE = re.compile(r"#\s*jaxdiag:\s*(ignore|intended)(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 
+ABSENT = object()
+
+
+def declared_attribute(obj: Any, name: str, default: Any = None) -> Any:
+    """`getattr(obj, name, default)` for an attribute that `obj`, its class or its metaclass declares (an instance
+    or class `__dict__` entry, a slot, a property), without asking a `__getattr__` for it. jaxdiag reads attributes
+    of every module-level object of the user's package, and a `__getattr__` may raise anything for every name: a
+    placeholder class for a missing optional backend raises ModuleNotFoundError for `cls.__wrapped__`."""
+    try:
+        inspect.getattr_static(obj, name)
+    except AttributeError:
+        return default
+    return getattr(obj, name, default)
+
+
 def unwrap(fn: Any) -> Any:
     """The user's own function behind partials, decorators and `functools.wraps` wrappers."""
     for _ in range(20):
         if isinstance(fn, functools.partial):
             fn = fn.func
-        elif hasattr(fn, "__wrapped__"):
-            fn = fn.__wrapped__
-        elif hasattr(fn, "__func__"):
-            fn = fn.__func__
+        elif (inner := declared_attribute(fn, "__wrapped__", ABSENT)) is not ABSENT:
+            fn = inner
+        elif (inner := declared_attribute(fn, "__func__", ABSENT)) is not ABSENT:
+            fn = inner
         else:
             break
     return fn
@@ -34,8 +49,8 @@ def unwrap(fn: Any) -> Any:
 def held_function(obj: Any) -> Any | None:
     """The function a wrapper object holds (`__wrapped__`, `.fn`, `.func`: equinox's `filter_custom_vjp`),
     unwrapped; None when it holds none."""
-    held = next((getattr(obj, n) for n in ("__wrapped__", "fn", "func") if inspect.isfunction(
-        unwrap(getattr(obj, n, None)))), None)
+    held = next((declared_attribute(obj, n) for n in ("__wrapped__", "fn", "func") if inspect.isfunction(
+        unwrap(declared_attribute(obj, n)))), None)
     return unwrap(held) if held is not None else None
 
 

@@ -38,7 +38,11 @@ stricter contract: it names codes (no bare form), only warnings (`intended[{wron
 off by a sign or a constant factor on the interior of the domain, such as `2 x^2` where `3 x^2` is right, is wrong
 whatever the intent, and clipping never scales a derivative uniformly), and it silences exactly the findings of those
 codes at that rule: a wrong formula elsewhere in the same rule is still reported. A marker that silenced nothing is
-reported as {unused}, like any unused suppression.
+reported as {unused}, like any unused suppression. A docstring that states the reading stands for the marker on
+{clip} and {flat}: one sentence of the rule's docstring, or of the target function's, that names a derivative
+(derivative, gradient, JVP, VJP, tangent, backward pass) and its deliberate kind (surrogate, straight-through,
+pseudo-derivative, score-function or REINFORCE), such as "Heaviside step function with piece-wise linear derivative
+to use as spike-generation surrogate".
 """
 
 
