@@ -122,3 +122,24 @@ def test_cli_diff_prints_the_patch_on_stdout_and_the_report_on_stderr(monkeypatc
     assert "JXB004 batch-axis-size-mismatch [error]" in result.stderr
     assert "diff --git" not in result.stderr  # the patch is not repeated inside the report
     assert "1 target checked: 1 error" in result.stderr and "1 verified fix(es)" in result.stderr
+
+
+def test_a_failing_callback_is_named_by_its_own_error_not_the_traceback_header():
+    """XLA reports a callback's exception with the Python traceback as text: the finding quotes the callback's
+    error (the last line), not "Traceback (most recent call last):"."""
+    import jax
+    import numpy as np
+
+    from jaxdiag._checks._gradref._source import short_message
+
+    def host(x):
+        raise TypeError("n must be a non-negative integer")
+
+    shape = jax.ShapeDtypeStruct((3,), np.float32)
+    try:
+        jax.block_until_ready(jax.jit(lambda x: jax.pure_callback(host, shape, x))(np.ones(3, np.float32)))
+    except Exception as exc:  # noqa: BLE001 - whatever this JAX wraps it in
+        text = short_message(exc)
+    else:
+        raise AssertionError("the callback did not fail")
+    assert "Traceback" not in text and text.endswith("TypeError: n must be a non-negative integer"), text

@@ -53,9 +53,18 @@ def error_text(exc: BaseException, prefer: Any = None, limit: int = 220) -> str:
     return text
 
 
+_EMBEDDED_TRACEBACK = "Traceback (most recent call last):"
+
+
 def short_message(exc: BaseException, limit: int = 300) -> str:
-    """The first line of an exception's message, cut at a sentence end when it is long (JAX's are)."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    """The first line of an exception's message, cut at a sentence end when it is long (JAX's are). A callback's
+    failure arrives as XLA's error, whose message holds the Python traceback as text ("INTERNAL: CpuCallback error
+    calling callback: Traceback (most recent call last): ..."): its last line is the error the callback raised,
+    which replaces the traceback's header."""
+    lines = str(exc).strip().splitlines()
+    first = lines[0] if lines else ""
+    if first.endswith(_EMBEDDED_TRACEBACK) and len(lines) > 1 and not lines[-1].startswith(" "):
+        first = first[: -len(_EMBEDDED_TRACEBACK)] + lines[-1].strip()
     if len(first) <= limit:
         return first
     cut = first.rfind(". ", 0, limit)
