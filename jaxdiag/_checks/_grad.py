@@ -273,8 +273,11 @@ def _per_example_loop(st: GradState, ws: Sequence[Any], batch: list[Any], size: 
     gradient to loop (default: the rules called directly, else one compiled program where the gradient loops)."""
     gradient = gradient or _direct_gradient_fn(st, ws) or _looped_gradient_fn(st, ws)
     host = [np.asarray(b) for b in batch]
-    loop = [gradient([b[j] for b in host], ws) for j in range(size)]
-    loop_w = [gradient([b[j] for b in host], [_host_example_cotangent(w, j) for w in ws]) for j in range(size)]
+    # each example on the device, as the eager gradient's inputs are: a NumPy example made the primal convert it
+    # (`promote_args` binds convert_element_type on a NumPy array), one program compiled for that alone
+    examples = [[_compat.device_array(b[j]) for b in host] for j in range(size)]
+    loop = [gradient(examples[j], ws) for j in range(size)]
+    loop_w = [gradient(examples[j], [_host_example_cotangent(w, j) for w in ws]) for j in range(size)]
     return loop, loop_w
 
 

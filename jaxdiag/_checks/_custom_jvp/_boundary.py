@@ -260,10 +260,12 @@ def _forward(st: GradState, values: list[Any], a: Arg, x: Any, v: np.ndarray, ou
     res, exc = quiet_call(jax.jvp, fn, (x,), (_compat.device_array(v),))
     if exc is not None:
         return None  # a rule that raises on a symbolic zero is JXG006 (jvp-symbolic-zeros)
+    tangents = res[1]
+    if all_finite([tangents[k] for k in inexact]):
+        return None  # nothing NaN/inf: no difference of the primal to take
     finite = _fd_finite(fn, x, v)
     if finite is None:
         return None
-    tangents = res[1]
     for k in inexact:
         ok_primal = np.isfinite(to_f64(out_leaves[k]))
         nf = _split(tangents[k], finite[k] & ok_primal)
@@ -292,7 +294,7 @@ def _reverse(st: GradState, values: list[Any], a: Arg, x: Any, v: np.ndarray, k:
     if w is None:
         return None
     cts, exc = quiet_call(res[1], w)
-    if exc is not None:
+    if exc is not None or all_finite([cts[0]]):
         return None
     finite = _fd_finite(fn, x, v, smooth)
     if finite is None or not finite[0].all():
