@@ -101,3 +101,72 @@ def _note_masked(where: tuple[str, int, str] | None, invals: Sequence[Any], out:
     found.append(MaskedNonFinite(path, line, function, first,
                                  complex(values[first]), complex(result[first]), int(hidden.sum()),
                                  int(hidden.size)))
+
+
+def absorbs_nonfinite(closed: Any, args: Sequence[Any]) -> bool:
+    """Whether evaluating the traced `closed` on concrete `args` makes a NaN/inf from finite operands (a division
+    by zero, a log of zero, an overflow) that a later operation other than a select turns finite again at some
+    entry (a clip of +inf to its bound, `exp(-inf) = 0`): the program relies on IEEE infinities there, so the point
+    lies outside the function's own domain, however finite its value. A select that picks around the NaN/inf is the
+    where trap, not this (`masked_nonfinite`), and a NaN/inf the program is given (a `-inf` mask) starts nothing.
+    Custom_jvp/custom_vjp calls and jits are entered: their primal bodies compute the value."""
+    return _absorbs(closed.jaxpr, list(closed.consts), list(args), set())[0]
+
+
+def _absorbs(jaxpr: Any, consts: list, args: list, tainted: set[int]) -> tuple[bool, list]:
+    """(whether a NaN/inf made inside is turned finite, the outputs); `tainted`: ids of the values that carry a
+    NaN/inf made inside the program."""
+    env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(v: Any) -> Any:
+        return v.val if isinstance(v, _core.Literal) else env[v]
+
+    for eqn in jaxpr.eqns:
+        invals = [read(v) for v in eqn.invars]
+        inner = eqn.params.get("jaxpr") if eqn.primitive.name in ("jit", "pjit") else eqn.params.get("call_jaxpr")
+        if isinstance(inner, _core.ClosedJaxpr) and len(inner.jaxpr.invars) == len(invals):
+            absorbed, outs = _absorbs(inner.jaxpr, list(inner.consts), invals, tainted)
+            if absorbed:
+                return True, []
+        else:
+            with getattr(getattr(eqn, "ctx", None), "manager", contextlib.nullcontext()):
+                result = _bind_as_traced(eqn, invals)
+            outs = list(result) if eqn.primitive.multiple_results else [result]
+            if eqn.primitive.name != "select_n" and _turns_finite(invals, outs, tainted):
+                return True, []
+            _taint(eqn.primitive.name, invals, outs, tainted)
+        env.update(zip(eqn.outvars, outs))
+    return False, [read(v) for v in jaxpr.outvars]
+
+
+def _nonfinite(value: Any) -> np.ndarray | None:
+    """The entries of a floating-point value that are NaN/inf (None for other dtypes)."""
+    array = np.asarray(value)
+    return ~np.isfinite(array) if array.dtype.kind in "fc" else None
+
+
+def _taint(name: str, invals: Sequence[Any], outs: Sequence[Any], tainted: set[int]) -> None:
+    """Marks the outputs that carry a NaN/inf made here (every operand finite: a source) or passed on from a
+    tainted operand (a select passes on a NaN/inf only where it picks it)."""
+    carried = any(id(v) in tainted for v in invals)
+    sources = all((bad := _nonfinite(v)) is None or not bad.any() for v in invals)
+    for out in outs:
+        bad = _nonfinite(out)
+        if bad is not None and bad.any() and (carried or (sources and name != "select_n")):
+            tainted.add(id(out))
+
+
+def _turns_finite(invals: Sequence[Any], outs: Sequence[Any], tainted: set[int]) -> bool:
+    """A tainted operand's NaN/inf entry that comes out finite (where shapes match), or a tainted operand whose
+    every floating-point output is finite (a reduction)."""
+    for value in invals:
+        bad = _nonfinite(value) if id(value) in tainted else None
+        if bad is None or not bad.any():
+            continue
+        for out_bad in (b for b in map(_nonfinite, outs) if b is not None):
+            if out_bad.shape == bad.shape and (bad & ~out_bad).any():
+                return True
+            if out_bad.shape != bad.shape and not out_bad.any():
+                return True
+    return False
