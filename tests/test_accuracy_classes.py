@@ -247,12 +247,17 @@ def test_a_wrapped_missing_backend_is_a_missing_dependency_not_missing_inputs(mo
         assert "jaxdiag_absent_backend" in target["findings"][0]["message"]
 
 
+def _reported_codes(path: str) -> dict[str, set[str]]:
+    """target name -> the codes of its errors and warnings, for `jaxdiag check path`."""
+    _, data = check(path)
+    return {t["target"].rpartition(":")[2]: {f["code"] for f in t["findings"] if f["severity"] != "info"}
+            for t in data["targets"]}
+
+
 @pytest.mark.slow
 def test_a_surrogate_the_docstring_states_is_the_deliberate_reading(monkeypatch):
     monkeypatch.chdir(DATA)
-    _, data = check("acc/documented_surrogate.py")
-    codes = {t["target"].rpartition(":")[2]: {f["code"] for f in t["findings"] if f["severity"] != "info"}
-             for t in data["targets"]}
+    codes = _reported_codes("acc/documented_surrogate.py")
     assert codes == {"spike": set(), "spike_plain": {"JXG033"}, "threshold_model": {"JXG033"}, "squash": {"JXG024"}}
 
 
@@ -276,9 +281,7 @@ def test_a_stated_surrogate_names_a_derivative_and_the_deliberate_kind(tmp_path)
 @pytest.mark.slow
 def test_an_edge_where_the_primal_itself_relies_on_infinities_is_outside_its_domain(monkeypatch):
     monkeypatch.chdir(DATA)
-    _, data = check("acc/saturated_edge.py")
-    codes = {t["target"].rpartition(":")[2]: {f["code"] for f in t["findings"] if f["severity"] != "info"}
-             for t in data["targets"]}
+    codes = _reported_codes("acc/saturated_edge.py")
     assert "JXG027" not in codes["spike_count"]  # was: NaN at threshold = 0, where the primal clips x / 0
     assert "JXG027" in codes["power_or_one"]  # 0 ** y is 0 without any infinity: the log(x) factor is the rule's
 
