@@ -9,8 +9,6 @@ fixture written in the pattern of the class (no published library imported):
 - a spike function whose docstring states its derivative is a surrogate ("piece-wise linear derivative to use as
   spike-generation surrogate"): JXG033/JXG014 read as marked intended; not without the statement, not for a
   "surrogate model", never for a wrong factor (tests/data/acc/documented_surrogate.py);
-- an argument on the edge 0 where the primal itself divides by it and clips the infinity back to a bound: outside
-  the primal's domain, no JXG027 there; a primal finite without infinities keeps it (tests/data/acc/saturated_edge.py);
 - a placeholder class of a missing backend whose metaclass raises ModuleNotFoundError for every attribute: never
   jaxdiag's internal error where it reads attributes of the module's objects (tests/data/acc/backend_placeholder.py);
 - a function NaN outside its domain (below a domain edge, as Lambert's W below -1/e): no second-order finding from
@@ -276,29 +274,6 @@ def test_a_stated_surrogate_names_a_derivative_and_the_deliberate_kind(tmp_path)
     assert stated_deliberate([at["a"]]) == stated_deliberate([at["a_def"]]) == "Step with a straight-through gradient."
     assert stated_deliberate([at["b"]]) is None  # "surrogate" and "gradient" in different sentences
     assert stated_deliberate([None, at["b"], at["c"]]) == "The backward pass uses a pseudo-derivative."
-
-
-@pytest.mark.slow
-def test_an_edge_where_the_primal_itself_relies_on_infinities_is_outside_its_domain(monkeypatch):
-    monkeypatch.chdir(DATA)
-    codes = _reported_codes("acc/saturated_edge.py")
-    assert "JXG027" not in codes["spike_count"]  # was: NaN at threshold = 0, where the primal clips x / 0
-    assert "JXG027" in codes["power_or_one"]  # 0 ** y is 0 without any infinity: the log(x) factor is the rule's
-
-
-def test_a_program_relying_on_infinities_is_told_from_the_where_trap_and_from_given_infinities():
-    from jaxdiag._compat import absorbs_nonfinite
-
-    def absorbs(f, *args):
-        return absorbs_nonfinite(jax.make_jaxpr(f)(*args), args)
-
-    x, zeros = jnp.array([0.5, -0.3, 2.0]), jnp.zeros(3)
-    assert absorbs(lambda x, t: jnp.clip(jnp.floor(x / t), 0.0, 16.0), x, zeros)  # +inf clipped to its bound
-    assert absorbs(lambda x: jnp.exp(-1.0 / x), zeros)  # exp(-inf) = 0
-    assert not absorbs(lambda x, t: jnp.clip(jnp.floor(x / t), 0.0, 16.0), x, jnp.ones(3))
-    assert not absorbs(lambda x: jnp.where(x > 0, x * jnp.log(x), 0.0), zeros)  # the where trap: a select
-    assert not absorbs(lambda x: jax.nn.softmax(jnp.where(jnp.arange(3) > 0, x, -jnp.inf)), x)  # a given -inf
-    assert not absorbs(jnp.sqrt, zeros)
 
 
 @pytest.mark.slow

@@ -142,7 +142,7 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
     edged = {a.pos: e for a in st.diff if (e := _edge_values(st, a)) is not None}
     if edged and st.kind != "custom_vjp" and not st.memo.reverse_nonfinite:
         finding = _transposed_on_edge(st, edged)
-        if finding is not None and not _outside_primal_domain(st, _on_edge(st, edged)):
+        if finding is not None:
             yield finding
             return
     if not edged or (len(st.diff) == 1 and len(jax.tree_util.tree_leaves(st.out)) == 1):
@@ -164,8 +164,6 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
         v = st.direction(a, 0).astype(a.dtype)
         if st.kind != "custom_vjp" and others:
             finding = _forward(st, values, a, x, v, out_leaves, inexact, edge_text)
-            if finding is not None and _outside_primal_domain(st, values):
-                continue
             if finding is not None:
                 forward_hit = True
                 yield finding
@@ -174,27 +172,10 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
             if not all_finite([out_leaves[k]]):
                 continue  # the output itself is NaN/inf there: its derivative says nothing
             finding = _reverse(st, values, a, x, v, k, out_leaves, edge_text, forward_hit)
-            if finding is not None and _outside_primal_domain(st, values):
-                break
             if finding is not None:
                 yield finding
                 return
     yield from _own_edge(st, edged, forward_hit)
-
-
-def _outside_primal_domain(st: GradState, values: list[Any]) -> bool:
-    """Whether the primal itself, at `values`, makes a NaN/inf from finite operands that a later operation turns
-    finite again (`x / threshold` at threshold = 0, clipped to a bound; `exp(-1 / x)` at 0): its formula is singular
-    there and only IEEE infinities make its value finite, so that edge is outside its domain, and a NaN derivative
-    there says nothing about the rule. A `jnp.where` that picks around the NaN/inf (the where trap) is not such a
-    point. Read only when a finding is about to be reported (it evaluates the primal one operation at a time)."""
-    fn = st.target_at(values)
-    x = [values[a.pos] for a in st.diff]
-    closed, exc = quiet_call(jax.make_jaxpr(fn), *x)
-    if exc is not None:
-        return False
-    absorbed, exc = quiet_call(_compat.absorbs_nonfinite, closed, x)
-    return exc is None and bool(absorbed)
 
 
 def _on_edge(st: GradState, edged: dict[int, np.ndarray]) -> list[Any]:
@@ -268,8 +249,6 @@ def _own_edge(st: GradState, edged: dict[int, np.ndarray], forward_hit: bool) ->
             if not is_inexact(np.asarray(leaf).dtype) or not all_finite([leaf]):
                 continue
             finding = _reverse(st, values, a, values[a.pos], v, k, out_leaves, edge_text, forward_hit, smooth=True)
-            if finding is not None and _outside_primal_domain(st, values):
-                return
             if finding is not None:
                 yield finding
                 return
