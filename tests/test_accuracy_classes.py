@@ -9,6 +9,8 @@ fixture written in the pattern of the class (no published library imported):
 - a spike function whose docstring states its derivative is a surrogate ("piece-wise linear derivative to use as
   spike-generation surrogate"): JXG033/JXG014 read as marked intended; not without the statement, not for a
   "surrogate model", never for a wrong factor (tests/data/acc/documented_surrogate.py);
+- a host callback whose routine refuses the batched derivative order `vmap_method='expand_dims'` hands it: JXG016
+  quoting the callback's own error, with a fix for the callback (tests/data/acc/callback_order.py);
 - a placeholder class of a missing backend whose metaclass raises ModuleNotFoundError for every attribute: never
   jaxdiag's internal error where it reads attributes of the module's objects (tests/data/acc/backend_placeholder.py);
 - a function NaN outside its domain (below a domain edge, as Lambert's W below -1/e): no second-order finding from
@@ -274,6 +276,18 @@ def test_a_stated_surrogate_names_a_derivative_and_the_deliberate_kind(tmp_path)
     assert stated_deliberate([at["a"]]) == stated_deliberate([at["a_def"]]) == "Step with a straight-through gradient."
     assert stated_deliberate([at["b"]]) is None  # "surrogate" and "gradient" in different sentences
     assert stated_deliberate([None, at["b"], at["c"]]) == "The backward pass uses a pseudo-derivative."
+
+
+@pytest.mark.slow
+def test_a_callback_refusing_a_batched_operand_is_named_with_a_fix_for_the_callback(monkeypatch):
+    monkeypatch.chdir(DATA)
+    _, data = check("acc/callback_order.py")
+    found = {t["target"].rpartition(":")[2]: t["findings"] for t in data["targets"]}
+    composed = [f for f in found["host_sinh"] if f["code"] == "JXG016"]
+    assert composed, found["host_sinh"]
+    assert "TypeError: n must be a non-negative integer" in composed[0]["message"]  # not the traceback's header
+    assert "vmap_method='sequential'" in composed[0]["fix"] and "functools.partial" in composed[0]["fix"]
+    assert not [f for f in found["host_sinh_static"] if f["severity"] != "info"]  # the order closed over
 
 
 @pytest.mark.slow

@@ -481,6 +481,13 @@ def _explain(exc: BaseException, prefer: Any) -> tuple[str, str]:
                 "Keep every loop on the tangent's path transposable under vmap and jit: give lax.fori_loop bounds "
                 "that are Python ints (static), or use lax.scan with a fixed length and mask the extra steps; a "
                 "data-dependent count belongs in the primal only, with the tangent computed outside the loop.")
+    if _compat.is_callback_failure(exc):
+        return (f"fails with {text}, although the eager gradient works: a host callback's function fails on what "
+                "this transformation hands it (under vmap, `vmap_method='expand_dims'` or 'broadcast_all' gives "
+                "every operand a batch axis, an integer order or a flag too).",
+                "Make the callback's host function accept every operand with a leading batch axis, or pass the "
+                "values that must stay scalars (an order, a flag) through a closure or functools.partial instead of "
+                "as operands, or use `vmap_method='sequential'` (one host call per example).")
     if "Cannot lower jaxpr" in str(exc) or "verifier" in str(exc):
         return (f"fails to compile with {text}: an abstract evaluation (or lowering) disagrees with the impl for "
                 "batched inputs, so eager vmap works but jit does not.",

@@ -98,6 +98,13 @@ _CONCRETE_VALUE_ERRORS = ("TracerArrayConversionError", "ConcretizationTypeError
                           "TracerIntegerConversionError")
 
 
+def is_callback_failure(exc: BaseException) -> bool:
+    """The error is XLA's report of a host callback (`jax.pure_callback`, `io_callback`) whose Python function
+    raised: "INTERNAL: CpuCallback error calling callback: Traceback ..." (the function's own error is its last
+    line)."""
+    return type(exc).__module__.split(".")[0] in ("jax", "jaxlib") and "error calling callback" in str(exc)
+
+
 def needs_concrete_values(exc: BaseException) -> bool:
     """The error is JAX refusing to give traced code a concrete value: the code runs eagerly, not under a trace."""
     return type(exc).__name__ in _CONCRETE_VALUE_ERRORS
