@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import jax
+import jax.extend.core  # used as `jax.extend.core.Primitive`: jaxdiag itself no longer imports it
 import jaxlib
 import numpy as np
 import jax.numpy as jnp

@@ -63,6 +63,7 @@ def _picked(values, labels):  # a helper of the module's: found through its glob
 
 def test_parameters_named_or_annotated_as_keys_are_keys() -> None:
     import jax
+    import jax.extend.core  # used as `jax.extend.core.Primitive`: jaxdiag itself no longer imports it
 
     from jaxdiag._checks._base import Subject
     from jaxdiag._run._operand_kinds import key_positions

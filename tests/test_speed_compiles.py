@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.extend.core  # used as `jax.extend.core.Primitive`: jaxdiag itself no longer imports it
 import jax.numpy as jnp
 import numpy as np
 import pytest
