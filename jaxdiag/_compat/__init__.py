@@ -67,7 +67,8 @@ if TYPE_CHECKING:
         run_scope, snapshot_jax_state, state_changes, x64_scope,
     )
     from ._platform import (
-        accelerator_only_lowering, is_callback_failure, is_platform_error, lowering_platforms, needs_concrete_values,
+        accelerator_only_lowering, callback_error_line, is_callback_failure, is_platform_error, lowering_platforms,
+        needs_concrete_values,
         raised_by_host_code,
         raised_by_kernel,
     )
@@ -114,7 +115,8 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "transpose_only", "transpose_rule", "transposed_tangents", "user_impl"),
     "_state": ("apply_environment_flags", "compilation_cache", "global_state", "restore_global_state",
         "restore_jax_state", "run_scope", "snapshot_jax_state", "state_changes", "x64_scope"),
-    "_platform": ("accelerator_only_lowering", "is_callback_failure", "is_platform_error", "lowering_platforms",
+    "_platform": ("accelerator_only_lowering", "callback_error_line", "is_callback_failure", "is_platform_error",
+        "lowering_platforms",
         "needs_concrete_values", "raised_by_host_code", "raised_by_kernel"),
     "_removed": ("DROP_IN", "REMOVED_BY_JAX", "REMOVED_IN_NEWER_JAX", "removed_api_advice", "removed_api_uses",
         "removed_apis_still_here"),
@@ -140,6 +142,7 @@ __all__ = [
     "record_solves",
     "solve_calls_in",
     "accelerator_only_lowering",
+    "callback_error_line",
     "is_callback_failure",
     "is_platform_error",
     "lowering_platforms",

@@ -105,6 +105,18 @@ def is_callback_failure(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] in ("jax", "jaxlib") and "error calling callback" in str(exc)
 
 
+_EMBEDDED_TRACEBACK = "Traceback (most recent call last):"
+
+
+def callback_error_line(first: str, lines: list[str]) -> str:
+    """`first`, the first line of an error's message, with a host callback's embedded traceback header replaced by
+    the error the callback raised (the traceback's last line of `lines`): XLA reports a failed callback as
+    "INTERNAL: CpuCallback error calling callback: Traceback (most recent call last):" followed by the text."""
+    if first.endswith(_EMBEDDED_TRACEBACK) and len(lines) > 1 and not lines[-1].startswith(" "):
+        return first[: -len(_EMBEDDED_TRACEBACK)] + lines[-1].strip()
+    return first
+
+
 def needs_concrete_values(exc: BaseException) -> bool:
     """The error is JAX refusing to give traced code a concrete value: the code runs eagerly, not under a trace."""
     return type(exc).__name__ in _CONCRETE_VALUE_ERRORS

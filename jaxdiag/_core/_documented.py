@@ -16,10 +16,10 @@ deliberate kind (surrogate, straight-through, pseudo-derivative, score-function 
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from collections.abc import Sequence
 
+from . import _locate
 from ._report import Location
 
 _DERIVATIVE = re.compile(r"\b(derivatives?|gradients?|grads?|jvps?|vjps?|tangents?|cotangents?|backward|backprop\w*)\b",
@@ -44,16 +44,11 @@ def stated_deliberate(locations: Sequence[Location | None]) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=128)
 def _docstrings(path: str) -> dict[int, str]:
     """line -> docstring, for every line from a function's first decorator to its `def` line."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
-    except (OSError, SyntaxError, ValueError):
-        return {}
+    tree = _locate.parsed_file(path)
     out: dict[int, str] = {}
-    for node in ast.walk(tree):
+    for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node)
             if doc:

@@ -154,10 +154,11 @@ def _blocking(finding: Finding) -> bool:
 
 
 def _stated_intended(finding: Finding, target: TargetReport) -> bool:
-    """A clipped/straight-through/surrogate derivative (JXG014) or a surrogate where the primal is flat (JXG033) on
-    a rule whose docstring, or its target function's, states that reading: as `# jaxdiag: intended[...]` there
-    (`_documented`; read only for those codes, whose rule texts are loaded once such a finding exists)."""
-    if finding.code not in (rules.CUSTOM_DERIVATIVE_MISMATCH.code, rules.FLAT_PRIMAL_SURROGATE.code):
+    """A finding of a rule whose deliberate reading a docstring may state (`Rule.docstring_intent`: a clipped or
+    surrogate derivative) on a rule whose docstring, or its target function's, states it: as `# jaxdiag:
+    intended[...]` there (`_documented`; the catalog's texts are loaded once a finding exists)."""
+    known = rules.RULES.get(finding.code)
+    if known is None or not known.docstring_intent:
         return False
     from ._documented import stated_deliberate
 

@@ -1,7 +1,10 @@
-"""Source locations of the user's rules and functions, and inline `# jaxdiag: ignore[...]` comments."""
+"""Source locations of the user's rules and functions, inline `# jaxdiag: ignore[...]` comments, and the parsed
+source of a user's file (`parsed_file`: the one reader of a whole file by AST, here so that both the checks and the
+parent's filtering, which runs on cached results without the module, share it)."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import linecache
@@ -182,3 +185,23 @@ def inline_keyword(location: Location) -> str:
     full = os.path.abspath(location.path)
     match = _IGNORE_RE.search(linecache.getline(full, location.line))
     return match.group(1) if match else "ignore"
+
+
+_TREES: dict[tuple[str, float], ast.Module | None] = {}
+
+
+def parsed_file(path: str) -> ast.Module | None:
+    """The parsed source of a Python file, cached by path and modification time (a package's modules are read for
+    each of its rules); None when it cannot be read or parsed."""
+    full = os.path.abspath(path)
+    try:
+        key = (full, os.path.getmtime(full))
+    except OSError:
+        return None
+    if key not in _TREES:
+        try:
+            with open(full, "rb") as handle:
+                _TREES[key] = ast.parse(handle.read(), filename=full)
+        except (OSError, SyntaxError, ValueError):
+            _TREES[key] = None
+    return _TREES[key]

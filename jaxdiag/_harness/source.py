@@ -158,15 +158,14 @@ _TREES: dict[tuple, ast.Module | None] = {}
 
 
 def module_tree(module: Any) -> ast.Module | None:
-    """The module's parsed source, cached by file and modification time (a package's modules are read for each of
-    its primitives)."""
+    """The module's parsed source: its file's (`_locate.parsed_file`, cached by path and modification time), or
+    for a module without a `.py` file on disk, what `inspect` finds, cached by name."""
     if module is None:
         return None
     where = getattr(module, "__file__", None)
-    try:
-        key: tuple = (module.__name__, where, os.path.getmtime(where) if where else None)
-    except OSError:
-        key = (module.__name__, where, None)
+    if isinstance(where, str) and where.endswith(".py") and os.path.isfile(where):
+        return _locate.parsed_file(where)
+    key = (module.__name__, where)
     if key in _TREES:
         return _TREES[key]
     try:

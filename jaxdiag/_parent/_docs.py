@@ -39,7 +39,7 @@ off by a sign or a constant factor on the interior of the domain, such as `2 x^2
 whatever the intent, and clipping never scales a derivative uniformly), and it silences exactly the findings of those
 codes at that rule: a wrong formula elsewhere in the same rule is still reported. A marker that silenced nothing is
 reported as {unused}, like any unused suppression. A docstring that states the reading stands for the marker on
-{clip} and {flat}: one sentence of the rule's docstring, or of the target function's, that names a derivative
+{stated}: one sentence of the rule's docstring, or of the target function's, that names a derivative
 (derivative, gradient, JVP, VJP, tangent, backward pass) and its deliberate kind (surrogate, straight-through,
 pseudo-derivative, score-function or REINFORCE), such as "Heaviside step function with piece-wise linear derivative
 to use as spike-generation surrogate".
@@ -51,7 +51,8 @@ def _header_codes() -> dict[str, str]:
     return {"clip": _rules.CUSTOM_DERIVATIVE_MISMATCH.code, "flat": _rules.FLAT_PRIMAL_SURROGATE.code,
             "ignored": _rules.JVP_IGNORES_ARGUMENT.code, "constant": _rules.JVP_CONSTANT_OUTPUT.code,
             "aggregate": _rules.VMAP_BATCH_AGGREGATE.code,
-            "wrong": _rules.CUSTOM_DERIVATIVE_WRONG.code, "unused": _rules.UNUSED_SUPPRESSION.code}
+            "wrong": _rules.CUSTOM_DERIVATIVE_WRONG.code, "unused": _rules.UNUSED_SUPPRESSION.code,
+            "stated": " and ".join(r.code for r in _rules.iter_rules() if r.docstring_intent)}
 
 
 def select_rules(code_or_prefix: str | None) -> list[_rules.Rule]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import jax
 
+from ... import _compat
 from ..._core import _locate
 from ..._core._report import Location
 from ..._harness.source import called_name, function_source, own_nodes
@@ -53,18 +54,11 @@ def error_text(exc: BaseException, prefer: Any = None, limit: int = 220) -> str:
     return text
 
 
-_EMBEDDED_TRACEBACK = "Traceback (most recent call last):"
-
-
 def short_message(exc: BaseException, limit: int = 300) -> str:
-    """The first line of an exception's message, cut at a sentence end when it is long (JAX's are). A callback's
-    failure arrives as XLA's error, whose message holds the Python traceback as text ("INTERNAL: CpuCallback error
-    calling callback: Traceback (most recent call last): ..."): its last line is the error the callback raised,
-    which replaces the traceback's header."""
+    """The first line of an exception's message, cut at a sentence end when it is long (JAX's are). A failed host
+    callback is named by the error it raised, not by XLA's header (`_compat.callback_error_line`)."""
     lines = str(exc).strip().splitlines()
-    first = lines[0] if lines else ""
-    if first.endswith(_EMBEDDED_TRACEBACK) and len(lines) > 1 and not lines[-1].startswith(" "):
-        first = first[: -len(_EMBEDDED_TRACEBACK)] + lines[-1].strip()
+    first = _compat.callback_error_line(lines[0], lines) if lines else ""
     if len(first) <= limit:
         return first
     cut = first.rfind(". ", 0, limit)
