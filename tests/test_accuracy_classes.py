@@ -291,6 +291,75 @@ def test_a_callback_refusing_a_batched_operand_is_named_with_a_fix_for_the_callb
 
 
 @pytest.mark.slow
+def test_an_operand_every_caller_of_a_wrapper_configures_is_neither_batched_nor_differentiated(monkeypatch):
+    """`resample(data, grid)` binds both unchanged; every call of it builds the grid from int/str settings, so the
+    rules refusing a batched grid and ignoring its tangent are right for every use. Before: JXB014, JXG006 and
+    JXG034 on resample_p. `warp` has the same rules, and a caller shifting the grid by an array: still reported."""
+    monkeypatch.chdir(DATA)
+    _, data = check("acc/configured_grid.py")
+    found = {t["target"].rpartition(":")[2]: t["findings"] for t in data["targets"]}
+    assert not [f["code"] for f in found["resample_p"] if f["severity"] != "info"], found["resample_p"]
+    assert any("static configuration" in f["message"] for f in found["resample_p"] if f["code"] == "JXN003")
+    assert {"JXB014", "JXG034"} <= {f["code"] for f in found["warp_p"]}
+
+
+def test_configured_arguments_are_read_from_settings_only(tmp_path, monkeypatch):
+    """A parameter annotated int/str/bool, a module-level name, or a local assigned from those is configuration; an
+    unannotated parameter, an attribute of `self`, a loop variable or an argument left to `*args` is not."""
+    import ast
+
+    from jaxdiag._run._configured_operands import _argument, _configured, _enclosing
+
+    source = (
+        "import typing\n"
+        "def a(x, n: int, kind: typing.Optional[str] = None):\n    g = grid(n, kind)\n    return wrap(x, g)\n"
+        "def b(x, n):\n    return wrap(x, grid(n))\n"
+        "class C:\n    def c(self, x):\n        return wrap(x, self.grid)\n"
+        "def d(x, n: int):\n    for g in range(n):\n        x = wrap(x, g)\n    return x\n"
+        "def e(x, *rest):\n    return wrap(x, *rest)\n"
+        "def f(x, n: 'int | None'):\n    return wrap(x, STEP * n)\n"
+    )
+    tree = ast.parse(source)
+    enclosing = _enclosing(tree)
+    verdicts = {}
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "wrap"):
+        chain = enclosing[id(call)]
+        verdicts[chain[0].name] = _configured(_argument(call, "grid", ["data", "grid"]), chain)
+    assert verdicts == {"a": True, "b": False, "c": False, "d": False, "e": False, "f": True}
+
+
+@pytest.mark.parametrize("spec", ["f32[3,3]", "c64[3,3]"])
+@pytest.mark.parametrize("rule", ["eig", "eig_jvp"])
+def test_eigenvectors_are_compared_whatever_their_gauge_and_a_wrong_coupling_is_not(rule, spec):
+    """The textbook derivative of a general eig keeps `diag(V^-1 dV) = 0`; eig normalises and picks a phase. They
+    differ along each eigenvector only (plain JAX: the difference is `V diag(c)` to 1e-10), which no loss with a
+    meaning sees. Before: JXG014 on the custom_vjp, JXG024 (an error) on the custom_jvp. The coupling term's sign
+    flipped is still reported, also on real float32 inputs, whose float64 finite differences take LAPACK's float64
+    signs (before: unseen there, the float64 evaluation read as another function and the float32 one inconclusive)."""
+    path = DATA / "acc" / "eig_gauge.py"
+    right = jaxdiag.check_grad(f"{path}:{rule}", spec)
+    assert not right.internal_errors and not [f.code for f in right.findings if f.severity != "info"]
+    flipped = jaxdiag.check_grad(f"{path}:{rule}_flipped", spec)
+    assert {"JXG014", "JXG024"} & {f.code for f in flipped.findings}
+
+
+def test_eigenvector_outputs_are_read_from_values_and_their_gauge_removed_under_the_bilinear_pairing():
+    from jaxdiag._checks._gradref._gauge import eigenvector_outputs, without_gauge
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 4, 4))  # batched
+    w, v = np.linalg.eig(a)
+    found = eigenvector_outputs([a], [w.astype(np.complex64), v.astype(np.complex64), v[..., :1, :]])
+    assert list(found) == [1]
+    assert not eigenvector_outputs([a], [w, rng.standard_normal((2, 4, 4)) + 0j])  # not A's eigenvectors
+    ct = rng.standard_normal(v.shape) + 1j * rng.standard_normal(v.shape)
+    blind = without_gauge(ct, v)
+    c = rng.standard_normal((2, 1, 4)) + 1j * rng.standard_normal((2, 1, 4))
+    assert abs(np.real(np.sum(blind * (v * c)))) < 1e-12  # a gauge change pairs to zero
+    assert np.allclose(without_gauge(blind, v), blind)  # and what is left keeps the rest
+
+
+@pytest.mark.slow
 def test_a_placeholder_raising_for_every_attribute_is_no_internal_error(monkeypatch):
     monkeypatch.chdir(DATA)
     code, data = check("acc/backend_placeholder.py")

@@ -108,12 +108,14 @@ def test_a_wrong_rule_reached_with_an_assumed_int_is_a_warning(tmp_path, monkeyp
 
 @pytest.mark.slow
 def test_a_wrappers_keyword_naming_an_operand_is_not_a_bind_param(tmp_path, monkeypatch):
-    """Read as a bind param, `spin=0` filled the impl's `spin` operand: one operand drawn, false warnings."""
+    """Read as a bind param, `spin=0` filled the impl's `spin` operand: one operand drawn, false warnings. Checked
+    where the wrapper binds it (the `spin` operand it builds from its int setting is a constant there, held fixed),
+    with `L` assumed from the int ladder and `spin` in no bind param."""
     code, data = check("spectrum", tmp_path, monkeypatch)
     found = only_target(data)
     assert found["inputs"] == ["f32[4]", "f32[4]"], found["inputs"]  # (L,) operands first with L assumed
-    (note,) = [f for f in found["findings"] if f["code"] == "JXN017"]
-    assert "L=4 (synthesised" in note["message"] and "spin" not in note["message"], note
+    (note,) = [f for f in found["findings"] if f["code"] == "JXN016"]
+    assert "with L=4 (assumed)" in note["message"] and "spin" not in note["message"], note
     assert not errors_and_warnings(found) and code == 0
 
 

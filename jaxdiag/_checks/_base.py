@@ -73,12 +73,23 @@ class Subject:
     # Indices into `specs` of a nested primitive's operands that depend on none of its function's inputs (a captured
     # constant, an index built in the function): vmap of the function never batches them, so neither do the checks.
     unbatched: frozenset[int] = frozenset()
+    # Indices into `specs` of a nested primitive's operands that are its function's own inputs, bound unchanged (a
+    # thin public wrapper's parameters): the function says nothing of how they vary; its callers do (`_call_sites`).
+    handed_through: frozenset[int] = frozenset()
+    # Of those, the ones every call of that wrapper in the package builds from static configuration (its int and
+    # str settings: `_configured_operands`): the package never batches them, nor differentiates them.
+    configured: frozenset[int] = frozenset()
     # A nested custom_* call made only inside a custom_jvp/custom_vjp's primal function: JAX differentiates it through
     # that enclosing rule, never through its own JVP (so, for a custom_vmap, never `vmap` of its `jvp`).
     inside_custom_derivative: bool = False
     # Where its inputs come from (`_core._provenance`), set as its checks start: the engine's and the parent's reports
     # of a check that never finished (a crash, the time limit) are graded by it.
     provenance: str = ""
+
+    @property
+    def never_batched(self) -> frozenset[int]:
+        """Operands no use of this nested rule batches: built from none of its function's inputs, or configured."""
+        return self.unbatched | self.configured
 
     @property
     def input_texts(self) -> list[str]:

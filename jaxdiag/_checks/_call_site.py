@@ -9,7 +9,8 @@ is outside its contract.
 
 Found by running JAX's own autodiff (`jax.vjp`, whose forward pass linearizes) on the function, one differentiable
 input at a time (eagerly, so each custom call is seen as it happens), and reading which arguments of each nested
-call carry a non-zero tangent.
+call carry a non-zero tangent. A nested primitive's operands that the function builds from none of its inputs (a
+grid computed from static configuration) are never perturbed either (`constant_operands`).
 """
 
 from __future__ import annotations
@@ -30,21 +31,37 @@ from .._harness import call_user, jaxdiag_code
 def unperturbed_inputs(root: Subject, nested: Sequence[Subject], example: Sequence[Any]) -> dict[int, frozenset[int]]:
     """id(subject) -> indices into the subject's specs that JAX never perturbs at its call site in `root`.
 
-    Only custom_jvp / custom_vjp subjects are answered, and only when at least one of their calls was read; a
-    subject no call of which was read stays as it was (every input perturbed, the conservative choice). A function
-    that loops is read from its traced program (`read_from_program`), any other by running it (`read_by_running`):
-    both say what JAX's autodiff does, and the tests hold them to each other.
+    Primitives are answered by `constant_operands`; custom_jvp / custom_vjp subjects only when at least one of their
+    calls was read: a subject no call of which was read stays as it was (every input perturbed, the conservative
+    choice). A function that loops is read from its traced program (`read_from_program`), any other by running it
+    (`read_by_running`): both say what JAX's autodiff does, and the tests hold them to each other.
     """
+    out = constant_operands(nested)
     customs = [s for s in nested if s.kind in ("custom_jvp", "custom_vjp")]
     if not customs or root.kind != "function":
-        return {}
+        return out
     arrays = [jax.numpy.asarray(x) for x in example]
     traced = call_user(jax.make_jaxpr(root.call), *arrays)
     if traced.ok and _compat.loops_in(traced.value):
         # run op by op, a loop costs each iteration in Python: the program says the same of every call, loop
         # bodies included, in one trace
-        return read_from_program(traced.value, customs, [is_inexact(x.dtype) for x in arrays])
-    return read_by_running(root, customs, arrays)
+        return out | read_from_program(traced.value, customs, [is_inexact(x.dtype) for x in arrays])
+    return out | read_by_running(root, customs, arrays)
+
+
+def constant_operands(nested: Sequence[Subject]) -> dict[int, frozenset[int]]:
+    """A nested primitive's floating-point operands that its function builds from none of its inputs
+    (`Subject.unbatched`: a captured constant), or that every call of it builds from static configuration
+    (`Subject.configured`): no derivative the package takes gives them a tangent. Unless that is every
+    floating-point operand: such a call says nothing of which operands the rule is differentiated in, and left
+    unperturbed, every derivative check of it would skip."""
+    out: dict[int, frozenset[int]] = {}
+    for subject in nested:
+        floats = {k for k, spec in enumerate(subject.specs) if getattr(spec, "is_inexact", False)}
+        constant = subject.never_batched & floats
+        if subject.kind == "primitive" and constant and constant != floats:
+            out[id(subject)] = constant
+    return out
 
 
 def read_by_running(root: Subject, customs: Sequence[Subject], arrays: list[Any]) -> dict[int, frozenset[int]]:

@@ -212,14 +212,11 @@ def _is_number(value: Any) -> bool:
 def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     """The target checked at the first call of it that a public function of the package makes, run on inferred
     inputs; with `only_if_differs`, only when that call passes what inference would not draw or leaves an operand
-    unperturbed."""
+    unperturbed. A primitive that call binds on the caller's own parameters unchanged (a thin public wrapper) gets
+    the operands that the wrapper's own callers build from static configuration held fixed
+    (`_configured_by_callers`)."""
     from . import _callables, _record_carrier
     from .. import _rules as rules
-    from .._checks._base import Options
-    from .._core._errors import InferenceError, TargetLoadError, UsageError
-    from .._loading._inputs import template_text
-    from .._run._engine import NeedsX64
-    from .._run._signature import templates_of_args
 
     reach = Reach()
     modules = [w.module for w in lint.discovery.walked]
@@ -235,85 +232,30 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     if in_rules:  # checked where the rule binds it, never on made-up operands its contract may not allow
         only_if_differs = False
     for module, name in callers[:MAX_TRIES]:
-        label = f"{module.__name__}:{name}"
-        batchable: list[Any] | None = None  # the caller's inferred templates, when it ran on them
-        keywords = keyword_values(module, name)
-        given = declared_inputs(lint, module, name)  # the caller's own declared inputs, when there are some
-        assumed = {k for k, v in (keywords or {}).items() if isinstance(v, Assumed)}  # ints no call site passes
-        if given and assumed:  # declared inputs are run as declared, never beside an assumed int
-            keywords, assumed = None, set()
-        # the call its docstring example makes comes first: the author's own values, inside the contract
-        documented = _documented(lint, runs, module, name) if not given else ""
-        if not isinstance(documented, str):
-            prepared, via, options = documented
-            keywords, assumed = via["keywords"], set()
-        elif keywords is None and not given:
-            reach.tried.append(f"{label}: a keyword-only argument has no literal at any call site{documented}")
+        got = _reach_through(lint, found, runs, module, name, reach)
+        if got is _NEEDS_X64:
+            # a library that refuses to run without x64 (its users enable it): the caller, and the target where it
+            # is called, run under x64, as `_traced_reach` runs such a function
+            with _compat.x64_scope(True):
+                return check_at_call_sites(lint, found, only_if_differs)
+        if not isinstance(got, _Reached):
             continue
-        else:
-            options = Options(command="check", seed=lint.seed, provenance="declared" if given else "inferred",
-                              **lint.run_options)
-            stand_ins: dict[str, str] = {}
-            try:
-                templates = (templates_of_args(given)[0] if given
-                             else carrier_templates(label, keywords or {}, lint.app_dir, stand_ins))
-                via = {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords,
-                       "callables": stand_ins}
-                prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
-                batchable = templates
-            except (InferenceError, TargetLoadError, UsageError) as exc:
-                if isinstance(exc, NeedsX64) and not _compat.x64_enabled():
-                    # a library that refuses to run without x64 (its users enable it): the caller, and the target
-                    # where it is called, run under x64, as `_traced_reach` runs such a function
-                    with _compat.x64_scope(True):
-                        return check_at_call_sites(lint, found, only_if_differs)
-                reach.tried.append(f"{label}: {str(exc).splitlines()[0][:160]}{documented}")
-                continue
-        subjects = [s for s in prepared.nested if _is_target(s, found)]
-        if not subjects and found.kind == "primitive":
-            subjects = [s for s in _record_carrier.rules_under_jvp(prepared, options) if _is_target(s, found)]
-        # under vmap, unless the caller is the rule itself (its primal never calls it: vmap would not either)
-        itself = _locate.unwrap(getattr(module, name, None)) is _locate.unwrap(found.obj)
-        if not subjects and found.kind != "primitive" and batchable is not None and not itself:
-            under = _under_vmap_call(runs, via, batchable, options, lint.app_dir, found)
-            if under is not None:
-                prepared, via, subjects = under
-                label = f"jax.vmap({label})"
-        if not subjects and batchable is not None:
-            dispatched = _complex_call(getattr(module, name, None), runs, via, batchable, options, lint.app_dir, found)
-            if dispatched is not None:  # its complex branch calls it
-                prepared, via, subjects = dispatched
-        if not subjects:
-            reach.tried.append(f"{label}: traced, but it does not call it")
-            continue
-        subject = subjects[0]
-        inferred = not given and via.get("source") != _DOCUMENTED
-        drawn = _array_params(subject) if inferred else []
-        if drawn:  # a bind param is static: an array there came from the inputs inference drew for the caller
-            reach.tried.append(f"{label}: on inferred inputs its call passes bind parameter(s) {', '.join(drawn)} "
-                               "an array, where the package passes static values")
-            continue
-        # the caller's inferred inputs may be outside the rule's contract (real data where it wants complex): where
-        # its own description of its output does not hold, its own inference chooses (`_climb`)
-        why = _record_carrier.undescribed(prepared, subject) if inferred else ""
-        if why:
-            reach.tried.append(f"{label}: on inferred inputs it passes operands {why}")
-            reach.params = reach.params or dict(subject.params)
-            continue
+        _configured_by_callers(got, module, name, modules)
+        subject, prepared, via = got.subject, got.prepared, got.via
         # which operands the caller never perturbs (stop_gradient, integers): checked as unperturbed there
-        _record_carrier.observe_call_sites(prepared, [subject], options)
+        _record_carrier.observe_call_sites(prepared, [subject], got.options)
         if only_if_differs and not (differs_from_inference(subject) or subject.unperturbed):
             return reach
-        reports = _record_carrier.check_subjects(runs, via, prepared, [subject], options)
-        shown = ", ".join([f"{k}={_short(v)}" + (" (assumed)" if k in assumed else "")
-                           for k, v in sorted((keywords or {}).items())]
+        reports = _record_carrier.check_subjects(runs, via, prepared, [subject], got.options)
+        shown = ", ".join([f"{k}={_short(v)}" + (" (assumed)" if k in got.assumed else "")
+                           for k, v in sorted((got.keywords or {}).items())]
                           + ([_callables.assumed_text(via["callables"])] if via.get("callables") else []))
         for report in reports:
             if via.get("callables"):  # what the rule does depends on jaxdiag's stand-in: every finding says so
                 _callables.assume_stand_ins(report, via["callables"], found.obj, found.kind, subject)
             report.target = found.label
             report.findings.insert(0, rules.INPUTS_FROM_CALL_SITE.finding(
-                carrier=label, route=_route(prepared, subject),
+                carrier=got.label, route=_route(prepared, subject),
                 carrier_inputs=(" ".join(via["args"]) or "no arguments") + (
                     f" (the call its {_DOCUMENTED} makes)" if via.get("source") == _DOCUMENTED else ""),
                 keywords=f" with {shown}" if shown else "", inputs=" ".join(report.inputs),
@@ -321,6 +263,109 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         reach.reports = reports
         return reach
     return reach
+
+
+@dataclass
+class _Reached:
+    """A public function that calls the target, prepared on its inputs, and the target's call there."""
+
+    label: str
+    prepared: Any
+    via: dict
+    subject: Any
+    options: Any
+    keywords: dict[str, Any] | None
+    assumed: set[str]
+
+
+_NEEDS_X64 = object()  # `_reach_through`: the caller refuses to run without x64
+
+
+def _configured_by_callers(got: _Reached, module: ModuleType, name: str, modules: list[ModuleType]) -> None:
+    """The operands a thin wrapper binds unchanged from its parameters that every call of it in the package builds
+    from static configuration (`_configured_operands`): marked `configured` on the call's subject, neither batched nor
+    differentiated there, as no use of the package does."""
+    from .._run._configured_operands import configured_operands
+
+    subject = got.subject
+    if subject.kind == "primitive" and subject.handed_through:
+        subject.configured = configured_operands(getattr(module, name, None), subject.handed_through, modules)
+
+
+def _reach_through(lint: Any, found: Any, runs: Any, module: ModuleType, name: str, reach: Reach
+                   ) -> _Reached | object | None:
+    """The public function `name` run on its declared inputs, its docstring example's or inferred ones, and the
+    target's call there; None, with the reason in `reach.tried`, when it cannot run or does not call it."""
+    from . import _record_carrier
+    from .._checks._base import Options
+    from .._core._errors import InferenceError, TargetLoadError, UsageError
+    from .._loading._inputs import template_text
+    from .._run._engine import NeedsX64
+    from .._run._signature import templates_of_args
+
+    label = f"{module.__name__}:{name}"
+    batchable: list[Any] | None = None  # the caller's inferred templates, when it ran on them
+    keywords = keyword_values(module, name)
+    given = declared_inputs(lint, module, name)  # the caller's own declared inputs, when there are some
+    assumed = {k for k, v in (keywords or {}).items() if isinstance(v, Assumed)}  # ints no call site passes
+    if given and assumed:  # declared inputs are run as declared, never beside an assumed int
+        keywords, assumed = None, set()
+    # the call its docstring example makes comes first: the author's own values, inside the contract
+    documented = _documented(lint, runs, module, name) if not given else ""
+    if not isinstance(documented, str):
+        prepared, via, options = documented
+        keywords, assumed = via["keywords"], set()
+    elif keywords is None and not given:
+        reach.tried.append(f"{label}: a keyword-only argument has no literal at any call site{documented}")
+        return None
+    else:
+        options = Options(command="check", seed=lint.seed, provenance="declared" if given else "inferred",
+                          **lint.run_options)
+        stand_ins: dict[str, str] = {}
+        try:
+            templates = (templates_of_args(given)[0] if given
+                         else carrier_templates(label, keywords or {}, lint.app_dir, stand_ins))
+            via = {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords,
+                   "callables": stand_ins}
+            prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
+            batchable = templates
+        except (InferenceError, TargetLoadError, UsageError) as exc:
+            if isinstance(exc, NeedsX64) and not _compat.x64_enabled():
+                return _NEEDS_X64
+            reach.tried.append(f"{label}: {str(exc).splitlines()[0][:160]}{documented}")
+            return None
+    subjects = [s for s in prepared.nested if _is_target(s, found)]
+    if not subjects and found.kind == "primitive":
+        subjects = [s for s in _record_carrier.rules_under_jvp(prepared, options) if _is_target(s, found)]
+    # under vmap, unless the caller is the rule itself (its primal never calls it: vmap would not either)
+    itself = _locate.unwrap(getattr(module, name, None)) is _locate.unwrap(found.obj)
+    if not subjects and found.kind != "primitive" and batchable is not None and not itself:
+        under = _under_vmap_call(runs, via, batchable, options, lint.app_dir, found)
+        if under is not None:
+            prepared, via, subjects = under
+            label = f"jax.vmap({label})"
+    if not subjects and batchable is not None:
+        dispatched = _complex_call(getattr(module, name, None), runs, via, batchable, options, lint.app_dir, found)
+        if dispatched is not None:  # its complex branch calls it
+            prepared, via, subjects = dispatched
+    if not subjects:
+        reach.tried.append(f"{label}: traced, but it does not call it")
+        return None
+    subject = subjects[0]
+    inferred = not given and via.get("source") != _DOCUMENTED
+    drawn = _array_params(subject) if inferred else []
+    if drawn:  # a bind param is static: an array there came from the inputs inference drew for the caller
+        reach.tried.append(f"{label}: on inferred inputs its call passes bind parameter(s) {', '.join(drawn)} "
+                           "an array, where the package passes static values")
+        return None
+    # the caller's inferred inputs may be outside the rule's contract (real data where it wants complex): where
+    # its own description of its output does not hold, its own inference chooses (`_climb`)
+    why = _record_carrier.undescribed(prepared, subject) if inferred else ""
+    if why:
+        reach.tried.append(f"{label}: on inferred inputs it passes operands {why}")
+        reach.params = reach.params or dict(subject.params)
+        return None
+    return _Reached(label, prepared, via, subject, options, keywords, assumed)
 
 
 _DOCUMENTED = "docstring example"

@@ -80,8 +80,10 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
         key = primitive_call_key(prim, eqn.params, specs)
         # operands built from no input of the function (a captured constant, an index) are never batched there
         unbatched = frozenset(k for k, dependent in enumerate(operand_dependent(eqn)) if not dependent)
+        handed = frozenset(k for k, v in enumerate(eqn.invars) if any(v is i for i in inputs))
         if key in by_key:
             by_key[key].unbatched &= unbatched
+            by_key[key].handed_through &= handed
             continue
         where = _compat.eqn_source_line(eqn)
         subjects.append(by_key.setdefault(key, Subject(
@@ -89,7 +91,7 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
             location=primitive_location(prim, None) if user else None, module=root.module, parent=root,
             domain=root.domain,
             eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None,
-            unbatched=unbatched)))
+            unbatched=unbatched, handed_through=handed)))
     cache.nested_subjects = subjects  # the function's checks attribute vmap failures to these
     return subjects
 

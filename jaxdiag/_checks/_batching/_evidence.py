@@ -182,7 +182,7 @@ def _variants(ctx: Context, size: int, outer: int, inner: int, notes: list[str],
               ) -> list[Variant]:
     """Every variant to run; a nested primitive's operands that its function never batches stay unbatched in all."""
     out = _every_variant(ctx, size, outer, inner, notes, wide)
-    unbatched = ctx.subject.unbatched
+    unbatched = ctx.subject.never_batched
     if not unbatched:
         return out
     kept: list[Variant] = []
@@ -197,9 +197,15 @@ def _variants(ctx: Context, size: int, outer: int, inner: int, notes: list[str],
     if not any(v.mode != "constants" for v in kept):
         raise SkipCheck("no operand of this call depends on the function's inputs: vmap of the function never "
                         "batches it")
-    names = ", ".join(f"#{i}" for i in sorted(unbatched))
-    notes.append(f"variants batching operand(s) {names} skipped: they depend on none of the function's inputs, so "
-                 "vmap of the function never batches them")
+    constant = ", ".join(f"#{i}" for i in sorted(ctx.subject.unbatched))
+    configured = ", ".join(f"#{i}" for i in sorted(ctx.subject.configured - ctx.subject.unbatched))
+    if constant:
+        notes.append(f"variants batching operand(s) {constant} skipped: they depend on none of the function's "
+                     "inputs, so vmap of the function never batches them")
+    if configured:
+        notes.append(f"variants batching operand(s) {configured} skipped: the function hands them on from its "
+                     "parameters, and every call of it in the package builds them from static configuration (int, "
+                     "str or bool settings), so no use of the package batches them")
     return kept
 
 

@@ -103,7 +103,7 @@ class _Run:
 
 def _variants(ctx: Context, size: int) -> list[tuple[tuple[int | None, ...], int]]:
     n = len(ctx.specs)
-    fixed = set(ctx.subject.unbatched)
+    fixed = set(ctx.subject.never_batched)
     base = tuple(None if i in fixed else 0 for i in range(n))
     alone = ctx.options.command != "check"  # under `check`, grad-composition runs the all-batched vjp(vmap f)
     out: list[tuple[tuple[int | None, ...], int]] = [(base, size)] if alone else []
