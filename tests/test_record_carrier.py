@@ -114,6 +114,23 @@ def test_a_primitive_bound_only_under_differentiation_is_found_in_the_carriers_j
     assert not [f for f in report["findings"] if f["severity"] != "info"]
 
 
+def test_operands_a_rule_bound_under_differentiation_gets_from_constants_are_not_batched(tmp_path):
+    """`weighted_sum_p` is bound only by the JVP rule of a quadrature, on the tangent's values and on the module's
+    nodes, weights and scale: `jax.jvp` of the carrier shows which operands depend on its inputs, and the others are
+    never batched by vmap of its derivative (before: every variant batching them ran, and the rule's deliberate
+    refusal of them was a JXB014 warning; quadax's Leibniz primitive: batching evidence 24 s -> 10 s)."""
+    project(tmp_path, "carryconst", "carryconst_example.py")
+    done = jaxdiag("record", "--", sys.executable, "-c", "import carryconst_example; carryconst_example.main()",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    check = jaxdiag("check", "carryconst", "--format", "json", "-j", "1", "--timeout", "0", cwd=tmp_path)
+    (report,) = [t for t in json.loads(check.stdout)["targets"]
+                 if t["target"].endswith("weighted_sum_p (inside carryconst_example:quad)")]
+    assert not [f["code"] for f in report["findings"] if f["severity"] != "info"], report["findings"]
+    notes = [f["message"] for f in report["findings"] if f["code"] == "JXN003"]
+    assert any("operand(s) #1, #2, #3 skipped" in n for n in notes), notes
+
+
 def test_a_rule_named_apart_from_its_function_is_found_in_its_carrier(tmp_path):
     """`apply_jvp = jax.custom_jvp(partial(_apply_inner, ...))`: the recording names the function it unwraps, the
     carrier's trace the partial; the definition site they share matches them (before: "re-running ... does not

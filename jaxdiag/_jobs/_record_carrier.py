@@ -529,6 +529,12 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
         ran = call_user(lambda: _compat.operands_at(traces[fn], eqn, moving))
         return ran.value if ran.error is None else None
 
+    # operands built from none of the carrier's inputs, along the forward stages (whose tangents are the inputs
+    # too): never batched by vmap of the carrier's derivative. Not in reverse, whose cotangent is drawn here as a
+    # constant where `jax.jacrev` batches it; nor where the carrier has integer inputs, held fixed in these traces.
+    dependence = {fn: _compat.input_dependent_operands(traces[fn]) for fn in (jvp, linearized)
+                  if len(inexact) == len(example) and traces.get(fn) is not None}
+    made: dict[Any, Subject] = {}
     as_used: list = []  # a rule JAX binds only on tracers when the user differentiates: its impl never runs there
     with _compat.record_primitive_binds([], jaxdiag_code, as_used):
         differentiated = call_user(lambda: jax.block_until_ready(gradient(*moving)))
@@ -543,6 +549,10 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
         maybe = [spec_of_aval(v.aval) for v in eqn.invars]
         specs = [s for s in maybe if s is not None]
         key = primitive_call_key(prim, eqn.params, specs)
+        constant = frozenset(k for k, dependent in enumerate(dependence[stage](eqn)) if not dependent) \
+            if stage in dependence else frozenset()
+        if key in made:  # another bind of the same call: constant only where constant in every one
+            made[key].unbatched &= constant
         if len(specs) != len(maybe) or key in known:
             continue
         known.add(key)
@@ -550,7 +560,9 @@ def _jvp_subjects(prepared: Prepared, options: Options) -> list[Subject]:
         subject = Subject(
             label=f"{root.label} > {prim.name}", kind="primitive", obj=prim, specs=specs, params=dict(eqn.params),
             location=primitive_location(prim, None), module=root.module, parent=root, domain=root.domain,
-            eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None)
+            eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None,
+            unbatched=constant)
+        made[key] = subject
         def observe(stage: Any = stage, eqn: Any = eqn, prim: Any = prim, key: Any = key) -> list | None:
             values = operands(stage, eqn)
             if values is None:  # inside a loop or a branch: the first values the eager run binds it with
