@@ -279,6 +279,31 @@ def test_a_stated_surrogate_names_a_derivative_and_the_deliberate_kind(tmp_path)
 
 
 @pytest.mark.slow
+def test_a_batch_statistic_the_leading_comment_states_is_the_deliberate_reading(monkeypatch):
+    monkeypatch.chdir(DATA)
+    codes = _reported_codes("acc/stated_batch_max.py")
+    assert codes == {"shared_norm": set(), "pooled_norm": {"JXG035"}, "scaled_norm": {"JXG035"}}
+
+
+def test_leading_comments_are_read_as_documentation_with_the_kind_of_reading(tmp_path):
+    from jaxdiag._core._documented import stated_deliberate
+    from jaxdiag._core._report import Location
+
+    source = tmp_path / "rules.py"
+    source.write_text(
+        "# Surrogate gradient of the spike:\n# a fast sigmoid.\n@staticmethod\ndef a(x):\n    return x\n\n\n"
+        "def b(x):\n    'Doc.'\n    # Under vmap: the mean over the batch,\n    #\n    # not per example.\n"
+        "    return x\n\n\n"
+        "def c(x):\n    # Under vmap the same for all of the batch.\n    return x\n")
+    at = {name: Location(str(source), line, name) for name, line in (("a", 3), ("b", 8), ("c", 16))}
+    assert stated_deliberate([at["a"]]) == "Surrogate gradient of the spike: a fast sigmoid."
+    assert stated_deliberate([at["a"]], "batch") is None
+    assert stated_deliberate([at["b"]], "batch") == "Under vmap: the mean over the batch,"
+    assert stated_deliberate([at["b"]]) is None
+    assert stated_deliberate([at["c"]], "batch") == "Under vmap the same for all of the batch."
+
+
+@pytest.mark.slow
 def test_a_callback_refusing_a_batched_operand_is_named_with_a_fix_for_the_callback(monkeypatch):
     monkeypatch.chdir(DATA)
     _, data = check("acc/callback_order.py")

@@ -1,21 +1,30 @@
 """Deliberate readings that the rule's own documentation states.
 
-Two warnings describe derivative rules that are right under another reading: a custom derivative that departs from
-the primal's numerical derivative as a clipped or straight-through one does (JXG014), and a nonzero derivative
-where the primal is flat (JXG033, a surrogate by construction). A package states that reading in its docstrings
-as often as with a marker: "Heaviside step function with piece-wise linear derivative to use as spike-generation
-surrogate". Such a sentence, in the docstring of the function the finding points at or of the target's own
-function (the anchors), reads as `# jaxdiag: intended[...]` on that line: the same findings are silenced, and a
-wrong formula (JXG024, a sign or a factor off where the primal is smooth) is still reported whatever the intent.
+Some warnings describe rules that are right under another reading: a custom derivative that departs from the primal's
+numerical derivative as a clipped or straight-through one does (JXG014), a nonzero derivative where the primal is
+flat (JXG033, a surrogate by construction), a custom_vmap rule that returns one batch-wide value for every example
+(JXG035, a batch statistic). A package states that reading in its documentation as often as with a marker:
+"Heaviside step function with piece-wise linear derivative to use as spike-generation surrogate", "# The identity,
+except under vmap: the largest value of the batch, the same for all of its elements". Such a sentence, in the
+docstring or the leading comment of the function the finding points at or of the target's own function (the
+anchors), reads as `# jaxdiag: intended[...]` on that line: the same findings are silenced (the catalog says which:
+`Rule.stated_intent`), and a wrong formula (JXG024, a sign or a factor off where the primal is smooth) is still
+reported whatever the intent.
 
-A sentence counts when it names a derivative (derivative, gradient, JVP, VJP, tangent, backward pass) and the
-deliberate kind (surrogate, straight-through, pseudo-derivative, score-function or REINFORCE estimator) together:
-"surrogate" alone ("a surrogate model") or a derivative alone says nothing about intent.
+A sentence counts when it names both what the reading is about and its deliberate kind, together:
+- "derivative": a derivative (derivative, gradient, JVP, VJP, tangent, backward pass) and a surrogate,
+  straight-through, pseudo-derivative, score-function or REINFORCE estimator;
+- "batch": vmap or the batch, and a batch-wide value (maximum, minimum, largest, smallest, sum, mean, average, a
+  statistic, or the same value for all of its elements).
+"Surrogate" alone ("a surrogate model") or a derivative alone says nothing about intent. The leading comment is the
+run of `#` lines that opens the function's body or stands right above it (above its decorators).
 """
 
 from __future__ import annotations
 
 import ast
+import linecache
+import os
 import re
 from collections.abc import Sequence
 
@@ -24,34 +33,61 @@ from ._report import Location
 
 _DERIVATIVE = re.compile(r"\b(derivatives?|gradients?|grads?|jvps?|vjps?|tangents?|cotangents?|backward|backprop\w*)\b",
                          re.IGNORECASE)
-_DELIBERATE = re.compile(r"\bsurrogates?\b|\bstraight[- ]through\b|\bpseudo[- ]?(derivative|gradient)s?\b|"
-                         r"\bscore[- ]function\b|\bREINFORCE\b", re.IGNORECASE)
+_SURROGATE = re.compile(r"\bsurrogates?\b|\bstraight[- ]through\b|\bpseudo[- ]?(derivative|gradient)s?\b|"
+                        r"\bscore[- ]function\b|\bREINFORCE\b", re.IGNORECASE)
+_BATCH = re.compile(r"\b(vmap\w*|batch(es|ed)?)\b", re.IGNORECASE)
+_BATCH_WIDE = re.compile(r"\b(maximum|minimum|largest|smallest|max|min|sum|mean|average|statistics?|"
+                         r"same (value )?for (all|every|each))\b", re.IGNORECASE)
+# (what the reading is about, its deliberate kind), by `Rule.stated_intent`
+_KINDS = {"derivative": (_DERIVATIVE, _SURROGATE), "batch": (_BATCH, _BATCH_WIDE)}
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n\s*\n")
 
 
-def stated_deliberate(locations: Sequence[Location | None]) -> str | None:
-    """The first sentence of a docstring of a function defined at one of `locations` (its `def` line or one of
-    its decorators) that states a deliberate derivative; None when none does."""
+def stated_deliberate(locations: Sequence[Location | None], kind: str = "derivative") -> str | None:
+    """The first sentence of the documentation (docstring or leading comment) of a function defined at one of
+    `locations` (its `def` line or one of its decorators) that states a deliberate reading of `kind`; None when none
+    does."""
+    about, deliberate = _KINDS[kind]
     for loc in locations:
         if loc is None or not loc.path.endswith(".py"):
             continue
-        doc = _docstrings(loc.path).get(loc.line)
+        doc = _documentation(loc.path).get(loc.line)
         if doc is None:
             continue
         for sentence in _SENTENCE_END.split(doc):
-            if _DERIVATIVE.search(sentence) and _DELIBERATE.search(sentence):
+            if about.search(sentence) and deliberate.search(sentence):
                 return " ".join(sentence.split())
     return None
 
 
-def _docstrings(path: str) -> dict[int, str]:
-    """line -> docstring, for every line from a function's first decorator to its `def` line."""
+def _documentation(path: str) -> dict[int, str]:
+    """line -> the function's docstring and leading comment, for every line from its first decorator to its `def`."""
     tree = _locate.parsed_file(path)
     out: dict[int, str] = {}
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            doc = ast.get_docstring(node)
-            if doc:
-                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                out.update(dict.fromkeys(range(first, node.lineno + 1), doc))
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            text = "\n\n".join(t for t in (ast.get_docstring(node), _leading_comment(path, node, first)) if t)
+            if text:
+                out.update(dict.fromkeys(range(first, node.lineno + 1), text))
     return out
+
+
+def _leading_comment(path: str, node: ast.FunctionDef | ast.AsyncFunctionDef, first: int) -> str:
+    """The `#` lines right above the function (above its decorators) and those opening its body (after the
+    docstring, if any), as prose: lines joined by spaces, an empty `#` line a paragraph break."""
+    full = os.path.abspath(path)
+    linecache.checkcache(full)
+    statements = node.body[1:] if ast.get_docstring(node) and len(node.body) > 1 else node.body
+    lines = _comment_run(full, first - 1) + _comment_run(full, statements[0].lineno - 1)
+    prose = " ".join(text.lstrip("#").strip() or "\n\n" for text in lines)
+    return prose.strip()
+
+
+def _comment_run(full: str, last: int) -> list[str]:
+    """The run of `#` lines ending at line `last` (read upwards until a line that is not a comment)."""
+    run: list[str] = []
+    while last > 0 and (text := linecache.getline(full, last).strip()).startswith("#"):
+        run.insert(0, text)
+        last -= 1
+    return run

@@ -154,15 +154,16 @@ def _blocking(finding: Finding) -> bool:
 
 
 def _stated_intended(finding: Finding, target: TargetReport) -> bool:
-    """A finding of a rule whose deliberate reading a docstring may state (`Rule.docstring_intent`: a clipped or
-    surrogate derivative) on a rule whose docstring, or its target function's, states it: as `# jaxdiag:
-    intended[...]` there (`_documented`; the catalog's texts are loaded once a finding exists)."""
+    """A finding of a rule whose deliberate reading the code's documentation may state (`Rule.stated_intent`: a
+    surrogate derivative, a batch-wide statistic) on a rule whose docstring or leading comment, or its target
+    function's, states it: as `# jaxdiag: intended[...]` there (`_documented`; the catalog's texts are loaded once a
+    finding exists)."""
     known = rules.RULES.get(finding.code)
-    if known is None or not known.docstring_intent:
+    if known is None or not known.stated_intent:
         return False
     from ._documented import stated_deliberate
 
-    return stated_deliberate([finding.location, *target.anchors]) is not None
+    return stated_deliberate([finding.location, *target.anchors], known.stated_intent) is not None
 
 
 def mark_coverage(target: TargetReport) -> None:

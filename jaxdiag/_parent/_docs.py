@@ -42,7 +42,10 @@ reported as {unused}, like any unused suppression. A docstring that states the r
 {stated}: one sentence of the rule's docstring, or of the target function's, that names a derivative
 (derivative, gradient, JVP, VJP, tangent, backward pass) and its deliberate kind (surrogate, straight-through,
 pseudo-derivative, score-function or REINFORCE), such as "Heaviside step function with piece-wise linear derivative
-to use as spike-generation surrogate".
+to use as spike-generation surrogate". On {stated_batch} the same holds for a sentence that names vmap or the batch
+and a batch-wide value (its maximum, minimum, sum, mean or a statistic, or "the same for all"), such as "The
+identity, except under vmap: the largest value of the batch, the same for all of its elements". The comment lines
+that open the function's body, or stand right above it, are read as its docstring is.
 """
 
 
@@ -52,7 +55,8 @@ def _header_codes() -> dict[str, str]:
             "ignored": _rules.JVP_IGNORES_ARGUMENT.code, "constant": _rules.JVP_CONSTANT_OUTPUT.code,
             "aggregate": _rules.VMAP_BATCH_AGGREGATE.code,
             "wrong": _rules.CUSTOM_DERIVATIVE_WRONG.code, "unused": _rules.UNUSED_SUPPRESSION.code,
-            "stated": " and ".join(r.code for r in _rules.iter_rules() if r.docstring_intent)}
+            "stated": " and ".join(r.code for r in _rules.iter_rules() if r.stated_intent == "derivative"),
+            "stated_batch": " and ".join(r.code for r in _rules.iter_rules() if r.stated_intent == "batch")}
 
 
 def select_rules(code_or_prefix: str | None) -> list[_rules.Rule]:

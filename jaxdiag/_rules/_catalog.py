@@ -118,10 +118,11 @@ class Rule(Emits[F]):
     # is deliberate ... or a bug ..."), appended to every fix as DECISION_FIX. Empty when the fix is an edit jaxdiag
     # computes from the evidence and verifies (`--diff`): then the rule's bad sample must get a verified diff.
     decision: str = ""
-    # Whether a docstring sentence stating the deliberate reading (a surrogate, straight-through or score-function
-    # derivative: `_core/_documented.py`) stands for `# jaxdiag: intended[CODE]` on the rule it points at. Only for
-    # warnings whose message already names that reading as the alternative to a bug.
-    docstring_intent: bool = False
+    # Which deliberate reading, stated in the documentation of the rule it points at (a sentence of a docstring or
+    # of the comment leading the function: `_core/_documented.py`), stands for `# jaxdiag: intended[CODE]` there:
+    # "derivative" (a surrogate, straight-through or score-function derivative) or "batch" (a batch-wide maximum,
+    # sum or statistic under vmap); "" for none. Only for warnings whose message names that reading already.
+    stated_intent: str = ""
 
     def __post_init__(self) -> None:
         assert self.severity in SEVERITIES, self.severity
@@ -130,7 +131,8 @@ class Rule(Emits[F]):
         assert self.code[:3] != NOTE_PREFIX or self.severity == "info", f"{self.code}: notes are info"
         assert self.message, f"{self.code}: a rule needs a message template"
         assert not self.leaves_unverified or self.leaves_unverified in NOT_VERIFIED_REASONS, self.leaves_unverified
-        assert not self.docstring_intent or self.severity == "warning", f"{self.code}: only warnings are intended"
+        assert not self.stated_intent or self.severity == "warning", f"{self.code}: only warnings are intended"
+        assert self.stated_intent in ("", "derivative", "batch"), self.stated_intent
         assert not self.variant_of or (self.variant_of in RULES and self.differs), \
             f"{self.code}: declare a variant with variant(parent, ..., differs=...) after its parent"
         RULES[self.code] = self

@@ -105,4 +105,5 @@ VMAP_BATCH_AGGREGATE: Rule[_fields.JXG035] = variant(
     fix="If batch-wide semantics are intended, document them and add `# jaxdiag: intended[JXG035]` to the def line "
         "of `{rule_name}`; otherwise reduce over the example's own axes only and return the batch axis first "
         "(`True` in out_batched).",
+    stated_intent="batch",
 )

@@ -172,7 +172,7 @@ CUSTOM_DERIVATIVE_MISMATCH: Rule[_fields.JXG014] = Rule(
     fix="If deliberate, add `# jaxdiag: ignore[JXG014]` to the def line of {owner}{where}; otherwise {correction}.",
     decision="whether the difference is deliberate (a clipped, zeroed or straight-through gradient: then suppress "
              "it) or a bug (then correct the derivative; a flipped sign or a constant factor gets a diff)",
-    docstring_intent=True,
+    stated_intent="derivative",
 )
 CUSTOM_DERIVATIVE_WRONG: Rule[_fields.JXG024] = Rule(
     "JXG024", "custom-derivative-wrong", "error",
@@ -484,7 +484,7 @@ FLAT_PRIMAL_SURROGATE: Rule[_fields.JXG033] = Rule(
         "line{where}; otherwise make {function} depend on {name} through differentiable operations.",
     decision="whether the derivative is an estimator or a surrogate on purpose (then mark the rule intended) or "
              "the primal lost a dependence it should have (then make it differentiable)",
-    docstring_intent=True,
+    stated_intent="derivative",
 )
 JVP_IGNORES_ARGUMENT: Rule[_fields.JXG034] = Rule(
     "JXG034", "jvp-ignores-argument", "warning",
