@@ -24,7 +24,6 @@ import numpy as np
 from ... import _compat
 from ..._loading._numerics import FD_EPS
 from ._compiled import CompiledPrimal
-from ._gauge import gauge_factor, in_gauge_of
 from ._values import EPS_F64, all_finite, close, grad_tol, is_float0, is_inexact, primal_tol, quiet_call, to_f64
 
 if TYPE_CHECKING:  # only annotations: `_state` imports this module
@@ -107,21 +106,18 @@ class FiniteDifferences:
         native one (not a different branch for float64)."""
         if len(plus) != len(self.st.out_leaves):
             return False
-        gauged = self.st.eigenvectors
         for k, (p, m, native) in enumerate(zip(plus, minus, self.st.out_leaves)):
             if p.shape != tuple(np.shape(native)):
                 return False
-            middle = (p + m) / 2 if k not in gauged else in_gauge_of((p + m) / 2, gauged[k])  # LAPACK's phases
+            middle = self.st.gauges.in_native_phase(k, (p + m) / 2)  # LAPACK's phases differ by precision
             if is_inexact(np.dtype(native.dtype)) and not close(middle, native, primal_tol(native.dtype) * 10):
                 return False
         return True
 
     def _in_native_gauge(self, jv: list[np.ndarray], plus: list[np.ndarray], minus: list[np.ndarray]
                          ) -> list[np.ndarray]:
-        """`jv` with each eigenvector's difference in the phase the native evaluation picked (`_gauge`)."""
-        gauged = self.st.eigenvectors
-        return [t * gauge_factor((p + m) / 2, gauged[k]) if k in gauged else t
-                for k, (t, p, m) in enumerate(zip(jv, plus, minus))]
+        """`jv` with each vector's difference in the phase the native evaluation picked (`_gauge`)."""
+        return [self.st.gauges.in_native_phase(k, (p + m) / 2, t) for k, (t, p, m) in enumerate(zip(jv, plus, minus))]
 
     def _evaluate64(self, shifted: dict[int, np.ndarray]) -> list[np.ndarray] | None:
         with self.x64():

@@ -20,7 +20,7 @@ from ..._loading._operand_names import is_tolerance
 from .._base import Context, Options, SkipCheck, Subject
 from ._compiled import CompiledGradient
 from ._fd import FiniteDifferences
-from ._gauge import eigenvector_outputs, tangent_without_gauge, without_gauge
+from ._gauge import Gauges, gauges
 from ._source import argument_names, error_text, output_names
 from ._values import all_finite, aval_text, device_zeros, is_inexact, quiet_call, to_f64
 
@@ -104,7 +104,7 @@ class GradMemo:
     eager_cotangent_errors: dict[int, BaseException | None] = field(default_factory=dict)
     jvp_tangents: dict[TangentKey, list[np.ndarray] | None] = field(default_factory=dict)  # None: the rule raised
     jvp_programs: dict[tuple[int, ...], Callable[..., object]] = field(default_factory=dict)  # by tangent positions
-    eigenvectors: dict[int, np.ndarray] | NotComputed = NOT_COMPUTED  # output k -> its value, when eigenvectors
+    gauges: Gauges | NotComputed = NOT_COMPUTED  # eigenvectors' and singular vectors' gauge directions
     # produced by a check
     fwd: tuple[object, object] | NotComputed = NOT_COMPUTED  # vjp-fwd: fwd's (primal_out, residuals)
     bwd_full: dict[int, object] | NotComputed = NOT_COMPUTED  # vjp-bwd-structure: bwd's entries by position
@@ -265,27 +265,27 @@ class GradState:
         """Random cotangent leaves for the outputs (float0 zeros for integer outputs); `which` picks a set."""
         memo = self.memo.cotangents
         if which not in memo:
-            # eigenvectors: blind to each eigenvector's norm and phase, which no derivative fixes (`_gauge`)
-            gauged = self.eigenvectors
             drawn = [self._random_like(leaf) if self.out_diff(k) else None for k, leaf in enumerate(self.out_leaves)]
+            if self.gauges.directions:  # blind to the vectors' norms and phases, which no derivative fixes (`_gauge`)
+                drawn = [None if w is None else b.astype(w.dtype) for w, b in zip(drawn, self.gauges.blind(drawn))]
             # jax Arrays, as JAX passes them: NumPy arrays promote differently (2.0 * a bf16 ndarray is float64)
-            memo[which] = [_compat.float0_zeros(leaf.shape) if w is None else _compat.device_array(
-                without_gauge(w, gauged[k]).astype(w.dtype) if k in gauged else w)
-                for k, (w, leaf) in enumerate(zip(drawn, self.out_leaves))]
+            memo[which] = [_compat.float0_zeros(leaf.shape) if w is None else _compat.device_array(w)
+                           for w, leaf in zip(drawn, self.out_leaves)]
         return memo[which]
 
     @property
-    def eigenvectors(self) -> dict[int, np.ndarray]:
-        """The outputs holding eigenvectors of an argument, whose norm and phase no derivative fixes (`_gauge`)."""
-        if isinstance(self.memo.eigenvectors, NotComputed):
-            self.memo.eigenvectors = eigenvector_outputs([a.value for a in self.diff], self.out_leaves)
-        return self.memo.eigenvectors
+    def gauges(self) -> Gauges:
+        """The gauge directions of outputs holding eigenvectors or singular vectors of an argument (`_gauge`)."""
+        if isinstance(self.memo.gauges, NotComputed):
+            self.memo.gauges = gauges([a.value for a in self.diff], self.out_leaves)
+        return self.memo.gauges
 
     def gauge_free(self, tangents: list[Any]) -> list[Any]:
-        """Output tangents less their parts along each eigenvector: the rule's and the reference's compare there."""
-        found = self.eigenvectors
-        return [tangent_without_gauge(to_f64(t), found[k]) if k in found and t is not None else t
-                for k, t in enumerate(tangents)]
+        """Output tangents less their parts along every gauge direction: the rule's and the reference's compare
+        there."""
+        if not self.gauges.directions:
+            return tangents
+        return self.gauges.tangent_free([None if t is None else to_f64(t) for t in tangents])
 
     def direction(self, arg: Arg, d: int) -> np.ndarray:
         """Direction `d` for `arg` in float64: normal entries scaled by max(1, |x|), so a step stays relative."""
