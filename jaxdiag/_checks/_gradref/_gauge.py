@@ -52,7 +52,8 @@ class Gauges:
         return out
 
     def tangent_free(self, tangents: list[Any]) -> list[Any]:
-        """Tangents less their parts along every gauge direction (in the real inner product)."""
+        """Tangents (float64/complex128 on the gauged outputs) less their parts along every gauge direction (in the
+        real inner product)."""
         out = list(tangents)
         for g in self.directions:
             if any(out[k] is None for k in g):

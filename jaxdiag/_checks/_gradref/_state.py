@@ -285,7 +285,8 @@ class GradState:
         there."""
         if not self.gauges.directions:
             return tangents
-        return self.gauges.tangent_free([None if t is None else to_f64(t) for t in tangents])
+        return self.gauges.tangent_free([to_f64(t) if k in self.gauges.vectors and t is not None else t
+                                         for k, t in enumerate(tangents)])
 
     def direction(self, arg: Arg, d: int) -> np.ndarray:
         """Direction `d` for `arg` in float64: normal entries scaled by max(1, |x|), so a step stays relative."""
