@@ -353,6 +353,7 @@ def test_configured_arguments_are_read_from_settings_only(tmp_path, monkeypatch)
     assert verdicts == {"a": True, "b": False, "c": False, "d": False, "e": False, "f": True}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["f32[3,3]", "c64[3,3]"])
 @pytest.mark.parametrize("rule", ["eig", "eig_jvp"])
 def test_eigenvectors_are_compared_whatever_their_gauge_and_a_wrong_coupling_is_not(rule, spec):
@@ -368,6 +369,7 @@ def test_eigenvectors_are_compared_whatever_their_gauge_and_a_wrong_coupling_is_
     assert {"JXG014", "JXG024"} & {f.code for f in flipped.findings}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["c64[3,3]", "f32[3,3]"])
 def test_singular_vectors_are_compared_whatever_their_phases_and_a_wrong_singular_value_term_is_not(spec):
     """A complex SVD's VJP through a phase-fixed decomposition agrees with JAX's for every phase-invariant loss (plain
