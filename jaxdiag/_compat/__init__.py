@@ -68,9 +68,7 @@ if TYPE_CHECKING:
     )
     from ._platform import (
         accelerator_only_lowering, callback_error_line, is_callback_failure, is_platform_error, lowering_platforms,
-        needs_concrete_values,
-        raised_by_host_code,
-        raised_by_kernel,
+        needs_concrete_values, raised_by_host_code, raised_by_kernel,
     )
     from ._removed import (
         DROP_IN, REMOVED_BY_JAX, REMOVED_IN_NEWER_JAX, removed_api_advice, removed_api_uses, removed_apis_still_here,
@@ -116,8 +114,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "_state": ("apply_environment_flags", "compilation_cache", "global_state", "restore_global_state",
         "restore_jax_state", "run_scope", "snapshot_jax_state", "state_changes", "x64_scope"),
     "_platform": ("accelerator_only_lowering", "callback_error_line", "is_callback_failure", "is_platform_error",
-        "lowering_platforms",
-        "needs_concrete_values", "raised_by_host_code", "raised_by_kernel"),
+        "lowering_platforms", "needs_concrete_values", "raised_by_host_code", "raised_by_kernel"),
     "_removed": ("DROP_IN", "REMOVED_BY_JAX", "REMOVED_IN_NEWER_JAX", "removed_api_advice", "removed_api_uses",
         "removed_apis_still_here"),
     "_solves": ("SolveCall", "is_custom_root", "is_linear_solve_eqn", "jaxpr_source", "record_solves",

@@ -108,10 +108,11 @@ def is_callback_failure(exc: BaseException) -> bool:
 _EMBEDDED_TRACEBACK = "Traceback (most recent call last):"
 
 
-def callback_error_line(first: str, lines: list[str]) -> str:
-    """`first`, the first line of an error's message, with a host callback's embedded traceback header replaced by
-    the error the callback raised (the traceback's last line of `lines`): XLA reports a failed callback as
+def callback_error_line(lines: list[str]) -> str:
+    """The first of an error message's `lines` ("" for none), with a host callback's embedded traceback header
+    replaced by the error the callback raised (the traceback's last line): XLA reports a failed callback as
     "INTERNAL: CpuCallback error calling callback: Traceback (most recent call last):" followed by the text."""
+    first = lines[0] if lines else ""
     if first.endswith(_EMBEDDED_TRACEBACK) and len(lines) > 1 and not lines[-1].startswith(" "):
         return first[: -len(_EMBEDDED_TRACEBACK)] + lines[-1].strip()
     return first

@@ -26,6 +26,7 @@ import ast
 import linecache
 import os
 import re
+import weakref
 from collections.abc import Sequence
 
 from . import _locate
@@ -60,11 +61,23 @@ def stated_deliberate(locations: Sequence[Location | None], kind: str = "derivat
     return None
 
 
+_READ: weakref.WeakKeyDictionary[ast.Module, dict[int, str]] = weakref.WeakKeyDictionary()
+
+
 def _documentation(path: str) -> dict[int, str]:
-    """line -> the function's docstring and leading comment, for every line from its first decorator to its `def`."""
+    """line -> the function's docstring and leading comment, for every line from its first decorator to its `def`
+    (read once per parsed file: a package's findings point at the same files)."""
     tree = _locate.parsed_file(path)
+    if tree is None:
+        return {}
+    if tree not in _READ:
+        _READ[tree] = _read(path, tree)
+    return _READ[tree]
+
+
+def _read(path: str, tree: ast.Module) -> dict[int, str]:
     out: dict[int, str] = {}
-    for node in ast.walk(tree) if tree is not None else ():
+    for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             text = "\n\n".join(t for t in (ast.get_docstring(node), _leading_comment(path, node, first)) if t)

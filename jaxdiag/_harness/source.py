@@ -149,6 +149,21 @@ def resolved(node: ast.AST, namespace: dict[str, Any]) -> Any:
     return value
 
 
+def plain_assignments(fn: ast.AST, name: str) -> list[ast.expr] | None:
+    """The values the plain assignments in `fn` (`name = ...`, `name: T = ...`) give `name`, [] when `fn` never
+    stores it; None when it is stored any other way too (unpacking, a loop, `+=`, `:=`, `with ... as`), where it may
+    carry a value from elsewhere. Nested functions are read as part of `fn`."""
+    values = [node.value for node in ast.walk(fn) if isinstance(node, (ast.Assign, ast.AnnAssign))
+              and node.value is not None and _assigns(node, name)]
+    stores = sum(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(fn))
+    return values if stores == len(values) else None
+
+
+def _assigns(node: ast.Assign | ast.AnnAssign, name: str) -> bool:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
+
+
 def called_name(func: Any) -> str | None:
     """The name a call's function node ends in: `f` for `f(...)`, `any` for `jnp.any(...)`; None otherwise."""
     return getattr(func, "id", getattr(func, "attr", None))

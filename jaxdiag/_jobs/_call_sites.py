@@ -217,6 +217,7 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     (`_configured_by_callers`)."""
     from . import _callables, _record_carrier
     from .. import _rules as rules
+    from .._run._engine import NeedsX64
 
     reach = Reach()
     modules = [w.module for w in lint.discovery.walked]
@@ -232,13 +233,14 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
     if in_rules:  # checked where the rule binds it, never on made-up operands its contract may not allow
         only_if_differs = False
     for module, name in callers[:MAX_TRIES]:
-        got = _reach_through(lint, found, runs, module, name, reach)
-        if got is _NEEDS_X64:
+        try:
+            got = _reach_through(lint, found, runs, module, name, reach)
+        except NeedsX64:
             # a library that refuses to run without x64 (its users enable it): the caller, and the target where it
             # is called, run under x64, as `_traced_reach` runs such a function
             with _compat.x64_scope(True):
                 return check_at_call_sites(lint, found, only_if_differs)
-        if not isinstance(got, _Reached):
+        if got is None:
             continue
         _configured_by_callers(got, module, name, modules)
         subject, prepared, via = got.subject, got.prepared, got.via
@@ -278,9 +280,6 @@ class _Reached:
     assumed: set[str]
 
 
-_NEEDS_X64 = object()  # `_reach_through`: the caller refuses to run without x64
-
-
 def _configured_by_callers(got: _Reached, module: ModuleType, name: str, modules: list[ModuleType]) -> None:
     """The operands a thin wrapper binds unchanged from its parameters that every call of it in the package builds
     from static configuration (`_configured_operands`): marked `configured` on the call's subject, neither batched nor
@@ -293,9 +292,10 @@ def _configured_by_callers(got: _Reached, module: ModuleType, name: str, modules
 
 
 def _reach_through(lint: Any, found: Any, runs: Any, module: ModuleType, name: str, reach: Reach
-                   ) -> _Reached | object | None:
+                   ) -> _Reached | None:
     """The public function `name` run on its declared inputs, its docstring example's or inferred ones, and the
-    target's call there; None, with the reason in `reach.tried`, when it cannot run or does not call it."""
+    target's call there; None, with the reason in `reach.tried`, when it cannot run or does not call it. Raises
+    NeedsX64 when it refuses to run without x64 and x64 is off."""
     from . import _record_carrier
     from .._checks._base import Options
     from .._core._errors import InferenceError, TargetLoadError, UsageError
@@ -331,7 +331,7 @@ def _reach_through(lint: Any, found: Any, runs: Any, module: ModuleType, name: s
             batchable = templates
         except (InferenceError, TargetLoadError, UsageError) as exc:
             if isinstance(exc, NeedsX64) and not _compat.x64_enabled():
-                return _NEEDS_X64
+                raise
             reach.tried.append(f"{label}: {str(exc).splitlines()[0][:160]}{documented}")
             return None
     subjects = [s for s in prepared.nested if _is_target(s, found)]

@@ -20,6 +20,7 @@ unpacking, a loop or a comprehension, or no call at all, leaves the operand as i
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -44,13 +45,11 @@ def configured_operands(wrapper: Any, handed: frozenset[int], modules: list[Any]
     if not parameters:
         return frozenset()
     positions = _positions(found.node)
-    rules = _rule_names(modules)
-    out: set[int] = set()
-    for operand, parameter in parameters.items():
-        calls = list(_calls_of(found.node.name, modules, rules))
-        if calls and all(_configured(_argument(call, parameter, positions), chain) for chain, call in calls):
-            out.add(operand)
-    return frozenset(out)
+    calls = list(_calls_of(found.node.name, modules, _rule_names(modules)))
+    if not calls:
+        return frozenset()
+    return frozenset(operand for operand, parameter in parameters.items()
+                     if all(_configured(_argument(call, parameter, positions), chain) for chain, call in calls))
 
 
 def _parameter_of_operand(node: ast.AST, handed: frozenset[int]) -> dict[int, str]:
@@ -112,8 +111,18 @@ def _calls_of(name: str, modules: list[Any], rules: set[str]) -> Iterable[tuple[
             yield chain, call
 
 
+_ENCLOSING: weakref.WeakKeyDictionary[ast.Module, dict[int, list[Any]]] = weakref.WeakKeyDictionary()
+
+
 def _enclosing(tree: ast.Module) -> dict[int, list[Any]]:
-    """id(call) -> the functions enclosing it, innermost first."""
+    """id(call) -> the functions enclosing it, innermost first (walked once per parsed tree: every wrapper of a
+    package asks of the same modules)."""
+    if tree not in _ENCLOSING:
+        _ENCLOSING[tree] = _walk_enclosing(tree)
+    return _ENCLOSING[tree]
+
+
+def _walk_enclosing(tree: ast.Module) -> dict[int, list[Any]]:
     out: dict[int, list[Any]] = {}
     stack: list[tuple[ast.AST, list[Any]]] = [(tree, [])]
     while stack:
@@ -170,22 +179,15 @@ def _configured_name(name: str, chain: list[Any], depth: int) -> bool:
 
 def _assignments(fn: Any, name: str) -> list[ast.expr] | None:
     """The values plain assignments in `fn` give `name` ([] when `fn` never binds it); None when `fn` binds it any
-    other way (unpacking, a loop, `+=`, `with ... as`, an import)."""
+    other way (`_harness.source.plain_assignments`), an import included."""
+    from .._harness.source import plain_assignments
+
     if isinstance(fn, ast.Lambda):
         return []
-    values: list[ast.expr] = []
-    stores = 0
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
-            stores += 1
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                values.append(node.value)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)) and any(
-                (a.asname or a.name).split(".")[0] == name for a in node.names):
-            return None
-    return values if stores == len(values) else None
+    if any(isinstance(node, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name).split(".")[0] == name
+                                                                  for a in node.names) for node in ast.walk(fn)):
+        return None
+    return plain_assignments(fn, name)
 
 
 def _static_annotation(annotation: ast.expr | None) -> bool:

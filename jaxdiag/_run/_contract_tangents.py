@@ -65,19 +65,13 @@ def _stopped(arg: ast.expr, caller: ast.AST, called_name: Any) -> bool:
     """Whether the value passed is computed through `stop_gradient`: the expression itself, or a name every binding
     of which in the caller is a plain assignment of such an expression (a parameter of that name, or one bound
     otherwise too, by unpacking, a loop, `+=`, `:=`, may carry a value from elsewhere)."""
+    from .._harness.source import plain_assignments
+
     if not isinstance(arg, ast.Name):
         return _through_stopper(arg, called_name)
-    values = [node.value for node in ast.walk(caller) if isinstance(node, (ast.Assign, ast.AnnAssign))
-              and node.value is not None and _assigns(node, arg.id)]
-    stores = sum(isinstance(n, ast.Name) and n.id == arg.id and isinstance(n.ctx, ast.Store) for n in ast.walk(caller))
+    values = plain_assignments(caller, arg.id)
     parameter = any(isinstance(n, ast.arg) and n.arg == arg.id for n in ast.walk(caller))
-    return (bool(values) and stores == len(values) and not parameter
-            and all(_through_stopper(v, called_name) for v in values))
-
-
-def _assigns(node: ast.Assign | ast.AnnAssign, name: str) -> bool:
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
+    return bool(values) and not parameter and all(_through_stopper(v, called_name) for v in values or ())
 
 
 def _through_stopper(expr: ast.expr, called_name: Any) -> bool:

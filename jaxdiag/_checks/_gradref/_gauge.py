@@ -79,6 +79,8 @@ class Gauges:
 def gauges(args: Sequence[Any], outputs: Sequence[Any]) -> Gauges:
     """The gauges of `outputs` given the subject's arguments `args` (empty when no output is a decomposition's)."""
     found = Gauges()
+    if not any(np.dtype(getattr(x, "dtype", np.float64)) in _RESIDUAL and np.ndim(x) >= 2 for x in outputs):
+        return found  # no complex matrix among the outputs: nothing read, nothing converted (every grad subject asks)
     matrices = [np.asarray(a, dtype=np.complex128) for a in args if len(np.shape(a)) >= 2]
     if not matrices:
         return found

@@ -57,8 +57,7 @@ def error_text(exc: BaseException, prefer: Any = None, limit: int = 220) -> str:
 def short_message(exc: BaseException, limit: int = 300) -> str:
     """The first line of an exception's message, cut at a sentence end when it is long (JAX's are). A failed host
     callback is named by the error it raised, not by XLA's header (`_compat.callback_error_line`)."""
-    lines = str(exc).strip().splitlines()
-    first = _compat.callback_error_line(lines[0], lines) if lines else ""
+    first = _compat.callback_error_line(str(exc).strip().splitlines())
     if len(first) <= limit:
         return first
     cut = first.rfind(". ", 0, limit)
