@@ -470,7 +470,7 @@ BROAD_CATCH_ALLOWED = {
     ("jaxdiag/_parent/_cli.py", "_emit"),  # a renderer's bug: exit 3
     ("jaxdiag/_mesh/_sharding_child.py", "main"),  # the child's last resort: reported to the parent as exit 3
     ("jaxdiag/_mesh/_sharding_child.py", "run_subject"),  # as _engine.run_subject, in the sharding child
-    ("jaxdiag/_jobs/_parallel.py", "_worker_main"),  # a worker forwards what stops it to the parent, which reports it
+    ("jaxdiag/_jobs/_workers.py", "worker_main"),  # a worker forwards what stops it to the parent, which reports it
     ("jaxdiag/_jobs/_child.py", "main"),  # the supervised child forwards whatever stops it to the parent, as data
     ("jaxdiag/_harness/boundary.py", "catch_abort"),  # SystemExit & co. from user code -> the target's result
     # `jaxdiag record` runs inside the user's own program: a recorder failure must never change what it does

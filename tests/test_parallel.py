@@ -553,3 +553,64 @@ def test_workers_are_forked_from_a_fork_of_the_child_not_a_new_interpreter_and_i
         time.sleep(0.05)
     else:
         pytest.fail(f"the workers' fork server {server} outlived its owner {owner}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run's workers: started before the walk on a cold run, handed from one batch of work to the next
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_a_cold_run_starts_its_workers_before_the_walk_and_no_more_than_jobs(tmp_path, monkeypatch):
+    """Their import of the user's package overlaps the parent's walk; the traced-reach phase and the targets share
+    them. The report is the serial one."""
+    from jaxdiag._jobs import _discovery, _workers
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "factory.py").write_text(FACTORY)
+    shutil.copy(SAMPLES / "jxg001_bad.py", tmp_path / "jxg001_bad.py")
+    files = ["factory.py", "jxg001_bad.py"]
+    serial = check_paths(files)
+    started: list[float] = []
+    walks: list[int] = []
+    real_init, real_walk = _workers.Worker.__init__, _discovery.Discovery.walk
+    monkeypatch.setattr(_workers.Worker, "__init__", lambda self, *a: started.append(1) or real_init(self, *a))
+    monkeypatch.setattr(_discovery.Discovery, "walk", lambda self, *a, **k: walks.append(len(started))
+                        or real_walk(self, *a, **k))
+    parallel = check_paths(files, jobs=2)
+    assert walks == [2] and len(started) == 2  # both before the walk, none after
+    assert without_seconds(parallel) == without_seconds(serial)
+
+
+def test_a_run_the_result_cache_may_answer_starts_workers_only_for_work_left(tmp_path):
+    from jaxdiag._jobs import _cache
+
+    assert not _cache.holds_results(True, str(tmp_path / "pyproject.toml"))  # nothing stored yet: cold
+    (tmp_path / _cache.CACHE_DIR_NAME / f"v{_cache.CACHE_FORMAT}").mkdir(parents=True)
+    assert _cache.holds_results(True, str(tmp_path / "pyproject.toml"))
+    assert not _cache.holds_results(False, str(tmp_path / "pyproject.toml"))  # --no-cache: cold
+
+
+class _FakeWorker:
+    def __init__(self, alive: bool = True, task: int | None = None, ready: bool = True) -> None:
+        self.proc = SimpleNamespace(is_alive=lambda: alive)
+        self.task, self.ready, self.slot, self.ended = task, ready, 0, ""
+
+    def stop(self) -> None:
+        self.ended = "stopped"
+
+    def kill(self) -> None:
+        self.ended = "killed"
+
+
+def test_standby_hands_an_idle_worker_to_the_next_batch_and_ends_the_others():
+    from jaxdiag._jobs._workers import Standby
+
+    standby = Standby()
+    idle, busy, dead, starting = _FakeWorker(), _FakeWorker(task=3), _FakeWorker(alive=False), _FakeWorker(ready=False)
+    for worker in (idle, busy, dead):
+        standby.give_back(worker)  # type: ignore[arg-type]
+    assert standby.idle == [idle] and busy.ended == "killed" and dead.ended == "stopped"
+    assert standby.take(None, slot=1) is idle and idle.slot == 1  # type: ignore[arg-type]
+    standby.idle = [idle, starting]  # type: ignore[list-item]
+    standby.close()
+    assert idle.ended == "stopped" and starting.ended == "killed" and not standby.idle

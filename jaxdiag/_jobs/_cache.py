@@ -91,6 +91,13 @@ def usable(config_source: str | None) -> bool:
     return open_cache(config_source) is not None
 
 
+def holds_results(enabled: bool, config_source: str | None) -> bool:
+    """Whether the run's result cache (`enabled`) may answer for some target: its folder holds entries of this
+    format. Read without opening the cache (no folder made, no warning)."""
+    root = cache_root(config_source) if enabled else None
+    return root is not None and (root / f"v{CACHE_FORMAT}").is_dir()
+
+
 def open_cache(config_source: str | None) -> ResultCache | None:
     """The result cache of one run, or None (with one warning line on stderr) when its folder is refused."""
     root = cache_root(config_source)

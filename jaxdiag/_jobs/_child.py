@@ -26,7 +26,8 @@ Send = Callable[[tuple[str, Any]], None]
 
 
 def main(conn: Any, job: Any) -> None:
-    from . import _parallel, _worker_server
+    from . import _worker_server, _workers
+    from ._memory import exit_with_parent
     from .._harness import user_interrupts
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -40,8 +41,8 @@ def main(conn: Any, job: Any) -> None:
     _multiprocessing_folder(job.run_dir)
     if job.command == "check" and job.request.get("isolate"):
         # before any thread (exit_with_parent's) and any user code: this process is still fit to fork from
-        _worker_server.start(_parallel.WORKER_PRELOAD, close=(conn.fileno(),))
-    _parallel.exit_with_parent()
+        _worker_server.start(_workers.WORKER_PRELOAD, close=(conn.fileno(),))
+    exit_with_parent()
     user_interrupts(True)
 
     def send(message: tuple[str, Any]) -> None:

@@ -121,7 +121,12 @@ class _Lint:
         self.run_options: dict[str, Any] = {}  # `Options` fields every target's run gets (--diff, --platforms, ...)
 
     def run(self, items: Sequence[ModuleType | str], from_config: bool) -> Report:
-        """Walk, check every target (unfiltered), then filter once; unused suppressions are judged last."""
+        """Walk, check every target (unfiltered), then filter once; unused suppressions are judged last. The run's
+        workers start before the walk (`_parallel.run_workers`)."""
+        with _parallel.run_workers(self, items, self.settings):
+            return self._run_all(items, from_config)
+
+    def _run_all(self, items: Sequence[ModuleType | str], from_config: bool) -> Report:
         self.discovery.walk(items, from_config)
         for walked in self.discovery.walked:  # unknown codes in inline comments: exit 2 before any check
             where = getattr(walked.module, "__file__", None)

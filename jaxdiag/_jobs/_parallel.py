@@ -9,10 +9,9 @@ target's outcome is everything `_Lint._check` produces for it: its reports (unfi
 whole report once, afterwards) and the lines whose suppressions cannot be judged because the target was not fully
 checked. Outcomes are plain dicts: they cross the process boundary and are what the cache stores.
 
-Workers are forked from a fork server that imported JAX and jaxdiag once (`_worker_context`; `spawn` where there
-is none; never a plain fork of this process, as JAX is not fork-safe: a forked child inherits XLA's threads in
-whatever state they were), import the user's modules and discover the same targets as the parent, then run the
-targets they are sent one at a time, pulling the next when one is done: the longest chunk of neighbouring targets
+The workers (`_workers`: how one starts and what it runs; on a cold run they start before the parent's walk and
+serve every batch of work, `run_workers`) run the targets they are sent one at a time, pulling the next when one is
+done: the longest chunk of neighbouring targets
 left first, each chunk in order in one worker (`_schedule`, its costs from the previous run's `TASK_SECONDS`
 kept beside the result cache). A worker tells the parent which check it
 starts, so a target that runs past `--timeout` is reported naming that check; the worker is then killed and
@@ -24,24 +23,22 @@ replaced, so memory stays bounded per worker.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import shutil
 import sys
 import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from . import _cache, _keys, _schedule, _units
+from . import _cache, _keys, _schedule
 from ._keys import TRACED_LABEL, TracedPhase
 from ._outcome import Lint, Outcome, apply, crashed, internal, run_in_process, timed_out
-from ._memory import (MemoryBound, exit_with_parent, retire_limit,
-                      rss_mb, scratch_folder, use_compilation_cache)
-from .._core._report import Location, TargetReport
+from ._memory import MemoryBound, retire_limit, scratch_folder
+from ._workers import Standby, Worker, WorkerSetup
+from .._core._report import TargetReport
 
 if TYPE_CHECKING:
     from . import _reach
@@ -52,7 +49,7 @@ Item: TypeAlias = "Found | _reach.RecordedCall"
 
 
 def task_key(item: Item | TracedPhase) -> str:
-    """What a worker finds the item by among the ones it rebuilt (`_worker_main`)."""
+    """What a worker finds the item by among the ones it rebuilt (`_workers.worker_main`)."""
     from . import _reach  # imports JAX: never at this module's import, which the CLI's parent side does
 
     return item.task_key if isinstance(item, (_reach.RecordedCall, TracedPhase)) else item.label
@@ -75,6 +72,7 @@ class RunSettings:
     # and share compiled programs through a compilation cache (`_run_compilation_cache`)
     bound_memory: bool = False
     scratch_xla: str | None = None  # the --no-cache run's temporary compilation cache, while the run lasts
+    standby: Standby | None = None  # the run's workers between batches of work (`run_workers`)
     # the CLI (`_child.check`): every target in a worker, so that a crash or an exit in user code ends a worker
     # and becomes that target's result, never the run's end
     isolate: bool = False
@@ -154,7 +152,8 @@ def _check_todo(lint: Lint, founds: Sequence[Item], items: Sequence[ModuleType |
                                       else (None, None))
             if phase_cache is not None and phase_key is not None and phase_cache.get(phase_key) is not None:
                 phase = None  # `check_traced` reads it back
-        pool = _Pool(_WorkerSetup.of(lint, worker_items, settings), settings)
+        standby = settings.standby or Standby()
+        pool = _Pool(standby.setup or _setup_of(lint, worker_items, settings), settings, standby)
         known = cache.durations() if cache is not None else {}
         outcomes_iter: Iterator[tuple[int, Outcome]] = pool.run(lint, founds, todo, phase, known)
         pooled = True
@@ -242,26 +241,32 @@ def _items_for_workers(items: Sequence[ModuleType | str]) -> list[str] | None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _WorkerSetup:
-    """Everything a spawned worker needs to rebuild the parent's lint state (all picklable)."""
+def _setup_of(lint: Lint, items: list[str], settings: RunSettings) -> WorkerSetup:
+    return WorkerSetup(items, lint.app_dir, lint.seed, lint.discovery.keep_going, lint.discovery.include_tests,
+                       os.getcwd(), list(sys.path), _xla_cache_dir(lint, settings), type(lint),
+                       dict(getattr(lint, "run_options", {})))
 
-    items: list[str]
-    app_dir: str
-    seed: int
-    keep_going: bool
-    include_tests: bool
-    cwd: str
-    sys_path: list[str]
-    xla_cache_dir: str | None = None
-    lint_class: Any = None  # `_lint._Lint`, passed by reference (importing it here would be a cycle)
-    run_options: dict[str, Any] | None = None  # the `Options` fields every target's run gets (`_Lint.run_options`)
 
-    @classmethod
-    def of(cls, lint: Lint, items: list[str], settings: RunSettings) -> _WorkerSetup:
-        xla = _xla_cache_dir(lint, settings)
-        return cls(items, lint.app_dir, lint.seed, lint.discovery.keep_going, lint.discovery.include_tests,
-                   os.getcwd(), list(sys.path), xla, type(lint), dict(getattr(lint, "run_options", {})))
+@contextlib.contextmanager
+def run_workers(lint: Lint, items: Sequence[ModuleType | str], settings: RunSettings) -> Iterator[None]:
+    """What lasts as long as one `jaxdiag check` run (`_lint.run` holds it around its walk and every batch of
+    work): the temporary compilation cache, and the workers between batches (`_workers.Standby`). On a cold run
+    (no result cache, or one that holds nothing yet) the workers start now, so that their import of the user's
+    package overlaps the parent's walk of it; on a run the result cache may answer, only when work is left."""
+    scratch = scratch_folder() if settings.bound_memory else None
+    settings.scratch_xla = scratch
+    settings.standby = Standby()
+    try:
+        worker_items = None if settings.in_process else _items_for_workers(items)
+        if worker_items is not None and not _cache.holds_results(settings.cache, lint.config.source):
+            settings.standby.start(_setup_of(lint, worker_items, settings), max(settings.jobs, 1))
+        yield
+    finally:
+        settings.standby.close()
+        settings.standby = None
+        settings.scratch_xla = None
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _xla_cache_dir(lint: Lint, settings: RunSettings) -> str | None:
@@ -285,9 +290,11 @@ def _run_compilation_cache(lint: Lint, settings: RunSettings) -> Iterator[None]:
     it cleared JAX's caches to bound its memory, loads them instead of compiling them again. Without the result
     cache the folder is temporary, so nothing outlives the run. In this process JAX's settings are restored after
     the run."""
-    # also with the result cache: its folder may be refused (`_xla_cache_dir`), and the run then uses this one
-    scratch = scratch_folder() if settings.bound_memory else None
-    settings.scratch_xla = scratch
+    # also with the result cache: its folder may be refused (`_xla_cache_dir`), and the run then uses this one;
+    # under `run_workers` the run's own
+    scratch = scratch_folder() if settings.bound_memory and settings.scratch_xla is None else None
+    if scratch is not None:
+        settings.scratch_xla = scratch
     folder = _xla_cache_dir(lint, settings) if settings.bound_memory else None
     try:
         if folder is not None and settings.in_process:
@@ -298,136 +305,9 @@ def _run_compilation_cache(lint: Lint, settings: RunSettings) -> Iterator[None]:
         else:
             yield
     finally:
-        settings.scratch_xla = None
         if scratch is not None:
+            settings.scratch_xla = None
             shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _worker_main(conn: Connection, setup: _WorkerSetup) -> None:
-    """A worker: rebuild the discovery, then check the targets the parent sends until it sends None. Ctrl-C is
-    the supervisor's to handle: a `KeyboardInterrupt` here is the user code's own (`user_interrupts`)."""
-    import signal
-
-    from .._harness import user_interrupts
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    user_interrupts(True)
-    exit_with_parent()
-    try:
-        os.chdir(setup.cwd)
-        sys.path[:] = setup.sys_path
-        if setup.xla_cache_dir:
-            use_compilation_cache(setup.xla_cache_dir)
-        from .._core import _config
-        from .._run import _engine
-        from . import _reach
-
-        # select/ignore are the parent's business: targets are checked unfiltered and filtered once, there
-        lint = setup.lint_class(_config.load(setup.app_dir), setup.app_dir, setup.seed, [], [], setup.keep_going,
-                     setup.include_tests)
-        lint.run_options = dict(setup.run_options or {})
-        lint.discovery.walk(setup.items, from_config=False)
-        discovered = lint.discover()  # also claims its recorded calls: the rest are `recorded_items`
-        recorded = lint.recorded_items()
-        _reach.pin_live(recorded)  # before any target runs (`RecordedCall.obj`)
-        founds: dict[str, Item] = {found.label: found for found in discovered}
-        founds.update((item.task_key, item) for item in recorded)
-        phase = TracedPhase(discovered)
-    except BaseException:  # noqa: BLE001 - the parent must hear why the worker cannot run
-        conn.send(("broken", traceback.format_exc()))
-        return
-
-    def started(subject: str, check: str, inputs: dict[str, Any]) -> None:
-        conn.send(("check", subject, check, inputs))
-
-    _engine.on_check_start = started
-    _units.on_unit_start = lambda label: conn.send(("unit", label))
-    bound = MemoryBound()
-    conn.send(("ready",))
-    while True:
-        task = conn.recv()
-        if task is None:
-            return
-        index, label, skip, checked = task
-        found = phase if label == TRACED_LABEL else founds.get(label)
-        if found is None:
-            conn.send(("missing", index))
-            continue
-        started_at = time.perf_counter()
-        try:
-            outcome = (found.run(lint, checked, skip) if isinstance(found, TracedPhase)
-                       else run_in_process(lint, found))
-        except BaseException:  # noqa: BLE001 - jaxdiag's own error: the parent reports it for this target
-            conn.send(("raised", index, traceback.format_exc()))
-            return
-        seconds = time.perf_counter() - started_at
-        rss, cleared = bound.after_target()
-        conn.send(("done", index, outcome.to_dict(), rss, rss_mb(), cleared, seconds))
-
-
-# What the workers' fork server imports: the same as the supervisor's (`_supervisor.PRELOAD`, which this child-side
-# module does not import: the parent side never depends on the child side).
-WORKER_PRELOAD = ["jaxdiag._jobs._preload"]
-
-
-def _worker_context() -> Any:
-    """A fork server that has imported JAX and all of jaxdiag once (`WORKER_PRELOAD`; it never runs user code
-    nor initialises an XLA backend), where the platform has one: each worker, and each replacement of a worker that
-    timed out or grew too large, is forked from it ready to check, instead of a spawned interpreter importing
-    everything again. Under the CLI that server is the supervised child's own fork made before any user code ran
-    (`_worker_server`), so JAX is not imported a second time. Else `spawn`. Never a plain fork of this process
-    (JAX is not fork-safe)."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(WORKER_PRELOAD)
-        return ctx
-    return multiprocessing.get_context("spawn")
-
-
-class _Worker:
-    def __init__(self, setup: _WorkerSetup, slot: int) -> None:
-        ctx = _worker_context()
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, setup), name="jaxdiag-worker", daemon=True)
-        try:
-            self.proc.start()
-        except OSError:  # no fork server here (its socket path is too long under a deep TMPDIR): spawn instead
-            ctx = multiprocessing.get_context("spawn")
-            self.conn, child = ctx.Pipe()
-            self.proc = ctx.Process(target=_worker_main, args=(child, setup), name="jaxdiag-worker", daemon=True)
-            self.proc.start()
-        child.close()
-        self.spawned = time.monotonic()
-        self.ready = False
-        self.task: int | None = None
-        self.task_started = 0.0
-        self.running = ""  # "subject: check" the worker said it started last
-        self.inputs: dict[str, Any] | None = None  # the inputs it said that check runs on (`_provenance`)
-        self.unit = ""  # the traced-reach phase's unit it said it started last
-        self.unit_started = 0.0
-        self.slot = slot  # whose chunk of targets it works through (`_schedule`); a replacement keeps it
-        self.floor_mb: float | None = None  # what its first clearing of JAX's caches left (`retire_limit`)
-
-    def send(self, index: int, label: str, skip: Sequence[str] = (), checked: Sequence[Location] = ()) -> None:
-        self.conn.send((index, label, list(skip), list(checked)))
-        self.task = index
-        self.task_started = time.monotonic()
-        self.running = self.unit = ""
-        self.inputs = None
-
-    def stop(self) -> None:
-        try:
-            self.conn.send(None)
-        except OSError:
-            pass
-        self.proc.join(10)
-        self.kill()
-
-    def kill(self) -> None:
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join()
-        self.conn.close()
 
 
 def schedule(founds: Sequence[Item | TracedPhase], todo: Sequence[int], slots: int, known: Mapping[str, float]
@@ -445,8 +325,9 @@ def schedule(founds: Sequence[Item | TracedPhase], todo: Sequence[int], slots: i
 
 
 class _Pool:
-    def __init__(self, setup: _WorkerSetup, settings: RunSettings) -> None:
+    def __init__(self, setup: WorkerSetup, settings: RunSettings, standby: Standby | None = None) -> None:
         self.setup = setup
+        self.standby = standby or Standby()
         self.timeout = settings.timeout or None
         self.jobs = max(settings.jobs, 1)
         self.phase_index: int | None = None  # the traced-reach phase's task, when the pool runs it (no time limit)
@@ -463,7 +344,7 @@ class _Pool:
             founds = [*founds, phase]  # type: ignore[list-item]
             todo = [*todo, len(founds) - 1]
         queue = schedule(founds, todo, self.jobs, known or {})
-        workers = [_Worker(self.setup, slot) for slot in range(min(self.jobs, len(todo)))]
+        workers = [self.standby.take(self.setup, slot) for slot in range(min(self.jobs, len(todo)))]
         LAST_RUN.update(workers_started=len(workers), peak_worker_mb=0.0, cache_clears=0, pool_started=time.monotonic())
         TIMELINE.clear()
         TASK_SECONDS.clear()
@@ -488,9 +369,9 @@ class _Pool:
                         yield from self._expire(w, workers, lint, founds, queue)
         finally:
             for w in workers:
-                w.kill() if w.task is not None else w.stop()
+                self.standby.give_back(w)
 
-    def _wait_time(self, busy: list[_Worker]) -> float | None:
+    def _wait_time(self, busy: list[Worker]) -> float | None:
         now = time.monotonic()
         limits = [w.spawned + WORKER_START_SECONDS - now for w in busy if not w.ready]
         if self.timeout:
@@ -498,26 +379,26 @@ class _Pool:
                        and (w.task != self.phase_index or w.unit)]
         return max(min(limits), 0.0) + 0.01 if limits else None
 
-    def _overdue(self, w: _Worker) -> bool:
+    def _overdue(self, w: Worker) -> bool:
         now = time.monotonic()
         if not w.ready:
             return now > w.spawned + WORKER_START_SECONDS
         return bool(self.timeout and w.task is not None and (w.task != self.phase_index or w.unit)
                     and now > self._started(w) + self.timeout)
 
-    def _started(self, w: _Worker) -> float:
+    def _started(self, w: Worker) -> float:
         """When the time limit started: its task's start; for the traced-reach phase, its current unit's (the
         phase itself has none)."""
         return w.unit_started if w.task == self.phase_index else w.task_started
 
-    def _replace(self, w: _Worker, workers: list[_Worker], queue: _schedule.Schedule, killed: bool) -> None:
+    def _replace(self, w: Worker, workers: list[Worker], queue: _schedule.Schedule, killed: bool) -> None:
         w.kill() if killed else w.stop()
         workers.remove(w)
         if queue or self.phase_again:
-            workers.append(_Worker(self.setup, w.slot))
+            workers.append(Worker(self.setup, w.slot))
             LAST_RUN["workers_started"] += 1
 
-    def _receive(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Item],
+    def _receive(self, w: Worker, workers: list[Worker], lint: Lint, founds: Sequence[Item],
                  queue: _schedule.Schedule) -> Iterator[tuple[int, Outcome]]:
         try:
             message = w.conn.recv()
@@ -576,7 +457,7 @@ class _Pool:
             if index != self.phase_index:
                 yield index, internal(founds[index], f"internal error in a worker process:\n{message[2]}")
 
-    def _expire(self, w: _Worker, workers: list[_Worker], lint: Lint, founds: Sequence[Item],
+    def _expire(self, w: Worker, workers: list[Worker], lint: Lint, founds: Sequence[Item],
                 queue: _schedule.Schedule) -> Iterator[tuple[int, Outcome]]:
         index = w.task
         if not w.ready:

@@ -1,6 +1,6 @@
 """The fork server of `check`'s workers, forked from the supervised child before it runs any user code.
 
-Workers are forked from a fork server that has imported JAX and all of jaxdiag (`_parallel._worker_context`), never
+Workers are forked from a fork server that has imported JAX and all of jaxdiag (`_workers.worker_context`), never
 from the child itself once it has imported the user's modules (JAX is not fork-safe: user code may have started
 XLA's threads). Left to itself, multiprocessing starts that server as a new interpreter that imports JAX and
 jaxdiag again: about 2.2 s of CPU, on the run's critical path (the first worker waits for it, after discovery).
