@@ -285,6 +285,15 @@ def test_a_batch_statistic_the_leading_comment_states_is_the_deliberate_reading(
     assert codes == {"shared_norm": set(), "pooled_norm": {"JXG035"}, "scaled_norm": {"JXG035"}}
 
 
+@pytest.mark.slow
+def test_an_unvmap_its_public_wrapper_documents_is_the_deliberate_reading(monkeypatch):
+    """"As `jnp.any`, but ignores batch dimensions" on the function that binds the primitive: its batching rule's
+    batch-wide value (JXB024) is the design. The same rule behind an undocumented wrapper is still reported."""
+    monkeypatch.chdir(DATA)
+    codes = _reported_codes("acc/stated_unvmap.py")
+    assert codes == {"any_example_p": set(), "any_flag_p": {"JXB024"}}
+
+
 def test_leading_comments_are_read_as_documentation_with_the_kind_of_reading(tmp_path):
     from jaxdiag._core._documented import stated_deliberate
     from jaxdiag._core._report import Location
@@ -675,3 +684,15 @@ def test_a_tangent_at_rounding_level_is_no_nonlinear_rule_and_a_real_nonlinear_t
     drifting = jaxdiag.check_grad(f"{path}:drifting", "f32[3]")
     assert "JXG020" in {f.code for f in drifting.findings if f.severity == "error"}
     assert expect_line(path, "JXG020") in {f.location.line for f in drifting.findings if f.code == "JXG020"}
+
+
+@pytest.mark.slow
+def test_an_output_the_function_never_reads_gets_no_derivative_check():
+    """A kernel's scratch buffer that its function drops (`d, _ = p.bind(...)`): the JVP's zero tangent for it is
+    right for every derivative the function takes. Before: JXG037 on the dropping function's kernel. Where the
+    function returns the buffer, the zero tangent is still reported."""
+    specs = ("f32[3]", "f32[3,2]")
+    dropped = jaxdiag.check_grad(f"{DATA / 'acc/scratch_output.py'}:lowrank_diag", *specs)
+    returned = jaxdiag.check_grad(f"{DATA / 'acc/scratch_output_bad.py'}:lowrank_diag_and_scratch", *specs)
+    assert all(t.checks for t in dropped.targets) and not dropped.codes() - {"JXN001"}, dropped.codes()
+    assert "JXG037" in returned.codes()

@@ -79,6 +79,10 @@ class Subject:
     # Of those, the ones every call of that wrapper in the package builds from static configuration (its int and
     # str settings: `_configured_operands`): the package never batches them, nor differentiates them.
     configured: frozenset[int] = frozenset()
+    # A nested primitive's outputs (by position) that its function never reads (`d, W, S = p.bind(...); return d, W`):
+    # no derivative the package takes reaches them, so the grad checks give them zero cotangents and compare no
+    # tangent of theirs. Where every bind of the rule in the function drops them.
+    unread_outputs: frozenset[int] = frozenset()
     # A nested custom_* call made only inside a custom_jvp/custom_vjp's primal function: JAX differentiates it through
     # that enclosing rule, never through its own JVP (so, for a custom_vmap, never `vmap` of its `jvp`).
     inside_custom_derivative: bool = False

@@ -51,7 +51,8 @@ if TYPE_CHECKING:
         FOREIGN_CALL_PRIMITIVES, SEQUENTIAL_VMAP_METHODS, axis_size_of, batched_by_custom_rule,
         calls_custom_vjp, custom_call_perturbation, eager_semantics, eqn_source_function,
         eqn_source_line, ffi, foreign_call_target, is_foreign_call, index_operand_bounds, input_dependent_operands,
-        iter_eqns, jaxpr_as_fun, loops_in, recompiles_eagerly, same_program_as_jit, sub_jaxprs, vmap_method_none_raises,
+        iter_eqns, unread_outputs, jaxpr_as_fun, loops_in, recompiles_eagerly, same_program_as_jit, sub_jaxprs,
+        vmap_method_none_raises,
         vmap_method_of, with_vmap_methods, wraps,
     )
     from ._selects import MaskedNonFinite, masked_nonfinite
@@ -104,7 +105,8 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "eager_semantics",
         "eqn_source_function",
         "eqn_source_line", "ffi", "foreign_call_target", "index_operand_bounds", "input_dependent_operands",
-        "is_foreign_call", "iter_eqns", "jaxpr_as_fun", "loops_in", "recompiles_eagerly", "same_program_as_jit",
+        "unread_outputs", "is_foreign_call", "iter_eqns", "jaxpr_as_fun", "loops_in", "recompiles_eagerly",
+        "same_program_as_jit",
         "sub_jaxprs", "vmap_method_none_raises", "vmap_method_of", "with_vmap_methods", "wraps"),
     "_registries": ("_batching_table", "abstract_eval_rule", "batching_rule", "batching_rule_is_fancy",
         "batching_rule_leading_args", "drop_registrations_since", "has_abstract_eval", "has_batching_rule",
@@ -218,6 +220,7 @@ __all__ = [
     "is_unexpected_tracer_error",
     "index_operand_bounds",
     "input_dependent_operands",
+    "unread_outputs",
     "iter_eqns",
     "MaskedNonFinite",
     "masked_nonfinite",

@@ -41,6 +41,33 @@ def iter_eqns(jaxpr: Any) -> Iterator[Any]:
             yield from iter_eqns(sub)
 
 
+def unread_outputs(jaxpr: Any) -> Callable[[Any], frozenset[int]]:
+    """For `jaxpr` (nested jaxprs included): a map from any of its equations to the positions of the outputs nothing
+    reads, in the jaxpr that holds the equation (no later equation takes them, the jaxpr does not return them).
+    What a function drops (`d, W, S = p.bind(...); return d, W`) no derivative of it ever reaches."""
+    read: dict[int, set[int]] = {}  # id(jaxpr) -> ids of the variables it reads
+    owner: dict[int, int] = {}  # id(eqn) -> id(its jaxpr)
+    _reads(jaxpr.jaxpr if isinstance(jaxpr, _core.ClosedJaxpr) else jaxpr, read, owner)
+
+    def unread(eqn: Any) -> frozenset[int]:
+        used = read.get(owner.get(id(eqn), -1))
+        if used is None:
+            return frozenset()
+        return frozenset(k for k, v in enumerate(eqn.outvars) if isinstance(v, _core.DropVar) or id(v) not in used)
+
+    return unread
+
+
+def _reads(jaxpr: Any, read: dict[int, set[int]], owner: dict[int, int]) -> None:
+    used = read.setdefault(id(jaxpr), set())
+    used.update(id(v) for v in jaxpr.outvars if not isinstance(v, _core.Literal))
+    for eqn in jaxpr.eqns:
+        owner[id(eqn)] = id(jaxpr)
+        used.update(id(v) for v in eqn.invars if not isinstance(v, _core.Literal))
+        for sub in sub_jaxprs(eqn):
+            _reads(sub, read, owner)
+
+
 def input_dependent_operands(jaxpr: Any) -> Callable[[Any], list[bool]]:
     """For `jaxpr` traced from a function: a map from any of its equations (nested ones included) to, per operand,
     whether the operand depends on the function's inputs. An operand that does not (a literal, a captured

@@ -1,21 +1,22 @@
 """Deliberate readings that the rule's own documentation states.
 
 Some warnings describe rules that are right under another reading: a custom derivative that departs from the primal's
-numerical derivative as a clipped or straight-through one does (JXG014), a nonzero derivative where the primal is
-flat (JXG033, a surrogate by construction), a custom_vmap rule that returns one batch-wide value for every example
-(JXG035, a batch statistic). A package states that reading in its documentation as often as with a marker:
-"Heaviside step function with piece-wise linear derivative to use as spike-generation surrogate", "# The identity,
-except under vmap: the largest value of the batch, the same for all of its elements". Such a sentence, in the
-docstring or the leading comment of the function the finding points at or of the target's own function (the
-anchors), reads as `# jaxdiag: intended[...]` on that line: the same findings are silenced (the catalog says which:
-`Rule.stated_intent`), and a wrong formula (JXG024, a sign or a factor off where the primal is smooth) is still
+numerical derivative as a clipped or straight-through one does (JXG014), a nonzero derivative where the primal is flat
+(JXG033, a surrogate by construction), a custom_vmap rule that returns one batch-wide value for every example (JXG035, a
+batch statistic), a primitive's batching rule that does (JXB024, an "unvmap"). A package states that reading in its
+documentation as often as with a marker: "Heaviside step function with piece-wise linear derivative to use as spike-
+generation surrogate", "# The identity, except under vmap: the largest value of the batch, the same for all of its
+elements". Such a sentence, in the docstring or the leading comment of the function the finding points at or of the
+target's own function (the anchors), or of a module-level function that binds the primitive (its public wrapper,
+`binding_functions`), reads as `# jaxdiag: intended[...]` on that line: the same findings are silenced (the catalog says
+which: `Rule.stated_intent`), and a wrong formula (JXG024, a sign or a factor off where the primal is smooth) is still
 reported whatever the intent.
 
 A sentence counts when it names both what the reading is about and its deliberate kind, together:
 - "derivative": a derivative (derivative, gradient, JVP, VJP, tangent, backward pass) and a surrogate,
   straight-through, pseudo-derivative, score-function or REINFORCE estimator;
 - "batch": vmap or the batch, and a batch-wide value (maximum, minimum, largest, smallest, sum, mean, average, a
-  statistic, or the same value for all of its elements).
+  statistic, or the same value for all of its elements), or ignoring the batch ("ignores batch dimensions").
 "Surrogate" alone ("a surrogate model") or a derivative alone says nothing about intent. The leading comment is the
 run of `#` lines that opens the function's body or stands right above it (above its decorators).
 """
@@ -38,7 +39,8 @@ _SURROGATE = re.compile(r"\bsurrogates?\b|\bstraight[- ]through\b|\bpseudo[- ]?(
                         r"\bscore[- ]function\b|\bREINFORCE\b", re.IGNORECASE)
 _BATCH = re.compile(r"\b(vmap\w*|batch(es|ed)?)\b", re.IGNORECASE)
 _BATCH_WIDE = re.compile(r"\b(maximum|minimum|largest|smallest|max|min|sum|mean|average|statistics?|"
-                         r"same (value )?for (all|every|each))\b", re.IGNORECASE)
+                         r"same (value )?for (all|every|each)|ignor(e|es|ing) (the )?(vmap(ped)? )?batch)\b",
+                         re.IGNORECASE)
 # (what the reading is about, its deliberate kind), by `Rule.stated_intent`
 _KINDS = {"derivative": (_DERIVATIVE, _SURROGATE), "batch": (_BATCH, _BATCH_WIDE)}
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n\s*\n")
@@ -59,6 +61,24 @@ def stated_deliberate(locations: Sequence[Location | None], kind: str = "derivat
             if about.search(sentence) and deliberate.search(sentence):
                 return " ".join(sentence.split())
     return None
+
+
+def binding_functions(defined_at: Location) -> list[Location]:
+    """The `def` lines of the module-level functions of `defined_at`'s file that bind the primitive assigned at that
+    line (`foo_p = Primitive(...)`, then `def foo(x): return foo_p.bind(x)`): what a package documents is the wrapper,
+    rarely the primitive object."""
+    tree = _locate.parsed_file(defined_at.path) if defined_at.path.endswith(".py") else None
+    if tree is None:
+        return []
+    names = {t.id for node in tree.body if isinstance(node, ast.Assign) and node.lineno == defined_at.line
+             for t in node.targets if isinstance(t, ast.Name)}
+    return [Location(defined_at.path, node.lineno, node.name) for node in tree.body
+            if names and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _binds(node, names)]
+
+
+def _binds(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "bind"
+               and isinstance(call.func.value, ast.Name) and call.func.value.id in names for call in ast.walk(node))
 
 
 _READ: weakref.WeakKeyDictionary[ast.Module, dict[int, str]] = weakref.WeakKeyDictionary()

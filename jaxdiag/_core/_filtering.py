@@ -161,9 +161,10 @@ def _stated_intended(finding: Finding, target: TargetReport) -> bool:
     known = rules.RULES.get(finding.code)
     if known is None or not known.stated_intent:
         return False
-    from ._documented import stated_deliberate
+    from ._documented import binding_functions, stated_deliberate
 
-    return stated_deliberate([finding.location, *target.anchors], known.stated_intent) is not None
+    wrappers = [w for a in target.anchors for w in binding_functions(a)] if target.kind == "primitive" else []
+    return stated_deliberate([finding.location, *target.anchors, *wrappers], known.stated_intent) is not None
 
 
 def mark_coverage(target: TargetReport) -> None:

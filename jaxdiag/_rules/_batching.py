@@ -168,8 +168,11 @@ UNBATCHED_OUTPUT_IS_BATCH_AGGREGATE: Rule[_fields.JXB024] = variant(
     why="vmap no longer means \"the same function per example\": `jax.vmap(f)(xs)[i]` depends on the other examples. "
         "That is the contract of an \"unvmap\" primitive (a batch-wide maximum, a stop flag that is true when any "
         "example's is), and a silent bug everywhere else (a reduction that forgot the batch axis). If intended, say "
-        "so on the reported line with `# jaxdiag: intended[JXB024]`: that silences this finding only.",
+        "so on the reported line with `# jaxdiag: intended[JXB024]`: that silences this finding only. A docstring "
+        "or leading comment of the rule, or of a function that binds the primitive, saying that it ignores the "
+        "batch or returns a batch-wide value (\"As `jnp.all`, but ignores batch dimensions\") reads the same.",
     bad_sample="jxb024_bad.py", good_sample="jxb024_good.py",
+    stated_intent="batch",
     message="Output reported unbatched is a batch-wide value: {evidence}",
     decision="whether the output is batch-wide by design (then mark it intended) or meant per example (then reduce "
              "over the example's own axes and return the batch axis)",

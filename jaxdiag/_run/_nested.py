@@ -58,6 +58,7 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
             nested.inside_custom_derivative = id(obj) not in traced.value.differentiable
             subjects.append(nested)
     operand_dependent = _compat.input_dependent_operands(jaxpr)
+    unread_outputs = _compat.unread_outputs(jaxpr)
     by_key: dict[tuple, Subject] = {}
     builtin: dict[int, bool] = {}  # per primitive: a quadrature's loops bind the same few 100,000 times
     for eqn in _compat.iter_eqns(jaxpr):
@@ -81,9 +82,11 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
         # operands built from no input of the function (a captured constant, an index) are never batched there
         unbatched = frozenset(k for k, dependent in enumerate(operand_dependent(eqn)) if not dependent)
         handed = frozenset(k for k, v in enumerate(eqn.invars) if any(v is i for i in inputs))
+        unread = unread_outputs(eqn)
         if key in by_key:
             by_key[key].unbatched &= unbatched
             by_key[key].handed_through &= handed
+            by_key[key].unread_outputs &= unread
             continue
         where = _compat.eqn_source_line(eqn)
         subjects.append(by_key.setdefault(key, Subject(
@@ -91,7 +94,7 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
             location=primitive_location(prim, None) if user else None, module=root.module, parent=root,
             domain=root.domain,
             eqn_location=Location(_locate.relative_path(where[0]), where[1], prim.name) if where else None,
-            unbatched=unbatched, handed_through=handed)))
+            unbatched=unbatched, handed_through=handed, unread_outputs=unread)))
     cache.nested_subjects = subjects  # the function's checks attribute vmap failures to these
     return subjects
 

@@ -128,7 +128,7 @@ def T(st: GradState, key: TangentKey, tangents: dict[int, Any]) -> list[np.ndarr
     if key not in memo:
         result, exc = _dense_call(st, tangents)
         pair = _split(st, result) if exc is None else None
-        memo[key] = st.gauge_free(tangent_leaves(st, pair[1])) if pair is not None else None
+        memo[key] = st.comparable(tangent_leaves(st, pair[1])) if pair is not None else None
     return memo[key]
 
 

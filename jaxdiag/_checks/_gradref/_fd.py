@@ -200,7 +200,7 @@ class FiniteDifferences:
                 unit = 2.2e-16 if self.mode == "f64" else max(
                     float(jnp.finfo(a.dtype).eps) if is_inexact(a.dtype) else 1e-2 for a in args)
                 noise = unit * max((float(np.max(np.abs(p))) if p.size else 0.0) for p in plus) / eps
-                return FDResult(self.st.gauge_free(jv), eps, noise)
+                return FDResult(self.st.comparable(jv), eps, noise)
             eps /= 16
         return None
 
@@ -234,7 +234,7 @@ class FiniteDifferences:
                     return None
                 noise = max(noise, float(np.max(bound, initial=0.0)))
             jv.append(value)
-        return FDResult(self.st.gauge_free(jv), h, noise)
+        return FDResult(self.st.comparable(jv), h, noise)
 
     def _shaped(self, point: list[np.ndarray] | None) -> bool:
         """Whether an evaluation (None: it failed) has the example output's leaves and shapes: an output whose

@@ -9,7 +9,7 @@ with a component along a gauge direction compares two gauges, not two derivative
 
 The grad checks therefore draw their cotangents blind to every gauge direction (under JAX's bilinear pairing
 `Re(sum(w * t))`), and the tangents compared for a custom JVP (the rule's and the finite differences') lose their
-parts along them (`GradState.gauge_free`). A wrong eigenvalue term or a wrong coupling between vectors is still seen.
+parts along them (`GradState.comparable`). A wrong eigenvalue term or a wrong coupling between vectors is still seen.
 A float64 evaluation is the same function as the native one when its vectors differ only in phase, and its finite
 differences are brought into the native phases (`Gauges.in_native_phase`: LAPACK's float64 signs differ).
 

@@ -266,6 +266,7 @@ class GradState:
         memo = self.memo.cotangents
         if which not in memo:
             drawn = [self._random_like(leaf) if self.out_diff(k) else None for k, leaf in enumerate(self.out_leaves)]
+            drawn = [np.zeros_like(w) if w is not None and k in self.unread else w for k, w in enumerate(drawn)]
             if self.gauges.directions:  # blind to the vectors' norms and phases, which no derivative fixes (`_gauge`)
                 drawn = [None if w is None else b.astype(w.dtype) for w, b in zip(drawn, self.gauges.blind(drawn))]
             # jax Arrays, as JAX passes them: NumPy arrays promote differently (2.0 * a bf16 ndarray is float64)
@@ -280,9 +281,17 @@ class GradState:
             self.memo.gauges = gauges([a.value for a in self.diff], self.out_leaves)
         return self.memo.gauges
 
-    def gauge_free(self, tangents: list[Any]) -> list[Any]:
-        """Output tangents less their parts along every gauge direction: the rule's and the reference's compare
-        there."""
+    @property
+    def unread(self) -> frozenset[int]:
+        """Outputs the rule's call site never reads (`Subject.unread_outputs`): a primitive's, by position."""
+        return self.subject.unread_outputs if self.kind == "primitive" else frozenset()
+
+    def comparable(self, tangents: list[Any]) -> list[Any]:
+        """Output tangents as the rule's and the reference's are compared: less their parts along every gauge
+        direction, and zero on the outputs the call site never reads."""
+        if self.unread:
+            tangents = [np.zeros_like(to_f64(t)) if k in self.unread and t is not None else t
+                        for k, t in enumerate(tangents)]
         if not self.gauges.directions:
             return tangents
         return self.gauges.tangent_free([to_f64(t) if k in self.gauges.vectors and t is not None else t
