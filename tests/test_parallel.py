@@ -560,6 +560,7 @@ def test_workers_are_forked_from_a_fork_of_the_child_not_a_new_interpreter_and_i
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_cold_run_starts_its_workers_before_the_walk_and_no_more_than_jobs(tmp_path, monkeypatch):
     """Their import of the user's package overlaps the parent's walk; the traced-reach phase and the targets share
     them. The report is the serial one."""
