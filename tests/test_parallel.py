@@ -567,9 +567,10 @@ def test_a_cold_run_starts_its_workers_before_the_walk_and_no_more_than_jobs(tmp
     from jaxdiag._jobs import _discovery, _workers
 
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "factory.py").write_text(FACTORY)
+    # a name of its own: a module `factory` another test imported into this process is loaded under another name
+    (tmp_path / "cold_factory.py").write_text(FACTORY)
     shutil.copy(SAMPLES / "jxg001_bad.py", tmp_path / "jxg001_bad.py")
-    files = ["factory.py", "jxg001_bad.py"]
+    files = ["cold_factory.py", "jxg001_bad.py"]
     serial = check_paths(files)
     started: list[float] = []
     walks: list[int] = []
