@@ -693,6 +693,6 @@ def test_an_output_the_function_never_reads_gets_no_derivative_check():
     function returns the buffer, the zero tangent is still reported."""
     specs = ("f32[3]", "f32[3,2]")
     dropped = jaxdiag.check_grad(f"{DATA / 'acc/scratch_output.py'}:lowrank_diag", *specs)
-    returned = jaxdiag.check_grad(f"{DATA / 'acc/scratch_output_bad.py'}:lowrank_diag_and_scratch", *specs)
+    returned = jaxdiag.check_grad(f"{DATA / 'acc/scratch_output.py'}:lowrank_diag_and_scratch", *specs)
     assert all(t.checks for t in dropped.targets) and not dropped.codes() - {"JXN001"}, dropped.codes()
     assert "JXG037" in returned.codes()

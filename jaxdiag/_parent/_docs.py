@@ -43,9 +43,11 @@ reported as {unused}, like any unused suppression. A docstring that states the r
 (derivative, gradient, JVP, VJP, tangent, backward pass) and its deliberate kind (surrogate, straight-through,
 pseudo-derivative, score-function or REINFORCE), such as "Heaviside step function with piece-wise linear derivative
 to use as spike-generation surrogate". On {stated_batch} the same holds for a sentence that names vmap or the batch
-and a batch-wide value (its maximum, minimum, sum, mean or a statistic, or "the same for all"), such as "The
-identity, except under vmap: the largest value of the batch, the same for all of its elements". The comment lines
-that open the function's body, or stand right above it, are read as its docstring is.
+and a batch-wide value (its maximum, minimum, sum, mean or a statistic, or "the same for all") or says it ignores the
+batch, such as "The identity, except under vmap: the largest value of the batch, the same for all of its elements"
+or "As `jnp.all`, but ignores batch dimensions". For a primitive, the docstring of a module-level function that binds
+it (its public wrapper) counts too. The comment lines that open the function's body, or stand right above it, are
+read as its docstring is.
 """
 
 

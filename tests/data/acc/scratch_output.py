@@ -1,7 +1,7 @@
 """A kernel that returns its result and a scratch buffer, as bindings of compiled solvers do (the buffer is what
-their reverse pass needs). Its JVP gives the buffer no tangent, since the package never reads it: `lowrank_diag`
-drops it, so every derivative the package takes is right. `scratch_output_bad.py` hands the buffer back to its
-callers, where the zero tangent is wrong."""
+their reverse pass needs). Its JVP gives the buffer no tangent: `lowrank_diag` drops the buffer, so every derivative
+it takes is right; `lowrank_diag_and_scratch` hands the buffer back to its callers, where the zero tangent is wrong
+(the buffer depends on both inputs)."""
 
 import jax
 import jax.numpy as jnp
@@ -48,3 +48,8 @@ batching.primitive_batchers[factor_p] = _batch
 def lowrank_diag(a, u):
     d, _ = factor_p.bind(a, u)
     return d
+
+
+def lowrank_diag_and_scratch(a, u):
+    d, scratch = factor_p.bind(a, u)
+    return d, scratch
