@@ -122,7 +122,7 @@ class _Lint:
 
     def run(self, items: Sequence[ModuleType | str], from_config: bool) -> Report:
         """Walk, check every target (unfiltered), then filter once; unused suppressions are judged last. The run's
-        workers start before the walk (`_parallel.run_workers`)."""
+        first worker starts before the walk (`_parallel.run_workers`)."""
         with _parallel.run_workers(self, items, self.settings):
             return self._run_all(items, from_config)
 

@@ -251,15 +251,18 @@ def _setup_of(lint: Lint, items: list[str], settings: RunSettings) -> WorkerSetu
 def run_workers(lint: Lint, items: Sequence[ModuleType | str], settings: RunSettings) -> Iterator[None]:
     """What lasts as long as one `jaxdiag check` run (`_lint.run` holds it around its walk and every batch of
     work): the temporary compilation cache, and the workers between batches (`_workers.Standby`). On a cold run
-    (no result cache, or one that holds nothing yet) the workers start now, so that their import of the user's
-    package overlaps the parent's walk of it; on a run the result cache may answer, only when work is left."""
+    (no result cache, or one that holds nothing yet) the first worker starts now, so that its import of the user's
+    package overlaps the parent's walk of it; the others start once the walk says how much work there is (a small
+    project on a many-core machine starts no idle worker). One, not `jobs`: the parent and one worker fill two cores,
+    and a second importing beside them slowed both (jax-md, 2 cores: 20.3/19.9 s with two, 18.9/18.4 s with one,
+    22-24 s with none). On a run the result cache may answer, workers start only when work is left."""
     scratch = scratch_folder() if settings.bound_memory else None
     settings.scratch_xla = scratch
     settings.standby = Standby()
     try:
         worker_items = None if settings.in_process else _items_for_workers(items)
         if worker_items is not None and not _cache.holds_results(settings.cache, lint.config.source):
-            settings.standby.start(_setup_of(lint, worker_items, settings), max(settings.jobs, 1))
+            settings.standby.start(_setup_of(lint, worker_items, settings), 1)
         yield
     finally:
         settings.standby.close()

@@ -7,8 +7,8 @@ then run the targets they are sent one at a time. `_parallel` decides what each 
 
 A worker's start costs what importing the user's package costs, and that is most of a cold run's wait when the
 package computes at import (a molecular-dynamics package: 5.5 s, the parent's own import of it 6 s before). On a
-cold run the workers are therefore started before the parent walks the package (`Standby`), so their imports
-overlap the parent's, and a worker left idle by one batch of work (the targets) serves the next (the traced-reach
+cold run the first worker is therefore started before the parent walks the package (`Standby`), so its import
+overlaps the parent's, and a worker left idle by one batch of work (the targets) serves the next (the traced-reach
 phase) instead of a new worker importing everything again.
 """
 
