@@ -156,8 +156,8 @@ def _blocking(finding: Finding) -> bool:
 def _stated_intended(finding: Finding, target: TargetReport) -> bool:
     """A finding of a rule whose deliberate reading the code's documentation may state (`Rule.stated_intent`: a
     surrogate derivative, a batch-wide statistic) on a rule whose docstring or leading comment, or its target
-    function's, states it: as `# jaxdiag: intended[...]` there (`_documented`; the catalog's texts are loaded once a
-    finding exists)."""
+    function's, or (for a primitive) a binding wrapper's, states it: as `# jaxdiag: intended[...]` there
+    (`_documented`; the catalog's texts are loaded once a finding exists)."""
     known = rules.RULES.get(finding.code)
     if known is None or not known.stated_intent:
         return False

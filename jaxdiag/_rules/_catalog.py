@@ -119,7 +119,8 @@ class Rule(Emits[F]):
     # computes from the evidence and verifies (`--diff`): then the rule's bad sample must get a verified diff.
     decision: str = ""
     # Which deliberate reading, stated in the documentation of the rule it points at (a sentence of a docstring or
-    # of the comment leading the function: `_core/_documented.py`), stands for `# jaxdiag: intended[CODE]` there:
+    # of the comment leading the function, or for a primitive of a function that binds it: `_core/_documented.py`),
+    # stands for `# jaxdiag: intended[CODE]` there:
     # "derivative" (a surrogate, straight-through or score-function derivative) or "batch" (a batch-wide maximum,
     # sum or statistic under vmap); "" for none. Only for warnings whose message names that reading already.
     stated_intent: str = ""
