@@ -192,6 +192,15 @@ def _jxn018(m: Any) -> str | None:
     return ok()
 
 
+@says("JXN020")
+def _jxn020(m: Any) -> str | None:
+    """`jax.vmap(segment_total_p.bind, in_axes=(None, 0))(data, ids)`"""
+    data = draw("JXN020", 6)
+    ids = np.tile(np.array([0, 1, 2, 0, 1, 2], dtype=np.int32), (B, 1))
+    jax.vmap(m.segment_total_p.bind, in_axes=(None, 0))(data, ids)
+    return ok()
+
+
 @says("JXN019")
 def _jxn019(m: Any) -> str | None:
     """`jax.jvp(cumsum_p.bind, (x,), (t,))` (jax.grad of it works)"""

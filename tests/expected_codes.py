@@ -175,6 +175,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'jxn018_good.py': {'info': ['JXN001']},
     'jxn019_bad.py': {'info': ['JXN001', 'JXN019']},
     'jxn019_good.py': {'info': ['JXN001']},
+    'jxn020_bad.py': {'info': ['JXN020', 'JXR006']},
+    'jxn020_good.py': {'info': ['JXR006']},
     'jxr001_bad.py': {'error': ['JXR001'], 'info': ['JXN003', 'JXR006']},
     'jxr001_good.py': {'info': ['JXR006']},
     'jxr002_bad.py': {'error': ['JXR002'], 'info': ['JXN003', 'JXR006']},

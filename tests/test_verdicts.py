@@ -462,14 +462,17 @@ def test_a_transpose_rule_that_raises_on_purpose_is_a_refusal_and_an_accident_st
 @pytest.mark.slow
 def test_a_helper_that_refuses_with_not_implemented_is_deliberate_and_other_helper_errors_stay_errors():
     """A `raise NotImplementedError(...)` in a helper of the user's code that the rule calls is the same deliberate
-    refusal as a `raise` in the rule's own body (JXB014); a ValueError a helper raises on what the rule forgot to
-    handle stays JXB006."""
+    refusal as a `raise` in the rule's own body (a batched grid refused while the data batches: the JXN020 note,
+    the rule's contract); a ValueError a helper raises on what the rule forgot to handle stays JXB006."""
     path = DATA / "verdicts" / "helper_refusal.py"
     # NotImplementedError; a ValueError whose text refuses; one asking for an issue about the case
     for name in ("refusing_p", "pinning_p", "requesting_p"):
         refused = jaxdiag.check_batching(f"{path}:{name}", "f32[4]", "f32[3]")
         no_internal_errors(refused)
-        assert "JXB014" in codes(refused, "warning") and "JXB006" not in codes(refused), name
+        assert "JXN020" in codes(refused, "info") and not {"JXB006", "JXB014"} & codes(refused), name
+        assert not [f for f in refused.findings if f.severity != "info"], name
+    misplaced = jaxdiag.check_batching(f"{path}:misplaced_p", "f32[4]", "f32[3]")  # the accepted dims still checked
+    assert "JXN020" in codes(misplaced, "info") and codes(misplaced, "error"), misplaced.findings
     for name in ("accidental_p", "buggy_p"):  # an unhandled case; "this is a bug, please open an issue"
         accident = jaxdiag.check_batching(f"{path}:{name}", "f32[4]", "f32[3]")
         no_internal_errors(accident)

@@ -81,7 +81,8 @@ BATCHING_RULE_REFUSES: Rule[_fields.JXB014] = Rule(
     "`raise NotImplementedError(...)` in a helper of your own code the rule calls, or a `raise` there whose message "
     "refuses (\"cannot\", \"not supported\") or asks for an issue about the case (unless it calls itself a bug; "
     "not from JAX or NumPy, and not an `assert`): the author saw the case and chose to refuse it with a message "
-    "for the user.",
+    "for the user. Only when no batched call jaxdiag made works: a rule that refuses some batch dims and batches "
+    "others correctly has drawn its contract (a JXN020 note).",
     "`jax.vmap` fails with the rule's message for every caller, which can be the intent (an operation that must "
     "never be batched) or a limitation to lift.",
     "jxb014_bad.py", "jxb014_good.py",

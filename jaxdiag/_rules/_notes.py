@@ -172,6 +172,23 @@ TANGENTS_REFUSED: Rule[_fields.JXN018] = Rule(
     message="{rule} refuses tangents of {refused} on purpose ({error}); the other arguments were checked with "
             "{them} held constant",
 )
+BATCH_DIMS_REFUSED: Rule[_fields.JXN020] = Rule(
+    "JXN020", "batch-dims-refused-on-purpose", "info",
+    "The batching rule refuses some batch dims with its own `raise` and batches others correctly: the refused "
+    "ones are outside its vmap contract, the others were checked.",
+    "The batching counterpart of JXN018. A rule that refuses a batch dims combination deliberately (its own "
+    "`raise`, or a refusal raised in a helper of yours, as for JXB014: \"Ai cannot be vectorized\", \"vmap over the "
+    "sampling grid is not supported\") while another combination it was called with matches the per-example "
+    "loop has drawn the line of what it batches: an index array or a grid shared by the whole batch, weights "
+    "that are never per-example. jaxdiag names the refused combinations and the one that works, and every "
+    "accepted combination is compared with the loop as usual. A rule that refuses every batched call jaxdiag "
+    "made is JXB014 (a warning: `jax.vmap` of the primitive fails for everyone).",
+    "Nothing to change if the refusal is the contract: a caller who vmaps over a refused operand gets your "
+    "message. Lift it (batch that operand, or loop over it with `jax.lax.map`) if your users need it.",
+    "jxn020_bad.py", "jxn020_good.py",
+    message="{owner}'s batching rule refuses on purpose ({error}) when called by {refused}. It batches {works}; "
+            "the combinations it accepts were checked against the per-example loop",
+)
 FORWARD_MODE_UNSUPPORTED: Rule[_fields.JXN019] = Rule(
     "JXN019", "reverse-mode-only", "info",
     "A primitive's JVP rule returns its tangent as a primitive JAX can only transpose: jax.grad works, jax.jvp, "

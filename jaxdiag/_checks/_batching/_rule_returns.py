@@ -160,11 +160,13 @@ def _owner(ctx: Context, prim: Any) -> str:
 
 
 def _other_variants(calls: list[RuleCall], first: RuleCall, name: str) -> str:
-    labels = list(dict.fromkeys(c.variant.describe(name) for c in calls if c.variant != first.variant))
-    if not labels:
-        return ""
-    shown = labels[:3] + ([f"{len(labels) - 3} more"] if len(labels) > 3 else [])
-    return f" Also with {'; '.join(shown)}."
+    others = [c for c in calls if c.variant != first.variant]
+    return f" Also with {_variant_list(others, name)}." if others else ""
+
+
+def _variant_list(calls: list[RuleCall], name: str) -> str:
+    labels = list(dict.fromkeys(c.variant.describe(name) for c in calls))
+    return "; ".join(labels[:3] + ([f"{len(labels) - 3} more"] if len(labels) > 3 else []))
 
 
 def _return_location(rule_fn: Any, line: int | None, rule: rules.Rule, fallback: Location | None
@@ -325,6 +327,10 @@ def _raised_finding(ctx: Context, raised: list[RuleCall]) -> Finding:
         message += f" It works for {passed[0].describe(name)}."
     fix = _generic_raised_fix(ctx, generic, raised) if generic else _raised_fix(call, exc, raised, passed)
     on_purpose = rule_fn is not None and _locate.is_user_code(rule_fn) and raises_on_purpose(exc, rule_fn)
+    if on_purpose and passed:  # the rule drew a line: what it refuses is its contract, what it accepts was checked
+        return rules.BATCH_DIMS_REFUSED.finding(
+            owner=_owner(ctx, prim), refused=_variant_list(raised, name),
+            error=first_line(exc), works=passed[0].describe(name), location=location)
     return (rules.BATCHING_RULE_REFUSES if on_purpose else rules.BATCHING_RULE_RAISED).finding(
         evidence=message,
         fix=fix,

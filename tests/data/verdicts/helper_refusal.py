@@ -1,10 +1,11 @@
-"""Two batching rules that share a helper, the pattern of a library that supports vmap over its data but not over
-its sampling grid: `_lift` refuses a batched grid with `raise NotImplementedError(...)` (a deliberate refusal, a
-JXB014 warning), while `_check_rank`'s ValueError catches what the second rule forgot to handle (an accident,
-JXB006). `_pin` refuses the same way with a ValueError whose text says so ("cannot be vectorized"), as sparse
-solvers refuse a batched index array; `_fixed_grid` with one that asks its users to open an issue for the case (a
-kernel configured per operand with the ones it batches), while `_invariant`'s "please open an issue" follows "this
-is a bug": an accident again."""
+"""Two batching rules that share a helper, the pattern of a library that supports vmap over its data but not over its
+sampling grid: `_lift` refuses a batched grid with `raise NotImplementedError(...)` (a deliberate refusal of some
+batch dims while the data batches: a JXN020 note), while `_check_rank`'s ValueError catches what the second rule
+forgot to handle (an accident, JXB006). `_pin` refuses the same way with a ValueError whose text says so ("cannot be
+vectorized"), as sparse solvers refuse a batched index array; `_fixed_grid` with one that asks its users to open an
+issue for the case (a kernel configured per operand with the ones it batches), while `_invariant`'s "please open an
+issue" follows "this is a bug": an accident again. `_misplaced_rule` refuses the grid as `_lift` does, and returns
+the data's batch at dim 0 without moving it there: a defect in what it accepts, reported beside the note."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
@@ -84,6 +85,13 @@ def _buggy_rule(args, dims):
     return buggy_p.bind(data, grid), 0 if data_dim is not None else None
 
 
+def _misplaced_rule(args, dims):
+    data, grid = args
+    data_dim, grid_dim = dims
+    grid = _lift(grid, grid_dim)
+    return misplaced_p.bind(data, grid), 0 if data_dim is not None else None  # the batch axis was never moved to 0
+
+
 def _accidental_rule(args, dims):
     data, grid = args
     data_dim, _ = dims
@@ -105,3 +113,4 @@ accidental_p = _primitive("accidental", _accidental_rule)
 pinning_p = _primitive("pinning", _pinning_rule)
 requesting_p = _primitive("requesting", _requesting_rule)
 buggy_p = _primitive("buggy", _buggy_rule)
+misplaced_p = _primitive("misplaced", _misplaced_rule)
