@@ -328,13 +328,14 @@ def test_a_callback_refusing_a_batched_operand_is_named_with_a_fix_for_the_callb
 def test_an_operand_every_caller_of_a_wrapper_configures_is_neither_batched_nor_differentiated(monkeypatch):
     """`resample(data, grid)` binds both unchanged; every call of it builds the grid from int/str settings, so the
     rules refusing a batched grid and ignoring its tangent are right for every use. Before: JXB014, JXG006 and
-    JXG034 on resample_p. `warp` has the same rules, and a caller shifting the grid by an array: still reported."""
+    JXG034 on resample_p. `warp` has the same rules, and a caller shifting the grid by an array: its grid is still
+    batched (the refusal is noted, JXN020) and its ignored tangent still reported."""
     monkeypatch.chdir(DATA)
     _, data = check("acc/configured_grid.py")
     found = {t["target"].rpartition(":")[2]: t["findings"] for t in data["targets"]}
     assert not [f["code"] for f in found["resample_p"] if f["severity"] != "info"], found["resample_p"]
     assert any("static configuration" in f["message"] for f in found["resample_p"] if f["code"] == "JXN003")
-    assert {"JXB014", "JXG034"} <= {f["code"] for f in found["warp_p"]}
+    assert {"JXN020", "JXG034"} <= {f["code"] for f in found["warp_p"]}
 
 
 def test_configured_arguments_are_read_from_settings_only(tmp_path, monkeypatch):
@@ -696,3 +697,25 @@ def test_an_output_the_function_never_reads_gets_no_derivative_check():
     returned = jaxdiag.check_grad(f"{DATA / 'acc/scratch_output.py'}:lowrank_diag_and_scratch", *specs)
     assert all(t.checks for t in dropped.targets) and not dropped.codes() - {"JXN001"}, dropped.codes()
     assert "JXG037" in returned.codes()
+
+
+@pytest.mark.slow
+def test_a_caller_still_running_after_the_search_budget_is_left_and_the_rule_checked_alone(monkeypatch):
+    """`generate` works for an hour before it calls `taper` (a waveform generator run eagerly under vmap and grad).
+    Before, the call-site search ran it until the target's time limit: JXU004, the rule unchecked. Now the search
+    stops at its budget, the rule is checked on its own, and the alarm is handed back as it was."""
+    import signal
+    import time
+
+    from jaxdiag._jobs import _call_sites
+    from jaxdiag._jobs._lint import check_paths
+
+    monkeypatch.setattr(_call_sites, "SEARCH_SECONDS", 1.0)
+    handler = signal.getsignal(signal.SIGALRM)
+    started = time.monotonic()
+    report = check_paths([str(DATA / "acc" / "slow_caller.py")], jobs=1)
+    assert time.monotonic() - started < 60
+    (target,) = report.targets
+    assert target.checks and not target.internal_errors, target
+    assert {f.code for f in target.findings} == {"JXN001"}, target.findings
+    assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

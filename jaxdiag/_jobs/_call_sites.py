@@ -27,6 +27,7 @@ import ast
 import inspect
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -34,11 +35,15 @@ from typing import Any
 from .. import _compat
 from .._core import _locate
 from .._core._report import TargetReport
+from .._harness.budget import OverBudget, time_budget
 
 # Public functions tried per target at most (each is traced once per run, whatever number of targets it reaches).
 MAX_TRIES = 3
 # Calls between a public function and the target, at most.
 MAX_DEPTH = 3
+# Seconds the search may spend running public functions for one target (a waveform generator run eagerly under vmap
+# can compute for minutes): past it the target is checked without them, never left to the per-target limit.
+SEARCH_SECONDS = 60.0
 
 
 @dataclass
@@ -232,9 +237,16 @@ def check_at_call_sites(lint: Any, found: Any, only_if_differs: bool) -> Reach:
         callers, in_rules = carriers(parents, modules), bool(parents)
     if in_rules:  # checked where the rule binds it, never on made-up operands its contract may not allow
         only_if_differs = False
+    search_ends = time.monotonic() + SEARCH_SECONDS
     for module, name in callers[:MAX_TRIES]:
+        left = search_ends - time.monotonic()
         try:
-            got = _reach_through(lint, found, runs, module, name, reach)
+            with time_budget(max(left, 0.001)):
+                got = _reach_through(lint, found, runs, module, name, reach)
+        except OverBudget as over:
+            reach.tried.append(f"{module.__name__}:{name}: still running after the search's {SEARCH_SECONDS:g} s "
+                               f"({over}): not used")
+            return reach
         except NeedsX64:
             # a library that refuses to run without x64 (its users enable it): the caller, and the target where it
             # is called, run under x64, as `_traced_reach` runs such a function

@@ -36,6 +36,7 @@ from .. import _compat
 from .._core import _locate, _provenance
 from .._checks._base import Context, Options, Subject
 from .._harness import call_user, jaxdiag_code
+from .._harness.budget import OverBudget
 from .._harness.cache import SubjectCache
 from .._core._errors import InferenceError, TargetLoadError, UsageError
 from .._core._report import Finding, TargetReport
@@ -266,7 +267,7 @@ def prepare(runs: CarrierRuns, via: dict, templates: list[Any], options: Options
     if prepared is None:
         try:
             prepared = _prepare(runs, via, templates, options, app_dir, example)
-        except (InferenceError, TargetLoadError, UsageError) as exc:
+        except (InferenceError, TargetLoadError, UsageError, OverBudget) as exc:  # over budget once, again later
             runs.prepared[key] = exc
             raise
         runs.prepared[key] = prepared
