@@ -719,3 +719,23 @@ def test_a_caller_still_running_after_the_search_budget_is_left_and_the_rule_che
     assert target.checks and not target.internal_errors, target
     assert {f.code for f in target.findings} == {"JXN001"}, target.findings
     assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+@pytest.mark.slow
+def test_an_operand_every_call_of_the_package_passes_complex_is_drawn_complex():
+    """`unitary_dft`'s package converts every signal to complex before calling it (through a backend its default
+    path never takes, so no call site is run). Before: drawn f32, its bwd's complex cotangent for the real input was
+    a JXG004 on data the package never passes. The annotated twin (`Complex[Array, "n"]`) is drawn complex too; the
+    twin its package also calls with real signals keeps its JXG004."""
+    path = DATA / "acc" / "complex_callers.py"
+    module = load(path)
+    x = jnp.array([0.5, -1.0, 2.0])
+    assert jax.grad(lambda v: jnp.real(module.unitary_dft(v)).sum())(x).dtype == jnp.complex64  # plain JAX
+    from jaxdiag._jobs._lint import check_paths
+
+    found = {t.target.rpartition(":")[2]: t for t in check_paths([str(path)]).targets}
+    for name in ("unitary_dft", "unitary_dft_annotated"):
+        assert found[name].inputs[0].startswith("c64[") and found[name].checks, found[name].inputs
+        assert not [f for f in found[name].findings if f.severity != "info"], found[name].findings
+    assert expect_line(path, "JXG004") in {f.location.line for f in found["unitary_dft_any"].findings
+                                           if f.code == "JXG004"}

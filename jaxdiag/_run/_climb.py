@@ -57,6 +57,7 @@ from . import (
     _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes, _static_use, _static_values,
 )
 from ._assumed_params import DISAGREES
+from ._call_site_dtypes import complex_positions
 from ._sparse_operands import csr_rungs
 from ._domains import VALUES_ONLY
 from ._well_posed import well_posed
@@ -125,6 +126,7 @@ class _State:
     learned: set[int] = field(default_factory=set)  # dims of the derived family the rule itself named
     probed: set[int] = field(default_factory=set)  # the ints whose derived output dims were traced
     again: bool = False  # the last variant again: its reverse mode named operands that are scalars (`scalars`)
+    complex_first: set[int] = field(default_factory=set)  # the candidate's operands the package always passes complex
     restated: dict[int, ArgSpec] = field(default_factory=dict)  # for that retry: operands a transpose rule restated
 
 
@@ -155,6 +157,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     documented = {**dict.fromkeys(_operand_kinds.factorised_positions(subject), "spd"),
                   **_operand_kinds.documented_domains(subject)}
     state = _State(complex=_names_complex(subject))
+    # complex where the annotation says so (`Complex[Array, "n"]`) or every call the package makes passes complex
+    complexes = _family(families, "complex") | complex_positions(subject)
     # a candidate that ran, reverse mode failing there (and whether it was a derived one): kept only if nothing runs
     # both; a custom_jvp/custom_vjp's rules are part of its contract, as a primitive's are
     fallback: tuple[list[Any], str, bool] | None = None
@@ -183,6 +187,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
             n_arrays = max(arity - len(statics) - len(ints), 0)
             matrices = _matrix_positions(subject, arity, {**statics, **ints}, operands)
             arrays = [i for i in range(n_arrays + len(statics) + len(ints)) if i not in statics and i not in ints]
+            state.complex_first = {k for k, i in enumerate(arrays) if i in complexes}
             # the shapes the author stated come first, and count only where the abstract eval agrees with the impl
             # (the statement may be the abstract eval's own check: an impl that broadcasts runs on more)
             stated = list(_stated_shapes.stated_rungs(arrays, statements, DTYPES[dtype])) if n_arrays else []
@@ -438,7 +443,12 @@ def derived_candidates(arity: int, n: int, dtype: str, state: _State) -> Iterato
 def _variants(candidate: list[ArgSpec], state: _State) -> Iterator[list[ArgSpec]]:
     """The candidate, then (once the target is known to want complex data) each float operand alone complex, the
     first one first (complex coefficients with real points: a transform's points may come first or last), then
-    every float operand complex."""
+    every float operand complex. Operands the contract gives complex (`complex_first`) are complex in a first
+    variant."""
+    first = [ArgSpec(_COMPLEX_OF[s.dtype], s.shape, s.domain) if k in state.complex_first and s.dtype in _COMPLEX_OF
+             else s for k, s in enumerate(candidate)]
+    if first != candidate:
+        yield first
     yield candidate
     while state.again:
         state.again = False
