@@ -739,3 +739,26 @@ def test_an_operand_every_call_of_the_package_passes_complex_is_drawn_complex():
         assert not [f for f in found[name].findings if f.severity != "info"], found[name].findings
     assert expect_line(path, "JXG004") in {f.location.line for f in found["unitary_dft_any"].findings
                                            if f.code == "JXG004"}
+
+
+@pytest.mark.slow
+def test_recorded_integers_are_a_contract_and_a_target_raising_on_drawn_values_of_a_recording_is_no_error(
+        tmp_path):
+    """The program binds `take_rows_p` eagerly with rows in [1, 2] (recorded), and `take_rows_jit_p` under jit
+    (shapes only). Before: both JXR011 errors, the impl refusing rows jaxdiag drew (0, negative, past the end). Now
+    the recorded integers are the rows' domain (`i32[4]@1..2`: nothing to refuse), and where the recording has no
+    values the refusal is a warning that says the values were drawn: the program's own call ran."""
+    import json
+
+    from datacli import jaxdiag as run_cli
+    from datacli import project
+
+    work = project(tmp_path, "recidx")
+    done = run_cli("record", "--", sys.executable, "-m", "recidx.example", cwd=work)
+    assert done.returncode == 0, done.stderr
+    checked = run_cli("check", "recidx", "--format", "json", cwd=work)
+    found = {t["target"].rpartition(":")[2]: t for t in json.loads(checked.stdout)["targets"]}
+    eager, traced = found["take_rows_p"], found["take_rows_jit_p"]
+    assert "i32[4]@1..2" in eager["inputs"] and "JXR011" not in {f["code"] for f in eager["findings"]}, eager
+    (refused,) = [f for f in traced["findings"] if f["code"] == "JXR011"]
+    assert refused["severity"] == "warning" and "values drawn for the recorded shapes" in refused["message"]

@@ -10,7 +10,9 @@ Every finding of a checked subject carries `inputs = {"provenance": ..., "specs"
   run on inferred inputs.
 
 Only the first three can make an error. A finding whose evidence comes from inferred inputs is at most
-`rules.INFERRED_MAX_SEVERITY` and says so (`rules.INFERRED_MESSAGE`): the code may never receive such inputs.
+`rules.INFERRED_MAX_SEVERITY` and says so (`rules.INFERRED_MESSAGE`): the code may never receive such inputs. So is
+a finding of a rule marked `drawn_values_only` (the target itself raising) on a recorded call: the recording keeps
+shapes and ranges, not values, and the program's own call ran (`rules.RECORDED_DRAWN_MESSAGE`).
 Findings whose rule reads a fact off the object (`Rule.evidence_from_inputs` False: a rule never registered) keep
 their severity. `grade` runs once, inside `_filtering.Filter.apply`, so every command grades the same way.
 """
@@ -53,15 +55,20 @@ def grade(report: Report) -> None:
     for target in report.targets:
         for finding in target.findings:
             inputs = finding.inputs
-            if not inputs or inputs.get("provenance") != "inferred":
-                continue
+            provenance = inputs.get("provenance") if inputs else None
             rule = rules.RULES.get(finding.code)
-            if rule is None or rule.is_note or not rule.evidence_from_inputs:
+            if rule is None or rule.is_note or not rule.evidence_from_inputs or not inputs:
+                continue
+            if provenance == "inferred":
+                template = rules.INFERRED_MESSAGE
+            elif provenance == "recorded" and rule.drawn_values_only:
+                template = rules.RECORDED_DRAWN_MESSAGE
+            else:
                 continue
             specs = " ".join(inputs.get("specs") or []) or "no arguments"
-            if finding.message.startswith(rules.INFERRED_MESSAGE.format(specs=specs, message="")):
+            if finding.message.startswith(template.format(specs=specs, message="")):
                 continue
             if SEVERITY_ORDER[finding.severity] < cap:
                 finding.severity = rules.INFERRED_MAX_SEVERITY
-            finding.message = rules.INFERRED_MESSAGE.format(specs=specs, message=finding.message)
+            finding.message = template.format(specs=specs, message=finding.message)
             finding.fix = rules.INFERRED_FIX.format(fix=finding.fix).strip()

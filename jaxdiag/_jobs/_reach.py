@@ -15,6 +15,8 @@ from types import ModuleType
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+import numpy as np
+
 from .. import _compat
 from .._core import _locate
 from .._harness import call_user
@@ -220,7 +222,12 @@ def templates_of(call: dict) -> tuple[list[Any], dict[str, Any]]:
     def with_domain(leaf: Any) -> Any:
         if not isinstance(leaf, ArgSpec):
             return leaf
-        domain = domain_of(next(ranges, None))
+        seen = next(ranges, None)
+        if seen and leaf.key is None and np.issubdtype(leaf.dtype, np.integer):
+            # the integers the program passed are the contract (an index, a count): drawn inside them, never at
+            # the edges an index probe tries
+            return leaf.with_domain(f"{int(np.ceil(seen['min']))}..{int(np.floor(seen['max']))}")
+        domain = domain_of(seen)
         return leaf.with_domain(domain) if domain and leaf.is_inexact else leaf
 
     import jax

@@ -356,7 +356,7 @@ def parse_spec(text: str, whole: str | None = None) -> ArgSpec:
     if domain is not None and domain not in DOMAINS and not _RANGE_RE.match(domain):
         raise UsageError(f"bad argument spec {shown}: unknown domain {domain!r}; {SPEC_HELP}")
     if domain is not None and _RANGE_RE.match(domain):
-        if not _valid_range(domain):
+        if not _valid_range(domain, np.issubdtype(dtype, np.integer)):
             raise UsageError(f"bad argument spec {shown}: domain {domain!r} must be @LO..HI with numbers LO < HI")
         _check_range_fits(domain, dtype, dtype_name, shown)
     return ArgSpec(dtype, shape, domain)
@@ -409,12 +409,12 @@ def spec_of(value: Any) -> ArgSpec:
     return ArgSpec(arr.dtype, tuple(arr.shape))
 
 
-def _valid_range(domain: str) -> bool:
+def _valid_range(domain: str, integer: bool = False) -> bool:
     try:
         low, high = _domain_bounds(domain) or (0.0, 0.0)
     except ValueError:  # the pattern admits text such as `1e..2` that is not a number
         return False
-    return bool(np.isfinite(low) and np.isfinite(high) and low < high)
+    return bool(np.isfinite(low) and np.isfinite(high) and (low <= high if integer else low < high))
 
 
 def _domain_bounds(domain: str) -> tuple[float, float] | None:

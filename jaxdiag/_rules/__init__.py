@@ -25,8 +25,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from ._catalog import (
-    CATEGORIES, INFERRED_FIX, INFERRED_MAX_SEVERITY, INFERRED_MESSAGE, NOTE_PREFIX, SEVERITIES, Rule,
-    template_fields, variant,
+    CATEGORIES, INFERRED_FIX, INFERRED_MAX_SEVERITY, INFERRED_MESSAGE, NOTE_PREFIX, RECORDED_DRAWN_MESSAGE, SEVERITIES,
+    Rule, template_fields, variant,
 )
 from ._catalog import RULES as _REGISTERED
 
@@ -69,7 +69,7 @@ if not TYPE_CHECKING:  # mypy reads the imports above, and so still rejects a mi
 
 
 __all__ = ["CATEGORIES", "DEPRECATED", "INFERRED_FIX", "INFERRED_MAX_SEVERITY", "INFERRED_MESSAGE",
-           "NOTE_PREFIX", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
+           "NOTE_PREFIX", "RECORDED_DRAWN_MESSAGE", "RULES", "SAMPLES_DIR", "SEVERITIES", "Rule", "iter_rules",
            "matches", "normalize_codes", "rule", "template_fields", "validate_codes", "variant"]
 
 # Old codes users may have written in --select/--ignore, pyproject.toml or inline comments, and what they stand for

@@ -35,6 +35,10 @@ NOTE_PREFIX = "JXN"
 # they cannot make an error, and the message names the assumption.
 INFERRED_MAX_SEVERITY = "warning"
 INFERRED_MESSAGE = "on {specs} inferred; your callers may never pass such inputs. {message}"
+# A target that raises on values drawn for a recorded call's shapes (`Rule.drawn_values_only`): the call ran in the
+# user's program on its own values, so the drawn ones are what differs.
+RECORDED_DRAWN_MESSAGE = ("on values drawn for the recorded shapes {specs}; your program's own call ran, so these "
+                          "values may be outside what the code accepts. {message}")
 INFERRED_FIX = ("{fix}\nTo confirm it on the inputs your code really passes, declare them ([tool.jaxdiag.targets] "
                 "`args`, or --arg) or record them (`jaxdiag record -- pytest`).")
 
@@ -114,6 +118,10 @@ class Rule(Emits[F]):
     # whose evidence comes from inputs jaxdiag synthesised (none declared, recorded or observed) is graded by
     # `_provenance`: at most INFERRED_MAX_SEVERITY, its message prefixed with INFERRED_MESSAGE.
     evidence_from_inputs: bool = True
+    # Whether a finding of this rule on a recorded call says more about the values jaxdiag drew than about the code:
+    # the recorded call ran in the user's program on its own values (a recording keeps shapes and ranges, not the
+    # values themselves), so the target failing on drawn ones of those shapes is graded as on synthesised inputs.
+    drawn_values_only: bool = False
     # Why the fix stays text: the design decision it needs from the user, as one clause ("whether the difference
     # is deliberate ... or a bug ..."), appended to every fix as DECISION_FIX. Empty when the fix is an edit jaxdiag
     # computes from the evidence and verifies (`--diff`): then the rule's bad sample must get a verified diff.

@@ -163,6 +163,7 @@ TARGET_RAISED: Rule[_fields.JXR011] = Rule(
             "under vmap could be checked.",
     fix="If these inputs are not what it expects, pass matching ones with --arg (e.g. --arg f32[4,3]); "
         "otherwise fix the {where} so that one example runs.",
+    drawn_values_only=True,
 )
 VMAP_WITHOUT_BATCHING_RULE: Rule[_fields.JXR012] = variant(
     MISSING_BATCHING_RULE, "JXR012", "vmap-without-batching-rule", "error",
