@@ -8,6 +8,7 @@ runs everything selected. `.ci/run` runs both tiers.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import sys
@@ -26,6 +27,14 @@ for _name in ("FORCE_COLOR", "CLICOLOR_FORCE", "TTY_COMPATIBLE", "TTY_INTERACTIV
     os.environ.pop(_name, None)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # helpers (ffi_build, markers, clirun) import by name
+
+# The test processes collect cyclic garbage less often: collecting the test modules (pytest rewrites their asserts)
+# and tracing JAX programs allocate millions of short-lived objects, and at Python's default threshold (700) the
+# collector took 2.5 of each process's 7.7 s of collection and 8-9 s of each worker's tests (2.6 s at 10,000; a
+# loaded machine). No test depends on when garbage is collected (jaxdiag's memory bound calls gc.collect() itself).
+# Restored at the end of the session.
+_gc_thresholds = gc.get_threshold()
+gc.set_threshold(10_000, 10, 10)
 
 
 # The slow tier is the tests marked `@pytest.mark.slow` (a single parametrized case: `pytest.param(...,
@@ -59,6 +68,11 @@ _made_cache_dir: str | None = None
 _FAST_COMPILE_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 _FAST_COMPILE_ENV = "JAXDIAG_TEST_FAST_COMPILE"
 _flags_before: list[str | None] = []  # the XLA_FLAGS this process set, as they were before (restored at the end)
+# The probe starts a CPU client from jaxlib alone (XLA parses XLA_FLAGS then, and aborts on an unknown flag): 0.2 s
+# against 1.4 s for importing JAX, and the xdist workers start only once it is done. A jaxlib without that entry
+# point (older releases named the module xla_extension) imports JAX and runs a first program instead.
+_PROBE = ("try:\n    from jaxlib._jax import get_tfrt_cpu_client\n    get_tfrt_cpu_client()\nexcept Exception:\n"
+          "    import jax.numpy as jnp\n    jnp.sin(1.0).block_until_ready()\n")
 
 
 def _compile_fast() -> None:
@@ -69,7 +83,7 @@ def _compile_fast() -> None:
     given = os.environ.get("XLA_FLAGS", "")
     _flags_before.append(os.environ.get("XLA_FLAGS"))
     flags = " ".join([given, *(f for f in _FAST_COMPILE_FLAGS if f.partition("=")[0] not in given)]).strip()
-    probe = subprocess.run([sys.executable, "-c", "import jax.numpy as jnp; jnp.sin(1.0).block_until_ready()"],
+    probe = subprocess.run([sys.executable, "-c", _PROBE],
                            env={**os.environ, "XLA_FLAGS": flags}, capture_output=True, timeout=120)
     os.environ[_FAST_COMPILE_ENV] = "1" if probe.returncode == 0 else "0"
     if probe.returncode == 0:
@@ -95,6 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     _session_cache.close()
+    gc.set_threshold(*_gc_thresholds)
     for before in _flags_before:
         os.environ.pop(_FAST_COMPILE_ENV, None)
         if before is None:
@@ -215,6 +230,4 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     inside the garbage-collector callback JAX installs (`_xla_gc_callback`), the KeyboardInterrupt cannot propagate
     and pytest prints a PytestUnraisableExceptionWarning at the very end of the run. Once the session is over the
     callback has nothing left to free: it is removed, so the run ends without that warning."""
-    import gc
-
     gc.callbacks[:] = [cb for cb in gc.callbacks if getattr(cb, "__name__", "") != "_xla_gc_callback"]
