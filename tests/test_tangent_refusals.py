@@ -15,7 +15,8 @@ DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="module")
-def targets() -> dict[str, dict]:
+def targets(module_monkeypatch: pytest.MonkeyPatch) -> dict[str, dict]:
+    # in this process, as every CLI test runs `check` (a supervised child imported JAX and jaxdiag anew: 4 s)
     return {t["target"].split(":")[-1]: t for t in check_json("refusals.partial_refusal", DATA)[1]["targets"]}
 
 
