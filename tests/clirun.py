@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from typer.testing import CliRunner
@@ -71,3 +73,25 @@ def only_target(data: dict) -> dict:
     """The one target of a JSON report that is not a module."""
     (target,) = [t for t in data["targets"] if t["kind"] != "module"]
     return target
+
+
+def check_once_per_request(monkeypatch: Any, project: Path) -> None:
+    """`jaxdiag check` invoked in this process checks once per request and per content of `project` (the files it
+    reads): invocations that differ only in what the CLI does with the report here (`--format`, `--output`,
+    `--exit-zero`) render the same report instead of checking the same package again. A request or a file that
+    differs (a pyproject.toml written in between) runs the checks again."""
+    from jaxdiag._jobs import _child
+
+    command = _child.COMMANDS["check"]
+    payloads: dict[str, dict] = {}
+
+    def run(job: Any, send: Any) -> dict:
+        files = sorted((str(p), p.read_bytes()) for p in Path(project).rglob("*")
+                       if p.is_file() and "__pycache__" not in p.parts)
+        views = {k: v for k, v in job.views.items() if k not in ("format", "output")}
+        key = repr((sorted(job.request.items()), views, files))
+        if key not in payloads:
+            payloads[key] = command(job, send)
+        return copy.deepcopy(payloads[key])
+
+    monkeypatch.setitem(_child.COMMANDS, "check", run)
