@@ -56,6 +56,11 @@ def parse(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
+@functools.lru_cache(maxsize=None)  # a tree is walked by several tests and the import graph: once, in ast.walk order
+def walk(tree: ast.AST) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(tree))
+
+
 def _dotted(node: ast.AST) -> str:
     """`a.b.c` for Name/Attribute chains, '' otherwise."""
     parts = []
@@ -76,7 +81,7 @@ def private_jax_imports(tree: ast.Module) -> list[tuple[int, str]]:
     """(line, what) for every import of `jax._src` in any form, including `importlib.import_module("jax._src..")`
     and `__import__`."""
     hits = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Import):
             hits += [(node.lineno, f"import {a.name}") for a in node.names if _is_private_jax(a.name)]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -108,7 +113,7 @@ def version_branches(tree: ast.Module) -> list[tuple[int, str]]:
     """(line, source) for comparisons of a JAX/jaxlib version, and for `.startswith`/`.split`/`parse`/
     `Version(...)` on one (the usual first step of a version comparison). Printing the version is fine."""
     hits = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Compare) and any(_mentions_version(x) for x in [node.left, *node.comparators]):
             hits.append((node.lineno, ast.unparse(node)))
         elif isinstance(node, ast.Call):
@@ -125,7 +130,7 @@ def version_branches(tree: ast.Module) -> list[tuple[int, str]]:
 
 def jax_imports(tree: ast.Module) -> list[tuple[int, str]]:
     hits = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Import):
             hits += [(node.lineno, f"import {a.name}") for a in node.names if a.name.split(".")[0] in ("jax", "jaxlib")]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -263,7 +268,7 @@ CODE_RE = re.compile(r"\bJX[A-Z]\d")
 def _docstring_nodes(tree: ast.Module) -> set[int]:
     """ids of the string constants that are docstrings (documentation may name codes)."""
     ids = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
@@ -275,9 +280,9 @@ def code_literals(tree: ast.Module) -> list[tuple[int, str]]:
     """(line, text) of every string constant naming a rule code (`"JXG017"`, `"JXR9"`, f"...JXR008..."), docstrings
     and command-line help texts (`help=...`) excepted."""
     docs = _docstring_nodes(tree)
-    docs |= {id(k.value) for node in ast.walk(tree) if isinstance(node, ast.Call) for k in node.keywords
+    docs |= {id(k.value) for node in walk(tree) if isinstance(node, ast.Call) for k in node.keywords
              if k.arg in ("help", "doc") and isinstance(k.value, (ast.Constant, ast.BinOp, ast.JoinedStr))}
-    return [(node.lineno, node.value) for node in ast.walk(tree)
+    return [(node.lineno, node.value) for node in walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
             and CODE_RE.search(node.value)]
 
@@ -285,7 +290,7 @@ def code_literals(tree: ast.Module) -> list[tuple[int, str]]:
 def severity_keywords(tree: ast.Module) -> list[tuple[int, str]]:
     """(line, call) for every call passing `severity=`, and every `Finding(...)` construction."""
     hits = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             name = _dotted(node.func).split(".")[-1]
             if any(k.arg == "severity" for k in node.keywords) or name == "Finding":
@@ -366,7 +371,7 @@ def _resolve(current: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
 
 def _type_checking_nodes(tree: ast.Module) -> set[int]:
     ids = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             ids.update(id(n) for child in node.body for n in ast.walk(child))
     return ids
@@ -382,7 +387,7 @@ def import_graph() -> dict[str, set[str]]:
         tree = parse(path)
         skip = _type_checking_nodes(tree)
         deps: set[str] = set()
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if id(node) in skip:
                 continue
             if isinstance(node, ast.ImportFrom):
@@ -628,11 +633,11 @@ def emission_field_errors(tree: ast.Module) -> tuple[list[str], int]:
     """(`line CODE: fields ...` for each `.finding(...)` whose keywords are not its rule's fields, sites that could
     not be resolved: a `**fields` call or a rule chosen at run time)."""
     errors, unresolved = [], 0
-    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions = [n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     for function in functions:
-        assigned = {n.targets[0].id: n.value for n in ast.walk(function) if isinstance(n, ast.Assign)
+        assigned = {n.targets[0].id: n.value for n in walk(function) if isinstance(n, ast.Assign)
                     and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
-        for node in ast.walk(function):
+        for node in walk(function):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == "finding"):
                 continue
