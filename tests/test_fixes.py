@@ -125,6 +125,35 @@ def _copy_sample(name: str, tmp_path: Path) -> Path:
     return folder / f"{name}_bad.py"
 
 
+@pytest.fixture(scope="module")
+def fast_verified(tmp_path_factory) -> dict:
+    """The fast tier's fixable sample checked with `fixes=True` once, for its verified diff and for what verifying
+    left behind (each a run with a repro script in a fresh interpreter: 1.5 s), seen right after that run: the
+    sample is imported by a plain check first, outside the comparison."""
+    import linecache
+
+    from jaxdiag import _compat
+
+    def registries() -> dict:
+        return {k: len(v) if hasattr(v, "__len__") else v for k, v in _compat.snapshot_jax_state().items()}
+
+    (name,) = FAST
+    folder = tmp_path_factory.mktemp("verified")
+    path = _copy_sample(name, folder)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(folder)
+        source_before = path.read_text()
+        modules = set(sys.modules)
+        _lint.check_paths([f"samples/{path.name}"])
+        registries_before = registries()
+        report = _lint.check_paths([f"samples/{path.name}"], fixes=True)
+        seen = {"registries_before": registries_before, "registries_after": registries(),
+                "new_fix_modules": [m for m in set(sys.modules) - modules if m.startswith("_jaxdiag_fix_")],
+                "source_before": source_before, "source_after": path.read_text(),
+                "cached": linecache.cache.get(str(path.resolve()))}
+    return {"path": path, "report": report, **seen}
+
+
 def _problems_expected(name: str) -> bool:
     from expected_codes import expected_for
 
@@ -141,9 +170,15 @@ def test_fixable_sample_gets_a_verified_diff_that_makes_it_clean(name, tmp_path,
     if name in FFI_CALL_SAMPLES:
         request.getfixturevalue("ffi_kernels")  # their ffi_call targets: compiled and registered in this process
         monkeypatch.setattr(_repro, "SCRIPT_PREFIX", ffi_script_prefix())  # and in each repro run verifying a fix
-    path = _copy_sample(name, tmp_path)
-    monkeypatch.chdir(tmp_path)
-    report = _lint.check_paths([f"samples/{path.name}"], fixes=True)
+    if name in FAST:  # checked once for this test and test_verification_leaves_no_trace
+        verified = request.getfixturevalue("fast_verified")
+        path, report = verified["path"], verified["report"]
+        tmp_path = path.parent.parent
+        monkeypatch.chdir(tmp_path)
+    else:
+        path = _copy_sample(name, tmp_path)
+        monkeypatch.chdir(tmp_path)
+        report = _lint.check_paths([f"samples/{path.name}"], fixes=True)
     if not problems(report) and not _problems_expected(name):
         pytest.skip(f"{name}_bad shows no error or warning on this JAX release (see tests/expected_codes.py)")
     assert problems(report), f"{name}_bad reports nothing"
@@ -362,26 +397,14 @@ def test_fixes_never_mention_constructs_absent_from_the_code(monkeypatch):
     assert finding.fix_verified is True
 
 
-def test_verification_leaves_no_trace(tmp_path, monkeypatch):
+def test_verification_leaves_no_trace(fast_verified):
     """Re-running on edited copies restores the rule registries, sys.modules and linecache, and never writes."""
-    import linecache
-
-    from jaxdiag import _compat
-
-    path = _copy_sample("jxb001", tmp_path)
-    monkeypatch.chdir(tmp_path)
-    before_source = path.read_text()
-    modules = set(sys.modules)
-    _lint.check_paths([f"samples/{path.name}"])  # import the sample once, outside the comparison
-    registries = {k: len(v) if hasattr(v, "__len__") else v for k, v in _compat.snapshot_jax_state().items()}
-    report = _lint.check_paths([f"samples/{path.name}"], fixes=True)
-    assert any(f.fix_verified for f in report.findings)
-    after = {k: len(v) if hasattr(v, "__len__") else v for k, v in _compat.snapshot_jax_state().items()}
-    assert after == registries
-    assert not [m for m in set(sys.modules) - modules if m.startswith("_jaxdiag_fix_")]
-    assert path.read_text() == before_source
-    cached = linecache.cache.get(str(path.resolve()))
-    assert cached is None or "".join(cached[2]) == before_source
+    seen = fast_verified
+    assert any(f.fix_verified for f in seen["report"].findings)
+    assert seen["registries_after"] == seen["registries_before"]
+    assert not seen["new_fix_modules"]
+    assert seen["source_after"] == seen["source_before"]
+    assert seen["cached"] is None or "".join(seen["cached"][2]) == seen["source_before"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
