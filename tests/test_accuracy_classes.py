@@ -762,3 +762,22 @@ def test_recorded_integers_are_a_contract_and_a_target_raising_on_drawn_values_o
     assert "i32[4]@1..2" in eager["inputs"] and "JXR011" not in {f["code"] for f in eager["findings"]}, eager
     (refused,) = [f for f in traced["findings"] if f["code"] == "JXR011"]
     assert refused["severity"] == "warning" and "values drawn for the recorded shapes" in refused["message"]
+
+
+@pytest.mark.slow
+def test_a_rule_refusing_every_drawn_variant_is_tried_on_its_leading_operands_and_each_alone():
+    """`gated_p` batches `(g, x)` together and refuses any batched weight or bias: every variant of the pairwise
+    covering batches one of them or splits the two. Before: JXB014, as if vmap of it always failed. Now the leading
+    operands batched (the data, conventionally first) show what it accepts: a JXN020 note, and the accepted
+    combination is compared with the loop. `closed_p` refuses those too: still JXB014."""
+    path = DATA / "acc" / "gated_weights.py"
+    module = load(path)
+    with pytest.raises(ValueError, match="no batch axis"):
+        jax.vmap(module.gated_p.bind)(*[jnp.ones((2, 3))] * 5)  # plain JAX: its own message
+    specs = ["f32[3]"] * 5
+    gated = jaxdiag.check_batching(f"{path}:gated_p", *specs)
+    assert not gated.internal_errors and {f.code for f in gated.findings} == {"JXN020"}, gated.findings
+    (note,) = [f for f in gated.findings if f.code == "JXN020"]
+    assert "in_axes=(0, 0, None, None, None)" in note.message
+    closed = jaxdiag.check_batching(f"{path}:closed_p", *specs)
+    assert "JXB014" in {f.code for f in closed.findings if f.severity == "warning"}, closed.findings

@@ -124,7 +124,32 @@ def _collect(ctx: Context) -> Evidence:
             twin = next((o for o in outcomes if o.variant.mode == "jit(vmap)"), None) \
                 if variant.mode == "vmap(jit)" else None
             outcomes.append(_run(target, reference, spy, spied, variant, twin))
+    for variant in _each_alone(ctx, outcomes, spy, size):
+        outcomes.append(_run(target, reference, spy, spied, variant))
     return Evidence(subject, target, reference, outcomes, spy.calls, spied, expected_at_subject, notes)
+
+
+def _each_alone(ctx: Context, outcomes: list[Outcome], spy: Spy, size: int) -> list[Variant]:
+    """Where the subject's own rule refused every variant: the leading operands batched and the rest not, then each
+    operand batched alone. A kernel that batches its data but refuses per-example weights (operands conventionally
+    after the data) refused every variant that batches several operands at once; what it accepts is then its
+    contract (a JXN020 note), and a rule that refuses these too refuses every batched call (JXB014)."""
+    n = len(ctx.specs)
+    refused = any(c.error is not None for c in spy.calls if c.prim is ctx.subject.obj)
+    if n < 2 or not refused or any(o.ok or (o.error is None and o.abort is None) for o in outcomes
+                                   if o.variant.mode != "constants"):
+        return []
+    leading = [tuple(0 if j < k else None for j in range(n)) for k in range(n - 1, 0, -1)]
+    alone = [tuple(0 if j == i else None for j in range(n)) for i in range(n)]
+    tried = {o.variant.axes for o in outcomes}
+    never = ctx.subject.never_batched
+    out: list[Variant] = []
+    for axes in leading + alone:
+        axes = tuple(None if i in never else a for i, a in enumerate(axes))
+        if any(a is not None for a in axes) and axes not in tried:
+            tried.add(axes)
+            out.append(Variant(axes, size))
+    return out
 
 
 def _fused(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variants: list[Variant]
