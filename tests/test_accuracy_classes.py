@@ -781,3 +781,18 @@ def test_a_rule_refusing_every_drawn_variant_is_tried_on_its_leading_operands_an
     assert "in_axes=(0, 0, None, None, None)" in note.message
     closed = jaxdiag.check_batching(f"{path}:closed_p", *specs)
     assert "JXB014" in {f.code for f in closed.findings if f.severity == "warning"}, closed.findings
+
+
+@pytest.mark.slow
+def test_the_impl_refusing_a_rank_the_rule_hands_it_under_nested_vmap_is_its_contract():
+    """`reverse_p`'s impl takes rank 1 or 2 and refuses any other rank with its own message; its batching rule binds
+    on the batch, so one vmap works and a nested one reaches the refusal through the rule's bind. Before: JXB006, an
+    error, as if the rule had failed by accident. Now a JXN020 note (the refusal is written for users, in user code,
+    with JAX's frames between the rule and it). An error JAX raises below the rule stays JXB006 (jxb006_bad)."""
+    path = DATA / "acc" / "impl_rank.py"
+    module = load(path)
+    np.testing.assert_array_equal(jax.vmap(module.reverse_p.bind)(jnp.eye(3)), jnp.eye(3)[:, ::-1])  # plain JAX
+    with pytest.raises(ValueError, match="Unsupported input shape"):
+        jax.vmap(jax.vmap(module.reverse_p.bind))(jnp.ones((2, 3, 4)))
+    report = jaxdiag.check_batching(f"{path}:reverse_p", "f32[4]")
+    assert {f.code for f in report.findings} == {"JXN020"}, report.findings

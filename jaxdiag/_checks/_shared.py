@@ -367,8 +367,9 @@ def user_frame_location(exc: BaseException, fn: Any) -> Location | None:
 def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
     """True when the user's rule `fn` refused the call deliberately: the deepest frame of the traceback is a
     `raise SomeError(...)` (or a bare `raise NotImplementedError`) statement of the rule's own body (not of JAX or
-    NumPy called from it), or a `raise NotImplementedError` of a helper of the user's own code that the rule called
-    (only user frames between them: "this case is not supported", written for its users). An `assert`, a bare
+    NumPy called from it), or a `raise NotImplementedError` (or an error whose text refuses) of the user's own code
+    below the rule: a helper, or the primitive's impl the rule's bind reaches ("this case is not supported", written
+    for its users). An `assert`, a bare
     re-`raise`, `raise err` of a caught error or any other error from a call inside the rule is an accident of the
     code."""
     code = getattr(_locate.unwrap(fn), "__code__", None)
@@ -381,12 +382,14 @@ def raises_on_purpose(exc: BaseException, fn: Any) -> bool:
                               and frame_code.co_name in ("<lambda>", "<listcomp>", "<genexpr>")):
         return True
     # a helper's refusal: NotImplementedError, or an error whose text refuses ("Ai cannot be vectorized", "batching
-    # over x is not supported"), raised in user code, every frame from the rule down to it the user's
+    # over x is not supported"), raised by a `raise` statement of user code below the rule, JAX's frames allowed in
+    # between (the primitive's own impl refusing, through the rule's bind, a rank it does not take: "Unsupported
+    # input shape"); an error JAX or NumPy raise (the deepest frame theirs) is never one
     start = next((i for i, f in enumerate(frames) if f.tb_frame.f_code is code), None)
     text = str(exc)
     refuses = bool(_REFUSAL.search(text)) or (bool(_ASKS_FOR_AN_ISSUE.search(text)) and not _A_BUG.search(text))
     return ((isinstance(exc, NotImplementedError) or refuses) and start is not None
-            and all(_locate.is_user_file(f.tb_frame.f_code.co_filename) for f in frames[start:]))
+            and _locate.is_user_file(frames[-1].tb_frame.f_code.co_filename))
 
 
 def stated_precondition(exc: BaseException) -> str:

@@ -78,7 +78,8 @@ BATCHING_RULE_REFUSES: Rule[_fields.JXB014] = Rule(
     "JXB014", "batching-rule-refuses", "warning",
     "The batching rule refuses some batch dims with its own `raise` statement: vmap fails there on purpose.",
     "Like JXB006, but the exception comes from a `raise` written in the rule's own body, or a "
-    "`raise NotImplementedError(...)` in a helper of your own code the rule calls, or a `raise` there whose message "
+    "`raise NotImplementedError(...)` in your own code below the rule (a helper it calls, or the primitive's impl "
+    "its bind reaches), or a `raise` there whose message "
     "refuses (\"cannot\", \"not supported\") or asks for an issue about the case (unless it calls itself a bug; "
     "not from JAX or NumPy, and not an `assert`): the author saw the case and chose to refuse it with a message "
     "for the user. Only when no batched call jaxdiag made works: a rule that refuses some batch dims and batches "
