@@ -788,8 +788,9 @@ def test_the_impl_refusing_a_rank_the_rule_hands_it_under_nested_vmap_is_its_con
     """`reverse_p`'s impl takes rank 1 or 2 and refuses any other rank with its own message; its batching rule binds
     on the batch, so one vmap works and a nested one reaches the refusal through the rule's bind. Before: JXB006, an
     error, as if the rule had failed by accident. Now a JXN020 note (the refusal is written for users, in user code,
-    with JAX's frames between the rule and it). An error JAX raises below the rule stays JXB006 (jxb006_bad)."""
-    path = DATA / "acc" / "impl_rank.py"
+    with JAX's frames between the rule and it; its folder is named `jax`, and is the user's all the same). An error
+    JAX raises below the rule stays JXB006 (jxb006_bad)."""
+    path = DATA / "acc" / "backend" / "jax" / "impl_rank.py"  # a user's folder named `jax` is the user's code
     module = load(path)
     np.testing.assert_array_equal(jax.vmap(module.reverse_p.bind)(jnp.eye(3)), jnp.eye(3)[:, ::-1])  # plain JAX
     with pytest.raises(ValueError, match="Unsupported input shape"):

@@ -104,9 +104,26 @@ def locate(fn: Any) -> Location | None:
 # samples it ships, which stand for user code). `is_user_code` decides by a function's module, `is_user_file` by
 # a traceback frame's file; every "is this the user's?" question in jaxdiag is one of these two.
 _LIBRARY_ROOTS = ("jax", "jaxlib", "jaxdiag", "numpy", "ml_dtypes", "functools")
-_LIBRARY_FILES = tuple(f"{os.sep}{root}{os.sep}" for root in _LIBRARY_ROOTS if root != "functools") + (
-    "<frozen", f"{os.sep}contextlib.py", f"{os.sep}functools.py")
+_STDLIB_WRAPPERS = (f"{os.sep}contextlib.py", f"{os.sep}functools.py")
 _SAMPLES_MODULE = "jaxdiag.samples"
+
+
+@functools.cache
+def _library_folders() -> tuple[str, ...]:
+    """The folders the library packages are installed in (found, never imported: the parent process imports no
+    JAX), each ending in a separator. By folder, not by a `/jax/` in the path: a user's package may have a
+    subpackage named `jax` (`mylib/_src/jax/transpose.py`, a backend folder) and is still the user's."""
+    import importlib.util
+
+    out: list[str] = []
+    for root in _LIBRARY_ROOTS:
+        try:
+            spec = importlib.util.find_spec(root)
+        except (ImportError, ValueError):
+            spec = None
+        out += [os.path.join(os.path.realpath(d), "") for d in (spec.submodule_search_locations or [])
+                if spec is not None] if spec is not None else []
+    return tuple(out)
 
 
 def is_user_code(fn: Any) -> bool:
@@ -121,7 +138,15 @@ def is_user_file(filename: str) -> bool:
     """True for a traceback frame in the user's code (by its file), the same split as `is_user_code`."""
     if f"{os.sep}jaxdiag{os.sep}samples{os.sep}" in filename:
         return True
-    return not any(marker in filename for marker in _LIBRARY_FILES)
+    if filename.startswith("<frozen") or filename.endswith(_STDLIB_WRAPPERS):
+        return False
+    return not _in_library(filename)
+
+
+@functools.lru_cache(maxsize=8192)
+def _in_library(filename: str) -> bool:
+    real = os.path.realpath(filename) if os.path.isabs(filename) else filename
+    return real.startswith(_library_folders())
 
 
 def locate_assignment(module: Any, obj: Any, names: list[str] | None = None) -> Location | None:

@@ -1,7 +1,8 @@
 """A primitive whose impl takes one example or one batch of them (rank 1 or 2) and refuses any other rank with its
 own message, the pattern of a distributed transpose written for 3-D arrays and one batch axis: its batching rule
 binds the primitive on the batch, so one vmap works and a nested vmap hands the impl a rank it refuses. That is
-the impl's stated contract, reached through the rule's bind: a note (JXN020), not the rule's accident (JXB006)."""
+the impl's stated contract, reached through the rule's bind: a note (JXN020), not the rule's accident (JXB006).
+It lives in a folder named `jax`, as a library's JAX backend does (`mylib/_src/jax/`): still the user's code."""
 
 import jax.numpy as jnp
 from jax.core import ShapedArray
