@@ -703,7 +703,7 @@ def test_an_output_the_function_never_reads_gets_no_derivative_check():
 def test_a_caller_still_running_after_the_search_budget_is_left_and_the_rule_checked_alone(monkeypatch):
     """`generate` works for an hour before it calls `taper` (a waveform generator run eagerly under vmap and grad).
     Before, the call-site search ran it until the target's time limit: JXU004, the rule unchecked. Now the search
-    stops at its budget, the rule is checked on its own, and the alarm is handed back as it was."""
+    stops at its budget, the rule is checked on its own, and an alarm set before is handed back as it was."""
     import signal
     import time
 
@@ -711,14 +711,23 @@ def test_a_caller_still_running_after_the_search_budget_is_left_and_the_rule_che
     from jaxdiag._jobs._lint import check_paths
 
     monkeypatch.setattr(_call_sites, "SEARCH_SECONDS", 1.0)
-    handler = signal.getsignal(signal.SIGALRM)
-    started = time.monotonic()
-    report = check_paths([str(DATA / "acc" / "slow_caller.py")], jobs=1)
-    assert time.monotonic() - started < 60
+    def runners_alarm(*_):
+        pass
+
+    handler = signal.signal(signal.SIGALRM, runners_alarm)  # a test runner's own alarm, an hour away
+    signal.setitimer(signal.ITIMER_REAL, 3600.0)
+    try:
+        started = time.monotonic()
+        report = check_paths([str(DATA / "acc" / "slow_caller.py")], jobs=1)
+        assert time.monotonic() - started < 60
+        assert 3500 < signal.getitimer(signal.ITIMER_REAL)[0] <= 3600  # handed back with the time it had left
+        assert signal.getsignal(signal.SIGALRM) is runners_alarm
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, handler)
     (target,) = report.targets
     assert target.checks and not target.internal_errors, target
     assert {f.code for f in target.findings} == {"JXN001"}, target.findings
-    assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ The interrupt is raised only while the user's own code runs (the signal handler 
 a user file, not JAX's, jaxdiag's or the standard library's), so that no `finally` block restoring JAX's trace state
 or jaxdiag's registries is cut short; until then the alarm retries every few milliseconds. Raised again a second
 later when the user's code swallowed it (`except Exception`). POSIX main thread only; elsewhere there is no budget.
+An alarm someone else had set (a test runner's timeout) is handed back afterwards with the time it had left.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import contextlib
 import signal
 import sysconfig
 import threading
+import time
 from collections.abc import Iterator
 from types import FrameType
 
@@ -50,6 +52,8 @@ def time_budget(seconds: float | None) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, _AGAIN_SECONDS)
         raise OverBudget(seconds)
 
+    pending, interval = signal.getitimer(signal.ITIMER_REAL)  # someone else's alarm (pytest-timeout's): kept
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, interrupt)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -57,6 +61,8 @@ def time_budget(seconds: float | None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if pending:  # re-armed for what was left of it (at once if it came due meanwhile)
+            signal.setitimer(signal.ITIMER_REAL, max(pending - (time.monotonic() - started), 1e-3), interval)
 
 
 def _users(frame: FrameType) -> bool:
