@@ -149,7 +149,10 @@ def _each_alone(ctx: Context, outcomes: list[Outcome], spy: Spy, size: int) -> l
         if any(a is not None for a in axes) and axes not in tried:
             tried.add(axes)
             out.append(Variant(axes, size))
-    return out
+    return out[:_AFTER_REFUSALS_MAX]
+
+
+_AFTER_REFUSALS_MAX = 16  # runs at most: a rule refusing them raises as it is traced, one that accepts compiles each
 
 
 def _fused(fn: Callable, reference: Reference, spy: Spy, spied: list[Any], variants: list[Variant]
