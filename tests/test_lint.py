@@ -177,7 +177,7 @@ def test_per_target_ignores_with_module_path_and_glob_keys(pkg, tmp_path, probe_
     assert result.exit_code == 0
 
 
-def test_bad_configuration_is_exit_2(pkg, tmp_path):
+def test_bad_configuration_is_exit_2(pkg, tmp_path, probe_only):  # targets before the bad SPEC: probed, not checked
     (tmp_path / "pyproject.toml").write_text('[tool.jaxdiag]\nselct = ["JXB"]\n')
     result = invoke("lintpkg")
     assert result.exit_code == 2 and "selct" in result.output
