@@ -214,3 +214,19 @@ def test_an_internal_error_keeps_the_jaxdiag_frame_that_caused_it_inside_jax():
     assert detail.startswith("internal error in check batching-vs-loop: ValueError: The truth value"), detail
     assert f'File "{own}", line 2, in decide' in detail, detail
     assert "__bool__" in detail or "check_bool_conversion" in detail, detail  # and where it surfaced
+
+
+def test_a_supervised_childs_own_error_is_shown_by_its_exception():
+    """The renderers show an internal error's first line: the child's last words lead with the exception, not with
+    "Traceback (most recent call last):"."""
+    from types import SimpleNamespace
+
+    from jaxdiag._jobs._child import _last_words
+
+    try:
+        raise TypeError("'PosixPath' object is not iterable")
+    except TypeError as exc:
+        words = _last_words(SimpleNamespace(label="pkg", kind="module"), exc)
+    first, *rest = words["internal_error"].splitlines()
+    assert first == "internal error in jaxdiag: TypeError: 'PosixPath' object is not iterable", first
+    assert any("Traceback" in line for line in rest)  # the full traceback still follows

@@ -67,6 +67,16 @@ def test_namespace_packages_are_walked_with_relative_imports(monkeypatch, how):
                for t in data["targets"]), data
 
 
+def test_a_plain_modules_global_named_path_is_not_a_package(monkeypatch):
+    """`__path__ = Path(__file__).parent` in a plain module (a folder of templates): walking it as a package made
+    `pkgutil.iter_modules` raise, an internal error that hid every target of the package."""
+    monkeypatch.chdir(DATA)
+    _, data = check("pathglobal")
+    assert data["summary"]["internal_errors"] == 0, data
+    target = next(t for t in data["targets"] if t["target"].endswith("rules.py:f"))
+    assert any(c["status"] == "passed" for c in target["checks"])
+
+
 @pytest.mark.slow  # > 1 s; the fast tier keeps a cheaper test of the same feature
 def test_library_rule_on_a_jax_primitive_is_checked_only_as_that_rule(tmp_path, monkeypatch):
     (tmp_path / "attach.py").write_text(

@@ -108,7 +108,9 @@ def _last_words(job: Any, exc: BaseException) -> dict[str, Any]:
     if abort is not None:
         report = Report([_contain.abort_report(abort, job.label, job.kind, f"preparing {job.label}")])
         return {"report": report.to_full_dict()}
-    return {"internal_error": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]}
+    # the exception first: a report shows a problem's first line ("Traceback (most recent call last):" told nothing)
+    full = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
+    return {"internal_error": f"internal error in jaxdiag: {type(exc).__name__}: {exc}\n{full}"}
 
 
 def _progress(send: Send) -> None:

@@ -96,7 +96,7 @@ def _package_root(path: Path) -> tuple[str, Path] | None:
 
 
 def _module_file(module: ModuleType) -> str | None:
-    return getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", []) or []), None)
+    return getattr(module, "__file__", None) or next(iter(_reach.package_folders(module)), None)
 
 
 def _forget_foreign(name: str, root: Path) -> None:
@@ -235,9 +235,10 @@ class Discovery:
 
     def _walk_module(self, module: ModuleType, label: str, by_path: bool) -> None:
         self._add(module, label, by_path)
-        if not hasattr(module, "__path__"):
+        folders = _reach.package_folders(module)
+        if not folders:
             return
-        for info in pkgutil.iter_modules(module.__path__, module.__name__ + "."):
+        for info in pkgutil.iter_modules(folders, module.__name__ + "."):
             short = info.name.rsplit(".", 1)[-1]
             if short == "__main__" or (_is_test_name(short) and not self.include_tests):
                 continue
