@@ -584,3 +584,33 @@ def test_a_static_naming_a_mapped_axis_is_never_given_a_drawn_value():
     subject = Subject("m:gathered", "custom_vjp", rule, specs=[])
     assert static_templates(subject) is None
     assert [(name, "mapped axis" in where) for name, where in static_without_default(subject)] == [("axis_name", True)]
+
+
+def test_the_users_code_does_not_see_jaxdiags_command_line(monkeypatch, capsys):
+    """A library parsing the program's command line on first use (absl's flags) met jaxdiag's options and raised
+    on every call; through the console entry point it sees the program name alone, and the argument list is handed
+    back afterwards."""
+    from jaxdiag._parent._cli import main
+
+    argv = ["jaxdiag", "check", str(ACC / "command_line_options.py"), "--keep-going", "-j", "1", "--timeout", "0",
+            "--no-cache", "--format", "json"]
+    monkeypatch.setattr("sys.argv", list(argv))
+    with pytest.raises(SystemExit) as ended:
+        main()
+    out = capsys.readouterr().out
+    assert ended.value.code == 0, out
+    import sys
+
+    assert sys.argv == argv
+
+
+def test_a_rule_made_on_every_call_of_an_op_object_is_checked_for_each_subclass():
+    """`Op.__call__` makes a custom_vjp from the subclass's `_fwd`/`_bwd` on every call, and the module holds
+    instances of the subclasses in a registry: skipped before as made at import (instances hold nothing), and a
+    site reached through one subclass did not stand for the others."""
+    _, data = check_json(str(ACC / "op_objects.py"), ACC)
+    by_carrier = {t["target"].rpartition("inside ")[2]: t for t in data["targets"]}
+    square, cube = by_carrier["op_objects:square)"], by_carrier["op_objects:cube)"]
+    assert any(c["status"] == "passed" for c in square["checks"])
+    assert not [f for f in square["findings"] if f["severity"] != "info"]
+    assert [f["code"] for f in cube["findings"] if f["severity"] == "warning"] == ["JXG024"], cube["findings"]
