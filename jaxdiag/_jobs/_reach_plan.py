@@ -24,6 +24,8 @@ RULE_MAKERS = {"custom_jvp": "custom_jvp", "custom_vjp": "custom_vjp", "custom_v
 MAX_CARRIERS = 16
 # Calls between a public function and the function holding a site, at most.
 MAX_DEPTH = 3
+# Methods that run when an instance is made: what they make, an instance made at import holds.
+CONSTRUCTORS = ("__init__", "__new__", "__post_init__")
 
 
 @dataclass
@@ -41,6 +43,9 @@ class Site:
     # names whose call leads to it: the function's own; a method's class (instances are made by calling it) and
     # the method's name
     entries: frozenset[str] = frozenset()
+    # a method of a base class making a rule from what each subclass does (`Op.__call__` wrapping `self._fwd`):
+    # every function leading to it through another subclass makes another rule, so it stays to be reached
+    per_subclass: bool = False
 
     def __post_init__(self) -> None:
         if not self.entries:
@@ -295,16 +300,24 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
     # methods keep the broader rule: a class merely named at import (an annotation, a registry) may be instantiated
     # there; tracing every caller of a common method name (`run`) instead runs whole solvers op by op
     named = {name for module in modules for name in _named_at_import(module)}
+    subclasses = _subclass_names(modules)
     for module in modules:
         sites = sites_in(module)
         done = _covered_sites(sites, covered_at)
         for site in sites:
-            cls, _, _ = site.function.rpartition(".")
+            cls, _, method = site.function.rpartition(".")
             # a decorator, factory or class applied as a module is imported made module attributes, which discovery
             # found: a class's instances, or the rules a factory returns; a decorator whose product makes the rule
             # only when called is a plain function, reached by tracing
-            if cls in at_import | named or (site.function in at_import and _returns_its_rule(module, site)):
+            if site.function in at_import and _returns_its_rule(module, site):
                 continue
+            if cls in at_import | named:
+                if method in CONSTRUCTORS:
+                    continue  # instances made at import hold what their constructor made: discovery found it
+                # an op object making its rule on every call (`fn = Normalization(); fn(x)`): reached through
+                # the functions that make an instance of the class or a subclass, never by the method's name
+                site.entries = frozenset({cls, *subclasses.get(cls, ())})
+                site.per_subclass = bool(subclasses.get(cls))
             if id(site) not in done:
                 result.sites.append(site)
     if not result.sites:
@@ -329,6 +342,30 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
     public.sort(key=lambda item: item[0])
     result.carriers = [(module, name) for _, module, name in public[:MAX_CARRIERS]]
     return result
+
+
+def _subclass_names(modules: list[ModuleType]) -> dict[str, set[str]]:
+    """Class name -> the names of the classes of the walked modules derived from it, at any depth (by the names
+    their bases are written with: `class Normalization(op.Op[...])`), from the source."""
+    from .._harness.source import module_tree
+
+    parents: dict[str, set[str]] = {}
+    for module in modules:
+        tree = module_tree(module)
+        for top in tree.body if tree is not None else []:
+            if isinstance(top, ast.ClassDef):
+                bases = [b.value if isinstance(b, ast.Subscript) else b for b in top.bases]
+                parents.setdefault(top.name, set()).update(n for b in bases for n in [called_name(b)] if n)
+    out: dict[str, set[str]] = {}
+    for name in parents:
+        seen: set[str] = set()
+        frontier = {name}
+        while frontier:
+            frontier = {c for c, bases in parents.items() if bases & frontier and c not in seen and c != name}
+            seen |= frontier
+        if seen:
+            out[name] = seen
+    return out
 
 
 def _returns_its_rule(module: ModuleType, site: Site) -> bool:

@@ -58,7 +58,7 @@ def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Locatio
     reports: list[TargetReport] = []
     tried: list[Tried] = []
     for module, name in result.carriers:
-        if all(s.reached for s in result.sites):
+        if all(s.reached and not s.per_subclass for s in result.sites):
             break
         found = targets.get(id(_locate.unwrap(getattr(module, name, None))))
         if starts(f"{module.__name__}:{name}"):

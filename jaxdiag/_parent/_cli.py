@@ -440,5 +440,13 @@ def rules(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. The user's code runs as under `python -c`, seeing the program name alone in
+    `sys.argv`: a library that parses the command line on first use (absl's flags, an argparse of its own) raised on
+    jaxdiag's options (`Unknown command line flag 'keep-going'`), failing every call into it. Workers and children
+    started later inherit the same `sys.argv`."""
+    arguments = sys.argv[1:]
+    del sys.argv[1:]
+    try:
+        app(args=arguments)
+    finally:
+        sys.argv[1:] = arguments
