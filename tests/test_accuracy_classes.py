@@ -278,6 +278,28 @@ def test_a_stated_surrogate_names_a_derivative_and_the_deliberate_kind(tmp_path)
     assert stated_deliberate([None, at["b"], at["c"]]) == "The backward pass uses a pseudo-derivative."
 
 
+@pytest.mark.slow  # two primitives checked end to end (about 4 s); the name reading below stays fast
+def test_a_surrogate_the_primitives_name_states_is_the_deliberate_reading(monkeypatch):
+    """`Primitive("spike_surrogate_gradient")` (made by a factory, named at the assignment) says what its JVP is;
+    the same rules under the name `step` are still reported."""
+    monkeypatch.chdir(DATA)
+    assert _reported_codes("acc/named_surrogate.py") == {"spike_p": set(), "step_p": {"JXG033"}}
+
+
+def test_names_are_read_as_sentences_of_words(tmp_path):
+    from jaxdiag._core._documented import stated_deliberate
+    from jaxdiag._core._report import Location
+
+    source = tmp_path / "rules.py"
+    source.write_text("def StraightThroughGrad(x):\n    return x\n\n\n"
+                      "def surrogate_model(x):\n    return x\n\n\n"
+                      "heaviside_p = Primitive('heaviside_surrogate_gradient')\n")
+    at = [Location(str(source), line, "") for line in (1, 5, 9)]
+    assert stated_deliberate([at[0]]) == "named 'StraightThroughGrad'"
+    assert stated_deliberate([at[1]]) is None  # a surrogate, no derivative
+    assert stated_deliberate([at[2]]) == "named 'heaviside_surrogate_gradient'"
+
+
 @pytest.mark.slow
 def test_a_batch_statistic_the_leading_comment_states_is_the_deliberate_reading(monkeypatch):
     monkeypatch.chdir(DATA)

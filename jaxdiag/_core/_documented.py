@@ -17,7 +17,9 @@ A sentence counts when it names both what the reading is about and its deliberat
   straight-through, pseudo-derivative, score-function or REINFORCE estimator;
 - "batch": vmap or the batch, and a batch-wide value (maximum, minimum, largest, smallest, sum, mean, average, a
   statistic, or the same value for all of its elements), or ignoring the batch ("ignores batch dimensions").
-"Surrogate" alone ("a surrogate model") or a derivative alone says nothing about intent. The leading comment is the
+"Surrogate" alone ("a surrogate model") or a derivative alone says nothing about intent. The names the author gave
+count as such a sentence, split into words: a function's (`surrogate_grad`) and the one an assignment passes the call
+making its object (`Primitive("heaviside_surrogate_gradient")`). The leading comment is the
 run of `#` lines that opens the function's body or stands right above it (above its decorators).
 """
 
@@ -55,12 +57,40 @@ def stated_deliberate(locations: Sequence[Location | None], kind: str = "derivat
         if loc is None or not loc.path.endswith(".py"):
             continue
         doc = _documentation(loc.path).get(loc.line)
-        if doc is None:
-            continue
-        for sentence in _SENTENCE_END.split(doc):
+        for sentence in _SENTENCE_END.split(doc) if doc is not None else []:
             if about.search(sentence) and deliberate.search(sentence):
                 return " ".join(sentence.split())
+        for name in _names(loc.path).get(loc.line, []):
+            words = " ".join(_NAME_WORDS.split(name)).strip()
+            if about.search(words) and deliberate.search(words):
+                return f"named {name!r}"
     return None
+
+
+# the words of a name: `heaviside_surrogate_gradient`, `StraightThroughGrad`
+_NAME_WORDS = re.compile(r"[\W_]+|(?<=[a-z0-9])(?=[A-Z])")
+_NAMED: weakref.WeakKeyDictionary[ast.Module, dict[int, list[str]]] = weakref.WeakKeyDictionary()
+
+
+def _names(path: str) -> dict[int, list[str]]:
+    """line -> the names the author gave there: a function's (from its first decorator to its `def`) and the name
+    an assignment hands the call making its object (`heaviside_p = Primitive("heaviside_surrogate_gradient")`, or a
+    factory's `_primitive("...")`). A name stating the reading (`surrogate_gradient`, `straight_through_grad`) is
+    documentation too."""
+    tree = _locate.parsed_file(path)
+    if tree is None:
+        return {}
+    if tree not in _NAMED:
+        out: dict[int, list[str]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for line in range(min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.lineno + 1):
+                    out.setdefault(line, []).append(node.name)
+            elif (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and node.value.args
+                  and isinstance(node.value.args[0], ast.Constant) and isinstance(node.value.args[0].value, str)):
+                out.setdefault(node.lineno, []).append(node.value.args[0].value)
+        _NAMED[tree] = out
+    return _NAMED[tree]
 
 
 def binding_functions(defined_at: Location) -> list[Location]:
