@@ -24,8 +24,6 @@ RULE_MAKERS = {"custom_jvp": "custom_jvp", "custom_vjp": "custom_vjp", "custom_v
 MAX_CARRIERS = 16
 # Calls between a public function and the function holding a site, at most.
 MAX_DEPTH = 3
-# Methods that run when an instance is made: what they make, an instance made at import holds.
-CONSTRUCTORS = ("__init__", "__new__", "__post_init__")
 
 
 @dataclass
@@ -312,8 +310,11 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
             if site.function in at_import and _returns_its_rule(module, site):
                 continue
             if cls in at_import | named:
-                if method in CONSTRUCTORS:
-                    continue  # instances made at import hold what their constructor made: discovery found it
+                if method != "__call__":
+                    # instances made at import hold what their constructor made (discovery found it); a method
+                    # named at import may run there, and tracing every caller of a common name (`run`, `step`)
+                    # runs whole solvers op by op
+                    continue
                 # an op object making its rule on every call (`fn = Normalization(); fn(x)`): reached through
                 # the functions that make an instance of the class or a subclass, never by the method's name
                 site.entries = frozenset({cls, *subclasses.get(cls, ())})
