@@ -48,6 +48,16 @@ def test_a_helper_librarys_wrapper_object_is_dated_by_the_users_function(monkeyp
     assert not [f for t in data["targets"] for f in t["findings"] if f["severity"] != "info"]
 
 
+def test_a_wrapper_taking_the_rest_as_args_is_called_with_the_held_functions_signature(monkeypatch):
+    """`__call__(vjp_arg, /, *args, **kwargs)` (equinox's `filter_custom_vjp`): drawn from the call's one named
+    parameter, no input was inferred; the held function names the rest, a Python int among them."""
+    monkeypatch.chdir(DATA)
+    _, data = check("carrypkg.first_arg")
+    target = by_target(data)["carrypkg.first_arg:tiled"]
+    assert target["inputs"][2] == "4" and len(target["inputs"]) == 3, target["inputs"]
+    assert any(c["status"] == "passed" for c in target["checks"])
+
+
 def test_optional_dependency_is_its_own_note(monkeypatch):
     monkeypatch.chdir(DATA)
     code, data = check("discpkg.optional", "discpkg.needs_extra")

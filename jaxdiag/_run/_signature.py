@@ -65,7 +65,21 @@ def signature_of(subject: Subject) -> inspect.Signature | None:
             return inspect.signature(wrapped)
         except (TypeError, ValueError):
             return sig
-    return sig
+    return _held_signature(obj, sig) if subject.kind == "function" else sig
+
+
+def _held_signature(obj: Any, sig: inspect.Signature) -> inspect.Signature:
+    """A wrapper object's call taking its first arguments by name and the rest as `*args` (equinox's
+    `filter_custom_vjp.__call__(vjp_arg, /, *args, **kwargs)`): the function it holds says what the rest are."""
+    named = positional(sig)
+    if not any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values()):
+        return sig
+    held = _locate.held_function(obj)
+    try:
+        inner = inspect.signature(held) if held is not None else None
+    except (TypeError, ValueError):
+        return sig
+    return inner if inner is not None and len(positional(inner)) > len(named) else sig
 
 
 def positional(sig: inspect.Signature | None) -> list[inspect.Parameter]:

@@ -43,3 +43,25 @@ class filter_jvp:
 
     def __call__(self, *args):
         return self.fn_wrapped(*args)
+
+
+class filter_vjp_first:
+    """Like equinox's `filter_custom_vjp`: its call names the differentiated first argument and takes the rest as
+    `*args` (`__call__(vjp_arg, /, *args, **kwargs)`); the custom_vjp it holds wraps a closure of its own."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.fn_wrapped = None
+
+    def def_vjp(self, fwd, bwd):
+        fn = self.fn
+
+        def fn_wrapped(vjp_arg, *args):
+            return fn(vjp_arg, *args)
+
+        self.fn_wrapped = jax.custom_vjp(fn_wrapped, nondiff_argnums=(2,))
+        self.fn_wrapped.defvjp(fwd, bwd)
+        return self
+
+    def __call__(self, vjp_arg, /, *args, **kwargs):
+        return self.fn_wrapped(vjp_arg, *args, **kwargs)
