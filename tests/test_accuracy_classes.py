@@ -316,6 +316,16 @@ def test_an_unvmap_its_public_wrapper_documents_is_the_deliberate_reading(monkey
     assert codes == {"any_example_p": set(), "any_flag_p": {"JXB024"}}
 
 
+@pytest.mark.slow
+def test_an_unvmap_nested_in_a_function_keeps_its_wrappers_stated_reading(monkeypatch):
+    """The same primitives bound by a function: each nested report carries the primitive's own definition, so the
+    wrapper's docstring still says what the batching rule is (reported before, JXB024, under the function)."""
+    monkeypatch.chdir(DATA)
+    codes = _reported_codes("acc/stated_unvmap_user.py")
+    assert codes == {"clip_if_any": set(), "clip_if_any > any_example": set(), "clip_if_flag": {"JXG016"},
+                     "clip_if_flag > any_flag": {"JXB024"}}, codes
+
+
 def test_leading_comments_are_read_as_documentation_with_the_kind_of_reading(tmp_path):
     from jaxdiag._core._documented import stated_deliberate
     from jaxdiag._core._report import Location

@@ -18,8 +18,8 @@ A sentence counts when it names both what the reading is about and its deliberat
 - "batch": vmap or the batch, and a batch-wide value (maximum, minimum, largest, smallest, sum, mean, average, a
   statistic, or the same value for all of its elements), or ignoring the batch ("ignores batch dimensions").
 "Surrogate" alone ("a surrogate model") or a derivative alone says nothing about intent. The names the author gave
-count as such a sentence, split into words: a function's (`surrogate_grad`) and the one an assignment passes the call
-making its object (`Primitive("heaviside_surrogate_gradient")`). The leading comment is the
+count as such a sentence of the "derivative" kind, split into words: a function's (`surrogate_grad`) and the one an
+assignment passes the call making its object (`Primitive("heaviside_surrogate_gradient")`). The leading comment is the
 run of `#` lines that opens the function's body or stands right above it (above its decorators).
 """
 
@@ -60,13 +60,17 @@ def stated_deliberate(locations: Sequence[Location | None], kind: str = "derivat
         for sentence in _SENTENCE_END.split(doc) if doc is not None else []:
             if about.search(sentence) and deliberate.search(sentence):
                 return " ".join(sentence.split())
-        for name in _names(loc.path).get(loc.line, []):
+        for name in _names(loc.path).get(loc.line, []) if kind in _NAMED_KINDS else []:
             words = " ".join(_NAME_WORDS.split(name)).strip()
             if about.search(words) and deliberate.search(words):
                 return f"named {name!r}"
     return None
 
 
+# The kinds a name states: "surrogate" or "straight-through" with a derivative word is a departure from the primal
+# on purpose; a batch word with a reduction (`batch_max_rule`) names what the function computes, not that one value
+# for the whole batch under vmap is intended.
+_NAMED_KINDS = ("derivative",)
 # the words of a name: `heaviside_surrogate_gradient`, `StraightThroughGrad`
 _NAME_WORDS = re.compile(r"[\W_]+|(?<=[a-z0-9])(?=[A-Z])")
 _NAMED: weakref.WeakKeyDictionary[ast.Module, dict[int, list[str]]] = weakref.WeakKeyDictionary()

@@ -20,7 +20,7 @@ from typing import Any
 from .. import __version__, _compat
 from . import _call_sites, _keys, _parallel, _reach
 from .._core import _config, _locate
-from .._run import _engine
+from .._run import _anchors, _engine
 from .. import _rules as rules
 from .._checks._base import Options
 from ._discovery import Discovery, Found, _posix, _unjit
@@ -218,7 +218,7 @@ class _Lint:
             return self._check_recorded(params, found)
         target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
         held_at = _reach.holder_location(found)  # a wrapper's `foo_p = Kernel(...)` line names this object
-        anchors = list(dict.fromkeys(([held_at] if held_at else []) + _engine.suppression_anchors(target)))
+        anchors = list(dict.fromkeys(([held_at] if held_at else []) + _anchors.suppression_anchors(target)))
         try:
             report = self._run(found, target, args, params, origin)
         except _engine.MissingDependencyError as exc:
@@ -250,7 +250,7 @@ class _Lint:
         for tr in report.targets:
             tr.module = found.walked.label
             tr.config_keys = list(found.keys)
-            tr.anchors = list(anchors)
+            tr.anchors = _anchors.with_own_anchors(anchors, tr)
             if tr.internal_errors:
                 self._mark_unchecked(found, anchors)
         return report.targets

@@ -88,7 +88,7 @@ def apply(lint: Lint, outcome: Outcome) -> list[TargetReport]:
 
 
 def suppression_anchor(found: Found | RecordedCall) -> Location | None:
-    from .._run import _engine
+    from .._run import _anchors
     from .._loading._targets import Target
     from ._reach import RecordedCall
 
@@ -96,7 +96,7 @@ def suppression_anchor(found: Found | RecordedCall) -> Location | None:
         return found.location
 
     target = Target(ref=found.label, obj=found.obj, kind=found.kind, module=found.walked.module)
-    anchors = _engine.suppression_anchors(target)
+    anchors = _anchors.suppression_anchors(target)
     return anchors[0] if anchors else None
 
 

@@ -159,7 +159,7 @@ def run_target(entry: dict[str, Any], options: Any, request: dict[str, Any], sta
     import numpy as np
 
     from .. import _compat
-    from .._run import _engine, _signature
+    from .._run import _anchors, _engine, _signature
     from .._harness.cache import SubjectCache
     from .._checks._sharding import subject_for_partitioned_call
     from .._compat import _sharding as cs
@@ -168,7 +168,7 @@ def run_target(entry: dict[str, Any], options: Any, request: dict[str, Any], sta
     status = status or Status(None)
     app_dir = request.get("app_dir", ".")
     resolved = _engine.resolve(entry["ref"], app_dir)
-    anchors = _engine.suppression_anchors(resolved)
+    anchors = _anchors.suppression_anchors(resolved)
     status.anchors(anchors)
     args = list(entry.get("args", []))
     params = dict(entry.get("params", {}))

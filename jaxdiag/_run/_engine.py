@@ -29,7 +29,7 @@ from .._checks._shared import IMPL_OBJECTS, foreign_values, platform_blocker
 from .._core._errors import InferenceError, UsageError, dependency_failure, internal_error_detail
 from .._core._filtering import Filter, validate_inline
 from .._loading._inputs import DOMAINS, ArgSpec, draw, needs_x64, template_leaves
-from .._core._report import CheckResult, Finding, Location, Report, TargetReport, register_text_view
+from .._core._report import CheckResult, Finding, Report, TargetReport, register_text_view
 from .._loading._targets import Target, classify, describe, load_target
 
 
@@ -138,9 +138,11 @@ def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], op
             with _compat.x64_scope(False):
                 _x64_only.mark_x64_only(reports, _run_target(resolved, narrow, concrete, params, options),
                                         templates, narrow)
-    anchors = suppression_anchors(resolved)
+    from . import _anchors  # after the checks: not on the import path to the first one (`tests/test_speed_imports.py`)
+
+    anchors = _anchors.suppression_anchors(resolved)
     for report in reports:
-        report.anchors = list(anchors)
+        report.anchors = _anchors.with_own_anchors(anchors, report)
         report.config_keys = [resolved.ref]
     final = Report(reports, jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
     if options.fixes:  # --diff / --fix: verify candidate edits by re-running this same call on edited copies
@@ -220,6 +222,8 @@ def _run_target(target: Target, templates: list[Any], concrete: list, params: di
         report.findings = grade_out_of_range(subject, options, cache, report.findings, by_check, run_checks)
         if subject is root:
             report.findings[:0] = notes
+        elif subject.location is not None:  # a nested rule's own definition: its marker and its wrappers' words
+            report.anchors = [subject.location]
         _provenance.stamp(report.findings, subject.provenance, subject.input_texts)
         reports.append(report)
     return reports
@@ -585,16 +589,3 @@ def attach_jaxprs(subject: Subject, findings: list[Finding]) -> None:
         if key not in texts:
             texts[key] = _exposure.exposing_jaxpr(subject.call, exposure, shapes, name, marker)
         finding.jaxpr = texts[key]
-
-
-def suppression_anchors(target: Target) -> list[Location]:
-    """The line that defines the target, where an inline suppression covers every finding about it."""
-    if target.kind == "primitive":
-        from ._nested import primitive_location
-
-        loc = primitive_location(target.obj, target.module)
-    elif target.kind in ("custom_vjp", "custom_jvp", "custom_vmap"):
-        loc = _locate.locate(getattr(target.obj, "fun", None) or target.obj)
-    else:
-        return []
-    return [loc] if loc else []
