@@ -614,3 +614,26 @@ def test_a_rule_made_on_every_call_of_an_op_object_is_checked_for_each_subclass(
     assert any(c["status"] == "passed" for c in square["checks"])
     assert not [f for f in square["findings"] if f["severity"] != "info"]
     assert [f["code"] for f in cube["findings"] if f["severity"] == "warning"] == ["JXG024"], cube["findings"]
+
+
+@pytest.mark.slow  # one rule checked end to end (about 3 s)
+def test_a_rule_is_not_held_to_a_derivative_where_the_primal_itself_is_singular():
+    """`clip(floor(x / threshold), 0, m)` at threshold = 0: finite only by the clip's saturation (or the compiler
+    rewriting `0 * floor(x / 0)` as a select), NaN op by op. The rule's NaN there is no defect (JXG027 before)."""
+    _, data = check_json(str(ACC / "saturated_step.py"), ACC)
+    (target,) = data["targets"]
+    assert not [f for f in target["findings"] if f["severity"] != "info"], target["findings"]
+    assert any(c["name"] == "derivative-boundary" and c["status"] == "passed" for c in target["checks"])
+
+
+def test_saturation_is_told_from_a_select_discarding_the_infinite_case():
+    import jax
+    import jax.numpy as jnp
+
+    from jaxdiag import _compat
+
+    x, zero = jnp.array([0.5, -2.0]), jnp.zeros(2)
+    clipped = jax.make_jaxpr(lambda x, t: jnp.clip(x / t, -1.0, 1.0))(x, zero)
+    selected = jax.make_jaxpr(lambda x, t: jnp.where(t == 0, 0.0, x / t))(x, zero)
+    assert _compat.saturated_nonfinite(clipped, [x, zero])[0]
+    assert not _compat.saturated_nonfinite(selected, [x, zero])[0]

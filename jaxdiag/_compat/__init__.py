@@ -55,7 +55,7 @@ if TYPE_CHECKING:
         vmap_method_none_raises,
         vmap_method_of, with_vmap_methods, wraps,
     )
-    from ._selects import MaskedNonFinite, masked_nonfinite
+    from ._selects import MaskedNonFinite, masked_nonfinite, saturated_nonfinite
     from ._registries import (
         _batching_table, abstract_eval_rule, batching_rule, batching_rule_is_fancy, batching_rule_leading_args,
         drop_registrations_since, has_abstract_eval, has_batching_rule, has_impl, has_lowering, impl,
@@ -121,7 +121,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "removed_apis_still_here"),
     "_solves": ("SolveCall", "is_custom_root", "is_linear_solve_eqn", "jaxpr_source", "record_solves",
         "solve_calls_in"),
-    "_selects": ("MaskedNonFinite", "masked_nonfinite"),
+    "_selects": ("MaskedNonFinite", "masked_nonfinite", "saturated_nonfinite"),
     "_views": ("lower_for_platform", "pretty_jaxpr"),
     "_vmap": ("abstract_eval_output", "generic_batcher_name", "intercept_batching_rules", "is_abstract_value",
         "is_foreign_abstract_value",
@@ -224,6 +224,7 @@ __all__ = [
     "iter_eqns",
     "MaskedNonFinite",
     "masked_nonfinite",
+    "saturated_nonfinite",
     "jaxpr_as_fun",
     "jvp_perturbed",
     "jvp_rule",

@@ -26,8 +26,8 @@ from ..._core._report import Finding, Location
 from .._base import Context, SkipCheck, check
 from .._gradref import (
     JVP_BLOCKERS, VJP_BLOCKERS, WHERE_TRAP_FIX, Arg, GradState, NonFinite, all_finite, host_linear, is_inexact, locate,
-    may_be_singular, nonfinite_split, quiet_call, require, state, to_f64, trap_location, trap_text, value_at,
-    where_trap,
+    may_be_singular, nonfinite_split, primal_saturates, quiet_call, require, state, to_f64, trap_location, trap_text,
+    value_at, where_trap,
 )
 from ._call import names, rule_location, user_rules
 
@@ -155,8 +155,8 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
         others = {pos: e for pos, e in edged.items() if pos != a.pos}
         values = _on_edge(st, others)
         out, exc = quiet_call(st.call_target, values)
-        if exc is not None:
-            continue  # the primal fails on the edge of the domain
+        if exc is not None or primal_saturates(st, values):
+            continue  # the primal fails on the edge, or is singular there (finite only as `clip(x / 0, ...)` is)
         out_leaves = jax.tree_util.tree_leaves(out)
         inexact = [k for k, leaf in enumerate(out_leaves) if is_inexact(np.asarray(leaf).dtype)]
         edge_text = _edge_text(st, others) or "every argument at its draw"
@@ -189,8 +189,8 @@ def _transposed_on_edge(st: GradState, edged: dict[int, np.ndarray]) -> Finding 
     finite, so a NaN in `J^T w` is the transposition's own: `jnp.where(x > 0, t / (2 * y), 0.0)` at x = 0."""
     values = _on_edge(st, edged)
     out, exc = quiet_call(st.call_target, values)
-    if exc is not None or not all_finite(jax.tree_util.tree_leaves(out)):
-        return None  # the primal fails or is NaN on the edge: no derivative to compare
+    if exc is not None or not all_finite(jax.tree_util.tree_leaves(out)) or primal_saturates(st, values):
+        return None  # the primal fails, is NaN or is singular on the edge: no derivative to compare
     fn = st.target_at(values)
     x = [values[a.pos] for a in st.diff]
     res, exc = quiet_call(jax.jvp, fn, tuple(x), tuple(st.tangent(a, 0) for a in st.diff))
@@ -240,7 +240,7 @@ def _own_edge(st: GradState, edged: dict[int, np.ndarray], forward_hit: bool) ->
     if exc is not None:
         return
     out_leaves = jax.tree_util.tree_leaves(out)
-    if len(out_leaves) < 2:
+    if len(out_leaves) < 2 or primal_saturates(st, values):
         return
     edge_text = _edge_text(st, edged)
     for a in st.diff:

@@ -41,7 +41,7 @@ from ._values import (
     close_scalar, device_zeros, dot, fmt_values, grad_tol, host_linear, is_float0, is_inexact, is_zero,
     leaf_difference, primal_tol, quiet_call, short_dtype, to_f64,
 )
-from ._where import WHERE_TRAP_FIX, trap_location, trap_text, where_trap
+from ._where import WHERE_TRAP_FIX, primal_saturates, trap_location, trap_text, where_trap
 
 __all__ = [
     "REVERSE_ONLY",
@@ -120,4 +120,5 @@ __all__ = [
     "trap_location",
     "trap_text",
     "where_trap",
+    "primal_saturates",
 ]

@@ -14,6 +14,7 @@ import os
 from typing import Any, Sequence
 
 import jax
+import numpy as np
 
 from ... import _compat
 from ..._core import _locate
@@ -54,6 +55,26 @@ def where_trap(st: GradState, values: Sequence[Any] | None = None) -> _compat.Ma
             if trap.path is not None and _locate.is_user_file(trap.path):
                 return trap
     return None
+
+
+def primal_saturates(st: GradState, values: Sequence[Any]) -> bool:
+    """Whether the primal's own formula is singular at `values` (full positional values) and finite there only by
+    saturation: `jnp.clip(jnp.floor(x / threshold), 0, m)` at threshold = 0. Its derivative there is no finite
+    number a rule could be held to, whatever finite differences of the clipped value give."""
+    def run(*full: Any) -> list[Any]:
+        return jax.tree_util.tree_leaves(st.call_target(list(full)))
+
+    compiled, exc = quiet_call(run, *values)
+    closed, exc = (None, exc) if exc is not None else quiet_call(jax.make_jaxpr(run), *values)
+    if exc is not None:
+        return False
+    found, exc = quiet_call(_compat.saturated_nonfinite, closed, list(values))
+    if exc is not None:
+        return False
+    saturated, op_by_op = found
+    return bool(saturated) or any(
+        np.shape(a) == np.shape(b) and bool((np.isfinite(np.asarray(a)) & ~np.isfinite(np.asarray(b))).any())
+        for a, b in zip(compiled, op_by_op) if np.asarray(a).dtype.kind in "fc")
 
 
 def trap_text(trap: _compat.MaskedNonFinite) -> str:
