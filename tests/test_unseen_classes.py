@@ -637,3 +637,29 @@ def test_saturation_is_told_from_a_select_discarding_the_infinite_case():
     selected = jax.make_jaxpr(lambda x, t: jnp.where(t == 0, 0.0, x / t))(x, zero)
     assert _compat.saturated_nonfinite(clipped, [x, zero])[0]
     assert not _compat.saturated_nonfinite(selected, [x, zero])[0]
+
+
+@pytest.mark.slow  # four rules checked end to end (about 5 s); the sentence reading below stays fast
+def test_a_zero_gradient_the_rules_docstring_states_is_what_it_means():
+    """A bwd returning zeros for the teacher (JXG018), a JVP ignoring `scale` (JXG034): reported unless the rule's
+    documentation says that argument gets no gradient."""
+    _, data = check_json(str(ACC / "stated_zero_gradient.py"), ACC)
+    assert _findings(data, ":distill") == _findings(data, ":scaled_tanh") == [("JXN001", "info")]
+    assert ("JXG018", "warning") in _findings(data, ":distill_silent")
+    assert ("JXG034", "warning") in _findings(data, ":scaled_tanh_silent")  # a JVP ignoring scale, unsaid
+
+
+def test_an_argument_said_to_get_no_gradient(tmp_path):
+    from jaxdiag._core._documented import states_no_gradient
+    from jaxdiag._core._report import Location
+
+    source = tmp_path / "rules.py"
+    source.write_text("def a(res, g):\n    'Analytic backward; teacher → 0.'\n\n\n"
+                      "def b(res, g):\n    'No gradient flows to `mask`.'\n\n\n"
+                      "def c(res, g):\n    'Per-row weights, zero for padding rows.'\n\n\n"
+                      "def d(res, g):\n    'dteacher_logits = 0 here.'\n")
+    at = [Location(str(source), line, "") for line in (1, 5, 9, 13)]
+    assert states_no_gradient([at[0]], "teacher") == "teacher → 0."  # a sentence ends at ";" too
+    assert states_no_gradient([at[1]], "mask") == "No gradient flows to `mask`."
+    assert states_no_gradient([at[2]], "weights") is None  # a value of zero, not a gradient
+    assert states_no_gradient([at[3]], "teacher") is None  # another name

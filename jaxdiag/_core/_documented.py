@@ -17,7 +17,10 @@ A sentence counts when it names both what the reading is about and its deliberat
   straight-through, pseudo-derivative, score-function or REINFORCE estimator;
 - "batch": vmap or the batch, and a batch-wide value (maximum, minimum, largest, smallest, sum, mean, average, a
   statistic, or the same value for all of its elements), or ignoring the batch ("ignores batch dimensions").
-"Surrogate" alone ("a surrogate model") or a derivative alone says nothing about intent. The names the author gave
+An argument said to get no gradient ("teacher → 0", "`scale` is treated as a constant": `states_no_gradient`) is the
+deliberate reading of a bwd returning zeros for it (JXG018) or a JVP ignoring its tangent (JXG034), read by those
+checks with the argument's name. "Surrogate" alone ("a surrogate model") or a derivative alone says nothing about
+intent. The names the author gave
 count as such a sentence of the "derivative" kind, split into words: a function's (`surrogate_grad`) and the one an
 assignment passes the call making its object (`Primitive("heaviside_surrogate_gradient")`). The leading comment is the
 run of `#` lines that opens the function's body or stands right above it (above its decorators).
@@ -95,6 +98,30 @@ def _names(path: str) -> dict[int, list[str]]:
                 out.setdefault(node.lineno, []).append(node.value.args[0].value)
         _NAMED[tree] = out
     return _NAMED[tree]
+
+
+# An argument said to get no gradient: `teacher → 0`, `dmask = 0`, or the argument named in a sentence with "no
+# gradient", "not differentiated", "stop_gradient", "treated as a constant"
+_ZEROED = r"\s*(→|->|=)\s*(0(\.0*)?|zeros?)\b"
+_NO_GRADIENT = re.compile(r"\bno (gradients?|cotangents?|derivatives?)\b|\bnot differentiated\b|"
+                          r"\bnon-?differentiable\b|\bstop[_ -]gradient\b|\btreated as (a )?constants?\b|"
+                          r"\bgradients? (is|are) (zero|not computed)\b", re.IGNORECASE)
+
+
+def states_no_gradient(locations: Sequence[Location | None], name: str) -> str | None:
+    """The first sentence of the documentation of a function defined at one of `locations` saying that the argument
+    `name` gets no gradient ("Analytic backward: ...; teacher → 0", "No gradient flows to `mask`"): a bwd returning
+    zeros for it, or a JVP ignoring its tangent, then does what it says. None when none does."""
+    named = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+    zeroed = re.compile(rf"(?<![\w.])d?{re.escape(name)}`*{_ZEROED}")
+    for loc in locations:
+        if loc is None or not loc.path.endswith(".py"):
+            continue
+        doc = _documentation(loc.path).get(loc.line)
+        for sentence in _SENTENCE_END.split(doc) if doc is not None else []:
+            if zeroed.search(sentence) or (named.search(sentence) and _NO_GRADIENT.search(sentence)):
+                return " ".join(sentence.split())
+    return None
 
 
 def binding_functions(defined_at: Location) -> list[Location]:

@@ -316,7 +316,9 @@ VJP_DROPPED_ARGUMENT_GRADIENT: Rule[_fields.JXG018] = Rule(
     "Compares each argument's cotangent with autodiff of the undecorated function and finite differences along "
     "that argument (in the inputs' precision, float64 where that is inconclusive).",
     "Everything upstream of that argument silently gets no gradient (a layer that never trains). Deliberate "
-    "only when the argument must not be differentiated; then suppress with `# jaxdiag: ignore[JXG018]`.",
+    "only when the argument must not be differentiated; then suppress with `# jaxdiag: ignore[JXG018]`, or say so "
+    "in the docstring of bwd, fwd or the function (`teacher → 0`, \"no gradient flows to `mask`\"), which reads "
+    "the same.",
     "jxg018_bad.py", "jxg018_good.py",
     message="{bwd} returns {entry} for {text}, but the function depends on {name}{ref_text}: with a "
             "cotangent on {out_names}, finite differences give <w, J v> = {fd_value:.4g} for a step in "
@@ -496,8 +498,9 @@ JVP_IGNORES_ARGUMENT: Rule[_fields.JXG034] = Rule(
     "marker for this reading silences nothing else. Second derivatives are then checked with that argument held "
     "constant (its lost dependence would show again there).",
     "Deliberate for a hyperparameter nobody differentiates (a threshold, a temperature, a step count held as a "
-    "float); a bug when gradients with respect to it are wanted: they are silently zero. The custom_vjp "
-    "counterpart is JXG018.",
+    "float); a bug when gradients with respect to it are wanted: they are silently zero. A sentence of the "
+    "rule's or the function's docstring saying so (\"`scale` is treated as a constant\", `dscale = 0`) reads as "
+    "the marker. The custom_vjp counterpart is JXG018.",
     "jxg034_bad.py", "jxg034_good.py",
     message="{rule} ignores the tangent of {name}: a step in {name} gives a zero tangent of {out_name}, but "
             "{function} depends on {name} ({reference} gives {want}). Either {name} is deliberately treated as a "

@@ -17,7 +17,7 @@ from .._base import Context, SkipCheck, check
 from .._shared import removed_api, removed_api_finding, user_frame_location
 from .._gradref import (
     JVP_BLOCKERS, N_DIRECTIONS, Arg, GradState, all_finite, central_at, close, conjugated, constant_factor,
-    deliberate_disagreement, device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact,
+    deliberate_disagreement, device_zeros, dot, error_text, fmt_values, grad_tol, is_float0, is_inexact, locate,
     kink_at_point, moved_values, nonfinite_split, passed_through, require, right_beside_kink, sampled_estimate, state,
     tangent_in_expectation, all_unbiased, first_biased, to_f64, value_at,
 )
@@ -274,6 +274,12 @@ def _nonfinite_finding(st: GradState, p: dict) -> Finding:
         location=loc)
 
 
+def _stated_constant(st: GradState, arg: Any) -> bool:
+    from ..._core._documented import states_no_gradient
+
+    return states_no_gradient([rule_location(st), locate(st.fun)], arg.name) is not None
+
+
 def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
     """The finding for tangents that disagree with the references; None for a sampled function's rule that is an
     unbiased estimator (`_gradref._expectation`): its disagreement at one key is the estimator's noise."""
@@ -282,6 +288,8 @@ def _reference_finding(st: GradState, problems: list[dict]) -> Finding | None:
         return _nonfinite_finding(st, nonfinite[0])
     fun, rule = names(st)
     ignored = _ignored_argument(st, problems)
+    if ignored is not None and _stated_constant(st, ignored["arg"]):
+        return None  # its documentation says so ("`scale` is treated as a constant"): the zero is what it means
     if ignored is not None:  # a primitive's rule as a custom_jvp's: the argument may be a constant on purpose
         st.memo.second_order_held = {p["arg"].pos for p in problems}
         loc = rule_location(st, ignored["arg"]) if st.kind == "primitive" else rule_location(st)

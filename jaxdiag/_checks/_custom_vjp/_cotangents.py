@@ -389,6 +389,8 @@ def _matches_reference_of(st: GradState, v: dict, got: Any, b: Arg) -> bool:
 
 
 def _dropped(st: GradState, bad: list[tuple[dict, Arg]], reported: set[int]) -> Iterator[Finding]:
+    from ..._core._documented import states_no_gradient
+
     _, _, bwd = _names(st)
     done: set[int] = set()
     for v, a in bad:
@@ -398,6 +400,8 @@ def _dropped(st: GradState, bad: list[tuple[dict, Arg]], reported: set[int]) -> 
             continue
         done.add(a.pos)
         reported.add(a.pos)
+        if states_no_gradient([locate(st.bwd), locate(st.fwd), locate(st.fun)], a.name):
+            continue  # its documentation says so ("teacher → 0"): the zeros are what it means
         entry = "None" if v["got"].get(a.pos) is None else "zeros"
         ref = v["ref"][st.diff.index(a)] if v["ref"] is not None else None
         ref_text = f" (autodiff of the primal gives {fmt_values(ref)})" if ref is not None else ""
