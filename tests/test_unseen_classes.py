@@ -657,9 +657,11 @@ def test_an_argument_said_to_get_no_gradient(tmp_path):
     source.write_text("def a(res, g):\n    'Analytic backward; teacher → 0.'\n\n\n"
                       "def b(res, g):\n    'No gradient flows to `mask`.'\n\n\n"
                       "def c(res, g):\n    'Per-row weights, zero for padding rows.'\n\n\n"
-                      "def d(res, g):\n    'dteacher_logits = 0 here.'\n")
-    at = [Location(str(source), line, "") for line in (1, 5, 9, 13)]
+                      "def d(res, g):\n    'dteacher_logits = 0 here.'\n\n\n"
+                      "def e(x):\n    'sin(x) / x, accurate as x → 0.'\n")
+    at = [Location(str(source), line, "") for line in (1, 5, 9, 13, 17)]
     assert states_no_gradient([at[0]], "teacher") == "teacher → 0."  # a sentence ends at ";" too
     assert states_no_gradient([at[1]], "mask") == "No gradient flows to `mask`."
     assert states_no_gradient([at[2]], "weights") is None  # a value of zero, not a gradient
     assert states_no_gradient([at[3]], "teacher") is None  # another name
+    assert states_no_gradient([at[4]], "x") is None  # a limit, not a gradient set to zero

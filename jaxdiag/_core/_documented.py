@@ -119,9 +119,14 @@ def states_no_gradient(locations: Sequence[Location | None], name: str) -> str |
             continue
         doc = _documentation(loc.path).get(loc.line)
         for sentence in _SENTENCE_END.split(doc) if doc is not None else []:
-            if zeroed.search(sentence) or (named.search(sentence) and _NO_GRADIENT.search(sentence)):
+            set_to_zero = any(not _LIMIT.search(sentence[:m.start()]) for m in zeroed.finditer(sentence))
+            if set_to_zero or (named.search(sentence) and _NO_GRADIENT.search(sentence)):
                 return " ".join(sentence.split())
     return None
+
+
+# `x → 0` after these words is a limit ("accurate as x → 0", "the series near x -> 0"), not a gradient set to zero
+_LIMIT = re.compile(r"\b(as|when|near|for|if|while|approach(es|ing)?|tends?|limit|around)\W*$", re.IGNORECASE)
 
 
 def binding_functions(defined_at: Location) -> list[Location]:
