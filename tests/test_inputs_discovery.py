@@ -58,6 +58,31 @@ def test_a_wrapper_taking_the_rest_as_args_is_called_with_the_held_functions_sig
     assert any(c["status"] == "passed" for c in target["checks"])
 
 
+def test_a_wrapper_putting_its_own_argument_first_keeps_its_signature():
+    """`self.fn(self.scale, x, *args)`: the held function takes one more than the caller passes."""
+    import inspect
+
+    from jaxdiag._run._signature import _held_signature
+
+    class Scaled:
+        def __init__(self, fn, scale):
+            self.fn, self.scale = fn, scale
+
+        def __call__(self, x, *args):
+            return self.fn(self.scale, x, *args)
+
+    class Passed(Scaled):
+        def __call__(self, x, *args):
+            return self.fn(x, *args)
+
+    def held(scale, x, y):
+        return scale * x * y
+
+    own = inspect.signature(Scaled.__call__.__get__(Scaled(held, 2.0)))
+    assert _held_signature(Scaled(held, 2.0), own) is own
+    assert list(_held_signature(Passed(held, 2.0), own).parameters) == ["scale", "x", "y"]
+
+
 def test_optional_dependency_is_its_own_note(monkeypatch):
     monkeypatch.chdir(DATA)
     code, data = check("discpkg.optional", "discpkg.needs_extra")

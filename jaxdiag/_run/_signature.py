@@ -79,7 +79,36 @@ def _held_signature(obj: Any, sig: inspect.Signature) -> inspect.Signature:
         inner = inspect.signature(held) if held is not None else None
     except (TypeError, ValueError):
         return sig
-    return inner if inner is not None and len(positional(inner)) > len(named) else sig
+    if inner is None or len(positional(inner)) <= len(named) or not _hands_on(obj, named):
+        return sig
+    return inner
+
+
+def _hands_on(obj: Any, named: list[inspect.Parameter]) -> bool:
+    """Whether what the caller passes reaches the held function unchanged: the wrapper's `__call__` never calls it
+    directly (equinox's splits the arguments and rebuilds them in a closure), or calls it with its named parameters,
+    then `*args` (`self.fn(x, *args)`). A wrapper putting an argument of its own first (`self.fn(self.scale, x,
+    *args)`) takes fewer than the held function."""
+    import ast
+
+    from .._harness.source import function_source
+
+    call = next((vars(c)["__call__"] for c in type(obj).__mro__ if "__call__" in vars(c)), None)
+    found = function_source(call)
+    if found is None:
+        return False
+    names = [p.name for p in named]
+    direct = [n for n in ast.walk(found.node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr in ("fn", "func", "__wrapped__")]
+    return not direct or any(
+        [a.id if isinstance(a, ast.Name) else None for a in c.args[:len(names)]] == names
+        and len(c.args) > len(names) and isinstance(c.args[len(names)], ast.Starred) for c in direct)
+    names = [p.name for p in named]
+    for call in (n for n in ast.walk(found.node) if isinstance(n, ast.Call)):
+        given = [a.id if isinstance(a, ast.Name) else None for a in call.args[:len(names)]]
+        if given == names and len(call.args) > len(names) and isinstance(call.args[len(names)], ast.Starred):
+            return True
+    return False
 
 
 def positional(sig: inspect.Signature | None) -> list[inspect.Parameter]:
