@@ -306,3 +306,19 @@ def test_a_run_silences_jax_callback_traceback_log_keeps_the_exception_and_resto
     with pytest.raises(Exception, match="refused"):  # outside a run, JAX's own logging as before
         jax.block_until_ready(call())
     assert [r for r in caplog.records if "pure_callback failed" in r.getMessage()]
+
+
+def test_a_failed_host_callback_is_recognised_in_both_jaxlib_wordings():
+    """jaxlib 0.5 says "CpuCallback error: TypeError: ...", newer ones "CpuCallback error calling callback:
+    Traceback ..."; the fix then names the callback (JXG016 on jax 0.5.3 named NumPy on tangents before)."""
+    from jaxdiag import _compat
+
+    class XlaRuntimeError(RuntimeError):
+        pass
+
+    XlaRuntimeError.__module__ = "jaxlib.xla_extension"
+    old = XlaRuntimeError("INTERNAL: CpuCallback error: TypeError: n must be a non-negative integer")
+    new = XlaRuntimeError("INTERNAL: CpuCallback error calling callback: Traceback (most recent call last):")
+    assert _compat.is_callback_failure(old) and _compat.is_callback_failure(new)
+    assert not _compat.is_callback_failure(XlaRuntimeError("INTERNAL: out of memory"))
+    assert not _compat.is_callback_failure(RuntimeError("CpuCallback error: from user code"))

@@ -101,8 +101,10 @@ _CONCRETE_VALUE_ERRORS = ("TracerArrayConversionError", "ConcretizationTypeError
 def is_callback_failure(exc: BaseException) -> bool:
     """The error is XLA's report of a host callback (`jax.pure_callback`, `io_callback`) whose Python function
     raised: "INTERNAL: CpuCallback error calling callback: Traceback ..." (the function's own error is its last
-    line)."""
-    return type(exc).__module__.split(".")[0] in ("jax", "jaxlib") and "error calling callback" in str(exc)
+    line), or on older jaxlib (0.5) "INTERNAL: CpuCallback error: TypeError: ..."."""
+    text = str(exc)
+    return type(exc).__module__.split(".")[0] in ("jax", "jaxlib") and (
+        "error calling callback" in text or "CpuCallback error:" in text or "GpuCallback error:" in text)
 
 
 _EMBEDDED_TRACEBACK = "Traceback (most recent call last):"
