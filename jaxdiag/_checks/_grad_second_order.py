@@ -547,7 +547,7 @@ def _fd_of_gradient(st: GradState, G: Callable) -> GradientDifferences | None:
 
 
 def _unit_roundoff(dtype: Any) -> float:
-    return float(np.finfo(dtype).eps) if is_inexact(np.dtype(dtype)) else 0.0
+    return float(jax.numpy.finfo(dtype).eps) if is_inexact(np.dtype(dtype)) else 0.0  # bfloat16 on numpy < 2 too
 
 
 def _held_or(st: GradState, a: Any, step: Any) -> Any:

@@ -43,7 +43,7 @@ def rounding_floor(st: GradState) -> float:
     outs = [np.asarray(p) for p in st.out_leaves if is_inexact(np.asarray(p).dtype)]
     if not outs:
         return 0.0
-    eps = max(float(np.finfo(o.dtype).eps) for o in outs)
+    eps = max(float(jax.numpy.finfo(o.dtype).eps) for o in outs)  # numpy < 2 has no finfo of bfloat16
     out = max(float(np.max(np.abs(o), initial=0.0)) for o in outs)
     tangent = max((float(np.max(np.abs(np.asarray(st.tangent(a, d))), initial=0.0)) for a in st.diff
                    for d in (0, 1)), default=0.0)
