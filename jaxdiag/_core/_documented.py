@@ -20,10 +20,10 @@ A sentence counts when it names both what the reading is about and its deliberat
 An argument said to get no gradient ("teacher → 0", "`scale` is treated as a constant": `states_no_gradient`) is the
 deliberate reading of a bwd returning zeros for it (JXG018) or a JVP ignoring its tangent (JXG034), read by those
 checks with the argument's name. "Surrogate" alone ("a surrogate model") or a derivative alone says nothing about
-intent. The names the author gave
-count as such a sentence of the "derivative" kind, split into words: a function's (`surrogate_grad`) and the one an
-assignment passes the call making its object (`Primitive("heaviside_surrogate_gradient")`). The leading comment is the
-run of `#` lines that opens the function's body or stands right above it (above its decorators).
+intent. The names the author gave count as such a sentence of the "derivative" kind, split into words: a function's
+(`surrogate_grad`) and the one an assignment passes the call making its object
+(`Primitive("heaviside_surrogate_gradient")`). The leading comment is the run of `#` lines that opens the function's
+body or stands right above it (above its decorators).
 """
 
 from __future__ import annotations
@@ -56,11 +56,8 @@ def stated_deliberate(locations: Sequence[Location | None], kind: str = "derivat
     `locations` (its `def` line or one of its decorators) that states a deliberate reading of `kind`; None when none
     does."""
     about, deliberate = _KINDS[kind]
-    for loc in locations:
-        if loc is None or not loc.path.endswith(".py"):
-            continue
-        doc = _documentation(loc.path).get(loc.line)
-        for sentence in _SENTENCE_END.split(doc) if doc is not None else []:
+    for loc in _source_locations(locations):
+        for sentence in _sentences(loc):
             if about.search(sentence) and deliberate.search(sentence):
                 return " ".join(sentence.split())
         for name in _names(loc.path).get(loc.line, []) if kind in _NAMED_KINDS else []:
@@ -68,6 +65,16 @@ def stated_deliberate(locations: Sequence[Location | None], kind: str = "derivat
             if about.search(words) and deliberate.search(words):
                 return f"named {name!r}"
     return None
+
+
+def _source_locations(locations: Sequence[Location | None]) -> list[Location]:
+    return [loc for loc in locations if loc is not None and loc.path.endswith(".py")]
+
+
+def _sentences(loc: Location) -> list[str]:
+    """The sentences of the documentation of the function defined at `loc` (its `def` line or a decorator's)."""
+    doc = _documentation(loc.path).get(loc.line)
+    return _SENTENCE_END.split(doc) if doc is not None else []
 
 
 # The kinds a name states: "surrogate" or "straight-through" with a derivative word is a departure from the primal
@@ -114,11 +121,8 @@ def states_no_gradient(locations: Sequence[Location | None], name: str) -> str |
     zeros for it, or a JVP ignoring its tangent, then does what it says. None when none does."""
     named = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
     zeroed = re.compile(rf"(?<![\w.])d?{re.escape(name)}`*{_ZEROED}")
-    for loc in locations:
-        if loc is None or not loc.path.endswith(".py"):
-            continue
-        doc = _documentation(loc.path).get(loc.line)
-        for sentence in _SENTENCE_END.split(doc) if doc is not None else []:
+    for loc in _source_locations(locations):
+        for sentence in _sentences(loc):
             set_to_zero = any(not _LIMIT.search(sentence[:m.start()]) for m in zeroed.finditer(sentence))
             if set_to_zero or (named.search(sentence) and _NO_GRADIENT.search(sentence)):
                 return " ".join(sentence.split())

@@ -49,10 +49,13 @@ def unwrap(fn: Any) -> Any:
     return fn
 
 
+# The attributes a wrapper object keeps the function it wraps in (equinox's `filter_custom_vjp` keeps `.fn`).
+HOLDING_ATTRIBUTES = ("__wrapped__", "fn", "func")
+
+
 def held_function(obj: Any) -> Any | None:
-    """The function a wrapper object holds (`__wrapped__`, `.fn`, `.func`: equinox's `filter_custom_vjp`),
-    unwrapped; None when it holds none."""
-    held = next((declared_attribute(obj, n) for n in ("__wrapped__", "fn", "func") if inspect.isfunction(
+    """The function a wrapper object holds (`HOLDING_ATTRIBUTES`), unwrapped; None when it holds none."""
+    held = next((declared_attribute(obj, n) for n in HOLDING_ATTRIBUTES if inspect.isfunction(
         unwrap(declared_attribute(obj, n)))), None)
     return unwrap(held) if held is not None else None
 

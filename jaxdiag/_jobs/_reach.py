@@ -430,7 +430,7 @@ def wrapped_candidate(value: Any, roots: set[str]) -> tuple[str, Any] | None:
         return None
     kind, obj = classify(inner)
     inner_fn = _locate.unwrap(getattr(obj, "fun", None) or obj)
-    user_fn = next((getattr(value, n) for n in ("__wrapped__", "fn", "func") if callable(getattr(value, n, None))),
+    user_fn = next((getattr(value, n) for n in _locate.HOLDING_ATTRIBUTES if callable(getattr(value, n, None))),
                    None)
     user_module = getattr(_locate.unwrap(user_fn), "__module__", "") or "" if user_fn is not None else ""
     inner_module = getattr(inner_fn, "__module__", "") or ""

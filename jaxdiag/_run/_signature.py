@@ -99,16 +99,10 @@ def _hands_on(obj: Any, named: list[inspect.Parameter]) -> bool:
         return False
     names = [p.name for p in named]
     direct = [n for n in ast.walk(found.node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-              and n.func.attr in ("fn", "func", "__wrapped__")]
+              and n.func.attr in _locate.HOLDING_ATTRIBUTES]
     return not direct or any(
         [a.id if isinstance(a, ast.Name) else None for a in c.args[:len(names)]] == names
         and len(c.args) > len(names) and isinstance(c.args[len(names)], ast.Starred) for c in direct)
-    names = [p.name for p in named]
-    for call in (n for n in ast.walk(found.node) if isinstance(n, ast.Call)):
-        given = [a.id if isinstance(a, ast.Name) else None for a in call.args[:len(names)]]
-        if given == names and len(call.args) > len(names) and isinstance(call.args[len(names)], ast.Starred):
-            return True
-    return False
 
 
 def positional(sig: inspect.Signature | None) -> list[inspect.Parameter]:
