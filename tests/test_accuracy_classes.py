@@ -293,11 +293,17 @@ def test_names_are_read_as_sentences_of_words(tmp_path):
     source = tmp_path / "rules.py"
     source.write_text("def StraightThroughGrad(x):\n    return x\n\n\n"
                       "def surrogate_model(x):\n    return x\n\n\n"
-                      "heaviside_p = Primitive('heaviside_surrogate_gradient')\n")
-    at = [Location(str(source), line, "") for line in (1, 5, 9)]
+                      "heaviside_p = Primitive('heaviside_surrogate_gradient')\n\n\n"
+                      "def clip_gradient(lo, hi, x):\n    return x\n\n\n"
+                      "def clip_jvp(primals, tangents):\n    'JVP of the clip function.'\n\n\n"
+                      "def bwd(res, g):\n    'Clips the cotangent to [-1, 1].'\n")
+    at = [Location(str(source), line, "") for line in (1, 5, 9, 12, 16, 20)]
     assert stated_deliberate([at[0]]) == "named 'StraightThroughGrad'"
     assert stated_deliberate([at[1]]) is None  # a surrogate, no derivative
     assert stated_deliberate([at[2]]) == "named 'heaviside_surrogate_gradient'"
+    assert stated_deliberate([at[3]]) == "named 'clip_gradient'"  # gradient clipping
+    assert stated_deliberate([at[4]]) is None  # the derivative of a clip: the exact one is meant
+    assert stated_deliberate([at[5]]) == "Clips the cotangent to [-1, 1]."
 
 
 @pytest.mark.slow

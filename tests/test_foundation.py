@@ -17,7 +17,7 @@ import pytest
 from clirun import Runner
 
 import jaxdiag
-from jaxdiag._loading import _inputs
+from jaxdiag._loading import _cli_values, _inputs
 from jaxdiag._core import _locate
 from jaxdiag._parent._cli import app
 from jaxdiag._core._errors import UsageError
@@ -347,14 +347,14 @@ def test_domains(domain, low, high):
 
 
 def test_params_and_axes_parsing():
-    assert _inputs.parse_param("axes=(0, 1)") == ("axes", (0, 1))
-    assert _inputs.parse_param("dtype=int32") == ("dtype", np.dtype("int32"))
-    assert _inputs.parse_param("new_dtype=f32") == ("new_dtype", np.dtype("float32"))
-    assert _inputs.parse_axes("0,None", "--in-axes") == (0, None)
-    assert _inputs.parse_axes("[0, None]", "--out-axes") == [0, None]
-    assert _inputs.parse_axes("1", "--in-axes") == 1
+    assert _cli_values.parse_param("axes=(0, 1)") == ("axes", (0, 1))
+    assert _cli_values.parse_param("dtype=int32") == ("dtype", np.dtype("int32"))
+    assert _cli_values.parse_param("new_dtype=f32") == ("new_dtype", np.dtype("float32"))
+    assert _cli_values.parse_axes("0,None", "--in-axes") == (0, None)
+    assert _cli_values.parse_axes("[0, None]", "--out-axes") == [0, None]
+    assert _cli_values.parse_axes("1", "--in-axes") == 1
     with pytest.raises(UsageError):
-        _inputs.parse_axes("(0, 1.5)", "--in-axes")
+        _cli_values.parse_axes("(0, 1.5)", "--in-axes")
 
 
 def test_batch_size_avoids_every_dimension():

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from clirun import Runner
 
-from jaxdiag._loading import _inputs
+from jaxdiag._loading import _cli_values, _inputs
 from jaxdiag._parent._cli import app
 from jaxdiag._core._errors import UsageError
 from jaxdiag._loading._inputs import ArgSpec, draw, parse_arg
@@ -90,8 +90,8 @@ def test_specs_within_the_bounds_are_accepted(spec):
 
 def test_a_non_jax_dtype_is_refused_as_a_bind_param_too():
     with pytest.raises(UsageError, match="NumPy's dtype object"):
-        _inputs.parse_param("dtype=O")
-    assert _inputs.parse_param("dtype=bfloat16")[1] == np.dtype("bfloat16")
+        _cli_values.parse_param("dtype=O")
+    assert _cli_values.parse_param("dtype=bfloat16")[1] == np.dtype("bfloat16")
 
 
 def test_draws_are_those_of_one_float64_draw_converted():
@@ -281,5 +281,5 @@ def test_a_path_loaded_module_is_loaded_again_only_when_its_content_changed(tmp_
 @pytest.mark.parametrize("text", ["(" * 300 + "0" + ")" * 300, "0," * 6000])
 def test_axes_beyond_the_text_bounds_are_one_short_line(text):
     with pytest.raises(UsageError) as info:
-        _inputs.parse_axes(text, "--in-axes")
+        _cli_values.parse_axes(text, "--in-axes")
     assert "bad --in-axes" in str(info.value) and len(str(info.value)) < 300

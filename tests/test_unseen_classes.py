@@ -665,3 +665,87 @@ def test_an_argument_said_to_get_no_gradient(tmp_path):
     assert states_no_gradient([at[2]], "weights") is None  # a value of zero, not a gradient
     assert states_no_gradient([at[3]], "teacher") is None  # another name
     assert states_no_gradient([at[4]], "x") is None  # a limit, not a gradient set to zero
+
+
+@pytest.mark.slow  # three rules checked end to end (about 4 s); the name reading below stays fast
+def test_the_two_ends_of_a_bound_pair_are_drawn_in_order():
+    """Drawn independently, `lo` passed `hi` at some entries: the tutorial's gradient clip got a JXG036 error (its
+    bwd clips a zero cotangent into an interval without 0). Drawn as a pair, the clip and the cdf whose JVP knows
+    its support are clean; a JVP that forgets the support is still caught."""
+    _, data = check_json(str(ACC / "bound_pairs.py"), ACC)
+    assert _findings(data, ":clip_gradient") == _findings(data, ":uniform_cdf") == [("JXN001", "info")]
+    assert ("JXG024", "warning") in _findings(data, ":uniform_cdf_unclipped_jvp")
+
+
+def test_a_bound_pair_is_read_from_the_parameter_names_and_drawn_inside_the_runs_domain():
+    import numpy as np
+
+    from jaxdiag._loading._inputs import ArgSpec, draw, parse_spec
+    from jaxdiag._run._operand_kinds import bound_pairs
+
+    assert bound_pairs(["x", "alpha", "low", "high"]) == {2: "lower", 3: "upper"}
+    assert bound_pairs(["x_min", "x_max", "y"]) == {0: "lower", 1: "upper"}
+    assert bound_pairs(["minval", "maxval"]) == bound_pairs(["LB", "UB"]) == {0: "lower", 1: "upper"}
+    assert bound_pairs(["lo", "x"]) == bound_pairs(["slope", "shift"]) == {}  # no partner, no pair
+    rng = np.random.default_rng(0)
+    lower, upper = ArgSpec(np.dtype(np.float32), (200,), "lower"), parse_spec("f32[200]@upper")
+    for run in ("normal", "positive", "negative", "unit"):
+        lo, hi = draw(lower, rng, run), draw(upper, rng, run)
+        assert (lo < hi).all()
+        assert run != "positive" or (lo > 0).all()
+        assert run != "normal" or ((lo < 0) & (hi > 0)).all()  # a clip's bounds hold 0
+
+
+@pytest.mark.slow  # a package checked end to end (about 3 s); the source reading below stays fast
+def test_a_primitive_its_package_interprets_itself_needs_no_mlir_lowering():
+    """An exporter's primitive exists for the package's own jaxpr interpreter: no JXR004 (the skip says why). The
+    same kind of primitive in a package without one is still reported (samples/jxr004_bad.py)."""
+    _, data = check_json(str(ACC / "exporterpkg"), ACC)
+    (target,) = data["targets"]
+    assert "JXR004" not in {f["code"] for f in target["findings"]}
+    (lowering,) = [c for c in target["checks"] if c["name"] == "registration-lowering"]
+    assert lowering["status"] == "skipped" and "convert.py:16" in lowering["detail"]
+
+
+def test_the_jaxpr_interpreter_of_a_package_is_found_in_its_source(monkeypatch, tmp_path):
+    import jax
+
+    from jaxdiag._checks._interpreted import lowered_by_own_interpreter
+
+    monkeypatch.syspath_prepend(str(ACC))
+    from exporterpkg import ops
+
+    assert lowered_by_own_interpreter(ops.tanh_p, ops).line == 16  # HANDLERS.get(eqn.primitive.name)
+    assert lowered_by_own_interpreter(jax.lax.sin_p, ops) is None  # lowered: nothing to explain
+    (tmp_path / "plainpkg").mkdir()
+    (tmp_path / "plainpkg" / "__init__.py").write_text("from jax.extend.core import Primitive\nmy_p = Primitive('m')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import plainpkg
+
+    assert lowered_by_own_interpreter(plainpkg.my_p, plainpkg) is None  # no interpreter: JXR004 stands
+
+
+@pytest.mark.slow  # a rule reached through its docstring example (about 2 s)
+def test_a_string_in_a_docstring_example_is_a_static_argument_not_a_spec():
+    """`contract('bk,kn->bn', x, w)`: the string was parsed as an array SPEC, and the package's whole run ended as a
+    usage error (exit 2) before any check."""
+    code, data = check_json(str(ACC / "documented_subscripts.py"), ACC)
+    assert code == 0 and data["summary"]["checked"] == data["summary"]["discovered"] == 1, data["summary"]
+
+
+@pytest.mark.slow  # one callback target end to end (about 2 s)
+def test_a_callback_needing_a_module_that_is_not_installed_is_a_missing_dependency():
+    code, data = check_json(str(ACC / "callback_backend.py"), ACC)
+    assert code == 5 and [n["reason"] for n in data["summary"]["not_verified"]] == ["dependency-missing"]
+    (note,) = [f for t in data["targets"] for f in t["findings"] if f["code"] == "JXN011"]
+    assert "'not_installed_solver'" in note["message"]
+
+
+@pytest.mark.slow  # one primitive end to end (about 2 s)
+def test_a_primitive_bound_through_cls_in_its_class_gets_the_params_of_that_call():
+    """`cls._PRIM.bind(x, y, dimension=0)` in a function a classmethod builds: before, no bind site was found and
+    the primitive was not checkable (`dimension` had no value)."""
+    code, data = check_json(str(ACC / "class_bound.py"), ACC)
+    assert code == 0 and data["summary"]["checked"] == 1, data["summary"]
+    (target,) = data["targets"]
+    assert {c["name"]: c["status"] for c in target["checks"]}["batching-vs-loop"] == "passed"

@@ -12,6 +12,7 @@ user's code is never modified.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -139,7 +140,8 @@ class Runner:
             want = reference.expected(variant)
             if isinstance(want, BaseException):
                 exc = want
-                raise SkipCheck(f"the function fails on one example ({type(exc).__name__}: {exc})") from exc
+                raise SkipCheck(f"the function fails on one example ({type(exc).__name__}: {exc})",
+                                findings=_missing_module(self.ctx, exc)) from exc
             args = reference.batched_args(variant)
             observed = _observe(vmapped(fn, variant), args, want)
             if observed:
@@ -269,6 +271,20 @@ def not_batch_aware(call: ForeignCall, failure: Failure, fn_name: str) -> Findin
         target=call.target,
         broadcast=broadcast,
         location=call.location)
+
+
+# a host callback importing a module that is not installed: JAX reports it inside its own runtime error
+_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+
+
+def _missing_module(ctx: Context, exc: BaseException) -> list[Finding]:
+    """A JXN011 note when the example failed because the callback needs a module that is not installed: the
+    target is then unverified for that reason, not for want of a check."""
+    found = _NO_MODULE.search(str(exc))
+    if found is None:
+        return []
+    return [rules.DEPENDENCY_MISSING.finding(error=found.group(0), dependency=found.group(1).partition(".")[0],
+                                             what=ctx.subject.label, location=ctx.subject.location)]
 
 
 @check("ffi-vmap-method", family="batching", kinds={"function"})

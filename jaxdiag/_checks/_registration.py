@@ -335,6 +335,12 @@ def lowering_check(ctx: Context) -> Iterator[Finding]:
     _user_prim(ctx)
     prim = ctx.subject.obj
     if not _compat.has_lowering(prim, "cpu"):
+        from ._interpreted import lowered_by_own_interpreter
+
+        interpreter = lowered_by_own_interpreter(prim, primitive_module(ctx.subject) or ctx.subject.module)
+        if interpreter is not None:
+            raise SkipCheck(f"{prim.name} has no MLIR lowering, and its package interprets jaxprs equation by "
+                            f"equation itself ({interpreter.path}:{interpreter.line}): jax.jit never meets it")
         yield _missing_lowering(ctx)
         return
     yield from _jit_agrees(ctx)

@@ -58,7 +58,8 @@ if TYPE_CHECKING:
     from ._selects import MaskedNonFinite, masked_nonfinite, saturated_nonfinite
     from ._registries import (
         _batching_table, abstract_eval_rule, batching_rule, batching_rule_is_fancy, batching_rule_leading_args,
-        drop_registrations_since, has_abstract_eval, has_batching_rule, has_impl, has_lowering, impl,
+        drop_registrations_since, has_abstract_eval, has_any_lowering, has_batching_rule, has_impl, has_lowering,
+        impl,
         is_builtin_primitive, jvp_rule, lowering_rule, registered_rules, registration_keys, rule_bound_primitives,
         rule_reachable_primitives,
         rule_registries, transpose_only, transpose_rule, transposed_tangents, user_impl,
@@ -109,7 +110,8 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "same_program_as_jit",
         "sub_jaxprs", "vmap_method_none_raises", "vmap_method_of", "with_vmap_methods", "wraps"),
     "_registries": ("_batching_table", "abstract_eval_rule", "batching_rule", "batching_rule_is_fancy",
-        "batching_rule_leading_args", "drop_registrations_since", "has_abstract_eval", "has_batching_rule",
+        "batching_rule_leading_args", "drop_registrations_since", "has_abstract_eval", "has_any_lowering",
+        "has_batching_rule",
         "has_impl", "has_lowering", "impl", "is_builtin_primitive", "jvp_rule", "lowering_rule", "registered_rules",
         "registration_keys", "rule_bound_primitives", "rule_reachable_primitives", "rule_registries",
         "transpose_only", "transpose_rule", "transposed_tangents", "user_impl"),
@@ -194,6 +196,7 @@ __all__ = [
     "foreign_call_target",
     "generic_batcher_name",
     "has_abstract_eval",
+    "has_any_lowering",
     "has_batching_rule",
     "has_impl",
     "has_lowering",

@@ -166,6 +166,12 @@ def has_lowering(prim: Any, platform: str = "cpu") -> bool:
     return prim in per_platform.get(platform, {})
 
 
+def has_any_lowering(prim: Any) -> bool:
+    """A lowering for some platform, or for all."""
+    per_platform = getattr(_mlir, "_platform_specific_lowerings", {})
+    return prim in getattr(_mlir, "_lowerings", {}) or any(prim in rules for rules in per_platform.values())
+
+
 def lowering_rule(prim: Any, platform: str = "cpu") -> Callable | None:
     per_platform = getattr(_mlir, "_platform_specific_lowerings", {})
     rule = per_platform.get(platform, {}).get(prim) or getattr(_mlir, "_lowerings", {}).get(prim)

@@ -29,7 +29,7 @@ class Opt:
     kind: Any = bool  # the CLI's parameter type: bool (a flag), int, float, str, or list (repeatable str)
     metavar: str = ""
     panel: str = ""  # the --help section; "" for the command's own options
-    parse: str = ""  # "axes": the text is parsed with `_inputs.parse_axes` (the API takes Python values)
+    parse: str = ""  # "axes": the text is parsed with `_cli_values.parse_axes` (the API takes Python values)
     api: bool = True  # also a keyword of the API function (False for CLI-only output/selection options)
     api_default: Any = None  # the API's default where it differs from the CLI's (None: the same)
     bounds: tuple[int, int] | None = None  # an int's inclusive range, checked by the CLI's parser

@@ -14,7 +14,8 @@ reported whatever the intent.
 
 A sentence counts when it names both what the reading is about and its deliberate kind, together:
 - "derivative": a derivative (derivative, gradient, JVP, VJP, tangent, backward pass) and a surrogate,
-  straight-through, pseudo-derivative, score-function or REINFORCE estimator;
+  straight-through, pseudo-derivative, score-function or REINFORCE estimator, or gradient clipping ("clips the
+  gradient", `clip_gradient`; not a clip alone, whose exact derivative a rule may mean to give);
 - "batch": vmap or the batch, and a batch-wide value (maximum, minimum, largest, smallest, sum, mean, average, a
   statistic, or the same value for all of its elements), or ignoring the batch ("ignores batch dimensions").
 An argument said to get no gradient ("teacher → 0", "`scale` is treated as a constant": `states_no_gradient`) is the
@@ -41,7 +42,10 @@ from ._report import Location
 _DERIVATIVE = re.compile(r"\b(derivatives?|gradients?|grads?|jvps?|vjps?|tangents?|cotangents?|backward|backprop\w*)\b",
                          re.IGNORECASE)
 _SURROGATE = re.compile(r"\bsurrogates?\b|\bstraight[- ]through\b|\bpseudo[- ]?(derivative|gradient)s?\b|"
-                        r"\bscore[- ]function\b|\bREINFORCE\b", re.IGNORECASE)
+                        r"\bscore[- ]function\b|\bREINFORCE\b|"
+                        # gradient clipping: "clips the gradient", "gradient clipping", `clip_gradient`, `grad_clip`
+                        r"\bclip\w*\s+(the\s+)?(gradients?|grads?|cotangents?)\b|\b(gradients?|grads?)\s+clip",
+                        re.IGNORECASE)
 _BATCH = re.compile(r"\b(vmap\w*|batch(es|ed)?)\b", re.IGNORECASE)
 _BATCH_WIDE = re.compile(r"\b(maximum|minimum|largest|smallest|max|min|sum|mean|average|statistics?|"
                          r"same (value )?for (all|every|each)|ignor(e|es|ing) (the )?(vmap(ped)? )?batch)\b",

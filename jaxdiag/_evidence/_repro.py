@@ -281,7 +281,8 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
         if exposure.mode != "vmap":
             return None
         exposure = dataclasses.replace(exposure, mode="abstract_vmap")
-    specs = [(np.dtype(s.dtype).name, tuple(s.shape), s.domain or chosen.domain) for s in chosen.specs]
+    specs = [(np.dtype(s.dtype).name, tuple(s.shape), _inputs.in_run_domain(s.domain, chosen.domain))
+             for s in chosen.specs]
     first = finding.message.split(". ")[0].strip().rstrip(".")
     platform = _platform_of(finding) if exposure.mode == "lower" else ""
     header = (f'"""Reproduces {finding.code} ({finding.name}) found by jaxdiag in {target.target}.\n\n'

@@ -456,7 +456,7 @@ def _documented_once(lint: Any, runs: Any, module: ModuleType, name: str) -> tup
     from . import _doc_examples, _record_carrier
     from .._checks._base import Options
     from .._core._errors import InferenceError, TargetLoadError, UsageError
-    from .._loading._inputs import template_text
+    from .._loading._inputs import Static, template_text
     from .._run._engine import RUN_LOCK
     from .._run._signature import templates_of_args
 
@@ -465,7 +465,8 @@ def _documented_once(lint: Any, runs: Any, module: ModuleType, name: str) -> tup
         call = _doc_examples.documented_call(module, name)
     if call is None:
         return ", and its docstring has no example that calls it with an array"
-    templates, concrete = templates_of_args(call.args)
+    # the example's values are Python values: a string there is a static (`einsum('bk,kn->bn', x, w)`), not a SPEC
+    templates, concrete = templates_of_args([Static(a) if isinstance(a, str) else a for a in call.args])
     example = concrete if all(c is not None for c in concrete) else None
     via = {"target": label, "args": [template_text(t) for t in templates], "keywords": call.kwargs,
            "source": _DOCUMENTED}

@@ -20,7 +20,8 @@ import numpy as np
 from .. import _compat
 from .._core import _locate
 from .._harness import call_user
-from .._loading._inputs import ArgSpec, parse_arg, parse_literal
+from .._loading._cli_values import parse_literal
+from .._loading._inputs import ArgSpec, parse_arg
 
 __all__ = ["parse_arg"]
 from .._core._report import Location, TargetReport

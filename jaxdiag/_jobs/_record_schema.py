@@ -304,7 +304,7 @@ class _Checker:
                 self.fail(f"{where}[{i}]", str(exc))
 
     def params(self, value: Any, where: str) -> None:
-        from .._loading._inputs import parse_literal
+        from .._loading._cli_values import parse_literal
 
         if not isinstance(value, dict):
             self.fail(where, f"expected an object of NAME: LITERAL strings, got {_type(value)}")

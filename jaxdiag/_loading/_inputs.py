@@ -50,13 +50,18 @@ SHORT_NAMES = {v: k for k, v in DTYPES.items()}
 # "diagonal": integers at the positions 0, 1, 2, ... along their last axis (inside their range), floats positive: a
 # sparse matrix's (rows, cols, values) then describe a positive diagonal, where random positions make it singular.
 DOMAINS = ("normal", "positive", "unit", "small", "negative", "spd", "binary", "diagonal")
+# The two ends of a bound pair (`low, high`, `x_min, x_max`): not domains of a run, but placed inside the run's domain
+# apart, the lower below the upper at every entry (`in_run_domain`); normal draws put them around 0, as a clip's are.
+PAIRED = ("lower", "upper")
+_PAIRED_ENDS = {"positive": ("0.5..1.0", "1.5..2.5"), "negative": ("-2.5..-1.5", "-1.0..-0.5"),
+                "unit": ("0.1..0.4", "0.6..0.9")}
 _SPEC_RE = re.compile(r"^([a-z]+[0-9]*)\[([0-9,\s]*)\](?:@(.+))?$")
 _RANGE_RE = re.compile(r"^(-?[0-9.eE+-]+)\.\.(-?[0-9.eE+-]+)$")
 
 SPEC_HELP = (
     "expected DTYPE[DIMS] such as f32[2,3], f64[], i32[5], bool[4], bf16[8], f16[3], c64[2], u8[3] "
-    "(optionally @positive, @negative, @unit, @small, @normal, @spd, @binary, @diagonal or @LO..HI for the value "
-    "domain), "
+    "(optionally @positive, @negative, @unit, @small, @normal, @spd, @binary, @diagonal, @LO..HI, or @lower and "
+    "@upper for the two ends of a bound pair, for the value domain), "
     "key[] or key[4] "
     "for a PRNG key, a Python literal (0.1, 3, True, 'mode', None, int32) for a static argument, or a pytree of "
     "these: (f32[3], i32[]), [f32[2], f32[2]], {\"w\": f32[3,4], \"b\": f32[4]}"
@@ -353,7 +358,7 @@ def parse_spec(text: str, whole: str | None = None) -> ArgSpec:
     dtype = DTYPES[dtype_name]
     shape = tuple(int(p) for p in parts)
     _check_shape(shape, dtype, cleaned, whole if whole is not None else text)
-    if domain is not None and domain not in DOMAINS and not _RANGE_RE.match(domain):
+    if domain is not None and domain not in DOMAINS + PAIRED and not _RANGE_RE.match(domain):
         raise UsageError(f"bad argument spec {shown}: unknown domain {domain!r}; {SPEC_HELP}")
     if domain is not None and _RANGE_RE.match(domain):
         if not _valid_range(domain, np.issubdtype(dtype, np.integer)):
@@ -426,7 +431,7 @@ def draw(spec: ArgSpec, rng: np.random.Generator, domain: str = "normal", lead: 
     """Random values for `spec` with extra leading dims `lead` (batch elements), from `domain`."""
     if "diagonal" in (domain, spec.domain) and np.issubdtype(spec.dtype, np.integer) and spec.key is None:
         return _diagonal_positions(spec, lead)
-    domain = spec.domain or domain
+    domain = in_run_domain(spec.domain, domain)
     shape = lead + spec.shape
     dtype = spec.dtype
     # Drawn in chunks straight into the spec's dtype: a generator's stream does not depend on how it is split, so
@@ -449,6 +454,13 @@ def draw(spec: ArgSpec, rng: np.random.Generator, domain: str = "normal", lead: 
         return positive_definite(out) if domain == "spd" and is_square(spec.shape) else out
     out = _chunked(shape, dtype, lambda n: draw_real(rng, domain, n))
     return positive_definite(out) if domain == "spd" and is_square(spec.shape) else out
+
+
+def in_run_domain(declared: str | None, run: str) -> str:
+    """The domain a spec is drawn from in a run on `run`: its own, an end of a bound pair as a range of `run`."""
+    if declared in PAIRED:
+        return _PAIRED_ENDS.get(run, ("-1.5..-0.5", "0.5..1.5"))[PAIRED.index(declared)]
+    return declared or run
 
 
 def _diagonal_positions(spec: ArgSpec, lead: tuple[int, ...]) -> np.ndarray:
@@ -537,58 +549,6 @@ def draw_real(rng: "np.random.Generator", domain: str, size: "int | tuple[int, .
     if domain == "binary":
         return rng.integers(0, 2, size=size).astype(float)
     return rng.standard_normal(size)
-
-
-def parse_literal(text: str, what: str) -> Any:
-    """A Python literal, a dtype name (`int32`, `f32`), or raise UsageError."""
-    text = text.strip()
-    check_spec_text(text, f"{what} value")
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        pass
-    if text in DTYPES:
-        return DTYPES[text]
-    dtype = named_jax_dtype(text)
-    if dtype is not None:
-        return dtype
-    if text.isidentifier() and _unknown_name(text) != f"unknown name {text!r}":
-        raise UsageError(f"bad {what} value {text!r}: {_unknown_name(text)}")
-    raise UsageError(f"bad {what} value {text!r}: expected a Python literal (1, 2.5, (0, 1), 'name', True) or a "
-                     "dtype name")
-
-
-def parse_param(text: str) -> tuple[str, Any]:
-    """`NAME=VALUE` for a primitive's bind parameter."""
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip().isidentifier():
-        raise UsageError(f"bad --param {text!r}: expected NAME=VALUE, e.g. --param axis=1 or --param dtype=int32")
-    return name.strip(), parse_literal(value, f"--param {name.strip()}")
-
-
-def parse_axes(text: str | None, option: str) -> Any:
-    """`--in-axes 0,None` / `(0, None)` / `[0, None]` / `1`: an int, None, or a tuple/list of them."""
-    if text is None:
-        return None
-    stripped = text.strip()
-    if not stripped:
-        raise UsageError(f"bad {option} {text!r}: expected an int, None, or a comma-separated list like 0,None")
-    check_spec_text(stripped, option)
-    source = stripped if stripped[0] in "([" or "," not in stripped else f"({stripped},)"
-    try:
-        value = ast.literal_eval(source)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise UsageError(f"bad {option} {_shown(text)}: expected an int, None, or a comma-separated list like "
-                         "0,None") from None
-
-    def ok(v: Any) -> bool:
-        if isinstance(v, (tuple, list)):
-            return all(ok(x) for x in v)
-        return v is None or (isinstance(v, int) and not isinstance(v, bool))
-
-    if not ok(value):
-        raise UsageError(f"bad {option} {_shown(text)}: every axis must be an int or None")
-    return value
 
 
 def choose_batch_size(shapes: list[tuple[int, ...]], start: int = 5) -> int:

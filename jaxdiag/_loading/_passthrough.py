@@ -372,20 +372,27 @@ _CALLS: weakref.WeakKeyDictionary[ast.AST, list[tuple[Any, ast.Call]]] = weakref
 
 
 def _calls_in(tree: ast.Module) -> list[tuple[Any, ast.Call]]:
-    """(enclosing function or None, call) for every call in the module."""
+    """(enclosing function or None, call) for every call in the module; the class each call is written in (through
+    nested functions) goes to `_CLASS_OF`."""
     found = _CALLS.get(tree)
     if found is None:
         found = []
-        stack: list[tuple[Any, ast.AST]] = [(None, tree)]
+        stack: list[tuple[Any, str, ast.AST]] = [(None, "", tree)]
         while stack:
-            caller, node = stack.pop()
+            caller, owner, node = stack.pop()
             for child in ast.iter_child_nodes(node):
                 inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else caller
                 if isinstance(child, ast.Call):
                     found.append((caller, child))
-                stack.append((inner, child))
+                    if owner:
+                        _CLASS_OF[child] = owner
+                stack.append((inner, child.name if isinstance(child, ast.ClassDef) else owner, child))
         _CALLS[tree] = found
     return found
+
+
+# the class a call is written in: `cls._PRIM.bind(...)` in a method of `Plugin` binds `Plugin._PRIM`
+_CLASS_OF: weakref.WeakKeyDictionary[ast.Call, str] = weakref.WeakKeyDictionary()
 
 
 _BY_NAME: weakref.WeakKeyDictionary[ast.AST, dict[str, list[tuple[Any, ast.Call]]]] = weakref.WeakKeyDictionary()
@@ -415,7 +422,8 @@ def calls_named(tree: ast.Module, name: str) -> list[ast.Call]:
 def _binds(call: ast.Call, names: set[str]) -> bool:
     """Whether `call` binds (or calls) the primitive held under one of `names`: a plain name, the attribute of an
     object holding it, or a class attribute spelled in full (`HaloPrimitive.outer_primitive`: a package whose
-    primitive classes all name theirs `outer_primitive` binds each under its own class)."""
+    primitive classes all name theirs `outer_primitive` binds each under its own class) or through `cls`/`self` in
+    that class's own code (`cls._PRIM.bind(...)`, also from a function nested in one of its methods)."""
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr == "bind":
         func = func.value
@@ -426,6 +434,8 @@ def _binds(call: ast.Call, names: set[str]) -> bool:
     if func.attr in names:
         return True
     owner = func.value
+    if isinstance(owner, ast.Name) and owner.id in ("cls", "self"):  # the class the call is written in
+        return f"{_CLASS_OF.get(call, owner.id)}.{func.attr}" in names
     return isinstance(owner, ast.Name) and f"{owner.id}.{func.attr}" in names
 
 

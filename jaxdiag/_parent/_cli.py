@@ -255,7 +255,8 @@ def _diagnose(spec: Command, target: str, arg: Optional[List[str]] = None, param
         selected, ignored = _split_codes(select), _split_codes(ignore)
         _validate_common(fmt, output, app_dir, verbose, quiet, selected, ignored)
         from .._core import _config, _validate
-        from .._loading._inputs import parse_arg, parse_axes, parse_param
+        from .._loading._cli_values import parse_axes, parse_param
+        from .._loading._inputs import parse_arg
 
         config = _config.load(app_dir)  # validates the codes it names
         specs = [parse_arg(a) for a in arg or []]  # SPECs, literals (static values) and pytrees

@@ -53,7 +53,11 @@ ABSTRACT_EVAL_MISMATCH: Rule[_fields.JXR003] = Rule(
 MISSING_LOWERING: Rule[_fields.JXR004] = Rule(
     "JXR004", "missing-lowering", "warning",
     "No MLIR lowering is registered for the CPU platform, so the primitive fails under `jax.jit`.",
-    "Checks `mlir.register_lowering(prim, ...)` for the platform jaxdiag runs on (or for all platforms).",
+    "Checks `mlir.register_lowering(prim, ...)` for the platform jaxdiag runs on (or for all platforms). A "
+    "primitive with no lowering for any platform whose package interprets jaxprs itself, looking up a handler by "
+    "each equation's primitive (an exporter or a verifier: `handlers.get(eqn.primitive.name)` in a loop over "
+    "`jaxpr.eqns`), exists for that interpreter, which jit never is: it is not reported, and the check's skip "
+    "names where the package does so.",
     "`jax.jit` fails with `NotImplementedError: MLIR translation rule for primitive '<name>' not found for "
     "platform cpu`. Use `mlir.lower_fun(impl, multiple_results=...)` when the impl is written in `jax.numpy`.",
     "jxr004_bad.py", "jxr004_good.py",

@@ -183,6 +183,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
         named = indices | ((index_named(names) | _static_use.documented_indices(subject, names))
                            - _family(families, "float", "complex", "bool"))
         tolerances = {i: TOLERANCE_DOMAIN for i, name in enumerate(names) if is_tolerance(name)}
+        tolerances.update(_operand_kinds.bound_pairs(names))  # `low, high`: the lower below the upper
         for ints in _static_values.int_positions(subject, statics, arity):  # `L: int`: a Python int on each rung
             n_arrays = max(arity - len(statics) - len(ints), 0)
             matrices = _matrix_positions(subject, arity, {**statics, **ints}, operands)

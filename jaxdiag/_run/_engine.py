@@ -28,7 +28,7 @@ from .._harness.cache import SubjectCache
 from .._checks._shared import IMPL_OBJECTS, foreign_values, platform_blocker
 from .._core._errors import InferenceError, UsageError, dependency_failure, internal_error_detail
 from .._core._filtering import Filter, validate_inline
-from .._loading._inputs import DOMAINS, ArgSpec, draw, needs_x64, template_leaves
+from .._loading._inputs import DOMAINS, PAIRED, ArgSpec, draw, needs_x64, template_leaves
 from .._core._report import CheckResult, Finding, Report, TargetReport, register_text_view
 from .._loading._targets import Target, classify, describe, load_target
 
@@ -307,9 +307,10 @@ def choose_domain(subject: Subject, notes: list[Finding]) -> None:
     """Keep normal draws unless the target is non-finite on them or refuses their values (`_domains`); then draw
     from the first domain all of whose probe draws run (failing that, as one draw decided before: normal if its
     first draw ran, else the first domain whose first draw runs) and say so."""
-    # a float pinned to a domain decides; an integer's range (an index's, inferred or declared) stays whatever the
-    # run's domain: only "diagonal" reads it, to place the positions inside it
-    if any(s.domain for s in subject.specs if s.is_inexact) or not any(s.is_inexact for s in subject.specs):
+    # a float pinned to a domain decides (the ends of a bound pair follow the run's); an integer's range (an
+    # index's) stays whatever the run's domain: only "diagonal" reads it, to place the positions inside it
+    if any(s.domain not in (None, *PAIRED) for s in subject.specs if s.is_inexact) or not any(
+            s.is_inexact for s in subject.specs):
         return
     normal_first, normal_all, why = _probes_run(subject, "normal", PROBES["normal"])
     if normal_all:

@@ -410,3 +410,24 @@ def _is_array(node: ast.expr) -> bool:
     if isinstance(node, ast.Subscript):  # jaxtyping: `Float[Array, "n"]`
         return dotted_name(node.value).rpartition(".")[2] in _JAXTYPING
     return bool(_ARRAY_NAME.match(dotted_name(node)))
+
+
+# The words of a bound pair's two ends, as parameter names spell them (`low`/`high`, `x_min`/`x_max`, `lb`/`ub`,
+# `lower_bound`/`upper_bound`, `minval`/`maxval`): the same name with one word for the other.
+_BOUND_WORDS = (("lower", "upper"), ("low", "high"), ("lo", "hi"), ("min", "max"), ("lb", "ub"))
+
+
+def bound_pairs(names: list[str]) -> dict[int, str]:
+    """{position: "lower" or "upper"} of the parameters that are the two ends of a bound pair: a name and the same
+    name with the lower word replaced by the upper one (`low, high`; `x_min, x_max`). Drawn independently, the lower
+    passes the upper at some entries (an empty interval, `clip(x, lo, hi)` with `lo > hi`), which no caller means."""
+    out: dict[int, str] = {}
+    where = {name: i for i, name in enumerate(names)}
+    for i, name in enumerate(names):
+        for lower, upper in _BOUND_WORDS:
+            for match in re.finditer(lower, name, re.IGNORECASE):
+                word = upper.upper() if match.group().isupper() else upper
+                partner = where.get(name[:match.start()] + word + name[match.end():])
+                if partner is not None and partner != i and i not in out and partner not in out:
+                    out[i], out[partner] = "lower", "upper"
+    return out

@@ -21,7 +21,7 @@ import numpy as np
 from ... import _compat
 from ..._core import _locate
 from ... import _rules as rules
-from ..._loading._inputs import _domain_bounds
+from ..._loading._inputs import PAIRED, _domain_bounds
 from ..._core._report import Finding, Location
 from .._base import Context, SkipCheck, check
 from .._gradref import (
@@ -65,6 +65,8 @@ def _edge_values(st: GradState, a: Arg) -> np.ndarray | None:
     array_pos = [i for i in range(len(st.args)) if i not in st.subject.static_args]
     k = array_pos.index(a.pos) if a.pos in array_pos else None
     declared = specs[k].domain if k is not None and k < len(specs) else None
+    if declared in PAIRED:  # an end of a bound pair: on an edge, the lower would pass the upper (`low = high = 0`)
+        return None
     edges = domain_edges(declared or st.subject.domain)
     value = np.array(np.asarray(a.value))
     flat = value.reshape(-1)

@@ -1,0 +1,56 @@
+"""Primitives their own package lowers: an exporter or a verifier traces the user's function to a jaxpr and
+interprets each equation itself, looking up a handler by the equation's primitive (`for eqn in jaxpr.eqns:
+handlers.get(eqn.primitive.name)(ctx, eqn)`). The primitives it binds while tracing (a model converter patches
+`jnp.einsum` to bind its own) exist for that interpreter; `jax.jit` never meets them, so having no MLIR lowering is
+their design, not a missing rule (JXR004 is not reported; registration-lowering says why it was skipped)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+from typing import Any
+
+from .. import _compat
+from .._core._report import Location
+
+# a loop over a jaxpr's equations, and a lookup keyed by an equation's primitive in the same file
+_EQUATION_LOOP = re.compile(r"^\s*for\s[^\n]*\beqns\b", re.MULTILINE)
+_PRIMITIVE_LOOKUP = re.compile(r"(\.get\(|\[)\s*\w+\.primitive\b")
+_MAX_FILES = 5000  # a package this large is read no further (the answer is then "no interpreter found")
+
+
+def lowered_by_own_interpreter(prim: Any, module: Any) -> Location | None:
+    """Where the package defining `prim` (whose module is `module`) dispatches jaxpr equations by primitive, when
+    `prim` has no MLIR lowering for any platform; None otherwise."""
+    name = module if isinstance(module, str) else getattr(module, "__name__", "")  # a module or its name
+    if not name or _compat.has_any_lowering(prim):
+        return None
+    package = sys.modules.get(name.partition(".")[0])
+    folders = tuple(getattr(getattr(package, "__spec__", None), "submodule_search_locations", None) or ())
+    return _interpreter_in(tuple(os.fspath(f) for f in folders))
+
+
+@functools.lru_cache(maxsize=16)
+def _interpreter_in(folders: tuple[str, ...]) -> Location | None:
+    seen = 0
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            dirs.sort()
+            for name in sorted(files):
+                if not name.endswith(".py"):
+                    continue
+                seen += 1
+                if seen > _MAX_FILES:
+                    return None
+                path = os.path.join(root, name)
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as handle:
+                        text = handle.read()
+                except OSError:
+                    continue
+                lookup = _PRIMITIVE_LOOKUP.search(text)
+                if lookup and _EQUATION_LOOP.search(text):
+                    return Location(path, text.count("\n", 0, lookup.start()) + 1, "")
+    return None
