@@ -201,6 +201,13 @@ def _jxn020(m: Any) -> str | None:
     return ok()
 
 
+@says("JXN021")
+def _jxn021(m: Any) -> str | None:
+    """`shift(x, "devices")` outside a shard_map (what jaxdiag runs under `jax.vmap(..., axis_name=...)`)"""
+    m.shift(draw("JXN021", 3), "devices")
+    return ok()
+
+
 @says("JXN019")
 def _jxn019(m: Any) -> str | None:
     """`jax.jvp(cumsum_p.bind, (x,), (t,))` (jax.grad of it works)"""

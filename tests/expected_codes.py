@@ -177,6 +177,8 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     'jxn019_good.py': {'info': ['JXN001']},
     'jxn020_bad.py': {'info': ['JXN020', 'JXR006']},
     'jxn020_good.py': {'info': ['JXR006']},
+    'jxn021_bad.py': {'info': ['JXN001', 'JXN008', 'JXN021']},
+    'jxn021_good.py': {'info': ['JXN001', 'JXN008']},
     'jxr001_bad.py': {'error': ['JXR001'], 'info': ['JXN003', 'JXR006']},
     'jxr001_good.py': {'info': ['JXR006']},
     'jxr002_bad.py': {'error': ['JXR002'], 'info': ['JXN003', 'JXR006']},

@@ -549,24 +549,30 @@ def test_a_jvp_rule_refusing_on_purpose_is_graded_as_a_refusal_by_the_abstract_c
     assert "JXR008" in codes["kernel_call_stale_p"] and "JXG017" not in codes["kernel_call_stale_p"]
 
 
-def test_a_rule_calling_collectives_over_a_named_axis_is_pointed_at_a_mesh(tmp_path):
-    """A tensor-parallel rule (`lax.psum(..., axis_name)` inside) cannot run on any inferred input outside a
-    shard_map: the note says to check it on a mesh instead of only asking for inputs."""
+def test_a_rule_calling_collectives_over_a_literal_axis_is_checked_on_two_devices_of_it(tmp_path):
+    """A tensor-parallel rule (`lax.psum(x, 'model')` inside) cannot run on any input outside a shard_map: before,
+    no inputs were inferred; now it runs on two devices of 'model' (JXN021), and a bwd that forgets to hand every
+    device its cotangent is caught there."""
     import jaxdiag
 
     (tmp_path / "tp_rule.py").write_text(
-        "import jax\n\n\n@jax.custom_vjp\ndef total(x):\n    return jax.lax.psum(x, 'model')\n\n\n"
-        "total.defvjp(lambda x: (total(x), None), lambda _, g: (g,))\n")
-    from jaxdiag._core._errors import InferenceError
-
-    with pytest.raises(InferenceError, match=r"unbound axis name.*check it on a mesh: `jaxdiag sharding`"):
-        jaxdiag.check_grad(f"{tmp_path / 'tp_rule.py'}:total")
+        "import jax\n\nRING = [(0, 1), (1, 0)]\n\n\n@jax.custom_vjp\ndef shift(x):\n"
+        "    return jax.lax.ppermute(x, 'model', RING)\n\n\n"
+        "shift.defvjp(lambda x: (shift(x), None), lambda _, g: (jax.lax.ppermute(g, 'model', RING[::-1]),))\n\n\n"
+        "@jax.custom_vjp\ndef gathered(x):\n    return jax.lax.all_gather(x, 'model')\n\n\n"
+        "gathered.defvjp(lambda x: (gathered(x), None), lambda _, g: (g[jax.lax.axis_index('model')],))\n")
+    report = jaxdiag.check_grad(f"{tmp_path / 'tp_rule.py'}:shift")
+    assert [f.code for f in report.findings if f.severity != "info"] == [] and report.ok
+    assert "JXN021" in [f.code for f in report.findings]
+    wrong = jaxdiag.check_grad(f"{tmp_path / 'tp_rule.py'}:gathered")
+    # the other devices' cotangents are dropped (shard_map: all_gather's transpose sums them, `psum_scatter`)
+    assert "JXG024" in [f.code for f in wrong.findings]
 
 
 def test_a_static_naming_a_mapped_axis_is_never_given_a_drawn_value():
     """`axis_name` in nondiff_argnums, documented in words the docstring reading takes for a number: before, the float
-    ladder gave it 0.5 (a collective then failed on "unbound axis name: 0.5", a JXG017 outside the contract); now it
-    has no value to draw, and the note says it names a mapped axis."""
+    ladder gave it 0.5 (a collective then failed on "unbound axis name: 0.5", a JXG017 outside the contract); it
+    names the axis now, by its own name, and the rule runs on that axis's devices (`_named_axis`)."""
     import jax
 
     from jaxdiag._run._static_values import static_templates, static_without_default
@@ -582,7 +588,7 @@ def test_a_static_naming_a_mapped_axis_is_never_given_a_drawn_value():
 
     rule = jax.custom_vjp(gathered, nondiff_argnums=(1,))
     subject = Subject("m:gathered", "custom_vjp", rule, specs=[])
-    assert static_templates(subject) is None
+    assert static_templates(subject)[1].value == "axis_name"
     assert [(name, "mapped axis" in where) for name, where in static_without_default(subject)] == [("axis_name", True)]
 
 
@@ -749,3 +755,27 @@ def test_a_primitive_bound_through_cls_in_its_class_gets_the_params_of_that_call
     assert code == 0 and data["summary"]["checked"] == 1, data["summary"]
     (target,) = data["targets"]
     assert {c["name"]: c["status"] for c in target["checks"]}["batching-vs-loop"] == "passed"
+
+
+@pytest.mark.slow  # a check and the script it writes (about 6 s)
+def test_a_repro_of_a_rule_on_a_named_axis_runs_it_on_the_axis_devices_in_plain_jax(tmp_path):
+    """The script vmaps the user's own rule over the devices of its axis with the out_axes the check used: it
+    fails on the rule that forgot to send the cotangent back, where calling the rule plainly would only say
+    "unbound axis name"."""
+    import subprocess
+    import sys
+
+    from clirun import Runner
+
+    from jaxdiag._parent._cli import app
+
+    (tmp_path / "ring.py").write_text(
+        "import jax\n\n\n@jax.custom_vjp\ndef shift(x):\n"
+        "    return jax.lax.ppermute(x, 'sp', [(0, 1), (1, 0)]) * 2.0\n\n\n"
+        "shift.defvjp(lambda x: (shift(x), None), lambda _, g: (g * 2.0,))\n")
+    result = Runner().invoke(app, ["grad", "ring:shift", "--app-dir", str(tmp_path), "--repro", str(tmp_path / "r")])
+    assert result.exit_code == 1, result.output
+    (script,) = (tmp_path / "r").glob("*.py")
+    assert "axis_name='sp', axis_size=2" in script.read_text()
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert ran.returncode != 0 and "AssertionError" in ran.stderr, ran.stderr[-2000:]

@@ -89,6 +89,8 @@ class Subject:
     # Where its inputs come from (`_core._provenance`), set as its checks start: the engine's and the parent's reports
     # of a check that never finished (a crash, the time limit) are graded by it.
     provenance: str = ""
+    # The named axis its collectives run over (`_run/_named_axis`): `obj` is then its view on that axis's devices.
+    named_axis: str = ""
 
     @property
     def never_batched(self) -> frozenset[int]:

@@ -277,3 +277,29 @@ def callback_targets() -> tuple[str, ...]:
 
 def eqn_params(eqn: Any) -> dict[str, Any]:
     return dict(eqn.params)
+
+
+def varying_outputs(fn: Callable, name: str, shapes: list[Any], varying: list[bool]) -> list[bool] | None:
+    """Per output leaf of `fn` traced in a shard_map over a one-device mesh axis `name`, its arguments (`shapes`)
+    varying over the axis where `varying` says: whether JAX types it as varying too (a `psum`'s result is the same
+    on every device, an `all_gather`'s or a `ppermute`'s is not). None where this JAX has no such typing (`vma`);
+    what `fn` raises there propagates (the caller runs it as user code)."""
+    cast = getattr(jax.lax, "pcast", None)
+    pvary = getattr(jax.lax, "pvary", None)
+    typeof = getattr(jax, "typeof", None)
+    if not tracks_varying_axes() or typeof is None or (cast is None and pvary is None):
+        return None
+    found: list[list[bool]] = []
+
+    def to_varying(x: Any) -> Any:
+        return cast(x, (name,), to="varying") if cast is not None else pvary(x, (name,))  # type: ignore[misc]
+
+    def body(*args: Any) -> tuple:
+        out = fn(*[to_varying(a) if v else a for a, v in zip(args, varying)])
+        found.append([name in (varying_axes(typeof(leaf)) or ()) for leaf in jax.tree_util.tree_leaves(out)])
+        return ()
+
+    mesh = make_mesh((1,), (name,))
+    specs = tuple(jax.sharding.PartitionSpec() for _ in shapes)
+    jax.eval_shape(_shard_map(body, mesh=mesh, in_specs=specs, out_specs=()), *shapes)  # raises what fn raises
+    return found[0] if found else None

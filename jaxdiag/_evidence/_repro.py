@@ -297,6 +297,9 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
         if structured is None:
             return None
         call = structured
+    on_axis = getattr(chosen.obj, "__jaxdiag_repro_call__", None)  # a view on a named axis (`_run._named_axis`)
+    if chosen.named_axis and on_axis is not None:  # its collectives run on the axis's devices, as jaxdiag ran them
+        call, specs = on_axis(chosen, call, specs)
     if finding.code in _DEPRECATIONS:
         call_prelude = ("import warnings\n"
                         "warnings.simplefilter('error', DeprecationWarning)  # the finding is a deprecation\n")

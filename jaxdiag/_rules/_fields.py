@@ -192,6 +192,7 @@ JXN017 = TypedDict("JXN017", {"assumed": object, "target": object})
 JXN018 = TypedDict("JXN018", {"error": object, "refused": object, "rule": object, "them": object})
 JXN019 = TypedDict("JXN019", {"error": object, "prim": object, "rule": object, "tangent": object})
 JXN020 = TypedDict("JXN020", {"error": object, "owner": object, "refused": object, "works": object})
+JXN021 = TypedDict("JXN021", {"axis": object, "devices": object, "target": object})
 JXR001 = TypedDict("JXR001", {"also": object, "fix": object, "prim_name": object, "var": object})
 JXR002 = TypedDict("JXR002", {"fix": object, "observed": object, "prim_name": object, "var": object})
 JXR003 = EvidenceFix
@@ -373,6 +374,9 @@ class Emits(Generic[F]):
     @overload
     def finding(self: Emits[JXN020], *, location: Location | None = None,
                 **fields: Unpack[JXN020]) -> Finding: ...
+    @overload
+    def finding(self: Emits[JXN021], *, location: Location | None = None,
+                **fields: Unpack[JXN021]) -> Finding: ...
     @overload
     def finding(self: Emits[JXR001], *, location: Location | None = None,
                 **fields: Unpack[JXR001]) -> Finding: ...

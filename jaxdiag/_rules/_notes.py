@@ -189,6 +189,26 @@ BATCH_DIMS_REFUSED: Rule[_fields.JXN020] = Rule(
     message="{owner}'s batching rule refuses on purpose ({error}) when called by {refused}. It batches {works}; "
             "the combinations it accepts were checked against the per-example loop",
 )
+NAMED_AXIS: Rule[_fields.JXN021] = Rule(
+    "JXN021", "checked-under-named-axis", "info",
+    "The target calls collectives over a named axis (`lax.psum(x, axis_name)`): it was checked as it runs on a "
+    "mesh, on two devices of that axis.",
+    "A rule whose collectives need a mapped axis cannot run outside a `shard_map` (\"unbound axis name\"). "
+    "jaxdiag runs it under `jax.vmap(..., axis_name=name, axis_size=2)`, which gives the collectives their meaning "
+    "over two devices: each takes one device's arguments, device 0 as drawn and device 1 with every float array "
+    "reversed along every axis (integer and boolean arrays the same on both). An output a collective makes the same "
+    "on every device (a `psum`, an `all_gather`) is compared once, as `shard_map` returns an unmapped output; the "
+    "others are stacked, one row per device. For a custom_vjp, an argument whose cotangent the bwd makes the same "
+    "on every device (`lax.psum(dw, axis_name)`: a replicated weight) is passed the same to both devices and its "
+    "cotangent taken once. Every check then runs on that two-device function: a bwd missing a `psum`, or sending "
+    "a `ppermute` the wrong way, differs from JAX's autodiff of the primal and from finite differences. A static "
+    "`axis_name` without a default is given its parameter's name.",
+    "Nothing to change: the note says how the collectives were exercised. To check on a real mesh layout (your "
+    "`in_specs`), call the rule from a `shard_map`ped function and check that function with `jaxdiag sharding`.",
+    "jxn021_bad.py", "jxn021_good.py",
+    message="{target} calls collectives over the named axis {axis!r}: checked on {devices} devices of it "
+            "(`jax.vmap(..., axis_name={axis!r}, axis_size={devices})`; device 1 gets every float argument reversed)",
+)
 FORWARD_MODE_UNSUPPORTED: Rule[_fields.JXN019] = Rule(
     "JXN019", "reverse-mode-only", "info",
     "A primitive's JVP rule returns its tangent as a primitive JAX can only transpose: jax.grad works, jax.jvp, "

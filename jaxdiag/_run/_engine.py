@@ -376,6 +376,9 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
                              "the public function that passes it (or record your calls with `jaxdiag record`)",
                              label=subject.label, tried=[], last_error=what, arity=_arity(subject)[0],
                              static=_static_values.static_suggestions(subject))
+    from ._named_axis import under_named_axis
+
+    under_named_axis(subject, [], notes)  # a static axis name: the rule needs that axis throughout
     tried: list[str] = []
     errors: list[str] = []
     operands = _signature.bind_site_operands(subject)
@@ -406,9 +409,9 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
     if not _compat.x64_enabled() and any(_X64_ASKED.search(e) for e in errors):
         raise NeedsX64(f"{subject.label} asks for 64-bit inputs ({next(e for e in errors if _X64_ASKED.search(e))})",
                        label=subject.label, tried=tried, last_error=last_error, arity=arity)
+    if under_named_axis(subject, errors, notes):  # collectives over a named axis: run on the devices of one
+        return infer_templates(subject, notes, pairs_early, agree, sizes)
     suggestion = " ".join("--arg f32[3]" for _ in range(arity))
-    if any("unbound axis name" in e for e in errors):  # its collectives need a mapped axis: no input gives one
-        suggestion += "; it calls collectives over a named axis, so check it on a mesh: `jaxdiag sharding`"
     raise InferenceError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
                          f"error: {last_error}); pass them explicitly, e.g. {suggestion}",
                          label=subject.label, tried=tried, last_error=last_error, arity=arity)

@@ -38,8 +38,8 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
             out[i] = Static(forwarded[i])
         elif i in literals and (literals[i] is not None or admits_none(params[i])):
             out[i] = Static(literals[i])
-        elif COLLECTIVE_AXIS.match(params[i].name):  # a mapped axis's name: bound by a shard_map only, never drawn
-            return None
+        elif COLLECTIVE_AXIS.match(params[i].name):  # a mapped axis's name: its own name names the axis the
+            out[i] = Static(params[i].name)  # checks run the rule on (`_named_axis`), never a drawn value
         elif annotated_float(params[i]) or i in floats:  # `scale: float`: any float is in its contract
             out[i] = Static(documented_value(subject, params[i].name, FLOAT_STATIC))  # "for real s > 1"
         elif declared := _declared_values(params[i]):  # `normalize: bool`, a `Literal[...]`: each is in its contract
