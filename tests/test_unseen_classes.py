@@ -779,3 +779,21 @@ def test_a_repro_of_a_rule_on_a_named_axis_runs_it_on_the_axis_devices_in_plain_
     assert "axis_name='sp', axis_size=2" in script.read_text()
     ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert ran.returncode != 0 and "AssertionError" in ran.stderr, ran.stderr[-2000:]
+
+
+def test_a_static_passed_as_a_collectives_axis_names_a_mapped_axis_whatever_it_is_called():
+    """`vocab_axis` (no `axis_name` in its name) is what `lax.psum(x, vocab_axis)` reduces over: before, a caller's
+    None was taken for it and every call failed on "unbound axis name: None"."""
+    import jax
+
+    from jaxdiag._run._static_use import collective_axes
+    from jaxdiag._run._static_values import static_templates
+
+    def vocab_parallel_lse(logits_local, vocab_axis):
+        local = jax.numpy.max(logits_local, axis=-1)
+        return jax.lax.pmax(local, vocab_axis) + jax.lax.axis_index(axis_name=vocab_axis)
+
+    rule = jax.custom_jvp(vocab_parallel_lse, nondiff_argnums=(1,))
+    subject = Subject("m:vocab_parallel_lse", "custom_jvp", rule, specs=[])
+    assert collective_axes(subject, ["logits_local", "vocab_axis"]) == {"vocab_axis"}
+    assert static_templates(subject)[1].value == "vocab_axis"

@@ -318,12 +318,15 @@ def _static_axis(subject: Any) -> str | None:
     """The string the subject's static axis parameter (`axis_name`, `seq_axis_name`) takes in inference."""
     from ._int_params import COLLECTIVE_AXIS
     from ._signature import positional, signature_of
+    from ._static_use import collective_axes
     from ._static_values import static_templates
 
     statics = static_templates(subject) or {}
-    for i, param in enumerate(positional(signature_of(subject))):
+    params = positional(signature_of(subject))
+    axes = collective_axes(subject, [p.name for p in params])
+    for i, param in enumerate(params):
         value = getattr(statics.get(i), "value", None)
-        if COLLECTIVE_AXIS.match(param.name) and isinstance(value, str):
+        if (COLLECTIVE_AXIS.match(param.name) or param.name in axes) and isinstance(value, str):
             return value
     return None
 

@@ -227,3 +227,28 @@ def documented_value(subject: Subject, name: str, default: float) -> float:
     if upper is not None:
         return upper - abs(default)
     return default
+
+
+# JAX's collectives and where each takes its axis name: (positional index, keyword)
+_COLLECTIVES = {**dict.fromkeys(("psum", "pmax", "pmin", "pmean", "all_gather", "ppermute", "psum_scatter",
+                                 "all_to_all", "pbroadcast", "pshuffle", "pswapaxes"), (1, "axis_name")),
+                **dict.fromkeys(("axis_index", "axis_size"), (0, "axis_name"))}
+
+
+def collective_axes(subject: Subject, names: list[str]) -> set[str]:
+    """The parameters among `names` that the target's own code (its function, fwd, bwd or JVP rule) passes as the
+    axis of a collective (`lax.psum(x, vocab_axis)`, `lax.axis_index(vocab_axis)`): mapped axes' names, whatever
+    they are called, bound by a `shard_map` only."""
+    found: set[str] = set()
+    for node, _ in _sources(subject):
+        for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name not in _COLLECTIVES:
+                continue
+            position, keyword = _COLLECTIVES[name]
+            axis = call.args[position] if len(call.args) > position else next(
+                (k.value for k in call.keywords if k.arg == keyword), None)
+            if isinstance(axis, ast.Name) and axis.id in names:
+                found.add(axis.id)
+    return found

@@ -16,7 +16,7 @@ from .._checks._base import Subject
 from .._loading._inputs import Static
 from ._int_params import COLLECTIVE_AXIS
 from ._signature import positional, signature_of, static_positions
-from ._static_use import documented_value, numeric_statics
+from ._static_use import collective_axes, documented_value, numeric_statics
 
 
 def static_templates(subject: Subject) -> dict[int, Any] | None:
@@ -27,12 +27,16 @@ def static_templates(subject: Subject) -> dict[int, Any] | None:
     from ._declared import admits_none
 
     statics, params, forwarded, literals, floats, ints, flags = _static_facts(subject)
+    axes = collective_axes(subject, [p.name for p in params]) if statics else set()
     out: dict[int, Any] = {}
     for i in statics:
         if i >= len(params) or i in ints:
             continue  # an int or a shape static without a value climbs the int ladder (`int_positions`)
+        known = params[i].default if params[i].default is not params[i].empty else literals.get(i, forwarded.get(i))
+        if params[i].name in axes and not isinstance(known, str):  # its collectives need an axis, never None
+            out[i] = Static(params[i].name)
         # a caller's None where the annotation admits no None (`scale: float`): the caller resolves it first
-        if params[i].default is not params[i].empty:
+        elif params[i].default is not params[i].empty:
             out[i] = Static(params[i].default)
         elif i in forwarded and (forwarded[i] is not None or admits_none(params[i])):
             out[i] = Static(forwarded[i])
