@@ -264,6 +264,10 @@ EXPECTED_BY_JAX: dict[str, dict[str, dict[str, list[str]]]] = {
         # newer JAX raises: the same defect, reported as JXB023 (a warning), the variant of JXB020 for a release that
         # still falls back.
         'jxb020_bad.py': {'warning': ['JXB023'], 'info': ['JXN007']},
+        # jax 0.5 types no values as varying over a mesh axis, so a psum's output cannot be told from an all_gather's
+        # and a rule on a named axis is not run there: its inputs are not inferred (JXN004, the target unverified) and
+        # JXN003 says why.
+        'jxn021_bad.py': {'info': ['JXN003', 'JXN004']},
         # jax 0.5 still has batching.not_mapped, so the rule runs and JXR008 cannot show; the report says so (JXN003
         # from the removed-api check: the rule uses an internal that JAX 0.10 removed).
         'jxr008_bad.py': {'info': ['JXN003', 'JXR006']},
@@ -389,6 +393,9 @@ WHY_BY_JAX: dict[str, dict[str, str]] = {
         'jxr008_bad.py': "jax 0.5 still has batching.not_mapped, so the rule runs and JXR008 cannot show; the report "
                          "says so (JXN003 from the removed-api check: the rule uses an internal that JAX 0.10 "
                          "removed).",
+        'jxn021_bad.py': "jax 0.5 types no values as varying over a mesh axis, so a psum's output cannot be told from "
+                         "an all_gather's and a rule on a named axis is not run there: its inputs are not inferred "
+                         "(JXN004, the target unverified) and JXN003 says why.",
     },
 }
 

@@ -279,6 +279,11 @@ def eqn_params(eqn: Any) -> dict[str, Any]:
     return dict(eqn.params)
 
 
+def types_varying_values() -> bool:
+    """Whether this JAX says which values inside a shard_map vary over a mesh axis (`varying_outputs` can answer)."""
+    return tracks_varying_axes() and hasattr(jax, "typeof") and (hasattr(jax.lax, "pcast") or hasattr(jax.lax, "pvary"))
+
+
 def varying_outputs(fn: Callable, name: str, shapes: list[Any], varying: list[bool]) -> list[bool] | None:
     """Per output leaf of `fn` traced in a shard_map over a one-device mesh axis `name`, its arguments (`shapes`)
     varying over the axis where `varying` says: whether JAX types it as varying too (a `psum`'s result is the same
@@ -287,7 +292,7 @@ def varying_outputs(fn: Callable, name: str, shapes: list[Any], varying: list[bo
     cast = getattr(jax.lax, "pcast", None)
     pvary = getattr(jax.lax, "pvary", None)
     typeof = getattr(jax, "typeof", None)
-    if not tracks_varying_axes() or typeof is None or (cast is None and pvary is None):
+    if not types_varying_values() or typeof is None:
         return None
     found: list[list[bool]] = []
 

@@ -28,6 +28,7 @@ class InferenceError(UsageError):
         self.last_error = last_error
         self.arity = arity
         self.call_sites: list[str] = []  # call sites tried to reach the target (`_call_sites`), said in JXN012
+        self.skipped = ""  # a way of checking it that this JAX release lacks (said as JXN003 beside JXN004)
 
 
 def dependency_failure(exc: BaseException) -> str | None:

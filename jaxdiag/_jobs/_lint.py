@@ -345,8 +345,10 @@ class _Lint:
                 f"literal such as 0.1 for a static one{', and its bind params' if missing else ''}):\n{snippet}\nor "
                 f"define JAXDIAG = {{\"{found.attr}\": {{{jaxdiag_dict}}}}} in {found.walked.label}, or record the "
                 "calls your own tests make: jaxdiag record -- pytest", location=location)
+        skipped = [rules.CHECK_SKIPPED.finding(reason=exc.skipped, check="infer-inputs", location=location)
+                   ] if getattr(exc, "skipped", "") else []
         return TargetReport(found.label, found.kind, checks=[CheckResult(
-            "infer-inputs", "skipped", 0.0, "could not infer example inputs")], findings=[finding],
+            "infer-inputs", "skipped", 0.0, "could not infer example inputs")], findings=[finding, *skipped],
             module=found.walked.label)
 
     def _check_recorded(self, call: dict, found: Found | None = None, live: Any = None) -> list[TargetReport]:

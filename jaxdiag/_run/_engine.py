@@ -409,12 +409,15 @@ def infer_templates(subject: Subject, notes: list[Finding], pairs_early: bool = 
     if not _compat.x64_enabled() and any(_X64_ASKED.search(e) for e in errors):
         raise NeedsX64(f"{subject.label} asks for 64-bit inputs ({next(e for e in errors if _X64_ASKED.search(e))})",
                        label=subject.label, tried=tried, last_error=last_error, arity=arity)
-    if under_named_axis(subject, errors, notes):  # collectives over a named axis: run on the devices of one
+    viewed = under_named_axis(subject, errors, notes)
+    if viewed is True:  # collectives over a named axis: run on the devices of one
         return infer_templates(subject, notes, pairs_early, agree, sizes)
     suggestion = " ".join("--arg f32[3]" for _ in range(arity))
-    raise InferenceError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; last "
-                         f"error: {last_error}); pass them explicitly, e.g. {suggestion}",
-                         label=subject.label, tried=tried, last_error=last_error, arity=arity)
+    failure = InferenceError(f"could not infer example inputs for {subject.label} (tried {'; '.join(tried[:6])}; "
+                             f"last error: {last_error}); pass them explicitly, e.g. {suggestion}",
+                             label=subject.label, tried=tried, last_error=last_error, arity=arity)
+    failure.skipped = viewed or ""
+    raise failure
 
 
 def _only_traces(subject: Subject) -> bool:

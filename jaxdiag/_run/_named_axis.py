@@ -290,12 +290,14 @@ _COLLECTIVE_EVALUATED = re.compile(r"Evaluation rule for '(ppermute|all_to_all|a
                                    r"reduce_scatter|pbroadcast|psum\w*|pmax|pmin|axis_index)' not implemented")
 
 
-def under_named_axis(subject: Any, errors: list[str], notes: list[Any]) -> bool:
+def under_named_axis(subject: Any, errors: list[str], notes: list[Any]) -> bool | str:
     """Before inference (no `errors`) when the subject takes its axis's name as a static (`axis_name`: a bwd alone
     may use it, `lax.psum(dw, axis_name)`), or when inference failed because its collectives need a mapped axis:
     make the subject its view on that axis (once) and say so (JXN021); the ladder is then climbed again. The axis
     is the one the error names, or the value of the static axis parameter. False for a primitive (its collectives
-    are its impl's), or a subject already viewed."""
+    are its impl's), or a subject already viewed; a reason (a string) where this JAX cannot run it so."""
+    from .._compat import _sharding
+
     if subject.named_axis or subject.kind not in ("function", "custom_jvp", "custom_vjp"):
         return False
     name = unbound_axis(errors)
@@ -305,6 +307,10 @@ def under_named_axis(subject: Any, errors: list[str], notes: list[Any]) -> bool:
             name = _traced_axis(subject)
     if name is None:
         return False
+    if not _sharding.types_varying_values():  # without shard_map's typing a psum's output is an all_gather's
+        return (f"its collectives need the named axis {name!r}, and this JAX types no values as varying over a "
+                "mesh axis, which telling the same value on every device from per-device ones needs; a newer JAX "
+                "checks it on two devices of the axis")
     from .. import _rules as rules
 
     base = subject.original if subject.original is not None else subject.obj
