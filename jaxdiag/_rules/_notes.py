@@ -196,13 +196,15 @@ NAMED_AXIS: Rule[_fields.JXN021] = Rule(
     "A rule whose collectives need a mapped axis cannot run outside a `shard_map` (\"unbound axis name\"). "
     "jaxdiag runs it under `jax.vmap(..., axis_name=name, axis_size=2)`, which gives the collectives their meaning "
     "over two devices: each takes one device's arguments, device 0 as drawn and device 1 with every float array "
-    "reversed along every axis (integer and boolean arrays the same on both). An output a collective makes the same "
-    "on every device (a `psum`, an `all_gather`) is compared once, as `shard_map` returns an unmapped output; the "
-    "others are stacked, one row per device. For a custom_vjp, an argument whose cotangent the bwd makes the same "
-    "on every device (`lax.psum(dw, axis_name)`: a replicated weight) is passed the same to both devices and its "
-    "cotangent taken once. Every check then runs on that two-device function: a bwd missing a `psum`, or sending "
-    "a `ppermute` the wrong way, differs from JAX's autodiff of the primal and from finite differences. A static "
-    "`axis_name` without a default is given its parameter's name.",
+    "reversed along every axis (integer and boolean arrays the same on both). An output shard_map types as the "
+    "same on every device (a `psum`'s) is compared once, as `shard_map` returns an unmapped output; the others (an "
+    "`all_gather`'s, a `ppermute`'s: each device gets its own cotangent) are stacked, one row per device. For a "
+    "custom_vjp, an argument whose cotangent the bwd reduces over the axis itself (`lax.psum(dw, axis_name)`: a "
+    "replicated weight) is passed the same to both devices and its cotangent taken once. Every check then runs on "
+    "that two-device function: a bwd dropping the other devices' cotangents, or sending a `ppermute` the wrong "
+    "way, differs from JAX's autodiff of the primal and from finite differences. A static `axis_name` without a "
+    "default is given its parameter's name. On a JAX that does not type values as varying over a mesh axis "
+    "(`vma`, jax 0.5) the rule is not run, and JXN003 says so.",
     "Nothing to change: the note says how the collectives were exercised. To check on a real mesh layout (your "
     "`in_specs`), call the rule from a `shard_map`ped function and check that function with `jaxdiag sharding`.",
     "jxn021_bad.py", "jxn021_good.py",

@@ -6,10 +6,12 @@ Outside a `shard_map` such a rule cannot run at all ("unbound axis name"). Its *
 devices: the view takes one device's arguments, device 0 gets them as they are and device 1 each float array
 reversed along every axis (a linear map that keeps every value domain, so the devices differ and a collective that
 sums, gathers or permutes shows), integer and boolean arrays (indices, masks) the same on every device. An output
-the same on every device (a `psum`, an `all_gather`) is returned once, as `shard_map` returns an unmapped output;
-any other is stacked, one row per device. For a custom_vjp, an argument whose cotangent the bwd makes the same on
-every device (`lax.psum(dw, axis_name)`: a replicated weight) is passed the same to every device and its cotangent
-taken once, as `shard_map` treats a replicated input; every other cotangent is summed back through the reversal.
+shard_map types as the same on every device (a `psum`'s) is returned once, as `shard_map` returns an unmapped
+output; any other (an `all_gather`'s, a `ppermute`'s: each device gets its own cotangent) is stacked, one row per
+device. For a custom_vjp, an argument whose cotangent the bwd reduces over the axis itself (`lax.psum(dw,
+axis_name)`: a replicated weight) is passed the same to every device and its cotangent taken once, as `shard_map`
+treats a replicated input; every other cotangent is summed back through the reversal. On a JAX without that typing
+(`vma`) a rule on a named axis is not run (`under_named_axis` says why).
 The view is a function, custom_jvp or custom_vjp of the same signature whose rules run the user's own rules under
 that vmap (`__wrapped__` names them), so every check applies unchanged: the bwd is compared with JAX's autodiff of
 the primal and with finite differences of the same multi-device function.
@@ -48,7 +50,8 @@ def axis_view(kind: str, obj: Any, name: str) -> Any:
         view = _jvp_view(obj, name)
     else:
         view = _named(lambda *args: _run(obj, name, args, frozenset())[0], obj, name)
-    vars(view).update(__jaxdiag_axis_of__=obj, __jaxdiag_repro_call__=repro_call)  # for `--repro` scripts
+    if view is not obj:  # never the user's own object (a custom_vjp whose defvjp was never called is returned as is)
+        vars(view).update(__jaxdiag_axis_of__=obj, __jaxdiag_repro_call__=repro_call)  # for `--repro` scripts
     return view
 
 
