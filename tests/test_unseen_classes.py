@@ -808,3 +808,20 @@ def test_a_static_passed_as_a_collectives_axis_names_a_mapped_axis_whatever_it_i
     subject = Subject("m:vocab_parallel_lse", "custom_jvp", rule, specs=[])
     assert collective_axes(subject, ["logits_local", "vocab_axis"]) == {"vocab_axis"}
     assert static_templates(subject)[1].value == "vocab_axis"
+
+
+def test_a_call_through_numpys_or_jaxs_namespace_is_not_a_bind_site_of_a_holder_of_the_same_name(tmp_path,
+                                                                                                 monkeypatch):
+    """An exporter keeps an object named `concatenate` holding its primitive; its modules also call
+    `jnp.concatenate(..., axis=1)`. Those calls were read as binds of the primitive, whose `axis=1` then met the
+    abstract eval's own `dimension` (a JXR003 about params the package never binds with)."""
+    import importlib
+
+    from jaxdiag._loading._passthrough import bind_site_params
+
+    (tmp_path / "holder_mod.py").write_text(
+        "import jax.numpy as jnp\n\n\ndef stacked(a, b):\n    return jnp.concatenate([a, b], axis=1)\n\n\n"
+        "def joined(a, b):\n    return concatenate(a, b, dimension=0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("holder_mod")
+    assert bind_site_params({"concatenate"}, [module], None) == {"dimension": 0}

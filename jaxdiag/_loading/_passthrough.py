@@ -419,20 +419,25 @@ def calls_named(tree: ast.Module, name: str) -> list[ast.Call]:
     return sorted(calls, key=lambda call: (call.lineno, call.col_offset))
 
 
+# the usual names of the array libraries' own namespaces: a call through them is never the package's own object
+_FOREIGN_NAMESPACES = frozenset({"jnp", "np", "numpy", "jax", "lax", "math", "scipy", "jsp", "onp"})
+
+
 def _binds(call: ast.Call, names: set[str]) -> bool:
     """Whether `call` binds (or calls) the primitive held under one of `names`: a plain name, the attribute of an
     object holding it, or a class attribute spelled in full (`HaloPrimitive.outer_primitive`: a package whose
     primitive classes all name theirs `outer_primitive` binds each under its own class) or through `cls`/`self` in
     that class's own code (`cls._PRIM.bind(...)`, also from a function nested in one of its methods)."""
-    func = call.func
-    if isinstance(func, ast.Attribute) and func.attr == "bind":
+    func: ast.expr = call.func
+    bound = isinstance(func, ast.Attribute) and func.attr == "bind"
+    if isinstance(func, ast.Attribute) and bound:
         func = func.value
     if isinstance(func, ast.Name):
         return func.id in names
     if not isinstance(func, ast.Attribute):
         return False
-    if func.attr in names:
-        return True
+    if func.attr in names:  # a holder's name called through JAX's or NumPy's namespace (`jnp.concatenate(...)`) is
+        return bound or not (isinstance(func.value, ast.Name) and func.value.id in _FOREIGN_NAMESPACES)  # theirs
     owner = func.value
     if isinstance(owner, ast.Name) and owner.id in ("cls", "self"):  # the class the call is written in
         return f"{_CLASS_OF.get(call, owner.id)}.{func.attr}" in names
