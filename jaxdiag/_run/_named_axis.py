@@ -178,8 +178,8 @@ def _jvp_view(obj: Any, name: str) -> Any:
             n = len(diff) // 2
             return jvp(*nd, tuple(diff[:n]), tuple(diff[n:]))
 
-        doubled = (*full, *[t for t in tangents])
-        return _run(lambda *a: both(*a[:len(full)], *a[len(full):]), name, doubled, frozenset())[0]
+        # primals and tangents spread the same way (a linear map), the jvp rule run on each device
+        return _run(both, name, (*full, *tangents), frozenset())[0]
 
     view = jax.custom_jvp(_named(view_fun, fun, name), nondiff_argnums=nondiff)
     view.defjvp(_named(view_jvp, jvp, name), symbolic_zeros=symbolic_zeros)
@@ -187,6 +187,7 @@ def _jvp_view(obj: Any, name: str) -> Any:
 
 
 def _with_nondiff(nondiff: tuple[int, ...], statics: tuple, others: tuple) -> list[Any]:
+    """All positional arguments in order, from the nondiff ones (at `nondiff`) and the others."""
     out, nd, rest = [], iter(statics), iter(others)
     for i in range(len(statics) + len(others)):
         out.append(next(nd) if i in nondiff else next(rest))
@@ -236,11 +237,13 @@ def _vjp_view(obj: Any, name: str) -> Any:
 
 
 def _types(*trees: Any) -> tuple:
+    """A hashable key of the trees' structure and leaf types (shapes and dtypes)."""
     leaves, tree = jax.tree_util.tree_flatten(trees)
     return tree, tuple((tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x)))) for x in leaves)
 
 
 def _split(pair: Any) -> tuple[Any, Any]:
+    """A fwd's (output, residuals), as a tuple whatever sequence it returned."""
     out, res = pair
     return out, res
 
