@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from .. import _compat
+from .._core import _locate
 from .._core._report import Location
 
 # a loop over a jaxpr's equations, and a lookup keyed by an equation's primitive in the same file
@@ -27,9 +28,7 @@ def lowered_by_own_interpreter(prim: Any, module: Any) -> Location | None:
     name = module if isinstance(module, str) else getattr(module, "__name__", "")  # a module or its name
     if not name or _compat.has_any_lowering(prim):
         return None
-    package = sys.modules.get(name.partition(".")[0])
-    folders = tuple(getattr(getattr(package, "__spec__", None), "submodule_search_locations", None) or ())
-    return _interpreter_in(tuple(os.fspath(f) for f in folders))
+    return _interpreter_in(tuple(_locate.package_folders(sys.modules.get(name.partition(".")[0]))))
 
 
 @functools.lru_cache(maxsize=16)

@@ -289,11 +289,10 @@ def varying_outputs(fn: Callable, name: str, shapes: list[Any], varying: list[bo
     varying over the axis where `varying` says: whether JAX types it as varying too (a `psum`'s result is the same
     on every device, an `all_gather`'s or a `ppermute`'s is not). None where this JAX has no such typing (`vma`);
     what `fn` raises there propagates (the caller runs it as user code)."""
-    cast = getattr(jax.lax, "pcast", None)
-    pvary = getattr(jax.lax, "pvary", None)
-    typeof = getattr(jax, "typeof", None)
-    if not types_varying_values() or typeof is None:
+    if not types_varying_values():
         return None
+    # `pcast(..., to="varying")` on newer JAX, `pvary` before it (looked up by name: each release has one)
+    cast, pvary = getattr(jax.lax, "pcast", None), getattr(jax.lax, "pvary", None)
     found: list[list[bool]] = []
 
     def to_varying(x: Any) -> Any:
@@ -301,7 +300,7 @@ def varying_outputs(fn: Callable, name: str, shapes: list[Any], varying: list[bo
 
     def body(*args: Any) -> tuple:
         out = fn(*[to_varying(a) if v else a for a, v in zip(args, varying)])
-        found.append([name in (varying_axes(typeof(leaf)) or ()) for leaf in jax.tree_util.tree_leaves(out)])
+        found.append([name in (varying_axes(jax.typeof(leaf)) or ()) for leaf in jax.tree_util.tree_leaves(out)])
         return ()
 
     mesh = make_mesh((1,), (name,))

@@ -49,6 +49,17 @@ def unwrap(fn: Any) -> Any:
     return fn
 
 
+def package_folders(module: Any) -> list[str]:
+    """The folders a package's submodules are imported from, [] for a plain module: the import system's own record
+    (`__spec__.submodule_search_locations`), since a plain module may hold a global named `__path__` (a `Path`)."""
+    spec = getattr(module, "__spec__", None)
+    found = getattr(module, "__path__", None) if spec is None else spec.submodule_search_locations
+    try:
+        return [os.fspath(folder) for folder in found or []]
+    except TypeError:
+        return []
+
+
 # The attributes a wrapper object keeps the function it wraps in (equinox's `filter_custom_vjp` keeps `.fn`).
 HOLDING_ATTRIBUTES = ("__wrapped__", "fn", "func")
 

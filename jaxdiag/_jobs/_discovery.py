@@ -96,7 +96,7 @@ def _package_root(path: Path) -> tuple[str, Path] | None:
 
 
 def _module_file(module: ModuleType) -> str | None:
-    return getattr(module, "__file__", None) or next(iter(_reach.package_folders(module)), None)
+    return getattr(module, "__file__", None) or next(iter(_locate.package_folders(module)), None)
 
 
 def _forget_foreign(name: str, root: Path) -> None:
@@ -235,7 +235,7 @@ class Discovery:
 
     def _walk_module(self, module: ModuleType, label: str, by_path: bool) -> None:
         self._add(module, label, by_path)
-        folders = _reach.package_folders(module)
+        folders = _locate.package_folders(module)
         if not folders:
             return
         for info in pkgutil.iter_modules(folders, module.__name__ + "."):

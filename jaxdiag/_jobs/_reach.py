@@ -476,24 +476,13 @@ def _relative_import(path: Any) -> bool:
     return "from ." in text
 
 
-def package_folders(module: Any) -> list[str]:
-    """The folders a package's submodules are imported from, [] for a plain module: the import system's own record
-    (`__spec__.submodule_search_locations`), since a plain module may hold a global named `__path__` (a `Path`)."""
-    spec = getattr(module, "__spec__", None)
-    found = getattr(module, "__path__", None) if spec is None else spec.submodule_search_locations
-    try:
-        return [os.fspath(folder) for folder in found or []]
-    except TypeError:
-        return []
-
-
 def namespace_children(module: Any) -> list[str]:
     """Dotted names of the namespace subpackages of a package: subfolders without `__init__.py` holding Python
     files, which `pkgutil.iter_modules` does not list."""
     from pathlib import Path
 
     out = []
-    for folder in package_folders(module):
+    for folder in _locate.package_folders(module):
         base = Path(folder)
         if not base.is_dir():
             continue

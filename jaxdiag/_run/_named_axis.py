@@ -49,7 +49,7 @@ def axis_view(kind: str, obj: Any, name: str) -> Any:
     elif kind == "custom_jvp":
         view = _jvp_view(obj, name)
     else:
-        view = _named(lambda *args: _run(obj, name, args, frozenset())[0], obj, name)
+        view = _named(lambda *args: _run(obj, name, args, frozenset())[0], obj)
     if view is not obj:  # never the user's own object (a custom_vjp whose defvjp was never called is returned as is)
         vars(view).update(__jaxdiag_axis_of__=obj, __jaxdiag_repro_call__=repro_call)  # for `--repro` scripts
     return view
@@ -67,7 +67,7 @@ def repro_call(subject: Any, call: str, specs: list[tuple]) -> tuple[str, list[t
         _, fwd, bwd, nondiff, _ = _compat.custom_vjp_parts(user)
         if fwd is not None and bwd is not None:
             same = _replicated_arguments(fwd, bwd, nondiff, subject.named_axis, full)
-    in_axes = [0 if _spread_position(a, i, same) else None for i, a in enumerate(full) if _is_array(a)]
+    in_axes = _in_axes(full, same)
     values = [jax.ShapeDtypeStruct((DEVICES, *a.shape), a.dtype) if ax == 0 else a
               for a, ax in zip([a for a in full if _is_array(a)], in_axes)]
     primal = getattr(user, "fun", user)  # typed as the view types it: its primal, run in a shard_map
@@ -79,9 +79,8 @@ def repro_call(subject: Any, call: str, specs: list[tuple]) -> tuple[str, list[t
     return text, stacked
 
 
-def _named(fn: Callable, original: Any, name: str) -> Callable:
+def _named(fn: Callable, original: Any) -> Callable:
     functools.update_wrapper(fn, original)  # names, docstring and `__wrapped__`: findings point at the user's code
-    vars(fn)["__jaxdiag_named_axis__"] = name
     return fn
 
 
@@ -99,17 +98,16 @@ def _gathered(ct: Any) -> Any:
     return ct[0] + jnp.flip(ct[1])
 
 
+def _in_axes(args: tuple, same: frozenset[int]) -> list[Any]:
+    """Per array argument, its in_axes: 0 for a float array spread over the devices (unless in `same`), None for
+    one the same on every device (integers, booleans, a replicated argument)."""
+    return [0 if _spread_position(a, i, same) else None for i, a in enumerate(args) if _is_array(a)]
+
+
 def _device_args(args: tuple, same: frozenset[int]) -> tuple[list[Any], list[Any]]:
-    """(the array arguments as vmap takes them, their in_axes): float arrays spread unless in `same`, the others
-    the same on every device."""
-    values, axes = [], []
-    for i, a in enumerate(args):
-        if not _is_array(a):
-            continue
-        spread = i not in same and jnp.issubdtype(a.dtype, jnp.inexact) and a.size > 0
-        values.append(_spread(a) if spread else a)
-        axes.append(0 if spread else None)
-    return values, axes
+    """(the array arguments as vmap takes them, their in_axes)."""
+    axes = _in_axes(args, same)
+    return [_spread(a) if ax == 0 else a for a, ax in zip([a for a in args if _is_array(a)], axes)], axes
 
 
 def _closed(fn: Callable, args: tuple) -> Callable:
@@ -181,8 +179,8 @@ def _jvp_view(obj: Any, name: str) -> Any:
         # primals and tangents spread the same way (a linear map), the jvp rule run on each device
         return _run(both, name, (*full, *tangents), frozenset())[0]
 
-    view = jax.custom_jvp(_named(view_fun, fun, name), nondiff_argnums=nondiff)
-    view.defjvp(_named(view_jvp, jvp, name), symbolic_zeros=symbolic_zeros)
+    view = jax.custom_jvp(_named(view_fun, fun), nondiff_argnums=nondiff)
+    view.defjvp(_named(view_jvp, jvp), symbolic_zeros=symbolic_zeros)
     return view
 
 
@@ -231,8 +229,8 @@ def _vjp_view(obj: Any, name: str) -> Any:
                        axis_name=name, axis_size=DEVICES)(res, g)
         return tuple(_gathered(ct) if ax == 0 and ct is not None else ct for ct, ax in zip(cts, ct_axes))
 
-    view = jax.custom_vjp(_named(view_fun, fun, name), nondiff_argnums=nondiff)
-    view.defvjp(_named(view_fwd, fwd, name), _named(view_bwd, bwd, name), symbolic_zeros=symbolic_zeros)
+    view = jax.custom_vjp(_named(view_fun, fun), nondiff_argnums=nondiff)
+    view.defvjp(_named(view_fwd, fwd), _named(view_bwd, bwd), symbolic_zeros=symbolic_zeros)
     return view
 
 
