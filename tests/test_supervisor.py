@@ -279,6 +279,25 @@ def test_a_crash_while_tracing_the_package_for_its_callbacks_ends_only_that_func
 
 @pytest.mark.slow
 @pytest.mark.supervised
+def test_a_module_whose_import_crashes_is_reported_and_keep_going_checks_the_others():
+    """A submodule segfaulting at import killed the child during the walk: the whole package was one JXU002 on the
+    package, nothing checked. The crash now names the module, and with --keep-going the walk runs again without
+    it: its JXU002 sits at the line faulthandler names, its neighbour is checked."""
+    package = str(DATA / "importcrash")
+    alone = json.loads(_cli("check", package, "--no-cache", "--format", "json").stdout)
+    (finding,) = alone["targets"][0]["findings"]
+    assert finding["code"] == "JXU002" and "importcrash.native" in finding["message"], finding
+    done = _cli("check", package, "--keep-going", "--no-cache", "--format", "json")
+    assert done.returncode == 5, done.stderr
+    found = {t["target"]: t for t in json.loads(done.stdout)["targets"]}
+    (crash,) = found[f"{package.removeprefix(str(ROOT) + '/')}/native.py"]["findings"]
+    assert crash["code"] == "JXU002" and crash["location"]["line"] == _line_of("ctypes.string_at", "importcrash",
+                                                                              "native.py")
+    assert [t["verified"] for name, t in found.items() if name.endswith("softplus")] == [True]
+
+
+@pytest.mark.slow
+@pytest.mark.supervised
 def test_tracing_a_function_that_never_returns_is_stopped_at_the_time_limit():
     """The traced-reach phase had no time limit and, with no target discovered, ran in the supervised child: a
     callback's host code that never returns hung the run. Each unit now has the per-target limit, and the phase
@@ -323,8 +342,8 @@ def test_tracing_after_recorded_calls_also_runs_in_a_worker(tmp_path):
     assert any("make_cube" in label and t["verified"] for label, t in found.items())  # the recorded rule
 
 
-def _line_of(text: str, package: str = "reachcrash") -> int:
-    lines = (DATA / package / "ops.py").read_text().splitlines()
+def _line_of(text: str, package: str = "reachcrash", module: str = "ops.py") -> int:
+    lines = (DATA / package / module).read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if line.startswith(text))
 
 

@@ -13,6 +13,7 @@ holds JAX and jaxdiag already, and no user code has run yet.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import io
 import os
 import signal
@@ -34,6 +35,9 @@ def main(conn: Any, job: Any) -> None:
     if hasattr(os, "setpgid"):  # a group of its own: the parent kills it with every process it starts, at once
         os.setpgid(0, 0)
     _capture(job.capture)
+    # a segfault or abort in native code leaves the Python stack in the captured output (the workers inherit it):
+    # the supervisor reads the crashing module's line from it, and `-v` shows it
+    faulthandler.enable()
     os.chdir(job.cwd)
     sys.path[:] = job.sys_path
     _environment(job.env)
@@ -116,13 +120,17 @@ def _last_words(job: Any, exc: BaseException) -> dict[str, Any]:
 def _progress(send: Send) -> None:
     """Tell the parent which check starts (for the time limit's message and the progress display)."""
     from .._run import _engine
-    from . import _parallel
+    from . import _discovery, _parallel
 
     def started(subject: str, check: str, inputs: dict[str, Any]) -> None:
         send(("progress", {"event": "check", "target": subject, "check": check, "inputs": inputs}))
 
+    def importing(what: str, label: str | None) -> None:  # label None: the import returned
+        send(("progress", {"event": "importing", "module": what, "label": label}))
+
     _engine.on_check_start = started
     _parallel.on_progress = lambda event: send(("progress", event))
+    _discovery.on_import = importing
 
 
 def diagnose(job: Any, send: Send) -> dict[str, Any]:

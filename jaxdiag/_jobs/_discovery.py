@@ -5,7 +5,10 @@ Imports module names, package folders, `.py` files and plain folders of files, w
 `custom_vjp` / `custom_jvp` / `custom_vmap` objects (also behind `jax.jit`), and the user primitives a found
 primitive's JVP or transpose rule holds that no attribute does (`foo_p > foo_jvp`). An object found in several modules
 (re-exports) is checked once, in the module that defines it. A module that fails to import stops the run
-(exit 2), or with `--keep-going` becomes a blocking `import-failed` problem that no filter can hide.
+(exit 2), or with `--keep-going` becomes a blocking `import-failed` problem that no filter can hide. A module whose
+import kills the process (a segfault in an extension, `os._exit`) ends the walk; the supervisor hears which module
+it was (`on_import`) and, with `--keep-going`, walks again without it (`crashed`): that module gets the crash's
+JXU001/JXU002 and the others are checked.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import os
 import pkgutil
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -37,6 +40,10 @@ JAX_ROOTS = ("jax", "jaxlib")
 SKIPPED_DIRS = {"__pycache__", "build", "dist", "node_modules", "site-packages", "venv", ".venv", "env"}
 # Files never imported from a plain directory: running them has side effects or they belong to the test runner.
 SKIPPED_FILES = {"setup.py", "conftest.py", "__main__.py", "noxfile.py"}
+
+# Called with (module or file, label) before the walk imports it and with (module or file, None) once the import
+# returned: `_child` tells the supervisor, which names the module if the process dies in its import.
+on_import: Callable[[str, str | None], None] | None = None
 
 
 @dataclass
@@ -120,11 +127,14 @@ def _forget_foreign(name: str, root: Path) -> None:
 class Discovery:
     """The modules walked (in order), the import failures (with --keep-going), and the targets in them."""
 
-    def __init__(self, config: _config.Config, app_dir: str, keep_going: bool, include_tests: bool) -> None:
+    def __init__(self, config: _config.Config, app_dir: str, keep_going: bool, include_tests: bool,
+                 crashed: dict[str, dict[str, Any]] | None = None) -> None:
         self.config = config
         self.app_dir = app_dir
         self.keep_going = keep_going
         self.include_tests = include_tests
+        # modules (or files) whose import killed an earlier walk of this run: {what: {exitcode, seconds}}
+        self.crashed = dict(crashed or {})
         self.walked: list[Walked] = []
         self.failed: list[TargetReport] = []
         self.config_dir = Path(config.source).parent if config.source else Path.cwd()
@@ -219,15 +229,25 @@ class Discovery:
 
     def _import(self, what: str, label: str) -> ModuleType | None:
         """Import a module name or file; a failure is exit 2, or with --keep-going a blocking problem (exit 2 at
-        the end of the run, after the other modules are checked)."""
+        the end of the run, after the other modules are checked). One whose import killed an earlier walk is not
+        imported again: it is reported as that crash."""
+        if what in self.crashed:
+            self.failed.append(_import_crash(label, what, self.crashed[what]))
+            return None
+        if on_import is not None:
+            on_import(what, label)
         try:
-            return load_module(what, self.app_dir)
+            module = load_module(what, self.app_dir)
         except TargetLoadError as exc:
             if not self.keep_going:
                 raise TargetLoadError(f"{exc} (pass --keep-going to report it and check the other modules)"
                                       ) from None
             self.failed.append(_import_failure(label, str(exc), what))
             return None
+        finally:
+            if on_import is not None:
+                on_import(what, None)
+        return module
 
     def _path_label(self, module: ModuleType) -> str:
         where = _module_file(module)
@@ -432,6 +452,21 @@ def _submodule_label(info: pkgutil.ModuleInfo, short: str) -> str:
     folder = Path(getattr(info.module_finder, "path", "."))
     path = folder / short / "__init__.py" if info.ispkg else folder / f"{short}.py"
     return _posix(_locate.relative_path(str(path)))
+
+
+def _import_crash(label: str, what: str, crash: dict[str, Any]) -> TargetReport:
+    """The report of a module whose import killed the process (JXU001/JXU002), at the module's line the crash's
+    Python stack (faulthandler's) names, else its first line."""
+    from .._core._outcomes import ended_early
+
+    finding, result = ended_early(label, "", f"the import of {what}", crash.get("exitcode"),
+                                  seconds=float(crash.get("seconds", 0.0)))
+    found = call_user(importlib.util.find_spec, what) if not what.endswith(".py") else None
+    origin = found.value.origin if found is not None and found.error is None and found.value else what
+    if origin and origin.endswith(".py"):
+        lines = [line for path, line in crash.get("frames", ()) if os.path.realpath(path) == os.path.realpath(origin)]
+        finding.location = Location(_posix(_locate.relative_path(origin)), lines[0] if lines else 1, "<module>")
+    return TargetReport(label, "module", checks=[result], findings=[finding], module=label)
 
 
 def _import_failure(label: str, message: str, what: str) -> TargetReport:

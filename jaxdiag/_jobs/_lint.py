@@ -68,6 +68,7 @@ def check_paths(
     cache: bool = False,
     bound_memory: bool = False,
     isolate: bool = False,
+    crashed_imports: dict[str, dict[str, Any]] | None = None,
     **run_options: Any,
 ) -> Report:
     """`jaxdiag check [PATHS]`: with no paths, `[tool.jaxdiag] paths`; with neither, a UsageError (exit 2).
@@ -77,7 +78,8 @@ def check_paths(
     `_cache`); `bound_memory`: clear JAX's caches between targets checked in this process when it grows past
     the workers' bound (the CLI; the Python API leaves its caller's caches alone); `isolate`: every target in a
     worker process, whatever `jobs` and `timeout` are (the CLI's child: a crash ends a worker, never the run).
-    `run_options` are further
+    `crashed_imports`: modules whose import killed an earlier walk (the supervisor's, with `keep_going`): reported
+    as that crash and not imported again. `run_options` are further
     `Options` fields (`fixes`, `show_jaxpr`, `platforms`).
     """
     config = _config.load(app_dir)
@@ -87,7 +89,8 @@ def check_paths(
         raise UsageError("nothing to check: name modules, packages or files (e.g. `jaxdiag check mypkg`) or set "
                          "`paths = [\"mypkg\"]` under [tool.jaxdiag] in pyproject.toml")
     lint = _Lint(config, app_dir, seed if seed is not None else config.seed,
-                 list(select) or config.select, list(ignore) + config.ignore, keep_going, include_tests)
+                 list(select) or config.select, list(ignore) + config.ignore, keep_going, include_tests,
+                 crashed_imports)
     lint.settings = _parallel.RunSettings(jobs=jobs, timeout=timeout, cache=cache,
                                            bound_memory=bound_memory, isolate=isolate)
     lint.run_options = run_options  # Options fields for every target's run
@@ -107,11 +110,11 @@ def _config_paths(config: _config.Config) -> list[ModuleType | str]:
 
 class _Lint:
     def __init__(self, config: _config.Config, app_dir: str, seed: int, select: list[str], ignore: list[str],
-                 keep_going: bool, include_tests: bool):
+                 keep_going: bool, include_tests: bool, crashed_imports: dict[str, dict[str, Any]] | None = None):
         self.config = config
         self.app_dir = app_dir
         self.seed = seed
-        self.discovery = Discovery(config, app_dir, keep_going, include_tests)
+        self.discovery = Discovery(config, app_dir, keep_going, include_tests, crashed_imports)
         # validates every code before anything is imported or checked (unknown codes are exit 2)
         self.filter = Filter(select, ignore, config.per_target_ignores, config.allow_unchecked)
         self.unchecked_lines: set[tuple[str, int]] = set()

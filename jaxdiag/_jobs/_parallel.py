@@ -244,7 +244,7 @@ def _items_for_workers(items: Sequence[ModuleType | str]) -> list[str] | None:
 def _setup_of(lint: Lint, items: list[str], settings: RunSettings) -> WorkerSetup:
     return WorkerSetup(items, lint.app_dir, lint.seed, lint.discovery.keep_going, lint.discovery.include_tests,
                        os.getcwd(), list(sys.path), _xla_cache_dir(lint, settings), type(lint),
-                       dict(getattr(lint, "run_options", {})))
+                       dict(getattr(lint, "run_options", {})), dict(lint.discovery.crashed))
 
 
 @contextlib.contextmanager

@@ -49,6 +49,7 @@ class WorkerSetup:
     xla_cache_dir: str | None = None
     lint_class: Any = None  # `_lint._Lint`, passed by reference (importing it here would be a cycle)
     run_options: dict[str, Any] | None = None  # the `Options` fields every target's run gets (`_Lint.run_options`)
+    crashed_imports: dict[str, Any] | None = None  # modules whose import killed a walk: never imported again
 
 
 def worker_main(conn: Connection, setup: WorkerSetup) -> None:
@@ -72,7 +73,7 @@ def worker_main(conn: Connection, setup: WorkerSetup) -> None:
 
         # select/ignore are the parent's business: targets are checked unfiltered and filtered once, there
         lint = setup.lint_class(_config.load(setup.app_dir), setup.app_dir, setup.seed, [], [], setup.keep_going,
-                     setup.include_tests)
+                                setup.include_tests, setup.crashed_imports)
         lint.run_options = dict(setup.run_options or {})
         lint.discovery.walk(setup.items, from_config=False)
         discovered = lint.discover()  # also claims its recorded calls: the rest are `recorded_items`

@@ -10,6 +10,8 @@ they come back as the target's captured output (shown with `-v`).
 
 Whatever ends the child early is a result for the target, never a pass:
 - it exits (`os._exit`, `sys.exit` outside a check) -> JXU001; a signal kills it (a segfault) -> JXU002;
+- it dies importing a module of `check`'s walk -> with `--keep-going` the run starts again without that module
+  (reported as the crash, the others checked: `_discovery.Discovery.crashed`), else the crash names the module;
 - it runs past the time limit -> JXU004, naming the check it was in (the child reports each check it starts);
 - the child cannot send its result -> the same, with what it printed.
 `SystemExit` and other `BaseException`s raised inside a check, threads left running and changed JAX state are
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import sys
@@ -43,6 +46,8 @@ EXIT_GRACE = 10.0
 POLL_SECONDS = 0.1
 # What of the child's captured output is kept in a report (the end, where the error usually is).
 OUTPUT_LIMIT = 20_000
+# Modules whose import may kill `check`'s child before the run gives up walking again without them.
+MAX_CRASHED_IMPORTS = 20
 
 
 class Interrupted(BaseException):
@@ -128,6 +133,42 @@ def _plain(value: Any) -> Any:
 
 def run(job: Job, timeout: float | None = None, progress: Progress | None = None) -> Answer:
     """Run `job` in a child process; a UsageError the child hit is raised here (exit 2)."""
+    while True:
+        started = time.monotonic()
+        payload, stopped, exitcode, output = _run_child(job, timeout, progress)
+        if payload is not None:
+            return answer_of(job, payload, output)
+        if not _leave_out_crashed_import(job, stopped, exitcode, output):
+            return Answer(_stopped_report(job, stopped, exitcode, output))
+        if timeout:
+            timeout = max(timeout - (time.monotonic() - started), POLL_SECONDS)
+
+
+def _leave_out_crashed_import(job: Job, stopped: dict[str, Any], exitcode: int | None, output: str) -> bool:
+    """`check --keep-going` whose child died importing a module: run again without it (True); else False."""
+    request = job.request
+    if job.command != "check" or not stopped.get("importing") or not isinstance(request, dict):
+        return False
+    crashed = request.setdefault("crashed_imports", {})
+    if not request.get("keep_going") or len(crashed) >= MAX_CRASHED_IMPORTS:
+        return False
+    crashed[stopped["importing"]] = {"exitcode": exitcode, "seconds": stopped.get("seconds", 0.0),
+                                     "frames": crash_frames(output)}
+    return True
+
+
+def crash_frames(output: str) -> list[tuple[str, int]]:
+    """The Python frames faulthandler printed when the child crashed, most recent first (file, line)."""
+    start = output.rfind("(most recent call first):")
+    if start < 0:
+        return []
+    return [(path, int(line)) for path, line in re.findall(r'^\s+File "(.+?)", line (\d+) in ', output[start:],
+                                                         flags=re.MULTILINE)]
+
+
+def _run_child(job: Job, timeout: float | None, progress: Progress | None
+               ) -> tuple[dict[str, Any] | None, dict[str, Any], int | None, str]:
+    """(the child's payload or None, what it was doing when it stopped, its exit code, its captured output)."""
     with _run_dir() as run_dir, _signals_raise():
         job.run_dir = run_dir
         job.capture = capture_paths(run_dir)
@@ -153,9 +194,7 @@ def run(job: Job, timeout: float | None = None, progress: Progress | None = None
             _stop(proc, EXIT_GRACE if payload is not None else 0.0)
             receive.close()
         output = _captured(run_dir)
-    if payload is None:
-        return Answer(_stopped_report(job, stopped, proc.exitcode, output))
-    return answer_of(job, payload, output)
+    return payload, stopped, proc.exitcode, output
 
 
 def answer_of(job: Job, payload: dict[str, Any], output: str = "") -> Answer:
@@ -203,6 +242,9 @@ def _wait(proc: Any, receive: Any, timeout: float | None, progress: Progress | N
             if kind == "done":
                 return body, doing
             if kind == "progress":
+                if body.get("event") == "importing":  # check's walk: the module to name if the child dies now
+                    doing = {"importing": body["module"]} if body.get("label") is not None else {}
+                    continue
                 if body.get("event") == "check":
                     doing = {"check": body.get("check", ""), "subject": body.get("target", ""),
                              "inputs": body.get("inputs")}
@@ -273,7 +315,8 @@ def _stopped_report(job: Job, stopped: dict[str, Any], exitcode: int | None, out
     """The target's report when the child never answered: killed at the time limit, crashed, or exited."""
     check = stopped.get("check") or ""
     where = f"check `{check}` on {stopped.get('subject') or job.label}" if check else (
-        f"preparing {job.label} (loading it, choosing inputs; no check had started)")
+        f"importing {stopped['importing']} (pass --keep-going to check the other modules without it)"
+        if stopped.get("importing") else f"preparing {job.label} (loading it, choosing inputs; no check had started)")
     seconds = float(stopped.get("seconds", 0.0))
     limit = (seconds, float(stopped["timed_out"])) if stopped.get("timed_out") else None
     finding, result = ended_early(job.label, check, where, exitcode, limit, seconds)
