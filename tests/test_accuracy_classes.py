@@ -232,6 +232,16 @@ def test_an_import_failure_is_found_through_the_chain_and_in_a_wrappers_message(
         "ModuleNotFoundError: No module named 'jaxdiag_absent_backend' (raised as KernelError)")
     in_text = KernelError("backend 'fast' failed: ModuleNotFoundError: No module named 'fastlib'. Try another")
     assert dependency_failure(in_text) == "ModuleNotFoundError: No module named 'fastlib' (raised as KernelError)"
+    try:  # the package's own ImportError around the import: the missing module is its cause's
+        try:
+            import jaxdiag_absent_backend  # noqa: F401
+        except ImportError as exc:
+            raise ImportError("this extra requires the absent backend; pip install pkg[extra]") from exc
+    except ImportError as wrapped:
+        assert dependency_failure(wrapped) == (
+            "ModuleNotFoundError: No module named 'jaxdiag_absent_backend' (raised as ImportError)")
+    assert dependency_failure(ImportError("cannot import name 'x' from 'y'")) == (
+        "ImportError: cannot import name 'x' from 'y'")
     assert dependency_failure(KernelError("shapes (3,) and (4,) do not match")) is None
     assert dependency_failure(ValueError("unrelated")) is None
 
@@ -258,7 +268,8 @@ def _reported_codes(path: str) -> dict[str, set[str]]:
 def test_a_surrogate_the_docstring_states_is_the_deliberate_reading(monkeypatch):
     monkeypatch.chdir(DATA)
     codes = _reported_codes("acc/documented_surrogate.py")
-    assert codes == {"spike": set(), "spike_plain": {"JXG033"}, "threshold_model": {"JXG033"}, "squash": {"JXG024"}}
+    assert codes == {"spike": set(), "spike_plain": {"JXG033"}, "threshold_model": {"JXG033"}, "squash": {"JXG024"},
+                     "factory_spike": set()}
 
 
 def test_a_stated_surrogate_names_a_derivative_and_the_deliberate_kind(tmp_path):
@@ -276,6 +287,20 @@ def test_a_stated_surrogate_names_a_derivative_and_the_deliberate_kind(tmp_path)
     assert stated_deliberate([at["a"]]) == stated_deliberate([at["a_def"]]) == "Step with a straight-through gradient."
     assert stated_deliberate([at["b"]]) is None  # "surrogate" and "gradient" in different sentences
     assert stated_deliberate([None, at["b"], at["c"]]) == "The backward pass uses a pseudo-derivative."
+
+
+def test_a_factorys_documentation_states_the_reading_of_the_rules_it_builds(tmp_path):
+    from jaxdiag._core._documented import stated_deliberate
+    from jaxdiag._core._report import Location
+
+    source = tmp_path / "rules.py"
+    source.write_text(
+        "def fast_sigmoid(slope):\n    'Heaviside step with a surrogate derivative.'\n\n"
+        "    def fs_jvp(primals, tangents):\n        return primals[0], tangents[0]\n\n"
+        "    return fs_jvp\n\n\n"
+        "class Layer:\n    'A layer with a surrogate gradient.'\n\n    def jvp(self, p, t):\n        return p, t\n")
+    assert stated_deliberate([Location(str(source), 4, "fs_jvp")]) == "Heaviside step with a surrogate derivative."
+    assert stated_deliberate([Location(str(source), 13, "jvp")]) is None  # a class's docstring is not its methods'
 
 
 @pytest.mark.slow  # two primitives checked end to end (about 4 s); the name reading below stays fast

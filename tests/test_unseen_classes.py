@@ -726,8 +726,9 @@ def test_the_jaxpr_interpreter_of_a_package_is_found_in_its_source(monkeypatch, 
     from jaxdiag._checks._interpreted import lowered_by_own_interpreter
 
     monkeypatch.syspath_prepend(str(ACC))
-    from exporterpkg import ops
+    from exporterpkg import convert, ops  # as the walk does: the handler table lives in convert
 
+    assert convert.HANDLERS
     assert lowered_by_own_interpreter(ops.tanh_p, ops).line == 16  # HANDLERS.get(eqn.primitive.name)
     assert lowered_by_own_interpreter(jax.lax.sin_p, ops) is None  # lowered: nothing to explain
     (tmp_path / "plainpkg").mkdir()
@@ -736,6 +737,12 @@ def test_the_jaxpr_interpreter_of_a_package_is_found_in_its_source(monkeypatch, 
     import plainpkg
 
     assert lowered_by_own_interpreter(plainpkg.my_p, plainpkg) is None  # no interpreter: JXR004 stands
+    from jax.extend.core import Primitive
+
+    stray_p = Primitive("exporter.stray")  # bound by the package, named by no handler table: its JXR004 stands
+    stray_p.def_abstract_eval(lambda x: x)
+    monkeypatch.setattr(ops, "stray_p", stray_p, raising=False)
+    assert lowered_by_own_interpreter(stray_p, ops) is None
 
 
 @pytest.mark.slow  # a rule reached through its docstring example (about 2 s)
@@ -752,6 +759,14 @@ def test_a_callback_needing_a_module_that_is_not_installed_is_a_missing_dependen
     assert code == 5 and [n["reason"] for n in data["summary"]["not_verified"]] == ["dependency-missing"]
     (note,) = [f for t in data["targets"] for f in t["findings"] if f["code"] == "JXN011"]
     assert "'not_installed_solver'" in note["message"]
+
+
+@pytest.mark.slow  # one foreign call end to end (about 2 s)
+def test_a_foreign_call_with_no_handler_on_this_platform_says_it_cannot_run_here():
+    code, data = check_json(str(ACC / "ffi_accelerator_only.py"), ACC)
+    assert code == 5 and [n["reason"] for n in data["summary"]["not_verified"]] == ["no-check-ran"]
+    (note,) = [f for t in data["targets"] for f in t["findings"]]
+    assert note["code"] == "JXN013" and "No FFI handler registered for solve_mg_cuda_only" in note["message"]
 
 
 @pytest.mark.slow  # one primitive end to end (about 2 s)

@@ -141,7 +141,7 @@ class Runner:
             if isinstance(want, BaseException):
                 exc = want
                 raise SkipCheck(f"the function fails on one example ({type(exc).__name__}: {exc})",
-                                findings=_missing_module(self.ctx, exc)) from exc
+                                findings=_cannot_run_here(self.ctx, exc)) from exc
             args = reference.batched_args(variant)
             observed = _observe(vmapped(fn, variant), args, want)
             if observed:
@@ -277,14 +277,20 @@ def not_batch_aware(call: ForeignCall, failure: Failure, fn_name: str) -> Findin
 _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 
 
-def _missing_module(ctx: Context, exc: BaseException) -> list[Finding]:
-    """A JXN011 note when the example failed because the callback needs a module that is not installed: the
-    target is then unverified for that reason, not for want of a check."""
+def _cannot_run_here(ctx: Context, exc: BaseException) -> list[Finding]:
+    """Why the example cannot run on this machine, as the target's note: a JXN011 when the callback needs a module
+    that is not installed, a JXN013 when the foreign call has no handler for this platform (a GPU-only FFI target
+    on a CPU machine); the target is then unverified for that reason, not for want of a check. [] otherwise."""
     found = _NO_MODULE.search(str(exc))
-    if found is None:
-        return []
-    return [rules.DEPENDENCY_MISSING.finding(error=found.group(0), dependency=found.group(1).partition(".")[0],
-                                             what=ctx.subject.label, location=ctx.subject.location)]
+    if found is not None:
+        return [rules.DEPENDENCY_MISSING.finding(error=found.group(0), dependency=found.group(1).partition(".")[0],
+                                                 what=ctx.subject.label, location=ctx.subject.location)]
+    if _compat.is_platform_error(exc):
+        from ._abstract import values_not_compared
+
+        reason = f"running it on {jax.default_backend()} raised {first_line(exc)}"
+        return [values_not_compared(ctx.subject, reason, [])]
+    return []
 
 
 @check("ffi-vmap-method", family="batching", kinds={"function"})

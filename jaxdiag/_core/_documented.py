@@ -8,7 +8,8 @@ documentation as often as with a marker: "Heaviside step function with piece-wis
 generation surrogate", "# The identity, except under vmap: the largest value of the batch, the same for all of its
 elements". Such a sentence, in the docstring or the leading comment of the function the finding points at or of the
 target's own function (the anchors), or of a module-level function that binds the primitive (its public wrapper,
-`binding_functions`), reads as `# jaxdiag: intended[...]` on that line: the same findings are silenced (the catalog says
+`binding_functions`), or of the function enclosing it (a factory whose docstring describes the rule it builds), reads
+as `# jaxdiag: intended[...]` on that line: the same findings are silenced (the catalog says
 which: `Rule.stated_intent`), and a wrong formula (JXG024, a sign or a factor off where the primal is smooth) is still
 reported whatever the intent.
 
@@ -170,13 +171,26 @@ def _documentation(path: str) -> dict[int, str]:
 
 
 def _read(path: str, tree: ast.Module) -> dict[int, str]:
+    """A function defined inside another (a factory returning the custom_jvp it builds) is documented by the
+    enclosing function's documentation as well: "returns the Heaviside step function with a surrogate derivative"
+    describes the rule the factory defines."""
     out: dict[int, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            text = "\n\n".join(t for t in (ast.get_docstring(node), _leading_comment(path, node, first)) if t)
-            if text:
-                out.update(dict.fromkeys(range(first, node.lineno + 1), text))
+
+    def visit(node: ast.AST, enclosing: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                own = (ast.get_docstring(child), _leading_comment(path, child, first))
+                text = "\n\n".join(t for t in (*own, enclosing) if t)
+                if text:
+                    out.update(dict.fromkeys(range(first, child.lineno + 1), text))
+                visit(child, text)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, "")  # a class's methods are documented by themselves
+            else:
+                visit(child, enclosing)
+
+    visit(tree, "")
     return out
 
 

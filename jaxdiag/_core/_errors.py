@@ -37,16 +37,21 @@ def dependency_failure(exc: BaseException) -> str | None:
     Libraries wrap a missing optional backend in an exception of their own (`raise KernelError(...) from exc` around
     `import numba`), so the type of what reaches jaxdiag does not say it; the chain of causes does. The text starts
     with the import failure's own type so that every reader of an error text recognises it alike."""
-    seen: set[int] = set()
+    chain: list[BaseException] = []
     current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, ImportError):
-            kind = "ModuleNotFoundError" if isinstance(current, ModuleNotFoundError) else "ImportError"
-            message = str(current).splitlines()[0] if str(current) else ""
-            outer = "" if current is exc else f" (raised as {type(exc).__name__})"
-            return f"{kind}: {message}{outer}"
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
         current = current.__cause__ or current.__context__
+    # the module that is missing, where the chain has it: a package's own `raise ImportError("needs PyTorch") from
+    # e` around `import torch` names the dependency only in its cause
+    imports = ([e for e in chain if isinstance(e, ModuleNotFoundError)]
+               or [e for e in chain if isinstance(e, ImportError)])
+    if imports:
+        current = imports[0]
+        kind = "ModuleNotFoundError" if isinstance(current, ModuleNotFoundError) else "ImportError"
+        message = str(current).splitlines()[0] if str(current) else ""
+        outer = "" if current is exc else f" (raised as {type(exc).__name__})"
+        return f"{kind}: {message}{outer}"
     # JAX's traceback filtering replaces the cause of what a rule raises: the wrapper's text still names the import
     named = _NO_MODULE.search(str(exc))
     return f"ModuleNotFoundError: {named.group(1)} (raised as {type(exc).__name__})" if named else None

@@ -133,8 +133,8 @@ VALUES_NOT_COMPARED: Rule[_fields.JXN013] = Rule(
     "Shapes, dtypes and batch dims can be wrong independently of the kernel; a CPU-only CI still catches those. "
     "Wrong values need the platform itself.",
     "jxn013_bad.py", "jxn013_good.py",
-    message="{target} cannot run here: {reason}. Values not compared: only shapes, dtypes and batch dims were "
-            "checked (by {checks}).",
+    message="{target} cannot run here: {reason}. Values not compared; the checks that only trace shapes, dtypes and "
+            "batch dims ran: {checks}.",
     fix="Run jaxdiag on a machine with the kernel's platform to compare values as well.",
 )
 INPUTS_FROM_CALL_SITE: Rule[_fields.JXN016] = Rule(
