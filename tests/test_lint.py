@@ -302,6 +302,21 @@ def test_import_failure_is_exit_2_unless_keep_going(tmp_path, monkeypatch, probe
     assert {"target": "lintpkg/broken.py", "reason": "import-failed"} in data["summary"]["not_verified"]
 
 
+def test_an_import_failing_on_a_removed_jax_api_is_that_apis_finding_at_the_users_line(tmp_path, monkeypatch,
+                                                                                        probe_only):
+    """`jax.core.Primitive` at module level raises inside JAX's deprecation module: the import failure pointed at
+    jax/_src/deprecations.py and said nothing of the replacement. It now points at the user's line and carries
+    JXR008 with the table's advice (or the changelog, for an attribute the table does not know)."""
+    monkeypatch.chdir(tmp_path)
+    write_pkg(tmp_path, extra={"lintpkg/old.py": "import jax\n\n\nold_p = jax.core.no_such_api('old')\n"})
+    data = json.loads(invoke("lintpkg", "--keep-going", "--format", "json").output)
+    failed = next(t for t in data["targets"] if t["target"] == "lintpkg/old.py")
+    assert failed["problems"][0]["location"]["path"] == "lintpkg/old.py"
+    (finding,) = failed["findings"]
+    assert finding["code"] == "JXR008" and finding["location"]["line"] == 4
+    assert "`jax.core.no_such_api`" in finding["message"] and "changelog" in finding["fix"]
+
+
 @pytest.mark.parametrize("filters", [["--select", "JXB"], ["--ignore", "JXR"], ["--ignore", "JX"],
                                      ["--ignore", "JXR905"], ["--select", "JXN"], ["--exit-zero"]])
 def test_no_filter_hides_an_import_failure(tmp_path, monkeypatch, probe_only, filters):

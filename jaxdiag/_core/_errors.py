@@ -44,7 +44,7 @@ def dependency_failure(exc: BaseException) -> str | None:
         current = current.__cause__ or current.__context__
     # the module that is missing, where the chain has it: a package's own `raise ImportError("needs PyTorch") from
     # e` around `import torch` names the dependency only in its cause
-    imports = ([e for e in chain if isinstance(e, ModuleNotFoundError)]
+    imports: list[ImportError] = ([e for e in chain if isinstance(e, ModuleNotFoundError)]
                or [e for e in chain if isinstance(e, ImportError)])
     if imports:
         current = imports[0]

@@ -31,7 +31,7 @@ from .._core import _config, _locate
 from . import _reach
 from .._harness import call_user
 from .._core._errors import TargetLoadError, UsageError
-from .._core._report import CheckResult, Location, Problem, TargetReport
+from .._core._report import CheckResult, Finding, Location, Problem, TargetReport
 from .._loading._targets import add_app_dir, classify, load_module
 
 CUSTOM_KINDS = ("custom_vjp", "custom_jvp", "custom_vmap")
@@ -489,5 +489,23 @@ def _import_failure(label: str, message: str, what: str) -> TargetReport:
                       fix=f"Make `{what}` importable (reproduce with `python -c \"import ...\"` or run the file), or "
                           "leave it out of the checked paths.")
     return TargetReport(label, "module", checks=[CheckResult("import", "failed", 0.0, message)],
-                        problems=[problem], module=label)
+                        problems=[problem], module=label, findings=_removed_api_at_import(label, message, location))
+
+
+_REMOVED_AT_IMPORT = re.compile(r"AttributeError: (module '(jax[\w.]*)' has no attribute '(\w+)')")
+
+
+def _removed_api_at_import(label: str, message: str, location: Location | None) -> list[Finding]:
+    """JXR008 when the import failed on a JAX attribute this release removed (`jax.core.Primitive` at module
+    level): the package cannot be imported on this JAX at all, and the table says what replaces it."""
+    from .. import _rules as rules
+
+    found = _REMOVED_AT_IMPORT.search(message)
+    if found is None:
+        return []
+    error, module, attr = found.groups()
+    advice = _compat.removed_api_advice(module, attr)
+    return [rules.REMOVED_JAX_API.finding(where=f"module {label}", module=module, attr=attr,
+                                          jax_version=_compat.JAX_VERSION, exc_error=f"AttributeError: {error}",
+                                          advice=advice, location=location)]
 

@@ -18,6 +18,7 @@ from typing import Any
 from .. import _compat
 from .._harness import call_user
 from .._core._errors import TargetLoadError, dependency_failure
+from .._core import _locate
 from .._core._locate import relative_path
 
 KINDS = ("primitive", "custom_vjp", "custom_jvp", "custom_vmap", "function")
@@ -200,6 +201,8 @@ def _user_error(what: str, exc: BaseException) -> str:
     """`importing X failed: file:line: ExcType: message`, pointing at the user's innermost frame."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if "importlib" not in f.filename and os.sep + "jaxdiag" + os.sep not in f.filename]
+    # the user's own line, not JAX's where it raised (`jax.core.Primitive` raises inside jax's deprecation module)
+    frames = [f for f in frames if _locate.is_user_file(f.filename)] or frames
     where = f" at {relative_path(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
     message = str(exc).splitlines()[0] if str(exc) else ""
     text = dependency_failure(exc) or f"{type(exc).__name__}: {message}"
