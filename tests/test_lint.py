@@ -308,13 +308,18 @@ def test_an_import_failing_on_a_removed_jax_api_is_that_apis_finding_at_the_user
     jax/_src/deprecations.py and said nothing of the replacement. It now points at the user's line and carries
     JXR008 with the table's advice (or the changelog, for an attribute the table does not know)."""
     monkeypatch.chdir(tmp_path)
-    write_pkg(tmp_path, extra={"lintpkg/old.py": "import jax\n\n\nold_p = jax.core.no_such_api('old')\n"})
+    old = "import jax\n\n\nold_p = jax.core.no_such_api('old')\n"
+    write_pkg(tmp_path, extra={"lintpkg/old.py": old, "deplib/__init__.py": old,
+                               "lintpkg/uses_dep.py": "import deplib\n"})
     data = json.loads(invoke("lintpkg", "--keep-going", "--format", "json").output)
-    failed = next(t for t in data["targets"] if t["target"] == "lintpkg/old.py")
-    assert failed["problems"][0]["location"]["path"] == "lintpkg/old.py"
-    (finding,) = failed["findings"]
+    failed = {t["target"]: t for t in data["targets"] if t["kind"] == "module"}
+    assert failed["lintpkg/old.py"]["problems"][0]["location"]["path"] == "lintpkg/old.py"
+    (finding,) = failed["lintpkg/old.py"]["findings"]
     assert finding["code"] == "JXR008" and finding["location"]["line"] == 4
     assert "`jax.core.no_such_api`" in finding["message"] and "changelog" in finding["fix"]
+    # the same line in a dependency it imports: fixed by upgrading that dependency, not a finding of this package
+    assert failed["lintpkg/uses_dep.py"]["problems"][0]["location"]["path"] == "deplib/__init__.py"
+    assert failed["lintpkg/uses_dep.py"]["findings"] == []
 
 
 @pytest.mark.parametrize("filters", [["--select", "JXB"], ["--ignore", "JXR"], ["--ignore", "JX"],

@@ -91,6 +91,14 @@ def test_changed_jax_state_is_reported_and_restored(name, changed):
     assert not jax.config.jax_debug_nans
 
 
+def test_a_flag_the_package_sets_at_import_is_its_configuration_not_a_checks_change():
+    before = _compat.global_state()
+    report = jaxdiag.check_grad(f"{DATA / 'configures_at_import.py'}:cube", "f32[3]")
+    assert "JXU006" not in report.codes() and report.ok, report.codes()
+    assert _compat.state_changes(before, _compat.global_state()) == []  # restored all the same
+    assert not jax.config.jax_debug_infs
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Coverage: every discovered target is checked or counted, with its reason
 # ---------------------------------------------------------------------------------------------------------------

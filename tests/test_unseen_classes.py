@@ -5,6 +5,7 @@ along symmetric steps only. Each fixture is one member of its class; the test fa
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -759,6 +760,17 @@ def test_a_callback_needing_a_module_that_is_not_installed_is_a_missing_dependen
     assert code == 5 and [n["reason"] for n in data["summary"]["not_verified"]] == ["dependency-missing"]
     (note,) = [f for t in data["targets"] for f in t["findings"] if f["code"] == "JXN011"]
     assert "'not_installed_solver'" in note["message"]
+
+
+@pytest.mark.slow  # two targets end to end (about 4 s)
+def test_a_parameter_type_naming_a_domain_states_the_values_it_holds():
+    """`sig: SymmetricTensor`: a symmetric tensor's eigenvalue JVP was checked on a general matrix and reported
+    wrong (JXG024) though the package's type says the values are symmetric."""
+    _, data = check_json(str(ACC / "annotated_domain.py"), ACC)
+    found = {t["target"].rpartition(":")[2]: t for t in data["targets"]}
+    assert [f["code"] for f in found["principal_values"]["findings"] if f["severity"] != "info"] == []
+    assert "@spd" in json.dumps(found["principal_values"]["findings"])  # inferred on symmetric values
+    assert "JXG024" in {f["code"] for f in found["principal_values_general"]["findings"]}
 
 
 @pytest.mark.slow  # one foreign call end to end (about 2 s)

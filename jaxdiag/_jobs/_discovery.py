@@ -489,15 +489,30 @@ def _import_failure(label: str, message: str, what: str) -> TargetReport:
                       fix=f"Make `{what}` importable (reproduce with `python -c \"import ...\"` or run the file), or "
                           "leave it out of the checked paths.")
     return TargetReport(label, "module", checks=[CheckResult("import", "failed", 0.0, message)],
-                        problems=[problem], module=label, findings=_removed_api_at_import(label, message, location))
+                        problems=[problem], module=label,
+                        findings=_removed_api_at_import(label, message, location) if _own(location, what) else [])
+
+
+def _own(location: Location | None, what: str) -> bool:
+    """Whether the failing line is in the checked package itself (or the checked file's folder), not in a
+    dependency it imports: a removed API in an installed dependency is fixed by upgrading it, not by editing."""
+    if location is None:
+        return False
+    if what.endswith(".py"):
+        folders = [os.path.dirname(os.path.abspath(what))]
+    else:
+        folders = list(_locate.package_folders(sys.modules.get(what.split(".")[0])))
+    where = os.path.realpath(location.path)
+    return any(where.startswith(os.path.realpath(folder) + os.sep) for folder in folders)
 
 
 _REMOVED_AT_IMPORT = re.compile(r"AttributeError: (module '(jax[\w.]*)' has no attribute '(\w+)')")
 
 
 def _removed_api_at_import(label: str, message: str, location: Location | None) -> list[Finding]:
-    """JXR008 when the import failed on a JAX attribute this release removed (`jax.core.Primitive` at module
-    level): the package cannot be imported on this JAX at all, and the table says what replaces it."""
+    """JXR008 when the import failed, on a line of the package's own, on a JAX attribute this release removed
+    (`jax.core.Primitive` at module level): the package cannot be imported on this JAX at all, and the table says
+    what replaces it."""
     from .. import _rules as rules
 
     found = _REMOVED_AT_IMPORT.search(message)

@@ -61,7 +61,13 @@ class Watch:
 
     def __init__(self) -> None:
         self.threads = {t.ident for t in threading.enumerate()}
-        self.state = _compat.global_state()
+        self.state = self.loaded_state = _compat.global_state()
+
+    def loaded(self) -> None:
+        """The target's modules are imported: what their import set (`jax.config.update("jax_enable_x64", True)` in
+        a package's `__init__`, as JXU006's own fix advises) is the package's configuration, not a change its checks
+        made. It is not reported, and is still undone by `finish`."""
+        self.loaded_state = _compat.global_state()
 
     def left_threads(self) -> list[threading.Thread]:
         """Non-daemon threads started since, still alive, that would keep the process from exiting. The workers of a
@@ -81,9 +87,9 @@ class Watch:
             names = ", ".join(f"{t.name!r}" for t in threads[:5]) + (" ..." if len(threads) > 5 else "")
             out.append(rules.USER_CODE_LEFT_THREADS.finding(target=target, count=len(threads), threads=names))
         after = _compat.global_state()
-        changes = _compat.state_changes(self.state, after)
+        changes = _compat.state_changes(self.loaded_state, after)
+        failed = _compat.restore_global_state(self.state) if _compat.state_changes(self.state, after) else []
         if changes:
-            failed = _compat.restore_global_state(self.state)
             text = "; ".join(changes[:6]) + (" ..." if len(changes) > 6 else "")
             if failed:
                 text += f" (could not restore: {', '.join(failed)})"

@@ -101,7 +101,7 @@ def run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], opt
         watch = _contain.Watch()
         label = target if isinstance(target, str) else target.ref if isinstance(target, Target) else describe(target)
         with catch_abort() as caught:  # SystemExit & co. from user code while loading or choosing inputs
-            report = _run_unfiltered(target, args, params, options, app_dir)
+            report = _run_unfiltered(target, args, params, options, app_dir, watch)
         if caught.abort is not None:
             report = Report([_contain.abort_report(caught.abort, label, "function", f"preparing {label}")],
                             jaxdiag_version=__version__, jax_version=_compat.JAX_VERSION)
@@ -109,9 +109,10 @@ def run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], opt
         return report
 
 
-def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], options: Options, app_dir: str
-                    ) -> Report:
+def _run_unfiltered(target: Any, args: Sequence[Any], params: dict[str, Any], options: Options, app_dir: str,
+                    watch: _contain.Watch) -> Report:
     resolved = resolve(target, app_dir)
+    watch.loaded()
     module_file = getattr(resolved.module, "__file__", None)
     # a Primitive object's module is JAX's own core.py (its class's): tokenizing it took longer than some checks
     if module_file and module_file.endswith(".py") and _locate.is_user_file(module_file):

@@ -210,11 +210,29 @@ def documented_domains(subject: Subject) -> dict[int, str]:
     from .._run._signature import positional, signature_of
     from ._stated_shapes import docstrings
 
-    names = [p.name for p in positional(signature_of(subject))]
+    params = positional(signature_of(subject))
+    names = [p.name for p in params]
     out: dict[int, str] = {}
     for doc in docstrings(subject, names):  # its own first, then a wrapper's that documents what it passes on
         if any(pattern.search(doc) for _, pattern in _DOCUMENTED) or _LOWER_BOUND_ZERO.search(doc):
             out = {**_domains_in(doc, names), **out}
+    return {**_annotated_domains(params), **out}
+
+
+# the words of a type's name: `SymmetricTensor2` -> "Symmetric Tensor2", `positive_float` -> "positive float"
+_TYPE_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|_")
+
+
+def _annotated_domains(params: list[Any]) -> dict[int, str]:
+    """{position: domain} of the parameters whose annotation's type name states one (`sig: SymmetricTensor2`, a
+    tensor type the package defines for symmetric values): the author's own contract, as a docstring's is."""
+    out = {}
+    for i, param in enumerate(params):
+        words = _TYPE_WORDS.sub(" ", annotation_text(param.annotation))
+        for domain, pattern in _DOCUMENTED:
+            if any(not _DENIED.search(words[:m.start()]) for m in pattern.finditer(words)):
+                out[i] = domain
+                break
     return out
 
 
