@@ -322,6 +322,33 @@ def test_an_import_failing_on_a_removed_jax_api_is_that_apis_finding_at_the_user
     assert failed["lintpkg/uses_dep.py"]["findings"] == []
 
 
+def test_an_import_of_a_name_jax_removed_is_that_apis_finding(tmp_path, monkeypatch, probe_only):
+    monkeypatch.chdir(tmp_path)
+    write_pkg(tmp_path, extra={"lintpkg/old.py": "from jax.lib import no_such_client\n"})
+    data = json.loads(invoke("lintpkg", "--keep-going", "--format", "json").output)
+    (finding,) = next(t for t in data["targets"] if t["target"] == "lintpkg/old.py")["findings"]
+    assert finding["code"] == "JXR008" and "`jax.lib.no_such_client`" in finding["message"]
+
+
+def test_a_plain_shared_library_in_a_package_folder_is_not_an_import_failure(tmp_path, monkeypatch, probe_only):
+    """A package shipping the native library it loads itself (`ctypes.CDLL`, an FFI's loader) as `name.so`: the
+    walk imported it as an extension module and reported "dynamic module does not define module export function"
+    as the package's import failure, so nothing was verified."""
+    import ctypes.util
+    import shutil
+
+    found = ctypes.util.find_library("m")
+    folders = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
+    library = next((Path(d) / found for d in folders if found and (Path(d) / found).is_file()), None)
+    if library is None:
+        pytest.skip("no C math library file to stand for a package's native library")
+    monkeypatch.chdir(tmp_path)
+    write_pkg(tmp_path)
+    shutil.copy(library, tmp_path / "lintpkg" / "native_kernels.so")
+    data = json.loads(invoke("lintpkg", "--keep-going", "--format", "json").output)
+    assert data["summary"]["import_failures"] == 0, data["summary"]
+
+
 @pytest.mark.parametrize("filters", [["--select", "JXB"], ["--ignore", "JXR"], ["--ignore", "JX"],
                                      ["--ignore", "JXR905"], ["--select", "JXN"], ["--exit-zero"]])
 def test_no_filter_hides_an_import_failure(tmp_path, monkeypatch, probe_only, filters):

@@ -239,6 +239,8 @@ class Discovery:
         try:
             module = load_module(what, self.app_dir)
         except TargetLoadError as exc:
+            if _NOT_A_PYTHON_MODULE in str(exc):  # a plain shared library the package loads itself (ctypes, an FFI)
+                return None
             if not self.keep_going:
                 raise TargetLoadError(f"{exc} (pass --keep-going to report it and check the other modules)"
                                       ) from None
@@ -500,13 +502,22 @@ def _own(location: Location | None, what: str) -> bool:
         return False
     if what.endswith(".py"):
         folders = [os.path.dirname(os.path.abspath(what))]
-    else:
-        folders = list(_locate.package_folders(sys.modules.get(what.split(".")[0])))
+    else:  # the package itself may be the module that failed (not in sys.modules then): its spec says where it is
+        top = what.split(".")[0]
+        found = call_user(importlib.util.find_spec, top) if top not in sys.modules else None
+        spec = found.value if found is not None and found.error is None else None
+        folders = (list(_locate.package_folders(sys.modules.get(top))) if found is None
+                   else list(getattr(spec, "submodule_search_locations", None) or []))
     where = os.path.realpath(location.path)
     return any(where.startswith(os.path.realpath(folder) + os.sep) for folder in folders)
 
 
-_REMOVED_AT_IMPORT = re.compile(r"AttributeError: (module '(jax[\w.]*)' has no attribute '(\w+)')")
+# What Python says importing a `.so` in a package folder that is a plain shared library, not an extension module:
+# the package loads it itself (`ctypes.CDLL`, an FFI's loader), and the walk leaves it alone.
+_NOT_A_PYTHON_MODULE = "dynamic module does not define module export function"
+# An import failing on a JAX name this release removed: `jax.core.Primitive`, `from jax.lib import xla_client`.
+_REMOVED_AT_IMPORT = re.compile(r"AttributeError: (module '(jax[\w.]*)' has no attribute '(\w+)')|"
+                                r"ImportError: (cannot import name '(\w+)' from '(jax[\w.]*)')")
 
 
 def _removed_api_at_import(label: str, message: str, location: Location | None) -> list[Finding]:
@@ -518,9 +529,12 @@ def _removed_api_at_import(label: str, message: str, location: Location | None) 
     found = _REMOVED_AT_IMPORT.search(message)
     if found is None:
         return []
-    error, module, attr = found.groups()
+    if found.group(1):
+        kind, (error, module, attr) = "AttributeError", found.group(1, 2, 3)
+    else:
+        kind, (error, attr, module) = "ImportError", found.group(4, 5, 6)
     advice = _compat.removed_api_advice(module, attr)
     return [rules.REMOVED_JAX_API.finding(where=f"module {label}", module=module, attr=attr,
-                                          jax_version=_compat.JAX_VERSION, exc_error=f"AttributeError: {error}",
+                                          jax_version=_compat.JAX_VERSION, exc_error=f"{kind}: {error}",
                                           advice=advice, location=location)]
 
