@@ -773,6 +773,16 @@ def test_a_parameter_type_naming_a_domain_states_the_values_it_holds():
     assert "JXG024" in {f["code"] for f in found["principal_values_general"]["findings"]}
 
 
+@pytest.mark.slow  # one target end to end (about 2 s)
+def test_a_size_that_must_be_a_multiple_is_tried_at_aligned_sizes():
+    """"the last dim must be a multiple of 16": no rung of the plain ladder (3, 2x3, 3x3, 2x3x4, 4x4) is one, and
+    the rule was not checked (JXN004)."""
+    code, data = check_json(str(ACC / "tiled_kernel.py"), ACC)
+    (target,) = data["targets"]
+    assert code == 0 and target["verified"], target["findings"]
+    assert "f32[128]" in json.dumps(target["findings"])
+
+
 @pytest.mark.slow  # one foreign call end to end (about 2 s)
 def test_a_foreign_call_with_no_handler_on_this_platform_says_it_cannot_run_here():
     code, data = check_json(str(ACC / "ffi_accelerator_only.py"), ACC)

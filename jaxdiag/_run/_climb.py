@@ -101,6 +101,23 @@ def shape_ladder(arity: int, pairs_early: bool = False, dtype: str = "f32", matr
         yield [ArgSpec(f32, SHARED_AXES[0])] + [ArgSpec(f32, SHARED_AXES[1]) for _ in range(arity - 1)]
 
 
+# What an error says when a size must be a multiple of something (a packed-bits view, a kernel's block, a TPU lane)
+_ALIGNMENT = re.compile(r"\bdivisor\b|\bdivisible\b|\bmultiple of\b|\b(mis)?align(ed|ment)\b|\bevenly\b",
+                        re.IGNORECASE)
+# Sizes every such constraint this side of a kernel's tile accepts: 128 is a multiple of 8, 32 (bits in a float32
+# word) and 128 (a lane).
+ALIGNED_LADDER = ((128,), (8, 128), (2, 8, 128))
+
+
+def aligned_rungs(arity: int, dtype: str, errors: list[str]) -> Iterator[list[ArgSpec]]:
+    """After the plain ladder, when a rung failed saying a size must divide or be a multiple of something (a
+    `view` to a wider dtype, a packed-bits layout, a tiled kernel): rungs whose sizes are multiples of 128. Read
+    lazily, once the plain rungs' errors are in."""
+    if any(_ALIGNMENT.search(e) for e in errors):
+        for shape in ALIGNED_LADDER:
+            yield [ArgSpec(DTYPES[dtype], shape) for _ in range(arity)]
+
+
 # Per operand tied to an int n: n itself; 2n - 1 (the orders -(n-1)..n-1 of degree < n, a full correlation's
 # length); n + 1 (the coefficients of a degree-n polynomial, the points closing a grid of n cells); n - 1 (the
 # differences of n points); 2n (a doubled grid); n * n (harmonics flattened over (l, m)); n // 2 + 1 (a real FFT's
@@ -197,8 +214,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
             # traces here accepts the first candidate whose shapes its abstract eval takes)
             structured = csr_rungs(names, arrays, DTYPES[dtype])
             stated = structured + stated
-            plain = (itertools.chain(stated, shape_ladder(n_arrays, pairs_early, dtype, matrices)) if n_arrays
-                     else iter([[]]))
+            plain = (itertools.chain(stated, shape_ladder(n_arrays, pairs_early, dtype, matrices),
+                                     aligned_rungs(n_arrays, dtype, errors)) if n_arrays else iter([[]]))
             for candidate, flags, fixed, derived in _tries(plain, n_arrays, ints, truths, sizes, dtype, state,
                                                            structured):
                 for variant in _variants(candidate, state):
