@@ -783,6 +783,20 @@ def test_a_size_that_must_be_a_multiple_is_tried_at_aligned_sizes():
     assert "f32[128]" in json.dumps(target["findings"])
 
 
+@pytest.mark.slow  # two packages end to end (about 6 s)
+def test_a_keyword_only_array_of_a_public_function_is_drawn_like_its_other_operands(tmp_path):
+    """`apply(x, *, weights: Array, clip: bool)` builds its custom_vjp around `weights`: with no literal for the
+    keyword-only arguments at any call site, `apply` was never run and the rule was not checkable (JXN012). The
+    array is now drawn after the positional ones (the flag off), and a wrong bwd there is found."""
+    _, data = check_json(str(ACC / "keyword_arrays.py"), ACC)
+    (target,) = data["targets"]
+    assert target["verified"] and "weights=" in json.dumps(target["findings"]), target["findings"]
+    wrong = tmp_path / "keyword_arrays_wrong.py"
+    wrong.write_text((ACC / "keyword_arrays.py").read_text().replace("(g * weights,)", "(2 * g * weights,)"))
+    _, data = check_json(str(wrong), tmp_path)
+    assert "JXG024" in {f["code"] for t in data["targets"] for f in t["findings"]}
+
+
 @pytest.mark.slow  # one foreign call end to end (about 2 s)
 def test_a_foreign_call_with_no_handler_on_this_platform_says_it_cannot_run_here():
     code, data = check_json(str(ACC / "ffi_accelerator_only.py"), ACC)

@@ -36,6 +36,7 @@ from .. import _compat
 from .._core import _locate
 from .._core._report import TargetReport
 from .._harness.budget import OverBudget, time_budget
+from .._harness.source import annotation_text
 
 # Public functions tried per target at most (each is traced once per run, whatever number of targets it reaches).
 MAX_TRIES = 3
@@ -152,6 +153,7 @@ def keyword_values(module: ModuleType, name: str) -> dict[str, Any] | None:
     (`name(..., transpose=False)`); one that no call site gives a literal but that takes an int (`L: int`,
     `_int_params.int_kind`) is an `Assumed` int, tried on each rung of the int ladder (`carrier_templates`); None when
     any other has no literal at any call site."""
+    from . import _callables
     from .._loading._passthrough import bind_site_params
     from .._run._int_params import int_kind
 
@@ -166,12 +168,24 @@ def keyword_values(module: ModuleType, name: str) -> dict[str, Any] | None:
     root = module.__name__.split(".")[0]
     package = [m for n, m in sorted(sys.modules.items()) if m is not None and n.split(".")[0] == root]
     found: dict[str, Any] = bind_site_params({name}, package, set(wanted))
-    for missing in set(wanted) - set(found):
+    for missing in sorted(set(wanted) - set(found)):
         kind = int_kind(wanted[missing])
-        if kind is None:
+        annotation = annotation_text(wanted[missing].annotation)
+        if kind is not None:
+            found[missing] = Assumed(kind[0])
+        elif _ARRAY_ANNOTATION.search(annotation) and not _CONTAINER_ANNOTATION.match(annotation):
+            found[missing] = _callables.ArrayKeyword()
+        elif annotation == "bool":  # the plain path: a flag off
+            found[missing] = False
+        else:
             return None
-        found[missing] = Assumed(kind[0])
     return found
+
+
+# What annotates an array argument: `Array`, `ArrayLike` (a Union once formatted), `np.ndarray`, jaxtyping's
+# `Float[Array, "n"]`; not a container of them (`Sequence[Array]`, `tuple[Array, ...]`)
+_ARRAY_ANNOTATION = re.compile(r"\b(Array|ArrayLike|ndarray)\b")
+_CONTAINER_ANNOTATION = re.compile(r"(typing\.)?(Sequence|Tuple|tuple|List|list|Dict|dict|Mapping|Iterable)\[")
 
 
 @dataclass(frozen=True)

@@ -212,7 +212,7 @@ def carrier(target: Target, keywords: dict[str, Any], stand_ins: dict[str, str])
     from .._harness import call_user
 
     target, keywords = configured(target, keywords)
-    fn = unwrapped(target.obj)
+    fn, keywords = _array_keywords_positional(unwrapped(target.obj), keywords)
     if fn is not target.obj:
         target = Target(target.ref, fn, "function", target.module)
     if not stand_ins:
@@ -227,6 +227,51 @@ def carrier(target: Target, keywords: dict[str, Any], stand_ins: dict[str, str])
                                  label=target.ref, tried=[], last_error=why, arity=0)
         return Target(target.ref, made.value, "function", target.module)
     return Target(target.ref, with_stand_ins(fn, given, keywords), "function", target.module)
+
+
+@dataclass(frozen=True)
+class ArrayKeyword:
+    """A required keyword-only argument annotated as an array (`*, X_trg: Array`) that no call site gives: inferred
+    like a positional operand, after the positional ones (`carrier` passes it by its name)."""
+
+    def __repr__(self) -> str:
+        return "<inferred array>"
+
+
+def _array_keywords_positional(fn: Callable, keywords: dict[str, Any]) -> tuple[Callable, dict[str, Any]]:
+    """`fn` taking its required keyword-only array arguments (`ArrayKeyword`, `*, X_trg: Array`) as
+    positional ones right after its required positional parameters, so that inference draws them as it draws those;
+    the other keywords are returned, for the caller to bind as before. `fn` itself when it has none, or takes `*args`
+    (nothing can follow those)."""
+    arrays = [k for k, v in keywords.items() if isinstance(v, ArrayKeyword)]
+    if not arrays:
+        return fn, keywords
+    rest = {k: v for k, v in keywords.items() if k not in arrays}
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return fn, rest
+    params = list(sig.parameters.values())
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return fn, rest
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    optional = [p for p in positional if p.default is not p.empty]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        head, given, tail = args[:len(required)], args[len(required):len(required) + len(arrays)], args[
+            len(required) + len(arrays):]
+        return fn(*head, *tail, **dict(zip(arrays, given)), **kwargs)  # `rest` comes as keywords, as before
+
+    added = [sig.parameters[k].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in arrays]
+    others = [p for p in params if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in arrays]
+    try:
+        signature = sig.replace(parameters=[*required, *added, *optional, *others])
+    except ValueError:  # an optional positional-only parameter cannot follow the added ones
+        return fn, rest
+    call.__dict__.update(__signature__=signature, __wrapped__=fn)
+    call.__module__, call.__name__, call.__qualname__ = fn.__module__, fn.__name__, fn.__qualname__
+    return call, rest
 
 
 def with_stand_ins(fn: Callable, given: dict[str, StandIn], keywords: dict[str, Any] | None = None) -> Callable:
