@@ -802,7 +802,7 @@ def test_a_foreign_call_with_no_handler_on_this_platform_says_it_cannot_run_here
     code, data = check_json(str(ACC / "ffi_accelerator_only.py"), ACC)
     assert code == 5 and [n["reason"] for n in data["summary"]["not_verified"]] == ["no-check-ran"]
     (note,) = [f for t in data["targets"] for f in t["findings"]]
-    assert note["code"] == "JXN013" and "No FFI handler registered for solve_mg_cuda_only" in note["message"]
+    assert note["code"] == "JXN013" and "solve_mg_cuda_only" in note["message"]  # XLA's words vary by release
 
 
 @pytest.mark.slow  # one primitive end to end (about 2 s)

@@ -47,8 +47,9 @@ to use as spike-generation surrogate". On {stated_batch} the same holds for a se
 and a batch-wide value (its maximum, minimum, sum, mean or a statistic, or "the same for all") or says it ignores the
 batch, such as "The identity, except under vmap: the largest value of the batch, the same for all of its elements"
 or "As `jnp.all`, but ignores batch dimensions". For a primitive, the docstring of a module-level function that binds
-it (its public wrapper) counts too. The comment lines that open the function's body, or stand right above it, are
-read as its docstring is.
+it (its public wrapper) counts too, and so does the docstring of a function that defines the rule inside it (a
+factory: "Returns the Heaviside step function with a surrogate derivative"). The comment lines that open the
+function's body, or stand right above it, are read as its docstring is.
 """
 
 
