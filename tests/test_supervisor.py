@@ -25,6 +25,8 @@ from jaxdiag._harness import user_interrupts
 from jaxdiag._core._filtering import Filter
 from jaxdiag._core._report import CheckResult, Problem, Report, TargetReport
 
+from clirun import missing_vmap_method_code
+
 DATA = Path(__file__).resolve().parent / "data" / "supervisor"
 PROBES = DATA / "probes.py"
 INPROCESS = DATA / "inprocess.py"
@@ -281,7 +283,8 @@ def test_a_crash_while_tracing_the_package_for_its_callbacks_ends_only_that_func
     crash = found["crashing"]["findings"]
     assert [f["code"] for f in crash] == ["JXU002"] and crash[0]["location"]["line"] == _line_of("def crashing")
     assert [e["reason"] for e in data["summary"]["not_verified"]] == ["crashed"]
-    assert "JXB020" in {f["code"] for f in found["scaled (calls a callback)"]["findings"]}  # traced after the crash
+    # traced after the crash (the code this JAX release gives a callback without vmap_method)
+    assert missing_vmap_method_code() in {f["code"] for f in found["scaled (calls a callback)"]["findings"]}
     assert found["smooth"]["verified"]
 
 
@@ -317,7 +320,7 @@ def test_tracing_a_function_that_never_returns_is_stopped_at_the_time_limit():
     found = {t["target"].rpartition(":")[2]: t for t in data["targets"]}
     assert [f["code"] for f in found["hanging"]["findings"]] == ["JXU004"]
     assert found["hanging"]["findings"][0]["location"]["line"] == _line_of("def hanging", "reachhang")
-    assert "JXB020" in {f["code"] for f in found["scaled (calls a callback)"]["findings"]}
+    assert missing_vmap_method_code() in {f["code"] for f in found["scaled (calls a callback)"]["findings"]}
 
 
 @pytest.mark.slow
@@ -346,7 +349,7 @@ def test_tracing_after_recorded_calls_also_runs_in_a_worker(tmp_path):
     assert done.returncode == 5, done.stderr
     found = {t["target"].rpartition(":")[2]: t for t in json.loads(done.stdout)["targets"]}
     assert [f["code"] for f in found["hanging"]["findings"]] == ["JXU004"]
-    assert "JXB020" in {f["code"] for f in found["scaled (calls a callback)"]["findings"]}
+    assert missing_vmap_method_code() in {f["code"] for f in found["scaled (calls a callback)"]["findings"]}
     assert any("make_cube" in label and t["verified"] for label, t in found.items())  # the recorded rule
 
 
