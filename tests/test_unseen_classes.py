@@ -797,6 +797,20 @@ def test_a_keyword_only_array_of_a_public_function_is_drawn_like_its_other_opera
     assert "JXG024" in {f["code"] for t in data["targets"] for f in t["findings"]}
 
 
+@pytest.mark.slow  # two factories end to end (about 4 s)
+def test_a_decorator_factory_is_called_with_a_stand_in_for_the_function_it_wraps():
+    """`with_central_difference_jvp(func)` returns the custom_jvp it makes around `func`; no call site passes a
+    function, so the rule was never made (JXN012). Called with jaxdiag's stand-in, both rules are checked; the wrong
+    one's finding is a note that names the stand-in (what the rule computes depends on it)."""
+    code, data = check_json(str(ACC / "decorator_factory.py"), ACC)
+    found = {t["target"].partition(" (made by")[0].rpartition(":")[2]: t for t in data["targets"]}
+    assert set(found) == {"with_central_difference_jvp", "with_backward_jvp"}, list(found)
+    assert all(t["verified"] for t in found.values())
+    (note,) = [f for f in found["with_backward_jvp"]["findings"] if f["code"] == "JXN003"]
+    assert "JXG024 not judged" in note["message"] and "stand-in" in note["message"]
+    assert not [f for f in found["with_central_difference_jvp"]["findings"] if "JXG024" in f["message"]]
+
+
 @pytest.mark.slow  # one foreign call end to end (about 2 s)
 def test_a_foreign_call_with_no_handler_on_this_platform_says_it_cannot_run_here():
     code, data = check_json(str(ACC / "ffi_accelerator_only.py"), ACC)

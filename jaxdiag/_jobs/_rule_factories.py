@@ -41,6 +41,8 @@ _MATRIX = re.compile(r"((numpy|np|jnp|jax|scipy|sparse|sp)\.)*(ndarray|ArrayLike
 _SPARSE = re.compile(r"\b(sparse|csr|csc|coo|spmatrix|sparray)")
 MATRIX_SIZE = 3  # the side of the host matrix a matrix parameter is given
 _MISSING = object()
+# The stand-in a factory's function parameter takes (`_callables.LADDER`'s first: elementwise, distinct scales)
+LADDER_FIRST = "elementwise"
 # What a factory can return: a callback or custom solve call site returns what it computes, never a rule.
 _RULE_KINDS = ("custom_jvp", "custom_vjp", "custom_vmap", "primitive")
 
@@ -144,12 +146,15 @@ def _host_matrix(sparse: bool) -> Any:
     return scipy_sparse.csr_matrix(dense) if sparse and scipy_sparse is not None else dense
 
 
-def factory_arguments(fn: Any, module: ModuleType, name: str, flags: dict[str, bool] | None = None
-                      ) -> tuple[dict[str, Any], list[str]] | str:
+def factory_arguments(fn: Any, module: ModuleType, name: str, flags: dict[str, bool] | None = None,
+                      stand_ins: bool = False) -> tuple[dict[str, Any], list[str]] | str:
     """({parameter: value}, the names whose value was assumed) for calling the factory `fn`, or why it cannot be
     called: its defaults stand, a keyword literal its package's own calls pass comes next, then a bool's value that
-    reaches the rule sites (`flags`, from `guarding_flags`), then `_assumed_value`."""
+    reaches the rule sites (`flags`, from `guarding_flags`), then, with `stand_ins`, jaxdiag's elementwise stand-in
+    for a parameter that takes a function (`define_fdjvp(func: Callable)`, `_callables.callable_params`), then
+    `_assumed_value`."""
     from .._loading._passthrough import bind_site_params
+    from ._callables import StandIn, callable_params
 
     try:
         params = list(inspect.signature(fn).parameters.values())
@@ -164,8 +169,12 @@ def factory_arguments(fn: Any, module: ModuleType, name: str, flags: dict[str, b
             given.setdefault(pname, value)
     assumed: list[str] = []
     documented = _documented_types(fn, list(wanted))
+    functions = set(callable_params(fn)[0]) if stand_ins else set()
     for pname, param in wanted.items():
         if pname in given:
+            continue
+        if pname in functions:
+            given[pname], assumed = StandIn(LADDER_FIRST), assumed + [pname]
             continue
         value = (flags or {}).get(pname, _MISSING) if _BOOL.match(_annotation_text(param)) else _MISSING
         value = _assumed_value(param, documented.get(pname, "")) if value is _MISSING else value
@@ -249,6 +258,7 @@ def check_returned(lint: Any, sites: list[Any], known: set[int], note: Callable[
     """The rules that module-level functions left unreached return: each such function called once with
     configuration values, each rule it returns checked as a target on inferred inputs. `starts(label)`: whether
     that function's unit runs (`_traced_reach.check_by_tracing`)."""
+    from . import _callables
     from .._harness.source import module_tree
 
     reports: list[TargetReport] = []
@@ -264,9 +274,13 @@ def check_returned(lint: Any, sites: list[Any], known: set[int], note: Callable[
             continue
         flags = guarding_flags(tree, function, [s.line for s in group])
         if lines:
-            made = _configured_call(fn, module, function, label, note, flags=flags)
+            functions: dict[str, str] = {}
+            made = _configured_call(fn, module, function, label, note, flags=flags, stand_ins=functions)
             if made is not None:
-                reports.extend(_check_rules(lint, module, group, lines, made, note, known))
+                checked = _check_rules(lint, module, group, lines, made, note, known)
+                for report in checked if functions else []:  # the rule wraps jaxdiag's stand-in: said so
+                    _callables.assume_returned_stand_ins(report, functions)
+                reports.extend(checked)
             continue
         made = _configured_call(fn, module, function, label, note, flags=flags,
                                 what="returns a function that makes or calls the rule, but is not called")
@@ -407,17 +421,21 @@ def _unreached_groups(sites: list[Any], methods: bool) -> list[list[Any]]:
 
 
 def _configured_call(fn: Any, module: ModuleType, name: str, label: str, note: Callable[[str, str], None],
-                     what: str = "returns the rule, but is not called", flags: dict[str, bool] | None = None
-                     ) -> tuple[Any, str] | None:
+                     what: str = "returns the rule, but is not called", flags: dict[str, bool] | None = None,
+                     stand_ins: dict[str, str] | None = None) -> tuple[Any, str] | None:
     """(what `fn` returns, the call as text) with its parameters filled by `factory_arguments` (`flags`: the bool
-    parameters' values reaching the rule sites); None, with the reason given to `note`, when it cannot be called or
-    raises."""
+    parameters' values reaching the rule sites; with `stand_ins`, a dict, a parameter taking a function gets
+    jaxdiag's stand-in, recorded there as {parameter: behaviour}); None, with the reason given to `note`, when it
+    cannot be called or raises."""
+    from ._callables import StandIn
 
-    arguments = factory_arguments(fn, module, name, flags or {})
+    arguments = factory_arguments(fn, module, name, flags or {}, stand_ins=stand_ins is not None)
     if isinstance(arguments, str):
         note(label, f"{what}: {arguments}")
         return None
     given, assumed = arguments
+    if stand_ins is not None:
+        stand_ins.update({k: v.behaviour for k, v in given.items() if isinstance(v, StandIn)})
     shown = [f"{k}={_shown(v)}" + (" (assumed)" if k in assumed else "") for k, v in given.items()]
     call = f"{name}({', '.join(shown)})"
     made = call_factory(fn, dict(given))
@@ -482,7 +500,9 @@ def _check_made(lint: Any, module: ModuleType, kind: str, obj: Any, made_by: str
     walked = next((w for w in lint.discovery.walked if w.module is module), None)
     if walked is None:
         return []
-    name = obj.name if kind == "primitive" else getattr(_locate.unwrap(getattr(obj, "fun", None)), "__name__", kind)
+    # a rule around jaxdiag's stand-in (a decorator factory's) has no name of its own: the factory's
+    factory = made_by.rpartition(":")[2].partition("(")[0] or kind
+    name = obj.name if kind == "primitive" else getattr(_locate.unwrap(getattr(obj, "fun", None)), "__name__", factory)
     found = Found(obj, kind, walked, name, keys=list(dict.fromkeys([f"{walked.label}:{name}",
                                                                   f"{module.__name__}:{name}"])))
     reports = lint._check(found)
