@@ -6,8 +6,9 @@ where one of them *calls* what the factory made, and a factory only returns it. 
 module-level function whose own `return` hands back the rule the site makes, is reached by calling that function:
 each required parameter keeps its default, else takes the literal the package's own calls pass (by keyword or
 position), else None where it is Optional, False where it is a bool, the int ladder's first value where it takes an
-int, 1.0 where it takes a float; a bool its body tests before making the rule (`if custom_vjp:`) takes the value
-reaching the rule (`guarding_flags`). What the call returns, when it is a rule, is checked as a target on inferred
+int, 1.0 where it takes a float, jaxdiag's elementwise stand-in where it takes a function (its verdicts then
+notes); a bool its body tests before making the rule (`if custom_vjp:`) takes the value reaching the rule
+(`guarding_flags`). What the call returns, when it is a rule, is checked as a target on inferred
 inputs (findings graded as such); every value assumed is named in the report. When it returns a function it defines
 that calls the rule (`estimate(matvec, vec)`), that function is checked as a function target, the rule nested in
 it; a parameter its code calls takes jaxdiag's stand-in, and its verdicts are then notes (`_callables`). A site in
