@@ -762,6 +762,17 @@ def test_a_callback_needing_a_module_that_is_not_installed_is_a_missing_dependen
     assert "'not_installed_solver'" in note["message"]
 
 
+def test_the_words_of_a_parameters_type_name_are_read_for_its_domain():
+    import inspect
+
+    from jaxdiag._run._operand_kinds import _annotated_domains
+
+    types = ["SymmetricTensor2", "PSDMatrix", "positive_float", "NonSymmetricMatrix", "Tensor", inspect.Parameter.empty]
+    params = [inspect.Parameter(f"p{i}", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation)
+              for i, annotation in enumerate(types)]
+    assert _annotated_domains(params) == {0: "spd", 1: "spd", 2: "positive"}  # "Non Symmetric" is denied
+
+
 @pytest.mark.slow  # two targets end to end (about 4 s)
 def test_a_parameter_type_naming_a_domain_states_the_values_it_holds():
     """`sig: SymmetricTensor`: a symmetric tensor's eigenvalue JVP was checked on a general matrix and reported

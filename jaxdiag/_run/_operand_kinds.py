@@ -219,8 +219,9 @@ def documented_domains(subject: Subject) -> dict[int, str]:
     return {**_annotated_domains(params), **out}
 
 
-# the words of a type's name: `SymmetricTensor2` -> "Symmetric Tensor2", `positive_float` -> "positive float"
-_TYPE_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|_")
+# the words of a type's name: `SymmetricTensor2` -> "Symmetric Tensor2", `PSDMatrix` -> "PSD Matrix",
+# `positive_float` -> "positive float"
+_TYPE_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_")
 
 
 def _annotated_domains(params: list[Any]) -> dict[int, str]:
@@ -230,7 +231,7 @@ def _annotated_domains(params: list[Any]) -> dict[int, str]:
     for i, param in enumerate(params):
         words = _TYPE_WORDS.sub(" ", annotation_text(param.annotation))
         for domain, pattern in _DOCUMENTED:
-            if any(not _DENIED.search(words[:m.start()]) for m in pattern.finditer(words)):
+            if any(not _DENIED.search(words[:m.start()].rstrip()) for m in pattern.finditer(words)):  # `NonSymmetric`
                 out[i] = domain
                 break
     return out
