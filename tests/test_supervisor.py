@@ -288,6 +288,17 @@ def test_a_crash_while_tracing_the_package_for_its_callbacks_ends_only_that_func
     assert found["smooth"]["verified"]
 
 
+def test_the_crashing_threads_frames_are_read_from_faulthandlers_output():
+    from jaxdiag._parent._supervisor import crash_frames
+
+    output = ("Fatal Python error: Segmentation fault\n\nThread 0x1 (most recent call first):\n"
+              '  File "/pkg/watch.py", line 67 in watch\n\nCurrent thread 0x2 (most recent call first):\n'
+              '  File "/lib/ctypes.py", line 519 in string_at\n  File "/pkg/native.py", line 5 in <module>\n\n'
+              "Extension modules: numpy\n")
+    assert crash_frames(output) == [("/lib/ctypes.py", 519), ("/pkg/native.py", 5)]  # not the other thread's
+    assert crash_frames("no crash here") == []
+
+
 @pytest.mark.slow
 @pytest.mark.supervised
 def test_a_module_whose_import_crashes_is_reported_and_keep_going_checks_the_others():
@@ -301,9 +312,11 @@ def test_a_module_whose_import_crashes_is_reported_and_keep_going_checks_the_oth
     done = _cli("check", package, "--keep-going", "--no-cache", "--format", "json")
     assert done.returncode == 5, done.stderr
     found = {t["target"]: t for t in json.loads(done.stdout)["targets"]}
-    (crash,) = found[f"{package.removeprefix(str(ROOT) + '/')}/native.py"]["findings"]
+    crashed = found[f"{package.removeprefix(str(ROOT) + '/')}/native.py"]
+    (crash,) = crashed["findings"]
     assert crash["code"] == "JXU002" and crash["location"]["line"] == _line_of("ctypes.string_at", "importcrash",
                                                                               "native.py")
+    assert "Segmentation fault" in crashed["output"]  # the dying process's stack, for -v
     assert [t["verified"] for name, t in found.items() if name.endswith("softplus")] == [True]
 
 

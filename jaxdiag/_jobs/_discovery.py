@@ -468,7 +468,9 @@ def _import_crash(label: str, what: str, crash: dict[str, Any]) -> TargetReport:
     if origin and origin.endswith(".py"):
         lines = [line for path, line in crash.get("frames", ()) if os.path.realpath(path) == os.path.realpath(origin)]
         finding.location = Location(_posix(_locate.relative_path(origin)), lines[0] if lines else 1, "<module>")
-    return TargetReport(label, "module", checks=[result], findings=[finding], module=label)
+    # what the dying process printed (faulthandler's stack among it), shown with -v
+    return TargetReport(label, "module", checks=[result], findings=[finding], module=label,
+                        output=str(crash.get("output") or ""))
 
 
 def _import_failure(label: str, message: str, what: str) -> TargetReport:

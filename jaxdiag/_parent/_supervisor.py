@@ -153,16 +153,19 @@ def _leave_out_crashed_import(job: Job, stopped: dict[str, Any], exitcode: int |
     if not request.get("keep_going") or len(crashed) >= MAX_CRASHED_IMPORTS:
         return False
     crashed[stopped["importing"]] = {"exitcode": exitcode, "seconds": stopped.get("seconds", 0.0),
-                                     "frames": crash_frames(output)}
+                                     "frames": crash_frames(output), "output": output}
     return True
 
 
 def crash_frames(output: str) -> list[tuple[str, int]]:
-    """The Python frames faulthandler printed when the child crashed, most recent first (file, line)."""
-    start = output.rfind("(most recent call first):")
+    """The Python frames faulthandler printed for the thread that crashed the child ("Current thread", else its
+    last stack), most recent first (file, line); a blank line or the next thread's stack ends them."""
+    start = output.rfind("Current thread")
+    start = start if start >= 0 else output.rfind("(most recent call first):")
     if start < 0:
         return []
-    return [(path, int(line)) for path, line in re.findall(r'^\s+File "(.+?)", line (\d+) in ', output[start:],
+    block = re.split(r"\n\s*\n|\nThread 0x", output[start:])[0]
+    return [(path, int(line)) for path, line in re.findall(r'^\s+File "(.+?)", line (\d+) in ', block,
                                                          flags=re.MULTILINE)]
 
 
