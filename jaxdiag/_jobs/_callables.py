@@ -269,9 +269,14 @@ def _array_keywords_positional(fn: Callable, keywords: dict[str, Any]) -> tuple[
         signature = sig.replace(parameters=[*required, *added, *optional, *others])
     except ValueError:  # an optional positional-only parameter cannot follow the added ones
         return fn, rest
+    return _as_users(call, fn, signature), rest
+
+
+def _as_users(call: Callable, fn: Callable, signature: inspect.Signature) -> Callable:
+    """`call`, a wrapper of the user's `fn` taking `signature`: what inference reads, located and named as `fn`."""
     call.__dict__.update(__signature__=signature, __wrapped__=fn)
     call.__module__, call.__name__, call.__qualname__ = fn.__module__, fn.__name__, fn.__qualname__
-    return call, rest
+    return call
 
 
 def with_stand_ins(fn: Callable, given: dict[str, StandIn], keywords: dict[str, Any] | None = None) -> Callable:
@@ -285,10 +290,7 @@ def with_stand_ins(fn: Callable, given: dict[str, StandIn], keywords: dict[str, 
         return fn(*merged, *rest, **(keywords or {}), **kwargs)
 
     kept = [p for p in sig.parameters.values() if p.name not in given and p.name not in (keywords or {})]
-    # what inference reads; and located and named as the user's function
-    call.__dict__.update(__signature__=sig.replace(parameters=kept), __wrapped__=fn)
-    call.__module__, call.__name__, call.__qualname__ = fn.__module__, fn.__name__, fn.__qualname__
-    return call
+    return _as_users(call, fn, sig.replace(parameters=kept))
 
 
 def _shown(stand_ins: dict[str, str]) -> str:

@@ -42,8 +42,6 @@ _MATRIX = re.compile(r"((numpy|np|jnp|jax|scipy|sparse|sp)\.)*(ndarray|ArrayLike
 _SPARSE = re.compile(r"\b(sparse|csr|csc|coo|spmatrix|sparray)")
 MATRIX_SIZE = 3  # the side of the host matrix a matrix parameter is given
 _MISSING = object()
-# The stand-in a factory's function parameter takes (`_callables.LADDER`'s first: elementwise, distinct scales)
-LADDER_FIRST = "elementwise"
 # What a factory can return: a callback or custom solve call site returns what it computes, never a rule.
 _RULE_KINDS = ("custom_jvp", "custom_vjp", "custom_vmap", "primitive")
 
@@ -155,7 +153,7 @@ def factory_arguments(fn: Any, module: ModuleType, name: str, flags: dict[str, b
     for a parameter that takes a function (`define_fdjvp(func: Callable)`, `_callables.callable_params`), then
     `_assumed_value`."""
     from .._loading._passthrough import bind_site_params
-    from ._callables import StandIn, callable_params
+    from ._callables import LADDER, StandIn, callable_params
 
     try:
         params = list(inspect.signature(fn).parameters.values())
@@ -175,7 +173,7 @@ def factory_arguments(fn: Any, module: ModuleType, name: str, flags: dict[str, b
         if pname in given:
             continue
         if pname in functions:
-            given[pname], assumed = StandIn(LADDER_FIRST), assumed + [pname]
+            given[pname], assumed = StandIn(LADDER[0]), assumed + [pname]  # the elementwise one
             continue
         value = (flags or {}).get(pname, _MISSING) if _BOOL.match(_annotation_text(param)) else _MISSING
         value = _assumed_value(param, documented.get(pname, "")) if value is _MISSING else value
