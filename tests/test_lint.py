@@ -347,6 +347,11 @@ def test_a_plain_shared_library_in_a_package_folder_is_not_an_import_failure(tmp
     shutil.copy(library, tmp_path / "lintpkg" / "native_kernels.so")
     data = json.loads(invoke("lintpkg", "--keep-going", "--format", "json").output)
     assert data["summary"]["import_failures"] == 0, data["summary"]
+    # Python source raising the same words is a module that failed to import, never skipped: no run turns green so
+    (tmp_path / "lintpkg" / "fake.py").write_text(
+        "raise ImportError('dynamic module does not define module export function (PyInit_fake)')\n")
+    data = json.loads(invoke("lintpkg", "--keep-going", "--format", "json").output)
+    assert data["summary"]["import_failures"] == 1, data["summary"]
 
 
 @pytest.mark.parametrize("filters", [["--select", "JXB"], ["--ignore", "JXR"], ["--ignore", "JX"],

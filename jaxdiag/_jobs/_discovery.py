@@ -14,6 +14,7 @@ JXU001/JXU002 and the others are checked.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import os
@@ -239,8 +240,8 @@ class Discovery:
         try:
             module = load_module(what, self.app_dir)
         except TargetLoadError as exc:
-            if _NOT_A_PYTHON_MODULE in str(exc):  # a plain shared library the package loads itself (ctypes, an FFI)
-                return None
+            if _NOT_A_PYTHON_MODULE in str(exc) and _is_extension_file(what):  # a plain shared library the package
+                return None  # loads itself (ctypes, an FFI); never a Python module raising those words
             if not self.keep_going:
                 raise TargetLoadError(f"{exc} (pass --keep-going to report it and check the other modules)"
                                       ) from None
@@ -512,6 +513,13 @@ def _own(location: Location | None, what: str) -> bool:
                    else list(getattr(spec, "submodule_search_locations", None) or []))
     where = os.path.realpath(location.path)
     return any(where.startswith(os.path.realpath(folder) + os.sep) for folder in folders)
+
+
+def _is_extension_file(what: str) -> bool:
+    """Whether the module `what` names is an extension file (`.so`, `.pyd`) on disk, not Python source."""
+    found = call_user(importlib.util.find_spec, what) if not what.endswith(".py") else None
+    origin = getattr(found.value, "origin", None) if found is not None and found.error is None else None
+    return bool(origin) and str(origin).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 
 
 # What Python says importing a `.so` in a package folder that is a plain shared library, not an extension module:
