@@ -157,8 +157,8 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
         others = {pos: e for pos, e in edged.items() if pos != a.pos}
         values = _on_edge(st, others)
         out, exc = quiet_call(st.call_target, values)
-        if exc is not None or primal_saturates(st, values):
-            continue  # the primal fails on the edge, or is singular there (finite only as `clip(x / 0, ...)` is)
+        if exc is not None:
+            continue  # the primal fails on the edge
         out_leaves = jax.tree_util.tree_leaves(out)
         inexact = [k for k, leaf in enumerate(out_leaves) if is_inexact(np.asarray(leaf).dtype)]
         edge_text = _edge_text(st, others) or "every argument at its draw"
@@ -166,6 +166,8 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
         v = st.direction(a, 0).astype(a.dtype)
         if st.kind != "custom_vjp" and others:
             finding = _forward(st, values, a, x, v, out_leaves, inexact, edge_text)
+            if finding is not None and primal_saturates(st, values):
+                continue  # singular there, finite only as `clip(x / 0, ...)` is: no derivative to hold a rule to
             if finding is not None:
                 forward_hit = True
                 yield finding
@@ -174,6 +176,8 @@ def derivative_boundary(ctx: Context) -> Iterator[Finding]:
             if not all_finite([out_leaves[k]]):
                 continue  # the output itself is NaN/inf there: its derivative says nothing
             finding = _reverse(st, values, a, x, v, k, out_leaves, edge_text, forward_hit)
+            if finding is not None and primal_saturates(st, values):
+                break
             if finding is not None:
                 yield finding
                 return
@@ -191,8 +195,8 @@ def _transposed_on_edge(st: GradState, edged: dict[int, np.ndarray]) -> Finding 
     finite, so a NaN in `J^T w` is the transposition's own: `jnp.where(x > 0, t / (2 * y), 0.0)` at x = 0."""
     values = _on_edge(st, edged)
     out, exc = quiet_call(st.call_target, values)
-    if exc is not None or not all_finite(jax.tree_util.tree_leaves(out)) or primal_saturates(st, values):
-        return None  # the primal fails, is NaN or is singular on the edge: no derivative to compare
+    if exc is not None or not all_finite(jax.tree_util.tree_leaves(out)):
+        return None  # the primal fails or is NaN on the edge: no derivative to compare
     fn = st.target_at(values)
     x = [values[a.pos] for a in st.diff]
     res, exc = quiet_call(jax.jvp, fn, tuple(x), tuple(st.tangent(a, 0) for a in st.diff))
@@ -205,7 +209,10 @@ def _transposed_on_edge(st: GradState, edged: dict[int, np.ndarray]) -> Finding 
     cts, exc = quiet_call(pulled[1], jax.tree_util.tree_unflatten(st.out_treedef, list(ws)))
     if exc is not None:
         return None
-    return reverse_nonfinite(st, list(cts), f"with {_edge_text(st, edged)}", values)
+    finding = reverse_nonfinite(st, list(cts), f"with {_edge_text(st, edged)}", values)
+    # singular on the edge (finite only by saturation): no derivative to compare. Asked last: it runs the primal
+    # op by op, a compile per operation, which a rule without a candidate finding never needs
+    return None if finding is None or primal_saturates(st, values) else finding
 
 
 def reverse_nonfinite(st: GradState, cts: list[Any], where: str, values: list[Any] | None = None
@@ -242,7 +249,7 @@ def _own_edge(st: GradState, edged: dict[int, np.ndarray], forward_hit: bool) ->
     if exc is not None:
         return
     out_leaves = jax.tree_util.tree_leaves(out)
-    if len(out_leaves) < 2 or primal_saturates(st, values):
+    if len(out_leaves) < 2:
         return
     edge_text = _edge_text(st, edged)
     for a in st.diff:
@@ -252,7 +259,8 @@ def _own_edge(st: GradState, edged: dict[int, np.ndarray], forward_hit: bool) ->
                 continue
             finding = _reverse(st, values, a, values[a.pos], v, k, out_leaves, edge_text, forward_hit, smooth=True)
             if finding is not None:
-                yield finding
+                if not primal_saturates(st, values):
+                    yield finding
                 return
 
 
