@@ -322,3 +322,46 @@ def test_a_failed_host_callback_is_recognised_in_both_jaxlib_wordings():
     assert _compat.is_callback_failure(old) and _compat.is_callback_failure(new)
     assert not _compat.is_callback_failure(XlaRuntimeError("INTERNAL: out of memory"))
     assert not _compat.is_callback_failure(RuntimeError("CpuCallback error: from user code"))
+
+
+def test_a_removed_name_is_read_from_an_attribute_or_an_import_as_an_exception_or_as_its_text():
+    """One reader for the rules' failures (an exception) and for an import failure (its `Kind: message` text in a
+    traceback): `jax.core.Primitive` as an attribute, `from jax.lib import xla_client` as an import."""
+    from jaxdiag._checks._shared import removed_api
+
+    attribute = "module 'jax.core' has no attribute 'Primitive'"
+    imported = "cannot import name 'xla_client' from 'jax.lib' (/site-packages/jax/lib/__init__.py)"
+    assert removed_api(AttributeError(attribute)) == ("jax.core", "Primitive")
+    assert removed_api(ImportError(imported)) == ("jax.lib", "xla_client")
+    assert removed_api(f"pkg/ops.py:3: AttributeError: {attribute}\n") == ("jax.core", "Primitive")
+    assert removed_api(f"Traceback ...\nImportError: {imported}") == ("jax.lib", "xla_client")
+    assert removed_api(ImportError("cannot import name 'trapz' from 'numpy'")) is None  # not JAX's
+    assert removed_api(ValueError(attribute)) is None and removed_api(f"ValueError: {attribute}") is None
+
+
+def test_a_rule_importing_a_removed_jax_name_is_that_apis_finding():
+    """A batching rule doing `from jax.interpreters.batching import <gone>` at call time: JXR008 with the name,
+    not a rule that raised."""
+    import textwrap
+    import types
+
+    source = textwrap.dedent('''
+        import jax.numpy as jnp
+        from jax.extend.core import Primitive
+        from jax.interpreters import batching
+
+        double_p = Primitive("double_gone")
+        double_p.def_impl(lambda x: 2 * x)
+        double_p.def_abstract_eval(lambda x: x)
+
+        def _double_batch(args, dims):
+            from jax.interpreters.batching import no_such_helper_anymore
+            return double_p.bind(args[0]), dims[0]
+
+        batching.primitive_batchers[double_p] = _double_batch
+    ''')
+    module = types.ModuleType("removed_import_rule")
+    exec(compile(source, "removed_import_rule.py", "exec"), module.__dict__)
+    report = jaxdiag.check_batching(module.double_p, "f32[3]")  # a fresh primitive: nothing else sees its rule
+    found = [f for f in report.findings if f.code == "JXR008"]
+    assert found and "no_such_helper_anymore" in found[0].message, [f.code for f in report.findings]

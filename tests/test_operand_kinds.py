@@ -113,6 +113,21 @@ def test_parameters_annotated_as_containers_of_arrays_are_those_containers() -> 
     assert builds[3]("x") == State("x", "x") and type(builds[3]("x")) is State
 
 
+def test_an_array_annotation_is_an_array_a_union_with_scalars_or_none_and_never_a_container() -> None:
+    """One reading for positional operands, containers' fields and keyword-only arguments (`_call_sites`):
+    `jax.typing.ArrayLike` as `annotation_text` formats it is a union of arrays with NumPy and Python scalars."""
+    from jax.typing import ArrayLike
+
+    from jaxdiag._harness.source import annotation_text
+    from jaxdiag._run._operand_kinds import is_array_annotation
+
+    arrays = [annotation_text(ArrayLike), "jax.Array | None", "Optional[Array]", "ArrayLike | float",
+              'Float[Array, "n"]', "np.ndarray", "'Array'"]
+    others = ["Sequence[Array]", "tuple[Array, ...]", "float | None", "int", "Union[Array, Plan]", "str", "None"]
+    assert [t for t in arrays if not is_array_annotation(t)] == []
+    assert [t for t in others if is_array_annotation(t)] == []
+
+
 def test_parameters_annotated_as_pytree_classes_are_built_around_drawn_arrays() -> None:
     """A sparse format (its `fromdense`, also behind jaxtyping's `Float[CSR, "n n"]`) and a registered dataclass of
     arrays: an instance built from the rung's array whose float leaves are drawn and whose indices are kept; a rung

@@ -435,28 +435,49 @@ _ASKS_FOR_AN_ISSUE = re.compile(r"\b(open|opening|file|filing|raise|raising)\s+a
 _A_BUG = re.compile(r"\b(bug|internal|unexpected|should not happen|should never)\b", re.IGNORECASE)
 
 
-def removed_api(exc: BaseException) -> tuple[str, str] | None:
-    """(module, attribute) when `exc` says a `jax` module has no such attribute (a removed or moved API)."""
-    if not isinstance(exc, AttributeError):
+# A JAX name this release does not have, in the words of the two ways code reaches it: an attribute
+# (`jax.core.Primitive`) or a `from jax... import name`
+_REMOVED = re.compile(r"(module '(jax[\w.]*)' has no attribute '(\w+)')|"
+                      r"(cannot import name '(\w+)' from '(jax[\w.]*)')")
+
+
+def removed_api(exc: BaseException | str) -> tuple[str, str] | None:
+    """(module, attribute) when `exc` (an exception, or its `Kind: message` text) says a `jax` module has no such
+    attribute or name to import (a removed or moved API)."""
+    if isinstance(exc, BaseException) and not isinstance(exc, (AttributeError, ImportError)):
         return None
     text = str(exc)
-    if not text.startswith("module 'jax"):
+    found = _REMOVED.match(text) if isinstance(exc, BaseException) else _REMOVED.match(
+        _error_line(text).partition(": ")[2])
+    if found is None:
         return None
-    parts = text.split("'")
-    return (parts[1], parts[3]) if len(parts) >= 4 else None
+    return (found[2], found[3]) if found[1] else (found[6], found[5])
 
 
-def removed_api_finding(exc: BaseException, where: str, location: Location | None) -> Finding:
+def removed_api_finding(exc: BaseException | str, where: str, location: Location | None) -> Finding:
+    """JXR008 for what `removed_api` reads in `exc`, with the table's advice and, where the name has a drop-in
+    replacement, the corrected line."""
     module, attr = removed_api(exc) or ("jax", "?")
     advice = _compat.removed_api_advice(module, attr)
+    error = first_line(exc) if isinstance(exc, BaseException) else (_error_line(exc) or exc.partition("\n")[0])
     return rules.REMOVED_JAX_API.finding(
         where=where,
         module=module,
         attr=attr,
         jax_version=_compat.JAX_VERSION,
-        exc_error=first_line(exc),
+        exc_error=error,
         advice=advice + _corrected_line(location, attr),
         location=location)
+
+
+def _error_line(text: str) -> str:
+    """`Kind: message` of the removed name in a failure's text (a traceback, `file:line: Kind: message`), to the
+    end of its line; "" when the text says no such error."""
+    for found in _REMOVED.finditer(text):
+        kind = "AttributeError: " if found.group(1) else "ImportError: "
+        if text[:found.start()].endswith(kind):
+            return kind + text[found.start():].splitlines()[0]
+    return ""
 
 
 def _corrected_line(location: Location | None, attr: str) -> str:

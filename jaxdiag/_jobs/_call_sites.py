@@ -156,6 +156,7 @@ def keyword_values(module: ModuleType, name: str) -> dict[str, Any] | None:
     from . import _callables
     from .._loading._passthrough import bind_site_params
     from .._run._int_params import int_kind
+    from .._run._operand_kinds import is_array_annotation
 
     fn = getattr(module, name, None)
     try:
@@ -173,19 +174,13 @@ def keyword_values(module: ModuleType, name: str) -> dict[str, Any] | None:
         annotation = annotation_text(wanted[missing].annotation)
         if kind is not None:
             found[missing] = Assumed(kind[0])
-        elif _ARRAY_ANNOTATION.search(annotation) and not _CONTAINER_ANNOTATION.match(annotation):
+        elif is_array_annotation(annotation):
             found[missing] = _callables.ArrayKeyword()
         elif annotation == "bool":  # the plain path: a flag off
             found[missing] = False
         else:
             return None
     return found
-
-
-# What annotates an array argument: `Array`, `ArrayLike` (a Union once formatted), `np.ndarray`, jaxtyping's
-# `Float[Array, "n"]`; not a container of them (`Sequence[Array]`, `tuple[Array, ...]`)
-_ARRAY_ANNOTATION = re.compile(r"\b(Array|ArrayLike|ndarray)\b")
-_CONTAINER_ANNOTATION = re.compile(r"(typing\.)?(Sequence|Tuple|tuple|List|list|Dict|dict|Mapping|Iterable)\[")
 
 
 @dataclass(frozen=True)

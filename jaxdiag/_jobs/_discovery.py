@@ -525,26 +525,15 @@ def _is_extension_file(what: str) -> bool:
 # What Python says importing a `.so` in a package folder that is a plain shared library, not an extension module:
 # the package loads it itself (`ctypes.CDLL`, an FFI's loader), and the walk leaves it alone.
 _NOT_A_PYTHON_MODULE = "dynamic module does not define module export function"
-# An import failing on a JAX name this release removed: `jax.core.Primitive`, `from jax.lib import xla_client`.
-_REMOVED_AT_IMPORT = re.compile(r"AttributeError: (module '(jax[\w.]*)' has no attribute '(\w+)')|"
-                                r"ImportError: (cannot import name '(\w+)' from '(jax[\w.]*)')")
 
 
 def _removed_api_at_import(label: str, message: str, location: Location | None) -> list[Finding]:
-    """JXR008 when the import failed, on a line of the package's own, on a JAX attribute this release removed
-    (`jax.core.Primitive` at module level): the package cannot be imported on this JAX at all, and the table says
-    what replaces it."""
-    from .. import _rules as rules
+    """JXR008 when the import failed, on a line of the package's own, on a JAX name this release removed
+    (`jax.core.Primitive` at module level, `from jax.lib import xla_client`): the package cannot be imported on this
+    JAX at all, and the table says what replaces it."""
+    from .._checks._shared import removed_api, removed_api_finding
 
-    found = _REMOVED_AT_IMPORT.search(message)
-    if found is None:
+    if removed_api(message) is None:
         return []
-    if found.group(1):
-        kind, (error, module, attr) = "AttributeError", found.group(1, 2, 3)
-    else:
-        kind, (error, attr, module) = "ImportError", found.group(4, 5, 6)
-    advice = _compat.removed_api_advice(module, attr)
-    return [rules.REMOVED_JAX_API.finding(where=f"module {label}", module=module, attr=attr,
-                                          jax_version=_compat.JAX_VERSION, exc_error=f"{kind}: {error}",
-                                          advice=advice, location=location)]
+    return [removed_api_finding(message, f"module {label}", location)]
 

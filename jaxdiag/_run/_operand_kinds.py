@@ -420,15 +420,37 @@ def _instance_template(make: Callable[..., Any], count: int, spec: Any, sparse: 
     return spec if rebuilt.error is not None else rebuilt.value
 
 
-def _is_array_text(text: str) -> bool:
+def is_array_annotation(text: str) -> bool:
+    """Whether an annotation's text names an array: `Array`, `np.ndarray`, jaxtyping's `Float[Array, "n"]`, or a
+    union of an array with scalars or None (`ArrayLike` as formatted: `Union[jax.Array, numpy.ndarray, ..., float]`);
+    never a container of arrays (`Sequence[Array]`)."""
     node = _parse(text)
     return node is not None and _is_array(node)
 
 
+_is_array_text = is_array_annotation
+# what a union may hold beside an array and still be one operand (`ArrayLike`'s NumPy scalars and Python numbers)
+_SCALAR_NAME = re.compile(r"^(\w+\.)*(bool|int|float|complex|number|bool_|generic|None)$")
+
+
 def _is_array(node: ast.expr) -> bool:
+    members = _union_members(node)
+    if members is not None:
+        return any(_is_array(m) for m in members) and all(
+            _is_array(m) or (isinstance(m, ast.Constant) and m.value is None) or _SCALAR_NAME.match(dotted_name(m))
+            for m in members)
     if isinstance(node, ast.Subscript):  # jaxtyping: `Float[Array, "n"]`
         return dotted_name(node.value).rpartition(".")[2] in _JAXTYPING
     return bool(_ARRAY_NAME.match(dotted_name(node)))
+
+
+def _union_members(node: ast.expr) -> list[ast.expr] | None:
+    """The members of `A | B`, `Union[A, B]` or `Optional[A]`; None for anything else."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return [*(_union_members(node.left) or [node.left]), *(_union_members(node.right) or [node.right])]
+    if isinstance(node, ast.Subscript) and dotted_name(node.value).rpartition(".")[2] in ("Union", "Optional"):
+        return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return None
 
 
 # The words of a bound pair's two ends, as parameter names spell them (`low`/`high`, `x_min`/`x_max`, `lb`/`ub`,
