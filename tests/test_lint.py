@@ -323,10 +323,17 @@ def test_an_import_failing_on_a_removed_jax_api_is_that_apis_finding_at_the_user
 
 
 def test_an_import_of_a_name_jax_removed_is_that_apis_finding(tmp_path, monkeypatch, probe_only):
+    """Every module importing the package's broken helper fails on the helper's line: one JXR008 for that line (on
+    the first module the walk imports), the others stay import failures pointing at it."""
     monkeypatch.chdir(tmp_path)
-    write_pkg(tmp_path, extra={"lintpkg/old.py": "from jax.lib import no_such_client\n"})
+    write_pkg(tmp_path, extra={"lintpkg/old.py": "from jax.lib import no_such_client\n",
+                               "lintpkg/uses_old.py": "from lintpkg import old\n",
+                               "lintpkg/uses_old_too.py": "from lintpkg.old import no_such_client\n"})
     data = json.loads(invoke("lintpkg", "--keep-going", "--format", "json").output)
-    (finding,) = next(t for t in data["targets"] if t["target"] == "lintpkg/old.py")["findings"]
+    failed = {t["target"]: t for t in data["targets"] if t["kind"] == "module"}
+    assert set(failed) == {"lintpkg/old.py", "lintpkg/uses_old.py", "lintpkg/uses_old_too.py"}
+    assert all(t["problems"][0]["location"]["path"] == "lintpkg/old.py" for t in failed.values())
+    (finding,) = [f for t in failed.values() for f in t["findings"]]
     assert finding["code"] == "JXR008" and "`jax.lib.no_such_client`" in finding["message"]
 
 

@@ -138,6 +138,7 @@ class Discovery:
         self.crashed = dict(crashed or {})
         self.walked: list[Walked] = []
         self.failed: list[TargetReport] = []
+        self._removed_lines: set[tuple[str, int]] = set()  # lines whose removed JAX name is already a finding
         self.config_dir = Path(config.source).parent if config.source else Path.cwd()
 
     def walk(self, items: Sequence[ModuleType | str], from_config: bool) -> None:
@@ -245,12 +246,28 @@ class Discovery:
             if not self.keep_going:
                 raise TargetLoadError(f"{exc} (pass --keep-going to report it and check the other modules)"
                                       ) from None
-            self.failed.append(_import_failure(label, str(exc), what))
+            self.failed.append(self._once(_import_failure(label, str(exc), what)))
             return None
         finally:
             if on_import is not None:
                 on_import(what, None)
         return module
+
+    def _once(self, report: TargetReport) -> TargetReport:
+        """One line using a removed JAX name is one JXR008, on the first module whose import fails on it: every
+        module importing a package's broken helper fails there too (each stays an import failure at that line)."""
+        from .. import _rules as rules
+
+        kept = []
+        for finding in report.findings:
+            line = (finding.location.path, finding.location.line) if finding.location is not None else None
+            if finding.code == rules.REMOVED_JAX_API.code and line is not None:
+                if line in self._removed_lines:
+                    continue
+                self._removed_lines.add(line)
+            kept.append(finding)
+        report.findings = kept
+        return report
 
     def _path_label(self, module: ModuleType) -> str:
         where = _module_file(module)
