@@ -901,3 +901,15 @@ def test_a_call_through_numpys_or_jaxs_namespace_is_not_a_bind_site_of_a_holder_
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("holder_mod")
     assert bind_site_params({"concatenate"}, [module], None) == {"dimension": 0}
+
+
+@pytest.mark.slow  # one callback target end to end (about 3 s)
+def test_a_callback_keeping_state_between_calls_is_not_judged_against_a_loop():
+    """A host schedule whose `pure_callback` updates a history on every call: vmap and the per-example loop differ
+    because each call changes the next value, not because of batching. It was JXB005 ("the defect is elsewhere in
+    __call__"); the per-example loop, run twice on the same examples, now shows the state and the check says so."""
+    _, data = check_json(str(ACC / "stateful_callback.py"), ACC)
+    (target,) = [t for t in data["targets"] if "__call__" in t["target"]]
+    assert not [f for f in target["findings"] if f["severity"] != "info"], target["findings"]
+    (note,) = [f for f in target["findings"] if f["code"] == "JXN003" and "called again" in f["message"]]
+    assert note["location"]["line"] > 0 and "stateful_callback.py" in note["location"]["path"]

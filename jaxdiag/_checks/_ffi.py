@@ -144,9 +144,25 @@ class Runner:
                                 findings=_cannot_run_here(self.ctx, exc)) from exc
             args = reference.batched_args(variant)
             observed = _observe(vmapped(fn, variant), args, want)
+            if observed and not self._repeats(variant):
+                name = self.ctx.subject.name
+                raise SkipCheck(
+                    f"{name} returns other values when called again on the same examples (a callback keeping "
+                    "state between calls, which `pure_callback` assumes it does not): no vmap can be compared with "
+                    f"a per-example loop, so its batching was not judged ({variant.phrase(name)} {observed})",
+                    note=True, location=call.location)
             if observed:
                 return Failure(variant, observed, _handed(vmapped(fn, variant), args, call, method))
         return None
+
+    def _repeats(self, variant: Variant) -> bool:
+        """Whether the per-example loop gives the same values when run twice more on the same examples."""
+        fn = _compat.jaxpr_as_fun(self.closed)
+        drawn = self._reference(variant, fn)
+        first, again = (Reference(self.ctx.subject, fn, drawn.pool, drawn.count).expected(variant) for _ in range(2))
+        if isinstance(first, BaseException) or isinstance(again, BaseException):
+            return True  # failing on an example is reported by the checks that run it
+        return all(np.array_equal(a, b, equal_nan=True) for a, b in zip(first, again))
 
     def reached_under_vmap(self) -> bool:
         """True when vmap of the function as written (no vmap_method rewritten) fails, warns about a missing
