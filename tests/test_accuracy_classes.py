@@ -282,11 +282,16 @@ def test_a_stated_surrogate_names_a_derivative_and_the_deliberate_kind(tmp_path)
         "@functools.cache\n"
         "def a(x):\n    'Step with a straight-through gradient.'\n\n\n"
         "def b(x):\n    'The surrogate model. Its gradient is exact.'\n\n\n"
-        "def c(x):\n    '''Spike.\n\n    The backward pass uses a pseudo-derivative.'''\n")
+        "def c(x):\n    '''Spike.\n\n    The backward pass uses a pseudo-derivative.'''\n\n\n"
+        "def d(a, lam):\n    'Identity in lam, carrying the eigenvalue derivative with respect to a.'\n\n\n"
+        "def e(x):\n    'The loop carrying the state. Its gradient is exact.'\n")
     at = {name: Location(str(source), line, name) for name, line in (("a", 4), ("a_def", 5), ("b", 9), ("c", 13))}
     assert stated_deliberate([at["a"]]) == stated_deliberate([at["a_def"]]) == "Step with a straight-through gradient."
     assert stated_deliberate([at["b"]]) is None  # "surrogate" and "gradient" in different sentences
     assert stated_deliberate([None, at["b"], at["c"]]) == "The backward pass uses a pseudo-derivative."
+    attached = "Identity in lam, carrying the eigenvalue derivative with respect to a."
+    assert stated_deliberate([Location(str(source), 19, "d")]) == attached
+    assert stated_deliberate([Location(str(source), 23, "e")]) is None  # carrying a state, not a derivative
 
 
 def test_a_factorys_documentation_states_the_reading_of_the_rules_it_builds(tmp_path):

@@ -15,8 +15,10 @@ reported whatever the intent.
 
 A sentence counts when it names both what the reading is about and its deliberate kind, together:
 - "derivative": a derivative (derivative, gradient, JVP, VJP, tangent, backward pass) and a surrogate,
-  straight-through, pseudo-derivative, score-function or REINFORCE estimator, or gradient clipping ("clips the
-  gradient", `clip_gradient`; not a clip alone, whose exact derivative a rule may mean to give);
+  straight-through, pseudo-derivative, score-function or REINFORCE estimator, gradient clipping ("clips the
+  gradient", `clip_gradient`; not a clip alone, whose exact derivative a rule may mean to give), or a derivative
+  attached to a value computed elsewhere ("the gradient is attached here", "carrying its derivative": an identity
+  in a host solver's result whose JVP gives the derivative the solver does not);
 - "batch": vmap or the batch, and a batch-wide value (maximum, minimum, largest, smallest, sum, mean, average, a
   statistic, or the same value for all of its elements), or ignoring the batch ("ignores batch dimensions").
 An argument said to get no gradient ("teacher → 0", "`scale` is treated as a constant": `states_no_gradient`) is the
@@ -45,7 +47,11 @@ _DERIVATIVE = re.compile(r"\b(derivatives?|gradients?|grads?|jvps?|vjps?|tangent
 _SURROGATE = re.compile(r"\bsurrogates?\b|\bstraight[- ]through\b|\bpseudo[- ]?(derivative|gradient)s?\b|"
                         r"\bscore[- ]function\b|\bREINFORCE\b|"
                         # gradient clipping: "clips the gradient", "gradient clipping", `clip_gradient`, `grad_clip`
-                        r"\bclip\w*\s+(the\s+)?(gradients?|grads?|cotangents?)\b|\b(gradients?|grads?)\s+clip",
+                        r"\bclip\w*\s+(the\s+)?(gradients?|grads?|cotangents?)\b|\b(gradients?|grads?)\s+clip|"
+                        # a derivative attached to a value computed elsewhere: "the gradient is attached here",
+                        # "carrying the eigenvalue derivative" (an identity whose JVP gives what a host solver does not)
+                        r"\battach(es|ed|ing)?\b|\bcarr(y|ies|ying)\s+(the|its|an?)\s+([\w-]+\s+){0,2}"
+                        r"(derivatives?|gradients?|jvps?|tangents?)\b",
                         re.IGNORECASE)
 _BATCH = re.compile(r"\b(vmap\w*|batch(es|ed)?)\b", re.IGNORECASE)
 _BATCH_WIDE = re.compile(r"\b(maximum|minimum|largest|smallest|max|min|sum|mean|average|statistics?|"
