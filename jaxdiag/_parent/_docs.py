@@ -41,8 +41,9 @@ codes at that rule: a wrong formula elsewhere in the same rule is still reported
 reported as {unused}, like any unused suppression. A docstring that states the reading stands for the marker on
 {stated}: one sentence of the rule's docstring, or of the target function's, that names a derivative
 (derivative, gradient, JVP, VJP, tangent, backward pass) and its deliberate kind (surrogate, straight-through,
-pseudo-derivative, score-function or REINFORCE, or gradient clipping: "clips the gradient", a rule named
-`clip_gradient`), such as "Heaviside step function with piece-wise linear derivative
+pseudo-derivative, score-function or REINFORCE, gradient clipping: "clips the gradient", a rule named
+`clip_gradient`, or a derivative attached to a value computed elsewhere: "carrying the eigenvalue derivative", "the
+gradient is attached here"), such as "Heaviside step function with piece-wise linear derivative
 to use as spike-generation surrogate". On {stated_batch} the same holds for a sentence that names vmap or the batch
 and a batch-wide value (its maximum, minimum, sum, mean or a statistic, or "the same for all") or says it ignores the
 batch, such as "The identity, except under vmap: the largest value of the batch, the same for all of its elements"
