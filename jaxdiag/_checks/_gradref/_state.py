@@ -239,6 +239,11 @@ class GradState:
             out, exc = quiet_call(self.call_primal, self.values())
             if exc is not None:
                 raise SkipCheck(f"{self.subject.label} fails on the example inputs: {error_text(exc)}")
+            other = next((x for x in jax.tree_util.tree_leaves(out)
+                          if not hasattr(x, "dtype") and not isinstance(x, (bool, int, float, complex))), None)
+            if other is not None:  # a function that returns a function (a factory's product that builds another)
+                raise SkipCheck(f"{self.subject.label} returns {type(other).__name__} {_short(other)}, not arrays: "
+                                "there is nothing to differentiate")
             self.memo.out = out
         return self.memo.out
 
@@ -454,3 +459,7 @@ RESIDUALS_NOT_ARRAYS = "fwd-residuals"
 # check that evaluates the JVP rule is blocked; `reverse-only-reference` checks reverse mode instead.
 REVERSE_ONLY = "reverse-mode-only"
 
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
