@@ -1,6 +1,6 @@
-"""Ordered host effects built in two steps, as a runtime of ordered host calls writes them: `host_effect(order)` gives `eff`,
-and `eff(host, *outs)` gives the effect body that calls the host through `io_callback`. `eff` returns a function,
-not arrays: there is nothing to differentiate or batch in it, and checking it must say so, not fail."""
+"""Ordered host effects built in two steps, as a runtime of ordered host calls writes them: `host_effect(order)`
+gives `eff`, and `eff(host, *outs)` gives the effect body that calls the host through `io_callback`. `eff` returns a
+function, not arrays: there is nothing to differentiate or batch in it, and checking it must say so, not fail."""
 
 import jax
 import jax.numpy as jnp
