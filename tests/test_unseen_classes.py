@@ -925,3 +925,43 @@ def test_a_function_returning_a_function_is_not_differentiated_and_is_no_interna
     (target,) = data["targets"]
     grad = [c for c in target["checks"] if c["name"] in ("function-grad", "grad-composition")]
     assert grad and all(c["status"] == "skipped" and "not arrays" in c["detail"] for c in grad), grad
+
+
+@pytest.mark.slow  # three matrix functions end to end (about 4 s)
+def test_a_one_operand_function_named_or_summarised_as_spd_takes_spd_matrices():
+    """`spd_sqrtm` ("Principal SPD square root") and `_psd_log_differentiable` state their input only in their name or
+    summary line; their Daleckii-Krein JVPs were JXG024 on general matrices, where no caller passes them. Drawn SPD
+    now, they are clean; the same root named and summarised as a plain matrix function is still reported."""
+    _, data = check_json(str(ACC / "spd_matrix_functions.py"), ACC)
+    found = {t["target"].rpartition(":")[2]: t for t in data["targets"]}
+    assert found["spd_sqrtm"]["inputs"] == found["_psd_log_differentiable"]["inputs"] == ["f32[3,3]@spd"]
+    assert not [f for name in ("spd_sqrtm", "_psd_log_differentiable") for f in found[name]["findings"]
+                if f["severity"] != "info"]
+    assert "JXG024" in {f["code"] for f in found["matrix_root"]["findings"]}
+
+
+def test_only_spd_words_in_a_name_or_summary_state_the_sole_operands_domain():
+    from jaxdiag._checks._base import Subject
+    from jaxdiag._run._operand_kinds import documented_domains
+
+    def psd_project(A):
+        return A
+
+    def symmetric_part(A):
+        """The symmetric part of any square matrix."""
+        return A
+
+    def inverse_root(A):
+        """Inverse square root of a positive-definite matrix."""
+        return A
+
+    def non_spd_fallback(A):
+        return A
+
+    def spd_distance(A, B):
+        return A
+
+    domains = {f.__name__: documented_domains(Subject(f"m:{f.__name__}", "function", f, specs=[]))
+               for f in (psd_project, symmetric_part, inverse_root, non_spd_fallback, spd_distance)}
+    assert domains == {"psd_project": {0: "spd"}, "symmetric_part": {}, "inverse_root": {0: "spd"},
+                       "non_spd_fallback": {}, "spd_distance": {}}, domains

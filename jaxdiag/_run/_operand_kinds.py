@@ -216,7 +216,28 @@ def documented_domains(subject: Subject) -> dict[int, str]:
     for doc in docstrings(subject, names):  # its own first, then a wrapper's that documents what it passes on
         if any(pattern.search(doc) for _, pattern in _DOCUMENTED) or _LOWER_BOUND_ZERO.search(doc):
             out = {**_domains_in(doc, names), **out}
-    return {**_annotated_domains(params), **out}
+    sole = {0: "spd"} if len(params) == 1 and _sole_operand_spd(subject) else {}
+    return {**sole, **_annotated_domains(params), **out}
+
+
+# What the name or the summary line of a one-operand function says of that operand: a function of SPD (PSD,
+# positive-definite) matrices (`_spd_sqrtm`, "Principal SPD square root") takes such matrices. Only these words:
+# "symmetric" in a name says as often what the function makes of any matrix (`symmetric_part`).
+_SPD_STATED = re.compile(r"\b(s\.?p\.?d|p\.?s\.?d|positive[- ]?(semi[- ]?)?definite)\b", re.IGNORECASE)
+
+
+def _sole_operand_spd(subject: Subject) -> bool:
+    from .._core import _locate
+    from ._stated_shapes import own_functions
+
+    for fn in own_functions(subject):
+        fn = _locate.unwrap(fn)
+        doc = getattr(fn, "__doc__", None)
+        summary = doc.strip().split("\n\n")[0] if isinstance(doc, str) else ""
+        for text in (_TYPE_WORDS.sub(" ", str(getattr(fn, "__name__", ""))), summary):
+            if any(not _DENIED.search(text[:m.start()].rstrip()) for m in _SPD_STATED.finditer(text)):
+                return True
+    return False
 
 
 # the words of a type's name: `SymmetricTensor2` -> "Symmetric Tensor2", `PSDMatrix` -> "PSD Matrix",
