@@ -176,6 +176,17 @@ def test_second_order_only_with_order_2():
     assert "JXG019" in run_sample("jxg019_bad.py", order=2).codes()
 
 
+def test_second_order_is_not_compiled_for_a_gradient_that_already_fails_under_jit_or_vmap():
+    """grad-composition's JXG016 (the gradient differs under vmap) makes second derivatives moot: they are the same
+    gradient under the same transformations, and compiling them cost seconds on a looping subject."""
+    report = run_sample("jxg016_bad.py", order=2)
+    assert "JXG016" in report.codes()
+    (second,) = [c for t in report.targets for c in t.checks if c.name == "grad-second-order"]
+    assert second.status == "skipped" and "already fails under jit/vmap (JXG016)" in second.detail
+    good = run_sample("jxg016_good.py", order=2)
+    assert [c.status for t in good.targets for c in t.checks if c.name == "grad-second-order"] == ["passed"]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Functions, nested rules, nondiff_argnums, symbolic zeros, integer arguments
 # ---------------------------------------------------------------------------------------------------------------

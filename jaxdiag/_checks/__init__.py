@@ -53,7 +53,7 @@ PROVIDES: dict[str, frozenset[str]] = {
                               "grad.reverse_only"}),
     "_primitive_ad": frozenset({"grad.eager_grad", "grad.blocked.primitive-transpose"}),
     "_solves": frozenset({"grad.blocked.custom-solves"}),
-    "_grad": frozenset({"grad.blocked.function-grad"}),
+    "_grad": frozenset({"grad.blocked.function-grad", "grad.second_order_moot"}),
 }
 
 

@@ -26,6 +26,7 @@ from ._solves import solver_names
 from ._custom_jvp import eager_vjp, pullback_at_first_cotangent, rule_location
 from ._gradref._compiled import CompiledPrimal
 from ._gradref._fd import below_64
+from ._gradref._values import example_cotangent, host_example_cotangent
 from ._gradref import (
     EVERY_BLOCKER, NOT_COMPUTED, GradState, close, device_zeros, error_text, grad_tol,
     is_float0, locate, nan_at_a_zero_output, quiet_call, require, rule_name, short_dtype, short_message, state,
@@ -244,15 +245,6 @@ def _batched_gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[[Sequence
     return gradient
 
 
-def example_cotangent(w: Any, j: int) -> Any:
-    """Example j's output cotangent in vjp(vmap f): `w` rolled by j and scaled by 1 + j, so that every example's
-    cotangent differs in direction and size. float0 cotangents stay as they are."""
-    if is_float0(w):
-        return w
-    flat = jnp.roll(jnp.ravel(w), j)
-    return ((1 + j) * flat).reshape(jnp.shape(w)).astype(w.dtype)
-
-
 def _composite(st: GradState, ws: Sequence[Any], size: int) -> Callable:
     gradient = _gradient_fn(st, ws)
     batched = _batched_gradient_fn(st, ws)
@@ -277,7 +269,7 @@ def _per_example_loop(st: GradState, ws: Sequence[Any], batch: list[Any], size: 
     # NumPy examples and over 300 s on device arrays)
     host = [np.asarray(b) for b in batch]
     loop = [gradient([b[j] for b in host], ws) for j in range(size)]
-    loop_w = [gradient([b[j] for b in host], [_host_example_cotangent(w, j) for w in ws]) for j in range(size)]
+    loop_w = [gradient([b[j] for b in host], [host_example_cotangent(w, j) for w in ws]) for j in range(size)]
     return loop, loop_w
 
 
@@ -321,16 +313,6 @@ def _direct_gradient_fn(st: GradState, ws: Sequence[Any]) -> Callable[..., list[
     return gradient
 
 
-def _host_example_cotangent(w: Any, j: int) -> Any:
-    """`example_cotangent` computed with NumPy (the same values: a roll and an exact integer scale), so the
-    eager loop compiles no roll/scale operations of its own."""
-    if is_float0(w):
-        return w
-    host = np.asarray(w)
-    flat = np.roll(host.reshape(-1), j)
-    return _compat.device_array(((1 + j) * flat).reshape(host.shape).astype(host.dtype))
-
-
 def _compiled(st: GradState, ws: Sequence[Any], size: int) -> Callable:
     key = (id(st.subject.obj), st.kind, repr(sorted(st.subject.params.items(), key=lambda kv: kv[0])),
            tuple(str(s) for s in st.subject.specs), repr(st.subject.static_args), size, _compat.x64_enabled(),
@@ -353,9 +335,17 @@ def _batch(ctx: Context, st: GradState) -> tuple[int, list[Any]]:
     return size, [_compat.device_array(x) for x in draws]
 
 
-@check("grad-composition", family="grad", kinds=ALL_KINDS, reads=(*EVERY_BLOCKER, "grad.eager_grad", "grad.bwd_full"))
+@check("grad-composition", family="grad", kinds=ALL_KINDS, reads=(*EVERY_BLOCKER, "grad.eager_grad", "grad.bwd_full"),
+       provides=("grad.second_order_moot",))
 def grad_composition(ctx: Context) -> Iterator[Finding]:
-    """jit(grad f), vmap(grad f) and grad(vmap f) against the eager gradient and a per-example loop (JXG016)."""
+    """jit(grad f), vmap(grad f) and grad(vmap f) against the eager gradient and a per-example loop (JXG016); where
+    the gradient fails under them, second derivatives (compiled the same way) would only repeat it: not checked."""
+    if found := list(_compositions(ctx)):
+        state(ctx).memo.second_order_moot = f"the gradient already fails under jit/vmap ({found[0].code})"
+    yield from found
+
+
+def _compositions(ctx: Context) -> Iterator[Finding]:
     st = state(ctx)
     require(st)
     if not st.diff or not float_outputs(st):

@@ -246,3 +246,22 @@ def leaf_difference(got: Any, want: Any) -> str | None:
         return None
     cmp = compare(to_f64(got), to_f64(want), tol=primal_tol(want_dtype))
     return None if cmp.ok or cmp.nonfinite and cmp.max_abs == 0 else f"value {cmp.describe()}"
+
+
+def example_cotangent(w: Any, j: int) -> Any:
+    """Example j's output cotangent in vjp(vmap f): `w` rolled by j and scaled by 1 + j, so that every example's
+    cotangent differs in direction and size. float0 cotangents stay as they are."""
+    if is_float0(w):
+        return w
+    flat = jnp.roll(jnp.ravel(w), j)
+    return ((1 + j) * flat).reshape(jnp.shape(w)).astype(w.dtype)
+
+
+def host_example_cotangent(w: Any, j: int) -> Any:
+    """`example_cotangent` computed with NumPy (the same values: a roll and an exact integer scale), so the
+    eager loop compiles no roll/scale operations of its own."""
+    if is_float0(w):
+        return w
+    host = np.asarray(w)
+    flat = np.roll(host.reshape(-1), j)
+    return _compat.device_array(((1 + j) * flat).reshape(host.shape).astype(host.dtype))
