@@ -965,3 +965,26 @@ def test_only_spd_words_in_a_name_or_summary_state_the_sole_operands_domain():
                for f in (psd_project, symmetric_part, inverse_root, non_spd_fallback, spd_distance)}
     assert domains == {"psd_project": {0: "spd"}, "symmetric_part": {}, "inverse_root": {0: "spd"},
                        "non_spd_fallback": {}, "spd_distance": {}}, domains
+
+
+@pytest.mark.slow  # one filter end to end (about 4 s); the comment reading below stays fast
+def test_shapes_commented_after_each_parameter_and_a_none_default_state_are_the_contract():
+    """`x: jnp.ndarray,  # (B, time)` states the shape in a comment, and the optional `state=None` is a path the
+    filter cannot take: no rung of two arguments ran (JXN004). The commented shapes, with the state passed, run."""
+    _, data = check_json(str(ACC / "commented_shapes.py"), ACC)
+    (target,) = data["targets"]
+    assert target["verified"] and target["inputs"] == ["f32[2,3]", "f32[2,3,4]", "f32[2,4]"], target["findings"]
+
+
+def test_a_comment_after_a_parameter_states_its_axes():
+    from jaxdiag._run._stated_shapes import comment_axes
+
+    def kernel(
+        q,  # (batch, seq, dim) queries
+        mask=None,  # (batch, seq,)
+        scale: float = 1.0,  # a number, no shape
+        *rest,
+    ):  # (not a parameter)
+        return q
+
+    assert comment_axes(kernel) == {"q": ("batch", "seq", "dim"), "mask": ("batch", "seq")}

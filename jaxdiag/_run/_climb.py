@@ -587,7 +587,11 @@ def _arity(subject: Subject, operands: Sequence[Sequence[str]] = ()) -> list[int
         return bound + [n for n in sorted({len(required), 1, 2, 3} - {0}) if n not in bound] or [1]
     if subject.kind == "primitive":
         return [len(required) - _params_taken(required, subject.params)] if required else [1]
-    return [len(required)]
+    # then the optional arguments that default to None (`zi: Array = None`): an array passed or left out
+    n = len(required)
+    while n < len(params) and params[n].default is None:
+        n += 1
+    return [len(required)] + ([n] if n > len(required) else [])
 
 
 def _params_taken(required: list, params: dict) -> int:

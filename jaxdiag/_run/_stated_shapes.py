@@ -70,8 +70,10 @@ def stated_axes(subject: Subject, names: list[str]) -> list[dict[int, Axes]]:
                 annotated.setdefault(i, array.axes)
         for i, axes in code_axes(fn).items():
             unpacked.setdefault(i, axes)
-    sources = [annotated, unpacked] + [{names.index(name): axes for name, axes in _doc_axes(doc, names).items()}
-                            for doc in docstrings(subject, names)]
+    commented = {names.index(name): axes for fn in own_functions(subject)
+                 for name, axes in comment_axes(fn).items() if name in names}
+    sources = [annotated, commented, unpacked] + [
+        {names.index(name): axes for name, axes in _doc_axes(doc, names).items()} for doc in docstrings(subject, names)]
     merged: dict[int, Axes] = {}
     for source in sources:
         for i, axes in source.items():
@@ -171,6 +173,31 @@ def _doc_axes(doc: str, names: list[str]) -> dict[str, Axes]:
         if axes is not None:
             out[name] = axes
     return out
+
+
+def comment_axes(fn: Any) -> dict[str, Axes]:
+    """{parameter: axis names} from the comment after each parameter of `fn`'s signature, one per line (nbdev's
+    documented arguments: `x: jnp.ndarray,  # (B, time)`, `zi: jnp.ndarray = None,  # (B, n_coeffs) initial state`)."""
+    try:
+        lines, _ = inspect.getsourcelines(_locate.unwrap(fn))
+    except (OSError, TypeError):
+        return {}
+    out: dict[str, Axes] = {}
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith(("def ", "async def "))), None)
+    for line in lines[start + 1:] if start is not None else []:
+        code, _, comment = line.partition("#")
+        param = _PARAM_LINE.match(code)
+        match = _LEADING_SHAPE.match(comment) or _DOC_SHAPE.search(comment) if param and comment else None
+        axes = _axes(match.group(1) or match.group(2)) if match else None
+        if param and axes is not None:
+            out[param.group(1)] = axes
+        if re.search(r"\)\s*(->[^:]*)?:\s*$", code):  # the signature ends
+            break
+    return out
+
+
+# a parameter on its own line of a signature: `x: jnp.ndarray,`, `zi=None,`, `a,`
+_PARAM_LINE = re.compile(r"^\s*\*{0,2}([A-Za-z_]\w*)\s*(?::[^=]*)?(?:=.*)?,?\s*$")
 
 
 def _axes(text: str) -> Axes | None:
