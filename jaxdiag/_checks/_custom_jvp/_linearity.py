@@ -45,6 +45,9 @@ def rounding_floor(st: GradState) -> float:
         return 0.0
     eps = max(float(jax.numpy.finfo(o.dtype).eps) for o in outs)  # numpy < 2 has no finfo of bfloat16
     out = max(float(np.max(np.abs(o), initial=0.0)) for o in outs)
+    if out == 0.0:  # an output exactly zero at this point (the log of a matrix whose eigenvalues are all positive
+        # reals, under a projection onto its skew part): the tangent's rounding follows the inputs it is computed from
+        out = max((float(np.max(np.abs(np.asarray(a.value)), initial=0.0)) for a in st.diff), default=0.0)
     tangent = max((float(np.max(np.abs(np.asarray(st.tangent(a, d))), initial=0.0)) for a in st.diff
                    for d in (0, 1)), default=0.0)
     return _ROUNDING_UNITS * eps * out * tangent
