@@ -998,3 +998,30 @@ def test_a_zero_derivative_out_of_a_cancellation_is_not_called_nonlinear_where_t
     _, data = check_json(str(ACC / "zero_output_noise.py"), ACC)
     (target,) = data["targets"]
     assert target["verified"] and not [f for f in target["findings"] if f["severity"] != "info"], target["findings"]
+
+
+@pytest.mark.slow  # one synthesis end to end (about 3 s); the error reading below stays fast
+def test_an_operand_is_tried_at_the_shape_the_targets_own_error_asks_for():
+    """(lmax + 1)(lmax + 2) / 2 packed coefficients: no rung has that size, and the function says which it wants
+    ("coeffs shape (4,) != expected (15,) for lmax=4"). It was JXN004; the rung is tried again at that shape."""
+    _, data = check_json(str(ACC / "error_stated_shape.py"), ACC)
+    (target,) = data["targets"]
+    size, lmax = int(target["inputs"][0].strip("f32[]")), int(target["inputs"][1])
+    assert target["verified"] and size == (lmax + 1) * (lmax + 2) // 2, target["inputs"]
+
+
+def test_the_shape_an_error_expects_is_read_in_either_order_for_the_one_operand_it_got():
+    import numpy as np
+
+    from jaxdiag._loading._inputs import ArgSpec
+    from jaxdiag._run._error_shapes import restated_by_error
+
+    f32 = np.dtype(np.float32)
+    vector, matrix = ArgSpec(f32, (4,)), ArgSpec(f32, (4, 4))
+    assert restated_by_error("ValueError: alm shape (4,) != expected (15,) for lmax=4", [vector, 4, matrix]) == {
+        0: ArgSpec(f32, (15,))}
+    assert restated_by_error("ValueError: expected shape (2, 6), got (4, 4)", [vector, matrix]) == {
+        1: ArgSpec(f32, (2, 6))}
+    assert restated_by_error("ValueError: expected (3,), got (4,)", [vector, vector]) == {}  # which one: unsaid
+    assert restated_by_error("ValueError: shape (4,) != expected (100000, 100)", [vector]) == {}  # too large
+    assert restated_by_error("TypeError: bad operand", [vector]) == {}

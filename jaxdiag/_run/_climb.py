@@ -60,6 +60,7 @@ from ._assumed_params import DISAGREES
 from ._call_site_dtypes import complex_positions
 from ._sparse_operands import csr_rungs
 from ._domains import VALUES_ONLY
+from ._error_shapes import restated_by_error
 from ._well_posed import well_posed
 
 # The plain ladder: one shape for every operand, simplest first.
@@ -273,6 +274,9 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                         if error.startswith(missing_dependency):
                             raise MissingDependencyError(subject.label, error)
                         _learn(subject, state, error, failures, derived)
+                        if not ran and not state.again:  # "alm shape (4,) != expected (15,)": this rung at that shape
+                            state.restated = restated_by_error(error, templates)
+                            state.again = bool(state.restated)
                         if ran:
                             break
                 if fallback is not None and fallback[2] and derived is None:  # the derived family is done
@@ -587,10 +591,8 @@ def _arity(subject: Subject, operands: Sequence[Sequence[str]] = ()) -> list[int
         return bound + [n for n in sorted({len(required), 1, 2, 3} - {0}) if n not in bound] or [1]
     if subject.kind == "primitive":
         return [len(required) - _params_taken(required, subject.params)] if required else [1]
-    # then the optional arguments that default to None (`zi: Array = None`): an array passed or left out
-    n = len(required)
-    while n < len(params) and params[n].default is None:
-        n += 1
+    # then with the optional arguments that default to None passed too (`zi: Array = None`)
+    n = len(required) + len(list(itertools.takewhile(lambda p: p.default is None, params[len(required):])))
     return [len(required)] + ([n] if n > len(required) else [])
 
 
