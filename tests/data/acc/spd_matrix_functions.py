@@ -15,21 +15,28 @@ def _from_eigh(vecs, vals):
     return (vecs * vals[..., None, :]) @ jnp.swapaxes(vecs, -1, -2)
 
 
-@jax.custom_jvp
-def spd_sqrtm(P):
-    """Principal SPD square root, differentiated without differentiating eigenvectors."""
+def _root(P):
     vals, vecs = _eigh_sym(P)
     return _from_eigh(vecs, jnp.sqrt(jnp.maximum(vals, 1e-30)))
 
 
-@spd_sqrtm.defjvp
-def _spd_sqrtm_jvp(primals, tangents):
-    (P,), (E,) = primals, tangents
+def _root_and_tangent(P, E):  # Daleckii-Krein: the tangent's entries over the sums of the roots
     vals, vecs = _eigh_sym(P)
     roots = jnp.sqrt(jnp.maximum(vals, 1e-30))
     rotated = jnp.swapaxes(vecs, -1, -2) @ (0.5 * (E + jnp.swapaxes(E, -1, -2))) @ vecs
     inner = rotated / (roots[..., :, None] + roots[..., None, :])
     return _from_eigh(vecs, roots), vecs @ inner @ jnp.swapaxes(vecs, -1, -2)
+
+
+@jax.custom_jvp
+def spd_sqrtm(P):
+    """Principal SPD square root, differentiated without differentiating eigenvectors."""
+    return _root(P)
+
+
+@spd_sqrtm.defjvp
+def _spd_sqrtm_jvp(primals, tangents):
+    return _root_and_tangent(primals[0], tangents[0])
 
 
 @jax.custom_jvp
@@ -56,15 +63,9 @@ def _psd_log_jvp(primals, tangents):
 @jax.custom_jvp
 def matrix_root(P):
     """Principal square root, differentiated without differentiating eigenvectors."""
-    vals, vecs = _eigh_sym(P)
-    return _from_eigh(vecs, jnp.sqrt(jnp.maximum(vals, 1e-30)))
+    return _root(P)
 
 
 @matrix_root.defjvp
 def _matrix_root_jvp(primals, tangents):
-    (P,), (E,) = primals, tangents
-    vals, vecs = _eigh_sym(P)
-    roots = jnp.sqrt(jnp.maximum(vals, 1e-30))
-    rotated = jnp.swapaxes(vecs, -1, -2) @ (0.5 * (E + jnp.swapaxes(E, -1, -2))) @ vecs
-    inner = rotated / (roots[..., :, None] + roots[..., None, :])
-    return _from_eigh(vecs, roots), vecs @ inner @ jnp.swapaxes(vecs, -1, -2)
+    return _root_and_tangent(primals[0], tangents[0])
