@@ -918,13 +918,26 @@ def test_a_callback_keeping_state_between_calls_is_not_judged_against_a_loop():
 @pytest.mark.slow  # one factory product end to end (about 3 s)
 def test_a_function_returning_a_function_is_not_differentiated_and_is_no_internal_error():
     """`host_effect(order)` gives `eff`, and `eff(host, *outs)` gives the effect body: `eff` returns a function.
-    The grad checks converted its output to arrays and failed inside jaxdiag (exit 3, three internal errors); they
-    now skip it, saying what it returns."""
+    The grad checks converted its output to arrays and failed inside jaxdiag (exit 3, three internal errors), and the
+    checks that did run made it "verified". No check applies to a function returning a function: the factory is
+    not checkable (exit 5), and the report says what its product returns."""
     code, data = check_json(str(ACC / "returns_a_function.py"), ACC)
-    assert code != 3 and data["summary"]["internal_errors"] == 0, data["summary"]
+    assert code == 5 and data["summary"]["internal_errors"] == 0 and data["summary"]["checked"] == 0, data["summary"]
     (target,) = data["targets"]
-    grad = [c for c in target["checks"] if c["name"] in ("function-grad", "grad-composition")]
-    assert grad and all(c["status"] == "skipped" and "not arrays" in c["detail"] for c in grad), grad
+    (note,) = target["findings"]
+    assert note["code"] == "JXN012" and "it returns function" in note["message"], note
+
+
+def test_a_product_returning_a_function_skips_every_check_saying_what_it_returns():
+    import jaxdiag
+
+    from tests.data.acc.returns_a_function import host_effect
+
+    report = jaxdiag.check_batching(host_effect(lambda tok: tok), lambda x: (x,), "f32[3]")
+    (target,) = report.targets
+    assert not report.ok and not [c for c in target.checks if c.status == "passed"], target.checks
+    impl = next(c for c in target.checks if c.name == "registration-impl")
+    assert impl.status == "skipped" and "it returns function" in impl.detail
 
 
 @pytest.mark.slow  # three matrix functions end to end (about 4 s)

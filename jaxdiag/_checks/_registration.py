@@ -25,6 +25,7 @@ from ._base import Context, SkipCheck, Subject, check
 from .._harness import call_user
 from ._shared import (
     AbstractOutput, abstract_output, aval_text, avals_text, bind_fn, example_output, first_line, flat_outputs,
+    foreign_values,
     has_jit_path, runs_eagerly, traced_only, inputs_text, is_user_primitive, own_jitted, prim_var, primitive_module,
     reference_fn, removed_api, removed_api_finding, rule_location, signature_problem, stated_precondition,
     user_frame_location,
@@ -63,6 +64,9 @@ def impl_check(ctx: Context) -> Iterator[Finding]:
     out = example_output(ctx)
     if out.error is not None:
         yield _raised(ctx, out.error)
+    elif subject.kind == "function" and (returned := foreign_values(ctx)):
+        raise SkipCheck(f"{subject.name} ran, but {returned}, not arrays: no check applies to it (the function it "
+                        "returns is what computes arrays; check a call of that)", note=True, location=subject.location)
 
 
 def _missing_impl(ctx: Context) -> Finding:

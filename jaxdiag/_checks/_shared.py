@@ -537,6 +537,8 @@ def foreign_values(ctx: Context) -> str:
     and no array check applies; "" for every other subject. The impl is never run here: its output is read once
     the impl check has run it (`example_output`'s cache), so a user impl that hangs or exits does so in that check."""
     subject = ctx.subject
+    if subject.kind == "function":
+        return _returns_callables(ctx)
     if subject.kind != "primitive" or not subject.specs or not _compat.is_primitive(subject.obj):
         return ""
     out = _cached_abstract_output(subject, ctx.cache)
@@ -557,3 +559,15 @@ def foreign_values(ctx: Context) -> str:
 
 
 IMPL_OBJECTS = "its impl returns"  # how `foreign_values` begins when the impl, not the abstract eval, says so
+
+
+def _returns_callables(ctx: Context) -> str:
+    """"it returns function": a function whose output, once a check ran it (`example_output`'s cache), holds
+    functions, not arrays (a factory's product that builds another: `eff(host, *outs)` returning the effect body).
+    Nothing about it can be batched, differentiated or compared; "" before it ran and for every other output."""
+    ran = ctx.cache.example_output
+    leaves = ran.leaves if ran is not None and ran.leaves is not None else []
+    items = [item for leaf in leaves if getattr(leaf, "dtype", None) is not None and leaf.dtype.kind == "O"
+             for item in np.asarray(leaf, dtype=object).ravel()]
+    kinds = sorted({type(item).__name__ for item in items if callable(item)})
+    return f"it returns {'/'.join(kinds)}" if kinds else ""
