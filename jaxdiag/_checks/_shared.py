@@ -550,12 +550,18 @@ def foreign_values(ctx: Context) -> str:
         return ""
     kinds: set[str] = set()
     for leaf in ran.leaves:
-        dtype = getattr(leaf, "dtype", None)
-        items = list(np.asarray(leaf, dtype=object).ravel()) if dtype is not None and dtype.kind == "O" else []
+        items = _object_items(leaf)
         if not items or not all(_locate.is_user_code(type(item)) for item in items):
             return ""
         kinds.update(type(item).__name__ for item in items)
     return f"{IMPL_OBJECTS} {'/'.join(sorted(kinds))}"
+
+
+def _object_items(leaf: Any) -> list[Any]:
+    """The Python objects an output leaf of object dtype holds (the example run stores outputs as NumPy arrays);
+    [] for a leaf of numbers."""
+    dtype = getattr(leaf, "dtype", None)
+    return list(np.asarray(leaf, dtype=object).ravel()) if dtype is not None and dtype.kind == "O" else []
 
 
 IMPL_OBJECTS = "its impl returns"  # how `foreign_values` begins when the impl, not the abstract eval, says so
@@ -567,7 +573,6 @@ def _returns_callables(ctx: Context) -> str:
     Nothing about it can be batched, differentiated or compared; "" before it ran and for every other output."""
     ran = ctx.cache.example_output
     leaves = ran.leaves if ran is not None and ran.leaves is not None else []
-    items = [item for leaf in leaves if getattr(leaf, "dtype", None) is not None and leaf.dtype.kind == "O"
-             for item in np.asarray(leaf, dtype=object).ravel()]
+    items = [item for leaf in leaves for item in _object_items(leaf)]
     kinds = sorted({type(item).__name__ for item in items if callable(item)})
     return f"it returns {'/'.join(kinds)}" if kinds else ""
