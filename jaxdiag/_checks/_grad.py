@@ -23,6 +23,9 @@ from .._core._report import Finding, Location
 from ._base import Context, SkipCheck, check
 from .._harness import call_user
 from ._solves import solver_names
+from ._composition_faults import (
+    batched_transpose_fault, batching_rule_skips_primitive, impl_differentiated, nonfinite_only_composed,
+)
 from ._custom_jvp import eager_vjp, pullback_at_first_cotangent, rule_location
 from ._gradref._compiled import CompiledPrimal
 from ._gradref._fd import below_64
@@ -377,7 +380,8 @@ def _compositions(ctx: Context) -> Iterator[Finding]:
                         "composition defect")
     loop, loop_w = loops
     found = list(_compare_compositions(st, eager, g_jit, g_vmap, g_gvmap, loop, loop_w, size,
-                                       lambda: _primal_vmap_differs(st, batch, size)))
+                                       lambda: _primal_vmap_differs(st, batch, size),
+                                       lambda: batching_rule_skips_primitive(st, batch, _array_call(st))))
     if found and _agrees_in_float64(st, ws, arrays, batch, size):
         raise SkipCheck("the compositions differ from the eager gradient in the inputs' precision only: in float64 "
                         "they agree, so rounding decides the difference (a branch or a threshold that rounding "
@@ -408,14 +412,16 @@ def _agrees_in_float64(st: GradState, ws: Sequence[Any], arrays: list[Any], batc
         return not any(_compare_compositions(st, eager, g_jit, g_vmap, g_gvmap, loop, loop_w, size, lambda: False))
 
 
+def _array_call(st: GradState) -> Callable[..., list[Any]]:
+    """The function of its array arguments alone, returning its output leaves."""
+    positions = _array_positions(st)
+    return lambda *arrays: jax.tree_util.tree_leaves(st.call_target(st.values(dict(zip(positions, arrays)))))
+
+
 def _primal_vmap_differs(st: GradState, batch: list[Any], size: int) -> bool:
     """True when vmap of the function itself (no derivative) already differs from the per-example loop: then a
     vmap(grad f) mismatch comes from the batching rule, not from the derivative rules."""
-    positions = _array_positions(st)
-
-    def f(*arrays: Any) -> list[Any]:
-        return jax.tree_util.tree_leaves(st.call_target(st.values(dict(zip(positions, arrays)))))
-
+    f = _array_call(st)
     batched, exc = quiet_call(lambda: jax.vmap(f)(*batch))
     if exc is not None:
         return False
@@ -534,14 +540,16 @@ def _primal_fails_too(st: GradState, how: str, arrays: list, batch: list, trace_
 
 
 def _compare_compositions(st: GradState, eager: list, g_jit: list, g_vmap: list, g_gvmap: list, loop: list,
-                          loop_w: list, size: int, primal_vmap_differs: Callable[[], bool]) -> Iterator[Finding]:
+                          loop_w: list, size: int, primal_vmap_differs: Callable[[], bool],
+                          skips_primitive: Callable[[], bool] = lambda: False) -> Iterator[Finding]:
     for a, e, j in zip(st.diff, eager, g_jit):
         if close(j, e, grad_tol(a.dtype)):
             continue
         cmp = compare(to_f64(j), to_f64(e), tol=grad_tol(a.dtype))
-        if not cmp.ok and not cmp.nonfinite:
-            yield _composition_finding(st, "jax.jit(jax.grad(f))", f"the gradient for {a.name} differs from the "
-                                                                   f"eager one: {cmp.describe()}.")
+        nonfinite = nonfinite_only_composed(j, e, "the eager gradient is")
+        if nonfinite or not cmp.ok and not cmp.nonfinite:
+            yield _composition_finding(st, "jax.jit(jax.grad(f))", f"the gradient for {a.name} "
+                                       f"{nonfinite or 'differs from the eager one: ' + cmp.describe()}.")
             return
     for how, got, per_example in (("jax.vmap(jax.grad(f))", g_vmap, loop),
                                   ("jax.vjp(jax.vmap(f)) with a different cotangent per example", g_gvmap, loop_w)):
@@ -550,41 +558,24 @@ def _compare_compositions(st: GradState, eager: list, g_jit: list, g_vmap: list,
             if close(got[i], expected, grad_tol(a.dtype)):
                 continue
             cmp = compare(to_f64(got[i]), expected, tol=grad_tol(a.dtype))
-            if not cmp.ok and not cmp.nonfinite:
-                message = (f"over a batch of {size} examples the gradient for {a.name} differs from the "
-                           f"per-example gradients: {cmp.describe()}.")
+            nonfinite = nonfinite_only_composed(got[i], expected, "the per-example gradients are")
+            if nonfinite or not cmp.ok and not cmp.nonfinite:
+                message = (f"over a batch of {size} examples the gradient for {a.name} "
+                           f"{nonfinite or 'differs from the per-example gradients: ' + cmp.describe()}.")
                 fix, location = "", None
-                if primal_vmap_differs():
+                if nonfinite and how.startswith("jax.vjp") and skips_primitive():
+                    explained, fix = impl_differentiated(st)
+                    message, location = message + explained, _batching_location(st)
+                elif primal_vmap_differs():
                     message += (" jax.vmap of the function itself already differs from the per-example loop, so "
                                 "the batching rule is at fault, not the derivative rules.")
                     fix = (f"Fix the batching of {display_name(st)} first: `jaxdiag batching` on this target "
                            "shows the rule and the in_axes that break it.")
                     location = _batching_location(st)
                 elif how.startswith("jax.vjp") and st.kind == "primitive":
-                    message, fix, location = _batched_transpose_fault(st, message)
+                    message, fix, location = batched_transpose_fault(st, message, finding_location(st))
                 yield _composition_finding(st, how, message, fix, location)
                 return
-
-
-def _batched_transpose_fault(st: GradState, message: str) -> tuple[str, str, Location | None]:
-    """vjp(vmap f) is wrong while vmap(grad f) and vmap(f) agree with the loop: the batching of the transpose is
-    right, so the transpose rule itself is wrong on the batched shapes the batching rule binds the primitive with
-    (the transpose of the batched primitive)."""
-    prim = st.subject.obj
-    rule = _compat.transpose_rule(prim)
-    users = [f for f in _compat.rule_user_functions(rule) if f is not None and _locate.is_user_code(f)] \
-        if rule is not None else []
-    rule = users[0] if users else rule
-    name = getattr(_locate.unwrap(rule), "__name__", "") if rule is not None else ""
-    name = name if name and name != "<lambda>" else f"{prim.name}'s transpose rule"
-    message += (f" jax.vmap(jax.grad(f)) and jax.vmap(f) agree with the per-example loop, so batching {prim.name} "
-                f"and batching its transpose are right; {name} is wrong on the batched operands the batching rule "
-                f"binds {prim.name} with (the transpose of the batched primitive), e.g. it flips, sums or indexes "
-                "axis 0, which is the batch axis there.")
-    fix = (f"Make {name} work for operands with extra leading axes: use negative axes (`axis=-1`) or the axes "
-           f"given in the params, never axis 0, as {prim.name}'s impl does.")
-    location = _locate.locate(rule) if rule is not None and _locate.is_user_code(rule) else finding_location(st)
-    return message, fix, location
 
 
 CHECKS = [function_grad, grad_composition]

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         is_jit_wrapped, is_primitive, is_undefined_primal, jit_static_args, device_array, tangent_dtype,
         x64_enabled,
     )
-    from ._own_programs import own_jit
+    from ._own_programs import default_compiles, fast_runs, own_jit
     from ._operands import operands_at, reaches_operands
     from ._custom import (
         bwd_cotangent_mismatch, custom_jvp_parts, custom_vjp_parts, custom_vmap_parts, install_call_hooks,
@@ -95,7 +95,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "SymbolicZero", "UndefinedPrimal", "Zero", "_ad", "config_values", "custom_jvp_type", "custom_vjp_type",
         "custom_vmap_type", "device_array", "float0", "instantiate_zeros", "is_jit_wrapped", "is_primitive",
         "is_undefined_primal", "jit_static_args", "tangent_dtype", "x64_enabled"),
-    "_own_programs": ("own_jit",),
+    "_own_programs": ("default_compiles", "fast_runs", "own_jit"),
     "_operands": ("operands_at", "reaches_operands"),
     "_custom": ("bwd_cotangent_mismatch", "custom_jvp_parts", "custom_vjp_parts", "custom_vmap_parts",
         "install_call_hooks", "is_custom_jvp", "is_custom_vjp", "is_custom_vmap", "record_custom_calls",
@@ -213,6 +213,8 @@ __all__ = [
     "batched_by_custom_rule",
     "is_jit_wrapped",
     "jit_static_args",
+    "default_compiles",
+    "fast_runs",
     "own_jit",
     "operands_at",
     "reaches_operands",

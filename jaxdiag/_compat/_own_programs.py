@@ -3,9 +3,16 @@ jit of a primitive's bind, the fused batching variants): compiled for how they a
 twice on a handful of elements.
 
 Such a program is compiled at XLA's backend optimisation level 0: the backend's optimisation (LLVM -O2 on CPU)
-costs more compile time than it can save. Level 0 leaves the computation (the HLO, so the values) as it is. On CPU,
-XLA's older elemental emitter also compiles each fusion in about half the time of the fusion emitters (jaxlib
-0.10: 12 batched dots 108 -> 57 ms, a grad composite 86 -> 37 ms), for the same values.
+costs more compile time than it can save. On CPU, XLA's older elemental emitter also compiles each fusion in about
+half the time of the fusion emitters (jaxlib 0.10: 12 batched dots 108 -> 57 ms, a grad composite 86 -> 37 ms).
+
+Level 0 keeps the HLO, not always the values: the machine code differs (at -O2, `a * b + c` is one fused
+multiply-add, rounded once; at level 0 it is rounded twice, as eagerly), and a computation that amplifies rounding
+(a type-3 NUFFT's spreading grid) gave a gradient 60% off at level 0 that XLA's defaults and the eager run agree
+on. So a finding is never made from these options alone: a check whose error or warning came after a fast-compiled
+program ran is run again inside `default_compiles()`, where every program has XLA's defaults, the ones the user's
+own programs have, and that run's findings are the ones reported (`_run/_confirm.py`). `fast_runs` counts the runs
+of fast-compiled programs, so the engine knows whether a check used one.
 
 Except where the program loops many times: a `while_loop` (its trip count is unknown when compiling: a solver or
 an adaptive quadrature iterates to convergence) or a long `scan` runs its body over and over, and there the
@@ -22,7 +29,8 @@ never an error in the user's run.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import jax
@@ -43,6 +51,25 @@ def _jit_takes_compiler_options() -> bool:
 
 _JIT_COMPILER_OPTIONS = _jit_takes_compiler_options()
 _OPTIONS: list[dict[str, Any]] = []  # the options of a program without long loops, once a compile settled them
+_DEFAULTS_ONLY = [False]  # inside `default_compiles()`: every program compiles with XLA's default options
+_FAST_RUNS = [0]  # runs of programs compiled with options other than XLA's defaults (`fast_runs`)
+
+
+@contextmanager
+def default_compiles() -> Iterator[None]:
+    """Every own program compiled or run in this scope has XLA's default options, as the user's programs do (a
+    separate executable from the fast one: both stay cached)."""
+    before = _DEFAULTS_ONLY[0]
+    _DEFAULTS_ONLY[0] = True
+    try:
+        yield
+    finally:
+        _DEFAULTS_ONLY[0] = before
+
+
+def fast_runs() -> int:
+    """How many times a program compiled with options other than XLA's defaults has run in this process."""
+    return _FAST_RUNS[0]
 
 
 def _known_options() -> dict[str, Any]:
@@ -104,18 +131,21 @@ class OwnProgram:
 
     def __init__(self, fn: Any) -> None:
         self._jitted = jax.jit(fn)
-        self._executables: dict[Hashable, Any] = {}
+        self._executables: dict[Hashable, tuple[Any, bool]] = {}  # -> (executable, compiled with other options)
         self.options_used: list[dict[str, Any]] = []  # in compile order (tests read it)
 
     def __call__(self, *args: Any) -> Any:
         leaves, tree = jax.tree_util.tree_flatten(args)
-        key = (tree, *map(_signature, leaves))
-        executable = self._executables.get(key)
-        if executable is None:
+        defaults = _DEFAULTS_ONLY[0]
+        key = (defaults, tree, *map(_signature, leaves))
+        compiled = self._executables.get(key)
+        if compiled is None:
             traced = self._jitted.trace(*args)
-            executable, options = _compile(traced.lower(), program_options(traced.jaxpr))
+            executable, options = _compile(traced.lower(), {} if defaults else program_options(traced.jaxpr))
             self.options_used.append(options)
-            self._executables[key] = executable
+            compiled = self._executables[key] = (executable, bool(options))
+        executable, fast = compiled
+        _FAST_RUNS[0] += fast
         return executable(*args)
 
     def trace(self, *args: Any) -> Any:
