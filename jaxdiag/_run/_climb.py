@@ -209,7 +209,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
             state.complex_first = {k for k, i in enumerate(arrays) if i in complexes}
             # the shapes the author stated come first, and count only where the abstract eval agrees with the impl
             # (the statement may be the abstract eval's own check: an impl that broadcasts runs on more)
-            stated = list(_stated_shapes.stated_rungs(arrays, statements, DTYPES[dtype])) if n_arrays else []
+            stated = list(_stated_shapes.stated_rungs(arrays, statements, DTYPES[dtype], names, ints))
             # row offsets and column indices of a CSR matrix: a valid structure first (`_sparse_operands`), ahead
             # of shapes derived from an assumed int too (random floats are no row pointers, and a kernel that only
             # traces here accepts the first candidate whose shapes its abstract eval takes)
@@ -406,8 +406,9 @@ def _reverse_fails(subject: Subject, run: bool = False) -> str:
 
     def pullback(*xs: Any) -> Any:
         out, back = jax.vjp(subject.call, *xs)
-        return back(jax.tree_util.tree_map(
-            lambda o: np.zeros(o.shape, o.dtype if np.issubdtype(o.dtype, np.inexact) else jax.dtypes.float0), out))
+        return back(jax.tree_util.tree_map(  # JAX arrays, as JAX hands a rule (a bwd may take a host path for NumPy)
+            lambda o: jax.numpy.zeros(o.shape, o.dtype) if np.issubdtype(o.dtype, np.inexact)
+            else np.zeros(o.shape, jax.dtypes.float0), out))
 
     traced = call_user(lambda: jax.eval_shape(pullback, *shapes), quiet=True)
     if traced.error is None and subject.kind == "primitive":
@@ -425,7 +426,6 @@ def _reverse_fails(subject: Subject, run: bool = False) -> str:
         f"reverse mode: {type(traced.error).__name__}: {(str(traced.error).splitlines() or [''])[0][:200]}")
     why.error = traced.error
     return why
-
 
 
 def _tries(plain: Iterator[list[ArgSpec]], n_arrays: int, ints: dict[int, str], truths: set[int],

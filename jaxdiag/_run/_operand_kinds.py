@@ -27,6 +27,7 @@ from typing import Any
 from .. import _compat
 from .._checks._base import Subject
 from .._harness.source import annotation_text, dotted_name, resolved
+from ._made_objects import factory_build
 
 # Calls whose second argument indexes the first (`jnp.take(x, idx)`, `jnp.take_along_axis(x, idx, axis=1)`).
 _INDEX_CALLS = {"take", "take_along_axis"}
@@ -315,7 +316,8 @@ def container_positions(subject: Subject) -> dict[int, Build]:
         if annotation is param.empty:
             continue
         text = _annotation_text(annotation)
-        build = _container_build(text, namespace) or _object_build(_annotated_class(annotation, text, namespace))
+        build = _container_build(text, namespace) or _object_build(_annotated_class(annotation, text, namespace)) \
+            or factory_build(text, namespace)
         if build is not None:
             out[i] = build
     return out

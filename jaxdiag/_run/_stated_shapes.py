@@ -27,7 +27,7 @@ from __future__ import annotations
 import inspect
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -86,20 +86,26 @@ def stated_axes(subject: Subject, names: list[str]) -> list[dict[int, Axes]]:
     return out[:MAX_STATEMENTS]
 
 
-def stated_rungs(arrays: list[int], statements: list[dict[int, Axes]], dtype: np.dtype
-                 ) -> Iterator[list[ArgSpec]]:
+def stated_rungs(arrays: list[int], statements: list[dict[int, Axes]], dtype: np.dtype, names: Sequence[str] = (),
+                 ints: dict[int, str] | None = None) -> Iterator[list[ArgSpec]]:
     """Candidates for the array positions `arrays` (parameter positions, in order), per statement: the stated ones
     at their shapes, the others at the first stated shape, then at each of its leading parts (a mask over the batch
-    axes), then at each of its trailing parts (a weight over the feature axis), then as scalars."""
+    axes), then at each of its trailing parts (a weight over the feature axis), then as scalars. An axis named as
+    one of the int positions (`fw: shape (nf2, nf1)` beside `nf1: int, nf2: int`) has that int's first value: the
+    sizes are one statement, not two guesses."""
+    from ._int_params import int_rungs
+
+    named = {names[i]: s.value for i, s in int_rungs(ints or {})[0].items() if i < len(names) and type(s.value) is int}
     seen: list[list[ArgSpec]] = []
     for stated in statements:
-        for rung in _rungs(arrays, stated, dtype):
+        for rung in _rungs(arrays, stated, dtype, named):
             if rung not in seen:
                 seen.append(rung)
                 yield rung
 
 
-def _rungs(arrays: list[int], stated: dict[int, Axes], dtype: np.dtype) -> Iterator[list[ArgSpec]]:
+def _rungs(arrays: list[int], stated: dict[int, Axes], dtype: np.dtype, named: dict[str, int]
+           ) -> Iterator[list[ArgSpec]]:
     known = [i for i in arrays if i in stated]
     if not known:
         return
@@ -108,17 +114,18 @@ def _rungs(arrays: list[int], stated: dict[int, Axes], dtype: np.dtype) -> Itera
         for axis in stated[i]:
             if not axis.isdigit() and axis not in sizes:
                 sizes[axis] = _SIZES[min(len(sizes), len(_SIZES) - 1)]
+    sizes.update({axis: named[axis] for axis in sizes if axis in named})  # an int position's own value, always
+    free = [axis for axis in sizes if axis not in named]
     # the sizes in order of first appearance, then in the other order: relations between axes the statement leaves
     # unsaid go either way (a QP's `m` equality constraints on `n` variables, named in that order, need m < n; a tall
     # matrix's rows the opposite)
-    orders = [sizes] + ([dict(zip(sizes, reversed(list(sizes.values()))))] if len(sizes) > 1 else [])
-    for order in orders:
-        yield from _assigned(arrays, {i: tuple(int(a) if a.isdigit() else order[a] for a in stated[i]) for i in known},
-                             dtype)
+    swapped = {**sizes, **dict(zip(free, reversed([sizes[axis] for axis in free])))}
     # then every named axis one size: relations the statement leaves unsaid (query heads a multiple of key-value
     # heads, a head dim shared under two names) hold there, where distinct sizes broke them
-    yield from _assigned(arrays, {i: tuple(int(a) if a.isdigit() else UNIFORM_SIZE for a in stated[i]) for i in known},
-                         dtype)
+    uniform = {axis: named.get(axis, UNIFORM_SIZE) for axis in sizes}
+    for order in [sizes] + ([swapped] if len(free) > 1 else []) + [uniform]:
+        yield from _assigned(arrays, {i: tuple(int(a) if a.isdigit() else order[a] for a in stated[i]) for i in known},
+                             dtype)
 
 
 def _assigned(arrays: list[int], shapes: dict[int, tuple[int, ...]], dtype: np.dtype) -> Iterator[list[ArgSpec]]:

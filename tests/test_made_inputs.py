@@ -1,0 +1,92 @@
+"""Inputs as the library's own code makes them: a configuration object from the library's factory, the grid an
+int parameter names in a docstring, and reverse mode probed with the JAX arrays JAX hands a bwd.
+
+From a NUFFT package: `spread_2d(x, y, c, nf1, nf2, kernel_params: "Kernel | KernelParams")` takes an object only
+`compute_kernel_params(tol)` makes consistently, its interpolation's grid is stated as `fw: shape (nf2, nf1)`, and
+its bwd indexes the cotangent with traced indices (a NumPy cotangent raised there, JAX's never does). Before, the
+six spreading custom_vjps were not checkable, then checked on a grid of another size than nf1 x nf2 (two false
+JXG010s). Each fixture is one member of its class."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from clirun import check_json
+
+from jaxdiag._checks._base import Subject
+from jaxdiag._loading._inputs import ArgSpec
+from jaxdiag._run import _climb, _signature, _stated_shapes
+from jaxdiag._run._made_objects import factory_build
+
+ACC = Path(__file__).resolve().parent / "data" / "acc"
+
+
+def test_an_operand_annotated_as_a_configuration_class_is_the_object_its_factory_makes(monkeypatch):
+    monkeypatch.syspath_prepend(str(ACC))
+    import made_config
+
+    build = factory_build('"WindowParams"', vars(made_config))
+    assert build is not None
+    made = build(ArgSpec(np.dtype(np.float32), (3,))).value  # the drawn spec is not used: the object is static
+    assert made == made_config.make_window_params(1e-6)
+    union = factory_build("Kernel | WindowParams", {**vars(made_config), "Kernel": object})
+    assert union is not None and union(None).value == made
+    assert factory_build("SomethingElse", vars(made_config)) is None  # no such class, no factory
+    assert factory_build("int", vars(made_config)) is None
+
+
+@pytest.mark.slow  # two custom_vjps reached through their public functions (about 4 s)
+def test_custom_vjps_taking_closures_built_from_a_configuration_object_are_checked():
+    _, data = check_json(str(ACC / "made_config.py"), ACC)
+    by_name = {t["target"].rsplit(":", 1)[-1]: t for t in data["targets"]}
+    assert by_name["_window"]["verified"] and by_name["_steep_window"]["verified"]
+    assert not [f for f in by_name["_window"]["findings"] if f["severity"] != "info"]
+    assert {f["code"] for f in by_name["_steep_window"]["findings"] if f["severity"] != "info"} == {"JXG024"}
+    (note,) = [f for f in by_name["_window"]["findings"] if f["code"] == "JXN016"]
+    assert "<WindowParams>" in note["message"]
+
+
+def test_an_axis_named_as_an_int_parameter_has_that_int_s_value():
+    """`fw: shape (nf2, nf1)` beside `nf1: int, nf2: int`: the first stated rung is nf2 x nf1 at the ints' first
+    values (4, 4), the points `x: shape (M,)` at a size of their own."""
+    statements = [{0: ("M",), 1: ("M",), 2: ("nf2", "nf1")}]
+    names = ["x", "y", "fw", "nf1", "nf2"]
+    first = next(_stated_shapes.stated_rungs([0, 1, 2], statements, np.dtype(np.float32), names,
+                                             {3: "int", 4: "int"}))
+    assert [s.shape for s in first] == [(2,), (2,), (4, 4)]
+    rungs = list(itertools.islice(_stated_shapes.stated_rungs([0, 1, 2], statements, np.dtype(np.float32), names,
+                                                              {3: "int", 4: "int"}), 20))
+    assert all(r[2].shape == (4, 4) for r in rungs)  # the named axes never take another size
+    unnamed = next(_stated_shapes.stated_rungs([0, 1, 2], statements, np.dtype(np.float32)))
+    assert unnamed[2].shape != (4, 4)  # without the ints, sizes are guessed apart
+
+
+@jax.custom_vjp
+def _sorted_values(x):
+    return jnp.sort(x)
+
+
+def _sorted_values_fwd(x):
+    return jnp.sort(x), jnp.argsort(x)
+
+
+def _sorted_values_bwd(order, g):
+    return (g[jnp.argsort(order)],)  # the cotangent indexed by a traced array: fine for JAX's, not for NumPy
+
+
+_sorted_values.defvjp(_sorted_values_fwd, _sorted_values_bwd)
+
+
+def test_reverse_mode_is_probed_with_the_jax_arrays_jax_hands_a_bwd():
+    subject = Subject("sorted_values", "function", _sorted_values, specs=[])
+    _signature.apply(subject, [ArgSpec(np.dtype(np.float32), (4,))])
+    assert _climb._reverse_fails(subject) == ""
+    x = jnp.asarray([3.0, 1.0, 2.0, 0.0])
+    w = jnp.arange(4.0)
+    np.testing.assert_allclose(jax.grad(lambda v: (w * _sorted_values(v)).sum())(x),
+                               jax.grad(lambda v: (w * jnp.sort(v)).sum())(x))  # and the bwd is right
