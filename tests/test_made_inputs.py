@@ -90,3 +90,22 @@ def test_reverse_mode_is_probed_with_the_jax_arrays_jax_hands_a_bwd():
     w = jnp.arange(4.0)
     np.testing.assert_allclose(jax.grad(lambda v: (w * _sorted_values(v)).sum())(x),
                                jax.grad(lambda v: (w * jnp.sort(v)).sum())(x))  # and the bwd is right
+
+
+def test_a_docstring_entry_for_several_parameters_describes_each():
+    from jaxdiag._harness.source import parameter_descriptions
+
+    doc = "Args:\n    x, y: Points in grid units, shape (M,)\n    grid: Values, shape (ny, nx)\n"
+    described = parameter_descriptions(doc, ["x", "y", "grid"])
+    assert described["x"] == described["y"] == " Points in grid units, shape (M,)"
+    assert described["grid"] == " Values, shape (ny, nx)"
+    assert parameter_descriptions("x, z: unrelated", ["x", "y"]) == {}  # `z` is no parameter: no entry
+
+
+@pytest.mark.slow  # one custom_jvp checked (about 2 s)
+def test_the_shapes_a_delegate_documents_are_the_inputs_of_the_function_that_calls_it():
+    _, data = check_json(str(ACC / "delegated_doc.py"), ACC)
+    (target,) = data["targets"]
+    x, y, grid = target["inputs"]
+    assert x == y and x.count(",") == 0 and grid.count(",") == 1  # the points alike and 1-D, the grid 2-D
+    assert target["verified"] and not [f for f in target["findings"] if f["severity"] != "info"]

@@ -105,23 +105,25 @@ _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|\n\s*\n")
 def parameter_descriptions(doc: str, names: list[str]) -> dict[str, str]:
     """{parameter: its description} from a docstring's parameter entries: numpydoc's `name : type` and Google's
     `name (type): text` (the entry's line and the lines indented under it), Sphinx's `:param name: text` (to the
-    next field)."""
+    next field). An entry for several (`x, y: points, shape (M,)`) describes each of them."""
     wanted = "|".join(re.escape(n) for n in names if n)
     if not wanted:
         return {}
-    entry = re.compile(rf"^(\s*)(?::param\s+(?:[\w\[\], .]+\s+)?)?({wanted})\s*(\([^)]*\))?\s*:(?!:)(.*)$")
+    entry = re.compile(rf"^(\s*)(?::param\s+(?:[\w\[\], .]+\s+)?)?((?:{wanted})(?:\s*,\s*(?:{wanted}))*)\s*"
+                       rf"(\([^)]*\))?\s*:(?!:)(.*)$")
     lines = doc.expandtabs().splitlines()
     out: dict[str, str] = {}
     for i, line in enumerate(lines):
         found = entry.match(line)
-        if found is None or found.group(2) in out:
+        named = [n.strip() for n in found.group(2).split(",")] if found is not None else []
+        if found is None or all(n in out for n in named):
             continue
         indent, parts = len(found.group(1)), [found.group(4)]
         for follow in lines[i + 1:]:
             if follow.strip() and (len(follow) - len(follow.lstrip()) <= indent or follow.lstrip().startswith(":")):
                 break
             parts.append(follow.strip())
-        out[found.group(2)] = " ".join(parts)
+        out.update({n: " ".join(parts) for n in named if n not in out})
     return out
 
 

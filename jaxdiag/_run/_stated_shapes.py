@@ -24,6 +24,7 @@ stated rung counts only where its abstract eval agrees with its impl.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import sys
@@ -225,6 +226,8 @@ def docstrings(subject: Subject, names: list[str]) -> Iterator[str]:
         doc = getattr(_locate.unwrap(fn), "__doc__", None)
         if isinstance(doc, str):
             yield doc
+    for fn in own:  # the documented function an undocumented impl hands its operands to
+        yield from (d.__doc__ for d in _delegates(fn, names) if d not in own and isinstance(d.__doc__, str))
     modules = dict.fromkeys([subject.module, *(getattr(_locate.unwrap(fn), "__module__", "") for fn in own)])
     for name in modules:  # the target's module, and the module its function is written in
         module = sys.modules.get(name or "")
@@ -238,6 +241,24 @@ def docstrings(subject: Subject, names: list[str]) -> Iterator[str]:
         if (fn not in own and code is not None and called & set(code.co_names) and isinstance(fn.__doc__, str)
                 and _locate.is_user_code(fn) and _takes_two(fn, names)):
             yield fn.__doc__
+
+
+def _delegates(fn: Any, names: list[str]) -> list[Any]:
+    """The user's functions `fn` calls with two or more of the parameters `names` as arguments, by name
+    (`return _f2.nufft2d2(x, y, f, eps, isign)` in a primitive's impl), in call order."""
+    from .._harness.source import function_source, resolved
+
+    tree = function_source(fn)
+    namespace = getattr(_locate.unwrap(fn), "__globals__", {})
+    out: list[Any] = []
+    for node in ast.walk(tree.node) if tree is not None else ():
+        if not isinstance(node, ast.Call):
+            continue
+        passed = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)}
+        callee = resolved(node.func, namespace) if len(passed & set(names)) >= 2 else None
+        if inspect.isfunction(callee) and callee is not fn and callee not in out and _locate.is_user_code(callee):
+            out.append(callee)
+    return out
 
 
 def _names_of(subject: Subject, own: list[Any]) -> set[str]:
