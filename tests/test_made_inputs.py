@@ -109,3 +109,23 @@ def test_the_shapes_a_delegate_documents_are_the_inputs_of_the_function_that_cal
     x, y, grid = target["inputs"]
     assert x == y and x.count(",") == 0 and grid.count(",") == 1  # the points alike and 1-D, the grid 2-D
     assert target["verified"] and not [f for f in target["findings"] if f["severity"] != "info"]
+
+
+def _rotate(points, frames):
+    """Express points in local frames.
+
+    Args:
+        points: Positions of shape `(..., 3)`.
+        frames: Orthonormal frames of shape `(*batch, 3, 3)`.
+    """
+    return jnp.einsum("...ij,...j->...i", frames, points)
+
+
+def test_a_stated_shape_with_leading_batch_axes_states_its_trailing_axes():
+    """`(..., 3)` and `(*batch, 3, 3)`: any leading batch axes, none the least; the trailing axes are the statement
+    (a ray tracer's `tx: shape (..., 3)`, `object_vectors: shape (..., num_interactions, num_dims, 3)`)."""
+    subject = Subject("rotate", "function", _rotate, specs=[])
+    (statement, *_) = _stated_shapes.stated_axes(subject, ["points", "frames"])
+    assert statement == {0: ("3",), 1: ("3", "3")}
+    first = next(_stated_shapes.stated_rungs([0, 1], [statement], np.dtype(np.float32)))
+    assert [s.shape for s in first] == [(3,), (3, 3)]

@@ -212,6 +212,8 @@ def _axes(text: str) -> Axes | None:
     parts = [p.strip().strip("`") for p in text.split(",")]
     if parts and parts[-1] == "":  # "(D,)"
         parts = parts[:-1]
+    if len(parts) > 1 and (parts[0] in ("...", "\u2026") or parts[0].startswith("*")):
+        parts = parts[1:]  # "(..., 3)", "(*batch, n, 3)": any leading batch axes, none the least
     return tuple(parts) if parts and all(_AXIS.match(p) for p in parts) else None
 
 
