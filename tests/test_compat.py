@@ -337,6 +337,31 @@ def test_a_removed_name_is_read_from_an_attribute_or_an_import_as_an_exception_o
     assert removed_api(f"Traceback ...\nImportError: {imported}") == ("jax.lib", "xla_client")
     assert removed_api(ImportError("cannot import name 'trapz' from 'numpy'")) is None  # not JAX's
     assert removed_api(ValueError(attribute)) is None and removed_api(f"ValueError: {attribute}") is None
+    # a module JAX no longer has (`from jax.config import config`), as an exception or in a traceback's text
+    assert removed_api(ModuleNotFoundError("No module named 'jax.config'")) == ("jax", "config")
+    assert removed_api("pkg/fem.py:15: ModuleNotFoundError: No module named 'jax.experimental.optimizers'") == (
+        "jax.experimental", "optimizers")
+    assert removed_api(ModuleNotFoundError("No module named 'jaxlib_extra'")) is None  # a dependency, not JAX
+    assert removed_api(ModuleNotFoundError("No module named 'jax'")) is None
+
+
+def test_a_module_of_jax_this_jax_lacks_is_a_removed_api_at_import_never_a_missing_dependency(tmp_path):
+    """`from jax.config import config` at the top of a package's module: ModuleNotFoundError naming a `jax` module.
+    It was "optional dependency 'jax' is not installed" (JXN011, a note); it is JXR008 at that line, with the import
+    that works now (`jax.config` is an attribute of `jax`)."""
+    from jaxdiag._jobs._lint import check_paths
+
+    package = tmp_path / "oldfem"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "core.py").write_text("import jax.numpy as jnp\nfrom jax.config import config\n"
+                                     "config.update('jax_enable_x64', True)\n")
+    report = check_paths([str(package)], app_dir=str(tmp_path), keep_going=True)
+    codes = {(f.code, f.severity) for f in report.findings}
+    assert ("JXR008", "error") in codes and not any(code == "JXN011" for code, _ in codes), codes
+    (finding,) = [f for f in report.findings if f.code == "JXR008"]
+    assert finding.location is not None and finding.location.line == 2
+    assert "from jax import config" in finding.fix
 
 
 def test_a_rule_importing_a_removed_jax_name_is_that_apis_finding():

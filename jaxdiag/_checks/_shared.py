@@ -435,10 +435,11 @@ _ASKS_FOR_AN_ISSUE = re.compile(r"\b(open|opening|file|filing|raise|raising)\s+a
 _A_BUG = re.compile(r"\b(bug|internal|unexpected|should not happen|should never)\b", re.IGNORECASE)
 
 
-# A JAX name this release does not have, in the words of the two ways code reaches it: an attribute
-# (`jax.core.Primitive`) or a `from jax... import name`
+# A JAX name this release does not have, in the words of the three ways code reaches it: an attribute
+# (`jax.core.Primitive`), a `from jax... import name`, or a module (`from jax.config import config`)
 _REMOVED = re.compile(r"(module '(jax[\w.]*)' has no attribute '(\w+)')|"
-                      r"(cannot import name '(\w+)' from '(jax[\w.]*)')")
+                      r"(cannot import name '(\w+)' from '(jax[\w.]*)')|"
+                      r"(No module named '(jax(?:\.\w+)*)\.(\w+)')")
 
 
 def removed_api(exc: BaseException | str) -> tuple[str, str] | None:
@@ -451,7 +452,7 @@ def removed_api(exc: BaseException | str) -> tuple[str, str] | None:
         _error_line(text).partition(": ")[2])
     if found is None:
         return None
-    return (found[2], found[3]) if found[1] else (found[6], found[5])
+    return (found[2], found[3]) if found[1] else (found[6], found[5]) if found[4] else (found[8], found[9])
 
 
 def removed_api_finding(exc: BaseException | str, where: str, location: Location | None) -> Finding:
@@ -474,8 +475,10 @@ def _error_line(text: str) -> str:
     """`Kind: message` of the removed name in a failure's text (a traceback, `file:line: Kind: message`), to the
     end of its line; "" when the text says no such error."""
     for found in _REMOVED.finditer(text):
-        kind = "AttributeError: " if found.group(1) else "ImportError: "
-        if text[:found.start()].endswith(kind):
+        kinds = ["AttributeError: "] if found.group(1) else ["ImportError: "] if found.group(4) else \
+            ["ModuleNotFoundError: ", "ImportError: "]
+        kind = next((k for k in kinds if text[:found.start()].endswith(k)), None)
+        if kind is not None:
             return kind + text[found.start():].splitlines()[0]
     return ""
 

@@ -498,7 +498,8 @@ def _import_failure(label: str, message: str, what: str) -> TargetReport:
     else:
         location = Location(_posix(what), 1, "<module>") if what.endswith(".py") else None
     missing = re.search(r"(?:ModuleNotFoundError|ImportError): No module named '([\w.]+)'", message)
-    if missing and missing.group(1).split(".")[0] != what.replace("/", ".").split(".")[0]:
+    # a module of JAX that this JAX does not have (`jax.config`) is a removed API (below), never a missing dependency
+    if missing and missing.group(1).split(".")[0] not in (what.replace("/", ".").split(".")[0], "jax"):
         # an optional dependency of the package, not installed here: a note, not a failure of the package
         from .. import _rules as rules
 
