@@ -129,3 +129,26 @@ def test_a_stated_shape_with_leading_batch_axes_states_its_trailing_axes():
     assert statement == {0: ("3",), 1: ("3", "3")}
     first = next(_stated_shapes.stated_rungs([0, 1], [statement], np.dtype(np.float32)))
     assert [s.shape for s in first] == [(3,), (3, 3)]
+
+
+def test_the_keyword_option_a_function_s_own_error_asks_for_is_given_a_value(monkeypatch):
+    monkeypatch.syspath_prepend(str(ACC))
+    import asked_option
+
+    from jaxdiag._run._asked_options import asked_keywords
+
+    subject = Subject("relax", "function", asked_option.relax, specs=[])
+    error = "ValueError: Exactly one of 'num_iters' or 'tol' must be set."
+    assert asked_keywords(subject, error) == {"num_iters": 4}  # the first quoted, an int: the int ladder's first
+    subject.keywords = {"num_iters": 4}
+    assert asked_keywords(subject, error) == {"tol": 1e-6}  # passed already: the next, a tolerance
+    assert asked_keywords(subject, "ValueError: 'a' must be positive") == {}  # a positional parameter: not an option
+
+
+@pytest.mark.slow  # a solver reached through the function whose error asked for its option (about 3 s)
+def test_a_rule_reached_only_once_the_function_s_required_option_is_set_is_checked():
+    _, data = check_json(str(ACC / "asked_option.py"), ACC)
+    (target,) = data["targets"]
+    assert target["verified"] and not [f for f in target["findings"] if f["severity"] != "info"]
+    (note,) = [f for f in target["findings"] if f["code"] == "JXN016"]
+    assert "num_iters=4" in note["message"]

@@ -91,6 +91,8 @@ class Subject:
     provenance: str = ""
     # The named axis its collectives run over (`_run/_named_axis`): `obj` is then its view on that axis's devices.
     named_axis: str = ""
+    # Keyword options passed on every call of a function target (`_run/_asked_options`: what its own error asked for).
+    keywords: dict[str, Any] = field(default_factory=dict)
 
     @property
     def never_batched(self) -> frozenset[int]:
@@ -111,7 +113,7 @@ class Subject:
             args = self.full_args(args)
         if self.kind == "primitive":
             return self.obj.bind(*args, **self.params)
-        return self.obj(*args)
+        return self.obj(*args, **self.keywords)
 
     def full_args(self, arrays: Any) -> tuple:
         """The positional arguments: `arrays` (one per spec) with `static_args` inserted at their positions."""

@@ -343,9 +343,10 @@ def _reach_through(lint: Any, found: Any, runs: Any, module: ModuleType, name: s
         options = Options(command="check", seed=lint.seed, provenance="declared" if given else "inferred",
                           **lint.run_options)
         stand_ins: dict[str, str] = {}
+        keywords = dict(keywords or {})  # filled in by the inference: the options its own error asked for too
         try:
             templates = (templates_of_args(given)[0] if given
-                         else carrier_templates(label, keywords or {}, lint.app_dir, stand_ins))
+                         else carrier_templates(label, keywords, lint.app_dir, stand_ins))
             via = {"target": label, "args": [template_text(t) for t in templates], "keywords": keywords,
                    "callables": stand_ins}
             prepared = _record_carrier.prepare(runs, via, templates, options, lint.app_dir)
@@ -561,7 +562,7 @@ def carrier_templates(label: str, keywords: dict[str, Any], app_dir: str,
                         raise
                     errors.append(f"{shown.strip(', ')}: {str(exc).splitlines()[0]}")
                     continue
-                keywords.update(given)
+                keywords.update({**given, **root.keywords})  # and what its own error asked for (`_asked_options`)
                 if stand_ins is not None:
                     stand_ins.update(functions)
                 return templates

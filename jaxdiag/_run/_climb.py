@@ -54,7 +54,8 @@ from .._harness import UserResult, call_user
 from .._loading._inputs import DOMAINS, DTYPES, ArgSpec, Static, key_spec, template_text
 from .._loading._operand_names import TOLERANCE_DOMAIN, index_named, is_tolerance
 from . import (
-    _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes, _static_use, _static_values,
+    _asked_options, _asserted, _int_params, _operand_kinds, _predicates, _signature, _stated_shapes, _static_use,
+    _static_values,
 )
 from ._assumed_params import DISAGREES
 from ._call_site_dtypes import complex_positions
@@ -207,14 +208,12 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
             matrices = _matrix_positions(subject, arity, {**statics, **ints}, operands)
             arrays = [i for i in range(n_arrays + len(statics) + len(ints)) if i not in statics and i not in ints]
             state.complex_first = {k for k, i in enumerate(arrays) if i in complexes}
-            # the shapes the author stated come first, and count only where the abstract eval agrees with the impl
-            # (the statement may be the abstract eval's own check: an impl that broadcasts runs on more)
+            # the shapes the author stated first, counted where the abstract eval agrees (an impl may broadcast more)
             stated = list(_stated_shapes.stated_rungs(arrays, statements, DTYPES[dtype], names, ints))
             # row offsets and column indices of a CSR matrix: a valid structure first (`_sparse_operands`), ahead
             # of shapes derived from an assumed int too (random floats are no row pointers, and a kernel that only
             # traces here accepts the first candidate whose shapes its abstract eval takes)
-            structured = csr_rungs(names, arrays, DTYPES[dtype])
-            stated = structured + stated
+            stated = (structured := csr_rungs(names, arrays, DTYPES[dtype])) + stated
             plain = (itertools.chain(stated, shape_ladder(n_arrays, pairs_early, dtype, matrices),
                                      aligned_rungs(n_arrays, dtype, errors)) if n_arrays else iter([[]]))
             for candidate, flags, fixed, derived in _tries(plain, n_arrays, ints, truths, sizes, dtype, state,
@@ -232,7 +231,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                     drawn = _as_containers(_as_documented(templates, {**tolerances, **documented}), containers,
                                            documented)
                     for templates in _scalar_forms(drawn, scalars - flags):  # arrays, then Python floats
-                        text = " ".join(template_text(t) for t in templates)
+                        text = " ".join(template_text(t) for t in templates) + _asked_options.keywords_text(subject)
                         if text in tried:  # and so was the float form after it, if it was due
                             break
                         tried.append(text)
@@ -276,7 +275,8 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
                         _learn(subject, state, error, failures, derived)
                         if not ran and not state.again:  # "alm shape (4,) != expected (15,)": this rung at that shape
                             state.restated = restated_by_error(error, templates)
-                            state.again = bool(state.restated)
+                            subject.keywords.update(asked := _asked_options.asked_keywords(subject, error))
+                            state.again = bool(state.restated or asked)
                         if ran:
                             break
                 if fallback is not None and fallback[2] and derived is None:  # the derived family is done

@@ -198,7 +198,7 @@ class GradState:
         """The subject itself (the custom_* object, `prim.bind`, the function) on full positional values."""
         if self.kind == "primitive":
             return self.subject.obj.bind(*values, **self.subject.params)
-        return self.subject.obj(*values)
+        return self.subject.obj(*values, **self.subject.keywords)
 
     def call_primal(self, values: Sequence[Any]) -> Any:
         """The undecorated primal where there is one (custom_*.fun), the subject otherwise."""
