@@ -4,11 +4,15 @@ jaxdiag compiles its own programs (the grad compositions, the jit variants of vm
 sets) with options that halve their compile time (`_compat._own_programs`): the same HLO, not always the same values
 (a fused multiply-add rounded once or twice; a NUFFT's gradient 60% off). A difference that only those options make
 is not the user's defect. So when a check made an error or a warning after one of those programs ran, it runs once
-more with every program at XLA's defaults, the options the user's own programs have, and that run decides. A check
-that found nothing, or ran no such program, runs once.
+more with every program at XLA's defaults, the options the user's own programs have, on the same draws (a fresh
+context: the check's own seed again), and that run decides. A check that found nothing, or ran no such program,
+runs once.
 """
 
 from __future__ import annotations
+
+import copy
+from typing import Any
 
 from .. import _compat
 from .._checks._base import Check, Context
@@ -17,9 +21,28 @@ from .._core._report import Finding
 
 def confirmed_findings(chk: Check, ctx: Context) -> list[Finding]:
     """`chk`'s findings on `ctx`, confirmed under XLA's default options where fast-compiled programs made them."""
-    before = _compat.fast_runs()
+    before, saved = _compat.fast_runs(), _grad_state(ctx)
     findings = list(chk.run(ctx))
     if _compat.fast_runs() == before or not any(f.severity in ("error", "warning") for f in findings):
         return findings
+    _restore_grad_state(ctx, saved)  # what the first run blocked or drew is not the second run's starting point
+    again = Context(ctx.subject, ctx.options, ctx.check_name, ctx.cache)  # its seed again: the same draws
     with _compat.default_compiles():
-        return list(chk.run(ctx))
+        return list(chk.run(again))
+
+
+def _grad_state(ctx: Context) -> tuple[Any, ...] | None:
+    """The subject's shared grad state as the check found it: what earlier checks blocked and memoised, and where
+    its random draws stood (a first run blocks the checks after its own finding, JXG020, and draws on)."""
+    st = ctx.cache.grad
+    return None if st is None else (st, dict(st.blocked), copy.copy(st.memo), st.rng.bit_generator.state)
+
+
+def _restore_grad_state(ctx: Context, saved: tuple[Any, ...] | None) -> None:
+    if saved is None:  # the first run made it: the second makes it afresh
+        ctx.cache.grad = None
+        return
+    st, blocked, memo, drawn = saved
+    st.blocked, st.memo = blocked, memo
+    st.rng.bit_generator.state = drawn
+    ctx.cache.grad = st
