@@ -80,22 +80,13 @@ def removed_api_advice(module: str, attr: str) -> str:
     public = module.replace("jax._src.", "jax.", 1)
     known = [REMOVED_IN_NEWER_JAX.get(public, {})] + list(REMOVED_IN_NEWER_JAX.values())
     advice = next((table[attr] for table in known if table.get(attr)), "")
-    if not advice and _attribute_now(module, attr):  # `from jax.config import config`: a module no more
+    if not advice and _still_here(module, attr):  # `from jax.config import config`: a module no more
         return f"`{module}.{attr}` is no longer a module of its own: `from {module} import {attr}`"
     if not advice:
         return f"look up what replaced `{module}.{attr}` in the JAX changelog"
     if attr in REMOVED_IN_NEWER_JAX.get(public, {}):  # measured there: say when it went
         advice += f"; `{public}.{attr}` was removed in JAX {REMOVED_BY_JAX}"
     return advice
-
-
-def _attribute_now(module: str, attr: str) -> bool:
-    import importlib
-
-    try:
-        return getattr(importlib.import_module(module), attr, None) is not None
-    except ImportError:  # a module this JAX lacks: no attribute either
-        return False
 
 
 def _public_module_name(module: Any) -> str:
