@@ -22,6 +22,7 @@ import jaxdiag
 from jaxdiag._checks import _grad
 from jaxdiag._checks._composition_faults import nonfinite_only_composed
 from jaxdiag._compat import _own_programs
+from jaxdiag._core._report import Finding
 from jaxdiag._run import _confirm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,3 +98,41 @@ def test_a_difference_only_fast_compiled_programs_make_is_not_a_finding(monkeypa
     monkeypatch.setattr(_confirm, "confirmed_findings", lambda chk, ctx: list(chk.run(ctx)))
     unconfirmed = jaxdiag.check_grad(target)
     assert "JXG016" in {f.code for f in unconfirmed.findings}
+
+
+class _FastCheck:
+    """A check whose one program is fast-compiled: `wrong(run, defaults)` says whether its n-th run (1-based),
+    compiled at XLA's defaults or not, shows the defect."""
+
+    name = "fast-check"
+
+    def __init__(self, wrong):
+        self.wrong, self.runs = wrong, 0
+
+    def run(self, ctx):
+        self.runs += 1
+        defaults = _own_programs._DEFAULTS_ONLY[0]
+        _own_programs._FAST_RUNS[0] += not defaults  # as an own program compiled with the fast options does
+        if self.wrong(self.runs, defaults):
+            yield Finding("JXG016", "transform-composition-failure", "error", "differs under jit")
+
+
+def _confirmed(wrong) -> tuple[list[str], int]:
+    from jaxdiag._checks._base import Context, Options, Subject
+    from jaxdiag._harness.cache import SubjectCache
+
+    check = _FastCheck(wrong)
+    ctx = Context(Subject("f", "function", len, specs=[]), Options.for_command("grad"), check.name, SubjectCache())
+    return [f.code for f in _confirm.confirmed_findings(check, ctx)], check.runs
+
+
+def test_a_finding_only_the_fast_compile_shows_is_dropped_and_one_the_defaults_show_stands():
+    assert _confirmed(lambda run, defaults: not defaults) == ([], 3)  # fast again shows it: the options' doing
+    assert _confirmed(lambda run, defaults: True) == (["JXG016"], 2)  # the defaults show it too
+    assert _confirmed(lambda run, defaults: False) == ([], 1)  # nothing found: one run
+
+
+def test_user_code_that_changes_between_runs_cannot_talk_a_finding_away():
+    """Wrong on its first call only (a rule keeping state): the run at the defaults is clean, and so is the fast one
+    after it, so it was not the compile options: the first run's finding stands."""
+    assert _confirmed(lambda run, defaults: run == 1) == (["JXG016"], 3)
