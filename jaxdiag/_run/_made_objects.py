@@ -10,13 +10,11 @@ the library's own callers build it, passed to the target as it is (never drawn, 
 
 from __future__ import annotations
 
-import ast
 import inspect
 import sys
 from typing import Any, Callable
 
 from .._harness import call_user
-from .._harness.source import dotted_name, resolved
 from .._loading._inputs import Static
 from .._loading._operand_names import is_tolerance
 
@@ -27,7 +25,9 @@ def factory_build(text: str, namespace: dict[str, Any]) -> Callable[[Any], Any] 
     """For an annotation naming user classes (`KernelParams`, `"Kernel | KernelParams"`, `Optional[Config]`): a
     build that ignores the drawn spec and gives the object a factory of the library made, kept static; None where
     no named class has a factory that runs with what it is given."""
-    for cls in _named_classes(text, namespace):
+    from ._operand_kinds import annotation_classes  # the module that calls this one
+
+    for cls in annotation_classes(text, namespace):
         made = _made_by_factory(cls, namespace)
         if made is not None:
             return _kept(made)
@@ -36,26 +36,6 @@ def factory_build(text: str, namespace: dict[str, Any]) -> Callable[[Any], Any] 
 
 def _kept(made: Any) -> Callable[[Any], Any]:
     return lambda spec: Static(made)
-
-
-def _named_classes(text: str, namespace: dict[str, Any]) -> list[type]:
-    try:
-        node = ast.parse(text.strip().strip("'\""), mode="eval").body
-    except (SyntaxError, ValueError, RecursionError):
-        return []
-    members: list[ast.expr] = []
-    stack = [node]
-    while stack:  # `A | B`, `Union[A, B]`, `Optional[A]`
-        item = stack.pop()
-        if isinstance(item, ast.BinOp) and isinstance(item.op, ast.BitOr):
-            stack += [item.right, item.left]
-        elif isinstance(item, ast.Subscript) and dotted_name(item.value).rpartition(".")[2] in ("Union", "Optional"):
-            stack += list(item.slice.elts) if isinstance(item.slice, ast.Tuple) else [item.slice]
-        else:
-            members.append(item)
-    found = [resolved(m, namespace) for m in members if isinstance(m, (ast.Name, ast.Attribute))]
-    return [c for c in found if isinstance(c, type) and c.__module__ not in ("builtins", "typing")
-            and not c.__module__.startswith(("jax", "numpy"))]
 
 
 def _made_by_factory(cls: type, namespace: dict[str, Any]) -> Any:
@@ -80,9 +60,10 @@ def _factory_arguments(fn: Any, cls: type, scope: dict[str, Any]) -> dict[str, f
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
+    from ._operand_kinds import annotation_classes
+
     returned = signature.return_annotation
-    names_cls = returned is cls or isinstance(returned, str) and resolved_text(returned, scope) is cls
-    if not names_cls:
+    if returned is not cls and not (isinstance(returned, str) and annotation_classes(returned, scope) == [cls]):
         return None
     arguments: dict[str, float] = {}
     for param in signature.parameters.values():
@@ -92,11 +73,3 @@ def _factory_arguments(fn: Any, cls: type, scope: dict[str, Any]) -> dict[str, f
             return None
         arguments[param.name] = _TOLERANCE
     return arguments
-
-
-def resolved_text(text: str, scope: dict[str, Any]) -> Any:
-    try:
-        node = ast.parse(text.strip().strip("'\""), mode="eval").body
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    return resolved(node, scope) if isinstance(node, (ast.Name, ast.Attribute)) else None

@@ -467,6 +467,16 @@ def _is_array(node: ast.expr) -> bool:
     return bool(_ARRAY_NAME.match(dotted_name(node)))
 
 
+def annotation_classes(text: str, namespace: dict[str, Any]) -> list[type]:
+    """The user classes an annotation's text names (`KernelParams`, `"Kernel | KernelParams"`, `Optional[Config]`),
+    each looked up in `namespace`; never a builtin, a typing construct, or one of JAX's or NumPy's."""
+    node = _parse(text)
+    members = (_union_members(node) or [node]) if node is not None else []
+    found = [resolved(m, namespace) for m in members if isinstance(m, (ast.Name, ast.Attribute))]
+    return [c for c in found if isinstance(c, type) and c.__module__ not in ("builtins", "typing")
+            and not c.__module__.startswith(("jax", "numpy"))]
+
+
 def _union_members(node: ast.expr) -> list[ast.expr] | None:
     """The members of `A | B`, `Union[A, B]` or `Optional[A]`; None for anything else."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
