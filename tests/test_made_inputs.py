@@ -21,7 +21,7 @@ from clirun import check_json
 from jaxdiag._checks._base import Subject
 from jaxdiag._loading._inputs import ArgSpec
 from jaxdiag._run import _climb, _signature, _stated_shapes
-from jaxdiag._run._made_objects import factory_build
+from jaxdiag._run._made_objects import annotation_classes, factory_build
 
 ACC = Path(__file__).resolve().parent / "data" / "acc"
 
@@ -30,14 +30,17 @@ def test_an_operand_annotated_as_a_configuration_class_is_the_object_its_factory
     monkeypatch.syspath_prepend(str(ACC))
     import made_config
 
-    build = factory_build('"WindowParams"', vars(made_config))
+    def factory_build_for(text, namespace):
+        return factory_build(annotation_classes(text, namespace), namespace)
+
+    build = factory_build_for('"WindowParams"', vars(made_config))
     assert build is not None
     made = build(ArgSpec(np.dtype(np.float32), (3,))).value  # the drawn spec is not used: the object is static
     assert made == made_config.make_window_params(1e-6)
-    union = factory_build("Kernel | WindowParams", {**vars(made_config), "Kernel": object})
+    union = factory_build_for("Kernel | WindowParams", {**vars(made_config), "Kernel": object})
     assert union is not None and union(None).value == made
-    assert factory_build("SomethingElse", vars(made_config)) is None  # no such class, no factory
-    assert factory_build("int", vars(made_config)) is None
+    assert factory_build_for("SomethingElse", vars(made_config)) is None  # no such class, no factory
+    assert factory_build_for("int", vars(made_config)) is None
 
 
 @pytest.mark.slow  # two custom_vjps reached through their public functions (about 4 s)

@@ -132,6 +132,28 @@ def docstring_sentences(doc: str) -> list[str]:
     return _SENTENCE_END.split(doc)
 
 
+def parse_annotation(text: str) -> ast.expr | None:
+    """The annotation's expression; a quoted one (`x: "Array"` under postponed annotations) unquoted."""
+    for _ in range(2):
+        try:
+            node = ast.parse(text, mode="eval").body
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            return node
+        text = node.value
+    return None
+
+
+def union_members(node: ast.expr) -> list[ast.expr] | None:
+    """The members of `A | B`, `Union[A, B]` or `Optional[A]`; None for anything else."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return [*(union_members(node.left) or [node.left]), *(union_members(node.right) or [node.right])]
+    if isinstance(node, ast.Subscript) and dotted_name(node.value).rpartition(".")[2] in ("Union", "Optional"):
+        return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return None
+
+
 def dotted_name(node: ast.AST) -> str:
     """`jnp.linalg.solve` for that attribute chain, `f` for a name; "" for any other expression."""
     if isinstance(node, ast.Name):

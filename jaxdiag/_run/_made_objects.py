@@ -10,24 +10,34 @@ the library's own callers build it, passed to the target as it is (never drawn, 
 
 from __future__ import annotations
 
+import ast
 import inspect
 import sys
 from typing import Any, Callable
 
 from .._harness import call_user
+from .._harness.source import parse_annotation, resolved, union_members
 from .._loading._inputs import Static
 from .._loading._operand_names import is_tolerance
 
 _TOLERANCE = 1e-6  # what a factory's required tolerance is given: a library's usual default
 
 
-def factory_build(text: str, namespace: dict[str, Any]) -> Callable[[Any], Any] | None:
-    """For an annotation naming user classes (`KernelParams`, `"Kernel | KernelParams"`, `Optional[Config]`): a
-    build that ignores the drawn spec and gives the object a factory of the library made, kept static; None where
-    no named class has a factory that runs with what it is given."""
-    from ._operand_kinds import annotation_classes  # the module that calls this one
+def annotation_classes(text: str, namespace: dict[str, Any]) -> list[type]:
+    """The user classes an annotation's text names (`KernelParams`, `"Kernel | KernelParams"`, `Optional[Config]`),
+    each looked up in `namespace`; never a builtin, a typing construct, or one of JAX's or NumPy's."""
+    node = parse_annotation(text)
+    members = (union_members(node) or [node]) if node is not None else []
+    found = [resolved(m, namespace) for m in members if isinstance(m, (ast.Name, ast.Attribute))]
+    return [c for c in found if isinstance(c, type) and c.__module__ not in ("builtins", "typing")
+            and not c.__module__.startswith(("jax", "numpy"))]
 
-    for cls in annotation_classes(text, namespace):
+
+def factory_build(classes: list[type], namespace: dict[str, Any]) -> Callable[[Any], Any] | None:
+    """For the user classes an annotation names (`annotation_classes`): a build that ignores the drawn spec and
+    gives the object a factory of the library made, kept static; None where no named class has a factory that runs
+    with what it is given."""
+    for cls in classes:
         made = _made_by_factory(cls, namespace)
         if made is not None:
             return _kept(made)
@@ -60,8 +70,6 @@ def _factory_arguments(fn: Any, cls: type, scope: dict[str, Any]) -> dict[str, f
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
-    from ._operand_kinds import annotation_classes
-
     returned = signature.return_annotation
     if returned is not cls and not (isinstance(returned, str) and annotation_classes(returned, scope) == [cls]):
         return None

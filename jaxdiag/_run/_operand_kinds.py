@@ -26,8 +26,8 @@ from typing import Any
 
 from .. import _compat
 from .._checks._base import Subject
-from .._harness.source import annotation_text, dotted_name, resolved
-from ._made_objects import factory_build
+from .._harness.source import annotation_text, dotted_name, parse_annotation, resolved, union_members
+from ._made_objects import annotation_classes, factory_build
 
 # Calls whose second argument indexes the first (`jnp.take(x, idx)`, `jnp.take_along_axis(x, idx, axis=1)`).
 _INDEX_CALLS = {"take", "take_along_axis"}
@@ -317,7 +317,7 @@ def container_positions(subject: Subject) -> dict[int, Build]:
             continue
         text = _annotation_text(annotation)
         build = _container_build(text, namespace) or _object_build(_annotated_class(annotation, text, namespace)) \
-            or factory_build(text, namespace)
+            or factory_build(annotation_classes(text, namespace), namespace)
         if build is not None:
             out[i] = build
     return out
@@ -334,21 +334,8 @@ def _annotation_text(annotation: Any) -> str:
     return annotation_text(annotation)
 
 
-def _parse(text: str) -> ast.expr | None:
-    """The annotation's expression; a quoted one (`x: "Array"` under postponed annotations) unquoted."""
-    for _ in range(2):
-        try:
-            node = ast.parse(text, mode="eval").body
-        except (SyntaxError, ValueError, RecursionError):
-            return None
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-            return node
-        text = node.value
-    return None
-
-
 def _container_build(text: str, namespace: dict[str, Any]) -> Build | None:
-    node = _parse(text)
+    node = parse_annotation(text)
     if node is None:
         return None
     if isinstance(node, ast.Subscript) and dotted_name(node.value).rpartition(".")[2] in _SEQUENCES:
@@ -358,7 +345,7 @@ def _container_build(text: str, namespace: dict[str, Any]) -> Build | None:
             items = items[:-1] * 2  # `tuple[Array, ...]`: two of them
         if kind is list and len(items) == 1:
             items = items * 2
-        items = [_parse(ast.unparse(item)) or item for item in items]  # `tuple["Array", "Array"]`
+        items = [parse_annotation(ast.unparse(item)) or item for item in items]  # `tuple["Array", "Array"]`
         if not items or not all(_is_array(item) for item in items):
             return None
         count = len(items)
@@ -377,7 +364,7 @@ def _annotated_class(annotation: Any, text: str, namespace: dict[str, Any]) -> t
     """The class an annotation names, other than an array's: the annotation itself, the name it is written as
     (looked up in the rule's module), or the array type of jaxtyping's `Float[CSC, "n n"]` (an alias of one too)."""
     found: Any = annotation if isinstance(annotation, type) else None
-    node = _parse(text)
+    node = parse_annotation(text)
     if found is None and node is not None:
         if isinstance(node, ast.Subscript) and dotted_name(node.value).rpartition(".")[2] in _JAXTYPING:
             first = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
@@ -447,7 +434,7 @@ def is_array_annotation(text: str) -> bool:
     """Whether an annotation's text names an array: `Array`, `np.ndarray`, jaxtyping's `Float[Array, "n"]`, or a
     union of an array with scalars or None (`ArrayLike` as formatted: `Union[jax.Array, numpy.ndarray, ..., float]`);
     never a container of arrays (`Sequence[Array]`)."""
-    node = _parse(text)
+    node = parse_annotation(text)
     return node is not None and _is_array(node)
 
 
@@ -457,7 +444,7 @@ _SCALAR_NAME = re.compile(r"^(\w+\.)*(bool|int|float|complex|number|bool_|generi
 
 
 def _is_array(node: ast.expr) -> bool:
-    members = _union_members(node)
+    members = union_members(node)
     if members is not None:
         return any(_is_array(m) for m in members) and all(
             _is_array(m) or (isinstance(m, ast.Constant) and m.value is None) or _SCALAR_NAME.match(dotted_name(m))
@@ -465,25 +452,6 @@ def _is_array(node: ast.expr) -> bool:
     if isinstance(node, ast.Subscript):  # jaxtyping: `Float[Array, "n"]`
         return dotted_name(node.value).rpartition(".")[2] in _JAXTYPING
     return bool(_ARRAY_NAME.match(dotted_name(node)))
-
-
-def annotation_classes(text: str, namespace: dict[str, Any]) -> list[type]:
-    """The user classes an annotation's text names (`KernelParams`, `"Kernel | KernelParams"`, `Optional[Config]`),
-    each looked up in `namespace`; never a builtin, a typing construct, or one of JAX's or NumPy's."""
-    node = _parse(text)
-    members = (_union_members(node) or [node]) if node is not None else []
-    found = [resolved(m, namespace) for m in members if isinstance(m, (ast.Name, ast.Attribute))]
-    return [c for c in found if isinstance(c, type) and c.__module__ not in ("builtins", "typing")
-            and not c.__module__.startswith(("jax", "numpy"))]
-
-
-def _union_members(node: ast.expr) -> list[ast.expr] | None:
-    """The members of `A | B`, `Union[A, B]` or `Optional[A]`; None for anything else."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return [*(_union_members(node.left) or [node.left]), *(_union_members(node.right) or [node.right])]
-    if isinstance(node, ast.Subscript) and dotted_name(node.value).rpartition(".")[2] in ("Union", "Optional"):
-        return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
-    return None
 
 
 # The words of a bound pair's two ends, as parameter names spell them (`low`/`high`, `x_min`/`x_max`, `lb`/`ub`,
