@@ -155,3 +155,23 @@ def test_a_rule_reached_only_once_the_function_s_required_option_is_set_is_check
     assert target["verified"] and not [f for f in target["findings"] if f["severity"] != "info"]
     (note,) = [f for f in target["findings"] if f["code"] == "JXN016"]
     assert "num_iters=4" in note["message"]
+
+
+@pytest.mark.slow  # a grad check and two script runs (about 10 s)
+def test_the_repro_of_a_function_called_with_an_asked_option_passes_it(tmp_path, monkeypatch):
+    """The script calls the target as jaxdiag did (`TARGET(args[0], steps=4)`) and fails on the defect; without the
+    option it fails on the function's own ValueError, which is not the defect: such a script is not written."""
+    import jaxdiag
+    from jaxdiag._evidence import _repro
+
+    monkeypatch.chdir(tmp_path)
+    report = jaxdiag.check_grad(f"{ACC / 'asked_option_slope.py'}:smooth")
+    target = next(t for t in report.targets if t.subject is not None and t.subject.label.endswith("smooth"))
+    assert target.subject.keywords == {"steps": 4}
+    assert target.keywords == ["steps=4"] and target.to_dict()["keywords"] == ["steps=4"]  # shown with the inputs
+    (finding, *_) = [f for f in target.findings if f.severity != "info"]
+    text = _repro.script(target, target.subject, finding)
+    assert text is not None and "TARGET(args[0], steps=4)" in text
+    assert _repro.verify_script(text, _repro.module_path(text)) is None  # fails as the defect
+    reason = _repro.verify_script(text.replace(", steps=4", ""), _repro.module_path(text))
+    assert reason is not None and "does not run on the drawn inputs (ValueError: 'steps' must be set)" in reason

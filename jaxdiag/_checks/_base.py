@@ -104,6 +104,11 @@ class Subject:
         """What the report shows as inputs: one text per positional argument."""
         return list(self.arg_texts) if self.arg_texts is not None else [str(s) for s in self.specs]
 
+    @property
+    def keyword_texts(self) -> list[str]:
+        """What the report shows of the keyword options every call passes: `num_iters=4`."""
+        return [f"{name}={value!r}" for name, value in self.keywords.items()]
+
     def call(self, *args: Any) -> Any:
         # Users call JAX code with jax Arrays (or tracers), and an eager bind hands its operands to the impl
         # unchanged: an impl written in jax.numpy (`buffer.at[i].set(v)`) must not get the NumPy example buffers,

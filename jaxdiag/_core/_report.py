@@ -143,6 +143,8 @@ class TargetReport:
     checks: list[CheckResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     module: str = ""
+    # Keyword options every call passed, as `name=value` (`Subject.keywords`: what the target's own error asked for).
+    keywords: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     # For filtering only (not serialized): the names configuration may use for this target (matched by glob
     # against per-target-ignores) and the lines where an inline suppression covers every finding about it.
@@ -166,6 +168,7 @@ class TargetReport:
             "target": self.target,
             "kind": self.kind,
             "inputs": list(self.inputs),
+            **({"keywords": list(self.keywords)} if self.keywords else {}),
             "checks": [c.to_dict() for c in self.checks],
             "findings": [f.to_dict() for f in self.findings],
             "problems": [p.to_dict() for p in self.all_problems()],

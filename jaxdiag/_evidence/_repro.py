@@ -21,7 +21,7 @@ import numpy as np
 from .._loading import _inputs
 from .. import _rules as rules
 from ._exposure import Exposure, exposure_for
-from ._repro_templates import CHECKS, PRELUDE
+from ._repro_templates import CHECKS, NO_PREFLIGHT, PREFLIGHT, PRELUDE
 from .._core._errors import UsageError
 from .._core._report import Finding, Report, TargetReport
 
@@ -297,6 +297,12 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
         if structured is None:
             return None
         call = structured
+    keywords = {name: _literal(value) for name, value in getattr(chosen, "keywords", {}).items()}
+    if any(text is None for text in keywords.values()):
+        return None
+    if keywords and kind != "primitive":  # options the target's own error asked for (`_run._asked_options`)
+        call = call[:-1] + (", " if not call.endswith("(") else "") + ", ".join(
+            f"{name}={text}" for name, text in keywords.items()) + ")"
     on_axis = getattr(chosen.obj, "__jaxdiag_repro_call__", None)  # a view on a named axis (`_run._named_axis`)
     if chosen.named_axis and on_axis is not None:  # its collectives run on the axis's devices, as jaxdiag ran them
         call, specs = on_axis(chosen, call, specs)
@@ -316,7 +322,8 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
              "that show the defect\n")
     check = CHECKS[exposure.mode].format(in_axes=repr(exposure.in_axes), out_axes=repr(exposure.out_axes),
                                           batch=exposure.batch, platform=repr(platform), code=finding.code)
-    return header + call_prelude + body + check
+    preflight = PREFLIGHT if exposure.mode not in NO_PREFLIGHT else ""
+    return header + call_prelude + body + preflight + check
 
 
 # Findings about a wrapper function around the subject (JXB011: it returns the primitive's list of outputs).

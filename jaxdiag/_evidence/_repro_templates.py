@@ -439,6 +439,20 @@ for k, (a, e, axis) in enumerate(zip(actual, expected, out_axes)):
 print("ok: jax.vmap gives the per-example shapes and dtypes with the batch axis")
 '''
 
+# Before a check that compares a transformation with a reference computed by calling the target: the target must
+# run on such inputs at all, or the failure that follows is not the defect (a required option left out, an input
+# outside the function's contract). The generator is rewound after it: the check draws what it draws without it.
+PREFLIGHT = '''
+state = rng.bit_generator.state
+try:
+    f(*[draw(dtype, shape, domain) for dtype, shape, domain in SPECS])
+except Exception as error:
+    sys.exit(f"not a reproduction: the target does not run on the drawn inputs ({type(error).__name__}: {error})")
+rng.bit_generator.state = state
+'''
+# The checks whose failure may be the plain call itself, or that run no kernel: no preflight.
+NO_PREFLIGHT = {"call", "lower", "legacy", "abstract_vmap"}
+
 CHECKS = {"vmap": _VMAP, "abstract_vmap": _ABSTRACT_VMAP, "vjp": _VJP, "jvp": _JVP, "grad2": _GRAD2,
            "vmap_grad": _VMAP_GRAD, "vjp_vmap": _VJP_VMAP, "flat_primal": _FLAT_PRIMAL, "jit": _JIT,
            "call": _CALL, "lower": _LOWER, "legacy": _LEGACY}

@@ -216,9 +216,10 @@ def _reproduce(target: TargetReport, finding: Finding) -> list[str]:
     words += ["--select", finding.code, "--repro", "repro/"]
     nested = target.target.partition(" > ")[2]
     via = f" (through `{subject}`, which calls `{nested}`)" if nested else ""
+    inputs = ", ".join([*target.inputs, *target.keywords])  # the keywords: options its own error asked for
     return [f"<!-- reporter: `{subject.partition(':')[0]}` is your code; run the command, then paste the script it "
             "writes here (it imports the library's own module where it can) -->",
-            f"Found with jaxdiag on the example inputs {', '.join(target.inputs) or '(none)'}{via}. This command "
+            f"Found with jaxdiag on the example inputs {inputs or '(none)'}{via}. This command "
             "reports it and writes a plain-JAX script that fails the same way (`repro/"
             f"{finding.code.lower()}_*.py`, no jaxdiag needed to run it):", "",
             "```console", "pip install jaxdiag", " ".join(shlex.quote(w) for w in words), "```"]

@@ -100,7 +100,8 @@ def _draw_target(target: TargetReport, console: Console, verbosity: int = 0, sho
     header.append(target.target, style="jaxdiag.label")
     header.append(f"  ({target.kind}", style="jaxdiag.dim")
     if target.inputs:
-        header.append(f"; inputs {' '.join(target.inputs)}{' (inferred)' if inferred else ''}", style="jaxdiag.dim")
+        shown = " ".join([*target.inputs, *target.keywords])
+        header.append(f"; inputs {shown}{' (inferred)' if inferred else ''}", style="jaxdiag.dim")
     header.append(")", style="jaxdiag.dim")
     counts = {sev: sum(1 for f in target.findings if f.severity == sev) for sev in ("error", "warning")}
     problems = target.all_problems()

@@ -50,4 +50,4 @@ def _value_for(name: str, annotation: str) -> Any:
 
 def keywords_text(subject: Subject) -> str:
     """" num_iters=4" for the keywords a subject is called with; "" for none."""
-    return "".join(f" {name}={value!r}" for name, value in subject.keywords.items())
+    return "".join(f" {text}" for text in subject.keyword_texts)

@@ -502,7 +502,7 @@ def run_subject_by_check(subject: Subject, options: Options, cache: SubjectCache
     declarations give (`order_checks`): its report, and each check's findings."""
     cache = SubjectCache() if cache is None else cache
     report = TargetReport(target=subject.label, kind=subject.kind, inputs=subject.input_texts,
-                          module=subject.module, subject=subject)
+                          keywords=subject.keyword_texts, module=subject.module, subject=subject)
     by_check: dict[str, list[Finding]] = {}
     moves: list[tuple[Any, Any]] | None = None  # a helper's wrappers -> the user's rules, once per subject
     blocked = platform_blocker(subject, options, cache)  # a GPU kernel here: its rules are only traced
