@@ -434,3 +434,32 @@ def test_a_function_forwarding_its_parameter_to_a_rule_maker_is_another_name_of_
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("backend_lib")
     assert [(s.function, s.kind) for s in sites_in(module)] == [("made", "custom_jvp")]
+
+
+@pytest.mark.slow
+def test_a_rule_made_in_a_private_helper_no_public_function_reaches_is_reached_by_running_the_helper() -> None:
+    """`_flat_pointwise(fn, *xs)` makes its custom_vmap on every call and only a private class's methods call it:
+    no public function leads there. The helper itself is run, its function a stand-in returning one pointwise
+    output per array (the helper unpacks a tuple); the right rule passes, the wrong one is found at its rule."""
+    ops = DATA / "disc_private" / "ops.py"
+    made = {t.target.rpartition("inside disc_private.ops:")[2].rstrip(")"): t
+            for t in _checked("disc_private").targets if "made in a function" in t.target}
+    assert set(made) == {"_flat_pointwise", "_first_example"}, list(made)
+    for target in made.values():
+        assert any(c.status in ("passed", "failed") for c in target.checks), target.checks
+    assert not [f for f in made["_flat_pointwise"].findings if f.severity in ("error", "warning")]
+    (wrong, *_) = [f for f in made["_first_example"].findings if f.severity in ("error", "warning")]
+    second = [i for i, line in enumerate(ops.read_text().splitlines(), start=1) if "def pointwise_vmap(" in line][1]
+    assert wrong.location is not None and wrong.location.line == second, wrong.location
+    assert wrong.inputs is not None and wrong.inputs["provenance"] == "inferred"
+
+
+@pytest.mark.slow
+def test_a_rule_stored_on_the_class_a_registration_at_import_is_handed_is_not_reported_unreached() -> None:
+    """`register(cls)` stores its primitive on the class (`cls.primitive = prim`) and the op module calls it at
+    import: discovery finds `Halve.primitive` and checks it; the site inside `register` is that same rule, never a
+    JXN012 'not checkable' target (which made the run exit 5)."""
+    targets = _targets(_checked("disc_published"))
+    assert "Halve.primitive" in targets, list(targets)
+    assert any(c.status == "passed" for c in targets["Halve.primitive"].checks)
+    assert not [t for t in targets if "register" in t], list(targets)

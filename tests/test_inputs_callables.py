@@ -1,8 +1,8 @@
 """Rules reached only through public functions taking a function (probe package tests/data/inputs_callables): a
-parameter annotated `Callable` (or named `fn`, `*_fn`...) gets a stand-in from a short ladder (elementwise, then
-scalar), a decorator factory is applied to it and what it returns is traced, a custom_vjp caller runs as its
-primal, and a required keyword-only int takes the int ladder on the traced-reach path too. What is assumed is named
-in the notes; a callback is never blamed for what the stand-in computes."""
+parameter annotated `Callable` (or named `fn`, `*_fn`...) gets a stand-in from a short ladder (elementwise,
+scalar, a tuple of pointwise outputs), a decorator factory is applied to it and what it returns is traced, a
+custom_vjp caller runs as its primal, and a required keyword-only int takes the int ladder on the traced-reach path
+too. What is assumed is named in the notes; a callback is never blamed for what the stand-in computes."""
 
 from __future__ import annotations
 
@@ -26,9 +26,34 @@ def test_parameters_taking_a_function_are_read_off_annotations_and_names() -> No
 
     assert callable_params(annotated) == (["fn"], True)
     assert callable_params(named) == (["body_fn"], False)  # `f` has a default: nothing to give it
-    assert rungs(annotated) == [{"fn": "elementwise"}, {"fn": "scalar"}]
+    assert rungs(annotated) == [{"fn": "elementwise"}, {"fn": "scalar"}, {"fn": "tuple"}]
     assert rungs(named)[0] == {}  # a name alone: an array is tried first (`f` is also a field of values)
     assert rungs(plain) == [{}]
+
+
+def test_a_function_unpacking_what_its_function_returns_gets_the_tuple_stand_in_first() -> None:
+    """`out = barrier(fn(*xs)); tuple(y for y in out)`, `a, b = step(x)`, `tuple(fn(x))`: several outputs, so the
+    stand-in returning one per array comes first (an elementwise one's array unpacked row by row can run by accident
+    on some shapes, and the rule it reaches then sees what no caller passes)."""
+    from jaxdiag._jobs._callables import rungs
+
+    def held(fn: Callable, *xs):
+        out = np.negative(fn(*xs))
+        return tuple(y for y in out)
+
+    def unpacked(step: Callable, x):
+        a, b = step(x)
+        return a + b
+
+    def converted(fn: Callable, x):
+        return tuple(fn(x))
+
+    def summed(fn: Callable, x):
+        return fn(x).sum()
+
+    for fn in (held, unpacked, converted):
+        assert rungs(fn)[0] == {next(iter(rungs(fn)[0])): "tuple"}, fn.__name__
+    assert rungs(summed)[0] == {"fn": "elementwise"}
 
 
 def test_factories_are_told_by_their_returns_or_annotation() -> None:

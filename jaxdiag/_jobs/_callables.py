@@ -7,7 +7,9 @@ be run on drawn arrays: inference would hand an array where the function calls i
 returns. Both hide every rule they make or reach (a `custom_vjp` taking the function in `nondiff_argnums`, a
 `pure_callback` on it). Here such a parameter is given a stand-in from a short ladder (`LADDER`): first an
 elementwise one (the shape of its last array argument: row-wise, batch-polymorphic, smooth), then one that sums
-to a scalar (a likelihood, a loss); the first on which the carrier runs wins, as the int ladder's rung does. A
+to a scalar (a likelihood, a loss), then one returning a tuple of a pointwise polynomial of each array argument
+(a helper applying `fn(*xs)` to several states of one shape and unpacking its outputs); the first on which the carrier
+runs wins, as the int ladder's rung does. A
 factory is applied to the stand-in (its other parameters keep their defaults) and what it returns is the carrier.
 
 A parameter counts as a function when its annotation says so (`Callable`, `callable`) or its code calls it
@@ -46,7 +48,7 @@ class StandIn:
     the last axis by its own factor (`_scaled`). Frozen: hashable, as a static argument
     (`nondiff_argnums`, `static_argnums`) must be."""
 
-    behaviour: str  # "elementwise" or "scalar"
+    behaviour: str  # "elementwise", "scalar" or "tuple"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import jax
@@ -56,6 +58,9 @@ class StandIn:
             return 0.5 * sum(float(a) for a in args if isinstance(a, (int, float))) + 1.0
         if self.behaviour == "scalar":
             return sum(0.5 * leaf.sum() for leaf in leaves)
+        if self.behaviour == "tuple":  # one output per array argument, each of its shape (a system's vector field),
+            # pointwise (no position's scale: a helper may flatten its arrays, a whole batch at once, before calling)
+            return tuple(leaf * (0.5 + 0.25 * leaf) for leaf in leaves)
         # elementwise in its last array argument; the others enter through their sums, which keeps it row-wise when
         # they are unbatched parameters
         out = _scaled(leaves[-1])
@@ -67,7 +72,7 @@ class StandIn:
         return f"<jaxdiag's {self.behaviour} stand-in>"
 
 
-LADDER = ("elementwise", "scalar")
+LADDER = ("elementwise", "scalar", "tuple")
 
 
 def _scaled(x: Any) -> Any:
@@ -136,7 +141,50 @@ def rungs(fn: Any) -> list[dict[str, str]]:
     names, annotated = callable_params(fn)
     if not names:
         return [{}]
-    return ([] if annotated or makes_function(fn) else [{}]) + [{n: b for n in names} for b in LADDER]
+    # a function whose code unpacks what the parameter returns takes several outputs: the tuple stand-in first (an
+    # elementwise one's single array would be unpacked row by row, a run that works by accident on some shapes)
+    ladder = sorted(LADDER, key=lambda b: b != "tuple") if _unpacked_results(fn) & set(names) else list(LADDER)
+    return ([] if annotated or makes_function(fn) else [{}]) + [{n: b for n in names} for b in ladder]
+
+
+def _unpacked_results(fn: Any) -> set[str]:
+    """The parameters whose call results `fn`'s code (nested functions included) unpacks: `a, b = f(x)`,
+    `tuple(f(x))`, `for y in f(x)`, or a name holding `f(...)` (inside other calls too: `barrier(f(x))`) that is
+    then iterated or unpacked."""
+    from .._harness.source import function_source
+
+    found = function_source(fn)
+    if found is None:
+        return set()
+    node = found.node
+    params = {a.arg for a in node.args.posonlyargs + node.args.args}
+
+    def callers(expr: ast.AST | None) -> set[str]:  # the parameters called anywhere inside `expr`
+        return {n.func.id for n in ast.walk(expr) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                and n.func.id in params} if expr is not None else set()
+
+    holders: dict[str, set[str]] = {}  # a local name -> the parameters whose results it holds
+    unpacked: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1:
+            target = n.targets[0]
+            if isinstance(target, ast.Name):
+                holders.setdefault(target.id, set()).update(callers(n.value))
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                unpacked |= callers(n.value)
+    for n in ast.walk(node):
+        iterated: list[ast.expr] = []
+        if isinstance(n, (ast.For, ast.comprehension)):
+            iterated.append(n.iter)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("tuple", "list") and n.args:
+            iterated.append(n.args[0])
+        elif isinstance(n, ast.Starred):
+            iterated.append(n.value)
+        for expr in iterated:
+            unpacked |= callers(expr)
+            if isinstance(expr, ast.Name):
+                unpacked |= holders.get(expr.id, set())
+    return unpacked
 
 
 def makes_function(fn: Any) -> bool:

@@ -6,6 +6,7 @@ them discovered or recorded rules already cover, and the public functions leadin
 from __future__ import annotations
 
 import ast
+import inspect
 import os
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -61,6 +62,9 @@ class Tried:
 class Plan:
     sites: list[Site] = field(default_factory=list)
     carriers: list[tuple[ModuleType, str]] = field(default_factory=list)  # (module, public function), nearest first
+    # private module-level functions holding a site, run themselves once no public function has reached it (a
+    # helper `_odd_sized(fn, *xs)` making its custom_vmap, called only from the methods of a private class)
+    makers: list[tuple[ModuleType, str]] = field(default_factory=list)
 
 
 def _called_name(node: ast.expr) -> str | None:
@@ -342,6 +346,9 @@ def plan(modules: list[ModuleType], covered: list[Location]) -> Plan:
               and getattr(_locate.unwrap(getattr(module, name)), "__module__", None) == module.__name__]
     public.sort(key=lambda item: item[0])
     result.carriers = [(module, name) for _, module, name in public[:MAX_CARRIERS]]
+    own = {(id(s.module), s.function): s.module for s in result.sites if "." not in s.function}
+    result.makers = [(module, name) for (_, name), module in own.items()
+                     if name.startswith("_") and inspect.isfunction(getattr(module, name, None))]
     return result
 
 
@@ -370,9 +377,12 @@ def _subclass_names(modules: list[ModuleType]) -> dict[str, set[str]]:
 
 
 def _returns_its_rule(module: ModuleType, site: Site) -> bool:
+    """Whether the function returns the rule made at the site, or stores it on an object its caller hands it."""
     from .._harness.source import module_tree
 
-    return bool(_rule_factories.returned_sites(module_tree(module), site.function, [site.line]))
+    tree = module_tree(module)
+    return bool(_rule_factories.returned_sites(tree, site.function, [site.line])
+                or _rule_factories.published_sites(tree, site.function, [site.line]))
 
 
 def _covered_sites(sites: list[Site], covered_at: list[tuple[str, int]]) -> set[int]:

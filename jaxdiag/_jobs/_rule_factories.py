@@ -62,6 +62,32 @@ def returned_sites(tree: ast.Module | None, function: str, lines: list[int]) -> 
     names = {e.id for r in returned for e in ([r] + (list(r.elts) if isinstance(r, ast.Tuple) else []))
              if isinstance(e, ast.Name)}
     spans = {(r.lineno, getattr(r, "end_lineno", r.lineno)) for r in returned}
+    bound = _bound_names(own)
+    names |= _attached_to(own, names)
+    return [line for line in lines
+            if bound.get(line) in names or any(first <= line <= last for first, last in spans)]
+
+
+def published_sites(tree: ast.Module | None, function: str, lines: list[int]) -> list[int]:
+    """Of the site lines inside `function`, those whose rule it stores as an attribute of one of its own parameters
+    (`cls.inner_primitive = inner_p` in `register_primitive(cls)`): the object its caller hands it holds the rule,
+    so where the caller runs at import, attribute discovery finds it there (a class's attributes are walked)."""
+    from ._callables import _own_nodes
+
+    top = _function_node(tree, function)
+    if top is None:
+        return []
+    own = _own_nodes(top)
+    params = {a.arg for a in top.args.posonlyargs + top.args.args + top.args.kwonlyargs}
+    stored = {node.value.id for node in own if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+              and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in params
+                      for t in node.targets)}
+    bound = _bound_names(own)
+    return [line for line in lines if bound.get(line) in stored]
+
+
+def _bound_names(own: list[ast.AST]) -> dict[int, str]:
+    """{line: the name the statement on it binds}: a `def` (and its decorators' lines), or an assignment to a name."""
     bound: dict[int, str] = {}
     for node in own:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -71,9 +97,7 @@ def returned_sites(tree: ast.Module | None, function: str, lines: list[int]) -> 
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             for line in range(node.lineno, (getattr(node, "end_lineno", None) or node.lineno) + 1):
                 bound.setdefault(line, node.targets[0].id)
-    names |= _attached_to(own, names)
-    return [line for line in lines
-            if bound.get(line) in names or any(first <= line <= last for first, last in spans)]
+    return bound
 
 
 def _attached_to(nodes: list[ast.AST], returned: set[str]) -> set[str]:

@@ -68,6 +68,10 @@ def check_by_tracing(lint: Any, discovered: list[Any], checked: Sequence[Locatio
 
     reports.extend(_rule_factories.check_returned(lint, result.sites, known, note, starts))
     reports.extend(_rule_factories.check_methods(lint, result.sites, known, note, starts))
+    for module, name in result.makers:  # a private maker nothing public reached: run on its own inferred inputs
+        if any(not s.reached for s in result.sites if s.module is module and s.function == name) \
+                and starts(f"{module.__name__}:{name}"):
+            reports.extend(_through(lint, module, name, result.sites, known, tried, None))
     reports.extend(_unreached(result.sites, tried, lint))
     return reports
 
