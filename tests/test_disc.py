@@ -188,6 +188,17 @@ def test_a_rule_closing_over_an_array_its_function_computed_is_checked_as_the_ea
 
 
 @pytest.mark.slow
+def test_a_rule_closing_over_an_object_of_traced_arrays_is_checked_as_the_eager_run_makes_it() -> None:
+    """The same, where the closure holds the tracer inside an object (`held = Scaled(factor)`, a dataclass of
+    arrays) and the rule takes a list, so it is checked through a flat view of its arguments: the view is made again
+    of the eager run's rule. Before, every check skipped with UnexpectedTracerError."""
+    made = {t.target.split(" ")[0].rpartition(":")[2]: t for t in _checked("closure_object").targets}
+    assert not made["apply"].unverified, made["apply"].checks
+    assert [c.status for c in made["apply"].checks if c.name == "vjp-fwd"] == ["passed"]
+    assert not [f for f in made["apply"].findings if f.severity != "info"]
+
+
+@pytest.mark.slow
 def test_callback_call_sites_inside_functions_get_the_callback_checks() -> None:
     targets = _targets(_checked("disc_factories"))
     sine = targets["host_sine (calls a callback)"]

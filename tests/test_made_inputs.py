@@ -175,3 +175,43 @@ def test_the_repro_of_a_function_called_with_an_asked_option_passes_it(tmp_path,
     assert _repro.verify_script(text, _repro.module_path(text)) is None  # fails as the defect
     reason = _repro.verify_script(text.replace(", steps=4", ""), _repro.module_path(text))
     assert reason is not None and "does not run on the drawn inputs (ValueError: 'steps' must be set)" in reason
+
+
+def _solve_sized(A, rhs, step):
+    """Solves Ax=b.
+
+    Args:
+        A (Array): A positive definite linear operator of size (n, n).
+        rhs (Array): A single right hand side of size (n,).
+        step (float): The step size (float) of each iteration.
+    """
+    return A, rhs, step
+
+
+def test_a_docstring_giving_an_operand_s_size_in_brackets_states_its_shape():
+    """"of size (n, n)" states a shape as "of shape (n, n)" does (a linear operator drawn as a vector ran on a
+    1-D rung before); a size whose brackets hold no comma ("step size (float)") states none."""
+    subject = Subject("solve", "function", _solve_sized, specs=[])
+    (statement, *_) = _stated_shapes.stated_axes(subject, ["A", "rhs", "step"])
+    assert statement == {0: ("n", "n"), 1: ("n",)}
+
+
+def test_a_primitive_taking_star_ins_reads_its_operands_domains_under_the_names_its_binding_call_gives(
+        monkeypatch):
+    """The impl takes `*ins`; the library's call of the kernel object holding the primitive names them
+    (`mv_kernel(weights, spikes, ...)`), and the function making that call documents `spikes` as "The binary vector":
+    drawn 0s and 1s, not normal floats (on which an event-driven kernel's transpose and batching disagree)."""
+    monkeypatch.syspath_prepend(str(ACC))
+    import kernel_binary
+
+    from jaxdiag._run import _operand_kinds
+
+    subject = Subject("binary_mv", "primitive", kernel_binary.mv_kernel.primitive, specs=[],
+                      module="kernel_binary", params={"transpose": False})
+    operands = _signature.bind_site_operands(subject)
+    assert ["weights", "spikes"] in [list(o) for o in operands], operands
+    assert _operand_kinds.documented_domains(subject, operands) == {1: "binary"}
+    import jaxdiag
+
+    (target, *_) = jaxdiag.check_batching(f"{ACC / 'kernel_binary.py'}:mv_kernel.primitive").targets
+    assert target.inputs[1].endswith("@binary"), target.inputs  # what inference draws

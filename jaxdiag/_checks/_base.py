@@ -60,6 +60,7 @@ class Subject:
     # array per spec (see _layout), and `arg_texts` say what each positional argument was.
     original: Any = None
     arg_texts: list[str] | None = None
+    layout: Any = None  # the `_layout.Layout` the flat view was made with (a view of another object takes it too)
     # Indices into `specs` that JAX never perturbs at this nested rule's call site in its function (a symbolic-zero
     # tangent there: stop-gradiented, built from integers, refused by a wrapper); the grad checks leave them fixed.
     unperturbed: frozenset[int] = frozenset()

@@ -174,7 +174,7 @@ def climb_ladder(subject: Subject, notes: list[Finding], statics: dict[int, Any]
     containers = _operand_kinds.container_positions(subject)  # `cache: tuple[Array, Array]`: that container
     # "A : ... assumed symmetric", or `jnp.linalg.eigh(A)` in its code: drawn spd (what the docstring says wins)
     documented = {**dict.fromkeys(_operand_kinds.factorised_positions(subject), "spd"),
-                  **_operand_kinds.documented_domains(subject)}
+                  **_operand_kinds.documented_domains(subject, operands)}
     state = _State(complex=_names_complex(subject))
     # complex where the annotation says so (`Complex[Array, "n"]`) or every call the package makes passes complex
     complexes = _family(families, "complex") | complex_positions(subject)

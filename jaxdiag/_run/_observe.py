@@ -62,11 +62,18 @@ def _adopt_eager_closure(subject: Subject, eager: list[Any]) -> None:
     (`d = ...; @custom_vjp def f(b): return b / d`): the instance found by tracing the function holds tracers of
     that trace, and calling it again (every check does) raises UnexpectedTracerError. The same rule made by the
     eager run closes over concrete arrays: the subject is checked on that one."""
-    if subject.original is not None or not _closes_over_tracers(subject.obj):
+    user = subject.original if subject.original is not None else subject.obj
+    if not _closes_over_tracers(user):
         return
-    fresh = next((obj for obj in eager if _twins(subject.obj, obj) and not _closes_over_tracers(obj)), None)
-    if fresh is not None:
+    fresh = next((obj for obj in eager if _twins(user, obj) and not _closes_over_tracers(obj)), None)
+    if fresh is None:
+        return
+    if subject.original is None:
         subject.obj = fresh
+    elif subject.layout is not None:  # a flat view of its pytree arguments (`iterative(params: list)`): of the twin
+        from .._loading._layout import flat_view
+
+        subject.original, subject.obj = fresh, flat_view(subject.kind, fresh, subject.layout)
 
 
 def _twins(made: Any, other: Any) -> bool:
@@ -87,9 +94,18 @@ def _closes_over_tracers(obj: Any) -> bool:
                 value = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
-            if _compat.is_tracer(value) or (isinstance(value, (tuple, list)) and any(map(_compat.is_tracer, value))):
+            # inside a container or an object of arrays too (a linear operator holding its traced matrix)
+            if _compat.is_tracer(value) or any(map(_compat.is_tracer, _leaves(value))):
                 return True
     return False
+
+
+def _leaves(value: Any) -> list[Any]:
+    """The array leaves of a closed-over value; none where flattening it raises (a user pytree's own flatten)."""
+    from .._harness import call_user
+
+    made = call_user(jax.tree_util.tree_leaves, value, quiet=True)
+    return list(made.value) if made.error is None else []
 
 
 def _concrete_at(values: Sequence[Any], wanted: list[ArgSpec]) -> bool:

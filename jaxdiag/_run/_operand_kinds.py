@@ -21,7 +21,7 @@ import ast
 import dataclasses
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import _compat
@@ -203,16 +203,20 @@ _DENIED = re.compile(r"(\bnon-?|\bnot\s+(necessarily\s+)?|\bneed\s+not\s+be\s+|\
 _LOWER_BOUND_ZERO = re.compile(r"(?<![\w.])0(\.0*)?\s*(<=?|≤|\\leq?)")  # "0 <= x <= 1" names no domain word
 
 
-def documented_domains(subject: Subject) -> dict[int, str]:
+def documented_domains(subject: Subject, operands: Sequence[Sequence[str]] = ()) -> dict[int, str]:
     """{position: domain} of the parameters the target's docstring says hold symmetric positive-definite matrices
     ("spd"), only 0s and 1s ("binary"), values in [0, 1] ("unit") or positive values ("positive"): in the
     parameter's own entry, in a sentence of prose that quotes that parameter alone (``spikes`` must be exactly
-    binary), or, for the unit interval, in a statement naming it bare ("defined for x in the interval [0, 1]")."""
+    binary), or, for the unit interval, in a statement naming it bare ("defined for x in the interval [0, 1]").
+    `operands`: the operand names of a primitive's bind calls (`_signature.bind_site_operands`), its names where its
+    impl takes `*ins` (the wrapper that binds it documents `spikes : The binary vector`)."""
     from .._run._signature import positional, signature_of
     from ._stated_shapes import docstrings
 
     params = positional(signature_of(subject))
     names = [p.name for p in params]
+    if subject.kind == "primitive" and not names:
+        names = list(next((o for o in operands if o and all(o)), ()))  # a call naming every operand
     out: dict[int, str] = {}
     for doc in docstrings(subject, names):  # its own first, then a wrapper's that documents what it passes on
         if any(pattern.search(doc) for _, pattern in _DOCUMENTED) or _LOWER_BOUND_ZERO.search(doc):

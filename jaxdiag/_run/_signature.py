@@ -408,6 +408,7 @@ def apply(subject: Subject, templates: Sequence[Any]) -> None:
     if subject.original is None:
         subject.original = subject.obj
     subject.obj = flat_view(subject.kind, subject.original, layout)
+    subject.layout = layout
     subject.specs = layout.specs
     subject.static_args = {}
 

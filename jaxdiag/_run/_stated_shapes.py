@@ -42,7 +42,10 @@ from ._code_axes import code_axes
 
 Axes = tuple[str, ...]
 # "shape (B, N)", "of shape [B, N, H]", "shape ``(batch, seq)``", "shape: (n,)": the bracketed axes after "shape"
-_DOC_SHAPE = re.compile(r"\bshape\s*(?:of\s*)?:?\s*`{0,2}\s*[(\[]([^()\[\]]*)[)\]]", re.IGNORECASE)
+_DOC_SHAPE = re.compile(r"\bshape\s*(?:of\s*)?:?\s*`{0,2}\s*[(\[]([^()\[\]]*)[)\]]"
+                        # "a linear operator of size (n, n)": a size is a shape where its brackets hold a comma
+                        # ("step size (float)" states none)
+                        r"|\bof\s+size\s*`{0,2}\s*[(\[]([^()\[\]]*,[^()\[\]]*)[)\]]", re.IGNORECASE)
 # an entry that opens with its shape: "Q: ``(n, n)`` PSD cost matrix", "w: (n,) weights" (unquoted: a comma inside,
 # and no type word, which "(float, optional)" is)
 _TYPE_WORD = r"\b(?:float|int|bool|str|optional|default|array|ndarray|complex|tuple|list|or)\b"
