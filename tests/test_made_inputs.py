@@ -215,3 +215,16 @@ def test_a_primitive_taking_star_ins_reads_its_operands_domains_under_the_names_
 
     (target, *_) = jaxdiag.check_batching(f"{ACC / 'kernel_binary.py'}:mv_kernel.primitive").targets
     assert target.inputs[1].endswith("@binary"), target.inputs  # what inference draws
+
+
+def test_an_output_that_is_not_a_function_of_the_inputs_is_no_fwd_mismatch():
+    """A call counter beside the result (a solver's iteration time is another): fwd's value there differs from the
+    function's because the function differs from itself; the result output is still compared (JXG012 at the shifted
+    fwd, on the result only)."""
+    import jaxdiag
+
+    right = jaxdiag.check_grad(f"{ACC / 'counted_calls.py'}:counted_square", "f32[3]")
+    assert not [f for f in right.findings if f.code == "JXG012"], [f.message for f in right.findings]
+    wrong = [f for f in jaxdiag.check_grad(f"{ACC / 'counted_calls.py'}:counted_shifted", "f32[3]").findings
+             if f.code == "JXG012"]
+    assert len(wrong) == 1 and "difference 0.5 " in wrong[0].message, [f.message for f in wrong]

@@ -130,7 +130,9 @@ VJP_IGNORED_COTANGENT: Rule[_fields.JXG011] = Rule(
 VJP_FWD_MISMATCH: Rule[_fields.JXG012] = Rule(
     "JXG012", "vjp-fwd-primal-mismatch", "error",
     "custom_vjp fwd must return `(primal_out, residuals)` with `primal_out` equal to the function's output.",
-    "Compares fwd's primal output with `f(*args)`: structure, shape, dtype and value.",
+    "Compares fwd's primal output with `f(*args)`: structure, shape, dtype and value. An output whose value "
+    "`f` itself does not repeat when called again on the same arguments (a solver's wall-clock time, a call "
+    "counter) is not a function of the inputs: its value is not compared.",
     "`value_and_grad` returns fwd's value, not `f`'s; structure or shape differences surface as confusing errors "
     "blamed on bwd.",
     "jxg012_bad.py", "jxg012_good.py",

@@ -209,14 +209,16 @@ def documented_domains(subject: Subject, operands: Sequence[Sequence[str]] = ())
     parameter's own entry, in a sentence of prose that quotes that parameter alone (``spikes`` must be exactly
     binary), or, for the unit interval, in a statement naming it bare ("defined for x in the interval [0, 1]").
     `operands`: the operand names of a primitive's bind calls (`_signature.bind_site_operands`), its names where its
-    impl takes `*ins` (the wrapper that binds it documents `spikes : The binary vector`)."""
+    impl's positional parameters do not name them (`*ins`, a kernel object's `self`: the wrapper that binds it
+    documents `spikes : The binary vector`)."""
     from .._run._signature import positional, signature_of
     from ._stated_shapes import docstrings
 
     params = positional(signature_of(subject))
     names = [p.name for p in params]
-    if subject.kind == "primitive" and not names:
-        names = list(next((o for o in operands if o and all(o)), ()))  # a call naming every operand
+    bound = next((list(o) for o in operands if o and all(o)), [])  # a binding call naming every operand
+    if subject.kind == "primitive" and bound and len(bound) != len(names):  # `*ins`, or a kernel's `__call__(self)`
+        names = bound
     out: dict[int, str] = {}
     for doc in docstrings(subject, names):  # its own first, then a wrapper's that documents what it passes on
         if any(pattern.search(doc) for _, pattern in _DOCUMENTED) or _LOWER_BOUND_ZERO.search(doc):
