@@ -228,3 +228,12 @@ def test_an_output_that_is_not_a_function_of_the_inputs_is_no_fwd_mismatch():
     wrong = [f for f in jaxdiag.check_grad(f"{ACC / 'counted_calls.py'}:counted_shifted", "f32[3]").findings
              if f.code == "JXG012"]
     assert len(wrong) == 1 and "difference 0.5 " in wrong[0].message, [f.message for f in wrong]
+
+
+@pytest.mark.slow  # a module check through the documented wrapper's example call (about 3 s)
+def test_a_rule_reached_through_its_wrappers_docstring_example_keeps_the_domain_that_docstring_states():
+    """`binary_mv` runs on the values of its docstring example (given without a domain); the primitive it binds takes
+    `spikes` as that function's docstring states it, binary, so the checks' own draws are 0s and 1s too."""
+    _, data = check_json(str(ACC / "kernel_binary.py"), ACC)
+    (target,) = [t for t in data["targets"] if t["target"].endswith("mv_kernel.primitive")]
+    assert target["inputs"] == ["f32[3,4]", "f32[4]@binary"], target["inputs"]

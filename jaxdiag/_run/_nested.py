@@ -17,6 +17,7 @@ from .._harness.cache import SubjectCache
 from .._loading._inputs import ArgSpec, draw
 from .._loading._targets import classify
 from . import _signature
+from ._operand_kinds import documented_domains
 
 
 def primitive_location(prim: Any, module: Any) -> Location | None:
@@ -60,6 +61,7 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
     operand_dependent = _compat.input_dependent_operands(jaxpr)
     unread_outputs = _compat.unread_outputs(jaxpr)
     by_key: dict[tuple, Subject] = {}
+    stated: dict[int, str] | None = None
     builtin: dict[int, bool] = {}  # per primitive: a quadrature's loops bind the same few 100,000 times
     for eqn in _compat.iter_eqns(jaxpr):
         prim = eqn.primitive
@@ -77,7 +79,9 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
         if len(specs) != len(maybe_specs):
             continue
         inputs = list(getattr(jaxpr, "jaxpr", jaxpr).invars)
-        specs = [_signature.inherited(s, [v], inputs, root) for s, v in zip(specs, eqn.invars)]
+        if stated is None:  # read once per function, where a plain layout makes its inputs its parameters
+            stated = documented_domains(root) if not root.static_args and root.original is None else {}
+        specs = [_signature.inherited(s, [v], inputs, root, stated) for s, v in zip(specs, eqn.invars)]
         key = primitive_call_key(prim, eqn.params, specs)
         # operands built from no input of the function (a captured constant, an index) are never batched there
         unbatched = frozenset(k for k, dependent in enumerate(operand_dependent(eqn)) if not dependent)

@@ -443,13 +443,20 @@ def templates_of_args(args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     return templates, concrete
 
 
-def inherited(spec: ArgSpec | None, value: list, root_inputs: list, root: Subject) -> Any:
-    """A nested argument that is one of the function's own inputs takes that input's domain (per argument)."""
+def inherited(spec: ArgSpec | None, value: list, root_inputs: list, root: Subject,
+              stated: dict[int, str] | None = None) -> Any:
+    """A nested argument that is one of the function's own inputs takes that input's domain (per argument), or the
+    one the function's docstring states for it (`stated`: `_operand_kinds.documented_domains` of the function)."""
+    stated = stated or {}
     if spec is None or spec.domain or not spec.is_inexact:
         return spec
     for k, candidate in enumerate(root_inputs):
         if value and candidate is value[0] and k < len(root.specs) and root.specs[k].domain:
             return spec.with_domain(root.specs[k].domain)
+        if value and candidate is value[0] and stated.get(k):
+            # the function's docstring states what that input holds ("spikes : The binary vector"), though the
+            # function ran on values given without a domain (its docstring example's): the nested rule's contract
+            return spec.with_domain(stated[k])
     domains = {s.domain for s in root.specs if s.is_inexact}
     if len(domains) == 1 and None not in domains:  # every input of the function has one domain: keep it
         return spec.with_domain(domains.pop())

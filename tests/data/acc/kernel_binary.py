@@ -40,5 +40,10 @@ def binary_mv(weights, spikes, *, transpose=False):
         The weight matrix, shape ``(m, k)``.
     spikes : jax.Array
         The binary vector with shape ``(k,)``. Can be boolean or float.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> binary_mv(jnp.ones((3, 4), dtype=jnp.float32), jnp.array([1., 0., 1., 0.], dtype=jnp.float32))
     """
     return mv_kernel(weights, spikes, transpose=transpose)
