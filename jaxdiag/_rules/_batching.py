@@ -57,7 +57,10 @@ BATCH_RESULT_MISMATCH: Rule[_fields.JXB005] = Rule(
     "JXB005", "batched-result-mismatch", "error",
     "`vmap` of the primitive differs from applying it to each example and stacking the results.",
     "Compares `vmap(f, in_axes)` with a per-example loop over distinct random examples, for in_axes 0, -1, a middle "
-    "axis, each argument unbatched, pairwise combinations, nested vmap, batch size 1, and under `jit`.",
+    "axis, each argument unbatched, pairwise combinations, nested vmap, batch size 1, and under `jit`. Before a "
+    "difference is reported the loop runs once more: where it gives other values (a kernel leaving part of its "
+    "output unwritten, state kept between calls) the outputs are not a function of the inputs and nothing is "
+    "judged (a note says so).",
     "The rule computes something else than the primitive under a batch, typically because it assumes the batch "
     "axis is at 0 or that every argument is batched: results are silently wrong.",
     "jxb005_bad.py", "jxb005_good.py",

@@ -148,7 +148,9 @@ WRONG_RULE_SIGNATURE: Rule[_fields.JXR009] = Rule(
 LOWERING_MISMATCH: Rule[_fields.JXR010] = Rule(
     "JXR010", "lowering-mismatch", "error",
     "`jax.jit` of the primitive fails or gives a different result than the eager impl.",
-    "Runs the primitive once under `jax.jit` (abstract eval + the CPU lowering) and compares with the impl.",
+    "Runs the primitive once under `jax.jit` (abstract eval + the CPU lowering) and compares with the impl; an "
+    "output the impl does not repeat when run again on the same inputs (unwritten scratch) is not compared (a note "
+    "says so).",
     "Eager tests pass while every jitted caller fails with an MLIR verifier error, or silently computes something "
     "else: the lowering was written for another function, another dtype, or another `multiple_results`.",
     "jxr010_bad.py", "jxr010_good.py",

@@ -140,6 +140,11 @@ def _mismatch_findings(ctx: Context, ev: Evidence, explained: set[tuple]) -> Ite
         return
     name = _subject_display(ctx)
     first = failing[0]
+    if not first.count_mismatch and not ev.reference.repeats(first.variant.pattern, first.variant.size):
+        raise SkipCheck(f"{name} returns other values when called again on the same examples (outputs that are not "
+                        "a function of its inputs: a kernel leaving part of its output unwritten, state kept between "
+                        "calls): no vmap can be compared with a per-example loop, so its batching was not judged",
+                        note=True, location=ctx.subject.location)
     message = f"{_mismatch_text(first, name)}{_others(failing, first, name, ev)}"
     location = (rule_location(_compat.batching_rule(ctx.subject.obj), ctx.subject.location)
                 if ctx.subject.kind == "primitive" else ctx.subject.location)
