@@ -237,3 +237,12 @@ def test_a_rule_reached_through_its_wrappers_docstring_example_keeps_the_domain_
     _, data = check_json(str(ACC / "kernel_binary.py"), ACC)
     (target,) = [t for t in data["targets"] if t["target"].endswith("mv_kernel.primitive")]
     assert target["inputs"] == ["f32[3,4]", "f32[4]@binary"], target["inputs"]
+
+
+@pytest.mark.slow  # a module check through the function's docstring example (about 2 s)
+def test_a_custom_rule_made_in_a_documented_function_takes_the_domain_its_docstring_states_for_what_it_hands_on():
+    """`gated(x, mask)` documents `mask` as binary and makes `gate(a, m)` inside: `m` is `mask` at the call, so the
+    rule is checked on 0s and 1s there, as the primitive behind a documented wrapper is."""
+    _, data = check_json(str(ACC / "documented_mask.py"), ACC)
+    (target,) = [t for t in data["targets"] if "made in a function" in t["target"]]
+    assert target["inputs"] == ["f32[3]", "f32[3]@binary"], target["inputs"]

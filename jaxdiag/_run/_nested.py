@@ -46,6 +46,15 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
     jaxpr, custom_calls = traced.value.jaxpr, traced.value.custom_calls
     subjects: list[Subject] = []
     seen_keys: set = set()
+    # the domains the function's docstring states for its inputs, for the rules it hands them to (read once, when
+    # a rule is met; only where a plain layout makes its inputs its parameters)
+    read: list[dict[int, str]] = []
+
+    def stated() -> dict[int, str]:
+        if not read:
+            read.append(documented_domains(root) if not root.static_args and root.original is None else {})
+        return read[0]
+
     for obj, args, kwargs in custom_calls:
         if id(obj) in seen_keys:
             continue
@@ -54,14 +63,13 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
         fn = getattr(obj, "fun", None) or obj
         if not (options.include_jax or _locate.is_user_code(fn)):
             continue  # JAX's own custom_jvp/custom_vjp (jnp.sinc, jax.nn.softplus) are trusted like its primitives
-        nested = _signature.custom_call_subject(root, kind, obj, fn, args, kwargs, cache.input_tracers)
+        nested = _signature.custom_call_subject(root, kind, obj, fn, args, kwargs, cache.input_tracers, stated())
         if nested is not None:
             nested.inside_custom_derivative = id(obj) not in traced.value.differentiable
             subjects.append(nested)
     operand_dependent = _compat.input_dependent_operands(jaxpr)
     unread_outputs = _compat.unread_outputs(jaxpr)
     by_key: dict[tuple, Subject] = {}
-    stated: dict[int, str] | None = None
     builtin: dict[int, bool] = {}  # per primitive: a quadrature's loops bind the same few 100,000 times
     for eqn in _compat.iter_eqns(jaxpr):
         prim = eqn.primitive
@@ -79,9 +87,7 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
         if len(specs) != len(maybe_specs):
             continue
         inputs = list(getattr(jaxpr, "jaxpr", jaxpr).invars)
-        if stated is None:  # read once per function, where a plain layout makes its inputs its parameters
-            stated = documented_domains(root) if not root.static_args and root.original is None else {}
-        specs = [_signature.inherited(s, [v], inputs, root, stated) for s, v in zip(specs, eqn.invars)]
+        specs = [_signature.inherited(s, [v], inputs, root, stated()) for s, v in zip(specs, eqn.invars)]
         key = primitive_call_key(prim, eqn.params, specs)
         # operands built from no input of the function (a captured constant, an index) are never batched there
         unbatched = frozenset(k for k, dependent in enumerate(operand_dependent(eqn)) if not dependent)

@@ -464,7 +464,7 @@ def inherited(spec: ArgSpec | None, value: list, root_inputs: list, root: Subjec
 
 
 def custom_call_subject(root: Subject, kind: str, obj: Any, fn: Any, args: tuple, kwargs: dict,
-                         root_inputs: Sequence[Any] = ()) -> Subject | None:
+                         root_inputs: Sequence[Any] = (), stated: dict[int, str] | None = None) -> Subject | None:
     """A subject reproducing one recorded custom_jvp/custom_vjp/custom_vmap call from its avals: array (and key)
     leaves become specs, anything else (an int in nondiff_argnums, a callable, a Python scalar) is static, pytree
     arguments are checked through a flat view. Keyword arguments are bound positionally, as JAX does. None when the
@@ -485,7 +485,7 @@ def custom_call_subject(root: Subject, kind: str, obj: Any, fn: Any, args: tuple
     for leaves in layout.arg_leaves:
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, ArgSpec):
-                leaves[i] = inherited(leaf, [next(values, None)], list(root_inputs), root)
+                leaves[i] = inherited(leaf, [next(values, None)], list(root_inputs), root, stated)
             else:
                 next(values, None)
     try:
