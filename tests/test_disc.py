@@ -474,3 +474,15 @@ def test_a_rule_stored_on_the_class_a_registration_at_import_is_handed_is_not_re
     assert "Halve.primitive" in targets, list(targets)
     assert any(c.status == "passed" for c in targets["Halve.primitive"].checks)
     assert not [t for t in targets if "register" in t], list(targets)
+
+
+@pytest.mark.slow
+def test_a_placeholder_module_standing_in_for_a_missing_dependency_is_a_note_not_an_internal_error() -> None:
+    """The package puts a module in `sys.modules` whose `__getattr__` raises ImportError for every name (haiku's
+    stand-in for flax): reading its `__path__` or its config table crashed the walk (exit 3). It is now reported as
+    the missing optional dependency it names, and the package's own rule is checked."""
+    report = jaxdiag.check_module(str(DATA / "placeholder_pkg"), app_dir=str(DATA))
+    assert not [c for t in report.targets for c in t.checks if c.status == "error"]
+    (note,) = [f for t in report.targets for f in t.findings if f.code == "JXN011"]
+    assert "'fancylib'" in note.message and "placeholder" in note.message
+    assert any(t.target.endswith("softplus") and not t.unverified for t in report.targets)

@@ -52,8 +52,10 @@ def unwrap(fn: Any) -> Any:
 def package_folders(module: Any) -> list[str]:
     """The folders a package's submodules are imported from, [] for a plain module: the import system's own record
     (`__spec__.submodule_search_locations`), since a plain module may hold a global named `__path__` (a `Path`)."""
-    spec = getattr(module, "__spec__", None)
-    found = getattr(module, "__path__", None) if spec is None else spec.submodule_search_locations
+    # declared only: a stub module's `__getattr__` raises for every name (haiku's placeholder for a missing flax
+    # raises ImportError for `__path__`)
+    spec = declared_attribute(module, "__spec__", None)
+    found = declared_attribute(module, "__path__", None) if spec is None else spec.submodule_search_locations
     try:
         return [os.fspath(folder) for folder in found or []]
     except TypeError:

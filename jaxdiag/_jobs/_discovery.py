@@ -251,6 +251,10 @@ class Discovery:
         finally:
             if on_import is not None:
                 on_import(what, None)
+        placeholder = _placeholder(module)
+        if placeholder is not None:  # nothing in it to walk, and every attribute read would raise
+            self.failed.append(_placeholder_report(label, what, placeholder))
+            return None
         return module
 
     def _once(self, report: TargetReport) -> TargetReport:
@@ -489,6 +493,34 @@ def _import_crash(label: str, what: str, crash: dict[str, Any]) -> TargetReport:
     # what the dying process printed (faulthandler's stack among it), shown with -v
     return TargetReport(label, "module", checks=[result], findings=[finding], module=label,
                         output=str(crash.get("output") or ""))
+
+
+def _placeholder(module: ModuleType) -> str | None:
+    """The error a placeholder module raises for every attribute, or None for a module: a package's stand-in for a
+    missing optional dependency (haiku puts one at `haiku.experimental.flax` when flax is not installed, whose
+    `__getattr__` raises ImportError for any name, `__path__` and a config table's name included)."""
+    probe = call_user(getattr, module, "__jaxdiag_probe__", quiet=True)
+    if probe.error is None or isinstance(probe.error, AttributeError):
+        return None
+    return f"{type(probe.error).__name__}: {probe.error}"
+
+
+_REQUIRES = re.compile(r"`?([A-Za-z_][\w.-]*)`? (?:to be|is not|be) installed")
+
+
+def _placeholder_report(label: str, what: str, error: str) -> TargetReport:
+    """A note naming the missing dependency the placeholder's error names ("features require `flax` to be
+    installed"); an import failure where it names none."""
+    dependency = _REQUIRES.search(error)
+    if dependency is None:
+        return _import_failure(label, f"importing {what} gives a placeholder module that raises {error}", what)
+    from .. import _rules as rules
+
+    message = f"{what} is a placeholder module: {error}"
+    finding = rules.DEPENDENCY_MISSING.finding(error=message, dependency=dependency.group(1), what=label,
+                                               location=None)
+    return TargetReport(label, "module", checks=[CheckResult("import", "skipped", 0.0, message)],
+                        findings=[finding], module=label)
 
 
 def _import_failure(label: str, message: str, what: str) -> TargetReport:
