@@ -500,7 +500,9 @@ def _placeholder(module: ModuleType) -> str | None:
     missing optional dependency (haiku puts one at `haiku.experimental.flax` when flax is not installed, whose
     `__getattr__` raises ImportError for any name, `__path__` and a config table's name included)."""
     probe = call_user(getattr, module, "__jaxdiag_probe__", quiet=True)
-    if probe.error is None or isinstance(probe.error, AttributeError):
+    # only an ImportError says "what you want is not installed"; a lazy module's other errors for an unknown name
+    # (a ValueError, a warning turned error) leave it a module to walk
+    if not isinstance(probe.error, ImportError):
         return None
     return f"{type(probe.error).__name__}: {probe.error}"
 
