@@ -157,13 +157,7 @@ class Runner:
 
     def _repeats(self, variant: Variant) -> bool:
         """Whether the per-example loop gives the values it gave before when run once more on the same examples."""
-        fn = _compat.jaxpr_as_fun(self.closed)
-        drawn = self._reference(variant, fn)
-        first = drawn.expected(variant)  # cached: the run the comparison with vmap used
-        again = Reference(self.ctx.subject, fn, drawn.pool, drawn.count).expected(variant)
-        if isinstance(first, BaseException) or isinstance(again, BaseException):
-            return True  # failing on an example is reported by the checks that run it
-        return all(np.array_equal(a, b, equal_nan=True) for a, b in zip(first, again))
+        return self._reference(variant, _compat.jaxpr_as_fun(self.closed)).repeats(variant)
 
     def reached_under_vmap(self) -> bool:
         """True when vmap of the function as written (no vmap_method rewritten) fails, warns about a missing

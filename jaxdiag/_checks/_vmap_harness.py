@@ -293,15 +293,15 @@ class Reference:
         self._outputs[pattern] = done
         return done
 
-    def repeats(self, pattern: frozenset[int], count: int) -> bool:
-        """Whether the loop gives the outputs it gave before when run once more on the same examples: False for a
-        subject whose outputs are not a function of its inputs (a kernel leaving part of its output buffer
-        unwritten, a callback keeping state)."""
-        first = self.outputs(pattern, count)
-        again = Reference(self.subject, self.fn, self.pool, self.count).outputs(pattern, count)
+    def repeats(self, variant: Variant) -> bool:
+        """Whether the loop gives the outputs `variant` is compared with when run once more on the same examples:
+        False for a subject whose outputs are not a function of its inputs (a kernel leaving part of its output
+        buffer unwritten, a callback keeping state)."""
+        first = self.expected(variant)  # cached: the run the comparison used
+        again = Reference(self.subject, self.fn, self.pool, self.count).expected(variant)
         if isinstance(first, BaseException) or isinstance(again, BaseException):
             return True  # failing on an example is reported by the checks that run it
-        return all(np.array_equal(a, b, equal_nan=True) for one, two in zip(first, again) for a, b in zip(one, two))
+        return all(np.array_equal(a, b, equal_nan=True) for a, b in zip(first, again))
 
     def batched_args(self, variant: Variant) -> list[Any]:
         """The arrays handed to `vmapped(fn, variant)`: the batch axis at each argument's in_axes. Device arrays,

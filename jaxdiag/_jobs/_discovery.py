@@ -516,11 +516,14 @@ def _placeholder_report(label: str, what: str, error: str) -> TargetReport:
     dependency = _REQUIRES.search(error)
     if dependency is None:
         return _import_failure(label, f"importing {what} gives a placeholder module that raises {error}", what)
+    return _dependency_note(label, f"{what} is a placeholder module: {error}", dependency.group(1), None)
+
+
+def _dependency_note(label: str, message: str, dependency: str, location: Location | None) -> TargetReport:
+    """A module not checked because an optional dependency of the package is not installed: a note (JXN011)."""
     from .. import _rules as rules
 
-    message = f"{what} is a placeholder module: {error}"
-    finding = rules.DEPENDENCY_MISSING.finding(error=message, dependency=dependency.group(1), what=label,
-                                               location=None)
+    finding = rules.DEPENDENCY_MISSING.finding(error=message, dependency=dependency, what=label, location=location)
     return TargetReport(label, "module", checks=[CheckResult("import", "skipped", 0.0, message)],
                         findings=[finding], module=label)
 
@@ -535,13 +538,7 @@ def _import_failure(label: str, message: str, what: str) -> TargetReport:
     # a module of JAX that this JAX does not have (`jax.config`) is a removed API (below), never a missing dependency
     if missing and missing.group(1).split(".")[0] not in (what.replace("/", ".").split(".")[0], "jax"):
         # an optional dependency of the package, not installed here: a note, not a failure of the package
-        from .. import _rules as rules
-
-        dependency = missing.group(1).split(".")[0]
-        finding = rules.DEPENDENCY_MISSING.finding(error=message, dependency=dependency, what=label,
-                                                   location=location)
-        return TargetReport(label, "module", checks=[CheckResult("import", "skipped", 0.0, message)],
-                            findings=[finding], module=label)
+        return _dependency_note(label, message, missing.group(1).split(".")[0], location)
     problem = Problem("import-failed", message, location,
                       fix=f"Make `{what}` importable (reproduce with `python -c \"import ...\"` or run the file), or "
                           "leave it out of the checked paths.")

@@ -3,6 +3,7 @@ eager binds), each checked as the function calls it."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -48,12 +49,8 @@ def find_nested_subjects(root: Subject, options: Options, cache: SubjectCache) -
     seen_keys: set = set()
     # the domains the function's docstring states for its inputs, for the rules it hands them to (read once, when
     # a rule is met; only where a plain layout makes its inputs its parameters)
-    read: list[dict[int, str]] = []
-
-    def stated() -> dict[int, str]:
-        if not read:
-            read.append(documented_domains(root) if not root.static_args and root.original is None else {})
-        return read[0]
+    stated = functools.cache(lambda: documented_domains(root) if not root.static_args and root.original is None
+                             else {})
 
     for obj, args, kwargs in custom_calls:
         if id(obj) in seen_keys:

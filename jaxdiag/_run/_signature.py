@@ -451,12 +451,12 @@ def inherited(spec: ArgSpec | None, value: list, root_inputs: list, root: Subjec
     if spec is None or spec.domain or not spec.is_inexact:
         return spec
     for k, candidate in enumerate(root_inputs):
-        if value and candidate is value[0] and k < len(root.specs) and root.specs[k].domain:
-            return spec.with_domain(root.specs[k].domain)
-        if value and candidate is value[0] and stated.get(k):
-            # the function's docstring states what that input holds ("spikes : The binary vector"), though the
+        if value and candidate is value[0]:
+            # else what the function's docstring states that input holds ("spikes : The binary vector"), where the
             # function ran on values given without a domain (its docstring example's): the nested rule's contract
-            return spec.with_domain(stated[k])
+            domain = (root.specs[k].domain if k < len(root.specs) else None) or stated.get(k)
+            if domain:
+                return spec.with_domain(domain)
     domains = {s.domain for s in root.specs if s.is_inexact}
     if len(domains) == 1 and None not in domains:  # every input of the function has one domain: keep it
         return spec.with_domain(domains.pop())
