@@ -246,3 +246,10 @@ def test_a_custom_rule_made_in_a_documented_function_takes_the_domain_its_docstr
     _, data = check_json(str(ACC / "documented_mask.py"), ACC)
     (target,) = [t for t in data["targets"] if "made in a function" in t["target"]]
     assert target["inputs"] == ["f32[3]", "f32[3]@binary"], target["inputs"]
+
+
+def test_the_options_are_appended_to_the_scripts_call_with_or_without_positional_arguments():
+    from jaxdiag._evidence._repro import with_keywords
+
+    assert with_keywords("TARGET(args[0])", {"steps": "4"}) == "TARGET(args[0], steps=4)"
+    assert with_keywords("TARGET()", {"steps": "4", "tol": "1e-06"}) == "TARGET(steps=4, tol=1e-06)"

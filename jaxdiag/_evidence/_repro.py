@@ -297,12 +297,12 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
         if structured is None:
             return None
         call = structured
-    keywords = {name: _literal(value) for name, value in getattr(chosen, "keywords", {}).items()}
-    if any(text is None for text in keywords.values()):
+    literals = {name: _literal(value) for name, value in getattr(chosen, "keywords", {}).items()}
+    keywords = {name: text for name, text in literals.items() if text is not None}
+    if len(keywords) < len(literals):
         return None
     if keywords and kind != "primitive":  # options the target's own error asked for (`_run._asked_options`)
-        call = call[:-1] + (", " if not call.endswith("(") else "") + ", ".join(
-            f"{name}={text}" for name, text in keywords.items()) + ")"
+        call = with_keywords(call, keywords)
     on_axis = getattr(chosen.obj, "__jaxdiag_repro_call__", None)  # a view on a named axis (`_run._named_axis`)
     if chosen.named_axis and on_axis is not None:  # its collectives run on the axis's devices, as jaxdiag ran them
         call, specs = on_axis(chosen, call, specs)
@@ -324,6 +324,13 @@ def script(target: TargetReport, subject: Any, finding: Finding) -> str | None:
                                           batch=exposure.batch, platform=repr(platform), code=finding.code)
     preflight = PREFLIGHT if exposure.mode not in NO_PREFLIGHT else ""
     return header + call_prelude + body + preflight + check
+
+
+def with_keywords(call: str, keywords: dict[Any, str]) -> str:
+    """`TARGET(args[0])` -> `TARGET(args[0], steps=4)`; `TARGET()` -> `TARGET(steps=4)`."""
+    head = call[:-1]
+    options = ", ".join(f"{name}={text}" for name, text in keywords.items())
+    return f"{head}{'' if head.endswith('(') else ', '}{options})"
 
 
 # Findings about a wrapper function around the subject (JXB011: it returns the primitive's list of outputs).
